@@ -1,1 +1,4 @@
-//! placeholder
+//! Shared types of trtmc: catalog, cases, plans and sweeps, result schemas, statistics, cache keys and
+//! atomic file helpers. Nothing here prints or runs a model.
+
+pub mod stats;

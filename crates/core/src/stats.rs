@@ -1,0 +1,342 @@
+//! Statistics over timing samples.
+//!
+//! Percentiles use linear interpolation between the two closest ranks (Hyndman & Fan type 7, NumPy's
+//! default): for `n` sorted samples, percentile `p` sits at rank `h = (n - 1) * p / 100`, and the value is
+//! `x[floor(h)] + (h - floor(h)) * (x[floor(h) + 1] - x[floor(h)])`. So p50 of an even count is the mean of the
+//! two middle samples, p0 is the minimum and p100 the maximum. The method name is recorded in every result as
+//! [`PERCENTILE_METHOD`].
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// The percentile method name written into results.
+pub const PERCENTILE_METHOD: &str = "linear_interpolation_type7";
+
+/// Percentile `p` (0..=100) of already sorted, non-empty samples.
+pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
+    debug_assert!(!sorted.is_empty());
+    let n = sorted.len();
+    if n == 1 {
+        return sorted[0];
+    }
+    let rank = (n - 1) as f64 * (p.clamp(0.0, 100.0) / 100.0);
+    let lower = rank.floor() as usize;
+    let upper = (lower + 1).min(n - 1);
+    let fraction = rank - lower as f64;
+    sorted[lower] + fraction * (sorted[upper] - sorted[lower])
+}
+
+/// A sorted copy of `samples` (NaN sorts last; callers reject non-finite samples before this).
+pub fn sorted(samples: &[f64]) -> Vec<f64> {
+    let mut v = samples.to_vec();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+pub fn mean(samples: &[f64]) -> f64 {
+    samples.iter().sum::<f64>() / samples.len() as f64
+}
+
+pub fn median(samples: &[f64]) -> f64 {
+    percentile_sorted(&sorted(samples), 50.0)
+}
+
+/// Sample standard deviation (n - 1 denominator); 0 for fewer than two samples.
+pub fn std_dev(samples: &[f64]) -> f64 {
+    if samples.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(samples);
+    let var = samples.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (samples.len() - 1) as f64;
+    var.sqrt()
+}
+
+/// Distribution summary of one set of samples, in the samples' unit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub count: usize,
+    pub min: f64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub max: f64,
+    pub std_dev: f64,
+    /// Coefficient of variation: std_dev / mean (0 when the mean is 0).
+    pub cv: f64,
+}
+
+/// Summarize samples; `None` when there are none.
+pub fn summarize(samples: &[f64]) -> Option<Summary> {
+    if samples.is_empty() {
+        return None;
+    }
+    let s = sorted(samples);
+    let m = mean(&s);
+    let sd = std_dev(&s);
+    Some(Summary {
+        count: s.len(),
+        min: s[0],
+        mean: m,
+        p50: percentile_sorted(&s, 50.0),
+        p90: percentile_sorted(&s, 90.0),
+        p95: percentile_sorted(&s, 95.0),
+        p99: percentile_sorted(&s, 99.0),
+        max: s[s.len() - 1],
+        std_dev: sd,
+        cv: if m != 0.0 { sd / m } else { 0.0 },
+    })
+}
+
+/// A two-sided confidence interval around a point estimate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    pub estimate: f64,
+    pub low: f64,
+    pub high: f64,
+    /// Confidence level, e.g. 0.95.
+    pub confidence: f64,
+}
+
+impl Interval {
+    pub fn contains(&self, value: f64) -> bool {
+        self.low <= value && value <= self.high
+    }
+}
+
+/// Default bootstrap resample count: enough for stable 95 % bounds, cheap for a few thousand samples.
+pub const DEFAULT_RESAMPLES: usize = 2000;
+
+/// Percentile-bootstrap confidence interval of `statistic` over `samples`, deterministic for a `seed`.
+pub fn bootstrap_ci(
+    samples: &[f64],
+    statistic: impl Fn(&[f64]) -> f64,
+    confidence: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<Interval> {
+    if samples.is_empty() {
+        return None;
+    }
+    let estimate = statistic(samples);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut buf = vec![0.0; samples.len()];
+    let mut stats = Vec::with_capacity(resamples);
+    for _ in 0..resamples {
+        resample_into(samples, &mut buf, &mut rng);
+        stats.push(statistic(&buf));
+    }
+    Some(interval_from(estimate, stats, confidence))
+}
+
+/// Percentile-bootstrap interval of the ratio `statistic(a) / statistic(b)`, resampling both sides.
+pub fn bootstrap_ratio_ci(
+    a: &[f64],
+    b: &[f64],
+    statistic: impl Fn(&[f64]) -> f64,
+    confidence: f64,
+    resamples: usize,
+    seed: u64,
+) -> Option<Interval> {
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    let denominator = statistic(b);
+    if denominator == 0.0 {
+        return None;
+    }
+    let estimate = statistic(a) / denominator;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (mut buf_a, mut buf_b) = (vec![0.0; a.len()], vec![0.0; b.len()]);
+    let mut stats = Vec::with_capacity(resamples);
+    for _ in 0..resamples {
+        resample_into(a, &mut buf_a, &mut rng);
+        resample_into(b, &mut buf_b, &mut rng);
+        let d = statistic(&buf_b);
+        if d != 0.0 {
+            stats.push(statistic(&buf_a) / d);
+        }
+    }
+    if stats.is_empty() {
+        return None;
+    }
+    Some(interval_from(estimate, stats, confidence))
+}
+
+fn resample_into(samples: &[f64], buf: &mut [f64], rng: &mut ChaCha8Rng) {
+    for slot in buf.iter_mut() {
+        *slot = samples[rng.random_range(0..samples.len())];
+    }
+}
+
+fn interval_from(estimate: f64, mut stats: Vec<f64>, confidence: f64) -> Interval {
+    stats.sort_by(f64::total_cmp);
+    let tail = (1.0 - confidence) / 2.0 * 100.0;
+    Interval {
+        estimate,
+        low: percentile_sorted(&stats, tail),
+        high: percentile_sorted(&stats, 100.0 - tail),
+        confidence,
+    }
+}
+
+/// Tukey's fences over sorted samples: inner at 1.5 IQR, outer at 3 IQR beyond the quartiles.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TukeyFences {
+    pub q1: f64,
+    pub q3: f64,
+    pub lower_inner: f64,
+    pub upper_inner: f64,
+    pub lower_outer: f64,
+    pub upper_outer: f64,
+}
+
+impl TukeyFences {
+    pub fn from_sorted(sorted: &[f64]) -> Self {
+        let q1 = percentile_sorted(sorted, 25.0);
+        let q3 = percentile_sorted(sorted, 75.0);
+        let iqr = q3 - q1;
+        Self {
+            q1,
+            q3,
+            lower_inner: q1 - 1.5 * iqr,
+            upper_inner: q3 + 1.5 * iqr,
+            lower_outer: q1 - 3.0 * iqr,
+            upper_outer: q3 + 3.0 * iqr,
+        }
+    }
+
+    /// Whether `x` lies outside the inner fences (a mild or severe outlier).
+    pub fn is_outlier(&self, x: f64) -> bool {
+        x < self.lower_inner || x > self.upper_inner
+    }
+}
+
+/// Two-sided Mann-Whitney U test with tie correction, normal approximation (fine for n >= 8 per side).
+/// Returns the p-value that `a` and `b` come from the same distribution; `None` for empty inputs.
+pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> Option<f64> {
+    let (n1, n2) = (a.len(), b.len());
+    if n1 == 0 || n2 == 0 {
+        return None;
+    }
+    let mut all: Vec<(f64, bool)> = a.iter().map(|&x| (x, true)).chain(b.iter().map(|&x| (x, false))).collect();
+    all.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let n = all.len();
+    let (mut rank_sum_a, mut tie_term) = (0.0, 0.0);
+    let mut i = 0;
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && all[j + 1].0 == all[i].0 {
+            j += 1;
+        }
+        let average_rank = (i + j) as f64 / 2.0 + 1.0;
+        let ties = (j - i + 1) as f64;
+        tie_term += ties * ties * ties - ties;
+        rank_sum_a += all[i..=j].iter().filter(|e| e.1).count() as f64 * average_rank;
+        i = j + 1;
+    }
+    let (n1f, n2f, nf) = (n1 as f64, n2 as f64, n as f64);
+    let u = rank_sum_a - n1f * (n1f + 1.0) / 2.0;
+    let mean_u = n1f * n2f / 2.0;
+    let var_u = n1f * n2f / 12.0 * ((nf + 1.0) - tie_term / (nf * (nf - 1.0)));
+    if var_u <= 0.0 {
+        return Some(1.0);
+    }
+    // Continuity correction towards the mean.
+    let z = ((u - mean_u).abs() - 0.5).max(0.0) / var_u.sqrt();
+    Some((2.0 * (1.0 - standard_normal_cdf(z))).clamp(0.0, 1.0))
+}
+
+/// Standard normal CDF through the complementary error function (Abramowitz-Stegun 7.1.26 is too coarse
+/// in the tails; this uses the W. J. Cody-style rational approximation via erfc).
+pub fn standard_normal_cdf(z: f64) -> f64 {
+    0.5 * erfc(-z / std::f64::consts::SQRT_2)
+}
+
+/// Complementary error function, Numerical Recipes' Chebyshev fit (fractional error < 1.2e-7).
+fn erfc(x: f64) -> f64 {
+    let z = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let poly = -z * z - 1.265_512_23
+        + t * (1.000_023_68
+            + t * (0.374_091_96
+                + t * (0.096_784_18
+                    + t * (-0.186_288_06
+                        + t * (0.278_868_07
+                            + t * (-1.135_203_98 + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+    let r = t * poly.exp();
+    if x >= 0.0 { r } else { 2.0 - r }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_interpolate_between_ranks() {
+        let s = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile_sorted(&s, 50.0), 2.5);
+        assert_eq!(percentile_sorted(&s, 0.0), 1.0);
+        assert_eq!(percentile_sorted(&s, 100.0), 4.0);
+        // rank = 3 * 0.9 = 2.7 -> 3 + 0.7 * (4 - 3)
+        assert!((percentile_sorted(&s, 90.0) - 3.7).abs() < 1e-12);
+        assert_eq!(percentile_sorted(&[7.0], 99.0), 7.0);
+    }
+
+    #[test]
+    fn summary_matches_hand_computation() {
+        let s = summarize(&[3.0, 1.0, 2.0, 10.0]).expect("non-empty");
+        assert_eq!((s.count, s.min, s.max, s.mean, s.p50), (4, 1.0, 10.0, 4.0, 2.5));
+        let sd = ((9.0 + 4.0 + 1.0 + 36.0) / 3.0f64).sqrt();
+        assert!((s.std_dev - sd).abs() < 1e-12);
+        assert!((s.cv - sd / 4.0).abs() < 1e-12);
+        assert!(summarize(&[]).is_none());
+    }
+
+    #[test]
+    fn bootstrap_is_deterministic_and_brackets_the_estimate() {
+        let samples: Vec<f64> = (0..200).map(|i| 100.0 + (i % 17) as f64).collect();
+        let a = bootstrap_ci(&samples, median, 0.95, 500, 7).expect("ci");
+        let b = bootstrap_ci(&samples, median, 0.95, 500, 7).expect("ci");
+        assert_eq!(a, b);
+        assert!(a.low <= a.estimate && a.estimate <= a.high);
+        assert!(a.high - a.low < 10.0);
+    }
+
+    #[test]
+    fn ratio_interval_excludes_one_for_a_clear_slowdown() {
+        let base: Vec<f64> = (0..100).map(|i| 10.0 + (i % 5) as f64 * 0.1).collect();
+        let slow: Vec<f64> = base.iter().map(|x| x * 1.5).collect();
+        let ci = bootstrap_ratio_ci(&slow, &base, median, 0.95, 1000, 1).expect("ci");
+        assert!(ci.low > 1.3 && ci.high < 1.7, "{ci:?}");
+        let same = bootstrap_ratio_ci(&base, &base, median, 0.95, 1000, 1).expect("ci");
+        assert!(same.contains(1.0));
+    }
+
+    #[test]
+    fn tukey_flags_far_points_only() {
+        let mut v: Vec<f64> = (0..100).map(|i| 50.0 + (i % 10) as f64).collect();
+        v.push(500.0);
+        let f = TukeyFences::from_sorted(&sorted(&v));
+        assert!(f.is_outlier(500.0));
+        assert!(!f.is_outlier(55.0));
+    }
+
+    #[test]
+    fn mann_whitney_separates_shifted_samples() {
+        let a: Vec<f64> = (0..40).map(|i| (i % 10) as f64).collect();
+        let b: Vec<f64> = a.iter().map(|x| x + 20.0).collect();
+        assert!(mann_whitney_p(&a, &b).expect("p") < 1e-6);
+        let p_same = mann_whitney_p(&a, &a).expect("p");
+        assert!(p_same > 0.9, "{p_same}");
+    }
+
+    #[test]
+    fn normal_cdf_known_values() {
+        assert!((standard_normal_cdf(0.0) - 0.5).abs() < 1e-7);
+        assert!((standard_normal_cdf(1.959_964) - 0.975).abs() < 1e-6);
+        assert!((standard_normal_cdf(-1.644_854) - 0.05).abs() < 1e-6);
+    }
+}
