@@ -1,4 +1,5 @@
 //! Shared types of trtmc: catalog, cases, plans and sweeps, result schemas, statistics, cache keys and
 //! atomic file helpers. Nothing here prints or runs a model.
 
+pub mod accuracy;
 pub mod stats;
