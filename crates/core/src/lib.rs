@@ -2,4 +2,9 @@
 //! atomic file helpers. Nothing here prints or runs a model.
 
 pub mod accuracy;
+pub mod case;
+pub mod catalog;
+pub mod hash;
+pub mod operations;
 pub mod stats;
+pub mod text;

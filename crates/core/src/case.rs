@@ -1,0 +1,555 @@
+//! Case resolution: one profile × one named case × one sweep point becomes a [`ResolvedCase`] in which
+//! every field remembers where its value came from (default, manifest, case, plan, --set, sweep, cli).
+//!
+//! Precedence, lowest first: operation default < manifest (MODEL.toml) < case < plan < --set < sweep < the
+//! dedicated command-line flags (--warmup, --iterations, --duration, --runtime).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::catalog::{Profile, TestCase};
+use crate::operations::{self, FieldKind, OperationDecl};
+
+pub const RESOLVED_CASE_SCHEMA: &str = "trtmc.resolved-case/v1";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    Default,
+    Manifest,
+    Case,
+    Plan,
+    Set,
+    Sweep,
+    Cli,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sourced<T> {
+    pub value: T,
+    pub source: Source,
+}
+
+impl<T> Sourced<T> {
+    pub fn new(value: T, source: Source) -> Self {
+        Self { value, source }
+    }
+}
+
+/// One `key=value` override (from --set, a sweep point or a plan), still as text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Override {
+    pub key: String,
+    pub value: String,
+    pub source: Source,
+}
+
+impl Override {
+    /// Parses `section.key=value` as given to `--set`.
+    pub fn parse(text: &str, source: Source) -> Result<Self, String> {
+        let (key, value) = text
+            .split_once('=')
+            .ok_or_else(|| format!("`{text}` is not KEY=VALUE (e.g. --set request.max_new_tokens=16)"))?;
+        let key = key.trim();
+        if key.is_empty() {
+            return Err(format!("`{text}` has an empty key (e.g. --set request.max_new_tokens=16)"));
+        }
+        Ok(Self { key: key.to_string(), value: value.to_string(), source })
+    }
+}
+
+/// Measurement settings of a case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measure {
+    pub warmup: Sourced<u64>,
+    pub iterations: Sourced<u64>,
+    /// Keep calling until both `iterations` calls and this many seconds are done.
+    pub min_duration_s: Sourced<f64>,
+    /// Kill the worker after this many seconds (build excluded).
+    pub timeout_s: Sourced<f64>,
+}
+
+/// Default per-case worker timeout.
+pub const DEFAULT_TIMEOUT_S: f64 = 600.0;
+
+/// Command-line measurement flags (they win over everything else).
+#[derive(Debug, Clone, Default)]
+pub struct MeasureFlags {
+    pub warmup: Option<u64>,
+    pub iterations: Option<u64>,
+    pub min_duration_s: Option<f64>,
+    pub timeout_s: Option<f64>,
+}
+
+/// A fully resolved case: everything the worker and the reducers need, with provenance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResolvedCase {
+    pub schema: String,
+    pub model: String,
+    pub case: String,
+    /// `case` plus the sweep point, e.g. `short[request.batch_size=2]`.
+    pub label: String,
+    pub task_strategy: String,
+    pub operation: String,
+    pub runtime: Sourced<String>,
+    pub request: BTreeMap<String, Sourced<Value>>,
+    /// Shape-affecting settings (`precision`, `kv_cache_length`, `dims.<name>`, `shapes.<input>`).
+    pub build: BTreeMap<String, Sourced<Value>>,
+    /// Load-time runtime settings (`threads`, …); not part of the bundle key.
+    pub runtime_settings: BTreeMap<String, Sourced<Value>>,
+    pub measure: Measure,
+    pub sweep_point: BTreeMap<String, String>,
+    /// SHA-256 of the workload: manifest hash, operation, request, build settings, input artifacts.
+    pub identity: String,
+}
+
+impl ResolvedCase {
+    pub fn request_value(&self, name: &str) -> Option<&Value> {
+        self.request.get(name).map(|s| &s.value)
+    }
+    pub fn build_values(&self) -> BTreeMap<String, Value> {
+        self.build.iter().map(|(k, v)| (k.clone(), v.value.clone())).collect()
+    }
+    pub fn runtime_values(&self) -> BTreeMap<String, Value> {
+        self.runtime_settings.iter().map(|(k, v)| (k.clone(), v.value.clone())).collect()
+    }
+}
+
+/// Everything needed to resolve one case besides the profile.
+#[derive(Debug, Clone, Default)]
+pub struct ResolveInput<'a> {
+    pub case: Option<&'a str>,
+    pub plan: Vec<Override>,
+    pub sets: Vec<Override>,
+    pub sweep_point: Vec<Override>,
+    pub runtime: Option<String>,
+    pub plan_measure: MeasureFlags,
+    pub flags: MeasureFlags,
+}
+
+/// Resolves one case of a profile. The profile must be ready.
+pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCase, String> {
+    if !profile.status.is_ready() {
+        return Err(format!("model `{}` cannot run: {}", profile.name, profile.status.label()));
+    }
+    let op = profile
+        .operation
+        .as_deref()
+        .and_then(operations::operation)
+        .ok_or_else(|| format!("model `{}` has no operation", profile.name))?;
+    let case: &TestCase = match input.case {
+        Some(name) => profile.case(name).ok_or_else(|| {
+            let names: Vec<&str> = profile.cases.iter().map(|c| c.name.as_str()).collect();
+            let hint = crate::text::closest(name, names.iter().copied())
+                .map(|c| format!(" Did you mean `{c}`?"))
+                .unwrap_or_default();
+            format!("model `{}` has no case `{name}`.{hint} Its cases: {}", profile.name, names.join(", "))
+        })?,
+        None => profile.default_case().ok_or_else(|| format!("model `{}` has no test case", profile.name))?,
+    };
+
+    let mut request: BTreeMap<String, Sourced<Value>> = BTreeMap::new();
+    for f in op.fields {
+        if let Some(default) = f.default {
+            request.insert(f.name.to_string(), Sourced::new(default(), Source::Default));
+        }
+    }
+    for (k, v) in &case.request {
+        request.insert(k.clone(), Sourced::new(v.clone(), Source::Case));
+    }
+
+    let mut build: BTreeMap<String, Sourced<Value>> = BTreeMap::new();
+    if let Some(p) = &profile.build.precision {
+        build.insert("precision".into(), Sourced::new(json!(p), Source::Manifest));
+    }
+    if let Some(k) = profile.build.kv_cache_length {
+        build.insert("kv_cache_length".into(), Sourced::new(json!(k), Source::Manifest));
+    }
+    for (d, v) in &profile.build.dims {
+        build.insert(format!("dims.{d}"), Sourced::new(json!(v), Source::Manifest));
+    }
+    for (i, s) in &profile.build.shapes {
+        build.insert(format!("shapes.{i}"), Sourced::new(json!(s), Source::Manifest));
+    }
+
+    let mut runtime = Sourced::new(profile.runtime_strategy.clone(), Source::Manifest);
+    let mut runtime_settings: BTreeMap<String, Sourced<Value>> = BTreeMap::new();
+
+    let mut measure = Measure {
+        warmup: Sourced::new(op.default_warmup, Source::Default),
+        iterations: Sourced::new(op.default_iterations, Source::Default),
+        min_duration_s: Sourced::new(0.0, Source::Default),
+        timeout_s: Sourced::new(DEFAULT_TIMEOUT_S, Source::Default),
+    };
+    apply_measure(&mut measure, &case_measure(case), Source::Case);
+    apply_measure(&mut measure, &input.plan_measure, Source::Plan);
+
+    let overrides = input.plan.iter().chain(&input.sets).chain(&input.sweep_point);
+    for o in overrides {
+        apply_override(op, o, &mut request, &mut build, &mut runtime, &mut runtime_settings)?;
+    }
+    if let Some(r) = &input.runtime {
+        runtime = Sourced::new(r.clone(), Source::Cli);
+    }
+    apply_measure(&mut measure, &input.flags, Source::Cli);
+    if measure.iterations.value == 0 {
+        return Err("--iterations must be at least 1".into());
+    }
+
+    for f in op.fields {
+        if !request.contains_key(f.name) {
+            return Err(format!("request.{} is required by operation `{}` ({})", f.name, op.name, f.help));
+        }
+        if let Some(dim) = f.binds_dim
+            && let Some(v) = request.get(f.name)
+        {
+            let n = v.value.as_i64().unwrap_or(1);
+            if f.name == "batch_size" && n > 1 && !op.batch_api {
+                return Err(format!(
+                    "operation `{}` has no batch API: request.batch_size={n} is rejected instead of being simulated with sequential calls",
+                    op.name
+                ));
+            }
+            if n < 1 {
+                return Err(format!("request.{} must be at least 1, got {n}", f.name));
+            }
+            build.insert(format!("dims.{dim}"), Sourced::new(json!(n), v.source));
+        }
+    }
+
+    let sweep_point: BTreeMap<String, String> =
+        input.sweep_point.iter().map(|o| (o.key.clone(), o.value.clone())).collect();
+    let label = if sweep_point.is_empty() {
+        case.name.clone()
+    } else {
+        let parts: Vec<String> = sweep_point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!("{}[{}]", case.name, parts.join(","))
+    };
+
+    let mut resolved = ResolvedCase {
+        schema: RESOLVED_CASE_SCHEMA.into(),
+        model: profile.name.clone(),
+        case: case.name.clone(),
+        label,
+        task_strategy: profile.task_strategy.clone(),
+        operation: op.name.into(),
+        runtime,
+        request,
+        build,
+        runtime_settings,
+        measure,
+        sweep_point,
+        identity: String::new(),
+    };
+    resolved.identity = workload_identity(&profile.manifest_hash, &resolved, &[]);
+    Ok(resolved)
+}
+
+/// The workload identity: what must match for two measurements to be comparable.
+pub fn workload_identity(manifest_hash: &str, case: &ResolvedCase, artifact_hashes: &[String]) -> String {
+    let request: BTreeMap<&String, &Value> = case.request.iter().map(|(k, v)| (k, &v.value)).collect();
+    let build: BTreeMap<&String, &Value> = case.build.iter().map(|(k, v)| (k, &v.value)).collect();
+    crate::hash::json_hash(&json!({
+        "manifest": manifest_hash,
+        "model": case.model,
+        "operation": case.operation,
+        "request": request,
+        "build": build,
+        "artifacts": artifact_hashes,
+    }))
+}
+
+fn case_measure(case: &TestCase) -> MeasureFlags {
+    MeasureFlags {
+        warmup: case.measure.warmup,
+        iterations: case.measure.iterations,
+        min_duration_s: case.measure.min_duration_s,
+        timeout_s: case.measure.timeout_s,
+    }
+}
+
+fn apply_measure(m: &mut Measure, f: &MeasureFlags, source: Source) {
+    if let Some(v) = f.warmup {
+        m.warmup = Sourced::new(v, source);
+    }
+    if let Some(v) = f.iterations {
+        m.iterations = Sourced::new(v, source);
+    }
+    if let Some(v) = f.min_duration_s {
+        m.min_duration_s = Sourced::new(v, source);
+    }
+    if let Some(v) = f.timeout_s {
+        m.timeout_s = Sourced::new(v, source);
+    }
+}
+
+fn apply_override(
+    op: &OperationDecl,
+    o: &Override,
+    request: &mut BTreeMap<String, Sourced<Value>>,
+    build: &mut BTreeMap<String, Sourced<Value>>,
+    runtime: &mut Sourced<String>,
+    runtime_settings: &mut BTreeMap<String, Sourced<Value>>,
+) -> Result<(), String> {
+    let (section, rest) = o.key.split_once('.').unwrap_or((o.key.as_str(), ""));
+    let context = |e: String| format!("{} `{}={}`: {e}", describe_source(o.source), o.key, o.value);
+    match section {
+        "request" => {
+            let field = op.field(rest).ok_or_else(|| context(crate::catalog::unknown_field(op, rest)))?;
+            let value = parse_typed(field.kind, &o.value).map_err(context)?;
+            request.insert(rest.to_string(), Sourced::new(value, o.source));
+        }
+        "build" => {
+            let value = match rest {
+                "precision" => json!(o.value.trim()),
+                "kv_cache_length" => json!(parse_int(&o.value).map_err(context)?),
+                _ if rest.starts_with("dims.") && rest.len() > 5 => json!(parse_int(&o.value).map_err(context)?),
+                _ if rest.starts_with("shapes.") && rest.len() > 7 => json!(parse_shape(&o.value).map_err(context)?),
+                _ => {
+                    return Err(context(
+                        "unknown build setting; known: build.precision, build.kv_cache_length, build.dims.<dim>, build.shapes.<input>"
+                            .into(),
+                    ));
+                }
+            };
+            build.insert(rest.to_string(), Sourced::new(value, o.source));
+        }
+        "runtime" if rest.is_empty() => *runtime = Sourced::new(o.value.trim().to_string(), o.source),
+        "runtime" => {
+            runtime_settings.insert(rest.to_string(), Sourced::new(parse_untyped(&o.value), o.source));
+        }
+        _ => {
+            return Err(context(
+                "keys start with `request.`, `build.` or `runtime.` (e.g. request.max_new_tokens=16)".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn describe_source(s: Source) -> &'static str {
+    match s {
+        Source::Set => "--set",
+        Source::Sweep => "--sweep",
+        Source::Plan => "plan",
+        _ => "setting",
+    }
+}
+
+fn parse_int(text: &str) -> Result<i64, String> {
+    text.trim().parse::<i64>().map_err(|_| format!("expected an integer, got `{text}`"))
+}
+
+/// Parses `1x3x224x224` (trtexec's shape syntax) into dimensions.
+pub fn parse_shape(text: &str) -> Result<Vec<i64>, String> {
+    let text = text.trim();
+    if text.is_empty() || text == "scalar" {
+        return Ok(Vec::new());
+    }
+    text.split('x')
+        .map(|d| match d.trim().parse::<i64>() {
+            Ok(v) if v >= 0 => Ok(v),
+            _ => Err(format!("`{text}` is not a shape like 1x3x224x224")),
+        })
+        .collect()
+}
+
+/// Parses a value given on the command line according to the declared field kind.
+pub fn parse_typed(kind: FieldKind, text: &str) -> Result<Value, String> {
+    let t = text.trim();
+    match kind {
+        FieldKind::Integer => parse_int(t).map(Value::from),
+        FieldKind::Number => match t.parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(Value::from(v)),
+            _ => Err(format!("expected a number, got `{text}`")),
+        },
+        FieldKind::Bool => match t {
+            "true" | "1" | "yes" | "on" => Ok(Value::Bool(true)),
+            "false" | "0" | "no" | "off" => Ok(Value::Bool(false)),
+            _ => Err(format!("expected true or false, got `{text}`")),
+        },
+        FieldKind::String => Ok(Value::from(text)),
+        FieldKind::StringList => {
+            if t.starts_with('[') {
+                let v: Value = serde_json::from_str(t).map_err(|e| format!("expected a JSON list of strings: {e}"))?;
+                operations::check_kind(kind, &v)
+            } else {
+                Ok(Value::Array(t.split('|').map(|s| Value::from(s.to_string())).collect()))
+            }
+        }
+    }
+}
+
+/// Best-effort typing for runtime settings (validated later by the runtime): integer, number, bool, string.
+pub fn parse_untyped(text: &str) -> Value {
+    let t = text.trim();
+    if let Ok(i) = t.parse::<i64>() {
+        Value::from(i)
+    } else if let Ok(f) = t.parse::<f64>()
+        && f.is_finite()
+    {
+        Value::from(f)
+    } else if t == "true" || t == "false" {
+        Value::Bool(t == "true")
+    } else {
+        Value::from(t)
+    }
+}
+
+/// One `--sweep key=a,b,c` axis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepAxis {
+    pub key: String,
+    pub values: Vec<String>,
+}
+
+impl SweepAxis {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let o = Override::parse(text, Source::Sweep)
+            .map_err(|_| format!("`{text}` is not KEY=V1,V2,… (e.g. --sweep request.batch_size=1,2)"))?;
+        let values: Vec<String> = o.value.split(',').map(|v| v.trim().to_string()).collect();
+        if values.iter().any(String::is_empty) {
+            return Err(format!("--sweep `{text}` has an empty value"));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(dup) = values.iter().find(|v| !seen.insert(v.as_str())) {
+            return Err(format!("--sweep `{text}` lists `{dup}` twice"));
+        }
+        Ok(Self { key: o.key, values })
+    }
+}
+
+/// The Cartesian product of sweep axes, first axis varying slowest. No axes → one empty point.
+pub fn sweep_points(axes: &[SweepAxis]) -> Result<Vec<Vec<Override>>, String> {
+    let mut keys = std::collections::BTreeSet::new();
+    for a in axes {
+        if !keys.insert(a.key.as_str()) {
+            return Err(format!("--sweep names `{}` twice; give all values in one --sweep", a.key));
+        }
+    }
+    let mut points: Vec<Vec<Override>> = vec![Vec::new()];
+    for axis in axes {
+        let mut next = Vec::with_capacity(points.len() * axis.values.len());
+        for p in &points {
+            for v in &axis.values {
+                let mut q = p.clone();
+                q.push(Override { key: axis.key.clone(), value: v.clone(), source: Source::Sweep });
+                next.push(q);
+            }
+        }
+        points = next;
+    }
+    Ok(points)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+
+    fn catalog() -> (tempfile::TempDir, Catalog) {
+        let t = tempfile::tempdir().expect("tmp");
+        let d = t.path().join("g");
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::write(
+            d.join("MODEL.toml"),
+            "name = \"g\"\ntask_strategy = \"text_generation\"\ntest_manifests = [\"c.toml\"]\n[source]\nbuiltin = \"tiny-gpt\"\n[build]\nkv_cache_length = 64\n",
+        )
+        .expect("write");
+        std::fs::write(
+            d.join("c.toml"),
+            "[[case]]\nname = \"greedy\"\n[case.request]\nprompt = \"hi\"\nmax_new_tokens = 8\n\n[[case]]\nname = \"sampled\"\n[case.measure]\niterations = 7\n[case.request]\nprompt = \"yo\"\ndo_sample = true\nseed = 42\n",
+        )
+        .expect("write");
+        let c = Catalog::load(t.path()).expect("load");
+        (t, c)
+    }
+
+    #[test]
+    fn precedence_and_sources() {
+        let (_t, c) = catalog();
+        let p = c.require("g").expect("g");
+        let input = ResolveInput {
+            case: Some("sampled"),
+            sets: vec![Override::parse("request.max_new_tokens=16", Source::Set).expect("set")],
+            flags: MeasureFlags { warmup: Some(2), ..Default::default() },
+            ..Default::default()
+        };
+        let r = resolve(p, &input).expect("resolve");
+        assert_eq!(r.request["max_new_tokens"], Sourced::new(json!(16), Source::Set));
+        assert_eq!(r.request["seed"], Sourced::new(json!(42), Source::Case));
+        assert_eq!(r.request["temperature"].source, Source::Default);
+        assert_eq!(r.measure.iterations, Sourced::new(7, Source::Case));
+        assert_eq!(r.measure.warmup, Sourced::new(2, Source::Cli));
+        assert_eq!(r.build["kv_cache_length"].source, Source::Manifest);
+        assert_eq!(r.build["dims.batch"].value, json!(1));
+    }
+
+    #[test]
+    fn greedy_default_seed_is_minus_one_and_identity_tracks_request() {
+        let (_t, c) = catalog();
+        let p = c.require("g").expect("g");
+        let a = resolve(p, &ResolveInput::default()).expect("a");
+        assert_eq!(a.case, "greedy");
+        assert_eq!(a.request["seed"].value, json!(-1));
+        let b = resolve(
+            p,
+            &ResolveInput { sets: vec![Override::parse("request.max_new_tokens=9", Source::Set).expect("o")], ..Default::default() },
+        )
+        .expect("b");
+        assert_ne!(a.identity, b.identity);
+        let a2 = resolve(p, &ResolveInput::default()).expect("a2");
+        assert_eq!(a.identity, a2.identity);
+    }
+
+    #[test]
+    fn errors_name_the_thing_and_the_fix() {
+        let (_t, c) = catalog();
+        let p = c.require("g").expect("g");
+        let err = |sets: &[&str]| {
+            let input = ResolveInput {
+                sets: sets.iter().map(|s| Override::parse(s, Source::Set).expect("parse")).collect(),
+                ..Default::default()
+            };
+            resolve(p, &input).expect_err("must fail")
+        };
+        assert!(err(&["request.max_new_tokenz=3"]).contains("Did you mean `max_new_tokens`"));
+        assert!(err(&["request.max_new_tokens=many"]).contains("expected an integer"));
+        assert!(err(&["request.batch_size=2"]).contains("no batch API"));
+        assert!(err(&["build.colour=red"]).contains("unknown build setting"));
+        assert!(err(&["prompt=x"]).contains("keys start with"));
+        let e = resolve(p, &ResolveInput { case: Some("greedyy"), ..Default::default() }).expect_err("case");
+        assert!(e.contains("Did you mean `greedy`") && e.contains("sampled"), "{e}");
+    }
+
+    #[test]
+    fn sweeps_form_the_only_product() {
+        let axes = vec![
+            SweepAxis::parse("request.max_new_tokens=4,8").expect("a"),
+            SweepAxis::parse("request.temperature=0.5,1.0,2.0").expect("b"),
+        ];
+        let points = sweep_points(&axes).expect("points");
+        assert_eq!(points.len(), 6);
+        assert_eq!(points[1][1].value, "1.0");
+        assert_eq!(points[3][0].value, "8");
+        assert!(SweepAxis::parse("request.x=1,1").is_err());
+        assert!(sweep_points(&[axes[0].clone(), axes[0].clone()]).is_err());
+        let (_t, c) = catalog();
+        let r = resolve(
+            c.require("g").expect("g"),
+            &ResolveInput { sweep_point: points[5].clone(), ..Default::default() },
+        )
+        .expect("resolve");
+        assert_eq!(r.label, "greedy[request.max_new_tokens=8,request.temperature=2.0]");
+        assert_eq!(r.request["temperature"].source, Source::Sweep);
+    }
+
+    #[test]
+    fn shapes_parse_like_trtexec() {
+        assert_eq!(parse_shape("1x3x224x224").expect("s"), vec![1, 3, 224, 224]);
+        assert_eq!(parse_shape("scalar").expect("s"), Vec::<i64>::new());
+        assert!(parse_shape("1x-3").is_err());
+    }
+}
