@@ -1,0 +1,49 @@
+//! Shared helpers for the integration tests: where the recorded fixtures are, and the stand-in.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// `TRTMC_FIXTURES` if set, else `<repo>/../shared/fixtures`. Panics with a clear message when the
+/// folder is missing: these tests must never pass by skipping.
+pub fn fixtures_dir() -> PathBuf {
+    let dir = match std::env::var_os("TRTMC_FIXTURES") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"),
+    };
+    assert!(
+        dir.join("trtexec-logs").is_dir(),
+        "the recorded trtexec fixtures are missing: expected {}/trtexec-logs. Set TRTMC_FIXTURES to \
+         the shared/fixtures folder (it holds trtexec-logs/, trex/, trtexec-other/)",
+        dir.display()
+    );
+    dir
+}
+
+/// A file under the fixtures folder, e.g. `trtexec-logs/x.log`; panics if absent.
+pub fn fixture(relative: &str) -> PathBuf {
+    let path = fixtures_dir().join(relative);
+    assert!(path.is_file(), "fixture {} is missing", path.display());
+    path
+}
+
+/// The text of a recorded trtexec log from `trtexec-logs/`.
+pub fn log_text(name: &str) -> String {
+    read(&fixture(&format!("trtexec-logs/{name}")))
+}
+
+/// A synthetic log shipped with this crate (`tests/data/`).
+pub fn data(name: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name);
+    assert!(path.is_file(), "test data {} is missing", path.display());
+    path
+}
+
+pub fn read(path: &Path) -> String {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// The stand-in trtexec built with this crate.
+pub fn standin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_trtexec-standin"))
+}
