@@ -4,7 +4,9 @@
 pub mod accuracy;
 pub mod case;
 pub mod catalog;
+pub mod fsutil;
 pub mod hash;
 pub mod operations;
+pub mod result;
 pub mod stats;
 pub mod text;

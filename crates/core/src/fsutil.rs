@@ -1,0 +1,275 @@
+//! Files that are never half-written: atomic writes, and replaceable output slots.
+//!
+//! An output slot (`-o DIR`) is staged in a hidden sibling directory and swapped into place only when the
+//! new result is complete. On Linux the swap is one `renameat2(RENAME_EXCHANGE)`, so at every instant the
+//! slot holds either the complete old result or the complete new one; elsewhere two renames are used.
+//! A slot is only ever replaced when it is empty or holds a recognized trtmc result; anything else, and
+//! any symlink, is refused. Results are never merged.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Writes `bytes` to `path` through a temporary sibling, fsync and rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// Serializes `value` as pretty JSON (with a trailing newline) and writes it atomically.
+pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
+    bytes.push(b'\n');
+    write_atomic(path, &bytes)
+}
+
+/// What a directory holds, for deciding whether it may be replaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SlotContent {
+    Missing,
+    Empty,
+    /// A directory whose marker file carries one of the accepted schema names.
+    Recognized,
+    Unrelated(String),
+    Symlink,
+}
+
+/// Inspects `dir`: is it absent, empty, a recognized result (its `marker` JSON file has a `schema` field
+/// starting with one of `schema_prefixes`), a symlink, or something else?
+pub fn inspect_slot(dir: &Path, marker: &str, schema_prefixes: &[&str]) -> SlotContent {
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(_) => return SlotContent::Missing,
+    };
+    if meta.file_type().is_symlink() {
+        return SlotContent::Symlink;
+    }
+    if !meta.is_dir() {
+        return SlotContent::Unrelated("it is a file, not a directory".into());
+    }
+    let mut entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => return SlotContent::Unrelated(format!("it cannot be read: {e}")),
+    };
+    if entries.next().is_none() {
+        return SlotContent::Empty;
+    }
+    let marker_path = dir.join(marker);
+    let schema = std::fs::read(&marker_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| v.get("schema").and_then(|s| s.as_str()).map(str::to_string));
+    match schema {
+        Some(s) if schema_prefixes.iter().any(|p| s.starts_with(p)) => SlotContent::Recognized,
+        Some(s) => SlotContent::Unrelated(format!("its {marker} has schema `{s}`")),
+        None => SlotContent::Unrelated(format!("it has no trtmc {marker}")),
+    }
+}
+
+/// A result directory being produced: write into [`OutputSlot::staging`], then [`OutputSlot::commit`].
+/// Dropping an uncommitted slot removes the staging directory and leaves the old result untouched.
+#[derive(Debug)]
+pub struct OutputSlot {
+    target: PathBuf,
+    staging: PathBuf,
+    committed: bool,
+}
+
+impl OutputSlot {
+    /// Prepares a slot for `target`, refusing symlinks and unrelated directories.
+    pub fn prepare(target: &Path, marker: &str, schema_prefixes: &[&str]) -> Result<OutputSlot, String> {
+        match inspect_slot(target, marker, schema_prefixes) {
+            SlotContent::Symlink => {
+                return Err(format!(
+                    "output {} is a symlink; refusing to replace it (pass the real directory or a new path to -o)",
+                    target.display()
+                ));
+            }
+            SlotContent::Unrelated(why) => {
+                return Err(format!(
+                    "output {} is not a trtmc result ({why}); refusing to replace it (choose an empty or new directory for -o)",
+                    target.display()
+                ));
+            }
+            SlotContent::Missing | SlotContent::Empty | SlotContent::Recognized => {}
+        }
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .ok_or_else(|| format!("output {} has no directory name", target.display()))?;
+        let parent = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create the output's parent {}: {e}", parent.display()))?;
+        remove_stale_staging(parent, &name);
+        let staging = parent.join(format!(".{name}.staging-{}", std::process::id()));
+        if staging.exists() {
+            let _ = std::fs::remove_dir_all(&staging);
+        }
+        std::fs::create_dir(&staging)
+            .map_err(|e| format!("cannot create the staging directory {}: {e}", staging.display()))?;
+        Ok(OutputSlot { target: target.to_path_buf(), staging, committed: false })
+    }
+
+    pub fn staging(&self) -> &Path {
+        &self.staging
+    }
+
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Puts the staged result in place of the old one.
+    pub fn commit(mut self) -> Result<PathBuf, String> {
+        let fail = |e: std::io::Error| format!("cannot move the result into {}: {e}", self.target.display());
+        if std::fs::symlink_metadata(&self.target).is_ok() {
+            if exchange(&self.staging, &self.target).is_ok() {
+                // The staging path now holds the old result.
+                let _ = std::fs::remove_dir_all(&self.staging);
+            } else {
+                let old = self.staging.with_file_name(format!(
+                    "{}.old",
+                    self.staging.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+                ));
+                std::fs::rename(&self.target, &old).map_err(fail)?;
+                if let Err(e) = std::fs::rename(&self.staging, &self.target) {
+                    let _ = std::fs::rename(&old, &self.target);
+                    return Err(fail(e));
+                }
+                let _ = std::fs::remove_dir_all(&old);
+            }
+        } else {
+            std::fs::rename(&self.staging, &self.target).map_err(fail)?;
+        }
+        self.committed = true;
+        Ok(self.target.clone())
+    }
+}
+
+impl Drop for OutputSlot {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_dir_all(&self.staging);
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE).map_err(std::io::Error::from)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn exchange(_a: &Path, _b: &Path) -> std::io::Result<()> {
+    Err(std::io::Error::other("atomic exchange is only available on Linux"))
+}
+
+/// Removes staging directories of this slot left by processes that no longer run (a killed run).
+fn remove_stale_staging(parent: &Path, name: &str) {
+    let prefix = format!(".{name}.staging-");
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = file_name.strip_prefix(&prefix) else { continue };
+        let pid = rest.trim_end_matches(".old");
+        let alive = pid.parse::<u32>().map(|p| Path::new(&format!("/proc/{p}")).exists()).unwrap_or(true);
+        if !alive {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// A fresh directory `<parent>/<stem>` (with `-2`, `-3`, … when taken), created exclusively.
+pub fn create_unique_dir(parent: &Path, stem: &str) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(parent)?;
+    for n in 1..10_000 {
+        let candidate = if n == 1 { parent.join(stem) } else { parent.join(format!("{stem}-{n}")) };
+        match std::fs::create_dir(&candidate) {
+            Ok(()) => return Ok(candidate),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other(format!("no free directory name for {stem} in {}", parent.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PREFIXES: &[&str] = &["trtmc.benchmark-run/"];
+
+    fn result_dir(dir: &Path, tag: &str) {
+        std::fs::create_dir_all(dir).expect("mkdir");
+        std::fs::write(dir.join("result.json"), format!("{{\"schema\":\"trtmc.benchmark-run/v1\",\"tag\":\"{tag}\"}}"))
+            .expect("write");
+    }
+
+    #[test]
+    fn replaces_a_recognized_result_completely() {
+        let t = tempfile::tempdir().expect("tmp");
+        let out = t.path().join("out");
+        result_dir(&out, "old");
+        std::fs::write(out.join("stale.txt"), "old artifact").expect("write");
+        let slot = OutputSlot::prepare(&out, "result.json", PREFIXES).expect("prepare");
+        result_dir(slot.staging(), "new");
+        slot.commit().expect("commit");
+        let text = std::fs::read_to_string(out.join("result.json")).expect("read");
+        assert!(text.contains("new"));
+        assert!(!out.join("stale.txt").exists(), "results are never merged");
+        let leftovers: Vec<_> = std::fs::read_dir(t.path()).expect("ls").flatten().collect();
+        assert_eq!(leftovers.len(), 1, "staging and old copies are removed");
+    }
+
+    #[test]
+    fn an_abandoned_slot_leaves_the_old_result() {
+        let t = tempfile::tempdir().expect("tmp");
+        let out = t.path().join("out");
+        result_dir(&out, "old");
+        {
+            let slot = OutputSlot::prepare(&out, "result.json", PREFIXES).expect("prepare");
+            result_dir(slot.staging(), "half");
+        }
+        assert!(std::fs::read_to_string(out.join("result.json")).expect("read").contains("old"));
+        assert_eq!(std::fs::read_dir(t.path()).expect("ls").count(), 1);
+    }
+
+    #[test]
+    fn refuses_unrelated_directories_files_and_symlinks() {
+        let t = tempfile::tempdir().expect("tmp");
+        let unrelated = t.path().join("photos");
+        std::fs::create_dir(&unrelated).expect("mkdir");
+        std::fs::write(unrelated.join("cat.jpg"), "x").expect("write");
+        let e = OutputSlot::prepare(&unrelated, "result.json", PREFIXES).expect_err("unrelated");
+        assert!(e.contains("not a trtmc result"), "{e}");
+        let real = t.path().join("real");
+        result_dir(&real, "old");
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).expect("symlink");
+        let e = OutputSlot::prepare(&link, "result.json", PREFIXES).expect_err("symlink");
+        assert!(e.contains("symlink"), "{e}");
+        let empty = t.path().join("empty");
+        std::fs::create_dir(&empty).expect("mkdir");
+        assert!(OutputSlot::prepare(&empty, "result.json", PREFIXES).is_ok());
+    }
+
+    #[test]
+    fn atomic_write_and_unique_dirs() {
+        let t = tempfile::tempdir().expect("tmp");
+        let p = t.path().join("a.json");
+        write_json_atomic(&p, &serde_json::json!({"x": 1})).expect("write");
+        assert_eq!(std::fs::read_to_string(&p).expect("read"), "{\n  \"x\": 1\n}\n");
+        let a = create_unique_dir(t.path(), "run").expect("a");
+        let b = create_unique_dir(t.path(), "run").expect("b");
+        assert_ne!(a, b);
+        assert!(b.ends_with("run-2"));
+    }
+}
