@@ -45,7 +45,11 @@ pub fn format_shapes(shapes: &[TensorShape], version: &TrtexecVersion) -> Result
                 "a shape has an empty tensor name; give the model's input name".into(),
             ));
         }
-        if let Some(bad) = shape.name.chars().find(|c| matches!(c, ',' | '\'' | '\n' | '\r')) {
+        if let Some(bad) = shape
+            .name
+            .chars()
+            .find(|c| matches!(c, ',' | '\'' | '\n' | '\r'))
+        {
             return Err(TrtexecError::InvalidRequest(format!(
                 "tensor name {:?} contains {:?}, which trtexec's shape syntax (name:AxB,...) cannot express; \
                  rename the model input",
@@ -234,10 +238,18 @@ impl InferenceBehaviour {
             });
         }
         if self.spin_wait != defaults.spin_wait {
-            args.push(if inverted { "--noSpinWait" } else { "--useSpinWait" });
+            args.push(if inverted {
+                "--noSpinWait"
+            } else {
+                "--useSpinWait"
+            });
         }
         if self.cuda_graph != defaults.cuda_graph {
-            args.push(if inverted { "--noCudaGraph" } else { "--useCudaGraph" });
+            args.push(if inverted {
+                "--noCudaGraph"
+            } else {
+                "--useCudaGraph"
+            });
         }
         args.into_iter().map(String::from).collect()
     }
@@ -505,7 +517,15 @@ impl TimeRequest {
         require_drivable(version)?;
         let mut args = vec![path_arg("--loadEngine", &self.engine)?];
         if !self.shapes.is_empty() {
-            args.push(format!("--shapes={}", format_shapes(&self.shapes, version)?));
+            args.push(format!(
+                "--shapes={}",
+                format_shapes(&self.shapes, version)?
+            ));
+        }
+        if self.avg_runs == Some(0) {
+            return Err(TrtexecError::InvalidRequest(
+                "avg_runs (--avgRuns) must be at least 1".into(),
+            ));
         }
         args.extend(loop_args(
             self.warm_up_ms,
@@ -580,7 +600,10 @@ impl ProfileRequest {
         require_drivable(version)?;
         let mut args = vec![path_arg("--loadEngine", &self.engine)?];
         if !self.shapes.is_empty() {
-            args.push(format!("--shapes={}", format_shapes(&self.shapes, version)?));
+            args.push(format!(
+                "--shapes={}",
+                format_shapes(&self.shapes, version)?
+            ));
         }
         args.extend(loop_args(
             self.warm_up_ms,
@@ -643,12 +666,7 @@ fn require_drivable(version: &TrtexecVersion) -> Result<()> {
     if version.is_drivable() {
         return Ok(());
     }
-    Err(unsupported(
-        "driving trtexec",
-        "trtexec",
-        ">= 8.0",
-        version,
-    ))
+    Err(unsupported("driving trtexec", "trtexec", ">= 8.0", version))
 }
 
 fn unsupported(
@@ -737,12 +755,17 @@ fn build_route_arg(route: &str, version: &TrtexecVersion) -> Result<String> {
             "build route {route:?} must be one line of space-separated -knob=value tokens"
         )));
     }
-    if let Some(token) = route.split_whitespace().find(|t| !t.starts_with('-') || !t.contains('=')) {
+    let tokens: Vec<&str> = route.split_whitespace().collect();
+    if let Some(token) = tokens
+        .iter()
+        .find(|t| !t.starts_with('-') || !t.contains('='))
+    {
         return Err(TrtexecError::InvalidRequest(format!(
             "build route token {token:?} is not of the form -knob=value"
         )));
     }
-    Ok(format!("--setBuildRoute={route}"))
+    // One space between tokens: the compiler parses each knob as a separate option.
+    Ok(format!("--setBuildRoute={}", tokens.join(" ")))
 }
 
 fn mem_pool_arg(pools: &[MemPool], version: &TrtexecVersion) -> Result<Option<String>> {

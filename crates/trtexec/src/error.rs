@@ -23,7 +23,9 @@ pub enum TrtexecError {
     },
 
     /// The file exists but cannot be run.
-    #[error("{path} cannot be run as trtexec: {reason}. Pass the trtexec executable itself with --trtexec PATH")]
+    #[error(
+        "{path} cannot be run as trtexec: {reason}. Pass the trtexec executable itself with --trtexec PATH"
+    )]
     NotExecutable {
         /// The offending path.
         path: PathBuf,

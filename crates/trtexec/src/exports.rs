@@ -153,7 +153,10 @@ pub fn parse_profile(text: &str, what: &str) -> Result<ProfileExport> {
 /// Reads an `--exportProfile` file.
 pub fn read_profile(path: &Path) -> Result<ProfileExport> {
     let text = read_text(path)?;
-    parse_profile(&text, &format!("the --exportProfile file {}", path.display()))
+    parse_profile(
+        &text,
+        &format!("the --exportProfile file {}", path.display()),
+    )
 }
 
 fn profile_from_items(items: Vec<ProfileItem>, what: &str) -> Result<ProfileExport> {
@@ -246,6 +249,9 @@ mod tests {
     fn times_reject_negative_durations() {
         let text = r#"[{ "startEnqMs" : 1, "endEnqMs" : 1, "startH2dMs" : 1, "endH2dMs" : 1, "startComputeMs" : 1, "endComputeMs" : 1, "startD2hMs" : 1, "endD2hMs" : 1, "h2dMs" : 0, "computeMs" : -1, "d2hMs" : 0, "latencyMs" : 1 }]"#;
         let err = parse_times(text, "t.json").expect_err("negative");
-        assert!(err.to_string().contains("record 0 has computeMs = -1"), "{err}");
+        assert!(
+            err.to_string().contains("record 0 has computeMs = -1"),
+            "{err}"
+        );
     }
 }

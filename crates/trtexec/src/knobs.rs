@@ -152,7 +152,10 @@ pub fn parse_knob_database(text: &str) -> Result<KnobDatabase> {
             )));
         }
         if !seen.insert(knob.option.as_str()) {
-            return Err(knob_error(format!("knob {:?} is listed twice", knob.option)));
+            return Err(knob_error(format!(
+                "knob {:?} is listed twice",
+                knob.option
+            )));
         }
     }
     Ok(database)
@@ -202,7 +205,12 @@ mod tests {
             KnobValues::Open(vec!["1".into(), "2".into()])
         );
         assert_eq!(
-            knob("-cask_fusion:num_tactics", "-cask_fusion:num_tactics=int", "20").values(),
+            knob(
+                "-cask_fusion:num_tactics",
+                "-cask_fusion:num_tactics=int",
+                "20"
+            )
+            .values(),
             KnobValues::Int
         );
         assert!(matches!(

@@ -74,8 +74,8 @@ pub mod summary;
 pub mod version;
 
 pub use args::{
-    BuildRequest, BuildShapes, InferenceBehaviour, MemPool, MemPoolKind, Precision,
-    ProfileRequest, TensorShape, TimeRequest, format_shapes, help_build_route_args,
+    BuildRequest, BuildShapes, InferenceBehaviour, MemPool, MemPoolKind, Precision, ProfileRequest,
+    TensorShape, TimeRequest, format_shapes, help_build_route_args,
 };
 pub use error::{Result, TrtexecError};
 pub use exports::{
@@ -87,5 +87,5 @@ pub use log::{ParsedLog, RunStatus, StatusLine, parse_log, parse_status_line};
 pub use runner::{
     RunOutput, Trtexec, detect_version, find_executable, find_executable_in, run_process,
 };
-pub use summary::{PerformanceSummary, Percentile, StatLine, SummaryForm, SummaryWarning};
+pub use summary::{Percentile, PerformanceSummary, StatLine, SummaryForm, SummaryWarning};
 pub use version::TrtexecVersion;

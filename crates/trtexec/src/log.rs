@@ -61,10 +61,7 @@ pub fn split_line(line: &str) -> (Option<Severity>, &str) {
         && let Some(severity) = Severity::from_letter(letter)
     {
         let message = chars.as_str();
-        return (
-            Some(severity),
-            message.strip_prefix(' ').unwrap_or(message),
-        );
+        return (Some(severity), message.strip_prefix(' ').unwrap_or(message));
     }
     (None, line)
 }
@@ -116,7 +113,11 @@ pub fn parse_status_line(line: &str) -> Option<StatusLine> {
         Some((head, command)) => (head, Some(command.to_string())),
         None => (rest.trim_end_matches(" #"), None),
     };
-    let program = head.split_whitespace().next().unwrap_or_default().to_string();
+    let program = head
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string();
     let mut encoded_version = None;
     let mut build = None;
     for group in head.split('[').skip(1) {
@@ -550,14 +551,10 @@ impl Parser {
                 ..TraceAverages::default()
             });
         } else if let Some(rest) = core.strip_prefix("=== Profile (") {
-            let iterations = rest
-                .split_whitespace()
-                .next()
-                .and_then(|n| n.parse().ok());
+            let iterations = rest.split_whitespace().next().and_then(|n| n.parse().ok());
             if iterations.is_none() {
-                log.problems.push(format!(
-                    "cannot read the iteration count in {core:?}"
-                ));
+                log.problems
+                    .push(format!("cannot read the iteration count in {core:?}"));
             }
             self.section = Section::Profile {
                 table: ProfileTable {
@@ -606,11 +603,15 @@ impl Parser {
             log.build.engine_deserialize_s = number_with_unit(rest, "sec");
         } else if let Some(rest) = core.strip_prefix("Engine generation completed in ") {
             log.build.engine_generation_s = number_with_unit(rest, "seconds");
-        } else if let Some(rest) = core.strip_prefix("Graph construction and optimization completed in ") {
+        } else if let Some(rest) =
+            core.strip_prefix("Graph construction and optimization completed in ")
+        {
             log.build.graph_optimization_s = number_with_unit(rest, "seconds");
-        } else if let Some(rest) = core.strip_prefix("Formats and tactics selection completed in ") {
+        } else if let Some(rest) = core.strip_prefix("Formats and tactics selection completed in ")
+        {
             log.build.tactic_selection_s = number_with_unit(rest, "seconds");
-        } else if let Some(rest) = core.strip_prefix("Finished parsing network model. Parse time: ") {
+        } else if let Some(rest) = core.strip_prefix("Finished parsing network model. Parse time: ")
+        {
             log.build.parse_s = rest.trim().parse().ok();
         } else if let Some(rest) = core.strip_prefix("Created engine with size: ") {
             log.build.engine_size_mib = number_with_unit(rest, "MiB");
@@ -626,18 +627,9 @@ impl Parser {
         } else if let Some(rest) = core.strip_prefix("Using tuning build route: ") {
             log.tuning.build_route = Some(rest.trim().to_string());
         } else if let Some(rest) = core.strip_prefix("Best iteration: ") {
-            if let Some((route, time)) = rest.rsplit_once(" (gpu_time_ms=")
-                && let Ok(ms) = time.trim_end_matches(')').parse()
-            {
-                log.tuning.best = Some((route.trim().to_string(), ms));
-            }
+            log.tuning.best = parse_best_iteration(rest).or(log.tuning.best.take());
         } else if let Some(rest) = core.strip_prefix("Tuning summary: ") {
-            if let Some((ok, rest)) = rest.split_once(" / ")
-                && let Some((total, _)) = rest.split_once(' ')
-                && let (Ok(ok), Ok(total)) = (ok.trim().parse(), total.parse())
-            {
-                log.tuning.succeeded = Some((ok, total));
-            }
+            log.tuning.succeeded = parse_tuning_summary(rest).or(log.tuning.succeeded);
         }
     }
 
@@ -645,6 +637,20 @@ impl Parser {
         self.close_section();
         self.log
     }
+}
+
+/// `<route> (gpu_time_ms=0.0283833)`
+fn parse_best_iteration(rest: &str) -> Option<(String, f64)> {
+    let (route, time) = rest.rsplit_once(" (gpu_time_ms=")?;
+    let ms = time.trim_end_matches(')').parse().ok()?;
+    Some((route.trim().to_string(), ms))
+}
+
+/// `4 / 4 iterations succeeded.`
+fn parse_tuning_summary(rest: &str) -> Option<(u64, u64)> {
+    let (ok, rest) = rest.split_once(" / ")?;
+    let (total, _) = rest.split_once(' ')?;
+    Some((ok.trim().parse().ok()?, total.parse().ok()?))
 }
 
 fn parse_trace_average(message: &str) -> Option<TraceAverage> {

@@ -144,7 +144,11 @@ impl Trtexec {
     ) -> Result<RunOutput> {
         let args = request.args(&self.version)?;
         let output = self.run(&args, log_path, timeout)?;
-        require_file("the --exportProfile file", &request.export_profile, log_path)?;
+        require_file(
+            "the --exportProfile file",
+            &request.export_profile,
+            log_path,
+        )?;
         if let Some(layer_info) = &request.export_layer_info {
             require_file("the --exportLayerInfo file", layer_info, log_path)?;
         }
@@ -307,9 +311,7 @@ pub fn detect_version(path: &Path, timeout: Duration) -> Result<TrtexecVersion> 
                 detail.push_str(&tail.join(" | "));
             }
             if stderr.contains("error while loading shared libraries") {
-                detail.push_str(
-                    ". Add TensorRT's lib folder (with libnvinfer) to LD_LIBRARY_PATH",
-                );
+                detail.push_str(". Add TensorRT's lib folder (with libnvinfer) to LD_LIBRARY_PATH");
             }
             Err(TrtexecError::VersionUnknown {
                 path: path.to_path_buf(),
@@ -495,7 +497,10 @@ fn capture(
         Some(status) => Ok((status, stdout, stderr)),
         None => Err(TrtexecError::VersionUnknown {
             path: program.to_path_buf(),
-            detail: format!("`{} --help` did not finish within {timeout:?}", program.display()),
+            detail: format!(
+                "`{} --help` did not finish within {timeout:?}",
+                program.display()
+            ),
         }),
     }
 }

@@ -96,7 +96,10 @@ impl SummaryWarning {
         if text.contains("Multiple inference streams") {
             return SummaryWarning::MultipleStreams;
         }
-        if let Some(rest) = text.split_once("coefficient of variance = ").map(|(_, r)| r) {
+        if let Some(rest) = text
+            .split_once("coefficient of variance = ")
+            .map(|(_, r)| r)
+        {
             let number = rest.trim_end_matches(['.', '%', ' ']);
             if let Ok(cov) = number.parse::<f64>() {
                 return SummaryWarning::Unstable {

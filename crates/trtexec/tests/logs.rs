@@ -61,7 +61,10 @@ fn assert_consistent(summary: &PerformanceSummary, queries: u64) {
     let gpu = &summary.gpu_compute;
     let lat = &summary.latency;
     for stat in [gpu, lat] {
-        assert!(stat.min_ms <= stat.median_ms && stat.median_ms <= stat.max_ms, "{stat:?}");
+        assert!(
+            stat.min_ms <= stat.median_ms && stat.median_ms <= stat.max_ms,
+            "{stat:?}"
+        );
         for p in &stat.percentiles {
             assert!(stat.min_ms <= p.ms && p.ms <= stat.max_ms, "{stat:?}");
         }
@@ -93,7 +96,9 @@ fn trt10_16_build_and_bench_default() {
     assert_eq!(banner.build, Some(11));
     assert_eq!(
         banner.command_line.as_deref(),
-        Some("trtexec --onnx=/work/trt-samples-for-hackathon-cn/cookbook/00-Data/model/model-trained.onnx")
+        Some(
+            "trtexec --onnx=/work/trt-samples-for-hackathon-cn/cookbook/00-Data/model/model-trained.onnx"
+        )
     );
     assert_eq!(log.outcome(), Some(RunStatus::Passed));
     assert_eq!(log.tensorrt_version, Some(TrtexecVersion::new(10, 16, 1)));
@@ -175,7 +180,10 @@ fn trt10_16_load_engine_cuda_graph_spin_wait_no_transfers() {
     // No data transfers: copies are zero and host latency equals GPU compute.
     for copies in [s.h2d.as_ref(), s.d2h.as_ref()] {
         let copies = copies.expect("copy statistics");
-        assert_eq!((copies.min_ms, copies.max_ms, copies.median_ms), (0.0, 0.0, 0.0));
+        assert_eq!(
+            (copies.min_ms, copies.max_ms, copies.median_ms),
+            (0.0, 0.0, 0.0)
+        );
     }
     assert_eq!(s.latency, s.gpu_compute);
     assert_eq!(s.total_gpu_compute_s, Some(2.89541));
@@ -209,7 +217,12 @@ fn trt10_16_dump_profile_table_and_missing_summary() {
     let first = &table.layers[0];
     assert_eq!(first.name, "__mye59_0_myl0_0");
     assert_eq!(
-        (first.time_ms, first.average_ms, first.median_ms, first.percentage),
+        (
+            first.time_ms,
+            first.average_ms,
+            first.median_ms,
+            first.percentage
+        ),
         (31.40, 0.0017, Some(0.0018), 2.1)
     );
     assert_eq!(
@@ -223,7 +236,11 @@ fn trt10_16_dump_profile_table_and_missing_summary() {
     let percent: f64 = table.layers.iter().map(|r| r.percentage).sum();
     assert!((time - total.time_ms).abs() < 0.01 * table.layers.len() as f64);
     assert!((percent - 100.0).abs() < 0.05 * table.layers.len() as f64);
-    assert!(close(total.average_ms, total.time_ms / table.iterations as f64, 1e-2));
+    assert!(close(
+        total.average_ms,
+        total.time_ms / table.iterations as f64,
+        1e-2
+    ));
     assert!(log.problems.is_empty(), "{:?}", log.problems);
 }
 
@@ -283,7 +300,10 @@ fn trt8_4_1_single_percentile_without_end_to_end() {
     assert_eq!(s.throughput_qps, 6175.47);
     assert_eq!(s.end_to_end, None);
     assert_eq!(s.latency.percentiles.len(), 1);
-    assert_eq!(s.d2h.as_ref().and_then(|d| d.percentile(99.0)), Some(0.003479));
+    assert_eq!(
+        s.d2h.as_ref().and_then(|d| d.percentile(99.0)),
+        Some(0.003479)
+    );
     assert_consistent(s, trace.queries);
     assert!(log.problems.is_empty(), "{:?}", log.problems);
 }
@@ -349,7 +369,10 @@ fn trt11_1_dry_run_listings() {
         ]
     );
     assert_eq!(log.tuning.dry_runs[1].len(), 6);
-    assert_eq!(log.tuning.dry_runs[1][5], "-conv_lowering=off -kgen:tiling=2");
+    assert_eq!(
+        log.tuning.dry_runs[1][5],
+        "-conv_lowering=off -kgen:tiling=2"
+    );
 }
 
 #[test]
@@ -371,7 +394,10 @@ fn trt11_1_tuning_parent_and_first_child() {
     assert_eq!(log.tuning.tasks.len(), 1);
     assert_eq!(log.tuning.tasks[0].marker, "TASK_BEGIN");
     assert_eq!(log.tuning.tasks[0].iteration, 0);
-    assert_eq!(log.tuning.tasks[0].route, "-conv_lowering=on -kgen:tiling=2");
+    assert_eq!(
+        log.tuning.tasks[0].route,
+        "-conv_lowering=on -kgen:tiling=2"
+    );
     assert_eq!(log.outcome(), None);
 }
 
@@ -414,7 +440,12 @@ fn trt7_0_block_summary_synthetic() {
     assert_eq!(s.form, SummaryForm::Block);
     assert_eq!(s.throughput_qps, 9666.0);
     assert_eq!(
-        (s.latency.min_ms, s.latency.max_ms, s.latency.mean_ms, s.latency.median_ms),
+        (
+            s.latency.min_ms,
+            s.latency.max_ms,
+            s.latency.mean_ms,
+            s.latency.median_ms
+        ),
         (0.0952, 0.4317, Some(0.1031), 0.1019)
     );
     assert_eq!(s.latency.percentile(99.0), Some(0.1187));
@@ -431,18 +462,27 @@ fn trt7_0_block_summary_synthetic() {
 
 #[test]
 fn trt7_2_block_summary_and_name_first_profile_synthetic() {
-    let log = parse_log(&read(&data("trt7.2_synthetic_block_summary_dumpProfile.log")));
+    let log = parse_log(&read(&data(
+        "trt7.2_synthetic_block_summary_dumpProfile.log",
+    )));
     let s = log.summary().expect("block summary");
     assert_eq!(s.form, SummaryForm::Block);
     assert_eq!(s.throughput_qps, 969.005);
     let enqueue = s.enqueue.as_ref().expect("7.2 enqueue block");
     assert_eq!(
-        (enqueue.min_ms, enqueue.max_ms, enqueue.mean_ms, enqueue.median_ms),
+        (
+            enqueue.min_ms,
+            enqueue.max_ms,
+            enqueue.mean_ms,
+            enqueue.median_ms
+        ),
         (0.8411, 1.5133, None, 0.8902)
     );
     assert_eq!(s.gpu_compute.min_ms, 0.0573);
     assert_eq!(
-        log.trace_averages.as_ref().map(|a| a.averages[1].enqueue_ms),
+        log.trace_averages
+            .as_ref()
+            .map(|a| a.averages[1].enqueue_ms),
         Some(Some(0.8871))
     );
     let table = &log.profile_tables[0];
@@ -475,7 +515,11 @@ fn failed_build_keeps_error_lines_synthetic() {
 #[test]
 fn unknown_option_on_11_1_synthetic() {
     let log = parse_log(&read(&data("trt11.1_synthetic_unknown_option_fp16.log")));
-    assert_eq!(log.outcome(), None, "trtexec returns before reporting a status");
+    assert_eq!(
+        log.outcome(),
+        None,
+        "trtexec returns before reporting a status"
+    );
     assert_eq!(log.errors, ["Unknown option: --fp16"]);
 }
 
@@ -489,6 +533,10 @@ fn truncated_summary_is_reported_as_a_problem() {
     let log = parse_log(&cut.join("\n"));
     assert!(log.summaries.is_empty());
     assert_eq!(log.problems.len(), 1, "{:?}", log.problems);
-    assert!(log.problems[0].contains("latency statistics"), "{:?}", log.problems);
+    assert!(
+        log.problems[0].contains("latency statistics"),
+        "{:?}",
+        log.problems
+    );
     assert_eq!(log.outcome(), None);
 }

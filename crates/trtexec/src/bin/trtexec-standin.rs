@@ -132,7 +132,6 @@ fn recorded_exit(log: &str) -> u8 {
         .lines()
         .filter_map(|line| line.find("&&&& ").map(|i| &line[i + 5..]))
         .filter_map(|rest| rest.split_whitespace().next())
-        .filter(|word| matches!(*word, "PASSED" | "FAILED" | "WAIVED"))
-        .last();
+        .rfind(|word| matches!(*word, "PASSED" | "FAILED" | "WAIVED"));
     u8::from(last == Some("FAILED"))
 }

@@ -33,13 +33,16 @@ pub fn log_text(name: &str) -> String {
 
 /// A synthetic log shipped with this crate (`tests/data/`).
 pub fn data(name: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
     assert!(path.is_file(), "test data {} is missing", path.display());
     path
 }
 
 pub fn read(path: &Path) -> String {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let bytes =
+        std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
