@@ -1,0 +1,14 @@
+//! Any bytes as an `--exportTimes` or `--exportProfile` file: an error or a value, never a panic.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let text = String::from_utf8_lossy(data);
+    if let Ok(times) = trtmc_trtexec::parse_times(&text, "fuzz input") {
+        for query in &times {
+            assert!(query.compute_ms.is_finite() && query.compute_ms >= 0.0);
+        }
+    }
+    let _ = trtmc_trtexec::parse_profile(&text, "fuzz input");
+});
