@@ -1,1 +1,23 @@
-//! placeholder
+//! trtmc-analyze: read TensorRT `--exportLayerInfo` / `--exportProfile` / `--exportTimes` JSON,
+//! validate it, analyze it, compare backends, and package a self-contained browser report.
+//!
+//! ```no_run
+//! use trtmc_analyze::{Inputs, Request, analyze};
+//! let analysis = analyze(&Request { inputs: Inputs::Folder("exports/bert".into()), model_name: None })?;
+//! analysis.write_json(std::io::stdout().lock())?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod analysis;
+mod backend;
+pub mod classify;
+pub mod compare;
+mod compat;
+pub mod discover;
+pub mod findings;
+pub mod graph;
+pub mod identity;
+pub mod read;
+
+pub use analysis::{Analysis, AnalyzeError, Inputs, Request, SCHEMA, analyze};
+pub use discover::DataSpec;

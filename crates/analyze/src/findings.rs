@@ -1,0 +1,835 @@
+//! Facts, ranked issues and positives for one backend.
+//!
+//! Facts are measurements read from the files. An issue pairs such facts (its evidence) with a
+//! hypothesis about them and the next check that would confirm or refute it; the two are never
+//! mixed in one string. Latency-based issues are produced only for `layer_profile` backends.
+
+use serde::Serialize;
+
+use crate::analysis::{Breakdowns, Engines, GraphView, LayerView, Mode, Timing};
+use crate::classify::{Family, TensorCoreHint, tensor_core_hint};
+use crate::identity::Confidence;
+use crate::read::Times;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Issue {
+    /// Stable rule identifier.
+    pub id: &'static str,
+    /// Ranking key: larger is more likely to matter (roughly the time share involved plus a rule weight).
+    pub score: f64,
+    pub title: String,
+    /// Facts from the files that triggered the rule.
+    pub evidence: Vec<String>,
+    /// What the facts may mean (not established).
+    pub hypothesis: String,
+    pub next_check: String,
+    pub confidence: Confidence,
+    /// Layers the issue is about.
+    pub layers: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Findings {
+    pub facts: Vec<String>,
+    pub issues: Vec<Issue>,
+    pub positives: Vec<String>,
+}
+
+pub(crate) struct Input<'a> {
+    pub mode: Mode,
+    pub layers: &'a [LayerView],
+    pub timing: Option<&'a Timing>,
+    pub count: Option<u64>,
+    pub end_to_end: Option<&'a Times>,
+    pub breakdowns: Option<&'a Breakdowns>,
+    pub engines: &'a Engines,
+    pub model: &'a crate::analysis::BackendModel,
+    pub graph: Option<&'a GraphView>,
+    pub names_only: bool,
+}
+
+pub fn fmt_ms(ms: f64) -> String {
+    if ms.abs() < 0.01 {
+        format!("{ms:.4} ms")
+    } else {
+        format!("{ms:.3} ms")
+    }
+}
+
+fn name(l: &LayerView) -> String {
+    let n: String = l
+        .name
+        .chars()
+        .take(96)
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .collect();
+    if l.name.chars().count() > 96 {
+        format!("`{n}…`")
+    } else {
+        format!("`{n}`")
+    }
+}
+
+fn pct(l: &LayerView) -> f64 {
+    l.timing.as_ref().map(|t| t.percentage).unwrap_or(0.0)
+}
+
+struct Builder {
+    out: Findings,
+}
+
+impl Builder {
+    #[allow(clippy::too_many_arguments)]
+    fn issue(
+        &mut self,
+        id: &'static str,
+        score: f64,
+        title: String,
+        evidence: Vec<String>,
+        hypothesis: &str,
+        next_check: &str,
+        confidence: Confidence,
+        layers: Vec<u32>,
+    ) {
+        self.out.issues.push(Issue {
+            id,
+            score,
+            title,
+            evidence,
+            hypothesis: hypothesis.to_owned(),
+            next_check: next_check.to_owned(),
+            confidence,
+            layers,
+        });
+    }
+    fn fact(&mut self, s: String) {
+        self.out.facts.push(s);
+    }
+    fn positive(&mut self, s: String) {
+        self.out.positives.push(s);
+    }
+}
+
+pub(crate) fn derive(input: &Input) -> Findings {
+    let mut b = Builder {
+        out: Findings::default(),
+    };
+    structure_facts(input, &mut b);
+    tactic_findings(input, &mut b);
+    fusion_findings(input, &mut b);
+    partition_findings(input, &mut b);
+    if input.mode == Mode::LayerProfile {
+        latency_findings(input, &mut b);
+    } else if input.timing.is_none() && !input.names_only {
+        b.fact("no profile: latency is not interpreted for this backend (layer_only)".to_owned());
+    }
+    if input.names_only {
+        b.issue(
+            "names_only",
+            20.0,
+            "Layer info holds names only".to_owned(),
+            vec![format!("{} layer records are plain names, without types, tensors or tactics", input.layers.len())],
+            "the engine was built with trtexec's default profiling verbosity, so most of the analysis is unavailable",
+            "rebuild with --profilingVerbosity=detailed and export --exportLayerInfo and --exportProfile from the same run",
+            Confidence::High,
+            Vec::new(),
+        );
+    }
+    b.out
+        .issues
+        .sort_by(|x, y| y.score.total_cmp(&x.score).then(x.id.cmp(y.id)));
+    b.out
+}
+
+fn structure_facts(input: &Input, b: &mut Builder) {
+    let n = input.layers.len();
+    if let Some(bd) = input.breakdowns {
+        let mut types: Vec<String> = bd
+            .by_type
+            .iter()
+            .take(4)
+            .map(|t| format!("{} ×{}", t.name, t.count))
+            .collect();
+        if bd.by_type.len() > 4 {
+            types.push(format!("{} more types", bd.by_type.len() - 4));
+        }
+        b.fact(format!("{n} layers: {}", types.join(", ")));
+    }
+    if let Some(g) = input.graph {
+        b.fact(format!(
+            "layer graph: {} edges, {} external input tensor(s), {} output tensor(s){}",
+            g.edge_count,
+            g.external_inputs.len(),
+            g.graph_outputs.len(),
+            if g.multi_writers.is_empty() {
+                String::new()
+            } else {
+                format!(", {} tensor(s) with several writers", g.multi_writers.len())
+            }
+        ));
+    }
+    if input.model.dynamic_dims {
+        b.fact(
+            "some tensor dimensions are -1: the export was made without concrete input shapes"
+                .to_owned(),
+        );
+    }
+    if input.names_only && input.timing.is_some() {
+        b.fact("the profile matches the names-only layer list; per-layer times are shown as data but not interpreted".to_owned());
+    }
+}
+
+fn latency_findings(input: &Input, b: &mut Builder) {
+    let (Some(timing), Some(bd)) = (input.timing, input.breakdowns) else {
+        return;
+    };
+    let layers = input.layers;
+    b.fact(format!(
+        "one inference is {} as the sum of {} per-layer averages{}",
+        fmt_ms(timing.average_inference_ms),
+        layers.len(),
+        input
+            .count
+            .map(|c| format!(" over {c} profiled iteration(s)"))
+            .unwrap_or_default()
+    ));
+    if let Some(e2e) = input
+        .end_to_end
+        .and_then(|t| t.compute_ms.as_ref().or(t.latency_ms.as_ref()))
+    {
+        let ratio = timing.average_inference_ms / e2e.mean;
+        b.fact(format!(
+            "end-to-end GPU compute from --exportTimes: mean {} over {} iterations; the per-layer sum is {ratio:.2}× that (per-layer profiling adds synchronization between layers)",
+            fmt_ms(e2e.mean),
+            e2e.count
+        ));
+    }
+    let precision: Vec<String> = bd
+        .by_precision
+        .iter()
+        .filter(|p| p.percentage.unwrap_or(0.0) > 0.05)
+        .map(|p| format!("{} {:.1}%", p.name, p.percentage.unwrap_or(0.0)))
+        .collect();
+    if !precision.is_empty() {
+        b.fact(format!("time by input precision: {}", precision.join(", ")));
+    }
+    let types: Vec<String> = bd
+        .by_type
+        .iter()
+        .take(3)
+        .map(|t| format!("{} {:.1}%", t.name, t.percentage.unwrap_or(0.0)))
+        .collect();
+    b.fact(format!("time by type: {}", types.join(", ")));
+
+    let mut ranked: Vec<&LayerView> = layers.iter().filter(|l| l.timing.is_some()).collect();
+    ranked.sort_by(|x, y| pct(y).total_cmp(&pct(x)).then(x.index.cmp(&y.index)));
+    if let Some(top) = ranked.first() {
+        let t = top.timing.as_ref().map(|t| t.avg_ms).unwrap_or(0.0);
+        let p = pct(top);
+        let evidence = vec![
+            format!(
+                "{} ({}, {}) takes {p:.1}% of profiled time, {} on average",
+                name(top),
+                top.report_type,
+                top.precision.unwrap_or("unknown precision"),
+                fmt_ms(t)
+            ),
+            format!("tactic: {}", top.tactic.as_deref().unwrap_or("none named")),
+        ];
+        b.fact(format!("largest layer: {} at {p:.1}%", name(top)));
+        if p >= 10.0 {
+            b.issue(
+                "hotspot",
+                p + 30.0,
+                "Single-layer hotspot".to_owned(),
+                evidence,
+                "this layer's tactic, precision or shape may be suboptimal, or it may simply be the architecture's heaviest op",
+                "compare its tactic and precision with layers of the same type; try a higher builder optimization level or another precision; check whether its neighbours could fuse into it",
+                Confidence::High,
+                vec![top.index],
+            );
+        } else if p >= 5.0 {
+            b.issue(
+                "hotspot",
+                p + 12.0,
+                "Moderate layer hotspot".to_owned(),
+                evidence,
+                "the largest layer may be expected for this architecture",
+                "check whether this layer's share is expected before deeper tuning",
+                Confidence::Medium,
+                vec![top.index],
+            );
+        } else {
+            b.positive(format!(
+                "no single layer exceeds 5% of time (largest: {p:.1}%)"
+            ));
+        }
+    }
+
+    for c in bd.concentration.iter().filter(|c| c.flagged) {
+        let (hypothesis, next) = match c.category {
+            "kgen" => (
+                "generated (kgen) kernels doing pointwise and reduction work suggest fusion the builder did not achieve",
+                "check whether norm, residual, activation and mask regions fuse as intended; compare with a build at a higher optimization level",
+            ),
+            "shape" | "cast" => (
+                "dynamic shapes or dtype casts cost run time",
+                "try static shapes or tighter optimization profiles; check where casts come from in the ONNX graph",
+            ),
+            "gather" => (
+                "index/embedding gathers are memory-bound and may dominate small models",
+                "check gather sizes and whether they can move off the hot path",
+            ),
+            "reshape" => (
+                "layout transposes and reshapes were not folded into neighbours",
+                "look for transpose chains in the ONNX graph and layout mismatches between layers",
+            ),
+            "pointwise" => (
+                "pointwise layers run as separate kernels instead of fusing into producers",
+                "check what separates them from their producers (precision changes, plugins, multiple consumers)",
+            ),
+            _ => (
+                "normalization or reduction layers run unfused",
+                "check whether LayerNorm/softmax patterns are recognised (opset, plugin availability)",
+            ),
+        };
+        let idx: Vec<u32> = layers
+            .iter()
+            .filter(|l| match c.category {
+                "kgen" => l.raw_type.eq_ignore_ascii_case("kgen"),
+                "shape" => l.family == Family::Shape,
+                "cast" => l.family == Family::Cast,
+                "gather" => l.family == Family::Gather,
+                "reshape" => l.family == Family::Shuffle,
+                "pointwise" => l.family == Family::Pointwise,
+                _ => matches!(
+                    l.family,
+                    Family::Reduction | Family::Softmax | Family::Normalization
+                ),
+            })
+            .map(|l| l.index)
+            .take(50)
+            .collect();
+        b.issue(
+            "concentration",
+            c.percentage + 8.0,
+            format!("{} layers take {:.1}% of time", c.category, c.percentage),
+            vec![format!(
+                "{} {} layer(s) account for {:.1}% (flagged at ≥ {:.0}%)",
+                c.count, c.category, c.percentage, c.threshold
+            )],
+            hypothesis,
+            next,
+            Confidence::Medium,
+            idx,
+        );
+    }
+
+    // Many tiny kernels: no single hotspot, but short kernels add up.
+    let tiny: Vec<&LayerView> = layers
+        .iter()
+        .filter(|l| {
+            l.timing
+                .as_ref()
+                .is_some_and(|t| t.avg_ms > 0.0 && t.avg_ms < 0.005)
+        })
+        .collect();
+    let tiny_share: f64 = tiny.iter().map(|l| pct(l)).sum();
+    if tiny.len() >= 20 && tiny_share >= 20.0 {
+        b.issue(
+            "tiny_kernels",
+            tiny_share + 5.0,
+            "Many tiny kernels add up".to_owned(),
+            vec![format!("{} layers average under 5 µs and together take {tiny_share:.1}% of time", tiny.len())],
+            "kernel launch and fusion overhead, not any single kernel, limits this engine",
+            "look for fusion breakers and partitioning before tuning individual kernels; CUDA graphs reduce launch overhead",
+            Confidence::Medium,
+            tiny.iter().map(|l| l.index).take(50).collect(),
+        );
+    }
+
+    // Reformat and Q/DQ overhead.
+    for (family, what, threshold, hypothesis, next) in [
+        (
+            Family::Reformat,
+            "Reformat",
+            3.0,
+            "layout or precision conversions between layers cost time (format mismatch between neighbours)",
+            "check which layers force the conversions (input/output formats, precision constraints, plugins) and whether the engine I/O formats can match",
+        ),
+        (
+            Family::QuantDequant,
+            "Q/DQ",
+            3.0,
+            "quantize/dequantize operations run as separate kernels instead of fusing into their neighbours",
+            "check Q/DQ placement in the ONNX graph (e.g. Q/DQ on residual inputs) so TensorRT can fuse them",
+        ),
+    ] {
+        let members: Vec<&LayerView> = layers.iter().filter(|l| l.family == family).collect();
+        let share: f64 = members.iter().map(|l| pct(l)).sum();
+        if share >= threshold {
+            b.issue(
+                if family == Family::Reformat {
+                    "reformat_overhead"
+                } else {
+                    "qdq_overhead"
+                },
+                share + 10.0,
+                format!("{what} layers take {share:.1}% of time"),
+                vec![format!(
+                    "{} {what} layer(s) account for {share:.1}%",
+                    members.len()
+                )],
+                hypothesis,
+                next,
+                Confidence::Medium,
+                members.iter().map(|l| l.index).take(50).collect(),
+            );
+        } else if family == Family::Reformat && !members.is_empty() {
+            b.positive(format!(
+                "{} reformat layer(s) take only {share:.1}% of time",
+                members.len()
+            ));
+        }
+    }
+
+    let myelin: Vec<&LayerView> = layers
+        .iter()
+        .filter(|l| l.family == Family::Myelin)
+        .collect();
+    let myelin_share: f64 = myelin.iter().map(|l| pct(l)).sum();
+    if myelin_share >= 20.0 {
+        b.issue(
+            "opaque_myelin",
+            myelin_share / 2.0 + 10.0,
+            format!("Opaque Myelin regions take {myelin_share:.1}% of time"),
+            vec![format!("{} {{ForeignNode[…]}} layer(s) account for {myelin_share:.1}%; their inner kernels are not profiled one by one", myelin.len())],
+            "the time inside these regions cannot be attributed to operations from this profile",
+            "profile with Nsight Systems, or rebuild with TensorRT 10+, whose exports list Myelin kernels (kgen/gemm) individually",
+            Confidence::Low,
+            myelin.iter().map(|l| l.index).collect(),
+        );
+    }
+}
+
+fn tactic_findings(input: &Input, b: &mut Builder) {
+    if input.names_only {
+        return;
+    }
+    let math: Vec<&LayerView> = input
+        .layers
+        .iter()
+        .filter(|l| l.family.is_matrix_math() && l.tactic.as_deref().is_some_and(|t| !t.is_empty()))
+        .collect();
+    if math.is_empty() {
+        return;
+    }
+    let hint = |l: &LayerView| tensor_core_hint(l.tactic.as_deref().unwrap_or(""));
+    let non_tc: Vec<&&LayerView> = math
+        .iter()
+        .filter(|l| hint(l) == TensorCoreHint::No)
+        .collect();
+    let tc = math
+        .iter()
+        .filter(|l| hint(l) == TensorCoreHint::Yes)
+        .count();
+    let timed = input.mode == Mode::LayerProfile;
+    if non_tc.is_empty() {
+        if tc > 0 {
+            b.positive(format!(
+                "all {} convolution/GEMM tactics with a recognisable name look tensor-core based",
+                tc
+            ));
+        }
+        return;
+    }
+    let share: f64 = non_tc.iter().map(|l| pct(l)).sum();
+    let reduced: Vec<&&&LayerView> = non_tc
+        .iter()
+        .filter(|l| l.precision.is_some_and(|p| p != "FP32"))
+        .collect();
+    let examples: Vec<String> = non_tc
+        .iter()
+        .take(3)
+        .map(|l| format!("{} → {}", name(l), l.tactic.as_deref().unwrap_or("")))
+        .collect();
+    let mut evidence = vec![if timed {
+        format!(
+            "{} of {} convolution/GEMM layers use tactics without tensor-core markers (hmma/imma/tensorNxMxK/tf32…), {share:.1}% of time",
+            non_tc.len(),
+            math.len()
+        )
+    } else {
+        format!(
+            "{} of {} convolution/GEMM layers use tactics without tensor-core markers (hmma/imma/tensorNxMxK/tf32…)",
+            non_tc.len(),
+            math.len()
+        )
+    }];
+    evidence.push(format!("e.g. {}", examples.join("; ")));
+    let (hypothesis, confidence, extra) = if !reduced.is_empty() {
+        (
+            "reduced-precision math that does not use tensor cores suggests misaligned channels or an unsupported shape",
+            Confidence::Medium,
+            10.0,
+        )
+    } else {
+        (
+            "these layers compute in FP32 without tensor cores; FP16/BF16/INT8 or TF32 would let them use tensor cores",
+            Confidence::Low,
+            5.0,
+        )
+    };
+    if !timed || share >= 5.0 {
+        b.issue(
+            "non_tensor_core_tactics",
+            if timed { share + extra } else { extra },
+            "Convolution/GEMM tactics without tensor-core names".to_owned(),
+            evidence,
+            hypothesis,
+            "check the layers' precisions and channel alignment (multiples of 8 for FP16, 16/32 for INT8); try --fp16/--bf16/--best or allow TF32",
+            confidence,
+            non_tc.iter().map(|l| l.index).take(50).collect(),
+        );
+    }
+}
+
+/// Whether a layer is a fused Q/K/V projection.
+fn is_qkv_fused(l: &LayerView) -> bool {
+    let text = format!("{} {}", l.name, l.origins.join(" ")).to_ascii_lowercase();
+    let named = text.contains("qkv")
+        || (text.contains("query") && text.contains("key") && text.contains("value"));
+    let matmuls = l
+        .origins
+        .iter()
+        .filter(|o| o.to_ascii_lowercase().contains("matmul"))
+        .count();
+    named || (matmuls >= 3 && l.family == Family::Gemm)
+}
+
+fn fusion_findings(input: &Input, b: &mut Builder) {
+    if input.names_only {
+        return;
+    }
+    let layers = input.layers;
+    let convs: Vec<&LayerView> = layers
+        .iter()
+        .filter(|l| l.family == Family::Convolution)
+        .collect();
+    if !convs.is_empty() {
+        let with_act = convs
+            .iter()
+            .filter(|l| l.tags.contains(&"activation") || l.origins.len() > 1)
+            .count();
+        let residual = convs.iter().filter(|l| l.inputs.len() >= 2).count();
+        b.fact(format!("{} convolution layer(s): {with_act} fuse other ops (activation, bias, Q/DQ), {residual} take a second input (fused residual add)", convs.len()));
+        if with_act * 2 >= convs.len() && with_act > 0 {
+            b.positive(format!(
+                "{with_act} of {} convolutions carry fused neighbours",
+                convs.len()
+            ));
+        }
+    }
+    let attention = layers
+        .iter()
+        .filter(|l| l.family == Family::Attention)
+        .count();
+    if attention > 0 {
+        b.fact(format!(
+            "{attention} fused attention layer(s) (MHA/FMHA kernels or attention plugins)"
+        ));
+    }
+    // Norm and GELU fusion, judged on compute layers only (copies and reformats name their consumers).
+    let compute = |l: &&LayerView| {
+        !matches!(
+            l.family,
+            Family::NoOp
+                | Family::Reformat
+                | Family::Constant
+                | Family::Myelin
+                | Family::QuantDequant
+        )
+    };
+    let mentions = |l: &LayerView, keys: &[&str]| {
+        l.origins.iter().any(|o| {
+            let o = o.to_ascii_lowercase();
+            keys.iter().any(|k| o.contains(k))
+        })
+    };
+    let norm_keys = [
+        "layernorm",
+        "layer_norm",
+        "groupnorm",
+        "group_norm",
+        "instancenorm",
+        "instancenormalization",
+        "rmsnorm",
+    ];
+    let norms: Vec<&LayerView> = layers
+        .iter()
+        .filter(compute)
+        .filter(|l| mentions(l, &norm_keys) || l.family == Family::Normalization)
+        .collect();
+    if !norms.is_empty() {
+        let fused = norms.iter().filter(|l| l.origins.len() > 2).count();
+        b.fact(format!(
+            "normalization: {} layer(s), {fused} fused with other ops, {} running alone",
+            norms.len(),
+            norms.len() - fused
+        ));
+    }
+    let gelus: Vec<&LayerView> = layers
+        .iter()
+        .filter(compute)
+        .filter(|l| mentions(l, &["gelu", "erf"]))
+        .collect();
+    if !gelus.is_empty() {
+        let fused = gelus.iter().filter(|l| l.origins.len() > 1).count();
+        b.fact(format!(
+            "GELU/Erf: {} layer(s), {fused} fused into larger layers, {} standalone",
+            gelus.len(),
+            gelus.len() - fused
+        ));
+    }
+
+    // Transformer block checks, only with a known block count.
+    let category = input.model.category.category;
+    let transformer = category.contains("ransformer") || category.contains("LLM");
+    if let (true, Some(blocks)) = (transformer, input.model.num_layers.filter(|n| *n > 0)) {
+        let qkv = layers.iter().filter(|l| is_qkv_fused(l)).count() as i64;
+        if qkv < blocks {
+            b.issue(
+                "qkv_fusion",
+                30.0 + 3.0 * (blocks - qkv) as f64,
+                "Q/K/V projections may not be fused per block".to_owned(),
+                vec![format!("{qkv} QKV-fused projection layer(s) for {blocks} transformer blocks")],
+                "separate Q, K and V GEMMs cost extra launches and memory traffic",
+                "check whether the ONNX export already concatenates Q/K/V weights and whether the engine shows one GEMM per block for them",
+                Confidence::Medium,
+                Vec::new(),
+            );
+        } else {
+            b.positive(format!(
+                "{qkv} QKV-fused projection layers for {blocks} blocks"
+            ));
+        }
+        if (attention as i64) < blocks {
+            b.issue(
+                "attention_fusion",
+                18.0 + 2.0 * (blocks - attention as i64) as f64,
+                "Fused attention is not obvious".to_owned(),
+                vec![format!("{attention} fused attention layer(s) for {blocks} transformer blocks")],
+                "attention may run as separate matmul/softmax kernels, or hide behind generated kernel names",
+                "search the layer list for softmax and batched matmuls inside each block; try a newer TensorRT or an attention plugin",
+                Confidence::Low,
+                Vec::new(),
+            );
+        } else {
+            b.positive(format!(
+                "{attention} fused attention layers for {blocks} blocks"
+            ));
+        }
+    }
+}
+
+fn partition_findings(input: &Input, b: &mut Builder) {
+    let e = input.engines;
+    if e.streams.len() > 1 {
+        b.fact(format!("layers run on {} CUDA streams: per-layer times may overlap, so their sum can overstate latency", e.streams.len()));
+    }
+    if e.myelin_regions > 0 {
+        b.fact(format!("{} opaque Myelin region(s) ({{ForeignNode[…]}}): the builder handed those subgraphs to Myelin", e.myelin_regions));
+    }
+    if e.plugin_layers > 0 {
+        b.fact(format!(
+            "{} plugin layer(s): plugins are fusion boundaries",
+            e.plugin_layers
+        ));
+    }
+    match e.inferred_count {
+        Some(n) if n > 1 => b.issue(
+            "partitioning",
+            35.0,
+            "Several engines or partitions".to_owned(),
+            vec![format!("{n} partitions inferred from {}", e.source)],
+            "graph breaks or unsupported operations may force the model into several engines (inferred from hints, not from this export)",
+            "check the framework's conversion log for unsupported operations and fallbacks",
+            Confidence::Medium,
+            Vec::new(),
+        ),
+        Some(1) => b.positive(format!("one engine ({})", e.source)),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{BackendModel, LayerTiming};
+    use crate::identity::CategoryGuess;
+
+    fn layer(
+        i: u32,
+        name: &str,
+        family: Family,
+        pct: f64,
+        avg: f64,
+        tactic: Option<&str>,
+    ) -> LayerView {
+        LayerView {
+            index: i,
+            name: name.to_owned(),
+            raw_type: "CaskConvolution".to_owned(),
+            report_type: "CaskConvolution".to_owned(),
+            family,
+            family_from_name: false,
+            parameter_type: None,
+            precision: Some("FP16"),
+            output_precision: Some("FP16"),
+            tactic: tactic.map(str::to_owned),
+            stream: None,
+            subgraph: None,
+            origins: vec![name.to_owned()],
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            tags: Vec::new(),
+            timing: Some(LayerTiming {
+                time_ms: avg,
+                avg_ms: avg,
+                median_ms: Some(avg),
+                percentage: pct,
+            }),
+            raw: None,
+            verbatim_ok: true,
+        }
+    }
+
+    fn model() -> BackendModel {
+        BackendModel {
+            name: None,
+            name_confidence: Confidence::Low,
+            category: CategoryGuess {
+                category: crate::identity::category::CNN,
+                confidence: Confidence::High,
+                evidence: Vec::new(),
+            },
+            config_path: None,
+            hidden_size: None,
+            intermediate_size: None,
+            num_layers: None,
+            num_heads: None,
+            max_position_embeddings: None,
+            sequence_length: None,
+            dynamic_dims: false,
+            input_shapes: Default::default(),
+        }
+    }
+
+    fn engines() -> Engines {
+        Engines {
+            engine_files: Vec::new(),
+            subgraphs: Vec::new(),
+            streams: Vec::new(),
+            myelin_regions: 0,
+            plugin_layers: 0,
+            inferred_count: Some(1),
+            source: "test".to_owned(),
+            inferred: false,
+        }
+    }
+
+    fn run(layers: &[LayerView], mode: Mode) -> Findings {
+        let bd = crate::backend::breakdowns(layers);
+        let timing = Timing {
+            total_time_ms: 1.0,
+            average_inference_ms: 1.0,
+            median_sum_ms: None,
+            total_percentage: 100.0,
+        };
+        let m = model();
+        let e = engines();
+        derive(&Input {
+            mode,
+            layers,
+            timing: Some(&timing),
+            count: Some(1),
+            end_to_end: None,
+            breakdowns: Some(&bd),
+            engines: &e,
+            model: &m,
+            graph: None,
+            names_only: false,
+        })
+    }
+
+    #[test]
+    fn hotspot_and_tiny_kernels_are_ranked() {
+        let mut layers = vec![layer(
+            0,
+            "big",
+            Family::Convolution,
+            30.0,
+            0.3,
+            Some("sm80_xmma_fprop_implicit_gemm_f16f16_tensor16x8x16"),
+        )];
+        for i in 1..31 {
+            layers.push(layer(
+                i,
+                &format!("small{i}"),
+                Family::Pointwise,
+                70.0 / 30.0,
+                0.002,
+                None,
+            ));
+        }
+        let f = run(&layers, Mode::LayerProfile);
+        let ids: Vec<&str> = f.issues.iter().map(|i| i.id).collect();
+        // Spread-out pointwise time and tiny kernels outrank the single 30% layer.
+        assert_eq!(ids, ["concentration", "tiny_kernels", "hotspot"]);
+        let hot = f
+            .issues
+            .iter()
+            .find(|i| i.id == "hotspot")
+            .expect("hotspot");
+        assert_eq!(hot.layers, [0]);
+        assert!(hot.evidence[0].contains("30.0%"));
+        assert!(f.positives.iter().any(|p| p.contains("tensor-core")));
+    }
+
+    #[test]
+    fn layer_only_backends_get_no_latency_issues() {
+        let layers = vec![
+            layer(0, "big", Family::Convolution, 90.0, 1.0, None),
+            layer(1, "b", Family::Pointwise, 10.0, 0.1, None),
+        ];
+        let f = run(&layers, Mode::LayerOnly);
+        assert!(
+            f.issues
+                .iter()
+                .all(|i| i.id != "hotspot" && i.id != "concentration")
+        );
+    }
+
+    #[test]
+    fn non_tensor_core_fp16_gemm_is_flagged() {
+        let layers = vec![
+            layer(
+                0,
+                "g",
+                Family::Gemm,
+                60.0,
+                1.0,
+                Some("sm70_xmma_gemm_as_conv1x1_f16f16_f16_f16_tn_n_simt_small_batch"),
+            ),
+            layer(1, "p", Family::Pointwise, 40.0, 1.0, None),
+        ];
+        let f = run(&layers, Mode::LayerProfile);
+        let i = f
+            .issues
+            .iter()
+            .find(|i| i.id == "non_tensor_core_tactics")
+            .expect("flagged");
+        assert_eq!(i.confidence, Confidence::Medium);
+        assert!(i.evidence[0].contains("60.0%"));
+    }
+}

@@ -1,0 +1,802 @@
+//! Model identity (name, components) and model category, each with confidence and evidence.
+//!
+//! A name is kept only at medium confidence or better; a category is claimed only on strong
+//! evidence (a Hugging Face config, or several independent markers in the layer names).
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::classify::Family;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Confidence {
+    Low,
+    Medium,
+    High,
+}
+
+impl Confidence {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confidence::Low => "low",
+            Confidence::Medium => "medium",
+            Confidence::High => "high",
+        }
+    }
+}
+
+/// One candidate name and where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NameGuess {
+    pub name: String,
+    pub confidence: Confidence,
+    pub evidence: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelIdentity {
+    /// `None` when no candidate reached medium confidence.
+    pub name: Option<String>,
+    pub confidence: Confidence,
+    /// Where the chosen name was found (every source that agrees).
+    pub evidence: Vec<String>,
+    /// Every candidate considered, so a reader can see why a name was or was not chosen.
+    pub candidates: Vec<NameGuess>,
+    /// Components of a model suite (encoder, unet, vae, …) named by the folder or files.
+    pub components: Vec<String>,
+}
+
+/// Tokens that never name a model: file-role words, precisions, GPUs, tool names.
+const STOPWORDS: &[&str] = &[
+    "analysis",
+    "analyze",
+    "aot",
+    "backend",
+    "backends",
+    "benchmark",
+    "benchmarks",
+    "build",
+    "cache",
+    "case",
+    "checkpoint",
+    "ckpt",
+    "component",
+    "components",
+    "data",
+    "dataset",
+    "default",
+    "detailed",
+    "dev",
+    "download",
+    "downloads",
+    "dynamic",
+    "engine",
+    "engines",
+    "example",
+    "examples",
+    "export",
+    "exportlayerinfo",
+    "exportprofile",
+    "exporttimes",
+    "exports",
+    "fixture",
+    "fixtures",
+    "full",
+    "graph",
+    "home",
+    "input",
+    "inputs",
+    "json",
+    "layer",
+    "layerinfo",
+    "layers",
+    "log",
+    "logs",
+    "main",
+    "metadata",
+    "model",
+    "models",
+    "names",
+    "namesonly",
+    "no",
+    "none",
+    "onnx",
+    "only",
+    "other",
+    "out",
+    "output",
+    "outputs",
+    "perf",
+    "performance",
+    "plan",
+    "plans",
+    "profile",
+    "profiles",
+    "profiling",
+    "pt",
+    "ptq",
+    "qat",
+    "report",
+    "reports",
+    "result",
+    "results",
+    "root",
+    "run",
+    "runs",
+    "sample",
+    "samples",
+    "shared",
+    "static",
+    "temp",
+    "tensorrt",
+    "test",
+    "tests",
+    "tf",
+    "timing",
+    "times",
+    "tmp",
+    "torch",
+    "trex",
+    "trt",
+    "trtexec",
+    "users",
+    "verbose",
+    "work",
+    "orin",
+    "jetson",
+    "titanrtx",
+    "titan",
+    "ada",
+    "ampere",
+    "hopper",
+    "blackwell",
+    "turing",
+    "volta",
+];
+
+const COMPONENTS: &[&str] = &[
+    "encoder",
+    "decoder",
+    "text_encoder",
+    "unet",
+    "vae",
+    "vae_encoder",
+    "vae_decoder",
+    "controlnet",
+    "transformer",
+    "denoiser",
+    "prior",
+    "refiner",
+    "image_encoder",
+    "clip",
+    "t5",
+];
+
+const CONFIG_FILES: &[&str] = &[
+    "config.json",
+    "model_index.json",
+    "tokenizer_config.json",
+    "preprocessor_config.json",
+    "generation_config.json",
+];
+const CONFIG_KEYS: &[&str] = &[
+    "_name_or_path",
+    "name_or_path",
+    "model_name",
+    "model_id",
+    "model",
+    "pretrained_model_name_or_path",
+    "base_model_name_or_path",
+];
+
+/// Is this token noise (precision, GPU, version, batch size) rather than part of a name?
+fn is_noise(token: &str) -> bool {
+    if STOPWORDS.contains(&token) || token.chars().all(|c| c.is_ascii_digit()) {
+        return true;
+    }
+    let split = token
+        .find(|c: char| c.is_ascii_digit())
+        .unwrap_or(token.len());
+    let (alpha, rest) = token.split_at(split);
+    let digits_then_any = !rest.is_empty() && rest.starts_with(|c: char| c.is_ascii_digit());
+    match alpha {
+        "fp" | "bf" | "int" | "uint" | "sm" | "trt" | "cc" | "bs" | "v" | "cuda" | "cu" => {
+            digits_then_any
+        }
+        // GPU names (a100, h100, l40s, t4); "t5" is a model.
+        "a" | "h" | "l" | "t" | "gh" | "gb" => digits_then_any && rest.len() <= 4 && token != "t5",
+        "rtx" | "gtx" | "titan" | "quadro" | "tesla" | "orin" => true,
+        _ => false,
+    }
+}
+
+fn tokens(value: &str) -> Vec<String> {
+    value
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .map(|t| t.to_lowercase())
+        .collect()
+}
+
+/// The name-bearing part of a free-form string (`resnet18-pt-a100-fp16` → `resnet18`), or `None`.
+pub fn clean_name(value: &str) -> Option<String> {
+    // A path-like value names the model in its last meaningful segment.
+    for segment in value.rsplit(['/', '\\']) {
+        let kept: Vec<String> = tokens(segment)
+            .into_iter()
+            .filter(|t| !is_noise(t) && !COMPONENTS.contains(&t.as_str()))
+            .collect();
+        let has_letters = kept.iter().any(|t| t.chars().any(|c| c.is_alphabetic()));
+        let long_enough = kept.len() > 1
+            || kept.first().is_some_and(|t| {
+                t.chars().count() >= 3 || ["t5", "vit", "gpt"].contains(&t.as_str())
+            });
+        if has_letters && long_enough {
+            return Some(kept.into_iter().take(8).collect::<Vec<_>>().join("-"));
+        }
+    }
+    None
+}
+
+/// Component words found in a folder or file name.
+pub fn components_in(value: &str) -> Vec<String> {
+    let lower = value.to_lowercase();
+    let mut found = Vec::new();
+    for c in COMPONENTS {
+        let spaced = c.replace('_', "");
+        let hit = tokens(&lower).iter().any(|t| t == c || *t == spaced)
+            || (c.contains('_') && lower.contains(c));
+        if hit && !found.iter().any(|f: &String| f == c) {
+            found.push((*c).to_owned());
+        }
+    }
+    // "vae_encoder" also contains "vae" and "encoder": keep the most specific.
+    let specific: Vec<String> = found.iter().filter(|c| c.contains('_')).cloned().collect();
+    found.retain(|c| {
+        !specific
+            .iter()
+            .any(|s| s != c && s.split('_').any(|p| p == c))
+    });
+    found
+}
+
+/// Configuration files next to the inputs that may name the model.
+pub fn config_paths(folder: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![folder.to_owned(), folder.join("model_hub")];
+    if let Ok(entries) = std::fs::read_dir(folder) {
+        let mut subdirs: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        subdirs.sort();
+        dirs.extend(subdirs);
+    }
+    for dir in dirs {
+        for f in CONFIG_FILES {
+            let p = dir.join(f);
+            if p.is_file() && !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// A small JSON config file, or `None` when absent, too large or not an object.
+pub fn load_config(path: &Path) -> Option<serde_json::Map<String, serde_json::Value>> {
+    let meta = std::fs::metadata(path).ok()?;
+    if meta.len() > 4 * 1024 * 1024 {
+        return None;
+    }
+    let text = std::fs::read_to_string(path).ok()?;
+    match serde_json::from_str(&text).ok()? {
+        serde_json::Value::Object(map) => Some(map),
+        _ => None,
+    }
+}
+
+/// Infers the model identity from an explicit name, config files, the folder name and input labels.
+pub fn infer(explicit: Option<&str>, folder: Option<&Path>, labels: &[String]) -> ModelIdentity {
+    let mut candidates = Vec::new();
+    if let Some(raw) = explicit {
+        // The user's word is kept whole, only normalized (no stopword filtering).
+        let name = tokens(raw).join("-");
+        if !name.is_empty() {
+            candidates.push(NameGuess {
+                name,
+                confidence: Confidence::High,
+                evidence: "explicit --model-name".to_owned(),
+            });
+        }
+    }
+    if let Some(folder) = folder {
+        for path in config_paths(folder) {
+            let Some(config) = load_config(&path) else {
+                continue;
+            };
+            let file = path
+                .strip_prefix(folder)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            if let Some((key, name)) = CONFIG_KEYS.iter().find_map(|k| {
+                config
+                    .get(*k)
+                    .and_then(|v| v.as_str())
+                    .and_then(clean_name)
+                    .map(|n| (k, n))
+            }) {
+                candidates.push(NameGuess {
+                    name,
+                    confidence: Confidence::High,
+                    evidence: format!("config `{file}` field `{key}`"),
+                });
+            }
+        }
+        let parts: Vec<String> = folder
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        // A component folder (…/sdxl/unet) names the model in its parent.
+        for part in parts.iter().rev().take(2) {
+            if let Some(name) = clean_name(part) {
+                candidates.push(NameGuess {
+                    name,
+                    confidence: Confidence::Medium,
+                    evidence: format!("folder name `{part}`"),
+                });
+                break;
+            }
+            if components_in(part).is_empty() {
+                break;
+            }
+        }
+    }
+    let label_guesses: Vec<(String, &String)> = labels
+        .iter()
+        .filter_map(|l| clean_name(l).map(|n| (n, l)))
+        .collect();
+    let distinct: std::collections::BTreeSet<&String> =
+        label_guesses.iter().map(|(n, _)| n).collect();
+    let label_confidence = if distinct.len() == 1 {
+        Confidence::Medium
+    } else {
+        Confidence::Low
+    };
+    for (name, label) in &label_guesses {
+        candidates.push(NameGuess {
+            name: name.clone(),
+            confidence: label_confidence,
+            evidence: format!("input file label `{label}`"),
+        });
+    }
+
+    let best = candidates
+        .iter()
+        .max_by_key(|c| c.confidence)
+        .filter(|c| c.confidence >= Confidence::Medium);
+    // Among equally confident candidates the earlier source wins (explicit, config, folder, files).
+    let best = best.and_then(|b| candidates.iter().find(|c| c.confidence == b.confidence));
+    let (name, confidence, evidence) = match best {
+        Some(b) => (
+            Some(b.name.clone()),
+            b.confidence,
+            candidates
+                .iter()
+                .filter(|c| c.name == b.name)
+                .map(|c| c.evidence.clone())
+                .collect(),
+        ),
+        None => (None, Confidence::Low, Vec::new()),
+    };
+
+    let mut components = Vec::new();
+    let mut sources: Vec<&str> = labels.iter().map(String::as_str).collect();
+    let folder_name = folder
+        .and_then(|f| f.file_name())
+        .map(|n| n.to_string_lossy().into_owned());
+    if let Some(f) = &folder_name {
+        sources.insert(0, f);
+    }
+    for s in sources {
+        for c in components_in(s) {
+            if !components.contains(&c) {
+                components.push(c);
+            }
+        }
+    }
+    ModelIdentity {
+        name,
+        confidence,
+        evidence,
+        candidates,
+        components,
+    }
+}
+
+/// The seed's starter category list.
+pub mod category {
+    pub const ENCODER: &str = "Transformer encoder / sentence embedding";
+    pub const DECODER: &str = "Transformer decoder / LLM";
+    pub const VIT: &str = "Vision transformer";
+    pub const CNN: &str = "CNN / convolutional vision model";
+    pub const DIFFUSION: &str = "Diffusion / U-Net style model";
+    pub const RECOMMENDER: &str = "Recommender / ranking model";
+    pub const CLASSICAL: &str = "Classical ML or feature pipeline";
+    pub const UNKNOWN: &str = "Unknown DL model";
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CategoryGuess {
+    pub category: &'static str,
+    pub confidence: Confidence,
+    pub evidence: Vec<String>,
+}
+
+/// What the category decision looks at, gathered in one pass over the layers.
+#[derive(Debug, Default)]
+pub struct CategorySignals {
+    pub layers: usize,
+    pub conv_layers: usize,
+    pub pooling_layers: usize,
+    pub gemm_layers: usize,
+    pub conv_time_share: Option<f64>,
+    pub attention_layers: usize,
+    pub names_only: bool,
+    /// Distinct marker words seen in layer names, metadata or bindings, per category.
+    pub markers: std::collections::BTreeMap<&'static str, std::collections::BTreeSet<&'static str>>,
+    pub config_model_type: Option<String>,
+    pub config_path: Option<String>,
+}
+
+const MARKERS: &[(&str, &[&str])] = &[
+    (
+        "diffusion",
+        &[
+            "input_blocks",
+            "output_blocks",
+            "down_blocks",
+            "up_blocks",
+            "mid_block",
+            "middle_block",
+            "time_embed",
+            "timestep",
+            "unet",
+            "controlnet",
+            "zero_conv",
+        ],
+    ),
+    (
+        "decoder",
+        &[
+            "past_key_values",
+            "present.",
+            "lm_head",
+            "kv_cache",
+            "rotary",
+            "causal_mask",
+            "rope",
+        ],
+    ),
+    (
+        "vit",
+        &[
+            "patch_embed",
+            "pixel_values",
+            "cls_token",
+            "patch_embeddings",
+            "vit.",
+        ],
+    ),
+    (
+        "encoder",
+        &[
+            "input_ids",
+            "token_type_ids",
+            "attention_mask",
+            "encoder.layer.",
+            "word_embeddings",
+        ],
+    ),
+    (
+        "recommender",
+        &[
+            "embedding_bag",
+            "dlrm",
+            "interaction",
+            "sparse_features",
+            "dense_features",
+            "categorical",
+        ],
+    ),
+    (
+        "classical",
+        &[
+            "treeensemble",
+            "linearclassifier",
+            "linearregressor",
+            "zipmap",
+            "svmclassifier",
+            "normalizer",
+            "onehotencoder",
+        ],
+    ),
+];
+
+impl CategorySignals {
+    /// Records marker words in one piece of text (a layer name, metadata, a binding name).
+    pub fn scan(&mut self, text: &str) {
+        let lower = text.to_ascii_lowercase();
+        for (category, words) in MARKERS {
+            for w in *words {
+                if lower.contains(w) {
+                    self.markers.entry(category).or_default().insert(w);
+                }
+            }
+        }
+    }
+
+    pub fn count_family(&mut self, family: Family, attention_like: bool) {
+        self.layers += 1;
+        match family {
+            Family::Convolution => self.conv_layers += 1,
+            Family::Pooling => self.pooling_layers += 1,
+            Family::Gemm => self.gemm_layers += 1,
+            _ => {}
+        }
+        if family == Family::Attention || attention_like {
+            self.attention_layers += 1;
+        }
+    }
+
+    fn marker_list(&self, category: &str) -> Vec<&'static str> {
+        self.markers
+            .get(category)
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    pub fn decide(&self) -> CategoryGuess {
+        use category::*;
+        let guess = |category, confidence, evidence| CategoryGuess {
+            category,
+            confidence,
+            evidence,
+        };
+        if let Some(mt) = &self.config_model_type {
+            let m = mt.to_ascii_lowercase();
+            let from = format!(
+                "config model_type `{mt}`{}",
+                self.config_path
+                    .as_ref()
+                    .map(|p| format!(" in {p}"))
+                    .unwrap_or_default()
+            );
+            let hit = if [
+                "bert",
+                "roberta",
+                "distilbert",
+                "albert",
+                "mpnet",
+                "electra",
+                "deberta",
+                "xlm",
+            ]
+            .iter()
+            .any(|k| m.contains(k))
+            {
+                Some(ENCODER)
+            } else if [
+                "gpt", "llama", "mistral", "gemma", "qwen", "phi", "falcon", "opt", "bloom",
+                "mixtral",
+            ]
+            .iter()
+            .any(|k| m.contains(k))
+            {
+                Some(DECODER)
+            } else if ["vit", "deit", "swin", "beit", "dinov2"]
+                .iter()
+                .any(|k| m.contains(k))
+            {
+                Some(VIT)
+            } else if ["resnet", "convnext", "efficientnet", "mobilenet", "regnet"]
+                .iter()
+                .any(|k| m.contains(k))
+            {
+                Some(CNN)
+            } else if m.contains("unet") {
+                Some(DIFFUSION)
+            } else {
+                None
+            };
+            if let Some(cat) = hit {
+                return guess(cat, Confidence::High, vec![from]);
+            }
+        }
+        let names = if self.names_only {
+            " (layer names only)"
+        } else {
+            ""
+        };
+        let described = |cat: &str| {
+            format!(
+                "layer names mention {}{names}",
+                self.marker_list(cat).join(", ")
+            )
+        };
+        let count = |cat: &str| self.marker_list(cat).len();
+        if count("diffusion") >= 2 && self.conv_layers > 0 {
+            let mut ev = vec![
+                described("diffusion"),
+                format!("{} convolution layers", self.conv_layers),
+            ];
+            if self.attention_layers > 0 {
+                ev.push(format!("{} attention-like layers", self.attention_layers));
+            }
+            let conf = if count("diffusion") >= 3 {
+                Confidence::High
+            } else {
+                Confidence::Medium
+            };
+            return guess(DIFFUSION, conf, ev);
+        }
+        if count("decoder") >= 2 {
+            return guess(DECODER, Confidence::Medium, vec![described("decoder")]);
+        }
+        if count("vit") >= 1 && (self.attention_layers > 0 || count("vit") >= 2) {
+            return guess(VIT, Confidence::Medium, vec![described("vit")]);
+        }
+        if count("encoder") >= 2 {
+            return guess(ENCODER, Confidence::Medium, vec![described("encoder")]);
+        }
+        if count("recommender") >= 2 {
+            return guess(
+                RECOMMENDER,
+                Confidence::Medium,
+                vec![described("recommender")],
+            );
+        }
+        if count("classical") >= 1 {
+            return guess(CLASSICAL, Confidence::Medium, vec![described("classical")]);
+        }
+        // Convolutions (with their pooling) carry the model: most of the time, or, without a
+        // profile, at least a quarter of the layers, and more of them than GEMMs.
+        if self.conv_layers >= 2
+            && self.attention_layers == 0
+            && self.conv_layers >= self.gemm_layers
+        {
+            let share = self.conv_time_share;
+            let dominant = share
+                .map(|s| s >= 40.0)
+                .unwrap_or((self.conv_layers + self.pooling_layers) * 4 >= self.layers);
+            if dominant {
+                let mut ev = vec![format!(
+                    "{} of {} layers are convolutions and {} pooling{names}",
+                    self.conv_layers, self.layers, self.pooling_layers
+                )];
+                if let Some(s) = share {
+                    ev.push(format!("convolutions take {s:.1}% of profiled time"));
+                }
+                ev.push("no attention-like layers".to_owned());
+                let conf = if self.conv_layers >= 10 && !self.names_only {
+                    Confidence::High
+                } else {
+                    Confidence::Medium
+                };
+                return guess(CNN, conf, ev);
+            }
+        }
+        let mut ev = vec!["no strong evidence for a category".to_owned()];
+        if self.attention_layers > 0 {
+            ev.push(format!(
+                "{} attention-like layers, but no encoder/decoder/vision markers",
+                self.attention_layers
+            ));
+        }
+        guess(UNKNOWN, Confidence::Low, ev)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_lose_precision_gpu_and_tool_tokens() {
+        assert_eq!(
+            clean_name("resnet18-pt-a100-fp16").as_deref(),
+            Some("resnet18")
+        );
+        assert_eq!(
+            clean_name("mobilenet-qat-titanrtx-trt82").as_deref(),
+            Some("mobilenet")
+        );
+        assert_eq!(
+            clean_name("mnist-cnn-trt10.14-rtx6000ada").as_deref(),
+            Some("mnist-cnn")
+        );
+        assert_eq!(
+            clean_name("yolo-qat-int8-orin-trt85-namesonly").as_deref(),
+            Some("yolo")
+        );
+        assert_eq!(clean_name("trt10.16_exportLayerInfo_detailed"), None);
+        assert_eq!(
+            clean_name("bert-base-uncased/onnx").as_deref(),
+            Some("bert-base-uncased")
+        );
+        assert_eq!(clean_name("fixtures"), None);
+    }
+
+    #[test]
+    fn components_are_found() {
+        assert_eq!(components_in("sdxl_unet"), ["unet"]);
+        assert_eq!(components_in("vae_encoder"), ["vae_encoder"]);
+        assert!(components_in("resnet18").is_empty());
+    }
+
+    #[test]
+    fn disagreeing_file_labels_give_no_name() {
+        let id = infer(
+            None,
+            None,
+            &[
+                "resnet18-pt-a100-fp16".to_owned(),
+                "mobilenet-qat".to_owned(),
+            ],
+        );
+        assert_eq!(id.name, None);
+        assert_eq!(id.candidates.len(), 2);
+        let id = infer(
+            None,
+            None,
+            &[
+                "resnet18-pt-a100-fp16".to_owned(),
+                "resnet18-pt-a100-fp32".to_owned(),
+            ],
+        );
+        assert_eq!(id.name.as_deref(), Some("resnet18"));
+        assert_eq!(id.confidence, Confidence::Medium);
+        assert_eq!(id.evidence.len(), 2);
+    }
+
+    #[test]
+    fn explicit_and_config_names_win() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("config.json"),
+            r#"{"_name_or_path": "google-bert/bert-base-uncased", "model_type": "bert"}"#,
+        )
+        .expect("write");
+        let id = infer(None, Some(dir.path()), &["x".to_owned()]);
+        assert_eq!(id.name.as_deref(), Some("bert-base-uncased"));
+        assert_eq!(id.confidence, Confidence::High);
+        let id = infer(Some("My Model"), Some(dir.path()), &[]);
+        assert_eq!(id.name.as_deref(), Some("my-model"));
+    }
+
+    #[test]
+    fn categories_need_strong_evidence() {
+        let mut s = CategorySignals::default();
+        for _ in 0..20 {
+            s.count_family(Family::Convolution, false);
+        }
+        s.conv_time_share = Some(80.0);
+        assert_eq!(s.decide().category, category::CNN);
+        assert_eq!(s.decide().confidence, Confidence::High);
+
+        let mut s = CategorySignals::default();
+        s.count_family(Family::Convolution, false);
+        s.count_family(Family::Pointwise, false);
+        assert_eq!(s.decide().category, category::UNKNOWN);
+
+        let mut s = CategorySignals::default();
+        s.scan("input_blocks.1.1.transformer_blocks.0.norm1");
+        s.scan("/time_embed/time_embed.0/Gemm");
+        s.count_family(Family::Convolution, false);
+        assert_eq!(s.decide().category, category::DIFFUSION);
+    }
+}

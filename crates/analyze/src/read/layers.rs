@@ -1,0 +1,516 @@
+//! `--exportLayerInfo` reader: `{"Layers": [...], "Bindings": [...]}` with detailed objects or
+//! names only, or a bare list of either.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::loose::{IntOrStr, LDims, LIntOrStr, LList, LNum, LObj, LPresent, LStr, Slot};
+use super::{
+    FormatError, describe_object_keys, describe_record_keys, first_byte, invalid_json, line_col,
+};
+
+/// How much the engine inspector wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verbosity {
+    /// Layer objects with types, tensors and tactics (`--profilingVerbosity=detailed`).
+    Detailed,
+    /// Only layer names (trtexec's default `layer_names_only`).
+    NamesOnly,
+}
+
+/// The document's top level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RootShape {
+    /// `{"Layers": [...]}` as trtexec writes it.
+    Object,
+    /// A bare list of layers (what some tools extract from the object).
+    List,
+}
+
+/// One tensor of a layer.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Tensor {
+    /// Empty when the record had no usable `Name`.
+    pub name: String,
+    pub dims: Option<Vec<i64>>,
+    /// The combined `Format/Datatype` string (or `Datatype` / `Format` where a tool splits them).
+    pub format: Option<String>,
+    pub location: Option<String>,
+}
+
+/// One layer, with the fields the analysis reads; everything else stays in `raw`.
+#[derive(Debug, Clone, Default)]
+pub struct Layer {
+    pub name: String,
+    pub layer_type: Option<String>,
+    pub parameter_type: Option<String>,
+    pub inputs: Vec<Tensor>,
+    pub outputs: Vec<Tensor>,
+    pub constants: Vec<Tensor>,
+    pub tactic_name: Option<String>,
+    pub tactic_value: Option<String>,
+    pub stream_id: Option<IntOrStr>,
+    pub subgraph: Option<IntOrStr>,
+    pub metadata: Option<String>,
+    /// Reformat `Origin` (`REFORMAT`, `QDQ`, …).
+    pub origin: Option<String>,
+    pub activation: Option<String>,
+    pub has_residual: bool,
+    pub plugin_type: Option<String>,
+    pub groups: Option<i64>,
+    /// pwgen operations of PointWise layers.
+    pub operations: Vec<String>,
+    /// The layer's JSON object exactly as written (detailed records only), for verbatim output.
+    pub raw: Option<Box<RawValue>>,
+    /// True when the record as written already satisfies the published analysis schema's layer
+    /// shape, so it can be copied verbatim.
+    pub verbatim_ok: bool,
+    /// True when the export held only this layer's name.
+    pub names_only: bool,
+    /// What was wrong with this record (missing or mistyped fields).
+    pub problems: Vec<String>,
+}
+
+/// A parsed `--exportLayerInfo` document.
+#[derive(Debug, Clone)]
+pub struct LayerInfo {
+    pub root: RootShape,
+    pub verbosity: Verbosity,
+    pub layers: Vec<Layer>,
+    /// `None` when the document has no `Bindings` (bare lists and very old TensorRT).
+    pub bindings: Option<Vec<String>>,
+    /// File-level remarks (not errors).
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawTensor {
+    #[serde(rename = "Name")]
+    name: LStr,
+    #[serde(rename = "Dimensions")]
+    dims: LDims,
+    #[serde(rename = "Format/Datatype")]
+    format_datatype: LStr,
+    #[serde(rename = "Datatype")]
+    datatype: LStr,
+    #[serde(rename = "Format")]
+    format: LStr,
+    #[serde(rename = "Location")]
+    location: LStr,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawLayer {
+    #[serde(rename = "Name")]
+    name: LStr,
+    #[serde(rename = "LayerType")]
+    layer_type: LStr,
+    #[serde(rename = "ParameterType")]
+    parameter_type: LStr,
+    #[serde(rename = "Inputs")]
+    inputs: LList<LObj<RawTensor>>,
+    #[serde(rename = "Outputs")]
+    outputs: LList<LObj<RawTensor>>,
+    #[serde(rename = "Constants")]
+    constants: LList<LObj<RawTensor>>,
+    #[serde(rename = "TacticName")]
+    tactic_name: LStr,
+    #[serde(rename = "TacticValue")]
+    tactic_value: LStr,
+    #[serde(rename = "StreamId")]
+    stream_id: LIntOrStr,
+    #[serde(rename = "_subgraph")]
+    subgraph: LIntOrStr,
+    #[serde(rename = "Metadata")]
+    metadata: LStr,
+    #[serde(rename = "Origin")]
+    origin: LStr,
+    #[serde(rename = "Activation")]
+    activation: LStr,
+    #[serde(rename = "HasResidual")]
+    has_residual: LNum,
+    #[serde(rename = "PluginType")]
+    plugin_type: LStr,
+    #[serde(rename = "Groups")]
+    groups: LNum,
+    #[serde(rename = "Operations")]
+    operations: LList<LStr>,
+    #[serde(rename = "_trtmc_names_only")]
+    names_only_marker: LPresent,
+}
+
+/// Reads an `--exportLayerInfo` document.
+pub fn read_layer_info(text: &str) -> Result<LayerInfo, FormatError> {
+    let (root, records, bindings) = split_document(text)?;
+    if records.is_empty() {
+        return Err(FormatError::Shape(
+            "the layer list is empty: the engine inspector wrote no layers (was the engine built?)"
+                .to_owned(),
+        ));
+    }
+    let mut layers = Vec::with_capacity(records.len());
+    let mut objects = 0usize;
+    let mut strings = 0usize;
+    for (index, raw) in records.iter().enumerate() {
+        let offset = offset_in(text, raw.get());
+        let layer = match first_byte(raw.get()) {
+            Some(b'{') => {
+                objects += 1;
+                read_layer_object(text, raw, offset, index)
+            }
+            Some(b'"') => {
+                strings += 1;
+                let name: String = serde_json::from_str(raw.get()).unwrap_or_default();
+                Layer {
+                    name,
+                    names_only: true,
+                    ..Layer::default()
+                }
+            }
+            _ => {
+                let (line, column) = line_col(text, offset);
+                Layer {
+                    problems: vec![format!(
+                        "layer record {index} (line {line}, column {column}) is neither an object nor a name string"
+                    )],
+                    ..Layer::default()
+                }
+            }
+        };
+        layers.push(layer);
+    }
+    let mut notes = Vec::new();
+    if objects > 0 && strings > 0 {
+        notes.push(format!(
+            "the layer list mixes {objects} detailed records with {strings} bare names"
+        ));
+    }
+    let verbosity = if objects == 0 && strings > 0 {
+        Verbosity::NamesOnly
+    } else {
+        Verbosity::Detailed
+    };
+    let bindings = match bindings {
+        None => None,
+        Some(raw) => match serde_json::from_str::<LList<LStr>>(raw.get()) {
+            Ok(LList(Slot::Value(names))) => {
+                Some(names.into_iter().filter_map(|s| s.0.into_value()).collect())
+            }
+            _ => {
+                notes.push("`Bindings` is not a list of names; it was ignored".to_owned());
+                None
+            }
+        },
+    };
+    drop(records);
+    Ok(LayerInfo {
+        root,
+        verbosity,
+        layers,
+        bindings,
+        notes,
+    })
+}
+
+type Records<'a> = Vec<&'a RawValue>;
+
+/// Finds the layer records and the bindings in either top-level shape.
+fn split_document(text: &str) -> Result<(RootShape, Records<'_>, Option<&RawValue>), FormatError> {
+    match first_byte(text) {
+        Some(b'{') => {
+            let map: BTreeMap<String, &RawValue> = serde_json::from_str(text).map_err(|e| invalid_json(text, &e))?;
+            let Some(layers) = map.get("Layers") else {
+                let keys: Vec<String> = map.keys().cloned().collect();
+                return Err(FormatError::WrongKind {
+                    expected: "a layer-info export (no `Layers` key)",
+                    found: describe_object_keys(&keys),
+                });
+            };
+            if first_byte(layers.get()) != Some(b'[') {
+                return Err(FormatError::Shape("`Layers` is not a list".to_owned()));
+            }
+            let records: Records = serde_json::from_str(layers.get()).map_err(|e| invalid_json(text, &e))?;
+            Ok((RootShape::Object, records, map.get("Bindings").copied()))
+        }
+        Some(b'[') => {
+            let records: Records = serde_json::from_str(text).map_err(|e| invalid_json(text, &e))?;
+            if let Some(first) = records.first()
+                && first_byte(first.get()) == Some(b'{')
+            {
+                let keys = object_keys(first.get());
+                if let Some(found) = describe_record_keys(&keys)
+                    && !keys.iter().any(|k| k == "LayerType" || k == "Inputs" || k == "Name")
+                {
+                    return Err(FormatError::WrongKind { expected: "a layer-info export", found: found.to_owned() });
+                }
+            }
+            Ok((RootShape::List, records, None))
+        }
+        Some(_) => match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            Err(e) => Err(invalid_json(text, &e)),
+            Ok(_) => Err(FormatError::Shape(
+                "the document is a single JSON value, not an object with `Layers` or a list of layers".to_owned(),
+            )),
+        },
+        None => Err(FormatError::Shape("the file is empty".to_owned())),
+    }
+}
+
+/// The key names of a JSON object (used only to describe misplaced files).
+pub(super) fn object_keys(raw: &str) -> Vec<String> {
+    serde_json::from_str::<BTreeMap<String, serde::de::IgnoredAny>>(raw)
+        .map(|m| m.into_keys().collect())
+        .unwrap_or_default()
+}
+
+fn offset_in(text: &str, part: &str) -> usize {
+    (part.as_ptr() as usize).saturating_sub(text.as_ptr() as usize)
+}
+
+fn read_layer_object(text: &str, raw_value: &RawValue, offset: usize, index: usize) -> Layer {
+    let raw = raw_value.get();
+    let rec: RawLayer = match serde_json::from_str(raw) {
+        Ok(rec) => rec,
+        Err(err) => {
+            let (line, column) = line_col(text, offset);
+            return Layer {
+                raw: Some(raw_value.to_owned()),
+                problems: vec![format!(
+                    "layer record {index} (starting line {line}, column {column}) could not be read: {err}"
+                )],
+                ..Layer::default()
+            };
+        }
+    };
+    if !rec.names_only_marker.0.is_missing() {
+        // A names-only record normalized by an earlier analysis (analyze-data.json).
+        return Layer {
+            name: rec.name.0.into_value().unwrap_or_default(),
+            names_only: true,
+            ..Layer::default()
+        };
+    }
+    let mut problems = Vec::new();
+    let mut verbatim_ok = true;
+    let name = match rec.name.0 {
+        Slot::Value(n) if !n.is_empty() => n,
+        other => {
+            verbatim_ok &= matches!(other, Slot::Value(_));
+            problems.push(format!(
+                "layer record {index} has no non-empty string `Name`"
+            ));
+            String::new()
+        }
+    };
+    let label = if name.is_empty() {
+        format!("record {index}")
+    } else {
+        format!("`{name}`")
+    };
+    let layer_type = match rec.layer_type.0 {
+        Slot::Value(t) => Some(t),
+        _ => {
+            verbatim_ok = false;
+            problems.push(format!("layer {label} has no string `LayerType`"));
+            None
+        }
+    };
+    let mut tensors = |slot: LList<LObj<RawTensor>>, field: &str, required: bool| -> Vec<Tensor> {
+        match slot.0 {
+            Slot::Value(items) => items
+                .into_iter()
+                .enumerate()
+                .map(|(i, t)| convert_tensor(t, &label, field, i, &mut problems, &mut verbatim_ok))
+                .collect(),
+            Slot::Missing => {
+                if required {
+                    verbatim_ok = false;
+                    problems.push(format!(
+                        "layer {label} has no `{field}` list; treated as empty"
+                    ));
+                }
+                Vec::new()
+            }
+            Slot::Wrong => {
+                verbatim_ok = false;
+                problems.push(format!(
+                    "layer {label}: `{field}` is not a list; treated as empty"
+                ));
+                Vec::new()
+            }
+        }
+    };
+    let inputs = tensors(rec.inputs, "Inputs", true);
+    let outputs = tensors(rec.outputs, "Outputs", true);
+    let constants = tensors(rec.constants, "Constants", false);
+    if rec.tactic_name.0.is_wrong() || rec.stream_id.0.is_wrong() {
+        verbatim_ok = false;
+    }
+    Layer {
+        name,
+        layer_type,
+        parameter_type: rec.parameter_type.0.into_value(),
+        inputs,
+        outputs,
+        constants,
+        tactic_name: rec.tactic_name.0.into_value(),
+        tactic_value: rec.tactic_value.0.into_value(),
+        stream_id: rec.stream_id.0.into_value(),
+        subgraph: rec.subgraph.0.into_value(),
+        metadata: rec.metadata.0.into_value(),
+        origin: rec.origin.0.into_value(),
+        activation: rec.activation.0.into_value(),
+        has_residual: rec.has_residual.0.value().is_some_and(|v| *v != 0.0),
+        plugin_type: rec.plugin_type.0.into_value(),
+        groups: rec.groups.0.value().map(|g| *g as i64),
+        operations: rec
+            .operations
+            .0
+            .into_value()
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|s| s.0.into_value())
+            .collect(),
+        raw: Some(raw_value.to_owned()),
+        verbatim_ok,
+        names_only: false,
+        problems,
+    }
+}
+
+fn convert_tensor(
+    slot: LObj<RawTensor>,
+    layer: &str,
+    field: &str,
+    i: usize,
+    problems: &mut Vec<String>,
+    verbatim_ok: &mut bool,
+) -> Tensor {
+    let Slot::Value(t) = slot.0 else {
+        *verbatim_ok = false;
+        problems.push(format!("layer {layer}: {field}[{i}] is not an object"));
+        return Tensor::default();
+    };
+    let name = match t.name.0 {
+        Slot::Value(n) => n,
+        _ => {
+            *verbatim_ok = false;
+            problems.push(format!("layer {layer}: {field}[{i}] has no string `Name`"));
+            String::new()
+        }
+    };
+    if t.dims.0.is_wrong() || t.format.0.is_wrong() || t.datatype.0.is_wrong() {
+        *verbatim_ok = false;
+    }
+    if t.dims.0.is_wrong() {
+        problems.push(format!(
+            "layer {layer}: tensor `{name}` has non-integer `Dimensions`"
+        ));
+    }
+    let format = t.format_datatype.0.into_value().or_else(|| {
+        match (t.format.0.into_value(), t.datatype.0.into_value()) {
+            (Some(f), Some(d)) => Some(format!("{f} {d}")),
+            (f, d) => f.or(d),
+        }
+    });
+    Tensor {
+        name,
+        dims: t.dims.0.into_value(),
+        format,
+        location: t.location.0.into_value(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Result<LayerInfo, FormatError> {
+        read_layer_info(text)
+    }
+
+    #[test]
+    fn reads_the_trtexec_object_shape_and_keeps_raw_spans() {
+        let text = r#"{"Layers": [{"Name": "a", "LayerType": "CaskConvolution", "Inputs": [{"Name": "x", "Dimensions": [1,3], "Format/Datatype": "Half"}], "Outputs": [{"Name": "y", "Dimensions": [1,8], "Format/Datatype": "Half"}], "StreamId": 0, "Metadata": "[ONNX Layer: a]\u001e[ONNX Layer: b]"}], "Bindings": ["x", "y"]}"#;
+        let info = read(text).expect("reads");
+        assert_eq!(info.root, RootShape::Object);
+        assert_eq!(info.verbosity, Verbosity::Detailed);
+        assert_eq!(
+            info.bindings.as_deref(),
+            Some(&["x".to_owned(), "y".to_owned()][..])
+        );
+        let l = &info.layers[0];
+        assert_eq!(l.name, "a");
+        assert_eq!(l.inputs[0].dims.as_deref(), Some(&[1, 3][..]));
+        assert_eq!(
+            l.metadata.as_deref(),
+            Some("[ONNX Layer: a]\u{1e}[ONNX Layer: b]")
+        );
+        let raw = l.raw.as_ref().expect("raw").get();
+        assert!(raw.starts_with("{\"Name\": \"a\"") && raw.ends_with('}'));
+        assert!(l.verbatim_ok);
+    }
+
+    #[test]
+    fn names_only_lists_are_recognised() {
+        let info = read(r#"{"Layers": ["[trainStation1]", "conv + relu"], "Bindings": []}"#)
+            .expect("reads");
+        assert_eq!(info.verbosity, Verbosity::NamesOnly);
+        assert_eq!(info.layers[1].name, "conv + relu");
+        assert!(info.layers[1].names_only);
+    }
+
+    #[test]
+    fn bare_lists_are_accepted() {
+        let info = read(r#"[{"Name": "a", "LayerType": "kgen", "Inputs": [], "Outputs": []}]"#)
+            .expect("reads");
+        assert_eq!(info.root, RootShape::List);
+        assert!(info.bindings.is_none());
+        assert_eq!(info.layers[0].layer_type.as_deref(), Some("kgen"));
+    }
+
+    #[test]
+    fn unescaped_names_give_line_and_column() {
+        let text = "{\"Layers\": [\n{\"Name\": \"bad \"quote\" name\", \"LayerType\": \"x\"}\n]}";
+        match read(text) {
+            Err(FormatError::InvalidJson {
+                line, column, hint, ..
+            }) => {
+                assert_eq!(line, 2);
+                assert!(column > 10, "column {column}");
+                assert!(hint.expect("hint").contains("without JSON escaping"));
+            }
+            other => panic!("expected invalid JSON, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn mistyped_fields_become_problems() {
+        let info = read(r#"[{"Name": 5, "LayerType": "x", "Inputs": {}, "Outputs": [{"Name": "y", "Dimensions": ["a"]}], "TacticName": 3}]"#)
+            .expect("reads");
+        let l = &info.layers[0];
+        assert!(!l.verbatim_ok);
+        assert_eq!(l.problems.len(), 3, "{:?}", l.problems);
+        assert!(l.outputs[0].dims.is_none());
+    }
+
+    #[test]
+    fn files_in_the_wrong_slot_are_named() {
+        let err = read(r#"[{"count": 3}, {"name": "a", "timeMs": 1}]"#)
+            .expect_err("profile is not layers");
+        assert!(err.to_string().contains("--exportProfile"), "{err}");
+        let err = read(r#"{"tuner_version": "2", "tuner_options": []}"#).expect_err("knob db");
+        assert!(err.to_string().contains("helpBuildRoute"), "{err}");
+        let err = read("[I] [TRT] hello\n&&&& RUNNING").expect_err("log");
+        assert!(err.to_string().contains("text log"), "{err}");
+        assert!(read("{\"Layers\": []}").is_err());
+        assert!(read("   ").is_err());
+        assert!(read("42").is_err());
+    }
+}

@@ -1,0 +1,223 @@
+//! Readers for the JSON files trtexec writes: `--exportLayerInfo`, `--exportProfile`, `--exportTimes`.
+//!
+//! Each reader takes the file's bytes and never panics: bad input becomes a [`FormatError`] that
+//! says where and what, or a list of problems on the records that could still be read.
+
+mod layers;
+mod loose;
+mod profile;
+mod times;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+pub use layers::{Layer, LayerInfo, RootShape, Tensor, Verbosity, read_layer_info};
+pub use loose::IntOrStr;
+pub use profile::{HeaderCount, Profile, ProfileRecord, read_profile};
+pub use times::{Stats, Times, read_times};
+
+/// Why a file could not be read as the export it was given as.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FormatError {
+    #[error("invalid JSON at line {line}, column {column}: {detail}{}", hint_suffix(.hint))]
+    InvalidJson {
+        line: usize,
+        column: usize,
+        detail: String,
+        hint: Option<String>,
+    },
+    #[error("this is not {expected}: {found}")]
+    WrongKind {
+        expected: &'static str,
+        found: String,
+    },
+    #[error("{0}")]
+    Shape(String),
+}
+
+fn hint_suffix(hint: &Option<String>) -> String {
+    hint.as_ref().map(|h| format!(" ({h})")).unwrap_or_default()
+}
+
+/// A [`FormatError`] or an I/O failure, with the file it concerns.
+#[derive(Debug, thiserror::Error)]
+pub struct SourceError {
+    pub path: PathBuf,
+    pub kind: SourceErrorKind,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SourceErrorKind {
+    #[error("cannot read the file: {0}")]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Format(#[from] FormatError),
+}
+
+impl fmt::Display for SourceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.kind)
+    }
+}
+
+/// Reads a whole file as text; invalid UTF-8 is replaced and reported rather than refused, because
+/// trtexec copies layer names byte for byte.
+pub fn read_text(path: &Path) -> Result<(String, Option<String>), SourceError> {
+    let bytes = std::fs::read(path).map_err(|e| SourceError {
+        path: path.to_owned(),
+        kind: e.into(),
+    })?;
+    Ok(bytes_to_text(bytes))
+}
+
+/// Converts bytes to text, stripping a UTF-8 byte-order mark; the second value is a warning when
+/// bytes had to be replaced.
+pub fn bytes_to_text(bytes: Vec<u8>) -> (String, Option<String>) {
+    let mut text = match String::from_utf8(bytes) {
+        Ok(text) => (text, None),
+        Err(err) => {
+            let at = err.utf8_error().valid_up_to();
+            let text = String::from_utf8_lossy(err.as_bytes()).into_owned();
+            (
+                text,
+                Some(format!(
+                    "the file is not valid UTF-8 (first bad byte at offset {at}); bad bytes were replaced by U+FFFD"
+                )),
+            )
+        }
+    };
+    if text.0.starts_with('\u{feff}') {
+        text.0.drain(..'\u{feff}'.len_utf8());
+    }
+    text
+}
+
+/// Turns a serde_json syntax error into a [`FormatError`] with a hint where one is likely.
+fn invalid_json(text: &str, err: &serde_json::Error) -> FormatError {
+    let detail = err.to_string();
+    // serde_json appends " at line L column C"; the position is reported separately.
+    let detail = match detail.rfind(" at line ") {
+        Some(i) => detail[..i].to_owned(),
+        None => detail,
+    };
+    let line_text = text.lines().nth(err.line().saturating_sub(1)).unwrap_or("");
+    let hint = if looks_like_log(text) {
+        Some("this looks like a trtexec text log, not a JSON export; pass the file written by --exportLayerInfo / --exportProfile / --exportTimes".to_owned())
+    } else if line_text.contains("\"name\"") || line_text.contains("\"Name\"") {
+        Some(format!(
+            "trtexec writes layer names without JSON escaping, so a name holding a quote, backslash or control character breaks the file; the line starts: {}",
+            snippet(line_text, 120)
+        ))
+    } else {
+        None
+    };
+    FormatError::InvalidJson {
+        line: err.line(),
+        column: err.column(),
+        detail,
+        hint,
+    }
+}
+
+fn looks_like_log(text: &str) -> bool {
+    let head: String = text.chars().take(4096).collect();
+    head.contains("&&&& RUNNING")
+        || head
+            .lines()
+            .any(|l| l.starts_with("[I] ") || (l.starts_with('[') && l.contains("] [I] ")))
+}
+
+/// A short, printable excerpt of untrusted text for an error message.
+pub fn snippet(text: &str, max_chars: usize) -> String {
+    let mut out: String = text
+        .chars()
+        .take(max_chars)
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .collect();
+    if text.chars().count() > max_chars {
+        out.push('…');
+    }
+    format!("{out:?}")
+}
+
+/// What a JSON document looks like, for messages about files given in the wrong slot.
+fn describe_object_keys(keys: &[String]) -> String {
+    let has = |k: &str| keys.iter().any(|x| x == k);
+    if has("tuner_options") || has("tuner_version") {
+        "it looks like trtexec --helpBuildRoute output (a tuner knob database)".to_owned()
+    } else if has("$schema") {
+        "it looks like a JSON Schema document".to_owned()
+    } else if has("performance_summary") || has("build_options") || has("model_options") {
+        "it looks like TREx metadata parsed from a trtexec log (.build.metadata.json / .profile.metadata.json)".to_owned()
+    } else if has("schema_version") && has("results") {
+        "it looks like an analyze-data.json analysis (use `analyze package --analyze-data` to re-package it)".to_owned()
+    } else if has("schema") && has("backends") {
+        "it looks like a trtmc analysis JSON".to_owned()
+    } else {
+        let shown: Vec<&str> = keys.iter().take(8).map(String::as_str).collect();
+        format!("it is an object with keys {shown:?}")
+    }
+}
+
+/// Describes a list whose first record has these keys.
+fn describe_record_keys(keys: &[String]) -> Option<&'static str> {
+    let has = |k: &str| keys.iter().any(|x| x == k);
+    if has("latencyMs") || has("startEnqMs") || has("computeMs") {
+        Some("it looks like a trtexec --exportTimes file (per-iteration timestamps)")
+    } else if has("timeMs") || has("averageMs") || (keys.len() == 1 && has("count")) {
+        Some("it looks like a trtexec --exportProfile file (per-layer times)")
+    } else if has("LayerType") || has("Inputs") || has("Outputs") {
+        Some("it looks like a layer-info export (--exportLayerInfo)")
+    } else if has("ComputeCapability") || has("TotalMemory") {
+        Some("it looks like TREx device metadata (.metadata.json), not a trtexec export")
+    } else {
+        None
+    }
+}
+
+/// The first non-whitespace byte of a document.
+fn first_byte(text: &str) -> Option<u8> {
+    text.bytes().find(|b| !b.is_ascii_whitespace())
+}
+
+/// 1-based line and column of a byte offset, for errors found after the syntax pass.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text.as_bytes()[..offset];
+    let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+    let column = offset
+        - before
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map(|p| p + 1)
+            .unwrap_or(0)
+        + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_counts_from_one() {
+        assert_eq!(line_col("ab\ncd", 0), (1, 1));
+        assert_eq!(line_col("ab\ncd", 4), (2, 2));
+    }
+
+    #[test]
+    fn bom_is_stripped_and_bad_utf8_reported() {
+        let (t, w) = bytes_to_text(b"\xef\xbb\xbf[1]".to_vec());
+        assert_eq!(t, "[1]");
+        assert!(w.is_none());
+        let (t, w) = bytes_to_text(b"[\"a\xff\"]".to_vec());
+        assert!(t.contains('\u{fffd}'));
+        assert!(w.expect("warning").contains("offset 3"));
+    }
+
+    #[test]
+    fn snippet_hides_control_characters() {
+        assert_eq!(snippet("a\u{1}b", 10), "\"a\u{fffd}b\"");
+        assert!(snippet("abcdef", 3).contains('…'));
+    }
+}
