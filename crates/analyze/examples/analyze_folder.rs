@@ -1,11 +1,16 @@
 //! Minimal driver used by scripts/bench-analyze.sh when the CLI cannot be built:
-//! `analyze_folder (FOLDER | --data LAYERS [PROFILE]) OUT_DIR` writes analysis.json and analyze-data.json.
+//! `analyze_folder (FOLDER | --data LAYERS [PROFILE]) OUT_DIR [--package]` writes analysis.json and
+//! analyze-data.json (and a report folder OUT_DIR/report with --package).
 
 use std::io::BufWriter;
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let package = args.last().is_some_and(|a| a == "--package");
+    if package {
+        args.pop();
+    }
     let (inputs, out) = match args.as_slice() {
         [flag, layers, out] if flag == "--data" => (
             trtmc_analyze::Inputs::Data(vec![trtmc_analyze::DataSpec {
@@ -38,6 +43,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     analysis.write_analyze_data(BufWriter::new(std::fs::File::create(
         out.join("analyze-data.json"),
     )?))?;
+    if package {
+        let opts = trtmc_analyze::report::PackageOptions {
+            report_dir: Some(out.join("report")),
+            ..Default::default()
+        };
+        let p = trtmc_analyze::report::package(&analysis, &opts)?;
+        eprintln!("report: {}", p.index.display());
+    }
     for line in analysis.summary_lines() {
         eprintln!("{line}");
     }

@@ -14,8 +14,7 @@ const MISC_TYPES: &[&str] = &[
 ];
 
 /// What a layer computes, independent of how TensorRT names the implementation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Family {
     Convolution,
     Gemm,
@@ -76,6 +75,12 @@ impl Family {
     /// Families whose kernels do math-heavy work where tensor cores matter.
     pub fn is_matrix_math(self) -> bool {
         matches!(self, Family::Convolution | Family::Gemm | Family::Attention)
+    }
+}
+
+impl serde::Serialize for Family {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 

@@ -18,6 +18,8 @@ pub mod findings;
 pub mod graph;
 pub mod identity;
 pub mod read;
+pub mod report;
+pub mod serve;
 
 pub use analysis::{Analysis, AnalyzeError, Inputs, Request, SCHEMA, analyze};
 pub use discover::DataSpec;
