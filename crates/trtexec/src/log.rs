@@ -400,9 +400,12 @@ impl Parser {
                 Some(Severity::Warning) => {
                     if let Some(text) = trimmed.strip_prefix("* ") {
                         builder.push_warning(text);
+                        true
+                    } else {
+                        // Indented continuation lines carry advice only; anything else is not
+                        // part of the summary.
+                        message.starts_with(' ')
                     }
-                    // Indented continuation lines carry advice only.
-                    true
                 }
                 Some(Severity::Verbose) => true,
                 _ => builder.feed_line(trimmed),

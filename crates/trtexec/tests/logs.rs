@@ -540,3 +540,19 @@ fn truncated_summary_is_reported_as_a_problem() {
     );
     assert_eq!(log.outcome(), None);
 }
+
+#[test]
+fn an_unrelated_warning_after_the_summary_is_not_swallowed() {
+    let text = log_text("trt10.16_onnx_build_and_bench_default.log");
+    let mut lines: Vec<String> = Vec::new();
+    for line in text.lines() {
+        lines.push(line.to_string());
+        if line.contains("may improve the stability") {
+            lines.push("[07/07/2026-02:10:58] [W] [TRT] a late warning".to_string());
+        }
+    }
+    let log = parse_log(&lines.join("\n"));
+    let s = log.summary().expect("summary");
+    assert_eq!(s.warnings.len(), 1);
+    assert!(log.warnings.contains(&"[TRT] a late warning".to_string()));
+}
