@@ -504,3 +504,44 @@ fn a_missing_export_is_reported() {
     assert!(matches!(err, TrtexecError::MissingOutput { .. }));
     assert!(err.to_string().contains("never-written.json"), "{err}");
 }
+
+/// Every recorded log goes through the stand-in and the runner unchanged: what we capture is
+/// what trtexec printed, and the run is judged by its recorded final status.
+#[test]
+fn every_recorded_log_replays_through_the_runner() {
+    let dir = common::fixtures_dir().join("trtexec-logs");
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("list fixtures")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    assert_eq!(logs.len(), 12, "{logs:?}");
+    for recorded in &logs {
+        let name = recorded.display().to_string();
+        let text = read(recorded);
+        let expected = trtmc_trtexec::parse_log(&text);
+        let standin = Standin::new(recorded);
+        let trtexec = Trtexec::with_version(standin.install(), TrtexecVersion::new(10, 16, 1));
+        let log_path = standin.path("replay.log");
+        let result = trtexec.run(&["--verbose".to_string()], &log_path, TIMEOUT);
+        let captured = read(&log_path);
+        assert!(captured.lines().eq(text.lines()), "{name}: capture differs");
+        match expected.outcome() {
+            Some(trtmc_trtexec::RunStatus::Passed) => {
+                let output = result.unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!(output.log, expected, "{name}");
+                assert_eq!(output.exit_code, Some(0), "{name}");
+            }
+            other => {
+                // Excerpts without a final status line.
+                assert_eq!(other, None, "{name}");
+                let err = result.expect_err(&name);
+                assert!(
+                    matches!(err, TrtexecError::Unparsable { .. }),
+                    "{name}: {err}"
+                );
+            }
+        }
+    }
+}
