@@ -44,7 +44,13 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
-    pub const ALL: [Algorithm; 5] = [Algorithm::L0, Algorithm::L1, Algorithm::L2, Algorithm::LInf, Algorithm::Cos];
+    pub const ALL: [Algorithm; 5] = [
+        Algorithm::L0,
+        Algorithm::L1,
+        Algorithm::L2,
+        Algorithm::LInf,
+        Algorithm::Cos,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -68,9 +74,12 @@ impl FromStr for Algorithm {
 
     /// Accepts trtexec's names, case-insensitively (`l0`, `l1`, `l2`, `lInf`, `cos`).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Algorithm::ALL.into_iter().find(|a| a.name().eq_ignore_ascii_case(s.trim())).ok_or_else(|| {
-            format!("unknown accuracy algorithm '{s}': use one of l0, l1, l2, lInf, cos")
-        })
+        Algorithm::ALL
+            .into_iter()
+            .find(|a| a.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                format!("unknown accuracy algorithm '{s}': use one of l0, l1, l2, lInf, cos")
+            })
     }
 }
 
@@ -89,12 +98,21 @@ pub struct AccuracySpec {
 impl AccuracySpec {
     /// A spec with the default tolerances and one threshold for every tensor.
     pub fn new(algorithm: Algorithm, epsilon: f64) -> Self {
-        Self { algorithm, atol: DEFAULT_ATOL, rtol: DEFAULT_RTOL, epsilon, per_tensor_epsilon: BTreeMap::new() }
+        Self {
+            algorithm,
+            atol: DEFAULT_ATOL,
+            rtol: DEFAULT_RTOL,
+            epsilon,
+            per_tensor_epsilon: BTreeMap::new(),
+        }
     }
 
     /// The threshold that applies to `tensor`.
     pub fn threshold(&self, tensor: &str) -> f64 {
-        self.per_tensor_epsilon.get(tensor).copied().unwrap_or(self.epsilon)
+        self.per_tensor_epsilon
+            .get(tensor)
+            .copied()
+            .unwrap_or(self.epsilon)
     }
 }
 
@@ -171,10 +189,16 @@ impl FromStr for ElementType {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        ElementType::ALL.into_iter().find(|t| t.name() == s.trim()).ok_or_else(|| {
-            let names: Vec<&str> = ElementType::ALL.iter().map(|t| t.name()).collect();
-            format!("unknown element type '{s}': use one of {}", names.join(", "))
-        })
+        ElementType::ALL
+            .into_iter()
+            .find(|t| t.name() == s.trim())
+            .ok_or_else(|| {
+                let names: Vec<&str> = ElementType::ALL.iter().map(|t| t.name()).collect();
+                format!(
+                    "unknown element type '{s}': use one of {}",
+                    names.join(", ")
+                )
+            })
     }
 }
 
@@ -197,8 +221,17 @@ impl Tensor {
     ) -> Result<Self, AccuracyError> {
         let name = name.into();
         match element_count(&shape) {
-            Some(n) if n == values.len() => Ok(Self { name, dtype, shape, values }),
-            _ => Err(AccuracyError::LengthMismatch { name, shape, len: values.len() }),
+            Some(n) if n == values.len() => Ok(Self {
+                name,
+                dtype,
+                shape,
+                values,
+            }),
+            _ => Err(AccuracyError::LengthMismatch {
+                name,
+                shape,
+                len: values.len(),
+            }),
         }
     }
 }
@@ -209,7 +242,13 @@ pub fn element_count(shape: &[usize]) -> Option<usize> {
 }
 
 /// Loss of `candidate` against `reference` (same length). Returns NaN when a value is non-finite.
-pub fn loss(algorithm: Algorithm, atol: f64, rtol: f64, candidate: &[f64], reference: &[f64]) -> f64 {
+pub fn loss(
+    algorithm: Algorithm,
+    atol: f64,
+    rtol: f64,
+    candidate: &[f64],
+    reference: &[f64],
+) -> f64 {
     let n = candidate.len().min(reference.len());
     if n == 0 {
         return 0.0;
@@ -289,28 +328,51 @@ pub struct AccuracyReport {
 impl AccuracyReport {
     /// Loss per tensor (trtexec's `accuracy_loss` map); `None` for a non-finite loss.
     pub fn losses(&self) -> BTreeMap<String, Option<f64>> {
-        self.tensors.iter().map(|t| (t.name.clone(), t.loss)).collect()
+        self.tensors
+            .iter()
+            .map(|t| (t.name.clone(), t.loss))
+            .collect()
     }
 
     /// Names of the tensors that failed.
     pub fn failed(&self) -> Vec<&str> {
-        self.tensors.iter().filter(|t| !t.passed).map(|t| t.name.as_str()).collect()
+        self.tensors
+            .iter()
+            .filter(|t| !t.passed)
+            .map(|t| t.name.as_str())
+            .collect()
     }
 }
 
 /// A comparison that cannot be made.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum AccuracyError {
-    #[error("reference has no output tensors: nothing to compare against; give golden outputs with at least one tensor")]
+    #[error(
+        "reference has no output tensors: nothing to compare against; give golden outputs with at least one tensor"
+    )]
     EmptyReference,
     #[error("output tensor '{name}' appears twice in the {side}; tensor names must be unique")]
     DuplicateTensor { name: String, side: &'static str },
-    #[error("output tensor '{name}' has a reference but the candidate did not produce it (candidate outputs: {available})")]
+    #[error(
+        "output tensor '{name}' has a reference but the candidate did not produce it (candidate outputs: {available})"
+    )]
     MissingTensor { name: String, available: String },
-    #[error("output tensor '{name}': candidate shape {candidate:?} differs from reference shape {reference:?}")]
-    ShapeMismatch { name: String, candidate: Vec<usize>, reference: Vec<usize> },
-    #[error("tensor '{name}': shape {shape:?} needs a different number of values than the {len} given")]
-    LengthMismatch { name: String, shape: Vec<usize>, len: usize },
+    #[error(
+        "output tensor '{name}': candidate shape {candidate:?} differs from reference shape {reference:?}"
+    )]
+    ShapeMismatch {
+        name: String,
+        candidate: Vec<usize>,
+        reference: Vec<usize>,
+    },
+    #[error(
+        "tensor '{name}': shape {shape:?} needs a different number of values than the {len} given"
+    )]
+    LengthMismatch {
+        name: String,
+        shape: Vec<usize>,
+        len: usize,
+    },
     #[error(
         "reference tensor '{name}' has {count} non-finite value(s) (NaN or ±inf); regenerate the golden outputs"
     )]
@@ -333,8 +395,15 @@ pub fn compare(
         check_length(r)?;
         let Some(a) = candidates.get(r.name.as_str()) else {
             let available: Vec<&str> = candidate.iter().map(|t| t.name.as_str()).collect();
-            let available = if available.is_empty() { "none".to_string() } else { available.join(", ") };
-            return Err(AccuracyError::MissingTensor { name: r.name.clone(), available });
+            let available = if available.is_empty() {
+                "none".to_string()
+            } else {
+                available.join(", ")
+            };
+            return Err(AccuracyError::MissingTensor {
+                name: r.name.clone(),
+                available,
+            });
         };
         check_length(a)?;
         if a.shape != r.shape {
@@ -346,7 +415,10 @@ pub fn compare(
         }
         let bad_reference = r.values.iter().filter(|v| !v.is_finite()).count();
         if bad_reference > 0 {
-            return Err(AccuracyError::NonFiniteReference { name: r.name.clone(), count: bad_reference });
+            return Err(AccuracyError::NonFiniteReference {
+                name: r.name.clone(),
+                count: bad_reference,
+            });
         }
         tensors.push(judge(a, r, spec));
     }
@@ -356,7 +428,14 @@ pub fn compare(
         .map(|t| t.name.clone())
         .collect();
     let passed = tensors.iter().all(|t| t.passed);
-    Ok(AccuracyReport { algorithm: spec.algorithm, atol: spec.atol, rtol: spec.rtol, passed, tensors, unchecked })
+    Ok(AccuracyReport {
+        algorithm: spec.algorithm,
+        atol: spec.atol,
+        rtol: spec.rtol,
+        passed,
+        tensors,
+        unchecked,
+    })
 }
 
 fn judge(candidate: &Tensor, reference: &Tensor, spec: &AccuracySpec) -> TensorAccuracy {
@@ -374,23 +453,42 @@ fn judge(candidate: &Tensor, reference: &Tensor, spec: &AccuracySpec) -> TensorA
             )),
         };
     }
-    let value = loss(spec.algorithm, spec.atol, spec.rtol, &candidate.values, &reference.values);
+    let value = loss(
+        spec.algorithm,
+        spec.atol,
+        spec.rtol,
+        &candidate.values,
+        &reference.values,
+    );
     if !value.is_finite() {
         return TensorAccuracy {
             name: reference.name.clone(),
             loss: None,
             threshold,
             passed: false,
-            note: Some(format!("the {} loss is not a finite number", spec.algorithm)),
+            note: Some(format!(
+                "the {} loss is not a finite number",
+                spec.algorithm
+            )),
         };
     }
-    TensorAccuracy { name: reference.name.clone(), loss: Some(value), threshold, passed: value <= threshold, note: None }
+    TensorAccuracy {
+        name: reference.name.clone(),
+        loss: Some(value),
+        threshold,
+        passed: value <= threshold,
+        note: None,
+    }
 }
 
 fn check_length(t: &Tensor) -> Result<(), AccuracyError> {
     match element_count(&t.shape) {
         Some(n) if n == t.values.len() => Ok(()),
-        _ => Err(AccuracyError::LengthMismatch { name: t.name.clone(), shape: t.shape.clone(), len: t.values.len() }),
+        _ => Err(AccuracyError::LengthMismatch {
+            name: t.name.clone(),
+            shape: t.shape.clone(),
+            len: t.values.len(),
+        }),
     }
 }
 
@@ -402,7 +500,10 @@ fn index_by_name<'a>(
     let mut map = BTreeMap::new();
     for t in tensors {
         if !seen.insert(t.name.as_str()) {
-            return Err(AccuracyError::DuplicateTensor { name: t.name.clone(), side });
+            return Err(AccuracyError::DuplicateTensor {
+                name: t.name.clone(),
+                side,
+            });
         }
         map.insert(t.name.as_str(), t);
     }
@@ -414,7 +515,8 @@ mod tests {
     use super::*;
 
     fn t(name: &str, values: &[f64]) -> Tensor {
-        Tensor::new(name, ElementType::F32, vec![values.len()], values.to_vec()).expect("consistent tensor")
+        Tensor::new(name, ElementType::F32, vec![values.len()], values.to_vec())
+            .expect("consistent tensor")
     }
 
     fn close(a: f64, b: f64) -> bool {
@@ -433,7 +535,10 @@ mod tests {
         let dot = 1.0 + 5.0 + 10.5 + 16.0;
         let na = (1.0f64 + 4.0 + 12.25 + 16.0).sqrt();
         let nr = (1.0f64 + 6.25 + 9.0 + 16.0).sqrt();
-        assert!(close(loss(Algorithm::Cos, 0.0, 0.0, &a, &r), 1.0 - dot / (na * nr)));
+        assert!(close(
+            loss(Algorithm::Cos, 0.0, 0.0, &a, &r),
+            1.0 - dot / (na * nr)
+        ));
     }
 
     #[test]
@@ -447,38 +552,69 @@ mod tests {
 
     #[test]
     fn cos_treats_two_zero_vectors_as_identical_and_one_as_orthogonal() {
-        assert_eq!(loss(Algorithm::Cos, 0.0, 0.0, &[0.0, 0.0], &[0.0, 0.0]), 0.0);
-        assert_eq!(loss(Algorithm::Cos, 0.0, 0.0, &[0.0, 0.0], &[1.0, 0.0]), 1.0);
-        assert!(close(loss(Algorithm::Cos, 0.0, 0.0, &[2.0, 0.0], &[1.0, 0.0]), 0.0));
-        assert!(close(loss(Algorithm::Cos, 0.0, 0.0, &[-1.0, 0.0], &[1.0, 0.0]), 2.0));
+        assert_eq!(
+            loss(Algorithm::Cos, 0.0, 0.0, &[0.0, 0.0], &[0.0, 0.0]),
+            0.0
+        );
+        assert_eq!(
+            loss(Algorithm::Cos, 0.0, 0.0, &[0.0, 0.0], &[1.0, 0.0]),
+            1.0
+        );
+        assert!(close(
+            loss(Algorithm::Cos, 0.0, 0.0, &[2.0, 0.0], &[1.0, 0.0]),
+            0.0
+        ));
+        assert!(close(
+            loss(Algorithm::Cos, 0.0, 0.0, &[-1.0, 0.0], &[1.0, 0.0]),
+            2.0
+        ));
     }
 
     #[test]
     fn threshold_decides_per_tensor() {
         let mut spec = AccuracySpec::new(Algorithm::LInf, 0.1);
         spec.per_tensor_epsilon.insert("y".into(), 1.0);
-        let report = compare(&[t("x", &[1.5]), t("y", &[1.5])], &[t("x", &[1.0]), t("y", &[1.0])], &spec)
-            .expect("comparable");
+        let report = compare(
+            &[t("x", &[1.5]), t("y", &[1.5])],
+            &[t("x", &[1.0]), t("y", &[1.0])],
+            &spec,
+        )
+        .expect("comparable");
         assert!(!report.passed);
         assert_eq!(report.failed(), vec!["x"]);
         assert_eq!(report.tensors[1].threshold, 1.0);
         assert!(report.tensors[1].passed);
         // Exactly at the threshold passes.
-        let exact = compare(&[t("x", &[1.5])], &[t("x", &[1.0])], &AccuracySpec::new(Algorithm::LInf, 0.5))
-            .expect("comparable");
+        let exact = compare(
+            &[t("x", &[1.5])],
+            &[t("x", &[1.0])],
+            &AccuracySpec::new(Algorithm::LInf, 0.5),
+        )
+        .expect("comparable");
         assert!(exact.passed);
     }
 
     #[test]
     fn non_finite_candidate_fails_even_with_an_infinite_threshold() {
         let spec = AccuracySpec::new(Algorithm::L1, f64::INFINITY);
-        let report = compare(&[t("y", &[f64::NAN, 1.0])], &[t("y", &[1.0, 1.0])], &spec).expect("comparable");
+        let report = compare(&[t("y", &[f64::NAN, 1.0])], &[t("y", &[1.0, 1.0])], &spec)
+            .expect("comparable");
         assert!(!report.passed);
         assert_eq!(report.tensors[0].loss, None);
-        assert!(report.tensors[0].note.as_deref().unwrap_or("").contains("1 of 2"));
+        assert!(
+            report.tensors[0]
+                .note
+                .as_deref()
+                .unwrap_or("")
+                .contains("1 of 2")
+        );
         // A finite candidate whose loss overflows also fails.
-        let report = compare(&[t("y", &[1e300])], &[t("y", &[-1e300])], &AccuracySpec::new(Algorithm::L2, 1e308))
-            .expect("comparable");
+        let report = compare(
+            &[t("y", &[1e300])],
+            &[t("y", &[-1e300])],
+            &AccuracySpec::new(Algorithm::L2, 1e308),
+        )
+        .expect("comparable");
         assert!(!report.passed);
     }
 
@@ -486,13 +622,18 @@ mod tests {
     fn mismatches_are_errors_naming_the_tensor() {
         let spec = AccuracySpec::new(Algorithm::L1, 1.0);
         let err = compare(&[t("a", &[1.0])], &[t("y", &[1.0])], &spec).expect_err("missing");
-        assert!(err.to_string().contains("'y'") && err.to_string().contains("a"), "{err}");
+        assert!(
+            err.to_string().contains("'y'") && err.to_string().contains("a"),
+            "{err}"
+        );
         let shaped = Tensor::new("y", ElementType::F32, vec![1, 2], vec![1.0, 2.0]).expect("ok");
         let err = compare(&[shaped], &[t("y", &[1.0, 2.0])], &spec).expect_err("shape");
         assert!(matches!(err, AccuracyError::ShapeMismatch { ref name, .. } if name == "y"));
-        let err = compare(&[t("y", &[1.0])], &[t("y", &[f64::INFINITY])], &spec).expect_err("bad ref");
+        let err =
+            compare(&[t("y", &[1.0])], &[t("y", &[f64::INFINITY])], &spec).expect_err("bad ref");
         assert!(err.to_string().contains("reference tensor 'y'"), "{err}");
-        let err = compare(&[t("y", &[1.0]), t("y", &[1.0])], &[t("y", &[1.0])], &spec).expect_err("dup");
+        let err =
+            compare(&[t("y", &[1.0]), t("y", &[1.0])], &[t("y", &[1.0])], &spec).expect_err("dup");
         assert!(matches!(err, AccuracyError::DuplicateTensor { .. }));
         assert_eq!(compare(&[], &[], &spec), Err(AccuracyError::EmptyReference));
         assert!(Tensor::new("z", ElementType::F32, vec![2, 2], vec![1.0]).is_err());
@@ -501,7 +642,12 @@ mod tests {
     #[test]
     fn extra_candidate_outputs_are_listed_as_unchecked() {
         let spec = AccuracySpec::new(Algorithm::L0, 0.0);
-        let report = compare(&[t("y", &[1.0]), t("aux", &[2.0])], &[t("y", &[1.0])], &spec).expect("ok");
+        let report = compare(
+            &[t("y", &[1.0]), t("aux", &[2.0])],
+            &[t("y", &[1.0])],
+            &spec,
+        )
+        .expect("ok");
         assert!(report.passed);
         assert_eq!(report.unchecked, vec!["aux".to_string()]);
         assert_eq!(report.losses().get("y"), Some(&Some(0.0)));

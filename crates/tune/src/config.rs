@@ -1,0 +1,218 @@
+//! Options of one tuning run. All of them are stored in the tuning-cache header, so `--continue` with only
+//! the cache path restores them.
+
+use crate::search::SearchOrder;
+use crate::select::Objective;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use trtmc_core::accuracy::{AccuracySpec, Algorithm};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TuneConfig {
+    pub search: SearchOrder,
+    /// The statistic routes are ranked on (steady-state samples only).
+    pub objective: Objective,
+    /// Confidence of every interval (bootstrap) used to call ties and winners.
+    pub confidence: f64,
+    /// Smallest relative margin that makes a winner: a finalist within `min_effect` of the best (at the
+    /// interval's lower bound) is a tie. 0.01 = 1 %.
+    pub min_effect: f64,
+    /// Steady-state calls per route in the search phase; for `racing`, the most a route gets.
+    pub calls: usize,
+    /// Warm-up calls before a route's first measurement (never counted).
+    pub warmup_calls: usize,
+    /// Warm-up calls before each later round or head-to-head pass (never counted).
+    pub switch_warmup_calls: usize,
+    /// Calls per route per racing round.
+    pub race_round_calls: usize,
+    /// Significance of the racing elimination test (Mann-Whitney U, two-sided, per comparison).
+    pub race_alpha: f64,
+    /// Samples every surviving route needs before racing drops anything.
+    pub race_min_samples: usize,
+    /// Interleaved head-to-head passes over the finalists.
+    pub final_passes: usize,
+    /// Calls per finalist per pass.
+    pub final_calls_per_pass: usize,
+    /// Most routes taken into the head-to-head.
+    pub max_finalists: usize,
+    /// `--max-routes`: most routes built and evaluated (all phases together).
+    pub max_routes: Option<usize>,
+    /// `--route-timeout`: limit for one route's build, output or measurement call, enforced by the runtime
+    /// (which kills its child process); a route over it is excluded as timed out.
+    pub route_timeout_s: Option<f64>,
+    /// `--timeout` (trtexec's `--tuningTimeOut`): wall-clock budget of the whole tune, checked before each
+    /// iteration (the running one finishes); when spent, the tune stops and decides with what it has.
+    pub budget_s: Option<f64>,
+    pub accuracy: AccuracySpec,
+    /// Seed of every bootstrap interval (results are reproducible from the cache).
+    pub seed: u64,
+}
+
+impl Default for TuneConfig {
+    fn default() -> Self {
+        Self {
+            search: SearchOrder::Fast,
+            objective: Objective::P50,
+            confidence: 0.95,
+            min_effect: 0.01,
+            calls: 100,
+            warmup_calls: 5,
+            switch_warmup_calls: 1,
+            race_round_calls: 5,
+            race_alpha: 0.01,
+            race_min_samples: 10,
+            final_passes: 5,
+            final_calls_per_pass: 10,
+            max_finalists: 4,
+            max_routes: None,
+            route_timeout_s: None,
+            budget_s: None,
+            accuracy: AccuracySpec::new(Algorithm::Cos, 1e-3),
+            seed: 0x7475_6e65,
+        }
+    }
+}
+
+/// An option outside its range.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("tuning option {option} = {value} is out of range: {expected}")]
+pub struct ConfigError {
+    pub option: &'static str,
+    pub value: String,
+    pub expected: &'static str,
+}
+
+impl TuneConfig {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |option, value: String, expected| {
+            Err(ConfigError {
+                option,
+                value,
+                expected,
+            })
+        };
+        if !(self.confidence > 0.5 && self.confidence < 1.0) {
+            return bad(
+                "confidence",
+                self.confidence.to_string(),
+                "between 0.5 and 1 (e.g. 0.95)",
+            );
+        }
+        if !(0.0..1.0).contains(&self.min_effect) {
+            return bad(
+                "min_effect",
+                self.min_effect.to_string(),
+                "at least 0 and below 1 (0.01 = 1 %)",
+            );
+        }
+        if !(self.race_alpha > 0.0 && self.race_alpha < 0.5) {
+            return bad(
+                "race_alpha",
+                self.race_alpha.to_string(),
+                "between 0 and 0.5 (e.g. 0.01)",
+            );
+        }
+        for (option, value) in [
+            ("calls", self.calls),
+            ("race_round_calls", self.race_round_calls),
+            ("final_calls_per_pass", self.final_calls_per_pass),
+        ] {
+            if value == 0 {
+                return bad(option, "0".into(), "at least 1");
+            }
+        }
+        if self.max_finalists < 2 {
+            return bad(
+                "max_finalists",
+                self.max_finalists.to_string(),
+                "at least 2",
+            );
+        }
+        if self.max_routes == Some(0) {
+            return bad("max_routes", "0".into(), "at least 1");
+        }
+        for (option, value) in [
+            ("route_timeout_s", self.route_timeout_s),
+            ("budget_s", self.budget_s),
+        ] {
+            if let Some(v) = value
+                && !(v.is_finite() && v >= 0.0)
+            {
+                return bad(
+                    option,
+                    v.to_string(),
+                    "a finite number of seconds, at least 0",
+                );
+            }
+        }
+        let a = &self.accuracy;
+        // Finite, because JSON (the cache header) cannot hold infinity: a gate that passes everything is a
+        // large threshold such as 1e30.
+        for (option, value) in [("atol", a.atol), ("rtol", a.rtol), ("epsilon", a.epsilon)] {
+            if !(value.is_finite() && value >= 0.0) {
+                return bad(
+                    option,
+                    value.to_string(),
+                    "a finite number at least 0 (1e30 disables the gate)",
+                );
+            }
+        }
+        if a.per_tensor_epsilon
+            .values()
+            .any(|v| !(v.is_finite() && *v >= 0.0))
+        {
+            return bad(
+                "per_tensor_epsilon",
+                format!("{:?}", a.per_tensor_epsilon),
+                "finite numbers at least 0",
+            );
+        }
+        Ok(())
+    }
+
+    pub fn route_timeout(&self) -> Option<Duration> {
+        self.route_timeout_s.map(Duration::from_secs_f64)
+    }
+
+    pub fn budget(&self) -> Option<Duration> {
+        self.budget_s.map(Duration::from_secs_f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_round_trip() {
+        let c = TuneConfig::default();
+        assert_eq!(c.validate(), Ok(()));
+        let back: TuneConfig =
+            serde_json::from_str(&serde_json::to_string(&c).expect("json")).expect("back");
+        assert_eq!(back, c);
+    }
+
+    #[test]
+    fn out_of_range_options_name_themselves() {
+        let c = TuneConfig {
+            confidence: 1.5,
+            ..TuneConfig::default()
+        };
+        assert!(
+            c.validate()
+                .expect_err("bad")
+                .to_string()
+                .starts_with("tuning option confidence = 1.5")
+        );
+        let c = TuneConfig {
+            calls: 0,
+            ..TuneConfig::default()
+        };
+        assert_eq!(c.validate().expect_err("bad").option, "calls");
+        let c = TuneConfig {
+            budget_s: Some(f64::NAN),
+            ..TuneConfig::default()
+        };
+        assert_eq!(c.validate().expect_err("bad").option, "budget_s");
+    }
+}

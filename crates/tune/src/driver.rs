@@ -1,0 +1,1275 @@
+//! The tuning loop: expand → build each route → accuracy gate → measure → (mixed phase 2 | racing rounds)
+//! → ties → interleaved head-to-head of the finalists → decision. Every iteration is appended to the
+//! tuning cache as it completes; a resumed tune replays the cached iterations in the same order (never
+//! running them again) and runs only what is missing.
+//!
+//! Runtimes plug in through [`RouteRunner`]. Each real runner builds a route in its own process, so a crash
+//! or a timeout comes back as a [`RouteError`] that excludes the route and keeps its message.
+
+use crate::cache::{
+    CacheError, CacheHeader, CacheWriter, IterationRecord, Phase, RouteStatus, Stage,
+};
+use crate::config::{ConfigError, TuneConfig};
+use crate::expr::{ExprError, Expression, Route};
+use crate::knobs::{KnobDbError, KnobSet};
+use crate::search::{self, FullSpace, SearchOrder};
+use crate::select::{self, Estimate, Objective};
+use crate::summary::{
+    Counts, Decision, DecisionKind, FinalistResult, HeadToHeadSummary, Margin, RacingSummary,
+    RouteSummary, SUMMARY_SCHEMA, StopReason, TuneSummary,
+};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+use trtmc_core::accuracy::{self, AccuracyReport, Tensor};
+use trtmc_core::stats;
+
+/// How a route failed in the runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteErrorKind {
+    /// The child process died (signal, no result).
+    Crash,
+    /// The child process ran past the per-route timeout and was killed.
+    Timeout,
+    /// The runtime reported an error.
+    Failed,
+}
+
+/// A failed build, inference or measurement of one route.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct RouteError {
+    pub kind: RouteErrorKind,
+    pub message: String,
+}
+
+impl RouteError {
+    pub fn crash(message: impl Into<String>) -> Self {
+        Self {
+            kind: RouteErrorKind::Crash,
+            message: message.into(),
+        }
+    }
+
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Self {
+            kind: RouteErrorKind::Timeout,
+            message: message.into(),
+        }
+    }
+
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self {
+            kind: RouteErrorKind::Failed,
+            message: message.into(),
+        }
+    }
+}
+
+/// One measurement request: `warmup_calls` calls whose times are returned apart (never ranked), then
+/// `calls` steady-state calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MeasurePlan {
+    pub warmup_calls: usize,
+    pub calls: usize,
+    pub timeout: Option<Duration>,
+}
+
+/// Per-call times in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Timing {
+    pub warmup_ms: Vec<f64>,
+    pub samples_ms: Vec<f64>,
+}
+
+/// A runtime that can build a route, run it on inputs, and time it.
+pub trait RouteRunner {
+    /// A built route (a bundle, an engine file, a worker process handle).
+    type Built;
+
+    fn build(
+        &mut self,
+        route: &Route,
+        timeout: Option<Duration>,
+    ) -> Result<Self::Built, RouteError>;
+
+    /// The outputs for `inputs`, for the accuracy gate.
+    fn outputs(
+        &mut self,
+        built: &mut Self::Built,
+        inputs: &[Tensor],
+        timeout: Option<Duration>,
+    ) -> Result<Vec<Tensor>, RouteError>;
+
+    fn measure(
+        &mut self,
+        built: &mut Self::Built,
+        plan: &MeasurePlan,
+    ) -> Result<Timing, RouteError>;
+}
+
+/// Where the golden outputs come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reference {
+    /// Given by the user (`--ref-outputs`).
+    Given(Vec<Tensor>),
+    /// Produced by the default route (every expression knob at its default) on the inputs. Recomputed on
+    /// `--continue`; the cache keeps its digest to notice a change.
+    DefaultRoute,
+}
+
+/// What to tune.
+#[derive(Debug, Clone)]
+pub struct TunePlan {
+    pub knobs: KnobSet,
+    pub expression: Expression,
+    pub config: TuneConfig,
+}
+
+impl TunePlan {
+    /// Restore the plan of a cache header (`--continue` needs nothing else).
+    pub fn from_header(header: &CacheHeader) -> Result<Self, TuneError> {
+        let knobs = KnobSet::from_db(&header.knob_db, "tuning cache header")?;
+        let expression = crate::expr::parse(&header.tuning_expr, &knobs)?;
+        Ok(Self {
+            knobs,
+            expression,
+            config: header.options.clone(),
+        })
+    }
+}
+
+/// Where this session's iterations go and what earlier sessions did.
+#[derive(Debug, Default)]
+pub struct Session<'a> {
+    /// Appends every new iteration; `None` runs without a cache.
+    pub cache: Option<&'a mut CacheWriter>,
+    /// Iterations read back from the cache (`--continue`), replayed instead of run.
+    pub previous: Vec<IterationRecord>,
+    /// Stop after this many new iterations (as a kill would); continue later from the cache.
+    pub stop_after_new_iterations: Option<usize>,
+}
+
+/// A tune that cannot go on.
+#[derive(Debug, thiserror::Error)]
+pub enum TuneError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    #[error("the knob database in the tuning cache header is invalid: {0}")]
+    Knobs(#[from] KnobDbError),
+    #[error("the expression in the tuning cache header no longer parses: {0}")]
+    Expression(#[from] ExprError),
+    #[error(
+        "the full space has {count} routes; give --max-routes N (at most {MAX_UNCAPPED_ROUTES} without it) or use \
+         --search fast or mixed"
+    )]
+    SpaceTooLarge { count: String },
+    #[error(
+        "tuning cache line for iteration {iter} records {found}, but this tune would run {expected} there: the \
+         cache belongs to another expression or options; start a new tune"
+    )]
+    Diverged {
+        iter: usize,
+        expected: String,
+        found: String,
+    },
+    #[error(
+        "the reference route {route} failed, so there are no golden outputs to gate accuracy: {message}; give \
+         --ref-outputs or fix the default route"
+    )]
+    Reference { route: String, message: String },
+}
+
+/// Most routes `full`/`racing` expand without `--max-routes`.
+pub const MAX_UNCAPPED_ROUTES: u128 = 100_000;
+
+/// Run (or continue) a tune.
+pub fn tune<R: RouteRunner>(
+    runner: &mut R,
+    plan: &TunePlan,
+    inputs: &[Tensor],
+    reference: &Reference,
+    session: Session<'_>,
+) -> Result<TuneSummary, TuneError> {
+    plan.config.validate()?;
+    let driver = Driver {
+        runner,
+        plan,
+        config: &plan.config,
+        inputs,
+        reference_source: reference,
+        reference: None,
+        reference_digest: None,
+        reference_failure: None,
+        cache: session.cache,
+        previous: session.previous,
+        stop_after: session.stop_after_new_iterations,
+        next_iter: 0,
+        new_iterations: 0,
+        calls: 0,
+        started: Instant::now(),
+        stopped: None,
+        routes: Vec::new(),
+        by_key: HashMap::new(),
+        built: HashMap::new(),
+        notes: Vec::new(),
+        planned: 0,
+        positive_knobs: None,
+        racing: None,
+    };
+    driver.run()
+}
+
+struct RouteState {
+    route: Route,
+    key: String,
+    phase: Phase,
+    iter: usize,
+    status: RouteStatus,
+    failed_stage: Option<Stage>,
+    crash: bool,
+    error: Option<String>,
+    accuracy: Option<AccuracyReport>,
+    search: Vec<f64>,
+    finals: Vec<f64>,
+    eliminated: Option<usize>,
+    finalist: bool,
+}
+
+impl RouteState {
+    fn eligible(&self) -> bool {
+        self.status == RouteStatus::Ok && !self.search.is_empty()
+    }
+}
+
+struct Driver<'a, R: RouteRunner> {
+    runner: &'a mut R,
+    plan: &'a TunePlan,
+    config: &'a TuneConfig,
+    inputs: &'a [Tensor],
+    reference_source: &'a Reference,
+    reference: Option<Vec<Tensor>>,
+    reference_digest: Option<String>,
+    reference_failure: Option<String>,
+    cache: Option<&'a mut CacheWriter>,
+    previous: Vec<IterationRecord>,
+    stop_after: Option<usize>,
+    next_iter: usize,
+    new_iterations: usize,
+    calls: usize,
+    started: Instant,
+    stopped: Option<StopReason>,
+    routes: Vec<RouteState>,
+    by_key: HashMap<String, usize>,
+    built: HashMap<String, R::Built>,
+    notes: Vec<String>,
+    planned: usize,
+    positive_knobs: Option<Vec<String>>,
+    racing: Option<RacingSummary>,
+}
+
+fn new_record(
+    phase: Phase,
+    round: Option<usize>,
+    route: &Route,
+    objective: Objective,
+) -> IterationRecord {
+    IterationRecord {
+        iter: 0,
+        phase,
+        round,
+        build_route: route.to_string(),
+        crash: false,
+        error_message: None,
+        status: RouteStatus::Ok,
+        failed_stage: None,
+        accuracy_loss: None,
+        accuracy: None,
+        time_ms: None,
+        time_statistic: objective.time_statistic().to_string(),
+        warmup_calls: 0,
+        samples_ms: Vec::new(),
+        summary: None,
+        outputs_sha256: None,
+    }
+}
+
+fn fail(rec: &mut IterationRecord, stage: Stage, error: &RouteError) {
+    rec.status = match error.kind {
+        RouteErrorKind::Crash => RouteStatus::Crashed,
+        RouteErrorKind::Timeout => RouteStatus::TimedOut,
+        RouteErrorKind::Failed => RouteStatus::Failed,
+    };
+    rec.crash = error.kind != RouteErrorKind::Failed;
+    rec.failed_stage = Some(stage);
+    let stage = match stage {
+        Stage::Build => "build",
+        Stage::Outputs => "inference for the accuracy check",
+        Stage::Accuracy => "accuracy check",
+        Stage::Measure => "measurement",
+    };
+    rec.error_message = Some(format!("{stage} failed: {}", error.message));
+}
+
+/// Steady-state samples must be finite and positive (a 0 ms call means the clock is too coarse to time
+/// it), and there must be some.
+fn check_samples(samples: &[f64]) -> Result<(), String> {
+    if samples.is_empty() {
+        return Err("the runtime returned no timing samples".into());
+    }
+    let bad = samples
+        .iter()
+        .filter(|s| !(s.is_finite() && **s > 0.0))
+        .count();
+    if bad > 0 {
+        return Err(format!(
+            "the runtime returned {bad} invalid timing sample(s) (zero, negative or not finite); time more calls \
+             per sample or use a finer clock"
+        ));
+    }
+    Ok(())
+}
+
+fn set_samples(
+    rec: &mut IterationRecord,
+    objective: Objective,
+    warmup_calls: usize,
+    samples: Vec<f64>,
+) {
+    rec.warmup_calls = warmup_calls;
+    rec.time_ms = Some(objective.cost(&samples));
+    rec.summary = stats::summarize(&samples);
+    rec.samples_ms = samples;
+}
+
+/// FNV-1a, for per-route bootstrap seeds that do not depend on route order.
+fn route_seed(seed: u64, key: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in key.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h ^ seed
+}
+
+fn digest_outputs(outputs: &[Tensor]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for t in outputs {
+        hasher.update(t.name.as_bytes());
+        hasher.update([0]);
+        for d in &t.shape {
+            hasher.update((*d as u64).to_le_bytes());
+        }
+        for v in &t.values {
+            hasher.update(v.to_bits().to_le_bytes());
+        }
+    }
+    hex::encode(hasher.finalize())
+}
+
+fn rotate<T: Clone>(items: &[T], by: usize) -> Vec<T> {
+    if items.is_empty() {
+        return Vec::new();
+    }
+    let k = by % items.len();
+    items[k..].iter().chain(&items[..k]).cloned().collect()
+}
+
+impl<R: RouteRunner> Driver<'_, R> {
+    fn run(mut self) -> Result<TuneSummary, TuneError> {
+        let config = self.config;
+        let expr = &self.plan.expression;
+        let knobs = &self.plan.knobs;
+        if matches!(self.reference_source, Reference::DefaultRoute) {
+            let route = search::default_route(expr, knobs);
+            self.step(Phase::Reference, &route, None, |d| {
+                Ok(d.reference_iteration(&route))
+            })?;
+            if let Some(message) = self.reference_failure.clone() {
+                return Err(TuneError::Reference {
+                    route: route.to_string(),
+                    message,
+                });
+            }
+        }
+        let first_phase = match config.search {
+            SearchOrder::Fast => Phase::Fast,
+            SearchOrder::Full => Phase::Full,
+            SearchOrder::Mixed => Phase::Mixed1,
+            SearchOrder::Racing => Phase::Racing,
+        };
+        if matches!(config.search, SearchOrder::Full | SearchOrder::Racing)
+            && config.max_routes.is_none()
+        {
+            let len = FullSpace::new(expr).len();
+            if len.is_none_or(|n| n > MAX_UNCAPPED_ROUTES) {
+                return Err(TuneError::SpaceTooLarge {
+                    count: search::planned_count(config.search, expr, knobs),
+                });
+            }
+        }
+        let routes = search::planned_routes(config.search, expr, knobs, config.max_routes);
+        self.planned = routes.len();
+        let first_calls = if config.search == SearchOrder::Racing {
+            config.race_round_calls.min(config.calls)
+        } else {
+            config.calls
+        };
+        for route in &routes {
+            self.step(first_phase, route, None, |d| {
+                Ok(d.evaluate(first_phase, route, first_calls))
+            })?;
+        }
+        if config.search == SearchOrder::Mixed {
+            self.mixed_phase_two()?;
+        }
+        if config.search == SearchOrder::Racing {
+            self.race()?;
+        }
+        let (ties, head_to_head, decision) = self.select()?;
+        if self.next_iter < self.previous.len() && self.stopped.is_none() {
+            let extra = &self.previous[self.next_iter];
+            return Err(TuneError::Diverged {
+                iter: extra.iter,
+                expected: "nothing (the tune is complete)".into(),
+                found: format!("{} '{}'", extra.phase, extra.build_route),
+            });
+        }
+        Ok(self.summary(ties, head_to_head, decision))
+    }
+
+    /// Replay the next cached iteration, or run `work` and append its record. `Ok(false)` when skipped
+    /// because the tune has stopped (budget, interruption).
+    fn step(
+        &mut self,
+        phase: Phase,
+        route: &Route,
+        round: Option<usize>,
+        work: impl FnOnce(&mut Self) -> Result<IterationRecord, TuneError>,
+    ) -> Result<bool, TuneError> {
+        let key = route.to_string();
+        if let Some(rec) = self.previous.get(self.next_iter).cloned() {
+            if rec.phase != phase || rec.build_route != key || rec.round != round {
+                return Err(TuneError::Diverged {
+                    iter: rec.iter,
+                    expected: format!(
+                        "{phase} '{key}'{}",
+                        round.map(|r| format!(" round {r}")).unwrap_or_default()
+                    ),
+                    found: format!(
+                        "{} '{}'{}",
+                        rec.phase,
+                        rec.build_route,
+                        rec.round.map(|r| format!(" round {r}")).unwrap_or_default()
+                    ),
+                });
+            }
+            self.apply(&rec);
+            self.next_iter += 1;
+            return Ok(true);
+        }
+        if self.stopped.is_some() {
+            return Ok(false);
+        }
+        if self.stop_after.is_some_and(|n| self.new_iterations >= n) {
+            self.stopped = Some(StopReason::Interrupted);
+            return Ok(false);
+        }
+        if self
+            .config
+            .budget()
+            .is_some_and(|b| self.started.elapsed() >= b)
+        {
+            self.stopped = Some(StopReason::Budget);
+            return Ok(false);
+        }
+        let mut rec = work(self)?;
+        rec.iter = self.next_iter;
+        if let Some(cache) = self.cache.as_deref_mut() {
+            cache.append(&rec)?;
+        }
+        self.apply(&rec);
+        self.next_iter += 1;
+        self.new_iterations += 1;
+        Ok(true)
+    }
+
+    /// Fold a record (replayed or new) into the route states.
+    fn apply(&mut self, rec: &IterationRecord) {
+        match (rec.phase, rec.round) {
+            (Phase::Reference, _) => {
+                self.reference_digest = rec.outputs_sha256.clone();
+                if rec.status != RouteStatus::Ok {
+                    self.reference_failure = Some(rec.error_message.clone().unwrap_or_default());
+                }
+            }
+            (phase, None) => {
+                let route = parse_route(&rec.build_route);
+                self.by_key
+                    .insert(rec.build_route.clone(), self.routes.len());
+                self.routes.push(RouteState {
+                    route,
+                    key: rec.build_route.clone(),
+                    phase,
+                    iter: rec.iter,
+                    status: rec.status,
+                    failed_stage: rec.failed_stage,
+                    crash: rec.crash,
+                    error: rec.error_message.clone(),
+                    accuracy: rec.accuracy.clone(),
+                    search: rec.samples_ms.clone(),
+                    finals: Vec::new(),
+                    eliminated: None,
+                    finalist: false,
+                });
+            }
+            (phase, Some(_)) => {
+                let Some(&i) = self.by_key.get(&rec.build_route) else {
+                    return;
+                };
+                let state = &mut self.routes[i];
+                if rec.status == RouteStatus::Ok {
+                    if phase == Phase::Final {
+                        state.finals.extend_from_slice(&rec.samples_ms);
+                    } else {
+                        state.search.extend_from_slice(&rec.samples_ms);
+                    }
+                } else {
+                    state.status = rec.status;
+                    state.failed_stage = rec.failed_stage;
+                    state.crash = rec.crash;
+                    state.error = rec.error_message.clone();
+                    self.built.remove(&rec.build_route);
+                }
+            }
+        }
+    }
+
+    fn reference_iteration(&mut self, route: &Route) -> IterationRecord {
+        let mut rec = new_record(Phase::Reference, None, route, self.config.objective);
+        match self.compute_reference(route) {
+            Ok(outputs) => {
+                rec.outputs_sha256 = Some(digest_outputs(&outputs));
+                self.reference = Some(outputs);
+            }
+            Err((stage, e)) => fail(&mut rec, stage, &e),
+        }
+        rec
+    }
+
+    fn compute_reference(&mut self, route: &Route) -> Result<Vec<Tensor>, (Stage, RouteError)> {
+        let timeout = self.config.route_timeout();
+        let mut built = self
+            .runner
+            .build(route, timeout)
+            .map_err(|e| (Stage::Build, e))?;
+        self.runner
+            .outputs(&mut built, self.inputs, timeout)
+            .map_err(|e| (Stage::Outputs, e))
+    }
+
+    /// The golden outputs, computed on first need (after `--continue` the reference line is replayed, not
+    /// run, so the outputs are produced again here).
+    fn ensure_reference(&mut self) -> Result<(), TuneError> {
+        if self.reference.is_some() {
+            return Ok(());
+        }
+        match self.reference_source {
+            Reference::Given(tensors) => self.reference = Some(tensors.clone()),
+            Reference::DefaultRoute => {
+                let route = search::default_route(&self.plan.expression, &self.plan.knobs);
+                let outputs =
+                    self.compute_reference(&route)
+                        .map_err(|(_, e)| TuneError::Reference {
+                            route: route.to_string(),
+                            message: e.message,
+                        })?;
+                let digest = digest_outputs(&outputs);
+                if self.reference_digest.as_ref().is_some_and(|d| *d != digest) {
+                    self.notes.push(format!(
+                        "the reference outputs of {route} differ from those of the first session (digest {} then, \
+                         {digest} now): the default route is not deterministic on this runtime",
+                        self.reference_digest.clone().unwrap_or_default()
+                    ));
+                }
+                self.reference = Some(outputs);
+            }
+        }
+        Ok(())
+    }
+
+    /// Build, check accuracy and measure one route.
+    fn evaluate(&mut self, phase: Phase, route: &Route, calls: usize) -> IterationRecord {
+        let config = self.config;
+        let mut rec = new_record(phase, None, route, config.objective);
+        if let Err(e) = self.ensure_reference() {
+            fail(
+                &mut rec,
+                Stage::Accuracy,
+                &RouteError::failed(e.to_string()),
+            );
+            return rec;
+        }
+        let timeout = config.route_timeout();
+        let mut built = match self.runner.build(route, timeout) {
+            Ok(b) => b,
+            Err(e) => {
+                fail(&mut rec, Stage::Build, &e);
+                return rec;
+            }
+        };
+        let outputs = match self.runner.outputs(&mut built, self.inputs, timeout) {
+            Ok(o) => o,
+            Err(e) => {
+                fail(&mut rec, Stage::Outputs, &e);
+                return rec;
+            }
+        };
+        let reference = self.reference.as_deref().unwrap_or(&[]);
+        match accuracy::compare(&outputs, reference, &config.accuracy) {
+            Err(e) => {
+                rec.status = RouteStatus::AccuracyError;
+                rec.failed_stage = Some(Stage::Accuracy);
+                rec.error_message = Some(e.to_string());
+                return rec;
+            }
+            Ok(report) => {
+                rec.accuracy_loss = Some(report.losses());
+                if !report.passed {
+                    rec.status = RouteStatus::AccuracyFailed;
+                    rec.failed_stage = Some(Stage::Accuracy);
+                    rec.error_message = Some(format!(
+                        "accuracy ({}) above the threshold for tensor(s): {}",
+                        report.algorithm,
+                        report.failed().join(", ")
+                    ));
+                }
+                rec.accuracy = Some(report);
+            }
+        }
+        let plan = MeasurePlan {
+            warmup_calls: config.warmup_calls,
+            calls,
+            timeout,
+        };
+        self.calls += plan.warmup_calls + plan.calls;
+        match self.runner.measure(&mut built, &plan) {
+            Ok(timing) => match check_samples(&timing.samples_ms) {
+                Ok(()) => set_samples(
+                    &mut rec,
+                    config.objective,
+                    plan.warmup_calls,
+                    timing.samples_ms,
+                ),
+                Err(message) => {
+                    if rec.status == RouteStatus::Ok {
+                        fail(&mut rec, Stage::Measure, &RouteError::failed(message));
+                    }
+                }
+            },
+            Err(e) => {
+                if rec.status == RouteStatus::Ok {
+                    fail(&mut rec, Stage::Measure, &e);
+                } else {
+                    let previous = rec.error_message.take().unwrap_or_default();
+                    rec.error_message =
+                        Some(format!("{previous}; measurement failed too: {}", e.message));
+                }
+            }
+        }
+        if rec.status == RouteStatus::Ok {
+            self.built.insert(route.to_string(), built);
+        }
+        rec
+    }
+
+    /// Measure an already evaluated route again (racing round, head-to-head pass). After `--continue` the
+    /// route is rebuilt and its accuracy checked again first.
+    fn measure_again(
+        &mut self,
+        phase: Phase,
+        route: &Route,
+        round: usize,
+        calls: usize,
+    ) -> IterationRecord {
+        let config = self.config;
+        let key = route.to_string();
+        let mut rec = new_record(phase, Some(round), route, config.objective);
+        let timeout = config.route_timeout();
+        if !self.built.contains_key(&key) {
+            match self.rebuild(route) {
+                Ok(b) => {
+                    self.built.insert(key.clone(), b);
+                }
+                Err((stage, e)) => {
+                    fail(
+                        &mut rec,
+                        stage,
+                        &RouteError {
+                            kind: e.kind,
+                            message: format!("rebuilt after --continue: {e}"),
+                        },
+                    );
+                    if stage == Stage::Accuracy {
+                        rec.status = RouteStatus::AccuracyFailed;
+                    }
+                    return rec;
+                }
+            }
+        }
+        let Some(built) = self.built.get_mut(&key) else {
+            fail(
+                &mut rec,
+                Stage::Build,
+                &RouteError::failed("the built route was lost"),
+            );
+            return rec;
+        };
+        let plan = MeasurePlan {
+            warmup_calls: config.switch_warmup_calls,
+            calls,
+            timeout,
+        };
+        self.calls += plan.warmup_calls + plan.calls;
+        match self.runner.measure(built, &plan) {
+            Ok(timing) => match check_samples(&timing.samples_ms) {
+                Ok(()) => set_samples(
+                    &mut rec,
+                    config.objective,
+                    plan.warmup_calls,
+                    timing.samples_ms,
+                ),
+                Err(message) => fail(&mut rec, Stage::Measure, &RouteError::failed(message)),
+            },
+            Err(e) => fail(&mut rec, Stage::Measure, &e),
+        }
+        rec
+    }
+
+    fn rebuild(&mut self, route: &Route) -> Result<R::Built, (Stage, RouteError)> {
+        self.ensure_reference()
+            .map_err(|e| (Stage::Accuracy, RouteError::failed(e.to_string())))?;
+        let timeout = self.config.route_timeout();
+        let mut built = self
+            .runner
+            .build(route, timeout)
+            .map_err(|e| (Stage::Build, e))?;
+        let outputs = self
+            .runner
+            .outputs(&mut built, self.inputs, timeout)
+            .map_err(|e| (Stage::Outputs, e))?;
+        let reference = self.reference.as_deref().unwrap_or(&[]);
+        match accuracy::compare(&outputs, reference, &self.config.accuracy) {
+            Ok(report) if report.passed => Ok(built),
+            Ok(report) => Err((
+                Stage::Accuracy,
+                RouteError::failed(format!(
+                    "accuracy above the threshold for {}",
+                    report.failed().join(", ")
+                )),
+            )),
+            Err(e) => Err((Stage::Accuracy, RouteError::failed(e.to_string()))),
+        }
+    }
+
+    fn state(&self, key: &str) -> Option<&RouteState> {
+        self.by_key.get(key).map(|&i| &self.routes[i])
+    }
+
+    fn seed(&self, key: &str) -> u64 {
+        route_seed(self.config.seed, key)
+    }
+
+    /// Mixed phase 2: promote the knobs whose one-off route was eligible (built, measured, accurate) and
+    /// faster than the baseline (cost-ratio interval entirely below 1), then run the product over them.
+    fn mixed_phase_two(&mut self) -> Result<(), TuneError> {
+        let config = self.config;
+        let expr = &self.plan.expression;
+        let base = search::baseline(expr, &self.plan.knobs);
+        let base_key = base.to_string();
+        let mut positive: Vec<String> = Vec::new();
+        match self.state(&base_key).filter(|s| s.eligible() && s.phase == Phase::Mixed1) {
+            None => self.notes.push(format!(
+                "mixed: the baseline {base_key} is not eligible, so no knob can be judged faster; phase 2 skipped"
+            )),
+            Some(b) => {
+                for s in self.routes.iter().filter(|s| s.phase == Phase::Mixed1 && s.key != base_key && s.eligible()) {
+                    let changed = s.route.differing_knobs(&b.route);
+                    let [knob] = changed.as_slice() else { continue };
+                    let ratio = select::cost_ratio(config.objective, &s.search, &b.search, config.confidence, self.seed(&s.key));
+                    if ratio.is_some_and(|r| r.high < 1.0) && !positive.contains(knob) {
+                        positive.push(knob.clone());
+                    }
+                }
+            }
+        }
+        positive.sort_by_key(|k| expr.terms.iter().position(|t| &t.knob == k));
+        self.positive_knobs = Some(positive.clone());
+        if positive.len() < 2 {
+            self.notes.push(format!(
+                "mixed: {} positive knob(s); phase 2 skipped (it needs more than one)",
+                positive.len()
+            ));
+            return Ok(());
+        }
+        let evaluated = self.routes.len();
+        let allowance = config.max_routes.map(|m| m.saturating_sub(evaluated));
+        let mut routes: Vec<Route> = search::product_over(expr, &base, &positive)
+            .into_iter()
+            .filter(|r| !self.by_key.contains_key(&r.to_string()))
+            .collect();
+        if let Some(a) = allowance {
+            routes.truncate(a);
+        }
+        for route in &routes {
+            self.step(Phase::Mixed2, route, None, |d| {
+                Ok(d.evaluate(Phase::Mixed2, route, config.calls))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Racing: interleaved rounds over the eligible routes; after each round (once every survivor has
+    /// `race_min_samples`), drop each route that a two-sided Mann-Whitney U test at `race_alpha` finds
+    /// different from the current best and whose cost is higher. Survivors are measured up to `calls`.
+    fn race(&mut self) -> Result<(), TuneError> {
+        let config = self.config;
+        let mut alive: Vec<String> = self
+            .routes
+            .iter()
+            .filter(|s| s.phase == Phase::Racing && s.eligible())
+            .map(|s| s.key.clone())
+            .collect();
+        let mut round = 0usize;
+        let mut eliminated = 0usize;
+        loop {
+            eliminated += self.eliminate(&mut alive, round);
+            let needs_more = alive
+                .iter()
+                .any(|k| self.state(k).is_some_and(|s| s.search.len() < config.calls));
+            if alive.len() <= 1 || !needs_more || self.stopped.is_some() {
+                break;
+            }
+            round += 1;
+            for key in rotate(&alive, round) {
+                let have = self.state(&key).map_or(0, |s| s.search.len());
+                if have >= config.calls {
+                    continue;
+                }
+                let calls = config.race_round_calls.min(config.calls - have);
+                let route = parse_route(&key);
+                self.step(Phase::Racing, &route, Some(round), |d| {
+                    Ok(d.measure_again(Phase::Racing, &route, round, calls))
+                })?;
+            }
+            alive.retain(|k| self.state(k).is_some_and(RouteState::eligible));
+        }
+        self.racing = Some(RacingSummary {
+            rounds: round,
+            round_calls: config.race_round_calls,
+            alpha: config.race_alpha,
+            test: "two-sided Mann-Whitney U (normal approximation, tie-corrected) against the current best, \
+                   applied once every survivor has race_min_samples; no multiplicity correction"
+                .into(),
+            eliminated,
+            survivors: alive,
+        });
+        Ok(())
+    }
+
+    fn eliminate(&mut self, alive: &mut Vec<String>, round: usize) -> usize {
+        let config = self.config;
+        let ready = alive.iter().all(|k| {
+            self.state(k)
+                .is_some_and(|s| s.search.len() >= config.race_min_samples)
+        });
+        if alive.len() < 2 || !ready {
+            return 0;
+        }
+        let cost = |s: &RouteState| config.objective.cost(&s.search);
+        let Some(best) = alive
+            .iter()
+            .filter_map(|k| self.state(k))
+            .min_by(|a, b| cost(a).total_cmp(&cost(b)))
+            .map(|s| s.key.clone())
+        else {
+            return 0;
+        };
+        let Some(best_state) = self.state(&best) else {
+            return 0;
+        };
+        let (best_cost, best_samples) = (cost(best_state), best_state.search.clone());
+        let mut dropped = Vec::new();
+        for key in alive.iter().filter(|k| **k != best) {
+            let Some(s) = self.state(key) else { continue };
+            let p = stats::mann_whitney_p(&s.search, &best_samples).unwrap_or(1.0);
+            if p < config.race_alpha && cost(s) > best_cost {
+                dropped.push(key.clone());
+            }
+        }
+        for key in &dropped {
+            if let Some(&i) = self.by_key.get(key) {
+                self.routes[i].eliminated = Some(round);
+            }
+            self.built.remove(key);
+        }
+        alive.retain(|k| !dropped.contains(k));
+        dropped.len()
+    }
+
+    fn estimate(&self, samples: &[f64], key: &str) -> Option<Estimate> {
+        select::estimate(
+            self.config.objective,
+            samples,
+            self.config.confidence,
+            self.seed(key),
+        )
+    }
+
+    /// Ties after the search, head-to-head of the finalists, and the decision.
+    fn select(&mut self) -> Result<(Vec<String>, Option<HeadToHeadSummary>, Decision), TuneError> {
+        let config = self.config;
+        let candidates: Vec<String> = self
+            .routes
+            .iter()
+            .filter(|s| s.eligible() && s.eliminated.is_none())
+            .map(|s| s.key.clone())
+            .collect();
+        if candidates.is_empty() {
+            let decision = Decision {
+                kind: DecisionKind::None,
+                route: None,
+                tied_routes: Vec::new(),
+                margin: None,
+                versus_baseline: None,
+                reason: if self.routes.is_empty() {
+                    "no route was evaluated".into()
+                } else {
+                    "no route was eligible (built, accurate and measured); see each route's error_message".into()
+                },
+            };
+            return Ok((Vec::new(), None, decision));
+        }
+        let estimates: Vec<Option<Estimate>> = candidates
+            .iter()
+            .map(|k| self.state(k).and_then(|s| self.estimate(&s.search, k)))
+            .collect();
+        let by_cost = |i: &usize| {
+            estimates[*i]
+                .as_ref()
+                .map_or(f64::INFINITY, |e| e.cost.estimate)
+        };
+        let mut tied = select::tied_with_best(&estimates);
+        tied.sort_by(|a, b| by_cost(a).total_cmp(&by_cost(b)));
+        let ties: Vec<String> = tied.iter().map(|&i| candidates[i].clone()).collect();
+        if candidates.len() == 1 {
+            let route = candidates[0].clone();
+            let decision = Decision {
+                kind: DecisionKind::Sole,
+                versus_baseline: self.versus_baseline(&route),
+                route: Some(route.clone()),
+                tied_routes: Vec::new(),
+                margin: None,
+                reason: format!("{route} is the only eligible route"),
+            };
+            return Ok((ties, None, decision));
+        }
+        let mut finalists: Vec<usize> = tied.clone();
+        finalists.truncate(config.max_finalists);
+        if finalists.len() == 1 {
+            let mut order: Vec<usize> = (0..candidates.len()).collect();
+            order.sort_by(|a, b| by_cost(a).total_cmp(&by_cost(b)));
+            if let Some(&runner_up) = order.iter().find(|&&i| i != finalists[0]) {
+                finalists.push(runner_up);
+            }
+        }
+        let finalists: Vec<String> = finalists.iter().map(|&i| candidates[i].clone()).collect();
+        for key in &finalists {
+            if let Some(&i) = self.by_key.get(key) {
+                self.routes[i].finalist = true;
+            }
+        }
+        for pass in 0..config.final_passes {
+            for key in rotate(&finalists, pass) {
+                if !self.state(&key).is_some_and(RouteState::eligible) {
+                    continue;
+                }
+                let route = parse_route(&key);
+                self.step(Phase::Final, &route, Some(pass), |d| {
+                    Ok(d.measure_again(Phase::Final, &route, pass, config.final_calls_per_pass))
+                })?;
+            }
+        }
+        let standing: Vec<String> = finalists
+            .iter()
+            .filter(|k| self.state(k).is_some_and(RouteState::eligible))
+            .cloned()
+            .collect();
+        let complete = config.final_passes > 0
+            && standing.len() >= 2
+            && standing.iter().all(|k| {
+                self.state(k).is_some_and(|s| {
+                    s.finals.len() >= config.final_passes * config.final_calls_per_pass
+                })
+            });
+        let based_on = if complete {
+            "interleaved_passes"
+        } else {
+            "search_samples"
+        };
+        if !complete {
+            self.notes.push(
+                "the head-to-head passes did not complete (stopped early or a finalist failed); the decision uses \
+                 the search-phase samples"
+                    .into(),
+            );
+        }
+        let samples: Vec<Vec<f64>> = standing
+            .iter()
+            .map(|k| {
+                self.state(k)
+                    .map(|s| {
+                        if complete {
+                            s.finals.clone()
+                        } else {
+                            s.search.clone()
+                        }
+                    })
+                    .unwrap_or_default()
+            })
+            .collect();
+        let h2h = select::head_to_head(
+            config.objective,
+            &samples,
+            config.confidence,
+            config.min_effect,
+            config.seed,
+        );
+        let finalist_results: Vec<FinalistResult> = standing
+            .iter()
+            .enumerate()
+            .map(|(i, k)| FinalistResult {
+                route: k.clone(),
+                estimate: self.estimate(&samples[i], k),
+                ratio_to_best: h2h
+                    .as_ref()
+                    .and_then(|h| h.ratios.get(i).copied().flatten()),
+                tied_with_best: h2h.as_ref().is_some_and(|h| h.tied.contains(&i)),
+            })
+            .collect();
+        let summary = HeadToHeadSummary {
+            based_on: based_on.into(),
+            passes: config.final_passes,
+            calls_per_pass: config.final_calls_per_pass,
+            finalists: finalist_results,
+        };
+        let decision = match h2h {
+            None => Decision {
+                kind: DecisionKind::None,
+                route: None,
+                tied_routes: Vec::new(),
+                margin: None,
+                versus_baseline: None,
+                reason: "every finalist failed during the head-to-head".into(),
+            },
+            Some(h) if standing.len() == 1 => {
+                let route = standing[h.best].clone();
+                Decision {
+                    kind: DecisionKind::Sole,
+                    versus_baseline: self.versus_baseline(&route),
+                    route: Some(route.clone()),
+                    tied_routes: Vec::new(),
+                    margin: None,
+                    reason: format!("{route} is the only finalist left standing"),
+                }
+            }
+            Some(h) if h.tied.len() == 1 => {
+                let route = standing[h.best].clone();
+                let closest = h
+                    .ratios
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, r)| r.map(|r| (i, r)))
+                    .min_by(|a, b| a.1.estimate.total_cmp(&b.1.estimate));
+                let margin = closest.map(|(i, r)| Margin::from_interval(standing[i].clone(), r));
+                let reason = match &margin {
+                    Some(m) => format!(
+                        "{route} is faster than every other finalist: the closest, {}, is {:.2} % slower \
+                         ({:.0} % interval {:.2} % to {:.2} %, above the {:.1} % minimum effect)",
+                        m.other,
+                        m.percent,
+                        m.confidence * 100.0,
+                        (m.low - 1.0) * 100.0,
+                        (m.high - 1.0) * 100.0,
+                        config.min_effect * 100.0
+                    ),
+                    None => format!("{route} is the fastest finalist"),
+                };
+                Decision {
+                    kind: DecisionKind::Winner,
+                    versus_baseline: self.versus_baseline(&route),
+                    route: Some(route),
+                    tied_routes: Vec::new(),
+                    margin,
+                    reason,
+                }
+            }
+            Some(h) => {
+                let tied_routes: Vec<String> =
+                    h.tied.iter().map(|&i| standing[i].clone()).collect();
+                let base = search::baseline(&self.plan.expression, &self.plan.knobs).to_string();
+                let default =
+                    search::default_route(&self.plan.expression, &self.plan.knobs).to_string();
+                let (route, why) = if tied_routes.contains(&base) {
+                    (
+                        base,
+                        "the baseline is among them, and a tie gives no reason to leave it",
+                    )
+                } else if tied_routes.contains(&default) {
+                    (
+                        default,
+                        "the default route is among them, and a tie gives no reason to leave it",
+                    )
+                } else {
+                    (
+                        standing[h.best].clone(),
+                        "it has the lowest point estimate, though not significantly",
+                    )
+                };
+                Decision {
+                    kind: DecisionKind::Tie,
+                    versus_baseline: self.versus_baseline(&route),
+                    reason: format!(
+                        "{} routes are within {:.1} % of each other at {:.0} % confidence; chose {route} because {why}",
+                        tied_routes.len(),
+                        config.min_effect * 100.0,
+                        config.confidence * 100.0
+                    ),
+                    route: Some(route),
+                    tied_routes,
+                    margin: None,
+                }
+            }
+        };
+        Ok((ties, Some(summary), decision))
+    }
+
+    /// `cost(baseline) / cost(route)` on the search samples, when the baseline was measured.
+    fn versus_baseline(&self, route: &str) -> Option<Margin> {
+        let base = search::baseline(&self.plan.expression, &self.plan.knobs).to_string();
+        if base == route {
+            return None;
+        }
+        let (b, r) = (self.state(&base)?, self.state(route)?);
+        if !b.eligible() {
+            return None;
+        }
+        let ratio = select::cost_ratio(
+            self.config.objective,
+            &b.search,
+            &r.search,
+            self.config.confidence,
+            self.seed(route),
+        )?;
+        Some(Margin::from_interval(base, ratio))
+    }
+
+    fn summary(
+        self,
+        ties: Vec<String>,
+        head_to_head: Option<HeadToHeadSummary>,
+        decision: Decision,
+    ) -> TuneSummary {
+        let config = self.config;
+        let expr = &self.plan.expression;
+        let knobs = &self.plan.knobs;
+        let mut counts = Counts {
+            planned: self.planned,
+            evaluated: self.routes.len(),
+            iterations: self.next_iter,
+            iterations_this_session: self.new_iterations,
+            measurement_calls_this_session: self.calls,
+            ..Counts::default()
+        };
+        let routes: Vec<RouteSummary> = self
+            .routes
+            .iter()
+            .map(|s| {
+                match s.status {
+                    RouteStatus::Ok if s.eligible() => counts.eligible += 1,
+                    RouteStatus::Ok => {}
+                    RouteStatus::Crashed => counts.crashed += 1,
+                    RouteStatus::TimedOut => counts.timed_out += 1,
+                    RouteStatus::Failed => counts.failed += 1,
+                    RouteStatus::AccuracyFailed => counts.accuracy_failed += 1,
+                    RouteStatus::AccuracyError => counts.accuracy_errors += 1,
+                }
+                RouteSummary {
+                    route: s.key.clone(),
+                    phase: s.phase,
+                    iter: s.iter,
+                    status: s.status,
+                    failed_stage: s.failed_stage,
+                    crash: s.crash,
+                    error_message: s.error.clone(),
+                    accuracy: s.accuracy.clone(),
+                    search: self.estimate(&s.search, &s.key),
+                    search_samples: stats::summarize(&s.search),
+                    head_to_head: self.estimate(&s.finals, &s.key),
+                    eligible: s.eligible(),
+                    tied_with_best: ties.contains(&s.key),
+                    finalist: s.finalist,
+                    eliminated_in_round: s.eliminated,
+                }
+            })
+            .collect();
+        let mut notes = self.notes;
+        match self.stopped {
+            Some(StopReason::Interrupted) => {
+                notes.push("interrupted: continue with the tuning cache to finish (--continue)".into())
+            }
+            Some(StopReason::Budget) => notes.push(format!(
+                "the whole-tune budget of {} s was spent; the decision uses what was measured by then",
+                config.budget_s.unwrap_or_default()
+            )),
+            None => {}
+        }
+        TuneSummary {
+            schema: SUMMARY_SCHEMA.into(),
+            tuner_version: knobs.tuner_version(),
+            search: config.search,
+            objective: config.objective,
+            objective_unit: config.objective.unit().into(),
+            confidence: config.confidence,
+            min_effect: config.min_effect,
+            expression: expr.to_string(),
+            baseline_route: search::baseline(expr, knobs).to_string(),
+            default_route: search::default_route(expr, knobs).to_string(),
+            accuracy: config.accuracy.clone(),
+            routes,
+            positive_knobs: self.positive_knobs,
+            racing: self.racing,
+            ties,
+            head_to_head,
+            decision,
+            counts,
+            stopped: self.stopped,
+            notes,
+        }
+    }
+}
+
+/// Routes in records are strings written by [`Route`]'s `Display`: `-k1=v1 -k2=v2`.
+fn parse_route(text: &str) -> Route {
+    Route {
+        settings: text
+            .split_whitespace()
+            .map(|token| match token.split_once('=') {
+                Some((k, v)) => (k.to_string(), v.to_string()),
+                None => (token.to_string(), String::new()),
+            })
+            .collect(),
+    }
+}

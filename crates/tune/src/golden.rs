@@ -1,0 +1,748 @@
+//! Readers for golden data (inputs and reference outputs): NumPy `.npy` and `.npz`, and raw little-endian
+//! binaries described by a JSON index.
+//!
+//! `.npy` is read here rather than through `npyz`: that crate multiplies shape dimensions unchecked (a
+//! hostile header panics in debug builds) and leaves Fortran order to the caller. This reader supports
+//! format versions 1.0, 2.0 and 3.0, the element types f2/f4/f8, i1/i2/i4/i8, u1/u2/u4/u8 and b1 in either
+//! byte order, C and Fortran order (Fortran data is reordered to C order), checks the data length against
+//! the shape, and refuses structured, string, object (pickled) and complex arrays with a message.
+//!
+//! `.npz` is a zip of `.npy` members (`np.savez` stores, `np.savez_compressed` deflates); each member
+//! becomes a tensor named after the member without `.npy`.
+//!
+//! The raw index (`*.json`) is `{"outputs": [{"name", "dtype", "shape", "file"}]}` (`"inputs"` is accepted
+//! for input sets); `dtype` is one of f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool; `file` is
+//! relative to the index's folder and holds exactly `product(shape) * size(dtype)` little-endian bytes.
+
+use serde::Deserialize;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use trtmc_core::accuracy::{ElementType, Tensor, element_count};
+
+/// The largest `.npy` header accepted (NumPy writes a few hundred bytes).
+const MAX_HEADER_LEN: usize = 1 << 20;
+
+/// A golden-data file that cannot be read. Every message names the file (or member) and the problem.
+#[derive(Debug, thiserror::Error)]
+pub enum GoldenError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: not a .npy file: {message}")]
+    Npy { path: String, message: String },
+    #[error("{path}: not a readable .npz archive: {message}")]
+    Npz { path: String, message: String },
+    #[error("{path}: raw data index: {message}")]
+    Index { path: String, message: String },
+    #[error(
+        "{path}: unknown golden data format; use .npy, .npz, or a .json index of raw little-endian files"
+    )]
+    UnknownFormat { path: String },
+}
+
+/// Read golden tensors from a path, by extension: `.npy` (one tensor named after the file stem), `.npz`, or
+/// a `.json` raw index.
+pub fn read_golden(path: &Path) -> Result<Vec<Tensor>, GoldenError> {
+    let shown = path.display().to_string();
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("npy") => {
+            let bytes = read_file(path)?;
+            let name = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("output")
+                .to_string();
+            Ok(vec![read_npy(&bytes, &name, &shown)?])
+        }
+        Some("npz") => read_npz(&read_file(path)?, &shown),
+        Some("json") => read_raw_index(path),
+        _ => Err(GoldenError::UnknownFormat { path: shown }),
+    }
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>, GoldenError> {
+    std::fs::read(path).map_err(|source| GoldenError::Io {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// Parse `.npy` bytes into a tensor called `name`; `shown` names the source in errors.
+pub fn read_npy(bytes: &[u8], name: &str, shown: &str) -> Result<Tensor, GoldenError> {
+    let err = |message: String| GoldenError::Npy {
+        path: shown.to_string(),
+        message,
+    };
+    let rest = bytes
+        .strip_prefix(b"\x93NUMPY")
+        .ok_or_else(|| err("missing the \\x93NUMPY magic".into()))?;
+    let (&major, rest) = rest
+        .split_first()
+        .ok_or_else(|| err("truncated before the version".into()))?;
+    let (_minor, rest) = rest
+        .split_first()
+        .ok_or_else(|| err("truncated before the version".into()))?;
+    let (header_len, rest) = match major {
+        1 => {
+            let (len, rest) =
+                split_at_checked(rest, 2).ok_or_else(|| err("truncated header length".into()))?;
+            (u16::from_le_bytes([len[0], len[1]]) as usize, rest)
+        }
+        2 | 3 => {
+            let (len, rest) =
+                split_at_checked(rest, 4).ok_or_else(|| err("truncated header length".into()))?;
+            (
+                u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize,
+                rest,
+            )
+        }
+        v => {
+            return Err(err(format!(
+                "format version {v} is not supported (1, 2 and 3 are)"
+            )));
+        }
+    };
+    if header_len > MAX_HEADER_LEN {
+        return Err(err(format!(
+            "header of {header_len} bytes is implausibly large"
+        )));
+    }
+    let (header, data) = split_at_checked(rest, header_len)
+        .ok_or_else(|| err("file ends inside the header".into()))?;
+    let header = std::str::from_utf8(header).map_err(|_| err("header is not UTF-8 text".into()))?;
+    let header = parse_header(header).map_err(|m| err(format!("header: {m}")))?;
+    let count = element_count(&header.shape).ok_or_else(|| {
+        err(format!(
+            "shape {:?} has more elements than this machine can address",
+            header.shape
+        ))
+    })?;
+    let needed = count
+        .checked_mul(header.dtype.size())
+        .ok_or_else(|| err("data size overflows".into()))?;
+    if data.len() != needed {
+        return Err(err(format!(
+            "shape {:?} of {} needs {needed} data bytes, the file has {}",
+            header.shape,
+            header.dtype,
+            data.len()
+        )));
+    }
+    let mut values = decode(data, header.dtype, header.big_endian);
+    if header.fortran_order && header.shape.len() > 1 {
+        values = fortran_to_c(&values, &header.shape);
+    }
+    Tensor::new(name, header.dtype, header.shape, values).map_err(|e| err(e.to_string()))
+}
+
+fn split_at_checked(bytes: &[u8], n: usize) -> Option<(&[u8], &[u8])> {
+    if bytes.len() >= n {
+        Some(bytes.split_at(n))
+    } else {
+        None
+    }
+}
+
+struct NpyHeader {
+    dtype: ElementType,
+    big_endian: bool,
+    fortran_order: bool,
+    shape: Vec<usize>,
+}
+
+/// Parse the header dict NumPy writes: `{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }`.
+/// Keys may come in any order; single or double quotes are accepted.
+fn parse_header(text: &str) -> Result<NpyHeader, String> {
+    let mut p = Cursor {
+        s: text.as_bytes(),
+        i: 0,
+    };
+    p.skip_ws();
+    p.expect(b'{')?;
+    let (mut descr, mut fortran, mut shape) = (None, None, None);
+    loop {
+        p.skip_ws();
+        if p.eat(b'}') {
+            break;
+        }
+        let key = p.string()?;
+        p.skip_ws();
+        p.expect(b':')?;
+        p.skip_ws();
+        match key.as_str() {
+            "descr" => descr = Some(p.string()?),
+            "fortran_order" => fortran = Some(p.boolean()?),
+            "shape" => shape = Some(p.tuple()?),
+            other => return Err(format!("unexpected key '{other}'")),
+        }
+        p.skip_ws();
+        if !p.eat(b',') {
+            p.skip_ws();
+            p.expect(b'}')?;
+            break;
+        }
+    }
+    let descr = descr.ok_or("missing 'descr'")?;
+    let (dtype, big_endian) = parse_descr(&descr)?;
+    Ok(NpyHeader {
+        dtype,
+        big_endian,
+        fortran_order: fortran.ok_or("missing 'fortran_order'")?,
+        shape: shape.ok_or("missing 'shape'")?,
+    })
+}
+
+fn parse_descr(descr: &str) -> Result<(ElementType, bool), String> {
+    let mut chars = descr.chars();
+    let order = chars.next().ok_or("empty 'descr'")?;
+    let big_endian = match order {
+        '<' | '|' | '=' => cfg!(target_endian = "big") && order == '=',
+        '>' => true,
+        _ => {
+            return Err(format!(
+                "'descr' {descr:?} is not a plain numeric type (structured arrays are not supported)"
+            ));
+        }
+    };
+    let dtype = match chars.as_str() {
+        "f2" => ElementType::F16,
+        "f4" => ElementType::F32,
+        "f8" => ElementType::F64,
+        "i1" => ElementType::I8,
+        "i2" => ElementType::I16,
+        "i4" => ElementType::I32,
+        "i8" => ElementType::I64,
+        "u1" => ElementType::U8,
+        "u2" => ElementType::U16,
+        "u4" => ElementType::U32,
+        "u8" => ElementType::U64,
+        "b1" => ElementType::Bool,
+        other => {
+            return Err(format!(
+                "element type '{other}' is not supported; save the array as float16/32/64, an integer type or bool"
+            ));
+        }
+    };
+    Ok((dtype, big_endian))
+}
+
+struct Cursor<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl Cursor<'_> {
+    fn skip_ws(&mut self) {
+        while self.s.get(self.i).is_some_and(u8::is_ascii_whitespace) {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        if self.s.get(self.i) == Some(&c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect(&mut self, c: u8) -> Result<(), String> {
+        if self.eat(c) {
+            Ok(())
+        } else {
+            Err(format!("expected '{}' at byte {}", c as char, self.i))
+        }
+    }
+
+    fn string(&mut self) -> Result<String, String> {
+        let quote = match self.s.get(self.i) {
+            Some(&q @ (b'\'' | b'"')) => q,
+            _ => return Err(format!("expected a quoted string at byte {}", self.i)),
+        };
+        self.i += 1;
+        let start = self.i;
+        while let Some(&c) = self.s.get(self.i) {
+            if c == quote {
+                let text = std::str::from_utf8(&self.s[start..self.i])
+                    .map_err(|_| "string is not UTF-8")?;
+                self.i += 1;
+                return Ok(text.to_string());
+            }
+            self.i += 1;
+        }
+        Err("unterminated string".into())
+    }
+
+    fn boolean(&mut self) -> Result<bool, String> {
+        for (word, value) in [(&b"True"[..], true), (&b"False"[..], false)] {
+            if self.s[self.i..].starts_with(word) {
+                self.i += word.len();
+                return Ok(value);
+            }
+        }
+        Err(format!("expected True or False at byte {}", self.i))
+    }
+
+    fn tuple(&mut self) -> Result<Vec<usize>, String> {
+        self.expect(b'(')?;
+        let mut dims = Vec::new();
+        loop {
+            self.skip_ws();
+            if self.eat(b')') {
+                return Ok(dims);
+            }
+            let start = self.i;
+            while self.s.get(self.i).is_some_and(u8::is_ascii_digit) {
+                self.i += 1;
+            }
+            // Python 2 era files may write `3L`.
+            let digits = std::str::from_utf8(&self.s[start..self.i]).map_err(|_| "bad digits")?;
+            let dim = digits
+                .parse::<usize>()
+                .map_err(|_| format!("bad dimension at byte {start}"))?;
+            self.eat(b'L');
+            dims.push(dim);
+            self.skip_ws();
+            if !self.eat(b',') {
+                self.skip_ws();
+                self.expect(b')')?;
+                return Ok(dims);
+            }
+        }
+    }
+}
+
+fn decode(data: &[u8], dtype: ElementType, big_endian: bool) -> Vec<f64> {
+    let size = dtype.size();
+    data.chunks_exact(size)
+        .map(|chunk| {
+            let mut b = [0u8; 8];
+            b[..size].copy_from_slice(chunk);
+            if big_endian {
+                b[..size].reverse();
+            }
+            match dtype {
+                ElementType::F16 => f16_to_f64(u16::from_le_bytes([b[0], b[1]])),
+                ElementType::F32 => f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
+                ElementType::F64 => f64::from_le_bytes(b),
+                ElementType::I8 => b[0] as i8 as f64,
+                ElementType::I16 => i16::from_le_bytes([b[0], b[1]]) as f64,
+                ElementType::I32 => i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
+                ElementType::I64 => i64::from_le_bytes(b) as f64,
+                ElementType::U8 => b[0] as f64,
+                ElementType::U16 => u16::from_le_bytes([b[0], b[1]]) as f64,
+                ElementType::U32 => u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
+                ElementType::U64 => u64::from_le_bytes(b) as f64,
+                ElementType::Bool => f64::from(u8::from(b[0] != 0)),
+            }
+        })
+        .collect()
+}
+
+/// IEEE 754 half precision to f64 (subnormals, infinities and NaN included).
+pub fn f16_to_f64(bits: u16) -> f64 {
+    let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exponent = i32::from((bits >> 10) & 0x1f);
+    let mantissa = f64::from(bits & 0x3ff);
+    match exponent {
+        0 => sign * mantissa * 2f64.powi(-24),
+        0x1f if mantissa == 0.0 => sign * f64::INFINITY,
+        0x1f => f64::NAN,
+        e => sign * (1.0 + mantissa / 1024.0) * 2f64.powi(e - 15),
+    }
+}
+
+/// Reorder column-major values to row-major.
+fn fortran_to_c(values: &[f64], shape: &[usize]) -> Vec<f64> {
+    let mut out = vec![0.0; values.len()];
+    let mut index = vec![0usize; shape.len()];
+    for value in values {
+        // `index` walks the array in Fortran order (first axis fastest); place it at its C offset.
+        let mut c_offset = 0usize;
+        for (axis, &i) in index.iter().enumerate() {
+            c_offset = c_offset * shape[axis] + i;
+        }
+        if let Some(slot) = out.get_mut(c_offset) {
+            *slot = *value;
+        }
+        for (axis, i) in index.iter_mut().enumerate() {
+            *i += 1;
+            if *i < shape[axis] {
+                break;
+            }
+            *i = 0;
+        }
+    }
+    out
+}
+
+/// Read every `.npy` member of an `.npz` archive, in archive order.
+pub fn read_npz(bytes: &[u8], shown: &str) -> Result<Vec<Tensor>, GoldenError> {
+    let err = |message: String| GoldenError::Npz {
+        path: shown.to_string(),
+        message,
+    };
+    let mut archive =
+        zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(|e| err(e.to_string()))?;
+    let mut tensors = Vec::with_capacity(archive.len());
+    for i in 0..archive.len() {
+        let mut member = archive.by_index(i).map_err(|e| err(e.to_string()))?;
+        if member.is_dir() {
+            continue;
+        }
+        let member_name = member.name().map_err(|e| err(e.to_string()))?.to_string();
+        let name = member_name
+            .strip_suffix(".npy")
+            .unwrap_or(&member_name)
+            .to_string();
+        let mut data = Vec::new();
+        // The declared size is untrusted: read with a cap instead of preallocating it.
+        member
+            .by_ref()
+            .take(1 << 34)
+            .read_to_end(&mut data)
+            .map_err(|e| err(format!("member '{member_name}': {e}")))?;
+        tensors.push(read_npy(&data, &name, &format!("{shown}:{member_name}"))?);
+    }
+    if tensors.is_empty() {
+        return Err(err("the archive has no arrays".into()));
+    }
+    Ok(tensors)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIndex {
+    #[serde(default)]
+    outputs: Vec<RawEntry>,
+    #[serde(default)]
+    inputs: Vec<RawEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    name: String,
+    dtype: String,
+    shape: Vec<usize>,
+    file: PathBuf,
+}
+
+/// Read a raw-binary index (see the module documentation).
+pub fn read_raw_index(path: &Path) -> Result<Vec<Tensor>, GoldenError> {
+    let shown = path.display().to_string();
+    let err = |message: String| GoldenError::Index {
+        path: shown.clone(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|source| GoldenError::Io {
+        path: shown.clone(),
+        source,
+    })?;
+    let index: RawIndex = serde_json::from_str(&text).map_err(|e| {
+        err(format!(
+            "{e}; expected {{\"outputs\": [{{\"name\", \"dtype\", \"shape\", \"file\"}}]}}"
+        ))
+    })?;
+    let entries = if index.outputs.is_empty() {
+        index.inputs
+    } else {
+        index.outputs
+    };
+    if entries.is_empty() {
+        return Err(err(
+            "lists no tensors under \"outputs\" (or \"inputs\")".into()
+        ));
+    }
+    let folder = path.parent().unwrap_or(Path::new("."));
+    let mut tensors = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let dtype: ElementType = entry
+            .dtype
+            .parse()
+            .map_err(|m| err(format!("tensor '{}': {m}", entry.name)))?;
+        let file = folder.join(&entry.file);
+        let bytes = read_file(&file)?;
+        let count = element_count(&entry.shape).ok_or_else(|| {
+            err(format!(
+                "tensor '{}': shape {:?} is too large",
+                entry.name, entry.shape
+            ))
+        })?;
+        let needed = count.checked_mul(dtype.size());
+        if needed != Some(bytes.len()) {
+            return Err(err(format!(
+                "tensor '{}': {} holds {} bytes, shape {:?} of {dtype} needs {}",
+                entry.name,
+                file.display(),
+                bytes.len(),
+                entry.shape,
+                needed.map_or_else(|| "more than addressable".to_string(), |n| n.to_string())
+            )));
+        }
+        let values = decode(&bytes, dtype, false);
+        tensors.push(
+            Tensor::new(entry.name, dtype, entry.shape, values).map_err(|e| err(e.to_string()))?,
+        );
+    }
+    Ok(tensors)
+}
+
+/// Encode values as `.npy` (little-endian, C order) — for tests and for writing golden data.
+pub fn write_npy(dtype: ElementType, shape: &[usize], raw_le: &[u8]) -> Vec<u8> {
+    let descr = match dtype {
+        ElementType::F16 => "<f2",
+        ElementType::F32 => "<f4",
+        ElementType::F64 => "<f8",
+        ElementType::I8 => "|i1",
+        ElementType::I16 => "<i2",
+        ElementType::I32 => "<i4",
+        ElementType::I64 => "<i8",
+        ElementType::U8 => "|u1",
+        ElementType::U16 => "<u2",
+        ElementType::U32 => "<u4",
+        ElementType::U64 => "<u8",
+        ElementType::Bool => "|b1",
+    };
+    let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
+    let shape_text = if shape.len() == 1 {
+        format!("({},)", dims[0])
+    } else {
+        format!("({})", dims.join(", "))
+    };
+    let mut header =
+        format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_text}, }}");
+    // Pad so that the data starts on a 64-byte boundary, ending the header with a newline.
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(raw_le);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn f32_bytes(values: &[f32]) -> Vec<u8> {
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    /// A version 1.0 file with a hand-written header dict.
+    fn raw_npy(header: &str, data: &[u8]) -> Vec<u8> {
+        let header = format!("{header}\n");
+        let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+        npy.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        npy.extend_from_slice(header.as_bytes());
+        npy.extend_from_slice(data);
+        npy
+    }
+
+    #[test]
+    fn reads_f32_f16_and_i64_npy() {
+        let npy = write_npy(
+            ElementType::F32,
+            &[2, 2],
+            &f32_bytes(&[1.0, -2.5, 3.0, 4.0]),
+        );
+        let t = read_npy(&npy, "y", "y.npy").expect("f32");
+        assert_eq!(
+            (t.shape.clone(), t.values.clone(), t.dtype),
+            (vec![2, 2], vec![1.0, -2.5, 3.0, 4.0], ElementType::F32)
+        );
+        // 1.0, -2.0, 65504 (max), 2^-24 (smallest subnormal), +inf
+        let halves: Vec<u8> = [0x3c00u16, 0xc000, 0x7bff, 0x0001, 0x7c00]
+            .iter()
+            .flat_map(|h| h.to_le_bytes())
+            .collect();
+        let t = read_npy(&write_npy(ElementType::F16, &[5], &halves), "h", "h.npy").expect("f16");
+        assert_eq!(
+            t.values,
+            vec![1.0, -2.0, 65504.0, 2f64.powi(-24), f64::INFINITY]
+        );
+        assert!(f16_to_f64(0x7e00).is_nan());
+        let ints: Vec<u8> = [-3i64, 1 << 40]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let t = read_npy(&write_npy(ElementType::I64, &[2], &ints), "i", "i.npy").expect("i64");
+        assert_eq!(t.values, vec![-3.0, 1_099_511_627_776.0]);
+    }
+
+    #[test]
+    fn reads_big_endian_fortran_order_and_scalars() {
+        // A 2x3 array [[1,2,3],[4,5,6]] stored column-major as big-endian i32.
+        let column_major: Vec<u8> = [1i32, 4, 2, 5, 3, 6]
+            .iter()
+            .flat_map(|v| v.to_be_bytes())
+            .collect();
+        let npy = raw_npy(
+            "{'descr': '>i4', 'fortran_order': True, 'shape': (2, 3), }",
+            &column_major,
+        );
+        let t = read_npy(&npy, "m", "m.npy").expect("fortran");
+        // Keys in another order, double quotes, Python 2 long dimensions.
+        let npy = raw_npy(
+            r#"{"shape": (2L, 3L), "fortran_order": False, "descr": "<f4"}"#,
+            &f32_bytes(&[0.0; 6]),
+        );
+        assert_eq!(
+            read_npy(&npy, "k", "k.npy").expect("variant header").shape,
+            vec![2, 3]
+        );
+        assert_eq!(t.values, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let scalar = read_npy(
+            &write_npy(ElementType::F64, &[], &2.5f64.to_le_bytes()),
+            "s",
+            "s.npy",
+        )
+        .expect("0-d");
+        assert_eq!((scalar.shape.len(), scalar.values.clone()), (0, vec![2.5]));
+    }
+
+    #[test]
+    fn refuses_bad_files_with_a_reason() {
+        let good = write_npy(ElementType::F32, &[3], &f32_bytes(&[1.0, 2.0, 3.0]));
+        let short = &good[..good.len() - 1];
+        let e = read_npy(short, "y", "y.npy").expect_err("short");
+        assert!(
+            e.to_string()
+                .contains("needs 12 data bytes, the file has 11"),
+            "{e}"
+        );
+        assert!(
+            read_npy(b"PK\x03\x04", "y", "y.npy")
+                .expect_err("magic")
+                .to_string()
+                .contains("magic")
+        );
+        let complex = raw_npy(
+            "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }",
+            &[0; 8],
+        );
+        assert!(
+            read_npy(&complex, "y", "y.npy")
+                .expect_err("complex")
+                .to_string()
+                .contains("'c8'")
+        );
+        let structured = raw_npy(
+            "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }",
+            &[0; 4],
+        );
+        assert!(read_npy(&structured, "y", "y.npy").is_err());
+        let huge = raw_npy(
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 99999999999), }",
+            &[0; 4],
+        );
+        let e = read_npy(&huge, "y", "y.npy").expect_err("overflow");
+        assert!(
+            e.to_string()
+                .contains("more elements than this machine can address"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn reads_npz_stored_and_deflated() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("ref.npz");
+        let file = std::fs::File::create(&path).expect("create");
+        let mut zip = zip::ZipWriter::new(file);
+        let stored = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        zip.start_file("logits.npy", stored).expect("member");
+        zip.write_all(&write_npy(ElementType::F32, &[2], &f32_bytes(&[0.5, 1.5])))
+            .expect("write");
+        zip.finish().expect("finish");
+        let tensors = read_golden(&path).expect("npz");
+        assert_eq!(tensors.len(), 1);
+        assert_eq!(
+            (tensors[0].name.as_str(), tensors[0].values.clone()),
+            ("logits", vec![0.5, 1.5])
+        );
+        std::fs::write(&path, b"not a zip").expect("write");
+        assert!(
+            read_golden(&path)
+                .expect_err("bad zip")
+                .to_string()
+                .contains("not a readable .npz")
+        );
+    }
+
+    #[test]
+    fn reads_a_raw_index_and_checks_sizes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("y.bin"), f32_bytes(&[1.0, 2.0, 3.0, 4.0])).expect("bin");
+        let index = dir.path().join("ref.json");
+        std::fs::write(
+            &index,
+            r#"{"outputs":[{"name":"y","dtype":"f32","shape":[2,2],"file":"y.bin"}]}"#,
+        )
+        .expect("index");
+        let t = read_golden(&index).expect("raw");
+        assert_eq!(
+            (t[0].shape.clone(), t[0].values.clone()),
+            (vec![2, 2], vec![1.0, 2.0, 3.0, 4.0])
+        );
+        std::fs::write(
+            &index,
+            r#"{"outputs":[{"name":"y","dtype":"f32","shape":[3],"file":"y.bin"}]}"#,
+        )
+        .expect("index");
+        let e = read_golden(&index).expect_err("size");
+        assert!(
+            e.to_string()
+                .contains("holds 16 bytes, shape [3] of f32 needs 12"),
+            "{e}"
+        );
+        std::fs::write(
+            &index,
+            r#"{"outputs":[{"name":"y","dtype":"float","shape":[4],"file":"y.bin"}]}"#,
+        )
+        .expect("index");
+        assert!(
+            read_golden(&index)
+                .expect_err("dtype")
+                .to_string()
+                .contains("unknown element type 'float'")
+        );
+        assert!(read_golden(Path::new("x.txt")).is_err());
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let good = write_npy(ElementType::F32, &[2, 3], &f32_bytes(&[1.0; 6]));
+        for _ in 0..3000 {
+            let mut bytes = good.clone();
+            let edits = rng.random_range(1..6);
+            for _ in 0..edits {
+                let i = rng.random_range(0..bytes.len());
+                match rng.random_range(0..3) {
+                    0 => bytes[i] = rng.random(),
+                    1 => bytes.truncate(i),
+                    _ => bytes.insert(i, rng.random()),
+                }
+                if bytes.is_empty() {
+                    break;
+                }
+            }
+            let _ = read_npy(&bytes, "f", "fuzz");
+            let _ = read_npz(&bytes, "fuzz");
+        }
+    }
+}

@@ -1,0 +1,507 @@
+//! Knob databases in the shape of TensorRT's `IBuilderConfig::getAllBuildRoutes()` JSON:
+//!
+//! ```json
+//! {"tuner_version": "2.19.45",
+//!  "tuner_options": [{"option": "-conv_lowering", "allowed_values": "-conv_lowering=[on|off]",
+//!                     "default_value": "on", "help": "Control conv lowering phase."}]}
+//! ```
+//!
+//! `allowed_values` comes in three forms: a closed list `-k=[a|b|c]`, an open integer range
+//! `-k=[1|2|...]` (the listed values are examples; any integer is accepted), and an unbounded type
+//! `-k=int` (any value of that type, never a list in an expression).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// The raw JSON document, as `trtexec --helpBuildRoute` prints it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KnobDb {
+    pub tuner_version: String,
+    pub tuner_options: Vec<KnobOption>,
+}
+
+/// One raw entry of `tuner_options`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KnobOption {
+    pub option: String,
+    pub allowed_values: String,
+    pub default_value: String,
+    #[serde(default)]
+    pub help: String,
+}
+
+/// The values a knob accepts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Domain {
+    /// A closed list, e.g. `[on|off]` or `[0|1|2]`.
+    Listed(Vec<String>),
+    /// An open integer range such as `[1|2|...]`: the listed values are examples, any integer is accepted.
+    OpenRange(Vec<String>),
+    /// Any value of a type such as `int`; an expression may pin it but never list values for it.
+    Unbounded(String),
+}
+
+impl Domain {
+    /// Whether `value` is acceptable for this domain (a knob's own default is always acceptable).
+    pub fn accepts(&self, value: &str) -> bool {
+        match self {
+            Domain::Listed(values) => values.iter().any(|v| v == value),
+            Domain::OpenRange(_) => value.parse::<i64>().is_ok(),
+            Domain::Unbounded(kind) => match kind.as_str() {
+                "int" | "int32_t" | "int64_t" => value.parse::<i64>().is_ok(),
+                "float" | "double" => value.parse::<f64>().is_ok(),
+                _ => !value.is_empty() && value != kind,
+            },
+        }
+    }
+
+    /// How the domain reads in an `allowed_values` string (after `=`).
+    pub fn render(&self) -> String {
+        match self {
+            Domain::Listed(values) => format!("[{}]", values.join("|")),
+            Domain::OpenRange(values) => format!("[{}|...]", values.join("|")),
+            Domain::Unbounded(kind) => kind.clone(),
+        }
+    }
+}
+
+/// A parsed knob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Knob {
+    /// The option name with its leading dash, e.g. `-kgen:tiling`.
+    pub name: String,
+    pub domain: Domain,
+    pub default: String,
+    pub help: String,
+    /// Which database the knob came from (a runtime's own knobs, extra build-flag knobs, ...).
+    pub source: String,
+}
+
+/// A problem in a knob database.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum KnobDbError {
+    #[error(
+        "knob database '{source_name}' is not valid JSON in the getAllBuildRoutes shape: {message}"
+    )]
+    Json {
+        source_name: String,
+        message: String,
+    },
+    #[error(
+        "knob database '{source_name}': an option has an empty name; every entry needs \"option\": \"-name\""
+    )]
+    EmptyName { source_name: String },
+    #[error(
+        "knob database '{source_name}': allowed_values of {knob} is '{allowed}', expected '{knob}=[a|b|...]', \
+         '{knob}=[1|2|...]' or '{knob}=int'"
+    )]
+    BadAllowedValues {
+        source_name: String,
+        knob: String,
+        allowed: String,
+    },
+    #[error(
+        "knob {knob} is defined by both '{first}' and '{second}'; a knob may come from one database only"
+    )]
+    Duplicate {
+        knob: String,
+        first: String,
+        second: String,
+    },
+    #[error("no knob named '{query}'{}", did_you_mean(suggestion.as_deref()))]
+    UnknownFilter {
+        query: String,
+        suggestion: Option<String>,
+    },
+}
+
+/// ` (did you mean X?)` when there is a suggestion.
+pub(crate) fn did_you_mean(suggestion: Option<&str>) -> String {
+    suggestion
+        .map(|s| format!(" (did you mean {s}?)"))
+        .unwrap_or_default()
+}
+
+/// A validated knob database, possibly merged from several sources.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KnobSet {
+    /// `tuner_version` of each source, in merge order: `(source, version)`.
+    pub sources: Vec<(String, String)>,
+    knobs: Vec<Knob>,
+    index: BTreeMap<String, usize>,
+}
+
+impl KnobSet {
+    /// Parse a getAllBuildRoutes JSON document; `source_name` names it in errors (a path, a runtime).
+    pub fn from_json(text: &str, source_name: &str) -> Result<Self, KnobDbError> {
+        let db: KnobDb = serde_json::from_str(text).map_err(|e| KnobDbError::Json {
+            source_name: source_name.to_string(),
+            message: e.to_string(),
+        })?;
+        Self::from_db(&db, source_name)
+    }
+
+    /// Validate a raw database.
+    pub fn from_db(db: &KnobDb, source_name: &str) -> Result<Self, KnobDbError> {
+        let mut set = KnobSet {
+            sources: vec![(source_name.to_string(), db.tuner_version.clone())],
+            knobs: Vec::new(),
+            index: BTreeMap::new(),
+        };
+        for option in &db.tuner_options {
+            let knob = parse_option(option, source_name)?;
+            set.push(knob)?;
+        }
+        Ok(set)
+    }
+
+    /// Merge databases in order (e.g. a runtime's knobs, then extra build-flag knobs). A knob defined twice
+    /// is an error naming both sources.
+    pub fn merge(parts: impl IntoIterator<Item = KnobSet>) -> Result<Self, KnobDbError> {
+        let mut merged = KnobSet {
+            sources: Vec::new(),
+            knobs: Vec::new(),
+            index: BTreeMap::new(),
+        };
+        for part in parts {
+            merged.sources.extend(part.sources);
+            for knob in part.knobs {
+                merged.push(knob)?;
+            }
+        }
+        Ok(merged)
+    }
+
+    fn push(&mut self, knob: Knob) -> Result<(), KnobDbError> {
+        if let Some(&i) = self.index.get(&knob.name) {
+            return Err(KnobDbError::Duplicate {
+                knob: knob.name,
+                first: self.knobs[i].source.clone(),
+                second: knob.source,
+            });
+        }
+        self.index.insert(knob.name.clone(), self.knobs.len());
+        self.knobs.push(knob);
+        Ok(())
+    }
+
+    /// The tuner version: one source's version, or `source=version` pairs joined by `+` after a merge.
+    pub fn tuner_version(&self) -> String {
+        match self.sources.as_slice() {
+            [(_, version)] => version.clone(),
+            many => many
+                .iter()
+                .map(|(s, v)| format!("{s}={v}"))
+                .collect::<Vec<_>>()
+                .join("+"),
+        }
+    }
+
+    pub fn knobs(&self) -> &[Knob] {
+        &self.knobs
+    }
+
+    pub fn len(&self) -> usize {
+        self.knobs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.knobs.is_empty()
+    }
+
+    /// A knob by exact name (with its leading dash).
+    pub fn get(&self, name: &str) -> Option<&Knob> {
+        self.index.get(name).map(|&i| &self.knobs[i])
+    }
+
+    /// A knob by name with or without the leading dash (as `--helpBuildRoute=KNOB` accepts).
+    pub fn find(&self, name: &str) -> Option<&Knob> {
+        let name = name.trim();
+        self.get(name)
+            .or_else(|| self.get(&format!("-{}", name.trim_start_matches('-'))))
+    }
+
+    /// The closest knob name to a misspelt one, if any is close enough to be a plausible typo.
+    pub fn suggest(&self, name: &str) -> Option<String> {
+        let wanted = format!("-{}", name.trim().trim_start_matches('-'));
+        let limit = (wanted.chars().count() / 3).max(2);
+        self.knobs
+            .iter()
+            .map(|k| (edit_distance(&wanted, &k.name), &k.name))
+            .filter(|(d, _)| *d <= limit)
+            .min_by_key(|(d, _)| *d)
+            .map(|(_, n)| n.clone())
+    }
+
+    /// Every knob at its default, space-separated: the default build route.
+    pub fn default_route(&self) -> String {
+        self.knobs
+            .iter()
+            .map(|k| format!("{}={}", k.name, k.default))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Back to the getAllBuildRoutes shape (after a merge: the merged document).
+    pub fn to_db(&self) -> KnobDb {
+        KnobDb {
+            tuner_version: self.tuner_version(),
+            tuner_options: self.knobs.iter().map(to_option).collect(),
+        }
+    }
+
+    /// The knobs a `--help-routes[=KNOB]` filter selects: all, or the one named (dash optional).
+    pub fn select(&self, filter: Option<&str>) -> Result<Vec<&Knob>, KnobDbError> {
+        match filter.map(str::trim).filter(|f| !f.is_empty()) {
+            None => Ok(self.knobs.iter().collect()),
+            Some(query) => match self.find(query) {
+                Some(k) => Ok(vec![k]),
+                None => Err(KnobDbError::UnknownFilter {
+                    query: query.to_string(),
+                    suggestion: self.suggest(query),
+                }),
+            },
+        }
+    }
+
+    /// `--help-routes[=KNOB]` as JSON in the getAllBuildRoutes shape (pretty-printed).
+    pub fn help_json(&self, filter: Option<&str>) -> Result<String, KnobDbError> {
+        let selected = self.select(filter)?;
+        let db = KnobDb {
+            tuner_version: self.tuner_version(),
+            tuner_options: selected.into_iter().map(to_option).collect(),
+        };
+        serde_json::to_string_pretty(&db).map_err(|e| KnobDbError::Json {
+            source_name: "help output".into(),
+            message: e.to_string(),
+        })
+    }
+
+    /// `--help-routes[=KNOB]` as text: one block per knob with its values, default and help.
+    pub fn help_text(&self, filter: Option<&str>) -> Result<String, KnobDbError> {
+        let selected = self.select(filter)?;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "tuner version {} ({} of {} knobs)",
+            self.tuner_version(),
+            selected.len(),
+            self.len()
+        );
+        for k in selected {
+            let _ = writeln!(
+                out,
+                "{}={}  (default: {}; from {})",
+                k.name,
+                k.domain.render(),
+                k.default,
+                k.source
+            );
+            if !k.help.is_empty() {
+                let _ = writeln!(out, "    {}", k.help);
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn to_option(k: &Knob) -> KnobOption {
+    KnobOption {
+        option: k.name.clone(),
+        allowed_values: format!("{}={}", k.name, k.domain.render()),
+        default_value: k.default.clone(),
+        help: k.help.clone(),
+    }
+}
+
+fn parse_option(option: &KnobOption, source_name: &str) -> Result<Knob, KnobDbError> {
+    let name = option.option.trim().to_string();
+    if name.is_empty() {
+        return Err(KnobDbError::EmptyName {
+            source_name: source_name.to_string(),
+        });
+    }
+    let bad = || KnobDbError::BadAllowedValues {
+        source_name: source_name.to_string(),
+        knob: name.clone(),
+        allowed: option.allowed_values.clone(),
+    };
+    let rest = option
+        .allowed_values
+        .trim()
+        .strip_prefix(name.as_str())
+        .and_then(|r| r.strip_prefix('='))
+        .ok_or_else(bad)?;
+    let domain = if let Some(inner) = rest.strip_prefix('[') {
+        let inner = inner.strip_suffix(']').ok_or_else(bad)?;
+        let mut values: Vec<String> = inner
+            .split('|')
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(String::from)
+            .collect();
+        if values.last().map(String::as_str) == Some("...") {
+            values.pop();
+            if values.iter().any(|v| v.parse::<i64>().is_err()) {
+                return Err(bad());
+            }
+            Domain::OpenRange(values)
+        } else {
+            if values.is_empty() || values.iter().any(|v| v == "...") {
+                return Err(bad());
+            }
+            Domain::Listed(values)
+        }
+    } else {
+        let kind = rest.trim();
+        if kind.is_empty() || kind.contains(['[', ']', '|', ' ']) {
+            return Err(bad());
+        }
+        Domain::Unbounded(kind.to_string())
+    };
+    Ok(Knob {
+        name,
+        domain,
+        default: option.default_value.trim().to_string(),
+        help: option.help.clone(),
+        source: source_name.to_string(),
+    })
+}
+
+/// Levenshtein distance over characters.
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != *cb);
+            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &str = include_str!(
+        "../../../tests/fixtures/trtexec-logs/trt11.1_helpBuildRoute_knobdb_EXCERPT.json"
+    );
+
+    fn fixture() -> KnobSet {
+        KnobSet::from_json(FIXTURE, "trtexec --helpBuildRoute").expect("fixture parses")
+    }
+
+    #[test]
+    fn parses_every_allowed_values_form_of_the_real_database() {
+        let set = fixture();
+        assert_eq!(set.len(), 21);
+        assert_eq!(set.tuner_version(), "2.19.45");
+        let lowering = set.get("-conv_lowering").expect("knob");
+        assert_eq!(
+            lowering.domain,
+            Domain::Listed(vec!["on".into(), "off".into()])
+        );
+        assert_eq!(lowering.default, "on");
+        let tiling = set.get("-kgen:tiling").expect("knob");
+        assert_eq!(
+            tiling.domain,
+            Domain::Listed(vec!["0".into(), "1".into(), "2".into()])
+        );
+        let peep = set.get("-peep:max").expect("knob");
+        assert_eq!(peep.domain, Domain::OpenRange(vec!["1".into(), "2".into()]));
+        assert_eq!(peep.default, "0");
+        assert!(peep.domain.accepts("17") && !peep.domain.accepts("x"));
+        let tactics = set.get("-cask_fusion:num_tactics").expect("knob");
+        assert_eq!(tactics.domain, Domain::Unbounded("int".into()));
+        assert!(tactics.domain.accepts("10") && !tactics.domain.accepts("int"));
+    }
+
+    #[test]
+    fn json_round_trips_the_fixture() {
+        let set = fixture();
+        let original: KnobDb = serde_json::from_str(FIXTURE).expect("raw");
+        assert_eq!(set.to_db(), original);
+    }
+
+    #[test]
+    fn help_filter_accepts_the_name_with_or_without_dash() {
+        let set = fixture();
+        for query in ["kgen:tiling", "-kgen:tiling"] {
+            let json = set.help_json(Some(query)).expect("known knob");
+            let db: KnobDb = serde_json::from_str(&json).expect("json");
+            assert_eq!(db.tuner_options.len(), 1);
+            assert_eq!(db.tuner_options[0].option, "-kgen:tiling");
+        }
+        let all: KnobDb = serde_json::from_str(&set.help_json(None).expect("all")).expect("json");
+        assert_eq!(all.tuner_options.len(), 21);
+        let text = set.help_text(Some("peep:max")).expect("text");
+        assert!(text.contains("-peep:max=[1|2|...]  (default: 0;"), "{text}");
+        assert!(text.contains("Control peephole maximum"), "{text}");
+        let err = set.help_text(Some("kgen:tilling")).expect_err("typo");
+        assert_eq!(
+            err.to_string(),
+            "no knob named 'kgen:tilling' (did you mean -kgen:tiling?)"
+        );
+    }
+
+    #[test]
+    fn merge_keeps_order_and_refuses_a_knob_defined_twice() {
+        let extra = KnobSet::from_json(
+            r#"{"tuner_version":"1","tuner_options":[{"option":"-builder_optimization_level",
+                "allowed_values":"-builder_optimization_level=[0|1|2|3|4|5]","default_value":"3","help":"h"}]}"#,
+            "trtexec build flags",
+        )
+        .expect("extra");
+        let merged = KnobSet::merge([fixture(), extra.clone()]).expect("merge");
+        assert_eq!(merged.len(), 22);
+        assert_eq!(merged.knobs()[21].name, "-builder_optimization_level");
+        assert_eq!(merged.knobs()[21].source, "trtexec build flags");
+        assert_eq!(
+            merged.tuner_version(),
+            "trtexec --helpBuildRoute=2.19.45+trtexec build flags=1"
+        );
+        let err = KnobSet::merge([extra.clone(), extra]).expect_err("duplicate");
+        assert!(
+            err.to_string()
+                .contains("defined by both 'trtexec build flags' and 'trtexec build flags'")
+        );
+    }
+
+    #[test]
+    fn malformed_databases_are_refused_with_the_knob_named() {
+        let bad = r#"{"tuner_version":"1","tuner_options":[{"option":"-a","allowed_values":"-b=[on|off]","default_value":"on"}]}"#;
+        let err = KnobSet::from_json(bad, "db.json").expect_err("mismatched name");
+        assert!(
+            err.to_string()
+                .contains("allowed_values of -a is '-b=[on|off]'"),
+            "{err}"
+        );
+        let err = KnobSet::from_json("{", "db.json").expect_err("json");
+        assert!(
+            err.to_string()
+                .starts_with("knob database 'db.json' is not valid JSON"),
+            "{err}"
+        );
+        for allowed in ["-a=[]", "-a=[on|off", "-a=", "-a=[x|...]"] {
+            let text = format!(
+                r#"{{"tuner_version":"1","tuner_options":[{{"option":"-a","allowed_values":"{allowed}","default_value":"on"}}]}}"#
+            );
+            assert!(
+                KnobSet::from_json(&text, "db").is_err(),
+                "{allowed} should be refused"
+            );
+        }
+    }
+
+    #[test]
+    fn edit_distance_counts_single_edits() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("same", "same"), 0);
+    }
+}

@@ -1,0 +1,187 @@
+//! The JSON summary of a tune, schema `trtmc.tuning-summary/v1` (schemas/tuning-summary.schema.json).
+//! It carries everything a report needs: every route with its status, error, accuracy per tensor and
+//! statistic with interval; the ties; the head-to-head; the decision with its margin.
+
+use crate::cache::{Phase, RouteStatus, Stage};
+use crate::search::SearchOrder;
+use crate::select::{Estimate, Objective};
+use serde::{Deserialize, Serialize};
+use trtmc_core::accuracy::{AccuracyReport, AccuracySpec};
+use trtmc_core::stats::{Interval, Summary};
+
+pub const SUMMARY_SCHEMA: &str = "trtmc.tuning-summary/v1";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TuneSummary {
+    pub schema: String,
+    pub tuner_version: String,
+    pub search: SearchOrder,
+    pub objective: Objective,
+    /// Unit of every estimate's `value`, `low` and `high`.
+    pub objective_unit: String,
+    pub confidence: f64,
+    pub min_effect: f64,
+    pub expression: String,
+    /// The `fast`/`mixed` baseline (variable knobs at their defaults, fixed knobs pinned).
+    pub baseline_route: String,
+    /// Every knob of the expression at its database default: what the runtime builds untuned.
+    pub default_route: String,
+    pub accuracy: AccuracySpec,
+    pub routes: Vec<RouteSummary>,
+    /// Mixed search: the knobs promoted to phase 2 (built, accurate and faster than the baseline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub positive_knobs: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub racing: Option<RacingSummary>,
+    /// Routes whose search-phase interval overlaps the best one's (the best first).
+    pub ties: Vec<String>,
+    pub head_to_head: Option<HeadToHeadSummary>,
+    pub decision: Decision,
+    pub counts: Counts,
+    /// Why the tune ended early, if it did.
+    pub stopped: Option<StopReason>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+impl TuneSummary {
+    /// True when no route was eligible (the CLI exits nonzero then).
+    pub fn all_failed(&self) -> bool {
+        self.decision.kind == DecisionKind::None
+    }
+
+    pub fn route(&self, route: &str) -> Option<&RouteSummary> {
+        self.routes.iter().find(|r| r.route == route)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RouteSummary {
+    pub route: String,
+    /// Phase of the iteration that built and checked the route.
+    pub phase: Phase,
+    pub iter: usize,
+    pub status: RouteStatus,
+    pub failed_stage: Option<Stage>,
+    pub crash: bool,
+    pub error_message: Option<String>,
+    pub accuracy: Option<AccuracyReport>,
+    /// Objective over the search-phase samples (evaluation plus racing rounds).
+    pub search: Option<Estimate>,
+    pub search_samples: Option<Summary>,
+    /// Objective over the head-to-head samples, for finalists.
+    pub head_to_head: Option<Estimate>,
+    pub eligible: bool,
+    pub tied_with_best: bool,
+    pub finalist: bool,
+    /// Racing: the round after which the route was dropped as slower than the best.
+    pub eliminated_in_round: Option<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RacingSummary {
+    pub rounds: usize,
+    pub round_calls: usize,
+    pub alpha: f64,
+    pub test: String,
+    pub eliminated: usize,
+    pub survivors: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeadToHeadSummary {
+    /// `interleaved_passes`, or `search_samples` when the passes could not run (budget spent).
+    pub based_on: String,
+    pub passes: usize,
+    pub calls_per_pass: usize,
+    pub finalists: Vec<FinalistResult>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FinalistResult {
+    pub route: String,
+    pub estimate: Option<Estimate>,
+    /// Cost relative to the fastest finalist (`None` for the fastest itself).
+    pub ratio_to_best: Option<Interval>,
+    pub tied_with_best: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionKind {
+    /// One route is faster than every other finalist by more than `min_effect` at `confidence`.
+    Winner,
+    /// Several routes are within noise of each other; `route` is the one chosen among them.
+    Tie,
+    /// Only one route was eligible.
+    Sole,
+    /// No route was eligible.
+    None,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    pub kind: DecisionKind,
+    /// The route to use (the winner, or the chosen one of a tie).
+    pub route: Option<String>,
+    /// All tied routes (for `tie`), the chosen one included.
+    pub tied_routes: Vec<String>,
+    /// Winner only: how much slower the closest other finalist is.
+    pub margin: Option<Margin>,
+    /// How the chosen route compares with the baseline, when the baseline was measured.
+    pub versus_baseline: Option<Margin>,
+    pub reason: String,
+}
+
+/// `cost(other) / cost(route)`: above 1 means `route` is faster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Margin {
+    pub other: String,
+    pub ratio: f64,
+    pub low: f64,
+    pub high: f64,
+    pub confidence: f64,
+    /// `(ratio - 1) * 100`.
+    pub percent: f64,
+}
+
+impl Margin {
+    pub fn from_interval(other: String, i: Interval) -> Self {
+        Self {
+            other,
+            ratio: i.estimate,
+            low: i.low,
+            high: i.high,
+            confidence: i.confidence,
+            percent: (i.estimate - 1.0) * 100.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Routes planned before measurement (mixed: phase 1).
+    pub planned: usize,
+    pub evaluated: usize,
+    pub eligible: usize,
+    pub crashed: usize,
+    pub timed_out: usize,
+    pub failed: usize,
+    pub accuracy_failed: usize,
+    pub accuracy_errors: usize,
+    /// Lines in the tuning cache after the header.
+    pub iterations: usize,
+    /// Iterations run in this session (the rest were read back from the cache).
+    pub iterations_this_session: usize,
+    /// Measurement calls made in this session, warm-ups included.
+    pub measurement_calls_this_session: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The whole-tune budget (`--timeout`) was spent.
+    Budget,
+    /// The caller asked to stop after a number of iterations (a simulated kill); continue with the cache.
+    Interrupted,
+}
