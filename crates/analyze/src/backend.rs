@@ -1154,6 +1154,33 @@ fn by_keys(
     )
 }
 
+/// The seed's concentration categories and the time share at which each is flagged.
+pub(crate) const CONCENTRATION: [(&str, f64); 7] = [
+    ("kgen", 25.0),
+    ("shape", 3.0),
+    ("cast", 3.0),
+    ("gather", 5.0),
+    ("reshape", 5.0),
+    ("pointwise", 20.0),
+    ("reduction", 15.0),
+];
+
+pub(crate) fn in_concentration_category(category: &str, l: &LayerView) -> bool {
+    match category {
+        "kgen" => l.raw_type.eq_ignore_ascii_case("kgen"),
+        "shape" => l.family == Family::Shape,
+        "cast" => l.family == Family::Cast,
+        "gather" => l.family == Family::Gather,
+        "reshape" => l.family == Family::Shuffle,
+        "pointwise" => l.family == Family::Pointwise,
+        "reduction" => matches!(
+            l.family,
+            Family::Reduction | Family::Softmax | Family::Normalization
+        ),
+        _ => false,
+    }
+}
+
 /// Per-type time shares and the seed's concentration categories.
 pub(crate) fn breakdowns(layers: &[LayerView]) -> Breakdowns {
     let (by_type, by_family, by_precision, by_tag) = by_keys(layers, true);
@@ -1168,24 +1195,11 @@ pub(crate) fn breakdowns(layers: &[LayerView]) -> Breakdowns {
                 )
             })
     };
-    let categories: [(&'static str, f64, &dyn Fn(&LayerView) -> bool); 7] = [
-        ("kgen", 25.0, &|l| l.raw_type.eq_ignore_ascii_case("kgen")),
-        ("shape", 3.0, &|l| l.family == Family::Shape),
-        ("cast", 3.0, &|l| l.family == Family::Cast),
-        ("gather", 5.0, &|l| l.family == Family::Gather),
-        ("reshape", 5.0, &|l| l.family == Family::Shuffle),
-        ("pointwise", 20.0, &|l| l.family == Family::Pointwise),
-        ("reduction", 15.0, &|l| {
-            matches!(
-                l.family,
-                Family::Reduction | Family::Softmax | Family::Normalization
-            )
-        }),
-    ];
-    let concentration = categories
+    let concentration = CONCENTRATION
         .iter()
-        .map(|(category, threshold, pred)| {
-            let (count, percentage) = share(*pred);
+        .map(|(category, threshold)| {
+            let (count, percentage) =
+                share(&|l: &LayerView| in_concentration_category(category, l));
             Concentration {
                 category,
                 count,

@@ -295,18 +295,7 @@ fn latency_findings(input: &Input, b: &mut Builder) {
         };
         let idx: Vec<u32> = layers
             .iter()
-            .filter(|l| match c.category {
-                "kgen" => l.raw_type.eq_ignore_ascii_case("kgen"),
-                "shape" => l.family == Family::Shape,
-                "cast" => l.family == Family::Cast,
-                "gather" => l.family == Family::Gather,
-                "reshape" => l.family == Family::Shuffle,
-                "pointwise" => l.family == Family::Pointwise,
-                _ => matches!(
-                    l.family,
-                    Family::Reduction | Family::Softmax | Family::Normalization
-                ),
-            })
+            .filter(|l| crate::backend::in_concentration_category(c.category, l))
             .map(|l| l.index)
             .take(50)
             .collect();

@@ -161,8 +161,13 @@ pub fn read_layer_info(text: &str) -> Result<LayerInfo, FormatError> {
         let offset = offset_in(text, raw.get());
         let layer = match first_byte(raw.get()) {
             Some(b'{') => {
-                objects += 1;
-                read_layer_object(text, raw, offset, index)
+                let layer = read_layer_object(text, raw, offset, index);
+                if layer.names_only {
+                    strings += 1;
+                } else {
+                    objects += 1;
+                }
+                layer
             }
             Some(b'"') => {
                 strings += 1;
@@ -245,7 +250,7 @@ fn split_document(text: &str) -> Result<(RootShape, Records<'_>, Option<&RawValu
             {
                 let keys = object_keys(first.get());
                 if let Some(found) = describe_record_keys(&keys)
-                    && !keys.iter().any(|k| k == "LayerType" || k == "Inputs" || k == "Name")
+                    && !keys.iter().any(|k| k == "LayerType" || k == "Inputs" || k == "Outputs")
                 {
                     return Err(FormatError::WrongKind { expected: "a layer-info export", found: found.to_owned() });
                 }
