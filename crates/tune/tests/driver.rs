@@ -273,7 +273,8 @@ fn a_small_difference_inside_the_noise_is_a_tie_not_a_win() {
 
 #[test]
 fn racing_matches_the_exhaustive_winner_with_far_fewer_calls() {
-    // 16 routes, 3 % noise; the best is 10 % faster than the default, a close second 3 % behind it.
+    // 16 routes, 3 % noise; the best (-k0=2 -k1=1) is 6 % faster than the default, its neighbours 2-3 %
+    // slower than it.
     let latency = |r: &trtmc_tune::Route| {
         let (a, b) = (value(r, "-k0") as f64, value(r, "-k1") as f64);
         let distance = (a - 2.0).abs() + (b - 1.0).abs();
@@ -288,31 +289,45 @@ fn racing_matches_the_exhaustive_winner_with_far_fewer_calls() {
         },
         ..plan(2, expression, search)
     };
-    let mut full = FakeRunner::new(latency);
-    let exhaustive = run(&mut full, &with_calls(SearchOrder::Full));
-    let mut racer = FakeRunner::new(latency);
-    let raced = run(&mut racer, &with_calls(SearchOrder::Racing));
-    let route_of = |s: &TuneSummary| s.decision.route.clone().expect("a route is chosen");
-    let truth = |key: &str| {
-        let knobs = knobs(2);
-        latency(&trtmc_tune::search::baseline(
-            &parse(key, &knobs).expect("route"),
-            &knobs,
-        ))
-    };
-    let (e, r) = (route_of(&exhaustive), route_of(&raced));
-    assert!(
-        truth(&r) <= truth(&e) * 1.02,
-        "racing chose {r} ({}), exhaustive {e} ({})",
-        truth(&r),
-        truth(&e)
-    );
-    assert!(
-        racer.measure_calls * 10 <= full.measure_calls * 4,
-        "racing used {} calls, exhaustive {}",
-        racer.measure_calls,
-        full.measure_calls
-    );
+    for seed in 1..=4 {
+        let mut full = FakeRunner::new(latency);
+        full.seed = seed;
+        let exhaustive = run(&mut full, &with_calls(SearchOrder::Full));
+        let mut racer = FakeRunner::new(latency);
+        racer.seed = seed;
+        let raced = run(&mut racer, &with_calls(SearchOrder::Racing));
+        let route_of = |s: &TuneSummary| s.decision.route.clone().expect("a route is chosen");
+        let truth = |key: &str| {
+            let knobs = knobs(2);
+            latency(&trtmc_tune::search::baseline(
+                &parse(key, &knobs).expect("route"),
+                &knobs,
+            ))
+        };
+        let (e, r) = (route_of(&exhaustive), route_of(&raced));
+        eprintln!(
+            "seed {seed}: racing {r} with {} calls, exhaustive {e} with {} calls ({:.0} %)",
+            racer.measure_calls,
+            full.measure_calls,
+            100.0 * racer.measure_calls as f64 / full.measure_calls as f64
+        );
+        assert!(
+            truth(&r) <= truth(&e) * 1.02,
+            "racing chose {r} ({}), exhaustive {e} ({})",
+            truth(&r),
+            truth(&e)
+        );
+        assert!(
+            racer.measure_calls * 10 <= full.measure_calls * 4,
+            "racing used {} calls, exhaustive {}",
+            racer.measure_calls,
+            full.measure_calls
+        );
+        check_racing_summary(&raced);
+    }
+}
+
+fn check_racing_summary(raced: &TuneSummary) {
     let racing = raced.racing.as_ref().expect("racing summary");
     assert!(racing.eliminated >= 10, "{racing:?}");
     assert!(
