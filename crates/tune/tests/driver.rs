@@ -648,3 +648,59 @@ fn summary_and_header_validate_against_their_schemas() {
         serde_json::to_value(header_for(&plan(2, "-k0=[0|1]", SearchOrder::Fast))).expect("header");
     common::assert_valid("tuning-cache.schema.json", &header);
 }
+
+#[test]
+fn continue_with_a_reference_from_the_default_route_recomputes_it_once() {
+    let p = plan(2, "-k0=[1|2|3] -k1=[0|3]", SearchOrder::Fast);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("c.jsonl");
+    let mut writer = CacheWriter::create(&path, &header_for(&p)).expect("create");
+    let session = Session {
+        cache: Some(&mut writer),
+        stop_after_new_iterations: Some(3),
+        ..Session::default()
+    };
+    let partial = tune(
+        &mut FakeRunner::new(two_good_knobs),
+        &p,
+        &golden_inputs(),
+        &Reference::DefaultRoute,
+        session,
+    )
+    .expect("interrupted");
+    drop(writer);
+    assert_eq!(partial.counts.iterations, 3);
+    let (content, mut writer) = cache::open_for_continue(&path).expect("continue");
+    assert_eq!(content.records[0].phase, Phase::Reference);
+    assert!(content.records[0].outputs_sha256.is_some());
+    let restored = TunePlan::from_header(&content.header).expect("plan");
+    let mut runner = FakeRunner::new(two_good_knobs);
+    let session = Session {
+        cache: Some(&mut writer),
+        previous: content.records,
+        ..Session::default()
+    };
+    let resumed = tune(
+        &mut runner,
+        &restored,
+        &golden_inputs(),
+        &Reference::DefaultRoute,
+        session,
+    )
+    .expect("resumed");
+    assert!(
+        resumed.notes.iter().all(|n| !n.contains("differ")),
+        "{:?}",
+        resumed.notes
+    );
+    assert_eq!(resumed.decision.route.as_deref(), Some("-k0=2 -k1=0"));
+    // The reference line was replayed, not appended again.
+    let phases: Vec<Phase> = cache::read(&path)
+        .expect("read")
+        .records
+        .iter()
+        .map(|r| r.phase)
+        .collect();
+    assert_eq!(phases.iter().filter(|p| **p == Phase::Reference).count(), 1);
+    assert_eq!(phases.len(), resumed.counts.iterations);
+}
