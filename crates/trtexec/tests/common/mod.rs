@@ -3,17 +3,17 @@
 
 use std::path::{Path, PathBuf};
 
-/// `TRTMC_FIXTURES` if set, else `<repo>/../shared/fixtures`. Panics with a clear message when the
-/// folder is missing: these tests must never pass by skipping.
+/// `TRTMC_FIXTURES` if set, else the vendored `<repo>/tests/fixtures`. Panics with a clear message when
+/// the folder is missing: these tests must never pass by skipping.
 pub fn fixtures_dir() -> PathBuf {
     let dir = match std::env::var_os("TRTMC_FIXTURES") {
         Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures"),
     };
     assert!(
         dir.join("trtexec-logs").is_dir(),
         "the recorded trtexec fixtures are missing: expected {}/trtexec-logs. Set TRTMC_FIXTURES to \
-         the shared/fixtures folder (it holds trtexec-logs/, trex/, trtexec-other/)",
+         a copy of the fixtures folder (it holds trtexec-logs/, trex/, trtexec-other/)",
         dir.display()
     );
     dir
