@@ -3,7 +3,6 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use serde_json::value::RawValue;
 
 use crate::backend;
 use crate::classify::Family;
@@ -228,12 +227,8 @@ pub struct Engines {
     pub inferred: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct TensorView {
-    pub name: String,
-    pub dims: Option<Vec<i64>>,
-    pub format: Option<String>,
-}
+/// A tensor as shown in the analysis (name, dimensions, format).
+pub use crate::read::Tensor as TensorView;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct LayerTiming {
@@ -247,14 +242,14 @@ pub struct LayerTiming {
 pub struct LayerView {
     pub index: u32,
     pub name: String,
-    pub raw_type: String,
+    pub raw_type: std::sync::Arc<str>,
     /// Report type: raw LayerType with the `kgen_mha` / `misc` overrides.
     #[serde(rename = "type")]
-    pub report_type: String,
+    pub report_type: std::sync::Arc<str>,
     pub family: Family,
     /// True when the family was guessed from the name (names-only exports).
     pub family_from_name: bool,
-    pub parameter_type: Option<String>,
+    pub parameter_type: Option<std::sync::Arc<str>>,
     pub precision: Option<&'static str>,
     pub output_precision: Option<&'static str>,
     pub tactic: Option<String>,
@@ -267,9 +262,10 @@ pub struct LayerView {
     pub outputs: Vec<TensorView>,
     pub tags: Vec<&'static str>,
     pub timing: Option<LayerTiming>,
-    /// The record as written, for the published-format output.
+    /// Where the record as written sits in the backend's layer-info source, for the
+    /// published-format output.
     #[serde(skip)]
-    pub raw: Option<Box<RawValue>>,
+    pub raw: Option<std::ops::Range<usize>>,
     #[serde(skip)]
     pub verbatim_ok: bool,
 }
@@ -336,6 +332,9 @@ pub struct Backend {
     /// Layer indices by time share, largest first.
     pub hot_layers: Vec<u32>,
     pub findings: Findings,
+    /// The layer-info document the layers' `raw` ranges point into.
+    #[serde(skip)]
+    pub source: Option<std::sync::Arc<String>>,
 }
 
 impl Backend {

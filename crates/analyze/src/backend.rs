@@ -5,15 +5,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use crate::analysis::{
     Backend, BackendModel, BackendValidation, Breakdowns, Bucket, Check, CheckStatus,
     Concentration, Context, CountSource, Engines, ExportInfo, GraphView, LayerTiming, LayerView,
-    Level, Message, Mode, Sources, Status, TensorView, Timing,
+    Level, Message, Mode, Sources, Status, Timing,
 };
 use crate::classify::{self, Family};
 use crate::discover::BackendFiles;
 use crate::findings::{self, Findings};
 use crate::identity::{CategorySignals, Confidence};
-use crate::read::{
-    self, HeaderCount, Layer, LayerInfo, Profile, ProfileRecord, Tensor, Times, Verbosity,
-};
+use crate::read::{self, HeaderCount, Layer, LayerInfo, Profile, ProfileRecord, Times, Verbosity};
 
 /// A backend's files, read but not yet validated.
 #[derive(Debug)]
@@ -33,7 +31,7 @@ pub(crate) struct Loaded {
 fn read_file<T>(
     path: &std::path::Path,
     notes: &mut Vec<Message>,
-    parse: impl FnOnce(&str) -> Result<T, read::FormatError>,
+    parse: impl FnOnce(String) -> Result<T, read::FormatError>,
 ) -> Result<T, String> {
     let (text, warning) = read::read_text(path).map_err(|e| e.to_string())?;
     if let Some(w) = warning {
@@ -43,7 +41,7 @@ fn read_file<T>(
             message: format!("{}: {w}", path.display()),
         });
     }
-    parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    parse(text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 pub(crate) fn load_files(files: &BackendFiles) -> Loaded {
@@ -59,18 +57,28 @@ pub(crate) fn load_files(files: &BackendFiles) -> Loaded {
             .map(|p| p.display().to_string())
             .collect(),
     };
-    let layers = files
-        .layers
-        .as_ref()
-        .map(|p| read_file(p, &mut notes, read::read_layer_info));
-    let profile = files
-        .profile
-        .as_ref()
-        .map(|p| read_file(p, &mut notes, read::read_profile));
-    let times = files
-        .times
-        .as_ref()
-        .map(|p| read_file(p, &mut notes, read::read_times));
+    // The profile and times are read on a second thread while the (larger) layer file is parsed.
+    let read_side = || {
+        let mut notes = Vec::new();
+        let profile = files
+            .profile
+            .as_ref()
+            .map(|p| read_file(p, &mut notes, |t| read::read_profile(&t)));
+        let times = files
+            .times
+            .as_ref()
+            .map(|p| read_file(p, &mut notes, |t| read::read_times(&t)));
+        (profile, times, notes)
+    };
+    let (layers, (profile, times, side_notes)) = std::thread::scope(|s| {
+        let side = s.spawn(read_side);
+        let layers = files
+            .layers
+            .as_ref()
+            .map(|p| read_file(p, &mut notes, read::read_layer_info));
+        (layers, side.join().unwrap_or_else(|_| read_side()))
+    });
+    notes.extend(side_notes);
     Loaded {
         label: files.label.clone(),
         sources,
@@ -167,6 +175,7 @@ fn empty_backend(label: String, sources: Sources, v: Validator) -> Backend {
         breakdowns: None,
         hot_layers: Vec::new(),
         findings: Findings::default(),
+        source: None,
     }
 }
 
@@ -342,6 +351,7 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
         signals.scan(b);
     }
     let LayerInfo {
+        source,
         root,
         verbosity,
         layers: raw_layers,
@@ -536,18 +546,8 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
         hot_layers: hot,
         layers,
         findings,
+        source: Some(source),
     }
-}
-
-fn tensor_views(tensors: Vec<Tensor>) -> Vec<TensorView> {
-    tensors
-        .into_iter()
-        .map(|t| TensorView {
-            name: t.name,
-            dims: t.dims,
-            format: t.format,
-        })
-        .collect()
 }
 
 fn layer_view(index: u32, l: Layer, signals: &mut CategorySignals) -> LayerView {
@@ -559,7 +559,7 @@ fn layer_view(index: u32, l: Layer, signals: &mut CategorySignals) -> LayerView 
         signals.scan(m);
     }
     let report_type = if l.names_only {
-        "unknown".to_owned()
+        classify::unknown()
     } else {
         classify::report_type(&l)
     };
@@ -573,7 +573,7 @@ fn layer_view(index: u32, l: Layer, signals: &mut CategorySignals) -> LayerView 
     let output_precision = classify::output_precision(&l);
     LayerView {
         index,
-        raw_type: l.layer_type.unwrap_or_else(|| "unknown".to_owned()),
+        raw_type: l.layer_type.unwrap_or_else(classify::unknown),
         report_type,
         family,
         family_from_name: l.names_only,
@@ -584,8 +584,8 @@ fn layer_view(index: u32, l: Layer, signals: &mut CategorySignals) -> LayerView 
         stream: l.stream_id,
         subgraph: l.subgraph,
         origins,
-        inputs: tensor_views(l.inputs),
-        outputs: tensor_views(l.outputs),
+        inputs: l.inputs,
+        outputs: l.outputs,
         tags,
         timing: None,
         raw: l.raw,
@@ -650,7 +650,7 @@ fn check_graph(g: &crate::graph::Graph, layers: &[Layer], v: &mut Validator) {
                     .writers
                     .iter()
                     .take(4)
-                    .map(|w| format!("{} [{}]", name(*w), layers.get(*w as usize).and_then(|l| l.layer_type.clone()).unwrap_or_default()))
+                    .map(|w| format!("{} [{}]", name(*w), layers.get(*w as usize).and_then(|l| l.layer_type.as_deref()).unwrap_or("")))
                     .collect();
                 let how = match m.pattern {
                     crate::graph::WritePattern::PartialWrites => "before any read: treated as partial writes into one buffer (e.g. concat slices)",
@@ -892,12 +892,9 @@ fn version_hints(info: &LayerInfo) -> Vec<String> {
     }
     let detailed: Vec<&Layer> = info.layers.iter().filter(|l| !l.names_only).collect();
     let has_type = |t: &str| detailed.iter().any(|l| l.layer_type.as_deref() == Some(t));
-    let any_location = detailed.iter().any(|l| {
-        l.inputs
-            .iter()
-            .chain(&l.outputs)
-            .any(|t| t.location.is_some())
-    });
+    let any_location = detailed
+        .iter()
+        .any(|l| l.inputs.iter().chain(&l.outputs).any(|t| t.has_location));
     if !any_location {
         hints.push("no tensor has `Location`: a TensorRT 8.2-era export (or one made only of Myelin kernels)".to_owned());
     }
@@ -923,6 +920,18 @@ fn version_hints(info: &LayerInfo) -> Vec<String> {
     }
     hints
 }
+
+static BLOCK_PREFIXES: std::sync::LazyLock<Option<aho_corasick::AhoCorasick>> =
+    std::sync::LazyLock::new(|| {
+        aho_corasick::AhoCorasick::new([
+            "encoder.layer.",
+            "layers.",
+            "transformer_blocks.",
+            ".h.",
+            "blocks.",
+        ])
+        .ok()
+    });
 
 /// Facts about the graph's inputs needed for the model object, gathered before layers are consumed.
 struct ModelInputs {
@@ -956,21 +965,15 @@ impl ModelInputs {
         }
         // Transformer block count from names like `encoder.layer.11.` or `layers.31.`.
         let mut max_block: Option<i64> = None;
-        for l in &info.layers {
-            for pat in [
-                "encoder.layer.",
-                "layers.",
-                "transformer_blocks.",
-                ".h.",
-                "blocks.",
-            ] {
-                for (pos, _) in l.name.match_indices(pat) {
-                    let digits: String = l.name[pos + pat.len()..]
-                        .chars()
-                        .take_while(char::is_ascii_digit)
-                        .collect();
-                    if let Ok(n) = digits.parse::<i64>() {
-                        max_block = Some(max_block.map_or(n, |m| m.max(n)));
+        if let Some(matcher) = BLOCK_PREFIXES.as_ref() {
+            for l in &info.layers {
+                for m in matcher.find_overlapping_iter(&l.name) {
+                    let digits = &l.name[m.end()..];
+                    let end = digits
+                        .find(|c: char| !c.is_ascii_digit())
+                        .unwrap_or(digits.len());
+                    if let Ok(n) = digits[..end].parse::<i64>() {
+                        max_block = Some(max_block.map_or(n, |b| b.max(n)));
                     }
                 }
             }
@@ -1044,7 +1047,7 @@ fn engines(layers: &[LayerView], ctx: &Context) -> Engines {
         }
     }
     streams.sort_by_key(|s| s.to_string());
-    let myelin_regions = layers.iter().filter(|l| l.raw_type == "Myelin").count();
+    let myelin_regions = layers.iter().filter(|l| &*l.raw_type == "Myelin").count();
     let plugin_layers = layers
         .iter()
         .filter(|l| {
@@ -1106,16 +1109,16 @@ fn bucket_sort(buckets: &mut [Bucket]) {
     });
 }
 
-fn aggregate<'a>(
+fn aggregate<'a, K: IntoIterator<Item = &'a str>>(
     layers: &'a [LayerView],
-    keys: impl Fn(&'a LayerView) -> Vec<String>,
+    keys: impl Fn(&'a LayerView) -> K,
     timed: bool,
 ) -> Vec<Bucket> {
-    let mut map: BTreeMap<String, Bucket> = BTreeMap::new();
+    let mut map: HashMap<&'a str, Bucket> = HashMap::new();
     for l in layers {
         for key in keys(l) {
-            let b = map.entry(key.clone()).or_insert_with(|| Bucket {
-                name: key,
+            let b = map.entry(key).or_insert_with(|| Bucket {
+                name: key.to_owned(),
                 count: 0,
                 time_ms: timed.then_some(0.0),
                 avg_ms: timed.then_some(0.0),
@@ -1139,18 +1142,14 @@ fn by_keys(
     timed: bool,
 ) -> (Vec<Bucket>, Vec<Bucket>, Vec<Bucket>, Vec<Bucket>) {
     (
-        aggregate(layers, |l| vec![l.report_type.clone()], timed),
-        aggregate(layers, |l| vec![l.family.as_str().to_owned()], timed),
+        aggregate(layers, |l| std::iter::once(&*l.report_type), timed),
+        aggregate(layers, |l| std::iter::once(l.family.as_str()), timed),
         aggregate(
             layers,
-            |l| vec![l.precision.unwrap_or("unknown").to_owned()],
+            |l| std::iter::once(l.precision.unwrap_or("unknown")),
             timed,
         ),
-        aggregate(
-            layers,
-            |l| l.tags.iter().map(|t| (*t).to_owned()).collect(),
-            timed,
-        ),
+        aggregate(layers, |l| l.tags.iter().copied(), timed),
     )
 }
 

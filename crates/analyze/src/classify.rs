@@ -1,6 +1,8 @@
 //! Per-layer classification: report type (raw LayerType with the narrow `kgen_mha` / `misc`
 //! overrides), operation family, precision, source ONNX nodes and tactic hints.
 
+use std::sync::{Arc, LazyLock};
+
 use crate::read::Layer;
 
 /// Raw layer types grouped as `misc` in report output.
@@ -84,87 +86,140 @@ impl serde::Serialize for Family {
     }
 }
 
+static MISC: LazyLock<Arc<str>> = LazyLock::new(|| Arc::from("misc"));
+static KGEN_MHA: LazyLock<Arc<str>> = LazyLock::new(|| Arc::from("kgen_mha"));
+static UNKNOWN: LazyLock<Arc<str>> = LazyLock::new(|| Arc::from("unknown"));
+
+/// "unknown", shared.
+pub fn unknown() -> Arc<str> {
+    UNKNOWN.clone()
+}
+
+/// `raw` equals `target` ignoring ASCII case, with spaces and dashes read as underscores.
+fn type_is(raw: &str, target: &str) -> bool {
+    let raw = raw.trim();
+    raw.len() == target.len()
+        && raw.bytes().zip(target.bytes()).all(|(a, b)| {
+            let a = if a == b' ' || a == b'-' {
+                b'_'
+            } else {
+                a.to_ascii_lowercase()
+            };
+            a == b
+        })
+}
+
+/// ASCII case-insensitive substring test, without allocating.
+pub fn contains_ci(hay: &str, needle: &str) -> bool {
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    n.is_empty() || (h.len() >= n.len() && h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n)))
+}
+
 /// The report `Type`: raw LayerType, except attention-like kgen (`kgen_mha`) and the
 /// reshape/shape_call/signal/wait group (`misc`).
-pub fn report_type(layer: &Layer) -> String {
-    let raw = layer.layer_type.as_deref().unwrap_or("unknown");
-    let normalized: String = raw
-        .trim()
-        .chars()
-        .map(|c| {
-            if c.is_whitespace() || c == '-' {
-                '_'
-            } else {
-                c.to_ascii_lowercase()
-            }
-        })
-        .collect();
-    if MISC_TYPES.contains(&normalized.as_str()) {
-        "misc".to_owned()
-    } else if normalized == "kgen" && looks_like_attention(layer) {
-        "kgen_mha".to_owned()
+pub fn report_type(layer: &Layer) -> Arc<str> {
+    let Some(raw) = layer.layer_type.as_ref() else {
+        return unknown();
+    };
+    if MISC_TYPES.iter().any(|t| type_is(raw, t)) {
+        MISC.clone()
+    } else if type_is(raw, "kgen") && looks_like_attention(layer) {
+        KGEN_MHA.clone()
     } else {
-        raw.to_owned()
+        raw.clone()
     }
+}
+
+const ATTENTION_WORDS: &[&str] = &[
+    "fmha",
+    "multihead",
+    "multi_head",
+    "multi-head",
+    "attention",
+    "flash_attn",
+    "flashattn",
+    "scaled_dot_product",
+    "sdpa",
+    "qkvtocontext",
+    "mha",
+];
+
+static ATTENTION: LazyLock<Option<aho_corasick::AhoCorasick>> = LazyLock::new(|| {
+    aho_corasick::AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(ATTENTION_WORDS)
+        .ok()
+});
+
+/// Whether a text names attention; "mha" only counts as a whole token (`_gemm_mha_v2`, not `mhamster`).
+fn mentions_attention(text: &str) -> bool {
+    let Some(matcher) = ATTENTION.as_ref() else {
+        return false;
+    };
+    let b = text.as_bytes();
+    matcher.find_overlapping_iter(text).any(|m| {
+        if ATTENTION_WORDS[m.pattern().as_usize()] != "mha" {
+            return true;
+        }
+        let before = m
+            .start()
+            .checked_sub(1)
+            .is_some_and(|i| b[i].is_ascii_alphanumeric());
+        let after = b.get(m.end()).is_some_and(|c| c.is_ascii_alphanumeric());
+        !before && !after
+    })
 }
 
 /// Whether the layer's name, tactic or source nodes say it is a fused attention kernel.
 pub fn looks_like_attention(layer: &Layer) -> bool {
-    let texts = [
+    [
         Some(layer.name.as_str()),
         layer.tactic_name.as_deref(),
         layer.metadata.as_deref(),
         layer.plugin_type.as_deref(),
-    ];
-    texts.into_iter().flatten().any(|t| {
-        let t = t.to_ascii_lowercase();
-        [
-            "fmha",
-            "multihead",
-            "multi_head",
-            "multi-head",
-            "attention",
-            "flash_attn",
-            "flashattn",
-            "scaled_dot_product",
-            "sdpa",
-            "qkvtocontext",
-        ]
-        .iter()
-        .any(|k| t.contains(k))
-            || has_token(&t, "mha")
-    })
-}
-
-/// `needle` as a whole alphanumeric token of `hay` (so "mha" matches `_gemm_mha_v2` but not "mhamster").
-fn has_token(hay: &str, needle: &str) -> bool {
-    hay.split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|tok| tok == needle)
+    ]
+    .into_iter()
+    .flatten()
+    .any(mentions_attention)
 }
 
 /// Normalized data type named in a `Format/Datatype` string (TensorRT 8 long forms and TensorRT 10
 /// short names alike).
 pub fn precision_of(format: &str) -> Option<&'static str> {
-    for token in format.split(|c: char| !c.is_ascii_alphanumeric()) {
-        let p = match token.to_ascii_lowercase().as_str() {
-            "fp32" | "float" | "float32" => "FP32",
-            "fp16" | "half" | "float16" => "FP16",
-            "bf16" | "bfloat16" => "BF16",
-            "int8" => "INT8",
-            "fp8" | "e4m3" | "e5m2" | "float8" => "FP8",
-            "fp4" | "nvfp4" | "e2m1" => "FP4",
-            "int4" => "INT4",
-            "int32" => "INT32",
-            "int64" => "INT64",
-            "int16" => "INT16",
-            "uint8" => "UINT8",
-            "bool" => "BOOL",
-            "double" | "fp64" => "FP64",
-            _ => continue,
-        };
-        return Some(p);
-    }
-    None
+    const DTYPES: &[(&str, &str)] = &[
+        ("fp32", "FP32"),
+        ("float", "FP32"),
+        ("float32", "FP32"),
+        ("fp16", "FP16"),
+        ("half", "FP16"),
+        ("float16", "FP16"),
+        ("bf16", "BF16"),
+        ("bfloat16", "BF16"),
+        ("int8", "INT8"),
+        ("fp8", "FP8"),
+        ("e4m3", "FP8"),
+        ("e5m2", "FP8"),
+        ("float8", "FP8"),
+        ("fp4", "FP4"),
+        ("nvfp4", "FP4"),
+        ("e2m1", "FP4"),
+        ("int4", "INT4"),
+        ("int32", "INT32"),
+        ("int64", "INT64"),
+        ("int16", "INT16"),
+        ("uint8", "UINT8"),
+        ("bool", "BOOL"),
+        ("double", "FP64"),
+        ("fp64", "FP64"),
+    ];
+    format
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .find_map(|token| {
+            DTYPES
+                .iter()
+                .find(|(k, _)| token.eq_ignore_ascii_case(k))
+                .map(|(_, p)| *p)
+        })
 }
 
 /// Precision of the first input with a known format, else of the first output (TREx convention).
@@ -251,73 +306,77 @@ pub fn family(layer: &Layer) -> Family {
     if layer.names_only {
         return family_from_name(&layer.name);
     }
-    let raw = layer
-        .layer_type
-        .as_deref()
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let param = layer
-        .parameter_type
-        .as_deref()
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let name = layer.name.to_ascii_lowercase();
-    match raw.as_str() {
-        "kgen" => return kgen_family(layer),
-        "gemm" | "matrixmultiply" | "matrix_multiply" => return Family::Gemm,
-        "myelin" => return Family::Myelin,
-        "noop" => return Family::NoOp,
-        "constant" => return Family::Constant,
-        "trainstation" => return Family::TrainStation,
-        "signal" | "wait" | "signal_and_wait" | "signal_wait" => return Family::Sync,
-        "shape_call" => return Family::Shape,
-        "reshape" => return Family::Shuffle,
-        _ => {}
+    let raw = layer.layer_type.as_deref().unwrap_or("");
+    let param = layer.parameter_type.as_deref().unwrap_or("");
+    let is = |t: &str| raw.eq_ignore_ascii_case(t);
+    let has = |t: &str| contains_ci(raw, t);
+    let p_is = |t: &str| param.eq_ignore_ascii_case(t);
+    if is("kgen") {
+        return kgen_family(layer);
     }
-    if raw == "reformat" || param == "reformat" || raw == "myelinreformat" {
-        let origin = layer.origin.as_deref().unwrap_or("").to_ascii_lowercase();
-        return if origin == "qdq" {
+    if is("gemm") || is("matrixmultiply") || is("matrix_multiply") {
+        return Family::Gemm;
+    }
+    for (t, f) in [
+        ("myelin", Family::Myelin),
+        ("noop", Family::NoOp),
+        ("constant", Family::Constant),
+        ("trainstation", Family::TrainStation),
+        ("signal", Family::Sync),
+        ("wait", Family::Sync),
+        ("signal_and_wait", Family::Sync),
+        ("signal_wait", Family::Sync),
+        ("shape_call", Family::Shape),
+        ("reshape", Family::Shuffle),
+    ] {
+        if is(t) {
+            return f;
+        }
+    }
+    if is("reformat") || p_is("reformat") || is("myelinreformat") {
+        return if layer
+            .origin
+            .as_deref()
+            .is_some_and(|o| o.eq_ignore_ascii_case("qdq"))
+        {
             Family::QuantDequant
-        } else if raw == "myelinreformat" && (name.contains("cast") || io_dtypes_differ(layer)) {
+        } else if is("myelinreformat")
+            && (contains_ci(&layer.name, "cast") || io_dtypes_differ(layer))
+        {
             Family::Cast
         } else {
             Family::Reformat
         };
     }
-    if raw.contains("plugin") {
-        let plugin = layer
-            .plugin_type
-            .as_deref()
-            .unwrap_or("")
-            .to_ascii_lowercase();
+    if has("plugin") {
         return if looks_like_attention(layer) {
             Family::Attention
-        } else if plugin.contains("norm") {
+        } else if layer
+            .plugin_type
+            .as_deref()
+            .is_some_and(|p| contains_ci(p, "norm"))
+        {
             Family::Normalization
         } else {
             Family::Plugin
         };
     }
-    if raw.contains("convolution")
-        || raw.contains("convactpool")
-        || param == "convolution"
-        || param == "deconvolution"
-    {
+    if has("convolution") || has("convactpool") || p_is("convolution") || p_is("deconvolution") {
         return Family::Convolution;
     }
-    if raw.contains("pooling") || param == "pooling" {
+    if has("pooling") || p_is("pooling") {
         return Family::Pooling;
     }
-    if raw.contains("softmax") || param == "softmax" {
+    if has("softmax") || p_is("softmax") {
         return Family::Softmax;
     }
-    if raw.contains("reduce") || param == "reduce" {
+    if has("reduce") || p_is("reduce") {
         return Family::Reduction;
     }
-    if raw.contains("normalization") || param.contains("normalization") {
+    if has("normalization") || contains_ci(param, "normalization") {
         return Family::Normalization;
     }
-    if raw == "scale" || param == "scale" {
+    if is("scale") || p_is("scale") {
         // TensorRT 8.2 shows unfused Q/DQ as Scale layers with Int8 on exactly one side.
         let int8_in = layer
             .inputs
@@ -332,37 +391,28 @@ pub fn family(layer: &Layer) -> Family {
             Family::Pointwise
         };
     }
-    if raw.contains("quantize") || param.contains("quantize") {
+    if has("quantize") || contains_ci(param, "quantize") {
         return Family::QuantDequant;
     }
-    if raw.contains("pointwise")
-        || raw.contains("elementwise")
-        || raw.contains("activation")
-        || raw.contains("unary")
-    {
+    if has("pointwise") || has("elementwise") || has("activation") || has("unary") {
         return Family::Pointwise;
     }
-    if raw.contains("shuffle") || param == "shuffle" {
+    if has("shuffle") || p_is("shuffle") {
         return Family::Shuffle;
     }
-    if raw.contains("gather") || param == "gather" {
+    if has("gather") || p_is("gather") {
         return Family::Gather;
     }
-    if raw == "cast" || param == "cast" {
+    if is("cast") || p_is("cast") {
         return Family::Cast;
     }
-    if raw == "shape" || param == "shape" {
+    if is("shape") || p_is("shape") {
         return Family::Shape;
     }
-    if raw.contains("slice")
-        || raw.contains("concat")
-        || raw.contains("padding")
-        || param == "slice"
-        || param == "padding"
-    {
+    if has("slice") || has("concat") || has("padding") || p_is("slice") || p_is("padding") {
         return Family::Copy;
     }
-    if raw.contains("resize") {
+    if has("resize") {
         return Family::Resize;
     }
     Family::Other
@@ -503,7 +553,6 @@ pub fn tensor_core_hint(tactic: &str) -> TensorCoreHint {
 /// Tags in the published analysis format's vocabulary (plus our families' names), for the tag
 /// breakdown.
 pub fn tags(layer: &Layer, family: Family) -> Vec<&'static str> {
-    let lower = layer.name.to_ascii_lowercase();
     let mut tags = Vec::new();
     if layer
         .layer_type
@@ -530,10 +579,10 @@ pub fn tags(layer: &Layer, family: Family) -> Vec<&'static str> {
         Family::Plugin => tags.push("plugin"),
         _ => {}
     }
-    if lower.contains("scaled_dot_product_attention") {
+    if contains_ci(&layer.name, "scaled_dot_product_attention") {
         tags.push("sdpa");
     }
-    if lower.contains("gelu") || lower.contains("erf") || layer.activation.is_some() {
+    if contains_ci(&layer.name, "gelu") || contains_ci(&layer.name, "erf") || layer.has_activation {
         tags.push("activation");
     }
     if tags.is_empty() {
@@ -550,27 +599,20 @@ mod tests {
     fn layer(name: &str, ty: &str) -> Layer {
         Layer {
             name: name.to_owned(),
-            layer_type: Some(ty.to_owned()),
+            layer_type: Some(ty.into()),
             ..Layer::default()
         }
     }
 
     #[test]
     fn report_type_overrides_are_narrow() {
-        assert_eq!(
-            report_type(&layer("__mye780_0_myl0_0", "shape_call")),
-            "misc"
-        );
-        assert_eq!(report_type(&layer("x", "Signal")), "misc");
-        assert_eq!(
-            report_type(&layer("_gemm_mha_v2_myl0_172", "kgen")),
-            "kgen_mha"
-        );
-        assert_eq!(report_type(&layer("__myl_MulSum_myl4_1", "kgen")), "kgen");
-        assert_eq!(
-            report_type(&layer("conv", "CaskConvolution")),
-            "CaskConvolution"
-        );
+        let ty = |name: &str, raw: &str| report_type(&layer(name, raw)).to_string();
+        assert_eq!(ty("__mye780_0_myl0_0", "shape_call"), "misc");
+        assert_eq!(ty("x", "Signal"), "misc");
+        assert_eq!(ty("_gemm_mha_v2_myl0_172", "kgen"), "kgen_mha");
+        assert_eq!(ty("__myl_MulSum_myl4_1", "kgen"), "kgen");
+        assert_eq!(ty("mhamster_kernel", "kgen"), "kgen");
+        assert_eq!(ty("conv", "CaskConvolution"), "CaskConvolution");
     }
 
     #[test]
@@ -620,11 +662,11 @@ mod tests {
         assert_eq!(family(&q), Family::QuantDequant);
         let mut s = layer("QuantizeLinear_2", "Scale");
         s.inputs = vec![Tensor {
-            format: Some("Row major linear FP32".to_owned()),
+            format: Some("Row major linear FP32".into()),
             ..Tensor::default()
         }];
         s.outputs = vec![Tensor {
-            format: Some("Row major linear Int8".to_owned()),
+            format: Some("Row major linear Int8".into()),
             ..Tensor::default()
         }];
         assert_eq!(family(&s), Family::QuantDequant);

@@ -136,7 +136,7 @@ fn compare(model: Option<String>, usable: &[&Backend]) -> Comparison {
             }
         })
         .collect();
-    let by_type = type_rows(usable, |l| l.report_type.clone());
+    let by_type = type_rows(usable, |l| l.report_type.to_string());
     let by_family = type_rows(usable, |l| l.family.as_str().to_owned());
     let pairs = usable[1..].iter().map(|b| align(base, b)).collect();
     Comparison {

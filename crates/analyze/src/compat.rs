@@ -183,7 +183,7 @@ struct IssueOut {
 }
 
 /// A layer in the published format: verbatim when possible.
-struct LayerOut<'a>(&'a LayerView);
+struct LayerOut<'a>(&'a LayerView, Option<&'a RawValue>);
 
 #[derive(Serialize)]
 #[allow(non_snake_case)]
@@ -216,7 +216,7 @@ struct NormalizedTensor<'a> {
 impl Serialize for LayerOut<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         let l = self.0;
-        if let (true, Some(raw)) = (l.verbatim_ok, &l.raw) {
+        if let (true, Some(raw)) = (l.verbatim_ok, self.1) {
             return raw.serialize(s);
         }
         NormalizedLayer {
@@ -242,13 +242,13 @@ fn normalized_tensors(ts: &[crate::analysis::TensorView]) -> Vec<NormalizedTenso
         .collect()
 }
 
-struct Layers<'a>(&'a [LayerView]);
+struct Layers<'a>(&'a [LayerView], &'a [Option<Box<RawValue>>]);
 
 impl Serialize for Layers<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        for l in self.0 {
-            seq.serialize_element(&LayerOut(l))?;
+        for (i, l) in self.0.iter().enumerate() {
+            seq.serialize_element(&LayerOut(l, verbatim(self.1, i)))?;
         }
         seq.end()
     }
@@ -268,13 +268,35 @@ struct Record<'a> {
     layer: LayerOut<'a>,
 }
 
-struct Records<'a>(&'a [LayerView]);
+struct Records<'a>(&'a [LayerView], &'a [Option<Box<RawValue>>]);
+
+fn verbatim(raws: &[Option<Box<RawValue>>], i: usize) -> Option<&RawValue> {
+    raws.get(i).and_then(|r| r.as_deref())
+}
+
+/// The records exactly as written, checked once, for layers and records alike.
+fn verbatim_records(b: &Backend) -> Vec<Option<Box<RawValue>>> {
+    let Some(source) = &b.source else {
+        return Vec::new();
+    };
+    b.layers
+        .iter()
+        .map(|l| {
+            let range = l.raw.clone().filter(|_| l.verbatim_ok)?;
+            RawValue::from_string(source.get(range)?.to_owned()).ok()
+        })
+        .collect()
+}
 
 impl Serialize for Records<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        let timed = self.0.iter().filter(|l| l.timing.is_some());
+        let timed = self
+            .0
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.timing.is_some());
         let mut seq = s.serialize_seq(Some(timed.clone().count()))?;
-        for l in timed {
+        for (i, l) in timed {
             let Some(t) = &l.timing else { continue };
             seq.serialize_element(&Record {
                 name: &l.name,
@@ -286,7 +308,7 @@ impl Serialize for Records<'_> {
                 median_ms: t.median_ms.unwrap_or(t.avg_ms),
                 percentage: t.percentage,
                 tags: &l.tags,
-                layer: LayerOut(l),
+                layer: LayerOut(l, verbatim(self.1, i)),
             })?;
         }
         seq.end()
@@ -377,7 +399,7 @@ fn engines(b: &Backend) -> Option<EnginesOut<'_>> {
     })
 }
 
-fn result<'a>(a: &'a Analysis, b: &'a Backend) -> Result<'a> {
+fn result<'a>(a: &'a Analysis, b: &'a Backend, raws: &'a [Option<Box<RawValue>>]) -> Result<'a> {
     let failure = || {
         let mut v = validation(b);
         v.status = "failed";
@@ -398,7 +420,7 @@ fn result<'a>(a: &'a Analysis, b: &'a Backend) -> Result<'a> {
         Mode::LayerOnly => Result::LayerOnly(Box::new(LayerOnlyResult {
             label: &b.label,
             validation: validation(b),
-            layers: Layers(&b.layers),
+            layers: Layers(&b.layers, raws),
             layer_count: b.layers.len(),
             graph: graph(b),
             model,
@@ -435,7 +457,7 @@ fn result<'a>(a: &'a Analysis, b: &'a Backend) -> Result<'a> {
             Result::LayerProfile(Box::new(LayerProfileResult {
                 label: &b.label,
                 validation: validation(b),
-                layers: Layers(&b.layers),
+                layers: Layers(&b.layers, raws),
                 profile_count: profile.len(),
                 profile,
                 layer_count: b.layers.len(),
@@ -449,7 +471,7 @@ fn result<'a>(a: &'a Analysis, b: &'a Backend) -> Result<'a> {
                 },
                 model,
                 engines,
-                records: Records(&b.layers),
+                records: Records(&b.layers, raws),
                 type_breakdown: items(&bd.by_type),
                 tag_breakdown: items(&bd.by_tag),
                 issues: b
@@ -476,6 +498,8 @@ fn result<'a>(a: &'a Analysis, b: &'a Backend) -> Result<'a> {
 impl Analysis {
     /// Writes `analyze-data.json` (published schema_version 1.0).
     pub fn write_analyze_data<W: std::io::Write>(&self, w: W) -> serde_json::Result<()> {
+        let raws: Vec<Vec<Option<Box<RawValue>>>> =
+            self.backends.iter().map(verbatim_records).collect();
         let doc = Doc {
             schema_version: "1.0",
             folder: self.input.folder.as_deref(),
@@ -494,7 +518,12 @@ impl Analysis {
                 failed_count: self.validation.failed_count,
                 warnings: &self.validation.warnings,
             },
-            results: self.backends.iter().map(|b| result(self, b)).collect(),
+            results: self
+                .backends
+                .iter()
+                .zip(&raws)
+                .map(|(b, r)| result(self, b, r))
+                .collect(),
         };
         serde_json::to_writer(w, &doc)
     }
@@ -612,7 +641,7 @@ pub(crate) fn read_analyze_data(path: &Path) -> std::result::Result<RecordedDoc,
             continue;
         }
         let layers = r.layers.map(|raw| {
-            read::read_layer_info(raw.get()).map_err(|e| format!("recorded layers: {e}"))
+            read::read_layer_info(raw.get().to_owned()).map_err(|e| format!("recorded layers: {e}"))
         });
         let profile = r.profile.map(|entries| {
             let mut list: Vec<serde_json::Value> = Vec::with_capacity(entries.len() + 1);

@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use crate::analysis::{Breakdowns, Engines, GraphView, LayerView, Mode, Timing};
-use crate::classify::{Family, TensorCoreHint, tensor_core_hint};
+use crate::classify::{Family, TensorCoreHint, contains_ci, tensor_core_hint};
 use crate::identity::Confidence;
 use crate::read::Times;
 
@@ -540,10 +540,9 @@ fn fusion_findings(input: &Input, b: &mut Builder) {
         )
     };
     let mentions = |l: &LayerView, keys: &[&str]| {
-        l.origins.iter().any(|o| {
-            let o = o.to_ascii_lowercase();
-            keys.iter().any(|k| o.contains(k))
-        })
+        l.origins
+            .iter()
+            .any(|o| keys.iter().any(|k| contains_ci(o, k)))
     };
     let norm_keys = [
         "layernorm",
@@ -668,8 +667,8 @@ mod tests {
         LayerView {
             index: i,
             name: name.to_owned(),
-            raw_type: "CaskConvolution".to_owned(),
-            report_type: "CaskConvolution".to_owned(),
+            raw_type: "CaskConvolution".into(),
+            report_type: "CaskConvolution".into(),
             family,
             family_from_name: false,
             parameter_type: None,

@@ -56,10 +56,39 @@ pub struct Graph {
     pub cycles: Vec<Vec<u32>>,
 }
 
+/// Layer indices that wrote a tensor; one writer (the usual case) needs no allocation.
+#[derive(Default, Clone)]
+enum Writers {
+    #[default]
+    None,
+    One(u32),
+    Many(Vec<u32>),
+}
+
+impl Writers {
+    fn push(&mut self, w: u32) {
+        *self = match std::mem::take(self) {
+            Writers::None => Writers::One(w),
+            Writers::One(a) => Writers::Many(vec![a, w]),
+            Writers::Many(mut v) => {
+                v.push(w);
+                Writers::Many(v)
+            }
+        };
+    }
+    fn as_slice(&self) -> &[u32] {
+        match self {
+            Writers::None => &[],
+            Writers::One(w) => std::slice::from_ref(w),
+            Writers::Many(v) => v,
+        }
+    }
+}
+
 #[derive(Default)]
 struct TensorState {
-    current: Vec<u32>,
-    all: Vec<u32>,
+    current: Writers,
+    all: Writers,
     read_since_write: bool,
     partial: bool,
     rewritten: bool,
@@ -77,8 +106,8 @@ pub fn build(layers: &[Layer]) -> Graph {
         preds.clear();
         for t in layer.inputs.iter().filter(|t| !t.name.is_empty()) {
             match state.get_mut(t.name.as_str()) {
-                Some(s) if !s.current.is_empty() => {
-                    preds.extend(s.current.iter().copied().filter(|w| *w != j));
+                Some(s) if !s.current.as_slice().is_empty() => {
+                    preds.extend(s.current.as_slice().iter().copied().filter(|w| *w != j));
                     s.read_since_write = true;
                     s.reads += 1;
                 }
@@ -87,18 +116,17 @@ pub fn build(layers: &[Layer]) -> Graph {
         }
         for t in layer.outputs.iter().filter(|t| !t.name.is_empty()) {
             let s = state.entry(t.name.as_str()).or_default();
-            if s.current.is_empty() {
-                s.current.push(j);
+            if s.current.as_slice().is_empty() {
+                s.current = Writers::One(j);
             } else if s.read_since_write {
                 s.rewritten = true;
-                s.current.clear();
-                s.current.push(j);
-            } else if !s.current.contains(&j) {
+                s.current = Writers::One(j);
+            } else if !s.current.as_slice().contains(&j) {
                 s.partial = true;
                 s.current.push(j);
             }
             s.read_since_write = false;
-            if s.all.last() != Some(&j) {
+            if s.all.as_slice().last() != Some(&j) {
                 s.all.push(j);
             }
         }
@@ -112,7 +140,7 @@ pub fn build(layers: &[Layer]) -> Graph {
     for (name, readers) in early_reads {
         match state
             .get_mut(name)
-            .and_then(|s| s.all.first().copied().map(|w| (w, s)))
+            .and_then(|s| s.all.as_slice().first().copied().map(|w| (w, s)))
         {
             Some((writer, s)) => {
                 let mut from_outside = false;
@@ -148,7 +176,7 @@ pub fn build(layers: &[Layer]) -> Graph {
         if s.reads == 0 {
             graph_outputs.push((*name).to_owned());
         }
-        if s.all.len() > 1 {
+        if s.all.as_slice().len() > 1 {
             let pattern = match (s.partial, s.rewritten) {
                 (true, true) => WritePattern::Both,
                 (false, true) => WritePattern::Rewritten,
@@ -156,7 +184,7 @@ pub fn build(layers: &[Layer]) -> Graph {
             };
             multi_writers.push(MultiWriter {
                 tensor: (*name).to_owned(),
-                writers: s.all.clone(),
+                writers: s.all.as_slice().to_vec(),
                 pattern,
                 reads: s.reads,
             });

@@ -527,16 +527,30 @@ const MARKERS: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// One automaton over every marker word (ASCII case-insensitive), so a name is scanned once.
+static MARKER_MATCHER: std::sync::LazyLock<
+    Option<(aho_corasick::AhoCorasick, Vec<(&'static str, &'static str)>)>,
+> = std::sync::LazyLock::new(|| {
+    let pairs: Vec<(&'static str, &'static str)> = MARKERS
+        .iter()
+        .flat_map(|(c, words)| words.iter().map(move |w| (*c, *w)))
+        .collect();
+    let matcher = aho_corasick::AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(pairs.iter().map(|(_, w)| *w))
+        .ok()?;
+    Some((matcher, pairs))
+});
+
 impl CategorySignals {
     /// Records marker words in one piece of text (a layer name, metadata, a binding name).
     pub fn scan(&mut self, text: &str) {
-        let lower = text.to_ascii_lowercase();
-        for (category, words) in MARKERS {
-            for w in *words {
-                if lower.contains(w) {
-                    self.markers.entry(category).or_default().insert(w);
-                }
-            }
+        let Some((matcher, pairs)) = MARKER_MATCHER.as_ref() else {
+            return;
+        };
+        for m in matcher.find_overlapping_iter(text) {
+            let (category, word) = pairs[m.pattern().as_usize()];
+            self.markers.entry(category).or_default().insert(word);
         }
     }
 

@@ -303,7 +303,7 @@ fn trtexec_other_folder_handles_myelin_kgen_and_names_only() {
         );
         assert!(!b.validation.latency_interpretation);
         assert_eq!(b.layer_count, 9);
-        let kgen = b.layers.iter().filter(|l| l.raw_type == "kgen").count();
+        let kgen = b.layers.iter().filter(|l| &*l.raw_type == "kgen").count();
         assert_eq!(kgen, 4, "{label}");
         assert!(
             b.export

@@ -8,7 +8,7 @@ use trtmc_analyze::read::{bytes_to_text, read_layer_info, read_profile, read_tim
 
 fn read_all(bytes: Vec<u8>) {
     let (text, _) = bytes_to_text(bytes);
-    let _ = read_layer_info(&text);
+    let _ = read_layer_info(text.clone());
     let _ = read_profile(&text);
     let _ = read_times(&text);
 }
@@ -88,7 +88,7 @@ fn every_fixture_prefix_is_handled() {
     .expect("fixture");
     for end in (0..text.len()).step_by(97) {
         if text.is_char_boundary(end) {
-            let r = read_layer_info(&text[..end]);
+            let r = read_layer_info(text[..end].to_owned());
             if end < text.len() - 2 {
                 assert!(
                     r.is_err(),

@@ -1,12 +1,14 @@
 //! `--exportLayerInfo` reader: `{"Layers": [...], "Bindings": [...]}` with detailed objects or
 //! names only, or a bare list of either.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 use serde::Deserialize;
+use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::loose::{IntOrStr, LDims, LIntOrStr, LList, LNum, LObj, LPresent, LStr, Slot};
+use super::loose::{IntOrStr, LCow, LDims, LIntOrStr, LList, LObj, LPresent, LStr, Slot};
 use super::{
     FormatError, describe_object_keys, describe_record_keys, first_byte, invalid_json, line_col,
 };
@@ -32,40 +34,40 @@ pub enum RootShape {
 }
 
 /// One tensor of a layer.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
 pub struct Tensor {
     /// Empty when the record had no usable `Name`.
     pub name: String,
     pub dims: Option<Vec<i64>>,
-    /// The combined `Format/Datatype` string (or `Datatype` / `Format` where a tool splits them).
-    pub format: Option<String>,
-    pub location: Option<String>,
+    /// The combined `Format/Datatype` string (or `Datatype` / `Format` where a tool splits them),
+    /// shared between the tensors that use it.
+    pub format: Option<Arc<str>>,
+    /// Whether the record has a `Location` (absent in TensorRT 8.2 and on Myelin kernels).
+    #[serde(skip)]
+    pub has_location: bool,
 }
 
 /// One layer, with the fields the analysis reads; everything else stays in `raw`.
 #[derive(Debug, Clone, Default)]
 pub struct Layer {
     pub name: String,
-    pub layer_type: Option<String>,
-    pub parameter_type: Option<String>,
+    pub layer_type: Option<Arc<str>>,
+    pub parameter_type: Option<Arc<str>>,
     pub inputs: Vec<Tensor>,
     pub outputs: Vec<Tensor>,
     pub constants: Vec<Tensor>,
     pub tactic_name: Option<String>,
-    pub tactic_value: Option<String>,
     pub stream_id: Option<IntOrStr>,
     pub subgraph: Option<IntOrStr>,
     pub metadata: Option<String>,
     /// Reformat `Origin` (`REFORMAT`, `QDQ`, …).
     pub origin: Option<String>,
-    pub activation: Option<String>,
-    pub has_residual: bool,
+    /// Whether the record names a fused activation (`Activation`).
+    pub has_activation: bool,
     pub plugin_type: Option<String>,
-    pub groups: Option<i64>,
-    /// pwgen operations of PointWise layers.
-    pub operations: Vec<String>,
-    /// The layer's JSON object exactly as written (detailed records only), for verbatim output.
-    pub raw: Option<Box<RawValue>>,
+    /// Byte range of the layer's JSON object in [`LayerInfo::source`] (detailed records only), for
+    /// verbatim output.
+    pub raw: Option<std::ops::Range<usize>>,
     /// True when the record as written already satisfies the published analysis schema's layer
     /// shape, so it can be copied verbatim.
     pub verbatim_ok: bool,
@@ -78,6 +80,8 @@ pub struct Layer {
 /// A parsed `--exportLayerInfo` document.
 #[derive(Debug, Clone)]
 pub struct LayerInfo {
+    /// The document as read; layer records point into it.
+    pub source: Arc<String>,
     pub root: RootShape,
     pub verbosity: Verbosity,
     pub layers: Vec<Layer>,
@@ -89,40 +93,38 @@ pub struct LayerInfo {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct RawTensor {
+struct RawTensor<'a> {
     #[serde(rename = "Name")]
     name: LStr,
     #[serde(rename = "Dimensions")]
     dims: LDims,
-    #[serde(rename = "Format/Datatype")]
-    format_datatype: LStr,
-    #[serde(rename = "Datatype")]
-    datatype: LStr,
-    #[serde(rename = "Format")]
-    format: LStr,
+    #[serde(rename = "Format/Datatype", borrow)]
+    format_datatype: LCow<'a>,
+    #[serde(rename = "Datatype", borrow)]
+    datatype: LCow<'a>,
+    #[serde(rename = "Format", borrow)]
+    format: LCow<'a>,
     #[serde(rename = "Location")]
-    location: LStr,
+    location: LPresent,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct RawLayer {
+struct RawLayer<'a> {
     #[serde(rename = "Name")]
     name: LStr,
-    #[serde(rename = "LayerType")]
-    layer_type: LStr,
-    #[serde(rename = "ParameterType")]
-    parameter_type: LStr,
-    #[serde(rename = "Inputs")]
-    inputs: LList<LObj<RawTensor>>,
-    #[serde(rename = "Outputs")]
-    outputs: LList<LObj<RawTensor>>,
-    #[serde(rename = "Constants")]
-    constants: LList<LObj<RawTensor>>,
+    #[serde(rename = "LayerType", borrow)]
+    layer_type: LCow<'a>,
+    #[serde(rename = "ParameterType", borrow)]
+    parameter_type: LCow<'a>,
+    #[serde(rename = "Inputs", borrow)]
+    inputs: LList<LObj<RawTensor<'a>>>,
+    #[serde(rename = "Outputs", borrow)]
+    outputs: LList<LObj<RawTensor<'a>>>,
+    #[serde(rename = "Constants", borrow)]
+    constants: LList<LObj<RawTensor<'a>>>,
     #[serde(rename = "TacticName")]
     tactic_name: LStr,
-    #[serde(rename = "TacticValue")]
-    tactic_value: LStr,
     #[serde(rename = "StreamId")]
     stream_id: LIntOrStr,
     #[serde(rename = "_subgraph")]
@@ -132,21 +134,17 @@ struct RawLayer {
     #[serde(rename = "Origin")]
     origin: LStr,
     #[serde(rename = "Activation")]
-    activation: LStr,
-    #[serde(rename = "HasResidual")]
-    has_residual: LNum,
+    activation: LPresent,
     #[serde(rename = "PluginType")]
     plugin_type: LStr,
-    #[serde(rename = "Groups")]
-    groups: LNum,
-    #[serde(rename = "Operations")]
-    operations: LList<LStr>,
     #[serde(rename = "_trtmc_names_only")]
     names_only_marker: LPresent,
 }
 
 /// Reads an `--exportLayerInfo` document.
-pub fn read_layer_info(text: &str) -> Result<LayerInfo, FormatError> {
+pub fn read_layer_info(text: String) -> Result<LayerInfo, FormatError> {
+    let source = Arc::new(text);
+    let text = source.as_str();
     let (root, records, bindings) = split_document(text)?;
     if records.is_empty() {
         return Err(FormatError::Shape(
@@ -154,14 +152,95 @@ pub fn read_layer_info(text: &str) -> Result<LayerInfo, FormatError> {
                 .to_owned(),
         ));
     }
+    // Large exports are parsed on two threads, each taking half of the records in order.
+    let half = if records.len() >= 4096 {
+        records.len() / 2
+    } else {
+        records.len()
+    };
+    let (first, second) = records.split_at(half);
+    let ((mut layers, mut objects, mut strings), rest) = std::thread::scope(|s| {
+        let other = (!second.is_empty()).then(|| s.spawn(|| read_records(text, second, half)));
+        let mine = read_records(text, first, 0);
+        // A worker that died (a bug) is redone here rather than losing its records.
+        let theirs = other.map(|h| {
+            h.join()
+                .unwrap_or_else(|_| read_records(text, second, half))
+        });
+        (mine, theirs)
+    });
+    if let Some((more, o, st)) = rest {
+        layers.extend(more);
+        objects += o;
+        strings += st;
+    }
+    let mut notes = Vec::new();
+    if objects > 0 && strings > 0 {
+        notes.push(format!(
+            "the layer list mixes {objects} detailed records with {strings} bare names"
+        ));
+    }
+    let verbosity = if objects == 0 && strings > 0 {
+        Verbosity::NamesOnly
+    } else {
+        Verbosity::Detailed
+    };
+    let bindings = match bindings {
+        None => None,
+        Some(raw) => match serde_json::from_str::<LList<LStr>>(raw.get()) {
+            Ok(LList(Slot::Value(names))) => {
+                Some(names.into_iter().filter_map(|s| s.0.into_value()).collect())
+            }
+            _ => {
+                notes.push("`Bindings` is not a list of names; it was ignored".to_owned());
+                None
+            }
+        },
+    };
+    drop(records);
+    Ok(LayerInfo {
+        source: source.clone(),
+        root,
+        verbosity,
+        layers,
+        bindings,
+        notes,
+    })
+}
+
+type Records<'a> = Vec<&'a RawValue>;
+
+/// Shares the few distinct type and format strings of an export between all layers, so 14,000
+/// layers do not hold 40,000 copies of "Row major linear FP32".
+#[derive(Default)]
+struct Interner(HashSet<Arc<str>>);
+
+impl Interner {
+    fn get(&mut self, s: &str) -> Arc<str> {
+        if let Some(shared) = self.0.get(s) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = Arc::from(s);
+        self.0.insert(shared.clone());
+        shared
+    }
+}
+
+/// Reads a run of layer records; returns them with the counts of detailed and names-only records.
+fn read_records(
+    text: &str,
+    records: &[&RawValue],
+    first_index: usize,
+) -> (Vec<Layer>, usize, usize) {
     let mut layers = Vec::with_capacity(records.len());
-    let mut objects = 0usize;
-    let mut strings = 0usize;
-    for (index, raw) in records.iter().enumerate() {
+    let (mut objects, mut strings) = (0, 0);
+    let mut interner = Interner::default();
+    for (i, raw) in records.iter().enumerate() {
+        let index = first_index + i;
         let offset = offset_in(text, raw.get());
         let layer = match first_byte(raw.get()) {
             Some(b'{') => {
-                let layer = read_layer_object(text, raw, offset, index);
+                let layer = read_layer_object(text, raw, offset, index, &mut interner);
                 if layer.names_only {
                     strings += 1;
                 } else {
@@ -190,58 +269,105 @@ pub fn read_layer_info(text: &str) -> Result<LayerInfo, FormatError> {
         };
         layers.push(layer);
     }
-    let mut notes = Vec::new();
-    if objects > 0 && strings > 0 {
-        notes.push(format!(
-            "the layer list mixes {objects} detailed records with {strings} bare names"
-        ));
-    }
-    let verbosity = if objects == 0 && strings > 0 {
-        Verbosity::NamesOnly
-    } else {
-        Verbosity::Detailed
-    };
-    let bindings = match bindings {
-        None => None,
-        Some(raw) => match serde_json::from_str::<LList<LStr>>(raw.get()) {
-            Ok(LList(Slot::Value(names))) => {
-                Some(names.into_iter().filter_map(|s| s.0.into_value()).collect())
-            }
-            _ => {
-                notes.push("`Bindings` is not a list of names; it was ignored".to_owned());
-                None
-            }
-        },
-    };
-    drop(records);
-    Ok(LayerInfo {
-        root,
-        verbosity,
-        layers,
-        bindings,
-        notes,
-    })
+    (layers, objects, strings)
 }
 
-type Records<'a> = Vec<&'a RawValue>;
+/// The top-level object, read in one pass: the `Layers` records are kept as raw JSON slices.
+struct TopLevel<'a> {
+    layers: Option<Slot<Records<'a>>>,
+    bindings: Option<&'a RawValue>,
+    keys: Vec<String>,
+}
+
+impl<'de> Deserialize<'de> for TopLevel<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Top;
+        impl<'de> Visitor<'de> for Top {
+            type Value = TopLevel<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut top = TopLevel {
+                    layers: None,
+                    bindings: None,
+                    keys: Vec::new(),
+                };
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "Layers" => top.layers = Some(map.next_value::<RecordList>()?.0),
+                        "Bindings" => top.bindings = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                    top.keys.push(key);
+                }
+                Ok(top)
+            }
+        }
+        d.deserialize_map(Top)
+    }
+}
+
+/// A list of raw records, or a note that the value was not a list.
+struct RecordList<'a>(Slot<Records<'a>>);
+
+impl<'de> Deserialize<'de> for RecordList<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct List;
+        impl<'de> Visitor<'de> for List {
+            type Value = RecordList<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of layer records")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut records = Vec::with_capacity(seq.size_hint().unwrap_or(256));
+                while let Some(r) = seq.next_element::<&'de RawValue>()? {
+                    records.push(r);
+                }
+                Ok(RecordList(Slot::Value(records)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(RecordList(Slot::Wrong))
+            }
+            fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(RecordList(Slot::Wrong))
+            }
+            fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(RecordList(Slot::Wrong))
+            }
+            fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(RecordList(Slot::Wrong))
+            }
+            fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(RecordList(Slot::Wrong))
+            }
+            fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(RecordList(Slot::Wrong))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+                Ok(RecordList(Slot::Wrong))
+            }
+        }
+        d.deserialize_any(List)
+    }
+}
 
 /// Finds the layer records and the bindings in either top-level shape.
 fn split_document(text: &str) -> Result<(RootShape, Records<'_>, Option<&RawValue>), FormatError> {
     match first_byte(text) {
         Some(b'{') => {
-            let map: BTreeMap<String, &RawValue> = serde_json::from_str(text).map_err(|e| invalid_json(text, &e))?;
-            let Some(layers) = map.get("Layers") else {
-                let keys: Vec<String> = map.keys().cloned().collect();
-                return Err(FormatError::WrongKind {
+            let top: TopLevel = serde_json::from_str(text).map_err(|e| invalid_json(text, &e))?;
+            match top.layers {
+                Some(Slot::Value(records)) => Ok((RootShape::Object, records, top.bindings)),
+                Some(_) => Err(FormatError::Shape("`Layers` is not a list".to_owned())),
+                None => Err(FormatError::WrongKind {
                     expected: "a layer-info export (no `Layers` key)",
-                    found: describe_object_keys(&keys),
-                });
-            };
-            if first_byte(layers.get()) != Some(b'[') {
-                return Err(FormatError::Shape("`Layers` is not a list".to_owned()));
+                    found: describe_object_keys(&top.keys),
+                }),
             }
-            let records: Records = serde_json::from_str(layers.get()).map_err(|e| invalid_json(text, &e))?;
-            Ok((RootShape::Object, records, map.get("Bindings").copied()))
         }
         Some(b'[') => {
             let records: Records = serde_json::from_str(text).map_err(|e| invalid_json(text, &e))?;
@@ -278,14 +404,20 @@ fn offset_in(text: &str, part: &str) -> usize {
     (part.as_ptr() as usize).saturating_sub(text.as_ptr() as usize)
 }
 
-fn read_layer_object(text: &str, raw_value: &RawValue, offset: usize, index: usize) -> Layer {
+fn read_layer_object(
+    text: &str,
+    raw_value: &RawValue,
+    offset: usize,
+    index: usize,
+    interner: &mut Interner,
+) -> Layer {
     let raw = raw_value.get();
     let rec: RawLayer = match serde_json::from_str(raw) {
         Ok(rec) => rec,
         Err(err) => {
             let (line, column) = line_col(text, offset);
             return Layer {
-                raw: Some(raw_value.to_owned()),
+                raw: Some(offset..offset + raw_value.get().len()),
                 problems: vec![format!(
                     "layer record {index} (starting line {line}, column {column}) could not be read: {err}"
                 )],
@@ -319,7 +451,7 @@ fn read_layer_object(text: &str, raw_value: &RawValue, offset: usize, index: usi
         format!("`{name}`")
     };
     let layer_type = match rec.layer_type.0 {
-        Slot::Value(t) => Some(t),
+        Slot::Value(t) => Some(interner.get(&t)),
         _ => {
             verbatim_ok = false;
             problems.push(format!("layer {label} has no string `LayerType`"));
@@ -331,7 +463,17 @@ fn read_layer_object(text: &str, raw_value: &RawValue, offset: usize, index: usi
             Slot::Value(items) => items
                 .into_iter()
                 .enumerate()
-                .map(|(i, t)| convert_tensor(t, &label, field, i, &mut problems, &mut verbatim_ok))
+                .map(|(i, t)| {
+                    convert_tensor(
+                        t,
+                        &label,
+                        field,
+                        i,
+                        &mut problems,
+                        &mut verbatim_ok,
+                        interner,
+                    )
+                })
                 .collect(),
             Slot::Missing => {
                 if required {
@@ -360,29 +502,18 @@ fn read_layer_object(text: &str, raw_value: &RawValue, offset: usize, index: usi
     Layer {
         name,
         layer_type,
-        parameter_type: rec.parameter_type.0.into_value(),
+        parameter_type: rec.parameter_type.0.value().map(|p| interner.get(p)),
         inputs,
         outputs,
         constants,
         tactic_name: rec.tactic_name.0.into_value(),
-        tactic_value: rec.tactic_value.0.into_value(),
         stream_id: rec.stream_id.0.into_value(),
         subgraph: rec.subgraph.0.into_value(),
         metadata: rec.metadata.0.into_value(),
         origin: rec.origin.0.into_value(),
-        activation: rec.activation.0.into_value(),
-        has_residual: rec.has_residual.0.value().is_some_and(|v| *v != 0.0),
+        has_activation: !rec.activation.0.is_missing(),
         plugin_type: rec.plugin_type.0.into_value(),
-        groups: rec.groups.0.value().map(|g| *g as i64),
-        operations: rec
-            .operations
-            .0
-            .into_value()
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|s| s.0.into_value())
-            .collect(),
-        raw: Some(raw_value.to_owned()),
+        raw: Some(offset..offset + raw_value.get().len()),
         verbatim_ok,
         names_only: false,
         problems,
@@ -396,6 +527,7 @@ fn convert_tensor(
     i: usize,
     problems: &mut Vec<String>,
     verbatim_ok: &mut bool,
+    interner: &mut Interner,
 ) -> Tensor {
     let Slot::Value(t) = slot.0 else {
         *verbatim_ok = false;
@@ -418,17 +550,20 @@ fn convert_tensor(
             "layer {layer}: tensor `{name}` has non-integer `Dimensions`"
         ));
     }
-    let format = t.format_datatype.0.into_value().or_else(|| {
-        match (t.format.0.into_value(), t.datatype.0.into_value()) {
-            (Some(f), Some(d)) => Some(format!("{f} {d}")),
-            (f, d) => f.or(d),
-        }
-    });
+    let format = match (
+        t.format_datatype.0.value(),
+        t.format.0.value(),
+        t.datatype.0.value(),
+    ) {
+        (Some(fd), _, _) => Some(interner.get(fd)),
+        (None, Some(f), Some(d)) => Some(interner.get(&format!("{f} {d}"))),
+        (None, f, d) => f.or(d).map(|x| interner.get(x)),
+    };
     Tensor {
         name,
         dims: t.dims.0.into_value(),
         format,
-        location: t.location.0.into_value(),
+        has_location: !t.location.0.is_missing(),
     }
 }
 
@@ -437,7 +572,7 @@ mod tests {
     use super::*;
 
     fn read(text: &str) -> Result<LayerInfo, FormatError> {
-        read_layer_info(text)
+        read_layer_info(text.to_owned())
     }
 
     #[test]
@@ -457,7 +592,7 @@ mod tests {
             l.metadata.as_deref(),
             Some("[ONNX Layer: a]\u{1e}[ONNX Layer: b]")
         );
-        let raw = l.raw.as_ref().expect("raw").get();
+        let raw = &info.source[l.raw.clone().expect("raw span")];
         assert!(raw.starts_with("{\"Name\": \"a\"") && raw.ends_with('}'));
         assert!(l.verbatim_ok);
     }

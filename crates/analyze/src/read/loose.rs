@@ -130,6 +130,31 @@ impl<'de> Deserialize<'de> for LStr {
     }
 }
 
+/// A string field borrowed from the document when it has no escapes (types and formats repeat
+/// thousands of times; they are interned by the reader).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LCow<'a>(pub Slot<std::borrow::Cow<'a, str>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for LCow<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Slot<std::borrow::Cow<'a, str>>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Slot::Value(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Slot::Value(std::borrow::Cow::Owned(v.to_owned())))
+            }
+            reject_others!(except str);
+        }
+        d.deserialize_any(V(std::marker::PhantomData)).map(LCow)
+    }
+}
+
 /// A finite number field (integers are widened to `f64`).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LNum(pub Slot<f64>);

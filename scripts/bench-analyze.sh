@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Benchmark `trtmc-bench analyze` on a large engine: the ResNet18 fp16 TREx fixture replicated
+# N times (default 400 → 14,400 layers), with the copies chained into one graph. Reports median
+# wall time and peak RSS (GNU time) over RUNS runs, and the same for NVIDIA's reference Python
+# analyzer (trt-perf-analysis analyze_trt_perf.py) side by side when REF_ANALYZER points to it.
+#
+#   scripts/bench-analyze.sh                       # builds the release binary, ours only
+#   REF_ANALYZER=/path/to/analyze_trt_perf.py scripts/bench-analyze.sh
+#
+# Environment: COPIES (400), RUNS (5), TRTMC_BIN (default target/release/trtmc-bench; set it to
+# target/release/examples/analyze_folder to time the library without the CLI), TRTMC_FIXTURES.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+fixtures="${TRTMC_FIXTURES:-$repo/../shared/fixtures}"
+copies="${COPIES:-400}"
+runs="${RUNS:-5}"
+bin="${TRTMC_BIN:-$repo/target/release/trtmc-bench}"
+work="$(mktemp -d "${TMPDIR:-/tmp}/bench-analyze.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+for tool in python3 /usr/bin/time; do
+  command -v "$tool" >/dev/null || { echo "bench-analyze: $tool is required" >&2; exit 7; }
+done
+[ -d "$fixtures/trex" ] || { echo "bench-analyze: fixtures not found at $fixtures (set TRTMC_FIXTURES)" >&2; exit 3; }
+
+if [ -z "${TRTMC_BIN:-}" ]; then
+  (cd "$repo" && cargo build --release -p trtmc-bench >&2)
+fi
+[ -x "$bin" ] || { echo "bench-analyze: $bin is not built" >&2; exit 4; }
+
+# Generate the replicated engine: layers_x.json ({"Layers": [...]} as trtexec writes it),
+# profile_x.json (trtexec's line layout), and layers_bare.json (a bare list, which the reference
+# analyzer needs).
+python3 - "$fixtures/trex" "$work" "$copies" <<'PY'
+import json, sys
+src, out, copies = sys.argv[1], sys.argv[2], int(sys.argv[3])
+doc = json.load(open(f"{src}/resnet18-pt-a100-fp16.layers.json"))
+prof = json.load(open(f"{src}/resnet18-pt-a100-fp16.profile.json"))
+first_in, last_out = doc["Bindings"][0], doc["Bindings"][-1]
+layers, records = [], []
+for i in range(copies):
+    def rename(name, i=i):
+        # Copy i reads copy i-1's output, so the copies form one chain.
+        return f"c{i-1}/{last_out}" if i > 0 and name == first_in else f"c{i}/{name}"
+    for layer in doc["Layers"]:
+        l = dict(layer)
+        l["Name"] = f"c{i}/{layer['Name']}"
+        for key in ("Inputs", "Outputs"):
+            l[key] = [dict(t, Name=rename(t["Name"])) for t in layer[key]]
+        layers.append(l)
+    for r in prof[1:]:
+        records.append(dict(r, name=f"c{i}/{r['name']}", percentage=r["percentage"] / copies))
+with open(f"{out}/layers_x.json", "w") as f:
+    json.dump({"Layers": layers, "Bindings": [first_in, f"c{copies-1}/{last_out}"]}, f)
+with open(f"{out}/layers_bare.json", "w") as f:
+    json.dump(layers, f)
+with open(f"{out}/profile_x.json", "w") as f:
+    f.write("[\n  { \"count\" : %d }\n" % prof[0]["count"])
+    for r in records:
+        f.write(", { \"name\" : \"%s\", \"timeMs\" : %r, \"averageMs\" : %r, \"medianMs\" : %r, \"percentage\" : %r }\n"
+                % (r["name"], r["timeMs"], r["averageMs"], r["medianMs"], r["percentage"]))
+    f.write("]\n")
+print(f"generated {len(layers)} layers, layers_x.json {len(open(f'{out}/layers_x.json','rb').read())} bytes", file=sys.stderr)
+PY
+mkdir -p "$work/in" && mv "$work/layers_x.json" "$work/profile_x.json" "$work/in/"
+
+# measure LABEL CMD...: prints "LABEL median_wall_s max_rss_kb" over $runs runs.
+measure() {
+  local label="$1"; shift
+  local walls=() rss=()
+  for _ in $(seq "$runs"); do
+    /usr/bin/time -v -o "$work/time.txt" "$@" >/dev/null 2>"$work/stderr.txt" || { cat "$work/stderr.txt" >&2; echo "bench-analyze: $label failed" >&2; exit 1; }
+    walls+=("$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,p,":"); s=0; for(i=1;i<=n;i++) s=s*60+p[i]; print s}' "$work/time.txt")")
+    rss+=("$(awk -F': ' '/Maximum resident set size/ {print $2}' "$work/time.txt")")
+  done
+  local wall peak
+  wall="$(printf '%s\n' "${walls[@]}" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')"
+  peak="$(printf '%s\n' "${rss[@]}" | sort -g | tail -1)"
+  echo "$label $wall $peak"
+}
+
+case "$(basename "$bin")" in
+  analyze_folder) ours=("$bin" "$work/in" "$work/out") ;;
+  *) ours=("$bin" analyze "$work/in" --output "$work/analysis.json" --analyze-data-output "$work/analyze-data.json" --quiet) ;;
+esac
+read -r _ ours_wall ours_rss < <(measure ours "${ours[@]}")
+echo "input: $copies copies of resnet18-pt-a100-fp16, $((copies * 36)) layers, $(stat -c %s "$work/in/layers_x.json") bytes of layer JSON"
+echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)"
+printf '%-34s %10s %14s\n' "analyzer" "wall (s)" "peak RSS (MiB)"
+printf '%-34s %10.3f %14.1f\n' "trtmc-bench analyze" "$ours_wall" "$(awk -v r="$ours_rss" 'BEGIN {print r / 1024}')"
+
+if [ -n "${REF_ANALYZER:-}" ]; then
+  [ -f "$REF_ANALYZER" ] || { echo "bench-analyze: REF_ANALYZER=$REF_ANALYZER not found" >&2; exit 3; }
+  read -r _ ref_wall ref_rss < <(measure reference python3 "$REF_ANALYZER" --data "$work/layers_bare.json" "$work/in/profile_x.json" --output "$work/ref.json")
+  printf '%-34s %10.3f %14.1f\n' "reference analyze_trt_perf.py" "$ref_wall" "$(awk -v r="$ref_rss" 'BEGIN {print r / 1024}')"
+  awk -v ow="$ours_wall" -v rw="$ref_wall" -v orss="$ours_rss" -v rrss="$ref_rss" \
+    'BEGIN {printf "ratio ours/reference: wall %.4f (target <= 0.02), peak RSS %.4f (target <= 0.25)\n", ow / rw, orss / rrss}'
+  awk -v ow="$ours_wall" -v rw="$ref_wall" -v orss="$ours_rss" -v rrss="$ref_rss" \
+    'BEGIN {exit !(ow / rw <= 0.02 && orss / rrss <= 0.25)}' || { echo "bench-analyze: target missed" >&2; exit 1; }
+fi
