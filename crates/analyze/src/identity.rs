@@ -527,20 +527,22 @@ const MARKERS: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// Marker automaton and, per pattern, its (category, word).
+type MarkerMatcher = (aho_corasick::AhoCorasick, Vec<(&'static str, &'static str)>);
+
 /// One automaton over every marker word (ASCII case-insensitive), so a name is scanned once.
-static MARKER_MATCHER: std::sync::LazyLock<
-    Option<(aho_corasick::AhoCorasick, Vec<(&'static str, &'static str)>)>,
-> = std::sync::LazyLock::new(|| {
-    let pairs: Vec<(&'static str, &'static str)> = MARKERS
-        .iter()
-        .flat_map(|(c, words)| words.iter().map(move |w| (*c, *w)))
-        .collect();
-    let matcher = aho_corasick::AhoCorasick::builder()
-        .ascii_case_insensitive(true)
-        .build(pairs.iter().map(|(_, w)| *w))
-        .ok()?;
-    Some((matcher, pairs))
-});
+static MARKER_MATCHER: std::sync::LazyLock<Option<MarkerMatcher>> =
+    std::sync::LazyLock::new(|| {
+        let pairs: Vec<(&'static str, &'static str)> = MARKERS
+            .iter()
+            .flat_map(|(c, words)| words.iter().map(move |w| (*c, *w)))
+            .collect();
+        let matcher = aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(pairs.iter().map(|(_, w)| *w))
+            .ok()?;
+        Some((matcher, pairs))
+    });
 
 impl CategorySignals {
     /// Records marker words in one piece of text (a layer name, metadata, a binding name).
