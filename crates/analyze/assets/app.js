@@ -6,6 +6,8 @@
 
   var errors = [];
   window.addEventListener("error", function (e) { errors.push(String(e.message || e)); });
+  // A self-check for tests: input text that turned into markup and ran would call alert().
+  window.alert = function () { errors.push("alert() was called"); };
   window.addEventListener("unhandledrejection", function (e) { errors.push(String(e.reason)); });
 
   var COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
@@ -71,7 +73,8 @@
   function finish() {
     document.body.setAttribute("data-report-ready", "true");
     document.body.setAttribute("data-report-errors", String(errors.length));
-    $("self-check").textContent = "ready errors=" + errors.length + (errors.length ? " first=" + errors[0] : "");
+    $("self-check").textContent = "ready errors=" + errors.length + " imgs=" + document.getElementsByTagName("img").length +
+      (errors.length ? " first=" + errors[0] : "");
   }
   if (!DATA || !DATA.analysis || !Array.isArray(DATA.analysis.backends)) {
     fail("The report data (data.js) is missing or unreadable. Re-create the report with `trtmc-bench analyze package`.");
