@@ -242,7 +242,7 @@ fn normalized_tensors(ts: &[crate::analysis::TensorView]) -> Vec<NormalizedTenso
         .collect()
 }
 
-struct Layers<'a>(&'a [LayerView], &'a [Option<Box<RawValue>>]);
+struct Layers<'a>(&'a [LayerView], &'a [Option<&'a RawValue>]);
 
 impl Serialize for Layers<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -268,14 +268,14 @@ struct Record<'a> {
     layer: LayerOut<'a>,
 }
 
-struct Records<'a>(&'a [LayerView], &'a [Option<Box<RawValue>>]);
+struct Records<'a>(&'a [LayerView], &'a [Option<&'a RawValue>]);
 
-fn verbatim(raws: &[Option<Box<RawValue>>], i: usize) -> Option<&RawValue> {
-    raws.get(i).and_then(|r| r.as_deref())
+fn verbatim<'a>(raws: &[Option<&'a RawValue>], i: usize) -> Option<&'a RawValue> {
+    raws.get(i).copied().flatten()
 }
 
 /// The records exactly as written, checked once, for layers and records alike.
-fn verbatim_records(b: &Backend) -> Vec<Option<Box<RawValue>>> {
+fn verbatim_records(b: &Backend) -> Vec<Option<&RawValue>> {
     let Some(source) = &b.source else {
         return Vec::new();
     };
@@ -283,7 +283,7 @@ fn verbatim_records(b: &Backend) -> Vec<Option<Box<RawValue>>> {
         .iter()
         .map(|l| {
             let range = l.raw.clone().filter(|_| l.verbatim_ok)?;
-            RawValue::from_string(source.get(range)?.to_owned()).ok()
+            serde_json::from_str::<&RawValue>(source.get(range)?).ok()
         })
         .collect()
 }
@@ -399,7 +399,7 @@ fn engines(b: &Backend) -> Option<EnginesOut<'_>> {
     })
 }
 
-fn result<'a>(a: &'a Analysis, b: &'a Backend, raws: &'a [Option<Box<RawValue>>]) -> Result<'a> {
+fn result<'a>(a: &'a Analysis, b: &'a Backend, raws: &'a [Option<&'a RawValue>]) -> Result<'a> {
     let failure = || {
         let mut v = validation(b);
         v.status = "failed";
@@ -498,7 +498,7 @@ fn result<'a>(a: &'a Analysis, b: &'a Backend, raws: &'a [Option<Box<RawValue>>]
 impl Analysis {
     /// Writes `analyze-data.json` (published schema_version 1.0).
     pub fn write_analyze_data<W: std::io::Write>(&self, w: W) -> serde_json::Result<()> {
-        let raws: Vec<Vec<Option<Box<RawValue>>>> =
+        let raws: Vec<Vec<Option<&RawValue>>> =
             self.backends.iter().map(verbatim_records).collect();
         let doc = Doc {
             schema_version: "1.0",

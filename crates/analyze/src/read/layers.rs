@@ -445,11 +445,7 @@ fn read_layer_object(
             String::new()
         }
     };
-    let label = if name.is_empty() {
-        format!("record {index}")
-    } else {
-        format!("`{name}`")
-    };
+    let label = Label { name: &name, index };
     let layer_type = match rec.layer_type.0 {
         Slot::Value(t) => Some(interner.get(&t)),
         _ => {
@@ -520,9 +516,25 @@ fn read_layer_object(
     }
 }
 
+/// How a layer is named in messages: `name`, or "record N" when it has none (no allocation until used).
+struct Label<'a> {
+    name: &'a str,
+    index: usize,
+}
+
+impl std::fmt::Display for Label<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.name.is_empty() {
+            write!(f, "record {}", self.index)
+        } else {
+            write!(f, "`{}`", self.name)
+        }
+    }
+}
+
 fn convert_tensor(
     slot: LObj<RawTensor>,
-    layer: &str,
+    layer: &Label,
     field: &str,
     i: usize,
     problems: &mut Vec<String>,
