@@ -1,1 +1,180 @@
-//! placeholder
+//! Deterministic built-in ONNX models for trtmc, and seeded weights for real architectures.
+//!
+//! Every model here is a real ONNX graph (IR 8, opset 17) written with `tract_onnx::pb` and
+//! encoded with `prost`; its weights come from a ChaCha8 stream keyed by the seed and the tensor
+//! name (see [`DEFAULT_SEED`]), so the bytes are identical on every machine and nothing is
+//! downloaded.
+//!
+//! | name | task | inputs | outputs |
+//! |---|---|---|---|
+//! | `tiny-cnn` | classify | `image` f32 [batch, 3, 64, 64] | `logits` f32 [batch, 10] |
+//! | `tiny-encoder` | encode | `input_ids`, `attention_mask` i64 [batch, seq] | `last_hidden_state` f32 [batch, seq, 64], `embeddings` f32 [batch, 64] (unit L2 norm) |
+//! | `tiny-gpt` | generate | see [`DecoderSpec`] | `logits` f32 [1, seq, 259], `present.{i}.key/value` |
+//!
+//! The text models share the byte vocabulary of [`vocab`]. `tiny-gpt` takes an explicit KV cache
+//! whose prefill call uses empty (`past = 0`) cache tensors; [`TINY_GPT`] describes the contract
+//! for a host-side generation loop.
+//!
+//! [`reweight`] gives a real-architecture model (e.g. the `onnx` wheel's `light_resnet50.onnx`,
+//! whose weights are all one constant) seeded, well-scaled random weights.
+
+mod cnn;
+mod encoder;
+mod gpt;
+mod init;
+mod layers;
+mod proto;
+mod reweight;
+pub mod vocab;
+
+use anyhow::{Result, bail};
+use serde::Serialize;
+
+pub use gpt::{DecoderSpec, TINY_GPT};
+pub use reweight::reweight;
+
+/// The seed used when a catalog entry or command does not name one. Any `u64` works; each gives
+/// a different, equally well-scaled set of weights.
+pub const DEFAULT_SEED: u64 = 20_240_917;
+
+/// What a built-in model is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Task {
+    Classify,
+    Encode,
+    Generate,
+}
+
+impl Task {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Task::Classify => "classify",
+            Task::Encode => "encode",
+            Task::Generate => "generate",
+        }
+    }
+}
+
+/// One graph input and the concrete shape to use when nothing else is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct InputSpec {
+    pub name: &'static str,
+    /// `"f32"` or `"i64"`.
+    pub dtype: &'static str,
+    pub default_shape: &'static [usize],
+}
+
+/// A model that [`generate`] can build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct BuiltinModel {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub task: Task,
+    /// Every graph input with a default shape (for `tiny-gpt`: a 16-token prefill).
+    pub inputs: &'static [InputSpec],
+}
+
+const fn input(
+    name: &'static str,
+    dtype: &'static str,
+    default_shape: &'static [usize],
+) -> InputSpec {
+    InputSpec {
+        name,
+        dtype,
+        default_shape,
+    }
+}
+
+const MODELS: &[BuiltinModel] = &[
+    BuiltinModel {
+        name: "tiny-cnn",
+        description: "ResNet-style image classifier: 3x64x64 image to 10 logits (conv, BN, residual blocks)",
+        task: Task::Classify,
+        inputs: &[input("image", "f32", &[1, 3, 64, 64])],
+    },
+    BuiltinModel {
+        name: "tiny-encoder",
+        description: "BERT-like byte-level sentence embedder: 2 layers, hidden 64, mean-pooled unit-norm embedding",
+        task: Task::Encode,
+        inputs: &[
+            input("input_ids", "i64", &[1, 16]),
+            input("attention_mask", "i64", &[1, 16]),
+        ],
+    },
+    BuiltinModel {
+        name: "tiny-gpt",
+        description: "GPT-like byte-level text generator: 2 layers, hidden 64, explicit KV cache",
+        task: Task::Generate,
+        inputs: &[
+            input("input_ids", "i64", &[1, 16]),
+            input("position_ids", "i64", &[1, 16]),
+            input("attention_bias", "f32", &[1, 1, 16, 16]),
+            input("past_key_values.0.key", "f32", &[1, 4, 0, 16]),
+            input("past_key_values.0.value", "f32", &[1, 4, 0, 16]),
+            input("past_key_values.1.key", "f32", &[1, 4, 0, 16]),
+            input("past_key_values.1.value", "f32", &[1, 4, 0, 16]),
+        ],
+    },
+];
+
+/// Every model [`generate`] knows, in a stable order.
+pub fn builtin_models() -> &'static [BuiltinModel] {
+    MODELS
+}
+
+/// The ONNX bytes of built-in model `name` with weights from `seed`. The same name and seed
+/// give the same bytes on every machine.
+pub fn generate(name: &str, seed: u64) -> Result<Vec<u8>> {
+    Ok(match name {
+        "tiny-cnn" => cnn::build(seed),
+        "tiny-encoder" => encoder::build(seed),
+        "tiny-gpt" => gpt::build(seed),
+        _ => {
+            let known: Vec<&str> = MODELS.iter().map(|m| m.name).collect();
+            bail!(
+                "unknown built-in model {name:?}; known models: {}",
+                known.join(", ")
+            )
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_model_generates() {
+        for m in builtin_models() {
+            assert!(
+                !generate(m.name, DEFAULT_SEED).unwrap().is_empty(),
+                "{}",
+                m.name
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_name_lists_the_known_ones() {
+        let err = generate("tiny-rnn", 1).unwrap_err().to_string();
+        assert!(
+            err.contains("tiny-rnn") && err.contains("tiny-cnn, tiny-encoder, tiny-gpt"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn gpt_defaults_match_the_decoder_spec() {
+        let gpt = builtin_models()
+            .iter()
+            .find(|m| m.task == Task::Generate)
+            .unwrap();
+        let names: Vec<&str> = gpt.inputs.iter().map(|i| i.name).collect();
+        for layer in 0..TINY_GPT.layers {
+            assert!(names.contains(&TINY_GPT.past_key(layer).as_str()));
+            assert!(names.contains(&TINY_GPT.past_value(layer).as_str()));
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! `tiny-gpt`: a decoder-only byte-level text generator with an explicit KV cache.
+//!
+//! token + learned position embeddings, 2 pre-LN decoder layers (4 heads of 16, FFN 256, exact
+//! GELU), final LayerNorm, LM head tied to the token embedding.
+
+use tract_onnx::pb::tensor_proto::DataType;
+
+use crate::layers::{attention, feed_forward, layer_norm, linear, merge_heads, split_heads};
+use crate::proto::{Dim, Graph, attr_int, attr_ints};
+use crate::vocab::{BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE};
+
+/// What a host-side generation loop needs to drive `tiny-gpt`.
+///
+/// One call takes `seq` new tokens and the cache of `past` earlier tokens, and returns logits for
+/// the new tokens plus the cache of all `total = past + seq` tokens:
+///
+/// | name | dtype | shape |
+/// |---|---|---|
+/// | `input_ids` | i64 | [1, seq] |
+/// | `position_ids` | i64 | [1, seq], the absolute positions `past..total` (< `max_positions`) |
+/// | `attention_bias` | f32 | [1, 1, seq, total]: 0 where query i may see key j, `mask_value` elsewhere (causal: j <= past + i) |
+/// | `past_key_values.{i}.key` / `.value` | f32 | [1, heads, past, head_dim] for each layer i |
+/// | `logits` (output) | f32 | [1, seq, vocab] |
+/// | `present.{i}.key` / `.value` (output) | f32 | [1, heads, total, head_dim] |
+///
+/// The first (prefill) call passes `past = 0`: empty cache tensors of shape [1, heads, 0,
+/// head_dim]. Each later call feeds the previous call's `present.*` back as `past_key_values.*`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DecoderSpec {
+    pub layers: usize,
+    pub heads: usize,
+    pub head_dim: usize,
+    pub vocab: usize,
+    pub max_positions: usize,
+    pub bos_id: i64,
+    pub eos_id: i64,
+    pub pad_id: i64,
+    /// Additive bias for a masked (query, key) pair in `attention_bias`.
+    pub mask_value: f32,
+    pub input_ids: &'static str,
+    pub position_ids: &'static str,
+    pub attention_bias: &'static str,
+    pub logits: &'static str,
+}
+
+impl DecoderSpec {
+    /// Input name of layer `layer`'s cached keys.
+    pub fn past_key(&self, layer: usize) -> String {
+        format!("past_key_values.{layer}.key")
+    }
+    /// Input name of layer `layer`'s cached values.
+    pub fn past_value(&self, layer: usize) -> String {
+        format!("past_key_values.{layer}.value")
+    }
+    /// Output name of layer `layer`'s updated keys.
+    pub fn present_key(&self, layer: usize) -> String {
+        format!("present.{layer}.key")
+    }
+    /// Output name of layer `layer`'s updated values.
+    pub fn present_value(&self, layer: usize) -> String {
+        format!("present.{layer}.value")
+    }
+    /// Hidden size (`heads * head_dim`).
+    pub fn hidden(&self) -> usize {
+        self.heads * self.head_dim
+    }
+}
+
+/// The contract of the built-in `tiny-gpt` model.
+pub const TINY_GPT: DecoderSpec = DecoderSpec {
+    layers: 2,
+    heads: 4,
+    head_dim: 16,
+    vocab: VOCAB_SIZE,
+    max_positions: 256,
+    bos_id: BOS_ID,
+    eos_id: EOS_ID,
+    pad_id: PAD_ID,
+    mask_value: -1e9,
+    input_ids: "input_ids",
+    position_ids: "position_ids",
+    attention_bias: "attention_bias",
+    logits: "logits",
+};
+
+const FFN: usize = 256;
+
+pub(crate) fn build(seed: u64) -> Vec<u8> {
+    let spec = TINY_GPT;
+    let hidden = spec.hidden();
+    let mut g = Graph::new(seed);
+    let seq_dims = [Dim::Fixed(1), Dim::Param("seq")];
+    let ids = g.input(spec.input_ids, DataType::Int64, &seq_dims);
+    let positions = g.input(spec.position_ids, DataType::Int64, &seq_dims);
+    let bias = g.input(
+        spec.attention_bias,
+        DataType::Float,
+        &[
+            Dim::Fixed(1),
+            Dim::Fixed(1),
+            Dim::Param("seq"),
+            Dim::Param("total"),
+        ],
+    );
+    let cache_dims = |len| {
+        [
+            Dim::Fixed(1),
+            Dim::Fixed(spec.heads as i64),
+            Dim::Param(len),
+            Dim::Fixed(spec.head_dim as i64),
+        ]
+    };
+    let mut past = Vec::new();
+    for layer in 0..spec.layers {
+        let k = g.input(&spec.past_key(layer), DataType::Float, &cache_dims("past"));
+        let v = g.input(
+            &spec.past_value(layer),
+            DataType::Float,
+            &cache_dims("past"),
+        );
+        past.push((k, v));
+    }
+
+    let tok_table = g.weight("embeddings.token", &[spec.vocab, hidden], 1.0);
+    let pos_table = g.weight("embeddings.position", &[spec.max_positions, hidden], 0.5);
+    let tok = g.op("Gather", &[&tok_table, &ids], vec![attr_int("axis", 0)]);
+    let pos = g.op(
+        "Gather",
+        &[&pos_table, &positions],
+        vec![attr_int("axis", 0)],
+    );
+    let mut x = g.op("Add", &[&tok, &pos], vec![]);
+
+    let mut presents = Vec::new();
+    for (layer, (past_k, past_v)) in past.iter().enumerate() {
+        let p = format!("layers.{layer}");
+        let h = layer_norm(&mut g, &x, &format!("{p}.attn_norm"), hidden);
+        let q = linear(&mut g, &h, &format!("{p}.attn.q"), hidden, hidden, 1.0);
+        let k = linear(&mut g, &h, &format!("{p}.attn.k"), hidden, hidden, 1.0);
+        let v = linear(&mut g, &h, &format!("{p}.attn.v"), hidden, hidden, 1.0);
+        let q = split_heads(&mut g, &q, spec.heads, spec.head_dim);
+        let k = split_heads(&mut g, &k, spec.heads, spec.head_dim);
+        let v = split_heads(&mut g, &v, spec.heads, spec.head_dim);
+        // The cache grows along the sequence axis: present = past ++ new.
+        let present_k = g.op_to(
+            "Concat",
+            &[past_k, &k],
+            vec![attr_int("axis", 2)],
+            &spec.present_key(layer),
+        );
+        let present_v = g.op_to(
+            "Concat",
+            &[past_v, &v],
+            vec![attr_int("axis", 2)],
+            &spec.present_value(layer),
+        );
+        let ctx = attention(&mut g, &q, &present_k, &present_v, &bias, spec.head_dim);
+        let ctx = merge_heads(&mut g, &ctx, spec.heads, spec.head_dim);
+        let attn_out = linear(&mut g, &ctx, &format!("{p}.attn.out"), hidden, hidden, 1.0);
+        let x1 = g.op("Add", &[&x, &attn_out], vec![]);
+        let h = layer_norm(&mut g, &x1, &format!("{p}.ffn_norm"), hidden);
+        let ff = feed_forward(&mut g, &h, &format!("{p}.ffn"), hidden, FFN);
+        x = g.op("Add", &[&x1, &ff], vec![]);
+        presents.push((present_k, present_v));
+    }
+
+    let x = layer_norm(&mut g, &x, "final_norm", hidden);
+    // Tied LM head: logits = x @ token_table^T, scaled so logits have a spread of a few units.
+    let head = g.op("Transpose", &[&tok_table], vec![attr_ints("perm", &[1, 0])]);
+    let raw = g.op("MatMul", &[&x, &head], vec![]);
+    let head_scale = g.const_f32("const.lm_head_scale", &[], &[2.0 / (hidden as f32).sqrt()]);
+    let logits = g.op("Mul", &[&raw, &head_scale], vec![]);
+    g.output(
+        &logits,
+        spec.logits,
+        DataType::Float,
+        &[
+            Dim::Fixed(1),
+            Dim::Param("seq"),
+            Dim::Fixed(spec.vocab as i64),
+        ],
+    );
+    for (layer, (k, v)) in presents.iter().enumerate() {
+        g.output(
+            k,
+            &spec.present_key(layer),
+            DataType::Float,
+            &cache_dims("total"),
+        );
+        g.output(
+            v,
+            &spec.present_value(layer),
+            DataType::Float,
+            &cache_dims("total"),
+        );
+    }
+    g.finish(
+        "tiny_gpt",
+        "trtmc tiny-gpt: seeded 2-layer byte-level decoder with KV-cache inputs and outputs",
+    )
+}

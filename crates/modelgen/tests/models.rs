@@ -1,0 +1,169 @@
+//! The built-in models load and run in tract with the documented shapes and sane values.
+
+mod common;
+
+use common::*;
+use trtmc_modelgen::vocab::{BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE, encode_bytes};
+use trtmc_modelgen::{DEFAULT_SEED, TINY_GPT, builtin_models, generate};
+
+fn image(batch: usize, seed: u64) -> tract_onnx::prelude::Tensor {
+    f32_tensor(
+        &[batch, 3, 64, 64],
+        pseudo_random(batch * 3 * 64 * 64, seed),
+    )
+}
+
+#[test]
+fn generation_is_deterministic_per_seed() {
+    for m in builtin_models() {
+        let a = generate(m.name, 5).unwrap();
+        assert_eq!(
+            a,
+            generate(m.name, 5).unwrap(),
+            "{} differs between two runs",
+            m.name
+        );
+        assert_ne!(
+            a,
+            generate(m.name, 6).unwrap(),
+            "{} ignores the seed",
+            m.name
+        );
+    }
+}
+
+#[test]
+fn cnn_classifies_batches() {
+    let plan = load(&generate("tiny-cnn", DEFAULT_SEED).unwrap()).unwrap();
+    let out = run(&plan, vec![image(2, 1)]).unwrap();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].shape(), &[2, 10]);
+    let logits = values(&out[0]);
+    assert!(logits.iter().all(|x| x.is_finite()));
+    // Well-scaled: neither collapsed nor exploding, and the two images get different logits.
+    let spread = std_dev(&logits);
+    assert!((0.05..20.0).contains(&spread), "logit spread {spread}");
+    assert!(
+        max_abs_diff(&logits[..10], &logits[10..]) > 1e-3,
+        "{logits:?}"
+    );
+    // Batch items are independent: item 1 alone gives the same logits.
+    let single = values(
+        &run(
+            &plan,
+            vec![f32_tensor(
+                &[1, 3, 64, 64],
+                values(&image(2, 1))[3 * 64 * 64..].to_vec(),
+            )],
+        )
+        .unwrap()[0],
+    );
+    assert!(max_abs_diff(&single, &logits[10..]) < 1e-5);
+}
+
+#[test]
+fn cnn_output_depends_on_seed() {
+    let a = values(
+        &run(
+            &load(&generate("tiny-cnn", 1).unwrap()).unwrap(),
+            vec![image(1, 3)],
+        )
+        .unwrap()[0],
+    );
+    let b = values(
+        &run(
+            &load(&generate("tiny-cnn", 2).unwrap()).unwrap(),
+            vec![image(1, 3)],
+        )
+        .unwrap()[0],
+    );
+    assert!(max_abs_diff(&a, &b) > 1e-2);
+}
+
+fn encode(plan: &Plan, rows: &[Vec<i64>], masks: &[Vec<i64>]) -> (Vec<usize>, Vec<f32>, Vec<f32>) {
+    let (b, s) = (rows.len(), rows[0].len());
+    let out = run(
+        plan,
+        vec![
+            i64_tensor(&[b, s], rows.concat()),
+            i64_tensor(&[b, s], masks.concat()),
+        ],
+    )
+    .unwrap();
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[1].shape(), &[b, 64]);
+    (out[0].shape().to_vec(), values(&out[0]), values(&out[1]))
+}
+
+fn sentence(text: &str) -> Vec<i64> {
+    let mut ids = vec![BOS_ID];
+    ids.extend(encode_bytes(text));
+    ids.push(EOS_ID);
+    ids
+}
+
+#[test]
+fn encoder_embeddings_are_unit_norm_and_mask_aware() {
+    let plan = load(&generate("tiny-encoder", DEFAULT_SEED).unwrap()).unwrap();
+    let a = sentence("the quick brown fox");
+    let b = sentence("a slow green turtle sleeps");
+    let (shape, hidden, emb) = encode(&plan, std::slice::from_ref(&a), &[vec![1; a.len()]]);
+    assert_eq!(shape, vec![1, a.len(), 64]);
+    assert!(hidden.iter().chain(&emb).all(|x| x.is_finite()));
+    let norm = emb.iter().map(|x| x * x).sum::<f32>().sqrt();
+    assert!((norm - 1.0).abs() < 1e-5, "norm {norm}");
+
+    // Right padding with mask 0 leaves the embedding unchanged...
+    let mut padded = a.clone();
+    padded.resize(b.len() + 3, PAD_ID);
+    let mut mask = vec![1; a.len()];
+    mask.resize(padded.len(), 0);
+    let (_, _, emb_padded) = encode(&plan, &[padded.clone()], &[mask.clone()]);
+    assert!(
+        max_abs_diff(&emb, &emb_padded) < 1e-5,
+        "padding changed the embedding"
+    );
+    // ...but unmasked, the same padding does change it (so the mask is what protects it).
+    let (_, _, emb_unmasked) = encode(&plan, &[padded.clone()], &[vec![1; padded.len()]]);
+    assert!(max_abs_diff(&emb, &emb_unmasked) > 1e-3);
+
+    // A padded batch of two sentences equals the two run alone; different text, different vector.
+    let mut b_padded = b.clone();
+    b_padded.resize(padded.len(), PAD_ID);
+    let mut b_mask = vec![1; b.len()];
+    b_mask.resize(padded.len(), 0);
+    let (_, _, batch) = encode(&plan, &[padded, b_padded], &[mask, b_mask]);
+    let (_, _, emb_b) = encode(&plan, std::slice::from_ref(&b), &[vec![1; b.len()]]);
+    assert!(max_abs_diff(&batch[..64], &emb) < 1e-5);
+    assert!(max_abs_diff(&batch[64..], &emb_b) < 1e-5);
+    let cosine: f32 = emb.iter().zip(&emb_b).map(|(x, y)| x * y).sum();
+    assert!(
+        cosine < 0.9999,
+        "different sentences, same embedding (cos {cosine})"
+    );
+}
+
+#[test]
+fn gpt_prefill_outputs_logits_and_cache() {
+    let plan = load(&generate("tiny-gpt", DEFAULT_SEED).unwrap()).unwrap();
+    let prompt = sentence("hello");
+    let (logits, cache) = gpt_step(&plan, &prompt, &empty_cache()).unwrap();
+    assert_eq!(logits.shape(), &[1, prompt.len(), VOCAB_SIZE]);
+    assert_eq!(cache.len(), TINY_GPT.layers);
+    for (k, v) in &cache {
+        assert_eq!(
+            k.shape(),
+            &[1, TINY_GPT.heads, prompt.len(), TINY_GPT.head_dim]
+        );
+        assert_eq!(v.shape(), k.shape());
+    }
+    let l = values(&logits);
+    assert!(l.iter().all(|x| x.is_finite()));
+    // Not degenerate: logits spread a few units, so softmax is neither flat nor one-hot.
+    let last = &l[l.len() - VOCAB_SIZE..];
+    let spread = std_dev(last);
+    assert!((0.3..10.0).contains(&spread), "logit spread {spread}");
+    // Another prompt gives other logits.
+    let (other, _) = gpt_step(&plan, &sentence("world"), &empty_cache()).unwrap();
+    assert!(max_abs_diff(&values(&other), &l) > 1e-3);
+}
