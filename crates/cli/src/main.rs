@@ -1,13 +1,25 @@
 //! `trtmc-bench`: benchmark neural-network inference, explain it, and tune its build settings.
 
+mod catalog_root;
 mod commands;
 mod exit;
+mod progress;
 
 use clap::{Parser, Subcommand};
-use exit::{CliError, ExitCode};
+use exit::CliError;
 
 #[derive(Debug, Parser)]
-#[command(name = "trtmc-bench", version, about = "Benchmark, analyze and tune neural-network inference")]
+#[command(
+    name = "trtmc-bench",
+    version,
+    about = "Benchmark, analyze and tune neural-network inference",
+    long_about = "Benchmark, analyze and tune neural-network inference.\n\n\
+        run            benchmark a resolved workload in an isolated worker and write a result directory\n\
+        list models    every catalog profile with its status\n\
+        analyze        TensorRT layer-info/profile analysis with validation and a browser report\n\n\
+        Exit codes: 0 success, 1 internal error, 2 usage, 3 invalid input, 4 build failed or no bundle,\n\
+        5 a case failed, 6 output refused, 7 missing external tool (see docs/exit-codes.md)."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -15,14 +27,24 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Benchmark one or more workloads (model profile × case × bundle) and write a result directory.
+    Run(commands::run::RunArgs),
+    /// List catalog content.
+    List(commands::list::ListArgs),
     /// Analyze TensorRT layer-info and profile JSON; validate it and package a browser report.
     Analyze(commands::analyze::AnalyzeArgs),
+    /// Internal: the worker process that owns the timed loop.
+    #[command(hide = true)]
+    Worker(commands::worker::WorkerArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let outcome = match cli.command {
+        Command::Run(args) => commands::run::execute(args),
+        Command::List(args) => commands::list::execute(args),
         Command::Analyze(args) => commands::analyze::execute(args),
+        Command::Worker(args) => std::process::exit(commands::worker::execute(args)),
     };
     if let Err(err) = outcome {
         report_and_exit(err);
@@ -32,9 +54,4 @@ fn main() {
 fn report_and_exit(err: CliError) -> ! {
     eprintln!("error: {}", err.message);
     std::process::exit(err.code as i32);
-}
-
-#[allow(dead_code)]
-fn success() -> ExitCode {
-    ExitCode::Success
 }

@@ -49,14 +49,20 @@ pub struct Override {
 impl Override {
     /// Parses `section.key=value` as given to `--set`.
     pub fn parse(text: &str, source: Source) -> Result<Self, String> {
-        let (key, value) = text
-            .split_once('=')
-            .ok_or_else(|| format!("`{text}` is not KEY=VALUE (e.g. --set request.max_new_tokens=16)"))?;
+        let (key, value) = text.split_once('=').ok_or_else(|| {
+            format!("`{text}` is not KEY=VALUE (e.g. --set request.max_new_tokens=16)")
+        })?;
         let key = key.trim();
         if key.is_empty() {
-            return Err(format!("`{text}` has an empty key (e.g. --set request.max_new_tokens=16)"));
+            return Err(format!(
+                "`{text}` has an empty key (e.g. --set request.max_new_tokens=16)"
+            ));
         }
-        Ok(Self { key: key.to_string(), value: value.to_string(), source })
+        Ok(Self {
+            key: key.to_string(),
+            value: value.to_string(),
+            source,
+        })
     }
 }
 
@@ -110,10 +116,16 @@ impl ResolvedCase {
         self.request.get(name).map(|s| &s.value)
     }
     pub fn build_values(&self) -> BTreeMap<String, Value> {
-        self.build.iter().map(|(k, v)| (k.clone(), v.value.clone())).collect()
+        self.build
+            .iter()
+            .map(|(k, v)| (k.clone(), v.value.clone()))
+            .collect()
     }
     pub fn runtime_values(&self) -> BTreeMap<String, Value> {
-        self.runtime_settings.iter().map(|(k, v)| (k.clone(), v.value.clone())).collect()
+        self.runtime_settings
+            .iter()
+            .map(|(k, v)| (k.clone(), v.value.clone()))
+            .collect()
     }
 }
 
@@ -132,7 +144,11 @@ pub struct ResolveInput<'a> {
 /// Resolves one case of a profile. The profile must be ready.
 pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCase, String> {
     if !profile.status.is_ready() {
-        return Err(format!("model `{}` cannot run: {}", profile.name, profile.status.label()));
+        return Err(format!(
+            "model `{}` cannot run: {}",
+            profile.name,
+            profile.status.label()
+        ));
     }
     let op = profile
         .operation
@@ -145,9 +161,15 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
             let hint = crate::text::closest(name, names.iter().copied())
                 .map(|c| format!(" Did you mean `{c}`?"))
                 .unwrap_or_default();
-            format!("model `{}` has no case `{name}`.{hint} Its cases: {}", profile.name, names.join(", "))
+            format!(
+                "model `{}` has no case `{name}`.{hint} Its cases: {}",
+                profile.name,
+                names.join(", ")
+            )
         })?,
-        None => profile.default_case().ok_or_else(|| format!("model `{}` has no test case", profile.name))?,
+        None => profile
+            .default_case()
+            .ok_or_else(|| format!("model `{}` has no test case", profile.name))?,
     };
 
     let mut request: BTreeMap<String, Sourced<Value>> = BTreeMap::new();
@@ -165,13 +187,22 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
         build.insert("precision".into(), Sourced::new(json!(p), Source::Manifest));
     }
     if let Some(k) = profile.build.kv_cache_length {
-        build.insert("kv_cache_length".into(), Sourced::new(json!(k), Source::Manifest));
+        build.insert(
+            "kv_cache_length".into(),
+            Sourced::new(json!(k), Source::Manifest),
+        );
     }
     for (d, v) in &profile.build.dims {
-        build.insert(format!("dims.{d}"), Sourced::new(json!(v), Source::Manifest));
+        build.insert(
+            format!("dims.{d}"),
+            Sourced::new(json!(v), Source::Manifest),
+        );
     }
     for (i, s) in &profile.build.shapes {
-        build.insert(format!("shapes.{i}"), Sourced::new(json!(s), Source::Manifest));
+        build.insert(
+            format!("shapes.{i}"),
+            Sourced::new(json!(s), Source::Manifest),
+        );
     }
 
     let mut runtime = Sourced::new(profile.runtime_strategy.clone(), Source::Manifest);
@@ -186,9 +217,20 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
     apply_measure(&mut measure, &case_measure(case), Source::Case);
     apply_measure(&mut measure, &input.plan_measure, Source::Plan);
 
-    let overrides = input.plan.iter().chain(&input.sets).chain(&input.sweep_point);
+    let overrides = input
+        .plan
+        .iter()
+        .chain(&input.sets)
+        .chain(&input.sweep_point);
     for o in overrides {
-        apply_override(op, o, &mut request, &mut build, &mut runtime, &mut runtime_settings)?;
+        apply_override(
+            op,
+            o,
+            &mut request,
+            &mut build,
+            &mut runtime,
+            &mut runtime_settings,
+        )?;
     }
     if let Some(r) = &input.runtime {
         runtime = Sourced::new(r.clone(), Source::Cli);
@@ -200,7 +242,10 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
 
     for f in op.fields {
         if !request.contains_key(f.name) {
-            return Err(format!("request.{} is required by operation `{}` ({})", f.name, op.name, f.help));
+            return Err(format!(
+                "request.{} is required by operation `{}` ({})",
+                f.name, op.name, f.help
+            ));
         }
         if let Some(dim) = f.binds_dim
             && let Some(v) = request.get(f.name)
@@ -219,12 +264,18 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
         }
     }
 
-    let sweep_point: BTreeMap<String, String> =
-        input.sweep_point.iter().map(|o| (o.key.clone(), o.value.clone())).collect();
+    let sweep_point: BTreeMap<String, String> = input
+        .sweep_point
+        .iter()
+        .map(|o| (o.key.clone(), o.value.clone()))
+        .collect();
     let label = if sweep_point.is_empty() {
         case.name.clone()
     } else {
-        let parts: Vec<String> = sweep_point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let parts: Vec<String> = sweep_point
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         format!("{}[{}]", case.name, parts.join(","))
     };
 
@@ -248,8 +299,13 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
 }
 
 /// The workload identity: what must match for two measurements to be comparable.
-pub fn workload_identity(manifest_hash: &str, case: &ResolvedCase, artifact_hashes: &[String]) -> String {
-    let request: BTreeMap<&String, &Value> = case.request.iter().map(|(k, v)| (k, &v.value)).collect();
+pub fn workload_identity(
+    manifest_hash: &str,
+    case: &ResolvedCase,
+    artifact_hashes: &[String],
+) -> String {
+    let request: BTreeMap<&String, &Value> =
+        case.request.iter().map(|(k, v)| (k, &v.value)).collect();
     let build: BTreeMap<&String, &Value> = case.build.iter().map(|(k, v)| (k, &v.value)).collect();
     crate::hash::json_hash(&json!({
         "manifest": manifest_hash,
@@ -297,7 +353,9 @@ fn apply_override(
     let context = |e: String| format!("{} `{}={}`: {e}", describe_source(o.source), o.key, o.value);
     match section {
         "request" => {
-            let field = op.field(rest).ok_or_else(|| context(crate::catalog::unknown_field(op, rest)))?;
+            let field = op
+                .field(rest)
+                .ok_or_else(|| context(crate::catalog::unknown_field(op, rest)))?;
             let value = parse_typed(field.kind, &o.value).map_err(context)?;
             request.insert(rest.to_string(), Sourced::new(value, o.source));
         }
@@ -305,8 +363,12 @@ fn apply_override(
             let value = match rest {
                 "precision" => json!(o.value.trim()),
                 "kv_cache_length" => json!(parse_int(&o.value).map_err(context)?),
-                _ if rest.starts_with("dims.") && rest.len() > 5 => json!(parse_int(&o.value).map_err(context)?),
-                _ if rest.starts_with("shapes.") && rest.len() > 7 => json!(parse_shape(&o.value).map_err(context)?),
+                _ if rest.starts_with("dims.") && rest.len() > 5 => {
+                    json!(parse_int(&o.value).map_err(context)?)
+                }
+                _ if rest.starts_with("shapes.") && rest.len() > 7 => {
+                    json!(parse_shape(&o.value).map_err(context)?)
+                }
                 _ => {
                     return Err(context(
                         "unknown build setting; known: build.precision, build.kv_cache_length, build.dims.<dim>, build.shapes.<input>"
@@ -316,9 +378,14 @@ fn apply_override(
             };
             build.insert(rest.to_string(), Sourced::new(value, o.source));
         }
-        "runtime" if rest.is_empty() => *runtime = Sourced::new(o.value.trim().to_string(), o.source),
+        "runtime" if rest.is_empty() => {
+            *runtime = Sourced::new(o.value.trim().to_string(), o.source)
+        }
         "runtime" => {
-            runtime_settings.insert(rest.to_string(), Sourced::new(parse_untyped(&o.value), o.source));
+            runtime_settings.insert(
+                rest.to_string(),
+                Sourced::new(parse_untyped(&o.value), o.source),
+            );
         }
         _ => {
             return Err(context(
@@ -339,7 +406,9 @@ fn describe_source(s: Source) -> &'static str {
 }
 
 fn parse_int(text: &str) -> Result<i64, String> {
-    text.trim().parse::<i64>().map_err(|_| format!("expected an integer, got `{text}`"))
+    text.trim()
+        .parse::<i64>()
+        .map_err(|_| format!("expected an integer, got `{text}`"))
 }
 
 /// Parses `1x3x224x224` (trtexec's shape syntax) into dimensions.
@@ -373,10 +442,13 @@ pub fn parse_typed(kind: FieldKind, text: &str) -> Result<Value, String> {
         FieldKind::String => Ok(Value::from(text)),
         FieldKind::StringList => {
             if t.starts_with('[') {
-                let v: Value = serde_json::from_str(t).map_err(|e| format!("expected a JSON list of strings: {e}"))?;
+                let v: Value = serde_json::from_str(t)
+                    .map_err(|e| format!("expected a JSON list of strings: {e}"))?;
                 operations::check_kind(kind, &v)
             } else {
-                Ok(Value::Array(t.split('|').map(|s| Value::from(s.to_string())).collect()))
+                Ok(Value::Array(
+                    t.split('|').map(|s| Value::from(s.to_string())).collect(),
+                ))
             }
         }
     }
@@ -407,8 +479,9 @@ pub struct SweepAxis {
 
 impl SweepAxis {
     pub fn parse(text: &str) -> Result<Self, String> {
-        let o = Override::parse(text, Source::Sweep)
-            .map_err(|_| format!("`{text}` is not KEY=V1,V2,… (e.g. --sweep request.batch_size=1,2)"))?;
+        let o = Override::parse(text, Source::Sweep).map_err(|_| {
+            format!("`{text}` is not KEY=V1,V2,… (e.g. --sweep request.batch_size=1,2)")
+        })?;
         let values: Vec<String> = o.value.split(',').map(|v| v.trim().to_string()).collect();
         if values.iter().any(String::is_empty) {
             return Err(format!("--sweep `{text}` has an empty value"));
@@ -426,7 +499,10 @@ pub fn sweep_points(axes: &[SweepAxis]) -> Result<Vec<Vec<Override>>, String> {
     let mut keys = std::collections::BTreeSet::new();
     for a in axes {
         if !keys.insert(a.key.as_str()) {
-            return Err(format!("--sweep names `{}` twice; give all values in one --sweep", a.key));
+            return Err(format!(
+                "--sweep names `{}` twice; give all values in one --sweep",
+                a.key
+            ));
         }
     }
     let mut points: Vec<Vec<Override>> = vec![Vec::new()];
@@ -435,7 +511,11 @@ pub fn sweep_points(axes: &[SweepAxis]) -> Result<Vec<Vec<Override>>, String> {
         for p in &points {
             for v in &axis.values {
                 let mut q = p.clone();
-                q.push(Override { key: axis.key.clone(), value: v.clone(), source: Source::Sweep });
+                q.push(Override {
+                    key: axis.key.clone(),
+                    value: v.clone(),
+                    source: Source::Sweep,
+                });
                 next.push(q);
             }
         }
@@ -474,11 +554,17 @@ mod tests {
         let input = ResolveInput {
             case: Some("sampled"),
             sets: vec![Override::parse("request.max_new_tokens=16", Source::Set).expect("set")],
-            flags: MeasureFlags { warmup: Some(2), ..Default::default() },
+            flags: MeasureFlags {
+                warmup: Some(2),
+                ..Default::default()
+            },
             ..Default::default()
         };
         let r = resolve(p, &input).expect("resolve");
-        assert_eq!(r.request["max_new_tokens"], Sourced::new(json!(16), Source::Set));
+        assert_eq!(
+            r.request["max_new_tokens"],
+            Sourced::new(json!(16), Source::Set)
+        );
         assert_eq!(r.request["seed"], Sourced::new(json!(42), Source::Case));
         assert_eq!(r.request["temperature"].source, Source::Default);
         assert_eq!(r.measure.iterations, Sourced::new(7, Source::Case));
@@ -496,7 +582,10 @@ mod tests {
         assert_eq!(a.request["seed"].value, json!(-1));
         let b = resolve(
             p,
-            &ResolveInput { sets: vec![Override::parse("request.max_new_tokens=9", Source::Set).expect("o")], ..Default::default() },
+            &ResolveInput {
+                sets: vec![Override::parse("request.max_new_tokens=9", Source::Set).expect("o")],
+                ..Default::default()
+            },
         )
         .expect("b");
         assert_ne!(a.identity, b.identity);
@@ -510,7 +599,10 @@ mod tests {
         let p = c.require("g").expect("g");
         let err = |sets: &[&str]| {
             let input = ResolveInput {
-                sets: sets.iter().map(|s| Override::parse(s, Source::Set).expect("parse")).collect(),
+                sets: sets
+                    .iter()
+                    .map(|s| Override::parse(s, Source::Set).expect("parse"))
+                    .collect(),
                 ..Default::default()
             };
             resolve(p, &input).expect_err("must fail")
@@ -520,8 +612,18 @@ mod tests {
         assert!(err(&["request.batch_size=2"]).contains("no batch API"));
         assert!(err(&["build.colour=red"]).contains("unknown build setting"));
         assert!(err(&["prompt=x"]).contains("keys start with"));
-        let e = resolve(p, &ResolveInput { case: Some("greedyy"), ..Default::default() }).expect_err("case");
-        assert!(e.contains("Did you mean `greedy`") && e.contains("sampled"), "{e}");
+        let e = resolve(
+            p,
+            &ResolveInput {
+                case: Some("greedyy"),
+                ..Default::default()
+            },
+        )
+        .expect_err("case");
+        assert!(
+            e.contains("Did you mean `greedy`") && e.contains("sampled"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -539,10 +641,16 @@ mod tests {
         let (_t, c) = catalog();
         let r = resolve(
             c.require("g").expect("g"),
-            &ResolveInput { sweep_point: points[5].clone(), ..Default::default() },
+            &ResolveInput {
+                sweep_point: points[5].clone(),
+                ..Default::default()
+            },
         )
         .expect("resolve");
-        assert_eq!(r.label, "greedy[request.max_new_tokens=8,request.temperature=2.0]");
+        assert_eq!(
+            r.label,
+            "greedy[request.max_new_tokens=8,request.temperature=2.0]"
+        );
         assert_eq!(r.request["temperature"].source, Source::Sweep);
     }
 

@@ -11,8 +11,14 @@ use std::path::{Path, PathBuf};
 
 /// Writes `bytes` to `path` through a temporary sibling, fsync and rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     {
         let mut f = std::fs::File::create(&tmp)?;
@@ -85,7 +91,11 @@ pub struct OutputSlot {
 
 impl OutputSlot {
     /// Prepares a slot for `target`, refusing symlinks and unrelated directories.
-    pub fn prepare(target: &Path, marker: &str, schema_prefixes: &[&str]) -> Result<OutputSlot, String> {
+    pub fn prepare(
+        target: &Path,
+        marker: &str,
+        schema_prefixes: &[&str],
+    ) -> Result<OutputSlot, String> {
         match inspect_slot(target, marker, schema_prefixes) {
             SlotContent::Symlink => {
                 return Err(format!(
@@ -105,17 +115,32 @@ impl OutputSlot {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .ok_or_else(|| format!("output {} has no directory name", target.display()))?;
-        let parent = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        std::fs::create_dir_all(parent)
-            .map_err(|e| format!("cannot create the output's parent {}: {e}", parent.display()))?;
+        let parent = target
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent).map_err(|e| {
+            format!(
+                "cannot create the output's parent {}: {e}",
+                parent.display()
+            )
+        })?;
         remove_stale_staging(parent, &name);
         let staging = parent.join(format!(".{name}.staging-{}", std::process::id()));
         if staging.exists() {
             let _ = std::fs::remove_dir_all(&staging);
         }
-        std::fs::create_dir(&staging)
-            .map_err(|e| format!("cannot create the staging directory {}: {e}", staging.display()))?;
-        Ok(OutputSlot { target: target.to_path_buf(), staging, committed: false })
+        std::fs::create_dir(&staging).map_err(|e| {
+            format!(
+                "cannot create the staging directory {}: {e}",
+                staging.display()
+            )
+        })?;
+        Ok(OutputSlot {
+            target: target.to_path_buf(),
+            staging,
+            committed: false,
+        })
     }
 
     pub fn staging(&self) -> &Path {
@@ -128,7 +153,9 @@ impl OutputSlot {
 
     /// Puts the staged result in place of the old one.
     pub fn commit(mut self) -> Result<PathBuf, String> {
-        let fail = |e: std::io::Error| format!("cannot move the result into {}: {e}", self.target.display());
+        let fail = |e: std::io::Error| {
+            format!("cannot move the result into {}: {e}", self.target.display())
+        };
         if std::fs::symlink_metadata(&self.target).is_ok() {
             if exchange(&self.staging, &self.target).is_ok() {
                 // The staging path now holds the old result.
@@ -136,7 +163,10 @@ impl OutputSlot {
             } else {
                 let old = self.staging.with_file_name(format!(
                     "{}.old",
-                    self.staging.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+                    self.staging
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default()
                 ));
                 std::fs::rename(&self.target, &old).map_err(fail)?;
                 if let Err(e) = std::fs::rename(&self.staging, &self.target) {
@@ -169,18 +199,27 @@ fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
 
 #[cfg(not(target_os = "linux"))]
 fn exchange(_a: &Path, _b: &Path) -> std::io::Result<()> {
-    Err(std::io::Error::other("atomic exchange is only available on Linux"))
+    Err(std::io::Error::other(
+        "atomic exchange is only available on Linux",
+    ))
 }
 
 /// Removes staging directories of this slot left by processes that no longer run (a killed run).
 fn remove_stale_staging(parent: &Path, name: &str) {
     let prefix = format!(".{name}.staging-");
-    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
     for entry in entries.flatten() {
         let file_name = entry.file_name().to_string_lossy().into_owned();
-        let Some(rest) = file_name.strip_prefix(&prefix) else { continue };
+        let Some(rest) = file_name.strip_prefix(&prefix) else {
+            continue;
+        };
         let pid = rest.trim_end_matches(".old");
-        let alive = pid.parse::<u32>().map(|p| Path::new(&format!("/proc/{p}")).exists()).unwrap_or(true);
+        let alive = pid
+            .parse::<u32>()
+            .map(|p| Path::new(&format!("/proc/{p}")).exists())
+            .unwrap_or(true);
         if !alive {
             let _ = std::fs::remove_dir_all(entry.path());
         }
@@ -191,14 +230,21 @@ fn remove_stale_staging(parent: &Path, name: &str) {
 pub fn create_unique_dir(parent: &Path, stem: &str) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(parent)?;
     for n in 1..10_000 {
-        let candidate = if n == 1 { parent.join(stem) } else { parent.join(format!("{stem}-{n}")) };
+        let candidate = if n == 1 {
+            parent.join(stem)
+        } else {
+            parent.join(format!("{stem}-{n}"))
+        };
         match std::fs::create_dir(&candidate) {
             Ok(()) => return Ok(candidate),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
         }
     }
-    Err(std::io::Error::other(format!("no free directory name for {stem} in {}", parent.display())))
+    Err(std::io::Error::other(format!(
+        "no free directory name for {stem} in {}",
+        parent.display()
+    )))
 }
 
 #[cfg(test)]
@@ -209,8 +255,11 @@ mod tests {
 
     fn result_dir(dir: &Path, tag: &str) {
         std::fs::create_dir_all(dir).expect("mkdir");
-        std::fs::write(dir.join("result.json"), format!("{{\"schema\":\"trtmc.benchmark-run/v1\",\"tag\":\"{tag}\"}}"))
-            .expect("write");
+        std::fs::write(
+            dir.join("result.json"),
+            format!("{{\"schema\":\"trtmc.benchmark-run/v1\",\"tag\":\"{tag}\"}}"),
+        )
+        .expect("write");
     }
 
     #[test]
@@ -238,7 +287,11 @@ mod tests {
             let slot = OutputSlot::prepare(&out, "result.json", PREFIXES).expect("prepare");
             result_dir(slot.staging(), "half");
         }
-        assert!(std::fs::read_to_string(out.join("result.json")).expect("read").contains("old"));
+        assert!(
+            std::fs::read_to_string(out.join("result.json"))
+                .expect("read")
+                .contains("old")
+        );
         assert_eq!(std::fs::read_dir(t.path()).expect("ls").count(), 1);
     }
 
@@ -266,7 +319,10 @@ mod tests {
         let t = tempfile::tempdir().expect("tmp");
         let p = t.path().join("a.json");
         write_json_atomic(&p, &serde_json::json!({"x": 1})).expect("write");
-        assert_eq!(std::fs::read_to_string(&p).expect("read"), "{\n  \"x\": 1\n}\n");
+        assert_eq!(
+            std::fs::read_to_string(&p).expect("read"),
+            "{\n  \"x\": 1\n}\n"
+        );
         let a = create_unique_dir(t.path(), "run").expect("a");
         let b = create_unique_dir(t.path(), "run").expect("b");
         assert_ne!(a, b);

@@ -104,7 +104,11 @@ pub struct TaskAdapter {
     pub summary: &'static str,
 }
 
-const REQUEST_PER_S: ThroughputDecl = ThroughputDecl { name: "request/s", unit: "1/s", count: ItemCount::Call };
+const REQUEST_PER_S: ThroughputDecl = ThroughputDecl {
+    name: "request/s",
+    unit: "1/s",
+    count: ItemCount::Call,
+};
 
 fn int(v: i64) -> Value {
     Value::from(v)
@@ -152,7 +156,14 @@ static OPERATIONS: &[OperationDecl] = &[
                 binds_dim: None,
             },
         ],
-        throughputs: &[REQUEST_PER_S, ThroughputDecl { name: "image/s", unit: "1/s", count: ItemCount::Items }],
+        throughputs: &[
+            REQUEST_PER_S,
+            ThroughputDecl {
+                name: "image/s",
+                unit: "1/s",
+                count: ItemCount::Items,
+            },
+        ],
         stages: &[],
         batch_api: true,
         default_warmup: 50,
@@ -174,8 +185,16 @@ static OPERATIONS: &[OperationDecl] = &[
         ],
         throughputs: &[
             REQUEST_PER_S,
-            ThroughputDecl { name: "vector/s", unit: "1/s", count: ItemCount::Items },
-            ThroughputDecl { name: "element/s", unit: "1/s", count: ItemCount::Elements },
+            ThroughputDecl {
+                name: "vector/s",
+                unit: "1/s",
+                count: ItemCount::Items,
+            },
+            ThroughputDecl {
+                name: "element/s",
+                unit: "1/s",
+                count: ItemCount::Elements,
+            },
         ],
         stages: &[],
         batch_api: true,
@@ -233,12 +252,25 @@ static OPERATIONS: &[OperationDecl] = &[
         ],
         throughputs: &[
             REQUEST_PER_S,
-            ThroughputDecl { name: "output token/s", unit: "1/s", count: ItemCount::OutputTokens },
+            ThroughputDecl {
+                name: "output token/s",
+                unit: "1/s",
+                count: ItemCount::OutputTokens,
+            },
         ],
         stages: &[
-            StageDecl { name: "time_to_first_token", help: "call start to the first generated token" },
-            StageDecl { name: "prefill", help: "the prompt pass that fills the KV cache" },
-            StageDecl { name: "decode", help: "all single-token steps after the first token" },
+            StageDecl {
+                name: "time_to_first_token",
+                help: "call start to the first generated token",
+            },
+            StageDecl {
+                name: "prefill",
+                help: "the prompt pass that fills the KV cache",
+            },
+            StageDecl {
+                name: "decode",
+                help: "all single-token steps after the first token",
+            },
         ],
         batch_api: false,
         default_warmup: 5,
@@ -321,13 +353,21 @@ static OPERATIONS: &[OperationDecl] = &[
 ];
 
 static ADAPTERS: &[TaskAdapter] = &[
-    TaskAdapter { task_strategy: "onnx_inference", operation: "infer", summary: "any ONNX model" },
+    TaskAdapter {
+        task_strategy: "onnx_inference",
+        operation: "infer",
+        summary: "any ONNX model",
+    },
     TaskAdapter {
         task_strategy: "image_classification",
         operation: "classify",
         summary: "image in, class logits out",
     },
-    TaskAdapter { task_strategy: "object_detection", operation: "classify", summary: "image in, boxes out" },
+    TaskAdapter {
+        task_strategy: "object_detection",
+        operation: "classify",
+        summary: "image in, boxes out",
+    },
     TaskAdapter {
         task_strategy: "sentence_embedding",
         operation: "encode",
@@ -338,11 +378,31 @@ static ADAPTERS: &[TaskAdapter] = &[
         operation: "generate",
         summary: "decoder-only language model with a KV cache",
     },
-    TaskAdapter { task_strategy: "test_noop", operation: "test_noop", summary: "harness overhead" },
-    TaskAdapter { task_strategy: "test_sleep", operation: "test_sleep", summary: "known delay" },
-    TaskAdapter { task_strategy: "test_crash", operation: "test_crash", summary: "worker crash" },
-    TaskAdapter { task_strategy: "test_hang", operation: "test_hang", summary: "worker hang" },
-    TaskAdapter { task_strategy: "test_nan", operation: "test_nan", summary: "non-finite output" },
+    TaskAdapter {
+        task_strategy: "test_noop",
+        operation: "test_noop",
+        summary: "harness overhead",
+    },
+    TaskAdapter {
+        task_strategy: "test_sleep",
+        operation: "test_sleep",
+        summary: "known delay",
+    },
+    TaskAdapter {
+        task_strategy: "test_crash",
+        operation: "test_crash",
+        summary: "worker crash",
+    },
+    TaskAdapter {
+        task_strategy: "test_hang",
+        operation: "test_hang",
+        summary: "worker hang",
+    },
+    TaskAdapter {
+        task_strategy: "test_nan",
+        operation: "test_nan",
+        summary: "non-finite output",
+    },
 ];
 
 pub fn operations() -> &'static [OperationDecl] {
@@ -364,12 +424,22 @@ pub fn adapter(task_strategy: &str) -> Option<&'static TaskAdapter> {
 /// The operation a task strategy runs, or a message listing the known strategies.
 pub fn operation_for_task(task_strategy: &str) -> Result<&'static OperationDecl, String> {
     let adapter = adapter(task_strategy).ok_or_else(|| {
-        let known: Vec<&str> =
-            ADAPTERS.iter().filter(|a| !a.task_strategy.starts_with("test_")).map(|a| a.task_strategy).collect();
-        format!("unknown task_strategy `{task_strategy}` (known: {})", known.join(", "))
+        let known: Vec<&str> = ADAPTERS
+            .iter()
+            .filter(|a| !a.task_strategy.starts_with("test_"))
+            .map(|a| a.task_strategy)
+            .collect();
+        format!(
+            "unknown task_strategy `{task_strategy}` (known: {})",
+            known.join(", ")
+        )
     })?;
-    operation(adapter.operation)
-        .ok_or_else(|| format!("task_strategy `{task_strategy}` maps to unknown operation `{}`", adapter.operation))
+    operation(adapter.operation).ok_or_else(|| {
+        format!(
+            "task_strategy `{task_strategy}` maps to unknown operation `{}`",
+            adapter.operation
+        )
+    })
 }
 
 /// Checks the tables: unique names, every adapter's operation declared, field defaults of the declared
@@ -383,25 +453,42 @@ pub fn validate() -> Result<(), String> {
         let mut fields = std::collections::BTreeSet::new();
         for f in op.fields {
             if !fields.insert(f.name) {
-                return Err(format!("operation `{}` declares field `{}` twice", op.name, f.name));
+                return Err(format!(
+                    "operation `{}` declares field `{}` twice",
+                    op.name, f.name
+                ));
             }
             if let Some(default) = f.default
                 && check_kind(f.kind, &default()).is_err()
             {
-                return Err(format!("default of `{}.{}` is not {}", op.name, f.name, f.kind.describe()));
+                return Err(format!(
+                    "default of `{}.{}` is not {}",
+                    op.name,
+                    f.name,
+                    f.kind.describe()
+                ));
             }
         }
         if op.default_iterations == 0 {
-            return Err(format!("operation `{}` has zero default iterations", op.name));
+            return Err(format!(
+                "operation `{}` has zero default iterations",
+                op.name
+            ));
         }
     }
     let mut tasks = std::collections::BTreeSet::new();
     for a in ADAPTERS {
         if !tasks.insert(a.task_strategy) {
-            return Err(format!("task_strategy `{}` is mapped twice", a.task_strategy));
+            return Err(format!(
+                "task_strategy `{}` is mapped twice",
+                a.task_strategy
+            ));
         }
         if operation(a.operation).is_none() {
-            return Err(format!("task_strategy `{}` maps to undeclared operation `{}`", a.task_strategy, a.operation));
+            return Err(format!(
+                "task_strategy `{}` maps to undeclared operation `{}`",
+                a.task_strategy, a.operation
+            ));
         }
     }
     Ok(())
@@ -414,9 +501,15 @@ pub fn check_kind(kind: FieldKind, value: &Value) -> Result<Value, String> {
         FieldKind::Number => value.as_f64().is_some_and(f64::is_finite),
         FieldKind::Bool => value.is_boolean(),
         FieldKind::String => value.is_string(),
-        FieldKind::StringList => value.as_array().is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_string)),
+        FieldKind::StringList => value
+            .as_array()
+            .is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_string)),
     };
-    if ok { Ok(value.clone()) } else { Err(format!("expected {}, got {value}", kind.describe())) }
+    if ok {
+        Ok(value.clone())
+    } else {
+        Err(format!("expected {}, got {value}", kind.describe()))
+    }
 }
 
 #[cfg(test)]
@@ -431,10 +524,16 @@ mod tests {
     #[test]
     fn every_adapter_resolves_and_unknown_tasks_list_alternatives() {
         for a in adapters() {
-            assert_eq!(operation_for_task(a.task_strategy).expect("op").name, a.operation);
+            assert_eq!(
+                operation_for_task(a.task_strategy).expect("op").name,
+                a.operation
+            );
         }
         let err = operation_for_task("telepathy").expect_err("unknown");
-        assert!(err.contains("text_generation") && !err.contains("test_crash"), "{err}");
+        assert!(
+            err.contains("text_generation") && !err.contains("test_crash"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -452,6 +551,9 @@ mod tests {
         assert!(!g.batch_api);
         let e = operation("encode").expect("encode");
         assert_eq!((e.default_warmup, e.default_iterations), (50, 500));
-        assert_eq!((g.field("seed").and_then(|f| f.default).expect("default"))(), Value::from(-1));
+        assert_eq!(
+            (g.field("seed").and_then(|f| f.default).expect("default"))(),
+            Value::from(-1)
+        );
     }
 }

@@ -77,10 +77,19 @@ pub fn reduce(op: &OperationDecl, observations: &[Observation]) -> Option<Metric
     if observations.is_empty() {
         return None;
     }
-    let latencies: Vec<f64> = observations.iter().map(|o| o.wall_ns as f64 / 1e6).collect();
+    let latencies: Vec<f64> = observations
+        .iter()
+        .map(|o| o.wall_ns as f64 / 1e6)
+        .collect();
     let latency_ms = stats::summarize(&latencies)?;
     let timed_seconds = observations.iter().map(|o| o.wall_ns as f64).sum::<f64>() / 1e9;
-    let p50_ci_ms = stats::bootstrap_ci(&latencies, stats::median, 0.95, stats::DEFAULT_RESAMPLES, 0x5eed);
+    let p50_ci_ms = stats::bootstrap_ci(
+        &latencies,
+        stats::median,
+        0.95,
+        stats::DEFAULT_RESAMPLES,
+        0x5eed,
+    );
     let fences = TukeyFences::from_sorted(&stats::sorted(&latencies));
     let outliers = latencies.iter().filter(|&&x| fences.is_outlier(x)).count();
 
@@ -97,15 +106,27 @@ pub fn reduce(op: &OperationDecl, observations: &[Observation]) -> Option<Metric
                     ItemCount::OutputTokens => o.output_tokens.unwrap_or(0),
                 })
                 .sum();
-            let value = if timed_seconds > 0.0 { items as f64 / timed_seconds } else { 0.0 };
-            Throughput { name: t.name.into(), unit: t.unit.into(), value, items }
+            let value = if timed_seconds > 0.0 {
+                items as f64 / timed_seconds
+            } else {
+                0.0
+            };
+            Throughput {
+                name: t.name.into(),
+                unit: t.unit.into(),
+                value,
+                items,
+            }
         })
         .collect();
 
     let mut stages_ms = BTreeMap::new();
     for stage in op.stages {
-        let values: Vec<f64> =
-            observations.iter().filter_map(|o| o.stages_ns.get(stage.name)).map(|&ns| ns as f64 / 1e6).collect();
+        let values: Vec<f64> = observations
+            .iter()
+            .filter_map(|o| o.stages_ns.get(stage.name))
+            .map(|&ns| ns as f64 / 1e6)
+            .collect();
         if let Some(s) = stats::summarize(&values) {
             stages_ms.insert(stage.name.to_string(), s);
         }
@@ -116,7 +137,9 @@ pub fn reduce(op: &OperationDecl, observations: &[Observation]) -> Option<Metric
     if n < 20 {
         warnings.push(format!("only {n} timed calls: p95 and p99 are interpolated from the top few samples (raise --iterations)"));
     } else if n < 100 {
-        warnings.push(format!("only {n} timed calls: p99 rests on fewer than 100 samples (raise --iterations)"));
+        warnings.push(format!(
+            "only {n} timed calls: p99 rests on fewer than 100 samples (raise --iterations)"
+        ));
     }
     if latency_ms.cv > NOISY_CV {
         warnings.push(format!(
@@ -124,7 +147,15 @@ pub fn reduce(op: &OperationDecl, observations: &[Observation]) -> Option<Metric
             latency_ms.cv * 100.0
         ));
     }
-    Some(Metrics { latency_ms, p50_ci_ms, throughputs, stages_ms, outliers, timed_seconds, warnings })
+    Some(Metrics {
+        latency_ms,
+        p50_ci_ms,
+        throughputs,
+        stages_ms,
+        outliers,
+        timed_seconds,
+        warnings,
+    })
 }
 
 /// Program, runtimes and machine that produced a result.
@@ -284,7 +315,10 @@ pub struct BenchmarkRun {
 
 impl BenchmarkRun {
     pub fn status_of(cases: &[CaseResult]) -> RunStatus {
-        let failed = cases.iter().filter(|c| c.status == CaseStatus::Failed).count();
+        let failed = cases
+            .iter()
+            .filter(|c| c.status == CaseStatus::Failed)
+            .count();
         match failed {
             0 => RunStatus::Completed,
             n if n == cases.len() => RunStatus::Failed,
@@ -316,10 +350,18 @@ mod tests {
         let m = reduce(op, &o).expect("metrics");
         assert!((m.latency_ms.p50 - 20.0).abs() < 1e-9);
         assert!((m.timed_seconds - 0.2).abs() < 1e-9);
-        let tps = m.throughputs.iter().find(|t| t.name == "output token/s").expect("tps");
+        let tps = m
+            .throughputs
+            .iter()
+            .find(|t| t.name == "output token/s")
+            .expect("tps");
         // tokens/s × time = tokens produced
         assert!((tps.value * m.timed_seconds - 320.0).abs() < 1e-6);
-        let rps = m.throughputs.iter().find(|t| t.name == "request/s").expect("rps");
+        let rps = m
+            .throughputs
+            .iter()
+            .find(|t| t.name == "request/s")
+            .expect("rps");
         assert!((rps.value - 50.0).abs() < 1e-9);
         assert_eq!(m.stages_ms["time_to_first_token"].p50, 1.0);
         assert!(m.warnings.iter().any(|w| w.contains("p95 and p99")));

@@ -221,7 +221,11 @@ pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> Option<f64> {
     if n1 == 0 || n2 == 0 {
         return None;
     }
-    let mut all: Vec<(f64, bool)> = a.iter().map(|&x| (x, true)).chain(b.iter().map(|&x| (x, false))).collect();
+    let mut all: Vec<(f64, bool)> = a
+        .iter()
+        .map(|&x| (x, true))
+        .chain(b.iter().map(|&x| (x, false)))
+        .collect();
     all.sort_by(|x, y| x.0.total_cmp(&y.0));
     let n = all.len();
     let (mut rank_sum_a, mut tie_term) = (0.0, 0.0);
@@ -265,7 +269,8 @@ fn erfc(x: f64) -> f64 {
                 + t * (0.096_784_18
                     + t * (-0.186_288_06
                         + t * (0.278_868_07
-                            + t * (-1.135_203_98 + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+                            + t * (-1.135_203_98
+                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
     let r = t * poly.exp();
     if x >= 0.0 { r } else { 2.0 - r }
 }
@@ -288,7 +293,10 @@ mod tests {
     #[test]
     fn summary_matches_hand_computation() {
         let s = summarize(&[3.0, 1.0, 2.0, 10.0]).expect("non-empty");
-        assert_eq!((s.count, s.min, s.max, s.mean, s.p50), (4, 1.0, 10.0, 4.0, 2.5));
+        assert_eq!(
+            (s.count, s.min, s.max, s.mean, s.p50),
+            (4, 1.0, 10.0, 4.0, 2.5)
+        );
         let sd = ((9.0 + 4.0 + 1.0 + 36.0) / 3.0f64).sqrt();
         assert!((s.std_dev - sd).abs() < 1e-12);
         assert!((s.cv - sd / 4.0).abs() < 1e-12);

@@ -9,7 +9,11 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
         row[0] = i + 1;
         for (j, cb) in b.iter().enumerate() {
             let above = row[j + 1];
-            row[j + 1] = if ca == *cb { diagonal } else { 1 + diagonal.min(above).min(row[j]) };
+            row[j + 1] = if ca == *cb {
+                diagonal
+            } else {
+                1 + diagonal.min(above).min(row[j])
+            };
             diagonal = above;
         }
     }
@@ -35,7 +39,10 @@ mod tests {
     fn distances_and_suggestions() {
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(closest("tiny-gtp", ["tiny-gpt", "tiny-cnn"]), Some("tiny-gpt"));
+        assert_eq!(
+            closest("tiny-gtp", ["tiny-gpt", "tiny-cnn"]),
+            Some("tiny-gpt")
+        );
         assert_eq!(closest("resnet", ["tiny-gpt"]), None);
     }
 }

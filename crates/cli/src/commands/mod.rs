@@ -1,1 +1,4 @@
 pub mod analyze;
+pub mod list;
+pub mod run;
+pub mod worker;

@@ -1,0 +1,290 @@
+//! `trtmc-bench run`: benchmark resolved workloads and write a result directory.
+
+use std::path::PathBuf;
+
+use trtmc_core::case::{MeasureFlags, Override, Source, SweepAxis};
+use trtmc_core::catalog::{BuildSettings, Catalog, ModelSource, Profile, ProfileStatus, TestCase};
+use trtmc_core::result::{BenchmarkRun, CaseStatus};
+use trtmc_runner::bundles::{BundleOptions, default_cache_root};
+use trtmc_runner::run::{self as runner, RunError, RunOptions, Selection};
+
+use crate::exit::{CliError, CliResult, ExitCode};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TelemetryMode {
+    /// Sample when a GPU (nvidia-smi) is present.
+    Auto,
+    On,
+    Off,
+}
+
+/// Benchmark one or more resolved workloads (model profile × case × bundle) in an isolated worker.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  trtmc-bench run --model tiny-gpt
+  trtmc-bench run --model tiny-gpt --case sampled --set request.max_new_tokens=16 -o results/gpt
+  trtmc-bench run --model tiny-cnn --sweep request.batch_size=1,4
+  trtmc-bench run --onnx model.onnx --shape input:1x3x224x224 --iterations 100
+  trtmc-bench run plan.yaml -o results/current")]
+pub struct RunArgs {
+    /// A plan file (YAML) listing models with their cases, counts and overrides.
+    #[arg(value_name = "PLAN.yaml")]
+    pub plan: Option<PathBuf>,
+    /// Catalog model to run; repeat to run a batch (each missing bundle is built once).
+    #[arg(short, long = "model", value_name = "NAME")]
+    pub models: Vec<String>,
+    /// Benchmark any ONNX file without a catalog entry (inputs synthesized from its declared shapes).
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["models", "plan"])]
+    pub onnx: Option<PathBuf>,
+    /// Shape of a dynamic input, trtexec style: NAME:1x3x224x224 (repeatable).
+    #[arg(long = "shape", value_name = "NAME:DIMS")]
+    pub shapes: Vec<String>,
+    /// Named case to run (repeatable; cases are independent runs, never combined).
+    #[arg(long = "case", value_name = "NAME")]
+    pub cases: Vec<String>,
+    /// Override a field: request.KEY=V, build.KEY=V, runtime.KEY=V (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Sweep a field over values; several sweeps form a Cartesian product: KEY=A,B,C.
+    #[arg(long = "sweep", value_name = "KEY=V1,V2")]
+    pub sweeps: Vec<String>,
+    /// Runtime to use instead of the profile's runtime_strategy.
+    #[arg(long, value_name = "NAME")]
+    pub runtime: Option<String>,
+    /// Warm-up calls before timing (default: the operation's, e.g. 5 for generation, 50 for encoders).
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<u64>,
+    /// Timed calls (default: the operation's, e.g. 50 for generation, 500 for encoders).
+    #[arg(long, value_name = "N")]
+    pub iterations: Option<u64>,
+    /// Keep timing until at least this many seconds have passed (and --iterations calls are done).
+    #[arg(long, value_name = "SECONDS")]
+    pub duration: Option<f64>,
+    /// Kill a case's worker after this many seconds (default 600).
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+    /// Result directory; replaced only if empty or a previous trtmc result (default: a new timestamped one).
+    #[arg(short, long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+    /// Use this bundle directory as is (reported as not compatibility-verified).
+    #[arg(long, value_name = "PATH")]
+    pub bundle: Option<PathBuf>,
+    /// Directory searched for a bundle with a matching cache key (repeatable).
+    #[arg(long = "bundle-root", value_name = "PATH")]
+    pub bundle_roots: Vec<PathBuf>,
+    /// Managed bundle cache (default: <user cache dir>/trtmc/bundles).
+    #[arg(long, value_name = "PATH")]
+    pub bundle_cache: Option<PathBuf>,
+    /// Fail instead of building when no bundle exists.
+    #[arg(long, conflicts_with = "rebuild")]
+    pub no_build: bool,
+    /// Rebuild the managed-cache bundle even if a compatible one exists.
+    #[arg(long)]
+    pub rebuild: bool,
+    /// Print the resolved plan and bundle paths without building or loading anything.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Worker executable (default: this program in worker mode).
+    #[arg(long, value_name = "PATH")]
+    pub worker: Option<PathBuf>,
+    /// Sample CPU, memory, clocks (and nvidia-smi) outside the timed calls into telemetry.json.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub telemetry: TelemetryMode,
+    /// Catalog root holding MODEL.toml files.
+    #[arg(long, value_name = "PATH")]
+    pub manifest_root: Option<PathBuf>,
+    /// No progress display.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+pub fn execute(args: RunArgs) -> CliResult {
+    let command_line: Vec<String> = std::env::args().collect();
+    let flags = MeasureFlags {
+        warmup: args.warmup,
+        iterations: args.iterations,
+        min_duration_s: args.duration,
+        timeout_s: args.timeout,
+    };
+    if args.duration.is_some_and(|d| !d.is_finite() || d < 0.0) {
+        return Err(CliError::input("--duration must be a non-negative number of seconds"));
+    }
+    if args.timeout.is_some_and(|t| !t.is_finite() || t <= 0.0) {
+        return Err(CliError::input("--timeout must be a positive number of seconds"));
+    }
+    let mut sets: Vec<Override> = args.sets.iter().map(|s| Override::parse(s, Source::Set)).collect::<Result<_, _>>().map_err(CliError::input)?;
+    for shape in &args.shapes {
+        let (name, dims) = shape
+            .split_once(':')
+            .ok_or_else(|| CliError::input(format!("--shape `{shape}` is not NAME:DIMS (e.g. --shape input:1x3x224x224)")))?;
+        trtmc_core::case::parse_shape(dims).map_err(|e| CliError::input(format!("--shape {shape}: {e}")))?;
+        sets.push(Override { key: format!("build.shapes.{name}"), value: dims.to_string(), source: Source::Cli });
+    }
+    let sweeps: Vec<SweepAxis> = args.sweeps.iter().map(|s| SweepAxis::parse(s)).collect::<Result<_, _>>().map_err(CliError::input)?;
+
+    let (catalog, selections) = if let Some(onnx) = &args.onnx {
+        let profile = onnx_profile(onnx)?;
+        let name = profile.name.clone();
+        let catalog = Catalog { root: onnx.parent().map(PathBuf::from).unwrap_or_default(), profiles: vec![profile] };
+        let sel = Selection { model: name, cases: args.cases.clone(), runtime: args.runtime.clone(), sets, sweeps, flags, ..Default::default() };
+        (catalog, vec![sel])
+    } else {
+        let root = crate::catalog_root::resolve(args.manifest_root.clone());
+        let catalog = Catalog::load(&root).map_err(CliError::input)?;
+        let mut selections = Vec::new();
+        if let Some(plan) = &args.plan {
+            for entry in trtmc_runner::plan::load(plan).map_err(CliError::input)? {
+                let mut entry_sweeps = entry.sweeps.clone();
+                entry_sweeps.extend(sweeps.iter().cloned());
+                selections.push(Selection {
+                    model: entry.model,
+                    cases: if args.cases.is_empty() { entry.cases } else { args.cases.clone() },
+                    runtime: args.runtime.clone().or(entry.runtime),
+                    plan_sets: entry.sets,
+                    plan_measure: entry.measure,
+                    sets: sets.clone(),
+                    sweeps: entry_sweeps,
+                    flags: flags.clone(),
+                });
+            }
+        }
+        for model in &args.models {
+            selections.push(Selection {
+                model: model.clone(),
+                cases: args.cases.clone(),
+                runtime: args.runtime.clone(),
+                sets: sets.clone(),
+                sweeps: sweeps.clone(),
+                flags: flags.clone(),
+                ..Default::default()
+            });
+        }
+        if selections.is_empty() {
+            return Err(CliError::new(
+                ExitCode::Usage,
+                "nothing to run: give --model NAME (see `trtmc-bench list models`), --onnx PATH, or a plan file",
+            ));
+        }
+        (catalog, selections)
+    };
+
+    let bundle = BundleOptions {
+        explicit: args.bundle.clone(),
+        roots: args.bundle_roots.clone(),
+        cache_root: args.bundle_cache.clone().unwrap_or_else(default_cache_root),
+        no_build: args.no_build,
+        rebuild: args.rebuild,
+    };
+    let planned = runner::plan_cases(&catalog, &selections, &bundle).map_err(run_error)?;
+    if args.dry_run {
+        println!("plan: {} case(s); bundle cache {}", planned.len(), bundle.cache_root.display());
+        for line in runner::describe_plan(&planned) {
+            println!("{line}");
+        }
+        return Ok(());
+    }
+
+    let worker = match &args.worker {
+        Some(w) => w.clone(),
+        None => std::env::current_exe().map_err(|e| CliError::internal(format!("cannot locate this program: {e}")))?,
+    };
+    let telemetry = match args.telemetry {
+        TelemetryMode::On => true,
+        TelemetryMode::Off => false,
+        TelemetryMode::Auto => trtmc_runner::launch::find_on_path("nvidia-smi").is_some(),
+    };
+    let options = RunOptions {
+        bundle,
+        worker,
+        telemetry,
+        output: args.output.clone(),
+        results_parent: PathBuf::from("trtmc-results"),
+        command_line,
+    };
+    let progress = crate::progress::Terminal::new(args.quiet);
+    let outcome = runner::execute(planned, &options, &progress).map_err(run_error)?;
+    print_summary(&outcome.run, &outcome.dir);
+    let failed = outcome.run.cases.iter().filter(|c| c.status == CaseStatus::Failed).count();
+    if failed > 0 {
+        return Err(CliError::new(
+            ExitCode::CaseFailed,
+            format!("{failed} of {} case(s) failed; their worker logs and protocol files are kept in {}", outcome.run.cases.len(), outcome.dir.display()),
+        ));
+    }
+    Ok(())
+}
+
+fn run_error(e: RunError) -> CliError {
+    match e {
+        RunError::Input(m) => CliError::new(ExitCode::Input, m),
+        RunError::Build(m) => CliError::new(ExitCode::Build, m),
+        RunError::Output(m) => CliError::new(ExitCode::Output, m),
+        RunError::Internal(m) => CliError::internal(m),
+    }
+}
+
+/// A one-profile catalog for `--onnx PATH`: generic inference with seeded synthesized inputs.
+fn onnx_profile(path: &std::path::Path) -> Result<Profile, CliError> {
+    let meta = std::fs::metadata(path).map_err(|e| CliError::input(format!("cannot read --onnx {}: {e}", path.display())))?;
+    if !meta.is_file() {
+        return Err(CliError::input(format!("--onnx {} is not a file", path.display())));
+    }
+    let absolute = std::fs::canonicalize(path).map_err(|e| CliError::input(format!("cannot resolve {}: {e}", path.display())))?;
+    let name = absolute.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "onnx".into());
+    Ok(Profile {
+        family: name.clone(),
+        name,
+        summary: format!("ONNX file {}", absolute.display()),
+        task_strategy: "onnx_inference".into(),
+        operation: Some("infer".into()),
+        runtime_strategy: trtmc_core::catalog::DEFAULT_RUNTIME.into(),
+        reference_precision: None,
+        tokenizer: None,
+        source: ModelSource::Path { path: absolute.clone() },
+        reweight_seed: None,
+        build: BuildSettings::default(),
+        cases: vec![TestCase {
+            name: "default".into(),
+            summary: "seeded synthesized inputs".into(),
+            reference_precision: None,
+            request: Default::default(),
+            measure: Default::default(),
+            manifest: absolute.clone(),
+        }],
+        smoke_of: None,
+        manifest_hash: trtmc_core::hash::sha256_hex(format!("onnx-file:{}", absolute.display()).as_bytes()),
+        manifest: absolute,
+        status: ProfileStatus::Ready,
+    })
+}
+
+/// A compact summary on stdout, like hyperfine's.
+fn print_summary(run: &BenchmarkRun, dir: &std::path::Path) {
+    println!("result: {}", dir.display());
+    println!("{:<4} {:<24} {:<28} {:>10} {:>10} {:>10}  throughput", "#", "model", "case", "p50 ms", "p95 ms", "mean ms");
+    for (i, c) in run.cases.iter().enumerate() {
+        match &c.metrics {
+            Some(m) => {
+                let tp: Vec<String> = m
+                    .throughputs
+                    .iter()
+                    .map(|t| format!("{} {}", trtmc_report::run_report::fmt_num(t.value), t.name))
+                    .collect();
+                println!(
+                    "{:<4} {:<24} {:<28} {:>10} {:>10} {:>10}  {}",
+                    i + 1,
+                    c.model,
+                    c.label,
+                    trtmc_report::run_report::fmt_num(m.latency_ms.p50),
+                    trtmc_report::run_report::fmt_num(m.latency_ms.p95),
+                    trtmc_report::run_report::fmt_num(m.latency_ms.mean),
+                    tp.join(", ")
+                );
+                for w in &m.warnings {
+                    println!("     warning: {w}");
+                }
+            }
+            None => println!("{:<4} {:<24} {:<28} FAILED: {}", i + 1, c.model, c.label, c.error.as_deref().unwrap_or("")),
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! Helpers shared by the integration tests: run the real binary, validate against the JSON Schemas.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_trtmc-bench");
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub fn test_catalog() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/catalog")
+}
+
+/// Runs trtmc-bench with `args`; the environment is cleared of settings that would redirect it.
+pub fn run(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env_remove("TRTMC_MANIFEST_ROOT")
+        .env("TRTMC_TEST", "1")
+        .output()
+        .expect("start trtmc-bench")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
+}
+
+/// Validates `instance` against `schemas/<name>`, panicking with every error.
+pub fn assert_valid(schema_name: &str, instance: &serde_json::Value) {
+    let schema = read_json(&repo_root().join("schemas").join(schema_name));
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator.iter_errors(instance).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+    assert!(errors.is_empty(), "{schema_name} violations:\n{}", errors.join("\n"));
+}
+
+/// Every case directory of a result directory, sorted.
+pub fn case_dirs(result: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(result)
+        .expect("read result dir")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+pub fn line_count(path: &Path) -> usize {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display())).lines().count()
+}
+
+/// Validates result.json, every resolved-case.json and every observations line of a result directory.
+pub fn assert_result_dir_valid(result: &Path) -> serde_json::Value {
+    let doc = read_json(&result.join("result.json"));
+    assert_valid("benchmark-run.schema.json", &doc);
+    for case in doc["cases"].as_array().expect("cases") {
+        let dir = result.join(case["dir"].as_str().expect("dir"));
+        assert_valid("resolved-case.schema.json", &read_json(&dir.join("resolved-case.json")));
+        if case["status"] == "completed" {
+            let text = std::fs::read_to_string(dir.join("observations.jsonl")).expect("observations");
+            for line in text.lines() {
+                let v: serde_json::Value = serde_json::from_str(line).expect("observation line");
+                assert_valid("observation.schema.json", &v);
+            }
+            assert!(!dir.join("worker-request.json").exists(), "successful cases remove intermediates");
+            assert!(!dir.join("worker-result.json").exists(), "successful cases remove intermediates");
+        }
+    }
+    let html = std::fs::read_to_string(result.join("report.html")).expect("report.html");
+    assert!(html.contains("<svg") || doc["cases"].as_array().is_some_and(|c| c.iter().all(|c| c["status"] != "completed")));
+    assert!(!html.contains("src=\"http") && !html.contains("href=\"http"), "report must be self-contained");
+    doc
+}

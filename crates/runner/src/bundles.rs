@@ -1,0 +1,285 @@
+//! Bundle resolution, in one predictable order: an explicit `--bundle`, a match below `--bundle-root`, a
+//! compatible managed-cache entry, and finally an automatic build into the managed cache.
+//!
+//! The cache key hashes the manifest, the model source, the resolved build settings, the runtime name
+//! and version, the machine architecture and the runtime's target. Request-only changes therefore reuse a
+//! bundle; shape-affecting changes get a new entry. Builds take an exclusive file lock on the key and
+//! build into a temporary directory that is renamed into place, so two runs building the same key at
+//! once never corrupt the cache: the second waits and then reuses the first one's bundle.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use trtmc_core::catalog::Profile;
+use trtmc_core::hash;
+use trtmc_core::result::{BuildEvidence, BundleOrigin, BundleRef, RuntimeInfo};
+use trtmc_runtime::bundle::{
+    BUILD_COMMAND, BUILD_LOG, BUILD_TIMING, BUNDLE_FILE, BuildPlan, BundleManifest, build_bundle,
+};
+use trtmc_runtime::runtime::Runtime;
+
+use crate::sources;
+
+/// The default managed cache: `<user cache dir>/trtmc/bundles`.
+pub fn default_cache_root() -> PathBuf {
+    dirs::cache_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("trtmc")
+        .join("bundles")
+}
+
+/// Options that steer resolution.
+#[derive(Debug, Clone, Default)]
+pub struct BundleOptions {
+    pub explicit: Option<PathBuf>,
+    pub roots: Vec<PathBuf>,
+    pub cache_root: PathBuf,
+    pub no_build: bool,
+    pub rebuild: bool,
+}
+
+/// What resolution decided (for `--dry-run`) before anything is built.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BundlePlan {
+    pub key: Option<String>,
+    pub path: PathBuf,
+    pub origin: BundleOrigin,
+    /// True when the bundle does not exist yet and will be built.
+    pub needs_build: bool,
+}
+
+/// Errors of resolution, by the exit code they deserve.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BundleError {
+    /// Bad input: a malformed explicit bundle, a missing source file.
+    Input(String),
+    /// No bundle and building is forbidden, or the build failed.
+    Build(String),
+}
+
+impl BundleError {
+    pub fn message(&self) -> &str {
+        match self {
+            BundleError::Input(m) | BundleError::Build(m) => m,
+        }
+    }
+}
+
+/// The cache key of a profile's bundle for `runtime` with `build_settings`.
+pub fn cache_key(
+    profile: &Profile,
+    source_identity: &Value,
+    build_settings: &BTreeMap<String, Value>,
+    rt: &dyn Runtime,
+) -> String {
+    hash::json_hash(&json!({
+        "schema": "trtmc.bundle-key/v1",
+        "manifest": profile.manifest_hash,
+        "source": source_identity,
+        "build": build_settings,
+        "runtime": {"name": rt.name(), "version": rt.version()},
+        "arch": std::env::consts::ARCH,
+        "target": rt.target(),
+    }))
+}
+
+/// The managed-cache directory of a key.
+pub fn cache_dir_for(cache_root: &Path, runtime: &str, model: &str, key: &str) -> PathBuf {
+    cache_root
+        .join(runtime)
+        .join(format!("{}-{}.bundle", sanitize(model), &key[..16]))
+}
+
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Decides where the bundle comes from, without building or loading anything.
+pub fn plan(
+    profile: &Profile,
+    build_settings: &BTreeMap<String, Value>,
+    rt: &dyn Runtime,
+    options: &BundleOptions,
+) -> Result<BundlePlan, BundleError> {
+    if let Some(explicit) = &options.explicit {
+        let manifest = BundleManifest::read(explicit).map_err(BundleError::Input)?;
+        if manifest.runtime.name != rt.name() {
+            return Err(BundleError::Input(format!(
+                "bundle {} was built for runtime `{}`, not `{}` (pass --runtime {} or another bundle)",
+                explicit.display(),
+                manifest.runtime.name,
+                rt.name(),
+                manifest.runtime.name
+            )));
+        }
+        return Ok(BundlePlan {
+            key: Some(manifest.key),
+            path: explicit.clone(),
+            origin: BundleOrigin::Explicit,
+            needs_build: false,
+        });
+    }
+    let source = sources::resolve(profile, &options.cache_root).map_err(BundleError::Input)?;
+    let key = cache_key(profile, &source.identity, build_settings, rt);
+    for root in &options.roots {
+        if let Some(found) = find_below(root, &key) {
+            return Ok(BundlePlan {
+                key: Some(key),
+                path: found,
+                origin: BundleOrigin::BundleRoot,
+                needs_build: false,
+            });
+        }
+    }
+    let path = cache_dir_for(&options.cache_root, rt.name(), &profile.name, &key);
+    let present = matches!(BundleManifest::read(&path), Ok(m) if m.key == key);
+    if present && !options.rebuild {
+        return Ok(BundlePlan {
+            key: Some(key),
+            path,
+            origin: BundleOrigin::CacheHit,
+            needs_build: false,
+        });
+    }
+    if options.no_build {
+        return Err(BundleError::Build(format!(
+            "no bundle for model `{}` on runtime `{}` (key {}) in {} and --no-build forbids building one (run without --no-build, or pass --bundle PATH)",
+            profile.name,
+            rt.name(),
+            &key[..16],
+            options.cache_root.display()
+        )));
+    }
+    Ok(BundlePlan {
+        key: Some(key),
+        path,
+        origin: BundleOrigin::Built,
+        needs_build: true,
+    })
+}
+
+/// Searches `root` (a few levels deep) for a bundle whose key is `key`.
+fn find_below(root: &Path, key: &str) -> Option<PathBuf> {
+    fn walk(dir: &Path, key: &str, depth: usize) -> Option<PathBuf> {
+        if dir.join(BUNDLE_FILE).is_file() {
+            return matches!(BundleManifest::read(dir), Ok(m) if m.key == key)
+                .then(|| dir.to_path_buf());
+        }
+        if depth == 0 {
+            return None;
+        }
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        entries.sort();
+        entries.into_iter().find_map(|p| walk(&p, key, depth - 1))
+    }
+    walk(root, key, 4)
+}
+
+/// Builds the planned bundle (under the key's lock) unless another process finished it meanwhile.
+pub fn build(
+    profile: &Profile,
+    build_settings: &BTreeMap<String, Value>,
+    rt: &dyn Runtime,
+    plan: &BundlePlan,
+    options: &BundleOptions,
+    command_line: &[String],
+) -> Result<(), BundleError> {
+    let key = plan
+        .key
+        .as_deref()
+        .ok_or_else(|| BundleError::Build("bundle plan has no key".into()))?;
+    let parent = plan
+        .path
+        .parent()
+        .ok_or_else(|| BundleError::Build("bundle path has no parent".into()))?;
+    let io = |what: &str, e: std::io::Error| {
+        BundleError::Build(format!("cannot {what}: {e} (check --bundle-cache)"))
+    };
+    std::fs::create_dir_all(parent).map_err(|e| io(&format!("create {}", parent.display()), e))?;
+    let locks = options.cache_root.join(".locks");
+    std::fs::create_dir_all(&locks).map_err(|e| io(&format!("create {}", locks.display()), e))?;
+    let lock_path = locks.join(format!("{key}.lock"));
+    let lock =
+        File::create(&lock_path).map_err(|e| io(&format!("create {}", lock_path.display()), e))?;
+    lock.lock()
+        .map_err(|e| io(&format!("lock {}", lock_path.display()), e))?;
+
+    let present = matches!(BundleManifest::read(&plan.path), Ok(m) if m.key == key);
+    if present && !options.rebuild {
+        return Ok(());
+    }
+    let onnx = sources::materialize(profile, &options.cache_root).map_err(BundleError::Input)?;
+    let tmp = parent.join(format!(".tmp-{}-{}", &key[..16], std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).map_err(|e| io(&format!("create {}", tmp.display()), e))?;
+    let created = jiff::Timestamp::now().to_string();
+    let build_plan = BuildPlan {
+        key,
+        model: &profile.name,
+        onnx: &onnx,
+        settings: build_settings,
+        command_line,
+        created: &created,
+    };
+    if let Err(e) = build_bundle(rt, &build_plan, &tmp) {
+        let log = tmp.join(BUILD_LOG);
+        let kept = parent.join(format!(
+            "failed-{}-{}.build.log",
+            sanitize(&profile.name),
+            &key[..16]
+        ));
+        let _ = std::fs::rename(&log, &kept);
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(BundleError::Build(format!(
+            "building model `{}` with runtime `{}` failed: {e:#} (build log: {})",
+            profile.name,
+            rt.name(),
+            kept.display()
+        )));
+    }
+    if plan.path.exists() {
+        let old = parent.join(format!(".old-{}-{}", &key[..16], std::process::id()));
+        std::fs::rename(&plan.path, &old).map_err(|e| io("move the old bundle aside", e))?;
+        let _ = std::fs::remove_dir_all(&old);
+    }
+    std::fs::rename(&tmp, &plan.path)
+        .map_err(|e| io(&format!("move the bundle into {}", plan.path.display()), e))?;
+    Ok(())
+}
+
+/// The reference written into result.json for a resolved bundle.
+pub fn bundle_ref(plan: &BundlePlan) -> Result<BundleRef, BundleError> {
+    let manifest = BundleManifest::read(&plan.path).map_err(BundleError::Input)?;
+    let evidence = |f: &str| plan.path.join(f).display().to_string();
+    Ok(BundleRef {
+        path: plan.path.display().to_string(),
+        key: plan.key.clone(),
+        origin: plan.origin,
+        compatibility_verified: plan.origin != BundleOrigin::Explicit,
+        runtime: RuntimeInfo {
+            name: manifest.runtime.name,
+            version: manifest.runtime.version,
+        },
+        build_evidence: Some(BuildEvidence {
+            log: evidence(BUILD_LOG),
+            timing: evidence(BUILD_TIMING),
+            command: evidence(BUILD_COMMAND),
+            excluded_from_metrics: true,
+        }),
+    })
+}

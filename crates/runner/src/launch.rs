@@ -1,0 +1,272 @@
+//! Starting the worker process: request file in, result file out, stdout and stderr into worker.log,
+//! a per-case timeout, and optional low-frequency telemetry sampled from outside the worker.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use trtmc_runtime::protocol::WorkerResult;
+
+pub const TELEMETRY_SCHEMA: &str = "trtmc.telemetry/v1";
+
+/// How often telemetry is sampled; low, so the sampler barely competes with the worker for a core.
+const TELEMETRY_INTERVAL: Duration = Duration::from_millis(500);
+/// How often the orchestrator checks whether the worker has exited.
+const POLL: Duration = Duration::from_millis(5);
+
+pub struct Launch<'a> {
+    pub worker: &'a Path,
+    pub request: &'a Path,
+    pub result: &'a Path,
+    pub log: &'a Path,
+    pub timeout: Duration,
+    pub telemetry: bool,
+}
+
+#[derive(Debug)]
+pub enum Outcome {
+    /// The worker exited; `result` is absent when it died without writing one.
+    Exited {
+        status: ExitStatus,
+        result: Option<WorkerResult>,
+        result_error: Option<String>,
+    },
+    TimedOut,
+    SpawnFailed(String),
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TelemetrySample {
+    /// Seconds since the worker started.
+    pub t_s: f64,
+    /// Worker CPU use since the previous sample, percent of one core.
+    pub cpu_percent: Option<f64>,
+    pub rss_bytes: Option<u64>,
+    /// Current clock of CPU 0 where readable.
+    pub cpu_mhz: Option<f64>,
+    /// nvidia-smi's one-line report, where present.
+    pub gpu: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Telemetry {
+    pub schema: &'static str,
+    pub interval_ms: u64,
+    pub note: &'static str,
+    pub samples: Vec<TelemetrySample>,
+}
+
+/// Runs the worker to completion or timeout. Telemetry (when asked) is returned beside the outcome.
+pub fn run(launch: &Launch<'_>) -> (Outcome, Option<Telemetry>) {
+    let log = match std::fs::File::create(launch.log) {
+        Ok(f) => f,
+        Err(e) => {
+            return (
+                Outcome::SpawnFailed(format!("cannot create {}: {e}", launch.log.display())),
+                None,
+            );
+        }
+    };
+    let log_err = match log.try_clone() {
+        Ok(f) => f,
+        Err(e) => {
+            return (
+                Outcome::SpawnFailed(format!("cannot share {}: {e}", launch.log.display())),
+                None,
+            );
+        }
+    };
+    let spawned = Command::new(launch.worker)
+        .arg("worker")
+        .arg("--request")
+        .arg(launch.request)
+        .arg("--result")
+        .arg(launch.result)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        .spawn();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            return (
+                Outcome::SpawnFailed(format!(
+                    "cannot start worker {}: {e} (check --worker)",
+                    launch.worker.display()
+                )),
+                None,
+            );
+        }
+    };
+    let started = Instant::now();
+    let mut sampler = launch.telemetry.then(|| Sampler::new(child.id()));
+    let mut next_sample = started;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                let (result, result_error) = read_result(launch.result);
+                return (
+                    Outcome::Exited {
+                        status,
+                        result,
+                        result_error,
+                    },
+                    sampler.map(Sampler::finish),
+                );
+            }
+            Ok(None) => {}
+            Err(e) => {
+                return (
+                    Outcome::SpawnFailed(format!("cannot wait for the worker: {e}")),
+                    None,
+                );
+            }
+        }
+        let now = Instant::now();
+        if now - started > launch.timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            return (Outcome::TimedOut, sampler.map(Sampler::finish));
+        }
+        if let Some(s) = sampler.as_mut()
+            && now >= next_sample
+        {
+            s.sample(now - started);
+            next_sample = now + TELEMETRY_INTERVAL;
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+fn read_result(path: &Path) -> (Option<WorkerResult>, Option<String>) {
+    match std::fs::read(path) {
+        Err(_) => (None, None),
+        Ok(bytes) => match serde_json::from_slice::<WorkerResult>(&bytes) {
+            Ok(r) => (Some(r), None),
+            Err(e) => (
+                None,
+                Some(format!("malformed worker result {}: {e}", path.display())),
+            ),
+        },
+    }
+}
+
+/// Reads /proc for the worker's CPU time and RSS; nvidia-smi when it is on PATH.
+struct Sampler {
+    pid: u32,
+    last_cpu_ticks: Option<u64>,
+    last_t: Duration,
+    ticks_per_s: f64,
+    nvidia_smi: Option<PathBuf>,
+    samples: Vec<TelemetrySample>,
+}
+
+impl Sampler {
+    fn new(pid: u32) -> Self {
+        Self {
+            pid,
+            last_cpu_ticks: None,
+            last_t: Duration::ZERO,
+            // USER_HZ is 100 on every Linux configuration in practice.
+            ticks_per_s: 100.0,
+            nvidia_smi: find_on_path("nvidia-smi"),
+            samples: Vec::new(),
+        }
+    }
+
+    fn sample(&mut self, t: Duration) {
+        let ticks = read_cpu_ticks(self.pid);
+        let cpu_percent = match (ticks, self.last_cpu_ticks) {
+            (Some(now), Some(before)) if t > self.last_t => Some(
+                (now.saturating_sub(before)) as f64
+                    / self.ticks_per_s
+                    / (t - self.last_t).as_secs_f64()
+                    * 100.0,
+            ),
+            _ => None,
+        };
+        self.last_cpu_ticks = ticks;
+        self.last_t = t;
+        let gpu = self.nvidia_smi.as_ref().and_then(|smi| {
+            let out = Command::new(smi)
+                .args(["--query-gpu=name,utilization.gpu,memory.used,clocks.sm,temperature.gpu,power.draw", "--format=csv,noheader"])
+                .output()
+                .ok()?;
+            Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+        });
+        self.samples.push(TelemetrySample {
+            t_s: t.as_secs_f64(),
+            cpu_percent,
+            rss_bytes: read_rss(self.pid),
+            cpu_mhz: read_cpu_mhz(),
+            gpu,
+        });
+    }
+
+    fn finish(self) -> Telemetry {
+        Telemetry {
+            schema: TELEMETRY_SCHEMA,
+            interval_ms: TELEMETRY_INTERVAL.as_millis() as u64,
+            note: "sampled by the orchestrator from outside the worker process, never inside a timed call",
+            samples: self.samples,
+        }
+    }
+}
+
+fn read_cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the parenthesized command name; utime and stime are fields 14 and 15.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+fn read_rss(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
+}
+
+fn read_cpu_mhz() -> Option<f64> {
+    if let Ok(khz) =
+        std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq")
+    {
+        return khz.trim().parse::<f64>().ok().map(|k| k / 1000.0);
+    }
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    info.lines()
+        .find(|l| l.starts_with("cpu MHz"))?
+        .split(':')
+        .nth(1)?
+        .trim()
+        .parse()
+        .ok()
+}
+
+pub fn find_on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// Describes how a worker ended, for the case's error message.
+pub fn describe_exit(status: &ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(signal) = status.signal() {
+        let name = match signal {
+            6 => "SIGABRT",
+            9 => "SIGKILL",
+            11 => "SIGSEGV",
+            15 => "SIGTERM",
+            _ => "signal",
+        };
+        format!("the worker was killed by {name} ({signal})")
+    } else {
+        format!(
+            "the worker exited with status {}",
+            status.code().unwrap_or(-1)
+        )
+    }
+}

@@ -1,0 +1,9 @@
+//! The orchestration behind `trtmc-bench run`: model sources, bundle resolution and builds, worker
+//! launches, reduction and result directories. It never prints; the CLI shows progress.
+
+pub mod bundles;
+pub mod launch;
+pub mod machine;
+pub mod plan;
+pub mod run;
+pub mod sources;

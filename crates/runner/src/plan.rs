@@ -1,0 +1,168 @@
+//! `run plan.yaml`: per-model cases, counts and overrides in one file (format: docs/plans.md).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use trtmc_core::case::{MeasureFlags, Override, Source, SweepAxis};
+
+pub const PLAN_SCHEMA: &str = "trtmc.plan/v1";
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanFile {
+    #[serde(default)]
+    pub schema: Option<String>,
+    /// Default runtime for every entry.
+    #[serde(default)]
+    pub runtime: Option<String>,
+    #[serde(default)]
+    pub warmup: Option<u64>,
+    #[serde(default)]
+    pub iterations: Option<u64>,
+    #[serde(default)]
+    pub duration: Option<f64>,
+    #[serde(default)]
+    pub timeout: Option<f64>,
+    pub models: Vec<PlanEntry>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanEntry {
+    pub model: String,
+    #[serde(default)]
+    pub cases: Vec<String>,
+    #[serde(default)]
+    pub runtime: Option<String>,
+    #[serde(default)]
+    pub warmup: Option<u64>,
+    #[serde(default)]
+    pub iterations: Option<u64>,
+    #[serde(default)]
+    pub duration: Option<f64>,
+    #[serde(default)]
+    pub timeout: Option<f64>,
+    /// `key: value` overrides, as `--set key=value`.
+    #[serde(default)]
+    pub set: BTreeMap<String, serde_json::Value>,
+    /// `key: [a, b]` axes, as `--sweep key=a,b`.
+    #[serde(default)]
+    pub sweep: BTreeMap<String, Vec<serde_json::Value>>,
+}
+
+/// One entry with everything converted to the resolver's vocabulary.
+#[derive(Debug, Clone)]
+pub struct PlannedModel {
+    pub model: String,
+    pub cases: Vec<String>,
+    pub runtime: Option<String>,
+    pub measure: MeasureFlags,
+    pub sets: Vec<Override>,
+    pub sweeps: Vec<SweepAxis>,
+}
+
+pub fn load(path: &Path) -> Result<Vec<PlannedModel>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read plan {}: {e}", path.display()))?;
+    parse(&text).map_err(|e| format!("plan {}: {e}", path.display()))
+}
+
+pub fn parse(text: &str) -> Result<Vec<PlannedModel>, String> {
+    let plan: PlanFile =
+        serde_saphyr::from_str(text).map_err(|e| format!("malformed YAML: {e}"))?;
+    if let Some(s) = &plan.schema
+        && s != PLAN_SCHEMA
+    {
+        return Err(format!("schema `{s}` is not `{PLAN_SCHEMA}`"));
+    }
+    if plan.models.is_empty() {
+        return Err("`models` is empty: list at least one `- model: NAME`".into());
+    }
+    plan.models
+        .into_iter()
+        .map(|e| {
+            let sets = e
+                .set
+                .iter()
+                .map(|(k, v)| {
+                    Ok(Override {
+                        key: k.clone(),
+                        value: scalar_text(v)?,
+                        source: Source::Plan,
+                    })
+                })
+                .collect::<Result<Vec<_>, String>>()
+                .map_err(|err| format!("model `{}`: {err}", e.model))?;
+            let sweeps = e
+                .sweep
+                .iter()
+                .map(|(k, values)| {
+                    let texts = values
+                        .iter()
+                        .map(scalar_text)
+                        .collect::<Result<Vec<_>, _>>()?;
+                    SweepAxis::parse(&format!("{k}={}", texts.join(",")))
+                })
+                .collect::<Result<Vec<_>, String>>()
+                .map_err(|err| format!("model `{}`: {err}", e.model))?;
+            Ok(PlannedModel {
+                runtime: e.runtime.or_else(|| plan.runtime.clone()),
+                measure: MeasureFlags {
+                    warmup: e.warmup.or(plan.warmup),
+                    iterations: e.iterations.or(plan.iterations),
+                    min_duration_s: e.duration.or(plan.duration),
+                    timeout_s: e.timeout.or(plan.timeout),
+                },
+                model: e.model,
+                cases: e.cases,
+                sets,
+                sweeps,
+            })
+        })
+        .collect()
+}
+
+fn scalar_text(v: &serde_json::Value) -> Result<String, String> {
+    Ok(match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Number(n) => n.to_string(),
+        serde_json::Value::Bool(b) => b.to_string(),
+        serde_json::Value::Array(_) => v.to_string(),
+        other => return Err(format!("value {other} is not a scalar or list")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_entries_with_defaults_overrides_and_sweeps() {
+        let plan = parse(
+            "iterations: 20\nmodels:\n  - model: tiny-gpt\n    cases: [greedy]\n    warmup: 1\n    set:\n      request.max_new_tokens: 8\n    sweep:\n      request.temperature: [0.5, 1.0]\n  - model: tiny-cnn\n",
+        )
+        .expect("plan");
+        assert_eq!(plan.len(), 2);
+        assert_eq!(plan[0].measure.iterations, Some(20));
+        assert_eq!(plan[0].measure.warmup, Some(1));
+        assert_eq!(plan[0].sets[0].value, "8");
+        assert_eq!(plan[0].sweeps[0].values, vec!["0.5", "1.0"]);
+        assert_eq!(plan[1].measure.iterations, Some(20));
+    }
+
+    #[test]
+    fn malformed_and_unknown_keys_are_errors() {
+        assert!(
+            parse("models: [")
+                .expect_err("yaml")
+                .contains("malformed YAML")
+        );
+        assert!(parse("models:\n  - model: a\n    iterationz: 3\n").is_err());
+        assert!(
+            parse("models: []\n")
+                .expect_err("empty")
+                .contains("at least one")
+        );
+    }
+}

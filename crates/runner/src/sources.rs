@@ -1,0 +1,256 @@
+//! Model sources: where a profile's ONNX file comes from, its identity for cache keys, and whether it is
+//! available on this machine — without loading anything into a runtime.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use trtmc_core::catalog::{ModelSource, Profile};
+use trtmc_core::fsutil::write_atomic;
+use trtmc_core::hash;
+
+/// A source resolved to what a key and a build need.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedSource {
+    /// Stable description of the model bytes (hashes, repo/file/revision, generator name and version).
+    pub identity: Value,
+    /// The ONNX file when it is on disk already (generated and reweighted models are produced at build).
+    pub path: Option<PathBuf>,
+}
+
+/// Hugging Face hub access mode.
+pub fn hf_offline() -> bool {
+    std::env::var("HF_HUB_OFFLINE")
+        .map(|v| !matches!(v.trim(), "" | "0" | "false" | "False"))
+        .unwrap_or(false)
+}
+
+/// Identity and local path of a profile's source. `Err` names what is missing and how to get it.
+pub fn resolve(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, String> {
+    let base = resolve_base(profile, work_dir)?;
+    Ok(match profile.reweight_seed {
+        None => base,
+        Some(seed) => ResolvedSource {
+            identity: json!({"reweighted": base.identity, "seed": seed}),
+            path: None,
+        },
+    })
+}
+
+/// The source before any reweighting.
+fn resolve_base(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, String> {
+    Ok(match &profile.source {
+        ModelSource::None => ResolvedSource {
+            identity: json!({"kind": "none"}),
+            path: None,
+        },
+        ModelSource::Builtin { name, seed } => {
+            if !trtmc_modelgen::builtin_models()
+                .iter()
+                .any(|m| m.name == name)
+            {
+                let known: Vec<&str> = trtmc_modelgen::builtin_models()
+                    .iter()
+                    .map(|m| m.name)
+                    .collect();
+                return Err(format!(
+                    "unknown builtin model `{name}` (known: {})",
+                    known.join(", ")
+                ));
+            }
+            ResolvedSource {
+                identity: json!({"kind": "builtin", "name": name, "seed": seed, "generator": env!("CARGO_PKG_VERSION")}),
+                path: None,
+            }
+        }
+        ModelSource::Path { path } => {
+            let full = profile.dir().join(path);
+            let digest = hash_file_cached(&full, work_dir).map_err(|e| {
+                format!(
+                    "model file {} cannot be read: {e} (fix source.path in {})",
+                    full.display(),
+                    profile.manifest.display()
+                )
+            })?;
+            ResolvedSource {
+                identity: json!({"kind": "path", "sha256": digest}),
+                path: Some(full),
+            }
+        }
+        ModelSource::PythonPackage { package, path } => {
+            let dir = python_package_dir(package)?;
+            let full = dir.join(path);
+            let digest = hash_file_cached(&full, work_dir).map_err(|e| {
+                format!("{} is missing from the `{package}` package: {e} (reinstall it: pip install --force-reinstall {package})", full.display())
+            })?;
+            ResolvedSource {
+                identity: json!({"kind": "python_package", "package": package, "path": path, "sha256": digest}),
+                path: Some(full),
+            }
+        }
+        ModelSource::HuggingFace {
+            repo,
+            file,
+            revision,
+        } => {
+            let cache = hf_hub::Cache::from_env();
+            let cached = cache
+                .repo(hf_hub::Repo::with_revision(
+                    repo.clone(),
+                    hf_hub::RepoType::Model,
+                    revision.clone(),
+                ))
+                .get(file);
+            if cached.is_none() && hf_offline() {
+                return Err(format!(
+                    "{repo}/{file}@{revision} is not in the Hugging Face cache at {} and HF_HUB_OFFLINE is set (download it first: huggingface-cli download {repo} {file} --revision {revision})",
+                    cache.path().display()
+                ));
+            }
+            ResolvedSource {
+                identity: json!({"kind": "hf", "repo": repo, "file": file, "revision": revision}),
+                path: cached,
+            }
+        }
+    })
+}
+
+/// Produces the ONNX file of a profile for a build: downloads from the hub when allowed, generates
+/// builtin models, applies `reweight_seed`. Files are written atomically under `work_dir/sources`.
+pub fn materialize(profile: &Profile, work_dir: &Path) -> Result<PathBuf, String> {
+    let resolved = resolve(profile, work_dir)?;
+    let base = resolve_base(profile, work_dir)?;
+    let dir = work_dir.join("sources");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let base_path = match &profile.source {
+        ModelSource::None => {
+            return Err(format!(
+                "model `{}` has no model file to build",
+                profile.name
+            ));
+        }
+        ModelSource::Builtin { name, seed } => {
+            let file = dir.join(format!(
+                "builtin-{name}-seed{seed}-{}.onnx",
+                &hash::json_hash(&resolved.identity)[..12]
+            ));
+            if !file.exists() {
+                let bytes = trtmc_modelgen::generate(name, *seed)
+                    .map_err(|e| format!("cannot generate builtin model `{name}`: {e:#}"))?;
+                write_atomic(&file, &bytes)
+                    .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+            }
+            file
+        }
+        ModelSource::HuggingFace {
+            repo,
+            file,
+            revision,
+        } => match base.path {
+            Some(p) => p,
+            None => download_hf(repo, file, revision)?,
+        },
+        ModelSource::Path { .. } | ModelSource::PythonPackage { .. } => base
+            .path
+            .ok_or_else(|| format!("model `{}` has no local file", profile.name))?,
+    };
+    match profile.reweight_seed {
+        None => Ok(base_path),
+        Some(seed) => {
+            let file = dir.join(format!(
+                "reweighted-{}-{}.onnx",
+                profile.name,
+                &hash::json_hash(&resolved.identity)[..12]
+            ));
+            if !file.exists() {
+                let bytes = std::fs::read(&base_path)
+                    .map_err(|e| format!("cannot read {}: {e}", base_path.display()))?;
+                let out = trtmc_modelgen::reweight(&bytes, seed).map_err(|e| {
+                    format!("cannot give {} seeded weights: {e:#}", base_path.display())
+                })?;
+                write_atomic(&file, &out)
+                    .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+            }
+            Ok(file)
+        }
+    }
+}
+
+fn download_hf(repo: &str, file: &str, revision: &str) -> Result<PathBuf, String> {
+    let api = hf_hub::api::sync::ApiBuilder::from_env()
+        .build()
+        .map_err(|e| format!("cannot start the Hugging Face hub client: {e}"))?;
+    api.repo(hf_hub::Repo::with_revision(repo.into(), hf_hub::RepoType::Model, revision.into()))
+        .get(file)
+        .map_err(|e| format!("cannot download {repo}/{file}@{revision}: {e} (check the network, or set HF_HUB_OFFLINE=1 and pre-fill the cache)"))
+}
+
+/// The directory of an installed Python package, found without importing it.
+pub fn python_package_dir(package: &str) -> Result<PathBuf, String> {
+    let python = std::env::var("TRTMC_PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = "import importlib.util,sys\ns=importlib.util.find_spec(sys.argv[1])\nprint(list(s.submodule_search_locations)[0] if s and s.submodule_search_locations else '')";
+    let out = std::process::Command::new(&python)
+        .args(["-c", script, package])
+        .output()
+        .map_err(|e| format!("cannot run {python} to find the `{package}` package: {e} (install Python 3 or set TRTMC_PYTHON)"))?;
+    let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || dir.is_empty() {
+        return Err(format!(
+            "Python package `{package}` is not installed for {python} (pip install {package})"
+        ));
+    }
+    Ok(PathBuf::from(dir))
+}
+
+/// SHA-256 of a file, memoized in `work_dir/hashes/` by path, size and modification time, so that keys
+/// of large models cost one `stat` after the first time.
+pub fn hash_file_cached(path: &Path, work_dir: &Path) -> std::io::Result<String> {
+    let meta = std::fs::metadata(path)?;
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let canonical = std::fs::canonicalize(path)?;
+    let memo_key =
+        hash::sha256_hex(format!("{}|{}|{mtime}", canonical.display(), meta.len()).as_bytes());
+    let memo = work_dir.join("hashes").join(&memo_key[..32]);
+    if let Ok(text) = std::fs::read_to_string(&memo)
+        && text.len() == 64
+    {
+        return Ok(text);
+    }
+    let digest = hash::file_sha256(path)?;
+    if std::fs::create_dir_all(work_dir.join("hashes")).is_ok() {
+        let _ = write_atomic(&memo, digest.as_bytes());
+    }
+    Ok(digest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_hash_memo_tracks_content_changes() {
+        let t = tempfile::tempdir().expect("tmp");
+        let f = t.path().join("m.onnx");
+        std::fs::write(&f, b"abc").expect("write");
+        let a = hash_file_cached(&f, t.path()).expect("hash");
+        assert_eq!(a, hash::sha256_hex(b"abc"));
+        assert_eq!(hash_file_cached(&f, t.path()).expect("memo"), a);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(&f, b"abcd").expect("write");
+        assert_ne!(hash_file_cached(&f, t.path()).expect("rehash"), a);
+    }
+
+    #[test]
+    fn missing_python_packages_say_how_to_install() {
+        let err = python_package_dir("surely_not_a_real_package_xyz").expect_err("missing");
+        assert!(
+            err.contains("pip install surely_not_a_real_package_xyz")
+                || err.contains("install Python"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,153 @@
+//! Bundles: a runtime's optimized artifact plus `bundle.json` and the build evidence beside it.
+//!
+//! ```text
+//! <name>.bundle/
+//!   bundle.json          schema trtmc.bundle/v1: key, runtime, settings, inputs/outputs
+//!   <artifact>           e.g. model.nnef.tar (tract)
+//!   build.log            what the build did
+//!   build-timing.json    structured build step timings (never part of performance metrics)
+//!   build-command.json   the resolved build command
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use trtmc_core::fsutil::{write_atomic, write_json_atomic};
+use trtmc_core::result::RuntimeInfo;
+
+use crate::runtime::{BuildStep, Runtime};
+use crate::tensor::TensorSpec;
+
+pub const BUNDLE_SCHEMA: &str = "trtmc.bundle/v1";
+pub const BUNDLE_FILE: &str = "bundle.json";
+pub const BUILD_LOG: &str = "build.log";
+pub const BUILD_TIMING: &str = "build-timing.json";
+pub const BUILD_COMMAND: &str = "build-command.json";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BundleManifest {
+    pub schema: String,
+    /// The cache key the bundle was built for (hash of manifest, settings, runtime, machine, target).
+    pub key: String,
+    pub model: String,
+    pub runtime: RuntimeInfo,
+    pub arch: String,
+    pub target: String,
+    pub artifact: String,
+    pub build_settings: BTreeMap<String, Value>,
+    pub inputs: Vec<TensorSpec>,
+    pub outputs: Vec<TensorSpec>,
+    pub created: String,
+    pub build_seconds: f64,
+}
+
+impl BundleManifest {
+    pub fn read(bundle_dir: &Path) -> Result<BundleManifest, String> {
+        let path = bundle_dir.join(BUNDLE_FILE);
+        let bytes = std::fs::read(&path).map_err(|e| {
+            format!("{} is not a bundle: cannot read {}: {e} (rebuild it, or drop --bundle to build one)", bundle_dir.display(), path.display())
+        })?;
+        let m: BundleManifest = serde_json::from_slice(&bytes).map_err(|e| {
+            format!(
+                "{} is malformed: {e} (rebuild the bundle with --rebuild)",
+                path.display()
+            )
+        })?;
+        if m.schema != BUNDLE_SCHEMA {
+            return Err(format!(
+                "{} has schema `{}`, expected `{BUNDLE_SCHEMA}` (rebuild the bundle)",
+                path.display(),
+                m.schema
+            ));
+        }
+        Ok(m)
+    }
+}
+
+/// What the build was asked to do, recorded in build-command.json.
+pub struct BuildPlan<'a> {
+    pub key: &'a str,
+    pub model: &'a str,
+    pub onnx: &'a Path,
+    pub settings: &'a BTreeMap<String, Value>,
+    pub command_line: &'a [String],
+    pub created: &'a str,
+}
+
+/// Runs the runtime's build into the empty directory `dir` and writes bundle.json and the evidence.
+pub fn build_bundle(
+    rt: &dyn Runtime,
+    plan: &BuildPlan<'_>,
+    dir: &Path,
+) -> anyhow::Result<BundleManifest> {
+    let started = Instant::now();
+    let outcome = rt.build(plan.onnx, plan.settings, dir);
+    let seconds = started.elapsed().as_secs_f64();
+    let mut log = vec![
+        format!(
+            "trtmc bundle build: model {} runtime {} {}",
+            plan.model,
+            rt.name(),
+            rt.version()
+        ),
+        format!("source: {}", plan.onnx.display()),
+        format!(
+            "settings: {}",
+            Value::from(serde_json::Map::from_iter(plan.settings.clone()))
+        ),
+    ];
+    let output = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            log.push(format!("FAILED after {seconds:.3} s: {e:#}"));
+            let _ = write_atomic(&dir.join(BUILD_LOG), (log.join("\n") + "\n").as_bytes());
+            return Err(e);
+        }
+    };
+    log.extend(output.log.iter().cloned());
+    log.push(format!("built in {seconds:.3} s"));
+    write_atomic(&dir.join(BUILD_LOG), (log.join("\n") + "\n").as_bytes())?;
+    let steps: Vec<BuildStep> = output.steps.clone();
+    write_json_atomic(
+        &dir.join(BUILD_TIMING),
+        &json!({
+            "schema": "trtmc.build-timing/v1",
+            "excluded_from_metrics": true,
+            "total_ms": seconds * 1e3,
+            "steps": steps,
+        }),
+    )?;
+    write_json_atomic(
+        &dir.join(BUILD_COMMAND),
+        &json!({
+            "schema": "trtmc.build-command/v1",
+            "command_line": plan.command_line,
+            "runtime": rt.name(),
+            "source": plan.onnx,
+            "settings": plan.settings,
+            "steps": output.command,
+        }),
+    )?;
+    let manifest = BundleManifest {
+        schema: BUNDLE_SCHEMA.into(),
+        key: plan.key.into(),
+        model: plan.model.into(),
+        runtime: RuntimeInfo {
+            name: rt.name().into(),
+            version: rt.version(),
+        },
+        arch: std::env::consts::ARCH.into(),
+        target: rt.target(),
+        artifact: output.artifact,
+        build_settings: plan.settings.clone(),
+        inputs: output.inputs,
+        outputs: output.outputs,
+        created: plan.created.into(),
+        build_seconds: seconds,
+    };
+    write_json_atomic(&dir.join(BUNDLE_FILE), &manifest)?;
+    Ok(manifest)
+}

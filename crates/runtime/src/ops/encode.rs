@@ -1,0 +1,142 @@
+//! `encode`: a batch of texts in, one embedding vector per text out (tokenization included in the call).
+
+use anyhow::{Context as _, bail};
+use ndarray::ArrayD;
+
+use super::{CallRecord, RunnerContext, TimedRunner, check_finite};
+use crate::runtime::Session;
+use crate::tensor::{Dim, HostTensor, TensorSpec};
+use crate::tokenize::{BOS, EOS, PAD, Tokenizer};
+
+pub struct EncodeRunner {
+    session: Box<dyn Session>,
+    tokenizer: Tokenizer,
+    texts: Vec<String>,
+    /// Fixed sequence length of the bundle, or `None` when the length follows the batch.
+    seq_len: Option<usize>,
+    input_names: Vec<String>,
+    output_index: usize,
+    outputs: Vec<HostTensor>,
+    output_specs: Vec<TensorSpec>,
+}
+
+impl EncodeRunner {
+    pub fn prepare(mut ctx: RunnerContext<'_>) -> anyhow::Result<Self> {
+        let batch = ctx.batch_size()?;
+        let texts: Vec<String> = ctx
+            .request
+            .get("texts")
+            .and_then(|v| v.as_array())
+            .context("request.texts must be a list of strings")?
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
+        if texts.is_empty() {
+            bail!("request.texts is empty: give at least one text");
+        }
+        let texts: Vec<String> = texts.iter().cycle().take(batch).cloned().collect();
+        let tokenizer = Tokenizer::from_name(ctx.tokenizer)?;
+        let session = ctx.take_session("encode")?;
+        let input_names: Vec<String> = session.inputs().iter().map(|s| s.name.clone()).collect();
+        for name in &input_names {
+            if !["input_ids", "attention_mask", "token_type_ids"].contains(&name.as_str()) {
+                bail!(
+                    "encoder input `{name}` is not one of input_ids, attention_mask, token_type_ids"
+                );
+            }
+        }
+        let ids = session
+            .inputs()
+            .iter()
+            .find(|s| s.name == "input_ids")
+            .context("the encoder has no `input_ids` input")?;
+        let seq_len = match ids.shape.get(1) {
+            Some(Dim::Fixed(n)) => Some(*n as usize),
+            _ => None,
+        };
+        if let Some(Dim::Fixed(b)) = ids.shape.first()
+            && *b as usize != batch
+        {
+            bail!("the bundle was built for batch {b}, the request asks for {batch}");
+        }
+        let output_specs = session.outputs().to_vec();
+        let output_index = output_specs
+            .iter()
+            .position(|s| s.name == "embeddings")
+            .unwrap_or(0);
+        Ok(Self {
+            session,
+            tokenizer,
+            texts,
+            seq_len,
+            input_names,
+            output_index,
+            outputs: Vec::new(),
+            output_specs,
+        })
+    }
+
+    fn tokenize(&self) -> anyhow::Result<(ArrayD<i64>, ArrayD<i64>)> {
+        let rows: Vec<Vec<i64>> = self
+            .texts
+            .iter()
+            .map(|t| {
+                let mut ids = vec![BOS];
+                ids.extend(self.tokenizer.encode(t));
+                ids.push(EOS);
+                ids
+            })
+            .collect();
+        let len = self
+            .seq_len
+            .unwrap_or_else(|| rows.iter().map(Vec::len).max().unwrap_or(1));
+        let mut ids = Vec::with_capacity(rows.len() * len);
+        let mut mask = Vec::with_capacity(rows.len() * len);
+        for row in &rows {
+            for j in 0..len {
+                // Truncate long texts to the bundle's sequence length, keeping the end token.
+                let token = if j + 1 == len && row.len() > len {
+                    EOS
+                } else {
+                    row.get(j).copied().unwrap_or(PAD)
+                };
+                ids.push(token);
+                mask.push(i64::from(j < row.len()));
+            }
+        }
+        let shape = ndarray::IxDyn(&[rows.len(), len]);
+        Ok((
+            ArrayD::from_shape_vec(shape.clone(), ids)?,
+            ArrayD::from_shape_vec(shape, mask)?,
+        ))
+    }
+}
+
+impl TimedRunner for EncodeRunner {
+    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
+        let (ids, mask) = self.tokenize()?;
+        let inputs = self
+            .input_names
+            .iter()
+            .map(|n| match n.as_str() {
+                "input_ids" => HostTensor::I64(ids.clone()),
+                "attention_mask" => HostTensor::I64(mask.clone()),
+                _ => HostTensor::I64(ArrayD::zeros(ids.raw_dim())),
+            })
+            .collect();
+        self.outputs = self.session.run(inputs)?;
+        let out = self
+            .outputs
+            .get(self.output_index)
+            .context("the encoder returned no embeddings")?;
+        let shape = out.shape();
+        record.items = self.texts.len() as u32;
+        record.elements_per_item = shape.last().copied().unwrap_or(0) as u32;
+        record.input_tokens = ids.len() as u32;
+        Ok(())
+    }
+
+    fn verify(&mut self) -> anyhow::Result<()> {
+        check_finite(&self.output_specs, &self.outputs)
+    }
+}

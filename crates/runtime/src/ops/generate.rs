@@ -1,0 +1,435 @@
+//! `generate`: prompt in, `max_new_tokens` tokens out, through the model's KV cache.
+//!
+//! The decoder contract follows Hugging Face optimum exports: inputs `input_ids` [1, seq], optional
+//! `position_ids` [1, seq], optional `attention_mask` [1, total] or additive `attention_bias`
+//! [1, 1, seq, total], and `past_key_values.<i>.key|value` [1, heads, past, head_dim]; outputs `logits`
+//! [1, seq, vocab] and `present.<i>.key|value` [1, heads, total, head_dim]. The first call (prefill) runs
+//! the whole prompt with an empty cache; every later call runs one token against the cache returned by
+//! the previous call. Stages: `time_to_first_token` = prefill + first sampling; `prefill` = the same span;
+//! `decode` = the rest of the call, so prefill + decode = the call's wall time.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use anyhow::{Context as _, bail};
+use ndarray::{ArrayD, IxDyn};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::Value;
+
+use super::{CallRecord, RunnerContext, TimedRunner};
+use crate::runtime::Session;
+use crate::tensor::{Dim, HostTensor};
+use crate::tokenize::{BOS, Tokenizer};
+
+/// Additive bias that masks a position out.
+const MASKED: f32 = -1e9;
+
+/// Where each decoder input and output sits in the session's lists.
+#[derive(Debug, Clone)]
+struct DecoderIo {
+    input_count: usize,
+    ids: usize,
+    positions: Option<usize>,
+    mask: Option<usize>,
+    bias: Option<usize>,
+    /// (past input index, present output index, heads, head_dim)
+    cache: Vec<(usize, usize, usize, usize)>,
+    logits: usize,
+}
+
+impl DecoderIo {
+    fn discover(session: &dyn Session) -> anyhow::Result<Self> {
+        let inputs = session.inputs();
+        let outputs = session.outputs();
+        let find_in = |n: &str| inputs.iter().position(|s| s.name == n);
+        let ids = find_in("input_ids").context("the decoder has no `input_ids` input")?;
+        let logits = outputs
+            .iter()
+            .position(|s| s.name == "logits")
+            .context("the decoder has no `logits` output")?;
+        let mut cache = Vec::new();
+        for (i, spec) in inputs.iter().enumerate() {
+            let Some(rest) = spec.name.strip_prefix("past_key_values.") else {
+                continue;
+            };
+            let present = format!("present.{rest}");
+            let o = outputs
+                .iter()
+                .position(|s| s.name == present)
+                .with_context(|| {
+                    format!(
+                        "cache input `{}` has no matching output `{present}`",
+                        spec.name
+                    )
+                })?;
+            let fixed = |k: usize| match spec.shape.get(k) {
+                Some(Dim::Fixed(n)) => Ok(*n as usize),
+                _ => Err(anyhow::anyhow!(
+                    "cache input `{}` must have fixed heads and head_dim",
+                    spec.describe()
+                )),
+            };
+            cache.push((i, o, fixed(1)?, fixed(3)?));
+        }
+        if cache.is_empty() {
+            bail!(
+                "the decoder has no `past_key_values.*` inputs: a KV cache is required for `generate`"
+            );
+        }
+        let known = 1
+            + cache.len()
+            + usize::from(find_in("position_ids").is_some())
+            + usize::from(find_in("attention_mask").is_some())
+            + usize::from(find_in("attention_bias").is_some());
+        if known != inputs.len() {
+            bail!(
+                "the decoder has inputs `generate` does not know how to feed (known: input_ids, position_ids, attention_mask, attention_bias, past_key_values.*)"
+            );
+        }
+        Ok(Self {
+            input_count: inputs.len(),
+            ids,
+            positions: find_in("position_ids"),
+            mask: find_in("attention_mask"),
+            bias: find_in("attention_bias"),
+            cache,
+            logits,
+        })
+    }
+}
+
+/// Greedy argmax, or seeded temperature/top-k sampling.
+#[derive(Debug, Clone)]
+pub struct Sampler {
+    pub do_sample: bool,
+    pub temperature: f32,
+    pub top_k: usize,
+    pub seed: i64,
+    rng: ChaCha8Rng,
+    scratch: Vec<(f32, usize)>,
+}
+
+impl Sampler {
+    pub fn new(do_sample: bool, temperature: f32, top_k: usize, seed: i64) -> Self {
+        let rng = if seed >= 0 {
+            ChaCha8Rng::seed_from_u64(seed as u64)
+        } else {
+            ChaCha8Rng::from_os_rng()
+        };
+        Self {
+            do_sample,
+            temperature,
+            top_k,
+            seed,
+            rng,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Restarts the random stream so that every call with a fixed seed produces the same tokens.
+    pub fn restart(&mut self) {
+        if self.seed >= 0 {
+            self.rng = ChaCha8Rng::seed_from_u64(self.seed as u64);
+        }
+    }
+
+    pub fn next(&mut self, logits: &[f32]) -> usize {
+        if !self.do_sample || self.temperature <= 0.0 {
+            return argmax(logits);
+        }
+        self.scratch.clear();
+        self.scratch.extend(
+            logits
+                .iter()
+                .enumerate()
+                .map(|(i, &l)| (l / self.temperature, i)),
+        );
+        if self.top_k > 0 && self.top_k < self.scratch.len() {
+            self.scratch
+                .select_nth_unstable_by(self.top_k - 1, |a, b| b.0.total_cmp(&a.0));
+            self.scratch.truncate(self.top_k);
+        }
+        let max = self
+            .scratch
+            .iter()
+            .map(|p| p.0)
+            .fold(f32::NEG_INFINITY, f32::max);
+        let total: f32 = self
+            .scratch
+            .iter_mut()
+            .map(|p| {
+                p.0 = (p.0 - max).exp();
+                p.0
+            })
+            .sum();
+        let mut target = self.rng.random::<f32>() * total;
+        for &(w, i) in &self.scratch {
+            if target < w {
+                return i;
+            }
+            target -= w;
+        }
+        self.scratch.last().map(|p| p.1).unwrap_or(0)
+    }
+}
+
+fn argmax(v: &[f32]) -> usize {
+    v.iter()
+        .enumerate()
+        .fold(
+            (0, f32::NEG_INFINITY),
+            |b, (i, &x)| if x > b.1 { (i, x) } else { b },
+        )
+        .0
+}
+
+/// Tokens produced by one generation call and when the first one appeared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenerationOutput {
+    pub tokens: Vec<i64>,
+    pub first_token_ns: u64,
+}
+
+/// Runs prefill plus decode steps through `session`'s KV cache; `started` is the call's start.
+pub fn generate_tokens(
+    session: &mut dyn Session,
+    prompt: &[i64],
+    max_new_tokens: usize,
+    sampler: &mut Sampler,
+    started: Instant,
+) -> anyhow::Result<GenerationOutput> {
+    let io = DecoderIo::discover(session)?;
+    generate_with(session, &io, prompt, max_new_tokens, sampler, started)
+}
+
+fn generate_with(
+    session: &mut dyn Session,
+    io: &DecoderIo,
+    prompt: &[i64],
+    max_new_tokens: usize,
+    sampler: &mut Sampler,
+    started: Instant,
+) -> anyhow::Result<GenerationOutput> {
+    sampler.restart();
+    let mut tokens = Vec::with_capacity(max_new_tokens);
+    let mut first_token_ns = 0;
+    let mut cache: Vec<HostTensor> = io
+        .cache
+        .iter()
+        .map(|&(_, _, heads, dim)| HostTensor::F32(ArrayD::zeros(IxDyn(&[1, heads, 0, dim]))))
+        .collect();
+    let mut step_ids: Vec<i64> = prompt.to_vec();
+    let mut past = 0usize;
+    for step in 0..max_new_tokens {
+        let seq = step_ids.len();
+        let mut inputs: Vec<Option<HostTensor>> = vec![None; io.input_count];
+        inputs[io.ids] = Some(HostTensor::I64(ArrayD::from_shape_vec(
+            IxDyn(&[1, seq]),
+            step_ids.clone(),
+        )?));
+        if let Some(p) = io.positions {
+            let pos: Vec<i64> = (past..past + seq).map(|x| x as i64).collect();
+            inputs[p] = Some(HostTensor::I64(ArrayD::from_shape_vec(
+                IxDyn(&[1, seq]),
+                pos,
+            )?));
+        }
+        let total = past + seq;
+        if let Some(m) = io.mask {
+            inputs[m] = Some(HostTensor::I64(ArrayD::ones(IxDyn(&[1, total]))));
+        }
+        if let Some(b) = io.bias {
+            let mut bias = vec![0f32; seq * total];
+            for i in 0..seq {
+                for j in (past + i + 1)..total {
+                    bias[i * total + j] = MASKED;
+                }
+            }
+            inputs[b] = Some(HostTensor::F32(ArrayD::from_shape_vec(
+                IxDyn(&[1, 1, seq, total]),
+                bias,
+            )?));
+        }
+        for (k, &(input, _, _, _)) in io.cache.iter().enumerate() {
+            inputs[input] = Some(std::mem::replace(
+                &mut cache[k],
+                HostTensor::F32(ArrayD::zeros(IxDyn(&[0]))),
+            ));
+        }
+        let inputs: Vec<HostTensor> = inputs
+            .into_iter()
+            .map(|t| t.context("decoder input left unfilled"))
+            .collect::<Result<_, _>>()?;
+        let mut outputs = session.run(inputs)?;
+        let logits = outputs
+            .get(io.logits)
+            .and_then(HostTensor::as_f32)
+            .context("decoder logits are not f32")?;
+        let vocab = *logits
+            .shape()
+            .last()
+            .context("logits have no vocabulary axis")?;
+        let flat = logits
+            .as_slice_memory_order()
+            .context("logits are not contiguous")?;
+        let last_row = &flat[flat.len() - vocab..];
+        if last_row.iter().any(|x| !x.is_finite()) {
+            bail!(
+                "output `logits` holds non-finite values (NaN or infinity) at step {step}: the run is a failure, not a result"
+            );
+        }
+        let token = sampler.next(last_row) as i64;
+        tokens.push(token);
+        if step == 0 {
+            first_token_ns = started.elapsed().as_nanos() as u64;
+        }
+        for (k, &(_, output, _, _)) in io.cache.iter().enumerate() {
+            cache[k] = std::mem::replace(
+                &mut outputs[output],
+                HostTensor::F32(ArrayD::zeros(IxDyn(&[0]))),
+            );
+        }
+        past = total;
+        step_ids.clear();
+        step_ids.push(token);
+    }
+    Ok(GenerationOutput {
+        tokens,
+        first_token_ns,
+    })
+}
+
+pub struct GenerateRunner {
+    session: Box<dyn Session>,
+    io: DecoderIo,
+    tokenizer: Tokenizer,
+    prompt: Vec<i64>,
+    max_new_tokens: usize,
+    sampler: Sampler,
+    last: Option<GenerationOutput>,
+}
+
+impl GenerateRunner {
+    pub fn prepare(mut ctx: RunnerContext<'_>) -> anyhow::Result<Self> {
+        if ctx.batch_size()? > 1 {
+            bail!("operation `generate` has no batch API: request.batch_size above 1 is rejected");
+        }
+        let tokenizer = Tokenizer::from_name(ctx.tokenizer)?;
+        let mut prompt = vec![BOS];
+        prompt.extend(tokenizer.encode(ctx.string("prompt")?));
+        let max_new_tokens = ctx.int("max_new_tokens")?;
+        if max_new_tokens < 1 {
+            bail!("request.max_new_tokens must be at least 1, got {max_new_tokens}");
+        }
+        let max_new_tokens = max_new_tokens as usize;
+        let limit = ctx
+            .bundle
+            .and_then(|b| b.build_settings.get("kv_cache_length"))
+            .and_then(Value::as_u64)
+            .map(|n| n as usize);
+        if let Some(limit) = limit
+            && prompt.len() + max_new_tokens > limit
+        {
+            bail!(
+                "prompt ({} tokens) + max_new_tokens ({max_new_tokens}) exceeds the KV-cache length {limit} of the bundle (shorten the prompt, lower request.max_new_tokens, or raise build.kv_cache_length)",
+                prompt.len()
+            );
+        }
+        let do_sample = ctx
+            .request
+            .get("do_sample")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let temperature = ctx
+            .request
+            .get("temperature")
+            .and_then(Value::as_f64)
+            .unwrap_or(1.0) as f32;
+        let top_k = ctx
+            .request
+            .get("top_k")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            .max(0) as usize;
+        let seed = ctx.int("seed")?;
+        let session = ctx.take_session("generate")?;
+        let io = DecoderIo::discover(session.as_ref())?;
+        Ok(Self {
+            session,
+            io,
+            tokenizer,
+            prompt,
+            max_new_tokens,
+            sampler: Sampler::new(do_sample, temperature, top_k, seed),
+            last: None,
+        })
+    }
+}
+
+impl TimedRunner for GenerateRunner {
+    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
+        let started = Instant::now();
+        let out = generate_with(
+            self.session.as_mut(),
+            &self.io,
+            &self.prompt,
+            self.max_new_tokens,
+            &mut self.sampler,
+            started,
+        )?;
+        let total = started.elapsed().as_nanos() as u64;
+        record.items = 1;
+        record.input_tokens = self.prompt.len() as u32;
+        record.output_tokens = out.tokens.len() as u32;
+        record.stages_ns = [
+            out.first_token_ns,
+            out.first_token_ns,
+            total.saturating_sub(out.first_token_ns),
+        ];
+        self.last = Some(out);
+        Ok(())
+    }
+
+    fn notes(&self) -> BTreeMap<String, Value> {
+        let mut notes = BTreeMap::new();
+        if let Some(out) = &self.last {
+            notes.insert(
+                "generated_text".into(),
+                Value::from(self.tokenizer.decode(&out.tokens)),
+            );
+            notes.insert("generated_tokens".into(), Value::from(out.tokens.clone()));
+        }
+        notes.insert("sampling_seed".into(), Value::from(self.sampler.seed));
+        notes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn greedy_picks_the_maximum_and_seeded_sampling_repeats() {
+        let logits = [0.1, 2.0, 0.3, 1.9];
+        assert_eq!(Sampler::new(false, 1.0, 0, -1).next(&logits), 1);
+        let mut a = Sampler::new(true, 1.0, 0, 7);
+        let first: Vec<usize> = (0..20).map(|_| a.next(&logits)).collect();
+        a.restart();
+        let again: Vec<usize> = (0..20).map(|_| a.next(&logits)).collect();
+        assert_eq!(first, again);
+        assert!(
+            first
+                .iter()
+                .collect::<std::collections::BTreeSet<_>>()
+                .len()
+                > 1,
+            "sampling varies"
+        );
+        let mut k1 = Sampler::new(true, 1.0, 1, 3);
+        assert!(
+            (0..20).all(|_| k1.next(&logits) == 1),
+            "top_k = 1 is greedy"
+        );
+    }
+}

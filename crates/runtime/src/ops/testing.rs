@@ -1,0 +1,104 @@
+//! Test-only operations: they let the test suite measure the harness and provoke failures.
+
+use std::time::Duration;
+
+use anyhow::bail;
+
+use super::{CallRecord, RunnerContext, TimedRunner};
+
+/// Does nothing: the timed region holds only the dispatch.
+pub struct Noop;
+
+impl TimedRunner for Noop {
+    #[inline(never)]
+    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
+        record.items = 1;
+        Ok(())
+    }
+}
+
+pub struct Sleep(Duration);
+
+impl Sleep {
+    pub fn prepare(ctx: &RunnerContext<'_>) -> anyhow::Result<Self> {
+        Ok(Self(Duration::from_micros(
+            ctx.int("sleep_us")?.max(0) as u64
+        )))
+    }
+}
+
+impl TimedRunner for Sleep {
+    fn call(&mut self, _: &mut CallRecord) -> anyhow::Result<()> {
+        std::thread::sleep(self.0);
+        Ok(())
+    }
+}
+
+/// Aborts the process (SIGABRT) on call number `after_calls + 1`, warm-ups included.
+pub struct Crash {
+    remaining: i64,
+}
+
+impl Crash {
+    pub fn prepare(ctx: &RunnerContext<'_>) -> anyhow::Result<Self> {
+        Ok(Self {
+            remaining: ctx.int("after_calls")?,
+        })
+    }
+}
+
+impl TimedRunner for Crash {
+    fn call(&mut self, _: &mut CallRecord) -> anyhow::Result<()> {
+        if self.remaining <= 0 {
+            eprintln!("test_crash: aborting the worker on purpose");
+            std::process::abort();
+        }
+        self.remaining -= 1;
+        Ok(())
+    }
+}
+
+/// Blocks forever on call number `after_calls + 1`.
+pub struct Hang {
+    remaining: i64,
+}
+
+impl Hang {
+    pub fn prepare(ctx: &RunnerContext<'_>) -> anyhow::Result<Self> {
+        Ok(Self {
+            remaining: ctx.int("after_calls")?,
+        })
+    }
+}
+
+impl TimedRunner for Hang {
+    fn call(&mut self, _: &mut CallRecord) -> anyhow::Result<()> {
+        if self.remaining <= 0 {
+            eprintln!("test_hang: blocking forever on purpose");
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            }
+        }
+        self.remaining -= 1;
+        Ok(())
+    }
+}
+
+/// Produces a NaN output on every call.
+pub struct Nan;
+
+impl TimedRunner for Nan {
+    fn call(&mut self, _: &mut CallRecord) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    fn verify(&mut self) -> anyhow::Result<()> {
+        let output = [f32::NAN];
+        if output.iter().any(|x| !x.is_finite()) {
+            bail!(
+                "output `test` holds non-finite values (NaN or infinity): the run is a failure, not a result"
+            );
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,72 @@
+//! The worker protocol: a JSON request in, raw timed observations out (both files).
+//!
+//! The orchestrator writes `worker-request.json`, starts the worker, and reads `worker-result.json`,
+//! which the worker writes atomically once the timed loop is over. Nothing of the orchestrator runs in the
+//! worker process.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use trtmc_core::result::{Observation, RuntimeInfo};
+
+pub const WORKER_REQUEST_SCHEMA: &str = "trtmc.worker-request/v1";
+pub const WORKER_RESULT_SCHEMA: &str = "trtmc.worker-result/v1";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerRequest {
+    pub schema: String,
+    pub operation: String,
+    pub runtime: String,
+    /// The bundle directory; `None` for operations that need no model.
+    pub bundle: Option<PathBuf>,
+    /// Directory that manifest-relative artifact paths resolve against.
+    pub manifest_dir: Option<PathBuf>,
+    /// Tokenizer of text models (`bytes` for the embedded ones).
+    #[serde(default)]
+    pub tokenizer: Option<String>,
+    pub request: BTreeMap<String, Value>,
+    pub runtime_settings: BTreeMap<String, Value>,
+    pub warmup: u64,
+    pub iterations: u64,
+    pub min_duration_s: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerStatus {
+    Ok,
+    Error,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerResult {
+    pub schema: String,
+    pub status: WorkerStatus,
+    pub error: Option<String>,
+    pub runtime: RuntimeInfo,
+    /// Bundle load and session preparation, milliseconds.
+    pub load_ms: Option<f64>,
+    /// Wall time of each warm-up call, milliseconds (reported, never part of the metrics).
+    pub warmup_ms: Vec<f64>,
+    pub observations: Vec<Observation>,
+    /// Facts about the run worth keeping (e.g. the generated text of the last call).
+    #[serde(default)]
+    pub notes: BTreeMap<String, Value>,
+}
+
+impl WorkerResult {
+    pub fn failed(runtime: RuntimeInfo, error: String) -> Self {
+        WorkerResult {
+            schema: WORKER_RESULT_SCHEMA.into(),
+            status: WorkerStatus::Error,
+            error: Some(error),
+            runtime,
+            load_ms: None,
+            warmup_ms: Vec::new(),
+            observations: Vec::new(),
+            notes: BTreeMap::new(),
+        }
+    }
+}

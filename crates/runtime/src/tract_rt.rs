@@ -1,0 +1,410 @@
+//! The embedded runtime: tract (pure Rust).
+//!
+//! Build = parse the ONNX, bind the manifest's shapes and dimensions, type and declutter the graph, and
+//! serialize it as NNEF (tract cannot serialize its fully optimized form; the NNEF reloads about twice as
+//! fast as the ONNX). Load = read the NNEF, optimize for this CPU, plan, and keep one execution state for
+//! the session (optionally with a multi-threaded executor).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context as _, bail};
+use serde_json::{Value, json};
+use tract_core::plan::SimpleState;
+use tract_nnef::prelude::*;
+use tract_onnx::WithOnnx;
+use tract_onnx::prelude::{InferenceFact, InferenceModelExt, TDim};
+use tract_onnx::tract_hir::infer::Factoid;
+
+use crate::bundle::BundleManifest;
+use crate::runtime::{BuildOutput, BuildStep, Runtime, Session, SettingDecl, positive_setting};
+use crate::tensor::{DType, Dim, HostTensor, TensorSpec};
+
+/// The tract version compiled in (pinned in the workspace Cargo.toml; checked by a test).
+pub const TRACT_VERSION: &str = "0.23.9";
+pub const ARTIFACT: &str = "model.nnef.tar";
+
+pub struct TractRuntime;
+
+static SETTINGS: &[SettingDecl] = &[SettingDecl {
+    name: "threads",
+    help: "threads of tract's matrix-multiplication executor (1 = tract's default single-threaded path)",
+    default: "1",
+}];
+
+impl Runtime for TractRuntime {
+    fn name(&self) -> &'static str {
+        "tract"
+    }
+
+    fn version(&self) -> String {
+        TRACT_VERSION.into()
+    }
+
+    fn target(&self) -> String {
+        cpu_target()
+    }
+
+    fn availability(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn settings(&self) -> &'static [SettingDecl] {
+        SETTINGS
+    }
+
+    fn build(
+        &self,
+        onnx: &Path,
+        settings: &BTreeMap<String, Value>,
+        out_dir: &Path,
+    ) -> anyhow::Result<BuildOutput> {
+        let mut steps = Vec::new();
+        let mut log = Vec::new();
+        let mut timed = |name: &str, started: Instant| {
+            steps.push(BuildStep {
+                name: name.into(),
+                ms: started.elapsed().as_secs_f64() * 1e3,
+            })
+        };
+
+        let t = Instant::now();
+        let mut model = tract_onnx::onnx()
+            .model_for_path(onnx)
+            .with_context(|| format!("tract cannot parse {}", onnx.display()))?;
+        timed("parse_onnx", t);
+
+        let t = Instant::now();
+        bind_input_shapes(&mut model, settings, &mut log)?;
+        timed("bind_shapes", t);
+
+        let t = Instant::now();
+        let typed = model
+            .into_typed()
+            .context("tract cannot type the graph (check the input shapes)")?;
+        timed("into_typed", t);
+
+        let t = Instant::now();
+        let mut decluttered = typed
+            .into_decluttered()
+            .context("tract cannot declutter the graph")?;
+        timed("declutter", t);
+
+        let precision = settings
+            .get("precision")
+            .and_then(Value::as_str)
+            .unwrap_or("fp32");
+        match precision {
+            "fp32" => {}
+            "fp16" => {
+                let t = Instant::now();
+                let transform = tract_core::transform::get_transform("f32_to_f16")?
+                    .context("tract has no f32_to_f16 transform")?;
+                decluttered.transform(&*transform)?;
+                timed("f32_to_f16", t);
+                log.push("precision fp16: f32_to_f16 transform applied".into());
+            }
+            other => bail!("tract supports build.precision fp32 or fp16, not `{other}`"),
+        }
+
+        let inputs = specs(&decluttered, true)?;
+        let outputs = specs(&decluttered, false)?;
+        let t = Instant::now();
+        let file = std::fs::File::create(out_dir.join(ARTIFACT))?;
+        tract_nnef::nnef()
+            .with_onnx()
+            .write_to_tar(&decluttered, std::io::BufWriter::new(file))?;
+        timed("write_nnef", t);
+        log.push(format!("{} nodes after declutter", decluttered.nodes.len()));
+        for s in &inputs {
+            log.push(format!("input  {}", s.describe()));
+        }
+        for s in &outputs {
+            log.push(format!("output {}", s.describe()));
+        }
+        let command = json!([
+            {"step": "tract_onnx::onnx().model_for_path", "path": onnx},
+            {"step": "bind input shapes", "settings": settings},
+            {"step": "into_typed"},
+            {"step": "into_decluttered"},
+            {"step": "precision", "value": precision},
+            {"step": "tract_nnef::nnef().with_onnx().write_to_tar", "artifact": ARTIFACT},
+        ]);
+        Ok(BuildOutput {
+            artifact: ARTIFACT.into(),
+            inputs,
+            outputs,
+            steps,
+            log,
+            command,
+        })
+    }
+
+    fn load(
+        &self,
+        bundle_dir: &Path,
+        manifest: &BundleManifest,
+        settings: &BTreeMap<String, Value>,
+    ) -> anyhow::Result<Box<dyn Session>> {
+        let threads = positive_setting(settings, "threads", 1)?;
+        let path = bundle_dir.join(&manifest.artifact);
+        let model = tract_nnef::nnef()
+            .with_onnx()
+            .model_for_path(&path)
+            .with_context(|| format!("tract cannot read {}", path.display()))?;
+        let optimized = model
+            .into_optimized()
+            .context("tract cannot optimize the bundle")?;
+        let options = RunOptions {
+            executor: (threads > 1)
+                .then(|| tract_linalg::multithread::Executor::multithread(threads)),
+            ..Default::default()
+        };
+        let plan = Arc::new(TypedSimplePlan::build(optimized, &options)?);
+        let state = SimpleState::new(&plan)?;
+        Ok(Box::new(TractSession {
+            _plan: plan,
+            state,
+            inputs: manifest.inputs.clone(),
+            outputs: manifest.outputs.clone(),
+        }))
+    }
+}
+
+/// Binds `shapes.<input>` (whole shapes) and `dims.<symbol>` (symbolic dimensions) on the inputs.
+fn bind_input_shapes(
+    model: &mut tract_onnx::prelude::InferenceModel,
+    settings: &BTreeMap<String, Value>,
+    log: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    let dims: BTreeMap<&str, i64> = settings
+        .iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix("dims.")?, v.as_i64()?)))
+        .collect();
+    let mut shapes: BTreeMap<&str, Vec<i64>> = settings
+        .iter()
+        .filter_map(|(k, v)| {
+            let dims = v
+                .as_array()?
+                .iter()
+                .map(Value::as_i64)
+                .collect::<Option<Vec<i64>>>()?;
+            Some((k.strip_prefix("shapes.")?, dims))
+        })
+        .collect();
+    let mut used_dims = std::collections::BTreeSet::new();
+    for i in 0..model.inputs.len() {
+        let name = model.node(model.inputs[i].node).name.clone();
+        let mut fact = model.input_fact(i)?.clone();
+        if let Some(shape) = shapes.remove(name.as_str()) {
+            let dt = fact
+                .datum_type
+                .concretize()
+                .with_context(|| format!("input `{name}` has no element type"))?;
+            fact = InferenceFact::dt_shape(
+                dt,
+                shape.iter().map(|&d| d as usize).collect::<TVec<usize>>(),
+            );
+            log.push(format!("input `{name}` shape set to {shape:?}"));
+        } else {
+            let declared: Vec<_> = fact.shape.dims().cloned().collect();
+            for (axis, d) in declared.iter().enumerate() {
+                if let Some(TDim::Sym(sym)) = d.concretize() {
+                    let sym_name = format!("{sym}");
+                    if let Some(&v) = dims.get(sym_name.as_str()) {
+                        fact.shape.set_dim(axis, TDim::Val(v));
+                        used_dims.insert(sym_name.clone());
+                        log.push(format!("input `{name}` axis {axis}: {sym_name} = {v}"));
+                    }
+                }
+            }
+        }
+        model.set_input_fact(i, fact)?;
+    }
+    if let Some(name) = shapes.keys().next() {
+        let inputs: Vec<String> = model
+            .inputs
+            .iter()
+            .map(|o| model.node(o.node).name.clone())
+            .collect();
+        bail!(
+            "shape given for unknown input `{name}` (inputs: {})",
+            inputs.join(", ")
+        );
+    }
+    for d in dims.keys().filter(|d| !used_dims.contains(**d)) {
+        log.push(format!(
+            "note: dimension `{d}` does not appear in any input"
+        ));
+    }
+    Ok(())
+}
+
+fn specs(model: &TypedModel, inputs: bool) -> anyhow::Result<Vec<TensorSpec>> {
+    let outlets = if inputs {
+        &model.inputs
+    } else {
+        &model.outputs
+    };
+    outlets
+        .iter()
+        .map(|o| {
+            let node = model.node(o.node);
+            let fact = model.outlet_fact(*o)?;
+            let name = if inputs {
+                node.name.clone()
+            } else {
+                output_name(model, *o)
+            };
+            Ok(TensorSpec {
+                name,
+                dtype: dtype_of(fact.datum_type).with_context(|| {
+                    format!("`{}` has unsupported type {:?}", node.name, fact.datum_type)
+                })?,
+                shape: fact
+                    .shape
+                    .iter()
+                    .map(|d| match d.to_i64() {
+                        Ok(v) => Dim::Fixed(v),
+                        Err(_) => Dim::Symbol(d.to_string()),
+                    })
+                    .collect(),
+            })
+        })
+        .collect()
+}
+
+/// Output names as the ONNX declared them (tract keeps them as outlet labels).
+fn output_name(model: &TypedModel, outlet: OutletId) -> String {
+    model
+        .outlet_label(outlet)
+        .map(str::to_string)
+        .unwrap_or_else(|| model.node(outlet.node).name.clone())
+}
+
+fn dtype_of(dt: DatumType) -> Option<DType> {
+    Some(match dt {
+        DatumType::F32 => DType::F32,
+        DatumType::F16 => DType::F16,
+        DatumType::I64 => DType::I64,
+        DatumType::I32 => DType::I32,
+        DatumType::Bool => DType::Bool,
+        DatumType::U8 => DType::U8,
+        _ => return None,
+    })
+}
+
+/// `cpu-<arch>[-<features>]`: the CPU features tract's kernels specialise on.
+pub fn cpu_target() -> String {
+    let mut features: Vec<&str> = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            features.push("avx2");
+        }
+        if std::arch::is_x86_feature_detected!("fma") {
+            features.push("fma");
+        }
+        if std::arch::is_x86_feature_detected!("f16c") {
+            features.push("f16c");
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            features.push("avx512f");
+        }
+    }
+    let mut target = format!("cpu-{}", std::env::consts::ARCH);
+    for f in features {
+        target.push('-');
+        target.push_str(f);
+    }
+    target
+}
+
+struct TractSession {
+    _plan: Arc<TypedSimplePlan>,
+    state: SimpleState<TypedFact, Box<dyn TypedOp>>,
+    inputs: Vec<TensorSpec>,
+    outputs: Vec<TensorSpec>,
+}
+
+impl Session for TractSession {
+    fn inputs(&self) -> &[TensorSpec] {
+        &self.inputs
+    }
+
+    fn outputs(&self) -> &[TensorSpec] {
+        &self.outputs
+    }
+
+    fn run(&mut self, inputs: Vec<HostTensor>) -> anyhow::Result<Vec<HostTensor>> {
+        if inputs.len() != self.inputs.len() {
+            bail!(
+                "expected {} inputs, got {}",
+                self.inputs.len(),
+                inputs.len()
+            );
+        }
+        let values: TVec<TValue> = inputs
+            .into_iter()
+            .zip(&self.inputs)
+            .map(|(t, spec)| to_tract(t, spec.dtype).map(|t| t.into_tvalue()))
+            .collect::<anyhow::Result<_>>()?;
+        let outputs = self.state.run(values)?;
+        outputs
+            .into_iter()
+            .map(|v| from_tract(v.into_tensor()))
+            .collect()
+    }
+}
+
+fn to_tract(t: HostTensor, dtype: DType) -> anyhow::Result<Tensor> {
+    let tensor = match t {
+        HostTensor::F32(a) => a.into_tensor(),
+        HostTensor::I64(a) => a.into_tensor(),
+        HostTensor::I32(a) => a.into_tensor(),
+        HostTensor::Bool(a) => a.into_tensor(),
+        HostTensor::U8(a) => a.into_tensor(),
+    };
+    if dtype == DType::F16 && tensor.datum_type() == DatumType::F32 {
+        return Ok(tensor.cast_to_dt(DatumType::F16)?.into_owned());
+    }
+    Ok(tensor)
+}
+
+fn from_tract(t: Tensor) -> anyhow::Result<HostTensor> {
+    Ok(match t.datum_type() {
+        DatumType::F32 => HostTensor::F32(t.into_plain_array::<f32>()?),
+        DatumType::F16 => {
+            HostTensor::F32(t.cast_to::<f32>()?.into_owned().into_plain_array::<f32>()?)
+        }
+        DatumType::I64 => HostTensor::I64(t.into_plain_array::<i64>()?),
+        DatumType::I32 => HostTensor::I32(t.into_plain_array::<i32>()?),
+        DatumType::Bool => HostTensor::Bool(t.into_plain_array::<bool>()?),
+        DatumType::U8 => HostTensor::U8(t.into_plain_array::<u8>()?),
+        other => bail!("unsupported output type {other:?}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinned_version_matches_the_lockfile() {
+        let lock =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.lock"))
+                .expect("Cargo.lock");
+        let needle = format!("name = \"tract-core\"\nversion = \"{TRACT_VERSION}\"");
+        assert!(
+            lock.contains(&needle),
+            "Cargo.lock does not pin tract-core {TRACT_VERSION}"
+        );
+    }
+
+    #[test]
+    fn target_names_the_architecture() {
+        assert!(cpu_target().starts_with(&format!("cpu-{}", std::env::consts::ARCH)));
+    }
+}
