@@ -30,7 +30,7 @@ fn main() -> Result<()> {
         let inputs: TVec<TValue> = model
             .inputs
             .iter()
-            .map(|i| default_input(i, 0))
+            .map(default_input)
             .collect::<Result<_>>()?;
         let (median, min) = time(&plan, &inputs, iterations)?;
         let label = if model.name == "tiny-gpt" {
@@ -93,15 +93,12 @@ fn parameter_count(bytes: &[u8]) -> Result<usize> {
         .sum())
 }
 
-fn default_input(spec: &InputSpec, past: usize) -> Result<TValue> {
+fn default_input(spec: &InputSpec) -> Result<TValue> {
     let shape = spec.default_shape;
     let n: usize = shape.iter().product();
     let tensor = match (spec.name, spec.dtype) {
         ("attention_mask", _) => Tensor::from_shape(shape, &vec![1i64; n])?,
-        ("position_ids", _) => Tensor::from_shape(
-            shape,
-            &(0..n as i64).map(|p| p + past as i64).collect::<Vec<_>>(),
-        )?,
+        ("position_ids", _) => Tensor::from_shape(shape, &(0..n as i64).collect::<Vec<_>>())?,
         (_, "i64") => Tensor::from_shape(
             shape,
             &(0..n)

@@ -25,6 +25,8 @@ use crate::vocab::{BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE};
 ///
 /// The first (prefill) call passes `past = 0`: empty cache tensors of shape [1, heads, 0,
 /// head_dim]. Each later call feeds the previous call's `present.*` back as `past_key_values.*`.
+/// Both tract 0.23.9 and onnxruntime run this graph with `past = 0` and with `seq > 1` on top of
+/// a non-empty cache (chunked prefill), so no dummy cache slot or separate prefill graph is needed.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DecoderSpec {
     pub layers: usize,

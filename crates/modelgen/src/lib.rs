@@ -17,6 +17,12 @@
 //!
 //! [`reweight`] gives a real-architecture model (e.g. the `onnx` wheel's `light_resnet50.onnx`,
 //! whose weights are all one constant) seeded, well-scaled random weights.
+//!
+//! Tests: `cargo test -p trtmc-modelgen`. The reweight and Python cross-check tests need
+//! `pip install onnx onnxruntime` (the light models are found through the installed `onnx`
+//! package, or `TRTMC_ONNX_MODELS`); they fail with that instruction when it is missing.
+//! `TRTMC_SKIP_PYTHON=1` skips only the onnxruntime cross-check (`tests/check_onnx.py`).
+//! `cargo run -p trtmc-modelgen --example measure` prints sizes and tract timings.
 
 mod cnn;
 mod encoder;

@@ -206,6 +206,12 @@ struct Stat {
 
 impl Stat {
     const UNIT: Stat = Stat { mean: 0.0, sq: 1.0 };
+    fn from_mean_var(mean: f64, var: f64) -> Stat {
+        Stat {
+            mean,
+            sq: var + mean * mean,
+        }
+    }
     fn var(self) -> f64 {
         (self.sq - self.mean * self.mean).max(1e-12)
     }
@@ -285,11 +291,11 @@ fn generate(
             },
             "BatchNormalization" | "InstanceNormalization" | "LayerNormalization" => Stat::UNIT,
             "Relu" => relu(first),
-            "Add" | "Sum" if activation_inputs.len() > 1 => Stat {
-                mean: activation_inputs.iter().map(|s| s.mean).sum(),
-                sq: 0.0,
-            }
-            .with_var(activation_inputs.iter().map(|s| s.var()).sum()),
+            // Independent branches: means and variances add.
+            "Add" | "Sum" if activation_inputs.len() > 1 => Stat::from_mean_var(
+                activation_inputs.iter().map(|s| s.mean).sum(),
+                activation_inputs.iter().map(|s| s.var()).sum(),
+            ),
             "Concat" if !activation_inputs.is_empty() => {
                 let n = activation_inputs.len() as f64;
                 Stat {
@@ -304,15 +310,6 @@ fn generate(
         }
     }
     Ok(values)
-}
-
-impl Stat {
-    fn with_var(self, var: f64) -> Stat {
-        Stat {
-            mean: self.mean,
-            sq: var + self.mean * self.mean,
-        }
-    }
 }
 
 /// Mean and mean square of ReLU(x) for x ~ N(mean, var).

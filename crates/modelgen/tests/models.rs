@@ -167,3 +167,26 @@ fn gpt_prefill_outputs_logits_and_cache() {
     let (other, _) = gpt_step(&plan, &sentence("world"), &empty_cache()).unwrap();
     assert!(max_abs_diff(&values(&other), &l) > 1e-3);
 }
+
+/// Pins the exact bytes of each model at the default seed, so a change to the generator (or to
+/// a dependency's encoding or random stream) is noticed: it changes every model a user has
+/// benchmarked. Update the digests deliberately when the models are meant to change.
+#[test]
+fn default_models_have_pinned_bytes() {
+    let fnv = |bytes: &[u8]| {
+        bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+    };
+    let digests: Vec<(&str, u64)> = builtin_models()
+        .iter()
+        .map(|m| (m.name, fnv(&generate(m.name, DEFAULT_SEED).unwrap())))
+        .collect();
+    assert_eq!(digests, PINNED, "model bytes changed: {digests:#x?}");
+}
+
+const PINNED: &[(&str, u64)] = &[
+    ("tiny-cnn", 0xf175_3d33_931f_3667),
+    ("tiny-encoder", 0x48d6_1d38_5780_ca98),
+    ("tiny-gpt", 0xb4f4_e650_82b7_f0dd),
+];

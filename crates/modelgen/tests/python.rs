@@ -140,6 +140,15 @@ fn onnx_checker_and_onnxruntime_agree_with_tract() {
         named(&["gpu_0/data_0"], vec![image]),
     ));
 
+    let densenet = reweight(&read_light_model("light_densenet121.onnx"), DEFAULT_SEED).unwrap();
+    let image = f32_tensor(&[1, 3, 224, 224], pseudo_random(3 * 224 * 224, 13));
+    cases.push(write_case(
+        dir.path(),
+        "light_densenet121-reweighted",
+        &densenet,
+        named(&["data_0"], vec![image]),
+    ));
+
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/check_onnx.py");
     let out = Command::new("python3").arg(&script).args(&cases).output().unwrap_or_else(|e| {
         panic!("cannot run python3 ({e}); install Python 3 with `pip install onnx onnxruntime`, or set TRTMC_SKIP_PYTHON=1")

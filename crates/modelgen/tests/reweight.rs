@@ -82,6 +82,49 @@ fn check(file: &str, softmax: bool) {
     assert!(g1.node.iter().all(|n| n.op_type != "ConstantOfShape"));
     assert_eq!(g0.output, g1.output);
     assert_eq!(m0.opset_import, m1.opset_import);
+
+    // Every BatchNormalization variance is a positive initializer now.
+    let mut checked = 0;
+    for bn in g1.node.iter().filter(|n| n.op_type == "BatchNormalization") {
+        let var = g1
+            .initializer
+            .iter()
+            .find(|t| t.name == bn.input[4])
+            .expect("variance initializer");
+        let v: Vec<f32> = var
+            .raw_data
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        assert!(
+            !v.is_empty() && v.iter().all(|&x| x > 0.0),
+            "{file}: {} has a non-positive variance",
+            bn.input[4]
+        );
+        checked += 1;
+    }
+    assert!(
+        checked > 50,
+        "{file}: only {checked} BatchNormalization nodes"
+    );
+}
+
+#[test]
+fn reweighting_a_generated_model_keeps_it_runnable() {
+    // An IR 8 model whose weights are already initializers (no ConstantOfShape).
+    let original = trtmc_modelgen::generate("tiny-cnn", 1).unwrap();
+    let image = || f32_tensor(&[1, 3, 64, 64], pseudo_random(3 * 64 * 64, 4));
+    let before = values(&run(&load(&original).unwrap(), vec![image()]).unwrap()[0]);
+    let after = values(
+        &run(
+            &load(&reweight(&original, 9).unwrap()).unwrap(),
+            vec![image()],
+        )
+        .unwrap()[0],
+    );
+    assert_eq!(after.len(), 10);
+    assert!(after.iter().all(|v| v.is_finite()));
+    assert!(max_abs_diff(&before, &after) > 1e-3);
 }
 
 #[test]
