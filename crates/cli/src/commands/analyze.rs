@@ -1,14 +1,356 @@
 //! `trtmc-bench analyze`: TensorRT layer-info and profile analysis (seeds 001/002).
+//!
+//! `analyze [FOLDER | --data LAYERS [PROFILE [TIMES]]…]` writes the analysis JSON;
+//! `analyze package …` writes a self-contained report folder; `analyze serve DIR` previews one.
+//! The command exits 0 whenever it could emit structured data, even when backends fail
+//! validation; it exits 3 only when nothing structured can be produced.
 
-use crate::exit::{CliError, CliResult};
+use std::io::{BufWriter, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+
+use trtmc_analyze::report::{PackageError, PackageOptions};
+use trtmc_analyze::serve::ServeError;
+use trtmc_analyze::{Analysis, AnalyzeError, DataSpec, Inputs, Request};
+
+use crate::exit::{CliError, CliResult, ExitCode};
 
 /// Analyze TensorRT --exportLayerInfo / --exportProfile JSON and package a browser report.
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct AnalyzeArgs {
-    /// Folder that directly holds layers_*.json and/or profile_*.json (or TREx-named files).
-    pub folder: Option<std::path::PathBuf>,
+    #[command(subcommand)]
+    pub command: Option<AnalyzeCommand>,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Write the analysis JSON (schema trtmc.analysis/v1) to this file instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Also write analyze-data.json (the published "TensorRT Performance Analysis Data" v1.0 format).
+    #[arg(long, value_name = "FILE")]
+    pub analyze_data_output: Option<PathBuf>,
+    /// Do not print the per-backend summary on standard error.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
-pub fn execute(_args: AnalyzeArgs) -> CliResult {
-    Err(CliError::input("analyze is not available yet"))
+/// Where the layer-info / profile files come from.
+#[derive(Debug, clap::Args)]
+pub struct InputArgs {
+    /// Folder that directly holds layers_*.json / profile_*.json (or TREx <name>.layers.json,
+    /// .graph.json, .profile.json, .timing.json). A parent of component folders is refused.
+    #[arg(value_name = "FOLDER", conflicts_with = "data")]
+    pub folder: Option<PathBuf>,
+    #[command(flatten)]
+    pub data: DataGroups,
+    /// Model name; wins over names inferred from config files, the folder and file names.
+    #[arg(long, value_name = "NAME")]
+    pub model_name: Option<String>,
+}
+
+/// `--data LAYERS [PROFILE [TIMES]]`, repeatable, kept as one group of paths per occurrence
+/// (clap's derive flattens repeated multi-value options, so this one is declared by hand).
+#[derive(Debug, Default, Clone)]
+pub struct DataGroups(pub Vec<Vec<PathBuf>>);
+
+impl clap::FromArgMatches for DataGroups {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let groups = matches
+            .get_occurrences::<PathBuf>("data")
+            .map(|occurrences| occurrences.map(|group| group.cloned().collect()).collect())
+            .unwrap_or_default();
+        Ok(DataGroups(groups))
+    }
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for DataGroups {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        cmd.arg(
+            clap::Arg::new("data")
+                .long("data")
+                .value_name("LAYERS [PROFILE [TIMES]]")
+                .num_args(1..=3)
+                .action(clap::ArgAction::Append)
+                .value_parser(clap::value_parser!(PathBuf))
+                .help("One backend from explicit files: LAYERS [PROFILE [TIMES]]. Repeat for several backends."),
+        )
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum AnalyzeCommand {
+    /// Analyze one input folder (or --data files) and write one self-contained report folder.
+    Package(PackageArgs),
+    /// Serve a report folder on the loopback interface for a browser preview.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PackageArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Exact report folder to create (must be absent or empty).
+    #[arg(long, value_name = "DIR", conflicts_with = "output_parent")]
+    pub report_dir: Option<PathBuf>,
+    /// Parent folder for an automatically named report_<model>_<timestamp> folder (default: the
+    /// system temporary directory); an existing name gets a _2, _3, … suffix.
+    #[arg(long, value_name = "DIR")]
+    pub output_parent: Option<PathBuf>,
+    /// Re-package the report folder holding this analyze-data.json (ours or another tool's).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["folder", "data", "report_dir", "output_parent"])]
+    pub analyze_data: Option<PathBuf>,
+    /// A written analysis (## Summary, ## Details) to copy as analyze.md and show in the report.
+    #[arg(long, value_name = "FILE")]
+    pub analyze_md: Option<PathBuf>,
+    /// Timestamp for the automatic folder name, YYYYMMDD_HHMMSS (default: now).
+    #[arg(long, value_name = "YYYYMMDD_HHMMSS")]
+    pub timestamp: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Report folder (holding index.html) to serve.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Port to listen on (0 picks a free one).
+    #[arg(long, default_value_t = 8765)]
+    pub port: u16,
+    /// Loopback address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+}
+
+pub fn execute(args: AnalyzeArgs) -> CliResult {
+    match args.command {
+        Some(AnalyzeCommand::Package(p)) => package(p),
+        Some(AnalyzeCommand::Serve(s)) => serve(s),
+        None => analyze_to_json(
+            args.input,
+            args.output,
+            args.analyze_data_output,
+            args.quiet,
+        ),
+    }
+}
+
+fn request(input: InputArgs) -> CliResult<Request> {
+    let groups = input.data.0;
+    let inputs = match (input.folder, groups.is_empty()) {
+        (Some(folder), true) => Inputs::Folder(folder),
+        (None, false) => Inputs::Data(
+            groups
+                .into_iter()
+                .map(|mut group| {
+                    let mut it = group.drain(..);
+                    let layers = it.next().unwrap_or_default();
+                    DataSpec {
+                        layers,
+                        profile: it.next(),
+                        times: it.next(),
+                    }
+                })
+                .collect(),
+        ),
+        (Some(_), false) => {
+            return Err(CliError::new(
+                ExitCode::Usage,
+                "give either a FOLDER or --data files, not both",
+            ));
+        }
+        (None, true) => {
+            return Err(CliError::new(
+                ExitCode::Usage,
+                "nothing to analyze: give a FOLDER holding layers_*.json / profile_*.json, or --data LAYERS [PROFILE]",
+            ));
+        }
+    };
+    Ok(Request {
+        inputs,
+        model_name: input.model_name,
+    })
+}
+
+fn run_analysis(request: &Request) -> CliResult<Analysis> {
+    trtmc_analyze::analyze(request).map_err(|e| match e {
+        AnalyzeError::Discover(e) => CliError::input(e.to_string()),
+        other => CliError::input(other.to_string()),
+    })
+}
+
+fn print_summary(analysis: &Analysis) {
+    let stderr = std::io::stderr();
+    let mut err = stderr.lock();
+    for line in analysis.summary_lines() {
+        let _ = writeln!(err, "{line}");
+    }
+}
+
+fn write_file(
+    path: &std::path::Path,
+    write: impl FnOnce(&mut BufWriter<std::fs::File>) -> serde_json::Result<()>,
+) -> CliResult {
+    let file = std::fs::File::create(path).map_err(|e| {
+        CliError::new(
+            ExitCode::Output,
+            format!("cannot create {}: {e}", path.display()),
+        )
+    })?;
+    let mut w = BufWriter::new(file);
+    write(&mut w).map_err(|e| {
+        CliError::new(
+            ExitCode::Output,
+            format!("cannot write {}: {e}", path.display()),
+        )
+    })?;
+    w.flush().map_err(|e| {
+        CliError::new(
+            ExitCode::Output,
+            format!("cannot write {}: {e}", path.display()),
+        )
+    })
+}
+
+fn analyze_to_json(
+    input: InputArgs,
+    output: Option<PathBuf>,
+    analyze_data: Option<PathBuf>,
+    quiet: bool,
+) -> CliResult {
+    let request = request(input)?;
+    let analysis = run_analysis(&request)?;
+    // The two documents are independent: write them on two threads.
+    let (ours, theirs) = std::thread::scope(|s| {
+        let theirs = analyze_data
+            .as_ref()
+            .map(|path| s.spawn(|| write_file(path, |w| analysis.write_analyze_data(w))));
+        let ours = match output.as_ref().filter(|p| p.as_os_str() != "-") {
+            Some(path) => write_file(path, |w| analysis.write_json(w)),
+            None => write_stdout(&analysis),
+        };
+        let theirs = theirs.map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(CliError::internal("the analyze-data.json writer stopped")))
+        });
+        (ours, theirs)
+    });
+    ours?;
+    theirs.transpose()?;
+    if !quiet {
+        print_summary(&analysis);
+    }
+    // The process ends next: handing the memory back in one piece is faster than freeing every
+    // layer record on the way out.
+    std::mem::forget(analysis);
+    Ok(())
+}
+
+fn write_stdout(analysis: &Analysis) -> CliResult {
+    let stdout = std::io::stdout();
+    let mut w = BufWriter::new(stdout.lock());
+    analysis
+        .write_json(&mut w)
+        .and_then(|_| w.write_all(b"\n").map_err(serde_json::Error::io))
+        .and_then(|_| w.flush().map_err(serde_json::Error::io))
+        .map_err(|e| {
+            CliError::new(
+                ExitCode::Output,
+                format!("cannot write the analysis to standard output: {e}"),
+            )
+        })
+}
+
+fn package_error(e: PackageError) -> CliError {
+    match e {
+        PackageError::Markdown { .. } | PackageError::Timestamp(_) => {
+            CliError::input(e.to_string())
+        }
+        PackageError::Json(_) => CliError::internal(e),
+        _ => CliError::new(ExitCode::Output, e.to_string()),
+    }
+}
+
+fn package(args: PackageArgs) -> CliResult {
+    let packaged = match &args.analyze_data {
+        Some(path) => {
+            if !path.is_file() {
+                return Err(CliError::input(format!(
+                    "{}: no such analyze-data.json file",
+                    path.display()
+                )));
+            }
+            let request = Request {
+                inputs: Inputs::AnalyzeData(path.clone()),
+                model_name: args.input.model_name.clone(),
+            };
+            let analysis = run_analysis(&request)?;
+            print_summary(&analysis);
+            trtmc_analyze::report::repackage(&analysis, path, args.analyze_md.as_deref())
+                .map_err(package_error)?
+        }
+        None => {
+            let analysis = run_analysis(&request(args.input)?)?;
+            print_summary(&analysis);
+            let opts = PackageOptions {
+                report_dir: args.report_dir,
+                output_parent: args.output_parent,
+                timestamp: args.timestamp,
+                analyze_md: args.analyze_md,
+            };
+            trtmc_analyze::report::package(&analysis, &opts).map_err(package_error)?
+        }
+    };
+    for w in &packaged.warnings {
+        eprintln!("warning: {w}");
+    }
+    let mut out = std::io::stdout().lock();
+    let lines = [
+        format!("report_dir: {}", packaged.report_dir.display()),
+        format!("index: {}", packaged.index.display()),
+        format!("analysis: {}", packaged.analysis_json.display()),
+        format!("analyze_data: {}", packaged.analyze_data_json.display()),
+    ];
+    for line in lines.iter().chain(
+        packaged
+            .analyze_md
+            .as_ref()
+            .map(|p| format!("analyze_md: {}", p.display()))
+            .iter(),
+    ) {
+        writeln!(out, "{line}").map_err(|e| {
+            CliError::new(
+                ExitCode::Output,
+                format!("cannot write to standard output: {e}"),
+            )
+        })?;
+    }
+    Ok(())
+}
+
+fn serve(args: ServeArgs) -> CliResult {
+    let addr = SocketAddr::new(args.bind, args.port);
+    let stop = AtomicBool::new(false);
+    let dir = args.dir.clone();
+    trtmc_analyze::serve::serve(&args.dir, addr, &stop, |bound| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "serving {} at http://{bound}/ (Ctrl-C to stop)",
+            dir.display()
+        );
+        let _ = out.flush();
+    })
+    .map_err(|e| match e {
+        ServeError::Bind { .. } => {
+            CliError::new(ExitCode::Output, format!("{e}; choose another --port"))
+        }
+        other => CliError::input(other.to_string()),
+    })
 }
