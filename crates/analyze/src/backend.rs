@@ -358,11 +358,7 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
         bindings,
         ..
     } = info;
-    let mut layers: Vec<LayerView> = Vec::with_capacity(raw_layers.len());
-    for (i, l) in raw_layers.into_iter().enumerate() {
-        let view = layer_view(i as u32, l, &mut signals);
-        layers.push(view);
-    }
+    let mut layers = layer_views(raw_layers, &mut signals);
 
     // Profile.
     let mut profile_count = None;
@@ -548,6 +544,41 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
         findings,
         source: Some(source),
     }
+}
+
+/// Classifies every layer; large exports on two threads, each with its own category signals.
+fn layer_views(mut raw: Vec<Layer>, signals: &mut CategorySignals) -> Vec<LayerView> {
+    let convert =
+        |chunk: Vec<Layer>, first: usize, signals: &mut CategorySignals| -> Vec<LayerView> {
+            chunk
+                .into_iter()
+                .enumerate()
+                .map(|(i, l)| layer_view((first + i) as u32, l, signals))
+                .collect()
+        };
+    if raw.len() < 4096 {
+        return convert(raw, 0, signals);
+    }
+    let half = raw.len() / 2;
+    let second = raw.split_off(half);
+    let names_only = signals.names_only;
+    let (mut views, rest) = std::thread::scope(|s| {
+        let worker = s.spawn(|| {
+            let mut local = CategorySignals {
+                names_only,
+                ..CategorySignals::default()
+            };
+            let views = convert(second, half, &mut local);
+            (views, local)
+        });
+        let mine = convert(raw, 0, signals);
+        (mine, worker.join())
+    });
+    // A worker that panicked is a bug: surface it rather than return half the layers.
+    let (more, local) = rest.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    views.extend(more);
+    signals.merge(local);
+    views
 }
 
 fn layer_view(index: u32, l: Layer, signals: &mut CategorySignals) -> LayerView {

@@ -545,6 +545,18 @@ static MARKER_MATCHER: std::sync::LazyLock<Option<MarkerMatcher>> =
     });
 
 impl CategorySignals {
+    /// Adds the counts and markers gathered by another pass over other layers.
+    pub fn merge(&mut self, other: CategorySignals) {
+        self.layers += other.layers;
+        self.conv_layers += other.conv_layers;
+        self.pooling_layers += other.pooling_layers;
+        self.gemm_layers += other.gemm_layers;
+        self.attention_layers += other.attention_layers;
+        for (category, words) in other.markers {
+            self.markers.entry(category).or_default().extend(words);
+        }
+    }
+
     /// Records marker words in one piece of text (a layer name, metadata, a binding name).
     pub fn scan(&mut self, text: &str) {
         let Some((matcher, pairs)) = MARKER_MATCHER.as_ref() else {

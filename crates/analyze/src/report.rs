@@ -158,7 +158,7 @@ fn write_atomic(
         .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.tmp"));
     let file = std::fs::File::create(&tmp).map_err(io_err(&tmp))?;
-    let mut w = BufWriter::new(file);
+    let mut w = BufWriter::with_capacity(1 << 20, file);
     write(&mut w)?;
     let file = w.into_inner().map_err(|e| PackageError::Io {
         path: tmp.clone(),

@@ -562,3 +562,103 @@ fn profile_without_layers_is_unusable_with_the_fix() {
     );
     assert_eq!(a.backends[0].profile_count, Some(36));
 }
+
+#[test]
+fn large_exports_read_on_two_threads_keep_order_and_totals() {
+    // 150 chained copies of the ResNet18 fp16 engine: 5,400 layers, above the two-thread threshold.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = fixtures_dir().join("trex");
+    let layers: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(src.join("resnet18-pt-a100-fp16.layers.json")).expect("read"),
+    )
+    .expect("json");
+    let profile: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(src.join("resnet18-pt-a100-fp16.profile.json")).expect("read"),
+    )
+    .expect("json");
+    let copies = 150;
+    let mut all_layers = Vec::new();
+    let mut all_records = vec![profile[0].clone()];
+    for c in 0..copies {
+        for l in layers["Layers"].as_array().expect("layers") {
+            let mut l = l.clone();
+            l["Name"] = format!("c{c}/{}", l["Name"].as_str().expect("name")).into();
+            for key in ["Inputs", "Outputs"] {
+                for t in l[key].as_array_mut().expect("tensors") {
+                    t["Name"] = format!("c{c}/{}", t["Name"].as_str().expect("tensor")).into();
+                }
+            }
+            all_layers.push(l);
+        }
+        for r in profile.as_array().expect("profile").iter().skip(1) {
+            let mut r = r.clone();
+            r["name"] = format!("c{c}/{}", r["name"].as_str().expect("name")).into();
+            r["percentage"] = (r["percentage"].as_f64().expect("pct") / copies as f64).into();
+            all_records.push(r);
+        }
+    }
+    let expected_names: Vec<String> = all_layers
+        .iter()
+        .map(|l| l["Name"].as_str().expect("name").to_owned())
+        .collect();
+    std::fs::write(
+        dir.path().join("layers_big.json"),
+        serde_json::json!({ "Layers": all_layers }).to_string(),
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("profile_big.json"),
+        serde_json::Value::Array(all_records).to_string(),
+    )
+    .expect("write");
+
+    let a = analyze(Inputs::Folder(dir.path().to_owned()));
+    let b = &a.backends[0];
+    assert_eq!(
+        b.validation.analysis_mode,
+        Mode::LayerProfile,
+        "{:?}",
+        errors(b)
+    );
+    assert_eq!(b.layer_count, 36 * copies);
+    let names: Vec<&str> = b.layers.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(
+        names,
+        expected_names
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        "order is kept across the two halves"
+    );
+    assert!(
+        b.layers
+            .iter()
+            .enumerate()
+            .all(|(i, l)| l.index as usize == i)
+    );
+    assert_eq!(
+        b.layers
+            .iter()
+            .filter(|l| &*l.raw_type == "CaskConvolution")
+            .count(),
+        21 * copies
+    );
+    assert!(close(
+        b.timing.as_ref().expect("timing").average_inference_ms,
+        1.0168 * copies as f64,
+        0.1
+    ));
+    let model = b.model.as_ref().expect("model");
+    assert_eq!(model.category.category, "CNN / convolutional vision model");
+    assert!(
+        model.category.evidence[0].starts_with(&format!(
+            "{} of {} layers are convolutions",
+            21 * copies,
+            36 * copies
+        )),
+        "{:?}",
+        model.category.evidence
+    );
+    // Each copy's graph is separate: 150 copies of 43 edges.
+    assert_eq!(b.graph.as_ref().expect("graph").edge_count, 43 * copies);
+}

@@ -203,7 +203,7 @@ fn write_file(
             format!("cannot create {}: {e}", path.display()),
         )
     })?;
-    let mut w = BufWriter::new(file);
+    let mut w = BufWriter::with_capacity(1 << 20, file);
     write(&mut w).map_err(|e| {
         CliError::new(
             ExitCode::Output,
