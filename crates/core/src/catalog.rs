@@ -321,9 +321,19 @@ pub fn load_profile(path: &Path) -> Profile {
             );
         }
     };
+    profile_from_text(path, &text, &|p| std::fs::read_to_string(p))
+}
+
+/// Builds a profile from MODEL.toml text at `path`; `read` fetches its test manifests. Never panics and
+/// never fails: every problem becomes the profile's status (the fuzz target drives this function).
+pub fn profile_from_text(
+    path: &Path,
+    text: &str,
+    read: &dyn Fn(&Path) -> std::io::Result<String>,
+) -> Profile {
     let mut hasher = crate::hash::Hasher::new();
     hasher.update(text.as_bytes());
-    let parsed: ModelToml = match toml::from_str(&text) {
+    let parsed: ModelToml = match toml::from_str(text) {
         Ok(m) => m,
         Err(e) => {
             let reason = format!(
@@ -348,7 +358,7 @@ pub fn load_profile(path: &Path) -> Profile {
     let mut cases = Vec::new();
     for rel in &parsed.test_manifests {
         let file = dir.join(rel);
-        match std::fs::read_to_string(&file) {
+        match read(&file) {
             Ok(text) => {
                 hasher.update(text.as_bytes());
                 match toml::from_str::<TestManifestToml>(&text) {

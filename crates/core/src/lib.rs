@@ -7,6 +7,7 @@ pub mod catalog;
 pub mod fsutil;
 pub mod hash;
 pub mod operations;
+pub mod plan;
 pub mod result;
 pub mod stats;
 pub mod text;

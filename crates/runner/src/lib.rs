@@ -4,6 +4,5 @@
 pub mod bundles;
 pub mod launch;
 pub mod machine;
-pub mod plan;
 pub mod run;
 pub mod sources;

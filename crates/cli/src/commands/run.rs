@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use trtmc_core::case::{MeasureFlags, Override, Source, SweepAxis};
 use trtmc_core::catalog::{BuildSettings, Catalog, ModelSource, Profile, ProfileStatus, TestCase};
-use trtmc_core::result::{BenchmarkRun, CaseStatus};
+use trtmc_core::result::CaseStatus;
 use trtmc_runner::bundles::{BundleOptions, default_cache_root};
 use trtmc_runner::run::{self as runner, RunError, RunOptions, Selection};
 
@@ -96,10 +96,14 @@ pub struct RunArgs {
     /// No progress display.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Also write the summary to FILE: .json, .csv or .md by extension (repeatable).
+    #[arg(long = "export", value_name = "FILE")]
+    pub exports: Vec<PathBuf>,
 }
 
 pub fn execute(args: RunArgs) -> CliResult {
     let command_line: Vec<String> = std::env::args().collect();
+    crate::summary::check_exports(&args.exports)?;
     let flags = MeasureFlags {
         warmup: args.warmup,
         iterations: args.iterations,
@@ -133,7 +137,7 @@ pub fn execute(args: RunArgs) -> CliResult {
         let catalog = Catalog::load(&root).map_err(CliError::input)?;
         let mut selections = Vec::new();
         if let Some(plan) = &args.plan {
-            for entry in trtmc_runner::plan::load(plan).map_err(CliError::input)? {
+            for entry in trtmc_core::plan::load(plan).map_err(CliError::input)? {
                 let mut entry_sweeps = entry.sweeps.clone();
                 entry_sweeps.extend(sweeps.iter().cloned());
                 selections.push(Selection {
@@ -203,7 +207,7 @@ pub fn execute(args: RunArgs) -> CliResult {
     };
     let progress = crate::progress::Terminal::new(args.quiet);
     let outcome = runner::execute(planned, &options, &progress).map_err(run_error)?;
-    print_summary(&outcome.run, &outcome.dir);
+    crate::summary::after_run(&outcome.run, &outcome.dir, &args.exports)?;
     let failed = outcome.run.cases.iter().filter(|c| c.status == CaseStatus::Failed).count();
     if failed > 0 {
         return Err(CliError::new(
@@ -256,35 +260,4 @@ fn onnx_profile(path: &std::path::Path) -> Result<Profile, CliError> {
         manifest: absolute,
         status: ProfileStatus::Ready,
     })
-}
-
-/// A compact summary on stdout, like hyperfine's.
-fn print_summary(run: &BenchmarkRun, dir: &std::path::Path) {
-    println!("result: {}", dir.display());
-    println!("{:<4} {:<24} {:<28} {:>10} {:>10} {:>10}  throughput", "#", "model", "case", "p50 ms", "p95 ms", "mean ms");
-    for (i, c) in run.cases.iter().enumerate() {
-        match &c.metrics {
-            Some(m) => {
-                let tp: Vec<String> = m
-                    .throughputs
-                    .iter()
-                    .map(|t| format!("{} {}", trtmc_report::run_report::fmt_num(t.value), t.name))
-                    .collect();
-                println!(
-                    "{:<4} {:<24} {:<28} {:>10} {:>10} {:>10}  {}",
-                    i + 1,
-                    c.model,
-                    c.label,
-                    trtmc_report::run_report::fmt_num(m.latency_ms.p50),
-                    trtmc_report::run_report::fmt_num(m.latency_ms.p95),
-                    trtmc_report::run_report::fmt_num(m.latency_ms.mean),
-                    tp.join(", ")
-                );
-                for w in &m.warnings {
-                    println!("     warning: {w}");
-                }
-            }
-            None => println!("{:<4} {:<24} {:<28} FAILED: {}", i + 1, c.model, c.label, c.error.as_deref().unwrap_or("")),
-        }
-    }
 }

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::case::{MeasureFlags, Override, Source, SweepAxis};
 use serde::Deserialize;
-use trtmc_core::case::{MeasureFlags, Override, Source, SweepAxis};
 
 pub const PLAN_SCHEMA: &str = "trtmc.plan/v1";
 
