@@ -282,3 +282,51 @@ fn onnx_files_with_dynamic_dims_need_shapes() {
     let doc = read_json(&e.root.join("s/result.json"));
     assert_eq!(doc["cases"][0]["status"], "completed");
 }
+
+/// A Hugging Face hub cache laid out as the hub client writes it, holding one small ONNX model.
+fn fake_hub(home: &Path, repo: &str, file: &str, bytes: &[u8]) {
+    let repo_dir = home.join("hub").join(format!("models--{}", repo.replace('/', "--")));
+    let commit = "0123456789abcdef0123456789abcdef01234567";
+    std::fs::create_dir_all(repo_dir.join("refs")).expect("mkdir");
+    std::fs::write(repo_dir.join("refs/main"), commit).expect("ref");
+    let snapshot = repo_dir.join("snapshots").join(commit);
+    std::fs::create_dir_all(&snapshot).expect("mkdir");
+    std::fs::write(snapshot.join(file), bytes).expect("model");
+}
+
+#[test]
+fn hugging_face_sources_resolve_from_the_offline_cache() {
+    let e = env();
+    let home = e.root.join("hf");
+    fake_hub(&home, "trtmc-test/tiny-cnn", "model.onnx", &trtmc_modelgen::generate("tiny-cnn", 3).expect("generate"));
+    let catalog = e.root.join("catalog/hub-cnn");
+    std::fs::create_dir_all(&catalog).expect("mkdir");
+    std::fs::write(
+        catalog.join("MODEL.toml"),
+        "name = \"hub-cnn\"\ntask_strategy = \"image_classification\"\ntest_manifests = [\"c.toml\"]\n[source]\nhf_repo = \"trtmc-test/tiny-cnn\"\nhf_file = \"model.onnx\"\n",
+    )
+    .expect("write");
+    std::fs::write(catalog.join("c.toml"), "[[case]]\nname = \"one\"\n[case.request]\nseed = 1\n").expect("write");
+    let missing_dir = e.root.join("catalog/hub-missing");
+    std::fs::create_dir_all(&missing_dir).expect("mkdir");
+    std::fs::write(
+        missing_dir.join("MODEL.toml"),
+        "name = \"hub-missing\"\ntask_strategy = \"image_classification\"\ntest_manifests = [\"../hub-cnn/c.toml\"]\n[source]\nhf_repo = \"trtmc-test/absent\"\nhf_file = \"model.onnx\"\n",
+    )
+    .expect("write");
+    let root = e.root.join("catalog");
+    let hub_run = |model: &str, extra: &[&str]| {
+        let mut cmd = std::process::Command::new(BIN);
+        cmd.args(["run", "--manifest-root", root.to_str().expect("utf8"), "--model", model, "--bundle-cache", e.cache.to_str().expect("utf8"), "-q"])
+            .args(extra)
+            .env("HF_HOME", &home)
+            .env("HF_HUB_OFFLINE", "1");
+        cmd.output().expect("run")
+    };
+    let out = hub_run("hub-cnn", &["--iterations", "2", "--warmup", "0", "-o", e.root.join("hub-out").to_str().expect("utf8")]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(read_json(&e.root.join("hub-out/result.json"))["cases"][0]["status"], "completed");
+    let absent = hub_run("hub-missing", &["--dry-run"]);
+    assert_eq!(code(&absent), 3, "{}", stderr(&absent));
+    assert!(stderr(&absent).contains("HF_HUB_OFFLINE") && stderr(&absent).contains("huggingface-cli download"), "{}", stderr(&absent));
+}

@@ -106,8 +106,10 @@ fn resolve_base(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, St
                     cache.path().display()
                 ));
             }
+            // The snapshot directory names the commit the revision resolved to: a moved branch is a new key.
+            let commit = cached.as_deref().and_then(snapshot_commit);
             ResolvedSource {
-                identity: json!({"kind": "hf", "repo": repo, "file": file, "revision": revision}),
+                identity: json!({"kind": "hf", "repo": repo, "file": file, "revision": revision, "commit": commit}),
                 path: cached,
             }
         }
@@ -173,6 +175,13 @@ pub fn materialize(profile: &Profile, work_dir: &Path) -> Result<PathBuf, String
             Ok(file)
         }
     }
+}
+
+/// The commit hash in a hub cache path `…/snapshots/<commit>/<file>`.
+fn snapshot_commit(path: &Path) -> Option<String> {
+    let parts: Vec<String> = path.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    let at = parts.iter().rposition(|p| p == "snapshots")?;
+    parts.get(at + 1).cloned()
 }
 
 fn download_hf(repo: &str, file: &str, revision: &str) -> Result<PathBuf, String> {
