@@ -12,7 +12,7 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-fixtures="${TRTMC_FIXTURES:-$repo/../shared/fixtures}"
+fixtures="${TRTMC_FIXTURES:-$repo/tests/fixtures}"
 copies="${COPIES:-400}"
 runs="${RUNS:-5}"
 bin="${TRTMC_BIN:-$repo/target/release/trtmc-bench}"

@@ -8,12 +8,12 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_trtmc-bench"))
 }
 
-/// `$TRTMC_FIXTURES`, else `<repo>/../shared/fixtures`; missing fixtures fail the test.
+/// `$TRTMC_FIXTURES`, else the vendored `<repo>/tests/fixtures`; missing fixtures fail the test.
 fn fixtures() -> PathBuf {
     if let Some(dir) = std::env::var_os("TRTMC_FIXTURES") {
         return PathBuf::from(dir);
     }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
     assert!(
         dir.is_dir(),
         "fixtures not found at {}: clone next to shared/ or set TRTMC_FIXTURES",

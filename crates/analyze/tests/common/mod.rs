@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-/// The real trtexec fixtures: `$TRTMC_FIXTURES`, else `<repo>/../shared/fixtures`. Missing
+/// The real trtexec fixtures: `$TRTMC_FIXTURES`, else the vendored `<repo>/tests/fixtures`. Missing
 /// fixtures fail the test with a message instead of skipping it.
 pub fn fixtures_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("TRTMC_FIXTURES") {
@@ -16,10 +16,10 @@ pub fn fixtures_dir() -> PathBuf {
         return dir;
     }
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let dir = repo.join("../shared/fixtures");
+    let dir = repo.join("tests/fixtures");
     assert!(
         dir.is_dir(),
-        "fixtures not found at {}: clone the repository next to shared/ or set TRTMC_FIXTURES to the fixtures folder",
+        "fixtures not found at {}: restore tests/fixtures from the repository or set TRTMC_FIXTURES to a copy",
         dir.display()
     );
     dir
