@@ -1,138 +1,756 @@
 //! SVG plots drawn in Rust with plotters: no network, no JavaScript library.
 //!
-//! Colours are mid-tones that read on both the light and the dark page background.
+//! Every function returns the `<svg>` as [`Markup`] (plotters escapes its text) ready to put in a
+//! [`figure`]. Axis text and lines use `currentColor`, so they follow the page's light or dark theme;
+//! series use the [`crate::theme::PALETTE`] colours (`.c0` … `.c7` for HTML legends). Large inputs are
+//! reduced before drawing (timeline: min/max per bucket so spikes survive; CDF: 150 quantiles below p99,
+//! every sample above) to
+//! keep a 100-case report small.
+//!
+//! | function | shows |
+//! | --- | --- |
+//! | [`histogram`] | latency distribution, p50 and p99 marked |
+//! | [`cdf`] | empirical CDF of latency, p50/p95/p99 marked |
+//! | [`timeline`] | latency per call in order, rolling median, Tukey outliers, warm-up drift and slowdown shaded |
+//! | [`lines`] | a metric against a swept parameter, one line per series, confidence whiskers |
+//! | [`grouped_bars`] | horizontal bars per group (model·case) and series (runtime·machine), whiskers |
 
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use trtmc_core::stats::{self, TukeyFences};
 
-const BAR: RGBColor = RGBColor(59, 130, 246);
-const LINE: RGBColor = RGBColor(37, 99, 235);
-const MARK: RGBColor = RGBColor(220, 38, 38);
-const INK: RGBColor = RGBColor(128, 128, 128);
+use crate::fmt::fmt_tick;
+use crate::html::{Markup, el, escape, text};
+use crate::theme::PALETTE;
+use crate::validity::Trend;
 
-fn axis_range(values: &[f64]) -> (f64, f64) {
-    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+/// Sentinel colour for axis ink, rewritten to `currentColor`.
+const INK: RGBColor = RGBColor(1, 2, 3);
+const INK_HEX: &str = "#010203";
+
+/// Width and height of the per-case plots, in SVG user units.
+pub const CASE_PLOT: (u32, u32) = (480, 240);
+
+type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+fn colour(i: usize) -> RGBColor {
+    let (r, g, b) = PALETTE[i % PALETTE.len()];
+    RGBColor(r, g, b)
+}
+
+fn label_font() -> TextStyle<'static> {
+    ("sans-serif", 12).into_font().color(&INK)
+}
+
+/// Runs a drawing closure into an SVG string and tidies it; an empty [`Markup`] if plotting failed.
+fn render(
+    size: (u32, u32),
+    label: &str,
+    draw: impl FnOnce(DrawingArea<SVGBackend<'_>, plotters::coord::Shift>) -> DrawResult,
+) -> Markup {
+    let mut svg = String::new();
+    let ok = {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        draw(root).is_ok()
+    };
+    if !ok || !svg.starts_with("<svg") {
+        return Markup::default();
+    }
+    let tidy = simplify_polylines(
+        &svg.replace(INK_HEX, "currentColor")
+            .replace(" opacity=\"1\"", "")
+            // Axis text: the theme sets font and colour (`figure.plot svg text`).
+            .replace(TEXT_ATTRS, "")
+            .replace("\n", ""),
+    );
+    let labelled = tidy.replacen(
+        "<svg ",
+        &format!("<svg role=\"img\" aria-label=\"{}\" ", escape(label)),
+        1,
+    );
+    Markup::trusted(labelled)
+}
+
+/// Attributes plotters writes on every axis label, set once by the theme's CSS instead.
+const TEXT_ATTRS: &str =
+    " font-family=\"sans-serif\" font-size=\"9.67741935483871\" fill=\"currentColor\"";
+
+/// Drops points that change nothing at pixel resolution: repeats, and the middle of three points on one
+/// horizontal or vertical line (a step CDF, flat stretches of a timeline).
+fn simplify_polylines(svg: &str) -> String {
+    const KEY: &str = "points=\"";
+    let mut out = String::with_capacity(svg.len());
+    let mut rest = svg;
+    while let Some(at) = rest.find(KEY) {
+        let start = at + KEY.len();
+        let Some(len) = rest[start..].find('"') else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        let mut kept: Vec<(i64, i64)> = Vec::new();
+        let mut parsed = true;
+        for pair in rest[start..start + len].split_whitespace() {
+            let Some((x, y)) = pair.split_once(',') else {
+                parsed = false;
+                break;
+            };
+            let (Ok(x), Ok(y)) = (x.parse::<i64>(), y.parse::<i64>()) else {
+                parsed = false;
+                break;
+            };
+            if kept.last() == Some(&(x, y)) {
+                continue;
+            }
+            if kept.len() >= 2 {
+                let (a, b) = (kept[kept.len() - 2], kept[kept.len() - 1]);
+                let same_line = (a.0 == b.0 && b.0 == x && (b.1 - a.1) * (y - b.1) >= 0)
+                    || (a.1 == b.1 && b.1 == y && (b.0 - a.0) * (x - b.0) >= 0);
+                if same_line {
+                    kept.pop();
+                }
+            }
+            kept.push((x, y));
+        }
+        if parsed {
+            let pts: Vec<String> = kept.iter().map(|(x, y)| format!("{x},{y}")).collect();
+            out.push_str(&pts.join(" "));
+        } else {
+            out.push_str(&rest[start..start + len]);
+        }
+        rest = &rest[start + len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A padded axis range over finite values; `(0, 1)` when there are none.
+pub fn axis_range(values: impl IntoIterator<Item = f64>, from_zero: bool) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in values.into_iter().filter(|v| v.is_finite()) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
     if !lo.is_finite() || !hi.is_finite() {
         return (0.0, 1.0);
     }
-    let pad = ((hi - lo) * 0.05).max(hi.abs() * 1e-3).max(1e-9);
-    ((lo - pad).max(0.0), hi + pad)
-}
-
-/// Histogram of latencies (ms) in up to 40 equal-width bins.
-pub fn histogram_svg(values_ms: &[f64], width: u32, height: u32) -> String {
-    let mut svg = String::new();
-    let drawn = draw_histogram(&mut svg, values_ms, width, height);
-    if drawn.is_err() { String::new() } else { svg }
-}
-
-fn draw_histogram(
-    svg: &mut String,
-    values: &[f64],
-    width: u32,
-    height: u32,
-) -> Result<(), Box<dyn std::error::Error>> {
-    let (lo, hi) = axis_range(values);
-    let bins = ((values.len() as f64).sqrt().ceil() as usize).clamp(5, 40);
-    let step = (hi - lo) / bins as f64;
-    let mut counts = vec![0u32; bins];
-    for &v in values {
-        let i = (((v - lo) / step) as usize).min(bins - 1);
-        counts[i] += 1;
+    if from_zero {
+        lo = lo.min(0.0);
     }
-    let top = counts.iter().copied().max().unwrap_or(1).max(1);
-    let root = SVGBackend::with_string(svg, (width, height)).into_drawing_area();
-    let label = ("sans-serif", 12).into_font().color(&INK);
-    let mut chart = ChartBuilder::on(&root)
-        .margin(10)
-        .x_label_area_size(32)
-        .y_label_area_size(44)
-        .build_cartesian_2d(lo..hi, 0u32..(top + top / 10 + 1))?;
-    chart
-        .configure_mesh()
-        .disable_mesh()
-        .axis_style(INK)
-        .label_style(label.clone())
-        .axis_desc_style(label)
-        .x_desc("latency (ms)")
-        .y_desc("calls")
-        .draw()?;
-    chart.draw_series(counts.iter().enumerate().map(|(i, &c)| {
-        let x0 = lo + step * i as f64;
-        Rectangle::new([(x0, 0), (x0 + step * 0.92, c)], BAR.filled())
-    }))?;
-    root.present()?;
-    Ok(())
+    let pad = ((hi - lo) * 0.05).max(hi.abs() * 1e-3).max(1e-9);
+    let low = if from_zero {
+        lo
+    } else if lo >= 0.0 {
+        (lo - pad).max(0.0)
+    } else {
+        lo - pad
+    };
+    (low, hi + pad)
 }
 
-/// Latency of each timed call in order, with Tukey outliers marked (warm-up drift, throttling).
-pub fn timeline_svg(values_ms: &[f64], width: u32, height: u32) -> String {
-    let mut svg = String::new();
-    let drawn = draw_timeline(&mut svg, values_ms, width, height);
-    if drawn.is_err() { String::new() } else { svg }
+fn finite(values: &[f64]) -> Vec<f64> {
+    values.iter().copied().filter(|v| v.is_finite()).collect()
 }
 
-fn draw_timeline(
-    svg: &mut String,
-    values: &[f64],
-    width: u32,
-    height: u32,
-) -> Result<(), Box<dyn std::error::Error>> {
-    let (lo, hi) = axis_range(values);
-    let fences = trtmc_core::stats::TukeyFences::from_sorted(&trtmc_core::stats::sorted(values));
-    let root = SVGBackend::with_string(svg, (width, height)).into_drawing_area();
-    let label = ("sans-serif", 12).into_font().color(&INK);
-    let mut chart = ChartBuilder::on(&root)
-        .margin(10)
-        .x_label_area_size(32)
-        .y_label_area_size(52)
-        .build_cartesian_2d(0usize..values.len().max(2), lo..hi)?;
-    chart
-        .configure_mesh()
-        .disable_mesh()
-        .axis_style(INK)
-        .label_style(label.clone())
-        .axis_desc_style(label)
-        .x_desc("timed call")
-        .y_desc("latency (ms)")
-        .draw()?;
-    chart.draw_series(LineSeries::new(
-        values.iter().enumerate().map(|(i, &v)| (i, v)),
-        LINE.stroke_width(1),
-    ))?;
-    chart.draw_series(
-        values
+/// Latency histogram (ms) with √n bins (5 to 40), p50 and p99 marked.
+pub fn histogram(values_ms: &[f64]) -> Markup {
+    let values = finite(values_ms);
+    if values.is_empty() {
+        return Markup::default();
+    }
+    render(CASE_PLOT, "latency histogram", |root| {
+        let sorted = stats::sorted(&values);
+        let (lo, hi) = axis_range(values.iter().copied(), false);
+        let bins = ((values.len() as f64).sqrt().ceil() as usize).clamp(5, 40);
+        let step = (hi - lo) / bins as f64;
+        let mut counts = vec![0u32; bins];
+        for &v in &values {
+            let i = (((v - lo) / step) as usize).min(bins - 1);
+            counts[i] += 1;
+        }
+        let top = counts.iter().copied().max().unwrap_or(1).max(1);
+        let mut chart = ChartBuilder::on(&root)
+            .margin(8)
+            .x_label_area_size(34)
+            .y_label_area_size(44)
+            .build_cartesian_2d(lo..hi, 0u32..(top + top / 8 + 1))?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .axis_style(INK)
+            .label_style(label_font())
+            .axis_desc_style(label_font())
+            .x_desc("latency (ms)")
+            .y_desc("calls")
+            .x_labels(6)
+            .y_labels(5)
+            .x_label_formatter(&|v| fmt_tick(*v))
+            .draw()?;
+        chart.draw_series(
+            counts
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c > 0)
+                .map(|(i, &c)| {
+                    let x0 = lo + step * i as f64;
+                    Rectangle::new([(x0, 0), (x0 + step * 0.9, c)], colour(0).filled())
+                }),
+        )?;
+        let y_top = top + top / 8;
+        for (p, name, c) in [(50.0, "p50", colour(1)), (99.0, "p99", colour(3))] {
+            let x = stats::percentile_sorted(&sorted, p);
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(x, 0), (x, y_top)],
+                c.stroke_width(2),
+            )))?;
+            chart.draw_series(std::iter::once(Text::new(
+                name.to_string(),
+                (x, y_top),
+                label_font().pos(Pos::new(HPos::Left, VPos::Top)),
+            )))?;
+        }
+        root.present()?;
+        Ok(())
+    })
+}
+
+/// Points of a CDF below p99 (the tail above it is drawn sample by sample).
+const CDF_POINTS: usize = 150;
+
+/// Empirical CDF of latency (ms): fraction of calls at or below each latency; p50, p95 and p99 marked.
+pub fn cdf(values_ms: &[f64]) -> Markup {
+    let values = finite(values_ms);
+    if values.is_empty() {
+        return Markup::default();
+    }
+    render(CASE_PLOT, "latency CDF", |root| {
+        let sorted = stats::sorted(&values);
+        let (lo, hi) = axis_range(sorted.iter().copied(), false);
+        let n = sorted.len();
+        let points: Vec<(f64, f64)> = if n <= CDF_POINTS {
+            sorted
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| (x, (i + 1) as f64 / n as f64))
+                .collect()
+        } else {
+            // Evenly spaced quantiles, plus the tail above p99 sample by sample.
+            let mut pts: Vec<(f64, f64)> = (1..=CDF_POINTS)
+                .map(|k| {
+                    let q = k as f64 / CDF_POINTS as f64 * 0.99;
+                    (stats::percentile_sorted(&sorted, q * 100.0), q)
+                })
+                .collect();
+            let tail = (n as f64 * 0.99) as usize;
+            pts.extend(
+                sorted[tail..]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &x)| (x, (tail + i + 1) as f64 / n as f64)),
+            );
+            pts
+        };
+        let mut chart = ChartBuilder::on(&root)
+            .margin(8)
+            .x_label_area_size(34)
+            .y_label_area_size(44)
+            .build_cartesian_2d(lo..hi, 0f64..1.02f64)?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .axis_style(INK)
+            .label_style(label_font())
+            .axis_desc_style(label_font())
+            .x_desc("latency (ms)")
+            .y_desc("fraction of calls ≤ x")
+            .x_labels(6)
+            .y_labels(6)
+            .x_label_formatter(&|v| fmt_tick(*v))
+            .y_label_formatter(&|v| fmt_tick(*v))
+            .draw()?;
+        // A step function: hold each fraction until the next sample.
+        let mut steps = Vec::with_capacity(points.len() * 2 + 1);
+        steps.push((lo, 0.0));
+        let mut previous = 0.0;
+        for &(x, f) in &points {
+            steps.push((x, previous));
+            steps.push((x, f));
+            previous = f;
+        }
+        chart.draw_series(LineSeries::new(steps, colour(0).stroke_width(2)))?;
+        for (p, name, c) in [
+            (50.0, "p50", colour(1)),
+            (95.0, "p95", colour(5)),
+            (99.0, "p99", colour(3)),
+        ] {
+            let x = stats::percentile_sorted(&sorted, p);
+            let y = p / 100.0;
+            chart.draw_series(std::iter::once(Circle::new((x, y), 3, c.filled())))?;
+            chart.draw_series(std::iter::once(Text::new(
+                format!("{name} {}", fmt_tick(x)),
+                (x, y),
+                label_font().pos(Pos::new(HPos::Right, VPos::Bottom)),
+            )))?;
+        }
+        root.present()?;
+        Ok(())
+    })
+}
+
+/// At most ~2 × `buckets` points of `values` in call order, keeping each bucket's minimum and maximum.
+fn min_max_buckets(values: &[f64], buckets: usize) -> Vec<(usize, f64)> {
+    if values.len() <= buckets * 2 {
+        return values.iter().copied().enumerate().collect();
+    }
+    let size = values.len().div_ceil(buckets);
+    let mut out = Vec::with_capacity(buckets * 2);
+    for (b, chunk) in values.chunks(size).enumerate() {
+        let base = b * size;
+        let (mut imin, mut imax) = (0, 0);
+        for (i, &v) in chunk.iter().enumerate() {
+            if v < chunk[imin] {
+                imin = i;
+            }
+            if v > chunk[imax] {
+                imax = i;
+            }
+        }
+        let (first, second) = if imin <= imax {
+            (imin, imax)
+        } else {
+            (imax, imin)
+        };
+        out.push((base + first, chunk[first]));
+        if second != first {
+            out.push((base + second, chunk[second]));
+        }
+    }
+    out
+}
+
+/// Buckets of the timeline line: 2 points each, about one per pixel column of the plot.
+const TIMELINE_BUCKETS: usize = 200;
+
+/// Most outlier markers drawn on one timeline (the count is in the notes either way).
+const MAX_MARKERS: usize = 300;
+
+/// Latency of each timed call in order: the calls (thin line), the rolling median (thick), Tukey
+/// outliers (red dots), warm-up drift (amber band) and a sustained slowdown (red band) from `trend`.
+pub fn timeline(values_ms: &[f64], trend: Option<&Trend>) -> Markup {
+    if values_ms.iter().all(|v| !v.is_finite()) {
+        return Markup::default();
+    }
+    render(CASE_PLOT, "latency per timed call", |root| {
+        let n = values_ms.len();
+        let (lo, hi) = axis_range(values_ms.iter().copied(), false);
+        let fences = TukeyFences::from_sorted(&stats::sorted(&finite(values_ms)));
+        let mut chart = ChartBuilder::on(&root)
+            .margin(8)
+            .x_label_area_size(34)
+            .y_label_area_size(50)
+            .build_cartesian_2d(0f64..(n.max(2) - 1) as f64, lo..hi)?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .axis_style(INK)
+            .label_style(label_font())
+            .axis_desc_style(label_font())
+            .x_desc("timed call")
+            .y_desc("latency (ms)")
+            .x_labels(6)
+            .y_labels(5)
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(&|v| fmt_tick(*v))
+            .draw()?;
+        if let Some(t) = trend {
+            if t.warmup_calls > 0 {
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    [(0.0, lo), (t.warmup_calls as f64, hi)],
+                    RGBColor(0xed, 0xc9, 0x48).mix(0.35).filled(),
+                )))?;
+            }
+            if let Some(from) = t.slowdown_from {
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    [(from as f64, lo), ((n.max(2) - 1) as f64, hi)],
+                    colour(3).mix(0.18).filled(),
+                )))?;
+            }
+        }
+        let points = min_max_buckets(values_ms, TIMELINE_BUCKETS);
+        chart.draw_series(LineSeries::new(
+            points
+                .iter()
+                .filter(|(_, v)| v.is_finite())
+                .map(|&(i, v)| (i as f64, v)),
+            colour(0).stroke_width(1),
+        ))?;
+        if let Some(t) = trend {
+            let stride = (n / 150).max(1);
+            let half = t.window / 2;
+            let rolling: Vec<(f64, f64)> = (0..n)
+                .step_by(stride)
+                .map(|i| {
+                    let a = i.saturating_sub(half);
+                    let b = (i + half + 1).min(n);
+                    (i as f64, stats::median(&values_ms[a..b]))
+                })
+                .collect();
+            chart.draw_series(LineSeries::new(rolling, colour(1).stroke_width(2)))?;
+        }
+        chart.draw_series(
+            values_ms
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| fences.is_outlier(**v))
+                .take(MAX_MARKERS)
+                .map(|(i, &v)| Circle::new((i as f64, v), 2, colour(3).filled())),
+        )?;
+        root.present()?;
+        Ok(())
+    })
+}
+
+/// One point of a line series, with an optional confidence interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    pub x: f64,
+    pub y: f64,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<Point>,
+}
+
+/// A metric against a parameter: one line per series, whiskers where points carry an interval.
+/// `categories` names the x positions 0, 1, 2, … for a non-numeric parameter.
+pub fn lines(
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+    categories: Option<&[String]>,
+) -> Markup {
+    let all = || series.iter().flat_map(|s| s.points.iter());
+    if all().next().is_none() {
+        return Markup::default();
+    }
+    render(
+        (560, 280),
+        &format!("{y_label} against {x_label}"),
+        |root| {
+            let (x_lo, x_hi) = match categories {
+                Some(c) => (-0.5, c.len() as f64 - 0.5),
+                None => axis_range(all().map(|p| p.x), false),
+            };
+            let (_, y_hi) = axis_range(
+                all().flat_map(|p| [Some(p.y), p.low, p.high]).flatten(),
+                true,
+            );
+            let category_label = |v: &f64| -> String {
+                match categories {
+                    Some(c) => {
+                        let r = v.round();
+                        if (v - r).abs() < 1e-6 && r >= 0.0 {
+                            c.get(r as usize).cloned().unwrap_or_default()
+                        } else {
+                            String::new()
+                        }
+                    }
+                    None => fmt_tick(*v),
+                }
+            };
+            let mut chart = ChartBuilder::on(&root)
+                .margin(10)
+                .x_label_area_size(36)
+                .y_label_area_size(54)
+                .build_cartesian_2d(x_lo..x_hi, 0f64..y_hi)?;
+            chart
+                .configure_mesh()
+                .disable_mesh()
+                .axis_style(INK)
+                .label_style(label_font())
+                .axis_desc_style(label_font())
+                .x_desc(x_label)
+                .y_desc(y_label)
+                .x_labels(categories.map_or(8, |c| c.len() * 2 + 1))
+                .y_labels(6)
+                .x_label_formatter(&category_label)
+                .y_label_formatter(&|v| fmt_tick(*v))
+                .draw()?;
+            for (i, s) in series.iter().enumerate() {
+                let c = colour(i);
+                let mut pts: Vec<&Point> = s.points.iter().filter(|p| p.y.is_finite()).collect();
+                pts.sort_by(|a, b| a.x.total_cmp(&b.x));
+                chart.draw_series(LineSeries::new(
+                    pts.iter().map(|p| (p.x, p.y)),
+                    c.stroke_width(2),
+                ))?;
+                chart.draw_series(pts.iter().map(|p| Circle::new((p.x, p.y), 3, c.filled())))?;
+                let span = (x_hi - x_lo) * 0.008;
+                for p in &pts {
+                    if let (Some(l), Some(h)) = (p.low, p.high) {
+                        chart.draw_series(std::iter::once(PathElement::new(
+                            vec![(p.x, l), (p.x, h)],
+                            c.stroke_width(1),
+                        )))?;
+                        for y in [l, h] {
+                            chart.draw_series(std::iter::once(PathElement::new(
+                                vec![(p.x - span, y), (p.x + span, y)],
+                                c.stroke_width(1),
+                            )))?;
+                        }
+                    }
+                }
+            }
+            root.present()?;
+            Ok(())
+        },
+    )
+}
+
+/// One bar with an optional confidence interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bar {
+    pub value: f64,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+}
+
+/// One row of a grouped bar chart: a label and one optional bar per series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BarGroup {
+    pub label: String,
+    pub bars: Vec<Option<Bar>>,
+}
+
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut out: String = s.chars().take(max - 1).collect();
+        out.push('…');
+        out
+    }
+}
+
+/// Horizontal bars side by side: one row per group, one colour per series, whiskers for intervals.
+pub fn grouped_bars(value_label: &str, series: &[String], groups: &[BarGroup]) -> Markup {
+    let values = || {
+        groups
             .iter()
-            .enumerate()
-            .filter(|(_, v)| fences.is_outlier(**v))
-            .map(|(i, &v)| Circle::new((i, v), 3, MARK.filled())),
-    )?;
-    root.present()?;
-    Ok(())
+            .flat_map(|g| g.bars.iter().flatten())
+            .flat_map(|b| [Some(b.value), b.high])
+            .flatten()
+    };
+    if values().next().is_none() {
+        return Markup::default();
+    }
+    let per_series = series.len().max(1);
+    let row = (per_series as u32 * 11 + 8).max(18);
+    let height = 70 + row * groups.len() as u32;
+    render((900, height), &format!("{value_label} by case"), |root| {
+        let (_, x_hi) = axis_range(values(), true);
+        let g = groups.len() as f64;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(300)
+            .build_cartesian_2d(0f64..x_hi, 0f64..g)?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .axis_style(INK)
+            .label_style(label_font())
+            .axis_desc_style(label_font())
+            .x_desc(value_label)
+            .x_labels(8)
+            .y_labels(0)
+            .x_label_formatter(&|v| fmt_tick(*v))
+            .draw()?;
+        let band = 0.8 / per_series as f64;
+        for (gi, group) in groups.iter().enumerate() {
+            // Group 0 at the top.
+            let top = g - gi as f64 - 0.1;
+            let (px, py) = chart.backend_coord(&(0.0, g - gi as f64 - 0.5));
+            root.draw(&Text::new(
+                shorten(&group.label, 50),
+                (px - 6, py),
+                label_font().pos(Pos::new(HPos::Right, VPos::Center)),
+            ))?;
+            for (si, bar) in group.bars.iter().enumerate() {
+                let Some(b) = bar else { continue };
+                if !b.value.is_finite() {
+                    continue;
+                }
+                let y1 = top - band * si as f64;
+                let y0 = y1 - band * 0.85;
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    [(0.0, y0), (b.value, y1)],
+                    colour(si).filled(),
+                )))?;
+                if let (Some(l), Some(h)) = (b.low, b.high) {
+                    let mid = (y0 + y1) / 2.0;
+                    chart.draw_series(std::iter::once(PathElement::new(
+                        vec![(l, mid), (h, mid)],
+                        INK.stroke_width(1),
+                    )))?;
+                }
+            }
+        }
+        root.present()?;
+        Ok(())
+    })
+}
+
+/// A legend entry: CSS class of the swatch (`c0` … `c7`, `c-outlier`, `c-median`, `c-warmup`,
+/// `c-throttle`) and its label.
+pub fn legend(entries: &[(&str, &str)]) -> Markup {
+    let mut m = Markup::trusted("<div class=\"legend\">");
+    for (class, label) in entries {
+        m.push_trusted("<span>");
+        m.push(&el(
+            "span",
+            &[("class", &format!("swatch {class}"))],
+            &Markup::default(),
+        ));
+        m.push(&text(label));
+        m.push_trusted("</span>");
+    }
+    m.push_trusted("</div>");
+    m
+}
+
+/// A plot in a captioned figure; `data-plot` names the kind for tests and styling.
+pub fn figure(kind: &str, caption: &str, svg: &Markup, legend: Option<&Markup>) -> Markup {
+    let mut body = el("figcaption", &[], &text(caption));
+    if svg.is_empty() {
+        body.push(&el("p", &[("class", "muted")], &text("nothing to plot")));
+    } else {
+        body.push(svg);
+    }
+    if let Some(l) = legend {
+        body.push(l);
+    }
+    el("figure", &[("class", "plot"), ("data-plot", kind)], &body)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn plots_are_svg_documents() {
-        let values: Vec<f64> = (0..200)
+    fn sample() -> Vec<f64> {
+        (0..300)
             .map(|i| 10.0 + (i % 7) as f64 * 0.1)
             .chain([30.0])
-            .collect();
-        let h = histogram_svg(&values, 400, 200);
+            .collect()
+    }
+
+    #[test]
+    fn per_case_plots_are_tidy_svg() {
+        let v = sample();
+        let h = histogram(&v);
         assert!(
-            h.starts_with("<svg") && h.contains("<rect"),
+            h.as_str().starts_with("<svg role=\"img\""),
             "{}",
-            &h[..h.len().min(200)]
+            &h.as_str()[..80]
         );
-        let t = timeline_svg(&values, 400, 200);
-        assert!(t.contains("<polyline") || t.contains("<path"));
-        assert!(t.contains("<circle"), "the 30 ms outlier is marked");
+        assert!(h.as_str().contains("<rect"));
         assert!(
-            !histogram_svg(&[5.0], 400, 200).is_empty(),
-            "one sample still plots"
+            h.as_str().contains("currentColor"),
+            "axis ink follows the theme"
         );
+        assert!(!h.as_str().contains(INK_HEX) && !h.as_str().contains('\n'));
+        let c = cdf(&v);
+        assert!(c.as_str().contains("<polyline") && c.as_str().contains("p99"));
+        let t = timeline(&v, Trend::analyze(&v).as_ref());
+        assert_eq!(
+            t.as_str().matches("<circle").count(),
+            1,
+            "the 30 ms call is the only outlier"
+        );
+        assert!(!histogram(&[5.0]).is_empty(), "one sample still plots");
+        assert!(histogram(&[]).is_empty() && cdf(&[f64::NAN]).is_empty());
+    }
+
+    #[test]
+    fn long_timelines_keep_their_spikes_but_not_every_point() {
+        let mut v: Vec<f64> = (0..100_000).map(|i| 5.0 + (i % 10) as f64 * 0.01).collect();
+        v[77_777] = 40.0;
+        let reduced = min_max_buckets(&v, 500);
+        assert!(reduced.len() <= 1000, "{}", reduced.len());
+        assert!(reduced.contains(&(77_777, 40.0)), "the spike survives");
+        assert!(
+            reduced.windows(2).all(|w| w[0].0 < w[1].0),
+            "call order kept"
+        );
+        let t = timeline(&v, None);
+        assert!(t.as_str().len() < 40_000, "{} bytes", t.as_str().len());
+    }
+
+    #[test]
+    fn labels_in_bars_and_lines_are_escaped() {
+        let probe = "<script>alert(1)</script>";
+        let bars = grouped_bars(
+            "p50 (ms)",
+            &["tract".into(), "ort".into()],
+            &[BarGroup {
+                label: probe.into(),
+                bars: vec![
+                    Some(Bar {
+                        value: 2.0,
+                        low: Some(1.9),
+                        high: Some(2.1),
+                    }),
+                    None,
+                ],
+            }],
+        );
+        assert!(!bars.as_str().contains("<script"), "{bars}");
+        assert!(bars.as_str().contains("&lt;script&gt;"));
+        let l = lines(
+            "batch",
+            "p50 ms",
+            &[Series {
+                name: "s".into(),
+                points: vec![
+                    Point {
+                        x: 0.0,
+                        y: 1.0,
+                        low: Some(0.9),
+                        high: Some(1.1),
+                    },
+                    Point {
+                        x: 1.0,
+                        y: 2.0,
+                        low: None,
+                        high: None,
+                    },
+                ],
+            }],
+            Some(&["1".to_string(), probe.to_string()]),
+        );
+        assert!(!l.as_str().contains("<script") && l.as_str().contains("&lt;script&gt;"));
+    }
+
+    #[test]
+    fn polylines_lose_only_points_that_change_nothing() {
+        let svg = r#"<polyline points="0,0 0,0 0,5 0,9 4,9 8,9 8,3 9,4 "/><text>a</text><polyline points="1,1 2,2"/>"#;
+        assert_eq!(
+            simplify_polylines(svg),
+            r#"<polyline points="0,0 0,9 8,9 8,3 9,4"/><text>a</text><polyline points="1,1 2,2"/>"#
+        );
+        // A vertical line that turns back keeps its turning point.
+        assert_eq!(
+            simplify_polylines(r#"<p points="0,0 0,9 0,2"/>"#),
+            r#"<p points="0,0 0,9 0,2"/>"#
+        );
+    }
+
+    #[test]
+    fn figures_say_when_there_is_nothing_to_plot() {
+        let f = figure("histogram", "Latency <x>", &Markup::default(), None);
+        assert!(f.as_str().contains("nothing to plot") && f.as_str().contains("Latency &lt;x&gt;"));
     }
 }

@@ -1,0 +1,476 @@
+//! `trtmc-bench report DIR…`: find every `trtmc.benchmark-run/v1` result.json below the roots and write
+//! `report.json` + `report.html` into the output directory, each replaced atomically (temporary file,
+//! fsync, rename) on every call.
+//!
+//! - The walk is recursive, does not follow symbolic links, and skips hidden entries (names starting
+//!   with `.`, such as the staging directories of a run in progress).
+//! - A result.json that cannot be read, is not JSON, carries another schema or does not match
+//!   `trtmc.benchmark-run/v1` is **skipped and reported** with its path and reason (stderr, report.json
+//!   `skipped`, a banner in report.html); with `strict` it fails the command instead.
+//! - A case whose observations.jsonl is missing or malformed keeps its result.json numbers; only its plots
+//!   and trend are omitted, with a note.
+//! - Per-run files are only read: never rewritten, never copied. The output directory may not itself be a
+//!   run directory (its report.html belongs to the run).
+
+use std::path::{Component, Path, PathBuf};
+
+use trtmc_core::result::{BENCHMARK_RUN_SCHEMA, BenchmarkRun, Observation};
+
+use crate::model::{self, CaseLatencies, CollectionReport, LoadedRun, Skipped};
+use crate::pages::{self, Kind};
+use crate::validity::Policy;
+
+pub const REPORT_JSON: &str = "report.json";
+pub const REPORT_HTML: &str = "report.html";
+const RESULT_JSON: &str = "result.json";
+/// Directory depth below a root beyond which the walk stops (a guard against pathological trees).
+const MAX_DEPTH: usize = 32;
+/// Largest result.json read (a real one is a few kilobytes per case).
+const MAX_RESULT_BYTES: u64 = 64 << 20;
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub roots: Vec<PathBuf>,
+    /// Where report.json and report.html go; `None` means the single root.
+    pub output: Option<PathBuf>,
+    pub policy: Policy,
+    /// Fail on a malformed result.json instead of skipping it.
+    pub strict: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Error {
+    /// Several roots and no output directory.
+    NeedOutput(usize),
+    NoRoots,
+    /// A root is missing or not a directory.
+    Root(PathBuf, String),
+    /// No usable result.json below the roots.
+    NothingFound {
+        roots: Vec<PathBuf>,
+        skipped: Vec<Skipped>,
+    },
+    /// `strict` and some result.json files were skipped.
+    Malformed(Vec<Skipped>),
+    /// The output directory holds a run's result.json.
+    OutputIsRun(PathBuf),
+    /// The output could not be created or written.
+    Write(PathBuf, String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::NeedOutput(n) => write!(
+                f,
+                "{n} result roots were given: name the collection's directory with -o OUT (report.json and report.html go there)"
+            ),
+            Error::NoRoots => write!(f, "no result directory given: trtmc-bench report DIR…"),
+            Error::Root(p, why) => write!(f, "result root {}: {why}", p.display()),
+            Error::NothingFound { roots, skipped } => {
+                let list: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+                write!(
+                    f,
+                    "no {BENCHMARK_RUN_SCHEMA} result.json found below {}: write results there first, e.g. `trtmc-bench run --model NAME -o {}/NAME`",
+                    list.join(", "),
+                    list.first().map(String::as_str).unwrap_or("DIR")
+                )?;
+                if !skipped.is_empty() {
+                    write!(f, "; skipped: {}", describe(skipped))?;
+                }
+                Ok(())
+            }
+            Error::Malformed(skipped) => write!(
+                f,
+                "{} result.json file(s) could not be used (--strict): {}",
+                skipped.len(),
+                describe(skipped)
+            ),
+            Error::OutputIsRun(p) => write!(
+                f,
+                "{} is a run directory (it holds result.json, and its report.html belongs to that run): give -o OUT for the collection report",
+                p.display()
+            ),
+            Error::Write(p, why) => write!(f, "cannot write {}: {why}", p.display()),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+fn describe(skipped: &[Skipped]) -> String {
+    skipped
+        .iter()
+        .map(|s| format!("{} ({})", s.path, s.reason))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// What `write` produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub report: CollectionReport,
+    pub dir: PathBuf,
+    pub json: PathBuf,
+    pub html: PathBuf,
+    pub html_bytes: usize,
+}
+
+/// Every result.json below `root` (sorted), not following symbolic links, skipping hidden entries.
+pub fn discover(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    walk(root, 0, &mut found);
+    found.sort();
+    found
+}
+
+fn walk(dir: &Path, depth: usize, found: &mut Vec<PathBuf>) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut subdirs = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() {
+            subdirs.push(entry.path());
+        } else if kind.is_file() && name == RESULT_JSON {
+            found.push(entry.path());
+        }
+    }
+    for d in subdirs {
+        walk(&d, depth + 1, found);
+    }
+}
+
+/// Reads and checks one result.json: the run, or why it cannot be used.
+pub fn read_run(path: &Path) -> Result<BenchmarkRun, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read it: {e}"))?;
+    if meta.len() > MAX_RESULT_BYTES {
+        return Err(format!(
+            "{} bytes is too large for a result.json (limit {MAX_RESULT_BYTES})",
+            meta.len()
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let value: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| format!("not valid JSON: {e}"))?;
+    match value.get("schema").and_then(|s| s.as_str()) {
+        Some(BENCHMARK_RUN_SCHEMA) => {}
+        Some(other) => return Err(format!("schema `{other}` is not {BENCHMARK_RUN_SCHEMA}")),
+        None => {
+            return Err(format!(
+                "no `schema` field: not a {BENCHMARK_RUN_SCHEMA} result"
+            ));
+        }
+    }
+    serde_json::from_value(value).map_err(|e| format!("does not match {BENCHMARK_RUN_SCHEMA}: {e}"))
+}
+
+/// A path from result.json that must stay inside the run directory.
+fn inside(run_dir: &Path, rel: &str) -> Result<PathBuf, String> {
+    let p = Path::new(rel);
+    if p.is_absolute()
+        || p.components()
+            .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Err(format!(
+            "observations path `{rel}` leaves the run directory; ignored"
+        ));
+    }
+    Ok(run_dir.join(p))
+}
+
+/// Reads observations.jsonl; the error names the file and line.
+pub fn read_observations(path: &Path) -> Result<Vec<Observation>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let o: Observation = serde_json::from_str(line)
+            .map_err(|e| format!("{} line {}: {e}", path.display(), i + 1))?;
+        out.push(o);
+    }
+    Ok(out)
+}
+
+/// The observations of every case of a run read from `run_dir`.
+pub fn load_observations(
+    run: &BenchmarkRun,
+    run_dir: &Path,
+) -> Vec<Result<Vec<Observation>, String>> {
+    run.cases
+        .iter()
+        .map(|c| match &c.files.observations {
+            Some(rel) => inside(run_dir, rel).and_then(|p| read_observations(&p)),
+            None => Ok(Vec::new()),
+        })
+        .collect()
+}
+
+/// `path` relative to `base` (both made absolute), with `/` separators.
+pub fn relative(path: &Path, base: &Path) -> String {
+    let abs = |p: &Path| {
+        std::fs::canonicalize(p).unwrap_or_else(|_| {
+            std::env::current_dir()
+                .map(|d| d.join(p))
+                .unwrap_or_else(|_| p.to_path_buf())
+        })
+    };
+    let (p, b) = (abs(path), abs(base));
+    let pc: Vec<Component> = p.components().collect();
+    let bc: Vec<Component> = b.components().collect();
+    let common = pc.iter().zip(&bc).take_while(|(x, y)| x == y).count();
+    if common == 0 {
+        return p.display().to_string();
+    }
+    let mut parts: Vec<String> = Vec::new();
+    parts.extend(std::iter::repeat_n("..".to_string(), bc.len() - common));
+    parts.extend(
+        pc[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    if parts.is_empty() {
+        ".".into()
+    } else {
+        parts.join("/")
+    }
+}
+
+/// The one-run summary after `run`: reads the observations back from the committed result directory.
+pub fn summarize_run_dir(
+    run: &BenchmarkRun,
+    dir: &Path,
+    policy: &Policy,
+) -> (CollectionReport, CaseLatencies) {
+    let loaded = LoadedRun {
+        path: ".".into(),
+        has_report: dir.join(REPORT_HTML).is_file(),
+        run: run.clone(),
+        observations: load_observations(run, dir),
+    };
+    model::build(
+        vec![dir.display().to_string()],
+        vec![loaded],
+        Vec::new(),
+        policy,
+    )
+}
+
+/// The output directory of `opts`.
+pub fn output_dir(opts: &Options) -> Result<PathBuf, Error> {
+    match (&opts.output, opts.roots.as_slice()) {
+        (Some(o), _) => Ok(o.clone()),
+        (None, []) => Err(Error::NoRoots),
+        (None, [one]) => Ok(one.clone()),
+        (None, many) => Err(Error::NeedOutput(many.len())),
+    }
+}
+
+/// Discovers and summarizes without writing anything.
+pub fn collect(opts: &Options) -> Result<(CollectionReport, CaseLatencies), Error> {
+    let out = output_dir(opts)?;
+    let mut loaded = Vec::new();
+    let mut skipped = Vec::new();
+    for root in &opts.roots {
+        match std::fs::metadata(root) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(Error::Root(root.clone(), "is not a directory".into())),
+            Err(e) => return Err(Error::Root(root.clone(), e.to_string())),
+        }
+        for path in discover(root) {
+            let run_dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+            match read_run(&path) {
+                Ok(run) => {
+                    let observations = load_observations(&run, &run_dir);
+                    loaded.push(LoadedRun {
+                        path: relative(&run_dir, &out),
+                        has_report: run_dir.join(REPORT_HTML).is_file(),
+                        run,
+                        observations,
+                    });
+                }
+                Err(reason) => skipped.push(Skipped {
+                    path: path.display().to_string(),
+                    reason,
+                }),
+            }
+        }
+    }
+    if loaded.is_empty() {
+        return Err(Error::NothingFound {
+            roots: opts.roots.clone(),
+            skipped,
+        });
+    }
+    if opts.strict && !skipped.is_empty() {
+        return Err(Error::Malformed(skipped));
+    }
+    let roots = opts.roots.iter().map(|r| r.display().to_string()).collect();
+    Ok(model::build(roots, loaded, skipped, &opts.policy))
+}
+
+/// Builds the collection and writes report.html and report.json, each atomically.
+pub fn write(opts: &Options) -> Result<Outcome, Error> {
+    let dir = output_dir(opts)?;
+    if dir.join(RESULT_JSON).exists() {
+        return Err(Error::OutputIsRun(dir));
+    }
+    let (report, latencies) = collect(opts)?;
+    std::fs::create_dir_all(&dir).map_err(|e| Error::Write(dir.clone(), e.to_string()))?;
+    let html = pages::render(Kind::Collection, &report, &latencies);
+    let html_path = dir.join(REPORT_HTML);
+    trtmc_core::fsutil::write_atomic(&html_path, html.as_bytes())
+        .map_err(|e| Error::Write(html_path.clone(), e.to_string()))?;
+    let json_path = dir.join(REPORT_JSON);
+    trtmc_core::fsutil::write_json_atomic(&json_path, &report)
+        .map_err(|e| Error::Write(json_path.clone(), e.to_string()))?;
+    Ok(Outcome {
+        report,
+        dir,
+        json: json_path,
+        html: html_path,
+        html_bytes: html.len(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::tests::{case, observations, run};
+
+    fn write_run(dir: &Path, model: &str, n: usize) {
+        std::fs::create_dir_all(dir.join("001-case")).expect("mkdir");
+        let o = observations(n, 2.0);
+        let mut c = case(model, "default", &[], &o);
+        c.dir = "001-case".into();
+        c.files.observations = Some("001-case/observations.jsonl".into());
+        let lines: Vec<String> = o
+            .iter()
+            .map(|x| serde_json::to_string(x).expect("json"))
+            .collect();
+        std::fs::write(dir.join("001-case/observations.jsonl"), lines.join("\n")).expect("write");
+        let r = run(vec![c], "host");
+        std::fs::write(
+            dir.join("result.json"),
+            serde_json::to_vec_pretty(&r).expect("json"),
+        )
+        .expect("write");
+    }
+
+    #[test]
+    fn discovery_skips_hidden_directories_and_symlinks() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        write_run(&tmp.path().join("a"), "a", 20);
+        write_run(&tmp.path().join("deep/er/b"), "b", 20);
+        write_run(&tmp.path().join(".staging-x"), "hidden", 20);
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(tmp.path().join("a"), tmp.path().join("link")).expect("symlink");
+        let found = discover(tmp.path());
+        let rel: Vec<String> = found.iter().map(|p| relative(p, tmp.path())).collect();
+        assert_eq!(rel, vec!["a/result.json", "deep/er/b/result.json"]);
+    }
+
+    #[test]
+    fn malformed_results_are_skipped_with_their_path_or_fail_when_strict() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        write_run(&tmp.path().join("good"), "good", 20);
+        std::fs::create_dir_all(tmp.path().join("bad")).expect("mkdir");
+        std::fs::write(tmp.path().join("bad/result.json"), "{ not json").expect("write");
+        std::fs::create_dir_all(tmp.path().join("other")).expect("mkdir");
+        std::fs::write(
+            tmp.path().join("other/result.json"),
+            r#"{"schema":"trtmc.matrix/v1"}"#,
+        )
+        .expect("write");
+        let mut opts = Options {
+            roots: vec![tmp.path().to_path_buf()],
+            output: None,
+            policy: Policy::default(),
+            strict: false,
+        };
+        let out = write(&opts).expect("report");
+        assert_eq!(out.report.cases.len(), 1);
+        assert_eq!(out.report.skipped.len(), 2);
+        assert!(
+            out.report
+                .skipped
+                .iter()
+                .any(|s| s.path.ends_with("bad/result.json")
+                    && s.reason.starts_with("not valid JSON"))
+        );
+        assert!(
+            out.report
+                .skipped
+                .iter()
+                .any(|s| s.reason.contains("trtmc.matrix/v1"))
+        );
+        let html = std::fs::read_to_string(tmp.path().join(REPORT_HTML)).expect("html");
+        assert!(html.contains("bad/result.json"), "the skip is shown");
+        opts.strict = true;
+        match write(&opts) {
+            Err(Error::Malformed(s)) => assert_eq!(s.len(), 2),
+            other => panic!("strict must fail: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn empty_trees_and_run_directories_are_refused_with_a_way_forward() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let opts = Options {
+            roots: vec![tmp.path().to_path_buf()],
+            output: None,
+            policy: Policy::default(),
+            strict: false,
+        };
+        let err = write(&opts).expect_err("empty");
+        assert!(matches!(err, Error::NothingFound { .. }));
+        assert!(err.to_string().contains("trtmc-bench run --model"), "{err}");
+        write_run(&tmp.path().join("r"), "m", 20);
+        let opts = Options {
+            roots: vec![tmp.path().join("r")],
+            ..opts
+        };
+        let err = write(&opts).expect_err("run dir");
+        assert!(matches!(err, Error::OutputIsRun(_)), "{err}");
+        assert!(!tmp.path().join("r/report.json").exists());
+        let two = Options {
+            roots: vec![tmp.path().join("r"), tmp.path().join("r")],
+            ..opts
+        };
+        assert_eq!(write(&two).expect_err("two roots"), Error::NeedOutput(2));
+    }
+
+    #[test]
+    fn observation_paths_may_not_leave_the_run_directory() {
+        let d = Path::new("/runs/x");
+        assert!(inside(d, "001/observations.jsonl").is_ok());
+        assert!(inside(d, "../secret").is_err());
+        assert!(inside(d, "/etc/passwd").is_err());
+    }
+
+    #[test]
+    fn relative_paths_walk_up_when_needed() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir_all(tmp.path().join("a/b")).expect("mkdir");
+        std::fs::create_dir_all(tmp.path().join("c")).expect("mkdir");
+        assert_eq!(
+            relative(&tmp.path().join("a/b"), &tmp.path().join("c")),
+            "../a/b"
+        );
+        assert_eq!(relative(&tmp.path().join("a/b"), tmp.path()), "a/b");
+        assert_eq!(relative(tmp.path(), tmp.path()), ".");
+    }
+}

@@ -1,0 +1,89 @@
+//! Number formatting shared by tables, plots, the terminal and exports.
+
+/// A value with a sensible number of significant digits for tables (`–` for non-finite values).
+pub fn fmt_num(v: f64) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else if a >= 0.001 {
+        format!("{v:.4}")
+    } else {
+        format!("{v:.3e}")
+    }
+}
+
+/// A fraction as a percentage with one decimal (`0.034` → `3.4`).
+pub fn fmt_pct(fraction: f64) -> String {
+    if fraction.is_finite() {
+        format!("{:.1}", fraction * 100.0)
+    } else {
+        "–".into()
+    }
+}
+
+/// Seconds in a readable unit (`0.0123` → `12.3 ms`, `75` → `75.0 s`).
+pub fn fmt_seconds(s: f64) -> String {
+    if !s.is_finite() {
+        "–".into()
+    } else if s < 1.0 {
+        format!("{} ms", fmt_num(s * 1000.0))
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
+/// An axis tick label: short, no trailing zeros.
+pub fn fmt_tick(v: f64) -> String {
+    if !v.is_finite() {
+        return String::new();
+    }
+    let a = v.abs();
+    let s = if a == 0.0 {
+        "0".to_string()
+    } else if !(1e-3..1e5).contains(&a) {
+        format!("{v:.1e}")
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    };
+    if s.contains('.') && !s.contains('e') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_keep_three_to_four_significant_digits() {
+        assert_eq!(fmt_num(1234.4), "1234");
+        assert_eq!(fmt_num(123.46), "123.5");
+        assert_eq!(fmt_num(1.2345), "1.23");
+        assert_eq!(fmt_num(0.012345), "0.0123");
+        assert_eq!(fmt_num(0.0), "0");
+        assert_eq!(fmt_num(f64::NAN), "–");
+        assert_eq!(fmt_pct(0.034), "3.4");
+        assert_eq!(fmt_seconds(0.0123), "12.30 ms");
+        assert_eq!(fmt_seconds(75.0), "75.0 s");
+        assert_eq!(fmt_tick(2.50), "2.5");
+        assert_eq!(fmt_tick(0.0), "0");
+        assert_eq!(fmt_tick(120.0), "120");
+    }
+}

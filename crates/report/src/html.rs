@@ -1,0 +1,374 @@
+//! Escaped HTML building blocks and the page shell every trtmc report uses.
+//!
+//! [`Markup`] is HTML that is known to be safe: it is only ever made by escaping text ([`text`]), by the
+//! components of this crate, or explicitly with [`Markup::trusted`] for literal markup written in code.
+//! Every string that comes from a user or a file goes through [`text`] / [`escape`], so a model called
+//! `<script>alert(1)</script>` shows up as those characters, never as an element.
+//!
+//! [`Page`] renders a complete self-contained document: the shared theme ([`crate::theme::CSS`]) and
+//! script ([`crate::theme::JS`]) are inlined, and a Content-Security-Policy admits exactly those two blocks
+//! (by SHA-256 hash) and `data:` images, nothing else: no network, no CDN, and no injected script could
+//! run even if an escape were missed.
+
+use std::fmt::Write as _;
+
+use sha2::{Digest, Sha256};
+
+use crate::theme;
+
+/// HTML that is safe to insert as is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Markup(String);
+
+impl Markup {
+    /// Literal markup written in code (never pass user or file input here: use [`text`]).
+    pub fn trusted(s: impl Into<String>) -> Self {
+        Markup(s.into())
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+    pub fn into_string(self) -> String {
+        self.0
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub fn push(&mut self, other: &Markup) {
+        self.0.push_str(&other.0);
+    }
+    /// Appends escaped text.
+    pub fn push_text(&mut self, s: &str) {
+        escape_into(&mut self.0, s);
+    }
+    /// Appends literal markup written in code.
+    pub fn push_trusted(&mut self, s: &str) {
+        self.0.push_str(s);
+    }
+    /// Concatenates pieces.
+    pub fn concat<'a>(parts: impl IntoIterator<Item = &'a Markup>) -> Markup {
+        let mut out = Markup::default();
+        for p in parts {
+            out.push(p);
+        }
+        out
+    }
+}
+
+impl std::fmt::Display for Markup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Escapes text for element content and quoted attribute values.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    escape_into(&mut out, s);
+    out
+}
+
+fn escape_into(out: &mut String, s: &str) {
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            // Control characters other than tab/newline have no business in a report.
+            c if c.is_control() && c != '\n' && c != '\t' => out.push('\u{fffd}'),
+            _ => out.push(c),
+        }
+    }
+}
+
+/// Escaped text as markup.
+pub fn text(s: &str) -> Markup {
+    Markup(escape(s))
+}
+
+/// An element with escaped attribute values around `body`: `el("td", &[("class", "num")], &text("1"))`.
+pub fn el(tag: &str, attrs: &[(&str, &str)], body: &Markup) -> Markup {
+    let mut m = open(tag, attrs);
+    m.push(body);
+    let _ = write!(m.0, "</{tag}>");
+    m
+}
+
+/// An opening tag with escaped attribute values.
+pub fn open(tag: &str, attrs: &[(&str, &str)]) -> Markup {
+    let mut out = format!("<{tag}");
+    for (k, v) in attrs {
+        out.push(' ');
+        out.push_str(k);
+        out.push_str("=\"");
+        escape_into(&mut out, v);
+        out.push('"');
+    }
+    out.push('>');
+    Markup(out)
+}
+
+/// A relative link target made from a path: each segment percent-encoded, `/` kept. Absolute paths and
+/// `..` segments are allowed (a collection may sit beside its runs); schemes are not, since every segment
+/// is encoded (`javascript:` becomes `javascript%3A`).
+pub fn href_for_path(path: &str) -> String {
+    let mut out = String::new();
+    for (i, seg) in path.split('/').enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        for b in seg.bytes() {
+            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+                out.push(b as char);
+            } else {
+                let _ = write!(out, "%{b:02X}");
+            }
+        }
+    }
+    if path.starts_with('/') {
+        format!("file://{out}")
+    } else {
+        out
+    }
+}
+
+/// A status pill (`valid`, `invalid`, `completed`, `failed`, `partial`, …); the class picks the colour.
+pub fn pill(label: &str, class: &str) -> Markup {
+    el("span", &[("class", &format!("pill {class}"))], &text(label))
+}
+
+/// A definition grid of label/value pairs.
+pub fn key_values(pairs: &[(&str, Markup)]) -> Markup {
+    let mut m = Markup::trusted("<div class=\"kv\">");
+    for (k, v) in pairs {
+        m.push(&el("div", &[], &text(k)));
+        m.push(&el("div", &[], v));
+    }
+    m.push_trusted("</div>");
+    m
+}
+
+/// A coloured message box: `kind` is `error`, `warn` or `info`.
+pub fn banner(kind: &str, body: &Markup) -> Markup {
+    el("p", &[("class", &format!("banner {kind}"))], body)
+}
+
+/// One section of a page: a panel with an id (the navigation links to it) and a heading.
+#[derive(Debug, Clone)]
+pub struct Section {
+    pub id: String,
+    pub heading: String,
+    pub body: Markup,
+}
+
+impl Section {
+    pub fn new(id: impl Into<String>, heading: impl Into<String>, body: Markup) -> Self {
+        Section {
+            id: id.into(),
+            heading: heading.into(),
+            body,
+        }
+    }
+}
+
+/// A complete report page: header (eyebrow, title, subtitle lines, status pill), navigation, sections,
+/// footer, self-check marker, with the shared theme and script inlined.
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    /// What kind of report this is (`run`, `report`, `tune`, `matrix`, `analyze`): shown as the eyebrow
+    /// `trtmc-bench <kind>` and as `data-report-kind` on `<body>`.
+    pub kind: String,
+    pub title: String,
+    pub subtitle: Vec<Markup>,
+    pub status: Option<Markup>,
+    pub banners: Vec<Markup>,
+    pub sections: Vec<Section>,
+    pub footer: Markup,
+    /// Extra CSS appended after the shared theme (keep it small; prefer theme classes).
+    pub extra_css: String,
+}
+
+impl Page {
+    pub fn new(kind: &str, title: &str) -> Self {
+        Page {
+            kind: kind.into(),
+            title: title.into(),
+            ..Default::default()
+        }
+    }
+
+    pub fn render(&self) -> String {
+        let css = if self.extra_css.is_empty() {
+            theme::CSS.to_string()
+        } else {
+            format!("{}\n{}", theme::CSS, self.extra_css)
+        };
+        let js = theme::JS;
+        let csp = format!(
+            "default-src 'none'; style-src 'sha256-{}'; script-src 'sha256-{}'; img-src data:; base-uri 'none'; form-action 'none'",
+            sha256_base64(css.as_bytes()),
+            sha256_base64(js.as_bytes())
+        );
+        let body_len: usize = self.sections.iter().map(|s| s.body.0.len()).sum();
+        let mut out = String::with_capacity(body_len + css.len() + js.len() + 4096);
+        out.push_str("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+        out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+        out.push_str("<meta name=\"color-scheme\" content=\"light dark\">\n");
+        // Built from constants and base64 hashes only: nothing to escape.
+        let _ = writeln!(
+            out,
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">"
+        );
+        let _ = writeln!(out, "<title>{}</title>", escape(&self.title));
+        out.push_str("<style>");
+        out.push_str(&css);
+        out.push_str("</style>\n</head>\n");
+        let _ = writeln!(
+            out,
+            "<body data-report-kind=\"{}\" data-report-ready=\"false\" data-report-errors=\"0\">",
+            escape(&self.kind)
+        );
+        out.push_str("<header class=\"top\">\n<div class=\"title\">\n");
+        let _ = writeln!(
+            out,
+            "<p class=\"eyebrow\">trtmc-bench {}</p>",
+            escape(&self.kind)
+        );
+        let _ = writeln!(out, "<h1 id=\"title\">{}</h1>", escape(&self.title));
+        for line in &self.subtitle {
+            let _ = writeln!(out, "<p class=\"muted subtitle\">{line}</p>");
+        }
+        out.push_str("</div>\n");
+        if let Some(status) = &self.status {
+            let _ = writeln!(out, "<div id=\"overall-status\">{status}</div>");
+        }
+        out.push_str("</header>\n");
+        if self.sections.len() > 1 {
+            out.push_str("<nav class=\"tabs\" aria-label=\"Sections\">");
+            for s in &self.sections {
+                let _ = write!(
+                    out,
+                    "<a href=\"#{}\">{}</a>",
+                    escape(&s.id),
+                    escape(&s.heading)
+                );
+            }
+            out.push_str("</nav>\n");
+        }
+        for b in &self.banners {
+            out.push_str(&b.0);
+            out.push('\n');
+        }
+        out.push_str("<main>\n");
+        for s in &self.sections {
+            let _ = write!(
+                out,
+                "<section id=\"{id}\" class=\"panel\" aria-labelledby=\"{id}-h\">\n<h2 id=\"{id}-h\">{h}</h2>\n",
+                id = escape(&s.id),
+                h = escape(&s.heading)
+            );
+            out.push_str(&s.body.0);
+            out.push_str("\n</section>\n");
+        }
+        out.push_str("</main>\n");
+        let _ = writeln!(out, "<footer class=\"muted\">{}</footer>", self.footer);
+        out.push_str("<div id=\"self-check\" hidden></div>\n<script>");
+        out.push_str(js);
+        out.push_str("</script>\n</body>\n</html>\n");
+        out
+    }
+}
+
+/// SHA-256 of `bytes` in standard base64, as CSP hash sources want it.
+pub fn sha256_base64(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    base64(&digest)
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_everywhere() {
+        let probe = "<script>alert(1)</script>\"'&";
+        assert_eq!(
+            text(probe).as_str(),
+            "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&amp;"
+        );
+        let cell = el("td", &[("title", probe)], &text(probe));
+        assert!(!cell.as_str().contains("<script"), "{cell}");
+        assert!(cell.as_str().starts_with("<td title=\"&lt;script"));
+        assert_eq!(escape("a\u{1b}[31mb"), "a\u{fffd}[31mb");
+    }
+
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        for (input, want) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(input.as_bytes()), want, "{input}");
+        }
+        // sha256("abc") from FIPS 180-2, base64-encoded.
+        assert_eq!(
+            sha256_base64(b"abc"),
+            "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0="
+        );
+    }
+
+    #[test]
+    fn hrefs_cannot_carry_a_scheme_or_break_the_attribute() {
+        assert_eq!(
+            href_for_path("runs/a b/report.html"),
+            "runs/a%20b/report.html"
+        );
+        assert_eq!(
+            href_for_path("javascript:alert(1)"),
+            "javascript%3Aalert%281%29"
+        );
+        assert_eq!(href_for_path("../x\"/r.html"), "../x%22/r.html");
+        assert_eq!(href_for_path("/abs/r.html"), "file:///abs/r.html");
+    }
+
+    #[test]
+    fn page_has_a_csp_that_admits_exactly_its_own_blocks() {
+        let mut page = Page::new("run", "t <b>");
+        page.sections
+            .push(Section::new("summary", "Summary", text("x")));
+        let html = page.render();
+        assert!(html.contains("<title>t &lt;b&gt;</title>"));
+        let js_hash = sha256_base64(theme::JS.as_bytes());
+        assert!(html.contains(&format!("script-src 'sha256-{js_hash}'")));
+        assert!(html.contains("data-report-kind=\"run\""));
+        assert!(!html.contains("http://") && !html.contains("https://"));
+    }
+}

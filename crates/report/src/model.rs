@@ -1,0 +1,534 @@
+//! The summary model behind every view: `report.json` (schema `trtmc.collection-report/v1`,
+//! schemas/collection-report.schema.json), the HTML pages, the terminal table and the exports.
+//!
+//! A run report is the same model over one run; a collection report covers every run found below the
+//! given roots. Per-case numbers come from each run's result.json (the authoritative evidence, never
+//! rewritten); the raw observations add the validity duration, the trend and the plots.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use trtmc_core::result::{
+    BenchmarkRun, BundleOrigin, CaseStatus, MachineInfo, Observation, ProgramInfo, RunStatus,
+    RuntimeInfo, Throughput,
+};
+use trtmc_core::stats::{Interval, Summary};
+
+use crate::validity::{self, Policy, Trend, Validity};
+
+pub const COLLECTION_REPORT_SCHEMA: &str = "trtmc.collection-report/v1";
+
+/// report.json.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CollectionReport {
+    pub schema: String,
+    pub created: String,
+    pub generator: Generator,
+    /// The directories searched, as given on the command line.
+    pub roots: Vec<String>,
+    pub policy: Policy,
+    pub totals: Totals,
+    pub runs: Vec<RunEntry>,
+    pub cases: Vec<CaseEntry>,
+    pub sweeps: Vec<SweepEntry>,
+    /// result.json files that were found but not used, with the reason.
+    pub skipped: Vec<Skipped>,
+    /// Caveats about comparing the runs (different timing boundaries or percentile methods).
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Generator {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    pub runs: usize,
+    pub cases: usize,
+    pub completed: usize,
+    pub failed: usize,
+    pub valid: usize,
+    pub invalid: usize,
+    pub skipped: usize,
+}
+
+/// One run directory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEntry {
+    /// The run directory, relative to the report's directory (`.` for a run report).
+    pub path: String,
+    /// Its result.json, relative to the report's directory.
+    pub result: String,
+    /// Its own report.html, when present.
+    pub report: Option<String>,
+    pub run_id: String,
+    pub created: String,
+    pub status: RunStatus,
+    pub timing_boundary: String,
+    pub percentile_method: String,
+    pub program: ProgramInfo,
+    pub runtimes: Vec<RuntimeInfo>,
+    pub machine: MachineInfo,
+    pub cases: usize,
+}
+
+/// One case of one run, summarized.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseEntry {
+    /// Index into `runs`.
+    pub run: usize,
+    /// 1-based position of the case in its run (its anchor `#case-N` in the run's report.html).
+    pub number: usize,
+    pub dir: String,
+    pub model: String,
+    pub case: String,
+    pub label: String,
+    pub operation: String,
+    pub task_strategy: String,
+    pub runtime: RuntimeInfo,
+    /// Host name of the machine that ran it.
+    pub machine: String,
+    pub status: CaseStatus,
+    pub error: Option<String>,
+    pub sweep_point: BTreeMap<String, String>,
+    pub request: BTreeMap<String, serde_json::Value>,
+    pub bundle_origin: Option<BundleOrigin>,
+    pub bundle_verified: Option<bool>,
+    /// Model load time (excluded from every metric), milliseconds.
+    pub load_ms: Option<f64>,
+    pub warmup: u64,
+    /// Timed calls.
+    pub samples: u64,
+    /// Seconds from the first timed call's start to the last one's end (summed call time when the
+    /// observations could not be read).
+    pub duration_s: f64,
+    pub latency_ms: Option<Summary>,
+    pub p50_ci_ms: Option<Interval>,
+    /// Calls outside Tukey's inner fences (1.5 IQR).
+    pub outliers: usize,
+    pub throughputs: Vec<Throughput>,
+    pub stages_ms: BTreeMap<String, Summary>,
+    pub trend: Option<Trend>,
+    pub validity: Validity,
+    /// Why the observations are missing from plots and trend, when they are.
+    pub observations_note: Option<String>,
+}
+
+impl CaseEntry {
+    /// A throughput by name (`request/s` exists for every operation).
+    pub fn throughput(&self, name: &str) -> Option<&Throughput> {
+        self.throughputs.iter().find(|t| t.name == name)
+    }
+}
+
+/// Cases of one run that differ only by their sweep point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepEntry {
+    pub run: usize,
+    pub model: String,
+    pub case: String,
+    pub runtime: String,
+    pub operation: String,
+    /// The swept key on the x axis (the one with the most distinct values).
+    pub parameter: String,
+    /// Whether every value of `parameter` is a number (else the axis is categorical).
+    pub numeric: bool,
+    /// The other swept keys: one line per combination of their values.
+    pub series_keys: Vec<String>,
+    /// Indices into `cases`.
+    pub cases: Vec<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub path: String,
+    pub reason: String,
+}
+
+/// A run as read from disk, ready to be summarized.
+#[derive(Debug, Clone)]
+pub struct LoadedRun {
+    /// Directory relative to the report's directory.
+    pub path: String,
+    /// Whether the run directory has its own report.html.
+    pub has_report: bool,
+    pub run: BenchmarkRun,
+    /// Per case (same order as `run.cases`): the observations, or why they could not be read.
+    pub observations: Vec<Result<Vec<Observation>, String>>,
+}
+
+/// Latencies (ms) per case in call order, parallel to [`CollectionReport::cases`]; `None` where the
+/// observations could not be read. Only the HTML needs them; report.json does not carry them.
+pub type CaseLatencies = Vec<Option<Vec<f64>>>;
+
+fn join(dir: &str, file: &str) -> String {
+    if dir == "." || dir.is_empty() {
+        file.to_string()
+    } else {
+        format!("{}/{file}", dir.trim_end_matches('/'))
+    }
+}
+
+/// Summarizes loaded runs.
+pub fn build(
+    roots: Vec<String>,
+    runs: Vec<LoadedRun>,
+    skipped: Vec<Skipped>,
+    policy: &Policy,
+) -> (CollectionReport, CaseLatencies) {
+    let mut entries = Vec::new();
+    let mut cases = Vec::new();
+    let mut latencies = Vec::new();
+    for (ri, loaded) in runs.into_iter().enumerate() {
+        let run = loaded.run;
+        entries.push(RunEntry {
+            result: join(&loaded.path, "result.json"),
+            report: loaded.has_report.then(|| join(&loaded.path, "report.html")),
+            path: loaded.path,
+            run_id: run.run_id.clone(),
+            created: run.created.clone(),
+            status: run.status,
+            timing_boundary: run.timing_boundary.clone(),
+            percentile_method: run.percentile_method.clone(),
+            program: run.provenance.program.clone(),
+            runtimes: run.provenance.runtimes.clone(),
+            machine: run.provenance.machine.clone(),
+            cases: run.cases.len(),
+        });
+        let mut observations = loaded.observations.into_iter();
+        for (ci, c) in run.cases.iter().enumerate() {
+            let obs = observations
+                .next()
+                .unwrap_or_else(|| Err("no observations were loaded".into()));
+            let (obs, note) = match obs {
+                Ok(o) if !o.is_empty() => (Some(o), None),
+                Ok(_) if c.status == CaseStatus::Failed => (None, None),
+                Ok(_) => (None, Some("no observations recorded".to_string())),
+                Err(e) => (None, Some(e)),
+            };
+            let (validity, trend) = validity::assess(c, obs.as_deref(), policy);
+            let m = c.metrics.as_ref();
+            let duration_s = obs
+                .as_deref()
+                .and_then(validity::observed_span_s)
+                .or(m.map(|m| m.timed_seconds))
+                .unwrap_or(0.0);
+            latencies.push(obs.as_deref().map(validity::latencies_ms));
+            cases.push(CaseEntry {
+                run: ri,
+                number: ci + 1,
+                dir: c.dir.clone(),
+                model: c.model.clone(),
+                case: c.case.clone(),
+                label: c.label.clone(),
+                operation: c.operation.clone(),
+                task_strategy: c.task_strategy.clone(),
+                runtime: c.runtime.clone(),
+                machine: run.provenance.machine.hostname.clone(),
+                status: c.status,
+                error: c.error.clone(),
+                sweep_point: c.sweep_point.clone(),
+                request: c.request.clone(),
+                bundle_origin: c.bundle.as_ref().map(|b| b.origin),
+                bundle_verified: c.bundle.as_ref().map(|b| b.compatibility_verified),
+                load_ms: c.measurement.load_ms,
+                warmup: c.measurement.warmup,
+                samples: m.map_or(0, |m| m.latency_ms.count as u64),
+                duration_s,
+                latency_ms: m.map(|m| m.latency_ms.clone()),
+                p50_ci_ms: m.and_then(|m| m.p50_ci_ms),
+                outliers: m.map_or(0, |m| m.outliers),
+                throughputs: m.map(|m| m.throughputs.clone()).unwrap_or_default(),
+                stages_ms: m.map(|m| m.stages_ms.clone()).unwrap_or_default(),
+                trend,
+                validity,
+                observations_note: note,
+            });
+        }
+    }
+    let sweeps = find_sweeps(&cases);
+    let notes = comparability_notes(&entries);
+    let totals = Totals {
+        runs: entries.len(),
+        cases: cases.len(),
+        completed: cases
+            .iter()
+            .filter(|c| c.status == CaseStatus::Completed)
+            .count(),
+        failed: cases
+            .iter()
+            .filter(|c| c.status == CaseStatus::Failed)
+            .count(),
+        valid: cases.iter().filter(|c| c.validity.valid).count(),
+        invalid: cases.iter().filter(|c| !c.validity.valid).count(),
+        skipped: skipped.len(),
+    };
+    let report = CollectionReport {
+        schema: COLLECTION_REPORT_SCHEMA.into(),
+        created: jiff::Timestamp::now().to_string(),
+        generator: Generator {
+            name: "trtmc-bench".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        roots,
+        policy: policy.clone(),
+        totals,
+        runs: entries,
+        cases,
+        sweeps,
+        skipped,
+        notes,
+    };
+    (report, latencies)
+}
+
+fn comparability_notes(runs: &[RunEntry]) -> Vec<String> {
+    let mut notes = Vec::new();
+    let boundaries: BTreeSet<&str> = runs.iter().map(|r| r.timing_boundary.as_str()).collect();
+    if boundaries.len() > 1 {
+        notes.push(format!(
+            "the runs measure different timing boundaries ({}): latencies across them are not comparable",
+            boundaries.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let methods: BTreeSet<&str> = runs.iter().map(|r| r.percentile_method.as_str()).collect();
+    if methods.len() > 1 {
+        notes.push(format!(
+            "the runs use different percentile methods ({})",
+            methods.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    notes
+}
+
+/// Groups cases of one run that differ only by their sweep point (same model, case, runtime, operation
+/// and swept keys), when a group has at least two cases.
+fn find_sweeps(cases: &[CaseEntry]) -> Vec<SweepEntry> {
+    type Key = (usize, String, String, String, String, Vec<String>);
+    let mut groups: BTreeMap<Key, Vec<usize>> = BTreeMap::new();
+    for (i, c) in cases.iter().enumerate() {
+        if c.sweep_point.is_empty() {
+            continue;
+        }
+        let key = (
+            c.run,
+            c.model.clone(),
+            c.case.clone(),
+            format!("{} {}", c.runtime.name, c.runtime.version),
+            c.operation.clone(),
+            c.sweep_point.keys().cloned().collect(),
+        );
+        groups.entry(key).or_default().push(i);
+    }
+    let mut sweeps = Vec::new();
+    for ((run, model, case, runtime, operation, keys), members) in groups {
+        if members.len() < 2 {
+            continue;
+        }
+        let distinct = |k: &str| {
+            members
+                .iter()
+                .filter_map(|&i| cases[i].sweep_point.get(k))
+                .collect::<BTreeSet<_>>()
+                .len()
+        };
+        // The key with the most distinct values; the first such in key order on ties.
+        let mut parameter = keys[0].clone();
+        for k in &keys {
+            if distinct(k) > distinct(&parameter) {
+                parameter = k.clone();
+            }
+        }
+        let numeric = members.iter().all(|&i| {
+            cases[i]
+                .sweep_point
+                .get(&parameter)
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .is_some_and(f64::is_finite)
+        });
+        let series_keys = keys.iter().filter(|k| **k != parameter).cloned().collect();
+        sweeps.push(SweepEntry {
+            run,
+            model,
+            case,
+            runtime,
+            operation,
+            parameter,
+            numeric,
+            series_keys,
+            cases: members,
+        });
+    }
+    sweeps
+}
+
+impl SweepEntry {
+    /// The line a case belongs to: its values of the other swept keys (`all` when there are none).
+    pub fn series_of(&self, case: &CaseEntry) -> String {
+        if self.series_keys.is_empty() {
+            return "all".into();
+        }
+        self.series_keys
+            .iter()
+            .map(|k| {
+                format!(
+                    "{k}={}",
+                    case.sweep_point.get(k).map(String::as_str).unwrap_or("")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use trtmc_core::operations::operation;
+    use trtmc_core::result::{BENCHMARK_RUN_SCHEMA, CaseResult, reduce};
+
+    pub fn observations(n: usize, ms: f64) -> Vec<Observation> {
+        let mut start = 0;
+        (0..n)
+            .map(|i| {
+                let wall = ((ms * (1.0 + 0.01 * ((i * 37 % 11) as f64 - 5.0) / 5.0)) * 1e6) as u64;
+                let o = Observation {
+                    iteration: i as u64,
+                    start_ns: start,
+                    wall_ns: wall,
+                    ..Default::default()
+                };
+                start += wall + 10_000;
+                o
+            })
+            .collect()
+    }
+
+    /// Built through JSON so that fields added to the result types later (with serde defaults) do not
+    /// break these fixtures.
+    pub fn case(
+        model: &str,
+        label: &str,
+        sweep: &[(&str, &str)],
+        obs: &[Observation],
+    ) -> CaseResult {
+        let op = operation("test_sleep").expect("op");
+        let sweep: BTreeMap<&str, &str> = sweep.iter().copied().collect();
+        serde_json::from_value(serde_json::json!({
+            "dir": format!("001-{model}"),
+            "model": model,
+            "case": "default",
+            "label": label,
+            "task_strategy": "test_sleep",
+            "operation": "test_sleep",
+            "runtime": {"name": "tract", "version": "0.23.9"},
+            "status": "completed",
+            "error": null,
+            "identity": "0".repeat(64),
+            "bundle": null,
+            "measurement": {
+                "warmup": 2,
+                "iterations": obs.len(),
+                "min_duration_s": 0.0,
+                "observations": obs.len(),
+                "load_ms": null
+            },
+            "metrics": reduce(op, obs),
+            "sweep_point": sweep,
+            "request": {},
+            "files": {
+                "resolved_case": "r.json",
+                "observations": "o.jsonl",
+                "worker_log": null,
+                "telemetry": null
+            }
+        }))
+        .expect("a valid case")
+    }
+
+    pub fn run(cases: Vec<CaseResult>, host: &str) -> BenchmarkRun {
+        serde_json::from_value(serde_json::json!({
+            "schema": BENCHMARK_RUN_SCHEMA,
+            "run_id": "run-1",
+            "created": "2026-01-01T00:00:00Z",
+            "status": BenchmarkRun::status_of(&cases),
+            "command_line": ["trtmc-bench"],
+            "timing_boundary": "public_pipeline_call_wall",
+            "percentile_method": "linear_interpolation_type7",
+            "task_quality_evaluated": false,
+            "provenance": {
+                "program": {"name": "trtmc-bench", "version": "0.1.0", "revision": "abc", "build_profile": "debug"},
+                "runtimes": [],
+                "machine": {
+                    "hostname": host, "os": "linux", "arch": "x86_64", "cpu_model": "cpu",
+                    "logical_cpus": 2, "memory_bytes": null, "gpus": []
+                }
+            },
+            "cases": cases
+        }))
+        .expect("a valid run")
+    }
+
+    #[test]
+    fn sweeps_group_cases_that_differ_only_by_sweep_point() {
+        let o = observations(50, 1.0);
+        let cases = vec![
+            case("m", "d[b=1,s=4]", &[("b", "1"), ("s", "4")], &o),
+            case("m", "d[b=2,s=4]", &[("b", "2"), ("s", "4")], &o),
+            case("m", "d[b=4,s=4]", &[("b", "4"), ("s", "4")], &o),
+            case("m", "d[b=1,s=20]", &[("b", "1"), ("s", "20")], &o),
+            case("other", "d[b=1]", &[("b", "1")], &o),
+            case("m", "plain", &[], &o),
+        ];
+        let n = cases.len();
+        let loaded = LoadedRun {
+            path: ".".into(),
+            has_report: true,
+            run: run(cases, "h"),
+            observations: (0..n).map(|_| Ok(o.clone())).collect(),
+        };
+        let (report, lat) = build(vec![".".into()], vec![loaded], vec![], &Policy::default());
+        assert_eq!(report.cases.len(), 6);
+        assert_eq!(lat.len(), 6);
+        assert_eq!(
+            report.sweeps.len(),
+            1,
+            "`other` has one point, `plain` none"
+        );
+        let s = &report.sweeps[0];
+        assert_eq!((s.parameter.as_str(), s.numeric), ("b", true));
+        assert_eq!(s.series_keys, vec!["s".to_string()]);
+        assert_eq!(s.cases, vec![0, 1, 2, 3]);
+        assert_eq!(s.series_of(&report.cases[3]), "s=20");
+        assert_eq!(report.runs[0].report.as_deref(), Some("report.html"));
+    }
+
+    #[test]
+    fn totals_count_validity_and_missing_observations_are_noted() {
+        let o = observations(150, 10.0);
+        let short = observations(30, 10.0);
+        let loaded = LoadedRun {
+            path: "a/b".into(),
+            has_report: false,
+            run: run(
+                vec![case("m", "x", &[], &o), case("m", "y", &[], &short)],
+                "h",
+            ),
+            observations: vec![Ok(o.clone()), Err("observations.jsonl line 3: bad".into())],
+        };
+        let (report, lat) = build(vec!["a".into()], vec![loaded], vec![], &Policy::default());
+        assert_eq!(report.runs[0].result, "a/b/result.json");
+        assert_eq!(report.totals.valid, 1, "{:#?}", report.cases[0].validity);
+        assert_eq!(report.totals.invalid, 1);
+        assert!(lat[1].is_none());
+        assert_eq!(
+            report.cases[1].observations_note.as_deref(),
+            Some("observations.jsonl line 3: bad")
+        );
+        // Without observations the summed call time stands in for the duration.
+        let m = report.cases[1].latency_ms.as_ref().expect("metrics");
+        assert!((report.cases[1].duration_s - m.mean * 30.0 / 1000.0).abs() < 1e-6);
+    }
+}

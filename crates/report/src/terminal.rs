@@ -1,0 +1,175 @@
+//! The compact terminal table (after `run`, and from `report`), in the spirit of hyperfine's summary:
+//! one line per case, then one block per invalid case with its reasons and what to do.
+
+use crate::fmt::{fmt_num, fmt_pct};
+use crate::model::CollectionReport;
+
+/// Replaces control characters (escape sequences from a hostile name) and shortens to `max` characters.
+pub fn clean(s: &str, max: usize) -> String {
+    let mut out: String = s
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if out.chars().count() > max {
+        out = out.chars().take(max.saturating_sub(1)).collect();
+        out.push('…');
+    }
+    out
+}
+
+fn width(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// The table as text, lines ending in `\n`.
+pub fn table(report: &CollectionReport) -> String {
+    let machines: std::collections::BTreeSet<&str> =
+        report.cases.iter().map(|c| c.machine.as_str()).collect();
+    let with_machine = machines.len() > 1;
+    let mut header = vec!["#", "model", "case", "runtime"];
+    if with_machine {
+        header.push("machine");
+    }
+    header.extend([
+        "calls",
+        "p50 ms",
+        "p50 95% CI",
+        "p95 ms",
+        "p99 ms",
+        "CV %",
+        "outl",
+        "request/s",
+        "validity",
+    ]);
+    let numeric_from = if with_machine { 5 } else { 4 };
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for (i, c) in report.cases.iter().enumerate() {
+        let mut row = vec![
+            (i + 1).to_string(),
+            clean(&c.model, 32),
+            clean(&c.label, 40),
+            clean(&format!("{} {}", c.runtime.name, c.runtime.version), 20),
+        ];
+        if with_machine {
+            row.push(clean(&c.machine, 20));
+        }
+        row.push(c.samples.to_string());
+        match &c.latency_ms {
+            Some(l) => {
+                row.push(fmt_num(l.p50));
+                row.push(
+                    c.p50_ci_ms
+                        .map(|i| format!("{}–{}", fmt_num(i.low), fmt_num(i.high)))
+                        .unwrap_or_default(),
+                );
+                row.push(fmt_num(l.p95));
+                row.push(fmt_num(l.p99));
+                row.push(fmt_pct(l.cv));
+                row.push(c.outliers.to_string());
+            }
+            None => {
+                row.push("failed".into());
+                row.extend(std::iter::repeat_n(String::new(), 5));
+            }
+        }
+        row.push(
+            c.throughput("request/s")
+                .map(|t| fmt_num(t.value))
+                .unwrap_or_default(),
+        );
+        row.push(c.validity.verdict().into());
+        rows.push(row);
+    }
+    let mut widths: Vec<usize> = header.iter().map(|h| width(h)).collect();
+    for r in &rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(width(cell));
+        }
+    }
+    let line = |cells: &[String]| -> String {
+        let mut s = String::new();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if i > 0 {
+                s.push_str("  ");
+            }
+            let pad = w.saturating_sub(width(cell));
+            let right = i == 0 || (i >= numeric_from && i + 1 < cells.len());
+            if right {
+                s.push_str(&" ".repeat(pad));
+                s.push_str(cell);
+            } else {
+                s.push_str(cell);
+                if i + 1 < cells.len() {
+                    s.push_str(&" ".repeat(pad));
+                }
+            }
+        }
+        s.push('\n');
+        s
+    };
+    let mut out = line(&header.iter().map(|h| h.to_string()).collect::<Vec<_>>());
+    for r in &rows {
+        out.push_str(&line(r));
+    }
+    for (i, c) in report.cases.iter().enumerate() {
+        if c.validity.valid {
+            continue;
+        }
+        out.push_str(&format!(
+            "{:>3}  INVALID  {} · {}\n",
+            i + 1,
+            clean(&c.model, 60),
+            clean(&c.label, 80)
+        ));
+        for f in c.validity.failures() {
+            out.push_str(&format!("       ✗ {}\n", clean(&f, 200)));
+        }
+        for r in &c.validity.recommendations {
+            out.push_str(&format!("       → {}\n", clean(r, 200)));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::tests::{case, observations, run};
+    use crate::model::{LoadedRun, build};
+    use crate::validity::Policy;
+
+    #[test]
+    fn columns_line_up_and_hostile_names_cannot_drive_the_terminal() {
+        let o = observations(150, 10.0);
+        let short = observations(30, 1.0);
+        let loaded = LoadedRun {
+            path: ".".into(),
+            has_report: false,
+            run: run(
+                vec![
+                    case("tiny\u{1b}[31m", "default", &[], &o),
+                    case("m", "a-much-longer-case-label", &[], &short),
+                ],
+                "h",
+            ),
+            observations: vec![Ok(o.clone()), Ok(short.clone())],
+        };
+        let (report, _) = build(vec![".".into()], vec![loaded], vec![], &Policy::default());
+        let text = table(&report);
+        assert!(!text.contains('\u{1b}'), "{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        let at = |l: &str, h: &str| l[..l.find(h).expect(h)].chars().count();
+        // The validity column starts at the same place on every row.
+        let col = at(lines[0], "validity");
+        assert_eq!(at(lines[1], "VALID"), col, "{text}");
+        assert_eq!(at(lines[2], "INVALID"), col, "{text}");
+        assert!(
+            text.contains("  2  INVALID  m · a-much-longer-case-label"),
+            "{text}"
+        );
+        assert!(
+            text.contains("→ raise --iterations to at least 100"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,396 @@
+//! Is a measurement good enough for its own numbers? A validity verdict in the spirit of MLPerf LoadGen's
+//! `Result is: VALID/INVALID`: one line per constraint, then recommendations.
+//!
+//! Constraints (all must hold for VALID):
+//!
+//! | constraint | holds when | default |
+//! | --- | --- | --- |
+//! | no failed calls | the case completed and every timed call returned | |
+//! | samples for p99 | timed calls ≥ `min_samples` (below 100, p99 is interpolated between the top two samples) | 100 |
+//! | min duration | the timed loop ran ≥ `min_duration_s` (first call start to last call end) | 1 s |
+//! | CV | coefficient of variation of the latency ≤ `max_cv` | 10 % ([`trtmc_core::result::NOISY_CV`]) |
+//!
+//! Notes (reported with recommendations, not part of the verdict): warm-up drift (the first calls are
+//! slower than the median), a sustained slowdown later in the run (throttling or a competing process), and
+//! Tukey outliers (mild: beyond 1.5 IQR, severe: beyond 3 IQR).
+
+use serde::{Deserialize, Serialize};
+use trtmc_core::result::{CaseResult, CaseStatus, NOISY_CV, Observation};
+use trtmc_core::stats::{self, TukeyFences};
+
+use crate::fmt::{fmt_num, fmt_pct};
+
+/// Thresholds of the verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Policy {
+    pub min_samples: u64,
+    pub min_duration_s: f64,
+    pub max_cv: f64,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            min_samples: 100,
+            min_duration_s: 1.0,
+            max_cv: NOISY_CV,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Constraint {
+    pub name: String,
+    pub met: bool,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Validity {
+    pub valid: bool,
+    pub constraints: Vec<Constraint>,
+    /// Observations that do not change the verdict (drift, slowdown, outliers).
+    pub notes: Vec<String>,
+    pub recommendations: Vec<String>,
+}
+
+impl Validity {
+    pub fn verdict(&self) -> &'static str {
+        if self.valid { "VALID" } else { "INVALID" }
+    }
+    /// The unmet constraints' details, for one-line summaries.
+    pub fn failures(&self) -> Vec<String> {
+        self.constraints
+            .iter()
+            .filter(|c| !c.met)
+            .map(|c| format!("{}: {}", c.name, c.detail))
+            .collect()
+    }
+}
+
+/// How latency moved over the run, from the timed calls in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trend {
+    /// Window (calls) of the rolling median.
+    pub window: usize,
+    /// Leading calls that ran slower than the steady state (0 when there is no warm-up drift).
+    pub warmup_calls: usize,
+    /// How much slower the first window was than the median, as a fraction.
+    pub warmup_excess: f64,
+    /// First call of a sustained slowdown that lasts to the end of the run.
+    pub slowdown_from: Option<usize>,
+    /// How much slower the calls from `slowdown_from` were than the fastest early tenth, as a fraction.
+    pub slowdown: f64,
+    /// Calls beyond Tukey's inner fences but within the outer ones.
+    pub mild_outliers: usize,
+    /// Calls beyond Tukey's outer fences (3 IQR).
+    pub severe_outliers: usize,
+}
+
+/// Relative excess above which the first window counts as warm-up drift.
+const DRIFT: f64 = 0.10;
+/// Relative rise over the early best that counts as a sustained slowdown.
+const SLOWDOWN: f64 = 0.10;
+
+impl Trend {
+    /// Analyzes latencies in call order; `None` for fewer than 20 calls.
+    pub fn analyze(latencies: &[f64]) -> Option<Trend> {
+        let n = latencies.len();
+        if n < 20 {
+            return None;
+        }
+        let sorted = stats::sorted(latencies);
+        let median = stats::percentile_sorted(&sorted, 50.0);
+        let fences = TukeyFences::from_sorted(&sorted);
+        let severe_outliers = latencies
+            .iter()
+            .filter(|&&x| x < fences.lower_outer || x > fences.upper_outer)
+            .count();
+        let mild_outliers =
+            latencies.iter().filter(|&&x| fences.is_outlier(x)).count() - severe_outliers;
+
+        let window = (n / 20).max(5);
+        let window_median =
+            |start: usize| stats::median(&latencies[start..(start + window).min(n)]);
+        let first = window_median(0);
+        let (mut warmup_calls, mut warmup_excess) = (0, 0.0);
+        if median > 0.0 && first > median * (1.0 + DRIFT) {
+            let stride = (window / 5).max(1);
+            let mut start = 0;
+            while start < n / 2 && window_median(start) > median * (1.0 + DRIFT / 2.0) {
+                start += stride;
+            }
+            warmup_calls = (start + window / 2).min(n / 2).max(1);
+            warmup_excess = first / median - 1.0;
+        }
+
+        let (mut slowdown_from, mut slowdown) = (None, 0.0);
+        if n >= 50 {
+            let tenths: Vec<f64> = (0..10)
+                .map(|t| stats::median(&latencies[t * n / 10..(t + 1) * n / 10]))
+                .collect();
+            let best_early = tenths[..5].iter().copied().fold(f64::INFINITY, f64::min);
+            let limit = best_early * (1.0 + SLOWDOWN);
+            // The first tenth from which every later tenth stays above the limit, lasting ≥ 2 tenths.
+            if let Some(j) = (1..=8).find(|&j| tenths[j..].iter().all(|&m| m > limit))
+                && best_early > 0.0
+            {
+                slowdown_from = Some(j * n / 10);
+                slowdown = stats::median(&latencies[j * n / 10..]) / best_early - 1.0;
+            }
+        }
+        Some(Trend {
+            window,
+            warmup_calls,
+            warmup_excess,
+            slowdown_from,
+            slowdown,
+            mild_outliers,
+            severe_outliers,
+        })
+    }
+}
+
+/// Seconds from the start of the first timed call to the end of the last one.
+pub fn observed_span_s(observations: &[Observation]) -> Option<f64> {
+    let first = observations.iter().map(|o| o.start_ns).min()?;
+    let last = observations
+        .iter()
+        .map(|o| o.start_ns.saturating_add(o.wall_ns))
+        .max()?;
+    Some(last.saturating_sub(first) as f64 / 1e9)
+}
+
+/// The verdict for one case. `observations` (in call order) refine the duration and add trend notes;
+/// without them the summed call time from result.json stands in for the duration.
+pub fn assess(
+    case: &CaseResult,
+    observations: Option<&[Observation]>,
+    policy: &Policy,
+) -> (Validity, Option<Trend>) {
+    let mut constraints = Vec::new();
+    let mut notes = Vec::new();
+    let mut recommendations = Vec::new();
+    let metrics = match (&case.metrics, case.status) {
+        (Some(m), CaseStatus::Completed) => {
+            constraints.push(Constraint {
+                name: "no failed calls".into(),
+                met: true,
+                detail: format!("all {} timed calls completed", m.latency_ms.count),
+            });
+            m
+        }
+        _ => {
+            let reason = case
+                .error
+                .clone()
+                .unwrap_or_else(|| "no measurements were recorded".into());
+            constraints.push(Constraint {
+                name: "no failed calls".into(),
+                met: false,
+                detail: format!("the case failed: {reason}"),
+            });
+            for name in ["samples for p99", "min duration", "CV"] {
+                constraints.push(Constraint {
+                    name: name.into(),
+                    met: false,
+                    detail: "not measured".into(),
+                });
+            }
+            recommendations.push(format!(
+                "read {}/worker.log, fix the failure and run the case again",
+                case.dir
+            ));
+            return (
+                Validity {
+                    valid: false,
+                    constraints,
+                    notes,
+                    recommendations,
+                },
+                None,
+            );
+        }
+    };
+
+    let n = metrics.latency_ms.count as u64;
+    let enough = n >= policy.min_samples;
+    constraints.push(Constraint {
+        name: "samples for p99".into(),
+        met: enough,
+        detail: if enough {
+            format!("{n} timed calls (at least {})", policy.min_samples)
+        } else {
+            format!(
+                "{n} timed calls, fewer than {}: p99 is interpolated from the slowest one or two calls",
+                policy.min_samples
+            )
+        },
+    });
+    if !enough {
+        recommendations.push(format!(
+            "raise --iterations to at least {}",
+            policy.min_samples
+        ));
+    }
+
+    let duration = observations
+        .and_then(observed_span_s)
+        .unwrap_or(metrics.timed_seconds);
+    let long_enough = duration >= policy.min_duration_s;
+    constraints.push(Constraint {
+        name: "min duration".into(),
+        met: long_enough,
+        detail: format!(
+            "timed loop ran {} s (minimum {} s)",
+            fmt_num(duration),
+            fmt_num(policy.min_duration_s)
+        ),
+    });
+    if !long_enough {
+        recommendations.push(format!(
+            "add --duration {} so timing covers at least {} s (shorter runs are dominated by timer and scheduler noise)",
+            policy.min_duration_s.ceil().max(1.0),
+            fmt_num(policy.min_duration_s)
+        ));
+    }
+
+    let cv = metrics.latency_ms.cv;
+    let steady = cv <= policy.max_cv;
+    constraints.push(Constraint {
+        name: "CV".into(),
+        met: steady,
+        detail: format!(
+            "coefficient of variation {} % (limit {} %)",
+            fmt_pct(cv),
+            fmt_pct(policy.max_cv)
+        ),
+    });
+    if !steady {
+        recommendations.push(
+            "latency varies too much: close other programs, pin threads (taskset), raise --warmup, or check telemetry.json for throttling"
+                .into(),
+        );
+    }
+
+    let latencies: Option<Vec<f64>> = observations.map(latencies_ms);
+    let trend = latencies.as_deref().and_then(Trend::analyze);
+    if let Some(t) = &trend {
+        if t.warmup_calls > 0 {
+            notes.push(format!(
+                "warm-up drift: the first timed calls ran {} % slower than the median, for about {} calls",
+                fmt_pct(t.warmup_excess),
+                t.warmup_calls
+            ));
+            recommendations.push(format!(
+                "raise --warmup by at least {} (currently {})",
+                t.warmup_calls, case.measurement.warmup
+            ));
+        }
+        if let Some(from) = t.slowdown_from {
+            notes.push(format!(
+                "sustained slowdown: latency rose {} % from call {from} to the end (throttling or a competing process)",
+                fmt_pct(t.slowdown)
+            ));
+            recommendations.push(
+                "check telemetry.json (run with --telemetry on), set the CPU governor to performance, or let the machine cool down between runs"
+                    .into(),
+            );
+        }
+        if t.mild_outliers + t.severe_outliers > 0 {
+            notes.push(format!(
+                "Tukey outliers: {} mild (beyond 1.5 IQR), {} severe (beyond 3 IQR)",
+                t.mild_outliers, t.severe_outliers
+            ));
+        }
+    } else if metrics.outliers > 0 {
+        notes.push(format!(
+            "Tukey outliers: {} beyond 1.5 IQR",
+            metrics.outliers
+        ));
+    }
+    let valid = constraints.iter().all(|c| c.met);
+    (
+        Validity {
+            valid,
+            constraints,
+            notes,
+            recommendations,
+        },
+        trend,
+    )
+}
+
+/// Latencies in milliseconds, in call order.
+pub fn latencies_ms(observations: &[Observation]) -> Vec<f64> {
+    let mut ordered: Vec<&Observation> = observations.iter().collect();
+    ordered.sort_by_key(|o| o.iteration);
+    ordered.iter().map(|o| o.wall_ns as f64 / 1e6).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn steady(n: usize, ms: f64) -> Vec<f64> {
+        // Deterministic ±2 % wobble.
+        (0..n)
+            .map(|i| ms * (1.0 + 0.02 * (((i * 7919) % 13) as f64 / 6.0 - 1.0)))
+            .collect()
+    }
+
+    #[test]
+    fn a_steady_run_shows_no_drift_or_slowdown() {
+        let t = Trend::analyze(&steady(400, 10.0)).expect("trend");
+        assert_eq!(t.warmup_calls, 0);
+        assert_eq!(t.slowdown_from, None);
+        assert_eq!(t.severe_outliers, 0);
+        assert!(Trend::analyze(&steady(19, 10.0)).is_none());
+    }
+
+    #[test]
+    fn slow_first_calls_are_warm_up_drift() {
+        let mut v = steady(400, 10.0);
+        for x in v.iter_mut().take(40) {
+            *x *= 1.6;
+        }
+        let t = Trend::analyze(&v).expect("trend");
+        assert!(
+            (30..=60).contains(&t.warmup_calls),
+            "about 40 slow calls, got {}",
+            t.warmup_calls
+        );
+        assert!(t.warmup_excess > 0.4, "{}", t.warmup_excess);
+        assert_eq!(t.slowdown_from, None, "drift is not a slowdown");
+    }
+
+    #[test]
+    fn a_late_lasting_rise_is_a_slowdown() {
+        let mut v = steady(500, 10.0);
+        for x in v.iter_mut().skip(300) {
+            *x *= 1.3;
+        }
+        let t = Trend::analyze(&v).expect("trend");
+        assert_eq!(t.slowdown_from, Some(300));
+        assert!((t.slowdown - 0.3).abs() < 0.05, "{}", t.slowdown);
+        // A rise that falls back is not sustained.
+        let mut w = steady(500, 10.0);
+        for x in w.iter_mut().skip(200).take(100) {
+            *x *= 1.3;
+        }
+        assert_eq!(Trend::analyze(&w).expect("trend").slowdown_from, None);
+    }
+
+    #[test]
+    fn outliers_split_into_mild_and_severe() {
+        // Quartiles 10 and 11 (IQR 1): inner fences 8.5 / 12.5, outer fences 7 / 14.
+        let mut v: Vec<f64> = (0..200)
+            .map(|i| if i % 2 == 0 { 10.0 } else { 11.0 })
+            .collect();
+        v[0] = 13.0; // mild
+        v[2] = 20.0; // severe
+        v[4] = 8.0; // mild, low side
+        let t = Trend::analyze(&v).expect("trend");
+        assert_eq!((t.mild_outliers, t.severe_outliers), (2, 1));
+    }
+}
