@@ -101,7 +101,8 @@ pub struct ResolvedCase {
     pub operation: String,
     pub runtime: Sourced<String>,
     pub request: BTreeMap<String, Sourced<Value>>,
-    /// Shape-affecting settings (`precision`, `kv_cache_length`, `dims.<name>`, `shapes.<input>`).
+    /// Artifact-affecting settings (`precision`, `kv_cache_length`, `optimization_level`, `dims.<name>`,
+    /// `shapes.<input>`); part of the bundle key.
     pub build: BTreeMap<String, Sourced<Value>>,
     /// Load-time runtime settings (`threads`, …); not part of the bundle key.
     pub runtime_settings: BTreeMap<String, Sourced<Value>>,
@@ -363,6 +364,7 @@ fn apply_override(
             let value = match rest {
                 "precision" => json!(o.value.trim()),
                 "kv_cache_length" => json!(parse_int(&o.value).map_err(context)?),
+                "optimization_level" => json!(parse_optimization_level(&o.value).map_err(context)?),
                 _ if rest.starts_with("dims.") && rest.len() > 5 => {
                     json!(parse_int(&o.value).map_err(context)?)
                 }
@@ -371,7 +373,7 @@ fn apply_override(
                 }
                 _ => {
                     return Err(context(
-                        "unknown build setting; known: build.precision, build.kv_cache_length, build.dims.<dim>, build.shapes.<input>"
+                        "unknown build setting; known: build.precision, build.kv_cache_length, build.optimization_level, build.dims.<dim>, build.shapes.<input>"
                             .into(),
                     ));
                 }
@@ -402,6 +404,21 @@ fn describe_source(s: Source) -> &'static str {
         Source::Sweep => "--sweep",
         Source::Plan => "plan",
         _ => "setting",
+    }
+}
+
+/// Graph optimization levels of `build.optimization_level` (ONNX Runtime's offline optimization).
+pub const OPTIMIZATION_LEVELS: &[&str] = &["disable", "basic", "extended", "layout", "all"];
+
+fn parse_optimization_level(text: &str) -> Result<&str, String> {
+    let t = text.trim();
+    if OPTIMIZATION_LEVELS.contains(&t) {
+        Ok(t)
+    } else {
+        Err(format!(
+            "expected one of {}, got `{text}`",
+            OPTIMIZATION_LEVELS.join(", ")
+        ))
     }
 }
 
@@ -611,6 +628,10 @@ mod tests {
         assert!(err(&["request.max_new_tokens=many"]).contains("expected an integer"));
         assert!(err(&["request.batch_size=2"]).contains("no batch API"));
         assert!(err(&["build.colour=red"]).contains("unknown build setting"));
+        assert!(
+            err(&["build.optimization_level=max"])
+                .contains("disable, basic, extended, layout, all")
+        );
         assert!(err(&["prompt=x"]).contains("keys start with"));
         let e = resolve(
             p,
@@ -624,6 +645,32 @@ mod tests {
             e.contains("Did you mean `greedy`") && e.contains("sampled"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn optimization_level_is_a_build_setting_and_changes_the_identity() {
+        let (_t, c) = catalog();
+        let p = c.require("g").expect("g");
+        let with = |level: &str| {
+            resolve(
+                p,
+                &ResolveInput {
+                    sets: vec![
+                        Override::parse(&format!("build.optimization_level={level}"), Source::Set)
+                            .expect("set"),
+                    ],
+                    ..Default::default()
+                },
+            )
+            .expect("resolve")
+        };
+        let basic = with("basic");
+        assert_eq!(
+            basic.build["optimization_level"],
+            Sourced::new(json!("basic"), Source::Set)
+        );
+        assert!(basic.runtime_settings.is_empty());
+        assert_ne!(basic.identity, with("all").identity);
     }
 
     #[test]

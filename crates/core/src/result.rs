@@ -13,6 +13,9 @@ use crate::stats::{self, Interval, Summary, TukeyFences};
 pub const BENCHMARK_RUN_SCHEMA: &str = "trtmc.benchmark-run/v1";
 /// The timed region of `run`: one public operation call, measured by the worker's monotonic clock.
 pub const PUBLIC_PIPELINE_CALL_WALL: &str = "public_pipeline_call_wall";
+/// The timed region of the `tensorrt` runtime: GPU compute of one trtexec query (`computeMs` of
+/// `--exportTimes`). Never comparable with [`PUBLIC_PIPELINE_CALL_WALL`].
+pub const TRTEXEC_GPU_COMPUTE: &str = "trtexec_gpu_compute";
 
 /// One raw timed call as written to observations.jsonl.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -273,6 +276,24 @@ pub struct CaseResult {
     #[serde(default)]
     pub request: BTreeMap<String, serde_json::Value>,
     pub files: CaseFiles,
+    /// The per-layer profiling pass (`run --profile`), made after the timed run; absent when not asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<CaseProfile>,
+}
+
+/// A case's per-layer profiling pass: trtexec-shaped `layers_<runtime>.json` and
+/// `profile_<runtime>.json` in the case directory. Its failure leaves the timed result intact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseProfile {
+    pub status: CaseStatus,
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Operation calls profiled (after the case's warm-up calls).
+    pub iterations: u64,
+    /// Paths relative to the result directory.
+    pub layer_info: Option<String>,
+    pub layer_profile: Option<String>,
+    pub log: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

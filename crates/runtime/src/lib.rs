@@ -2,15 +2,25 @@
 //!
 //! - [`runtime`]: the `Runtime` trait (build an optimized artifact, load a session) and the registry.
 //! - [`tract_rt`]: the embedded pure-Rust runtime.
+//! - [`ort_rt`]: ONNX Runtime, loaded from `libonnxruntime` at run time.
+//! - [`tensorrt_rt`]: TensorRT through NVIDIA's `trtexec` (a runtime that times itself).
+//! - [`profile`]: per-layer profiles in trtexec's export shapes, and the profiling pass.
+//! - [`outputs`]: one forward pass with named outputs, for output agreement between runtimes.
+//! - [`reference`]: the request/result protocol of the Python reference runners in `reference/`.
 //! - [`bundle`]: bundle directories with their build evidence.
 //! - [`ops`]: one timed runner per public operation.
 //! - [`worker`] and [`protocol`]: the isolated process that owns the timed loop.
 
 pub mod bundle;
 pub mod ops;
+pub mod ort_rt;
+pub mod outputs;
+pub mod profile;
 pub mod protocol;
+pub mod reference;
 pub mod runtime;
 pub mod tensor;
+pub mod tensorrt_rt;
 pub mod tokenize;
 pub mod tract_rt;
 pub mod worker;

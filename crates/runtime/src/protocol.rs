@@ -31,6 +31,17 @@ pub struct WorkerRequest {
     pub warmup: u64,
     pub iterations: u64,
     pub min_duration_s: f64,
+    /// A per-layer profiling pass instead of a timed run (`run --profile`, always after the timed run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfilePass>,
+}
+
+/// What a profiling pass writes: `layers_<runtime>.json` and `profile_<runtime>.json` into `dir`, from
+/// `iterations` operation calls after the request's warm-up calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfilePass {
+    pub dir: PathBuf,
+    pub iterations: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

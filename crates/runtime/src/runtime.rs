@@ -1,12 +1,17 @@
 //! The runtime abstraction: build an optimized artifact from ONNX, load it into a session, run it.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
 
+use anyhow::bail;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use trtmc_core::result::{Observation, PUBLIC_PIPELINE_CALL_WALL};
 
 use crate::bundle::BundleManifest;
+use crate::profile::{ExportFiles, LayerProfile};
 use crate::tensor::{HostTensor, TensorSpec};
 
 /// A runtime's load-time setting (`--set runtime.<name>=…`), e.g. the thread count.
@@ -45,6 +50,58 @@ pub trait Session {
     fn outputs(&self) -> &[TensorSpec];
     /// One forward pass; `inputs` are in [`Session::inputs`] order.
     fn run(&mut self, inputs: Vec<HostTensor>) -> anyhow::Result<Vec<HostTensor>>;
+    /// Sessions from [`Runtime::load_profiling`]: forget what was recorded so far (the warm-up calls).
+    fn profile_start(&mut self) -> anyhow::Result<()> {
+        bail!("this session was not loaded for per-layer profiling")
+    }
+    /// Sessions from [`Runtime::load_profiling`]: the per-layer times of the runs since
+    /// [`Session::profile_start`].
+    fn profile_finish(&mut self) -> anyhow::Result<LayerProfile> {
+        bail!("this session was not loaded for per-layer profiling")
+    }
+}
+
+/// What a runtime that times itself (its own tool owns the timed loop) is asked to do.
+pub struct SelfTimedRequest<'a> {
+    pub bundle_dir: &'a Path,
+    pub manifest: &'a BundleManifest,
+    pub operation: &'a str,
+    /// Load-time settings (`runtime.*`).
+    pub settings: &'a BTreeMap<String, Value>,
+    pub warmup: u64,
+    pub iterations: u64,
+    pub min_duration_s: f64,
+    pub timeout: Duration,
+    /// The case directory: the tool's logs and exports are written here.
+    pub case_dir: &'a Path,
+}
+
+/// A finished self-timed run: one observation per timed query at the runtime's boundary.
+#[derive(Debug, Clone, Default)]
+pub struct SelfTimedRun {
+    pub observations: Vec<Observation>,
+    /// Files written into the case directory (names relative to it), e.g. the tool's log.
+    pub files: Vec<String>,
+    /// Facts worth keeping (the tool's own summary, its version).
+    pub notes: BTreeMap<String, Value>,
+}
+
+/// Runtimes whose own tool owns the timed loop (trtexec). They cannot offer a [`Session`]: the runner
+/// times them through this instead of the worker.
+pub trait SelfTimed {
+    /// The tool's log of a timed run, in the case directory (kept on failure too).
+    fn time_log(&self) -> &'static str;
+    /// The tool's log of a profiling run, in the case directory.
+    fn profile_log(&self) -> &'static str;
+    /// Times the bundle; observations are at [`Runtime::timing_boundary`].
+    fn time(&self, request: &SelfTimedRequest<'_>) -> anyhow::Result<SelfTimedRun>;
+    /// A separate per-layer profiling run writing `layers_<runtime>.json` and `profile_<runtime>.json`
+    /// into the case directory.
+    fn profile(
+        &self,
+        request: &SelfTimedRequest<'_>,
+        iterations: u64,
+    ) -> anyhow::Result<ExportFiles>;
 }
 
 pub trait Runtime: Send + Sync {
@@ -68,17 +125,56 @@ pub trait Runtime: Send + Sync {
         manifest: &BundleManifest,
         settings: &BTreeMap<String, Value>,
     ) -> anyhow::Result<Box<dyn Session>>;
+    /// Loads the bundle like [`Runtime::load`] with a per-layer profiler attached; `scratch` may receive
+    /// the runtime's own trace files.
+    fn load_profiling(
+        &self,
+        _bundle_dir: &Path,
+        _manifest: &BundleManifest,
+        _settings: &BTreeMap<String, Value>,
+        _scratch: &Path,
+    ) -> anyhow::Result<Box<dyn Session>> {
+        bail!("runtime `{}` has no per-layer profiler", self.name())
+    }
+    /// Build settings this runtime understands beyond [`COMMON_BUILD_SETTINGS`].
+    fn build_settings(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// `Err` naming the runtimes that can run `operation` when this one cannot.
+    fn supports_operation(&self, _operation: &str) -> Result<(), String> {
+        Ok(())
+    }
+    /// The timed region its observations measure.
+    fn timing_boundary(&self) -> &'static str {
+        PUBLIC_PIPELINE_CALL_WALL
+    }
+    /// `Some` for runtimes whose own tool owns the timed loop (no [`Session`]).
+    fn self_timed(&self) -> Option<&dyn SelfTimed> {
+        None
+    }
 }
 
 /// Runtimes compiled into this program.
 pub fn runtime_names() -> &'static [&'static str] {
-    &["tract"]
+    &["tract", "onnxruntime", "tensorrt"]
+}
+
+static TRTEXEC_PATH: OnceLock<PathBuf> = OnceLock::new();
+
+/// `--trtexec PATH`: the trtexec the `tensorrt` runtime drives in this process (else it is looked up on
+/// `PATH`). Set once, before the runtime is first used; a second call is ignored and returns false.
+pub fn set_trtexec_path(path: PathBuf) -> bool {
+    TRTEXEC_PATH.set(path).is_ok()
 }
 
 /// The runtime called `name`, or a message listing the known ones.
 pub fn runtime(name: &str) -> Result<Box<dyn Runtime>, String> {
     match name {
         "tract" => Ok(Box::new(crate::tract_rt::TractRuntime)),
+        "onnxruntime" => Ok(Box::new(crate::ort_rt::OrtRuntime)),
+        "tensorrt" => Ok(Box::new(crate::tensorrt_rt::TensorrtRuntime::new(
+            TRTEXEC_PATH.get().cloned(),
+        ))),
         other => Err(format!(
             "unknown runtime `{other}` (known: {})",
             runtime_names().join(", ")
@@ -118,4 +214,36 @@ pub fn positive_setting(
             _ => anyhow::bail!("runtime.{name} must be a positive integer, got {v}"),
         },
     }
+}
+
+/// Build settings every runtime understands; each runtime may accept more.
+pub const COMMON_BUILD_SETTINGS: &[&str] = &["precision", "kv_cache_length", "dims.*", "shapes.*"];
+
+/// Fails on a build setting that runtime `runtime` does not use, naming the ones it does.
+pub fn check_build_settings(
+    runtime: &str,
+    settings: &BTreeMap<String, Value>,
+    extra: &[&str],
+) -> anyhow::Result<()> {
+    let known = |key: &str| {
+        COMMON_BUILD_SETTINGS
+            .iter()
+            .chain(extra)
+            .any(|k| match k.strip_suffix('*') {
+                Some(prefix) => key.starts_with(prefix) && key.len() > prefix.len(),
+                None => key == *k,
+            })
+    };
+    if let Some(key) = settings.keys().find(|k| !known(k)) {
+        let names: Vec<String> = COMMON_BUILD_SETTINGS
+            .iter()
+            .chain(extra)
+            .map(|k| format!("build.{k}"))
+            .collect();
+        bail!(
+            "runtime `{runtime}` does not use build.{key} (its build settings: {})",
+            names.join(", ")
+        );
+    }
+    Ok(())
 }

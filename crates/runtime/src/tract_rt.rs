@@ -5,21 +5,26 @@
 //! fast as the ONNX). Load = read the NNEF, optimize for this CPU, plan, and keep one execution state for
 //! the session (optionally with a multi-threaded executor).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
-use tract_core::plan::SimpleState;
+use tract_core::ops::OpState;
+use tract_core::plan::{EvalContext, SimpleState};
 use tract_nnef::prelude::*;
-use tract_onnx::WithOnnx;
 use tract_onnx::prelude::{InferenceFact, InferenceModelExt, TDim};
 use tract_onnx::tract_hir::infer::Factoid;
 
+mod nnef_ext;
+
 use crate::bundle::BundleManifest;
-use crate::runtime::{BuildOutput, BuildStep, Runtime, Session, SettingDecl, positive_setting};
+use crate::profile::{LayerProfile, LayerTensor, ProfiledLayer, trt_datatype};
+use crate::runtime::{
+    BuildOutput, BuildStep, Runtime, Session, SettingDecl, check_build_settings, positive_setting,
+};
 use crate::tensor::{DType, Dim, HostTensor, TensorSpec};
 
 /// The tract version compiled in (pinned in the workspace Cargo.toml; checked by a test).
@@ -61,6 +66,7 @@ impl Runtime for TractRuntime {
         settings: &BTreeMap<String, Value>,
         out_dir: &Path,
     ) -> anyhow::Result<BuildOutput> {
+        check_build_settings("tract", settings, &[])?;
         let mut steps = Vec::new();
         let mut log = Vec::new();
         let mut timed = |name: &str, started: Instant| {
@@ -113,9 +119,7 @@ impl Runtime for TractRuntime {
         let outputs = specs(&decluttered, false)?;
         let t = Instant::now();
         let file = std::fs::File::create(out_dir.join(ARTIFACT))?;
-        tract_nnef::nnef()
-            .with_onnx()
-            .write_to_tar(&decluttered, std::io::BufWriter::new(file))?;
+        nnef_ext::framework().write_to_tar(&decluttered, std::io::BufWriter::new(file))?;
         timed("write_nnef", t);
         log.push(format!("{} nodes after declutter", decluttered.nodes.len()));
         for s in &inputs {
@@ -130,7 +134,7 @@ impl Runtime for TractRuntime {
             {"step": "into_typed"},
             {"step": "into_decluttered"},
             {"step": "precision", "value": precision},
-            {"step": "tract_nnef::nnef().with_onnx().write_to_tar", "artifact": ARTIFACT},
+            {"step": "tract_nnef::nnef().with_onnx() + trtmc_gelu_exact; write_to_tar", "artifact": ARTIFACT},
         ]);
         Ok(BuildOutput {
             artifact: ARTIFACT.into(),
@@ -148,29 +152,52 @@ impl Runtime for TractRuntime {
         manifest: &BundleManifest,
         settings: &BTreeMap<String, Value>,
     ) -> anyhow::Result<Box<dyn Session>> {
-        let threads = positive_setting(settings, "threads", 1)?;
-        let path = bundle_dir.join(&manifest.artifact);
-        let model = tract_nnef::nnef()
-            .with_onnx()
-            .model_for_path(&path)
-            .with_context(|| format!("tract cannot read {}", path.display()))?;
-        let optimized = model
-            .into_optimized()
-            .context("tract cannot optimize the bundle")?;
-        let options = RunOptions {
-            executor: (threads > 1)
-                .then(|| tract_linalg::multithread::Executor::multithread(threads)),
-            ..Default::default()
-        };
-        let plan = Arc::new(TypedSimplePlan::build(optimized, &options)?);
-        let state = SimpleState::new(&plan)?;
-        Ok(Box::new(TractSession {
-            _plan: plan,
-            state,
-            inputs: manifest.inputs.clone(),
-            outputs: manifest.outputs.clone(),
-        }))
+        Ok(Box::new(load_session(
+            bundle_dir, manifest, settings, false,
+        )?))
     }
+
+    fn load_profiling(
+        &self,
+        bundle_dir: &Path,
+        manifest: &BundleManifest,
+        settings: &BTreeMap<String, Value>,
+        _scratch: &Path,
+    ) -> anyhow::Result<Box<dyn Session>> {
+        Ok(Box::new(load_session(
+            bundle_dir, manifest, settings, true,
+        )?))
+    }
+}
+
+/// Loads a bundle; `profiling` times every node of every run (tract's `run_plan_with_eval` hook).
+fn load_session(
+    bundle_dir: &Path,
+    manifest: &BundleManifest,
+    settings: &BTreeMap<String, Value>,
+    profiling: bool,
+) -> anyhow::Result<TractSession> {
+    let threads = positive_setting(settings, "threads", 1)?;
+    let path = bundle_dir.join(&manifest.artifact);
+    let model = nnef_ext::framework()
+        .model_for_path(&path)
+        .with_context(|| format!("tract cannot read {}", path.display()))?;
+    let optimized = model
+        .into_optimized()
+        .context("tract cannot optimize the bundle")?;
+    let options = RunOptions {
+        executor: (threads > 1).then(|| tract_linalg::multithread::Executor::multithread(threads)),
+        ..Default::default()
+    };
+    let plan = Arc::new(TypedSimplePlan::build(optimized, &options)?);
+    let state = SimpleState::new(&plan)?;
+    Ok(TractSession {
+        plan,
+        state,
+        inputs: manifest.inputs.clone(),
+        outputs: manifest.outputs.clone(),
+        profiler: profiling.then(TractProfiler::default),
+    })
 }
 
 /// Binds `shapes.<input>` (whole shapes) and `dims.<symbol>` (symbolic dimensions) on the inputs.
@@ -323,10 +350,103 @@ pub fn cpu_target() -> String {
 }
 
 struct TractSession {
-    _plan: Arc<TypedSimplePlan>,
+    plan: Arc<TypedSimplePlan>,
     state: SimpleState<TypedFact, Box<dyn TypedOp>>,
     inputs: Vec<TensorSpec>,
     outputs: Vec<TensorSpec>,
+    profiler: Option<TractProfiler>,
+}
+
+/// Shapes and element types of a node's inputs and outputs, as they ran.
+type NodeShapes = (Vec<(Vec<usize>, DatumType)>, Vec<(Vec<usize>, DatumType)>);
+
+/// Per-node times of the profiled runs (after `profile_start`).
+#[derive(Default)]
+struct TractProfiler {
+    recording: bool,
+    runs: u64,
+    /// Node ids in the order they first ran.
+    order: Vec<usize>,
+    /// Milliseconds per node id, one entry per profiled run.
+    run_ms: HashMap<usize, Vec<f64>>,
+    /// Shapes seen in the first profiled run.
+    shapes: HashMap<usize, NodeShapes>,
+}
+
+fn value_shapes(values: &[TValue]) -> Vec<(Vec<usize>, DatumType)> {
+    values
+        .iter()
+        .map(|v| (v.shape().to_vec(), v.datum_type()))
+        .collect()
+}
+
+/// The name of the tensor an outlet carries: its label (the ONNX name), else its node's name.
+fn tensor_name(model: &TypedModel, outlet: OutletId) -> String {
+    match model.outlet_label(outlet) {
+        Some(label) => label.to_string(),
+        None if outlet.slot == 0 => model.node(outlet.node).name.clone(),
+        None => format!("{}:{}", model.node(outlet.node).name, outlet.slot),
+    }
+}
+
+fn datatype_name(dt: DatumType) -> String {
+    let short = match dt {
+        DatumType::F32 => "float",
+        DatumType::F16 => "half",
+        DatumType::F64 => "double",
+        DatumType::I64 => "int64",
+        DatumType::I32 => "int32",
+        DatumType::I16 => "int16",
+        DatumType::I8 => "int8",
+        DatumType::U8 => "uint8",
+        DatumType::Bool => "bool",
+        other => return format!("{other:?}"),
+    };
+    trt_datatype(short)
+}
+
+impl TractSession {
+    /// One run with every node timed (the profiling path; the timed path is `SimpleState::run`).
+    fn run_profiled(&mut self, values: TVec<TValue>) -> anyhow::Result<TVec<TValue>> {
+        let Some(profiler) = self.profiler.as_mut() else {
+            return self.state.run(values);
+        };
+        let capture = profiler.recording && profiler.runs == 0;
+        let mut times: Vec<(usize, f64)> = Vec::with_capacity(self.plan.model().nodes.len());
+        let mut shapes: HashMap<usize, NodeShapes> = HashMap::new();
+        let outputs = self.state.run_plan_with_eval(
+            values,
+            |ctx: &EvalContext,
+             st: Option<&mut (dyn OpState + 'static)>,
+             node: &TypedNode,
+             input: TVec<TValue>| {
+                let seen_inputs = if capture {
+                    value_shapes(&input)
+                } else {
+                    Vec::new()
+                };
+                let started = Instant::now();
+                let result = tract_core::plan::eval(ctx, st, node, input);
+                times.push((node.id, started.elapsed().as_secs_f64() * 1e3));
+                if capture && let Ok(out) = &result {
+                    shapes.insert(node.id, (seen_inputs, value_shapes(out)));
+                }
+                result
+            },
+        )?;
+        if profiler.recording {
+            for (id, ms) in times {
+                let runs = profiler.run_ms.entry(id).or_insert_with(|| {
+                    profiler.order.push(id);
+                    Vec::new()
+                });
+                runs.push(ms);
+            }
+            profiler.shapes.extend(shapes);
+            profiler.runs += 1;
+        }
+        Ok(outputs)
+    }
 }
 
 impl Session for TractSession {
@@ -351,11 +471,102 @@ impl Session for TractSession {
             .zip(&self.inputs)
             .map(|(t, spec)| to_tract(t, spec.dtype).map(|t| t.into_tvalue()))
             .collect::<anyhow::Result<_>>()?;
-        let outputs = self.state.run(values)?;
+        let outputs = if self.profiler.is_some() {
+            self.run_profiled(values)?
+        } else {
+            self.state.run(values)?
+        };
         outputs
             .into_iter()
             .map(|v| from_tract(v.into_tensor()))
             .collect()
+    }
+
+    fn profile_start(&mut self) -> anyhow::Result<()> {
+        let p = self
+            .profiler
+            .as_mut()
+            .context("this tract session was not loaded for profiling")?;
+        *p = TractProfiler {
+            recording: true,
+            ..TractProfiler::default()
+        };
+        Ok(())
+    }
+
+    fn profile_finish(&mut self) -> anyhow::Result<LayerProfile> {
+        let p = self
+            .profiler
+            .take()
+            .context("this tract session was not loaded for profiling")?;
+        let model = self.plan.model();
+        let mut layers = Vec::with_capacity(p.order.len());
+        for id in p.order {
+            let node = model.node(id);
+            let op = node.op().name().to_string();
+            if op == "Source" {
+                continue;
+            }
+            let (seen_in, seen_out) = p.shapes.get(&id).cloned().unwrap_or_default();
+            let tensor =
+                |name: String, seen: Option<&(Vec<usize>, DatumType)>, fact: Option<&TypedFact>| {
+                    let (dims, dt) = match (seen, fact) {
+                        (Some((shape, dt)), _) => (shape.iter().map(|&d| d as i64).collect(), *dt),
+                        (None, Some(f)) => (
+                            f.shape.iter().map(|d| d.to_i64().unwrap_or(-1)).collect(),
+                            f.datum_type,
+                        ),
+                        (None, None) => (Vec::new(), DatumType::F32),
+                    };
+                    LayerTensor {
+                        name,
+                        dims,
+                        datatype: datatype_name(dt),
+                    }
+                };
+            let inputs = node
+                .inputs
+                .iter()
+                .enumerate()
+                .map(|(i, o)| {
+                    tensor(
+                        tensor_name(model, *o),
+                        seen_in.get(i),
+                        model.outlet_fact(*o).ok(),
+                    )
+                })
+                .collect();
+            let outputs = (0..node.outputs.len())
+                .map(|slot| {
+                    let o = OutletId::new(id, slot);
+                    tensor(
+                        tensor_name(model, o),
+                        seen_out.get(slot),
+                        model.outlet_fact(o).ok(),
+                    )
+                })
+                .collect();
+            layers.push(ProfiledLayer {
+                name: node.name.clone(),
+                layer_type: op,
+                inputs,
+                outputs,
+                run_ms: p.run_ms.get(&id).cloned().unwrap_or_default(),
+                extra: serde_json::Map::new(),
+            });
+        }
+        let bindings = self
+            .inputs
+            .iter()
+            .chain(&self.outputs)
+            .map(|s| s.name.clone())
+            .collect();
+        Ok(LayerProfile {
+            runtime: "tract".into(),
+            runs: p.runs,
+            layers,
+            bindings,
+        })
     }
 }
 

@@ -18,7 +18,11 @@ use crate::runtime;
 /// Executes a worker request; failures become a `WorkerResult` with status `error`.
 pub fn execute(request: &WorkerRequest) -> WorkerResult {
     let runtime_info = runtime_info(&request.runtime);
-    match execute_inner(request, runtime_info.clone()) {
+    let outcome = match &request.profile {
+        Some(pass) => crate::profile::pass::execute(request, pass, runtime_info.clone()),
+        None => execute_inner(request, runtime_info.clone()),
+    };
+    match outcome {
         Ok(result) => result,
         Err(e) => WorkerResult::failed(runtime_info, format!("{e:#}")),
     }
@@ -197,6 +201,7 @@ mod tests {
             warmup,
             iterations,
             min_duration_s: 0.0,
+            profile: None,
         }
     }
 

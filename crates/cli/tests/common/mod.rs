@@ -46,8 +46,15 @@ pub fn read_json(path: &Path) -> serde_json::Value {
 pub fn assert_valid(schema_name: &str, instance: &serde_json::Value) {
     let schema = read_json(&repo_root().join("schemas").join(schema_name));
     let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = validator.iter_errors(instance).map(|e| format!("{} at {}", e, e.instance_path())).collect();
-    assert!(errors.is_empty(), "{schema_name} violations:\n{}", errors.join("\n"));
+    let errors: Vec<String> = validator
+        .iter_errors(instance)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{schema_name} violations:\n{}",
+        errors.join("\n")
+    );
 }
 
 /// Every case directory of a result directory, sorted.
@@ -63,7 +70,10 @@ pub fn case_dirs(result: &Path) -> Vec<PathBuf> {
 }
 
 pub fn line_count(path: &Path) -> usize {
-    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display())).lines().count()
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+        .lines()
+        .count()
 }
 
 /// Validates result.json, every resolved-case.json and every observations line of a result directory.
@@ -72,19 +82,37 @@ pub fn assert_result_dir_valid(result: &Path) -> serde_json::Value {
     assert_valid("benchmark-run.schema.json", &doc);
     for case in doc["cases"].as_array().expect("cases") {
         let dir = result.join(case["dir"].as_str().expect("dir"));
-        assert_valid("resolved-case.schema.json", &read_json(&dir.join("resolved-case.json")));
+        assert_valid(
+            "resolved-case.schema.json",
+            &read_json(&dir.join("resolved-case.json")),
+        );
         if case["status"] == "completed" {
-            let text = std::fs::read_to_string(dir.join("observations.jsonl")).expect("observations");
+            let text =
+                std::fs::read_to_string(dir.join("observations.jsonl")).expect("observations");
             for line in text.lines() {
                 let v: serde_json::Value = serde_json::from_str(line).expect("observation line");
                 assert_valid("observation.schema.json", &v);
             }
-            assert!(!dir.join("worker-request.json").exists(), "successful cases remove intermediates");
-            assert!(!dir.join("worker-result.json").exists(), "successful cases remove intermediates");
+            assert!(
+                !dir.join("worker-request.json").exists(),
+                "successful cases remove intermediates"
+            );
+            assert!(
+                !dir.join("worker-result.json").exists(),
+                "successful cases remove intermediates"
+            );
         }
     }
     let html = std::fs::read_to_string(result.join("report.html")).expect("report.html");
-    assert!(html.contains("<svg") || doc["cases"].as_array().is_some_and(|c| c.iter().all(|c| c["status"] != "completed")));
-    assert!(!html.contains("src=\"http") && !html.contains("href=\"http"), "report must be self-contained");
+    assert!(
+        html.contains("<svg")
+            || doc["cases"]
+                .as_array()
+                .is_some_and(|c| c.iter().all(|c| c["status"] != "completed"))
+    );
+    assert!(
+        !html.contains("src=\"http") && !html.contains("href=\"http"),
+        "report must be self-contained"
+    );
     doc
 }

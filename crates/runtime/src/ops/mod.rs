@@ -19,6 +19,7 @@ use crate::bundle::BundleManifest;
 use crate::runtime::Session;
 
 pub use generate::{GenerationOutput, generate_tokens};
+pub use infer::synthesize_all;
 
 /// What a call reports besides its wall time. Fixed-size, so recording it costs no allocation.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

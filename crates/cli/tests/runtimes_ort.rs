@@ -1,0 +1,401 @@
+//! The `onnxruntime` runtime through the real binary: library discovery, bundle build (offline
+//! optimization), every operation, settings, and clear errors (exit 7) when the library is missing.
+//! Needs the `onnxruntime` Python wheel (scripts/test installs it).
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::*;
+
+/// trtmc-bench with a private bundle cache under `tmp`.
+fn bench(tmp: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let cache = tmp.join("cache");
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .arg("--bundle-cache")
+        .arg(&cache)
+        .env_remove("TRTMC_MANIFEST_ROOT")
+        .env_remove("ORT_DYLIB_PATH")
+        .env("TRTMC_TEST", "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("start trtmc-bench")
+}
+
+fn bundle_dir(out: &Path) -> std::path::PathBuf {
+    let doc = read_json(&out.join("result.json"));
+    std::path::PathBuf::from(
+        doc["cases"][0]["bundle"]["path"]
+            .as_str()
+            .expect("bundle path"),
+    )
+}
+
+#[test]
+fn list_models_shows_onnxruntime_available_and_tensorrt_with_its_reason() {
+    let out = run(&["list", "models", "--format", "json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json");
+    let rt = |n: &str| {
+        doc["runtimes"]
+            .as_array()
+            .expect("runtimes")
+            .iter()
+            .find(|r| r["name"] == n)
+            .cloned()
+            .expect(n)
+    };
+    let ort = rt("onnxruntime");
+    assert_eq!(ort["available"], true, "{ort}");
+    assert!(
+        ort["version"].as_str().expect("version").starts_with("1."),
+        "{ort}"
+    );
+    let trt = rt("tensorrt");
+    if trt["available"] == false {
+        assert!(
+            trt["reason"]
+                .as_str()
+                .expect("reason")
+                .contains("--trtexec"),
+            "{trt}"
+        );
+    }
+}
+
+#[test]
+fn classify_on_onnxruntime_builds_an_offline_optimized_bundle_and_a_valid_result() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out_dir = tmp.path().join("out");
+    let out = bench(
+        tmp.path(),
+        &[
+            "run",
+            "--model",
+            "tiny-cnn",
+            "--runtime",
+            "onnxruntime",
+            "--warmup",
+            "2",
+            "--iterations",
+            "12",
+            "-o",
+            out_dir.to_str().expect("utf8"),
+            "-q",
+        ],
+        &[],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = assert_result_dir_valid(&out_dir);
+    assert_eq!(doc["timing_boundary"], "public_pipeline_call_wall");
+    let case = &doc["cases"][0];
+    assert_eq!(case["runtime"]["name"], "onnxruntime");
+    assert_eq!(case["measurement"]["observations"], 12);
+    let bundle = bundle_dir(&out_dir);
+    assert!(
+        bundle.join("model.ort.onnx").is_file(),
+        "the offline-optimized model is the artifact"
+    );
+    let session = read_json(&bundle.join("ort-session.json"));
+    assert_valid("ort-session.schema.json", &session);
+    assert_eq!(session["optimization_level"], "all");
+    assert_eq!(
+        session["dimension_overrides"]["batch"], 1,
+        "request.batch_size binds the batch dimension"
+    );
+    let timing = read_json(&bundle.join("build-timing.json"));
+    let steps: Vec<&str> = timing["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| s["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(
+        steps,
+        ["bind_dimensions", "optimize_and_save", "reload_check"]
+    );
+    let log = std::fs::read_to_string(bundle.join("build.log")).expect("build.log");
+    assert!(
+        log.contains("ORT_ENABLE_ALL") && log.contains("input  image: f32[1,3,64,64]"),
+        "{log}"
+    );
+
+    // The same request again is a cache hit; another optimization level is another bundle.
+    let again = bench(
+        tmp.path(),
+        &[
+            "run",
+            "--model",
+            "tiny-cnn",
+            "--runtime",
+            "onnxruntime",
+            "--dry-run",
+        ],
+        &[],
+    );
+    assert!(stdout(&again).contains("cache hit"), "{}", stdout(&again));
+    let basic = bench(
+        tmp.path(),
+        &[
+            "run",
+            "--model",
+            "tiny-cnn",
+            "--runtime",
+            "onnxruntime",
+            "--set",
+            "build.optimization_level=basic",
+            "--dry-run",
+        ],
+        &[],
+    );
+    assert!(stdout(&basic).contains("would build"), "{}", stdout(&basic));
+}
+
+#[test]
+fn every_operation_runs_on_onnxruntime_with_its_session_settings() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    for (model, extra) in [
+        (
+            "tiny-encoder",
+            vec![
+                "--set",
+                "runtime.intra_threads=2",
+                "--set",
+                "runtime.intra_spinning=false",
+            ],
+        ),
+        (
+            "tiny-gpt",
+            vec![
+                "--set",
+                "runtime.execution_mode=parallel",
+                "--set",
+                "runtime.inter_threads=2",
+                "--set",
+                "runtime.memory_pattern=false",
+            ],
+        ),
+        (
+            "tiny-cnn",
+            vec![
+                "--set",
+                "runtime.cpu_arena=false",
+                "--set",
+                "build.optimization_level=extended",
+            ],
+        ),
+    ] {
+        let out_dir = tmp.path().join(model);
+        let mut args = vec![
+            "run",
+            "--model",
+            model,
+            "--runtime",
+            "onnxruntime",
+            "--warmup",
+            "1",
+            "--iterations",
+            "3",
+            "-o",
+            out_dir.to_str().expect("utf8"),
+            "-q",
+        ];
+        args.extend(extra);
+        let out = bench(tmp.path(), &args, &[]);
+        assert_eq!(code(&out), 0, "{model}: {}", stderr(&out));
+        let doc = assert_result_dir_valid(&out_dir);
+        let case = &doc["cases"][0];
+        assert_eq!(case["measurement"]["observations"], 3, "{model}");
+        assert!(case["metrics"]["latency_ms"]["p50"].as_f64().expect("p50") > 0.0);
+    }
+    // `infer` on any ONNX file (tiny-cnn's, written to disk) with a dynamic batch bound by --shape.
+    let onnx = tmp.path().join("cnn.onnx");
+    std::fs::write(
+        &onnx,
+        trtmc_modelgen::generate("tiny-cnn", 3).expect("model"),
+    )
+    .expect("write");
+    let out_dir = tmp.path().join("infer");
+    let out = bench(
+        tmp.path(),
+        &[
+            "run",
+            "--onnx",
+            onnx.to_str().expect("utf8"),
+            "--shape",
+            "image:2x3x64x64",
+            "--runtime",
+            "onnxruntime",
+            "--warmup",
+            "1",
+            "--iterations",
+            "4",
+            "-o",
+            out_dir.to_str().expect("utf8"),
+            "-q",
+        ],
+        &[],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let manifest = read_json(&bundle_dir(&out_dir).join("bundle.json"));
+    assert_eq!(
+        manifest["inputs"][0]["shape"],
+        serde_json::json!([2, 3, 64, 64])
+    );
+}
+
+#[test]
+fn bad_settings_are_input_errors_naming_the_fix() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dry = |sets: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--model",
+            "tiny-cnn",
+            "--runtime",
+            "onnxruntime",
+            "--dry-run",
+        ];
+        for s in sets {
+            args.extend(["--set", s]);
+        }
+        bench(tmp.path(), &args, &[])
+    };
+    let out = dry(&["build.optimization_level=max"]);
+    assert_eq!(code(&out), 3);
+    assert!(
+        stderr(&out).contains("disable, basic, extended, layout, all"),
+        "{}",
+        stderr(&out)
+    );
+    let out = dry(&["runtime.intra_thread=2"]);
+    assert_eq!(code(&out), 3);
+    assert!(stderr(&out).contains("intra_threads"), "{}", stderr(&out));
+    // tract has no optimization level: refused before anything is built.
+    let out = bench(
+        tmp.path(),
+        &[
+            "run",
+            "--model",
+            "tiny-cnn",
+            "--runtime",
+            "tract",
+            "--set",
+            "build.optimization_level=all",
+            "--dry-run",
+        ],
+        &[],
+    );
+    assert_eq!(code(&out), 3);
+    assert!(
+        stderr(&out).contains("does not use build.optimization_level"),
+        "{}",
+        stderr(&out)
+    );
+    // A setting the worker rejects at load fails the case (exit 5) with the reason.
+    let out_dir = tmp.path().join("bad-mode");
+    let out = bench(
+        tmp.path(),
+        &[
+            "run",
+            "--model",
+            "tiny-cnn",
+            "--runtime",
+            "onnxruntime",
+            "--set",
+            "runtime.execution_mode=fastest",
+            "--iterations",
+            "2",
+            "-o",
+            out_dir.to_str().expect("utf8"),
+            "-q",
+        ],
+        &[],
+    );
+    assert_eq!(code(&out), 5, "{}", stderr(&out));
+    let doc = read_json(&out_dir.join("result.json"));
+    assert!(
+        doc["cases"][0]["error"]
+            .as_str()
+            .expect("error")
+            .contains("sequential or parallel")
+    );
+}
+
+#[test]
+fn a_missing_library_is_exit_7_with_the_install_command() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out = bench(
+        tmp.path(),
+        &[
+            "run",
+            "--model",
+            "tiny-cnn",
+            "--runtime",
+            "onnxruntime",
+            "--dry-run",
+        ],
+        &[("ORT_DYLIB_PATH", "/nonexistent/libonnxruntime.so.1.31.1")],
+    );
+    assert_eq!(code(&out), 7, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("ORT_DYLIB_PATH=/nonexistent/libonnxruntime.so.1.31.1 is not a file"),
+        "{}",
+        stderr(&out)
+    );
+    let out = bench(
+        tmp.path(),
+        &[
+            "run",
+            "--model",
+            "tiny-cnn",
+            "--runtime",
+            "onnxruntime",
+            "--dry-run",
+        ],
+        &[("TRTMC_PYTHON", "/nonexistent/python3")],
+    );
+    assert_eq!(code(&out), 7, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("pip install onnxruntime==1.31.1"),
+        "{}",
+        stderr(&out)
+    );
+    // A file that is not libonnxruntime: the load fails with the path named (no panic).
+    let fake = tmp.path().join("libonnxruntime.so.1.31.1");
+    std::fs::write(&fake, b"not a library").expect("write");
+    let out_dir = tmp.path().join("fake");
+    let out = bench(
+        tmp.path(),
+        &[
+            "run",
+            "--model",
+            "tiny-cnn",
+            "--runtime",
+            "onnxruntime",
+            "-o",
+            out_dir.to_str().expect("utf8"),
+            "-q",
+        ],
+        &[("ORT_DYLIB_PATH", fake.to_str().expect("utf8"))],
+    );
+    assert_eq!(
+        code(&out),
+        4,
+        "the build loads the library: {}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("cannot load ONNX Runtime from"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    assert!(
+        !out_dir.join("result.json").exists(),
+        "no case ran without a bundle"
+    );
+}

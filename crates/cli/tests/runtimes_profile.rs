@@ -1,0 +1,243 @@
+//! `run --profile`: a separate per-layer profiling pass after the timed run, written in trtexec's
+//! `--exportLayerInfo` / `--exportProfile` shapes, so that `analyze` reads a tract and an ONNX Runtime
+//! profile of one model side by side. Needs the `onnxruntime` Python wheel (scripts/test installs it).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::*;
+
+fn bench(cache: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .arg("--bundle-cache")
+        .arg(cache)
+        .env_remove("TRTMC_MANIFEST_ROOT")
+        .env_remove("ORT_DYLIB_PATH")
+        .env("TRTMC_TEST", "1")
+        .output()
+        .expect("start trtmc-bench")
+}
+
+/// Runs `model` on `runtime` with `--profile` and returns the case directory.
+fn profiled_run(tmp: &Path, model: &str, runtime: &str, iterations: &str) -> PathBuf {
+    let out_dir = tmp.join(format!("{model}-{runtime}"));
+    let out = bench(
+        &tmp.join("cache"),
+        &[
+            "run",
+            "--model",
+            model,
+            "--runtime",
+            runtime,
+            "--warmup",
+            "2",
+            "--iterations",
+            iterations,
+            "--profile",
+            "--profile-iterations",
+            "4",
+            "-o",
+            out_dir.to_str().expect("utf8"),
+            "-q",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{model} on {runtime}: {}", stderr(&out));
+    let doc = assert_result_dir_valid(&out_dir);
+    let case = &doc["cases"][0];
+    // The timed run is untouched by the profiler: exactly the requested observations, from worker.log's run.
+    assert_eq!(
+        case["measurement"]["observations"].as_u64(),
+        iterations.parse::<u64>().ok()
+    );
+    let profile = &case["profile"];
+    assert_eq!(profile["status"], "completed", "{profile}");
+    assert_eq!(profile["iterations"], 4);
+    let dir = out_dir.join(case["dir"].as_str().expect("dir"));
+    assert_eq!(
+        profile["layer_info"].as_str(),
+        Some(
+            format!(
+                "{}/layers_{runtime}.json",
+                case["dir"].as_str().expect("dir")
+            )
+            .as_str()
+        )
+    );
+    assert!(
+        dir.join("profile.log").is_file(),
+        "the profiling pass has its own log"
+    );
+    assert!(
+        !dir.join("profile-request.json").exists(),
+        "intermediates are removed on success"
+    );
+    dir
+}
+
+fn check_exports(
+    dir: &Path,
+    runtime: &str,
+    min_runs: u64,
+) -> (serde_json::Value, serde_json::Value) {
+    let layers = read_json(&dir.join(format!("layers_{runtime}.json")));
+    let profile = read_json(&dir.join(format!("profile_{runtime}.json")));
+    assert_valid("layer-info.schema.json", &layers);
+    assert_valid("layer-profile.schema.json", &profile);
+    let records = profile.as_array().expect("profile array");
+    assert!(
+        records[0]["count"].as_u64().expect("count") >= min_runs,
+        "{}",
+        records[0]
+    );
+    let names: Vec<&str> = layers["Layers"]
+        .as_array()
+        .expect("layers")
+        .iter()
+        .map(|l| l["Name"].as_str().expect("name"))
+        .collect();
+    let profiled: Vec<&str> = records[1..]
+        .iter()
+        .map(|r| r["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(
+        names, profiled,
+        "{runtime}: layer and profile names line up"
+    );
+    let total: f64 = records[1..]
+        .iter()
+        .map(|r| r["percentage"].as_f64().expect("pct"))
+        .sum();
+    assert!(
+        (total - 100.0).abs() < 1e-6,
+        "{runtime}: percentages sum to {total}"
+    );
+    (layers, profile)
+}
+
+#[test]
+fn tract_and_onnxruntime_profiles_of_one_model_pass_analyze_side_by_side() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let tract = profiled_run(tmp.path(), "tiny-cnn", "tract", "6");
+    let ort = profiled_run(tmp.path(), "tiny-cnn", "onnxruntime", "6");
+    let (tract_layers, _) = check_exports(&tract, "tract", 4);
+    let (ort_layers, _) = check_exports(&ort, "onnxruntime", 4);
+    assert!(
+        tract_layers["Layers"]
+            .as_array()
+            .expect("layers")
+            .iter()
+            .any(|l| l["LayerType"]
+                .as_str()
+                .is_some_and(|t| t.contains("Conv") || t.contains("MatMul")))
+    );
+    assert!(
+        ort_layers["Layers"]
+            .as_array()
+            .expect("layers")
+            .iter()
+            .all(|l| l["Provider"] == "CPUExecutionProvider")
+    );
+    assert_eq!(ort_layers["Bindings"][0], "image");
+    assert!(
+        ort.join("onnxruntime-trace.json").is_file(),
+        "ORT's own trace is kept beside the exports"
+    );
+
+    let side_by_side = tmp.path().join("side-by-side");
+    std::fs::create_dir(&side_by_side).expect("mkdir");
+    for (dir, rt) in [(&tract, "tract"), (&ort, "onnxruntime")] {
+        for kind in ["layers", "profile"] {
+            let name = format!("{kind}_{rt}.json");
+            std::fs::copy(dir.join(&name), side_by_side.join(&name)).expect("copy");
+        }
+    }
+    let analysis = tmp.path().join("analysis.json");
+    let out = Command::new(BIN)
+        .args([
+            "analyze",
+            side_by_side.to_str().expect("utf8"),
+            "-o",
+            analysis.to_str().expect("utf8"),
+            "--quiet",
+        ])
+        .output()
+        .expect("analyze");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = read_json(&analysis);
+    assert_valid("analysis.schema.json", &doc);
+    let backends = doc["backends"].as_array().expect("backends");
+    assert_eq!(backends.len(), 2);
+    for b in backends {
+        let v = &b["validation"];
+        assert_eq!(v["status"], "passed", "{}: {v}", b["label"]);
+        assert_eq!(v["analysis_mode"], "layer_profile", "{}: {v}", b["label"]);
+        assert!(b["layer_count"].as_u64().expect("layers") > 3);
+    }
+    let labels: Vec<&str> = backends
+        .iter()
+        .map(|b| b["label"].as_str().expect("label"))
+        .collect();
+    assert!(
+        labels.contains(&"tract") && labels.contains(&"onnxruntime"),
+        "{labels:?}"
+    );
+}
+
+#[test]
+fn generate_profiles_through_the_same_runner_and_a_failed_pass_keeps_the_timed_result() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    // tiny-gpt's generate loop calls the session many times per operation call: all of them are profiled.
+    let dir = profiled_run(tmp.path(), "tiny-gpt", "tract", "2");
+    let (_, profile) = check_exports(&dir, "tract", 4 * 2);
+    assert!(
+        profile[0]["count"].as_u64().expect("count") > 4,
+        "one generate call runs the model once per token"
+    );
+
+    // Profiling a model without a bundle (the test-only noop) fails the pass, not the timed run.
+    let out_dir = tmp.path().join("noop");
+    let catalog = test_catalog();
+    let out = bench(
+        &tmp.path().join("cache"),
+        &[
+            "run",
+            "--manifest-root",
+            catalog.to_str().expect("utf8"),
+            "--model",
+            "test-noop",
+            "--iterations",
+            "3",
+            "--profile",
+            "-o",
+            out_dir.to_str().expect("utf8"),
+            "-q",
+        ],
+    );
+    assert_eq!(code(&out), 5, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("profiling pass failed"),
+        "{}",
+        stderr(&out)
+    );
+    let doc = assert_result_dir_valid(&out_dir);
+    let case = &doc["cases"][0];
+    assert_eq!(case["status"], "completed");
+    assert_eq!(case["measurement"]["observations"], 3);
+    assert_eq!(case["profile"]["status"], "failed");
+    assert!(
+        case["profile"]["error"]
+            .as_str()
+            .expect("error")
+            .contains("needs a model bundle"),
+        "{}",
+        case["profile"]
+    );
+    let case_dir = out_dir.join(case["dir"].as_str().expect("dir"));
+    assert!(
+        case_dir.join("profile-request.json").is_file(),
+        "a failed pass keeps its request"
+    );
+}

@@ -1,0 +1,993 @@
+//! ONNX Runtime through the `ort` crate, with `libonnxruntime` loaded at run time (no download, no
+//! linking).
+//!
+//! - **Library:** `ORT_DYLIB_PATH`, else the `onnxruntime` wheel of `$TRTMC_PYTHON` (default `python3`),
+//!   found without importing it (`importlib.util.find_spec`, then `capi/libonnxruntime.so*`). It is
+//!   loaded with `ort::init_from` (a bad path is an error, not a panic). ort allows one environment per
+//!   process; [`environment`] creates it once.
+//! - **Build** = ORT's offline optimization: a session at the requested graph optimization level
+//!   (`build.optimization_level`) saves the optimized graph (`with_optimized_model_path`) as
+//!   `model.ort.onnx`, with `build.dims.*` / `build.shapes.*` bound as free-dimension overrides. The
+//!   resolved session options are kept in `ort-session.json` (schema `trtmc.ort-session/v1`).
+//! - **Load** = the optimized model with graph optimization disabled (it is done already) and the
+//!   `runtime.*` settings: threads, execution mode, spinning, memory pattern, CPU arena.
+//! - **Profiling** = ORT's own profiler (`with_profiling`, `end_profiling`): a Chrome trace whose kernel
+//!   events become `layers_onnxruntime.json` / `profile_onnxruntime.json` (see [`crate::profile`]).
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use anyhow::{Context as _, anyhow, bail};
+use ort::environment::Environment;
+use ort::ep;
+use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
+use ort::session::{Session as OrtSession, SessionInputValue, SessionInputs};
+use ort::value::{Outlet, TensorElementType, TensorRef, ValueType};
+use serde_json::{Value, json};
+use trtmc_core::fsutil::write_json_atomic;
+
+use crate::bundle::BundleManifest;
+use crate::profile::LayerProfile;
+use crate::profile::ort_trace::{GraphNode, layers_from_trace};
+use crate::runtime::{BuildOutput, BuildStep, Runtime, Session, SettingDecl, check_build_settings};
+use crate::tensor::{DType, Dim, HostTensor, TensorSpec};
+
+pub const ARTIFACT: &str = "model.ort.onnx";
+pub const SESSION_FILE: &str = "ort-session.json";
+pub const SESSION_SCHEMA: &str = "trtmc.ort-session/v1";
+/// The raw Chrome trace of a profiling pass, kept beside the exports (open it in a trace viewer).
+pub const TRACE_FILE: &str = "onnxruntime-trace.json";
+pub const INSTALL_HINT: &str = "pip install onnxruntime==1.31.1";
+const NAME: &str = "onnxruntime";
+
+pub struct OrtRuntime;
+
+static SETTINGS: &[SettingDecl] = &[
+    SettingDecl {
+        name: "intra_threads",
+        help: "threads of ORT's intra-op pool (per-operator parallelism)",
+        default: "1",
+    },
+    SettingDecl {
+        name: "inter_threads",
+        help: "threads of ORT's inter-op pool (used with execution_mode=parallel)",
+        default: "1",
+    },
+    SettingDecl {
+        name: "execution_mode",
+        help: "sequential (one node at a time) or parallel (independent nodes at once)",
+        default: "sequential",
+    },
+    SettingDecl {
+        name: "intra_spinning",
+        help: "intra-op threads spin while waiting for work (true) or sleep (false)",
+        default: "ORT's default (true)",
+    },
+    SettingDecl {
+        name: "memory_pattern",
+        help: "plan memory from the first run's allocation pattern",
+        default: "ORT's default (true)",
+    },
+    SettingDecl {
+        name: "cpu_arena",
+        help: "allocate CPU tensors from ORT's arena",
+        default: "ORT's default (true)",
+    },
+];
+
+/// The located library.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Library {
+    pub path: PathBuf,
+    /// From the file name (`libonnxruntime.so.1.31.1`), else from the loaded library's build info.
+    pub version: String,
+}
+
+static LIBRARY: OnceLock<Result<Library, String>> = OnceLock::new();
+static ENVIRONMENT: OnceLock<Result<Environment, String>> = OnceLock::new();
+
+/// The library this process uses (located once).
+pub fn library() -> Result<&'static Library, String> {
+    LIBRARY.get_or_init(locate).as_ref().map_err(Clone::clone)
+}
+
+/// The process's one ORT environment (created on first use).
+pub fn environment() -> Result<&'static Environment, String> {
+    ENVIRONMENT
+        .get_or_init(|| {
+            let path = library_path()?;
+            init_environment(&path)
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+fn init_environment(path: &Path) -> Result<Environment, String> {
+    ort::init_from(path)
+        .map_err(|e| {
+            format!(
+                "cannot load ONNX Runtime from {}: {e} ({INSTALL_HINT}, or point ORT_DYLIB_PATH at libonnxruntime 1.31 or newer)",
+                path.display()
+            )
+        })?
+        .with_name("trtmc")
+        .with_telemetry(false)
+        .build()
+        .map_err(|e| format!("cannot create the ONNX Runtime environment: {e}"))
+}
+
+fn locate() -> Result<Library, String> {
+    let path = library_path()?;
+    let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    let version = match version_from_file_name(&canonical) {
+        Some(v) => v,
+        None => {
+            environment()?;
+            version_from_build_info(ort::info()).ok_or_else(|| {
+                format!(
+                    "cannot tell the ONNX Runtime version of {}: neither its file name nor its build info names one",
+                    path.display()
+                )
+            })?
+        }
+    };
+    Ok(Library { path, version })
+}
+
+/// `ORT_DYLIB_PATH`, else the wheel's library.
+fn library_path() -> Result<PathBuf, String> {
+    if let Some(value) = std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()) {
+        let path = PathBuf::from(value);
+        if !path.is_file() {
+            return Err(format!(
+                "ORT_DYLIB_PATH={} is not a file: point it at libonnxruntime (e.g. …/onnxruntime/capi/libonnxruntime.so.1.31.1), or unset it to use the `onnxruntime` Python package ({INSTALL_HINT})",
+                path.display()
+            ));
+        }
+        return Ok(path);
+    }
+    wheel_library()
+}
+
+/// The `onnxruntime` package directory of the Python interpreter, found without importing it.
+fn wheel_library() -> Result<PathBuf, String> {
+    let python = std::env::var("TRTMC_PYTHON").unwrap_or_else(|_| "python3".into());
+    let script = "import importlib.util\ns = importlib.util.find_spec('onnxruntime')\nprint(list(s.submodule_search_locations)[0] if s and s.submodule_search_locations else '')";
+    let out = std::process::Command::new(&python)
+        .args(["-c", script])
+        .output()
+        .map_err(|e| {
+            format!(
+                "ONNX Runtime not found: ORT_DYLIB_PATH is not set and {python} cannot be started to look for the `onnxruntime` package ({e}); {INSTALL_HINT}, or set ORT_DYLIB_PATH to libonnxruntime"
+            )
+        })?;
+    let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || dir.is_empty() {
+        return Err(format!(
+            "ONNX Runtime is not installed: ORT_DYLIB_PATH is not set and {python} has no `onnxruntime` package ({INSTALL_HINT}, or set ORT_DYLIB_PATH to libonnxruntime)"
+        ));
+    }
+    let capi = PathBuf::from(&dir).join("capi");
+    let mut candidates: Vec<PathBuf> = std::fs::read_dir(&capi)
+        .map_err(|e| {
+            format!(
+                "cannot list {}: {e} (reinstall: {INSTALL_HINT})",
+                capi.display()
+            )
+        })?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default();
+            !name.contains("providers")
+                && (name.starts_with("libonnxruntime.so")
+                    || (name.starts_with("libonnxruntime.") && name.ends_with(".dylib"))
+                    || name == "onnxruntime.dll")
+        })
+        .collect();
+    // The versioned name (libonnxruntime.so.1.31.1) before a bare symlink.
+    candidates.sort_by_key(|p| std::cmp::Reverse(p.as_os_str().len()));
+    candidates.into_iter().next().ok_or_else(|| {
+        format!(
+            "the `onnxruntime` package in {dir} has no capi/libonnxruntime library (wheels before 1.19 did not ship it): {INSTALL_HINT}"
+        )
+    })
+}
+
+/// `libonnxruntime.so.1.31.1` → `1.31.1`; `libonnxruntime.1.31.1.dylib` → `1.31.1`.
+pub fn version_from_file_name(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    let rest = name
+        .strip_prefix("libonnxruntime.so.")
+        .or_else(|| name.strip_prefix("libonnxruntime.")?.strip_suffix(".dylib"))?;
+    let parts: Vec<&str> = rest.split('.').collect();
+    (parts.len() == 3 && parts.iter().all(|p| p.parse::<u32>().is_ok())).then(|| rest.to_string())
+}
+
+/// `ORT Build Info: git-branch=rel-1.31.1, …` → `1.31.1`.
+pub fn version_from_build_info(info: &str) -> Option<String> {
+    let start = info.find("git-branch=rel-")? + "git-branch=rel-".len();
+    let version: String = info[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    (version.split('.').count() == 3).then_some(version)
+}
+
+/// `build.optimization_level`: ORT's graph optimization levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptimizationLevel {
+    Disable,
+    Basic,
+    Extended,
+    Layout,
+    All,
+}
+
+impl OptimizationLevel {
+    pub const NAMES: &'static str = "disable, basic, extended, layout, all";
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text {
+            "disable" => Self::Disable,
+            "basic" => Self::Basic,
+            "extended" => Self::Extended,
+            "layout" => Self::Layout,
+            "all" => Self::All,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Disable => "disable",
+            Self::Basic => "basic",
+            Self::Extended => "extended",
+            Self::Layout => "layout",
+            Self::All => "all",
+        }
+    }
+
+    /// ORT's own name of the level.
+    pub fn ort_name(self) -> &'static str {
+        match self {
+            Self::Disable => "ORT_DISABLE_ALL",
+            Self::Basic => "ORT_ENABLE_BASIC",
+            Self::Extended => "ORT_ENABLE_EXTENDED",
+            Self::Layout => "ORT_ENABLE_LAYOUT",
+            Self::All => "ORT_ENABLE_ALL",
+        }
+    }
+
+    fn ort(self) -> GraphOptimizationLevel {
+        match self {
+            Self::Disable => GraphOptimizationLevel::Disable,
+            Self::Basic => GraphOptimizationLevel::Level1,
+            Self::Extended => GraphOptimizationLevel::Level2,
+            Self::Layout => GraphOptimizationLevel::Level3,
+            Self::All => GraphOptimizationLevel::All,
+        }
+    }
+
+    /// The level of `build.optimization_level` (default `all`, ORT's own default).
+    pub fn from_settings(settings: &BTreeMap<String, Value>) -> anyhow::Result<Self> {
+        match settings.get("optimization_level") {
+            None => Ok(Self::All),
+            Some(v) => v.as_str().and_then(Self::parse).with_context(|| {
+                format!(
+                    "build.optimization_level must be one of {}, got {v}",
+                    Self::NAMES
+                )
+            }),
+        }
+    }
+}
+
+/// The `runtime.*` settings of a session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionSettings {
+    pub intra_threads: usize,
+    pub inter_threads: usize,
+    pub parallel: bool,
+    pub intra_spinning: Option<bool>,
+    pub memory_pattern: Option<bool>,
+    pub cpu_arena: Option<bool>,
+}
+
+impl SessionSettings {
+    pub fn from_settings(settings: &BTreeMap<String, Value>) -> anyhow::Result<Self> {
+        let parallel = match settings.get("execution_mode") {
+            None => false,
+            Some(v) => match v.as_str() {
+                Some("sequential") => false,
+                Some("parallel") => true,
+                _ => bail!("runtime.execution_mode must be sequential or parallel, got {v}"),
+            },
+        };
+        Ok(Self {
+            intra_threads: crate::runtime::positive_setting(settings, "intra_threads", 1)?,
+            inter_threads: crate::runtime::positive_setting(settings, "inter_threads", 1)?,
+            parallel,
+            intra_spinning: bool_setting(settings, "intra_spinning")?,
+            memory_pattern: bool_setting(settings, "memory_pattern")?,
+            cpu_arena: bool_setting(settings, "cpu_arena")?,
+        })
+    }
+}
+
+fn bool_setting(settings: &BTreeMap<String, Value>, name: &str) -> anyhow::Result<Option<bool>> {
+    let Some(v) = settings.get(name) else {
+        return Ok(None);
+    };
+    Ok(Some(match v {
+        Value::Bool(b) => *b,
+        Value::Number(n) if n.as_u64() == Some(0) => false,
+        Value::Number(n) if n.as_u64() == Some(1) => true,
+        Value::String(s) if matches!(s.as_str(), "on" | "yes") => true,
+        Value::String(s) if matches!(s.as_str(), "off" | "no") => false,
+        _ => bail!("runtime.{name} must be true or false, got {v}"),
+    }))
+}
+
+fn ort_err(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow!("ONNX Runtime: {e}")
+}
+
+fn env() -> anyhow::Result<&'static Environment> {
+    environment().map_err(anyhow::Error::msg)
+}
+
+fn builder(
+    level: OptimizationLevel,
+    overrides: &BTreeMap<String, i64>,
+) -> anyhow::Result<SessionBuilder> {
+    let mut b = OrtSession::builder(env()?)
+        .map_err(ort_err)?
+        .with_optimization_level(level.ort())
+        .map_err(ort_err)?;
+    for (symbol, value) in overrides {
+        b = b.with_dimension_override(symbol, *value).map_err(ort_err)?;
+    }
+    Ok(b)
+}
+
+fn apply_settings(b: SessionBuilder, s: &SessionSettings) -> anyhow::Result<SessionBuilder> {
+    let mut b = b
+        .with_intra_threads(s.intra_threads)
+        .map_err(ort_err)?
+        .with_inter_threads(s.inter_threads)
+        .map_err(ort_err)?
+        .with_parallel_execution(s.parallel)
+        .map_err(ort_err)?;
+    if let Some(spin) = s.intra_spinning {
+        b = b.with_intra_op_spinning(spin).map_err(ort_err)?;
+    }
+    if let Some(pattern) = s.memory_pattern {
+        b = b.with_memory_pattern(pattern).map_err(ort_err)?;
+    }
+    if let Some(arena) = s.cpu_arena {
+        b = b
+            .with_execution_providers([ep::CPU::default().with_arena_allocator(arena).build()])
+            .map_err(ort_err)?;
+    }
+    Ok(b)
+}
+
+/// `build.dims.<symbol>` plus the dimensions `build.shapes.<input>` binds, as ORT free-dimension
+/// overrides (ORT binds dimensions by name only).
+fn dimension_overrides(
+    onnx: &Path,
+    settings: &BTreeMap<String, Value>,
+    log: &mut Vec<String>,
+) -> anyhow::Result<BTreeMap<String, i64>> {
+    let mut overrides = BTreeMap::new();
+    for (key, value) in settings {
+        if let Some(symbol) = key.strip_prefix("dims.") {
+            let v = value.as_i64().filter(|v| *v >= 0).with_context(|| {
+                format!("build.{key} must be a non-negative integer, got {value}")
+            })?;
+            overrides.insert(symbol.to_string(), v);
+        }
+    }
+    let shapes: Vec<(&str, Vec<i64>)> = settings
+        .iter()
+        .filter_map(|(k, v)| {
+            let name = k.strip_prefix("shapes.")?;
+            let dims = v
+                .as_array()?
+                .iter()
+                .map(Value::as_i64)
+                .collect::<Option<_>>()?;
+            Some((name, dims))
+        })
+        .collect();
+    if shapes.is_empty() {
+        return Ok(overrides);
+    }
+    let probe = builder(OptimizationLevel::Disable, &BTreeMap::new())?
+        .commit_from_file(onnx)
+        .map_err(ort_err)
+        .with_context(|| format!("ONNX Runtime cannot load {}", onnx.display()))?;
+    for (input, shape) in shapes {
+        let outlet = probe
+            .inputs()
+            .iter()
+            .find(|o| o.name() == input)
+            .with_context(|| {
+                let names: Vec<&str> = probe.inputs().iter().map(Outlet::name).collect();
+                format!(
+                    "shape given for unknown input `{input}` (inputs: {})",
+                    names.join(", ")
+                )
+            })?;
+        let ValueType::Tensor {
+            shape: declared,
+            dimension_symbols,
+            ..
+        } = outlet.dtype()
+        else {
+            bail!("input `{input}` is not a tensor");
+        };
+        if declared.len() != shape.len() {
+            bail!(
+                "input `{input}` has {} dimensions, build.shapes.{input} gives {}",
+                declared.len(),
+                shape.len()
+            );
+        }
+        for (axis, (&d, &want)) in declared.iter().zip(&shape).enumerate() {
+            if d >= 0 {
+                if d != want {
+                    bail!(
+                        "input `{input}` axis {axis} is fixed at {d}, build.shapes.{input} asks for {want}"
+                    );
+                }
+                continue;
+            }
+            let symbol = dimension_symbols
+                .get(axis)
+                .map(String::as_str)
+                .unwrap_or("");
+            if symbol.is_empty() {
+                bail!(
+                    "input `{input}` axis {axis} is dynamic without a name; ONNX Runtime binds dimensions by name only (name it in the model, e.g. with onnx's update_inputs_outputs_dims)"
+                );
+            }
+            match overrides.get(symbol) {
+                Some(&v) if v != want => bail!(
+                    "dimension `{symbol}` is bound to {v} and build.shapes.{input} asks for {want} on axis {axis}"
+                ),
+                _ => {
+                    overrides.insert(symbol.to_string(), want);
+                    log.push(format!("input `{input}` axis {axis}: {symbol} = {want}"));
+                }
+            }
+        }
+    }
+    Ok(overrides)
+}
+
+fn dtype_of(ty: TensorElementType) -> Option<DType> {
+    Some(match ty {
+        TensorElementType::Float32 => DType::F32,
+        TensorElementType::Float16 => DType::F16,
+        TensorElementType::Int64 => DType::I64,
+        TensorElementType::Int32 => DType::I32,
+        TensorElementType::Bool => DType::Bool,
+        TensorElementType::Uint8 => DType::U8,
+        _ => return None,
+    })
+}
+
+fn specs(outlets: &[Outlet]) -> anyhow::Result<Vec<TensorSpec>> {
+    outlets
+        .iter()
+        .map(|o| {
+            let ValueType::Tensor {
+                ty,
+                shape,
+                dimension_symbols,
+            } = o.dtype()
+            else {
+                bail!(
+                    "`{}` is not a tensor ({}); only tensors are supported",
+                    o.name(),
+                    o.dtype()
+                );
+            };
+            let dtype = dtype_of(*ty)
+                .with_context(|| format!("`{}` has unsupported element type {ty:?}", o.name()))?;
+            let shape = shape
+                .iter()
+                .enumerate()
+                .map(|(axis, &d)| {
+                    if d >= 0 {
+                        Dim::Fixed(d)
+                    } else {
+                        match dimension_symbols.get(axis).filter(|s| !s.is_empty()) {
+                            Some(s) => Dim::Symbol(s.clone()),
+                            None => Dim::Symbol(format!("{}_dim{axis}", o.name())),
+                        }
+                    }
+                })
+                .collect();
+            Ok(TensorSpec {
+                name: o.name().to_string(),
+                dtype,
+                shape,
+            })
+        })
+        .collect()
+}
+
+/// The resolved session options of a bundle (`ort-session.json`).
+fn read_session_file(bundle_dir: &Path) -> anyhow::Result<BTreeMap<String, i64>> {
+    let path = bundle_dir.join(SESSION_FILE);
+    let doc: Value = serde_json::from_slice(
+        &std::fs::read(&path)
+            .with_context(|| format!("cannot read {} (rebuild the bundle)", path.display()))?,
+    )
+    .with_context(|| format!("{} is malformed (rebuild the bundle)", path.display()))?;
+    if doc["schema"] != SESSION_SCHEMA {
+        bail!(
+            "{} is not a {SESSION_SCHEMA} file (rebuild the bundle)",
+            path.display()
+        );
+    }
+    let overrides = doc["dimension_overrides"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_i64()?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(overrides)
+}
+
+impl Runtime for OrtRuntime {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn version(&self) -> String {
+        library()
+            .map(|l| l.version.clone())
+            .unwrap_or_else(|_| "unavailable".into())
+    }
+
+    fn target(&self) -> String {
+        crate::tract_rt::cpu_target()
+    }
+
+    fn availability(&self) -> Result<(), String> {
+        library().map(|_| ())
+    }
+
+    fn settings(&self) -> &'static [SettingDecl] {
+        SETTINGS
+    }
+
+    fn build_settings(&self) -> &'static [&'static str] {
+        &["optimization_level"]
+    }
+
+    fn build(
+        &self,
+        onnx: &Path,
+        settings: &BTreeMap<String, Value>,
+        out_dir: &Path,
+    ) -> anyhow::Result<BuildOutput> {
+        check_build_settings(NAME, settings, self.build_settings())?;
+        match settings
+            .get("precision")
+            .and_then(Value::as_str)
+            .unwrap_or("fp32")
+        {
+            "fp32" => {}
+            other => bail!(
+                "runtime onnxruntime builds build.precision fp32 only, not `{other}` (its CPU provider runs the model's own types: export the model in that precision instead)"
+            ),
+        }
+        let level = OptimizationLevel::from_settings(settings)?;
+        let lib = library().map_err(anyhow::Error::msg)?;
+        let mut steps = Vec::new();
+        let mut log = vec![format!(
+            "ONNX Runtime {} from {}",
+            lib.version,
+            lib.path.display()
+        )];
+        let mut timed = |name: &str, started: Instant| {
+            steps.push(BuildStep {
+                name: name.into(),
+                ms: started.elapsed().as_secs_f64() * 1e3,
+            })
+        };
+
+        let t = Instant::now();
+        let overrides = dimension_overrides(onnx, settings, &mut log)?;
+        timed("bind_dimensions", t);
+
+        let artifact = out_dir.join(ARTIFACT);
+        let t = Instant::now();
+        builder(level, &overrides)?
+            .with_intra_threads(1)
+            .map_err(ort_err)?
+            .with_optimized_model_path(&artifact)
+            .map_err(ort_err)?
+            .commit_from_file(onnx)
+            .map_err(ort_err)
+            .with_context(|| format!("ONNX Runtime cannot optimize {}", onnx.display()))?;
+        timed("optimize_and_save", t);
+        if !artifact.is_file() {
+            bail!(
+                "ONNX Runtime did not write the optimized model {}",
+                artifact.display()
+            );
+        }
+
+        let t = Instant::now();
+        let reloaded = builder(OptimizationLevel::Disable, &overrides)?
+            .commit_from_file(&artifact)
+            .map_err(ort_err)
+            .with_context(|| {
+                format!(
+                    "ONNX Runtime cannot reload its optimized model {}",
+                    artifact.display()
+                )
+            })?;
+        timed("reload_check", t);
+        let inputs = specs(reloaded.inputs())?;
+        let outputs = specs(reloaded.outputs())?;
+
+        write_json_atomic(
+            &out_dir.join(SESSION_FILE),
+            &json!({
+                "schema": SESSION_SCHEMA,
+                "onnxruntime": {"version": lib.version, "library": lib.path},
+                "optimization_level": level.name(),
+                "ort_optimization_level": level.ort_name(),
+                "dimension_overrides": overrides,
+                "load": {
+                    "optimization_level": OptimizationLevel::Disable.name(),
+                    "runtime_settings": SETTINGS.iter().map(|s| s.name).collect::<Vec<_>>(),
+                },
+            }),
+        )?;
+        log.push(format!(
+            "graph optimization level {} ({}), saved offline as {ARTIFACT}",
+            level.name(),
+            level.ort_name()
+        ));
+        if level == OptimizationLevel::All || level == OptimizationLevel::Layout {
+            log.push(format!(
+                "note: level {} may write layout-specific (NCHWc) operators tied to this CPU; the bundle key includes the CPU target",
+                level.name()
+            ));
+        }
+        for s in &inputs {
+            log.push(format!("input  {}", s.describe()));
+        }
+        for s in &outputs {
+            log.push(format!("output {}", s.describe()));
+        }
+        let command = json!([
+            {"step": "SessionBuilder::with_dimension_override", "overrides": overrides},
+            {"step": "SessionBuilder::with_optimization_level", "level": level.ort_name()},
+            {"step": "SessionBuilder::with_optimized_model_path", "artifact": ARTIFACT},
+            {"step": "SessionBuilder::commit_from_file", "path": onnx},
+            {"step": "reload with optimization disabled", "artifact": ARTIFACT},
+        ]);
+        Ok(BuildOutput {
+            artifact: ARTIFACT.into(),
+            inputs,
+            outputs,
+            steps,
+            log,
+            command,
+        })
+    }
+
+    fn load(
+        &self,
+        bundle_dir: &Path,
+        manifest: &BundleManifest,
+        settings: &BTreeMap<String, Value>,
+    ) -> anyhow::Result<Box<dyn Session>> {
+        Ok(Box::new(load_session(
+            bundle_dir, manifest, settings, None,
+        )?))
+    }
+
+    fn load_profiling(
+        &self,
+        bundle_dir: &Path,
+        manifest: &BundleManifest,
+        settings: &BTreeMap<String, Value>,
+        scratch: &Path,
+    ) -> anyhow::Result<Box<dyn Session>> {
+        Ok(Box::new(load_session(
+            bundle_dir,
+            manifest,
+            settings,
+            Some(scratch),
+        )?))
+    }
+}
+
+fn load_session(
+    bundle_dir: &Path,
+    manifest: &BundleManifest,
+    settings: &BTreeMap<String, Value>,
+    profile_dir: Option<&Path>,
+) -> anyhow::Result<OrtModel> {
+    let session_settings = SessionSettings::from_settings(settings)?;
+    let lib = library().map_err(anyhow::Error::msg)?;
+    if manifest.runtime.version != lib.version {
+        bail!(
+            "bundle {} was built with ONNX Runtime {}, this process loads {} from {} (rebuild it with --rebuild)",
+            bundle_dir.display(),
+            manifest.runtime.version,
+            lib.version,
+            lib.path.display()
+        );
+    }
+    let overrides = read_session_file(bundle_dir)?;
+    let model_path = bundle_dir.join(&manifest.artifact);
+    let mut b = apply_settings(
+        builder(OptimizationLevel::Disable, &overrides)?,
+        &session_settings,
+    )?;
+    let profiling = match profile_dir {
+        None => None,
+        Some(dir) => {
+            let prefix = dir.join("onnxruntime-profile");
+            b = b.with_profiling(&prefix).map_err(ort_err)?;
+            Some(Profiling {
+                dir: dir.to_path_buf(),
+                model_path: model_path.clone(),
+                skip_runs: 0,
+            })
+        }
+    };
+    let session = b
+        .commit_from_file(&model_path)
+        .map_err(ort_err)
+        .with_context(|| format!("ONNX Runtime cannot load {}", model_path.display()))?;
+    Ok(OrtModel {
+        session,
+        inputs: manifest.inputs.clone(),
+        outputs: manifest.outputs.clone(),
+        runs: 0,
+        profiling,
+    })
+}
+
+struct Profiling {
+    dir: PathBuf,
+    model_path: PathBuf,
+    /// Runs before `profile_start` (the warm-ups), dropped from the trace.
+    skip_runs: u64,
+}
+
+struct OrtModel {
+    session: OrtSession,
+    inputs: Vec<TensorSpec>,
+    outputs: Vec<TensorSpec>,
+    /// `Session::run` calls so far.
+    runs: u64,
+    profiling: Option<Profiling>,
+}
+
+impl Session for OrtModel {
+    fn inputs(&self) -> &[TensorSpec] {
+        &self.inputs
+    }
+
+    fn outputs(&self) -> &[TensorSpec] {
+        &self.outputs
+    }
+
+    fn run(&mut self, inputs: Vec<HostTensor>) -> anyhow::Result<Vec<HostTensor>> {
+        if inputs.len() != self.inputs.len() {
+            bail!(
+                "expected {} inputs, got {}",
+                self.inputs.len(),
+                inputs.len()
+            );
+        }
+        let mut values: Vec<(Cow<'_, str>, SessionInputValue<'_>)> =
+            Vec::with_capacity(inputs.len());
+        for (t, spec) in inputs.iter().zip(&self.inputs) {
+            let value: SessionInputValue<'_> = match t {
+                HostTensor::F32(a) => TensorRef::from_array_view(a.view())
+                    .map_err(ort_err)?
+                    .into(),
+                HostTensor::I64(a) => TensorRef::from_array_view(a.view())
+                    .map_err(ort_err)?
+                    .into(),
+                HostTensor::I32(a) => TensorRef::from_array_view(a.view())
+                    .map_err(ort_err)?
+                    .into(),
+                HostTensor::Bool(a) => TensorRef::from_array_view(a.view())
+                    .map_err(ort_err)?
+                    .into(),
+                HostTensor::U8(a) => TensorRef::from_array_view(a.view())
+                    .map_err(ort_err)?
+                    .into(),
+            };
+            values.push((Cow::Borrowed(spec.name.as_str()), value));
+        }
+        self.runs += 1;
+        let outputs = self
+            .session
+            .run(SessionInputs::<'_, '_, 0>::ValueMap(values))
+            .map_err(ort_err)?;
+        self.outputs
+            .iter()
+            .map(|spec| {
+                let v = outputs
+                    .get(spec.name.as_str())
+                    .with_context(|| format!("ONNX Runtime returned no output `{}`", spec.name))?;
+                let ty = match v.dtype() {
+                    ValueType::Tensor { ty, .. } => *ty,
+                    other => bail!("output `{}` is not a tensor ({other})", spec.name),
+                };
+                Ok(match ty {
+                    TensorElementType::Float32 => {
+                        HostTensor::F32(v.try_extract_array::<f32>().map_err(ort_err)?.to_owned())
+                    }
+                    TensorElementType::Int64 => {
+                        HostTensor::I64(v.try_extract_array::<i64>().map_err(ort_err)?.to_owned())
+                    }
+                    TensorElementType::Int32 => {
+                        HostTensor::I32(v.try_extract_array::<i32>().map_err(ort_err)?.to_owned())
+                    }
+                    TensorElementType::Bool => {
+                        HostTensor::Bool(v.try_extract_array::<bool>().map_err(ort_err)?.to_owned())
+                    }
+                    TensorElementType::Uint8 => {
+                        HostTensor::U8(v.try_extract_array::<u8>().map_err(ort_err)?.to_owned())
+                    }
+                    other => bail!(
+                        "output `{}` has element type {other:?}, which trtmc does not read",
+                        spec.name
+                    ),
+                })
+            })
+            .collect()
+    }
+
+    fn profile_start(&mut self) -> anyhow::Result<()> {
+        let runs = self.runs;
+        let p = self
+            .profiling
+            .as_mut()
+            .context("this ONNX Runtime session was not loaded for profiling")?;
+        p.skip_runs = runs;
+        Ok(())
+    }
+
+    fn profile_finish(&mut self) -> anyhow::Result<LayerProfile> {
+        let p = self
+            .profiling
+            .as_ref()
+            .context("this ONNX Runtime session was not loaded for profiling")?;
+        let written = PathBuf::from(self.session.end_profiling().map_err(ort_err)?);
+        let trace_path = p.dir.join(TRACE_FILE);
+        std::fs::rename(&written, &trace_path)
+            .or_else(|_| std::fs::copy(&written, &trace_path).map(|_| ()))
+            .with_context(|| {
+                format!(
+                    "cannot move ONNX Runtime's profile {} to {}",
+                    written.display(),
+                    trace_path.display()
+                )
+            })?;
+        let trace = std::fs::read_to_string(&trace_path)
+            .with_context(|| format!("cannot read {}", trace_path.display()))?;
+        let graph = graph_nodes(&p.model_path)?;
+        let bindings = self
+            .inputs
+            .iter()
+            .chain(&self.outputs)
+            .map(|s| s.name.clone())
+            .collect();
+        layers_from_trace(NAME, &trace, p.skip_runs, &graph, bindings)
+    }
+}
+
+/// The nodes of an ONNX file in file order (ORT numbers the nodes of a loaded graph the same way).
+pub fn graph_nodes(model: &Path) -> anyhow::Result<Vec<GraphNode>> {
+    use tract_onnx::prelude::Framework as _;
+    let proto = tract_onnx::onnx()
+        .proto_model_for_path(model)
+        .with_context(|| format!("cannot read the graph of {}", model.display()))?;
+    let graph = proto
+        .graph
+        .with_context(|| format!("{} has no graph", model.display()))?;
+    Ok(graph
+        .node
+        .into_iter()
+        .map(|n| GraphNode {
+            name: n.name,
+            op_type: n.op_type,
+            inputs: n.input,
+            outputs: n.output,
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_come_from_file_names_and_build_info() {
+        assert_eq!(
+            version_from_file_name(Path::new("/x/capi/libonnxruntime.so.1.31.1")).as_deref(),
+            Some("1.31.1")
+        );
+        assert_eq!(
+            version_from_file_name(Path::new("libonnxruntime.1.32.0.dylib")).as_deref(),
+            Some("1.32.0")
+        );
+        assert_eq!(version_from_file_name(Path::new("libonnxruntime.so")), None);
+        assert_eq!(
+            version_from_build_info(
+                "ORT Build Info: git-branch=rel-1.31.1, git-commit-id=abc, build type=Release"
+            )
+            .as_deref(),
+            Some("1.31.1")
+        );
+        assert_eq!(
+            version_from_build_info("ORT Build Info: git-branch=main"),
+            None
+        );
+    }
+
+    #[test]
+    fn settings_parse_with_clear_errors() {
+        let s = |pairs: &[(&str, Value)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect::<BTreeMap<_, _>>()
+        };
+        let parsed = SessionSettings::from_settings(&s(&[
+            ("intra_threads", json!(2)),
+            ("execution_mode", json!("parallel")),
+            ("cpu_arena", json!(false)),
+            ("intra_spinning", json!("off")),
+        ]))
+        .expect("valid");
+        assert_eq!(parsed.intra_threads, 2);
+        assert!(parsed.parallel);
+        assert_eq!(parsed.cpu_arena, Some(false));
+        assert_eq!(parsed.intra_spinning, Some(false));
+        assert_eq!(parsed.memory_pattern, None);
+        let err = SessionSettings::from_settings(&s(&[("execution_mode", json!("fast"))]))
+            .expect_err("bad mode");
+        assert!(err.to_string().contains("sequential or parallel"), "{err}");
+        let err = SessionSettings::from_settings(&s(&[("memory_pattern", json!("maybe"))]))
+            .expect_err("bad bool");
+        assert!(err.to_string().contains("true or false"), "{err}");
+        assert_eq!(
+            OptimizationLevel::from_settings(&s(&[])).expect("default"),
+            OptimizationLevel::All
+        );
+        let err = OptimizationLevel::from_settings(&s(&[("optimization_level", json!("max"))]))
+            .expect_err("bad level");
+        assert!(
+            err.to_string()
+                .contains("disable, basic, extended, layout, all"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,127 @@
+//! The protocol of the Python reference runners in `reference/` (ONNX Runtime's own Python loop, and
+//! PyTorch where installed): a request file in, a worker-result-like file out, each runner in its own
+//! process.
+//!
+//! The request (`trtmc.reference-request/v1`) names the ONNX model, the inputs (raw little-endian
+//! binaries with a JSON index, written by [`crate::outputs::write_tensor_set`] from the same seeded
+//! synthesis the worker uses), the warm-up and timed call counts, the seed, the precision the reference
+//! must run at and its thread count. The result (`trtmc.reference-result/v1`) carries the worker
+//! result's fields (status, error, runtime, load_ms, warmup_ms, observations, notes) plus the timing
+//! boundary (`public_pipeline_call_wall`) and the precision the reference actually ran at.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use trtmc_core::result::{Observation, PUBLIC_PIPELINE_CALL_WALL, RuntimeInfo};
+
+use crate::protocol::WorkerStatus;
+
+pub const REFERENCE_REQUEST_SCHEMA: &str = "trtmc.reference-request/v1";
+pub const REFERENCE_RESULT_SCHEMA: &str = "trtmc.reference-result/v1";
+pub const REFERENCE_REQUEST_FILE: &str = "reference-request.json";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReferenceRequest {
+    pub schema: String,
+    /// The ONNX model the reference executes (the source model, not a runtime's bundle).
+    pub model: PathBuf,
+    /// The inputs' JSON index (`{"inputs": [{"name", "dtype", "shape", "file"}]}`).
+    pub inputs: PathBuf,
+    pub operation: String,
+    pub warmup: u64,
+    pub iterations: u64,
+    pub min_duration_s: f64,
+    pub seed: u64,
+    /// The precision the reference must run at (`fp32`, `fp16`, …); the runner records what it ran at
+    /// and fails on a mismatch.
+    pub precision: String,
+    /// Intra-op threads of the reference (never more than the free cores).
+    pub threads: u64,
+    /// Runner-specific options, e.g. `{"graph_optimization_level": "all"}` for ONNX Runtime.
+    #[serde(default)]
+    pub options: BTreeMap<String, Value>,
+    /// Where to save the outputs of the last call (raw binaries + `outputs.json`), if anywhere.
+    #[serde(default)]
+    pub save_outputs: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReferenceResult {
+    pub schema: String,
+    pub status: WorkerStatus,
+    pub error: Option<String>,
+    pub runtime: RuntimeInfo,
+    /// Always `public_pipeline_call_wall`: one call of the reference's public API, wall clock.
+    pub boundary: String,
+    /// The precision the reference ran at (from the model's floating-point input types).
+    pub precision: Option<String>,
+    pub requested_precision: String,
+    pub load_ms: Option<f64>,
+    pub warmup_ms: Vec<f64>,
+    pub observations: Vec<Observation>,
+    #[serde(default)]
+    pub notes: BTreeMap<String, Value>,
+}
+
+impl ReferenceResult {
+    /// Reads a result file and checks its contract: schema, status, boundary, precision, and the number
+    /// of observations. `Err` names what does not hold.
+    pub fn read_checked(path: &Path, request: &ReferenceRequest) -> anyhow::Result<Self> {
+        let bytes = std::fs::read(path).with_context(|| {
+            format!("the reference runner wrote no result at {}", path.display())
+        })?;
+        let r: ReferenceResult = serde_json::from_slice(&bytes).with_context(|| {
+            format!(
+                "{} is not a {REFERENCE_RESULT_SCHEMA} document",
+                path.display()
+            )
+        })?;
+        if r.schema != REFERENCE_RESULT_SCHEMA {
+            bail!(
+                "{} has schema `{}`, expected `{REFERENCE_RESULT_SCHEMA}`",
+                path.display(),
+                r.schema
+            );
+        }
+        if r.status != WorkerStatus::Ok {
+            bail!(
+                "the reference failed: {}",
+                r.error.as_deref().unwrap_or("no error message")
+            );
+        }
+        if r.boundary != PUBLIC_PIPELINE_CALL_WALL {
+            bail!(
+                "the reference timed `{}`, not `{PUBLIC_PIPELINE_CALL_WALL}`: a contract mismatch",
+                r.boundary
+            );
+        }
+        if r.precision.as_deref() != Some(request.precision.as_str()) {
+            bail!(
+                "the reference ran at precision {:?}, {} was requested: a contract mismatch",
+                r.precision,
+                request.precision
+            );
+        }
+        if (r.observations.len() as u64) < request.iterations {
+            bail!(
+                "the reference returned {} observations, {} were requested",
+                r.observations.len(),
+                request.iterations
+            );
+        }
+        Ok(r)
+    }
+}
+
+/// The reference runners shipped in `reference/`, by name.
+pub fn runner_script(reference_dir: &Path, name: &str) -> anyhow::Result<PathBuf> {
+    let file = match name {
+        "onnxruntime" => "ort_reference.py",
+        "pytorch" => "torch_reference.py",
+        other => bail!("unknown reference runner `{other}` (known: onnxruntime, pytorch)"),
+    };
+    Ok(reference_dir.join(file))
+}

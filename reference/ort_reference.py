@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""ONNX Runtime's own Python loop as the reference: `InferenceSession.run` timed per call.
+
+usage: python3 reference/ort_reference.py REQUEST.json RESULT.json
+
+Options (request `options`): graph_optimization_level disable|basic|extended|layout|all (default all),
+execution_mode sequential|parallel (default sequential), inter_threads (default 1). `threads` sets
+intra_op_num_threads. See trtmc_reference.py for the protocol.
+"""
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import trtmc_reference as ref  # noqa: E402
+
+INSTALL = "pip install onnxruntime==1.31.1 numpy"
+
+
+def execute(request, doc):
+    try:
+        import numpy as np  # noqa: F401
+        import onnxruntime as ort
+    except ImportError as e:
+        raise ref.MissingFramework(f"ONNX Runtime for Python is not installed ({e}): {INSTALL}")
+    doc["runtime"]["version"] = ort.__version__
+    options = request.get("options") or {}
+    levels = {
+        "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }
+    if hasattr(ort.GraphOptimizationLevel, "ORT_ENABLE_LAYOUT"):
+        levels["layout"] = ort.GraphOptimizationLevel.ORT_ENABLE_LAYOUT
+    level = options.get("graph_optimization_level", "all")
+    if level not in levels:
+        raise ref.ReferenceFailure(f"graph_optimization_level must be one of {', '.join(levels)}, got {level!r}")
+    so = ort.SessionOptions()
+    so.graph_optimization_level = levels[level]
+    so.intra_op_num_threads = int(request["threads"])
+    so.inter_op_num_threads = int(options.get("inter_threads", 1))
+    mode = options.get("execution_mode", "sequential")
+    if mode not in ("sequential", "parallel"):
+        raise ref.ReferenceFailure(f"execution_mode must be sequential or parallel, got {mode!r}")
+    so.execution_mode = (ort.ExecutionMode.ORT_PARALLEL if mode == "parallel" else ort.ExecutionMode.ORT_SEQUENTIAL)
+
+    inputs = ref.read_tensor_set(request["inputs"])
+    t0 = time.perf_counter_ns()
+    session = ort.InferenceSession(request["model"], sess_options=so, providers=["CPUExecutionProvider"])
+    doc["load_ms"] = (time.perf_counter_ns() - t0) / 1e6
+
+    declared = {i.name: i.type for i in session.get_inputs()}
+    missing = [n for n in declared if n not in dict(inputs)]
+    if missing:
+        raise ref.ReferenceFailure(f"the inputs lack {', '.join(missing)} (given: {', '.join(n for n, _ in inputs)})")
+    feeds = {name: array for name, array in inputs if name in declared}
+    onnx_types = {"tensor(float)": "float32", "tensor(float16)": "float16",
+                  "tensor(double)": "float64", "tensor(bfloat16)": "bfloat16"}
+    doc["precision"] = ref.precision_of(onnx_types.get(t, t) for t in declared.values())
+    names = [o.name for o in session.get_outputs()]
+
+    operation = request.get("operation", "infer")
+    if operation not in ("infer", "classify"):
+        raise ref.ReferenceFailure(
+            f"operation {operation!r} has no ONNX Runtime reference here (infer and classify do)")
+
+    if operation == "classify":
+        import numpy as np
+
+        def call():
+            # The public call of `classify`: the forward pass and the top-1 class of each image.
+            outputs = session.run(None, feeds)
+            np.argmax(outputs[0].reshape(outputs[0].shape[0], -1), axis=1)
+            return outputs
+    else:
+        def call():
+            return session.run(None, feeds)
+
+    warmup_ms, observations, outputs = ref.timed_loop(
+        call, int(request["warmup"]), int(request["iterations"]), float(request.get("min_duration_s", 0.0)), names)
+    doc["warmup_ms"] = warmup_ms
+    doc["observations"] = observations
+    doc["notes"] = {
+        "operation": operation,
+        "graph_optimization_level": level,
+        "execution_mode": mode,
+        "intra_op_num_threads": int(request["threads"]),
+        "providers": session.get_providers(),
+    }
+    if request.get("save_outputs"):
+        ref.write_tensor_set(request["save_outputs"], "outputs", list(zip(names, outputs)))
+
+
+if __name__ == "__main__":
+    sys.exit(ref.main("onnxruntime-python", execute))
