@@ -177,7 +177,11 @@ fn matrix_page(rows: usize) -> String {
             Cell::num(refr, &format!("{refr:.2}")),
             Cell::num(ratio, &format!("{ratio:.3}")),
             Cell::num(0.02, &format!("{:.3} – {:.3}", ratio - 0.01, ratio + 0.01)),
-            Cell::text(if i.is_multiple_of(3) { "Built" } else { "cache hit" }),
+            Cell::text(if i.is_multiple_of(3) {
+                "Built"
+            } else {
+                "cache hit"
+            }),
         ]);
     }
     let mut page = Page::new("matrix", &format!("matrix-like table, {rows} rows"));

@@ -73,6 +73,7 @@ pub mod run_report;
 pub mod table;
 pub mod terminal;
 pub mod theme;
+pub mod tune_page;
 pub mod validity;
 
 /// Escapes text for HTML element content and attribute values.

@@ -418,7 +418,7 @@ fn comparison(report: &CollectionReport) -> Option<Markup> {
     Some(m)
 }
 
-fn sweep_plots(report: &CollectionReport, s: &SweepEntry) -> Markup {
+fn sweep_plots(report: &CollectionReport, kind: Kind, s: &SweepEntry) -> Markup {
     let members: Vec<&CaseEntry> = s
         .cases
         .iter()
@@ -494,10 +494,11 @@ fn sweep_plots(report: &CollectionReport, s: &SweepEntry) -> Markup {
         .iter()
         .enumerate()
         .map(|(i, x)| {
-            let name = if i < latency.len() {
-                format!("p50 {}", x.name)
-            } else {
-                x.name.clone()
+            let name = match (i < latency.len(), s.series_keys.is_empty()) {
+                (true, true) => "p50".to_string(),
+                (true, false) => format!("p50 {}", x.name),
+                (false, true) => "p99".to_string(),
+                (false, false) => x.name.clone(),
             };
             (format!("c{}", i % 8), name)
         })
@@ -509,20 +510,26 @@ fn sweep_plots(report: &CollectionReport, s: &SweepEntry) -> Markup {
     let tput_items: Vec<(String, String)> = tput
         .iter()
         .enumerate()
-        .map(|(i, x)| (format!("c{}", i % 8), x.name.clone()))
+        .map(|(i, x)| {
+            let name = if s.series_keys.is_empty() {
+                "request/s".to_string()
+            } else {
+                x.name.clone()
+            };
+            (format!("c{}", i % 8), name)
+        })
         .collect();
     let tput_refs: Vec<(&str, &str)> = tput_items
         .iter()
         .map(|(a, b)| (a.as_str(), b.as_str()))
         .collect();
-    let mut m = el(
-        "h3",
-        &[],
-        &text(&format!(
-            "{} · {} · {} — {}",
-            s.model, s.case, s.runtime, s.parameter
-        )),
-    );
+    let mut title = format!("{} · {} · {} — {}", s.model, s.case, s.runtime, s.parameter);
+    if kind == Kind::Collection
+        && let Some(r) = report.runs.get(s.run)
+    {
+        title = format!("{} · {title}", r.path);
+    }
+    let mut m = el("h3", &[], &text(&title));
     m.push_trusted("<div class=\"plots\">");
     m.push(&plots::figure(
         "sweep-latency",
@@ -805,7 +812,7 @@ pub fn render(kind: Kind, report: &CollectionReport, latencies: &CaseLatencies) 
             report
                 .sweeps
                 .iter()
-                .map(|s| sweep_plots(report, s))
+                .map(|s| sweep_plots(report, kind, s))
                 .collect::<Vec<_>>()
                 .iter(),
         );

@@ -1,0 +1,108 @@
+//! `trtmc-bench report DIR…`: one collection report over every run result found below the roots.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use trtmc_report::collection::{self, Error, Options};
+use trtmc_report::export::{self, Format};
+use trtmc_report::validity::Policy;
+
+use crate::exit::{CliError, CliResult, ExitCode};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    Json,
+    Csv,
+    Markdown,
+}
+
+impl From<ExportFormat> for Format {
+    fn from(f: ExportFormat) -> Self {
+        match f {
+            ExportFormat::Json => Format::Json,
+            ExportFormat::Csv => Format::Csv,
+            ExportFormat::Markdown => Format::Markdown,
+        }
+    }
+}
+
+/// Build report.json + report.html over every result.json below the given directories.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  trtmc-bench run --model tiny-cnn -o results/today/tiny-cnn
+  trtmc-bench run --model tiny-gpt -o results/today/tiny-gpt
+  trtmc-bench report results/today                     # writes results/today/report.{json,html}
+  trtmc-bench report results/a results/b -o reports/ab  # several roots need -o
+  trtmc-bench report results/today --format markdown >> \"$GITHUB_STEP_SUMMARY\"
+
+A result.json that cannot be used (not JSON, another schema, wrong shape) is skipped and named on stderr
+and in the report; --strict makes it an error (exit code 3) instead. Nothing below the roots is modified.")]
+pub struct ReportArgs {
+    /// Result directories to search recursively for trtmc.benchmark-run/v1 result.json files.
+    #[arg(value_name = "DIR", required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Where report.json and report.html go (default: the single DIR; required for several).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Also print the summary to stdout in this format (instead of the terminal table).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<ExportFormat>,
+    /// Fail when a result.json is malformed instead of skipping it.
+    #[arg(long)]
+    pub strict: bool,
+    /// Print nothing but errors and the --format export.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+fn cli_error(e: Error) -> CliError {
+    let code = match &e {
+        Error::NeedOutput(_) | Error::NoRoots => ExitCode::Usage,
+        Error::Root(..) | Error::NothingFound { .. } | Error::Malformed(_) => ExitCode::Input,
+        Error::OutputIsRun(_) | Error::Write(..) => ExitCode::Output,
+    };
+    CliError::new(code, e.to_string())
+}
+
+pub fn execute(args: ReportArgs) -> CliResult {
+    let opts = Options {
+        roots: args.dirs.clone(),
+        output: args.output.clone(),
+        policy: Policy::default(),
+        strict: args.strict,
+    };
+    let outcome = collection::write(&opts).map_err(cli_error)?;
+    for s in &outcome.report.skipped {
+        eprintln!("warning: skipped {}: {}", s.path, s.reason);
+    }
+    let mut stdout = std::io::stdout().lock();
+    let printed = match args.format {
+        Some(f) => write!(stdout, "{}", export::export(f.into(), &outcome.report)),
+        None if args.quiet => Ok(()),
+        None => {
+            let t = &outcome.report.totals;
+            write!(
+                stdout,
+                "{}report: {} ({} run(s), {} case(s): {} valid, {} invalid, {} failed)\n  {}\n",
+                trtmc_report::terminal::table(&outcome.report),
+                outcome.dir.display(),
+                t.runs,
+                t.cases,
+                t.valid,
+                t.invalid,
+                t.failed,
+                outcome.html.display()
+            )
+        }
+    };
+    // A closed pipe (`| head`) is not an error of the report, which is already written.
+    if let Err(e) = printed.and_then(|_| stdout.flush())
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        return Err(CliError::new(
+            ExitCode::Output,
+            format!("cannot write to stdout: {e}"),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,66 @@
+//! What `run` shows when it is done: a compact table on stdout (like hyperfine's summary) with the
+//! validity verdict per case, and the `--export FILE` summaries (format from the extension).
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use trtmc_core::result::BenchmarkRun;
+use trtmc_report::export::{self, Format};
+use trtmc_report::validity::Policy;
+
+use crate::exit::{CliError, CliResult, ExitCode};
+
+/// Checks `--export` paths before anything runs: each must end in .json, .csv, .md or .markdown.
+pub fn check_exports(paths: &[PathBuf]) -> CliResult {
+    for p in paths {
+        if Format::from_path(p).is_none() {
+            return Err(CliError::input(format!(
+                "--export {}: unknown format; name the file .json, .csv or .md (e.g. --export summary.csv)",
+                p.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Prints the summary of a committed run directory and writes the exports.
+pub fn after_run(run: &BenchmarkRun, dir: &Path, exports: &[PathBuf]) -> CliResult {
+    let (report, _) = trtmc_report::collection::summarize_run_dir(run, dir, &Policy::default());
+    let mut out = std::io::stdout().lock();
+    let printed = write!(
+        out,
+        "result: {}\n{}",
+        dir.display(),
+        trtmc_report::terminal::table(&report)
+    )
+    .and_then(|_| out.flush());
+    if let Err(e) = printed
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        return Err(CliError::new(
+            ExitCode::Output,
+            format!("cannot write to stdout: {e}"),
+        ));
+    }
+    for p in exports {
+        let Some(format) = Format::from_path(p) else {
+            return Err(CliError::input(format!(
+                "--export {}: unknown format",
+                p.display()
+            )));
+        };
+        trtmc_core::fsutil::write_atomic(p, export::export(format, &report).as_bytes()).map_err(
+            |e| {
+                CliError::new(
+                    ExitCode::Output,
+                    format!(
+                        "cannot write --export {}: {e} (the result itself is in {})",
+                        p.display(),
+                        dir.display()
+                    ),
+                )
+            },
+        )?;
+    }
+    Ok(())
+}
