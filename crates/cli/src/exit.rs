@@ -9,6 +9,10 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExitCode {
     /// Everything requested completed.
+    #[expect(
+        dead_code,
+        reason = "listed for the docs; success is main returning normally"
+    )]
     Success = 0,
     /// An unexpected internal error (a bug: please report it).
     Internal = 1,
@@ -34,7 +38,10 @@ pub struct CliError {
 
 impl CliError {
     pub fn new(code: ExitCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into() }
+        Self {
+            code,
+            message: message.into(),
+        }
     }
     pub fn input(message: impl Into<String>) -> Self {
         Self::new(ExitCode::Input, message)

@@ -4,6 +4,7 @@ mod catalog_root;
 mod commands;
 mod exit;
 mod progress;
+mod summary;
 
 use clap::{Parser, Subcommand};
 use exit::CliError;
@@ -28,23 +29,36 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Benchmark one or more workloads (model profile × case × bundle) and write a result directory.
-    Run(commands::run::RunArgs),
+    Run(Box<commands::run::RunArgs>),
     /// List catalog content.
     List(commands::list::ListArgs),
     /// Analyze TensorRT layer-info and profile JSON; validate it and package a browser report.
     Analyze(commands::analyze::AnalyzeArgs),
+    /// Compare the outputs of two runtimes (or a runtime and golden files) per output tensor.
+    Compare(commands::compare::CompareArgs),
+    /// Build one report (report.json + report.html) over the run results found below DIR….
+    Report(commands::report::ReportArgs),
+    /// Search a runtime's build routes for the fastest accurate one (trtexec --tuneBuildRoutes style).
+    Tune(Box<commands::tune::TuneArgs>),
     /// Internal: the worker process that owns the timed loop.
     #[command(hide = true)]
     Worker(commands::worker::WorkerArgs),
+    /// Internal: a route's child process for `tune` (build or serve one route).
+    #[command(hide = true)]
+    TuneWorker(commands::tune::TuneWorkerArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Run(args) => commands::run::execute(args),
+        Command::Run(args) => commands::run::execute(*args),
         Command::List(args) => commands::list::execute(args),
         Command::Analyze(args) => commands::analyze::execute(args),
+        Command::Compare(args) => commands::compare::execute(args),
+        Command::Report(args) => commands::report::execute(args),
+        Command::Tune(args) => commands::tune::execute(*args),
         Command::Worker(args) => std::process::exit(commands::worker::execute(args)),
+        Command::TuneWorker(args) => std::process::exit(commands::tune::execute_worker(args)),
     };
     if let Err(err) = outcome {
         report_and_exit(err);

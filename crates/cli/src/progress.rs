@@ -17,7 +17,10 @@ pub struct Terminal {
 
 impl Terminal {
     pub fn new(quiet: bool) -> Self {
-        Self { enabled: !quiet && std::io::stderr().is_terminal(), current: Mutex::new(None) }
+        Self {
+            enabled: !quiet && std::io::stderr().is_terminal(),
+            current: Mutex::new(None),
+        }
     }
 
     fn start(&self, message: String) {
@@ -46,7 +49,10 @@ impl Terminal {
 
 impl Progress for Terminal {
     fn build_started(&self, model: &str, runtime: &str, path: &Path) {
-        self.start(format!("building {model} for {runtime} → {}", path.display()));
+        self.start(format!(
+            "building {model} for {runtime} → {}",
+            path.display()
+        ));
     }
 
     fn build_finished(&self, model: &str, seconds: f64) {
@@ -54,14 +60,22 @@ impl Progress for Terminal {
     }
 
     fn case_started(&self, index: usize, total: usize, label: &str, iterations: u64) {
-        self.start(format!("[{index}/{total}] {label}: warm-up + {iterations} timed calls"));
+        self.start(format!(
+            "[{index}/{total}] {label}: warm-up + {iterations} timed calls"
+        ));
     }
 
     fn case_finished(&self, index: usize, result: &CaseResult) {
         let outcome = match (&result.status, &result.metrics) {
             (CaseStatus::Completed, Some(m)) => format!("p50 {:.3} ms", m.latency_ms.p50),
-            _ => format!("FAILED: {}", result.error.as_deref().unwrap_or("unknown error")),
+            _ => format!(
+                "FAILED: {}",
+                result.error.as_deref().unwrap_or("unknown error")
+            ),
         };
-        self.finish(format!("[{index}] {} {}: {outcome}", result.model, result.label));
+        self.finish(format!(
+            "[{index}] {} {}: {outcome}",
+            result.model, result.label
+        ));
     }
 }

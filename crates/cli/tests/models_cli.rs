@@ -17,12 +17,25 @@ fn env() -> Env {
     let tmp = tempfile::tempdir().expect("tmp");
     let cache = tmp.path().join("cache");
     let root = tmp.path().to_path_buf();
-    Env { _tmp: tmp, cache, root }
+    Env {
+        _tmp: tmp,
+        cache,
+        root,
+    }
 }
 
 fn run_model(e: &Env, name: &str, out: &str, extra: &[&str]) -> (std::process::Output, PathBuf) {
     let dir = e.root.join(out);
-    let mut args = vec!["run", "--model", name, "--bundle-cache", e.cache.to_str().expect("utf8"), "-o", dir.to_str().expect("utf8"), "-q"];
+    let mut args = vec![
+        "run",
+        "--model",
+        name,
+        "--bundle-cache",
+        e.cache.to_str().expect("utf8"),
+        "-o",
+        dir.to_str().expect("utf8"),
+        "-q",
+    ];
     args.extend_from_slice(extra);
     (run(&args), dir)
 }
@@ -42,14 +55,34 @@ fn sum_observations(dir: &Path, field: &str) -> u64 {
     std::fs::read_to_string(dir.join("observations.jsonl"))
         .expect("observations")
         .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json")[field].as_u64().unwrap_or(0))
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).expect("json")[field]
+                .as_u64()
+                .unwrap_or(0)
+        })
         .sum()
 }
 
 #[test]
 fn tiny_gpt_generates_through_its_kv_cache_with_consistent_metrics() {
     let e = env();
-    let (out, dir) = run_model(&e, "tiny-gpt", "gpt", &["--case", "greedy", "--case", "sampled", "--warmup", "1", "--iterations", "4", "--set", "request.max_new_tokens=12"]);
+    let (out, dir) = run_model(
+        &e,
+        "tiny-gpt",
+        "gpt",
+        &[
+            "--case",
+            "greedy",
+            "--case",
+            "sampled",
+            "--warmup",
+            "1",
+            "--iterations",
+            "4",
+            "--set",
+            "request.max_new_tokens=12",
+        ],
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc = assert_result_dir_valid(&dir);
     let cases = doc["cases"].as_array().expect("cases");
@@ -61,36 +94,67 @@ fn tiny_gpt_generates_through_its_kv_cache_with_consistent_metrics() {
         assert_eq!(tokens, 4 * 12, "max_new_tokens tokens per call");
         let seconds = case["metrics"]["timed_seconds"].as_f64().expect("seconds");
         let tps = metric(case, "output token/s");
-        assert!((tps * seconds - tokens as f64).abs() < 1e-6 * tokens as f64, "tokens/s × time = tokens");
+        assert!(
+            (tps * seconds - tokens as f64).abs() < 1e-6 * tokens as f64,
+            "tokens/s × time = tokens"
+        );
         let stages = &case["metrics"]["stages_ms"];
         let (prefill, decode, wall) = (
             stages["prefill"]["mean"].as_f64().expect("prefill"),
             stages["decode"]["mean"].as_f64().expect("decode"),
-            case["metrics"]["latency_ms"]["mean"].as_f64().expect("wall"),
+            case["metrics"]["latency_ms"]["mean"]
+                .as_f64()
+                .expect("wall"),
         );
         assert!(prefill > 0.0 && decode > 0.0);
-        assert!((prefill + decode) <= wall * 1.001, "stages lie inside the call: {prefill} + {decode} vs {wall}");
+        assert!(
+            (prefill + decode) <= wall * 1.001,
+            "stages lie inside the call: {prefill} + {decode} vs {wall}"
+        );
         assert!(stages["time_to_first_token"]["p50"].as_f64().expect("ttft") < wall);
     }
-    let greedy = read_json(&dir.join(cases[0]["dir"].as_str().expect("dir")).join("resolved-case.json"));
+    let greedy = read_json(
+        &dir.join(cases[0]["dir"].as_str().expect("dir"))
+            .join("resolved-case.json"),
+    );
     assert_eq!(greedy["request"]["seed"]["value"], -1);
     assert_eq!(greedy["request"]["seed"]["source"], "default");
     assert_eq!(greedy["request"]["max_new_tokens"]["source"], "set");
-    let sampled = read_json(&dir.join(cases[1]["dir"].as_str().expect("dir")).join("resolved-case.json"));
+    let sampled = read_json(
+        &dir.join(cases[1]["dir"].as_str().expect("dir"))
+            .join("resolved-case.json"),
+    );
     assert_eq!(sampled["request"]["seed"]["value"], 42);
     assert_eq!(cases[0]["bundle"]["origin"], "built");
-    assert_eq!(cases[1]["bundle"]["origin"], "built", "one bundle serves both cases (same key)");
+    assert_eq!(
+        cases[1]["bundle"]["origin"], "built",
+        "one bundle serves both cases (same key)"
+    );
     assert_eq!(cases[0]["bundle"]["path"], cases[1]["bundle"]["path"]);
     let bundle = PathBuf::from(cases[0]["bundle"]["path"].as_str().expect("path"));
-    for f in ["bundle.json", "model.nnef.tar", "build.log", "build-timing.json", "build-command.json"] {
+    for f in [
+        "bundle.json",
+        "model.nnef.tar",
+        "build.log",
+        "build-timing.json",
+        "build-command.json",
+    ] {
         assert!(bundle.join(f).exists(), "{f} beside the bundle");
     }
-    assert_eq!(read_json(&bundle.join("build-timing.json"))["excluded_from_metrics"], true);
+    assert_eq!(
+        read_json(&bundle.join("build-timing.json"))["excluded_from_metrics"],
+        true
+    );
     assert!(generation_rejects_batches(&e));
 }
 
 fn generation_rejects_batches(e: &Env) -> bool {
-    let (out, _) = run_model(e, "tiny-gpt", "gpt-batch", &["--set", "request.batch_size=2", "--dry-run"]);
+    let (out, _) = run_model(
+        e,
+        "tiny-gpt",
+        "gpt-batch",
+        &["--set", "request.batch_size=2", "--dry-run"],
+    );
     code(&out) == 3 && stderr(&out).contains("no batch API")
 }
 
@@ -98,12 +162,32 @@ fn generation_rejects_batches(e: &Env) -> bool {
 fn bundles_are_reused_for_request_changes_and_rebuilt_for_shape_changes() {
     let e = env();
     let cache = e.cache.to_str().expect("utf8").to_string();
-    let dry = run(&["run", "--model", "tiny-cnn", "--bundle-cache", &cache, "--dry-run"]);
+    let dry = run(&[
+        "run",
+        "--model",
+        "tiny-cnn",
+        "--bundle-cache",
+        &cache,
+        "--dry-run",
+    ]);
     assert_eq!(code(&dry), 0, "{}", stderr(&dry));
     assert!(stdout(&dry).contains("would build"), "{}", stdout(&dry));
-    assert!(!e.cache.exists() || std::fs::read_dir(&e.cache).map(|d| d.count()).unwrap_or(0) == 0 || !e.cache.join("tract").exists(), "dry-run builds nothing");
+    assert!(
+        !e.cache.exists()
+            || std::fs::read_dir(&e.cache).map(|d| d.count()).unwrap_or(0) == 0
+            || !e.cache.join("tract").exists(),
+        "dry-run builds nothing"
+    );
 
-    let no_build = run(&["run", "--model", "tiny-cnn", "--bundle-cache", &cache, "--no-build", "-q"]);
+    let no_build = run(&[
+        "run",
+        "--model",
+        "tiny-cnn",
+        "--bundle-cache",
+        &cache,
+        "--no-build",
+        "-q",
+    ]);
     assert_eq!(code(&no_build), 4, "{}", stderr(&no_build));
     assert!(stderr(&no_build).contains("--no-build"));
 
@@ -111,28 +195,73 @@ fn bundles_are_reused_for_request_changes_and_rebuilt_for_shape_changes() {
     assert_eq!(code(&first), 0, "{}", stderr(&first));
     let c1 = read_json(&dir1.join("result.json"))["cases"][0].clone();
     assert_eq!(c1["bundle"]["origin"], "built");
-    let (second, dir2) = run_model(&e, "tiny-cnn", "b", &["--iterations", "5", "--warmup", "1", "--set", "request.seed=99"]);
+    let (second, dir2) = run_model(
+        &e,
+        "tiny-cnn",
+        "b",
+        &[
+            "--iterations",
+            "5",
+            "--warmup",
+            "1",
+            "--set",
+            "request.seed=99",
+        ],
+    );
     assert_eq!(code(&second), 0, "{}", stderr(&second));
     let c2 = read_json(&dir2.join("result.json"))["cases"][0].clone();
-    assert_eq!(c2["bundle"]["origin"], "cache_hit", "a request-only change reuses the bundle");
+    assert_eq!(
+        c2["bundle"]["origin"], "cache_hit",
+        "a request-only change reuses the bundle"
+    );
     assert_eq!(c1["bundle"]["key"], c2["bundle"]["key"]);
     assert_ne!(c1["identity"], c2["identity"], "but it is another workload");
 
-    let (third, dir3) = run_model(&e, "tiny-cnn", "c", &["--case", "batch8", "--iterations", "3", "--warmup", "1"]);
+    let (third, dir3) = run_model(
+        &e,
+        "tiny-cnn",
+        "c",
+        &["--case", "batch8", "--iterations", "3", "--warmup", "1"],
+    );
     assert_eq!(code(&third), 0, "{}", stderr(&third));
     let c3 = read_json(&dir3.join("result.json"))["cases"][0].clone();
-    assert_eq!(c3["bundle"]["origin"], "built", "a batch-size change is shape-affecting");
+    assert_eq!(
+        c3["bundle"]["origin"], "built",
+        "a batch-size change is shape-affecting"
+    );
     assert_ne!(c3["bundle"]["key"], c1["bundle"]["key"]);
     let images = metric(&c3, "image/s");
     let requests = metric(&c3, "request/s");
-    assert!((images - 8.0 * requests).abs() < 1e-6 * images, "image/s = batch × request/s");
+    assert!(
+        (images - 8.0 * requests).abs() < 1e-6 * images,
+        "image/s = batch × request/s"
+    );
 
-    let dry2 = run(&["run", "--model", "tiny-cnn", "--bundle-cache", &cache, "--dry-run"]);
+    let dry2 = run(&[
+        "run",
+        "--model",
+        "tiny-cnn",
+        "--bundle-cache",
+        &cache,
+        "--dry-run",
+    ]);
     assert!(stdout(&dry2).contains("cache hit"), "{}", stdout(&dry2));
 
     // An explicit bundle is used as given and reported as not compatibility-verified.
     let bundle_path = c1["bundle"]["path"].as_str().expect("path").to_string();
-    let (explicit, dir4) = run_model(&e, "tiny-cnn", "d", &["--bundle", &bundle_path, "--iterations", "2", "--warmup", "0"]);
+    let (explicit, dir4) = run_model(
+        &e,
+        "tiny-cnn",
+        "d",
+        &[
+            "--bundle",
+            &bundle_path,
+            "--iterations",
+            "2",
+            "--warmup",
+            "0",
+        ],
+    );
     assert_eq!(code(&explicit), 0, "{}", stderr(&explicit));
     let c4 = read_json(&dir4.join("result.json"))["cases"][0].clone();
     assert_eq!(c4["bundle"]["origin"], "explicit");
@@ -144,14 +273,43 @@ fn bundles_are_reused_for_request_changes_and_rebuilt_for_shape_changes() {
     copy_dir(Path::new(&bundle_path), &root.join("tiny-cnn.bundle"));
     let other_cache = e.root.join("empty-cache");
     let found = run(&[
-        "run", "--model", "tiny-cnn", "--bundle-cache", other_cache.to_str().expect("utf8"), "--bundle-root", root.to_str().expect("utf8"), "--no-build", "--dry-run",
+        "run",
+        "--model",
+        "tiny-cnn",
+        "--bundle-cache",
+        other_cache.to_str().expect("utf8"),
+        "--bundle-root",
+        root.to_str().expect("utf8"),
+        "--no-build",
+        "--dry-run",
     ]);
     assert_eq!(code(&found), 0, "{}", stderr(&found));
-    assert!(stdout(&found).contains("found below --bundle-root"), "{}", stdout(&found));
+    assert!(
+        stdout(&found).contains("found below --bundle-root"),
+        "{}",
+        stdout(&found)
+    );
 
-    let rebuilt = run(&["run", "--model", "tiny-cnn", "--bundle-cache", &cache, "--rebuild", "--iterations", "2", "--warmup", "0", "-q", "-o", e.root.join("e").to_str().expect("utf8")]);
+    let rebuilt = run(&[
+        "run",
+        "--model",
+        "tiny-cnn",
+        "--bundle-cache",
+        &cache,
+        "--rebuild",
+        "--iterations",
+        "2",
+        "--warmup",
+        "0",
+        "-q",
+        "-o",
+        e.root.join("e").to_str().expect("utf8"),
+    ]);
     assert_eq!(code(&rebuilt), 0, "{}", stderr(&rebuilt));
-    assert_eq!(read_json(&e.root.join("e/result.json"))["cases"][0]["bundle"]["origin"], "built");
+    assert_eq!(
+        read_json(&e.root.join("e/result.json"))["cases"][0]["bundle"]["origin"],
+        "built"
+    );
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -167,7 +325,19 @@ fn two_runs_building_the_same_key_at_once_share_one_bundle() {
     let cache = e.cache.to_str().expect("utf8").to_string();
     let spawn = |out: &str| {
         std::process::Command::new(BIN)
-            .args(["run", "--model", "tiny-encoder", "--bundle-cache", &cache, "--iterations", "3", "--warmup", "1", "-q", "-o"])
+            .args([
+                "run",
+                "--model",
+                "tiny-encoder",
+                "--bundle-cache",
+                &cache,
+                "--iterations",
+                "3",
+                "--warmup",
+                "1",
+                "-q",
+                "-o",
+            ])
             .arg(e.root.join(out))
             .spawn()
             .expect("spawn")
@@ -177,26 +347,53 @@ fn two_runs_building_the_same_key_at_once_share_one_bundle() {
     assert!(b.wait().expect("wait").success());
     let origins: Vec<String> = ["x", "y"]
         .iter()
-        .map(|d| read_json(&e.root.join(d).join("result.json"))["cases"][0]["bundle"]["origin"].as_str().expect("origin").to_string())
+        .map(|d| {
+            read_json(&e.root.join(d).join("result.json"))["cases"][0]["bundle"]["origin"]
+                .as_str()
+                .expect("origin")
+                .to_string()
+        })
         .collect();
     assert!(origins.contains(&"built".to_string()), "{origins:?}");
-    let bundles: Vec<_> = std::fs::read_dir(e.cache.join("tract")).expect("ls").flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
-    assert_eq!(bundles.iter().filter(|n| n.ends_with(".bundle")).count(), 1, "{bundles:?}");
-    assert!(!bundles.iter().any(|n| n.starts_with(".tmp")), "no half-built bundle left: {bundles:?}");
+    let bundles: Vec<_> = std::fs::read_dir(e.cache.join("tract"))
+        .expect("ls")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        bundles.iter().filter(|n| n.ends_with(".bundle")).count(),
+        1,
+        "{bundles:?}"
+    );
+    assert!(
+        !bundles.iter().any(|n| n.starts_with(".tmp")),
+        "no half-built bundle left: {bundles:?}"
+    );
 }
 
 #[test]
 fn tiny_encoder_reports_vectors_and_elements() {
     let e = env();
-    let (out, dir) = run_model(&e, "tiny-encoder", "enc", &["--case", "batch4", "--iterations", "5", "--warmup", "1"]);
+    let (out, dir) = run_model(
+        &e,
+        "tiny-encoder",
+        "enc",
+        &["--case", "batch4", "--iterations", "5", "--warmup", "1"],
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc = assert_result_dir_valid(&dir);
     let case = &doc["cases"][0];
     let vectors = metric(case, "vector/s");
     let elements = metric(case, "element/s");
     let requests = metric(case, "request/s");
-    assert!((vectors - 4.0 * requests).abs() < 1e-6 * vectors, "vector/s = batch × request/s");
-    assert!((elements - 64.0 * vectors).abs() < 1e-6 * elements, "element/s = width × vector/s");
+    assert!(
+        (vectors - 4.0 * requests).abs() < 1e-6 * vectors,
+        "vector/s = batch × request/s"
+    );
+    assert!(
+        (elements - 64.0 * vectors).abs() < 1e-6 * elements,
+        "element/s = width × vector/s"
+    );
 }
 
 #[test]
@@ -209,12 +406,28 @@ fn plans_run_per_model_cases_and_counts() {
     )
     .expect("write");
     let dir = e.root.join("planned");
-    let out = run(&["run", plan.to_str().expect("utf8"), "--bundle-cache", e.cache.to_str().expect("utf8"), "-o", dir.to_str().expect("utf8"), "-q"]);
+    let out = run(&[
+        "run",
+        plan.to_str().expect("utf8"),
+        "--bundle-cache",
+        e.cache.to_str().expect("utf8"),
+        "-o",
+        dir.to_str().expect("utf8"),
+        "-q",
+    ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc = assert_result_dir_valid(&dir);
-    let counts: Vec<u64> = doc["cases"].as_array().expect("cases").iter().map(|c| c["measurement"]["observations"].as_u64().expect("n")).collect();
+    let counts: Vec<u64> = doc["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| c["measurement"]["observations"].as_u64().expect("n"))
+        .collect();
     assert_eq!(counts, vec![3, 2]);
-    let gpt = read_json(&dir.join(doc["cases"][1]["dir"].as_str().expect("dir")).join("resolved-case.json"));
+    let gpt = read_json(
+        &dir.join(doc["cases"][1]["dir"].as_str().expect("dir"))
+            .join("resolved-case.json"),
+    );
     assert_eq!(gpt["request"]["max_new_tokens"]["source"], "plan");
 
     std::fs::write(&plan, "models:\n  - model: tiny-cnn\n    iterationz: 3\n").expect("write");
@@ -226,7 +439,21 @@ fn plans_run_per_model_cases_and_counts() {
 #[test]
 fn sweeps_are_the_only_product() {
     let e = env();
-    let (out, dir) = run_model(&e, "tiny-cnn", "sweep", &["--sweep", "request.seed=1,2", "--sweep", "request.batch_size=1,2", "--iterations", "2", "--warmup", "0"]);
+    let (out, dir) = run_model(
+        &e,
+        "tiny-cnn",
+        "sweep",
+        &[
+            "--sweep",
+            "request.seed=1,2",
+            "--sweep",
+            "request.batch_size=1,2",
+            "--iterations",
+            "2",
+            "--warmup",
+            "0",
+        ],
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc = read_json(&dir.join("result.json"));
     assert_eq!(doc["cases"].as_array().expect("cases").len(), 4);
@@ -240,15 +467,25 @@ fn onnx_wheel_model(name: &str) -> PathBuf {
         .output()
         .expect("python3 must be installed (scripts/test installs the onnx wheel)");
     let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    assert!(out.status.success() && !dir.is_empty(), "the onnx wheel is not installed: pip install onnx");
-    PathBuf::from(dir).join("backend/test/data/light").join(name)
+    assert!(
+        out.status.success() && !dir.is_empty(),
+        "the onnx wheel is not installed: pip install onnx"
+    );
+    PathBuf::from(dir)
+        .join("backend/test/data/light")
+        .join(name)
 }
 
 #[test]
 fn light_resnet50_from_the_onnx_wheel_runs_from_the_catalog_and_as_onnx() {
     let e = env();
     assert!(onnx_wheel_model("light_resnet50.onnx").exists());
-    let (out, dir) = run_model(&e, "light-resnet50", "resnet", &["--iterations", "3", "--warmup", "1"]);
+    let (out, dir) = run_model(
+        &e,
+        "light-resnet50",
+        "resnet",
+        &["--iterations", "3", "--warmup", "1"],
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc = assert_result_dir_valid(&dir);
     assert_eq!(doc["cases"][0]["operation"], "classify");
@@ -256,7 +493,18 @@ fn light_resnet50_from_the_onnx_wheel_runs_from_the_catalog_and_as_onnx() {
     let onnx = onnx_wheel_model("light_resnet50.onnx");
     let dir2 = e.root.join("onnx");
     let out2 = run(&[
-        "run", "--onnx", onnx.to_str().expect("utf8"), "--bundle-cache", e.cache.to_str().expect("utf8"), "--iterations", "3", "--warmup", "1", "-q", "-o", dir2.to_str().expect("utf8"),
+        "run",
+        "--onnx",
+        onnx.to_str().expect("utf8"),
+        "--bundle-cache",
+        e.cache.to_str().expect("utf8"),
+        "--iterations",
+        "3",
+        "--warmup",
+        "1",
+        "-q",
+        "-o",
+        dir2.to_str().expect("utf8"),
     ]);
     assert_eq!(code(&out2), 0, "{}", stderr(&out2));
     let doc2 = assert_result_dir_valid(&dir2);
@@ -271,12 +519,38 @@ fn onnx_files_with_dynamic_dims_need_shapes() {
     // The embedded CNN has a symbolic batch dimension: a real dynamic-shape ONNX file.
     let bytes = trtmc_modelgen::generate("tiny-cnn", 1).expect("generate");
     std::fs::write(&onnx, bytes).expect("write");
-    let missing = run(&["run", "--onnx", onnx.to_str().expect("utf8"), "--bundle-cache", e.cache.to_str().expect("utf8"), "--iterations", "2", "-q", "-o", e.root.join("m").to_str().expect("utf8")]);
+    let missing = run(&[
+        "run",
+        "--onnx",
+        onnx.to_str().expect("utf8"),
+        "--bundle-cache",
+        e.cache.to_str().expect("utf8"),
+        "--iterations",
+        "2",
+        "-q",
+        "-o",
+        e.root.join("m").to_str().expect("utf8"),
+    ]);
     assert_ne!(code(&missing), 0);
-    let all = format!("{}{}", stderr(&missing), std::fs::read_to_string(e.root.join("m/result.json")).unwrap_or_default());
+    let all = format!(
+        "{}{}",
+        stderr(&missing),
+        std::fs::read_to_string(e.root.join("m/result.json")).unwrap_or_default()
+    );
     assert!(all.contains("--shape"), "the error names the fix: {all}");
     let ok = run(&[
-        "run", "--onnx", onnx.to_str().expect("utf8"), "--shape", "image:2x3x64x64", "--bundle-cache", e.cache.to_str().expect("utf8"), "--iterations", "2", "-q", "-o", e.root.join("s").to_str().expect("utf8"),
+        "run",
+        "--onnx",
+        onnx.to_str().expect("utf8"),
+        "--shape",
+        "image:2x3x64x64",
+        "--bundle-cache",
+        e.cache.to_str().expect("utf8"),
+        "--iterations",
+        "2",
+        "-q",
+        "-o",
+        e.root.join("s").to_str().expect("utf8"),
     ]);
     assert_eq!(code(&ok), 0, "{}", stderr(&ok));
     let doc = read_json(&e.root.join("s/result.json"));
@@ -285,7 +559,9 @@ fn onnx_files_with_dynamic_dims_need_shapes() {
 
 /// A Hugging Face hub cache laid out as the hub client writes it, holding one small ONNX model.
 fn fake_hub(home: &Path, repo: &str, file: &str, bytes: &[u8]) {
-    let repo_dir = home.join("hub").join(format!("models--{}", repo.replace('/', "--")));
+    let repo_dir = home
+        .join("hub")
+        .join(format!("models--{}", repo.replace('/', "--")));
     let commit = "0123456789abcdef0123456789abcdef01234567";
     std::fs::create_dir_all(repo_dir.join("refs")).expect("mkdir");
     std::fs::write(repo_dir.join("refs/main"), commit).expect("ref");
@@ -298,7 +574,12 @@ fn fake_hub(home: &Path, repo: &str, file: &str, bytes: &[u8]) {
 fn hugging_face_sources_resolve_from_the_offline_cache() {
     let e = env();
     let home = e.root.join("hf");
-    fake_hub(&home, "trtmc-test/tiny-cnn", "model.onnx", &trtmc_modelgen::generate("tiny-cnn", 3).expect("generate"));
+    fake_hub(
+        &home,
+        "trtmc-test/tiny-cnn",
+        "model.onnx",
+        &trtmc_modelgen::generate("tiny-cnn", 3).expect("generate"),
+    );
     let catalog = e.root.join("catalog/hub-cnn");
     std::fs::create_dir_all(&catalog).expect("mkdir");
     std::fs::write(
@@ -306,7 +587,11 @@ fn hugging_face_sources_resolve_from_the_offline_cache() {
         "name = \"hub-cnn\"\ntask_strategy = \"image_classification\"\ntest_manifests = [\"c.toml\"]\n[source]\nhf_repo = \"trtmc-test/tiny-cnn\"\nhf_file = \"model.onnx\"\n",
     )
     .expect("write");
-    std::fs::write(catalog.join("c.toml"), "[[case]]\nname = \"one\"\n[case.request]\nseed = 1\n").expect("write");
+    std::fs::write(
+        catalog.join("c.toml"),
+        "[[case]]\nname = \"one\"\n[case.request]\nseed = 1\n",
+    )
+    .expect("write");
     let missing_dir = e.root.join("catalog/hub-missing");
     std::fs::create_dir_all(&missing_dir).expect("mkdir");
     std::fs::write(
@@ -317,16 +602,43 @@ fn hugging_face_sources_resolve_from_the_offline_cache() {
     let root = e.root.join("catalog");
     let hub_run = |model: &str, extra: &[&str]| {
         let mut cmd = std::process::Command::new(BIN);
-        cmd.args(["run", "--manifest-root", root.to_str().expect("utf8"), "--model", model, "--bundle-cache", e.cache.to_str().expect("utf8"), "-q"])
-            .args(extra)
-            .env("HF_HOME", &home)
-            .env("HF_HUB_OFFLINE", "1");
+        cmd.args([
+            "run",
+            "--manifest-root",
+            root.to_str().expect("utf8"),
+            "--model",
+            model,
+            "--bundle-cache",
+            e.cache.to_str().expect("utf8"),
+            "-q",
+        ])
+        .args(extra)
+        .env("HF_HOME", &home)
+        .env("HF_HUB_OFFLINE", "1");
         cmd.output().expect("run")
     };
-    let out = hub_run("hub-cnn", &["--iterations", "2", "--warmup", "0", "-o", e.root.join("hub-out").to_str().expect("utf8")]);
+    let out = hub_run(
+        "hub-cnn",
+        &[
+            "--iterations",
+            "2",
+            "--warmup",
+            "0",
+            "-o",
+            e.root.join("hub-out").to_str().expect("utf8"),
+        ],
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert_eq!(read_json(&e.root.join("hub-out/result.json"))["cases"][0]["status"], "completed");
+    assert_eq!(
+        read_json(&e.root.join("hub-out/result.json"))["cases"][0]["status"],
+        "completed"
+    );
     let absent = hub_run("hub-missing", &["--dry-run"]);
     assert_eq!(code(&absent), 3, "{}", stderr(&absent));
-    assert!(stderr(&absent).contains("HF_HUB_OFFLINE") && stderr(&absent).contains("huggingface-cli download"), "{}", stderr(&absent));
+    assert!(
+        stderr(&absent).contains("HF_HUB_OFFLINE")
+            && stderr(&absent).contains("huggingface-cli download"),
+        "{}",
+        stderr(&absent)
+    );
 }

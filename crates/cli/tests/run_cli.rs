@@ -18,31 +18,65 @@ fn list_models_shows_every_profile_with_its_status() {
     let out = run(&["list", "models", "--manifest-root", &catalog_arg()]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(text.contains("test-noop") && text.contains("ready"), "{text}");
+    assert!(
+        text.contains("test-noop") && text.contains("ready"),
+        "{text}"
+    );
     assert!(text.contains("unsupported: malformed MODEL.toml"), "{text}");
-    assert!(text.contains("unsupported: unknown task_strategy `mind_reading`"), "{text}");
+    assert!(
+        text.contains("unsupported: unknown task_strategy `mind_reading`"),
+        "{text}"
+    );
     assert!(text.contains("distributed: needs 8 ranks"), "{text}");
     assert!(text.contains("tract 0.23.9 (available)"), "{text}");
 
     let default = run(&["list", "models"]);
     assert_eq!(code(&default), 0, "{}", stderr(&default));
     for name in ["tiny-cnn", "tiny-encoder", "tiny-gpt", "light-resnet50"] {
-        assert!(stdout(&default).contains(name), "{name} missing from the default catalog");
+        assert!(
+            stdout(&default).contains(name),
+            "{name} missing from the default catalog"
+        );
     }
 }
 
 #[test]
 fn selecting_an_unusable_profile_fails_closed_with_its_reason() {
-    let out = run(&["run", "--manifest-root", &catalog_arg(), "--model", "unknown-task", "--dry-run"]);
+    let out = run(&[
+        "run",
+        "--manifest-root",
+        &catalog_arg(),
+        "--model",
+        "unknown-task",
+        "--dry-run",
+    ]);
     assert_eq!(code(&out), 3);
     assert!(stderr(&out).contains("mind_reading"), "{}", stderr(&out));
-    let out = run(&["run", "--manifest-root", &catalog_arg(), "--model", "needs-ranks", "--dry-run"]);
+    let out = run(&[
+        "run",
+        "--manifest-root",
+        &catalog_arg(),
+        "--model",
+        "needs-ranks",
+        "--dry-run",
+    ]);
     assert_eq!(code(&out), 3);
     assert!(stderr(&out).contains("distributed"), "{}", stderr(&out));
     let out = run(&["run", "--model", "tiny-gtp", "--dry-run"]);
     assert_eq!(code(&out), 3);
-    assert!(stderr(&out).contains("Did you mean `tiny-gpt`") && stderr(&out).contains("list models"), "{}", stderr(&out));
-    let out = run(&["run", "--model", "tiny-gpt", "--set", "request.max_new_tokenz=3", "--dry-run"]);
+    assert!(
+        stderr(&out).contains("Did you mean `tiny-gpt`") && stderr(&out).contains("list models"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&[
+        "run",
+        "--model",
+        "tiny-gpt",
+        "--set",
+        "request.max_new_tokenz=3",
+        "--dry-run",
+    ]);
     assert_eq!(code(&out), 3);
     assert!(stderr(&out).contains("max_new_tokens"), "{}", stderr(&out));
     let out = run(&["run", "--model", "tiny-gpt", "--case", "nope", "--dry-run"]);
@@ -55,8 +89,20 @@ fn noop_run_writes_a_valid_result_with_exactly_the_requested_observations() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("out");
     let out = run(&[
-        "run", "--manifest-root", &catalog_arg(), "--model", "test-noop", "--warmup", "3", "--iterations", "37", "-o",
-        out_dir.to_str().expect("utf8"), "--telemetry", "on", "--quiet",
+        "run",
+        "--manifest-root",
+        &catalog_arg(),
+        "--model",
+        "test-noop",
+        "--warmup",
+        "3",
+        "--iterations",
+        "37",
+        "-o",
+        out_dir.to_str().expect("utf8"),
+        "--telemetry",
+        "on",
+        "--quiet",
     ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc = assert_result_dir_valid(&out_dir);
@@ -78,7 +124,16 @@ fn noop_run_writes_a_valid_result_with_exactly_the_requested_observations() {
 fn a_crashing_worker_is_a_failed_case_with_its_evidence_kept() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("crash");
-    let out = run(&["run", "--manifest-root", &catalog_arg(), "--model", "test-crash", "-o", out_dir.to_str().expect("utf8"), "-q"]);
+    let out = run(&[
+        "run",
+        "--manifest-root",
+        &catalog_arg(),
+        "--model",
+        "test-crash",
+        "-o",
+        out_dir.to_str().expect("utf8"),
+        "-q",
+    ]);
     assert_eq!(code(&out), 5, "{}", stderr(&out));
     let doc = assert_result_dir_valid(&out_dir);
     assert_eq!(doc["status"], "failed");
@@ -86,7 +141,10 @@ fn a_crashing_worker_is_a_failed_case_with_its_evidence_kept() {
     let error = case["error"].as_str().expect("error");
     assert!(error.contains("SIGABRT"), "{error}");
     let dir = out_dir.join(case["dir"].as_str().expect("dir"));
-    assert!(dir.join("worker-request.json").exists(), "the request is kept for diagnosis");
+    assert!(
+        dir.join("worker-request.json").exists(),
+        "the request is kept for diagnosis"
+    );
     let log = std::fs::read_to_string(dir.join("worker.log")).expect("log");
     assert!(log.contains("aborting the worker on purpose"), "{log}");
 }
@@ -97,26 +155,63 @@ fn a_hanging_worker_is_killed_at_the_timeout() {
     let out_dir = tmp.path().join("hang");
     let started = Instant::now();
     let out = run(&[
-        "run", "--manifest-root", &catalog_arg(), "--model", "test-hang", "--timeout", "2", "-o", out_dir.to_str().expect("utf8"), "-q",
+        "run",
+        "--manifest-root",
+        &catalog_arg(),
+        "--model",
+        "test-hang",
+        "--timeout",
+        "2",
+        "-o",
+        out_dir.to_str().expect("utf8"),
+        "-q",
     ]);
     assert_eq!(code(&out), 5, "{}", stderr(&out));
-    assert!(started.elapsed() < Duration::from_secs(60), "the timeout must end the case");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "the timeout must end the case"
+    );
     let doc = read_json(&out_dir.join("result.json"));
-    let error = doc["cases"][0]["error"].as_str().expect("error").to_string();
+    let error = doc["cases"][0]["error"]
+        .as_str()
+        .expect("error")
+        .to_string();
     assert!(error.contains("did not finish within 2 s"), "{error}");
-    assert!(out_dir.join(doc["cases"][0]["dir"].as_str().expect("dir")).join("worker-request.json").exists());
+    assert!(
+        out_dir
+            .join(doc["cases"][0]["dir"].as_str().expect("dir"))
+            .join("worker-request.json")
+            .exists()
+    );
 }
 
 #[test]
 fn non_finite_outputs_fail_the_case() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("nan");
-    let out = run(&["run", "--manifest-root", &catalog_arg(), "--model", "test-nan", "-o", out_dir.to_str().expect("utf8"), "-q"]);
+    let out = run(&[
+        "run",
+        "--manifest-root",
+        &catalog_arg(),
+        "--model",
+        "test-nan",
+        "-o",
+        out_dir.to_str().expect("utf8"),
+        "-q",
+    ]);
     assert_eq!(code(&out), 5);
     let doc = read_json(&out_dir.join("result.json"));
-    assert!(doc["cases"][0]["error"].as_str().expect("error").contains("non-finite"));
+    assert!(
+        doc["cases"][0]["error"]
+            .as_str()
+            .expect("error")
+            .contains("non-finite")
+    );
     let dir = out_dir.join(doc["cases"][0]["dir"].as_str().expect("dir"));
-    assert!(dir.join("worker-result.json").exists(), "the worker's own result is kept when it reported the failure");
+    assert!(
+        dir.join("worker-result.json").exists(),
+        "the worker's own result is kept when it reported the failure"
+    );
 }
 
 #[test]
@@ -125,17 +220,53 @@ fn output_slots_refuse_unrelated_directories_and_symlinks() {
     let photos = tmp.path().join("photos");
     std::fs::create_dir(&photos).expect("mkdir");
     std::fs::write(photos.join("cat.jpg"), "meow").expect("write");
-    let out = run(&["run", "--manifest-root", &catalog_arg(), "--model", "test-noop", "--iterations", "3", "-o", photos.to_str().expect("utf8"), "-q"]);
+    let out = run(&[
+        "run",
+        "--manifest-root",
+        &catalog_arg(),
+        "--model",
+        "test-noop",
+        "--iterations",
+        "3",
+        "-o",
+        photos.to_str().expect("utf8"),
+        "-q",
+    ]);
     assert_eq!(code(&out), 6, "{}", stderr(&out));
     assert!(stderr(&out).contains("not a trtmc result"));
-    assert_eq!(std::fs::read_to_string(photos.join("cat.jpg")).expect("kept"), "meow");
+    assert_eq!(
+        std::fs::read_to_string(photos.join("cat.jpg")).expect("kept"),
+        "meow"
+    );
 
     let real = tmp.path().join("real");
-    let ok = run(&["run", "--manifest-root", &catalog_arg(), "--model", "test-noop", "--iterations", "3", "-o", real.to_str().expect("utf8"), "-q"]);
+    let ok = run(&[
+        "run",
+        "--manifest-root",
+        &catalog_arg(),
+        "--model",
+        "test-noop",
+        "--iterations",
+        "3",
+        "-o",
+        real.to_str().expect("utf8"),
+        "-q",
+    ]);
     assert_eq!(code(&ok), 0, "{}", stderr(&ok));
     let link = tmp.path().join("link");
     std::os::unix::fs::symlink(&real, &link).expect("symlink");
-    let out = run(&["run", "--manifest-root", &catalog_arg(), "--model", "test-noop", "--iterations", "3", "-o", link.to_str().expect("utf8"), "-q"]);
+    let out = run(&[
+        "run",
+        "--manifest-root",
+        &catalog_arg(),
+        "--model",
+        "test-noop",
+        "--iterations",
+        "3",
+        "-o",
+        link.to_str().expect("utf8"),
+        "-q",
+    ]);
     assert_eq!(code(&out), 6);
     assert!(stderr(&out).contains("symlink"));
 }
@@ -144,28 +275,75 @@ fn output_slots_refuse_unrelated_directories_and_symlinks() {
 fn a_recognized_result_is_replaced_whole_and_never_merged() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("slot");
-    let first = run(&["run", "--manifest-root", &catalog_arg(), "--model", "test-noop", "--iterations", "5", "-o", out_dir.to_str().expect("utf8"), "-q"]);
+    let first = run(&[
+        "run",
+        "--manifest-root",
+        &catalog_arg(),
+        "--model",
+        "test-noop",
+        "--iterations",
+        "5",
+        "-o",
+        out_dir.to_str().expect("utf8"),
+        "-q",
+    ]);
     assert_eq!(code(&first), 0, "{}", stderr(&first));
     let old_id = read_json(&out_dir.join("result.json"))["run_id"].clone();
     std::fs::write(out_dir.join("stray.txt"), "from the old run").expect("write");
-    let second = run(&["run", "--manifest-root", &catalog_arg(), "--model", "test-noop", "--iterations", "6", "-o", out_dir.to_str().expect("utf8"), "-q"]);
+    let second = run(&[
+        "run",
+        "--manifest-root",
+        &catalog_arg(),
+        "--model",
+        "test-noop",
+        "--iterations",
+        "6",
+        "-o",
+        out_dir.to_str().expect("utf8"),
+        "-q",
+    ]);
     assert_eq!(code(&second), 0, "{}", stderr(&second));
     let doc = read_json(&out_dir.join("result.json"));
     assert_ne!(doc["run_id"], old_id);
     assert_eq!(doc["cases"][0]["measurement"]["observations"], 6);
-    assert!(!out_dir.join("stray.txt").exists(), "results are never merged");
+    assert!(
+        !out_dir.join("stray.txt").exists(),
+        "results are never merged"
+    );
 }
 
 #[test]
 fn killing_a_run_while_it_stages_leaves_the_old_result_intact() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("slot");
-    let first = run(&["run", "--manifest-root", &catalog_arg(), "--model", "test-noop", "--iterations", "4", "-o", out_dir.to_str().expect("utf8"), "-q"]);
+    let first = run(&[
+        "run",
+        "--manifest-root",
+        &catalog_arg(),
+        "--model",
+        "test-noop",
+        "--iterations",
+        "4",
+        "-o",
+        out_dir.to_str().expect("utf8"),
+        "-q",
+    ]);
     assert_eq!(code(&first), 0);
     let old = std::fs::read(out_dir.join("result.json")).expect("old result");
 
     let mut child = Command::new(BIN)
-        .args(["run", "--manifest-root", &catalog_arg(), "--model", "test-noop", "--iterations", "9", "-o", out_dir.to_str().expect("utf8"), "-q"])
+        .args([
+            "run",
+            "--manifest-root",
+            &catalog_arg(),
+            "--model",
+            "test-noop",
+            "--iterations",
+            "9",
+            "-o",
+            out_dir.to_str().expect("utf8"),
+            "-q",
+        ])
         .env("TRTMC_TEST_PAUSE_BEFORE_COMMIT_MS", "20000")
         .spawn()
         .expect("spawn");
@@ -173,14 +351,39 @@ fn killing_a_run_while_it_stages_leaves_the_old_result_intact() {
     assert!(staged, "the second run never staged its result");
     child.kill().expect("kill -9");
     let _ = child.wait();
-    assert_eq!(std::fs::read(out_dir.join("result.json")).expect("still there"), old, "old result must survive");
-    assert_valid("benchmark-run.schema.json", &read_json(&out_dir.join("result.json")));
+    assert_eq!(
+        std::fs::read(out_dir.join("result.json")).expect("still there"),
+        old,
+        "old result must survive"
+    );
+    assert_valid(
+        "benchmark-run.schema.json",
+        &read_json(&out_dir.join("result.json")),
+    );
 
     // The next run cleans the dead run's staging directory and replaces the slot normally.
-    let third = run(&["run", "--manifest-root", &catalog_arg(), "--model", "test-noop", "--iterations", "2", "-o", out_dir.to_str().expect("utf8"), "-q"]);
+    let third = run(&[
+        "run",
+        "--manifest-root",
+        &catalog_arg(),
+        "--model",
+        "test-noop",
+        "--iterations",
+        "2",
+        "-o",
+        out_dir.to_str().expect("utf8"),
+        "-q",
+    ]);
     assert_eq!(code(&third), 0, "{}", stderr(&third));
-    let leftovers: Vec<_> = std::fs::read_dir(tmp.path()).expect("ls").flatten().filter(|e| e.file_name().to_string_lossy().contains("staging")).collect();
-    assert!(leftovers.is_empty(), "stale staging directories are removed");
+    let leftovers: Vec<_> = std::fs::read_dir(tmp.path())
+        .expect("ls")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("staging"))
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "stale staging directories are removed"
+    );
 }
 
 fn wait_for_staged_result(parent: &Path, limit: Duration) -> bool {
@@ -188,7 +391,9 @@ fn wait_for_staged_result(parent: &Path, limit: Duration) -> bool {
     while started.elapsed() < limit {
         if let Ok(entries) = std::fs::read_dir(parent) {
             for e in entries.flatten() {
-                if e.file_name().to_string_lossy().contains(".staging-") && e.path().join("result.json").exists() {
+                if e.file_name().to_string_lossy().contains(".staging-")
+                    && e.path().join("result.json").exists()
+                {
                     return true;
                 }
             }

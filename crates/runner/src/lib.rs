@@ -6,3 +6,4 @@ pub mod launch;
 pub mod machine;
 pub mod run;
 pub mod sources;
+pub mod tune;

@@ -13,12 +13,16 @@ use trtmc_core::catalog::{Catalog, Profile};
 use trtmc_core::fsutil::{OutputSlot, write_json_atomic};
 use trtmc_core::operations;
 use trtmc_core::result::{
-    BENCHMARK_RUN_SCHEMA, BenchmarkRun, BundleOrigin, BundleRef, CaseFiles, CaseResult, CaseStatus,
-    MeasurementInfo, Observation, PUBLIC_PIPELINE_CALL_WALL, Provenance, RuntimeInfo, reduce,
+    BENCHMARK_RUN_SCHEMA, BenchmarkRun, BundleOrigin, BundleRef, CaseFiles, CaseProfile,
+    CaseResult, CaseStatus, MeasurementInfo, Observation, PUBLIC_PIPELINE_CALL_WALL, Provenance,
+    RuntimeInfo, reduce,
 };
 use trtmc_core::stats::PERCENTILE_METHOD;
-use trtmc_runtime::protocol::{WORKER_REQUEST_SCHEMA, WorkerRequest, WorkerStatus};
-use trtmc_runtime::runtime;
+use trtmc_runtime::bundle::BundleManifest;
+use trtmc_runtime::protocol::{
+    ProfilePass, WORKER_REQUEST_SCHEMA, WorkerRequest, WorkerResult, WorkerStatus,
+};
+use trtmc_runtime::runtime::{self, SelfTimed, SelfTimedRequest};
 
 use crate::bundles::{self, BundleError, BundleOptions, BundlePlan};
 use crate::launch::{self, Launch, Outcome};
@@ -31,6 +35,14 @@ pub const WORKER_LOG: &str = "worker.log";
 pub const WORKER_REQUEST_FILE: &str = "worker-request.json";
 pub const WORKER_RESULT_FILE: &str = "worker-result.json";
 pub const TELEMETRY_FILE: &str = "telemetry.json";
+pub const PROFILE_REQUEST_FILE: &str = "profile-request.json";
+pub const PROFILE_RESULT_FILE: &str = "profile-result.json";
+pub const PROFILE_LOG: &str = "profile.log";
+/// What a self-timed runtime's tool reported besides the observations (its own summary, argv).
+pub const SELF_TIMED_NOTES_FILE: &str = "timing-notes.json";
+pub const SELF_TIMED_NOTES_SCHEMA: &str = "trtmc.timing-notes/v1";
+/// Operation calls of the profiling pass when `--profile` gives no count.
+pub const DEFAULT_PROFILE_ITERATIONS: u64 = 20;
 
 /// One `--model` (or plan entry) with what the user asked for it.
 #[derive(Debug, Clone, Default)]
@@ -54,12 +66,16 @@ pub struct RunOptions {
     pub output: Option<PathBuf>,
     pub results_parent: PathBuf,
     pub command_line: Vec<String>,
+    /// `--profile`: after each case's timed run, a separate per-layer profiling pass of this many calls.
+    pub profile: Option<u64>,
 }
 
 /// Errors that stop a run before any case is measured, by exit-code class.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunError {
     Input(String),
+    /// A runtime's library or tool is missing (libonnxruntime, trtexec).
+    Environment(String),
     Build(String),
     Output(String),
     Internal(String),
@@ -130,7 +146,17 @@ pub fn plan_cases(
                 };
                 let resolved = case::resolve(profile, &input).map_err(RunError::Input)?;
                 let rt = runtime::runtime(&resolved.runtime.value).map_err(RunError::Input)?;
-                rt.availability().map_err(RunError::Input)?;
+                rt.availability().map_err(|e| {
+                    RunError::Environment(format!("runtime `{}` is not available: {e}", rt.name()))
+                })?;
+                rt.supports_operation(&resolved.operation)
+                    .map_err(|e| RunError::Input(format!("model `{}`: {e}", profile.name)))?;
+                runtime::check_build_settings(
+                    rt.name(),
+                    &resolved.build_values(),
+                    rt.build_settings(),
+                )
+                .map_err(|e| RunError::Input(e.to_string()))?;
                 runtime::check_settings(rt.as_ref(), &resolved.runtime_values())
                     .map_err(RunError::Input)?;
                 let bundle = if matches!(profile.source, trtmc_core::catalog::ModelSource::None) {
@@ -151,7 +177,29 @@ pub fn plan_cases(
             }
         }
     }
+    timing_boundary(&planned)?;
     Ok(planned)
+}
+
+/// The one timing boundary of the planned cases; cases timed at different boundaries cannot share a
+/// result (their numbers are not comparable).
+pub fn timing_boundary(planned: &[PlannedCase]) -> Result<&'static str, RunError> {
+    let mut boundary: Option<(&'static str, &str)> = None;
+    for p in planned {
+        let rt = runtime::runtime(&p.resolved.runtime.value).map_err(RunError::Input)?;
+        let b = rt.timing_boundary();
+        match boundary {
+            None => boundary = Some((b, &p.resolved.runtime.value)),
+            Some((first, first_rt)) if first != b => {
+                return Err(RunError::Input(format!(
+                    "runtime `{first_rt}` is timed at `{first}` and runtime `{}` at `{b}`: these numbers are not comparable, so they cannot share one result; run them separately",
+                    rt.name()
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(boundary.map_or(PUBLIC_PIPELINE_CALL_WALL, |(b, _)| b))
 }
 
 /// The result of a run: where it was written and what it says.
@@ -166,6 +214,7 @@ pub fn execute(
     options: &RunOptions,
     progress: &dyn Progress,
 ) -> Result<RunOutcome, RunError> {
+    let boundary = timing_boundary(&planned)?;
     build_missing(&planned, options, progress)?;
 
     let target = match &options.output {
@@ -200,7 +249,7 @@ pub fn execute(
         created: jiff::Timestamp::now().to_string(),
         status: BenchmarkRun::status_of(&cases),
         command_line: options.command_line.clone(),
-        timing_boundary: PUBLIC_PIPELINE_CALL_WALL.into(),
+        timing_boundary: boundary.into(),
         percentile_method: PERCENTILE_METHOD.into(),
         task_quality_evaluated: false,
         provenance: Provenance {
@@ -273,19 +322,124 @@ fn run_case(
         Some(plan) => Some(bundles::bundle_ref(plan).map_err(|e| e.message().to_string())?),
         None => None,
     };
+    let rt = runtime::runtime(&r.runtime.value)?;
     let rt_info = match &bundle_ref {
         Some(b) => b.runtime.clone(),
-        None => runtime::runtime(&r.runtime.value)
-            .map(|rt| RuntimeInfo {
-                name: rt.name().into(),
-                version: rt.version(),
-            })
-            .unwrap_or(RuntimeInfo {
-                name: r.runtime.value.clone(),
-                version: "unknown".into(),
-            }),
+        None => RuntimeInfo {
+            name: rt.name().into(),
+            version: rt.version(),
+        },
     };
-    let request = WorkerRequest {
+    let mut m = match rt.self_timed() {
+        Some(timer) => measure_self_timed(timer, p, &dir),
+        None => measure_in_worker(p, &dir, &dir_name, options),
+    };
+    let expected = r.measure.iterations.value as usize;
+    if m.error.is_none() && m.observations.len() < expected {
+        m.error = Some(format!(
+            "the {} returned {} observations, {expected} were requested",
+            if rt.self_timed().is_some() {
+                "runtime's own timing tool"
+            } else {
+                "worker"
+            },
+            m.observations.len()
+        ));
+    }
+
+    let op = operations::operation(&r.operation)
+        .ok_or_else(|| format!("unknown operation `{}`", r.operation))?;
+    let keep = |f: &Option<String>| f.as_ref().filter(|f| dir.join(f).exists()).map(|f| rel(f));
+    let (status, metrics, files) = if m.error.is_some() {
+        (
+            CaseStatus::Failed,
+            None,
+            CaseFiles {
+                resolved_case: rel(RESOLVED_CASE_FILE),
+                observations: None,
+                worker_log: keep(&m.log),
+                telemetry: m.telemetry.clone(),
+                worker_request: keep(&m.request_file),
+                worker_result: keep(&m.result_file),
+            },
+        )
+    } else {
+        write_observations(&dir.join(OBSERVATIONS_FILE), &m.observations)?;
+        for f in [&m.request_file, &m.result_file].into_iter().flatten() {
+            let _ = std::fs::remove_file(dir.join(f));
+        }
+        (
+            CaseStatus::Completed,
+            reduce(op, &m.observations),
+            CaseFiles {
+                resolved_case: rel(RESOLVED_CASE_FILE),
+                observations: Some(rel(OBSERVATIONS_FILE)),
+                worker_log: keep(&m.log),
+                telemetry: m.telemetry.clone(),
+                worker_request: None,
+                worker_result: None,
+            },
+        )
+    };
+    let profile = match options.profile {
+        Some(iterations) if status == CaseStatus::Completed => Some(match rt.self_timed() {
+            Some(timer) => profile_self_timed(timer, p, &dir, &dir_name, iterations),
+            None => profile_in_worker(p, &dir, &dir_name, options, iterations),
+        }),
+        _ => None,
+    };
+    let result = CaseResult {
+        dir: dir_name.clone(),
+        model: p.profile.name.clone(),
+        case: r.case.clone(),
+        label: r.label.clone(),
+        task_strategy: r.task_strategy.clone(),
+        operation: r.operation.clone(),
+        runtime: m.runtime.unwrap_or(rt_info),
+        status,
+        error: m.error,
+        identity: r.identity.clone(),
+        bundle: bundle_ref,
+        measurement: MeasurementInfo {
+            warmup: r.measure.warmup.value,
+            iterations: r.measure.iterations.value,
+            min_duration_s: r.measure.min_duration_s.value,
+            observations: m.observations.len() as u64,
+            load_ms: m.load_ms,
+        },
+        metrics,
+        sweep_point: r.sweep_point.clone(),
+        request: r
+            .request
+            .iter()
+            .map(|(k, v)| (k.clone(), v.value.clone()))
+            .collect::<BTreeMap<String, Value>>(),
+        files,
+        profile,
+    };
+    Ok((result, m.observations))
+}
+
+/// What a measurement produced; file names are relative to the case directory.
+#[derive(Default)]
+struct Measured {
+    error: Option<String>,
+    observations: Vec<Observation>,
+    load_ms: Option<f64>,
+    runtime: Option<RuntimeInfo>,
+    /// The log of the process that timed the calls.
+    log: Option<String>,
+    /// Relative to the result directory.
+    telemetry: Option<String>,
+    /// Protocol intermediates: removed on success, kept on failure.
+    request_file: Option<String>,
+    result_file: Option<String>,
+}
+
+/// The worker request of a case (the timed run, or with `profile` set, its profiling pass).
+fn worker_request(p: &PlannedCase) -> WorkerRequest {
+    let r = &p.resolved;
+    WorkerRequest {
         schema: WORKER_REQUEST_SCHEMA.into(),
         operation: r.operation.clone(),
         runtime: r.runtime.value.clone(),
@@ -301,133 +455,268 @@ fn run_case(
         warmup: r.measure.warmup.value,
         iterations: r.measure.iterations.value,
         min_duration_s: r.measure.min_duration_s.value,
-    };
-    let request_path = dir.join(WORKER_REQUEST_FILE);
-    let result_path = dir.join(WORKER_RESULT_FILE);
-    write_json_atomic(&request_path, &request)
-        .map_err(|e| format!("cannot write {WORKER_REQUEST_FILE}: {e}"))?;
-    let log_path = dir.join(WORKER_LOG);
-    let (outcome, telemetry) = launch::run(&Launch {
-        worker: &options.worker,
+        profile: None,
+    }
+}
+
+/// Starts the worker on `request` and returns its ok result, or an error naming what happened.
+fn launch_worker(
+    request: &WorkerRequest,
+    dir: &Path,
+    files: (&str, &str, &str),
+    timeout_s: f64,
+    telemetry: bool,
+    worker: &Path,
+) -> (Result<WorkerResult, String>, Option<launch::Telemetry>) {
+    let (request_file, result_file, log_file) = files;
+    let request_path = dir.join(request_file);
+    let result_path = dir.join(result_file);
+    if let Err(e) = write_json_atomic(&request_path, request) {
+        return (Err(format!("cannot write {request_file}: {e}")), None);
+    }
+    let (outcome, samples) = launch::run(&Launch {
+        worker,
         request: &request_path,
         result: &result_path,
-        log: &log_path,
-        timeout: Duration::from_secs_f64(r.measure.timeout_s.value.max(0.001)),
-        telemetry: options.telemetry,
+        log: &dir.join(log_file),
+        timeout: Duration::from_secs_f64(timeout_s.max(0.001)),
+        telemetry,
     });
-    let telemetry_file = match telemetry {
-        Some(t) => {
-            write_json_atomic(&dir.join(TELEMETRY_FILE), &t)
-                .map_err(|e| format!("cannot write {TELEMETRY_FILE}: {e}"))?;
-            Some(rel(TELEMETRY_FILE))
-        }
-        None => None,
-    };
-
-    let mut error: Option<String> = None;
-    let mut observations = Vec::new();
-    let mut load_ms = None;
-    let mut runtime_info = rt_info;
-    match outcome {
-        Outcome::SpawnFailed(m) => error = Some(m),
-        Outcome::TimedOut => {
-            error = Some(format!(
-                "the worker did not finish within {:.0} s and was killed (raise --timeout, or lower --iterations; see {})",
-                r.measure.timeout_s.value,
-                rel(WORKER_LOG)
-            ))
-        }
+    let result = match outcome {
+        Outcome::SpawnFailed(m) => Err(m),
+        Outcome::TimedOut => Err(format!(
+            "the worker did not finish within {timeout_s:.0} s and was killed (raise --timeout, or lower --iterations; see {log_file})"
+        )),
         Outcome::Exited {
             status,
             result,
             result_error,
         } => match result {
-            Some(res) if res.status == WorkerStatus::Ok && status.success() => {
-                observations = res.observations;
-                load_ms = res.load_ms;
-                runtime_info = res.runtime;
-            }
-            Some(res) => error = Some(res.error.unwrap_or_else(|| launch::describe_exit(&status))),
-            None => {
-                error = Some(format!(
-                    "{} without writing a result{} (see {})",
-                    launch::describe_exit(&status),
-                    result_error.map(|e| format!("; {e}")).unwrap_or_default(),
-                    rel(WORKER_LOG)
-                ))
-            }
+            Some(res) if res.status == WorkerStatus::Ok && status.success() => Ok(res),
+            Some(res) => Err(res.error.unwrap_or_else(|| launch::describe_exit(&status))),
+            None => Err(format!(
+                "{} without writing a result{} (see {log_file})",
+                launch::describe_exit(&status),
+                result_error.map(|e| format!("; {e}")).unwrap_or_default(),
+            )),
         },
-    }
-    let expected = r.measure.iterations.value as usize;
-    if error.is_none() && observations.len() < expected {
-        error = Some(format!(
-            "the worker returned {} observations, {expected} were requested",
-            observations.len()
-        ));
-    }
+    };
+    (result, samples)
+}
 
-    let op = operations::operation(&r.operation)
-        .ok_or_else(|| format!("unknown operation `{}`", r.operation))?;
-    let (status, metrics, files) = if let Some(_) = &error {
-        let worker_result = result_path.exists().then(|| rel(WORKER_RESULT_FILE));
-        (
-            CaseStatus::Failed,
-            None,
-            CaseFiles {
-                resolved_case: rel(RESOLVED_CASE_FILE),
-                observations: None,
-                worker_log: Some(rel(WORKER_LOG)),
-                telemetry: telemetry_file,
-                worker_request: Some(rel(WORKER_REQUEST_FILE)),
-                worker_result,
-            },
-        )
-    } else {
-        write_observations(&dir.join(OBSERVATIONS_FILE), &observations)?;
-        let _ = std::fs::remove_file(&request_path);
-        let _ = std::fs::remove_file(&result_path);
-        (
-            CaseStatus::Completed,
-            reduce(op, &observations),
-            CaseFiles {
-                resolved_case: rel(RESOLVED_CASE_FILE),
-                observations: Some(rel(OBSERVATIONS_FILE)),
-                worker_log: Some(rel(WORKER_LOG)),
-                telemetry: telemetry_file,
-                worker_request: None,
-                worker_result: None,
-            },
-        )
+/// The timed run in the worker process.
+fn measure_in_worker(
+    p: &PlannedCase,
+    dir: &Path,
+    dir_name: &str,
+    options: &RunOptions,
+) -> Measured {
+    let request = worker_request(p);
+    let (result, telemetry) = launch_worker(
+        &request,
+        dir,
+        (WORKER_REQUEST_FILE, WORKER_RESULT_FILE, WORKER_LOG),
+        p.resolved.measure.timeout_s.value,
+        options.telemetry,
+        &options.worker,
+    );
+    let mut m = Measured {
+        log: Some(WORKER_LOG.into()),
+        request_file: Some(WORKER_REQUEST_FILE.into()),
+        result_file: Some(WORKER_RESULT_FILE.into()),
+        ..Default::default()
     };
-    let result = CaseResult {
-        dir: dir_name,
-        model: p.profile.name.clone(),
-        case: r.case.clone(),
-        label: r.label.clone(),
-        task_strategy: r.task_strategy.clone(),
-        operation: r.operation.clone(),
-        runtime: runtime_info,
-        status,
-        error,
-        identity: r.identity.clone(),
-        bundle: bundle_ref,
-        measurement: MeasurementInfo {
-            warmup: r.measure.warmup.value,
-            iterations: r.measure.iterations.value,
-            min_duration_s: r.measure.min_duration_s.value,
-            observations: observations.len() as u64,
-            load_ms,
+    if let Some(t) = telemetry {
+        match write_json_atomic(&dir.join(TELEMETRY_FILE), &t) {
+            Ok(()) => m.telemetry = Some(format!("{dir_name}/{TELEMETRY_FILE}")),
+            Err(e) => m.error = Some(format!("cannot write {TELEMETRY_FILE}: {e}")),
+        }
+    }
+    match result {
+        Ok(res) => {
+            m.observations = res.observations;
+            m.load_ms = res.load_ms;
+            m.runtime = Some(res.runtime);
+        }
+        Err(e) => m.error = m.error.take().or(Some(e)),
+    }
+    m
+}
+
+/// The request a self-timed runtime gets for a case.
+fn self_timed_request<'a>(
+    p: &'a PlannedCase,
+    manifest: &'a BundleManifest,
+    bundle_dir: &'a Path,
+    settings: &'a BTreeMap<String, Value>,
+    dir: &'a Path,
+) -> SelfTimedRequest<'a> {
+    let r = &p.resolved;
+    SelfTimedRequest {
+        bundle_dir,
+        manifest,
+        operation: &r.operation,
+        settings,
+        warmup: r.measure.warmup.value,
+        iterations: r.measure.iterations.value,
+        min_duration_s: r.measure.min_duration_s.value,
+        timeout: Duration::from_secs_f64(r.measure.timeout_s.value.max(0.001)),
+        case_dir: dir,
+    }
+}
+
+/// The bundle directory and manifest of a case, for a self-timed runtime.
+fn bundle_of(p: &PlannedCase) -> Result<(PathBuf, BundleManifest), String> {
+    let plan = p.bundle.as_ref().ok_or_else(|| {
+        format!(
+            "runtime `{}` needs a model bundle; model `{}` has none",
+            p.resolved.runtime.value, p.profile.name
+        )
+    })?;
+    let manifest = BundleManifest::read(&plan.path)?;
+    Ok((plan.path.clone(), manifest))
+}
+
+/// The timed run of a runtime whose own tool owns the loop (trtexec), in the runtime's child process.
+fn measure_self_timed(timer: &dyn SelfTimed, p: &PlannedCase, dir: &Path) -> Measured {
+    let mut m = Measured::default();
+    let (bundle_dir, manifest) = match bundle_of(p) {
+        Ok(b) => b,
+        Err(e) => {
+            m.error = Some(e);
+            return m;
+        }
+    };
+    let settings = p.resolved.runtime_values();
+    let request = self_timed_request(p, &manifest, &bundle_dir, &settings, dir);
+    match timer.time(&request) {
+        Ok(run) => {
+            m.log = Some(timer.time_log().into());
+            m.observations = run.observations;
+            m.runtime = Some(manifest.runtime.clone());
+            let notes = dir.join(SELF_TIMED_NOTES_FILE);
+            let doc = serde_json::json!({
+                "schema": SELF_TIMED_NOTES_SCHEMA,
+                "runtime": manifest.runtime,
+                "files": run.files,
+                "notes": run.notes,
+            });
+            if let Err(e) = write_json_atomic(&notes, &doc) {
+                m.error = Some(format!("cannot write {SELF_TIMED_NOTES_FILE}: {e}"));
+            }
+        }
+        Err(e) => {
+            m.error = Some(format!("{e:#}"));
+            m.log = Some(timer.time_log().into());
+        }
+    }
+    m
+}
+
+fn profile_failed(iterations: u64, error: String, log: Option<String>) -> CaseProfile {
+    CaseProfile {
+        status: CaseStatus::Failed,
+        error: Some(error),
+        iterations,
+        layer_info: None,
+        layer_profile: None,
+        log,
+    }
+}
+
+/// The profiling pass of a worker runtime: a second worker invocation after the timed run.
+fn profile_in_worker(
+    p: &PlannedCase,
+    dir: &Path,
+    dir_name: &str,
+    options: &RunOptions,
+    iterations: u64,
+) -> CaseProfile {
+    let rel = |f: &str| format!("{dir_name}/{f}");
+    let mut request = worker_request(p);
+    request.profile = Some(ProfilePass {
+        dir: dir.to_path_buf(),
+        iterations,
+    });
+    let (result, _) = launch_worker(
+        &request,
+        dir,
+        (PROFILE_REQUEST_FILE, PROFILE_RESULT_FILE, PROFILE_LOG),
+        p.resolved.measure.timeout_s.value,
+        false,
+        &options.worker,
+    );
+    let log = Some(rel(PROFILE_LOG));
+    let res = match result {
+        Ok(res) => res,
+        Err(e) => {
+            return profile_failed(iterations, format!("per-layer profiling failed: {e}"), log);
+        }
+    };
+    let file = |key: &str| {
+        res.notes
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|f| dir.join(f).is_file())
+            .map(rel)
+    };
+    match (file("layer_info"), file("layer_profile")) {
+        (Some(layer_info), Some(layer_profile)) => {
+            let _ = std::fs::remove_file(dir.join(PROFILE_REQUEST_FILE));
+            let _ = std::fs::remove_file(dir.join(PROFILE_RESULT_FILE));
+            CaseProfile {
+                status: CaseStatus::Completed,
+                error: None,
+                iterations,
+                layer_info: Some(layer_info),
+                layer_profile: Some(layer_profile),
+                log,
+            }
+        }
+        _ => profile_failed(
+            iterations,
+            "per-layer profiling passed but its layer or profile file is missing".into(),
+            log,
+        ),
+    }
+}
+
+/// The profiling pass of a self-timed runtime: its tool's own separate profiling run.
+fn profile_self_timed(
+    timer: &dyn SelfTimed,
+    p: &PlannedCase,
+    dir: &Path,
+    dir_name: &str,
+    iterations: u64,
+) -> CaseProfile {
+    let rel = |f: &Path| {
+        f.file_name()
+            .map(|n| format!("{dir_name}/{}", n.to_string_lossy()))
+    };
+    let (bundle_dir, manifest) = match bundle_of(p) {
+        Ok(b) => b,
+        Err(e) => return profile_failed(iterations, e, None),
+    };
+    let settings = p.resolved.runtime_values();
+    let request = self_timed_request(p, &manifest, &bundle_dir, &settings, dir);
+    let log_path = dir.join(timer.profile_log());
+    let outcome = timer.profile(&request, iterations);
+    let log = log_path.exists().then(|| rel(&log_path)).flatten();
+    match outcome {
+        Ok(files) => CaseProfile {
+            status: CaseStatus::Completed,
+            error: None,
+            iterations,
+            layer_info: rel(&files.layer_info),
+            layer_profile: rel(&files.profile),
+            log,
         },
-        metrics,
-        sweep_point: r.sweep_point.clone(),
-        request: r
-            .request
-            .iter()
-            .map(|(k, v)| (k.clone(), v.value.clone()))
-            .collect::<BTreeMap<String, Value>>(),
-        files,
-    };
-    Ok((result, observations))
+        Err(e) => profile_failed(
+            iterations,
+            format!("per-layer profiling failed: {e:#}"),
+            log,
+        ),
+    }
 }
 
 fn write_observations(path: &Path, observations: &[Observation]) -> Result<(), String> {

@@ -179,7 +179,10 @@ pub fn materialize(profile: &Profile, work_dir: &Path) -> Result<PathBuf, String
 
 /// The commit hash in a hub cache path `…/snapshots/<commit>/<file>`.
 fn snapshot_commit(path: &Path) -> Option<String> {
-    let parts: Vec<String> = path.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    let parts: Vec<String> = path
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
     let at = parts.iter().rposition(|p| p == "snapshots")?;
     parts.get(at + 1).cloned()
 }

@@ -226,6 +226,14 @@ impl CacheHeader {
     }
 }
 
+/// An argument vector as one shell-quoted line, for people.
+pub fn shell_quote_argv(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| shell_quote(a))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn shell_quote(arg: &str) -> String {
     let plain = !arg.is_empty()
         && arg

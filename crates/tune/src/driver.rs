@@ -138,8 +138,11 @@ impl TunePlan {
     }
 }
 
+/// Called with every iteration as it is folded in: `true` when it was replayed from the cache.
+pub type Progress<'a> = &'a mut dyn FnMut(&IterationRecord, bool);
+
 /// Where this session's iterations go and what earlier sessions did.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Session<'a> {
     /// Appends every new iteration; `None` runs without a cache.
     pub cache: Option<&'a mut CacheWriter>,
@@ -147,6 +150,19 @@ pub struct Session<'a> {
     pub previous: Vec<IterationRecord>,
     /// Stop after this many new iterations (as a kill would); continue later from the cache.
     pub stop_after_new_iterations: Option<usize>,
+    /// Told about every iteration (e.g. to print progress).
+    pub progress: Option<Progress<'a>>,
+}
+
+impl std::fmt::Debug for Session<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("cache", &self.cache)
+            .field("previous", &self.previous.len())
+            .field("stop_after_new_iterations", &self.stop_after_new_iterations)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
 }
 
 /// A tune that cannot go on.
@@ -205,9 +221,11 @@ pub fn tune<R: RouteRunner>(
         cache: session.cache,
         previous: session.previous,
         stop_after: session.stop_after_new_iterations,
+        progress: session.progress,
         next_iter: 0,
         new_iterations: 0,
         calls: 0,
+        measure_ms: 0.0,
         started: Instant::now(),
         stopped: None,
         routes: Vec::new(),
@@ -243,7 +261,7 @@ impl RouteState {
     }
 }
 
-struct Driver<'a, R: RouteRunner> {
+struct Driver<'a, 's, R: RouteRunner> {
     runner: &'a mut R,
     plan: &'a TunePlan,
     config: &'a TuneConfig,
@@ -255,9 +273,12 @@ struct Driver<'a, R: RouteRunner> {
     cache: Option<&'a mut CacheWriter>,
     previous: Vec<IterationRecord>,
     stop_after: Option<usize>,
+    progress: Option<Progress<'s>>,
     next_iter: usize,
     new_iterations: usize,
     calls: usize,
+    /// Wall time of the measurement calls of this session (warm-ups included), as the runtime reported it.
+    measure_ms: f64,
     started: Instant,
     stopped: Option<StopReason>,
     routes: Vec<RouteState>,
@@ -331,6 +352,16 @@ fn check_samples(samples: &[f64]) -> Result<(), String> {
     Ok(())
 }
 
+/// Total wall time of a measurement's calls (warm-ups and samples), ignoring invalid values.
+fn timing_ms(timing: &Timing) -> f64 {
+    timing
+        .warmup_ms
+        .iter()
+        .chain(&timing.samples_ms)
+        .filter(|v| v.is_finite() && **v > 0.0)
+        .sum()
+}
+
 fn set_samples(
     rec: &mut IterationRecord,
     objective: Objective,
@@ -377,7 +408,7 @@ fn rotate<T: Clone>(items: &[T], by: usize) -> Vec<T> {
     items[k..].iter().chain(&items[..k]).cloned().collect()
 }
 
-impl<R: RouteRunner> Driver<'_, R> {
+impl<R: RouteRunner> Driver<'_, '_, R> {
     fn run(mut self) -> Result<TuneSummary, TuneError> {
         let config = self.config;
         let expr = &self.plan.expression;
@@ -467,6 +498,9 @@ impl<R: RouteRunner> Driver<'_, R> {
                 });
             }
             self.apply(&rec);
+            if let Some(progress) = self.progress.as_deref_mut() {
+                progress(&rec, true);
+            }
             self.next_iter += 1;
             return Ok(true);
         }
@@ -491,6 +525,9 @@ impl<R: RouteRunner> Driver<'_, R> {
             cache.append(&rec)?;
         }
         self.apply(&rec);
+        if let Some(progress) = self.progress.as_deref_mut() {
+            progress(&rec, false);
+        }
         self.next_iter += 1;
         self.new_iterations += 1;
         Ok(true)
@@ -655,7 +692,11 @@ impl<R: RouteRunner> Driver<'_, R> {
             timeout,
         };
         self.calls += plan.warmup_calls + plan.calls;
-        match self.runner.measure(&mut built, &plan) {
+        let measured = self.runner.measure(&mut built, &plan);
+        if let Ok(timing) = &measured {
+            self.measure_ms += timing_ms(timing);
+        }
+        match measured {
             Ok(timing) => match check_samples(&timing.samples_ms) {
                 Ok(()) => set_samples(
                     &mut rec,
@@ -733,7 +774,11 @@ impl<R: RouteRunner> Driver<'_, R> {
             timeout,
         };
         self.calls += plan.warmup_calls + plan.calls;
-        match self.runner.measure(built, &plan) {
+        let measured = self.runner.measure(built, &plan);
+        if let Ok(timing) = &measured {
+            self.measure_ms += timing_ms(timing);
+        }
+        match measured {
             Ok(timing) => match check_samples(&timing.samples_ms) {
                 Ok(()) => set_samples(
                     &mut rec,
@@ -1191,6 +1236,7 @@ impl<R: RouteRunner> Driver<'_, R> {
             iterations: self.next_iter,
             iterations_this_session: self.new_iterations,
             measurement_calls_this_session: self.calls,
+            measurement_ms_this_session: self.measure_ms,
             ..Counts::default()
         };
         let routes: Vec<RouteSummary> = self
@@ -1257,6 +1303,7 @@ impl<R: RouteRunner> Driver<'_, R> {
             counts,
             stopped: self.stopped,
             notes,
+            context: None,
         }
     }
 }

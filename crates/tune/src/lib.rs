@@ -24,8 +24,8 @@ pub mod summary;
 pub use cache::{CacheHeader, CacheWriter, Fingerprint, IterationRecord, Phase, RouteStatus};
 pub use config::TuneConfig;
 pub use driver::{
-    MeasurePlan, Reference, RouteError, RouteErrorKind, RouteRunner, Session, Timing, TuneError,
-    TunePlan, tune,
+    MeasurePlan, Progress, Reference, RouteError, RouteErrorKind, RouteRunner, Session, Timing,
+    TuneError, TunePlan, tune,
 };
 pub use expr::{Expression, Route};
 pub use knobs::KnobSet;

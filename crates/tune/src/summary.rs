@@ -6,6 +6,7 @@ use crate::cache::{Phase, RouteStatus, Stage};
 use crate::search::SearchOrder;
 use crate::select::{Estimate, Objective};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use trtmc_core::accuracy::{AccuracyReport, AccuracySpec};
 use trtmc_core::stats::{Interval, Summary};
 
@@ -42,6 +43,52 @@ pub struct TuneSummary {
     pub stopped: Option<StopReason>,
     #[serde(default)]
     pub notes: Vec<String>,
+    /// What was tuned where, and what the decision means in settings: filled in by the caller (the CLI),
+    /// absent when the engine is used as a library.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<TuneContext>,
+}
+
+/// The model, runtime and machine of a tune, how it measured, and the chosen route as settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TuneContext {
+    /// Catalog profile name, or the ONNX file stem for `--onnx`.
+    pub model: String,
+    /// The ONNX file the routes were built from.
+    pub model_file: String,
+    pub model_sha256: String,
+    pub runtime: String,
+    pub runtime_version: String,
+    pub machine: String,
+    /// The public operation each measured call performs (`infer`, `classify`, ...).
+    pub operation: String,
+    /// How calls were measured and interleaved (process model), in words.
+    pub measurement: String,
+    pub command_line: String,
+    /// The tuning cache, when one was written.
+    pub cache: Option<String>,
+    /// The decision's route as the settings it resolves to, when there is one.
+    pub chosen: Option<ChosenRoute>,
+    /// Other files written by the tune (report, saved bundles), by role.
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+}
+
+/// A route resolved to runtime settings: what to pass to `run` to get the same build and session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChosenRoute {
+    pub route: String,
+    /// `build.*` settings (part of the bundle key).
+    pub build_settings: BTreeMap<String, serde_json::Value>,
+    /// `runtime.*` load-time settings.
+    pub runtime_settings: BTreeMap<String, serde_json::Value>,
+    /// Other settings the route carries (e.g. trtexec flags or a TensorRT build route).
+    #[serde(default)]
+    pub other: BTreeMap<String, String>,
+    /// `--set` arguments for `trtmc-bench run` that reproduce the route.
+    pub run_sets: Vec<String>,
+    /// Where the route's bundle was saved (`--save-bundle`).
+    pub saved_bundle: Option<String>,
 }
 
 impl TuneSummary {
@@ -158,7 +205,7 @@ impl Margin {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Counts {
     /// Routes planned before measurement (mixed: phase 1).
     pub planned: usize,
@@ -175,6 +222,10 @@ pub struct Counts {
     pub iterations_this_session: usize,
     /// Measurement calls made in this session, warm-ups included.
     pub measurement_calls_this_session: usize,
+    /// Wall time of those calls in ms, warm-ups included, as the runtime timed them (the measurement
+    /// cost of the search, without builds, loads and accuracy checks).
+    #[serde(default)]
+    pub measurement_ms_this_session: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

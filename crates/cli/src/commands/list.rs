@@ -32,7 +32,10 @@ pub enum ListFormat {
 }
 
 pub fn execute(args: ListArgs) -> CliResult {
-    let ListWhat::Models { manifest_root, format } = args.what;
+    let ListWhat::Models {
+        manifest_root,
+        format,
+    } = args.what;
     let root = crate::catalog_root::resolve(manifest_root);
     let catalog = Catalog::load(&root).map_err(CliError::input)?;
     let runtimes: Vec<serde_json::Value> = trtmc_runtime::runtime::runtime_names()
@@ -66,11 +69,23 @@ pub fn execute(args: ListArgs) -> CliResult {
                 })
                 .collect();
             let doc = serde_json::json!({"schema": "trtmc.model-list/v1", "catalog": catalog.root, "models": profiles, "runtimes": runtimes});
-            println!("{}", serde_json::to_string_pretty(&doc).map_err(CliError::internal)?);
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&doc).map_err(CliError::internal)?
+            );
         }
         ListFormat::Table => {
-            let width = catalog.profiles.iter().map(|p| p.name.len()).max().unwrap_or(4).max(4);
-            println!("{:<width$}  {:<22} {:<10} {:<9} STATUS", "NAME", "TASK", "OPERATION", "RUNTIME");
+            let width = catalog
+                .profiles
+                .iter()
+                .map(|p| p.name.len())
+                .max()
+                .unwrap_or(4)
+                .max(4);
+            println!(
+                "{:<width$}  {:<22} {:<10} {:<9} STATUS",
+                "NAME", "TASK", "OPERATION", "RUNTIME"
+            );
             for p in &catalog.profiles {
                 println!(
                     "{:<width$}  {:<22} {:<10} {:<9} {}",
@@ -92,7 +107,12 @@ pub fn execute(args: ListArgs) -> CliResult {
                     }
                 })
                 .collect();
-            println!("\n{} profile(s) in {}; runtimes: {}", catalog.profiles.len(), catalog.root.display(), rts.join(", "));
+            println!(
+                "\n{} profile(s) in {}; runtimes: {}",
+                catalog.profiles.len(),
+                catalog.root.display(),
+                rts.join(", ")
+            );
         }
     }
     Ok(())

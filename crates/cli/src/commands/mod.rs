@@ -1,4 +1,7 @@
 pub mod analyze;
+pub mod compare;
 pub mod list;
+pub mod report;
 pub mod run;
+pub mod tune;
 pub mod worker;

@@ -93,6 +93,16 @@ pub struct RunArgs {
     /// Catalog root holding MODEL.toml files.
     #[arg(long, value_name = "PATH")]
     pub manifest_root: Option<PathBuf>,
+    /// After each case's timed run, a separate per-layer profiling pass writing layers_<runtime>.json and
+    /// profile_<runtime>.json (trtexec's export shapes, read by `analyze`) into the case directory.
+    #[arg(long)]
+    pub profile: bool,
+    /// Operation calls of the profiling pass (after the case's warm-up calls).
+    #[arg(long, value_name = "N", default_value_t = trtmc_runner::run::DEFAULT_PROFILE_ITERATIONS, requires = "profile")]
+    pub profile_iterations: u64,
+    /// The trtexec executable of the tensorrt runtime (default: trtexec on PATH, then /usr/src/tensorrt/bin).
+    #[arg(long, value_name = "PATH")]
+    pub trtexec: Option<PathBuf>,
     /// No progress display.
     #[arg(short, long)]
     pub quiet: bool,
@@ -111,26 +121,64 @@ pub fn execute(args: RunArgs) -> CliResult {
         timeout_s: args.timeout,
     };
     if args.duration.is_some_and(|d| !d.is_finite() || d < 0.0) {
-        return Err(CliError::input("--duration must be a non-negative number of seconds"));
+        return Err(CliError::input(
+            "--duration must be a non-negative number of seconds",
+        ));
     }
     if args.timeout.is_some_and(|t| !t.is_finite() || t <= 0.0) {
-        return Err(CliError::input("--timeout must be a positive number of seconds"));
+        return Err(CliError::input(
+            "--timeout must be a positive number of seconds",
+        ));
     }
-    let mut sets: Vec<Override> = args.sets.iter().map(|s| Override::parse(s, Source::Set)).collect::<Result<_, _>>().map_err(CliError::input)?;
+    let mut sets: Vec<Override> = args
+        .sets
+        .iter()
+        .map(|s| Override::parse(s, Source::Set))
+        .collect::<Result<_, _>>()
+        .map_err(CliError::input)?;
     for shape in &args.shapes {
-        let (name, dims) = shape
-            .split_once(':')
-            .ok_or_else(|| CliError::input(format!("--shape `{shape}` is not NAME:DIMS (e.g. --shape input:1x3x224x224)")))?;
-        trtmc_core::case::parse_shape(dims).map_err(|e| CliError::input(format!("--shape {shape}: {e}")))?;
-        sets.push(Override { key: format!("build.shapes.{name}"), value: dims.to_string(), source: Source::Cli });
+        let (name, dims) = shape.split_once(':').ok_or_else(|| {
+            CliError::input(format!(
+                "--shape `{shape}` is not NAME:DIMS (e.g. --shape input:1x3x224x224)"
+            ))
+        })?;
+        trtmc_core::case::parse_shape(dims)
+            .map_err(|e| CliError::input(format!("--shape {shape}: {e}")))?;
+        sets.push(Override {
+            key: format!("build.shapes.{name}"),
+            value: dims.to_string(),
+            source: Source::Cli,
+        });
     }
-    let sweeps: Vec<SweepAxis> = args.sweeps.iter().map(|s| SweepAxis::parse(s)).collect::<Result<_, _>>().map_err(CliError::input)?;
+    let sweeps: Vec<SweepAxis> = args
+        .sweeps
+        .iter()
+        .map(|s| SweepAxis::parse(s))
+        .collect::<Result<_, _>>()
+        .map_err(CliError::input)?;
+    if args.profile && args.profile_iterations == 0 {
+        return Err(CliError::input("--profile-iterations must be at least 1"));
+    }
+    if let Some(path) = &args.trtexec {
+        trtmc_runtime::runtime::set_trtexec_path(path.clone());
+    }
 
     let (catalog, selections) = if let Some(onnx) = &args.onnx {
         let profile = onnx_profile(onnx)?;
         let name = profile.name.clone();
-        let catalog = Catalog { root: onnx.parent().map(PathBuf::from).unwrap_or_default(), profiles: vec![profile] };
-        let sel = Selection { model: name, cases: args.cases.clone(), runtime: args.runtime.clone(), sets, sweeps, flags, ..Default::default() };
+        let catalog = Catalog {
+            root: onnx.parent().map(PathBuf::from).unwrap_or_default(),
+            profiles: vec![profile],
+        };
+        let sel = Selection {
+            model: name,
+            cases: args.cases.clone(),
+            runtime: args.runtime.clone(),
+            sets,
+            sweeps,
+            flags,
+            ..Default::default()
+        };
         (catalog, vec![sel])
     } else {
         let root = crate::catalog_root::resolve(args.manifest_root.clone());
@@ -142,7 +190,11 @@ pub fn execute(args: RunArgs) -> CliResult {
                 entry_sweeps.extend(sweeps.iter().cloned());
                 selections.push(Selection {
                     model: entry.model,
-                    cases: if args.cases.is_empty() { entry.cases } else { args.cases.clone() },
+                    cases: if args.cases.is_empty() {
+                        entry.cases
+                    } else {
+                        args.cases.clone()
+                    },
                     runtime: args.runtime.clone().or(entry.runtime),
                     plan_sets: entry.sets,
                     plan_measure: entry.measure,
@@ -181,7 +233,11 @@ pub fn execute(args: RunArgs) -> CliResult {
     };
     let planned = runner::plan_cases(&catalog, &selections, &bundle).map_err(run_error)?;
     if args.dry_run {
-        println!("plan: {} case(s); bundle cache {}", planned.len(), bundle.cache_root.display());
+        println!(
+            "plan: {} case(s); bundle cache {}",
+            planned.len(),
+            bundle.cache_root.display()
+        );
         for line in runner::describe_plan(&planned) {
             println!("{line}");
         }
@@ -190,7 +246,8 @@ pub fn execute(args: RunArgs) -> CliResult {
 
     let worker = match &args.worker {
         Some(w) => w.clone(),
-        None => std::env::current_exe().map_err(|e| CliError::internal(format!("cannot locate this program: {e}")))?,
+        None => std::env::current_exe()
+            .map_err(|e| CliError::internal(format!("cannot locate this program: {e}")))?,
     };
     let telemetry = match args.telemetry {
         TelemetryMode::On => true,
@@ -204,23 +261,55 @@ pub fn execute(args: RunArgs) -> CliResult {
         output: args.output.clone(),
         results_parent: PathBuf::from("trtmc-results"),
         command_line,
+        profile: args.profile.then_some(args.profile_iterations),
     };
     let progress = crate::progress::Terminal::new(args.quiet);
     let outcome = runner::execute(planned, &options, &progress).map_err(run_error)?;
     crate::summary::after_run(&outcome.run, &outcome.dir, &args.exports)?;
-    let failed = outcome.run.cases.iter().filter(|c| c.status == CaseStatus::Failed).count();
+    let failed = outcome
+        .run
+        .cases
+        .iter()
+        .filter(|c| c.status == CaseStatus::Failed)
+        .count();
     if failed > 0 {
         return Err(CliError::new(
             ExitCode::CaseFailed,
-            format!("{failed} of {} case(s) failed; their worker logs and protocol files are kept in {}", outcome.run.cases.len(), outcome.dir.display()),
+            format!(
+                "{failed} of {} case(s) failed; their worker logs and protocol files are kept in {}",
+                outcome.run.cases.len(),
+                outcome.dir.display()
+            ),
+        ));
+    }
+    let unprofiled: Vec<String> = outcome
+        .run
+        .cases
+        .iter()
+        .filter_map(|c| {
+            c.profile
+                .as_ref()
+                .filter(|p| p.status == CaseStatus::Failed)
+                .map(|p| format!("{}: {}", c.dir, p.error.as_deref().unwrap_or("failed")))
+        })
+        .collect();
+    if !unprofiled.is_empty() {
+        return Err(CliError::new(
+            ExitCode::CaseFailed,
+            format!(
+                "the per-layer profiling pass failed (the timed results are complete; see profile.log in {}): {}",
+                outcome.dir.display(),
+                unprofiled.join("; ")
+            ),
         ));
     }
     Ok(())
 }
 
-fn run_error(e: RunError) -> CliError {
+pub fn run_error(e: RunError) -> CliError {
     match e {
         RunError::Input(m) => CliError::new(ExitCode::Input, m),
+        RunError::Environment(m) => CliError::new(ExitCode::Environment, m),
         RunError::Build(m) => CliError::new(ExitCode::Build, m),
         RunError::Output(m) => CliError::new(ExitCode::Output, m),
         RunError::Internal(m) => CliError::internal(m),
@@ -228,13 +317,21 @@ fn run_error(e: RunError) -> CliError {
 }
 
 /// A one-profile catalog for `--onnx PATH`: generic inference with seeded synthesized inputs.
-fn onnx_profile(path: &std::path::Path) -> Result<Profile, CliError> {
-    let meta = std::fs::metadata(path).map_err(|e| CliError::input(format!("cannot read --onnx {}: {e}", path.display())))?;
+pub(crate) fn onnx_profile(path: &std::path::Path) -> Result<Profile, CliError> {
+    let meta = std::fs::metadata(path)
+        .map_err(|e| CliError::input(format!("cannot read --onnx {}: {e}", path.display())))?;
     if !meta.is_file() {
-        return Err(CliError::input(format!("--onnx {} is not a file", path.display())));
+        return Err(CliError::input(format!(
+            "--onnx {} is not a file",
+            path.display()
+        )));
     }
-    let absolute = std::fs::canonicalize(path).map_err(|e| CliError::input(format!("cannot resolve {}: {e}", path.display())))?;
-    let name = absolute.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "onnx".into());
+    let absolute = std::fs::canonicalize(path)
+        .map_err(|e| CliError::input(format!("cannot resolve {}: {e}", path.display())))?;
+    let name = absolute
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "onnx".into());
     Ok(Profile {
         family: name.clone(),
         name,
@@ -244,7 +341,9 @@ fn onnx_profile(path: &std::path::Path) -> Result<Profile, CliError> {
         runtime_strategy: trtmc_core::catalog::DEFAULT_RUNTIME.into(),
         reference_precision: None,
         tokenizer: None,
-        source: ModelSource::Path { path: absolute.clone() },
+        source: ModelSource::Path {
+            path: absolute.clone(),
+        },
         reweight_seed: None,
         build: BuildSettings::default(),
         cases: vec![TestCase {
@@ -256,7 +355,9 @@ fn onnx_profile(path: &std::path::Path) -> Result<Profile, CliError> {
             manifest: absolute.clone(),
         }],
         smoke_of: None,
-        manifest_hash: trtmc_core::hash::sha256_hex(format!("onnx-file:{}", absolute.display()).as_bytes()),
+        manifest_hash: trtmc_core::hash::sha256_hex(
+            format!("onnx-file:{}", absolute.display()).as_bytes(),
+        ),
         manifest: absolute,
         status: ProfileStatus::Ready,
     })

@@ -1,0 +1,348 @@
+//! The child side of a route: `trtmc-bench tune-worker` builds one bundle, or serves one loaded bundle
+//! (outputs for the accuracy gate, timed measurements) until told to quit. Each route gets its own
+//! processes, so a runtime that crashes, aborts or hangs takes only its route down.
+//!
+//! Measurements reuse the worker's pieces: the operation's timed runner (`ops::prepare`) and the timed loop
+//! (`worker::timed_loop`), in which nothing but the call happens between the two clock reads.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use trtmc_runtime::bundle::{BuildPlan, BundleManifest, build_bundle};
+use trtmc_runtime::ops::{self, CallRecord, RunnerContext, TimedRunner};
+use trtmc_runtime::outputs::{from_tensor, run_session, synthesize_inputs, write_tensor_set};
+use trtmc_runtime::runtime::{self, Runtime, Session};
+use trtmc_runtime::tensor::HostTensor;
+
+use super::knobs::test_mode;
+use super::protocol::{CHILD_REQUEST_SCHEMA, ChildMode, ChildRequest, Command, Response};
+
+/// Entry point of `trtmc-bench tune-worker`: reads the request from stdin, answers on stdout. Returns the
+/// exit code (0 when the last answer was ok).
+pub fn main() -> i32 {
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    let mut out = std::io::stdout().lock();
+    let request: ChildRequest = match lines.next() {
+        Some(Ok(line)) => match serde_json::from_str(&line) {
+            Ok(r) => r,
+            Err(e) => {
+                return answer(
+                    &mut out,
+                    &Response::failed(format!("malformed tune-worker request: {e}")),
+                );
+            }
+        },
+        _ => {
+            return answer(
+                &mut out,
+                &Response::failed(
+                    "tune-worker: no request on stdin (it is started by `trtmc-bench tune`)",
+                ),
+            );
+        }
+    };
+    if request.schema != CHILD_REQUEST_SCHEMA {
+        return answer(
+            &mut out,
+            &Response::failed(format!(
+                "tune-worker request has schema `{}`, expected `{CHILD_REQUEST_SCHEMA}` (the tuner and the worker come from different builds)",
+                request.schema
+            )),
+        );
+    }
+    eprintln!("tune-worker {:?}: route {}", request.mode, request.route);
+    match request.mode {
+        ChildMode::Build => {
+            let response = build(&request);
+            answer(&mut out, &response)
+        }
+        ChildMode::Serve => serve(&request, lines, &mut out),
+    }
+}
+
+fn answer(out: &mut impl Write, response: &Response) -> i32 {
+    if let Some(e) = &response.error {
+        eprintln!("tune-worker error: {e}");
+    }
+    let line = serde_json::to_string(response).unwrap_or_else(|e| {
+        format!("{{\"ok\":false,\"error\":\"cannot encode the answer: {e}\"}}")
+    });
+    if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+        return 1;
+    }
+    i32::from(!response.ok)
+}
+
+/// The injected fault, when the test harness asked for one.
+fn fault(request: &ChildRequest) -> Option<&str> {
+    request.fault.as_deref().filter(|_| test_mode())
+}
+
+fn build(request: &ChildRequest) -> Response {
+    match fault(request) {
+        Some("crash_build") => {
+            eprintln!("tune-worker: injected fault crash_build: aborting");
+            std::process::abort();
+        }
+        Some("hang_build") => {
+            eprintln!("tune-worker: injected fault hang_build: sleeping until killed");
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            }
+        }
+        Some("fail_build") => return Response::failed("injected fault fail_build"),
+        _ => {}
+    }
+    match build_inner(request) {
+        Ok(response) => response,
+        Err(e) => Response::failed(format!("{e:#}")),
+    }
+}
+
+fn build_inner(request: &ChildRequest) -> anyhow::Result<Response> {
+    if matches!(BundleManifest::read(&request.bundle), Ok(m) if m.key == request.key) {
+        return Ok(Response {
+            ok: true,
+            cached: Some(true),
+            ..Response::default()
+        });
+    }
+    let rt = runtime::runtime(&request.runtime).map_err(anyhow::Error::msg)?;
+    rt.availability().map_err(anyhow::Error::msg)?;
+    let parent = request
+        .bundle
+        .parent()
+        .context("the bundle path has no parent directory")?;
+    std::fs::create_dir_all(parent)
+        .with_context(|| format!("cannot create {}", parent.display()))?;
+    let short = request.key.get(..16).unwrap_or(&request.key);
+    let tmp = parent.join(format!(".tmp-tune-{short}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    let created = jiff::Timestamp::now().to_string();
+    let plan = BuildPlan {
+        key: &request.key,
+        model: &request.model,
+        onnx: &request.onnx,
+        settings: &request.build_settings,
+        command_line: &request.command_line,
+        created: &created,
+    };
+    let started = Instant::now();
+    if let Err(e) = build_bundle(rt.as_ref(), &plan, &tmp) {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e.context(format!(
+            "runtime `{}` could not build the route's bundle",
+            rt.name()
+        )));
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    if std::fs::rename(&tmp, &request.bundle).is_err() {
+        // Another tune built the same key meanwhile: keep its bundle when it is complete.
+        let _ = std::fs::remove_dir_all(&tmp);
+        match BundleManifest::read(&request.bundle) {
+            Ok(m) if m.key == request.key => {}
+            _ => anyhow::bail!(
+                "cannot move the built bundle into {} (remove that directory, or use another --bundle-cache)",
+                request.bundle.display()
+            ),
+        }
+    }
+    Ok(Response {
+        ok: true,
+        cached: Some(false),
+        build_seconds: Some(seconds),
+        ..Response::default()
+    })
+}
+
+/// A timed runner that sleeps inside every call (test knob `-test:sleep_us`).
+struct Sleeping {
+    inner: Box<dyn TimedRunner>,
+    sleep: Duration,
+}
+
+impl TimedRunner for Sleeping {
+    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
+        std::thread::sleep(self.sleep);
+        self.inner.call(record)
+    }
+    fn verify(&mut self) -> anyhow::Result<()> {
+        self.inner.verify()
+    }
+}
+
+struct Served<'a> {
+    request: &'a ChildRequest,
+    rt: Box<dyn Runtime>,
+    manifest: BundleManifest,
+    runner: Option<Box<dyn TimedRunner>>,
+}
+
+fn serve(
+    request: &ChildRequest,
+    lines: impl Iterator<Item = std::io::Result<String>>,
+    out: &mut impl Write,
+) -> i32 {
+    let opened = runtime::runtime(&request.runtime)
+        .map_err(anyhow::Error::msg)
+        .and_then(|rt| {
+            let manifest = BundleManifest::read(&request.bundle).map_err(anyhow::Error::msg)?;
+            Ok((rt, manifest))
+        });
+    let (rt, manifest) = match opened {
+        Ok(v) => v,
+        Err(e) => {
+            // Answer every command with the error so the tuner reports it where it asked.
+            let message = format!("{e:#}");
+            let mut code = 1;
+            for line in lines {
+                if line.is_err() {
+                    break;
+                }
+                code = answer(out, &Response::failed(message.clone()));
+            }
+            return code;
+        }
+    };
+    let mut served = Served {
+        request,
+        rt,
+        manifest,
+        runner: None,
+    };
+    let mut code = 0;
+    for line in lines {
+        let Ok(line) = line else { break };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let command: Command = match serde_json::from_str(&line) {
+            Ok(c) => c,
+            Err(e) => {
+                code = answer(
+                    out,
+                    &Response::failed(format!("malformed tune-worker command: {e}")),
+                );
+                continue;
+            }
+        };
+        let response = match command {
+            Command::Quit => break,
+            Command::Outputs { inputs, out_dir } => served.outputs(inputs.as_deref(), &out_dir),
+            Command::Measure { warmup, calls } => served.measure(warmup, calls),
+        };
+        code = answer(
+            out,
+            &response.unwrap_or_else(|e| Response::failed(format!("{e:#}"))),
+        );
+    }
+    code
+}
+
+impl Served<'_> {
+    fn load(&self) -> anyhow::Result<Box<dyn Session>> {
+        self.rt
+            .load(
+                &self.request.bundle,
+                &self.manifest,
+                &self.request.runtime_settings,
+            )
+            .with_context(|| format!("cannot load bundle {}", self.request.bundle.display()))
+    }
+
+    fn outputs(&mut self, inputs: Option<&Path>, out_dir: &Path) -> anyhow::Result<Response> {
+        let mut session = self.load()?;
+        let named: Vec<(String, HostTensor)> = match inputs {
+            None => {
+                let dims: BTreeMap<String, i64> = self
+                    .request
+                    .build_settings
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.strip_prefix("dims.")?.to_string(), v.as_i64()?)))
+                    .collect();
+                let specs = session.inputs().to_vec();
+                let tensors = synthesize_inputs(&specs, self.request.input_seed, &dims)?;
+                specs.into_iter().map(|s| s.name).zip(tensors).collect()
+            }
+            Some(index) => {
+                let given = trtmc_tune::golden::read_golden(index)?;
+                let mut named = Vec::with_capacity(given.len());
+                for spec in session.inputs() {
+                    let t = given.iter().find(|t| t.name == spec.name).with_context(|| {
+                        let names: Vec<&str> = given.iter().map(|t| t.name.as_str()).collect();
+                        format!(
+                            "the model needs input `{}`, which --inputs does not have (it has: {})",
+                            spec.name,
+                            names.join(", ")
+                        )
+                    })?;
+                    named.push((spec.name.clone(), from_tensor(t, spec.dtype)?));
+                }
+                named
+            }
+        };
+        let outputs = run_session(session.as_mut(), &named)?;
+        let index = write_tensor_set(out_dir, "outputs", &outputs)?;
+        Ok(Response {
+            ok: true,
+            index: Some(index),
+            ..Response::default()
+        })
+    }
+
+    fn measure(&mut self, warmup: u64, calls: u64) -> anyhow::Result<Response> {
+        if fault(self.request) == Some("crash_measure") {
+            eprintln!("tune-worker: injected fault crash_measure: aborting");
+            std::process::abort();
+        }
+        if self.runner.is_none() {
+            let session = self.load()?;
+            let ctx = RunnerContext {
+                request: &self.request.request,
+                session: Some(session),
+                bundle: Some(&self.manifest),
+                manifest_dir: self.request.manifest_dir.as_deref(),
+                tokenizer: self.request.tokenizer.as_deref(),
+            };
+            let mut runner = ops::prepare(&self.request.operation, ctx)?;
+            if self.request.sleep_us > 0 && test_mode() {
+                runner = Box::new(Sleeping {
+                    inner: runner,
+                    sleep: Duration::from_micros(self.request.sleep_us),
+                });
+            }
+            self.runner = Some(runner);
+        }
+        let runner = self
+            .runner
+            .as_mut()
+            .context("the operation's runner was not prepared")?;
+        let mut warmup_ms = Vec::with_capacity(warmup as usize);
+        for _ in 0..warmup {
+            let mut record = CallRecord::default();
+            let t0 = Instant::now();
+            runner.call(&mut record).context("warm-up call failed")?;
+            warmup_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+            runner.verify()?;
+        }
+        let samples_ms = if calls == 0 {
+            Vec::new()
+        } else {
+            trtmc_runtime::worker::timed_loop(runner.as_mut(), calls, Duration::ZERO)?
+                .iter()
+                .map(|c| c.wall.as_secs_f64() * 1e3)
+                .collect()
+        };
+        Ok(Response {
+            ok: true,
+            warmup_ms,
+            samples_ms,
+            ..Response::default()
+        })
+    }
+}

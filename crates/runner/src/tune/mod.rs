@@ -1,0 +1,13 @@
+//! The runtime side of `trtmc-bench tune`: knob databases per runtime, and the real route runners that
+//! the tuning engine (`trtmc-tune`) drives.
+//!
+//! * [`knobs`]: the getAllBuildRoutes-shaped knob database of each runtime and what each knob sets.
+//! * [`process`]: [`process::ProcessRunner`], one build process and one serving worker per route
+//!   (tract, onnxruntime).
+//! * [`child`]: the `tune-worker` child process (build or serve).
+//! * [`protocol`]: the line protocol between the tuner and its children.
+
+pub mod child;
+pub mod knobs;
+pub mod process;
+pub mod protocol;

@@ -1,0 +1,540 @@
+//! [`ProcessRunner`]: the real `RouteRunner` of the session runtimes (tract, onnxruntime).
+//!
+//! Every route is resolved like a `run` case whose sweep point is the route (`build.*` and `runtime.*`
+//! overrides), built into the bundle cache by its own child process (`tune-worker`, mode build), and
+//! served by another child (mode serve) that keeps the bundle loaded: one forward pass for the accuracy
+//! gate, then measurements on request. The driver interleaves racing rounds and head-to-head passes, so
+//! measurements alternate between the live workers of the routes, one command at a time: two
+//! measurements never run at once. At most `max_live_workers` stay loaded; the least recently used is
+//! stopped (and started again when its route is measured again).
+//!
+//! A child that dies (signal, abort, panic) is a crash, one that passes the route timeout is killed and
+//! the route timed out; either way the route is excluded and the message names the route's log.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command as Process, Stdio};
+use std::rc::{Rc, Weak};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use trtmc_core::accuracy::Tensor;
+use trtmc_core::case::{self, Override, ResolveInput, ResolvedCase};
+use trtmc_core::catalog::Profile;
+use trtmc_core::fsutil::{write_atomic, write_json_atomic};
+use trtmc_runtime::runtime::{self, Runtime};
+use trtmc_tune::expr::Route;
+use trtmc_tune::{MeasurePlan, RouteError, RouteRunner, Timing};
+
+use super::knobs::{self, RouteSettings};
+use super::protocol::{CHILD_REQUEST_SCHEMA, ChildMode, ChildRequest, Command, Response};
+use crate::bundles::{self, BundleOptions};
+use crate::launch::describe_exit;
+
+/// Longest wait for anything when the tune has no route timeout (a day: effectively none).
+const NO_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+/// How long a worker asked to quit may take before it is killed.
+const QUIT_GRACE: Duration = Duration::from_secs(2);
+
+/// What is tuned: a catalog profile (or a one-profile catalog for `--onnx`), its case, the user's
+/// `--set` overrides, and the runtime.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub profile: Profile,
+    pub case: Option<String>,
+    pub sets: Vec<Override>,
+    pub runtime: String,
+    /// The ONNX file routes are built from (already materialized: generated, reweighted, downloaded).
+    pub onnx: PathBuf,
+}
+
+/// Where the runner works.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The `trtmc-bench` executable whose `tune-worker` subcommand runs the children.
+    pub exe: PathBuf,
+    /// The managed bundle cache the routes' bundles are built into (shared with `run`).
+    pub cache_root: PathBuf,
+    /// Scratch space for tensors exchanged with the children (emptied by the caller).
+    pub work_dir: PathBuf,
+    /// One build log and one serve log per route.
+    pub log_dir: PathBuf,
+    pub max_live_workers: usize,
+    pub command_line: Vec<String>,
+}
+
+/// A route resolved to its case, bundle and settings.
+#[derive(Debug, Clone)]
+pub struct RouteBundle {
+    pub route: String,
+    pub resolved: ResolvedCase,
+    pub settings: RouteSettings,
+    pub bundle: PathBuf,
+    pub key: String,
+}
+
+/// A built route: its bundle and, while it is loaded, its serving worker.
+pub struct Built {
+    pub info: RouteBundle,
+    slot: Rc<RefCell<Slot>>,
+}
+
+struct Slot {
+    worker: Option<LiveWorker>,
+    last_used: u64,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Some(w) = self.worker.take() {
+            w.stop();
+        }
+    }
+}
+
+/// A running child with its stdout read line by line on a thread.
+struct LiveWorker {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    log: PathBuf,
+}
+
+impl LiveWorker {
+    fn send(&mut self, line: &str) -> std::io::Result<()> {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stdin closed"))?;
+        writeln!(stdin, "{line}")?;
+        stdin.flush()
+    }
+
+    /// Asks the worker to quit, then kills it if it does not.
+    fn stop(mut self) {
+        let _ = self.send(r#"{"cmd":"quit"}"#);
+        self.stdin = None;
+        let deadline = Instant::now() + QUIT_GRACE;
+        while Instant::now() < deadline {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// The worker's exit, after its stdout closed: how it ended and the end of its log.
+    fn ended(mut self, during: &str, route: &str) -> RouteError {
+        self.stdin = None;
+        let deadline = Instant::now() + QUIT_GRACE;
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(s)) => break Some(s),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+                _ => {
+                    let _ = self.child.kill();
+                    break self.child.wait().ok();
+                }
+            }
+        };
+        let how = status
+            .as_ref()
+            .map(describe_exit)
+            .unwrap_or_else(|| "the worker ended".into());
+        RouteError::crash(format!(
+            "{how} during {during} of route {route} without answering{}",
+            log_tail(&self.log)
+        ))
+    }
+}
+
+/// ` (log …: last lines)` of a child's log, for error messages.
+fn log_tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with("tune-worker "))
+        .collect();
+    let tail = &lines[lines.len().saturating_sub(3)..];
+    if tail.is_empty() {
+        format!(" (log: {})", log.display())
+    } else {
+        format!("; log {}: {}", log.display(), tail.join(" | "))
+    }
+}
+
+/// The `RouteRunner` of tract and onnxruntime: one build process and one serving worker per route.
+pub struct ProcessRunner {
+    target: Target,
+    options: Options,
+    rt: Box<dyn Runtime>,
+    registry: Vec<Weak<RefCell<Slot>>>,
+    tick: u64,
+    inputs_file: Option<PathBuf>,
+    exchanges: u64,
+    /// Every route built so far, by route text (for `--save-bundle` / `--save-all`).
+    pub built: BTreeMap<String, RouteBundle>,
+}
+
+impl ProcessRunner {
+    pub fn new(target: Target, options: Options) -> Result<Self, String> {
+        let rt = runtime::runtime(&target.runtime)?;
+        rt.availability()?;
+        if rt.self_timed().is_some() {
+            return Err(format!(
+                "runtime `{}` times itself; it is tuned through its own tool, not through tune-worker",
+                rt.name()
+            ));
+        }
+        for dir in [&options.work_dir, &options.log_dir] {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        Ok(Self {
+            target,
+            options: Options {
+                max_live_workers: options.max_live_workers.max(1),
+                ..options
+            },
+            rt,
+            registry: Vec::new(),
+            tick: 0,
+            inputs_file: None,
+            exchanges: 0,
+            built: BTreeMap::new(),
+        })
+    }
+
+    /// The case a route resolves to (the route's knobs as the sweep point), without building anything.
+    pub fn resolve(&self, route: &Route) -> Result<RouteBundle, String> {
+        let settings = knobs::route_settings(&self.target.runtime, route)?;
+        let input = ResolveInput {
+            case: self.target.case.as_deref(),
+            sets: self.target.sets.clone(),
+            sweep_point: settings.overrides.clone(),
+            runtime: Some(self.target.runtime.clone()),
+            ..ResolveInput::default()
+        };
+        let resolved = case::resolve(&self.target.profile, &input)?;
+        runtime::check_settings(self.rt.as_ref(), &resolved.runtime_values())?;
+        let options = BundleOptions {
+            cache_root: self.options.cache_root.clone(),
+            ..BundleOptions::default()
+        };
+        let plan = bundles::plan(
+            &self.target.profile,
+            &resolved.build_values(),
+            self.rt.as_ref(),
+            &options,
+        )
+        .map_err(|e| e.message().to_string())?;
+        let key = plan.key.ok_or("the bundle plan has no cache key")?;
+        Ok(RouteBundle {
+            route: route.to_string(),
+            resolved,
+            settings,
+            bundle: plan.path,
+            key,
+        })
+    }
+
+    fn request(&self, mode: ChildMode, info: &RouteBundle) -> ChildRequest {
+        let r = &info.resolved;
+        ChildRequest {
+            schema: CHILD_REQUEST_SCHEMA.into(),
+            mode,
+            route: info.route.clone(),
+            runtime: self.target.runtime.clone(),
+            model: self.target.profile.name.clone(),
+            onnx: self.target.onnx.clone(),
+            bundle: info.bundle.clone(),
+            key: info.key.clone(),
+            build_settings: r.build_values(),
+            runtime_settings: r.runtime_values(),
+            operation: r.operation.clone(),
+            request: r
+                .request
+                .iter()
+                .map(|(k, v)| (k.clone(), v.value.clone()))
+                .collect(),
+            manifest_dir: Some(self.target.profile.dir().to_path_buf()),
+            tokenizer: self.target.profile.tokenizer.clone(),
+            input_seed: r.request_value("seed").and_then(Value::as_u64).unwrap_or(0),
+            fault: info.settings.fault.clone(),
+            sleep_us: info.settings.sleep_us,
+            command_line: self.options.command_line.clone(),
+        }
+    }
+
+    fn log_path(&self, route: &str, what: &str) -> PathBuf {
+        let digest = trtmc_core::hash::sha256_hex(route.as_bytes());
+        self.options
+            .log_dir
+            .join(format!("route-{}.{what}.log", &digest[..12]))
+    }
+
+    fn spawn(&self, request: &ChildRequest, log: &Path) -> Result<LiveWorker, RouteError> {
+        let file = std::fs::File::create(log)
+            .map_err(|e| RouteError::failed(format!("cannot create {}: {e}", log.display())))?;
+        let mut child = Process::new(&self.options.exe)
+            .arg("tune-worker")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(file))
+            .spawn()
+            .map_err(|e| {
+                RouteError::failed(format!(
+                    "cannot start {} tune-worker: {e}",
+                    self.options.exe.display()
+                ))
+            })?;
+        let stdout = child.stdout.take();
+        let (tx, rx) = mpsc::channel();
+        if let Some(stdout) = stdout {
+            std::thread::spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        let mut worker = LiveWorker {
+            stdin: child.stdin.take(),
+            child,
+            lines: rx,
+            log: log.to_path_buf(),
+        };
+        let line = serde_json::to_string(request).map_err(|e| {
+            RouteError::failed(format!("cannot encode the tune-worker request: {e}"))
+        })?;
+        if worker.send(&line).is_err() {
+            return Err(worker.ended("start-up", &request.route));
+        }
+        Ok(worker)
+    }
+
+    /// Waits for one answer; a timeout kills the worker, a closed pipe reports how it ended.
+    fn receive(
+        worker: LiveWorker,
+        timeout: Option<Duration>,
+        during: &str,
+        route: &str,
+    ) -> Result<(LiveWorker, Response), RouteError> {
+        let limit = timeout.unwrap_or(NO_TIMEOUT);
+        match worker.lines.recv_timeout(limit) {
+            Ok(line) => match serde_json::from_str::<Response>(&line) {
+                Ok(r) if r.ok => Ok((worker, r)),
+                Ok(r) => {
+                    let message = r.error.unwrap_or_else(|| "no message".into());
+                    let log = worker.log.clone();
+                    worker.kill();
+                    Err(RouteError::failed(format!(
+                        "{message} (log: {})",
+                        log.display()
+                    )))
+                }
+                Err(e) => {
+                    let log = worker.log.clone();
+                    worker.kill();
+                    Err(RouteError::crash(format!(
+                        "the worker answered something unreadable during {during}: {e} (log: {})",
+                        log.display()
+                    )))
+                }
+            },
+            Err(RecvTimeoutError::Timeout) => {
+                let log = worker.log.clone();
+                worker.kill();
+                Err(RouteError::timeout(format!(
+                    "{during} of route {route} took longer than the route timeout of {:.1} s and was killed (raise \
+                     --route-timeout; log: {})",
+                    limit.as_secs_f64(),
+                    log.display()
+                )))
+            }
+            Err(RecvTimeoutError::Disconnected) => Err(worker.ended(during, route)),
+        }
+    }
+
+    /// Stops least recently used workers until a new one fits.
+    fn make_room(&mut self) {
+        self.registry.retain(|w| w.strong_count() > 0);
+        loop {
+            let live: Vec<Rc<RefCell<Slot>>> = self
+                .registry
+                .iter()
+                .filter_map(Weak::upgrade)
+                .filter(|s| s.try_borrow().is_ok_and(|s| s.worker.is_some()))
+                .collect();
+            if live.len() < self.options.max_live_workers {
+                return;
+            }
+            let Some(oldest) = live
+                .iter()
+                .min_by_key(|s| s.try_borrow().map(|s| s.last_used).unwrap_or(u64::MAX))
+            else {
+                return;
+            };
+            let worker = oldest
+                .try_borrow_mut()
+                .ok()
+                .and_then(|mut s| s.worker.take());
+            match worker {
+                Some(w) => w.stop(),
+                None => return,
+            }
+        }
+    }
+
+    /// Sends one command to the route's serving worker (started when needed) and waits for the answer.
+    fn call(
+        &mut self,
+        built: &mut Built,
+        command: &Command,
+        timeout: Option<Duration>,
+        during: &str,
+    ) -> Result<Response, RouteError> {
+        self.tick += 1;
+        let running = built.slot.borrow().worker.is_some();
+        if !running {
+            self.make_room();
+            let request = self.request(ChildMode::Serve, &built.info);
+            let log = self.log_path(&built.info.route, "serve");
+            let worker = self.spawn(&request, &log)?;
+            built.slot.borrow_mut().worker = Some(worker);
+        }
+        let mut slot = built.slot.borrow_mut();
+        slot.last_used = self.tick;
+        let Some(mut worker) = slot.worker.take() else {
+            return Err(RouteError::failed("the route's worker was lost"));
+        };
+        let line = serde_json::to_string(command)
+            .map_err(|e| RouteError::failed(format!("cannot encode a tune-worker command: {e}")))?;
+        if worker.send(&line).is_err() {
+            return Err(worker.ended(during, &built.info.route));
+        }
+        let (worker, response) = Self::receive(worker, timeout, during, &built.info.route)?;
+        slot.worker = Some(worker);
+        Ok(response)
+    }
+
+    /// The given inputs as a raw tensor index (f64 values), written once per tune.
+    fn inputs_file(&mut self, inputs: &[Tensor]) -> Result<PathBuf, RouteError> {
+        if let Some(p) = &self.inputs_file {
+            return Ok(p.clone());
+        }
+        let dir = self.options.work_dir.join("inputs");
+        let io = |e: std::io::Error| {
+            RouteError::failed(format!(
+                "cannot write the inputs into {}: {e}",
+                dir.display()
+            ))
+        };
+        std::fs::create_dir_all(&dir).map_err(io)?;
+        let mut entries = Vec::with_capacity(inputs.len());
+        for (i, t) in inputs.iter().enumerate() {
+            let file = format!("input-{i}.bin");
+            let bytes: Vec<u8> = t.values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            write_atomic(&dir.join(&file), &bytes).map_err(io)?;
+            entries.push(json!({"name": t.name, "dtype": "f64", "shape": t.shape, "file": file}));
+        }
+        let index = dir.join("inputs.json");
+        write_json_atomic(&index, &json!({ "inputs": entries })).map_err(io)?;
+        self.inputs_file = Some(index.clone());
+        Ok(index)
+    }
+}
+
+impl Drop for ProcessRunner {
+    fn drop(&mut self) {
+        for slot in self.registry.iter().filter_map(Weak::upgrade) {
+            if let Ok(mut s) = slot.try_borrow_mut()
+                && let Some(w) = s.worker.take()
+            {
+                w.stop();
+            }
+        }
+    }
+}
+
+impl RouteRunner for ProcessRunner {
+    type Built = Built;
+
+    fn build(&mut self, route: &Route, timeout: Option<Duration>) -> Result<Built, RouteError> {
+        let info = self.resolve(route).map_err(RouteError::failed)?;
+        let request = self.request(ChildMode::Build, &info);
+        let log = self.log_path(&info.route, "build");
+        let mut worker = self.spawn(&request, &log)?;
+        worker.stdin = None;
+        let (mut worker, _response) = Self::receive(worker, timeout, "the build", &info.route)?;
+        let _ = worker.child.wait();
+        self.built.insert(info.route.clone(), info.clone());
+        let slot = Rc::new(RefCell::new(Slot {
+            worker: None,
+            last_used: 0,
+        }));
+        self.registry.push(Rc::downgrade(&slot));
+        Ok(Built { info, slot })
+    }
+
+    fn outputs(
+        &mut self,
+        built: &mut Built,
+        inputs: &[Tensor],
+        timeout: Option<Duration>,
+    ) -> Result<Vec<Tensor>, RouteError> {
+        let inputs = if inputs.is_empty() {
+            None
+        } else {
+            Some(self.inputs_file(inputs)?)
+        };
+        self.exchanges += 1;
+        let out_dir = self
+            .options
+            .work_dir
+            .join(format!("outputs-{}", self.exchanges));
+        let command = Command::Outputs {
+            inputs,
+            out_dir: out_dir.clone(),
+        };
+        let response = self.call(
+            built,
+            &command,
+            timeout,
+            "the inference for the accuracy check",
+        )?;
+        let index = response
+            .index
+            .ok_or_else(|| RouteError::failed("the worker wrote no outputs index"))?;
+        let tensors = trtmc_tune::golden::read_golden(&index)
+            .map_err(|e| RouteError::failed(format!("cannot read the route's outputs: {e}")));
+        let _ = std::fs::remove_dir_all(&out_dir);
+        tensors
+    }
+
+    fn measure(&mut self, built: &mut Built, plan: &MeasurePlan) -> Result<Timing, RouteError> {
+        let command = Command::Measure {
+            warmup: plan.warmup_calls as u64,
+            calls: plan.calls as u64,
+        };
+        let response = self.call(built, &command, plan.timeout, "the measurement")?;
+        Ok(Timing {
+            warmup_ms: response.warmup_ms,
+            samples_ms: response.samples_ms,
+        })
+    }
+}

@@ -1,0 +1,109 @@
+//! The line protocol between the tuner and a route's child processes (`trtmc-bench tune-worker`).
+//!
+//! Nothing is written to disk for it: the first line on the child's stdin is the [`ChildRequest`], every
+//! later line a [`Command`]; the child answers each with one [`Response`] line on stdout and logs to
+//! stderr. A child that dies answers nothing: the tuner sees the pipe close and reads its exit status.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub const CHILD_REQUEST_SCHEMA: &str = "trtmc.tune-child-request/v1";
+
+/// What a child process does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChildMode {
+    /// Build the route's bundle (skipped when the bundle directory already holds one with the key), then
+    /// exit.
+    Build,
+    /// Load the bundle and answer [`Command`]s until `quit` or the end of stdin.
+    Serve,
+}
+
+/// The first line a child reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChildRequest {
+    pub schema: String,
+    pub mode: ChildMode,
+    /// The route, for messages.
+    pub route: String,
+    pub runtime: String,
+    pub model: String,
+    /// The ONNX file the bundle is built from.
+    pub onnx: PathBuf,
+    pub bundle: PathBuf,
+    /// The bundle's cache key (see `bundles::cache_key`).
+    pub key: String,
+    pub build_settings: BTreeMap<String, Value>,
+    pub runtime_settings: BTreeMap<String, Value>,
+    /// The public operation each measured call performs, and its request fields.
+    pub operation: String,
+    pub request: BTreeMap<String, Value>,
+    pub manifest_dir: Option<PathBuf>,
+    pub tokenizer: Option<String>,
+    /// Seed of the synthesized inputs for the accuracy check (the case's `request.seed`, else 0).
+    pub input_seed: u64,
+    /// Test only (honoured when `TRTMC_TEST=1`): a fault to inject.
+    #[serde(default)]
+    pub fault: Option<String>,
+    /// Test only: sleep inside every timed call.
+    #[serde(default)]
+    pub sleep_us: u64,
+    /// The tuner's command line, for the bundle's build evidence.
+    #[serde(default)]
+    pub command_line: Vec<String>,
+}
+
+/// A request to a serving child.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "cmd", rename_all = "snake_case")]
+pub enum Command {
+    /// One forward pass on the given inputs (a raw tensor index) or, when `None`, on the seeded synthesized
+    /// inputs; the outputs are written as a raw tensor index `outputs.json` into `out_dir`.
+    Outputs {
+        inputs: Option<PathBuf>,
+        out_dir: PathBuf,
+    },
+    /// `warmup` untimed-for-ranking calls, then `calls` timed calls of the operation.
+    Measure {
+        warmup: u64,
+        calls: u64,
+    },
+    Quit,
+}
+
+/// A child's answer: `ok` with the fields of the command, or an error message.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Build: the bundle already existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached: Option<bool>,
+    /// Build: seconds the runtime's build took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_seconds: Option<f64>,
+    /// Outputs: the index of the written outputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<PathBuf>,
+    /// Measure: wall time of each warm-up call, ms.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warmup_ms: Vec<f64>,
+    /// Measure: wall time of each timed call, ms.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples_ms: Vec<f64>,
+}
+
+impl Response {
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self {
+            ok: false,
+            error: Some(message.into()),
+            ..Self::default()
+        }
+    }
+}
