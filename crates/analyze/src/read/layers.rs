@@ -143,36 +143,43 @@ struct RawLayer<'a> {
 
 /// Reads an `--exportLayerInfo` document.
 pub fn read_layer_info(text: String) -> Result<LayerInfo, FormatError> {
+    read_layer_info_via(text, true)
+}
+
+/// `scan`: find the records with the scanner first (false only in tests, to compare the paths).
+fn read_layer_info_via(text: String, scan: bool) -> Result<LayerInfo, FormatError> {
     let source = Arc::new(text);
     let text = source.as_str();
-    let (root, records, bindings) = split_document(text)?;
-    if records.is_empty() {
+    // The scanner finds the records; a record it let through with a syntax error makes the typed
+    // parse give up, and serde_json then reads the whole document and names the error.
+    let fast = match scan.then(|| super::scan::split(text)).flatten() {
+        Some((RootShape::List, records, _))
+            if check_list_kind(records.first().copied()).is_err() =>
+        {
+            None
+        }
+        Some((root, records, bindings)) => {
+            parse_records(text, &records).map(|parsed| (root, parsed, bindings))
+        }
+        None => None,
+    };
+    let (root, parsed, bindings) = match fast {
+        Some(found) => found,
+        None => {
+            let (root, records, bindings) = split_document(text)?;
+            let records: Vec<&str> = records.iter().map(|r| r.get()).collect();
+            let parsed = parse_records(text, &records).ok_or_else(|| {
+                FormatError::Shape("a layer record could not be parsed".to_owned())
+            })?;
+            (root, parsed, bindings.map(RawValue::get))
+        }
+    };
+    let (layers, objects, strings) = parsed;
+    if layers.is_empty() {
         return Err(FormatError::Shape(
             "the layer list is empty: the engine inspector wrote no layers (was the engine built?)"
                 .to_owned(),
         ));
-    }
-    // Large exports are parsed on two threads, each taking half of the records in order.
-    let half = if records.len() >= 4096 {
-        records.len() / 2
-    } else {
-        records.len()
-    };
-    let (first, second) = records.split_at(half);
-    let ((mut layers, mut objects, mut strings), rest) = std::thread::scope(|s| {
-        let other = (!second.is_empty()).then(|| s.spawn(|| read_records(text, second, half)));
-        let mine = read_records(text, first, 0);
-        // A worker that died (a bug) is redone here rather than losing its records.
-        let theirs = other.map(|h| {
-            h.join()
-                .unwrap_or_else(|_| read_records(text, second, half))
-        });
-        (mine, theirs)
-    });
-    if let Some((more, o, st)) = rest {
-        layers.extend(more);
-        objects += o;
-        strings += st;
     }
     let mut notes = Vec::new();
     if objects > 0 && strings > 0 {
@@ -187,7 +194,7 @@ pub fn read_layer_info(text: String) -> Result<LayerInfo, FormatError> {
     };
     let bindings = match bindings {
         None => None,
-        Some(raw) => match serde_json::from_str::<LList<LStr>>(raw.get()) {
+        Some(raw) => match serde_json::from_str::<LList<LStr>>(raw) {
             Ok(LList(Slot::Value(names))) => {
                 Some(names.into_iter().filter_map(|s| s.0.into_value()).collect())
             }
@@ -197,7 +204,6 @@ pub fn read_layer_info(text: String) -> Result<LayerInfo, FormatError> {
             }
         },
     };
-    drop(records);
     Ok(LayerInfo {
         source: source.clone(),
         root,
@@ -226,21 +232,49 @@ impl Interner {
     }
 }
 
-/// Reads a run of layer records; returns them with the counts of detailed and names-only records.
-fn read_records(
-    text: &str,
-    records: &[&RawValue],
-    first_index: usize,
-) -> (Vec<Layer>, usize, usize) {
+/// Layers with the counts of detailed and names-only records.
+type Parsed = (Vec<Layer>, usize, usize);
+
+/// Parses the records, large exports on two threads (each takes half, in order). `None` when a
+/// record is not valid JSON.
+fn parse_records(text: &str, records: &[&str]) -> Option<Parsed> {
+    let half = if records.len() >= 4096 {
+        records.len() / 2
+    } else {
+        records.len()
+    };
+    let (first, second) = records.split_at(half);
+    let (mine, theirs) = std::thread::scope(|s| {
+        let other = (!second.is_empty()).then(|| s.spawn(|| read_records(text, second, half)));
+        let mine = read_records(text, first, 0);
+        // A worker that died (a bug) is redone here rather than losing its records.
+        let theirs = other.map(|h| {
+            h.join()
+                .unwrap_or_else(|_| read_records(text, second, half))
+        });
+        (mine, theirs)
+    });
+    let (mut layers, mut objects, mut strings) = mine?;
+    if let Some(rest) = theirs {
+        let (more, o, st) = rest?;
+        layers.extend(more);
+        objects += o;
+        strings += st;
+    }
+    Some((layers, objects, strings))
+}
+
+/// Reads a run of layer records; `None` when one of them is not valid JSON.
+fn read_records(text: &str, records: &[&str], first_index: usize) -> Option<Parsed> {
     let mut layers = Vec::with_capacity(records.len());
     let (mut objects, mut strings) = (0, 0);
     let mut interner = Interner::default();
     for (i, raw) in records.iter().enumerate() {
         let index = first_index + i;
-        let offset = offset_in(text, raw.get());
-        let layer = match first_byte(raw.get()) {
+        let offset = offset_in(text, raw);
+        let layer = match first_byte(raw) {
             Some(b'{') => {
-                let layer = read_layer_object(text, raw, offset, index, &mut interner);
+                let layer = read_layer_object(text, raw, offset, index, &mut interner)?;
                 if layer.names_only {
                     strings += 1;
                 } else {
@@ -250,7 +284,7 @@ fn read_records(
             }
             Some(b'"') => {
                 strings += 1;
-                let name: String = serde_json::from_str(raw.get()).unwrap_or_default();
+                let name: String = serde_json::from_str(raw).ok()?;
                 Layer {
                     name,
                     names_only: true,
@@ -269,7 +303,7 @@ fn read_records(
         };
         layers.push(layer);
     }
-    (layers, objects, strings)
+    Some((layers, objects, strings))
 }
 
 /// The top-level object, read in one pass: the `Layers` records are kept as raw JSON slices.
@@ -371,16 +405,7 @@ fn split_document(text: &str) -> Result<(RootShape, Records<'_>, Option<&RawValu
         }
         Some(b'[') => {
             let records: Records = serde_json::from_str(text).map_err(|e| invalid_json(text, &e))?;
-            if let Some(first) = records.first()
-                && first_byte(first.get()) == Some(b'{')
-            {
-                let keys = object_keys(first.get());
-                if let Some(found) = describe_record_keys(&keys)
-                    && !keys.iter().any(|k| k == "LayerType" || k == "Inputs" || k == "Outputs")
-                {
-                    return Err(FormatError::WrongKind { expected: "a layer-info export", found: found.to_owned() });
-                }
-            }
+            check_list_kind(records.first().map(|r| r.get()))?;
             Ok((RootShape::List, records, None))
         }
         Some(_) => match serde_json::from_str::<serde::de::IgnoredAny>(text) {
@@ -391,6 +416,26 @@ fn split_document(text: &str) -> Result<(RootShape, Records<'_>, Option<&RawValu
         },
         None => Err(FormatError::Shape("the file is empty".to_owned())),
     }
+}
+
+/// Refuses a bare list whose first record is another export's (a profile or times file).
+fn check_list_kind(first: Option<&str>) -> Result<(), FormatError> {
+    if let Some(first) = first
+        && first_byte(first) == Some(b'{')
+    {
+        let keys = object_keys(first);
+        if let Some(found) = describe_record_keys(&keys)
+            && !keys
+                .iter()
+                .any(|k| k == "LayerType" || k == "Inputs" || k == "Outputs")
+        {
+            return Err(FormatError::WrongKind {
+                expected: "a layer-info export",
+                found: found.to_owned(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The key names of a JSON object (used only to describe misplaced files).
@@ -406,32 +451,36 @@ fn offset_in(text: &str, part: &str) -> usize {
 
 fn read_layer_object(
     text: &str,
-    raw_value: &RawValue,
+    raw: &str,
     offset: usize,
     index: usize,
     interner: &mut Interner,
-) -> Layer {
-    let raw = raw_value.get();
+) -> Option<Layer> {
     let rec: RawLayer = match serde_json::from_str(raw) {
         Ok(rec) => rec,
         Err(err) => {
+            // A record that is not JSON at all makes the whole document invalid (the caller
+            // reports it); one that is JSON but not a layer (a duplicate key) is a problem.
+            if err.is_syntax() || err.is_eof() || serde_json::from_str::<IgnoredAny>(raw).is_err() {
+                return None;
+            }
             let (line, column) = line_col(text, offset);
-            return Layer {
-                raw: Some(offset..offset + raw_value.get().len()),
+            return Some(Layer {
+                raw: Some(offset..offset + raw.len()),
                 problems: vec![format!(
                     "layer record {index} (starting line {line}, column {column}) could not be read: {err}"
                 )],
                 ..Layer::default()
-            };
+            });
         }
     };
     if !rec.names_only_marker.0.is_missing() {
         // A names-only record normalized by an earlier analysis (analyze-data.json).
-        return Layer {
+        return Some(Layer {
             name: rec.name.0.into_value().unwrap_or_default(),
             names_only: true,
             ..Layer::default()
-        };
+        });
     }
     let mut problems = Vec::new();
     let mut verbatim_ok = true;
@@ -495,7 +544,7 @@ fn read_layer_object(
     if rec.tactic_name.0.is_wrong() || rec.stream_id.0.is_wrong() {
         verbatim_ok = false;
     }
-    Layer {
+    Some(Layer {
         name,
         layer_type,
         parameter_type: rec.parameter_type.0.value().map(|p| interner.get(p)),
@@ -509,11 +558,11 @@ fn read_layer_object(
         origin: rec.origin.0.into_value(),
         has_activation: !rec.activation.0.is_missing(),
         plugin_type: rec.plugin_type.0.into_value(),
-        raw: Some(offset..offset + raw_value.get().len()),
+        raw: Some(offset..offset + raw.len()),
         verbatim_ok,
         names_only: false,
         problems,
-    }
+    })
 }
 
 /// How a layer is named in messages: `name`, or "record N" when it has none (no allocation until used).
@@ -585,6 +634,42 @@ mod tests {
 
     fn read(text: &str) -> Result<LayerInfo, FormatError> {
         read_layer_info(text.to_owned())
+    }
+
+    /// Both paths, as comparable text (the source is shared, so compare everything else).
+    fn both_paths(text: &str) -> (String, String) {
+        let show = |r: Result<LayerInfo, FormatError>| match r {
+            Ok(info) => format!(
+                "{:?} {:?} {:?} {:?} {:?}",
+                info.root, info.verbosity, info.layers, info.bindings, info.notes
+            ),
+            Err(e) => format!("error: {e:?}"),
+        };
+        (
+            show(read_layer_info_via(text.to_owned(), true)),
+            show(read_layer_info_via(text.to_owned(), false)),
+        )
+    }
+
+    #[test]
+    fn the_scanner_path_agrees_with_serde_on_damaged_documents() {
+        let good = r#"{"Layers": [{"Name": "a \"q\" b", "LayerType": "CaskConvolution", "Inputs": [{"Name": "x", "Dimensions": [1,3], "Format/Datatype": "Half"}], "Outputs": [{"Name": "y", "Location": "Device", "Dimensions": [1,8], "Format/Datatype": "Half"}], "Weights": {"Type": "Half", "Count": 9}, "TacticName": "t"}, "names only", {"Name": "b", "LayerType": "kgen", "Inputs": [], "Outputs": [], "Name": "dup"}], "Bindings": ["x", "y"], "Extra": {"k": [true, null, 1.5e3]}}"#;
+        let bare = r#"[{"Name": "a", "LayerType": "Reformat", "Inputs": [], "Outputs": []}, {"count": 3}]"#;
+        for doc in [good, bare] {
+            let (fast, slow) = both_paths(doc);
+            assert_eq!(fast, slow, "{doc}");
+            // Every single-byte damage: a deletion, or one of the bytes that matter to a scanner.
+            for at in 0..doc.len() {
+                let mut variants = vec![format!("{}{}", &doc[..at], &doc[at + 1..])];
+                for c in ['"', '\\', '{', '}', '[', ']', ',', ':', ' ', '\u{c}', 'x'] {
+                    variants.push(format!("{}{c}{}", &doc[..at], &doc[at..]));
+                }
+                for text in variants {
+                    let (fast, slow) = both_paths(&text);
+                    assert_eq!(fast, slow, "{text}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 mod layers;
 mod loose;
 mod profile;
+mod scan;
 mod times;
 
 use std::fmt;
