@@ -20,6 +20,7 @@ pub mod identity;
 pub mod read;
 pub mod report;
 pub mod serve;
+mod write;
 
 pub use analysis::{Analysis, AnalyzeError, Inputs, Request, SCHEMA, analyze};
 pub use discover::DataSpec;

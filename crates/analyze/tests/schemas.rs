@@ -155,3 +155,43 @@ fn trt82_profiles_without_median_say_what_stands_in() {
     assert_eq!(entry["medianMs_source"], "averageMs");
     assert!(ours["backends"][0]["layers"][0]["timing"]["median_ms"].is_null());
 }
+
+#[test]
+fn analysis_json_is_byte_for_byte_what_serde_writes() {
+    // write_json writes the layer records by hand for speed; it must not differ from the derived
+    // serialization in a single byte, on every fixture and on names that need escaping.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let layers = dir.path().join("layers_odd.json");
+    std::fs::write(
+        &layers,
+        r#"{"Layers": [
+{"Name": "q\"uote \\ back\u0001slash é ∑ 😀", "LayerType": "kgen", "Inputs": [{"Name": "in\tput", "Dimensions": [-1, 3, 0], "Format/Datatype": "Row major \"linear\" FP32"}], "Outputs": [{"Name": "mid", "Dimensions": [1, 9223372036854775807], "Datatype": "Half", "Format": "Row major"}], "StreamId": "s1", "_subgraph": 2, "Metadata": "[ONNX Layer: a\"b]\u001e[ONNX Layer: c]", "TacticName": "t\\x"},
+{"Name": "plain", "LayerType": "Reformat", "ParameterType": "Reformat", "Inputs": [{"Name": "mid"}], "Outputs": [{"Name": "out", "Dimensions": [-9223372036854775808]}], "StreamId": 0, "Activation": "RELU"}
+], "Bindings": ["in\tput", "out"]}"#,
+    )
+    .expect("write");
+    let mut inputs = all_inputs();
+    inputs.push(("escaping".to_owned(), data(&layers, None)));
+    for (what, inputs) in inputs {
+        let a = analyze(inputs);
+        let mut ours = Vec::new();
+        a.write_json(&mut ours).expect("write analysis");
+        let derived = serde_json::to_vec(&a).expect("serialize");
+        if ours != derived {
+            let at = ours
+                .iter()
+                .zip(&derived)
+                .take_while(|(x, y)| x == y)
+                .count();
+            let show = |b: &[u8]| {
+                String::from_utf8_lossy(&b[at.saturating_sub(80)..(at + 80).min(b.len())])
+                    .into_owned()
+            };
+            panic!(
+                "{what}: differs at byte {at}:\n ours: {}\n serde: {}",
+                show(&ours),
+                show(&derived)
+            );
+        }
+    }
+}
