@@ -1,5 +1,6 @@
 //! What `run` shows when it is done: a compact table on stdout (like hyperfine's summary) with the
-//! validity verdict per case, and the `--export FILE` summaries (format from the extension).
+//! validity verdict per case, or with `--format` the JSON / CSV / Markdown summary instead, and the
+//! `--export FILE` summaries (format from the extension).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -23,16 +24,25 @@ pub fn check_exports(paths: &[PathBuf]) -> CliResult {
     Ok(())
 }
 
-/// Prints the summary of a committed run directory and writes the exports.
-pub fn after_run(run: &BenchmarkRun, dir: &Path, exports: &[PathBuf]) -> CliResult {
+/// Prints the summary of a committed run directory (the table, or the `format` export) and writes the
+/// exports.
+pub fn after_run(
+    run: &BenchmarkRun,
+    dir: &Path,
+    format: Option<Format>,
+    exports: &[PathBuf],
+) -> CliResult {
     let (report, _) = trtmc_report::collection::summarize_run_dir(run, dir, &Policy::default());
     let mut out = std::io::stdout().lock();
-    let printed = write!(
-        out,
-        "result: {}\n{}",
-        dir.display(),
-        trtmc_report::terminal::table(&report)
-    )
+    let printed = match format {
+        Some(f) => write!(out, "{}", export::export(f, &report)),
+        None => write!(
+            out,
+            "result: {}\n{}",
+            dir.display(),
+            trtmc_report::terminal::table(&report)
+        ),
+    }
     .and_then(|_| out.flush());
     if let Err(e) = printed
         && e.kind() != std::io::ErrorKind::BrokenPipe

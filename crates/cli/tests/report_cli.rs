@@ -286,6 +286,30 @@ fn empty_missing_and_run_directories_are_clear_errors() {
         tmp.path().join("single-report").to_str().expect("utf8"),
     ]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    // With --format, a run directory prints its summary and nothing is written into it.
+    let listing = |d: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(d)
+            .expect("read dir")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let files_before = listing(&single);
+    let out = run(&["report", single.to_str().expect("utf8"), "--format", "json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON on stdout");
+    assert_valid("collection-report.schema.json", &doc);
+    assert_eq!(doc["cases"][0]["model"], "test-noop");
+    assert_eq!(doc["cases"][0]["samples"], 10);
+    assert_eq!(
+        listing(&single),
+        files_before,
+        "nothing new in the run directory"
+    );
+    assert_eq!(bytes(&single.join("report.html")), before);
 }
 
 #[test]
@@ -504,7 +528,7 @@ fn run_prints_a_compact_table_and_writes_its_exports() {
     );
     assert!(text.contains("✗ samples for p99: 25 timed calls"), "{text}");
     assert!(
-        text.contains("→ raise --iterations to at least 100"),
+        text.contains("→ raise --iterations to at least 100 (case 1)"),
         "{text}"
     );
     let doc = read_json(&json);
@@ -541,4 +565,34 @@ fn run_prints_a_compact_table_and_writes_its_exports() {
     assert_eq!(code(&o), 3, "{}", stderr(&o));
     assert!(stderr(&o).contains(".json, .csv or .md"), "{}", stderr(&o));
     assert!(!nothing.exists(), "nothing ran");
+
+    // --format prints the summary instead of the table: CSV on stdout, nothing else.
+    let o = run(&[
+        "run",
+        "--manifest-root",
+        &catalog_arg(),
+        "--model",
+        "test-noop",
+        "--warmup",
+        "2",
+        "--iterations",
+        "12",
+        "-o",
+        tmp.path().join("csv-run").to_str().expect("utf8"),
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    let rows: Vec<Vec<String>> = text
+        .split("\r\n")
+        .filter(|l| !l.is_empty())
+        .map(parse_csv_line)
+        .collect();
+    assert_eq!(rows.len(), 2, "header + one case: {text}");
+    let col = |name: &str| rows[0].iter().position(|h| h == name).expect(name);
+    assert_eq!(rows[1][col("model")], "test-noop");
+    assert_eq!(rows[1][col("samples")], "12");
+    assert_eq!(rows[1][col("validity")], "INVALID");
+    assert!(!text.contains("result: ") && !text.contains('✗'), "{text}");
 }

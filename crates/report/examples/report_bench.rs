@@ -1,7 +1,9 @@
-//! Benchmark of the report crate (docs/performance.md, "## reports").
+//! Benchmark inputs and build timing of the report crate (docs/performance.md, `## report`; driven by
+//! scripts/bench-report.sh).
 //!
 //! ```text
-//! cargo run --release -p trtmc-report --example report_bench -- OUT_DIR [CASES] [ROWS]
+//! cargo build --release --workspace --examples
+//! target/release/examples/report_bench OUT_DIR [CASES] [ROWS]
 //! ```
 //!
 //! 1. Writes a synthetic collection of CASES cases (default 100: 10 run directories × 10 cases, 500
@@ -9,7 +11,8 @@
 //!    OUT_DIR/collection, then times `collection::write` (report.json + report.html) five times and prints
 //!    the sizes.
 //! 2. Writes OUT_DIR/matrix.html: a matrix-like page with a ROWS-row (default 1000) sortable, filterable
-//!    table built from the shared components, for timing in Chromium.
+//!    table built from the shared components, for timing in Chromium, and OUT_DIR/matrix-baseline.html,
+//!    the same page with one row (what Chromium costs without the table).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -242,5 +245,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let page = matrix_page(rows);
     std::fs::write(out.join("matrix.html"), &page)?;
     println!("matrix.html: {rows} rows, {} bytes", page.len());
+    std::fs::write(out.join("matrix-baseline.html"), matrix_page(1))?;
     Ok(())
 }

@@ -22,7 +22,7 @@ use crate::validity::Policy;
 
 pub const REPORT_JSON: &str = "report.json";
 pub const REPORT_HTML: &str = "report.html";
-const RESULT_JSON: &str = "result.json";
+pub const RESULT_JSON: &str = "result.json";
 /// Directory depth below a root beyond which the walk stops (a guard against pathological trees).
 const MAX_DEPTH: usize = 32;
 /// Largest result.json read (a real one is a few kilobytes per case).

@@ -1,5 +1,6 @@
 //! The compact terminal table (after `run`, and from `report`), in the spirit of hyperfine's summary:
-//! one line per case, then one block per invalid case with its reasons and what to do.
+//! one line per case, then the reasons of each invalid case, then each recommendation once with the
+//! cases it applies to.
 
 use crate::fmt::{fmt_num, fmt_pct};
 use crate::model::CollectionReport;
@@ -124,11 +125,46 @@ pub fn table(report: &CollectionReport) -> String {
         for f in c.validity.failures() {
             out.push_str(&format!("       ✗ {}\n", clean(&f, 200)));
         }
+    }
+    // Each recommendation once, with the cases it applies to: a sweep of 50 short cases gets one line
+    // saying "add --duration", not fifty.
+    let mut advice: Vec<(&str, Vec<usize>)> = Vec::new();
+    for (i, c) in report.cases.iter().enumerate() {
         for r in &c.validity.recommendations {
-            out.push_str(&format!("       → {}\n", clean(r, 200)));
+            match advice.iter_mut().find(|(a, _)| *a == r.as_str()) {
+                Some((_, cases)) => cases.push(i + 1),
+                None => advice.push((r, vec![i + 1])),
+            }
         }
     }
+    for (r, cases) in advice {
+        let which = if cases.len() == 1 { "case" } else { "cases" };
+        out.push_str(&format!(
+            "  → {} ({which} {})\n",
+            clean(r, 200),
+            ranges(&cases)
+        ));
+    }
     out
+}
+
+/// Ascending case numbers as ranges: `1–3, 5, 7–8`.
+fn ranges(numbers: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < numbers.len() {
+        let mut j = i;
+        while j + 1 < numbers.len() && numbers[j + 1] == numbers[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j == i {
+            numbers[i].to_string()
+        } else {
+            format!("{}–{}", numbers[i], numbers[j])
+        });
+        i = j + 1;
+    }
+    parts.join(", ")
 }
 
 #[cfg(test)]
@@ -168,8 +204,35 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("→ raise --iterations to at least 100"),
+            text.contains("  → raise --iterations to at least 100 (case 2)"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn each_recommendation_is_printed_once_with_its_cases() {
+        let short = observations(30, 1.0);
+        let cases: Vec<_> = (0..5)
+            .map(|i| case("m", &format!("c{i}"), &[], &short))
+            .collect();
+        let loaded = LoadedRun {
+            path: ".".into(),
+            has_report: false,
+            run: run(cases, "h"),
+            observations: vec![Ok(short.clone()); 5],
+        };
+        let (report, _) = build(vec![".".into()], vec![loaded], vec![], &Policy::default());
+        let text = table(&report);
+        assert_eq!(
+            text.matches("raise --iterations to at least 100").count(),
+            1,
+            "{text}"
+        );
+        assert!(
+            text.contains("raise --iterations to at least 100 (cases 1–5)"),
+            "{text}"
+        );
+        assert_eq!(text.matches("✗ samples for p99").count(), 5, "{text}");
+        assert_eq!(ranges(&[1, 2, 3, 5, 7, 8]), "1–3, 5, 7–8");
     }
 }

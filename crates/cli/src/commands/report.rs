@@ -34,9 +34,12 @@ impl From<ExportFormat> for Format {
   trtmc-bench report results/today                     # writes results/today/report.{json,html}
   trtmc-bench report results/a results/b -o reports/ab  # several roots need -o
   trtmc-bench report results/today --format markdown >> \"$GITHUB_STEP_SUMMARY\"
+  trtmc-bench report results/today/tiny-cnn --format csv  # one run's summary; writes nothing
 
 A result.json that cannot be used (not JSON, another schema, wrong shape) is skipped and named on stderr
-and in the report; --strict makes it an error (exit code 3) instead. Nothing below the roots is modified.")]
+and in the report; --strict makes it an error (exit code 3) instead. Nothing below the roots is modified.
+A single run directory with --format (and no -o) prints that run's summary and writes nothing: the run
+keeps its own report.html.")]
 pub struct ReportArgs {
     /// Result directories to search recursively for trtmc.benchmark-run/v1 result.json files.
     #[arg(value_name = "DIR", required = true)]
@@ -71,18 +74,27 @@ pub fn execute(args: ReportArgs) -> CliResult {
         policy: Policy::default(),
         strict: args.strict,
     };
+    // `report RUN_DIR --format F`: the run's summary as an export, at any time after the run. The run
+    // directory keeps its own report.html, so nothing is written.
+    if let (Some(f), None, [dir]) = (args.format, &args.output, args.dirs.as_slice())
+        && dir.join(collection::RESULT_JSON).is_file()
+    {
+        let (report, _) = collection::collect(&opts).map_err(cli_error)?;
+        for s in &report.skipped {
+            eprintln!("warning: skipped {}: {}", s.path, s.reason);
+        }
+        return print_stdout(&export::export(f.into(), &report));
+    }
     let outcome = collection::write(&opts).map_err(cli_error)?;
     for s in &outcome.report.skipped {
         eprintln!("warning: skipped {}: {}", s.path, s.reason);
     }
-    let mut stdout = std::io::stdout().lock();
-    let printed = match args.format {
-        Some(f) => write!(stdout, "{}", export::export(f.into(), &outcome.report)),
-        None if args.quiet => Ok(()),
+    let text = match args.format {
+        Some(f) => export::export(f.into(), &outcome.report),
+        None if args.quiet => return Ok(()),
         None => {
             let t = &outcome.report.totals;
-            write!(
-                stdout,
+            format!(
                 "{}report: {} ({} run(s), {} case(s): {} valid, {} invalid, {} failed)\n  {}\n",
                 trtmc_report::terminal::table(&outcome.report),
                 outcome.dir.display(),
@@ -95,8 +107,13 @@ pub fn execute(args: ReportArgs) -> CliResult {
             )
         }
     };
+    print_stdout(&text)
+}
+
+fn print_stdout(text: &str) -> CliResult {
+    let mut stdout = std::io::stdout().lock();
     // A closed pipe (`| head`) is not an error of the report, which is already written.
-    if let Err(e) = printed.and_then(|_| stdout.flush())
+    if let Err(e) = write!(stdout, "{text}").and_then(|_| stdout.flush())
         && e.kind() != std::io::ErrorKind::BrokenPipe
     {
         return Err(CliError::new(

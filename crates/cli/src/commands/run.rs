@@ -109,6 +109,9 @@ pub struct RunArgs {
     /// Also write the summary to FILE: .json, .csv or .md by extension (repeatable).
     #[arg(long = "export", value_name = "FILE")]
     pub exports: Vec<PathBuf>,
+    /// Print the summary to stdout in this format instead of the table (progress stays on stderr).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<crate::commands::report::ExportFormat>,
 }
 
 pub fn execute(args: RunArgs) -> CliResult {
@@ -265,7 +268,12 @@ pub fn execute(args: RunArgs) -> CliResult {
     };
     let progress = crate::progress::Terminal::new(args.quiet);
     let outcome = runner::execute(planned, &options, &progress).map_err(run_error)?;
-    crate::summary::after_run(&outcome.run, &outcome.dir, &args.exports)?;
+    crate::summary::after_run(
+        &outcome.run,
+        &outcome.dir,
+        args.format.map(Into::into),
+        &args.exports,
+    )?;
     let failed = outcome
         .run
         .cases
