@@ -8,7 +8,7 @@
 # tract's executor threads (1 vs 2), interleaved the same way.
 #
 # Usage: scripts/bench-ort.sh [WORK_DIR]      (env: ROUNDS=5 WARMUP=5 ITERATIONS=30 MODEL=light-resnet50)
-# Needs: a release build (cargo build --release -p trtmc-bench), python3 with numpy and onnxruntime.
+# Needs: a release build (cargo build --release --workspace), python3 with numpy and onnxruntime.
 # Prints a Markdown table; raw per-run results stay in WORK_DIR. Never uses more threads than cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +22,7 @@ BIN=target/release/trtmc-bench
 PYTHON=${TRTMC_PYTHON:-python3}
 CORES=$(nproc)
 
-[ -x "$BIN" ] || { echo "bench-ort: $BIN is missing: cargo build --release -p trtmc-bench" >&2; exit 7; }
+[ -x "$BIN" ] || { echo "bench-ort: $BIN is missing: cargo build --release --workspace" >&2; exit 7; }
 mkdir -p "$WORK"
 CACHE="$WORK/cache"
 

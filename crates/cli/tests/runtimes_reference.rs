@@ -115,6 +115,44 @@ fn the_onnxruntime_reference_runs_the_same_case_and_its_outputs_match_ours() {
         ],
     );
     assert_eq!(code(&out), 0, "{}\n{}", stdout(&out), stderr(&out));
+
+    // The same golden outputs as NumPy files (.npz with one member per output, .npy named after the
+    // output), against tract this time: golden data in every format the issue names.
+    let script = "import sys, numpy as np\nsys.path.insert(0, sys.argv[1])\nimport trtmc_reference as ref\nt = ref.read_tensor_set(sys.argv[2], 'outputs')\nnp.savez(sys.argv[3], **dict(t))\nnp.save(sys.argv[4], t[0][1])\n";
+    let npz = tmp.path().join("golden.npz");
+    let npy = tmp.path().join("logits.npy");
+    let converted =
+        Command::new(std::env::var("TRTMC_PYTHON").unwrap_or_else(|_| "python3".into()))
+            .args(["-c", script])
+            .arg(repo_root().join("reference"))
+            .arg(py_out.join("outputs.json"))
+            .arg(&npz)
+            .arg(&npy)
+            .output()
+            .expect("start python3");
+    assert_eq!(code(&converted), 0, "{}", stderr(&converted));
+    for golden in [&npz, &npy] {
+        let report = tmp.path().join("agreement.json");
+        let out = bench(
+            tmp.path(),
+            &[
+                "compare",
+                "--model",
+                "tiny-cnn",
+                "--runtime",
+                "tract",
+                "--golden",
+                golden.to_str().expect("utf8"),
+                "-o",
+                report.to_str().expect("utf8"),
+            ],
+        );
+        assert_eq!(code(&out), 0, "{}\n{}", stdout(&out), stderr(&out));
+        let doc = read_json(&report);
+        assert_valid("output-agreement.schema.json", &doc);
+        assert_eq!(doc["tensors"][0]["name"], "logits");
+        assert_eq!(doc["tensors"][0]["losses"]["l0"], 0.0, "{doc}");
+    }
 }
 
 #[test]

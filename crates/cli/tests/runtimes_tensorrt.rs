@@ -653,3 +653,82 @@ fn a_missing_or_failing_trtexec_is_a_clear_error_with_its_exit_code() {
         stderr(&out)
     );
 }
+
+/// `run --profile` of one ONNX file on all three runtimes (tensorrt through the stand-in, which replays
+/// recorded exports of another model: the contract is the file shapes, not the numbers), and the six
+/// files in one folder: `analyze` reads the three side by side and each passes its validation.
+#[test]
+fn profiles_of_tract_onnxruntime_and_tensorrt_load_in_analyze_side_by_side() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let onnx = model(tmp.path());
+    let fake = FakeTrtexec::recorded_10_16();
+    let side_by_side = tmp.path().join("side-by-side");
+    std::fs::create_dir(&side_by_side).expect("mkdir");
+    for runtime in ["tract", "onnxruntime", "tensorrt"] {
+        let out_dir = tmp.path().join(runtime);
+        let trtexec = (runtime == "tensorrt").then(|| fake.path());
+        let out = bench(
+            tmp.path(),
+            trtexec.as_deref(),
+            &[
+                "run",
+                "--onnx",
+                onnx.to_str().expect("utf8"),
+                "--shape",
+                "image:1x3x64x64",
+                "--runtime",
+                runtime,
+                "--warmup",
+                "1",
+                "--iterations",
+                "3",
+                "--profile",
+                "--profile-iterations",
+                "3",
+                "-o",
+                out_dir.to_str().expect("utf8"),
+                "-q",
+            ],
+        );
+        assert_eq!(code(&out), 0, "{runtime}: {}", stderr(&out));
+        let doc = assert_result_dir_valid(&out_dir);
+        let case = &doc["cases"][0];
+        assert_eq!(case["profile"]["status"], "completed", "{runtime}");
+        let case_dir = out_dir.join(case["dir"].as_str().expect("dir"));
+        for kind in ["layers", "profile"] {
+            let name = format!("{kind}_{runtime}.json");
+            std::fs::copy(case_dir.join(&name), side_by_side.join(&name))
+                .unwrap_or_else(|e| panic!("{runtime} wrote no {name}: {e}"));
+        }
+    }
+    let analysis = tmp.path().join("analysis.json");
+    let out = Command::new(BIN)
+        .args([
+            "analyze",
+            side_by_side.to_str().expect("utf8"),
+            "-o",
+            analysis.to_str().expect("utf8"),
+            "--quiet",
+        ])
+        .output()
+        .expect("analyze");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = read_json(&analysis);
+    assert_valid("analysis.schema.json", &doc);
+    let backends = doc["backends"].as_array().expect("backends");
+    let mut labels: Vec<&str> = backends
+        .iter()
+        .map(|b| b["label"].as_str().expect("label"))
+        .collect();
+    labels.sort_unstable();
+    assert_eq!(labels, ["onnxruntime", "tensorrt", "tract"]);
+    for b in backends {
+        let v = &b["validation"];
+        assert_eq!(v["status"], "passed", "{}: {v}", b["label"]);
+        assert!(
+            b["layer_count"].as_u64().expect("layers") > 3,
+            "{}",
+            b["label"]
+        );
+    }
+}
