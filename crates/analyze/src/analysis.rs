@@ -334,7 +334,7 @@ pub struct Backend {
     pub findings: Findings,
     /// The layer-info document the layers' `raw` ranges point into.
     #[serde(skip)]
-    pub source: Option<std::sync::Arc<String>>,
+    pub source: Option<std::sync::Arc<crate::read::Text>>,
 }
 
 impl Backend {

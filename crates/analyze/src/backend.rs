@@ -31,7 +31,7 @@ pub(crate) struct Loaded {
 fn read_file<T>(
     path: &std::path::Path,
     notes: &mut Vec<Message>,
-    parse: impl FnOnce(String) -> Result<T, read::FormatError>,
+    parse: impl FnOnce(read::Text) -> Result<T, read::FormatError>,
 ) -> Result<T, String> {
     let (text, warning) = read::read_text(path).map_err(|e| e.to_string())?;
     if let Some(w) = warning {
@@ -75,7 +75,7 @@ pub(crate) fn load_files(files: &BackendFiles) -> Loaded {
         let layers = files
             .layers
             .as_ref()
-            .map(|p| read_file(p, &mut notes, read::read_layer_info));
+            .map(|p| read_file(p, &mut notes, read::read_layer_text));
         (layers, side.join().unwrap_or_else(|_| read_side()))
     });
     notes.extend(side_notes);

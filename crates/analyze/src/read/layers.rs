@@ -81,7 +81,7 @@ pub struct Layer {
 #[derive(Debug, Clone)]
 pub struct LayerInfo {
     /// The document as read; layer records point into it.
-    pub source: Arc<String>,
+    pub source: Arc<super::Text>,
     pub root: RootShape,
     pub verbosity: Verbosity,
     pub layers: Vec<Layer>,
@@ -143,13 +143,18 @@ struct RawLayer<'a> {
 
 /// Reads an `--exportLayerInfo` document.
 pub fn read_layer_info(text: String) -> Result<LayerInfo, FormatError> {
+    read_layer_info_via(text.into(), true)
+}
+
+/// [`read_layer_info`] for text from [`super::read_text`] (possibly a mapped file).
+pub fn read_layer_text(text: super::Text) -> Result<LayerInfo, FormatError> {
     read_layer_info_via(text, true)
 }
 
 /// `scan`: find the records with the scanner first (false only in tests, to compare the paths).
-fn read_layer_info_via(text: String, scan: bool) -> Result<LayerInfo, FormatError> {
+fn read_layer_info_via(text: super::Text, scan: bool) -> Result<LayerInfo, FormatError> {
     let source = Arc::new(text);
-    let text = source.as_str();
+    let text: &str = &source;
     // The scanner finds the records; a record it let through with a syntax error makes the typed
     // parse give up, and serde_json then reads the whole document and names the error.
     let fast = match scan.then(|| super::scan::split(text)).flatten() {
@@ -646,8 +651,8 @@ mod tests {
             Err(e) => format!("error: {e:?}"),
         };
         (
-            show(read_layer_info_via(text.to_owned(), true)),
-            show(read_layer_info_via(text.to_owned(), false)),
+            show(read_layer_info_via(text.to_owned().into(), true)),
+            show(read_layer_info_via(text.to_owned().into(), false)),
         )
     }
 

@@ -12,7 +12,9 @@ mod times;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-pub use layers::{Layer, LayerInfo, RootShape, Tensor, Verbosity, read_layer_info};
+pub use layers::{
+    Layer, LayerInfo, RootShape, Tensor, Verbosity, read_layer_info, read_layer_text,
+};
 pub use loose::IntOrStr;
 pub use profile::{HeaderCount, Profile, ProfileRecord, read_profile};
 pub use times::{Stats, Times, read_times};
@@ -61,14 +63,82 @@ impl fmt::Display for SourceError {
     }
 }
 
+/// A document's text: read into memory, or (large files) mapped from the file.
+pub struct Text(Repr);
+
+enum Repr {
+    Owned(String),
+    /// Valid UTF-8 from `start` (past a byte-order mark) to the end, checked when mapped.
+    Mapped {
+        map: memmap2::Mmap,
+        start: usize,
+    },
+}
+
+impl std::ops::Deref for Text {
+    type Target = str;
+    fn deref(&self) -> &str {
+        match &self.0 {
+            Repr::Owned(s) => s,
+            // SAFETY: checked to be UTF-8 in `read_text`; the map is read-only and lives as long as
+            // `self` (see `read_text` for the file changing underneath).
+            Repr::Mapped { map, start } => unsafe { std::str::from_utf8_unchecked(&map[*start..]) },
+        }
+    }
+}
+
+impl From<String> for Text {
+    fn from(s: String) -> Text {
+        Text(Repr::Owned(s))
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+/// Files at least this large are mapped instead of read.
+const MAP_FROM_BYTES: u64 = 1 << 20;
+
 /// Reads a whole file as text; invalid UTF-8 is replaced and reported rather than refused, because
 /// trtexec copies layer names byte for byte.
-pub fn read_text(path: &Path) -> Result<(String, Option<String>), SourceError> {
-    let bytes = std::fs::read(path).map_err(|e| SourceError {
+///
+/// Large regular files are memory-mapped (with the pages populated in one call): on the 14,400-
+/// layer benchmark, reading the 11.7 MB layer file cost ~29 ms of CPU (fresh zeroed pages, one
+/// fault each, and a copy out of the page cache) against ~7 ms mapped. The analysis reads the
+/// text for as long as it runs, so the file must not be rewritten meanwhile, as with any
+/// program that maps its input; trtexec writes its exports once.
+pub fn read_text(path: &Path) -> Result<(Text, Option<String>), SourceError> {
+    let fail = |e: std::io::Error| SourceError {
         path: path.to_owned(),
         kind: e.into(),
-    })?;
-    Ok(bytes_to_text(bytes))
+    };
+    let file = std::fs::File::open(path).map_err(fail)?;
+    let meta = file.metadata().map_err(fail)?;
+    if meta.is_file() && meta.len() >= MAP_FROM_BYTES {
+        // SAFETY: the map is only read, and `Text` keeps it alive while the text is borrowed;
+        // a file changed by another process while mapped is the documented limit above.
+        let map = unsafe { memmap2::MmapOptions::new().populate().map(&file) };
+        // A file that cannot be mapped is read instead.
+        if let Ok(map) = map {
+            return Ok(match std::str::from_utf8(&map) {
+                Ok(text) => {
+                    let start = if text.starts_with('\u{feff}') { 3 } else { 0 };
+                    (Text(Repr::Mapped { map, start }), None)
+                }
+                Err(_) => {
+                    let (text, warning) = bytes_to_text(map.to_vec());
+                    (text.into(), warning)
+                }
+            });
+        }
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    std::io::Read::read_to_end(&mut &file, &mut bytes).map_err(fail)?;
+    let (text, warning) = bytes_to_text(bytes);
+    Ok((text.into(), warning))
 }
 
 /// Converts bytes to text, stripping a UTF-8 byte-order mark; the second value is a warning when
@@ -214,6 +284,32 @@ mod tests {
         let (t, w) = bytes_to_text(b"[\"a\xff\"]".to_vec());
         assert!(t.contains('\u{fffd}'));
         assert!(w.expect("warning").contains("offset 3"));
+    }
+
+    #[test]
+    fn large_files_are_mapped_and_read_like_small_ones() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let body = format!(
+            "[{}]",
+            "\"x\",".repeat(MAP_FROM_BYTES as usize / 4) + "\"é\""
+        );
+        for (name, bytes) in [
+            ("small.json", b"\xef\xbb\xbf[1]".to_vec()),
+            ("large.json", body.clone().into_bytes()),
+            (
+                "large-bom.json",
+                [b"\xef\xbb\xbf".as_slice(), body.as_bytes()].concat(),
+            ),
+            ("large-bad.json", [body.as_bytes(), b"\xff"].concat()),
+        ] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, &bytes).expect("write");
+            let (text, warning) = read_text(&path).expect("reads");
+            let (expected, expected_warning) = bytes_to_text(bytes);
+            assert_eq!(&*text, expected.as_str(), "{name}");
+            assert_eq!(warning, expected_warning, "{name}");
+        }
+        assert!(read_text(&dir.path().join("missing.json")).is_err());
     }
 
     #[test]
