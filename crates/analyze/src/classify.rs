@@ -112,7 +112,14 @@ fn type_is(raw: &str, target: &str) -> bool {
 /// ASCII case-insensitive substring test, without allocating.
 pub fn contains_ci(hay: &str, needle: &str) -> bool {
     let (h, n) = (hay.as_bytes(), needle.as_bytes());
-    n.is_empty() || (h.len() >= n.len() && h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n)))
+    let Some(first) = n.first() else {
+        return true;
+    };
+    let (lower, upper) = (first.to_ascii_lowercase(), first.to_ascii_uppercase());
+    // Compare whole windows only where the first byte matches (names are long, needles rare).
+    h.len() >= n.len()
+        && (0..=h.len() - n.len())
+            .any(|i| (h[i] == lower || h[i] == upper) && h[i..i + n.len()].eq_ignore_ascii_case(n))
 }
 
 /// The report `Type`: raw LayerType, except attention-like kgen (`kgen_mha`) and the
@@ -156,6 +163,10 @@ fn mentions_attention(text: &str) -> bool {
     let Some(matcher) = ATTENTION.as_ref() else {
         return false;
     };
+    // A plain (prefiltered) search rules out most texts before the overlapping one.
+    if !matcher.is_match(text) {
+        return false;
+    }
     let b = text.as_bytes();
     matcher.find_overlapping_iter(text).any(|m| {
         if ATTENTION_WORDS[m.pattern().as_usize()] != "mha" {
@@ -494,16 +505,15 @@ pub fn origins_from_name(name: &str) -> Vec<String> {
         .and_then(|n| n.strip_suffix("]}"))
         .unwrap_or(name);
     let mut out = Vec::new();
-    for part in inner
-        .split(" + ")
-        .flat_map(|p| p.split(" || "))
-        .flat_map(|p| p.split("..."))
+    for part in split_str(inner, " + ")
+        .flat_map(|p| split_str(p, " || "))
+        .flat_map(|p| split_str(p, "..."))
     {
         let mut part = part.trim();
         while let Some(rest) = part.strip_prefix("PWN(") {
             part = rest.trim();
         }
-        for piece in part.split(", ") {
+        for piece in split_str(part, ", ") {
             let piece = piece.trim().trim_end_matches(')').trim();
             if !piece.is_empty() && !out.iter().any(|o: &String| o == piece) {
                 out.push(piece.to_owned());
@@ -511,6 +521,29 @@ pub fn origins_from_name(name: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// `text.split(pattern)` without building a substring searcher per call (this runs for every
+/// layer name; the patterns are short and their first byte is rare in names).
+fn split_str<'a>(text: &'a str, pattern: &'static str) -> impl Iterator<Item = &'a str> {
+    let p = pattern.as_bytes();
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let r = rest?;
+        let b = r.as_bytes();
+        let found = (0..(b.len() + 1).saturating_sub(p.len()))
+            .find(|&i| b[i] == p[0] && b[i..].starts_with(p));
+        match found {
+            Some(i) => {
+                rest = Some(&r[i + p.len()..]);
+                Some(&r[..i])
+            }
+            None => {
+                rest = None;
+                Some(r)
+            }
+        }
+    })
 }
 
 /// What a tactic (kernel) name says about tensor-core use.
@@ -689,6 +722,35 @@ mod tests {
             origins(&layer("PWN(PWN(Sigmoid_5), Mul_6)", "x")),
             ["Sigmoid_5", "Mul_6"]
         );
+    }
+
+    #[test]
+    fn split_str_and_contains_ci_match_the_standard_ones() {
+        let texts = [
+            "",
+            "a",
+            " + ",
+            "a + b + c",
+            "a +  + b",
+            "....",
+            "a...b...",
+            "x || y ||",
+            ", , ,",
+            "PWN(a, b)",
+            "ab + ",
+            " + ab",
+        ];
+        for t in texts {
+            for p in [" + ", " || ", "...", ", "] {
+                let ours: Vec<&str> = split_str(t, p).collect();
+                let std: Vec<&str> = t.split(p).collect();
+                assert_eq!(ours, std, "{t:?} by {p:?}");
+            }
+            for n in ["", "a", "A", "+ b", "PWN(", "pwn(a", "...", "zz"] {
+                let plain = t.to_ascii_lowercase().contains(&n.to_ascii_lowercase());
+                assert_eq!(contains_ci(t, n), plain, "{t:?} has {n:?}");
+            }
+        }
     }
 
     #[test]

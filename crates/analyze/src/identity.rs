@@ -562,6 +562,11 @@ impl CategorySignals {
         let Some((matcher, pairs)) = MARKER_MATCHER.as_ref() else {
             return;
         };
+        // Most names hold no marker: a plain (prefiltered) search rules that out far faster than
+        // the overlapping one, which runs the automaton over every byte.
+        if !matcher.is_match(text) {
+            return;
+        }
         for m in matcher.find_overlapping_iter(text) {
             let (category, word) = pairs[m.pattern().as_usize()];
             self.markers.entry(category).or_default().insert(word);
