@@ -28,6 +28,8 @@ pub enum ExitCode {
     Output = 6,
     /// A required external tool or library is missing (trtexec, libonnxruntime, python).
     Environment = 7,
+    /// `matrix`: candidate and reference measured different workloads, timing boundaries or precisions.
+    ContractMismatch = 8,
 }
 
 #[derive(Debug)]

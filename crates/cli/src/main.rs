@@ -40,6 +40,8 @@ enum Command {
     Report(commands::report::ReportArgs),
     /// Search a runtime's build routes for the fastest accurate one (trtexec --tuneBuildRoutes style).
     Tune(Box<commands::tune::TuneArgs>),
+    /// Release performance matrix: candidate runtimes against reference backends, with traffic lights.
+    Matrix(commands::matrix::MatrixArgs),
     /// Internal: the worker process that owns the timed loop.
     #[command(hide = true)]
     Worker(commands::worker::WorkerArgs),
@@ -57,6 +59,7 @@ fn main() {
         Command::Compare(args) => commands::compare::execute(args),
         Command::Report(args) => commands::report::execute(args),
         Command::Tune(args) => commands::tune::execute(*args),
+        Command::Matrix(args) => commands::matrix::execute(args),
         Command::Worker(args) => std::process::exit(commands::worker::execute(args)),
         Command::TuneWorker(args) => std::process::exit(commands::tune::execute_worker(args)),
     };

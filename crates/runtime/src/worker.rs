@@ -116,11 +116,19 @@ pub fn timed_loop(
     min_duration: Duration,
 ) -> anyhow::Result<Vec<TimedCall>> {
     let mut calls: Vec<TimedCall> = Vec::with_capacity(iterations as usize);
+    // Test-only knob (`matrix` slowdown tests): a known delay inside every timed call.
+    let test_delay = std::env::var("TRTMC_TEST_CALL_DELAY_US")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(Duration::from_micros);
     let origin = Instant::now();
     loop {
         let mut record = CallRecord::default();
         let t0 = Instant::now();
         let outcome = runner.call(&mut record);
+        if let Some(d) = test_delay {
+            std::thread::sleep(d);
+        }
         let t1 = Instant::now();
         outcome.with_context(|| format!("timed call {} failed", calls.len()))?;
         calls.push(TimedCall {

@@ -1,0 +1,249 @@
+//! `trtmc-bench matrix`: the release performance matrix (docs/matrix.md).
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use trtmc_matrix::plan::{self, CheckInput, Kind};
+use trtmc_matrix::row::{RowResult, RowStatus};
+use trtmc_matrix::runner::{self, MatrixError, Progress, Results};
+
+use crate::exit::{CliError, CliResult, ExitCode};
+
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Examples:
+  trtmc-bench matrix check benchmarks/performance/release.yaml --environment benchmarks/performance/environments/cpu.yaml
+  trtmc-bench matrix run benchmarks/performance/release.yaml --environment benchmarks/performance/environments/cpu.yaml --entry tiny-cnn.classify
+  trtmc-bench matrix resume artifacts/perf/matrix-20260101-120000
+  trtmc-bench matrix report artifacts/perf/matrix-20260101-120000 --preparation-receipt bundle-preparation.json
+
+Exit codes: 0 every row has a light (green, yellow or red); 3 suite/environment error; 5 a row failed,
+is incomplete or pending; 6 output refused; 7 machine prerequisite missing (executable, runtime,
+storage, Slurm); 8 contract mismatch (different workload, timing boundary or precision).")]
+pub struct MatrixArgs {
+    #[command(subcommand)]
+    pub command: MatrixCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MatrixCommand {
+    /// The full preflight without measuring: coverage, environment, storage, executables, revision,
+    /// testcases, timing contracts.
+    Check(SuiteArgs),
+    /// Preflight, then measure every row (or `--entry`) and write results.json and report.html.
+    Run(RunArgs),
+    /// Continue an interrupted run: rows without a final result run again, finished rows are kept.
+    Resume(ResumeArgs),
+    /// Rewrite results.json and report.html of a run, optionally attaching a bundle-preparation receipt.
+    Report(ReportArgs),
+    /// Internal: one Slurm array task (runs one row).
+    #[command(hide = true)]
+    Task(TaskArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SuiteArgs {
+    /// The suite (YAML, trtmc.perf-suite/v1).
+    pub suite: PathBuf,
+    /// The environment file (YAML, trtmc.perf-environment/v1).
+    #[arg(long, value_name = "FILE")]
+    pub environment: PathBuf,
+    /// Only rows with this entry id (`<family>.<operation>`) or exact row id.
+    #[arg(long, value_name = "ID")]
+    pub entry: Option<String>,
+    /// Where rows run: `local` (one at a time here) or `slurm` (a job array, one row per task).
+    #[arg(long, default_value = "local")]
+    pub executor: String,
+    /// Catalog root holding MODEL.toml files.
+    #[arg(long, value_name = "PATH")]
+    pub manifest_root: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Run directory (new or empty); default: a new `matrix-<time>` below the environment's results root.
+    #[arg(short, long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    pub run_dir: PathBuf,
+    /// Executor for the remaining rows (default: the run's).
+    #[arg(long)]
+    pub executor: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    pub run_dir: PathBuf,
+    /// A trtmc.perf-bundle-preparation/v1 receipt of a separately run preparation step.
+    #[arg(long, value_name = "FILE")]
+    pub preparation_receipt: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct TaskArgs {
+    pub run_dir: PathBuf,
+    #[arg(long)]
+    pub tasks_file: PathBuf,
+    #[arg(long)]
+    pub task: usize,
+}
+
+struct Printer;
+
+impl Progress for Printer {
+    fn row_started(&self, done: usize, total: usize, id: &str) {
+        eprintln!("[{}/{total}] {id}", done + 1);
+    }
+    fn row_finished(&self, r: &RowResult) {
+        eprintln!("        {}", outcome(r));
+    }
+    fn message(&self, m: &str) {
+        eprintln!("{m}");
+    }
+}
+
+fn outcome(r: &RowResult) -> String {
+    match (&r.status, &r.comparison) {
+        (RowStatus::Compared, Some(c)) => format!(
+            "{}: ratio {:.3} [{:.3}, {:.3}] (candidate p50 {:.3} ms, reference p50 {:.3} ms)",
+            c.light.label(),
+            c.ratio,
+            c.ci_low,
+            c.ci_high,
+            c.candidate_p50_ms,
+            c.reference_p50_ms
+        ),
+        (s, _) => format!("{}: {}", s.label(), r.message.as_deref().unwrap_or("")),
+    }
+}
+
+fn to_cli(e: MatrixError) -> CliError {
+    let code = match &e {
+        MatrixError::Input(_) => ExitCode::Input,
+        MatrixError::Environment(_) => ExitCode::Environment,
+        MatrixError::Output(_) => ExitCode::Output,
+        MatrixError::Preflight(f) => {
+            if f.iter().any(|f| f.kind == Kind::Config) {
+                ExitCode::Input
+            } else if f.iter().any(|f| f.kind == Kind::Machine) {
+                ExitCode::Environment
+            } else {
+                ExitCode::ContractMismatch
+            }
+        }
+    };
+    let message = match &e {
+        MatrixError::Preflight(f) => format!(
+            "matrix preflight failed ({} problem(s)):\n{}",
+            f.len(),
+            e.message()
+        ),
+        _ => e.message(),
+    };
+    CliError::new(code, message)
+}
+
+fn preflight(args: &SuiteArgs) -> CliResult<plan::Plan> {
+    let catalog_root = crate::catalog_root::resolve(args.manifest_root.clone());
+    let reference = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../reference"));
+    let input = CheckInput {
+        suite: &args.suite,
+        environment: &args.environment,
+        catalog_root: &catalog_root,
+        repo_reference: &reference,
+        entry: args.entry.as_deref(),
+        executor: &args.executor,
+        command_line: std::env::args().collect(),
+    };
+    plan::check(&input).map_err(|f| to_cli(MatrixError::Preflight(f)))
+}
+
+fn finish(run: &Path, results: Results) -> CliResult {
+    let s = &results.summary;
+    println!(
+        "{} row(s): {} green, {} yellow, {} red, {} contract mismatch, {} failed, {} incomplete, {} pending",
+        s.rows, s.green, s.yellow, s.red, s.contract_mismatch, s.failed, s.incomplete, s.pending
+    );
+    for r in &results.rows {
+        println!("  {:<50} {}", r.id, outcome(r));
+    }
+    println!("results: {}", run.join(runner::RESULTS_FILE).display());
+    println!("report:  {}", run.join(runner::REPORT_FILE).display());
+    match results.exit_code() {
+        0 => Ok(()),
+        8 => Err(CliError::new(
+            ExitCode::ContractMismatch,
+            format!(
+                "{} row(s) are contract mismatches (no light); see {}",
+                s.contract_mismatch,
+                run.join(runner::RESULTS_FILE).display()
+            ),
+        )),
+        _ => Err(CliError::new(
+            ExitCode::CaseFailed,
+            format!(
+                "{} row(s) failed, {} incomplete, {} pending (no light); `trtmc-bench matrix resume {}` runs them again",
+                s.failed,
+                s.incomplete,
+                s.pending,
+                run.display()
+            ),
+        )),
+    }
+}
+
+pub fn execute(args: MatrixArgs) -> CliResult {
+    match args.command {
+        MatrixCommand::Check(a) => {
+            let plan = preflight(&a)?;
+            println!(
+                "suite {} ({} row(s) selected) passes the preflight on environment {}",
+                plan.suite.name,
+                plan.rows.len(),
+                plan.environment.name
+            );
+            println!(
+                "program: trtmc-bench {} revision {} ({} build)",
+                plan.program.version, plan.program.revision, plan.program.build_profile
+            );
+            for pr in &plan.rows {
+                println!(
+                    "  {:<50} {} vs {}  boundary {}  baseline precision {} ({})",
+                    pr.id,
+                    pr.row.candidate.runtime,
+                    pr.row.reference.backend,
+                    pr.candidate_boundary,
+                    pr.baseline_precision,
+                    pr.baseline_precision_source
+                );
+            }
+            for e in &plan.suite.excluded_profiles {
+                println!("  excluded {}: {}", e.profile, e.reason);
+            }
+            Ok(())
+        }
+        MatrixCommand::Run(a) => {
+            let plan = preflight(&a.suite)?;
+            let run = runner::create(&plan, a.output.as_deref()).map_err(to_cli)?;
+            eprintln!("run directory: {}", run.display());
+            let results = runner::execute(&run, &plan.executor, &Printer).map_err(to_cli)?;
+            finish(&run, results)
+        }
+        MatrixCommand::Resume(a) => {
+            let results =
+                runner::resume(&a.run_dir, a.executor.as_deref(), &Printer).map_err(to_cli)?;
+            finish(&a.run_dir, results)
+        }
+        MatrixCommand::Report(a) => {
+            let results =
+                runner::report(&a.run_dir, a.preparation_receipt.as_deref()).map_err(to_cli)?;
+            finish(&a.run_dir, results)
+        }
+        MatrixCommand::Task(a) => runner::task(&a.run_dir, &a.tasks_file, a.task).map_err(to_cli),
+    }
+}

@@ -1,0 +1,595 @@
+//! The preflight (`matrix check`, and the first step of `matrix run`) and the plan it produces.
+//!
+//! Nothing is measured or built here: the suite is checked against the catalog (coverage, testcases,
+//! entry ids), every row is resolved on both sides, runtimes and reference runners are looked up, the
+//! timing contracts compared, the environment expanded and the machine checked (executables, storage,
+//! directories, program revision).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use trtmc_core::case::{self, Override, ResolveInput, ResolvedCase, Source};
+use trtmc_core::catalog::{Catalog, Profile};
+use trtmc_core::result::{PUBLIC_PIPELINE_CALL_WALL, ProgramInfo};
+use trtmc_runtime::runtime;
+
+use crate::suite::{self, Expanded, ORT_PYTHON, Row, Suite, TRTMC_PREFIX};
+
+pub const PLAN_SCHEMA: &str = "trtmc.matrix-plan/v1";
+
+/// Operations `reference/ort_reference.py` implements (its documented contract).
+pub const ORT_PYTHON_OPERATIONS: &[&str] = &["infer", "classify"];
+
+/// What kind of problem a preflight finding is (it decides the exit code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// The suite, environment file or a variable is wrong: fix the file or export the variable.
+    Config,
+    /// The machine lacks something: an executable, a runtime, storage, a directory, Slurm.
+    Machine,
+    /// Candidate and reference are timed at different boundaries.
+    Contract,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub kind: Kind,
+    /// The row id, variable or field the finding is about.
+    pub subject: String,
+    pub message: String,
+}
+
+fn finding(kind: Kind, subject: impl Into<String>, message: impl Into<String>) -> Finding {
+    Finding {
+        kind,
+        subject: subject.into(),
+        message: message.into(),
+    }
+}
+
+/// A row after preflight: both sides resolved, contracts known.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlannedRow {
+    pub index: usize,
+    pub id: String,
+    pub row: Row,
+    pub operation: String,
+    pub warmup: u64,
+    pub iterations: u64,
+    pub baseline_precision: String,
+    /// `row baseline.precision`, `testcase reference_precision`, `manifest reference_precision` or
+    /// `model precision`.
+    pub baseline_precision_source: String,
+    pub candidate_boundary: String,
+    pub reference_boundary: String,
+    /// Workload identity of each side as resolved (the run records what each side actually ran).
+    pub candidate_identity: String,
+    pub reference_identity: String,
+}
+
+/// Everything a run needs, written as `matrix-run.json` so that `resume` and Slurm tasks replay it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub schema: String,
+    pub created: String,
+    pub suite_path: PathBuf,
+    pub suite_sha256: String,
+    pub suite: Suite,
+    pub environment_path: PathBuf,
+    pub environment: Expanded,
+    pub catalog_root: PathBuf,
+    pub program: ProgramInfo,
+    /// The trtmc-bench executable that runs rows (the one that made the plan).
+    pub exe: PathBuf,
+    pub executor: String,
+    pub entry: Option<String>,
+    pub command_line: Vec<String>,
+    pub rows: Vec<PlannedRow>,
+}
+
+/// Inputs of a preflight.
+pub struct CheckInput<'a> {
+    pub suite: &'a Path,
+    pub environment: &'a Path,
+    pub catalog_root: &'a Path,
+    pub repo_reference: &'a Path,
+    pub entry: Option<&'a str>,
+    pub executor: &'a str,
+    pub command_line: Vec<String>,
+}
+
+/// Runs the whole preflight; `Err` lists every problem found (not just the first).
+pub fn check(input: &CheckInput<'_>) -> Result<Plan, Vec<Finding>> {
+    let mut f = Vec::new();
+    let suite = match suite::load_suite(input.suite) {
+        Ok(s) => s,
+        Err(e) => return Err(vec![finding(Kind::Config, "suite", e)]),
+    };
+    let env_file = match suite::load_environment(input.environment) {
+        Ok(e) => e,
+        Err(e) => return Err(vec![finding(Kind::Config, "environment", e)]),
+    };
+    let env = match env_file.expand(input.repo_reference) {
+        Ok(e) => Some(e),
+        Err(errors) => {
+            f.extend(
+                errors
+                    .into_iter()
+                    .map(|e| finding(Kind::Config, "environment", e)),
+            );
+            None
+        }
+    };
+    let catalog = match Catalog::load(input.catalog_root) {
+        Ok(c) => c,
+        Err(e) => {
+            f.push(finding(Kind::Config, "catalog", e));
+            return Err(f);
+        }
+    };
+    coverage(&suite, &catalog, &mut f);
+    if let Some(entry) = input.entry
+        && !suite
+            .rows
+            .iter()
+            .any(|r| r.entry == entry || r.id() == entry)
+    {
+        let known: Vec<&str> = suite.rows.iter().map(|r| r.entry.as_str()).collect();
+        f.push(finding(
+            Kind::Config,
+            "--entry",
+            format!("no row has entry `{entry}` (entries: {})", known.join(", ")),
+        ));
+    }
+    if !matches!(input.executor, "local" | "slurm") {
+        f.push(finding(
+            Kind::Config,
+            "--executor",
+            format!(
+                "executor `{}` is unknown: use local or slurm",
+                input.executor
+            ),
+        ));
+    }
+
+    let program = trtmc_runner::machine::program();
+    if let Some(env) = &env {
+        machine_checks(env, input.executor, &program, &mut f);
+    }
+
+    let mut rows = Vec::new();
+    for (index, row) in suite.rows.iter().enumerate() {
+        let selected = input.entry.is_none_or(|e| row.entry == e || row.id() == e);
+        if !selected {
+            continue;
+        }
+        if let Some(planned) = plan_row(index, row, &suite, &catalog, env.as_ref(), &mut f) {
+            rows.push(planned);
+        }
+    }
+    if !f.is_empty() {
+        return Err(f);
+    }
+    let Some(environment) = env else {
+        return Err(f);
+    };
+    let text = std::fs::read(input.suite).unwrap_or_default();
+    Ok(Plan {
+        schema: PLAN_SCHEMA.into(),
+        created: jiff::Timestamp::now().to_string(),
+        suite_path: absolute(input.suite),
+        suite_sha256: trtmc_core::hash::sha256_hex(&text),
+        suite,
+        environment_path: absolute(input.environment),
+        environment,
+        catalog_root: absolute(input.catalog_root),
+        program,
+        exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("trtmc-bench")),
+        executor: input.executor.into(),
+        entry: input.entry.map(str::to_string),
+        command_line: input.command_line.clone(),
+        rows,
+    })
+}
+
+pub fn absolute(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| {
+        std::env::current_dir()
+            .map(|d| d.join(p))
+            .unwrap_or_else(|_| p.to_path_buf())
+    })
+}
+
+/// Every ready profile is covered by a row, excluded by rule (a smoke duplicate) or listed in
+/// `excluded_profiles` with a reason.
+fn coverage(suite: &Suite, catalog: &Catalog, f: &mut Vec<Finding>) {
+    let mut excluded: BTreeMap<&str, &str> = BTreeMap::new();
+    for e in &suite.excluded_profiles {
+        if catalog.profiles.iter().all(|p| p.name != e.profile) {
+            f.push(finding(
+                Kind::Config,
+                format!("excluded_profiles/{}", e.profile),
+                "is not a profile of the catalog: remove it or fix the name",
+            ));
+        }
+        if e.reason.trim().is_empty() {
+            f.push(finding(
+                Kind::Config,
+                format!("excluded_profiles/{}", e.profile),
+                "has no reason: say why it is not measured",
+            ));
+        }
+        if excluded.insert(&e.profile, &e.reason).is_some() {
+            f.push(finding(
+                Kind::Config,
+                format!("excluded_profiles/{}", e.profile),
+                "is listed twice",
+            ));
+        }
+        if suite.rows.iter().any(|r| r.model == e.profile) {
+            f.push(finding(
+                Kind::Config,
+                format!("excluded_profiles/{}", e.profile),
+                "is excluded but also has rows: drop one of them",
+            ));
+        }
+    }
+    for e in &suite.excluded_operations {
+        if trtmc_core::operations::operation(&e.operation).is_none() {
+            f.push(finding(
+                Kind::Config,
+                format!("excluded_operations/{}", e.operation),
+                "is not an operation trtmc knows: fix the name",
+            ));
+        }
+        if e.reason.trim().is_empty() {
+            f.push(finding(
+                Kind::Config,
+                format!("excluded_operations/{}", e.operation),
+                "has no reason: say why it is not measured",
+            ));
+        }
+    }
+    for p in &catalog.profiles {
+        if !p.status.is_ready() || p.smoke_of.is_some() {
+            continue;
+        }
+        let op = p.operation.as_deref().unwrap_or("");
+        if suite.excluded_operations.iter().any(|e| e.operation == op)
+            && suite.rows.iter().all(|r| r.model != p.name)
+        {
+            continue;
+        }
+        let covered = suite.rows.iter().any(|r| r.model == p.name);
+        if !covered && !excluded.contains_key(p.name.as_str()) {
+            f.push(finding(
+                Kind::Config,
+                format!("coverage/{}", p.name),
+                format!(
+                    "ready profile `{}` has no row and is not in excluded_profiles: add a row, or exclude it with a reason",
+                    p.name
+                ),
+            ));
+        }
+    }
+}
+
+fn machine_checks(env: &Expanded, executor: &str, program: &ProgramInfo, f: &mut Vec<Finding>) {
+    let mut exes: Vec<String> = env.executables.keys().cloned().collect();
+    exes.push(env.python.clone());
+    if executor == "slurm" {
+        exes.extend(["sbatch", "squeue", "scontrol"].map(String::from));
+    }
+    exes.sort();
+    exes.dedup();
+    for exe in &exes {
+        if find_executable(exe).is_none() {
+            f.push(finding(
+                Kind::Machine,
+                format!("executable/{exe}"),
+                format!("`{exe}` is not on PATH: install it or add its folder to PATH"),
+            ));
+        }
+    }
+    if executor == "slurm"
+        && find_executable("scontrol").is_some()
+        && !std::process::Command::new("scontrol")
+            .arg("ping")
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    {
+        f.push(finding(
+            Kind::Machine,
+            "slurm",
+            "`scontrol ping` failed: the Slurm controller is not reachable (start slurmctld, check /etc/slurm/slurm.conf)",
+        ));
+    }
+    for (what, dir) in env
+        .runtime_dirs
+        .iter()
+        .map(|d| ("runtime_dirs", d))
+        .chain(env.bundle_roots.iter().map(|d| ("bundle_roots", d)))
+    {
+        if !dir.is_dir() {
+            f.push(finding(
+                Kind::Machine,
+                format!("{what}/{}", dir.display()),
+                "is not a directory: create it or fix the variable that names it",
+            ));
+        }
+    }
+    if !env.reference_dir.join("ort_reference.py").is_file() {
+        f.push(finding(
+            Kind::Machine,
+            "reference_dir",
+            format!(
+                "{} has no ort_reference.py: point reference_dir at the repository's reference/ folder",
+                env.reference_dir.display()
+            ),
+        ));
+    }
+    for (what, dir) in [
+        ("results_root", &env.results_root),
+        ("bundle_cache", &env.bundle_cache),
+    ] {
+        match free_gib(dir) {
+            Some(free) if free < env.free_storage_gib => f.push(finding(
+                Kind::Machine,
+                what,
+                format!(
+                    "{} has {free:.1} GiB free, the environment needs {} GiB: free space or move it",
+                    dir.display(),
+                    env.free_storage_gib
+                ),
+            )),
+            Some(_) => {}
+            None => f.push(finding(
+                Kind::Machine,
+                what,
+                format!("cannot read the free storage of {}", dir.display()),
+            )),
+        }
+    }
+    if env.require_release_build && program.build_profile != "release" {
+        f.push(finding(
+            Kind::Machine,
+            "program",
+            format!(
+                "this trtmc-bench is a {} build (revision {}); the environment requires a release build: cargo build --release",
+                program.build_profile, program.revision
+            ),
+        ));
+    }
+}
+
+/// Free GiB of the file system holding `dir` (or its nearest existing ancestor).
+fn free_gib(dir: &Path) -> Option<f64> {
+    let abs = absolute(dir);
+    let existing = abs.ancestors().find(|p| p.exists())?;
+    let st = rustix::fs::statvfs(existing).ok()?;
+    Some(st.f_bavail as f64 * st.f_frsize as f64 / (1u64 << 30) as f64)
+}
+
+pub fn find_executable(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return p.is_file().then_some(p);
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+fn overrides(set: &BTreeMap<String, Value>) -> Result<Vec<Override>, String> {
+    set.iter()
+        .map(|(k, v)| {
+            let text = match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            Override::parse(&format!("{k}={text}"), Source::Set)
+        })
+        .collect()
+}
+
+pub fn resolve_side(
+    profile: &Profile,
+    testcase: &str,
+    runtime: &str,
+    set: &BTreeMap<String, Value>,
+) -> Result<ResolvedCase, String> {
+    let input = ResolveInput {
+        case: Some(testcase),
+        sets: overrides(set)?,
+        runtime: Some(runtime.to_string()),
+        ..Default::default()
+    };
+    case::resolve(profile, &input)
+}
+
+/// Reference precision: the row's `baseline.precision`, the testcase's `reference_precision`, the
+/// manifest's `reference_precision`, then the resolved model precision.
+pub fn baseline_precision(
+    row: &Row,
+    profile: &Profile,
+    resolved: &ResolvedCase,
+) -> (String, String) {
+    if let Some(p) = &row.baseline.precision {
+        return (p.clone(), "row baseline.precision".into());
+    }
+    if let Some(p) = profile
+        .case(&row.testcase)
+        .and_then(|c| c.reference_precision.clone())
+    {
+        return (p, "testcase reference_precision".into());
+    }
+    if let Some(p) = &profile.reference_precision {
+        return (p.clone(), "manifest reference_precision".into());
+    }
+    match resolved
+        .build
+        .get("precision")
+        .and_then(|v| v.value.as_str())
+    {
+        Some(p) => (p.to_string(), "model precision".into()),
+        None => ("fp32".into(), "model precision (default fp32)".into()),
+    }
+}
+
+fn plan_row(
+    index: usize,
+    row: &Row,
+    suite: &Suite,
+    catalog: &Catalog,
+    env: Option<&Expanded>,
+    f: &mut Vec<Finding>,
+) -> Option<PlannedRow> {
+    let id = row.id();
+    let mut bad = |kind, msg: String| f.push(finding(kind, format!("row {id}"), msg));
+    let profile = match catalog.require(&row.model) {
+        Ok(p) => p,
+        Err(e) => {
+            bad(Kind::Config, e);
+            return None;
+        }
+    };
+    if !profile.status.is_ready() {
+        bad(
+            Kind::Config,
+            format!(
+                "model `{}` cannot run: {}",
+                row.model,
+                profile.status.label()
+            ),
+        );
+        return None;
+    }
+    if profile.case(&row.testcase).is_none() {
+        let names: Vec<&str> = profile.cases.iter().map(|c| c.name.as_str()).collect();
+        bad(
+            Kind::Config,
+            format!(
+                "testcase `{}` is not a case of `{}` (cases: {})",
+                row.testcase,
+                row.model,
+                names.join(", ")
+            ),
+        );
+        return None;
+    }
+    let candidate = match resolve_side(
+        profile,
+        &row.testcase,
+        &row.candidate.runtime,
+        &row.candidate.set,
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            bad(Kind::Config, format!("candidate: {e}"));
+            return None;
+        }
+    };
+    let expected_entry = format!("{}.{}", profile.family, candidate.operation);
+    if row.entry != expected_entry {
+        bad(
+            Kind::Config,
+            format!(
+                "entry `{}` does not name this row's contract: model `{}` is family `{}`, operation `{}`, so the entry is `{expected_entry}`",
+                row.entry, row.model, profile.family, candidate.operation
+            ),
+        );
+    }
+    let cand_rt = match runtime::runtime(&row.candidate.runtime) {
+        Ok(rt) => rt,
+        Err(e) => {
+            bad(Kind::Config, format!("candidate: {e}"));
+            return None;
+        }
+    };
+    if let Err(e) = cand_rt.availability() {
+        bad(
+            Kind::Machine,
+            format!(
+                "candidate runtime `{}` is not available: {e}",
+                cand_rt.name()
+            ),
+        );
+    }
+    if let Err(e) = cand_rt.supports_operation(&candidate.operation) {
+        bad(Kind::Config, format!("candidate: {e}"));
+    }
+    let backend = row.reference.backend.as_str();
+    let (reference_boundary, ref_runtime) = if backend == ORT_PYTHON {
+        if !ORT_PYTHON_OPERATIONS.contains(&candidate.operation.as_str()) {
+            bad(
+                Kind::Config,
+                format!(
+                    "reference `{ORT_PYTHON}` implements {} only, not `{}`: exclude this profile with a reason or pick another reference",
+                    ORT_PYTHON_OPERATIONS.join(" and "),
+                    candidate.operation
+                ),
+            );
+        }
+        (
+            PUBLIC_PIPELINE_CALL_WALL.to_string(),
+            row.candidate.runtime.clone(),
+        )
+    } else {
+        let name = backend.trim_start_matches(TRTMC_PREFIX);
+        match runtime::runtime(name) {
+            Ok(rt) => {
+                if let Err(e) = rt.availability() {
+                    bad(
+                        Kind::Machine,
+                        format!("reference runtime `{name}` is not available: {e}"),
+                    );
+                }
+                (rt.timing_boundary().to_string(), name.to_string())
+            }
+            Err(e) => {
+                bad(Kind::Config, format!("reference: {e}"));
+                return None;
+            }
+        }
+    };
+    let reference = match resolve_side(profile, &row.testcase, &ref_runtime, &row.reference.set) {
+        Ok(r) => r,
+        Err(e) => {
+            bad(Kind::Config, format!("reference: {e}"));
+            return None;
+        }
+    };
+    let candidate_boundary = cand_rt.timing_boundary().to_string();
+    if candidate_boundary != reference_boundary {
+        bad(
+            Kind::Contract,
+            format!(
+                "timing contract mismatch: candidate `{}` is timed at `{candidate_boundary}`, reference `{backend}` at `{reference_boundary}`; pick a reference timed at the same boundary",
+                row.candidate.runtime
+            ),
+        );
+    }
+    let (baseline_precision, baseline_precision_source) =
+        baseline_precision(row, profile, &candidate);
+    let _ = env;
+    Some(PlannedRow {
+        index,
+        id,
+        row: row.clone(),
+        operation: candidate.operation.clone(),
+        warmup: row.warmup(suite).unwrap_or(candidate.measure.warmup.value),
+        iterations: row
+            .iterations(suite)
+            .unwrap_or(candidate.measure.iterations.value),
+        baseline_precision,
+        baseline_precision_source,
+        candidate_boundary,
+        reference_boundary,
+        candidate_identity: candidate.identity.clone(),
+        reference_identity: reference.identity.clone(),
+    })
+}

@@ -1,0 +1,184 @@
+//! Bundle-preparation receipts (`trtmc.perf-bundle-preparation/v1`): evidence of a separately run
+//! preparation step (building the bundles before the campaign), attached to a run by `matrix report`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+pub const RECEIPT_SCHEMA: &str = "trtmc.perf-bundle-preparation/v1";
+pub const RECEIPT_SCOPE: &str = "test_task";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Receipt {
+    pub schema: String,
+    pub scope: String,
+    /// The exact Git revision of the run the bundles were prepared for.
+    pub revision: String,
+    pub records: Vec<Record>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    /// The model file the bundle was built from (exactly as the run consumed it).
+    pub model: String,
+    /// The bundle directory (exactly as the run consumed it).
+    pub bundle: String,
+    /// `built` or `reused`.
+    pub action: String,
+    /// Seconds the build took; required, finite and non-negative for `built`.
+    #[serde(default)]
+    pub build_seconds: Option<f64>,
+}
+
+/// What the run consumed: bundle path → model path.
+pub type Consumed = BTreeMap<String, String>;
+
+/// Reads and validates a receipt against the run's revision and consumed bundles. Every rejection
+/// names the record and what to fix.
+pub fn load(path: &Path, revision: &str, consumed: &Consumed) -> Result<Receipt, String> {
+    let bytes =
+        std::fs::read(path).map_err(|e| format!("cannot read receipt {}: {e}", path.display()))?;
+    let r: Receipt = serde_json::from_slice(&bytes).map_err(|e| {
+        format!(
+            "receipt {} is not a {RECEIPT_SCHEMA} document: {e}",
+            path.display()
+        )
+    })?;
+    validate(&r, revision, consumed).map_err(|e| format!("receipt {}: {e}", path.display()))?;
+    Ok(r)
+}
+
+pub fn validate(r: &Receipt, revision: &str, consumed: &Consumed) -> Result<(), String> {
+    if r.schema != RECEIPT_SCHEMA {
+        return Err(format!("schema `{}` is not `{RECEIPT_SCHEMA}`", r.schema));
+    }
+    if r.scope != RECEIPT_SCOPE {
+        return Err(format!(
+            "scope `{}` is not `{RECEIPT_SCOPE}` (only task-level preparation can be attached)",
+            r.scope
+        ));
+    }
+    if r.revision != revision {
+        return Err(format!(
+            "revision mismatch: the receipt is for `{}`, the run was made by `{revision}`; prepare the bundles with the run's exact revision",
+            r.revision
+        ));
+    }
+    if r.records.is_empty() {
+        return Err("`records` is empty".into());
+    }
+    let mut seen = BTreeSet::new();
+    for (i, rec) in r.records.iter().enumerate() {
+        let at = format!("record {i} (bundle {})", rec.bundle);
+        if !seen.insert(rec.bundle.as_str()) {
+            return Err(format!("duplicate record: {at} is listed more than once"));
+        }
+        match rec.action.as_str() {
+            "built" => match rec.build_seconds {
+                Some(s) if s.is_finite() && s >= 0.0 => {}
+                Some(s) => {
+                    return Err(format!(
+                        "{at}: invalid build time {s}: it must be a finite number of seconds >= 0"
+                    ));
+                }
+                None => {
+                    return Err(format!(
+                        "{at}: invalid build time: a `built` record needs build_seconds"
+                    ));
+                }
+            },
+            "reused" => {
+                if let Some(s) = rec.build_seconds
+                    && (!s.is_finite() || s < 0.0)
+                {
+                    return Err(format!("{at}: invalid build time {s}"));
+                }
+            }
+            other => {
+                return Err(format!(
+                    "{at}: action `{other}` is neither `built` nor `reused`"
+                ));
+            }
+        }
+        match consumed.get(&rec.bundle) {
+            None => {
+                return Err(format!(
+                    "unused bundle path: {at} was not consumed by any row of this run (consumed: {})",
+                    consumed.keys().cloned().collect::<Vec<_>>().join(", ")
+                ));
+            }
+            Some(model) if model != &rec.model => {
+                return Err(format!(
+                    "{at}: model `{}` is not the model the run built it from (`{model}`)",
+                    rec.model
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn receipt() -> Receipt {
+        Receipt {
+            schema: RECEIPT_SCHEMA.into(),
+            scope: RECEIPT_SCOPE.into(),
+            revision: "abc".into(),
+            records: vec![Record {
+                model: "/m.onnx".into(),
+                bundle: "/b".into(),
+                action: "built".into(),
+                build_seconds: Some(1.5),
+            }],
+        }
+    }
+
+    fn consumed() -> Consumed {
+        BTreeMap::from([("/b".to_string(), "/m.onnx".to_string())])
+    }
+
+    #[test]
+    fn a_matching_receipt_passes_and_each_rejection_names_its_cause() {
+        assert!(validate(&receipt(), "abc", &consumed()).is_ok());
+        assert!(
+            validate(&receipt(), "xyz", &consumed())
+                .unwrap_err()
+                .contains("revision mismatch")
+        );
+        let mut dup = receipt();
+        dup.records.push(dup.records[0].clone());
+        assert!(
+            validate(&dup, "abc", &consumed())
+                .unwrap_err()
+                .contains("duplicate")
+        );
+        let mut bad = receipt();
+        bad.records[0].build_seconds = Some(-1.0);
+        assert!(
+            validate(&bad, "abc", &consumed())
+                .unwrap_err()
+                .contains("invalid build time")
+        );
+        let mut unused = receipt();
+        unused.records[0].bundle = "/other".into();
+        assert!(
+            validate(&unused, "abc", &consumed())
+                .unwrap_err()
+                .contains("unused bundle path")
+        );
+        let mut scope = receipt();
+        scope.scope = "campaign".into();
+        assert!(
+            validate(&scope, "abc", &consumed())
+                .unwrap_err()
+                .contains("scope")
+        );
+    }
+}

@@ -1,0 +1,191 @@
+//! report.html of a matrix run, built from the shared report components (crates/report): a row table
+//! with candidate/reference p50, the ratio with its interval and the light, filterable by text, light,
+//! status and bundle preparation.
+
+use trtmc_report::fmt::fmt_num;
+use trtmc_report::html::{Page, Section, banner, key_values, pill, text};
+use trtmc_report::table::{Cell, Column, Table};
+
+use crate::row::RowStatus;
+use crate::runner::{Results, preparation_label};
+
+fn light_class(light: &str) -> &'static str {
+    match light {
+        "green" => "valid",
+        "yellow" => "partial",
+        "red" => "invalid",
+        _ => "failed",
+    }
+}
+
+pub fn render(r: &Results) -> String {
+    let s = &r.summary;
+    let mut page = Page::new("matrix", &format!("performance matrix: {}", r.suite.name));
+    let status_class = match r.exit_code() {
+        0 if s.red > 0 => "invalid",
+        0 if s.yellow > 0 => "partial",
+        0 => "valid",
+        _ => "failed",
+    };
+    page.status = Some(pill(
+        &format!(
+            "{} green, {} yellow, {} red, {} mismatch, {} failed, {} incomplete, {} pending",
+            s.green, s.yellow, s.red, s.contract_mismatch, s.failed, s.incomplete, s.pending
+        ),
+        status_class,
+    ));
+    page.subtitle.push(text(&format!(
+        "suite {} · environment {} · executor {} · revision {} ({} build)",
+        r.suite.path.display(),
+        r.environment.name,
+        r.executor,
+        r.program.revision,
+        r.program.build_profile
+    )));
+    if s.pending > 0 {
+        page.banners.push(banner(
+            "warn",
+            &text(&format!(
+                "{} row(s) have not run yet: continue with `trtmc-bench matrix resume`",
+                s.pending
+            )),
+        ));
+    }
+
+    let mut t = Table::new(
+        "rows",
+        vec![
+            Column::text("entry"),
+            Column::text("model"),
+            Column::text("testcase"),
+            Column::text("candidate").filter(),
+            Column::text("reference").filter(),
+            Column::num("candidate p50 ms"),
+            Column::num("reference p50 ms"),
+            Column::num("ratio")
+                .help("candidate p50 / reference p50; above 1 the candidate is slower"),
+            Column::text("interval"),
+            Column::text("light").filter(),
+            Column::text("status").filter(),
+            Column::text("bundle preparation").filter(),
+            Column::text("note"),
+        ],
+    );
+    let receipt = r.preparation_receipt.as_ref();
+    for row in &r.rows {
+        let cand = row
+            .candidate
+            .as_ref()
+            .map_or(String::new(), |c| format!("{} {}", c.runtime, c.version));
+        let reference = row
+            .reference
+            .as_ref()
+            .map_or(String::new(), |c| format!("{} {}", c.backend, c.version));
+        let num = |v: Option<f64>| match v {
+            Some(x) => Cell::num(x, &fmt_num(x)),
+            None => Cell::empty(),
+        };
+        let c = row.comparison.as_ref();
+        let light = match (row.status, c) {
+            (RowStatus::Compared, Some(c)) => c.light.label(),
+            _ => "none",
+        };
+        let (prep, seconds) = preparation_label(row, receipt);
+        let prep_text = match seconds {
+            Some(s) => format!("{prep} ({s:.1} s, receipt)"),
+            None => prep.clone(),
+        };
+        let note = match (c, &row.message) {
+            (_, Some(m)) => m.clone(),
+            (Some(c), None) => c.note.clone(),
+            _ => String::new(),
+        };
+        t.push(vec![
+            Cell::text(&row.entry),
+            Cell::text(&row.model),
+            Cell::text(&row.testcase),
+            Cell::text(&cand),
+            Cell::text(&reference),
+            num(c.map(|c| c.candidate_p50_ms)),
+            num(c.map(|c| c.reference_p50_ms)),
+            num(c.map(|c| c.ratio)),
+            Cell::text(&c.map_or(String::new(), |c| {
+                format!(
+                    "[{:.3}, {:.3}] {:.0} %{}",
+                    c.ci_low,
+                    c.ci_high,
+                    c.confidence * 100.0,
+                    if c.uncertain {
+                        " (crosses a threshold)"
+                    } else {
+                        ""
+                    }
+                )
+            })),
+            Cell::markup(pill(light, light_class(light)), light),
+            Cell::text(row.status.label()),
+            Cell::markup(text(&prep_text), &prep),
+            Cell::text(&note),
+        ]);
+    }
+    for p in &r.pending {
+        let mut cells = vec![Cell::text(&p.id)];
+        cells.extend((0..9).map(|_| Cell::empty()));
+        cells.push(Cell::text("pending"));
+        cells.push(Cell::empty());
+        cells.push(Cell::empty());
+        t.push(cells);
+    }
+    page.sections
+        .push(Section::new("rows-panel", "Rows", t.render()));
+    let th = &r.suite.thresholds;
+    page.sections.push(Section::new(
+        "rules",
+        "Lights",
+        key_values(&[
+            ("green", text(&format!("ratio <= {}", th.green_max))),
+            (
+                "yellow",
+                text(&format!("{} < ratio <= {}", th.green_max, th.yellow_max)),
+            ),
+            (
+                "red",
+                text(&format!(
+                    "ratio > {} and the whole {:.0} % bootstrap interval above it (otherwise yellow)",
+                    th.yellow_max,
+                    th.confidence * 100.0
+                )),
+            ),
+            (
+                "no light",
+                text(&format!(
+                    "contract mismatch, failed command, fewer than {} timed calls on a side",
+                    th.min_samples
+                )),
+            ),
+        ]),
+    ));
+    page.sections.push(Section::new(
+        "provenance",
+        "Provenance",
+        key_values(&[
+            ("suite sha256", text(&r.suite.sha256)),
+            (
+                "machine",
+                text(&format!(
+                    "{} · {} · {} CPUs",
+                    r.machine.hostname, r.machine.cpu_model, r.machine.logical_cpus
+                )),
+            ),
+            ("created", text(&r.created)),
+            ("updated", text(&r.updated)),
+            (
+                "receipt",
+                text(&receipt.map_or("none attached".to_string(), |rc| {
+                    format!("{} record(s), revision {}", rc.records.len(), rc.revision)
+                })),
+            ),
+        ]),
+    ));
+    page.render()
+}

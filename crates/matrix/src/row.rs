@@ -1,0 +1,601 @@
+//! One row of the matrix: the candidate through `trtmc-bench run`, the reference in its own process
+//! (the Python runner, or `trtmc-bench run` for a `trtmc:` backend), the contract checks and the light.
+//!
+//! Every side is a leaf command whose argv is recorded. Each attempt works in a fresh directory; the row
+//! result file is written last and atomically, so a killed attempt leaves no result and is re-run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use trtmc_core::catalog::Catalog;
+use trtmc_core::fsutil::write_json_atomic;
+use trtmc_core::result::Observation;
+use trtmc_runtime::reference::{REFERENCE_RESULT_SCHEMA, ReferenceResult};
+
+use crate::lights::{self, Comparison};
+use crate::plan::{Plan, PlannedRow};
+use crate::suite::{ORT_PYTHON, TRTMC_PREFIX};
+
+pub const ROW_SCHEMA: &str = "trtmc.matrix-row/v1";
+/// Test-only: microseconds added to every timed call of the candidate (passed to its worker only).
+pub const TEST_CANDIDATE_DELAY_ENV: &str = "TRTMC_TEST_MATRIX_CANDIDATE_DELAY_US";
+/// The worker's knob the delay is passed through (crates/runtime/src/worker.rs).
+pub const WORKER_DELAY_ENV: &str = "TRTMC_TEST_CALL_DELAY_US";
+/// Test-only: a row id whose task exits with code 9 before writing anything (a crashed task).
+pub const TEST_ABORT_ROW_ENV: &str = "TRTMC_TEST_MATRIX_ABORT_ROW";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RowStatus {
+    /// Both sides measured the same workload at the same boundary: the row has a light.
+    Compared,
+    /// Different workload, boundary or precision: no light.
+    ContractMismatch,
+    /// A leaf command failed (or a Slurm task died): no light.
+    Failed,
+    /// Too few samples for a light.
+    Incomplete,
+}
+
+impl RowStatus {
+    pub fn label(self) -> &'static str {
+        match self {
+            RowStatus::Compared => "compared",
+            RowStatus::ContractMismatch => "contract mismatch",
+            RowStatus::Failed => "failed",
+            RowStatus::Incomplete => "incomplete",
+        }
+    }
+    /// Final outcomes are kept by `resume`; the others are attempted again.
+    pub fn is_final(self) -> bool {
+        matches!(self, RowStatus::Compared | RowStatus::ContractMismatch)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeafCommand {
+    pub argv: Vec<String>,
+    /// Environment variables set for this command on top of the inherited ones.
+    pub env: BTreeMap<String, String>,
+    pub exit_code: Option<i32>,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Side {
+    pub backend: String,
+    pub runtime: String,
+    pub version: String,
+    pub boundary: String,
+    /// Workload identity the side recorded (hash of the resolved case).
+    pub identity: String,
+    pub precision: Option<String>,
+    pub samples_ms: Vec<f64>,
+    /// The side's result file, relative to the run directory.
+    pub result_file: String,
+}
+
+/// How the candidate's bundle was prepared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Preparation {
+    pub model: String,
+    pub bundle: Option<String>,
+    /// `built`, `cache_hit`, `bundle_root`, `explicit`, `none`; a matching receipt turns it into
+    /// `built (receipt)` in the report.
+    pub origin: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RowResult {
+    pub schema: String,
+    pub index: usize,
+    pub id: String,
+    pub entry: String,
+    pub model: String,
+    pub testcase: String,
+    pub status: RowStatus,
+    pub message: Option<String>,
+    pub comparison: Option<Comparison>,
+    pub candidate: Option<Side>,
+    pub reference: Option<Side>,
+    pub resolved_settings: BTreeMap<String, Value>,
+    pub commands: Vec<LeafCommand>,
+    pub preparation: Option<Preparation>,
+    /// The attempt's working directory, relative to the run directory.
+    pub attempt_dir: String,
+    pub executor: String,
+    pub slurm_task: Option<String>,
+    pub host: String,
+    pub started: String,
+    pub finished: String,
+}
+
+pub fn rows_dir(run: &Path) -> PathBuf {
+    run.join("rows")
+}
+
+pub fn row_file(run: &Path, index: usize) -> PathBuf {
+    rows_dir(run).join(format!("{index:03}.json"))
+}
+
+/// Reads a row result; `None` when absent or unreadable (treated as not done).
+pub fn read_row(run: &Path, index: usize) -> Option<RowResult> {
+    let bytes = std::fs::read(row_file(run, index)).ok()?;
+    serde_json::from_slice::<RowResult>(&bytes)
+        .ok()
+        .filter(|r| r.schema == ROW_SCHEMA && r.index == index)
+}
+
+/// A fresh attempt directory `rows/NNN/attempt-K`.
+fn attempt_dir(run: &Path, index: usize) -> Result<PathBuf, String> {
+    let base = rows_dir(run).join(format!("{index:03}"));
+    std::fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
+    for k in 1.. {
+        let dir = base.join(format!("attempt-{k}"));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
+        }
+    }
+    Err("no free attempt directory".into())
+}
+
+struct Ctx<'a> {
+    run: &'a Path,
+    dir: PathBuf,
+    commands: Vec<LeafCommand>,
+}
+
+impl Ctx<'_> {
+    fn rel(&self, p: &Path) -> String {
+        p.strip_prefix(self.run)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// Runs a leaf command with its output in `log`, records it, and returns an error naming it on
+    /// failure.
+    fn leaf(
+        &mut self,
+        argv: Vec<String>,
+        env: BTreeMap<String, String>,
+        log: &str,
+    ) -> Result<(), String> {
+        let log_path = self.dir.join(log);
+        let file = std::fs::File::create(&log_path)
+            .map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
+        let err = file
+            .try_clone()
+            .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
+        let started = Instant::now();
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..]).envs(&env).stdout(file).stderr(err);
+        // The delay knob reaches only the leaf it is meant for.
+        if !env.contains_key(WORKER_DELAY_ENV) {
+            cmd.env_remove(WORKER_DELAY_ENV);
+        }
+        let status = cmd.status();
+        let seconds = started.elapsed().as_secs_f64();
+        let exit_code = status.as_ref().ok().and_then(|s| s.code());
+        self.commands.push(LeafCommand {
+            argv: argv.clone(),
+            env,
+            exit_code,
+            seconds,
+        });
+        match status {
+            Ok(s) if s.success() => Ok(()),
+            Ok(s) => Err(format!(
+                "`{}` exited with {} (log: {}): {}",
+                argv.join(" "),
+                s.code().map_or("a signal".into(), |c| format!("code {c}")),
+                self.rel(&log_path),
+                tail(&log_path)
+            )),
+            Err(e) => Err(format!("cannot start `{}`: {e}", argv[0])),
+        }
+    }
+}
+
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(3)..].join(" | ")
+}
+
+fn set_args(set: &BTreeMap<String, Value>) -> Vec<String> {
+    set.iter()
+        .flat_map(|(k, v)| {
+            let text = match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            ["--set".to_string(), format!("{k}={text}")]
+        })
+        .collect()
+}
+
+/// `trtmc-bench run` of one side into `out`.
+fn run_argv(
+    plan: &Plan,
+    pr: &PlannedRow,
+    runtime: &str,
+    set: &BTreeMap<String, Value>,
+    out: &Path,
+) -> Vec<String> {
+    let env = &plan.environment;
+    let mut argv = vec![
+        plan.exe.to_string_lossy().into_owned(),
+        "run".into(),
+        "--manifest-root".into(),
+        plan.catalog_root.to_string_lossy().into_owned(),
+        "--model".into(),
+        pr.row.model.clone(),
+        "--case".into(),
+        pr.row.testcase.clone(),
+        "--runtime".into(),
+        runtime.into(),
+        "--warmup".into(),
+        pr.warmup.to_string(),
+        "--iterations".into(),
+        pr.iterations.to_string(),
+        "--telemetry".into(),
+        "off".into(),
+        "--bundle-cache".into(),
+        env.bundle_cache.to_string_lossy().into_owned(),
+    ];
+    for root in &env.bundle_roots {
+        argv.push("--bundle-root".into());
+        argv.push(root.to_string_lossy().into_owned());
+    }
+    argv.extend(set_args(set));
+    argv.push("-o".into());
+    argv.push(out.to_string_lossy().into_owned());
+    argv
+}
+
+fn read_json(path: &Path) -> Result<Value, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("{} is not JSON: {e}", path.display()))
+}
+
+fn str_at<'v>(v: &'v Value, ptr: &str) -> &'v str {
+    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The side measured by `trtmc-bench run` in `out`.
+fn read_run_side(
+    ctx: &Ctx<'_>,
+    backend: &str,
+    out: &Path,
+) -> Result<(Side, Option<(String, String)>), String> {
+    let result = out.join("result.json");
+    let doc = read_json(&result)?;
+    let case = doc
+        .pointer("/cases/0")
+        .ok_or_else(|| format!("{} has no case", ctx.rel(&result)))?;
+    if str_at(case, "/status") != "completed" {
+        return Err(format!("the case failed: {}", str_at(case, "/error")));
+    }
+    let obs_rel = str_at(case, "/files/observations");
+    let text = std::fs::read_to_string(out.join(obs_rel))
+        .map_err(|e| format!("cannot read the observations of {}: {e}", ctx.rel(out)))?;
+    let mut samples = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let o: Observation = serde_json::from_str(line)
+            .map_err(|e| format!("{} holds a bad observation: {e}", ctx.rel(out)))?;
+        samples.push(o.wall_ns as f64 / 1e6);
+    }
+    let bundle = case.get("bundle").filter(|b| !b.is_null()).map(|b| {
+        (
+            str_at(b, "/path").to_string(),
+            str_at(b, "/origin").to_string(),
+        )
+    });
+    Ok((
+        Side {
+            backend: backend.into(),
+            runtime: str_at(case, "/runtime/name").into(),
+            version: str_at(case, "/runtime/version").into(),
+            boundary: str_at(&doc, "/timing_boundary").into(),
+            identity: str_at(case, "/identity").into(),
+            // What the side ran at: the resolved model precision of its case.
+            precision: read_json(&out.join(str_at(case, "/files/resolved_case")))
+                .ok()
+                .and_then(|rc| {
+                    rc.pointer("/build/precision/value")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                }),
+            samples_ms: samples,
+            result_file: ctx.rel(&result),
+        },
+        bundle,
+    ))
+}
+
+/// Runs row `pr` of `plan` in the run directory `run` and returns its result (not yet written).
+pub fn execute(plan: &Plan, pr: &PlannedRow, run: &Path, slurm_task: Option<String>) -> RowResult {
+    let started = jiff::Timestamp::now().to_string();
+    let mut result = RowResult {
+        schema: ROW_SCHEMA.into(),
+        index: pr.index,
+        id: pr.id.clone(),
+        entry: pr.row.entry.clone(),
+        model: pr.row.model.clone(),
+        testcase: pr.row.testcase.clone(),
+        status: RowStatus::Failed,
+        message: None,
+        comparison: None,
+        candidate: None,
+        reference: None,
+        resolved_settings: BTreeMap::from([
+            ("baseline_precision".into(), json!(pr.baseline_precision)),
+            (
+                "baseline_precision_source".into(),
+                json!(pr.baseline_precision_source),
+            ),
+            ("warmup".into(), json!(pr.warmup)),
+            ("iterations".into(), json!(pr.iterations)),
+            (
+                "reference_threads".into(),
+                json!(plan.environment.reference_threads),
+            ),
+        ]),
+        commands: Vec::new(),
+        preparation: None,
+        attempt_dir: String::new(),
+        executor: plan.executor.clone(),
+        slurm_task,
+        host: trtmc_runner::machine::machine().hostname,
+        started,
+        finished: String::new(),
+    };
+    let dir = match attempt_dir(run, pr.index) {
+        Ok(d) => d,
+        Err(e) => {
+            result.message = Some(e);
+            result.finished = jiff::Timestamp::now().to_string();
+            return result;
+        }
+    };
+    let mut ctx = Ctx {
+        run,
+        dir: dir.clone(),
+        commands: Vec::new(),
+    };
+    result.attempt_dir = ctx.rel(&dir);
+    let outcome = measure(plan, pr, &mut ctx, &mut result);
+    result.commands = std::mem::take(&mut ctx.commands);
+    match outcome {
+        Ok(()) => {}
+        Err((status, message)) => {
+            result.status = status;
+            result.message = Some(message);
+        }
+    }
+    result.finished = jiff::Timestamp::now().to_string();
+    result
+}
+
+type Outcome = Result<(), (RowStatus, String)>;
+
+fn failed(m: String) -> (RowStatus, String) {
+    (RowStatus::Failed, m)
+}
+
+fn measure(plan: &Plan, pr: &PlannedRow, ctx: &mut Ctx<'_>, result: &mut RowResult) -> Outcome {
+    let row = &pr.row;
+    // Candidate: the same path as `trtmc-bench run`.
+    let cand_out = ctx.dir.join("candidate");
+    let mut env = BTreeMap::new();
+    if let Some(us) = std::env::var(TEST_CANDIDATE_DELAY_ENV)
+        .ok()
+        .filter(|v| !v.is_empty())
+    {
+        env.insert(WORKER_DELAY_ENV.to_string(), us);
+    }
+    let argv = run_argv(
+        plan,
+        pr,
+        &row.candidate.runtime,
+        &row.candidate.set,
+        &cand_out,
+    );
+    ctx.leaf(argv, env, "candidate.log").map_err(failed)?;
+    let (candidate, bundle) =
+        read_run_side(ctx, &row.candidate.runtime, &cand_out).map_err(failed)?;
+    let model_path = model_path(plan, pr);
+    result.preparation = Some(Preparation {
+        model: model_path,
+        bundle: bundle.as_ref().map(|b| b.0.clone()),
+        origin: bundle.map_or("none".into(), |b| b.1),
+    });
+    result.candidate = Some(candidate.clone());
+
+    // Reference: its own process.
+    let backend = row.reference.backend.as_str();
+    let reference = if backend == ORT_PYTHON {
+        python_reference(plan, pr, ctx)?
+    } else {
+        let rt = backend.trim_start_matches(TRTMC_PREFIX);
+        let out = ctx.dir.join("reference");
+        let argv = run_argv(plan, pr, rt, &row.reference.set, &out);
+        ctx.leaf(argv, BTreeMap::new(), "reference.log")
+            .map_err(failed)?;
+        read_run_side(ctx, backend, &out).map_err(failed)?.0
+    };
+    result.reference = Some(reference.clone());
+
+    // Contracts: same workload, same boundary, the precision that was asked for.
+    let mut mismatches = Vec::new();
+    if candidate.identity != reference.identity {
+        mismatches.push(format!(
+            "workload identity differs (candidate {}, reference {})",
+            short(&candidate.identity),
+            short(&reference.identity)
+        ));
+    }
+    if candidate.boundary != reference.boundary {
+        mismatches.push(format!(
+            "timing boundary differs (candidate `{}`, reference `{}`)",
+            candidate.boundary, reference.boundary
+        ));
+    }
+    if reference.precision.as_deref() != Some(pr.baseline_precision.as_str()) {
+        mismatches.push(format!(
+            "the reference ran at precision {}, baseline precision {} ({}) was requested",
+            reference.precision.as_deref().unwrap_or("unknown"),
+            pr.baseline_precision,
+            pr.baseline_precision_source
+        ));
+    }
+    if !mismatches.is_empty() {
+        return Err((
+            RowStatus::ContractMismatch,
+            format!("contract mismatch: {}", mismatches.join("; ")),
+        ));
+    }
+    let cmp = lights::compare(
+        &candidate.samples_ms,
+        &reference.samples_ms,
+        &plan.suite.thresholds,
+    )
+    .map_err(|e| (RowStatus::Incomplete, e))?;
+    result.comparison = Some(cmp);
+    result.status = RowStatus::Compared;
+    Ok(())
+}
+
+fn short(h: &str) -> &str {
+    &h[..h.len().min(12)]
+}
+
+/// The source model file a row consumes (materialized in the bundle cache's sources).
+fn model_path(plan: &Plan, pr: &PlannedRow) -> String {
+    let Ok(catalog) = Catalog::load(&plan.catalog_root) else {
+        return String::new();
+    };
+    let Ok(profile) = catalog.require(&pr.row.model) else {
+        return String::new();
+    };
+    trtmc_runner::sources::materialize(profile, &plan.environment.bundle_cache)
+        .map(|p| crate::plan::absolute(&p).to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The Python reference: `trtmc-bench compare --save-inputs` writes the inputs from the worker's own
+/// seeded synthesis and the request; the request gets the row's counts and baseline precision; the
+/// runner executes it.
+fn python_reference(
+    plan: &Plan,
+    pr: &PlannedRow,
+    ctx: &mut Ctx<'_>,
+) -> Result<Side, (RowStatus, String)> {
+    let row = &pr.row;
+    let dir = ctx.dir.join("reference");
+    let mut argv = vec![
+        plan.exe.to_string_lossy().into_owned(),
+        "compare".into(),
+        "--manifest-root".into(),
+        plan.catalog_root.to_string_lossy().into_owned(),
+        "--model".into(),
+        row.model.clone(),
+        "--case".into(),
+        row.testcase.clone(),
+        "--runtime".into(),
+        row.candidate.runtime.clone(),
+        "--bundle-cache".into(),
+        plan.environment.bundle_cache.to_string_lossy().into_owned(),
+    ];
+    argv.extend(set_args(&row.reference.set));
+    argv.push("--save-inputs".into());
+    argv.push(dir.to_string_lossy().into_owned());
+    ctx.leaf(argv, BTreeMap::new(), "reference-inputs.log")
+        .map_err(failed)?;
+    let req_path = dir.join(trtmc_runtime::reference::REFERENCE_REQUEST_FILE);
+    let mut request = read_json(&req_path).map_err(failed)?;
+    if let Some(obj) = request.as_object_mut() {
+        obj.insert("warmup".into(), json!(pr.warmup));
+        obj.insert("iterations".into(), json!(pr.iterations));
+        obj.insert("precision".into(), json!(pr.baseline_precision));
+        obj.insert("threads".into(), json!(plan.environment.reference_threads));
+        let options = obj.entry("options").or_insert_with(|| json!({}));
+        if let Some(o) = options.as_object_mut() {
+            for (k, v) in &row.reference.options {
+                o.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    write_json_atomic(&req_path, &request)
+        .map_err(|e| failed(format!("cannot write {}: {e}", req_path.display())))?;
+    let result_path = dir.join("reference-result.json");
+    let argv = vec![
+        plan.environment.python.clone(),
+        plan.environment
+            .reference_dir
+            .join("ort_reference.py")
+            .to_string_lossy()
+            .into_owned(),
+        req_path.to_string_lossy().into_owned(),
+        result_path.to_string_lossy().into_owned(),
+    ];
+    let ran = ctx.leaf(argv, BTreeMap::new(), "reference.log");
+    let doc: Option<ReferenceResult> = std::fs::read(&result_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let Some(r) = doc else {
+        return Err(failed(match ran {
+            Err(e) => e,
+            Ok(()) => format!("the reference wrote no readable {REFERENCE_RESULT_SCHEMA} result"),
+        }));
+    };
+    if r.schema != REFERENCE_RESULT_SCHEMA {
+        return Err(failed(format!(
+            "the reference result has schema `{}`, not `{REFERENCE_RESULT_SCHEMA}`",
+            r.schema
+        )));
+    }
+    if let Err(e) = ran {
+        if let Some(p) = r
+            .precision
+            .as_deref()
+            .filter(|p| *p != pr.baseline_precision)
+        {
+            return Err((
+                RowStatus::ContractMismatch,
+                format!(
+                    "contract mismatch: the reference ran at precision {p}, baseline precision {} ({}) was requested",
+                    pr.baseline_precision, pr.baseline_precision_source
+                ),
+            ));
+        }
+        // Non-finite outputs, a missing framework, a precision refusal: a reference failure.
+        return Err(failed(format!(
+            "reference failure: {}",
+            r.error.unwrap_or(e)
+        )));
+    }
+    Ok(Side {
+        backend: ORT_PYTHON.into(),
+        runtime: r.runtime.name.clone(),
+        version: r.runtime.version.clone(),
+        boundary: r.boundary.clone(),
+        // The reference side's workload: the case resolved with the reference's overrides, which
+        // produced the inputs it timed.
+        identity: pr.reference_identity.clone(),
+        precision: r.precision.clone(),
+        samples_ms: r
+            .observations
+            .iter()
+            .map(|o| o.wall_ns as f64 / 1e6)
+            .collect(),
+        result_file: ctx.rel(&result_path),
+    })
+}

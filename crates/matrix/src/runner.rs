@@ -1,0 +1,477 @@
+//! Run directories: the plan, the row results, `results.json` and `report.html`; the local and Slurm
+//! executors; resume.
+//!
+//! ```text
+//! RUN/
+//!   matrix-run.json          the plan (suite, expanded environment, rows, revision, executor)
+//!   rows/NNN.json            one row result, written atomically once the row ends
+//!   rows/NNN/attempt-K/      the leaf commands' outputs and logs of each attempt
+//!   slurm/                   job records, task lists and task logs (Slurm executor)
+//!   preparation-receipt.json an attached receipt (matrix report --preparation-receipt)
+//!   results.json             everything above in one document, rewritten after every row
+//!   report.html
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use trtmc_core::fsutil::{write_atomic, write_json_atomic};
+use trtmc_core::result::{MachineInfo, ProgramInfo};
+
+use crate::lights::Light;
+use crate::plan::{Finding, Plan, PlannedRow};
+use crate::receipt::{self, Receipt};
+use crate::row::{self, RowResult, RowStatus};
+use crate::suite::Thresholds;
+
+pub const PLAN_FILE: &str = "matrix-run.json";
+pub const RESULTS_FILE: &str = "results.json";
+pub const REPORT_FILE: &str = "report.html";
+pub const RECEIPT_FILE: &str = "preparation-receipt.json";
+pub const RESULTS_SCHEMA: &str = "trtmc.matrix-results/v1";
+
+/// Errors that stop a command, by exit-code class.
+#[derive(Debug)]
+pub enum MatrixError {
+    Input(String),
+    Environment(String),
+    Output(String),
+    Preflight(Vec<Finding>),
+}
+
+impl MatrixError {
+    pub fn message(&self) -> String {
+        match self {
+            MatrixError::Input(m) | MatrixError::Environment(m) | MatrixError::Output(m) => {
+                m.clone()
+            }
+            MatrixError::Preflight(f) => f
+                .iter()
+                .map(|f| format!("{}: {}", f.subject, f.message))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub rows: usize,
+    pub green: usize,
+    pub yellow: usize,
+    pub red: usize,
+    pub contract_mismatch: usize,
+    pub failed: usize,
+    pub incomplete: usize,
+    pub pending: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteInfo {
+    pub name: String,
+    pub path: PathBuf,
+    pub sha256: String,
+    pub thresholds: Thresholds,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingRow {
+    pub index: usize,
+    pub id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlurmJob {
+    pub job: String,
+    pub tasks_file: String,
+    pub rows: Vec<usize>,
+    pub submitted: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    pub schema: String,
+    pub created: String,
+    pub updated: String,
+    pub suite: SuiteInfo,
+    pub environment_path: PathBuf,
+    pub environment: crate::suite::Expanded,
+    pub program: ProgramInfo,
+    pub machine: MachineInfo,
+    pub executor: String,
+    pub entry: Option<String>,
+    pub command_line: Vec<String>,
+    pub summary: Summary,
+    pub rows: Vec<RowResult>,
+    pub pending: Vec<PendingRow>,
+    pub slurm_jobs: Vec<SlurmJob>,
+    pub preparation_receipt: Option<Receipt>,
+}
+
+impl Results {
+    /// 0 when every row has a light; 5 when a row failed, is incomplete or pending; 8 for contract
+    /// mismatches (and nothing worse).
+    pub fn exit_code(&self) -> i32 {
+        let s = &self.summary;
+        if s.failed + s.incomplete + s.pending > 0 {
+            5
+        } else if s.contract_mismatch > 0 {
+            8
+        } else {
+            0
+        }
+    }
+}
+
+pub fn read_plan(run: &Path) -> Result<Plan, MatrixError> {
+    let path = run.join(PLAN_FILE);
+    let bytes = std::fs::read(&path).map_err(|e| {
+        MatrixError::Input(format!(
+            "{} is not a matrix run directory (no {PLAN_FILE}: {e})",
+            run.display()
+        ))
+    })?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| MatrixError::Input(format!("{} is not a matrix plan: {e}", path.display())))
+}
+
+fn slurm_jobs(run: &Path) -> Vec<SlurmJob> {
+    std::fs::read(run.join("slurm").join("jobs.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+fn read_receipt(run: &Path) -> Option<Receipt> {
+    std::fs::read(run.join(RECEIPT_FILE))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+}
+
+/// Builds results.json from the plan and the row files, and writes it and report.html atomically.
+pub fn finalize(run: &Path) -> Result<Results, MatrixError> {
+    let plan = read_plan(run)?;
+    let mut rows = Vec::new();
+    let mut pending = Vec::new();
+    let mut s = Summary {
+        rows: plan.rows.len(),
+        ..Default::default()
+    };
+    for pr in &plan.rows {
+        match row::read_row(run, pr.index) {
+            Some(r) => {
+                match (r.status, r.comparison.as_ref().map(|c| c.light)) {
+                    (RowStatus::Compared, Some(Light::Green)) => s.green += 1,
+                    (RowStatus::Compared, Some(Light::Yellow)) => s.yellow += 1,
+                    (RowStatus::Compared, _) => s.red += 1,
+                    (RowStatus::ContractMismatch, _) => s.contract_mismatch += 1,
+                    (RowStatus::Failed, _) => s.failed += 1,
+                    (RowStatus::Incomplete, _) => s.incomplete += 1,
+                }
+                rows.push(r);
+            }
+            None => {
+                s.pending += 1;
+                pending.push(PendingRow {
+                    index: pr.index,
+                    id: pr.id.clone(),
+                });
+            }
+        }
+    }
+    let results = Results {
+        schema: RESULTS_SCHEMA.into(),
+        created: plan.created.clone(),
+        updated: jiff::Timestamp::now().to_string(),
+        suite: SuiteInfo {
+            name: plan.suite.name.clone(),
+            path: plan.suite_path.clone(),
+            sha256: plan.suite_sha256.clone(),
+            thresholds: plan.suite.thresholds.clone(),
+        },
+        environment_path: plan.environment_path.clone(),
+        environment: plan.environment.clone(),
+        program: plan.program.clone(),
+        machine: trtmc_runner::machine::machine(),
+        executor: plan.executor.clone(),
+        entry: plan.entry.clone(),
+        command_line: plan.command_line.clone(),
+        summary: s,
+        rows,
+        pending,
+        slurm_jobs: slurm_jobs(run),
+        preparation_receipt: read_receipt(run),
+    };
+    write_json_atomic(&run.join(RESULTS_FILE), &results)
+        .map_err(|e| MatrixError::Output(format!("cannot write {RESULTS_FILE}: {e}")))?;
+    let html = crate::report::render(&results);
+    write_atomic(&run.join(REPORT_FILE), html.as_bytes())
+        .map_err(|e| MatrixError::Output(format!("cannot write {REPORT_FILE}: {e}")))?;
+    Ok(results)
+}
+
+/// Creates the run directory (a new one below the results root, or `output` if new or empty) and
+/// writes the plan.
+pub fn create(plan: &Plan, output: Option<&Path>) -> Result<PathBuf, MatrixError> {
+    let dir = match output {
+        Some(d) => {
+            if d.exists()
+                && std::fs::read_dir(d)
+                    .map(|mut r| r.next().is_some())
+                    .unwrap_or(true)
+            {
+                return Err(MatrixError::Output(format!(
+                    "{} exists and is not empty: give a new directory, or continue that run with `matrix resume {}`",
+                    d.display(),
+                    d.display()
+                )));
+            }
+            d.to_path_buf()
+        }
+        None => {
+            let stamp = jiff::Timestamp::now().strftime("%Y%m%d-%H%M%S").to_string();
+            std::fs::create_dir_all(&plan.environment.results_root).map_err(|e| {
+                MatrixError::Output(format!(
+                    "cannot create results root {}: {e}",
+                    plan.environment.results_root.display()
+                ))
+            })?;
+            trtmc_core::fsutil::create_unique_dir(
+                &plan.environment.results_root,
+                &format!("matrix-{stamp}"),
+            )
+            .map_err(|e| MatrixError::Output(format!("cannot create the run directory: {e}")))?
+        }
+    };
+    std::fs::create_dir_all(row::rows_dir(&dir))
+        .map_err(|e| MatrixError::Output(format!("cannot create {}: {e}", dir.display())))?;
+    write_json_atomic(&dir.join(PLAN_FILE), plan)
+        .map_err(|e| MatrixError::Output(format!("cannot write {PLAN_FILE}: {e}")))?;
+    let dir = crate::plan::absolute(&dir);
+    finalize(&dir)?;
+    Ok(dir)
+}
+
+/// Rows still to run: no result, or a result that is not final (failed, incomplete).
+pub fn pending_rows(plan: &Plan, run: &Path) -> Vec<PlannedRow> {
+    plan.rows
+        .iter()
+        .filter(|pr| !row::read_row(run, pr.index).is_some_and(|r| r.status.is_final()))
+        .cloned()
+        .collect()
+}
+
+fn write_row(run: &Path, r: &RowResult) -> Result<(), MatrixError> {
+    write_json_atomic(&row::row_file(run, r.index), r)
+        .map_err(|e| MatrixError::Output(format!("cannot write the result of row {}: {e}", r.id)))
+}
+
+/// What the executors tell the user interface.
+pub trait Progress {
+    fn row_started(&self, _done: usize, _total: usize, _id: &str) {}
+    fn row_finished(&self, _r: &RowResult) {}
+    fn message(&self, _m: &str) {}
+}
+
+/// Runs every pending row of the run in `run` with `executor`, then writes the results.
+pub fn execute(
+    run: &Path,
+    executor: &str,
+    progress: &dyn Progress,
+) -> Result<Results, MatrixError> {
+    let mut plan = read_plan(run)?;
+    // Rows run with this program (resume checks that it is the plan's revision).
+    if let Ok(exe) = std::env::current_exe() {
+        plan.exe = exe;
+    }
+    plan.executor = executor.into();
+    let pending = pending_rows(&plan, run);
+    match executor {
+        "local" => {
+            let total = pending.len();
+            for (i, pr) in pending.iter().enumerate() {
+                progress.row_started(i, total, &pr.id);
+                let r = row::execute(&plan, pr, run, None);
+                write_row(run, &r)?;
+                progress.row_finished(&r);
+                finalize(run)?;
+            }
+        }
+        "slurm" => crate::slurm::run(&plan, run, &pending, progress)?,
+        other => {
+            return Err(MatrixError::Input(format!(
+                "executor `{other}` is unknown: use local or slurm"
+            )));
+        }
+    }
+    finalize(run)
+}
+
+/// `matrix resume`: the same program revision continues the rows that have no final result.
+pub fn resume(
+    run: &Path,
+    executor: Option<&str>,
+    progress: &dyn Progress,
+) -> Result<Results, MatrixError> {
+    let plan = read_plan(run)?;
+    let program = trtmc_runner::machine::program();
+    if plan.program.revision != program.revision {
+        return Err(MatrixError::Input(format!(
+            "{} was started by revision {}, this trtmc-bench is {}: resume it with the same build, or start a new run",
+            run.display(),
+            plan.program.revision,
+            program.revision
+        )));
+    }
+    let executor = executor.unwrap_or(&plan.executor).to_string();
+    execute(run, &executor, progress)
+}
+
+/// A Slurm array task: runs the row its task index names and writes its result.
+pub fn task(run: &Path, tasks_file: &Path, task: usize) -> Result<(), MatrixError> {
+    let mut plan = read_plan(run)?;
+    plan.executor = "slurm".into();
+    let rows: Vec<usize> = std::fs::read(tasks_file)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .ok_or_else(|| {
+            MatrixError::Input(format!("cannot read task list {}", tasks_file.display()))
+        })?;
+    let index = *rows.get(task).ok_or_else(|| {
+        MatrixError::Input(format!("task {task} is not in {}", tasks_file.display()))
+    })?;
+    let pr = plan
+        .rows
+        .iter()
+        .find(|r| r.index == index)
+        .ok_or_else(|| MatrixError::Input(format!("row {index} is not in the plan")))?;
+    if std::env::var(row::TEST_ABORT_ROW_ENV).is_ok_and(|id| id == pr.id) {
+        // Test hook: a task that dies before writing a result.
+        std::process::exit(9);
+    }
+    let label = match (
+        std::env::var("SLURM_ARRAY_JOB_ID"),
+        std::env::var("SLURM_ARRAY_TASK_ID"),
+    ) {
+        (Ok(j), Ok(t)) => Some(format!("{j}_{t}")),
+        _ => None,
+    };
+    let r = row::execute(&plan, pr, run, label);
+    write_row(run, &r)
+}
+
+/// `matrix report`: validates and attaches a preparation receipt (if given), rewrites the results.
+pub fn report(run: &Path, receipt_path: Option<&Path>) -> Result<Results, MatrixError> {
+    let plan = read_plan(run)?;
+    if let Some(path) = receipt_path {
+        let mut consumed = receipt::Consumed::new();
+        for pr in &plan.rows {
+            if let Some(p) = row::read_row(run, pr.index).and_then(|r| r.preparation)
+                && let Some(b) = p.bundle
+            {
+                consumed.insert(b, p.model);
+            }
+        }
+        let r =
+            receipt::load(path, &plan.program.revision, &consumed).map_err(MatrixError::Input)?;
+        write_json_atomic(&run.join(RECEIPT_FILE), &r)
+            .map_err(|e| MatrixError::Output(format!("cannot write {RECEIPT_FILE}: {e}")))?;
+    }
+    finalize(run)
+}
+
+/// The preparation status a row shows: a matching receipt record wins over the run's own cache hit.
+pub fn preparation_label(r: &RowResult, receipt: Option<&Receipt>) -> (String, Option<f64>) {
+    let Some(p) = &r.preparation else {
+        return ("unknown".into(), None);
+    };
+    if let Some(rec) = receipt.and_then(|rc| {
+        rc.records
+            .iter()
+            .find(|rec| Some(&rec.bundle) == p.bundle.as_ref() && rec.model == p.model)
+    }) {
+        return match rec.action.as_str() {
+            "built" => ("Built".into(), rec.build_seconds),
+            _ => ("Reused".into(), rec.build_seconds),
+        };
+    }
+    let label = match p.origin.as_str() {
+        "built" => "Built",
+        "cache_hit" => "Cache hit",
+        "bundle_root" => "Bundle root",
+        "explicit" => "Explicit",
+        _ => "None",
+    };
+    (label.into(), None)
+}
+
+/// Runs `cmd`, returning stdout, or an error with stderr.
+pub(crate) fn capture(cmd: &mut Command) -> Result<String, String> {
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!(
+            "{:?} failed ({}): {}",
+            cmd.get_program(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+pub(crate) fn sleep_until(deadline: Instant, step: Duration) -> bool {
+    let now = Instant::now();
+    if now >= deadline {
+        return false;
+    }
+    std::thread::sleep(step.min(deadline - now));
+    true
+}
+
+pub(crate) fn write_slurm_jobs(run: &Path, jobs: &[SlurmJob]) -> Result<(), MatrixError> {
+    write_json_atomic(&run.join("slurm").join("jobs.json"), &jobs)
+        .map_err(|e| MatrixError::Output(format!("cannot write slurm/jobs.json: {e}")))
+}
+
+pub(crate) fn read_slurm_jobs(run: &Path) -> Vec<SlurmJob> {
+    slurm_jobs(run)
+}
+
+pub(crate) fn write_failed_row(
+    plan: &Plan,
+    run: &Path,
+    pr: &PlannedRow,
+    task: String,
+    message: String,
+) -> Result<(), MatrixError> {
+    let now = jiff::Timestamp::now().to_string();
+    let r = RowResult {
+        schema: row::ROW_SCHEMA.into(),
+        index: pr.index,
+        id: pr.id.clone(),
+        entry: pr.row.entry.clone(),
+        model: pr.row.model.clone(),
+        testcase: pr.row.testcase.clone(),
+        status: RowStatus::Failed,
+        message: Some(message),
+        comparison: None,
+        candidate: None,
+        reference: None,
+        resolved_settings: BTreeMap::new(),
+        commands: Vec::new(),
+        preparation: None,
+        attempt_dir: String::new(),
+        executor: plan.executor.clone(),
+        slurm_task: Some(task),
+        host: String::new(),
+        started: now.clone(),
+        finished: now,
+    };
+    write_row(run, &r)
+}

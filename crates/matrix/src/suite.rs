@@ -1,0 +1,508 @@
+//! The suite file (`trtmc.perf-suite/v1`) and the environment file (`trtmc.perf-environment/v1`), both
+//! YAML. Format and defaults: docs/matrix.md.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub const SUITE_SCHEMA: &str = "trtmc.perf-suite/v1";
+pub const ENVIRONMENT_SCHEMA: &str = "trtmc.perf-environment/v1";
+
+/// Reference backend that runs `reference/ort_reference.py` (ONNX Runtime's Python loop).
+pub const ORT_PYTHON: &str = "onnxruntime-python";
+/// Prefix of a reference backend that is a trtmc runtime itself (A/A comparisons): `trtmc:tract`.
+pub const TRTMC_PREFIX: &str = "trtmc:";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Suite {
+    #[serde(default)]
+    pub schema: Option<String>,
+    pub name: String,
+    #[serde(default)]
+    pub thresholds: Thresholds,
+    /// Counts for every row unless the row sets its own.
+    #[serde(default)]
+    pub measure: MeasureSpec,
+    pub rows: Vec<Row>,
+    #[serde(default)]
+    pub excluded_profiles: Vec<Exclusion>,
+    /// Rule-based exclusion: every profile whose operation is listed (e.g. an operation no reference
+    /// backend implements), with the reason.
+    #[serde(default)]
+    pub excluded_operations: Vec<OperationExclusion>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperationExclusion {
+    pub operation: String,
+    pub reason: String,
+}
+
+/// Light thresholds on the candidate/reference p50 ratio (lower is faster for the candidate).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Thresholds {
+    /// Ratios up to this are green.
+    pub green_max: f64,
+    /// Ratios above `green_max` and up to this are yellow; above it, red.
+    pub yellow_max: f64,
+    /// Confidence level of the bootstrap interval on the ratio.
+    pub confidence: f64,
+    /// Fewer timed calls than this on either side: an incomplete measurement, no light.
+    pub min_samples: u64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            green_max: 1.10,
+            yellow_max: 1.25,
+            confidence: 0.95,
+            min_samples: 10,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasureSpec {
+    #[serde(default)]
+    pub warmup: Option<u64>,
+    #[serde(default)]
+    pub iterations: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Row {
+    /// `<family>.<operation>` of the model profile, exactly.
+    pub entry: String,
+    /// Model profile name in the catalog.
+    pub model: String,
+    /// Test case of the profile.
+    pub testcase: String,
+    pub candidate: Candidate,
+    pub reference: Reference,
+    #[serde(default)]
+    pub baseline: Baseline,
+    #[serde(default)]
+    pub measure: MeasureSpec,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Candidate {
+    pub runtime: String,
+    /// `--set` overrides of the candidate (`request.batch_size: 2`, `runtime.threads: 1`).
+    #[serde(default)]
+    pub set: BTreeMap<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Reference {
+    /// `onnxruntime-python`, or `trtmc:<runtime>` for an A/A or trtmc-vs-trtmc comparison.
+    pub backend: String,
+    /// Overrides of the reference side's workload (normally none: both sides run the same case).
+    #[serde(default)]
+    pub set: BTreeMap<String, Value>,
+    /// Runner options passed to the Python reference (`graph_optimization_level: all`).
+    #[serde(default)]
+    pub options: BTreeMap<String, Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Baseline {
+    #[serde(default)]
+    pub precision: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Exclusion {
+    pub profile: String,
+    pub reason: String,
+}
+
+impl Row {
+    /// The row's unique id: entry, model, testcase and candidate runtime.
+    pub fn id(&self) -> String {
+        format!(
+            "{}/{}/{}/{}",
+            self.entry, self.model, self.testcase, self.candidate.runtime
+        )
+    }
+    pub fn warmup(&self, suite: &Suite) -> Option<u64> {
+        self.measure.warmup.or(suite.measure.warmup)
+    }
+    pub fn iterations(&self, suite: &Suite) -> Option<u64> {
+        self.measure.iterations.or(suite.measure.iterations)
+    }
+}
+
+pub fn load_suite(path: &Path) -> Result<Suite, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read suite {}: {e}", path.display()))?;
+    parse_suite(&text).map_err(|e| format!("suite {}: {e}", path.display()))
+}
+
+/// Parses a suite and checks what needs no catalog: schema, thresholds, unique row ids, backends.
+pub fn parse_suite(text: &str) -> Result<Suite, String> {
+    let suite: Suite = serde_saphyr::from_str(text).map_err(|e| format!("malformed YAML: {e}"))?;
+    if let Some(s) = &suite.schema
+        && s != SUITE_SCHEMA
+    {
+        return Err(format!("schema `{s}` is not `{SUITE_SCHEMA}`"));
+    }
+    let t = &suite.thresholds;
+    let finite = [t.green_max, t.yellow_max, t.confidence]
+        .iter()
+        .all(|v| v.is_finite());
+    if !finite || t.green_max <= 0.0 || t.yellow_max < t.green_max {
+        return Err(format!(
+            "thresholds: need 0 < green_max <= yellow_max (got green_max {}, yellow_max {})",
+            t.green_max, t.yellow_max
+        ));
+    }
+    if !(t.confidence > 0.0 && t.confidence < 1.0) {
+        return Err(format!(
+            "thresholds.confidence must be between 0 and 1 (e.g. 0.95), got {}",
+            t.confidence
+        ));
+    }
+    if t.min_samples < 2 {
+        return Err("thresholds.min_samples must be at least 2".into());
+    }
+    if suite.rows.is_empty() {
+        return Err("`rows` is empty: list at least one row".into());
+    }
+    let mut seen = BTreeMap::new();
+    for (i, row) in suite.rows.iter().enumerate() {
+        let id = row.id();
+        if let Some(first) = seen.insert(id.clone(), i) {
+            return Err(format!(
+                "rows {first} and {i} are both `{id}`: each (entry, model, testcase, candidate runtime) may appear once"
+            ));
+        }
+        let b = &row.reference.backend;
+        if b != ORT_PYTHON && !b.starts_with(TRTMC_PREFIX) {
+            return Err(format!(
+                "row `{id}`: reference backend `{b}` is unknown (use `{ORT_PYTHON}` or `{TRTMC_PREFIX}<runtime>`)"
+            ));
+        }
+        for (what, n) in [
+            ("warmup", row.warmup(&suite)),
+            ("iterations", row.iterations(&suite)),
+        ] {
+            if what == "iterations" && n == Some(0) {
+                return Err(format!("row `{id}`: {what} must be at least 1"));
+            }
+        }
+    }
+    Ok(suite)
+}
+
+/// The environment file: what a machine must provide for the suite to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Environment {
+    #[serde(default)]
+    pub schema: Option<String>,
+    pub name: String,
+    /// Variables the other fields may use as `${NAME}`; `required` ones must be set (or have a default).
+    #[serde(default)]
+    pub variables: Vec<Variable>,
+    /// Executables that must be on PATH.
+    #[serde(default)]
+    pub executables: Vec<String>,
+    /// The managed bundle cache (`--bundle-cache`).
+    pub bundle_cache: String,
+    /// Directories searched for prepared bundles (`--bundle-root`).
+    #[serde(default)]
+    pub bundle_roots: Vec<String>,
+    /// Directories holding runtime libraries; each must exist.
+    #[serde(default)]
+    pub runtime_dirs: Vec<String>,
+    /// Where new run directories are created.
+    pub results_root: String,
+    /// Free storage required below `results_root` and `bundle_cache`, GiB.
+    #[serde(default)]
+    pub free_storage_gib: f64,
+    /// The Python interpreter of the reference runners.
+    #[serde(default = "default_python")]
+    pub python: String,
+    /// Directory of the reference runners (`ort_reference.py`); default: the repository's `reference/`.
+    #[serde(default)]
+    pub reference_dir: Option<String>,
+    /// Refuse a debug build of trtmc-bench (release numbers need a release build).
+    #[serde(default)]
+    pub require_release_build: bool,
+    /// Intra-op threads of the Python reference.
+    #[serde(default = "one")]
+    pub reference_threads: u64,
+    #[serde(default)]
+    pub slurm: SlurmSettings,
+}
+
+fn default_python() -> String {
+    "python3".into()
+}
+fn one() -> u64 {
+    1
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variable {
+    pub name: String,
+    #[serde(default)]
+    pub required: bool,
+    #[serde(default)]
+    pub default: Option<String>,
+    #[serde(default)]
+    pub description: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SlurmSettings {
+    /// Extra `sbatch` arguments (partition, account, time limit).
+    pub sbatch_args: Vec<String>,
+    /// One task per node at a time (`--exclusive`), so rows never share a machine while timed.
+    pub exclusive: bool,
+    /// Seconds between `squeue`/`sacct` polls.
+    pub poll_s: f64,
+    /// Give up waiting for the job array after this many seconds.
+    pub timeout_s: f64,
+}
+
+impl Default for SlurmSettings {
+    fn default() -> Self {
+        SlurmSettings {
+            sbatch_args: Vec::new(),
+            exclusive: true,
+            poll_s: 1.0,
+            timeout_s: 3600.0,
+        }
+    }
+}
+
+pub fn load_environment(path: &Path) -> Result<Environment, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read environment {}: {e}", path.display()))?;
+    let env: Environment = serde_saphyr::from_str(&text)
+        .map_err(|e| format!("environment {}: malformed YAML: {e}", path.display()))?;
+    if let Some(s) = &env.schema
+        && s != ENVIRONMENT_SCHEMA
+    {
+        return Err(format!(
+            "environment {}: schema `{s}` is not `{ENVIRONMENT_SCHEMA}`",
+            path.display()
+        ));
+    }
+    Ok(env)
+}
+
+/// The environment with every `${VAR}` expanded: what the run actually uses.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Expanded {
+    pub name: String,
+    pub variables: BTreeMap<String, String>,
+    pub executables: BTreeMap<String, String>,
+    pub bundle_cache: PathBuf,
+    pub bundle_roots: Vec<PathBuf>,
+    pub runtime_dirs: Vec<PathBuf>,
+    pub results_root: PathBuf,
+    pub free_storage_gib: f64,
+    pub python: String,
+    pub reference_dir: PathBuf,
+    pub require_release_build: bool,
+    pub reference_threads: u64,
+    pub slurm: SlurmSettings,
+}
+
+/// Expands `${NAME}` and `${NAME:-default}` from `lookup`; an unset name without default is an error
+/// naming it.
+pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| format!("`{text}` has an unclosed `${{`"))?;
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((n, d)) => (n, Some(d)),
+            None => (inner, None),
+        };
+        match lookup(name).filter(|v| !v.is_empty()) {
+            Some(v) => out.push_str(&v),
+            None => match default {
+                Some(d) => out.push_str(&expand(d, lookup)?),
+                None => {
+                    return Err(format!(
+                        "variable `{name}` is not set (used in `{text}`): export it or give it a default"
+                    ));
+                }
+            },
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+impl Environment {
+    /// Expands every field; `repo_reference` is the default reference directory.
+    pub fn expand(&self, repo_reference: &Path) -> Result<Expanded, Vec<String>> {
+        let mut errors = Vec::new();
+        let mut vars = BTreeMap::new();
+        for v in &self.variables {
+            match std::env::var(&v.name).ok().filter(|s| !s.is_empty()) {
+                Some(value) => {
+                    vars.insert(v.name.clone(), value);
+                }
+                None => match &v.default {
+                    Some(d) => match expand(d, &|n| std::env::var(n).ok()) {
+                        Ok(value) => {
+                            vars.insert(v.name.clone(), value);
+                        }
+                        Err(e) => errors.push(format!("variable `{}`: {e}", v.name)),
+                    },
+                    None if v.required => errors.push(format!(
+                        "required variable `{}` is not set{}: export {}=…",
+                        v.name,
+                        if v.description.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({})", v.description)
+                        },
+                        v.name
+                    )),
+                    None => {}
+                },
+            }
+        }
+        let lookup = |n: &str| vars.get(n).cloned().or_else(|| std::env::var(n).ok());
+        let mut one = |field: &str, text: &str| -> String {
+            match expand(text, &lookup) {
+                Ok(v) => v,
+                Err(e) => {
+                    errors.push(format!("environment field `{field}`: {e}"));
+                    String::new()
+                }
+            }
+        };
+        let bundle_cache = PathBuf::from(one("bundle_cache", &self.bundle_cache));
+        let results_root = PathBuf::from(one("results_root", &self.results_root));
+        let python = one("python", &self.python);
+        let reference_dir = match &self.reference_dir {
+            Some(d) => PathBuf::from(one("reference_dir", d)),
+            None => repo_reference.to_path_buf(),
+        };
+        let mut list = |field: &str, items: &[String]| -> Vec<String> {
+            items
+                .iter()
+                .map(|s| one(field, s))
+                .flat_map(|s| {
+                    // A variable may hold a colon-separated list (TRTMC_PERF_BUNDLE_ROOTS=/a:/b).
+                    s.split(':')
+                        .filter(|p| !p.is_empty())
+                        .map(str::to_string)
+                        .collect::<Vec<_>>()
+                })
+                .collect()
+        };
+        let bundle_roots = list("bundle_roots", &self.bundle_roots)
+            .into_iter()
+            .map(PathBuf::from)
+            .collect();
+        let runtime_dirs = list("runtime_dirs", &self.runtime_dirs)
+            .into_iter()
+            .map(PathBuf::from)
+            .collect();
+        let executables = self
+            .executables
+            .iter()
+            .map(|e| (e.clone(), String::new()))
+            .collect();
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(Expanded {
+            name: self.name.clone(),
+            variables: vars,
+            executables,
+            bundle_cache,
+            bundle_roots,
+            runtime_dirs,
+            results_root,
+            free_storage_gib: self.free_storage_gib,
+            python,
+            reference_dir,
+            require_release_build: self.require_release_build,
+            reference_threads: self.reference_threads.max(1),
+            slurm: self.slurm.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SUITE: &str = "
+name: t
+rows:
+  - entry: tiny-cnn.classify
+    model: tiny-cnn
+    testcase: single
+    candidate: {runtime: tract}
+    reference: {backend: onnxruntime-python}
+";
+
+    #[test]
+    fn suite_defaults_and_ids() {
+        let s = parse_suite(SUITE).unwrap();
+        assert_eq!(s.thresholds, Thresholds::default());
+        assert_eq!(s.rows[0].id(), "tiny-cnn.classify/tiny-cnn/single/tract");
+    }
+
+    #[test]
+    fn duplicate_rows_and_bad_thresholds_are_rejected() {
+        let dup = format!(
+            "{SUITE}  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: single\n    candidate: {{runtime: tract}}\n    reference: {{backend: onnxruntime-python}}\n"
+        );
+        assert!(parse_suite(&dup).unwrap_err().contains("both"));
+        let bad = SUITE.replace(
+            "name: t",
+            "name: t\nthresholds: {green_max: 2, yellow_max: 1}",
+        );
+        assert!(parse_suite(&bad).unwrap_err().contains("green_max"));
+        let backend = SUITE.replace("onnxruntime-python", "nope");
+        assert!(parse_suite(&backend).unwrap_err().contains("unknown"));
+    }
+
+    #[test]
+    fn expansion_uses_defaults_and_names_missing_variables() {
+        let look = |n: &str| (n == "A").then(|| "x".to_string());
+        assert_eq!(expand("${A}/y", &look).unwrap(), "x/y");
+        assert_eq!(expand("${B:-d}/y", &look).unwrap(), "d/y");
+        assert!(expand("${B}", &look).unwrap_err().contains("`B`"));
+        assert!(expand("${A", &look).is_err());
+    }
+
+    #[test]
+    fn malformed_input_never_panics() {
+        for text in ["", ":", "rows: 3", "name: [", "\u{0}", "rows: []\nname: x"] {
+            let _ = parse_suite(text);
+        }
+    }
+}
