@@ -294,6 +294,53 @@ mod tests {
         assert_eq!(p.layers[1].extra["Provider"], "CPUExecutionProvider");
     }
 
+    /// Stable twin of the `ort_trace` fuzz target: every prefix of a real-shaped trace, and events whose
+    /// fields have the wrong types or extreme values, give a profile or an error, never a panic.
+    #[test]
+    fn no_input_panics() {
+        let check = |text: &str| {
+            if let Ok(p) = layers_from_trace("onnxruntime", text, 1, &graph(), vec![]) {
+                let _ = crate::profile::layer_info_json(&p);
+                let _ = crate::profile::profile_json(&p);
+            }
+        };
+        let text = trace();
+        for end in (0..=text.len()).filter(|i| text.is_char_boundary(*i)) {
+            check(&text[..end]);
+        }
+        let odd = [
+            json!(null),
+            json!(-1),
+            json!(1e308),
+            json!(-1e308),
+            json!("x"),
+            json!([]),
+            json!({}),
+            json!(u64::MAX),
+        ];
+        for value in &odd {
+            for field in ["ts", "dur", "args", "name", "cat"] {
+                let mut events: Vec<Value> = serde_json::from_str(&text).expect("json");
+                for e in events.iter_mut() {
+                    e[field] = value.clone();
+                }
+                check(&serde_json::to_string(&events).expect("json"));
+            }
+            for arg in [
+                "node_index",
+                "op_name",
+                "input_type_shape",
+                "output_type_shape",
+            ] {
+                let mut events: Vec<Value> = serde_json::from_str(&text).expect("json");
+                for e in events.iter_mut() {
+                    e["args"][arg] = value.clone();
+                }
+                check(&serde_json::to_string(&events).expect("json"));
+            }
+        }
+    }
+
     #[test]
     fn too_few_runs_and_garbage_are_clear_errors() {
         let e =
