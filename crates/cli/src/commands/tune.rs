@@ -67,7 +67,8 @@ pub struct TuneArgs {
         long,
         visible_alias = "tuneBuildRoutes",
         value_name = "EXPR",
-        conflicts_with = "routes_file"
+        conflicts_with = "routes_file",
+        allow_hyphen_values = true
     )]
     pub routes: Option<String>,
     /// Read the expression from a file (tokens separated by spaces or newlines).
@@ -171,6 +172,10 @@ pub struct TuneArgs {
     /// Catalog root holding MODEL.toml files.
     #[arg(long, value_name = "PATH")]
     pub manifest_root: Option<PathBuf>,
+    /// The trtexec executable whose `--helpBuildRoute` knob database the tensorrt runtime tunes
+    /// (default: trtexec on PATH, then /usr/src/tensorrt/bin).
+    #[arg(long, value_name = "PATH")]
+    pub trtexec: Option<PathBuf>,
     /// Managed bundle cache the routes are built into (default: <user cache dir>/trtmc/bundles).
     #[arg(long, value_name = "PATH")]
     pub bundle_cache: Option<PathBuf>,
@@ -266,6 +271,7 @@ impl TuneArgs {
             opt("shape", Some(s.clone()));
         }
         opt("manifest-root", path(&self.manifest_root));
+        opt("trtexec", path(&self.trtexec));
         opt("bundle-cache", path(&self.bundle_cache));
         opt("live-workers", num(self.live_workers));
         v
@@ -393,6 +399,9 @@ impl TuneArgs {
 }
 
 pub fn execute(args: TuneArgs) -> CliResult {
+    if let Some(path) = &args.trtexec {
+        runtime::set_trtexec_path(absolute(path));
+    }
     if args.resume {
         return resume(args);
     }
@@ -411,7 +420,7 @@ pub fn execute(args: TuneArgs) -> CliResult {
         Some(m) => Some(resolve_base(&args, m, &runtime_name)?),
         None => None,
     };
-    let knob_set = knob_database(&runtime_name, &rt.version(), base.as_ref())?;
+    let knob_set = knob_database(&args, &runtime_name, &rt.version(), base.as_ref())?;
     if let Some(filter) = &args.help_routes {
         let filter = Some(filter.as_str()).filter(|f| !f.is_empty());
         let text = if args.text {
@@ -445,6 +454,15 @@ pub fn execute(args: TuneArgs) -> CliResult {
     };
     rt.availability()
         .map_err(|e| CliError::new(ExitCode::Environment, e))?;
+    if rt.self_timed().is_some() {
+        return Err(CliError::new(
+            ExitCode::Environment,
+            format!(
+                "runtime `{runtime_name}` times itself through its own tool; this build lists and dry-runs its routes \
+                 (--help-routes, --dry-run) but cannot build and measure them yet (tunable end to end: tract, onnxruntime)"
+            ),
+        ));
+    }
     let plan = TunePlan {
         knobs: knob_set,
         expression,
@@ -502,6 +520,9 @@ fn resume(args: TuneArgs) -> CliResult {
         ))
     })?;
     let mut stored = stored.args;
+    if let Some(path) = &stored.trtexec {
+        runtime::set_trtexec_path(path.clone());
+    }
     stored.cache = Some(cache_path.clone());
     stored.quiet = args.quiet;
     let plan = TunePlan::from_header(&header).map_err(|e| input_err(e.to_string()))?;
@@ -597,20 +618,60 @@ fn resolve_base(args: &TuneArgs, model: &Model, runtime_name: &str) -> CliResult
 }
 
 fn knob_database(
+    args: &TuneArgs,
     runtime_name: &str,
     version: &str,
     base: Option<&ResolvedCase>,
 ) -> CliResult<KnobSet> {
+    if runtime_name == "tensorrt" {
+        let trt = KnobSet::from_db(&trtexec_knob_db(args.trtexec.as_deref())?, "trtexec")
+            .map_err(|e| input_err(format!("trtexec --helpBuildRoute: {e}")))?;
+        let flags = KnobSet::from_db(&knobs::trtexec_flag_db(), "trtexec-flags")
+            .map_err(|e| CliError::internal(e.to_string()))?;
+        let set = KnobSet::merge([trt, flags]).map_err(|e| input_err(e.to_string()))?;
+        return knobs::with_test_knobs(set).map_err(CliError::internal);
+    }
     let db = knobs::session_knob_db(runtime_name, version, base).ok_or_else(|| {
         CliError::new(
             ExitCode::Input,
             format!(
-                "runtime `{runtime_name}` has no tunable knobs in this build (tunable: tract, onnxruntime)"
+                "runtime `{runtime_name}` has no tunable knobs in this build (tunable: tract, onnxruntime, tensorrt)"
             ),
         )
     })?;
     let set = KnobSet::from_db(&db, runtime_name).map_err(|e| CliError::internal(e.to_string()))?;
     knobs::with_test_knobs(set).map_err(CliError::internal)
+}
+
+/// TensorRT's knob database, as `trtexec --helpBuildRoute` prints it (TensorRT 11.1+).
+fn trtexec_knob_db(explicit: Option<&Path>) -> CliResult<trtmc_tune::knobs::KnobDb> {
+    let env = |e: String| CliError::new(ExitCode::Environment, e);
+    let trtexec = trtmc_trtexec::Trtexec::locate(explicit).map_err(|e| env(e.to_string()))?;
+    let argv =
+        trtmc_trtexec::help_build_route_args(trtexec.version()).map_err(|e| env(e.to_string()))?;
+    let log = std::env::temp_dir().join(format!("trtmc-helpBuildRoute-{}.log", std::process::id()));
+    let ran = trtexec.run(&argv, &log, std::time::Duration::from_secs(120));
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    // The JSON is what matters; a run problem is reported only when there is no database to read.
+    let db = match (trtmc_trtexec::parse_knob_database(&text), ran) {
+        (Ok(db), _) => db,
+        (Err(_), Err(run)) => return Err(env(run.to_string())),
+        (Err(e), Ok(_)) => return Err(env(format!("trtexec --helpBuildRoute: {e}"))),
+    };
+    Ok(trtmc_tune::knobs::KnobDb {
+        tuner_version: db.tuner_version,
+        tuner_options: db
+            .tuner_options
+            .into_iter()
+            .map(|k| trtmc_tune::knobs::KnobOption {
+                option: k.option,
+                allowed_values: k.allowed_values,
+                default_value: k.default_value,
+                help: k.help,
+            })
+            .collect(),
+    })
 }
 
 fn read_expression(args: &TuneArgs) -> CliResult<String> {

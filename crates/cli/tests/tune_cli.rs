@@ -1,0 +1,710 @@
+//! `trtmc-bench tune` through the real binary on real models (the embedded tiny-cnn, seeded weights):
+//! knob databases, trtexec's dry-run order (against the recorded TensorRT 11.1 dry run), expression
+//! errors, the accuracy gate, a test knob that crashes the build, every route failing, kill -9 and
+//! `--continue`, fingerprint checks, user golden data, onnxruntime's real knobs, and the HTML report in
+//! headless Chromium. No assertion depends on timing: routes that must lose sleep inside every call.
+
+#[path = "../../../tests/browser/report-chromium.rs"]
+mod chromium;
+mod common;
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+/// Small measurement settings so a route costs a few dozen calls.
+const QUICK: &[&str] = &[
+    "--calls",
+    "8",
+    "--warmup",
+    "1",
+    "--final-passes",
+    "2",
+    "--final-calls",
+    "4",
+    "--race-round-calls",
+    "4",
+];
+
+fn tune_cmd(tmp: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("tune").args(args);
+    // `--continue` takes its bundle cache from the cache header.
+    if !args.contains(&"--continue") {
+        cmd.arg("--bundle-cache").arg(tmp.join("bundles"));
+    }
+    cmd.env_remove("TRTMC_MANIFEST_ROOT").env("TRTMC_TEST", "1");
+    cmd
+}
+
+fn tune(tmp: &Path, args: &[&str]) -> Output {
+    tune_cmd(tmp, args).output().expect("start trtmc-bench")
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .expect("cache")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("a cache line"))
+        .collect()
+}
+
+fn route<'a>(summary: &'a Value, text: &str) -> &'a Value {
+    summary["routes"]
+        .as_array()
+        .expect("routes")
+        .iter()
+        .find(|r| r["route"] == text)
+        .unwrap_or_else(|| panic!("route {text} missing"))
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+#[test]
+fn help_routes_prints_each_runtimes_knob_database_in_trtexecs_shape() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    for (runtime, knobs) in [
+        ("tract", &["-threads", "-precision"][..]),
+        (
+            "onnxruntime",
+            &["-intra_threads", "-optimization_level", "-execution_mode"][..],
+        ),
+    ] {
+        let out = tune(tmp.path(), &["--runtime", runtime, "--help-routes"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let db: Value = serde_json::from_str(&stdout(&out)).expect("json");
+        assert!(db["tuner_version"].as_str().is_some(), "{db}");
+        let options = db["tuner_options"].as_array().expect("options");
+        for knob in knobs {
+            let k = options
+                .iter()
+                .find(|o| o["option"] == *knob)
+                .unwrap_or_else(|| panic!("{runtime}: {knob} missing"));
+            for field in ["allowed_values", "default_value", "help"] {
+                assert!(k[field].as_str().is_some(), "{runtime} {knob}: {field}");
+            }
+            assert!(
+                k["allowed_values"]
+                    .as_str()
+                    .expect("allowed")
+                    .starts_with(&format!("{knob}=")),
+                "{k}"
+            );
+        }
+    }
+    // One knob, named with or without its dash, as trtexec --helpBuildRoute=KNOB.
+    for filter in [
+        "--help-routes=execution_mode",
+        "--help-routes=-execution_mode",
+    ] {
+        let out = tune(tmp.path(), &["--runtime", "onnxruntime", filter]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let db: Value = serde_json::from_str(&stdout(&out)).expect("json");
+        let options = db["tuner_options"].as_array().expect("options");
+        assert_eq!(options.len(), 1, "{db}");
+        assert_eq!(
+            options[0]["allowed_values"],
+            "-execution_mode=[sequential|parallel]"
+        );
+    }
+    let out = tune(
+        tmp.path(),
+        &["--runtime", "onnxruntime", "--help-routes=execution_mod"],
+    );
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(stderr(&out).contains("-execution_mode"), "{}", stderr(&out));
+}
+
+/// A stand-in `trtexec` that prints TensorRT 11.1's banner, and for `--helpBuildRoute` the recorded
+/// knob database (the excerpt of the real 209-knob database).
+fn fake_trtexec(dir: &Path) -> PathBuf {
+    let db =
+        repo_root().join("tests/fixtures/trtexec-logs/trt11.1_helpBuildRoute_knobdb_EXCERPT.json");
+    let script = format!(
+        "#!/bin/sh\necho '&&&& RUNNING TensorRT.trtexec [TensorRT v110100] [b106] # trtexec '\"$*\"\ncase \" $* \" in\n  *\" --helpBuildRoute\"*) cat '{}' ;;\nesac\necho '&&&& PASSED TensorRT.trtexec [TensorRT v110100] [b106] # trtexec'\n",
+        db.display()
+    );
+    let path = dir.join("trtexec");
+    std::fs::write(&path, script).expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+/// The lines of a dry-run listing (`Expanded to`, `--dryRun:`, `[i]:route`), any log prefix removed.
+fn listed(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.split_once("] [I] ").map_or(l, |(_, rest)| rest))
+        .filter(|l| {
+            l.starts_with("Expanded to")
+                || l.starts_with("--dryRun:")
+                || (l.starts_with('[') && l.contains("]:"))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn dry_run_lists_tensorrt_routes_in_trtexecs_order_exactly_as_recorded() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let trtexec = fake_trtexec(tmp.path());
+    let recorded = std::fs::read_to_string(
+        repo_root()
+            .join("tests/fixtures/trtexec-logs/trt11.1_tuneBuildRoutes_dryRun_fast_and_full.log"),
+    )
+    .expect("fixture");
+    let recorded = listed(&recorded);
+    assert_eq!(recorded.len(), 2 + 4 + 2 + 6, "{recorded:#?}");
+    let mut ours = Vec::new();
+    for search in ["fast", "full"] {
+        let out = tune(
+            tmp.path(),
+            &[
+                "--runtime",
+                "tensorrt",
+                "--trtexec",
+                s(&trtexec),
+                "--routes",
+                "-conv_lowering=[on|off] -kgen:tiling=[0|1|2]",
+                "--search",
+                search,
+                "--dry-run",
+            ],
+        );
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        ours.extend(listed(&stdout(&out)));
+    }
+    assert_eq!(ours, recorded);
+
+    // trtexec's spellings work too, and the knob database merges trtexec build flags.
+    let out = tune(
+        tmp.path(),
+        &[
+            "--runtime",
+            "tensorrt",
+            "--trtexec",
+            s(&trtexec),
+            "--tuneBuildRoutes=-kgen:tiling=[0|1] -trtexec:builderOptimizationLevel=[3|5]",
+            "--tuningSearch=full",
+            "--dryRun",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("[3]:-kgen:tiling=1 -trtexec:builderOptimizationLevel=5"),
+        "{}",
+        stdout(&out)
+    );
+    // Measuring TensorRT routes is not possible here: a clear environment error, nothing written.
+    let out_dir = tmp.path().join("trt-out");
+    let onnx = tmp.path().join("cnn.onnx");
+    std::fs::write(
+        &onnx,
+        trtmc_modelgen::generate("tiny-cnn", 5).expect("model"),
+    )
+    .expect("onnx");
+    let out = tune(
+        tmp.path(),
+        &[
+            "--onnx",
+            s(&onnx),
+            "--runtime",
+            "tensorrt",
+            "--trtexec",
+            s(&trtexec),
+            "--routes",
+            "-kgen:tiling=[0|1]",
+            "-o",
+            s(&out_dir),
+        ],
+    );
+    assert_eq!(code(&out), 7, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--dry-run"), "{}", stderr(&out));
+    assert!(!out_dir.exists());
+}
+
+#[test]
+fn expression_errors_name_the_knob_and_the_fix() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    for (expr, needle) in [
+        ("-thread=[1|2]", "did you mean -threads"),
+        ("-precision=[fp32|int8]", "int8"),
+        ("-precision=[fp32|fp32]", "listed twice"),
+        ("-threads=[1|...]", "unbounded"),
+        ("-threads=[]", "empty"),
+    ] {
+        let out = tune(
+            tmp.path(),
+            &[
+                "--model",
+                "tiny-cnn",
+                "--runtime",
+                "tract",
+                "--routes",
+                expr,
+                "--dry-run",
+            ],
+        );
+        assert_eq!(code(&out), 3, "{expr}: {}", stderr(&out));
+        assert!(stderr(&out).contains(needle), "{expr}: {}", stderr(&out));
+    }
+    // The routes file holds the same tokens, one per line.
+    let file = tmp.path().join("routes.txt");
+    std::fs::write(&file, "-threads=[1|2]\n-precision=[fp32|fp16]\n").expect("write");
+    let out = tune(
+        tmp.path(),
+        &[
+            "--runtime",
+            "tract",
+            "--routes-file",
+            s(&file),
+            "--search",
+            "full",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("[3]:-threads=2 -precision=fp16"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// The accuracy gate rejects tract's f16 route (seeded random weights, lInf beyond 1e-6), the crash
+/// knob's routes crash in their build process and stay excluded with their error, a failing build is a
+/// failure; the one accurate route is chosen, saved, and drawn in the report.
+#[test]
+fn accuracy_gate_and_crashing_builds_exclude_routes_and_the_survivor_is_saved_and_reported() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out_dir = tmp.path().join("out");
+    let saved = tmp.path().join("best.bundle");
+    let mut args = vec![
+        "--model",
+        "tiny-cnn",
+        "--runtime",
+        "tract",
+        "--routes",
+        "-precision=[fp32|fp16] -test:fault=[none|crash_build|fail_build]",
+        "--search",
+        "full",
+        "--accuracy-algorithm",
+        "lInf",
+        "--accuracy-threshold",
+        "1e-6",
+        "-o",
+        s(&out_dir),
+        "--save-bundle",
+        s(&saved),
+        "--save-all",
+        "--quiet",
+    ];
+    args.extend_from_slice(QUICK);
+    let out = tune(tmp.path(), &args);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    let summary = read_json(&out_dir.join("tuning-summary.json"));
+    assert_valid("tuning-summary.schema.json", &summary);
+    let fp16 = route(&summary, "-precision=fp16 -test:fault=none");
+    assert_eq!(fp16["status"], "accuracy_failed", "{fp16}");
+    assert_eq!(fp16["eligible"], false);
+    let loss = fp16["accuracy"]["tensors"][0]["loss"]
+        .as_f64()
+        .expect("loss");
+    assert!(loss > 1e-6, "{fp16}");
+    for precision in ["fp32", "fp16"] {
+        let crashed = route(
+            &summary,
+            &format!("-precision={precision} -test:fault=crash_build"),
+        );
+        assert_eq!(crashed["status"], "crashed", "{crashed}");
+        assert_eq!(crashed["crash"], true);
+        let message = crashed["error_message"].as_str().expect("message");
+        assert!(
+            message.contains("SIGABRT") && message.contains("crash_build"),
+            "{message}"
+        );
+        let failed = route(
+            &summary,
+            &format!("-precision={precision} -test:fault=fail_build"),
+        );
+        assert_eq!(failed["status"], "failed", "{failed}");
+        assert!(
+            failed["error_message"]
+                .as_str()
+                .expect("message")
+                .contains("fail_build")
+        );
+    }
+    let chosen = "-precision=fp32 -test:fault=none";
+    assert_eq!(
+        summary["decision"]["route"], chosen,
+        "{}",
+        summary["decision"]
+    );
+    assert_eq!(summary["counts"]["eligible"], 1);
+    assert_eq!(summary["counts"]["crashed"], 2);
+
+    // The cache keeps every iteration with trtexec's fields, errors included; the f16 route was
+    // measured (to show what it would have cost) but never eligible.
+    let cache = lines(&out_dir.join("tuning-cache.jsonl"));
+    let header = &cache[0];
+    assert_eq!(header["searching_algorithm"], "full");
+    assert_eq!(header["accuracy_algorithm"], "lInf");
+    for line in &cache[1..] {
+        for field in [
+            "iter",
+            "build_route",
+            "crash",
+            "error_message",
+            "accuracy_loss",
+        ] {
+            assert!(line.get(field).is_some(), "{field} missing in {line}");
+        }
+    }
+    let f16_line = cache[1..]
+        .iter()
+        .find(|l| l["build_route"] == "-precision=fp16 -test:fault=none")
+        .expect("f16 line");
+    assert!(f16_line["accuracy_loss"]["logits"].as_f64().expect("loss") > 1e-6);
+
+    // The chosen bundle, with the route that made it; --save-all keeps each eligible route's bundle.
+    let record = read_json(&saved.join("tuned-route.json"));
+    assert_eq!(record["route"], chosen);
+    assert_eq!(record["chosen"], true);
+    assert!(
+        saved.join("bundle.json").is_file() || std::fs::read_dir(&saved).expect("dir").count() > 1
+    );
+    let all: Vec<_> = std::fs::read_dir(out_dir.join("bundles"))
+        .expect("bundles")
+        .collect();
+    assert_eq!(all.len(), 1);
+
+    // The HTML report: self-contained, every route with its status, opened in headless Chromium.
+    let page = out_dir.join("tuning-report.html");
+    let html = std::fs::read_to_string(&page).expect("report");
+    assert!(html.contains("data-report-kind=\"tune\""));
+    assert!(html.contains("accuracy_failed") && html.contains("crash_build"));
+    for remote in ["src=\"http", "href=\"http", "url(http", "@import"] {
+        assert!(!html.contains(remote), "the report loads `{remote}`");
+    }
+    let Some(browser) = chromium::require() else {
+        return;
+    };
+    let dom = browser
+        .dump_dom(&chromium::file_url(&page, "selftest"), &[])
+        .stdout;
+    let check = chromium::self_check(&dom);
+    assert!(
+        dom.contains("data-report-ready=\"true\""),
+        "script did not finish: {check}"
+    );
+    assert!(
+        dom.contains("data-report-errors=\"0\""),
+        "page errors: {check}"
+    );
+    assert!(dom.contains(chosen), "the chosen route is not on the page");
+    let shot = tmp.path().join("tune.png");
+    let launch = browser.screenshot(&chromium::file_url(&page, ""), &shot, (1400, 2000), &[]);
+    let problems = chromium::console_problems(&launch.stderr);
+    assert!(problems.is_empty(), "console output: {problems:#?}");
+    assert!(shot.is_file());
+}
+
+#[test]
+fn when_every_route_fails_the_tune_exits_5_and_still_writes_its_summary() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out_dir = tmp.path().join("out");
+    let mut args = vec![
+        "--model",
+        "tiny-cnn",
+        "--runtime",
+        "tract",
+        "--routes",
+        "-test:fault=[crash_build|fail_build]",
+        "--search",
+        "full",
+        "-o",
+        s(&out_dir),
+        "--quiet",
+    ];
+    args.extend_from_slice(QUICK);
+    let out = tune(tmp.path(), &args);
+    assert_eq!(code(&out), 5, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no route was eligible"),
+        "{}",
+        stderr(&out)
+    );
+    let summary = read_json(&out_dir.join("tuning-summary.json"));
+    assert_eq!(summary["decision"]["kind"], "none");
+    assert!(out_dir.join("tuning-report.html").is_file());
+}
+
+/// A tune over routes that sleep 0, 20, 40 and 60 ms inside every call.
+fn sleepy_args<'a>(out_dir: &'a Path, model: &'a [&'a str]) -> Vec<&'a str> {
+    let mut args = model.to_vec();
+    args.extend_from_slice(&[
+        "--runtime",
+        "tract",
+        "--routes",
+        "-test:sleep_us=[0|20000|40000|60000]",
+        "--search",
+        "full",
+        "-o",
+        s(out_dir),
+    ]);
+    args.extend_from_slice(QUICK);
+    args
+}
+
+fn iterations(cache: &Path) -> Vec<u64> {
+    lines(cache)[1..]
+        .iter()
+        .map(|l| l["iter"].as_u64().expect("iter"))
+        .collect()
+}
+
+#[test]
+fn kill_9_during_a_tune_then_continue_ends_with_the_same_winner_and_every_iteration_once() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out_dir = tmp.path().join("out");
+    let cache = out_dir.join("tuning-cache.jsonl");
+    let model = ["--model", "tiny-cnn"];
+    let mut child = tune_cmd(tmp.path(), &sleepy_args(&out_dir, &model))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start");
+    // Wait until the reference and two routes are in the cache (header + 3 lines), then kill -9.
+    let started = Instant::now();
+    loop {
+        let done = std::fs::read_to_string(&cache)
+            .map(|t| t.lines().count())
+            .unwrap_or(0);
+        if done >= 4 {
+            break;
+        }
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "the tune ended before it was killed"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(600),
+            "the tune made no progress"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().expect("kill -9");
+    child.wait().expect("reap");
+    let before = iterations(&cache);
+    assert!(before.len() >= 3, "{before:?}");
+    // A torn last line, as a write cut short by the kill would leave.
+    {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&cache)
+            .expect("open");
+        f.write_all(b"{\"iter\": 99, \"build_route\": \"-test:sl")
+            .expect("tear");
+    }
+    // --continue needs nothing but the cache, and refuses anything else.
+    let out = tune(
+        tmp.path(),
+        &["--continue", "--cache", s(&cache), "--runtime", "tract"],
+    );
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--runtime"), "{}", stderr(&out));
+    let out = tune(tmp.path(), &["--continue", "--cache", s(&cache)]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("torn"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("(from the cache)"),
+        "{}",
+        stderr(&out)
+    );
+
+    let after = iterations(&cache);
+    assert_eq!(
+        &after[..before.len()],
+        &before[..],
+        "earlier iterations were rewritten"
+    );
+    let expected: Vec<u64> = (0..after.len() as u64).collect();
+    assert_eq!(after, expected, "iterations duplicated or lost");
+    let summary = read_json(&out_dir.join("tuning-summary.json"));
+    // Every search route evaluated exactly once across the two sessions.
+    let search: Vec<String> = lines(&cache)[1..]
+        .iter()
+        .filter(|l| l["phase"] == "full")
+        .map(|l| l["build_route"].as_str().expect("route").to_string())
+        .collect();
+    let distinct: BTreeSet<&String> = search.iter().collect();
+    assert_eq!(search.len(), 4, "{search:?}");
+    assert_eq!(distinct.len(), 4, "{search:?}");
+    // The same winner as an uninterrupted tune: the route that does not sleep.
+    assert_eq!(
+        summary["decision"]["kind"], "winner",
+        "{}",
+        summary["decision"]
+    );
+    assert_eq!(summary["decision"]["route"], "-test:sleep_us=0");
+}
+
+#[test]
+fn continue_refuses_a_changed_model_and_names_the_differing_field() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let onnx = tmp.path().join("cnn.onnx");
+    std::fs::write(
+        &onnx,
+        trtmc_modelgen::generate("tiny-cnn", 5).expect("model"),
+    )
+    .expect("onnx");
+    let out_dir = tmp.path().join("out");
+    let mut args = vec![
+        "--onnx",
+        s(&onnx),
+        "--set",
+        "build.dims.batch=1",
+        "--runtime",
+        "tract",
+        "--routes",
+        "-threads=1",
+        "-o",
+        s(&out_dir),
+        "--quiet",
+    ];
+    args.extend_from_slice(QUICK);
+    let out = tune(tmp.path(), &args);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let cache = out_dir.join("tuning-cache.jsonl");
+    let header = &lines(&cache)[0];
+    assert!(
+        header["fingerprint"]["model_sha256"].as_str().is_some(),
+        "{header}"
+    );
+    let before = std::fs::read(&cache).expect("cache");
+    // Same file name, different weights.
+    std::fs::write(
+        &onnx,
+        trtmc_modelgen::generate("tiny-cnn", 6).expect("model"),
+    )
+    .expect("onnx");
+    let out = tune(tmp.path(), &["--continue", "--cache", s(&cache)]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(stderr(&out).contains("model_sha256"), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read(&cache).expect("cache"),
+        before,
+        "the cache was touched"
+    );
+}
+
+/// Golden data from the user: reference outputs that no route reproduces fail every route's gate.
+#[test]
+fn user_reference_outputs_gate_every_route() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let onnx = tmp.path().join("cnn.onnx");
+    std::fs::write(
+        &onnx,
+        trtmc_modelgen::generate("tiny-cnn", 5).expect("model"),
+    )
+    .expect("onnx");
+    // Inputs and (wrong: all zero) reference outputs as raw little-endian files with a JSON index.
+    let image: Vec<u8> = (0..3 * 64 * 64)
+        .flat_map(|i| ((i % 17) as f32 / 17.0).to_le_bytes())
+        .collect();
+    std::fs::write(tmp.path().join("image.bin"), image).expect("write");
+    std::fs::write(
+        tmp.path().join("inputs.json"),
+        r#"{"inputs": [{"name": "image", "dtype": "f32", "shape": [1, 3, 64, 64], "file": "image.bin"}]}"#,
+    )
+    .expect("write");
+    std::fs::write(tmp.path().join("logits.bin"), vec![0u8; 10 * 4]).expect("write");
+    std::fs::write(
+        tmp.path().join("ref.json"),
+        r#"{"outputs": [{"name": "logits", "dtype": "f32", "shape": [1, 10], "file": "logits.bin"}]}"#,
+    )
+    .expect("write");
+    let out_dir = tmp.path().join("out");
+    let inputs = tmp.path().join("inputs.json");
+    let reference = tmp.path().join("ref.json");
+    let mut args = vec![
+        "--onnx",
+        s(&onnx),
+        "--set",
+        "build.dims.batch=1",
+        "--runtime",
+        "tract",
+        "--routes",
+        "-threads=[1|2]",
+        "--inputs",
+        s(&inputs),
+        "--ref-outputs",
+        s(&reference),
+        "--accuracy-algorithm",
+        "l1",
+        "--accuracy-threshold",
+        "1e-3",
+        "-o",
+        s(&out_dir),
+        "--quiet",
+    ];
+    args.extend_from_slice(QUICK);
+    let out = tune(tmp.path(), &args);
+    assert_eq!(code(&out), 5, "{}", stderr(&out));
+    let summary = read_json(&out_dir.join("tuning-summary.json"));
+    for r in summary["routes"].as_array().expect("routes") {
+        assert_eq!(r["status"], "accuracy_failed", "{r}");
+    }
+}
+
+/// onnxruntime's real settings as knobs: intra-op threads × graph optimization level × execution mode.
+#[test]
+fn onnxruntime_settings_are_tuned_as_knobs() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out_dir = tmp.path().join("out");
+    let mut args = vec![
+        "--model",
+        "tiny-cnn",
+        "--runtime",
+        "onnxruntime",
+        "--routes",
+        "-intra_threads=[1|2] -optimization_level=[basic|all] -execution_mode=[sequential|parallel]",
+        "--search",
+        "racing",
+        "-o",
+        s(&out_dir),
+        "--quiet",
+    ];
+    args.extend_from_slice(QUICK);
+    let out = tune(tmp.path(), &args);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let summary = read_json(&out_dir.join("tuning-summary.json"));
+    assert_valid("tuning-summary.schema.json", &summary);
+    assert_eq!(summary["counts"]["evaluated"], 8, "{}", summary["counts"]);
+    assert_eq!(summary["counts"]["eligible"], 8, "{}", summary["counts"]);
+    assert!(
+        matches!(summary["decision"]["kind"].as_str(), Some("winner" | "tie")),
+        "{}",
+        summary["decision"]
+    );
+    let chosen = &summary["context"]["chosen"];
+    if !chosen.is_null() {
+        let sets = chosen["run_sets"].as_array().expect("run sets");
+        assert!(
+            sets.iter().any(|s| s
+                .as_str()
+                .is_some_and(|s| s.starts_with("runtime.intra_threads="))),
+            "{chosen}"
+        );
+    }
+}
