@@ -1,0 +1,655 @@
+//! `trtmc-bench matrix` through the real binary on the embedded tiny-cnn model: preflight, lights that
+//! match the measured ratios, an injected slowdown (red), A/A (green), contract mismatches (workload,
+//! precision, boundary), kill -9 then resume, preparation receipts, the report in headless Chromium,
+//! and the Slurm job-array executor (with TRTMC_TEST_SLURM=1, as in CI: then it fails if Slurm cannot
+//! be reached).
+//!
+//! Suites here are small (a few rows of tiny-cnn, 20 timed calls): correctness, not speed.
+
+#[path = "../../../tests/browser/report-chromium.rs"]
+mod chromium;
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+/// A catalog holding only tiny-cnn (so the coverage rule is about this model alone).
+fn catalog(dir: &Path) -> PathBuf {
+    let root = dir.join("catalog");
+    let model = root.join("tiny-cnn");
+    std::fs::create_dir_all(&model).expect("mkdir");
+    for f in ["MODEL.toml", "e2e.toml"] {
+        std::fs::copy(repo_root().join("catalog/tiny-cnn").join(f), model.join(f)).expect("copy");
+    }
+    root
+}
+
+struct Setup {
+    dir: tempfile::TempDir,
+    catalog: PathBuf,
+    env: PathBuf,
+}
+
+fn setup(extra_env: &str) -> Setup {
+    let dir = tempfile::tempdir().expect("tmp");
+    let catalog = catalog(dir.path());
+    let env = dir.path().join("env.yaml");
+    std::fs::write(
+        &env,
+        format!(
+            "schema: trtmc.perf-environment/v1\nname: test\nexecutables: [python3]\nbundle_cache: {}\nresults_root: {}\nfree_storage_gib: 0\nslurm: {{poll_s: 0.5, timeout_s: 600}}\n{extra_env}",
+            dir.path().join("bundles").display(),
+            dir.path().join("results").display()
+        ),
+    )
+    .expect("write env");
+    Setup { dir, catalog, env }
+}
+
+const ROW_ORT: &str = "  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: single\n    candidate: {runtime: onnxruntime}\n    reference: {backend: onnxruntime-python}\n";
+
+fn suite(s: &Setup, name: &str, rows: &str) -> PathBuf {
+    let path = s.dir.path().join(format!("{name}.yaml"));
+    std::fs::write(
+        &path,
+        format!(
+            "schema: trtmc.perf-suite/v1\nname: {name}\nthresholds: {{green_max: 1.3, yellow_max: 2.0, min_samples: 10}}\nmeasure: {{warmup: 3, iterations: 20}}\nrows:\n{rows}"
+        ),
+    )
+    .expect("write suite");
+    path
+}
+
+fn p(path: &Path) -> String {
+    path.to_str().expect("utf8").to_string()
+}
+
+fn matrix(_s: &Setup, args: &[&str], envs: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("matrix")
+        .args(args)
+        .env_remove("TRTMC_MANIFEST_ROOT")
+        .env_remove("TRTMC_TEST_MATRIX_CANDIDATE_DELAY_US")
+        .env_remove("TRTMC_TEST_MATRIX_ABORT_ROW")
+        .env("TRTMC_TEST", "1");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("start trtmc-bench")
+}
+
+fn run_suite(s: &Setup, suite: &Path, out: &Path, extra: &[&str], envs: &[(&str, &str)]) -> Output {
+    let (suite, env, cat, out) = (p(suite), p(&s.env), p(&s.catalog), p(out));
+    let mut args = vec![
+        "run",
+        &suite,
+        "--environment",
+        &env,
+        "--manifest-root",
+        &cat,
+        "-o",
+        &out,
+    ];
+    args.extend_from_slice(extra);
+    matrix(s, &args, envs)
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+fn samples(side: &Value) -> Vec<f64> {
+    side["samples_ms"]
+        .as_array()
+        .expect("samples")
+        .iter()
+        .map(|v| v.as_f64().expect("f64"))
+        .collect()
+}
+
+/// Every compared row's light is the band of its ratio, and the ratio is the measured p50s' ratio.
+fn assert_lights_match_ratios(results: &Value) {
+    let t = &results["suite"]["thresholds"];
+    let (green, yellow) = (
+        t["green_max"].as_f64().unwrap(),
+        t["yellow_max"].as_f64().unwrap(),
+    );
+    for row in results["rows"].as_array().expect("rows") {
+        if row["status"] != "compared" {
+            continue;
+        }
+        let c = &row["comparison"];
+        let ratio = median(&samples(&row["candidate"])) / median(&samples(&row["reference"]));
+        assert!(
+            (c["ratio"].as_f64().unwrap() - ratio).abs() < 1e-9 * ratio.max(1.0),
+            "{row}"
+        );
+        let low = c["ci_low"].as_f64().unwrap();
+        let expected = if ratio <= green {
+            "green"
+        } else if ratio <= yellow || low <= yellow {
+            "yellow"
+        } else {
+            "red"
+        };
+        assert_eq!(c["light"], expected, "row {}: ratio {ratio}", row["id"]);
+        assert!(c["ci_low"].as_f64().unwrap() <= ratio && ratio <= c["ci_high"].as_f64().unwrap());
+    }
+}
+
+fn rows_by_id(results: &Value) -> Vec<(String, Value)> {
+    results["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| (r["id"].as_str().unwrap().to_string(), r.clone()))
+        .collect()
+}
+
+#[test]
+fn the_checked_in_release_suite_passes_check() {
+    let o = run(&[
+        "matrix",
+        "check",
+        &p(&repo_root().join("benchmarks/performance/release.yaml")),
+        "--environment",
+        &p(&repo_root().join("benchmarks/performance/environments/cpu.yaml")),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("passes the preflight"), "{out}");
+    assert!(
+        out.contains("resnet50.classify/light-resnet50/single/tract"),
+        "{out}"
+    );
+    assert!(
+        out.contains("baseline precision fp32 (row baseline.precision)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn check_names_every_problem_with_its_row_or_variable() {
+    let s = setup(
+        "variables:\n  - {name: TRTMC_TEST_UNSET_VARIABLE_X, required: true, description: the worker}\n",
+    );
+    // The coverage rule: tiny-cnn has no row here.
+    let uncovered = suite(
+        &s,
+        "uncovered",
+        "  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: nope\n    candidate: {runtime: tract}\n    reference: {backend: onnxruntime-python}\n  - entry: wrong.classify\n    model: tiny-cnn\n    testcase: single\n    candidate: {runtime: tract}\n    reference: {backend: onnxruntime-python}\n",
+    );
+    let o = matrix(
+        &s,
+        &[
+            "check",
+            &p(&uncovered),
+            "--environment",
+            &p(&s.env),
+            "--manifest-root",
+            &p(&s.catalog),
+        ],
+        &[],
+    );
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let err = stderr(&o);
+    for needle in [
+        "TRTMC_TEST_UNSET_VARIABLE_X",
+        "testcase `nope` is not a case of `tiny-cnn`",
+        "entry `wrong.classify` does not name this row's contract",
+        "tiny-cnn.classify",
+    ] {
+        assert!(err.contains(needle), "`{needle}` missing from:\n{err}");
+    }
+    // Coverage: a catalog profile with neither a row nor an exclusion.
+    let s2 = setup("");
+    std::fs::create_dir_all(s2.catalog.join("tiny-cnn-2")).unwrap();
+    let toml = std::fs::read_to_string(s2.catalog.join("tiny-cnn/MODEL.toml"))
+        .unwrap()
+        .replace("name = \"tiny-cnn\"", "name = \"tiny-cnn-2\"");
+    std::fs::write(s2.catalog.join("tiny-cnn-2/MODEL.toml"), toml).unwrap();
+    std::fs::copy(
+        s2.catalog.join("tiny-cnn/e2e.toml"),
+        s2.catalog.join("tiny-cnn-2/e2e.toml"),
+    )
+    .unwrap();
+    let one = suite(&s2, "one", ROW_ORT);
+    let o = matrix(
+        &s2,
+        &[
+            "check",
+            &p(&one),
+            "--environment",
+            &p(&s2.env),
+            "--manifest-root",
+            &p(&s2.catalog),
+        ],
+        &[],
+    );
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("coverage/tiny-cnn-2"), "{}", stderr(&o));
+    let excluded = p(&s2.dir.path().join("excluded.yaml"));
+    std::fs::write(
+        &excluded,
+        std::fs::read_to_string(&one).unwrap()
+            + "excluded_profiles:\n  - {profile: tiny-cnn-2, reason: a copy of tiny-cnn}\n",
+    )
+    .unwrap();
+    let o = matrix(
+        &s2,
+        &[
+            "check",
+            &excluded,
+            "--environment",
+            &p(&s2.env),
+            "--manifest-root",
+            &p(&s2.catalog),
+        ],
+        &[],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("excluded tiny-cnn-2: a copy of tiny-cnn"));
+}
+
+#[test]
+fn lights_match_ratios_aa_is_green_and_an_injected_slowdown_is_red() {
+    let s = setup("");
+    let rows = format!(
+        "{ROW_ORT}  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: batch8\n    candidate: {{runtime: onnxruntime}}\n    reference: {{backend: \"trtmc:onnxruntime\"}}\n"
+    );
+    let suite_path = suite(&s, "small", &rows);
+    let out = s.dir.path().join("run1");
+    let o = run_suite(&s, &suite_path, &out, &[], &[]);
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    let results = read_json(&out.join("results.json"));
+    assert_eq!(results["schema"], "trtmc.matrix-results/v1");
+    assert_eq!(results["summary"]["rows"], 2);
+    assert_lights_match_ratios(&results);
+    let rows = rows_by_id(&results);
+    // A/A: onnxruntime against itself.
+    let aa = &rows[1].1;
+    assert_eq!(aa["reference"]["backend"], "trtmc:onnxruntime");
+    assert_eq!(aa["comparison"]["light"], "green", "A/A: {aa}");
+    // Provenance and exact leaf commands.
+    let ort = &rows[0].1;
+    assert_eq!(ort["resolved_settings"]["baseline_precision"], "fp32");
+    assert_eq!(ort["candidate"]["identity"], ort["reference"]["identity"]);
+    assert_eq!(ort["candidate"]["boundary"], "public_pipeline_call_wall");
+    let argv0 = ort["commands"][0]["argv"].as_array().unwrap();
+    assert_eq!(argv0[1], "run");
+    assert!(ort["commands"].as_array().unwrap().iter().any(|c| {
+        c["argv"][1]
+            .as_str()
+            .is_some_and(|a| a.ends_with("ort_reference.py"))
+    }));
+    assert!(out.join("report.html").is_file());
+
+    // A/A again: still green (lights are not a coin toss at a ratio near 1).
+    let out2 = s.dir.path().join("run2");
+    let o = run_suite(
+        &s,
+        &suite_path,
+        &out2,
+        &["--entry", "tiny-cnn.classify/tiny-cnn/batch8/onnxruntime"],
+        &[],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let again = read_json(&out2.join("results.json"));
+    assert_eq!(again["summary"]["rows"], 1);
+    assert_eq!(again["rows"][0]["comparison"]["light"], "green");
+
+    // Injected slowdown: 20 ms added to every timed candidate call of a sub-millisecond model.
+    let out3 = s.dir.path().join("run3");
+    let o = run_suite(
+        &s,
+        &suite_path,
+        &out3,
+        &["--entry", "tiny-cnn.classify/tiny-cnn/single/onnxruntime"],
+        &[("TRTMC_TEST_MATRIX_CANDIDATE_DELAY_US", "20000")],
+    );
+    assert_eq!(
+        code(&o),
+        0,
+        "a red light is a completed comparison: {}",
+        stderr(&o)
+    );
+    let slow = read_json(&out3.join("results.json"));
+    let row = &slow["rows"][0];
+    assert_eq!(row["comparison"]["light"], "red", "{row}");
+    assert!(row["comparison"]["candidate_p50_ms"].as_f64().unwrap() >= 20.0);
+    // The delay reached the candidate only.
+    assert!(row["comparison"]["reference_p50_ms"].as_f64().unwrap() < 20.0);
+    assert_eq!(
+        row["commands"][0]["env"]["TRTMC_TEST_CALL_DELAY_US"], "20000",
+        "the candidate's leaf command records the knob"
+    );
+    assert_lights_match_ratios(&slow);
+}
+
+#[test]
+fn workload_precision_and_boundary_mismatches_are_contract_mismatches_without_a_light() {
+    let s = setup("");
+    let rows = "  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: single\n    candidate: {runtime: onnxruntime}\n    reference: {backend: onnxruntime-python, set: {request.batch_size: 2}}\n  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: batch8\n    candidate: {runtime: onnxruntime}\n    reference: {backend: onnxruntime-python}\n    baseline: {precision: fp16}\n";
+    let suite_path = suite(&s, "mismatch", rows);
+    let out = s.dir.path().join("run");
+    let o = run_suite(&s, &suite_path, &out, &[], &[]);
+    assert_eq!(code(&o), 8, "{}\n{}", stdout(&o), stderr(&o));
+    let results = read_json(&out.join("results.json"));
+    assert_eq!(results["summary"]["contract_mismatch"], 2);
+    let rows = rows_by_id(&results);
+    for (_, r) in &rows {
+        assert_eq!(r["status"], "contract_mismatch", "{r}");
+        assert!(r["comparison"].is_null(), "no light for a mismatch");
+    }
+    assert!(
+        rows[0].1["message"]
+            .as_str()
+            .unwrap()
+            .contains("workload identity differs")
+    );
+    let precision = rows[1].1["message"].as_str().unwrap();
+    assert!(
+        precision.contains("fp16") && precision.contains("row baseline.precision"),
+        "{precision}"
+    );
+    assert_eq!(rows[1].1["resolved_settings"]["baseline_precision"], "fp16");
+
+    // Boundary: a reference runner that reports another timing boundary.
+    let fake = s.dir.path().join("fake-reference");
+    std::fs::create_dir_all(&fake).unwrap();
+    std::fs::write(
+        fake.join("ort_reference.py"),
+        format!(
+            "import json, subprocess, sys\nrc = subprocess.call([sys.executable, {:?}] + sys.argv[1:])\nd = json.load(open(sys.argv[2]))\nd['boundary'] = 'python_process_wall'\njson.dump(d, open(sys.argv[2], 'w'))\nsys.exit(rc)\n",
+            p(&repo_root().join("reference/ort_reference.py"))
+        ),
+    )
+    .unwrap();
+    let s2 = setup(&format!("reference_dir: {}\n", p(&fake)));
+    let suite2 = suite(&s2, "boundary", ROW_ORT);
+    let out2 = s2.dir.path().join("run");
+    let o = run_suite(&s2, &suite2, &out2, &[], &[]);
+    assert_eq!(code(&o), 8, "{}", stderr(&o));
+    let r = read_json(&out2.join("results.json"));
+    let msg = r["rows"][0]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("timing boundary differs") && msg.contains("python_process_wall"),
+        "{msg}"
+    );
+    assert!(r["rows"][0]["comparison"].is_null());
+}
+
+#[test]
+fn kill_during_run_then_resume_runs_every_row_exactly_once() {
+    let s = setup("");
+    let rows = format!(
+        "{ROW_ORT}  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: batch8\n    candidate: {{runtime: onnxruntime}}\n    reference: {{backend: onnxruntime-python}}\n  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: single\n    candidate: {{runtime: tract}}\n    reference: {{backend: onnxruntime-python}}\n"
+    );
+    let suite_path = suite(&s, "resume", &rows);
+    let out = s.dir.path().join("run");
+    let mut child = Command::new(BIN)
+        .args([
+            "matrix",
+            "run",
+            &p(&suite_path),
+            "--environment",
+            &p(&s.env),
+            "--manifest-root",
+            &p(&s.catalog),
+            "-o",
+            &p(&out),
+        ])
+        .env_remove("TRTMC_MANIFEST_ROOT")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let first = out.join("rows/000.json");
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !first.exists() {
+        assert!(Instant::now() < deadline, "the first row never finished");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before it could be killed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().expect("kill -9");
+    child.wait().unwrap();
+    let before = std::fs::read(&first).unwrap();
+    let partial = read_json(&out.join("results.json"));
+    assert!(
+        partial["summary"]["pending"].as_u64().unwrap() >= 1,
+        "killed before the end"
+    );
+
+    let o = matrix(&s, &["resume", &p(&out)], &[]);
+    assert!(matches!(code(&o), 0), "{}\n{}", stdout(&o), stderr(&o));
+    let results = read_json(&out.join("results.json"));
+    let ids: Vec<String> = rows_by_id(&results).into_iter().map(|(id, _)| id).collect();
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    assert_eq!(unique.len(), 3, "a row appears twice: {ids:?}");
+    assert_eq!(results["summary"]["pending"], 0);
+    assert_eq!(
+        std::fs::read(&first).unwrap(),
+        before,
+        "the finished row was not run again"
+    );
+    assert!(!out.join("rows/000/attempt-2").exists());
+    // A second resume has nothing left to do.
+    let o = matrix(&s, &["resume", &p(&out)], &[]);
+    assert_eq!(code(&o), 0);
+    assert_eq!(
+        read_json(&out.join("results.json"))["rows"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+}
+
+#[test]
+fn preparation_receipts_are_checked_and_a_matching_one_shows_built() {
+    let s = setup("");
+    // The separately run preparation step: builds the bundle into the environment's cache.
+    let prep = run(&[
+        "run",
+        "--manifest-root",
+        &p(&s.catalog),
+        "--model",
+        "tiny-cnn",
+        "--runtime",
+        "onnxruntime",
+        "--iterations",
+        "1",
+        "--warmup",
+        "0",
+        "--bundle-cache",
+        &p(&s.dir.path().join("bundles")),
+        "-o",
+        &p(&s.dir.path().join("prep")),
+    ]);
+    assert_eq!(code(&prep), 0, "{}", stderr(&prep));
+    let suite_path = suite(&s, "receipt", ROW_ORT);
+    let out = s.dir.path().join("run");
+    let o = run_suite(&s, &suite_path, &out, &[], &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let results = read_json(&out.join("results.json"));
+    let row = &results["rows"][0];
+    assert_eq!(row["preparation"]["origin"], "cache_hit");
+    let bundle = row["preparation"]["bundle"].as_str().unwrap().to_string();
+    let model = row["preparation"]["model"].as_str().unwrap().to_string();
+    let revision = results["program"]["revision"].as_str().unwrap().to_string();
+    let receipt = |rev: &str, records: Value| {
+        serde_json::json!({
+            "schema": "trtmc.perf-bundle-preparation/v1",
+            "scope": "test_task",
+            "revision": rev,
+            "records": records,
+        })
+    };
+    let rec = |bundle: &str, secs: Value| serde_json::json!({"model": model, "bundle": bundle, "action": "built", "build_seconds": secs});
+    let path = s.dir.path().join("receipt.json");
+    let attach = |doc: &Value| {
+        std::fs::write(&path, serde_json::to_vec(doc).unwrap()).unwrap();
+        matrix(
+            &s,
+            &["report", &p(&out), "--preparation-receipt", &p(&path)],
+            &[],
+        )
+    };
+    for (doc, needle) in [
+        (
+            receipt("0000000", serde_json::json!([rec(&bundle, 2.0.into())])),
+            "revision mismatch",
+        ),
+        (
+            receipt(
+                &revision,
+                serde_json::json!([rec(&bundle, 2.0.into()), rec(&bundle, 3.0.into())]),
+            ),
+            "duplicate record",
+        ),
+        (
+            receipt(&revision, serde_json::json!([rec(&bundle, (-1.0).into())])),
+            "invalid build time",
+        ),
+        (
+            receipt(&revision, serde_json::json!([rec(&bundle, Value::Null)])),
+            "invalid build time",
+        ),
+        (
+            receipt(
+                &revision,
+                serde_json::json!([
+                    rec(&bundle, 2.0.into()),
+                    rec("/elsewhere/bundle", 1.0.into())
+                ]),
+            ),
+            "unused bundle path",
+        ),
+        (
+            serde_json::json!({"schema": "trtmc.perf-bundle-preparation/v1", "scope": "campaign", "revision": revision, "records": [rec(&bundle, 2.0.into())]}),
+            "scope",
+        ),
+    ] {
+        let o = attach(&doc);
+        assert_eq!(code(&o), 3, "{needle}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(needle),
+            "`{needle}` missing: {}",
+            stderr(&o)
+        );
+        assert!(read_json(&out.join("results.json"))["preparation_receipt"].is_null());
+    }
+    let o = attach(&receipt(
+        &revision,
+        serde_json::json!([rec(&bundle, 2.5.into())]),
+    ));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let results = read_json(&out.join("results.json"));
+    assert_eq!(
+        results["preparation_receipt"]["records"][0]["bundle"],
+        bundle
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        html.contains("Built (2.5 s, receipt)"),
+        "the receipt's Built wins over the cache hit"
+    );
+
+    // The report in headless Chromium: loads from file://, script runs, tables filter.
+    let Some(browser) = chromium::require() else {
+        return;
+    };
+    let dom = browser
+        .dump_dom(
+            &chromium::file_url(&out.join("report.html"), "selftest"),
+            &[],
+        )
+        .stdout;
+    let check = chromium::self_check(&dom);
+    assert!(dom.contains("data-report-ready=\"true\""), "{check}");
+    assert!(dom.contains("data-report-errors=\"0\""), "{check}");
+    assert!(dom.contains("data-selftest=\"pass\""), "{check}");
+    assert!(dom.contains("data-report-kind=\"matrix\""));
+    assert!(dom.contains("Filter rows"));
+}
+
+#[test]
+fn slurm_job_array_runs_rows_reports_failed_tasks_and_resumes() {
+    if std::env::var("TRTMC_TEST_SLURM").as_deref() != Ok("1") {
+        eprintln!(
+            "skipped: set TRTMC_TEST_SLURM=1 with a running Slurm (CI starts one in .ci/run)"
+        );
+        return;
+    }
+    // In CI this must run: Slurm unreachable is a failure, not a skip.
+    let ping = Command::new("scontrol").arg("ping").output();
+    assert!(
+        ping.as_ref().is_ok_and(|o| o.status.success()),
+        "TRTMC_TEST_SLURM=1 but `scontrol ping` fails: {ping:?}"
+    );
+    let s = setup("");
+    let rows = format!(
+        "{ROW_ORT}  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: batch8\n    candidate: {{runtime: onnxruntime}}\n    reference: {{backend: onnxruntime-python}}\n"
+    );
+    let suite_path = suite(&s, "slurm", &rows);
+    let out = s.dir.path().join("run");
+    let aborted = "tiny-cnn.classify/tiny-cnn/batch8/onnxruntime";
+    let o = run_suite(
+        &s,
+        &suite_path,
+        &out,
+        &["--executor", "slurm"],
+        &[("TRTMC_TEST_MATRIX_ABORT_ROW", aborted)],
+    );
+    assert_eq!(code(&o), 5, "one task died: {}\n{}", stdout(&o), stderr(&o));
+    let results = read_json(&out.join("results.json"));
+    assert_eq!(results["executor"], "slurm");
+    let job = results["slurm_jobs"][0]["job"]
+        .as_str()
+        .expect("job id")
+        .to_string();
+    let rows = rows_by_id(&results);
+    assert_eq!(rows[0].1["status"], "compared", "{}", rows[0].1);
+    assert_eq!(rows[0].1["slurm_task"], format!("{job}_0"));
+    assert_eq!(rows[1].1["status"], "failed");
+    let msg = rows[1].1["message"].as_str().unwrap();
+    assert!(
+        msg.contains(&format!("Slurm task {job}_1")) && msg.contains("FAILED"),
+        "{msg}"
+    );
+    let first = std::fs::read(out.join("rows/000.json")).unwrap();
+
+    let o = matrix(&s, &["resume", &p(&out)], &[]);
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    let results = read_json(&out.join("results.json"));
+    assert_eq!(results["summary"]["rows"], 2);
+    assert_eq!(results["summary"]["pending"], 0);
+    assert_eq!(results["slurm_jobs"].as_array().unwrap().len(), 2);
+    let rows = rows_by_id(&results);
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1].1["status"], "compared");
+    assert!(rows[1].1["slurm_task"].as_str().unwrap().ends_with("_0"));
+    assert_eq!(
+        std::fs::read(out.join("rows/000.json")).unwrap(),
+        first,
+        "row 0 kept"
+    );
+    assert_lights_match_ratios(&results);
+}
