@@ -295,8 +295,38 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
         sweep_point,
         identity: String::new(),
     };
-    resolved.identity = workload_identity(&profile.manifest_hash, &resolved, &[]);
+    let artifacts = artifact_hashes(profile, op, &resolved.request)?;
+    resolved.identity = workload_identity(&profile.manifest_hash, &resolved, &artifacts);
     Ok(resolved)
+}
+
+/// SHA-256 of every artifact input (fields of kind `Artifact` other than `synthetic`), resolved relative to
+/// MODEL.toml: a changed WAV or image changes the workload identity.
+fn artifact_hashes(
+    profile: &Profile,
+    op: &operations::OperationDecl,
+    request: &BTreeMap<String, Sourced<Value>>,
+) -> Result<Vec<String>, String> {
+    let mut hashes = Vec::new();
+    for f in op.fields.iter().filter(|f| f.kind == FieldKind::Artifact) {
+        let Some(rel) = request.get(f.name).and_then(|v| v.value.as_str()) else {
+            continue;
+        };
+        if rel == "synthetic" {
+            continue;
+        }
+        let path = profile.dir().join(rel);
+        let bytes = std::fs::read(&path).map_err(|e| {
+            format!(
+                "request.{} = `{rel}`: cannot read {} ({e}); give a file relative to {}",
+                f.name,
+                path.display(),
+                profile.manifest.display()
+            )
+        })?;
+        hashes.push(format!("{}={}", f.name, crate::hash::sha256_hex(&bytes)));
+    }
+    Ok(hashes)
 }
 
 /// The workload identity: what must match for two measurements to be comparable.
@@ -456,7 +486,7 @@ pub fn parse_typed(kind: FieldKind, text: &str) -> Result<Value, String> {
             "false" | "0" | "no" | "off" => Ok(Value::Bool(false)),
             _ => Err(format!("expected true or false, got `{text}`")),
         },
-        FieldKind::String => Ok(Value::from(text)),
+        FieldKind::String | FieldKind::Artifact => Ok(Value::from(text)),
         FieldKind::StringList => {
             if t.starts_with('[') {
                 let v: Value = serde_json::from_str(t)

@@ -17,6 +17,9 @@ pub enum FieldKind {
     Bool,
     String,
     StringList,
+    /// A manifest-relative file (WAV audio, PNG image), or `synthetic`; its bytes are hashed into the case
+    /// identity and it is decoded before the timed region.
+    Artifact,
 }
 
 impl FieldKind {
@@ -27,6 +30,7 @@ impl FieldKind {
             FieldKind::Bool => "true or false",
             FieldKind::String => "a string",
             FieldKind::StringList => "a list of strings",
+            FieldKind::Artifact => "a file path relative to MODEL.toml (or `synthetic`)",
         }
     }
 }
@@ -56,7 +60,33 @@ pub enum ItemCount {
     Elements,
     /// The observation's `output_tokens`.
     OutputTokens,
+    /// One of the operation's declared [`CounterDecl`]s (e.g. audio microseconds, mask pixels), times
+    /// the counter's scale.
+    Counter(&'static str),
 }
+
+/// An operation-specific quantity a runner counts in each call (`Observation::counts`), in integral base
+/// units; `scale` turns the base unit into the unit of the metric (e.g. microseconds to seconds: 1e-6).
+#[derive(Debug, Clone, Serialize)]
+pub struct CounterDecl {
+    pub name: &'static str,
+    pub scale: f64,
+    pub help: &'static str,
+}
+
+/// Wall seconds per counted quantity: seconds/image, seconds/video, and the real-time factor (wall seconds
+/// per second of audio; below 1 is faster than real time).
+#[derive(Debug, Clone, Serialize)]
+pub struct RatioDecl {
+    pub name: &'static str,
+    pub unit: &'static str,
+    pub per: ItemCount,
+}
+
+/// Most counters one operation may declare (runners record them in a fixed-size array).
+pub const MAX_COUNTERS: usize = 4;
+/// Most stages one operation may declare.
+pub const MAX_STAGES: usize = 3;
 
 /// A throughput metric: items counted per call, divided by the summed wall time of the timed calls.
 #[derive(Debug, Clone, Serialize)]
@@ -81,6 +111,10 @@ pub struct OperationDecl {
     pub fields: &'static [FieldDecl],
     pub throughputs: &'static [ThroughputDecl],
     pub stages: &'static [StageDecl],
+    /// Operation-specific counters, in the order runners record them.
+    pub counters: &'static [CounterDecl],
+    /// Seconds-per-quantity figures (the inverse view of a throughput).
+    pub ratios: &'static [RatioDecl],
     /// Whether one call can process a batch (`request.batch_size > 1`); otherwise larger batches are
     /// rejected rather than simulated with sequential calls.
     pub batch_api: bool,
@@ -93,6 +127,11 @@ pub struct OperationDecl {
 impl OperationDecl {
     pub fn field(&self, name: &str) -> Option<&FieldDecl> {
         self.fields.iter().find(|f| f.name == name)
+    }
+
+    /// Position of counter `name` in [`OperationDecl::counters`].
+    pub fn counter_index(&self, name: &str) -> Option<usize> {
+        self.counters.iter().position(|c| c.name == name)
     }
 }
 
@@ -130,6 +169,64 @@ const BATCH: FieldDecl = FieldDecl {
     binds_dim: Some("batch"),
 };
 
+const IMAGE: FieldDecl = FieldDecl {
+    name: "image",
+    kind: FieldKind::Artifact,
+    default: Some(|| Value::from("synthetic")),
+    help: "`synthetic` (seeded noise) or an image file (PNG) relative to MODEL.toml",
+    binds_dim: None,
+};
+
+const AUDIO: FieldDecl = FieldDecl {
+    name: "audio",
+    kind: FieldKind::Artifact,
+    default: None,
+    help: "a mono 16-bit PCM WAV file relative to MODEL.toml (decoded before the timed region)",
+    binds_dim: None,
+};
+
+const SAMPLE_RATE: FieldDecl = FieldDecl {
+    name: "sample_rate",
+    kind: FieldKind::Integer,
+    default: Some(|| int(16_000)),
+    help: "samples per second the model consumes or produces (a WAV input must match it)",
+    binds_dim: None,
+};
+
+const FRAME_SAMPLES: FieldDecl = FieldDecl {
+    name: "frame_samples",
+    kind: FieldKind::Integer,
+    default: Some(|| int(160)),
+    help: "samples per acoustic frame of the model; audio is zero-padded to a whole number of frames",
+    binds_dim: None,
+};
+
+const STEPS: FieldDecl = FieldDecl {
+    name: "steps",
+    kind: FieldKind::Integer,
+    default: Some(|| int(4)),
+    help: "denoising steps per call (one denoiser run each)",
+    binds_dim: None,
+};
+
+const IMAGE_PER_S: ThroughputDecl = ThroughputDecl {
+    name: "image/s",
+    unit: "1/s",
+    count: ItemCount::Items,
+};
+
+const AUDIO_US: CounterDecl = CounterDecl {
+    name: "audio_us",
+    scale: 1e-6,
+    help: "audio consumed or produced by the call, microseconds",
+};
+
+const REAL_TIME_FACTOR: RatioDecl = RatioDecl {
+    name: "real-time factor",
+    unit: "s/s",
+    per: ItemCount::Counter("audio_us"),
+};
+
 static OPERATIONS: &[OperationDecl] = &[
     OperationDecl {
         name: "infer",
@@ -137,6 +234,8 @@ static OPERATIONS: &[OperationDecl] = &[
         fields: &[SEED],
         throughputs: &[REQUEST_PER_S],
         stages: &[],
+        counters: &[],
+        ratios: &[],
         batch_api: false,
         default_warmup: 50,
         default_iterations: 500,
@@ -145,26 +244,11 @@ static OPERATIONS: &[OperationDecl] = &[
     OperationDecl {
         name: "classify",
         summary: "classify a batch of images (top-1 over the logits)",
-        fields: &[
-            BATCH,
-            SEED,
-            FieldDecl {
-                name: "image",
-                kind: FieldKind::String,
-                default: Some(|| Value::from("synthetic")),
-                help: "`synthetic` (seeded noise) or a manifest-relative image file",
-                binds_dim: None,
-            },
-        ],
-        throughputs: &[
-            REQUEST_PER_S,
-            ThroughputDecl {
-                name: "image/s",
-                unit: "1/s",
-                count: ItemCount::Items,
-            },
-        ],
+        fields: &[BATCH, SEED, IMAGE],
+        throughputs: &[REQUEST_PER_S, IMAGE_PER_S],
         stages: &[],
+        counters: &[],
+        ratios: &[],
         batch_api: true,
         default_warmup: 50,
         default_iterations: 500,
@@ -197,6 +281,8 @@ static OPERATIONS: &[OperationDecl] = &[
             },
         ],
         stages: &[],
+        counters: &[],
+        ratios: &[],
         batch_api: true,
         default_warmup: 50,
         default_iterations: 500,
@@ -272,9 +358,314 @@ static OPERATIONS: &[OperationDecl] = &[
                 help: "all single-token steps after the first token",
             },
         ],
+        counters: &[],
+        ratios: &[],
         batch_api: false,
         default_warmup: 5,
         default_iterations: 50,
+        test_only: false,
+    },
+    OperationDecl {
+        name: "detect",
+        summary: "detect objects in a batch of images (boxes with class scores)",
+        fields: &[
+            BATCH,
+            SEED,
+            IMAGE,
+            FieldDecl {
+                name: "score_threshold",
+                kind: FieldKind::Number,
+                default: Some(|| Value::from(0.5)),
+                help: "a box counts as a detection when its best class score passes this",
+                binds_dim: None,
+            },
+        ],
+        throughputs: &[REQUEST_PER_S, IMAGE_PER_S],
+        stages: &[],
+        counters: &[CounterDecl {
+            name: "detections",
+            scale: 1.0,
+            help: "boxes whose best class score passes request.score_threshold",
+        }],
+        ratios: &[],
+        batch_api: true,
+        default_warmup: 50,
+        default_iterations: 500,
+        test_only: false,
+    },
+    OperationDecl {
+        name: "segment",
+        summary: "semantic segmentation of a batch of images (one mask per class, one label per pixel)",
+        fields: &[BATCH, SEED, IMAGE],
+        throughputs: &[
+            REQUEST_PER_S,
+            IMAGE_PER_S,
+            ThroughputDecl {
+                name: "mask/s",
+                unit: "1/s",
+                count: ItemCount::Counter("masks"),
+            },
+            ThroughputDecl {
+                name: "mask pixel/s",
+                unit: "1/s",
+                count: ItemCount::Counter("mask_pixels"),
+            },
+        ],
+        stages: &[],
+        counters: &[
+            CounterDecl {
+                name: "masks",
+                scale: 1.0,
+                help: "class masks produced (images x classes)",
+            },
+            CounterDecl {
+                name: "mask_pixels",
+                scale: 1.0,
+                help: "pixels of all masks produced (masks x height x width)",
+            },
+        ],
+        ratios: &[],
+        batch_api: true,
+        default_warmup: 50,
+        default_iterations: 500,
+        test_only: false,
+    },
+    OperationDecl {
+        name: "rerank",
+        summary: "score documents against a query with a cross-encoder (one batch call)",
+        fields: &[
+            BATCH,
+            FieldDecl {
+                name: "query",
+                kind: FieldKind::String,
+                default: None,
+                help: "the query every document is scored against",
+                binds_dim: None,
+            },
+            FieldDecl {
+                name: "documents",
+                kind: FieldKind::StringList,
+                default: None,
+                help: "documents to score; the batch cycles through them",
+                binds_dim: None,
+            },
+        ],
+        throughputs: &[
+            REQUEST_PER_S,
+            ThroughputDecl {
+                name: "document/s",
+                unit: "1/s",
+                count: ItemCount::Items,
+            },
+        ],
+        stages: &[],
+        counters: &[],
+        ratios: &[],
+        batch_api: true,
+        default_warmup: 50,
+        default_iterations: 500,
+        test_only: false,
+    },
+    OperationDecl {
+        name: "transcribe",
+        summary: "speech to text: CTC acoustic model over a WAV file, offline or in streaming chunks",
+        fields: &[
+            AUDIO,
+            SAMPLE_RATE,
+            FRAME_SAMPLES,
+            FieldDecl {
+                name: "chunk_ms",
+                kind: FieldKind::Integer,
+                default: Some(|| int(0)),
+                help: "streaming chunk length in milliseconds; 0 transcribes the whole file in one pass",
+                binds_dim: None,
+            },
+        ],
+        throughputs: &[
+            REQUEST_PER_S,
+            ThroughputDecl {
+                name: "audio s/s",
+                unit: "s/s",
+                count: ItemCount::Counter("audio_us"),
+            },
+            ThroughputDecl {
+                name: "output token/s",
+                unit: "1/s",
+                count: ItemCount::OutputTokens,
+            },
+        ],
+        stages: &[StageDecl {
+            name: "first_partial",
+            help: "call start to the first partial transcript (the whole call when offline)",
+        }],
+        counters: &[AUDIO_US],
+        ratios: &[REAL_TIME_FACTOR],
+        batch_api: false,
+        default_warmup: 5,
+        default_iterations: 50,
+        test_only: false,
+    },
+    OperationDecl {
+        name: "generate_audio",
+        summary: "audio generation: a vocoder turns seeded latent frames into a waveform",
+        fields: &[
+            SEED,
+            FieldDecl {
+                name: "frames",
+                kind: FieldKind::Integer,
+                default: Some(|| int(64)),
+                help: "latent frames per call (the model's hop length of samples each)",
+                binds_dim: None,
+            },
+            SAMPLE_RATE,
+        ],
+        throughputs: &[
+            REQUEST_PER_S,
+            ThroughputDecl {
+                name: "audio s/s",
+                unit: "s/s",
+                count: ItemCount::Counter("audio_us"),
+            },
+            ThroughputDecl {
+                name: "sample/s",
+                unit: "1/s",
+                count: ItemCount::Counter("samples"),
+            },
+        ],
+        stages: &[],
+        counters: &[
+            AUDIO_US,
+            CounterDecl {
+                name: "samples",
+                scale: 1.0,
+                help: "audio samples generated",
+            },
+        ],
+        ratios: &[REAL_TIME_FACTOR],
+        batch_api: false,
+        default_warmup: 5,
+        default_iterations: 50,
+        test_only: false,
+    },
+    OperationDecl {
+        name: "convert_speech",
+        summary: "speech to speech: a WAV file in, a converted waveform out",
+        fields: &[AUDIO, SAMPLE_RATE, FRAME_SAMPLES],
+        throughputs: &[
+            REQUEST_PER_S,
+            ThroughputDecl {
+                name: "consumed audio s/s",
+                unit: "s/s",
+                count: ItemCount::Counter("audio_us"),
+            },
+            ThroughputDecl {
+                name: "generated audio s/s",
+                unit: "s/s",
+                count: ItemCount::Counter("generated_audio_us"),
+            },
+        ],
+        stages: &[],
+        counters: &[
+            AUDIO_US,
+            CounterDecl {
+                name: "generated_audio_us",
+                scale: 1e-6,
+                help: "generated audio, microseconds",
+            },
+        ],
+        ratios: &[RatioDecl {
+            name: "input real-time factor",
+            unit: "s/s",
+            per: ItemCount::Counter("audio_us"),
+        }],
+        batch_api: false,
+        default_warmup: 5,
+        default_iterations: 50,
+        test_only: false,
+    },
+    OperationDecl {
+        name: "generate_image",
+        summary: "image diffusion: a denoiser looped over request.steps from seeded noise",
+        fields: &[BATCH, SEED, STEPS],
+        throughputs: &[REQUEST_PER_S, IMAGE_PER_S],
+        stages: &[],
+        counters: &[],
+        ratios: &[RatioDecl {
+            name: "s/image",
+            unit: "s",
+            per: ItemCount::Items,
+        }],
+        batch_api: true,
+        default_warmup: 1,
+        default_iterations: 5,
+        test_only: false,
+    },
+    OperationDecl {
+        name: "generate_video",
+        summary: "video diffusion: a denoiser looped over request.steps on all frames of a clip",
+        fields: &[
+            SEED,
+            STEPS,
+            FieldDecl {
+                name: "frames",
+                kind: FieldKind::Integer,
+                default: Some(|| int(8)),
+                help: "frames per video (binds the model's `batch` dimension: all frames denoise together)",
+                binds_dim: Some("batch"),
+            },
+        ],
+        throughputs: &[
+            REQUEST_PER_S,
+            ThroughputDecl {
+                name: "video/s",
+                unit: "1/s",
+                count: ItemCount::Items,
+            },
+            ThroughputDecl {
+                name: "frame/s",
+                unit: "1/s",
+                count: ItemCount::Counter("frames"),
+            },
+        ],
+        stages: &[],
+        counters: &[CounterDecl {
+            name: "frames",
+            scale: 1.0,
+            help: "video frames generated",
+        }],
+        ratios: &[RatioDecl {
+            name: "s/video",
+            unit: "s",
+            per: ItemCount::Items,
+        }],
+        batch_api: false,
+        default_warmup: 1,
+        default_iterations: 5,
+        test_only: false,
+    },
+    OperationDecl {
+        name: "forecast",
+        summary: "neural operator / time series: a batch of history windows in, forecasts out",
+        fields: &[BATCH, SEED],
+        throughputs: &[
+            REQUEST_PER_S,
+            ThroughputDecl {
+                name: "window/s",
+                unit: "1/s",
+                count: ItemCount::Items,
+            },
+            ThroughputDecl {
+                name: "forecast element/s",
+                unit: "1/s",
+                count: ItemCount::Elements,
+            },
+        ],
+        stages: &[],
+        counters: &[],
+        ratios: &[],
+        batch_api: true,
+        default_warmup: 50,
+        default_iterations: 500,
         test_only: false,
     },
     OperationDecl {
@@ -283,6 +674,8 @@ static OPERATIONS: &[OperationDecl] = &[
         fields: &[],
         throughputs: &[REQUEST_PER_S],
         stages: &[],
+        counters: &[],
+        ratios: &[],
         batch_api: false,
         default_warmup: 50,
         default_iterations: 500,
@@ -300,6 +693,8 @@ static OPERATIONS: &[OperationDecl] = &[
         }],
         throughputs: &[REQUEST_PER_S],
         stages: &[],
+        counters: &[],
+        ratios: &[],
         batch_api: false,
         default_warmup: 5,
         default_iterations: 50,
@@ -317,6 +712,8 @@ static OPERATIONS: &[OperationDecl] = &[
         }],
         throughputs: &[REQUEST_PER_S],
         stages: &[],
+        counters: &[],
+        ratios: &[],
         batch_api: false,
         default_warmup: 1,
         default_iterations: 10,
@@ -334,6 +731,8 @@ static OPERATIONS: &[OperationDecl] = &[
         }],
         throughputs: &[REQUEST_PER_S],
         stages: &[],
+        counters: &[],
+        ratios: &[],
         batch_api: false,
         default_warmup: 1,
         default_iterations: 10,
@@ -345,6 +744,8 @@ static OPERATIONS: &[OperationDecl] = &[
         fields: &[],
         throughputs: &[REQUEST_PER_S],
         stages: &[],
+        counters: &[],
+        ratios: &[],
         batch_api: false,
         default_warmup: 1,
         default_iterations: 10,
@@ -365,8 +766,53 @@ static ADAPTERS: &[TaskAdapter] = &[
     },
     TaskAdapter {
         task_strategy: "object_detection",
-        operation: "classify",
-        summary: "image in, boxes out",
+        operation: "detect",
+        summary: "image in, boxes with class scores out",
+    },
+    TaskAdapter {
+        task_strategy: "semantic_segmentation",
+        operation: "segment",
+        summary: "image in, per-class mask logits out",
+    },
+    TaskAdapter {
+        task_strategy: "reranking",
+        operation: "rerank",
+        summary: "query and documents in, one relevance score per document",
+    },
+    TaskAdapter {
+        task_strategy: "speech_transcription",
+        operation: "transcribe",
+        summary: "WAV audio in, CTC token logits out, greedy CTC decoding",
+    },
+    TaskAdapter {
+        task_strategy: "audio_generation",
+        operation: "generate_audio",
+        summary: "latent frames in, waveform out (vocoder)",
+    },
+    TaskAdapter {
+        task_strategy: "speech_to_speech",
+        operation: "convert_speech",
+        summary: "WAV audio in, converted waveform out",
+    },
+    TaskAdapter {
+        task_strategy: "image_diffusion",
+        operation: "generate_image",
+        summary: "noise predictor looped over denoising steps",
+    },
+    TaskAdapter {
+        task_strategy: "video_diffusion",
+        operation: "generate_video",
+        summary: "noise predictor over all frames of a clip, looped over steps",
+    },
+    TaskAdapter {
+        task_strategy: "time_series_forecasting",
+        operation: "forecast",
+        summary: "history window in, forecast horizon out",
+    },
+    TaskAdapter {
+        task_strategy: "neural_operator",
+        operation: "forecast",
+        summary: "sampled input field in, predicted field out",
     },
     TaskAdapter {
         task_strategy: "sentence_embedding",
@@ -469,6 +915,27 @@ pub fn validate() -> Result<(), String> {
                 ));
             }
         }
+        if op.counters.len() > MAX_COUNTERS || op.stages.len() > MAX_STAGES {
+            return Err(format!(
+                "operation `{}` declares more than {MAX_COUNTERS} counters or {MAX_STAGES} stages",
+                op.name
+            ));
+        }
+        let counted = op
+            .throughputs
+            .iter()
+            .map(|t| t.count)
+            .chain(op.ratios.iter().map(|r| r.per));
+        for count in counted {
+            if let ItemCount::Counter(name) = count
+                && op.counter_index(name).is_none()
+            {
+                return Err(format!(
+                    "operation `{}` counts undeclared counter `{name}`",
+                    op.name
+                ));
+            }
+        }
         if op.default_iterations == 0 {
             return Err(format!(
                 "operation `{}` has zero default iterations",
@@ -500,7 +967,7 @@ pub fn check_kind(kind: FieldKind, value: &Value) -> Result<Value, String> {
         FieldKind::Integer => value.as_i64().is_some(),
         FieldKind::Number => value.as_f64().is_some_and(f64::is_finite),
         FieldKind::Bool => value.is_boolean(),
-        FieldKind::String => value.is_string(),
+        FieldKind::String | FieldKind::Artifact => value.is_string(),
         FieldKind::StringList => value
             .as_array()
             .is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_string)),

@@ -39,6 +39,9 @@ pub struct Observation {
     /// Stage durations reported by the runner inside the call, by the operation's stage names.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub stages_ns: BTreeMap<String, u64>,
+    /// Operation-specific counters (audio microseconds, masks, frames), by the operation's counter names.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counts: BTreeMap<String, u64>,
 }
 
 /// A throughput figure: items per second of summed timed wall time.
@@ -59,6 +62,10 @@ pub struct Metrics {
     /// Bootstrap 95 % confidence interval of the p50 latency, milliseconds.
     pub p50_ci_ms: Option<Interval>,
     pub throughputs: Vec<Throughput>,
+    /// Wall seconds per counted quantity (seconds/image, real-time factor); `items` is the quantity's
+    /// count in its base unit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ratios: Vec<Throughput>,
     /// Stage durations (time to first token, prefill, decode), milliseconds.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub stages_ms: BTreeMap<String, Summary>,
@@ -100,17 +107,10 @@ pub fn reduce(op: &OperationDecl, observations: &[Observation]) -> Option<Metric
         .throughputs
         .iter()
         .map(|t| {
-            let items: u64 = observations
-                .iter()
-                .map(|o| match t.count {
-                    ItemCount::Call => 1,
-                    ItemCount::Items => o.items.unwrap_or(1),
-                    ItemCount::Elements => o.items.unwrap_or(1) * o.elements_per_item.unwrap_or(0),
-                    ItemCount::OutputTokens => o.output_tokens.unwrap_or(0),
-                })
-                .sum();
+            let items = count_items(t.count, observations);
+            let quantity = items as f64 * count_scale(op, t.count);
             let value = if timed_seconds > 0.0 {
-                items as f64 / timed_seconds
+                quantity / timed_seconds
             } else {
                 0.0
             };
@@ -118,6 +118,25 @@ pub fn reduce(op: &OperationDecl, observations: &[Observation]) -> Option<Metric
                 name: t.name.into(),
                 unit: t.unit.into(),
                 value,
+                items,
+            }
+        })
+        .collect();
+
+    let ratios = op
+        .ratios
+        .iter()
+        .map(|r| {
+            let items = count_items(r.per, observations);
+            let quantity = items as f64 * count_scale(op, r.per);
+            Throughput {
+                name: r.name.into(),
+                unit: r.unit.into(),
+                value: if quantity > 0.0 {
+                    timed_seconds / quantity
+                } else {
+                    0.0
+                },
                 items,
             }
         })
@@ -154,11 +173,38 @@ pub fn reduce(op: &OperationDecl, observations: &[Observation]) -> Option<Metric
         latency_ms,
         p50_ci_ms,
         throughputs,
+        ratios,
         stages_ms,
         outliers,
         timed_seconds,
         warnings,
     })
+}
+
+/// Items of `count` summed over the observations, in the count's base unit.
+fn count_items(count: ItemCount, observations: &[Observation]) -> u64 {
+    observations
+        .iter()
+        .map(|o| match count {
+            ItemCount::Call => 1,
+            ItemCount::Items => o.items.unwrap_or(1),
+            ItemCount::Elements => o.items.unwrap_or(1) * o.elements_per_item.unwrap_or(0),
+            ItemCount::OutputTokens => o.output_tokens.unwrap_or(0),
+            ItemCount::Counter(name) => o.counts.get(name).copied().unwrap_or(0),
+        })
+        .sum()
+}
+
+/// Factor from a count's base unit to its metric unit (e.g. audio microseconds to seconds).
+fn count_scale(op: &OperationDecl, count: ItemCount) -> f64 {
+    match count {
+        ItemCount::Counter(name) => op
+            .counters
+            .iter()
+            .find(|c| c.name == name)
+            .map_or(1.0, |c| c.scale),
+        _ => 1.0,
+    }
 }
 
 /// Program, runtimes and machine that produced a result.
@@ -405,6 +451,33 @@ mod tests {
         assert!((get("vector/s") - 8000.0).abs() < 1e-6);
         assert!((get("element/s") - 512_000.0).abs() < 1e-3);
         assert!(reduce(op, &[]).is_none());
+    }
+
+    #[test]
+    fn audio_counters_give_audio_seconds_per_second_and_the_real_time_factor() {
+        let op = operation("transcribe").expect("transcribe");
+        // 4 calls of 10 ms, each transcribing 0.5 s of audio into 6 tokens.
+        let o: Vec<Observation> = (0..4)
+            .map(|i| Observation {
+                iteration: i,
+                wall_ns: 10_000_000,
+                output_tokens: Some(6),
+                counts: BTreeMap::from([("audio_us".to_string(), 500_000)]),
+                ..Default::default()
+            })
+            .collect();
+        let m = reduce(op, &o).expect("metrics");
+        let get = |n: &str| m.throughputs.iter().find(|t| t.name == n).expect(n).value;
+        assert!((get("audio s/s") - 50.0).abs() < 1e-9);
+        assert!((get("output token/s") - 600.0).abs() < 1e-9);
+        let rtf = m
+            .ratios
+            .iter()
+            .find(|r| r.name == "real-time factor")
+            .expect("rtf");
+        assert!((rtf.value - 0.02).abs() < 1e-12);
+        assert!((rtf.value * get("audio s/s") - 1.0).abs() < 1e-9);
+        assert_eq!(rtf.items, 2_000_000);
     }
 
     #[test]

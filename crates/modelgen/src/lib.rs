@@ -31,6 +31,7 @@ mod init;
 mod layers;
 mod proto;
 mod reweight;
+mod tasks;
 pub mod vocab;
 
 use anyhow::{Result, bail};
@@ -38,6 +39,9 @@ use serde::Serialize;
 
 pub use gpt::{DecoderSpec, TINY_GPT};
 pub use reweight::reweight;
+pub use tasks::{
+    ASR_FRAME, FORECAST_CHANNELS, FORECAST_HORIZON, FORECAST_WINDOW, VOCODER_HOP, VOCODER_LATENT,
+};
 
 /// The seed used when a catalog entry or command does not name one. Any `u64` works; each gives
 /// a different, equally well-scaled set of weights.
@@ -50,6 +54,14 @@ pub enum Task {
     Classify,
     Encode,
     Generate,
+    Detect,
+    Segment,
+    Rerank,
+    Transcribe,
+    GenerateAudio,
+    ConvertSpeech,
+    Diffuse,
+    Forecast,
 }
 
 impl Task {
@@ -58,6 +70,14 @@ impl Task {
             Task::Classify => "classify",
             Task::Encode => "encode",
             Task::Generate => "generate",
+            Task::Detect => "detect",
+            Task::Segment => "segment",
+            Task::Rerank => "rerank",
+            Task::Transcribe => "transcribe",
+            Task::GenerateAudio => "generate_audio",
+            Task::ConvertSpeech => "convert_speech",
+            Task::Diffuse => "diffuse",
+            Task::Forecast => "forecast",
         }
     }
 }
@@ -123,6 +143,60 @@ const MODELS: &[BuiltinModel] = &[
             input("past_key_values.1.value", "f32", &[1, 4, 0, 16]),
         ],
     },
+    BuiltinModel {
+        name: "tiny-segnet",
+        description: "fully-convolutional semantic segmenter: 3x32x32 image to 4 class-mask logits",
+        task: Task::Segment,
+        inputs: &[input("image", "f32", &[1, 3, 32, 32])],
+    },
+    BuiltinModel {
+        name: "tiny-detector",
+        description: "single-shot detector: 3x32x32 image to 8 boxes with 3 class scores",
+        task: Task::Detect,
+        inputs: &[input("image", "f32", &[1, 3, 32, 32])],
+    },
+    BuiltinModel {
+        name: "tiny-reranker",
+        description: "byte-level cross-encoder: (query, document) tokens to one relevance score",
+        task: Task::Rerank,
+        inputs: &[
+            input("input_ids", "i64", &[1, 16]),
+            input("attention_mask", "i64", &[1, 16]),
+        ],
+    },
+    BuiltinModel {
+        name: "tiny-asr",
+        description: "frame-wise CTC acoustic model: 16 kHz audio to byte-token logits per 10 ms",
+        task: Task::Transcribe,
+        inputs: &[input("audio", "f32", &[1, 10, 160])],
+    },
+    BuiltinModel {
+        name: "tiny-vocoder",
+        description: "frame-wise vocoder: 16-d latent frames to 256 waveform samples each",
+        task: Task::GenerateAudio,
+        inputs: &[input("latents", "f32", &[1, 8, 16])],
+    },
+    BuiltinModel {
+        name: "tiny-voice",
+        description: "frame-wise speech-to-speech converter: 16 kHz audio in and out",
+        task: Task::ConvertSpeech,
+        inputs: &[input("audio", "f32", &[1, 10, 160])],
+    },
+    BuiltinModel {
+        name: "tiny-denoiser",
+        description: "timestep-conditioned conv noise predictor on 4x16x16 latents (image and video diffusion)",
+        task: Task::Diffuse,
+        inputs: &[
+            input("sample", "f32", &[1, 4, 16, 16]),
+            input("timestep", "f32", &[1]),
+        ],
+    },
+    BuiltinModel {
+        name: "tiny-forecaster",
+        description: "channel-independent MLP forecaster: 64-step window of 4 channels to 16 steps",
+        task: Task::Forecast,
+        inputs: &[input("history", "f32", &[1, 64, 4])],
+    },
 ];
 
 /// Every model [`generate`] knows, in a stable order.
@@ -137,6 +211,14 @@ pub fn generate(name: &str, seed: u64) -> Result<Vec<u8>> {
         "tiny-cnn" => cnn::build(seed),
         "tiny-encoder" => encoder::build(seed),
         "tiny-gpt" => gpt::build(seed),
+        "tiny-segnet" => tasks::segnet(seed),
+        "tiny-detector" => tasks::detector(seed),
+        "tiny-reranker" => tasks::reranker(seed),
+        "tiny-asr" => tasks::asr(seed),
+        "tiny-vocoder" => tasks::vocoder(seed),
+        "tiny-voice" => tasks::voice(seed),
+        "tiny-denoiser" => tasks::denoiser(seed),
+        "tiny-forecaster" => tasks::forecaster(seed),
         _ => {
             let known: Vec<&str> = MODELS.iter().map(|m| m.name).collect();
             bail!(

@@ -189,4 +189,12 @@ const PINNED: &[(&str, u64)] = &[
     ("tiny-cnn", 0xf175_3d33_931f_3667),
     ("tiny-encoder", 0x48d6_1d38_5780_ca98),
     ("tiny-gpt", 0xb4f4_e650_82b7_f0dd),
+    ("tiny-segnet", 0xfd5c_cf9e_119d_f6e2),
+    ("tiny-detector", 0x11d9_60b6_37b0_c1b2),
+    ("tiny-reranker", 0x7152_b46f_0f78_5d52),
+    ("tiny-asr", 0x4019_0174_59ec_a694),
+    ("tiny-vocoder", 0x4e1f_6f23_f088_66b4),
+    ("tiny-voice", 0x4bd3_c6a4_ff3a_9008),
+    ("tiny-denoiser", 0x4357_caba_4647_23e7),
+    ("tiny-forecaster", 0x89f1_4e4c_ed0f_87bd),
 ];

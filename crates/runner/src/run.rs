@@ -39,6 +39,9 @@ pub const PROFILE_REQUEST_FILE: &str = "profile-request.json";
 pub const PROFILE_RESULT_FILE: &str = "profile-result.json";
 pub const PROFILE_LOG: &str = "profile.log";
 /// What a self-timed runtime's tool reported besides the observations (its own summary, argv).
+/// The worker's notes on the last timed call (e.g. the transcript), beside observations.jsonl.
+pub const CALL_NOTES_FILE: &str = "call-notes.json";
+pub const CALL_NOTES_SCHEMA: &str = "trtmc.call-notes/v1";
 pub const SELF_TIMED_NOTES_FILE: &str = "timing-notes.json";
 pub const SELF_TIMED_NOTES_SCHEMA: &str = "trtmc.timing-notes/v1";
 /// Operation calls of the profiling pass when `--profile` gives no count.
@@ -534,6 +537,13 @@ fn measure_in_worker(
     }
     match result {
         Ok(res) => {
+            // What the last call produced (transcript, generated text, ranking): evidence, not metrics.
+            if !res.notes.is_empty() {
+                let doc = serde_json::json!({"schema": CALL_NOTES_SCHEMA, "notes": res.notes});
+                if let Err(e) = write_json_atomic(&dir.join(CALL_NOTES_FILE), &doc) {
+                    m.error = Some(format!("cannot write {CALL_NOTES_FILE}: {e}"));
+                }
+            }
             m.observations = res.observations;
             m.load_ms = res.load_ms;
             m.runtime = Some(res.runtime);

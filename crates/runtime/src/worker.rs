@@ -84,10 +84,11 @@ fn execute_inner(
         Duration::from_secs_f64(request.min_duration_s.max(0.0)),
     )?;
     let stage_names: Vec<&str> = op.stages.iter().map(|s| s.name).collect();
+    let counter_names: Vec<&str> = op.counters.iter().map(|c| c.name).collect();
     let observations = records
         .iter()
         .enumerate()
-        .map(|(i, r)| to_observation(i, r, &stage_names))
+        .map(|(i, r)| to_observation(i, r, &stage_names, &counter_names))
         .collect();
     Ok(WorkerResult {
         schema: WORKER_RESULT_SCHEMA.into(),
@@ -143,7 +144,12 @@ pub fn timed_loop(
     }
 }
 
-fn to_observation(index: usize, call: &TimedCall, stage_names: &[&str]) -> Observation {
+fn to_observation(
+    index: usize,
+    call: &TimedCall,
+    stage_names: &[&str],
+    counter_names: &[&str],
+) -> Observation {
     let r = &call.record;
     let positive = |v: u32| (v > 0).then_some(u64::from(v));
     Observation {
@@ -159,6 +165,11 @@ fn to_observation(index: usize, call: &TimedCall, stage_names: &[&str]) -> Obser
             .zip(r.stages_ns.iter())
             .map(|(name, &ns)| (name.to_string(), ns))
             .collect::<BTreeMap<_, _>>(),
+        counts: counter_names
+            .iter()
+            .zip(r.counts.iter())
+            .map(|(name, &n)| (name.to_string(), n))
+            .collect(),
     }
 }
 

@@ -1,11 +1,12 @@
 //! `classify`: a batch of images in, the top-1 class of each out.
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use serde_json::Value;
 
+use super::artifacts::image_batch;
 use super::{CallRecord, RunnerContext, TimedRunner, check_finite};
 use crate::runtime::Session;
-use crate::tensor::{Dim, HostTensor, TensorSpec, synthesize};
+use crate::tensor::{HostTensor, TensorSpec};
 
 pub struct ClassifyRunner {
     session: Box<dyn Session>,
@@ -19,40 +20,8 @@ pub struct ClassifyRunner {
 impl ClassifyRunner {
     pub fn prepare(mut ctx: RunnerContext<'_>) -> anyhow::Result<Self> {
         let batch = ctx.batch_size()?;
-        let seed = ctx.int("seed")? as u64;
-        let image = ctx.string("image")?.to_string();
-        if image != "synthetic" {
-            bail!("request.image `{image}`: only `synthetic` images are supported by this build");
-        }
         let session = ctx.take_session("classify")?;
-        let spec = session
-            .inputs()
-            .first()
-            .context("the classifier declares no input")?
-            .clone();
-        if spec.shape.len() != 4 {
-            bail!(
-                "classifier input `{}` must be [batch, channels, height, width]",
-                spec.describe()
-            );
-        }
-        let mut shape = Vec::with_capacity(4);
-        for (i, d) in spec.shape.iter().enumerate() {
-            shape.push(match d {
-                Dim::Fixed(n) => *n as usize,
-                Dim::Symbol(_) if i == 0 => batch,
-                Dim::Symbol(s) => {
-                    bail!("classifier input dimension `{s}` is unbound (set build.dims.{s})")
-                }
-            });
-        }
-        if shape[0] != batch {
-            bail!(
-                "the bundle was built for batch {}, the request asks for {batch}",
-                shape[0]
-            );
-        }
-        let inputs = vec![synthesize(&spec, &shape, seed, 1)?];
+        let inputs = vec![image_batch(&ctx, session.as_ref(), batch)?];
         let output_specs = session.outputs().to_vec();
         Ok(Self {
             session,

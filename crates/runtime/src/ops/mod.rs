@@ -3,11 +3,17 @@
 //! A runner prepares everything a call needs up front (inputs synthesized, artifacts decoded), then its
 //! [`TimedRunner::call`] is exactly one public operation call: the worker times it and nothing else.
 
+mod artifacts;
+mod audio;
 mod classify;
+mod diffusion;
 mod encode;
+mod forecast;
 mod generate;
 mod infer;
+mod rerank;
 mod testing;
+mod vision;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -30,9 +36,11 @@ pub struct CallRecord {
     pub output_tokens: u32,
     /// Stage durations in the order of the operation's declared stages.
     pub stages_ns: [u64; MAX_STAGES],
+    /// Operation-specific counters in the order of the operation's declared counters.
+    pub counts: [u64; MAX_COUNTERS],
 }
 
-pub const MAX_STAGES: usize = 3;
+pub use trtmc_core::operations::{MAX_COUNTERS, MAX_STAGES};
 
 pub trait TimedRunner {
     /// The one public operation call. Everything in here is inside the timed region.
@@ -97,6 +105,15 @@ pub fn prepare(operation: &str, ctx: RunnerContext<'_>) -> anyhow::Result<Box<dy
         "classify" => Box::new(classify::ClassifyRunner::prepare(ctx)?),
         "encode" => Box::new(encode::EncodeRunner::prepare(ctx)?),
         "generate" => Box::new(generate::GenerateRunner::prepare(ctx)?),
+        "detect" => Box::new(vision::DetectRunner::prepare(ctx)?),
+        "segment" => Box::new(vision::SegmentRunner::prepare(ctx)?),
+        "rerank" => Box::new(rerank::RerankRunner::prepare(ctx)?),
+        "transcribe" => Box::new(audio::TranscribeRunner::prepare(ctx)?),
+        "generate_audio" => Box::new(audio::GenerateAudioRunner::prepare(ctx)?),
+        "convert_speech" => Box::new(audio::ConvertSpeechRunner::prepare(ctx)?),
+        "generate_image" => Box::new(diffusion::DiffusionRunner::prepare(ctx, false)?),
+        "generate_video" => Box::new(diffusion::DiffusionRunner::prepare(ctx, true)?),
+        "forecast" => Box::new(forecast::ForecastRunner::prepare(ctx)?),
         "test_noop" => Box::new(testing::Noop),
         "test_sleep" => Box::new(testing::Sleep::prepare(&ctx)?),
         "test_crash" => Box::new(testing::Crash::prepare(&ctx)?),
@@ -112,6 +129,15 @@ pub const RUNNERS: &[&str] = &[
     "classify",
     "encode",
     "generate",
+    "detect",
+    "segment",
+    "rerank",
+    "transcribe",
+    "generate_audio",
+    "convert_speech",
+    "generate_image",
+    "generate_video",
+    "forecast",
     "test_noop",
     "test_sleep",
     "test_crash",

@@ -1,0 +1,439 @@
+//! Task breadth through the real binary: every operation of the registry runs its catalog profile (seeded
+//! built-in models, packaged WAV/PNG artifacts) and its task metrics are checked against the raw
+//! observations: throughput × timed seconds = items counted; real-time factor × audio seconds/s = 1;
+//! seconds/item × items/s = 1.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use serde_json::Value;
+
+struct Env {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+fn env() -> Env {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let root = tmp.path().to_path_buf();
+    Env { _tmp: tmp, root }
+}
+
+/// Runs `model` (its default case unless `extra` names one) with 3 timed calls; returns the result
+/// document's cases and the result directory.
+fn run_model(e: &Env, model: &str, extra: &[&str]) -> (Vec<Value>, PathBuf) {
+    let dir = e.root.join(format!("out-{model}"));
+    let cache = e.root.join("cache");
+    let mut args = vec![
+        "run",
+        "--model",
+        model,
+        "--bundle-cache",
+        cache.to_str().expect("utf8"),
+        "-o",
+        dir.to_str().expect("utf8"),
+        "-q",
+        "--warmup",
+        "1",
+        "--iterations",
+        "3",
+    ];
+    args.extend_from_slice(extra);
+    let out = run(&args);
+    assert_eq!(code(&out), 0, "{model}: {}", stderr(&out));
+    let doc = assert_result_dir_valid(&dir);
+    let cases = doc["cases"].as_array().expect("cases").clone();
+    for case in &cases {
+        assert_eq!(case["status"], "completed", "{case}");
+    }
+    (cases, dir)
+}
+
+fn named<'a>(case: &'a Value, list: &str, name: &str) -> &'a Value {
+    case["metrics"][list]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {list}"))
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no {list} entry {name}: {}", case["metrics"]))
+}
+
+fn throughput(case: &Value, name: &str) -> f64 {
+    named(case, "throughputs", name)["value"]
+        .as_f64()
+        .expect("value")
+}
+
+fn ratio(case: &Value, name: &str) -> f64 {
+    named(case, "ratios", name)["value"]
+        .as_f64()
+        .expect("value")
+}
+
+fn seconds(case: &Value) -> f64 {
+    case["metrics"]["timed_seconds"].as_f64().expect("seconds")
+}
+
+fn observations(dir: &Path, case: &Value) -> Vec<Value> {
+    let path = dir
+        .join(case["dir"].as_str().expect("dir"))
+        .join("observations.jsonl");
+    std::fs::read_to_string(path)
+        .expect("observations")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect()
+}
+
+/// Sum of `field` (or `counts.<name>` with `counts.` prefix) over the observations.
+fn total(obs: &[Value], field: &str) -> u64 {
+    obs.iter()
+        .map(|o| match field.strip_prefix("counts.") {
+            Some(c) => o["counts"][c].as_u64().unwrap_or(0),
+            None => o[field].as_u64().unwrap_or(0),
+        })
+        .sum()
+}
+
+fn notes(dir: &Path, case: &Value) -> Value {
+    read_json(
+        &dir.join(case["dir"].as_str().expect("dir"))
+            .join("call-notes.json"),
+    )
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1e-12)
+}
+
+/// throughput × timed seconds = the quantity the observations counted.
+fn assert_counts(case: &Value, metric: &str, counted: f64) {
+    let v = throughput(case, metric);
+    assert!(
+        close(v * seconds(case), counted),
+        "{metric}: {v} × {} s ≠ {counted}",
+        seconds(case)
+    );
+}
+
+#[test]
+fn every_task_profile_is_listed_ready() {
+    let out = run(&["list", "models", "--format", "json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc: Value = serde_json::from_str(&stdout(&out)).expect("json");
+    let models = doc["models"].as_array().expect("models");
+    for name in [
+        "tiny-segnet",
+        "tiny-detector",
+        "tiny-reranker",
+        "tiny-asr",
+        "tiny-vocoder",
+        "tiny-voice",
+        "tiny-diffusion",
+        "tiny-video-diffusion",
+        "tiny-forecaster",
+        "tiny-operator",
+    ] {
+        let m = models
+            .iter()
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not listed"));
+        assert_eq!(m["status"], "ready", "{m}");
+    }
+}
+
+#[test]
+fn segmentation_counts_images_masks_and_mask_pixels() {
+    let e = env();
+    let (cases, dir) = run_model(&e, "tiny-segnet", &["--case", "image", "--case", "batch4"]);
+    for (case, batch) in cases.iter().zip([1u64, 4]) {
+        let obs = observations(&dir, case);
+        assert_eq!(total(&obs, "items"), 3 * batch);
+        assert_eq!(
+            total(&obs, "counts.masks"),
+            3 * batch * 4,
+            "4 class masks per image"
+        );
+        assert_eq!(total(&obs, "counts.mask_pixels"), 3 * batch * 4 * 32 * 32);
+        assert_counts(case, "image/s", (3 * batch) as f64);
+        assert_counts(case, "mask/s", (3 * batch * 4) as f64);
+        assert_counts(case, "mask pixel/s", (3 * batch * 4 * 1024) as f64);
+        assert!(close(
+            throughput(case, "image/s"),
+            batch as f64 * throughput(case, "request/s")
+        ));
+        let pixels = notes(&dir, case)["notes"]["pixels_per_class"].clone();
+        let labelled: u64 = pixels
+            .as_array()
+            .expect("pixels_per_class")
+            .iter()
+            .map(|v| v.as_u64().expect("count"))
+            .sum();
+        assert_eq!(labelled, batch * 1024, "every pixel gets one label");
+    }
+    // The packaged image is part of the workload identity; the synthetic batch has none.
+    let resolved = read_json(
+        &dir.join(cases[0]["dir"].as_str().expect("dir"))
+            .join("resolved-case.json"),
+    );
+    assert_eq!(
+        resolved["request"]["image"]["value"],
+        "../assets/shapes.png"
+    );
+}
+
+#[test]
+fn detection_reports_images_per_second_and_batches_in_one_call() {
+    let e = env();
+    let (cases, dir) = run_model(
+        &e,
+        "tiny-detector",
+        &["--case", "image", "--case", "batch4"],
+    );
+    for (case, batch) in cases.iter().zip([1u64, 4]) {
+        let obs = observations(&dir, case);
+        assert_eq!(total(&obs, "items"), 3 * batch);
+        assert_counts(case, "image/s", (3 * batch) as f64);
+        let detections = notes(&dir, case)["notes"]["detections"]
+            .as_u64()
+            .expect("detections");
+        assert!(detections <= batch * 8, "at most 8 boxes per image");
+    }
+}
+
+#[test]
+fn reranking_scores_every_document_in_one_call() {
+    let e = env();
+    let (cases, dir) = run_model(&e, "tiny-reranker", &[]);
+    let case = &cases[0];
+    assert_counts(case, "document/s", 24.0);
+    assert!(close(
+        throughput(case, "document/s"),
+        8.0 * throughput(case, "request/s")
+    ));
+    let mut ranking: Vec<u64> = notes(&dir, case)["notes"]["ranking"]
+        .as_array()
+        .expect("ranking")
+        .iter()
+        .map(|v| v.as_u64().expect("index"))
+        .collect();
+    ranking.sort_unstable();
+    assert_eq!(
+        ranking,
+        (0..8).collect::<Vec<_>>(),
+        "a permutation of the documents"
+    );
+}
+
+#[test]
+fn transcription_offline_and_streaming_report_audio_rate_rtf_tokens_and_first_partial() {
+    let e = env();
+    let (cases, dir) = run_model(
+        &e,
+        "tiny-asr",
+        &["--case", "offline", "--case", "streaming"],
+    );
+    for (case, chunks) in cases.iter().zip([1u64, 4]) {
+        let obs = observations(&dir, case);
+        // 12000 samples at 16 kHz per call.
+        assert_eq!(total(&obs, "counts.audio_us"), 3 * 750_000);
+        assert_counts(case, "audio s/s", 3.0 * 0.75);
+        let rtf = ratio(case, "real-time factor");
+        assert!(close(rtf, seconds(case) / 2.25), "RTF = wall s / audio s");
+        assert!(close(rtf * throughput(case, "audio s/s"), 1.0));
+        let tokens = total(&obs, "output_tokens");
+        assert!(tokens > 0, "the seeded model emits tokens");
+        assert_counts(case, "output token/s", tokens as f64);
+        for o in &obs {
+            let first = o["stages_ns"]["first_partial"]
+                .as_u64()
+                .expect("first_partial");
+            assert!(first > 0 && first <= o["wall_ns"].as_u64().expect("wall"));
+        }
+        let n = notes(&dir, case);
+        assert_eq!(n["notes"]["chunks"], chunks);
+        assert_eq!(n["notes"]["audio_seconds"], 0.75);
+    }
+    // Streaming is exact for a frame-wise model: the same transcript either way.
+    assert_eq!(
+        notes(&dir, &cases[0])["notes"]["transcript"],
+        notes(&dir, &cases[1])["notes"]["transcript"]
+    );
+}
+
+#[test]
+fn audio_generation_reports_samples_audio_seconds_and_rtf() {
+    let e = env();
+    let (cases, dir) = run_model(&e, "tiny-vocoder", &[]);
+    let case = &cases[0];
+    let obs = observations(&dir, case);
+    assert_eq!(total(&obs, "counts.samples"), 3 * 63 * 256);
+    assert_counts(case, "sample/s", (3 * 63 * 256) as f64);
+    assert_counts(case, "audio s/s", 3.0 * 16128.0 / 16000.0);
+    assert!(close(
+        throughput(case, "audio s/s") * 16000.0,
+        throughput(case, "sample/s")
+    ));
+    assert!(close(
+        ratio(case, "real-time factor") * throughput(case, "audio s/s"),
+        1.0
+    ));
+}
+
+#[test]
+fn speech_to_speech_reports_consumed_and_generated_audio() {
+    let e = env();
+    let (cases, _) = run_model(&e, "tiny-voice", &[]);
+    let case = &cases[0];
+    assert_counts(case, "consumed audio s/s", 2.25);
+    assert_counts(case, "generated audio s/s", 2.25);
+    assert!(close(
+        ratio(case, "input real-time factor") * throughput(case, "consumed audio s/s"),
+        1.0
+    ));
+}
+
+#[test]
+fn image_diffusion_reports_images_per_second_and_seconds_per_image() {
+    let e = env();
+    let (cases, dir) = run_model(
+        &e,
+        "tiny-diffusion",
+        &["--case", "four-steps", "--case", "batch2"],
+    );
+    for (case, batch) in cases.iter().zip([1u64, 2]) {
+        assert_counts(case, "image/s", (3 * batch) as f64);
+        assert!(close(
+            ratio(case, "s/image") * throughput(case, "image/s"),
+            1.0
+        ));
+        assert_eq!(notes(&dir, case)["notes"]["steps"], 4);
+    }
+    let defaults = read_json(
+        &dir.join(cases[0]["dir"].as_str().expect("dir"))
+            .join("resolved-case.json"),
+    );
+    assert_eq!(defaults["request"]["steps"]["source"], "case");
+}
+
+#[test]
+fn video_diffusion_reports_videos_frames_and_seconds_per_video() {
+    let e = env();
+    let (cases, dir) = run_model(&e, "tiny-video-diffusion", &[]);
+    let case = &cases[0];
+    let obs = observations(&dir, case);
+    assert_eq!(total(&obs, "counts.frames"), 3 * 8);
+    assert_counts(case, "video/s", 3.0);
+    assert_counts(case, "frame/s", 24.0);
+    assert!(close(
+        ratio(case, "s/video") * throughput(case, "video/s"),
+        1.0
+    ));
+    // The frame count is a shape: it binds the denoiser's batch dimension.
+    let resolved = read_json(
+        &dir.join(case["dir"].as_str().expect("dir"))
+            .join("resolved-case.json"),
+    );
+    assert_eq!(resolved["build"]["dims.batch"]["value"], 8);
+}
+
+#[test]
+fn forecasting_and_neural_operators_report_windows_and_forecast_elements() {
+    let e = env();
+    for (model, batch) in [("tiny-forecaster", 16u64), ("tiny-operator", 8)] {
+        let (cases, _) = run_model(&e, model, &[]);
+        let case = &cases[0];
+        assert_counts(case, "window/s", (3 * batch) as f64);
+        assert_counts(case, "forecast element/s", (3 * batch * 16 * 4) as f64);
+    }
+}
+
+#[test]
+fn operations_without_a_batch_api_reject_batches_and_artifacts_must_exist() {
+    let e = env();
+    let cache = e.root.join("cache");
+    let dry = |model: &str, set: &str| {
+        run(&[
+            "run",
+            "--model",
+            model,
+            "--bundle-cache",
+            cache.to_str().expect("utf8"),
+            "--set",
+            set,
+            "--dry-run",
+        ])
+    };
+    let video = dry("tiny-video-diffusion", "request.batch_size=2");
+    assert_eq!(code(&video), 3, "{}", stderr(&video));
+    let missing = dry("tiny-asr", "request.audio=../assets/missing.wav");
+    assert_eq!(code(&missing), 3, "{}", stderr(&missing));
+    assert!(
+        stderr(&missing).contains("missing.wav") && stderr(&missing).contains("request.audio"),
+        "{}",
+        stderr(&missing)
+    );
+}
+
+/// The bytes of an artifact input are part of the case identity: a copy of the profile whose WAV file
+/// differs by one sample resolves to another identity; an identical copy to the same one.
+#[test]
+fn artifact_bytes_are_hashed_into_the_case_identity() {
+    let e = env();
+    let catalog = e.root.join("catalog");
+    let repo = repo_root().join("catalog");
+    for sub in ["tiny-asr", "assets"] {
+        std::fs::create_dir_all(catalog.join(sub)).expect("mkdir");
+        for f in std::fs::read_dir(repo.join(sub)).expect("read_dir") {
+            let f = f.expect("entry").path();
+            std::fs::copy(&f, catalog.join(sub).join(f.file_name().expect("name"))).expect("copy");
+        }
+    }
+    let identity = |out: &str| {
+        let dir = e.root.join(out);
+        let o = run(&[
+            "run",
+            "--manifest-root",
+            catalog.to_str().expect("utf8"),
+            "--model",
+            "tiny-asr",
+            "--bundle-cache",
+            e.root.join("cache").to_str().expect("utf8"),
+            "-o",
+            dir.to_str().expect("utf8"),
+            "-q",
+            "--warmup",
+            "0",
+            "--iterations",
+            "1",
+        ]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let doc = read_json(&dir.join("result.json"));
+        doc["cases"][0]["identity"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| {
+                read_json(
+                    &dir.join(doc["cases"][0]["dir"].as_str().expect("dir"))
+                        .join("resolved-case.json"),
+                )["identity"]
+                    .as_str()
+                    .expect("identity")
+                    .to_string()
+            })
+    };
+    let first = identity("a");
+    assert_eq!(first, identity("b"), "same bytes, same identity");
+    let wav = catalog.join("assets/speech.wav");
+    let mut bytes = std::fs::read(&wav).expect("wav");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    std::fs::write(&wav, bytes).expect("write");
+    assert_ne!(
+        first,
+        identity("c"),
+        "one changed sample changes the workload"
+    );
+}

@@ -1,0 +1,213 @@
+//! Artifact inputs (request fields of kind `Artifact`): files relative to MODEL.toml, decoded while the
+//! runner is prepared, never inside the timed region. The case identity already holds their SHA-256.
+
+use std::path::PathBuf;
+
+use anyhow::{Context as _, bail};
+use ndarray::{ArrayD, IxDyn};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::RunnerContext;
+use crate::runtime::Session;
+use crate::tensor::{Dim, HostTensor, TensorSpec};
+
+/// The file named by artifact field `field`, or `None` for `synthetic`.
+pub(crate) fn artifact_path(
+    ctx: &RunnerContext<'_>,
+    field: &str,
+) -> anyhow::Result<Option<PathBuf>> {
+    let rel = ctx.string(field)?;
+    if rel == "synthetic" {
+        return Ok(None);
+    }
+    let dir = ctx.manifest_dir.with_context(|| {
+        format!("request.{field} = `{rel}` names a file, but the case has no manifest directory")
+    })?;
+    Ok(Some(dir.join(rel)))
+}
+
+/// A mono WAV file as f32 samples in [-1, 1]; it must have the model's sample rate.
+pub(crate) fn read_wav(path: &std::path::Path, expected_rate: u32) -> anyhow::Result<Vec<f32>> {
+    let mut reader = hound::WavReader::open(path)
+        .with_context(|| format!("cannot read WAV file {}", path.display()))?;
+    let spec = reader.spec();
+    if spec.channels != 1 {
+        bail!(
+            "WAV file {} has {} channels: give a mono file",
+            path.display(),
+            spec.channels
+        );
+    }
+    if spec.sample_rate != expected_rate {
+        bail!(
+            "WAV file {} is sampled at {} Hz, the model expects {expected_rate} Hz (resample it, or set request.sample_rate)",
+            path.display(),
+            spec.sample_rate
+        );
+    }
+    let samples: Vec<f32> = match spec.sample_format {
+        hound::SampleFormat::Float => reader
+            .samples::<f32>()
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("corrupt WAV data in {}", path.display()))?,
+        hound::SampleFormat::Int => {
+            let full_scale = (1i64 << (spec.bits_per_sample.saturating_sub(1))) as f32;
+            reader
+                .samples::<i32>()
+                .map(|s| s.map(|v| v as f32 / full_scale))
+                .collect::<Result<_, _>>()
+                .with_context(|| format!("corrupt WAV data in {}", path.display()))?
+        }
+    };
+    if samples.is_empty() {
+        bail!("WAV file {} holds no samples", path.display());
+    }
+    Ok(samples)
+}
+
+/// Audio of the `audio` field: the WAV file, or one second of seeded noise for `synthetic`.
+pub(crate) fn audio_input(ctx: &RunnerContext<'_>, rate: u32) -> anyhow::Result<Vec<f32>> {
+    match artifact_path(ctx, "audio")? {
+        Some(path) => read_wav(&path, rate),
+        None => {
+            let mut rng = ChaCha8Rng::seed_from_u64(0);
+            Ok((0..rate).map(|_| rng.random_range(-0.5..0.5)).collect())
+        }
+    }
+}
+
+/// How an audio model takes its samples: [1, samples] zero-padded to whole frames of `frame` samples, or
+/// framed by the caller as [1, frames, frame] when the model declares a fixed last axis.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AudioLayout {
+    pub frame: usize,
+    pub framed: bool,
+}
+
+impl AudioLayout {
+    /// From the model's audio input; `frame_samples` applies to [1, samples] inputs only.
+    pub(crate) fn of(spec: &TensorSpec, frame_samples: usize) -> anyhow::Result<Self> {
+        match spec.shape.as_slice() {
+            [_, _] => Ok(Self {
+                frame: frame_samples.max(1),
+                framed: false,
+            }),
+            [_, _, Dim::Fixed(f)] if *f > 0 => Ok(Self {
+                frame: *f as usize,
+                framed: true,
+            }),
+            _ => bail!(
+                "audio input `{}` must be [1, samples] or [1, frames, frame_samples] with a fixed frame",
+                spec.describe()
+            ),
+        }
+    }
+
+    /// Zero-pads `samples` to whole frames and shapes them for the model.
+    pub(crate) fn tensor(self, samples: &[f32]) -> anyhow::Result<HostTensor> {
+        let frames = samples.len().div_ceil(self.frame).max(1);
+        let mut padded = samples.to_vec();
+        padded.resize(frames * self.frame, 0.0);
+        let shape = if self.framed {
+            IxDyn(&[1, frames, self.frame])
+        } else {
+            IxDyn(&[1, frames * self.frame])
+        };
+        Ok(HostTensor::F32(ArrayD::from_shape_vec(shape, padded)?))
+    }
+}
+
+/// The concrete shape of a batch-first input: a symbolic first axis takes `batch`, a fixed one must equal
+/// it, every other axis must be fixed.
+pub(crate) fn batch_shape(spec: &TensorSpec, batch: usize) -> anyhow::Result<Vec<usize>> {
+    let mut shape = Vec::with_capacity(spec.shape.len());
+    for (i, d) in spec.shape.iter().enumerate() {
+        shape.push(match d {
+            Dim::Fixed(n) => *n as usize,
+            Dim::Symbol(_) if i == 0 => batch,
+            Dim::Symbol(s) => bail!(
+                "input `{}` dimension `{s}` is unbound (set build.dims.{s})",
+                spec.name
+            ),
+        });
+    }
+    if shape.first() != Some(&batch) {
+        bail!(
+            "the bundle was built for batch {}, the request asks for {batch}",
+            shape.first().copied().unwrap_or(0)
+        );
+    }
+    Ok(shape)
+}
+
+/// The concrete [batch, channels, height, width] shape of an image input.
+pub(crate) fn image_shape(spec: &TensorSpec, batch: usize) -> anyhow::Result<Vec<usize>> {
+    if spec.shape.len() != 4 {
+        bail!(
+            "image input `{}` must be [batch, channels, height, width]",
+            spec.describe()
+        );
+    }
+    batch_shape(spec, batch)
+}
+
+/// The image batch of a vision operation: seeded noise for `synthetic`, otherwise the decoded image file
+/// resized to the input's height and width, scaled to [0, 1], repeated over the batch.
+pub(crate) fn image_batch(
+    ctx: &RunnerContext<'_>,
+    session: &dyn Session,
+    batch: usize,
+) -> anyhow::Result<HostTensor> {
+    let spec = session
+        .inputs()
+        .first()
+        .context("the model declares no image input")?;
+    let shape = image_shape(spec, batch)?;
+    let seed = ctx.int("seed")? as u64;
+    let Some(path) = artifact_path(ctx, "image")? else {
+        return crate::tensor::synthesize(spec, &shape, seed, 1);
+    };
+    let (c, h, w) = (shape[1], shape[2], shape[3]);
+    if c != 3 && c != 1 {
+        bail!(
+            "image input `{}` has {c} channels: only 1 (gray) or 3 (RGB) images can be fed",
+            spec.name
+        );
+    }
+    let decoded =
+        image::open(&path).with_context(|| format!("cannot decode image {}", path.display()))?;
+    let rgb = image::imageops::resize(
+        &decoded.to_rgb8(),
+        w as u32,
+        h as u32,
+        image::imageops::FilterType::Triangle,
+    );
+    let mut one = vec![0f32; c * h * w];
+    for (x, y, p) in rgb.enumerate_pixels() {
+        let (x, y) = (x as usize, y as usize);
+        if c == 1 {
+            let gray = (f32::from(p[0]) + f32::from(p[1]) + f32::from(p[2])) / 3.0;
+            one[y * w + x] = gray / 255.0;
+        } else {
+            for ch in 0..3 {
+                one[ch * h * w + y * w + x] = f32::from(p[ch]) / 255.0;
+            }
+        }
+    }
+    let data: Vec<f32> = one
+        .iter()
+        .copied()
+        .cycle()
+        .take(batch * one.len())
+        .collect();
+    Ok(HostTensor::F32(ArrayD::from_shape_vec(
+        IxDyn(&shape),
+        data,
+    )?))
+}
+
+/// Microseconds of audio in `samples` samples at `rate` Hz.
+pub(crate) fn audio_us(samples: usize, rate: u32) -> u64 {
+    (samples as u64 * 1_000_000) / u64::from(rate.max(1))
+}

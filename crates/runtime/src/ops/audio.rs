@@ -1,0 +1,291 @@
+//! Audio operations. The WAV input is decoded while the runner is prepared; each call feeds the samples
+//! through the model and counts the audio it consumed or produced in microseconds (`audio_us`), so that
+//! audio seconds per second and the real-time factor (wall seconds per audio second) follow by reduction.
+//!
+//! - `transcribe`: a CTC acoustic model (`logits` [1, frames, vocab], blank = 0), greedy CTC decoding into
+//!   tokens. Offline, one pass over the whole file; streaming (`request.chunk_ms > 0`), one pass per chunk
+//!   with the transcript growing chunk by chunk, and `first_partial` = call start to the first chunk's
+//!   partial transcript.
+//! - `generate_audio`: seeded latent frames through a vocoder into a waveform.
+//! - `convert_speech`: the WAV file through a speech-to-speech model into a new waveform.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use anyhow::{Context as _, bail};
+use ndarray::{ArrayD, IxDyn};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::Value;
+
+use super::artifacts::{AudioLayout, audio_input, audio_us};
+use super::{CallRecord, RunnerContext, TimedRunner, check_finite};
+use crate::runtime::Session;
+use crate::tensor::{Dim, HostTensor, TensorSpec};
+use crate::tokenize::Tokenizer;
+
+/// CTC blank label.
+const BLANK: i64 = 0;
+
+fn positive(ctx: &RunnerContext<'_>, name: &str) -> anyhow::Result<usize> {
+    let v = ctx.int(name)?;
+    if v < 1 {
+        bail!("request.{name} must be at least 1, got {v}");
+    }
+    Ok(v as usize)
+}
+
+fn reject_batch(ctx: &RunnerContext<'_>, operation: &str) -> anyhow::Result<()> {
+    if ctx.batch_size()? > 1 {
+        bail!("operation `{operation}` has no batch API: request.batch_size above 1 is rejected");
+    }
+    Ok(())
+}
+
+pub struct TranscribeRunner {
+    session: Box<dyn Session>,
+    tokenizer: Tokenizer,
+    /// The whole file (offline) or one tensor per chunk (streaming), zero-padded to whole frames.
+    chunks: Vec<HostTensor>,
+    audio_us: u64,
+    tokens: Vec<i64>,
+    outputs: Vec<HostTensor>,
+    output_specs: Vec<TensorSpec>,
+}
+
+impl TranscribeRunner {
+    pub fn prepare(mut ctx: RunnerContext<'_>) -> anyhow::Result<Self> {
+        reject_batch(&ctx, "transcribe")?;
+        let rate = positive(&ctx, "sample_rate")? as u32;
+        let frame = positive(&ctx, "frame_samples")?;
+        let chunk_ms = ctx.int("chunk_ms")?;
+        if chunk_ms < 0 {
+            bail!(
+                "request.chunk_ms must be 0 (offline) or a positive chunk length, got {chunk_ms}"
+            );
+        }
+        let samples = audio_input(&ctx, rate)?;
+        let tokenizer = Tokenizer::from_name(ctx.tokenizer)?;
+        let session = ctx.take_session("transcribe")?;
+        let [spec] = session.inputs() else {
+            bail!("the acoustic model must take one input, the audio");
+        };
+        let layout = AudioLayout::of(spec, frame)?;
+        let frame = layout.frame;
+        let chunk = if chunk_ms == 0 {
+            samples.len()
+        } else {
+            // Whole frames per chunk, at least one.
+            let n = (chunk_ms as usize * rate as usize / 1000).div_ceil(frame) * frame;
+            n.max(frame)
+        };
+        let chunks = samples
+            .chunks(chunk)
+            .map(|c| layout.tensor(c))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let output_specs = session.outputs().to_vec();
+        Ok(Self {
+            session,
+            tokenizer,
+            chunks,
+            audio_us: audio_us(samples.len(), rate),
+            tokens: Vec::new(),
+            outputs: Vec::new(),
+            output_specs,
+        })
+    }
+}
+
+/// Appends the greedy CTC labels of `logits` [1, frames, vocab] to `tokens`; `prev` carries the last label
+/// across chunk boundaries so that a repeat split by a boundary still collapses.
+fn ctc_greedy(logits: &ArrayD<f32>, prev: &mut i64, tokens: &mut Vec<i64>) -> anyhow::Result<()> {
+    let vocab = *logits
+        .shape()
+        .last()
+        .context("logits have no vocabulary axis")?;
+    let flat = logits
+        .as_slice_memory_order()
+        .context("logits are not contiguous")?;
+    for frame in flat.chunks(vocab.max(1)) {
+        let label = frame
+            .iter()
+            .enumerate()
+            .fold((0usize, f32::NEG_INFINITY), |b, (i, &v)| {
+                if v > b.1 { (i, v) } else { b }
+            })
+            .0 as i64;
+        if label != BLANK && label != *prev {
+            tokens.push(label);
+        }
+        *prev = label;
+    }
+    Ok(())
+}
+
+impl TimedRunner for TranscribeRunner {
+    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
+        let started = Instant::now();
+        let mut first_partial = 0u64;
+        self.tokens.clear();
+        let mut prev = BLANK;
+        for (i, chunk) in self.chunks.iter().enumerate() {
+            self.outputs = self.session.run(vec![chunk.clone()])?;
+            let logits = self
+                .outputs
+                .first()
+                .and_then(HostTensor::as_f32)
+                .context("the acoustic model's first output is not f32 logits")?;
+            ctc_greedy(logits, &mut prev, &mut self.tokens)?;
+            if i == 0 {
+                first_partial = started.elapsed().as_nanos() as u64;
+            }
+        }
+        record.items = 1;
+        record.output_tokens = self.tokens.len() as u32;
+        record.counts[0] = self.audio_us;
+        record.stages_ns[0] = first_partial;
+        Ok(())
+    }
+
+    fn verify(&mut self) -> anyhow::Result<()> {
+        check_finite(&self.output_specs, &self.outputs)
+    }
+
+    fn notes(&self) -> BTreeMap<String, Value> {
+        BTreeMap::from([
+            (
+                "transcript".to_string(),
+                Value::from(self.tokenizer.decode(&self.tokens)),
+            ),
+            ("chunks".to_string(), Value::from(self.chunks.len())),
+            (
+                "audio_seconds".to_string(),
+                Value::from(self.audio_us as f64 / 1e6),
+            ),
+        ])
+    }
+}
+
+pub struct GenerateAudioRunner {
+    session: Box<dyn Session>,
+    latents: HostTensor,
+    rate: u32,
+    samples: usize,
+    outputs: Vec<HostTensor>,
+    output_specs: Vec<TensorSpec>,
+}
+
+impl GenerateAudioRunner {
+    pub fn prepare(mut ctx: RunnerContext<'_>) -> anyhow::Result<Self> {
+        reject_batch(&ctx, "generate_audio")?;
+        let rate = positive(&ctx, "sample_rate")? as u32;
+        let frames = positive(&ctx, "frames")?;
+        let seed = ctx.int("seed")? as u64;
+        let session = ctx.take_session("generate_audio")?;
+        let spec = session
+            .inputs()
+            .first()
+            .context("the vocoder declares no input")?;
+        let width = match spec.shape.as_slice() {
+            [_, _, Dim::Fixed(w)] => *w as usize,
+            _ => bail!(
+                "vocoder input `{}` must be [1, frames, latent_width] with a fixed width",
+                spec.describe()
+            ),
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let values: Vec<f32> = (0..frames * width)
+            .map(|_| rng.random_range(-1.0..1.0))
+            .collect();
+        let latents = HostTensor::F32(ArrayD::from_shape_vec(IxDyn(&[1, frames, width]), values)?);
+        let output_specs = session.outputs().to_vec();
+        Ok(Self {
+            session,
+            latents,
+            rate,
+            samples: 0,
+            outputs: Vec::new(),
+            output_specs,
+        })
+    }
+}
+
+impl TimedRunner for GenerateAudioRunner {
+    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
+        self.outputs = self.session.run(vec![self.latents.clone()])?;
+        let audio = self
+            .outputs
+            .first()
+            .context("the vocoder returned no audio")?;
+        self.samples = audio.shape().iter().product();
+        record.items = 1;
+        record.counts[0] = audio_us(self.samples, self.rate);
+        record.counts[1] = self.samples as u64;
+        Ok(())
+    }
+
+    fn verify(&mut self) -> anyhow::Result<()> {
+        check_finite(&self.output_specs, &self.outputs)
+    }
+
+    fn notes(&self) -> BTreeMap<String, Value> {
+        BTreeMap::from([("generated_samples".to_string(), Value::from(self.samples))])
+    }
+}
+
+pub struct ConvertSpeechRunner {
+    session: Box<dyn Session>,
+    audio: HostTensor,
+    rate: u32,
+    input_us: u64,
+    generated: usize,
+    outputs: Vec<HostTensor>,
+    output_specs: Vec<TensorSpec>,
+}
+
+impl ConvertSpeechRunner {
+    pub fn prepare(mut ctx: RunnerContext<'_>) -> anyhow::Result<Self> {
+        reject_batch(&ctx, "convert_speech")?;
+        let rate = positive(&ctx, "sample_rate")? as u32;
+        let frame = positive(&ctx, "frame_samples")?;
+        let samples = audio_input(&ctx, rate)?;
+        let session = ctx.take_session("convert_speech")?;
+        let [spec] = session.inputs() else {
+            bail!("the speech-to-speech model must take one input, the audio");
+        };
+        let audio = AudioLayout::of(spec, frame)?.tensor(&samples)?;
+        let output_specs = session.outputs().to_vec();
+        Ok(Self {
+            session,
+            audio,
+            rate,
+            input_us: audio_us(samples.len(), rate),
+            generated: 0,
+            outputs: Vec::new(),
+            output_specs,
+        })
+    }
+}
+
+impl TimedRunner for ConvertSpeechRunner {
+    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
+        self.outputs = self.session.run(vec![self.audio.clone()])?;
+        let out = self
+            .outputs
+            .first()
+            .context("the model returned no audio")?;
+        self.generated = out.shape().iter().product();
+        record.items = 1;
+        record.counts[0] = self.input_us;
+        record.counts[1] = audio_us(self.generated, self.rate);
+        Ok(())
+    }
+
+    fn verify(&mut self) -> anyhow::Result<()> {
+        check_finite(&self.output_specs, &self.outputs)
+    }
+
+    fn notes(&self) -> BTreeMap<String, Value> {
+        BTreeMap::from([("generated_samples".to_string(), Value::from(self.generated))])
+    }
+}

@@ -1,0 +1,170 @@
+//! `rerank`: a query and `batch_size` documents in (the batch cycles through `request.documents`), one
+//! relevance score per (query, document) pair out, from one cross-encoder call. Each pair is tokenized as
+//! `BOS query EOS document EOS`, padded to the longest pair (or to the bundle's fixed length); tokenizing
+//! and sorting the documents by score are part of the call.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context as _, bail};
+use ndarray::{ArrayD, IxDyn};
+use serde_json::Value;
+
+use super::{CallRecord, RunnerContext, TimedRunner, check_finite};
+use crate::runtime::Session;
+use crate::tensor::{Dim, HostTensor, TensorSpec};
+use crate::tokenize::{BOS, EOS, PAD, Tokenizer};
+
+pub struct RerankRunner {
+    session: Box<dyn Session>,
+    tokenizer: Tokenizer,
+    query: String,
+    documents: Vec<String>,
+    seq_len: Option<usize>,
+    input_names: Vec<String>,
+    outputs: Vec<HostTensor>,
+    output_specs: Vec<TensorSpec>,
+    ranking: Vec<usize>,
+}
+
+impl RerankRunner {
+    pub fn prepare(mut ctx: RunnerContext<'_>) -> anyhow::Result<Self> {
+        let batch = ctx.batch_size()?;
+        let query = ctx.string("query")?.to_string();
+        let documents: Vec<String> = ctx
+            .request
+            .get("documents")
+            .and_then(Value::as_array)
+            .context("request.documents must be a list of strings")?
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
+        if documents.is_empty() {
+            bail!("request.documents is empty: give at least one document");
+        }
+        let documents = documents.iter().cycle().take(batch).cloned().collect();
+        let tokenizer = Tokenizer::from_name(ctx.tokenizer)?;
+        let session = ctx.take_session("rerank")?;
+        let input_names: Vec<String> = session.inputs().iter().map(|s| s.name.clone()).collect();
+        for name in &input_names {
+            if !["input_ids", "attention_mask", "token_type_ids"].contains(&name.as_str()) {
+                bail!(
+                    "cross-encoder input `{name}` is not one of input_ids, attention_mask, token_type_ids"
+                );
+            }
+        }
+        let ids = session
+            .inputs()
+            .iter()
+            .find(|s| s.name == "input_ids")
+            .context("the cross-encoder has no `input_ids` input")?;
+        let seq_len = match ids.shape.get(1) {
+            Some(Dim::Fixed(n)) => Some(*n as usize),
+            _ => None,
+        };
+        let output_specs = session.outputs().to_vec();
+        Ok(Self {
+            session,
+            tokenizer,
+            query,
+            documents,
+            seq_len,
+            input_names,
+            outputs: Vec::new(),
+            output_specs,
+            ranking: Vec::new(),
+        })
+    }
+
+    fn tokenize(&self) -> anyhow::Result<(ArrayD<i64>, ArrayD<i64>, ArrayD<i64>)> {
+        let query = self.tokenizer.encode(&self.query);
+        let rows: Vec<(Vec<i64>, usize)> = self
+            .documents
+            .iter()
+            .map(|d| {
+                let mut ids = vec![BOS];
+                ids.extend(&query);
+                ids.push(EOS);
+                let query_len = ids.len();
+                ids.extend(self.tokenizer.encode(d));
+                ids.push(EOS);
+                (ids, query_len)
+            })
+            .collect();
+        let len = self
+            .seq_len
+            .unwrap_or_else(|| rows.iter().map(|r| r.0.len()).max().unwrap_or(1));
+        let n = rows.len() * len;
+        let (mut ids, mut mask, mut types) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for (row, query_len) in &rows {
+            for j in 0..len {
+                ids.push(row.get(j).copied().unwrap_or(PAD));
+                mask.push(i64::from(j < row.len()));
+                types.push(i64::from(j >= *query_len && j < row.len()));
+            }
+        }
+        let shape = IxDyn(&[rows.len(), len]);
+        Ok((
+            ArrayD::from_shape_vec(shape.clone(), ids)?,
+            ArrayD::from_shape_vec(shape.clone(), mask)?,
+            ArrayD::from_shape_vec(shape, types)?,
+        ))
+    }
+}
+
+impl TimedRunner for RerankRunner {
+    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
+        let (ids, mask, types) = self.tokenize()?;
+        let tokens = ids.len();
+        let mut ids = Some(ids);
+        let mut mask = Some(mask);
+        let mut types = Some(types);
+        let inputs = self
+            .input_names
+            .iter()
+            .map(|n| match n.as_str() {
+                "input_ids" => ids.take(),
+                "attention_mask" => mask.take(),
+                _ => types.take(),
+            })
+            .map(|t| {
+                t.map(HostTensor::I64)
+                    .context("cross-encoder input named twice")
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        self.outputs = self.session.run(inputs)?;
+        let scores = self
+            .outputs
+            .first()
+            .and_then(HostTensor::as_f32)
+            .context("the cross-encoder's scores are not f32")?;
+        let scores = scores
+            .as_slice_memory_order()
+            .context("scores are not contiguous")?;
+        if scores.len() != self.documents.len() {
+            bail!(
+                "the cross-encoder returned {} scores for {} documents",
+                scores.len(),
+                self.documents.len()
+            );
+        }
+        self.ranking.clear();
+        self.ranking.extend(0..scores.len());
+        self.ranking
+            .sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+        record.items = self.documents.len() as u32;
+        record.input_tokens = tokens as u32;
+        Ok(())
+    }
+
+    fn verify(&mut self) -> anyhow::Result<()> {
+        check_finite(&self.output_specs, &self.outputs)
+    }
+
+    fn notes(&self) -> BTreeMap<String, Value> {
+        BTreeMap::from([("ranking".to_string(), Value::from(self.ranking.clone()))])
+    }
+}

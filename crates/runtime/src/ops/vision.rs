@@ -1,0 +1,162 @@
+//! `detect` and `segment`: a batch of images in (seeded noise or a decoded image file), boxes or class
+//! masks out. Post-processing that turns raw outputs into detections and label maps is part of the call.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context as _, bail};
+use serde_json::Value;
+
+use super::artifacts::image_batch;
+use super::{CallRecord, RunnerContext, TimedRunner, check_finite};
+use crate::runtime::Session;
+use crate::tensor::{HostTensor, TensorSpec};
+
+/// Session, prepared image batch and the last outputs, shared by the vision runners.
+struct Vision {
+    session: Box<dyn Session>,
+    inputs: Vec<HostTensor>,
+    outputs: Vec<HostTensor>,
+    output_specs: Vec<TensorSpec>,
+    batch: usize,
+}
+
+impl Vision {
+    fn prepare(ctx: &mut RunnerContext<'_>, operation: &str) -> anyhow::Result<Self> {
+        let batch = ctx.batch_size()?;
+        let session = ctx.take_session(operation)?;
+        let image = image_batch(ctx, session.as_ref(), batch)?;
+        let output_specs = session.outputs().to_vec();
+        Ok(Self {
+            session,
+            inputs: vec![image],
+            outputs: Vec::new(),
+            output_specs,
+            batch,
+        })
+    }
+
+    fn run(&mut self) -> anyhow::Result<&ndarray::ArrayD<f32>> {
+        self.outputs = self.session.run(self.inputs.clone())?;
+        self.outputs
+            .first()
+            .and_then(HostTensor::as_f32)
+            .context("the model's first output is not f32")
+    }
+}
+
+pub struct DetectRunner {
+    vision: Vision,
+    threshold: f32,
+    last_detections: u64,
+}
+
+impl DetectRunner {
+    pub fn prepare(mut ctx: RunnerContext<'_>) -> anyhow::Result<Self> {
+        let threshold = ctx
+            .request
+            .get("score_threshold")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.5) as f32;
+        Ok(Self {
+            vision: Vision::prepare(&mut ctx, "detect")?,
+            threshold,
+            last_detections: 0,
+        })
+    }
+}
+
+impl TimedRunner for DetectRunner {
+    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
+        let threshold = self.threshold;
+        let out = self.vision.run()?;
+        // [batch, boxes, 4 + classes]: a box is a detection when its best class score passes.
+        let per_box = *out.shape().last().context("detections have no box axis")?;
+        if per_box <= 4 {
+            bail!("detections must hold 4 box coordinates plus class scores per box");
+        }
+        let flat = out
+            .as_slice_memory_order()
+            .context("detections are not contiguous")?;
+        let detections = flat
+            .chunks(per_box)
+            .filter(|b| b[4..].iter().any(|&s| s > threshold))
+            .count() as u64;
+        self.last_detections = detections;
+        record.items = self.vision.batch as u32;
+        record.counts[0] = detections;
+        Ok(())
+    }
+
+    fn verify(&mut self) -> anyhow::Result<()> {
+        check_finite(&self.vision.output_specs, &self.vision.outputs)
+    }
+
+    fn notes(&self) -> BTreeMap<String, Value> {
+        BTreeMap::from([("detections".to_string(), Value::from(self.last_detections))])
+    }
+}
+
+pub struct SegmentRunner {
+    vision: Vision,
+    labels: Vec<u32>,
+    class_pixels: Vec<u64>,
+}
+
+impl SegmentRunner {
+    pub fn prepare(mut ctx: RunnerContext<'_>) -> anyhow::Result<Self> {
+        Ok(Self {
+            vision: Vision::prepare(&mut ctx, "segment")?,
+            labels: Vec::new(),
+            class_pixels: Vec::new(),
+        })
+    }
+}
+
+impl TimedRunner for SegmentRunner {
+    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
+        let out = self.vision.run()?;
+        let shape = out.shape().to_vec();
+        let [batch, classes, h, w] = shape[..] else {
+            bail!("mask logits must be [batch, classes, height, width], got {shape:?}");
+        };
+        let flat = out
+            .as_slice_memory_order()
+            .context("mask logits are not contiguous")?;
+        // Label map: the arg-max class of every pixel.
+        let plane = h * w;
+        self.labels.clear();
+        self.labels.resize(batch * plane, 0);
+        self.class_pixels.clear();
+        self.class_pixels.resize(classes, 0);
+        for b in 0..batch {
+            let image = &flat[b * classes * plane..(b + 1) * classes * plane];
+            for p in 0..plane {
+                let mut best = (0usize, f32::NEG_INFINITY);
+                for c in 0..classes {
+                    let v = image[c * plane + p];
+                    if v > best.1 {
+                        best = (c, v);
+                    }
+                }
+                self.labels[b * plane + p] = best.0 as u32;
+                self.class_pixels[best.0] += 1;
+            }
+        }
+        let masks = (batch * classes) as u64;
+        record.items = batch as u32;
+        record.counts[0] = masks;
+        record.counts[1] = masks * plane as u64;
+        Ok(())
+    }
+
+    fn verify(&mut self) -> anyhow::Result<()> {
+        check_finite(&self.vision.output_specs, &self.vision.outputs)
+    }
+
+    fn notes(&self) -> BTreeMap<String, Value> {
+        BTreeMap::from([(
+            "pixels_per_class".to_string(),
+            Value::from(self.class_pixels.clone()),
+        )])
+    }
+}
