@@ -244,23 +244,26 @@ fn needs_escape(s: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let below = |x: u64, n: u8| x.wrapping_sub(ONES * u64::from(n)) & !x & HIGH;
+    let test = |word: [u8; 8]| {
+        let x = u64::from_le_bytes(word);
+        below(x, 0x20)
+            | below(x ^ (ONES * u64::from(b'"')), 1)
+            | below(x ^ (ONES * u64::from(b'\\')), 1)
+            != 0
+    };
     let mut chunks = s.chunks_exact(8);
     for chunk in &mut chunks {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
-        let x = u64::from_le_bytes(word);
-        if below(x, 0x20)
-            | below(x ^ (ONES * u64::from(b'"')), 1)
-            | below(x ^ (ONES * u64::from(b'\\')), 1)
-            != 0
-        {
+        if test(word) {
             return true;
         }
     }
-    chunks
-        .remainder()
-        .iter()
-        .any(|c| *c < 0x20 || *c == b'"' || *c == b'\\')
+    // The tail, padded with a byte that needs no escaping.
+    let tail = chunks.remainder();
+    let mut word = [b'a'; 8];
+    word[..tail.len()].copy_from_slice(tail);
+    test(word)
 }
 
 /// Decimal digits of `v` in `buf`.
