@@ -8,8 +8,8 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use crate::analysis::{Analysis, Backend, LayerView};
-use crate::read::Tensor;
+use crate::analysis::{Analysis, Backend, LayerTiming, LayerView};
+use crate::read::{IntOrStr, Tensor};
 
 type Result = std::io::Result<()>;
 
@@ -141,7 +141,12 @@ fn layer<W: Write>(w: &mut W, l: &LayerView) -> Result {
     opt_string(w, *output_precision)?;
     w.write_all(b",\"tactic\":")?;
     opt_string(w, tactic.as_deref())?;
-    more(w, "stream", stream)?;
+    w.write_all(b",\"stream\":")?;
+    match stream {
+        None => w.write_all(b"null")?,
+        Some(IntOrStr::Int(v)) => serde_json::to_writer(&mut *w, v)?,
+        Some(IntOrStr::Str(v)) => string(w, v)?,
+    }
     if subgraph.is_some() {
         more(w, "subgraph", subgraph)?;
     }
@@ -153,7 +158,27 @@ fn layer<W: Write>(w: &mut W, l: &LayerView) -> Result {
     tensors(w, outputs)?;
     w.write_all(b",\"tags\":")?;
     strings(w, tags.iter().copied())?;
-    more(w, "timing", timing)?;
+    w.write_all(b",\"timing\":")?;
+    match timing {
+        None => w.write_all(b"null")?,
+        Some(LayerTiming {
+            time_ms,
+            avg_ms,
+            median_ms,
+            percentage,
+        }) => {
+            // Numbers through serde_json: its float format (and null for NaN or infinity).
+            w.write_all(b"{\"time_ms\":")?;
+            serde_json::to_writer(&mut *w, time_ms)?;
+            w.write_all(b",\"avg_ms\":")?;
+            serde_json::to_writer(&mut *w, avg_ms)?;
+            w.write_all(b",\"median_ms\":")?;
+            serde_json::to_writer(&mut *w, median_ms)?;
+            w.write_all(b",\"percentage\":")?;
+            serde_json::to_writer(&mut *w, percentage)?;
+            w.write_all(b"}")?;
+        }
+    }
     w.write_all(b"}")?;
     Ok(())
 }

@@ -224,15 +224,29 @@ type Records<'a> = Vec<&'a RawValue>;
 /// Shares the few distinct type and format strings of an export between all layers, so 14,000
 /// layers do not hold 40,000 copies of "Row major linear FP32".
 #[derive(Default)]
-struct Interner(HashSet<Arc<str>>);
+struct Interner {
+    all: HashSet<Arc<str>>,
+    /// The last strings handed out: a layer's tensors mostly repeat one or two formats, and
+    /// comparing a few short strings costs less than hashing one.
+    recent: [Option<Arc<str>>; 4],
+    next: usize,
+}
 
 impl Interner {
     fn get(&mut self, s: &str) -> Arc<str> {
-        if let Some(shared) = self.0.get(s) {
-            return shared.clone();
+        if let Some(hit) = self.recent.iter().flatten().find(|r| ***r == *s) {
+            return hit.clone();
         }
-        let shared: Arc<str> = Arc::from(s);
-        self.0.insert(shared.clone());
+        let shared = match self.all.get(s) {
+            Some(shared) => shared.clone(),
+            None => {
+                let shared: Arc<str> = Arc::from(s);
+                self.all.insert(shared.clone());
+                shared
+            }
+        };
+        self.recent[self.next] = Some(shared.clone());
+        self.next = (self.next + 1) % self.recent.len();
         shared
     }
 }
