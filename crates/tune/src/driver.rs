@@ -976,12 +976,28 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
     /// Ties after the search, head-to-head of the finalists, and the decision.
     fn select(&mut self) -> Result<(Vec<String>, Option<HeadToHeadSummary>, Decision), TuneError> {
         let config = self.config;
-        let candidates: Vec<String> = self
+        let mut candidates: Vec<String> = self
             .routes
             .iter()
             .filter(|s| s.eligible() && s.eliminated.is_none())
             .map(|s| s.key.clone())
             .collect();
+        // Racing left one survivor: the best eliminated route meets it head to head, so the decision
+        // is a winner with a measured margin rather than a "sole" route among many eligible ones.
+        if candidates.len() == 1 {
+            let runner_up = self
+                .routes
+                .iter()
+                .filter(|s| s.eligible() && s.eliminated.is_some())
+                .filter_map(|s| {
+                    let e = self.estimate(&s.search, &s.key)?;
+                    Some((e.cost.estimate, s.key.clone()))
+                })
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            if let Some((_, key)) = runner_up {
+                candidates.push(key);
+            }
+        }
         if candidates.is_empty() {
             let decision = Decision {
                 kind: DecisionKind::None,

@@ -339,6 +339,16 @@ fn check_racing_summary(raced: &TuneSummary) {
             == racing.eliminated
     );
     assert_eq!(raced.counts.evaluated, 16);
+    // Eliminated routes stay eligible: even a lone survivor is a winner or a tie, never "sole".
+    assert_ne!(
+        raced.decision.kind,
+        DecisionKind::Sole,
+        "{:?}",
+        raced.decision
+    );
+    if racing.survivors.len() == 1 {
+        assert!(raced.decision.margin.is_some() || !raced.decision.tied_routes.is_empty());
+    }
 }
 
 #[test]
