@@ -437,3 +437,73 @@ fn artifact_bytes_are_hashed_into_the_case_identity() {
         "one changed sample changes the workload"
     );
 }
+
+#[test]
+fn vision_language_generation_prefills_the_image_and_reports_tokens_and_stages() {
+    let e = env();
+    let (cases, dir) = run_model(&e, "tiny-vlm", &["--case", "describe", "--case", "sampled"]);
+    for case in &cases {
+        let obs = observations(&dir, case);
+        assert_eq!(
+            total(&obs, "output_tokens"),
+            3 * 24,
+            "max_new_tokens per call"
+        );
+        assert_counts(case, "output token/s", 72.0);
+        for o in &obs {
+            let ttft = o["stages_ns"]["time_to_first_token"]
+                .as_u64()
+                .expect("ttft");
+            let decode = o["stages_ns"]["decode"].as_u64().expect("decode");
+            let wall = o["wall_ns"].as_u64().expect("wall");
+            assert!(ttft > 0 && ttft + decode <= wall + wall / 1000);
+        }
+        let n = notes(&dir, case);
+        assert_eq!(
+            n["notes"]["generated_tokens"]
+                .as_array()
+                .expect("tokens")
+                .len(),
+            24
+        );
+    }
+    let resolved = |i: usize| {
+        read_json(
+            &dir.join(cases[i]["dir"].as_str().expect("dir"))
+                .join("resolved-case.json"),
+        )
+    };
+    assert_eq!(
+        resolved(0)["request"]["seed"]["value"],
+        -1,
+        "greedy: pipeline default"
+    );
+    assert_eq!(
+        resolved(1)["request"]["seed"]["value"],
+        42,
+        "sampling keeps its seed"
+    );
+    // The image occupies the KV cache ahead of the prompt: 16 patches + 20 prompt tokens (BOS + 19 bytes)
+    // + 221 new tokens exceed the 256 positions, which 20 + 221 alone would not.
+    let out = run(&[
+        "run",
+        "--model",
+        "tiny-vlm",
+        "--bundle-cache",
+        e.root.join("cache").to_str().expect("utf8"),
+        "-o",
+        e.root.join("vlm-long").to_str().expect("utf8"),
+        "-q",
+        "--iterations",
+        "1",
+        "--set",
+        "request.max_new_tokens=221",
+    ]);
+    assert_eq!(code(&out), 5, "{}", stderr(&out));
+    let failed = read_json(&e.root.join("vlm-long/result.json"));
+    let error = failed["cases"][0]["error"].as_str().expect("error");
+    assert!(
+        error.contains("16 patches") && error.contains("KV-cache length 256"),
+        "{error}"
+    );
+}

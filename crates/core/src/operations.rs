@@ -36,7 +36,7 @@ impl FieldKind {
 }
 
 /// One request field of an operation.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize)]
 pub struct FieldDecl {
     pub name: &'static str,
     pub kind: FieldKind,
@@ -227,6 +227,75 @@ const REAL_TIME_FACTOR: RatioDecl = RatioDecl {
     per: ItemCount::Counter("audio_us"),
 };
 
+const GENERATE_FIELDS: [FieldDecl; 6] = [
+    FieldDecl {
+        name: "prompt",
+        kind: FieldKind::String,
+        default: None,
+        help: "prompt text",
+        binds_dim: None,
+    },
+    FieldDecl {
+        name: "max_new_tokens",
+        kind: FieldKind::Integer,
+        default: Some(|| int(32)),
+        help: "tokens generated per call (exactly: end-of-sequence does not stop early)",
+        binds_dim: None,
+    },
+    FieldDecl {
+        name: "do_sample",
+        kind: FieldKind::Bool,
+        default: Some(|| Value::Bool(false)),
+        help: "sample instead of greedy argmax",
+        binds_dim: None,
+    },
+    FieldDecl {
+        name: "temperature",
+        kind: FieldKind::Number,
+        default: Some(|| Value::from(1.0)),
+        help: "sampling temperature",
+        binds_dim: None,
+    },
+    FieldDecl {
+        name: "top_k",
+        kind: FieldKind::Integer,
+        default: Some(|| int(0)),
+        help: "sample among the k most likely tokens (0 = all)",
+        binds_dim: None,
+    },
+    FieldDecl {
+        name: "seed",
+        kind: FieldKind::Integer,
+        default: Some(|| int(-1)),
+        help: "sampling seed; -1 is the pipeline default used by greedy cases",
+        binds_dim: None,
+    },
+];
+
+const GENERATE_THROUGHPUTS: [ThroughputDecl; 2] = [
+    REQUEST_PER_S,
+    ThroughputDecl {
+        name: "output token/s",
+        unit: "1/s",
+        count: ItemCount::OutputTokens,
+    },
+];
+
+const GENERATE_STAGES: [StageDecl; 3] = [
+    StageDecl {
+        name: "time_to_first_token",
+        help: "call start to the first generated token",
+    },
+    StageDecl {
+        name: "prefill",
+        help: "the prompt pass that fills the KV cache",
+    },
+    StageDecl {
+        name: "decode",
+        help: "all single-token steps after the first token",
+    },
+];
+
 static OPERATIONS: &[OperationDecl] = &[
     OperationDecl {
         name: "infer",
@@ -292,72 +361,45 @@ static OPERATIONS: &[OperationDecl] = &[
         name: "generate",
         summary: "generate text from a prompt with the KV cache (greedy or seeded sampling)",
         fields: &[
-            FieldDecl {
-                name: "prompt",
-                kind: FieldKind::String,
-                default: None,
-                help: "prompt text",
-                binds_dim: None,
-            },
-            FieldDecl {
-                name: "max_new_tokens",
-                kind: FieldKind::Integer,
-                default: Some(|| int(32)),
-                help: "tokens generated per call (exactly: end-of-sequence does not stop early)",
-                binds_dim: None,
-            },
-            FieldDecl {
-                name: "do_sample",
-                kind: FieldKind::Bool,
-                default: Some(|| Value::Bool(false)),
-                help: "sample instead of greedy argmax",
-                binds_dim: None,
-            },
-            FieldDecl {
-                name: "temperature",
-                kind: FieldKind::Number,
-                default: Some(|| Value::from(1.0)),
-                help: "sampling temperature",
-                binds_dim: None,
-            },
-            FieldDecl {
-                name: "top_k",
-                kind: FieldKind::Integer,
-                default: Some(|| int(0)),
-                help: "sample among the k most likely tokens (0 = all)",
-                binds_dim: None,
-            },
-            FieldDecl {
-                name: "seed",
-                kind: FieldKind::Integer,
-                default: Some(|| int(-1)),
-                help: "sampling seed; -1 is the pipeline default used by greedy cases",
-                binds_dim: None,
-            },
+            GENERATE_FIELDS[0],
+            GENERATE_FIELDS[1],
+            GENERATE_FIELDS[2],
+            GENERATE_FIELDS[3],
+            GENERATE_FIELDS[4],
+            GENERATE_FIELDS[5],
             BATCH,
         ],
-        throughputs: &[
-            REQUEST_PER_S,
-            ThroughputDecl {
-                name: "output token/s",
-                unit: "1/s",
-                count: ItemCount::OutputTokens,
+        throughputs: &GENERATE_THROUGHPUTS,
+        stages: &GENERATE_STAGES,
+        counters: &[],
+        ratios: &[],
+        batch_api: false,
+        default_warmup: 5,
+        default_iterations: 50,
+        test_only: false,
+    },
+    OperationDecl {
+        name: "generate_vl",
+        summary: "vision-language generation: an image and a prompt in, text out through the KV cache",
+        fields: &[
+            GENERATE_FIELDS[0],
+            GENERATE_FIELDS[1],
+            GENERATE_FIELDS[2],
+            GENERATE_FIELDS[3],
+            GENERATE_FIELDS[4],
+            GENERATE_FIELDS[5],
+            BATCH,
+            IMAGE,
+            FieldDecl {
+                name: "image_size",
+                kind: FieldKind::Integer,
+                default: Some(|| int(32)),
+                help: "side of the square image the vision encoder sees (cut into its patches)",
+                binds_dim: None,
             },
         ],
-        stages: &[
-            StageDecl {
-                name: "time_to_first_token",
-                help: "call start to the first generated token",
-            },
-            StageDecl {
-                name: "prefill",
-                help: "the prompt pass that fills the KV cache",
-            },
-            StageDecl {
-                name: "decode",
-                help: "all single-token steps after the first token",
-            },
-        ],
+        throughputs: &GENERATE_THROUGHPUTS,
+        stages: &GENERATE_STAGES,
         counters: &[],
         ratios: &[],
         batch_api: false,
@@ -763,6 +805,11 @@ static ADAPTERS: &[TaskAdapter] = &[
         task_strategy: "image_classification",
         operation: "classify",
         summary: "image in, class logits out",
+    },
+    TaskAdapter {
+        task_strategy: "vision_language_generation",
+        operation: "generate_vl",
+        summary: "image + prompt in, text out (image encoder in front of a KV-cache decoder)",
     },
     TaskAdapter {
         task_strategy: "object_detection",

@@ -87,20 +87,56 @@ pub const TINY_GPT: DecoderSpec = DecoderSpec {
 
 const FFN: usize = 256;
 
+/// Side of the square image patches `tiny-vlm` takes (RGB, flattened channel-major: 3 x 8 x 8 = 192).
+pub const VLM_PATCH: usize = 8;
+/// Flattened length of one `tiny-vlm` image patch.
+pub const VLM_PATCH_DIM: usize = 3 * VLM_PATCH * VLM_PATCH;
+
 pub(crate) fn build(seed: u64) -> Vec<u8> {
+    build_decoder(seed, false)
+}
+
+/// `tiny-vlm`: `tiny-gpt` with a patch-embedding vision encoder in front. Extra input `image_patches`
+/// f32 [1, patches, 192]; the prefill call passes the image's patches (their embeddings come before the
+/// prompt's, so `position_ids` and `attention_bias` cover patches + prompt tokens), decode calls pass
+/// `patches = 0`.
+pub(crate) fn build_vlm(seed: u64) -> Vec<u8> {
+    build_decoder(seed, true)
+}
+
+fn build_decoder(seed: u64, vision: bool) -> Vec<u8> {
     let spec = TINY_GPT;
     let hidden = spec.hidden();
     let mut g = Graph::new(seed);
     let seq_dims = [Dim::Fixed(1), Dim::Param("seq")];
     let ids = g.input(spec.input_ids, DataType::Int64, &seq_dims);
-    let positions = g.input(spec.position_ids, DataType::Int64, &seq_dims);
+    let positions = g.input(
+        spec.position_ids,
+        DataType::Int64,
+        &[
+            Dim::Fixed(1),
+            Dim::Param(if vision { "new" } else { "seq" }),
+        ],
+    );
+    let patches = vision.then(|| {
+        g.input(
+            "image_patches",
+            DataType::Float,
+            &[
+                Dim::Fixed(1),
+                Dim::Param("patches"),
+                Dim::Fixed(VLM_PATCH_DIM as i64),
+            ],
+        )
+    });
+    let new_dim = if vision { "new" } else { "seq" };
     let bias = g.input(
         spec.attention_bias,
         DataType::Float,
         &[
             Dim::Fixed(1),
             Dim::Fixed(1),
-            Dim::Param("seq"),
+            Dim::Param(new_dim),
             Dim::Param("total"),
         ],
     );
@@ -125,7 +161,14 @@ pub(crate) fn build(seed: u64) -> Vec<u8> {
 
     let tok_table = g.weight("embeddings.token", &[spec.vocab, hidden], 1.0);
     let pos_table = g.weight("embeddings.position", &[spec.max_positions, hidden], 0.5);
-    let tok = g.op("Gather", &[&tok_table, &ids], vec![attr_int("axis", 0)]);
+    let mut tok = g.op("Gather", &[&tok_table, &ids], vec![attr_int("axis", 0)]);
+    if let Some(patches) = &patches {
+        // Vision encoder: patch embedding and a GELU MLP, then the image tokens precede the text tokens.
+        let v = linear(&mut g, patches, "vision.patch", VLM_PATCH_DIM, hidden, 2.0);
+        let v = crate::layers::gelu(&mut g, &v);
+        let v = linear(&mut g, &v, "vision.project", hidden, hidden, 1.0);
+        tok = g.op("Concat", &[&v, &tok], vec![attr_int("axis", 1)]);
+    }
     let pos = g.op(
         "Gather",
         &[&pos_table, &positions],
@@ -178,7 +221,7 @@ pub(crate) fn build(seed: u64) -> Vec<u8> {
         DataType::Float,
         &[
             Dim::Fixed(1),
-            Dim::Param("seq"),
+            Dim::Param(new_dim),
             Dim::Fixed(spec.vocab as i64),
         ],
     );
@@ -196,8 +239,15 @@ pub(crate) fn build(seed: u64) -> Vec<u8> {
             &cache_dims("total"),
         );
     }
-    g.finish(
-        "tiny_gpt",
-        "trtmc tiny-gpt: seeded 2-layer byte-level decoder with KV-cache inputs and outputs",
-    )
+    if vision {
+        g.finish(
+            "tiny_vlm",
+            "trtmc tiny-vlm: seeded patch-embedding vision encoder in front of the tiny-gpt decoder, KV cache",
+        )
+    } else {
+        g.finish(
+            "tiny_gpt",
+            "trtmc tiny-gpt: seeded 2-layer byte-level decoder with KV-cache inputs and outputs",
+        )
+    }
 }

@@ -37,7 +37,7 @@ pub mod vocab;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-pub use gpt::{DecoderSpec, TINY_GPT};
+pub use gpt::{DecoderSpec, TINY_GPT, VLM_PATCH, VLM_PATCH_DIM};
 pub use reweight::reweight;
 pub use tasks::{
     ASR_FRAME, FORECAST_CHANNELS, FORECAST_HORIZON, FORECAST_WINDOW, VOCODER_HOP, VOCODER_LATENT,
@@ -197,6 +197,21 @@ const MODELS: &[BuiltinModel] = &[
         task: Task::Forecast,
         inputs: &[input("history", "f32", &[1, 64, 4])],
     },
+    BuiltinModel {
+        name: "tiny-vlm",
+        description: "vision-language generator: patch-embedding image encoder + the tiny-gpt decoder, KV cache",
+        task: Task::Generate,
+        inputs: &[
+            input("input_ids", "i64", &[1, 8]),
+            input("position_ids", "i64", &[1, 24]),
+            input("image_patches", "f32", &[1, 16, 192]),
+            input("attention_bias", "f32", &[1, 1, 24, 24]),
+            input("past_key_values.0.key", "f32", &[1, 4, 0, 16]),
+            input("past_key_values.0.value", "f32", &[1, 4, 0, 16]),
+            input("past_key_values.1.key", "f32", &[1, 4, 0, 16]),
+            input("past_key_values.1.value", "f32", &[1, 4, 0, 16]),
+        ],
+    },
 ];
 
 /// Every model [`generate`] knows, in a stable order.
@@ -219,6 +234,7 @@ pub fn generate(name: &str, seed: u64) -> Result<Vec<u8>> {
         "tiny-voice" => tasks::voice(seed),
         "tiny-denoiser" => tasks::denoiser(seed),
         "tiny-forecaster" => tasks::forecaster(seed),
+        "tiny-vlm" => gpt::build_vlm(seed),
         _ => {
             let known: Vec<&str> = MODELS.iter().map(|m| m.name).collect();
             bail!(

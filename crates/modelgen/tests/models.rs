@@ -197,4 +197,5 @@ const PINNED: &[(&str, u64)] = &[
     ("tiny-voice", 0x4bd3_c6a4_ff3a_9008),
     ("tiny-denoiser", 0x4357_caba_4647_23e7),
     ("tiny-forecaster", 0x89f1_4e4c_ed0f_87bd),
+    ("tiny-vlm", 0x1941_eb09_8b8c_bd10),
 ];

@@ -168,15 +168,18 @@ pub(crate) fn image_batch(
     let Some(path) = artifact_path(ctx, "image")? else {
         return crate::tensor::synthesize(spec, &shape, seed, 1);
     };
-    let (c, h, w) = (shape[1], shape[2], shape[3]);
+    decode_image(&path, &shape)
+}
+
+/// Decodes an image file, resizes it to `shape` [batch, channels, height, width] (1 or 3 channels),
+/// scales it to [0, 1] and repeats it over the batch.
+fn decode_image(path: &std::path::Path, shape: &[usize]) -> anyhow::Result<HostTensor> {
+    let (batch, c, h, w) = (shape[0], shape[1], shape[2], shape[3]);
     if c != 3 && c != 1 {
-        bail!(
-            "image input `{}` has {c} channels: only 1 (gray) or 3 (RGB) images can be fed",
-            spec.name
-        );
+        bail!("the image input has {c} channels: only 1 (gray) or 3 (RGB) images can be fed");
     }
     let decoded =
-        image::open(&path).with_context(|| format!("cannot decode image {}", path.display()))?;
+        image::open(path).with_context(|| format!("cannot decode image {}", path.display()))?;
     let rgb = image::imageops::resize(
         &decoded.to_rgb8(),
         w as u32,
@@ -201,10 +204,58 @@ pub(crate) fn image_batch(
         .cycle()
         .take(batch * one.len())
         .collect();
-    Ok(HostTensor::F32(ArrayD::from_shape_vec(
-        IxDyn(&shape),
-        data,
-    )?))
+    Ok(HostTensor::F32(ArrayD::from_shape_vec(IxDyn(shape), data)?))
+}
+
+/// The image of a vision-language request as ViT-style patches [1, patches, patch_dim]: the image
+/// (`synthetic` noise or the decoded file) at `request.image_size` squared, RGB scaled to [0, 1], cut into
+/// square patches of side sqrt(patch_dim / 3), each flattened channel-major.
+pub(crate) fn image_patches(
+    ctx: &RunnerContext<'_>,
+    patch_dim: usize,
+) -> anyhow::Result<ArrayD<f32>> {
+    let side = (patch_dim / 3).isqrt();
+    if side == 0 || 3 * side * side != patch_dim {
+        bail!("patch_dim {patch_dim} is not 3 x side x side (RGB square patches)");
+    }
+    let size = ctx.int("image_size")?;
+    if size < 1 || size as usize % side != 0 {
+        bail!(
+            "request.image_size must be a positive multiple of the patch side {side}, got {size}"
+        );
+    }
+    let size = size as usize;
+    let spec = TensorSpec {
+        name: "image".into(),
+        dtype: crate::tensor::DType::F32,
+        shape: vec![
+            Dim::Fixed(1),
+            Dim::Fixed(3),
+            Dim::Fixed(size as i64),
+            Dim::Fixed(size as i64),
+        ],
+    };
+    let image = match artifact_path(ctx, "image")? {
+        None => crate::tensor::synthesize(&spec, &[1, 3, size, size], 0, 1)?,
+        Some(path) => decode_image(&path, &[1, 3, size, size])?,
+    };
+    let pixels = image.to_f32_vec();
+    let per_row = size / side;
+    let mut out = Vec::with_capacity(pixels.len());
+    for py in 0..per_row {
+        for px in 0..per_row {
+            for c in 0..3 {
+                for y in 0..side {
+                    let row = c * size * size + (py * side + y) * size + px * side;
+                    out.extend_from_slice(&pixels[row..row + side]);
+                }
+            }
+        }
+    }
+    Ok(ArrayD::from_shape_vec(
+        IxDyn(&[1, per_row * per_row, patch_dim]),
+        out,
+    )?)
 }
 
 /// Microseconds of audio in `samples` samples at `rate` Hz.

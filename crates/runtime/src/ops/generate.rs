@@ -36,6 +36,9 @@ struct DecoderIo {
     /// (past input index, present output index, heads, head_dim)
     cache: Vec<(usize, usize, usize, usize)>,
     logits: usize,
+    /// Vision-language decoders: `image_patches` [1, patches, patch_dim] (input index, patch_dim). The
+    /// prefill call carries the image's patches ahead of the prompt; decode calls carry none.
+    patches: Option<(usize, usize)>,
 }
 
 impl DecoderIo {
@@ -77,14 +80,25 @@ impl DecoderIo {
                 "the decoder has no `past_key_values.*` inputs: a KV cache is required for `generate`"
             );
         }
+        let patches = match find_in("image_patches") {
+            Some(i) => match inputs[i].shape.as_slice() {
+                [_, _, Dim::Fixed(d)] => Some((i, *d as usize)),
+                _ => bail!(
+                    "decoder input `{}` must be [1, patches, patch_dim] with a fixed patch_dim",
+                    inputs[i].describe()
+                ),
+            },
+            None => None,
+        };
         let known = 1
+            + usize::from(patches.is_some())
             + cache.len()
             + usize::from(find_in("position_ids").is_some())
             + usize::from(find_in("attention_mask").is_some())
             + usize::from(find_in("attention_bias").is_some());
         if known != inputs.len() {
             bail!(
-                "the decoder has inputs `generate` does not know how to feed (known: input_ids, position_ids, attention_mask, attention_bias, past_key_values.*)"
+                "the decoder has inputs `generate` does not know how to feed (known: input_ids, position_ids, attention_mask, attention_bias, image_patches, past_key_values.*)"
             );
         }
         Ok(Self {
@@ -95,6 +109,7 @@ impl DecoderIo {
             bias: find_in("attention_bias"),
             cache,
             logits,
+            patches,
         })
     }
 }
@@ -200,12 +215,14 @@ pub fn generate_tokens(
     started: Instant,
 ) -> anyhow::Result<GenerationOutput> {
     let io = DecoderIo::discover(session)?;
-    generate_with(session, &io, prompt, max_new_tokens, sampler, started)
+    generate_with(session, &io, None, prompt, max_new_tokens, sampler, started)
 }
 
+/// `image`: the prefill's image patches [1, patches, patch_dim] for a vision-language decoder.
 fn generate_with(
     session: &mut dyn Session,
     io: &DecoderIo,
+    image: Option<&ArrayD<f32>>,
     prompt: &[i64],
     max_new_tokens: usize,
     sampler: &mut Sampler,
@@ -222,12 +239,21 @@ fn generate_with(
     let mut step_ids: Vec<i64> = prompt.to_vec();
     let mut past = 0usize;
     for step in 0..max_new_tokens {
-        let seq = step_ids.len();
         let mut inputs: Vec<Option<HostTensor>> = vec![None; io.input_count];
         inputs[io.ids] = Some(HostTensor::I64(ArrayD::from_shape_vec(
-            IxDyn(&[1, seq]),
+            IxDyn(&[1, step_ids.len()]),
             step_ids.clone(),
         )?));
+        // New positions of this call: the image's patches (prefill only) then the tokens.
+        let mut seq = step_ids.len();
+        if let Some((index, dim)) = io.patches {
+            let patches = match image {
+                Some(p) if step == 0 => p.clone(),
+                _ => ArrayD::zeros(IxDyn(&[1, 0, dim])),
+            };
+            seq += patches.shape().get(1).copied().unwrap_or(0);
+            inputs[index] = Some(HostTensor::F32(patches));
+        }
         if let Some(p) = io.positions {
             let pos: Vec<i64> = (past..past + seq).map(|x| x as i64).collect();
             inputs[p] = Some(HostTensor::I64(ArrayD::from_shape_vec(
@@ -308,12 +334,22 @@ pub struct GenerateRunner {
     max_new_tokens: usize,
     sampler: Sampler,
     last: Option<GenerationOutput>,
+    /// The image's patches for `generate_vl`, cut before timing.
+    image: Option<ArrayD<f32>>,
 }
 
 impl GenerateRunner {
-    pub fn prepare(mut ctx: RunnerContext<'_>) -> anyhow::Result<Self> {
+    pub fn prepare(ctx: RunnerContext<'_>) -> anyhow::Result<Self> {
+        Self::prepare_with(ctx, false)
+    }
+
+    /// `vision`: the `generate_vl` operation, whose prefill carries the request's image.
+    pub fn prepare_with(mut ctx: RunnerContext<'_>, vision: bool) -> anyhow::Result<Self> {
+        let operation = if vision { "generate_vl" } else { "generate" };
         if ctx.batch_size()? > 1 {
-            bail!("operation `generate` has no batch API: request.batch_size above 1 is rejected");
+            bail!(
+                "operation `{operation}` has no batch API: request.batch_size above 1 is rejected"
+            );
         }
         let tokenizer = Tokenizer::from_name(ctx.tokenizer)?;
         let mut prompt = vec![BOS];
@@ -323,19 +359,6 @@ impl GenerateRunner {
             bail!("request.max_new_tokens must be at least 1, got {max_new_tokens}");
         }
         let max_new_tokens = max_new_tokens as usize;
-        let limit = ctx
-            .bundle
-            .and_then(|b| b.build_settings.get("kv_cache_length"))
-            .and_then(Value::as_u64)
-            .map(|n| n as usize);
-        if let Some(limit) = limit
-            && prompt.len() + max_new_tokens > limit
-        {
-            bail!(
-                "prompt ({} tokens) + max_new_tokens ({max_new_tokens}) exceeds the KV-cache length {limit} of the bundle (shorten the prompt, lower request.max_new_tokens, or raise build.kv_cache_length)",
-                prompt.len()
-            );
-        }
         let do_sample = ctx
             .request
             .get("do_sample")
@@ -353,8 +376,29 @@ impl GenerateRunner {
             .unwrap_or(0)
             .max(0) as usize;
         let seed = ctx.int("seed")?;
-        let session = ctx.take_session("generate")?;
+        let session = ctx.take_session(operation)?;
         let io = DecoderIo::discover(session.as_ref())?;
+        let image = match (vision, io.patches) {
+            (false, _) => None,
+            (true, Some((_, dim))) => Some(super::artifacts::image_patches(&ctx, dim)?),
+            (true, None) => bail!(
+                "operation `generate_vl` needs a decoder with an `image_patches` input; this one is text-only (use task_strategy text_generation)"
+            ),
+        };
+        let image_tokens = image.as_ref().map_or(0, |p| p.shape()[1]);
+        let limit = ctx
+            .bundle
+            .and_then(|b| b.build_settings.get("kv_cache_length"))
+            .and_then(Value::as_u64)
+            .map(|n| n as usize);
+        if let Some(limit) = limit
+            && image_tokens + prompt.len() + max_new_tokens > limit
+        {
+            bail!(
+                "image ({image_tokens} patches) + prompt ({} tokens) + max_new_tokens ({max_new_tokens}) exceeds the KV-cache length {limit} of the bundle (shorten the prompt, lower request.max_new_tokens, or raise build.kv_cache_length)",
+                prompt.len()
+            );
+        }
         Ok(Self {
             session,
             io,
@@ -363,6 +407,7 @@ impl GenerateRunner {
             max_new_tokens,
             sampler: Sampler::new(do_sample, temperature, top_k, seed),
             last: None,
+            image,
         })
     }
 }
@@ -373,6 +418,7 @@ impl TimedRunner for GenerateRunner {
         let out = generate_with(
             self.session.as_mut(),
             &self.io,
+            self.image.as_ref(),
             &self.prompt,
             self.max_new_tokens,
             &mut self.sampler,
@@ -381,6 +427,7 @@ impl TimedRunner for GenerateRunner {
         let total = started.elapsed().as_nanos() as u64;
         record.items = 1;
         record.input_tokens = self.prompt.len() as u32;
+        // Image patches occupy cache positions but are not text tokens.
         record.output_tokens = out.tokens.len() as u32;
         record.stages_ns = [
             out.first_token_ns,
