@@ -219,7 +219,7 @@ pub(crate) fn image_patches(
         bail!("patch_dim {patch_dim} is not 3 x side x side (RGB square patches)");
     }
     let size = ctx.int("image_size")?;
-    if size < 1 || size as usize % side != 0 {
+    if size < 1 || !(size as usize).is_multiple_of(side) {
         bail!(
             "request.image_size must be a positive multiple of the patch side {side}, got {size}"
         );
