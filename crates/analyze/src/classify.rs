@@ -197,39 +197,36 @@ pub fn looks_like_attention(layer: &Layer) -> bool {
 /// Normalized data type named in a `Format/Datatype` string (TensorRT 8 long forms and TensorRT 10
 /// short names alike).
 pub fn precision_of(format: &str) -> Option<&'static str> {
-    const DTYPES: &[(&str, &str)] = &[
-        ("fp32", "FP32"),
-        ("float", "FP32"),
-        ("float32", "FP32"),
-        ("fp16", "FP16"),
-        ("half", "FP16"),
-        ("float16", "FP16"),
-        ("bf16", "BF16"),
-        ("bfloat16", "BF16"),
-        ("int8", "INT8"),
-        ("fp8", "FP8"),
-        ("e4m3", "FP8"),
-        ("e5m2", "FP8"),
-        ("float8", "FP8"),
-        ("fp4", "FP4"),
-        ("nvfp4", "FP4"),
-        ("e2m1", "FP4"),
-        ("int4", "INT4"),
-        ("int32", "INT32"),
-        ("int64", "INT64"),
-        ("int16", "INT16"),
-        ("uint8", "UINT8"),
-        ("bool", "BOOL"),
-        ("double", "FP64"),
-        ("fp64", "FP64"),
-    ];
+    // Runs for every tensor format; a match on the lowercased token beats comparing each token
+    // with every name in turn.
     format
-        .split(|c: char| !c.is_ascii_alphanumeric())
+        .as_bytes()
+        .split(|c| !c.is_ascii_alphanumeric())
         .find_map(|token| {
-            DTYPES
-                .iter()
-                .find(|(k, _)| token.eq_ignore_ascii_case(k))
-                .map(|(_, p)| *p)
+            // The longest name, `bfloat16`, has 8 letters.
+            if token.len() > 8 {
+                return None;
+            }
+            let mut lower = [0u8; 8];
+            for (l, c) in lower.iter_mut().zip(token) {
+                *l = c.to_ascii_lowercase();
+            }
+            Some(match &lower[..token.len()] {
+                b"fp32" | b"float" | b"float32" => "FP32",
+                b"fp16" | b"half" | b"float16" => "FP16",
+                b"bf16" | b"bfloat16" => "BF16",
+                b"int8" => "INT8",
+                b"fp8" | b"e4m3" | b"e5m2" | b"float8" => "FP8",
+                b"fp4" | b"nvfp4" | b"e2m1" => "FP4",
+                b"int4" => "INT4",
+                b"int32" => "INT32",
+                b"int64" => "INT64",
+                b"int16" => "INT16",
+                b"uint8" => "UINT8",
+                b"bool" => "BOOL",
+                b"double" | b"fp64" => "FP64",
+                _ => return None,
+            })
         })
 }
 
@@ -663,6 +660,70 @@ mod tests {
         assert_eq!(precision_of("BFloat16"), Some("BF16"));
         assert_eq!(precision_of("Int64"), Some("INT64"));
         assert_eq!(precision_of("strange"), None);
+        // The table the match replaced, as the oracle.
+        const DTYPES: &[(&str, &str)] = &[
+            ("fp32", "FP32"),
+            ("float", "FP32"),
+            ("float32", "FP32"),
+            ("fp16", "FP16"),
+            ("half", "FP16"),
+            ("float16", "FP16"),
+            ("bf16", "BF16"),
+            ("bfloat16", "BF16"),
+            ("int8", "INT8"),
+            ("fp8", "FP8"),
+            ("e4m3", "FP8"),
+            ("e5m2", "FP8"),
+            ("float8", "FP8"),
+            ("fp4", "FP4"),
+            ("nvfp4", "FP4"),
+            ("e2m1", "FP4"),
+            ("int4", "INT4"),
+            ("int32", "INT32"),
+            ("int64", "INT64"),
+            ("int16", "INT16"),
+            ("uint8", "UINT8"),
+            ("bool", "BOOL"),
+            ("double", "FP64"),
+            ("fp64", "FP64"),
+        ];
+        let oracle = |f: &str| {
+            f.split(|c: char| !c.is_ascii_alphanumeric()).find_map(|t| {
+                DTYPES
+                    .iter()
+                    .find(|(k, _)| t.eq_ignore_ascii_case(k))
+                    .map(|(_, p)| *p)
+            })
+        };
+        let mut cases: Vec<String> = Vec::new();
+        for (k, _) in DTYPES {
+            for f in [
+                k.to_string(),
+                k.to_uppercase(),
+                format!("Row major {k}x"),
+                format!("x{k}"),
+                format!("é{k}é"),
+                format!("a-{k}/INT8"),
+                format!("{k}1"),
+                format!("Channel major {k} format"),
+            ] {
+                cases.push(f);
+            }
+        }
+        cases.extend(
+            [
+                "",
+                "Half/Float",
+                "bfloat160",
+                "fp 16",
+                "INT64 Int8",
+                "ＦＰ16",
+            ]
+            .map(String::from),
+        );
+        for f in &cases {
+            assert_eq!(precision_of(f), oracle(f), "{f:?}");
+        }
     }
 
     #[test]
