@@ -262,3 +262,52 @@ pub(crate) fn image_patches(
 pub(crate) fn audio_us(samples: usize, rate: u32) -> u64 {
     (samples as u64 * 1_000_000) / u64::from(rate.max(1))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Outside files never panic the reader: truncated, garbage and wrong-format inputs are errors that
+    /// name the file.
+    #[test]
+    fn malformed_artifacts_are_errors_not_panics() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let wav = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../catalog/assets/speech.wav"
+        ))
+        .expect("packaged wav");
+        let png = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../catalog/assets/shapes.png"
+        ))
+        .expect("packaged png");
+        let mut inputs: Vec<Vec<u8>> = vec![Vec::new(), b"RIFF".to_vec(), vec![0xff; 100]];
+        for cut in [12, 40, 44, 45] {
+            inputs.push(wav[..cut].to_vec());
+        }
+        for cut in [8, 20, 33, png.len() - 13] {
+            inputs.push(png[..cut].to_vec());
+        }
+        for (i, bytes) in inputs.iter().enumerate() {
+            let path = dir.path().join(format!("bad{i}"));
+            std::fs::write(&path, bytes).expect("write");
+            if let Err(e) = read_wav(&path, 16_000) {
+                assert!(format!("{e:#}").contains("bad"), "{e:#}");
+            }
+            let err = decode_image(&path, &[1, 3, 8, 8]).expect_err("not an image");
+            assert!(format!("{err:#}").contains("bad"), "{err:#}");
+        }
+        // The packaged files decode; a rate mismatch is refused with the fix.
+        let good = dir.path().join("good.wav");
+        std::fs::write(&good, &wav).expect("write");
+        assert_eq!(read_wav(&good, 16_000).expect("wav").len(), 12_000);
+        let err = read_wav(&good, 8_000).expect_err("rate");
+        assert!(format!("{err:#}").contains("8000 Hz"), "{err:#}");
+        let img = dir.path().join("good.png");
+        std::fs::write(&img, &png).expect("write");
+        let t = decode_image(&img, &[2, 3, 16, 16]).expect("png");
+        assert_eq!(t.shape(), &[2, 3, 16, 16]);
+        assert!(t.to_f32_vec().iter().all(|v| (0.0..=1.0).contains(v)));
+    }
+}
