@@ -17,6 +17,14 @@ use std::time::{Duration, Instant};
 use common::*;
 use serde_json::Value;
 
+/// Rows are timed one test at a time: parallel tests would load the 2 cores unevenly between the two
+/// sides of a row.
+static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn measuring() -> std::sync::MutexGuard<'static, ()> {
+    MEASURING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A catalog holding only tiny-cnn (so the coverage rule is about this model alone).
 fn catalog(dir: &Path) -> PathBuf {
     let root = dir.join("catalog");
@@ -57,7 +65,7 @@ fn suite(s: &Setup, name: &str, rows: &str) -> PathBuf {
     std::fs::write(
         &path,
         format!(
-            "schema: trtmc.perf-suite/v1\nname: {name}\nthresholds: {{green_max: 1.3, yellow_max: 2.0, min_samples: 10}}\nmeasure: {{warmup: 3, iterations: 20}}\nrows:\n{rows}"
+            "schema: trtmc.perf-suite/v1\nname: {name}\nthresholds: {{green_max: 1.3, yellow_max: 2.0, min_samples: 10}}\nmeasure: {{warmup: 3, iterations: 20, rounds: 2}}\nrows:\n{rows}"
         ),
     )
     .expect("write suite");
@@ -264,9 +272,10 @@ fn check_names_every_problem_with_its_row_or_variable() {
 
 #[test]
 fn lights_match_ratios_aa_is_green_and_an_injected_slowdown_is_red() {
+    let _one_at_a_time = measuring();
     let s = setup("");
     let rows = format!(
-        "{ROW_ORT}  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: batch8\n    candidate: {{runtime: onnxruntime}}\n    reference: {{backend: \"trtmc:onnxruntime\"}}\n"
+        "{ROW_ORT}  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: batch8\n    candidate: {{runtime: onnxruntime}}\n    reference: {{backend: \"trtmc:onnxruntime\"}}\n    measure: {{iterations: 40, rounds: 4}}\n"
     );
     let suite_path = suite(&s, "small", &rows);
     let out = s.dir.path().join("run1");
@@ -274,6 +283,7 @@ fn lights_match_ratios_aa_is_green_and_an_injected_slowdown_is_red() {
     assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
     let results = read_json(&out.join("results.json"));
     assert_eq!(results["schema"], "trtmc.matrix-results/v1");
+    assert_valid("matrix-results.schema.json", &results);
     assert_eq!(results["summary"]["rows"], 2);
     assert_lights_match_ratios(&results);
     let rows = rows_by_id(&results);
@@ -286,8 +296,19 @@ fn lights_match_ratios_aa_is_green_and_an_injected_slowdown_is_red() {
     assert_eq!(ort["resolved_settings"]["baseline_precision"], "fp32");
     assert_eq!(ort["candidate"]["identity"], ort["reference"]["identity"]);
     assert_eq!(ort["candidate"]["boundary"], "public_pipeline_call_wall");
-    let argv0 = ort["commands"][0]["argv"].as_array().unwrap();
-    assert_eq!(argv0[1], "run");
+    let candidate_run = ort["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["argv"][1] == "run")
+        .expect("the candidate's run command");
+    assert!(
+        candidate_run["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "onnxruntime")
+    );
     assert!(ort["commands"].as_array().unwrap().iter().any(|c| {
         c["argv"][1]
             .as_str()
@@ -331,7 +352,13 @@ fn lights_match_ratios_aa_is_green_and_an_injected_slowdown_is_red() {
     // The delay reached the candidate only.
     assert!(row["comparison"]["reference_p50_ms"].as_f64().unwrap() < 20.0);
     assert_eq!(
-        row["commands"][0]["env"]["TRTMC_TEST_CALL_DELAY_US"], "20000",
+        row["commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["argv"][1] == "run")
+            .expect("candidate run")["env"]["TRTMC_TEST_CALL_DELAY_US"],
+        "20000",
         "the candidate's leaf command records the knob"
     );
     assert_lights_match_ratios(&slow);
@@ -339,6 +366,7 @@ fn lights_match_ratios_aa_is_green_and_an_injected_slowdown_is_red() {
 
 #[test]
 fn workload_precision_and_boundary_mismatches_are_contract_mismatches_without_a_light() {
+    let _one_at_a_time = measuring();
     let s = setup("");
     let rows = "  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: single\n    candidate: {runtime: onnxruntime}\n    reference: {backend: onnxruntime-python, set: {request.batch_size: 2}}\n  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: batch8\n    candidate: {runtime: onnxruntime}\n    reference: {backend: onnxruntime-python}\n    baseline: {precision: fp16}\n";
     let suite_path = suite(&s, "mismatch", rows);
@@ -347,6 +375,7 @@ fn workload_precision_and_boundary_mismatches_are_contract_mismatches_without_a_
     assert_eq!(code(&o), 8, "{}\n{}", stdout(&o), stderr(&o));
     let results = read_json(&out.join("results.json"));
     assert_eq!(results["summary"]["contract_mismatch"], 2);
+    assert_valid("matrix-results.schema.json", &results);
     let rows = rows_by_id(&results);
     for (_, r) in &rows {
         assert_eq!(r["status"], "contract_mismatch", "{r}");
@@ -392,6 +421,7 @@ fn workload_precision_and_boundary_mismatches_are_contract_mismatches_without_a_
 
 #[test]
 fn kill_during_run_then_resume_runs_every_row_exactly_once() {
+    let _one_at_a_time = measuring();
     let s = setup("");
     let rows = format!(
         "{ROW_ORT}  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: batch8\n    candidate: {{runtime: onnxruntime}}\n    reference: {{backend: onnxruntime-python}}\n  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: single\n    candidate: {{runtime: tract}}\n    reference: {{backend: onnxruntime-python}}\n"
@@ -444,6 +474,8 @@ fn kill_during_run_then_resume_runs_every_row_exactly_once() {
     assert_eq!(ids.len(), 3, "{ids:?}");
     assert_eq!(unique.len(), 3, "a row appears twice: {ids:?}");
     assert_eq!(results["summary"]["pending"], 0);
+    assert_valid("matrix-results.schema.json", &partial);
+    assert_valid("matrix-results.schema.json", &results);
     assert_eq!(
         std::fs::read(&first).unwrap(),
         before,
@@ -464,6 +496,7 @@ fn kill_during_run_then_resume_runs_every_row_exactly_once() {
 
 #[test]
 fn preparation_receipts_are_checked_and_a_matching_one_shows_built() {
+    let _one_at_a_time = measuring();
     let s = setup("");
     // The separately run preparation step: builds the bundle into the environment's cache.
     let prep = run(&[
@@ -562,6 +595,8 @@ fn preparation_receipts_are_checked_and_a_matching_one_shows_built() {
     ));
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let results = read_json(&out.join("results.json"));
+    assert_valid("matrix-results.schema.json", &results);
+    assert_valid("matrix-bundle-preparation.schema.json", &read_json(&path));
     assert_eq!(
         results["preparation_receipt"]["records"][0]["bundle"],
         bundle
@@ -592,6 +627,7 @@ fn preparation_receipts_are_checked_and_a_matching_one_shows_built() {
 
 #[test]
 fn slurm_job_array_runs_rows_reports_failed_tasks_and_resumes() {
+    let _one_at_a_time = measuring();
     if std::env::var("TRTMC_TEST_SLURM").as_deref() != Ok("1") {
         eprintln!(
             "skipped: set TRTMC_TEST_SLURM=1 with a running Slurm (CI starts one in .ci/run)"
@@ -642,6 +678,7 @@ fn slurm_job_array_runs_rows_reports_failed_tasks_and_resumes() {
     assert_eq!(results["summary"]["rows"], 2);
     assert_eq!(results["summary"]["pending"], 0);
     assert_eq!(results["slurm_jobs"].as_array().unwrap().len(), 2);
+    assert_valid("matrix-results.schema.json", &results);
     let rows = rows_by_id(&results);
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[1].1["status"], "compared");

@@ -22,3 +22,22 @@ pub mod row;
 pub mod runner;
 pub mod slurm;
 pub mod suite;
+
+/// Entry points of the fuzz target (crates/matrix/fuzz) and its stable no-panic test.
+#[doc(hidden)]
+pub mod fuzzing {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    /// Every outside-file parser on the same bytes; results are discarded, panics are the bug.
+    pub fn all(data: &[u8]) {
+        let text = String::from_utf8_lossy(data);
+        let _ = crate::suite::parse_suite(&text);
+        if let Ok(env) = crate::suite::parse_environment(&text) {
+            let _ = env.expand(Path::new("reference"));
+        }
+        let _ = crate::suite::expand(&text, &|n| (n.len() % 2 == 0).then(|| n.to_string()));
+        let consumed = BTreeMap::from([("/b".to_string(), "/m.onnx".to_string())]);
+        let _ = crate::receipt::parse(data, "abc", &consumed);
+    }
+}

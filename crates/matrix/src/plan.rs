@@ -19,6 +19,10 @@ use crate::suite::{self, Expanded, ORT_PYTHON, Row, Suite, TRTMC_PREFIX};
 
 pub const PLAN_SCHEMA: &str = "trtmc.matrix-plan/v1";
 
+fn one() -> u64 {
+    1
+}
+
 /// Operations `reference/ort_reference.py` implements (its documented contract).
 pub const ORT_PYTHON_OPERATIONS: &[&str] = &["infer", "classify"];
 
@@ -58,7 +62,11 @@ pub struct PlannedRow {
     pub row: Row,
     pub operation: String,
     pub warmup: u64,
+    /// Timed calls per side in total (each round times `iterations / rounds`, rounded up).
     pub iterations: u64,
+    /// Candidate/reference alternations.
+    #[serde(default = "one")]
+    pub rounds: u64,
     pub baseline_precision: String,
     /// `row baseline.precision`, `testcase reference_precision`, `manifest reference_precision` or
     /// `model precision`.
@@ -585,6 +593,7 @@ fn plan_row(
         iterations: row
             .iterations(suite)
             .unwrap_or(candidate.measure.iterations.value),
+        rounds: row.rounds(suite),
         baseline_precision,
         baseline_precision_source,
         candidate_boundary,

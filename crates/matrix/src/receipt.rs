@@ -41,13 +41,14 @@ pub type Consumed = BTreeMap<String, String>;
 pub fn load(path: &Path, revision: &str, consumed: &Consumed) -> Result<Receipt, String> {
     let bytes =
         std::fs::read(path).map_err(|e| format!("cannot read receipt {}: {e}", path.display()))?;
-    let r: Receipt = serde_json::from_slice(&bytes).map_err(|e| {
-        format!(
-            "receipt {} is not a {RECEIPT_SCHEMA} document: {e}",
-            path.display()
-        )
-    })?;
-    validate(&r, revision, consumed).map_err(|e| format!("receipt {}: {e}", path.display()))?;
+    parse(&bytes, revision, consumed).map_err(|e| format!("receipt {}: {e}", path.display()))
+}
+
+/// Parses and validates receipt bytes.
+pub fn parse(bytes: &[u8], revision: &str, consumed: &Consumed) -> Result<Receipt, String> {
+    let r: Receipt = serde_json::from_slice(bytes)
+        .map_err(|e| format!("not a {RECEIPT_SCHEMA} document: {e}"))?;
+    validate(&r, revision, consumed)?;
     Ok(r)
 }
 

@@ -227,6 +227,7 @@ fn run_argv(
     pr: &PlannedRow,
     runtime: &str,
     set: &BTreeMap<String, Value>,
+    iterations: u64,
     out: &Path,
 ) -> Vec<String> {
     let env = &plan.environment;
@@ -244,7 +245,7 @@ fn run_argv(
         "--warmup".into(),
         pr.warmup.to_string(),
         "--iterations".into(),
-        pr.iterations.to_string(),
+        iterations.to_string(),
         "--telemetry".into(),
         "off".into(),
         "--bundle-cache".into(),
@@ -392,8 +393,8 @@ fn failed(m: String) -> (RowStatus, String) {
 
 fn measure(plan: &Plan, pr: &PlannedRow, ctx: &mut Ctx<'_>, result: &mut RowResult) -> Outcome {
     let row = &pr.row;
-    // Candidate: the same path as `trtmc-bench run`.
-    let cand_out = ctx.dir.join("candidate");
+    let rounds = pr.rounds.max(1);
+    let per_round = pr.iterations.div_ceil(rounds);
     let mut env = BTreeMap::new();
     if let Some(us) = std::env::var(TEST_CANDIDATE_DELAY_ENV)
         .ok()
@@ -401,37 +402,63 @@ fn measure(plan: &Plan, pr: &PlannedRow, ctx: &mut Ctx<'_>, result: &mut RowResu
     {
         env.insert(WORKER_DELAY_ENV.to_string(), us);
     }
-    let argv = run_argv(
-        plan,
-        pr,
-        &row.candidate.runtime,
-        &row.candidate.set,
-        &cand_out,
-    );
-    ctx.leaf(argv, env, "candidate.log").map_err(failed)?;
-    let (candidate, bundle) =
-        read_run_side(ctx, &row.candidate.runtime, &cand_out).map_err(failed)?;
-    let model_path = model_path(plan, pr);
-    result.preparation = Some(Preparation {
-        model: model_path,
-        bundle: bundle.as_ref().map(|b| b.0.clone()),
-        origin: bundle.map_or("none".into(), |b| b.1),
-    });
-    result.candidate = Some(candidate.clone());
-
-    // Reference: its own process.
     let backend = row.reference.backend.as_str();
-    let reference = if backend == ORT_PYTHON {
-        python_reference(plan, pr, ctx)?
+    let python_request = if backend == ORT_PYTHON {
+        Some(prepare_python_reference(plan, pr, per_round, ctx)?)
     } else {
-        let rt = backend.trim_start_matches(TRTMC_PREFIX);
-        let out = ctx.dir.join("reference");
-        let argv = run_argv(plan, pr, rt, &row.reference.set, &out);
-        ctx.leaf(argv, BTreeMap::new(), "reference.log")
-            .map_err(failed)?;
-        read_run_side(ctx, backend, &out).map_err(failed)?.0
+        None
     };
-    result.reference = Some(reference.clone());
+    let mut candidate: Option<Side> = None;
+    let mut reference: Option<Side> = None;
+    // Candidate and reference alternate round by round, so a change of machine load during the row
+    // falls on both sides.
+    for k in 1..=rounds {
+        let suffix = if rounds == 1 {
+            String::new()
+        } else {
+            format!("-{k}")
+        };
+        // Candidate: the same path as `trtmc-bench run`.
+        let out = ctx.dir.join(format!("candidate{suffix}"));
+        let argv = run_argv(
+            plan,
+            pr,
+            &row.candidate.runtime,
+            &row.candidate.set,
+            per_round,
+            &out,
+        );
+        ctx.leaf(argv, env.clone(), &format!("candidate{suffix}.log"))
+            .map_err(failed)?;
+        let (side, bundle) = read_run_side(ctx, &row.candidate.runtime, &out).map_err(failed)?;
+        if k == 1 {
+            result.preparation = Some(Preparation {
+                model: model_path(plan, pr),
+                bundle: bundle.as_ref().map(|b| b.0.clone()),
+                origin: bundle.map_or("none".into(), |b| b.1),
+            });
+        }
+        merge(&mut candidate, side);
+        result.candidate = candidate.clone();
+
+        // Reference: its own process.
+        let side = match &python_request {
+            Some(request) => run_python_reference(plan, pr, request, &suffix, ctx)?,
+            None => {
+                let rt = backend.trim_start_matches(TRTMC_PREFIX);
+                let out = ctx.dir.join(format!("reference{suffix}"));
+                let argv = run_argv(plan, pr, rt, &row.reference.set, per_round, &out);
+                ctx.leaf(argv, BTreeMap::new(), &format!("reference{suffix}.log"))
+                    .map_err(failed)?;
+                read_run_side(ctx, backend, &out).map_err(failed)?.0
+            }
+        };
+        merge(&mut reference, side);
+        result.reference = reference.clone();
+    }
+    let (Some(candidate), Some(reference)) = (candidate, reference) else {
+        return Err(failed("no round ran".into()));
+    };
 
     // Contracts: same workload, same boundary, the precision that was asked for.
     let mut mismatches = Vec::new();
@@ -473,6 +500,26 @@ fn measure(plan: &Plan, pr: &PlannedRow, ctx: &mut Ctx<'_>, result: &mut RowResu
     Ok(())
 }
 
+/// Pools a round's samples into the side; a round that disagrees on identity, boundary or precision
+/// makes the pooled side say so (and the contract check fails).
+fn merge(acc: &mut Option<Side>, side: Side) {
+    match acc {
+        None => *acc = Some(side),
+        Some(a) => {
+            if a.identity != side.identity {
+                a.identity = format!("{} (round differs: {})", a.identity, side.identity);
+            }
+            if a.boundary != side.boundary {
+                a.boundary = format!("{} (round differs: {})", a.boundary, side.boundary);
+            }
+            if a.precision != side.precision {
+                a.precision = None;
+            }
+            a.samples_ms.extend(side.samples_ms);
+        }
+    }
+}
+
 fn short(h: &str) -> &str {
     &h[..h.len().min(12)]
 }
@@ -490,14 +537,15 @@ fn model_path(plan: &Plan, pr: &PlannedRow) -> String {
         .unwrap_or_default()
 }
 
-/// The Python reference: `trtmc-bench compare --save-inputs` writes the inputs from the worker's own
-/// seeded synthesis and the request; the request gets the row's counts and baseline precision; the
-/// runner executes it.
-fn python_reference(
+/// The Python reference, prepared once per row: `trtmc-bench compare --save-inputs` writes the inputs
+/// from the worker's own seeded synthesis and the request; the request gets the row's counts, baseline
+/// precision and runner options. Returns the request path.
+fn prepare_python_reference(
     plan: &Plan,
     pr: &PlannedRow,
+    iterations: u64,
     ctx: &mut Ctx<'_>,
-) -> Result<Side, (RowStatus, String)> {
+) -> Result<PathBuf, (RowStatus, String)> {
     let row = &pr.row;
     let dir = ctx.dir.join("reference");
     let mut argv = vec![
@@ -523,7 +571,7 @@ fn python_reference(
     let mut request = read_json(&req_path).map_err(failed)?;
     if let Some(obj) = request.as_object_mut() {
         obj.insert("warmup".into(), json!(pr.warmup));
-        obj.insert("iterations".into(), json!(pr.iterations));
+        obj.insert("iterations".into(), json!(iterations));
         obj.insert("precision".into(), json!(pr.baseline_precision));
         obj.insert("threads".into(), json!(plan.environment.reference_threads));
         let options = obj.entry("options").or_insert_with(|| json!({}));
@@ -535,7 +583,19 @@ fn python_reference(
     }
     write_json_atomic(&req_path, &request)
         .map_err(|e| failed(format!("cannot write {}: {e}", req_path.display())))?;
-    let result_path = dir.join("reference-result.json");
+    Ok(req_path)
+}
+
+/// One round of the Python reference runner on the prepared request.
+fn run_python_reference(
+    plan: &Plan,
+    pr: &PlannedRow,
+    req_path: &Path,
+    suffix: &str,
+    ctx: &mut Ctx<'_>,
+) -> Result<Side, (RowStatus, String)> {
+    let dir = ctx.dir.join("reference");
+    let result_path = dir.join(format!("reference-result{suffix}.json"));
     let argv = vec![
         plan.environment.python.clone(),
         plan.environment
@@ -546,7 +606,7 @@ fn python_reference(
         req_path.to_string_lossy().into_owned(),
         result_path.to_string_lossy().into_owned(),
     ];
-    let ran = ctx.leaf(argv, BTreeMap::new(), "reference.log");
+    let ran = ctx.leaf(argv, BTreeMap::new(), &format!("reference{suffix}.log"));
     let doc: Option<ReferenceResult> = std::fs::read(&result_path)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok());

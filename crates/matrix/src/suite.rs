@@ -74,6 +74,11 @@ pub struct MeasureSpec {
     pub warmup: Option<u64>,
     #[serde(default)]
     pub iterations: Option<u64>,
+    /// Candidate and reference alternate this many times (C R C R …), each round timing
+    /// `iterations / rounds` calls; the samples are pooled. Load that changes during a row then hits
+    /// both sides alike. Default 1.
+    #[serde(default)]
+    pub rounds: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -143,6 +148,9 @@ impl Row {
     pub fn iterations(&self, suite: &Suite) -> Option<u64> {
         self.measure.iterations.or(suite.measure.iterations)
     }
+    pub fn rounds(&self, suite: &Suite) -> u64 {
+        self.measure.rounds.or(suite.measure.rounds).unwrap_or(1)
+    }
 }
 
 pub fn load_suite(path: &Path) -> Result<Suite, String> {
@@ -202,6 +210,9 @@ pub fn parse_suite(text: &str) -> Result<Suite, String> {
             if what == "iterations" && n == Some(0) {
                 return Err(format!("row `{id}`: {what} must be at least 1"));
             }
+        }
+        if !(1..=100).contains(&row.rounds(&suite)) {
+            return Err(format!("row `{id}`: rounds must be between 1 and 100"));
         }
     }
     Ok(suite)
@@ -295,15 +306,16 @@ impl Default for SlurmSettings {
 pub fn load_environment(path: &Path) -> Result<Environment, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read environment {}: {e}", path.display()))?;
-    let env: Environment = serde_saphyr::from_str(&text)
-        .map_err(|e| format!("environment {}: malformed YAML: {e}", path.display()))?;
+    parse_environment(&text).map_err(|e| format!("environment {}: {e}", path.display()))
+}
+
+pub fn parse_environment(text: &str) -> Result<Environment, String> {
+    let env: Environment =
+        serde_saphyr::from_str(text).map_err(|e| format!("malformed YAML: {e}"))?;
     if let Some(s) = &env.schema
         && s != ENVIRONMENT_SCHEMA
     {
-        return Err(format!(
-            "environment {}: schema `{s}` is not `{ENVIRONMENT_SCHEMA}`",
-            path.display()
-        ));
+        return Err(format!("schema `{s}` is not `{ENVIRONMENT_SCHEMA}`"));
     }
     Ok(env)
 }
