@@ -135,6 +135,8 @@ fn every_task_profile_is_listed_ready() {
         "tiny-video-diffusion",
         "tiny-forecaster",
         "tiny-operator",
+        "tiny-vlm",
+        "distilgpt2",
     ] {
         let m = models
             .iter()
@@ -505,5 +507,87 @@ fn vision_language_generation_prefills_the_image_and_reports_tokens_and_stages()
     assert!(
         error.contains("16 patches") && error.contains("KV-cache length 256"),
         "{error}"
+    );
+}
+
+/// distilgpt2 resolves through the Hugging Face cache layout (`HF_HUB_OFFLINE=1`, nothing downloaded): with
+/// the file cached it plans at FP16 with a 256-token KV cache and runs (here a stand-in decoder with the
+/// same cache contract sits at the hub path); without it, it fails closed with the download command.
+#[test]
+fn distilgpt2_resolves_from_the_offline_hub_cache_at_fp16_with_a_256_token_cache() {
+    let e = env();
+    let home = e.root.join("hf");
+    let snapshot = home
+        .join("hub/models--Xenova--distilgpt2/snapshots")
+        .join("0123456789abcdef0123456789abcdef01234567");
+    std::fs::create_dir_all(snapshot.join("onnx")).expect("mkdir");
+    std::fs::create_dir_all(home.join("hub/models--Xenova--distilgpt2/refs")).expect("mkdir");
+    std::fs::write(
+        home.join("hub/models--Xenova--distilgpt2/refs/main"),
+        "0123456789abcdef0123456789abcdef01234567",
+    )
+    .expect("ref");
+    std::fs::write(
+        snapshot.join("onnx/decoder_with_past_model.onnx"),
+        trtmc_modelgen::generate("tiny-gpt", 1).expect("stand-in decoder"),
+    )
+    .expect("model");
+    let hub = |hf_home: &Path, extra: &[&str]| {
+        std::process::Command::new(BIN)
+            .args([
+                "run",
+                "--model",
+                "distilgpt2",
+                "--bundle-cache",
+                e.root.join("cache").to_str().expect("utf8"),
+            ])
+            .args(extra)
+            .env_remove("TRTMC_MANIFEST_ROOT")
+            .env("HF_HOME", hf_home)
+            .env("HF_HUB_OFFLINE", "1")
+            .output()
+            .expect("run")
+    };
+    let plan = hub(&home, &["--dry-run"]);
+    assert_eq!(code(&plan), 0, "{}", stderr(&plan));
+    assert!(
+        stdout(&plan).contains("distilgpt2 greedy op=generate"),
+        "{}",
+        stdout(&plan)
+    );
+
+    let dir = e.root.join("distil");
+    let out = hub(
+        &home,
+        &[
+            "-o",
+            dir.to_str().expect("utf8"),
+            "-q",
+            "--warmup",
+            "0",
+            "--iterations",
+            "2",
+            "--set",
+            "request.max_new_tokens=4",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = assert_result_dir_valid(&dir);
+    let case = &doc["cases"][0];
+    assert_counts(case, "output token/s", 8.0);
+    let resolved = read_json(
+        &dir.join(case["dir"].as_str().expect("dir"))
+            .join("resolved-case.json"),
+    );
+    assert_eq!(resolved["build"]["precision"]["value"], "fp16");
+    assert_eq!(resolved["build"]["kv_cache_length"]["value"], 256);
+    assert_eq!(resolved["request"]["seed"]["value"], -1);
+
+    let absent = hub(&e.root.join("empty-hf"), &["--dry-run"]);
+    assert_eq!(code(&absent), 3, "{}", stderr(&absent));
+    assert!(
+        stderr(&absent).contains("huggingface-cli download Xenova/distilgpt2"),
+        "{}",
+        stderr(&absent)
     );
 }
