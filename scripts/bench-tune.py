@@ -32,6 +32,17 @@ def estimates(summary):
     }
 
 
+def phase_ms(out):
+    """Steady-state measurement time per phase, from the tuning cache (sum of samples_ms)."""
+    totals = {}
+    lines = (out / "tuning-cache.jsonl").read_text().splitlines()[1:]
+    for line in filter(None, lines):
+        rec = json.loads(line)
+        phase = "final" if rec["phase"] == "final" else "search"
+        totals[phase] = totals.get(phase, 0.0) + sum(rec.get("samples_ms") or [])
+    return totals
+
+
 def pick(summary):
     d = summary["decision"]
     if d.get("route"):
@@ -63,10 +74,13 @@ def main():
             / full["counts"]["measurement_ms_this_session"],
             "calls_ratio": race["counts"]["measurement_calls_this_session"]
             / full["counts"]["measurement_calls_this_session"],
+            # The search alone (racing rounds vs every route's calls), without the head-to-head both do.
+            "search_time_ratio": phase_ms(out / f"racing-{i}")["search"]
+            / phase_ms(out / f"full-{i}")["search"],
         }
         rows.append(row)
         print(json.dumps(row), flush=True)
-    for key in ["quality", "time_ratio", "calls_ratio"]:
+    for key in ["quality", "time_ratio", "calls_ratio", "search_time_ratio"]:
         values = [r[key] for r in rows]
         print(f"{key}: median {statistics.median(values):.3f}, max {max(values):.3f}")
 
