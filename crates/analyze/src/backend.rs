@@ -472,20 +472,21 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
         .filter(|l| l.timing.is_some())
         .map(|l| l.index)
         .collect();
-    hot.sort_by(|a, b| {
-        let pa = layers[*a as usize]
+    let share = |i: &u32| {
+        layers[*i as usize]
             .timing
             .as_ref()
             .map(|t| t.percentage)
-            .unwrap_or(0.0);
-        let pb = layers[*b as usize]
-            .timing
-            .as_ref()
-            .map(|t| t.percentage)
-            .unwrap_or(0.0);
-        pb.total_cmp(&pa).then(a.cmp(b))
-    });
-    hot.truncate(20);
+            .unwrap_or(0.0)
+    };
+    // Largest share first, ties by index: a total order, so picking the top 20 before sorting
+    // them gives what sorting every layer would.
+    let by_share = |a: &u32, b: &u32| share(b).total_cmp(&share(a)).then(a.cmp(b));
+    if hot.len() > 20 {
+        hot.select_nth_unstable_by(19, by_share);
+        hot.truncate(20);
+    }
+    hot.sort_by(by_share);
 
     let graph_view = graph.map(|g| GraphView {
         edge_count: g.edges.len(),

@@ -221,9 +221,12 @@ fn latency_findings(input: &Input, b: &mut Builder) {
         .collect();
     b.fact(format!("time by type: {}", types.join(", ")));
 
-    let mut ranked: Vec<&LayerView> = layers.iter().filter(|l| l.timing.is_some()).collect();
-    ranked.sort_by(|x, y| pct(y).total_cmp(&pct(x)).then(x.index.cmp(&y.index)));
-    if let Some(top) = ranked.first() {
+    // The largest layer (ties: the first); no need to sort them all.
+    let largest = layers
+        .iter()
+        .filter(|l| l.timing.is_some())
+        .min_by(|x, y| pct(y).total_cmp(&pct(x)).then(x.index.cmp(&y.index)));
+    if let Some(top) = largest {
         let t = top.timing.as_ref().map(|t| t.avg_ms).unwrap_or(0.0);
         let p = pct(top);
         let evidence = vec![
