@@ -65,7 +65,7 @@ impl TranscribeRunner {
             );
         }
         let samples = audio_input(&ctx, rate)?;
-        let tokenizer = Tokenizer::from_name(ctx.tokenizer)?;
+        let tokenizer = Tokenizer::load(ctx.tokenizer, ctx.manifest_dir)?;
         let session = ctx.take_session("transcribe")?;
         let [spec] = session.inputs() else {
             bail!("the acoustic model must take one input, the audio");

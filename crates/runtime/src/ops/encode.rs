@@ -6,7 +6,7 @@ use ndarray::ArrayD;
 use super::{CallRecord, RunnerContext, TimedRunner, check_finite};
 use crate::runtime::Session;
 use crate::tensor::{Dim, HostTensor, TensorSpec};
-use crate::tokenize::{BOS, EOS, PAD, Tokenizer};
+use crate::tokenize::Tokenizer;
 
 pub struct EncodeRunner {
     session: Box<dyn Session>,
@@ -35,7 +35,7 @@ impl EncodeRunner {
             bail!("request.texts is empty: give at least one text");
         }
         let texts: Vec<String> = texts.iter().cycle().take(batch).cloned().collect();
-        let tokenizer = Tokenizer::from_name(ctx.tokenizer)?;
+        let tokenizer = Tokenizer::load(ctx.tokenizer, ctx.manifest_dir)?;
         let session = ctx.take_session("encode")?;
         let input_names: Vec<String> = session.inputs().iter().map(|s| s.name.clone()).collect();
         for name in &input_names {
@@ -77,16 +77,21 @@ impl EncodeRunner {
     }
 
     fn tokenize(&self) -> anyhow::Result<(ArrayD<i64>, ArrayD<i64>)> {
+        let (bos, eos, pad) = (
+            self.tokenizer.bos(),
+            self.tokenizer.eos(),
+            self.tokenizer.pad(),
+        );
         let rows: Vec<Vec<i64>> = self
             .texts
             .iter()
             .map(|t| {
-                let mut ids = vec![BOS];
-                ids.extend(self.tokenizer.encode(t));
-                ids.push(EOS);
-                ids
+                let mut ids = vec![bos];
+                ids.extend(self.tokenizer.encode(t)?);
+                ids.push(eos);
+                Ok(ids)
             })
-            .collect();
+            .collect::<anyhow::Result<_>>()?;
         let len = self
             .seq_len
             .unwrap_or_else(|| rows.iter().map(Vec::len).max().unwrap_or(1));
@@ -96,9 +101,9 @@ impl EncodeRunner {
             for j in 0..len {
                 // Truncate long texts to the bundle's sequence length, keeping the end token.
                 let token = if j + 1 == len && row.len() > len {
-                    EOS
+                    eos
                 } else {
-                    row.get(j).copied().unwrap_or(PAD)
+                    row.get(j).copied().unwrap_or(pad)
                 };
                 ids.push(token);
                 mask.push(i64::from(j < row.len()));

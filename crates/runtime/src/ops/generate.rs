@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::{CallRecord, RunnerContext, TimedRunner};
 use crate::runtime::Session;
 use crate::tensor::{Dim, HostTensor};
-use crate::tokenize::{BOS, Tokenizer};
+use crate::tokenize::Tokenizer;
 
 /// Additive bias that masks a position out.
 const MASKED: f32 = -1e9;
@@ -351,9 +351,9 @@ impl GenerateRunner {
                 "operation `{operation}` has no batch API: request.batch_size above 1 is rejected"
             );
         }
-        let tokenizer = Tokenizer::from_name(ctx.tokenizer)?;
-        let mut prompt = vec![BOS];
-        prompt.extend(tokenizer.encode(ctx.string("prompt")?));
+        let tokenizer = Tokenizer::load(ctx.tokenizer, ctx.manifest_dir)?;
+        let mut prompt = vec![tokenizer.bos()];
+        prompt.extend(tokenizer.encode(ctx.string("prompt")?)?);
         let max_new_tokens = ctx.int("max_new_tokens")?;
         if max_new_tokens < 1 {
             bail!("request.max_new_tokens must be at least 1, got {max_new_tokens}");

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::{CallRecord, RunnerContext, TimedRunner, check_finite};
 use crate::runtime::Session;
 use crate::tensor::{Dim, HostTensor, TensorSpec};
-use crate::tokenize::{BOS, EOS, PAD, Tokenizer};
+use crate::tokenize::Tokenizer;
 
 pub struct RerankRunner {
     session: Box<dyn Session>,
@@ -42,7 +42,7 @@ impl RerankRunner {
             bail!("request.documents is empty: give at least one document");
         }
         let documents = documents.iter().cycle().take(batch).cloned().collect();
-        let tokenizer = Tokenizer::from_name(ctx.tokenizer)?;
+        let tokenizer = Tokenizer::load(ctx.tokenizer, ctx.manifest_dir)?;
         let session = ctx.take_session("rerank")?;
         let input_names: Vec<String> = session.inputs().iter().map(|s| s.name.clone()).collect();
         for name in &input_names {
@@ -76,20 +76,25 @@ impl RerankRunner {
     }
 
     fn tokenize(&self) -> anyhow::Result<(ArrayD<i64>, ArrayD<i64>, ArrayD<i64>)> {
-        let query = self.tokenizer.encode(&self.query);
+        let (bos, eos, pad) = (
+            self.tokenizer.bos(),
+            self.tokenizer.eos(),
+            self.tokenizer.pad(),
+        );
+        let query = self.tokenizer.encode(&self.query)?;
         let rows: Vec<(Vec<i64>, usize)> = self
             .documents
             .iter()
             .map(|d| {
-                let mut ids = vec![BOS];
+                let mut ids = vec![bos];
                 ids.extend(&query);
-                ids.push(EOS);
+                ids.push(eos);
                 let query_len = ids.len();
-                ids.extend(self.tokenizer.encode(d));
-                ids.push(EOS);
-                (ids, query_len)
+                ids.extend(self.tokenizer.encode(d)?);
+                ids.push(eos);
+                Ok((ids, query_len))
             })
-            .collect();
+            .collect::<anyhow::Result<_>>()?;
         let len = self
             .seq_len
             .unwrap_or_else(|| rows.iter().map(|r| r.0.len()).max().unwrap_or(1));
@@ -101,7 +106,7 @@ impl RerankRunner {
         );
         for (row, query_len) in &rows {
             for j in 0..len {
-                ids.push(row.get(j).copied().unwrap_or(PAD));
+                ids.push(row.get(j).copied().unwrap_or(pad));
                 mask.push(i64::from(j < row.len()));
                 types.push(i64::from(j >= *query_len && j < row.len()));
             }
