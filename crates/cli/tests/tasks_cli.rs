@@ -370,6 +370,18 @@ fn operations_without_a_batch_api_reject_batches_and_artifacts_must_exist() {
     };
     let video = dry("tiny-video-diffusion", "request.batch_size=2");
     assert_eq!(code(&video), 3, "{}", stderr(&video));
+    let vlm = dry("tiny-vlm", "request.batch_size=2");
+    assert_eq!(code(&vlm), 3, "{}", stderr(&vlm));
+    assert!(stderr(&vlm).contains("no batch API"), "{}", stderr(&vlm));
+    let asr = dry("tiny-asr", "request.batch_size=2");
+    assert_eq!(code(&asr), 3, "{}", stderr(&asr));
+    let images = dry("tiny-diffusion", "request.batch_size=3");
+    assert_eq!(
+        code(&images),
+        0,
+        "image diffusion has a batch API: {}",
+        stderr(&images)
+    );
     let missing = dry("tiny-asr", "request.audio=../assets/missing.wav");
     assert_eq!(code(&missing), 3, "{}", stderr(&missing));
     assert!(
