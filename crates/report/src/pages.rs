@@ -106,8 +106,10 @@ fn summary_table(report: &CollectionReport, kind: Kind) -> Markup {
     if collection {
         columns.push(Column::text("machine").filter());
     }
+    // The verdict sits beside the status, where it is seen without scrolling a wide table sideways.
     columns.extend([
         Column::text("status").filter(),
+        Column::text("validity").filter(),
         Column::num("calls"),
         Column::num("p50 ms"),
         Column::num("p50 95 % CI").help("bootstrap 95 % confidence interval of the median latency"),
@@ -118,7 +120,6 @@ fn summary_table(report: &CollectionReport, kind: Kind) -> Markup {
         Column::num("outliers").help("calls beyond Tukey's inner fences (1.5 IQR)"),
         Column::num("request/s"),
         Column::text("throughput"),
-        Column::text("validity").filter(),
     ]);
     let mut t = Table::new("summary-table", columns);
     t.label = "cases".into();
@@ -146,6 +147,7 @@ fn summary_table(report: &CollectionReport, kind: Kind) -> Markup {
             pill(status_label(c.status), status_label(c.status)),
             status_label(c.status),
         ));
+        row.push(validity_cell(&c.validity));
         row.push(Cell::int(c.samples));
         match &c.latency_ms {
             Some(l) => {
@@ -187,7 +189,6 @@ fn summary_table(report: &CollectionReport, kind: Kind) -> Markup {
             (None, false) => row.push(Cell::text(&others.join(", "))),
             (None, true) => row.push(Cell::empty()),
         }
-        row.push(validity_cell(&c.validity));
         t.push(row);
     }
     t.render()
