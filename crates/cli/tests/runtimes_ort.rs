@@ -399,3 +399,57 @@ fn a_missing_library_is_exit_7_with_the_install_command() {
         "no case ran without a bundle"
     );
 }
+
+/// The onnx wheel's light_resnet50 (ONNX IR 3) lists its weights as graph inputs; ORT's optimizers leave
+/// them behind as required inputs without data. The build says so and names the fix; at level `disable`
+/// the model builds and runs.
+#[test]
+fn an_ir3_model_whose_optimized_graph_needs_new_inputs_is_a_clear_build_error() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out = bench(
+        tmp.path(),
+        &[
+            "run",
+            "--model",
+            "light-resnet50",
+            "--runtime",
+            "onnxruntime",
+            "--warmup",
+            "0",
+            "--iterations",
+            "1",
+            "-q",
+            "-o",
+            tmp.path().join("all").to_str().expect("utf8"),
+        ],
+        &[],
+    );
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("lists its weights as graph inputs")
+            && stderr(&out).contains("build.optimization_level=disable"),
+        "{}",
+        stderr(&out)
+    );
+    let out = bench(
+        tmp.path(),
+        &[
+            "run",
+            "--model",
+            "light-resnet50",
+            "--runtime",
+            "onnxruntime",
+            "--set",
+            "build.optimization_level=disable",
+            "--warmup",
+            "0",
+            "--iterations",
+            "1",
+            "-q",
+            "-o",
+            tmp.path().join("disable").to_str().expect("utf8"),
+        ],
+        &[],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}

@@ -645,6 +645,7 @@ impl Runtime for OrtRuntime {
         timed("reload_check", t);
         let inputs = specs(reloaded.inputs())?;
         let outputs = specs(reloaded.outputs())?;
+        check_no_new_inputs(onnx, &inputs, level)?;
 
         write_json_atomic(
             &out_dir.join(SESSION_FILE),
@@ -901,6 +902,46 @@ impl Session for OrtModel {
             .collect();
         layers_from_trace(NAME, &trace, p.skip_runs, &graph, bindings)
     }
+}
+
+/// Fails when ORT's optimized model requires inputs the source model does not. Models of ONNX IR < 4 list
+/// their weights as graph inputs; ORT's optimizers fold those weights and leave the inputs behind as
+/// required inputs without data (seen with the onnx wheel's light_resnet50 at every level but `disable`).
+fn check_no_new_inputs(
+    onnx: &Path,
+    inputs: &[TensorSpec],
+    level: OptimizationLevel,
+) -> anyhow::Result<()> {
+    use tract_onnx::prelude::Framework as _;
+    let proto = tract_onnx::onnx()
+        .proto_model_for_path(onnx)
+        .with_context(|| format!("cannot read the graph of {}", onnx.display()))?;
+    let graph = proto
+        .graph
+        .with_context(|| format!("{} has no graph", onnx.display()))?;
+    let weights: std::collections::HashSet<&str> =
+        graph.initializer.iter().map(|t| t.name.as_str()).collect();
+    let real: std::collections::HashSet<&str> = graph
+        .input
+        .iter()
+        .map(|i| i.name.as_str())
+        .filter(|n| !weights.contains(n))
+        .collect();
+    let new: Vec<&str> = inputs
+        .iter()
+        .map(|s| s.name.as_str())
+        .filter(|n| !real.contains(n))
+        .collect();
+    if let Some(first) = new.first() {
+        bail!(
+            "ONNX Runtime's model optimized at level {} requires {} input(s) that {} does not have (e.g. `{first}`): the model lists its weights as graph inputs (ONNX IR version {}, before 4) and ORT's optimizers leave them behind without data; build it with --set build.optimization_level=disable, or re-export it with IR version 4 or newer",
+            level.name(),
+            new.len(),
+            onnx.display(),
+            proto.ir_version
+        );
+    }
+    Ok(())
 }
 
 /// The nodes of an ONNX file in file order (ORT numbers the nodes of a loaded graph the same way).
