@@ -448,14 +448,15 @@ fn when_every_route_fails_the_tune_exits_5_and_still_writes_its_summary() {
     assert!(out_dir.join("tuning-report.html").is_file());
 }
 
-/// A tune over routes that sleep 0, 20, 40 and 60 ms inside every call.
+/// A tune over routes that sleep 0, 50, 100 and 150 ms inside every call (far beyond the ~3 ms the
+/// model takes, even when other processes stretch its CPU time).
 fn sleepy_args<'a>(out_dir: &'a Path, model: &'a [&'a str]) -> Vec<&'a str> {
     let mut args = model.to_vec();
     args.extend_from_slice(&[
         "--runtime",
         "tract",
         "--routes",
-        "-test:sleep_us=[0|20000|40000|60000]",
+        "-test:sleep_us=[0|50000|100000|150000]",
         "--search",
         "full",
         "-o",
@@ -572,8 +573,8 @@ fn continue_refuses_a_changed_model_and_names_the_differing_field() {
     let mut args = vec![
         "--onnx",
         s(&onnx),
-        "--set",
-        "build.dims.batch=1",
+        "--dim",
+        "batch=1",
         "--runtime",
         "tract",
         "--routes",

@@ -169,6 +169,9 @@ pub struct TuneArgs {
     /// Shape of a dynamic input, trtexec style: NAME:1x3x224x224 (repeatable).
     #[arg(long = "shape", value_name = "NAME:DIMS")]
     pub shapes: Vec<String>,
+    /// Size of a named dynamic dimension, e.g. batch=1 (repeatable; the same as --set build.dims.NAME=V).
+    #[arg(long = "dim", value_name = "NAME=VALUE")]
+    pub dims: Vec<String>,
     /// Catalog root holding MODEL.toml files.
     #[arg(long, value_name = "PATH")]
     pub manifest_root: Option<PathBuf>,
@@ -269,6 +272,9 @@ impl TuneArgs {
         }
         for s in &self.shapes {
             opt("shape", Some(s.clone()));
+        }
+        for d in &self.dims {
+            opt("dim", Some(d.clone()));
         }
         opt("manifest-root", path(&self.manifest_root));
         opt("trtexec", path(&self.trtexec));
@@ -391,6 +397,21 @@ impl TuneArgs {
             sets.push(Override {
                 key: format!("build.shapes.{name}"),
                 value: dims.to_string(),
+                source: Source::Cli,
+            });
+        }
+        for dim in &self.dims {
+            let (name, value) = dim
+                .split_once('=')
+                .filter(|(n, v)| !n.trim().is_empty() && v.trim().parse::<u64>().is_ok())
+                .ok_or_else(|| {
+                    input_err(format!(
+                        "--dim `{dim}` is not NAME=VALUE with a whole number (e.g. --dim batch=1)"
+                    ))
+                })?;
+            sets.push(Override {
+                key: format!("build.dims.{}", name.trim()),
+                value: value.trim().to_string(),
                 source: Source::Cli,
             });
         }
@@ -1243,6 +1264,7 @@ mod tests {
             calls: Some(20),
             tensor_thresholds: vec!["y=1e-3".into()],
             sets: vec!["request.seed=3".into()],
+            dims: vec!["batch=1".into()],
             save_all: true,
             output: Some(PathBuf::from("out")),
             ..TuneArgs::default()
@@ -1254,6 +1276,13 @@ mod tests {
         assert_eq!(back.canonical_argv(), argv);
         assert_eq!(back.routes, args.routes);
         assert_eq!(back.timeout, Some(-1.0));
+        assert_eq!(back.dims, vec!["batch=1"]);
+        assert!(
+            back.overrides()
+                .expect("overrides")
+                .iter()
+                .any(|o| o.key == "build.dims.batch" && o.value == "1")
+        );
         assert!(back.output.as_ref().expect("output").is_absolute());
         assert_eq!(back.config().expect("config").budget_s, None);
     }
