@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ONNX Runtime through trtmc's worker against ONNX Runtime's own Python loop (reference/ort_reference.py)
-# on light_resnet50, at 1 and 2 intra-op threads, measured interleaved in one run: each round runs every
+# on light_resnet50 (seeded random weights, IR 8; the wheel's IR-3 file needs build.optimization_level=disable), at 1 and 2 intra-op threads, measured interleaved in one run: each round runs every
 # side once, and the order of the two sides alternates from round to round (A B, then B A). Both sides
 # get the same inputs (written by trtmc from the worker's seeded synthesis), warm-ups and call count.
 #
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-5}
 WARMUP=${WARMUP:-5}
 ITERATIONS=${ITERATIONS:-30}
-MODEL=${MODEL:-light-resnet50}
+MODEL=${MODEL:-light-resnet50-rand}
 WORK=${1:-$(mktemp -d -t trtmc-bench-ort.XXXXXX)}
 BIN=${TRTMC_BIN:-target/release/trtmc-bench}
 PYTHON=${TRTMC_PYTHON:-python3}
