@@ -7,7 +7,7 @@
 # Then the knobs: ORT's graph optimization level of the offline-optimized bundle (disable vs all) and
 # tract's executor threads (1 vs 2), interleaved the same way.
 #
-# Usage: scripts/bench-ort.sh [WORK_DIR]      (env: ROUNDS=5 WARMUP=5 ITERATIONS=30 MODEL=light-resnet50
+# Usage: scripts/bench-ort.sh [WORK_DIR]      (env: ROUNDS=5 WARMUP=5 ITERATIONS=30 MODEL=light-resnet50-rand
 #        TRTMC_BIN=target/release/trtmc-bench)
 # Needs: a release build (cargo build --release --workspace), python3 with numpy and onnxruntime.
 # Prints a Markdown table; raw per-run results stay in WORK_DIR. Never uses more threads than cores.
