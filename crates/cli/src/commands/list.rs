@@ -75,23 +75,31 @@ pub fn execute(args: ListArgs) -> CliResult {
             );
         }
         ListFormat::Table => {
-            let width = catalog
-                .profiles
-                .iter()
-                .map(|p| p.name.len())
-                .max()
-                .unwrap_or(4)
-                .max(4);
+            // Columns as wide as their longest entry, so long task names never shift the table.
+            let col = |header: &str, cell: &dyn Fn(&trtmc_core::catalog::Profile) -> String| {
+                catalog
+                    .profiles
+                    .iter()
+                    .map(|p| cell(p).chars().count())
+                    .fold(header.len(), usize::max)
+            };
+            let operation = |p: &trtmc_core::catalog::Profile| {
+                p.operation.clone().unwrap_or_else(|| "-".into())
+            };
+            let w_name = col("NAME", &|p| p.name.clone());
+            let w_task = col("TASK", &|p| p.task_strategy.clone());
+            let w_op = col("OPERATION", &operation);
+            let w_rt = col("RUNTIME", &|p| p.runtime_strategy.clone());
             println!(
-                "{:<width$}  {:<22} {:<10} {:<9} STATUS",
+                "{:<w_name$}  {:<w_task$}  {:<w_op$}  {:<w_rt$}  STATUS",
                 "NAME", "TASK", "OPERATION", "RUNTIME"
             );
             for p in &catalog.profiles {
                 println!(
-                    "{:<width$}  {:<22} {:<10} {:<9} {}",
+                    "{:<w_name$}  {:<w_task$}  {:<w_op$}  {:<w_rt$}  {}",
                     p.name,
                     p.task_strategy,
-                    p.operation.as_deref().unwrap_or("-"),
+                    operation(p),
                     p.runtime_strategy,
                     p.status.label()
                 );
