@@ -8,6 +8,7 @@ pub mod fsutil;
 pub mod hash;
 pub mod operations;
 pub mod plan;
+pub mod python;
 pub mod result;
 pub mod stats;
 pub mod text;

@@ -198,19 +198,16 @@ fn download_hf(repo: &str, file: &str, revision: &str) -> Result<PathBuf, String
 
 /// The directory of an installed Python package, found without importing it.
 pub fn python_package_dir(package: &str) -> Result<PathBuf, String> {
-    let python = std::env::var("TRTMC_PYTHON").unwrap_or_else(|_| "python3".into());
-    let script = "import importlib.util,sys\ns=importlib.util.find_spec(sys.argv[1])\nprint(list(s.submodule_search_locations)[0] if s and s.submodule_search_locations else '')";
-    let out = std::process::Command::new(&python)
-        .args(["-c", script, package])
-        .output()
-        .map_err(|e| format!("cannot run {python} to find the `{package}` package: {e} (install Python 3 or set TRTMC_PYTHON)"))?;
-    let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    if !out.status.success() || dir.is_empty() {
-        return Err(format!(
+    let python = trtmc_core::python::interpreter();
+    match trtmc_core::python::package_dir(package) {
+        Ok(Some(dir)) => Ok(dir),
+        Ok(None) => Err(format!(
             "Python package `{package}` is not installed for {python} (pip install {package})"
-        ));
+        )),
+        Err(e) => Err(format!(
+            "cannot find the `{package}` package: {e} (install Python 3 or set TRTMC_PYTHON)"
+        )),
     }
-    Ok(PathBuf::from(dir))
 }
 
 /// SHA-256 of a file, memoized in `work_dir/hashes/` by path, size and modification time, so that keys

@@ -154,22 +154,20 @@ fn library_path() -> Result<PathBuf, String> {
 
 /// The `onnxruntime` package directory of the Python interpreter, found without importing it.
 fn wheel_library() -> Result<PathBuf, String> {
-    let python = std::env::var("TRTMC_PYTHON").unwrap_or_else(|_| "python3".into());
-    let script = "import importlib.util\ns = importlib.util.find_spec('onnxruntime')\nprint(list(s.submodule_search_locations)[0] if s and s.submodule_search_locations else '')";
-    let out = std::process::Command::new(&python)
-        .args(["-c", script])
-        .output()
-        .map_err(|e| {
-            format!(
-                "ONNX Runtime not found: ORT_DYLIB_PATH is not set and {python} cannot be started to look for the `onnxruntime` package ({e}); {INSTALL_HINT}, or set ORT_DYLIB_PATH to libonnxruntime"
-            )
-        })?;
-    let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    if !out.status.success() || dir.is_empty() {
-        return Err(format!(
-            "ONNX Runtime is not installed: ORT_DYLIB_PATH is not set and {python} has no `onnxruntime` package ({INSTALL_HINT}, or set ORT_DYLIB_PATH to libonnxruntime)"
-        ));
-    }
+    let python = trtmc_core::python::interpreter();
+    let dir = match trtmc_core::python::package_dir("onnxruntime") {
+        Ok(Some(dir)) => dir.display().to_string(),
+        Ok(None) => {
+            return Err(format!(
+                "ONNX Runtime is not installed: ORT_DYLIB_PATH is not set and {python} has no `onnxruntime` package ({INSTALL_HINT}, or set ORT_DYLIB_PATH to libonnxruntime)"
+            ));
+        }
+        Err(e) => {
+            return Err(format!(
+                "ONNX Runtime not found: ORT_DYLIB_PATH is not set and {python} cannot be used to look for the `onnxruntime` package ({e}); {INSTALL_HINT}, or set ORT_DYLIB_PATH to libonnxruntime"
+            ));
+        }
+    };
     let capi = PathBuf::from(&dir).join("capi");
     let mut candidates: Vec<PathBuf> = std::fs::read_dir(&capi)
         .map_err(|e| {
@@ -614,16 +612,25 @@ impl Runtime for OrtRuntime {
         let overrides = dimension_overrides(onnx, settings, &mut log)?;
         timed("bind_dimensions", t);
 
+        let t = Instant::now();
+        let source = without_weight_inputs(onnx, out_dir, &mut log)?;
+        timed("drop_weight_inputs", t);
+
         let artifact = out_dir.join(ARTIFACT);
         let t = Instant::now();
-        builder(level, &overrides)?
+        let optimized = builder(level, &overrides)?
             .with_intra_threads(1)
             .map_err(ort_err)?
             .with_optimized_model_path(&artifact)
             .map_err(ort_err)?
-            .commit_from_file(onnx)
+            .commit_from_file(source.as_deref().unwrap_or(onnx))
             .map_err(ort_err)
-            .with_context(|| format!("ONNX Runtime cannot optimize {}", onnx.display()))?;
+            .with_context(|| format!("ONNX Runtime cannot optimize {}", onnx.display()));
+        if let Some(copy) = &source {
+            // Only the optimized model is part of the bundle.
+            let _ = std::fs::remove_file(copy);
+        }
+        optimized?;
         timed("optimize_and_save", t);
         if !artifact.is_file() {
             bail!(
@@ -682,6 +689,7 @@ impl Runtime for OrtRuntime {
             {"step": "SessionBuilder::with_dimension_override", "overrides": overrides},
             {"step": "SessionBuilder::with_optimization_level", "level": level.ort_name()},
             {"step": "SessionBuilder::with_optimized_model_path", "artifact": ARTIFACT},
+            {"step": "IR < 4 only: re-encode as IR 4 without the weights listed as graph inputs", "applied": source.is_some()},
             {"step": "SessionBuilder::commit_from_file", "path": onnx},
             {"step": "reload with optimization disabled", "artifact": ARTIFACT},
         ]);
@@ -902,6 +910,44 @@ impl Session for OrtModel {
             .collect();
         layers_from_trace(NAME, &trace, p.skip_runs, &graph, bindings)
     }
+}
+
+/// Models of ONNX IR < 4 must list their weights as graph inputs too; ORT's optimizers fold those weights
+/// but keep the inputs as required inputs without data (the onnx wheel's light_resnet50 asked for 213
+/// inputs). Such a model is re-encoded as IR 4 without the weight inputs — what IR 4 defines them to mean —
+/// into `out_dir`; returns that copy's path, or `None` when the model needs no change.
+fn without_weight_inputs(
+    onnx: &Path,
+    out_dir: &Path,
+    log: &mut Vec<String>,
+) -> anyhow::Result<Option<PathBuf>> {
+    use prost::Message as _;
+    use tract_onnx::prelude::Framework as _;
+    let mut proto = tract_onnx::onnx()
+        .proto_model_for_path(onnx)
+        .with_context(|| format!("cannot read the graph of {}", onnx.display()))?;
+    let Some(graph) = proto.graph.as_mut() else {
+        return Ok(None);
+    };
+    let weights: std::collections::HashSet<String> =
+        graph.initializer.iter().map(|t| t.name.clone()).collect();
+    let before = graph.input.len();
+    graph.input.retain(|i| !weights.contains(&i.name));
+    let dropped = before - graph.input.len();
+    if dropped == 0 {
+        return Ok(None);
+    }
+    let ir_version = proto.ir_version;
+    proto.ir_version = proto.ir_version.max(4);
+    let copy = out_dir.join("source-ir4.onnx");
+    std::fs::write(&copy, proto.encode_to_vec())
+        .with_context(|| format!("cannot write {}", copy.display()))?;
+    log.push(format!(
+        "{} (ONNX IR {ir_version}) lists {dropped} weight(s) as graph inputs: re-encoded as IR {} without them before optimizing",
+        onnx.display(),
+        proto.ir_version
+    ));
+    Ok(Some(copy))
 }
 
 /// Fails when ORT's optimized model requires inputs the source model does not. Models of ONNX IR < 4 list
