@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ONNX Runtime through trtmc's worker against ONNX Runtime's own Python loop (reference/ort_reference.py)
-# on light_resnet50 (seeded random weights, IR 8; the wheel's IR-3 file needs build.optimization_level=disable), at 1 and 2 intra-op threads, measured interleaved in one run: each round runs every
+# on light_resnet50 (seeded random weights, IR 8), at 1 and 2 intra-op threads, measured interleaved in one run: each round runs every
 # side once, and the order of the two sides alternates from round to round (A B, then B A). Both sides
 # get the same inputs (written by trtmc from the worker's seeded synthesis), warm-ups and call count.
 #

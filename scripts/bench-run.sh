@@ -9,15 +9,14 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-6}
 ITER=${ITER:-30}
 WARMUP=${WARMUP:-5}
-cargo build --release -q -p trtmc-bench
-cargo build --release -q -p trtmc-runtime --example tract_loop
+cargo build --release -q --workspace --bins --examples
 BIN=target/release/trtmc-bench
 LOOP=target/release/examples/tract_loop
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
 echo "== 1. harness overhead"
-cargo bench -q -p trtmc-runtime --bench harness_overhead 2>/dev/null | grep -v '^$'
+cargo bench -q --workspace --bench harness_overhead 2>/dev/null | grep -v '^$'
 
 echo "== 2. start-up wall time"
 hyperfine -N --warmup 3 --runs 30 \

@@ -16,10 +16,15 @@ use exit::CliError;
     about = "Benchmark, analyze and tune neural-network inference",
     long_about = "Benchmark, analyze and tune neural-network inference.\n\n\
         run            benchmark a resolved workload in an isolated worker and write a result directory\n\
-        list models    every catalog profile with its status\n\
-        analyze        TensorRT layer-info/profile analysis with validation and a browser report\n\n\
-        Exit codes: 0 success, 1 internal error, 2 usage, 3 invalid input, 4 build failed or no bundle,\n\
-        5 a case failed, 6 output refused, 7 missing external tool (see docs/exit-codes.md)."
+        list models    every catalog profile with its status and each runtime's availability\n\
+        report         one report over many runs, or one run's summary (--format)\n\
+        matrix         candidate runtime vs reference backend, row by row, with traffic lights\n\
+        analyze        TensorRT layer-info/profile analysis with validation and a browser report\n\
+        tune           build-route search gated on accuracy, ranked on measured speed, resumable\n\
+        compare        per-tensor output agreement: two runtimes, or one and golden files\n\n\
+        Exit codes (docs/exit-codes.md): 0 success, 1 internal error, 2 usage, 3 invalid input,\n\
+        4 build failed or no bundle, 5 a case failed, 6 output refused,\n\
+        7 missing external tool, 8 contract mismatch."
 )]
 struct Cli {
     #[command(subcommand)]

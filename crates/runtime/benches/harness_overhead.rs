@@ -2,7 +2,7 @@
 //! observation recording, against a bare `Instant` loop measured in the same process, interleaved in
 //! rounds (A B A B …) so machine drift hits both sides alike.
 //!
-//! Run: `cargo bench -p trtmc-runtime --bench harness_overhead`
+//! Run: `cargo bench --workspace --bench harness_overhead` (or scripts/bench-run.sh)
 //! Target (issue 2): median recorded no-op call ≤ 1.3 × the bare loop's median.
 
 use std::collections::BTreeMap;

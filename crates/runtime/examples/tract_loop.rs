@@ -2,7 +2,7 @@
 //! It uses tract's public API the way an application would: load, optimize, plan, then call `run` on a
 //! persistent state with the same seeded input every time.
 //!
-//! Run: `cargo run --release -p trtmc-runtime --example tract_loop -- MODEL.onnx WARMUP ITERATIONS`
+//! Run: `cargo run --release --example tract_loop -- MODEL.onnx WARMUP ITERATIONS`
 //! Prints the median, mean and minimum call time in milliseconds as one JSON line.
 
 use std::time::Instant;
