@@ -613,7 +613,10 @@ impl Runtime for OrtRuntime {
         timed("bind_dimensions", t);
 
         let t = Instant::now();
-        let source = without_weight_inputs(onnx, out_dir, &mut log)?;
+        let SourceGraph {
+            inputs: true_inputs,
+            copy: source,
+        } = without_weight_inputs(onnx, out_dir, &mut log)?;
         timed("drop_weight_inputs", t);
 
         let artifact = out_dir.join(ARTIFACT);
@@ -652,7 +655,7 @@ impl Runtime for OrtRuntime {
         timed("reload_check", t);
         let inputs = specs(reloaded.inputs())?;
         let outputs = specs(reloaded.outputs())?;
-        check_no_new_inputs(onnx, &inputs, level)?;
+        check_no_new_inputs(onnx, &true_inputs, &inputs, level)?;
 
         write_json_atomic(
             &out_dir.join(SESSION_FILE),
@@ -912,30 +915,39 @@ impl Session for OrtModel {
     }
 }
 
+/// The source model's true inputs (graph inputs that are not weights) and, when it needed one, the
+/// re-encoded copy ONNX Runtime optimizes instead of it.
+struct SourceGraph {
+    inputs: std::collections::HashSet<String>,
+    copy: Option<PathBuf>,
+}
+
 /// Models of ONNX IR < 4 must list their weights as graph inputs too; ORT's optimizers fold those weights
 /// but keep the inputs as required inputs without data (the onnx wheel's light_resnet50 asked for 213
 /// inputs). Such a model is re-encoded as IR 4 without the weight inputs — what IR 4 defines them to mean —
-/// into `out_dir`; returns that copy's path, or `None` when the model needs no change.
+/// into `out_dir`.
 fn without_weight_inputs(
     onnx: &Path,
     out_dir: &Path,
     log: &mut Vec<String>,
-) -> anyhow::Result<Option<PathBuf>> {
+) -> anyhow::Result<SourceGraph> {
     use prost::Message as _;
     use tract_onnx::prelude::Framework as _;
     let mut proto = tract_onnx::onnx()
         .proto_model_for_path(onnx)
         .with_context(|| format!("cannot read the graph of {}", onnx.display()))?;
-    let Some(graph) = proto.graph.as_mut() else {
-        return Ok(None);
-    };
+    let graph = proto
+        .graph
+        .as_mut()
+        .with_context(|| format!("{} has no graph", onnx.display()))?;
     let weights: std::collections::HashSet<String> =
         graph.initializer.iter().map(|t| t.name.clone()).collect();
     let before = graph.input.len();
     graph.input.retain(|i| !weights.contains(&i.name));
     let dropped = before - graph.input.len();
+    let inputs = graph.input.iter().map(|i| i.name.clone()).collect();
     if dropped == 0 {
-        return Ok(None);
+        return Ok(SourceGraph { inputs, copy: None });
     }
     let ir_version = proto.ir_version;
     proto.ir_version = proto.ir_version.max(4);
@@ -947,44 +959,31 @@ fn without_weight_inputs(
         onnx.display(),
         proto.ir_version
     ));
-    Ok(Some(copy))
+    Ok(SourceGraph {
+        inputs,
+        copy: Some(copy),
+    })
 }
 
-/// Fails when ORT's optimized model requires inputs the source model does not. Models of ONNX IR < 4 list
-/// their weights as graph inputs; ORT's optimizers fold those weights and leave the inputs behind as
-/// required inputs without data (seen with the onnx wheel's light_resnet50 at every level but `disable`).
+/// Fails when ORT's optimized model requires inputs the source model does not have (`true_inputs`), so
+/// that such a bundle fails at build time instead of at its first timed call.
 fn check_no_new_inputs(
     onnx: &Path,
+    true_inputs: &std::collections::HashSet<String>,
     inputs: &[TensorSpec],
     level: OptimizationLevel,
 ) -> anyhow::Result<()> {
-    use tract_onnx::prelude::Framework as _;
-    let proto = tract_onnx::onnx()
-        .proto_model_for_path(onnx)
-        .with_context(|| format!("cannot read the graph of {}", onnx.display()))?;
-    let graph = proto
-        .graph
-        .with_context(|| format!("{} has no graph", onnx.display()))?;
-    let weights: std::collections::HashSet<&str> =
-        graph.initializer.iter().map(|t| t.name.as_str()).collect();
-    let real: std::collections::HashSet<&str> = graph
-        .input
-        .iter()
-        .map(|i| i.name.as_str())
-        .filter(|n| !weights.contains(n))
-        .collect();
     let new: Vec<&str> = inputs
         .iter()
         .map(|s| s.name.as_str())
-        .filter(|n| !real.contains(n))
+        .filter(|n| !true_inputs.contains(*n))
         .collect();
     if let Some(first) = new.first() {
         bail!(
-            "ONNX Runtime's model optimized at level {} requires {} input(s) that {} does not have (e.g. `{first}`): the model lists its weights as graph inputs (ONNX IR version {}, before 4) and ORT's optimizers leave them behind without data; build it with --set build.optimization_level=disable, or re-export it with IR version 4 or newer",
+            "ONNX Runtime's model optimized at level {} requires {} input(s) that {} does not have (e.g. `{first}`); build it with --set build.optimization_level=disable, and please report the model",
             level.name(),
             new.len(),
             onnx.display(),
-            proto.ir_version
         );
     }
     Ok(())
