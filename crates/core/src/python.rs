@@ -99,7 +99,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_missing_interpreter_is_an_error_and_absolute_paths_resolve() {
+    fn executables_resolve_on_path_and_missing_files_do_not() {
         assert!(resolve_executable("/definitely/not/python").is_none());
         assert!(resolve_executable("sh").is_some());
     }
