@@ -5,9 +5,12 @@
 
 speech.wav: 0.75 s of a 16 kHz mono 16-bit chirp with a syllable-like envelope (24 kB).
 shapes.png: a 32x32 RGB image with a red square and a blue disc on a gray gradient.
+wordpiece/tokenizer.json: a BERT-style WordPiece tokenizer (lower-casing, `##` continuations) whose
+  ids fit the 259-token embedding tables of the generated encoder and reranker.
 The profiles refer to them relative to their MODEL.toml (../assets/...); their SHA-256 is part of
 every case identity that uses them.
 """
+import json
 import math
 import os
 import struct
@@ -59,6 +62,54 @@ def shapes_png(path, size=32):
         f.write(png)
 
 
+# Whole words of the catalog's texts and common English; everything else falls back to suffixes and
+# single characters, so no text the catalog holds becomes [UNK].
+WORDS = """the a an and or of to in on for is are be not do i how you it that with as at by from this
+keep benchmark benchmarks honest warm up before timing time report percentiles percentile best run runs
+quick brown fox jump over lazy dog need evidence anecdotes cache hit avoid rebuild engine engines
+latency name method pin thread close other program measure measuring compare interleaved one ratio
+banana rich potassium record machine load exact command fast faster slow model models build layer
+layers tensor speed memory accuracy precision batch token tokens text image audio video query document
+documents score vector sentence short long first last new old same each every all no more less than
+when where what why which who result results number numbers data file files test tests case cases
+show shows work works use used make makes made good bad high low small large big very much many
+""".split()
+SUFFIXES = ["##s", "##es", "##ed", "##ing", "##er", "##ers", "##ly", "##tion", "##ment", "##ness",
+            "##al", "##ic", "##ity", "##ive", "##ize", "##able"]
+SPECIALS = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]
+ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"
+PUNCT = ".,?!'-:;()\"/"
+VOCAB_LIMIT = 259
+
+
+def wordpiece_tokenizer(path):
+    tokens = SPECIALS + list(ALNUM + PUNCT) + ["##" + c for c in ALNUM] + SUFFIXES
+    for w in WORDS:
+        if w not in tokens:
+            tokens.append(w)
+    assert len(tokens) <= VOCAB_LIMIT, len(tokens)
+    special = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+                "normalized": False, "special": True} for i, t in enumerate(SPECIALS)]
+    doc = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": special,
+        "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                       "strip_accents": None, "lowercase": True},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": {"type": "BertProcessing", "sep": ["[SEP]", 2], "cls": ["[CLS]", 1]},
+        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 100, "vocab": {t: i for i, t in enumerate(tokens)}},
+    }
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+
 if __name__ == "__main__":
     speech_wav(os.path.join(HERE, "speech.wav"))
     shapes_png(os.path.join(HERE, "shapes.png"))
+    wordpiece_tokenizer(os.path.join(HERE, "wordpiece", "tokenizer.json"))

@@ -402,6 +402,9 @@ fn artifact_bytes_are_hashed_into_the_case_identity() {
         std::fs::create_dir_all(catalog.join(sub)).expect("mkdir");
         for f in std::fs::read_dir(repo.join(sub)).expect("read_dir") {
             let f = f.expect("entry").path();
+            if f.is_dir() {
+                continue; // assets/wordpiece: not used by tiny-asr
+            }
             std::fs::copy(&f, catalog.join(sub).join(f.file_name().expect("name"))).expect("copy");
         }
     }
@@ -544,6 +547,7 @@ fn distilgpt2_resolves_from_the_offline_hub_cache_at_fp16_with_a_256_token_cache
         trtmc_modelgen::generate("tiny-gpt", 1).expect("stand-in decoder"),
     )
     .expect("model");
+    std::fs::write(snapshot.join("tokenizer.json"), mini_gpt2_tokenizer()).expect("tokenizer");
     let hub = |hf_home: &Path, extra: &[&str]| {
         std::process::Command::new(BIN)
             .args([
@@ -594,6 +598,25 @@ fn distilgpt2_resolves_from_the_offline_hub_cache_at_fp16_with_a_256_token_cache
     assert_eq!(resolved["build"]["precision"]["value"], "fp16");
     assert_eq!(resolved["build"]["kv_cache_length"]["value"], 256);
     assert_eq!(resolved["request"]["seed"]["value"], -1);
+    // The prompt went through the cached byte-level BPE: <|endoftext|> + "The" (two merges) + the
+    // 16 bytes of " quick brown fox" = 18 tokens (the byte tokenizer would give 20).
+    for o in observations(&dir, case) {
+        assert_eq!(o["input_tokens"], 18, "{o}");
+    }
+    let generated = notes(&dir, case)["notes"]["generated_tokens"].clone();
+    assert_eq!(generated.as_array().map(Vec::len), Some(4), "{generated}");
+
+    // A model without its tokenizer in the cache fails closed and names the file to download.
+    std::fs::remove_file(snapshot.join("tokenizer.json")).expect("rm tokenizer");
+    let no_tokenizer = hub(&home, &["--dry-run"]);
+    assert_eq!(code(&no_tokenizer), 3, "{}", stderr(&no_tokenizer));
+    assert!(
+        stderr(&no_tokenizer).contains("tokenizer Xenova/distilgpt2/tokenizer.json")
+            && stderr(&no_tokenizer)
+                .contains("huggingface-cli download Xenova/distilgpt2 tokenizer.json"),
+        "{}",
+        stderr(&no_tokenizer)
+    );
 
     let absent = hub(&e.root.join("empty-hf"), &["--dry-run"]);
     assert_eq!(code(&absent), 3, "{}", stderr(&absent));
@@ -602,4 +625,48 @@ fn distilgpt2_resolves_from_the_offline_hub_cache_at_fp16_with_a_256_token_cache
         "{}",
         stderr(&absent)
     );
+}
+
+/// GPT-2's tokenizer.json shape in miniature, so that its ids fit the stand-in decoder's 259-token
+/// vocabulary: the 256 byte-level symbols in GPT-2's order, `<|endoftext|>` = 256, and two merges
+/// ("T h" → 257, "Th e" → 258).
+fn mini_gpt2_tokenizer() -> String {
+    // GPT-2's byte-to-symbol table: printable bytes stand for themselves, the others are moved to
+    // U+0100 onwards in byte order.
+    let printable =
+        |b: u32| (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
+    let mut symbols: Vec<char> = (0..256u32)
+        .filter(|&b| printable(b))
+        .filter_map(char::from_u32)
+        .collect();
+    symbols.extend(
+        (0..256u32)
+            .filter(|&b| !printable(b))
+            .enumerate()
+            .filter_map(|(n, _)| char::from_u32(256 + n as u32)),
+    );
+    let mut vocab: serde_json::Map<String, serde_json::Value> = symbols
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.to_string(), serde_json::Value::from(i)))
+        .collect();
+    vocab.insert("<|endoftext|>".into(), 256.into());
+    vocab.insert("Th".into(), 257.into());
+    vocab.insert("The".into(), 258.into());
+    let byte_level = serde_json::json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true});
+    serde_json::json!({
+        "version": "1.0",
+        "truncation": null,
+        "padding": null,
+        "added_tokens": [{"id": 256, "content": "<|endoftext|>", "single_word": false, "lstrip": false,
+            "rstrip": false, "normalized": true, "special": true}],
+        "normalizer": null,
+        "pre_tokenizer": byte_level,
+        "post_processor": byte_level,
+        "decoder": byte_level,
+        "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": "",
+            "end_of_word_suffix": "", "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
+            "vocab": vocab, "merges": ["T h", "Th e"]}
+    })
+    .to_string()
 }

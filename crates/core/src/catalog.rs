@@ -34,6 +34,40 @@ pub enum ModelSource {
     None,
 }
 
+/// A profile's `tokenizer`: `bytes` (built in), `file:PATH` (a tokenizer.json relative to MODEL.toml)
+/// or `hub:FILE` (a file of the profile's Hugging Face repository, at its revision).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenizerSpec {
+    Bytes,
+    File(PathBuf),
+    Hub(String),
+}
+
+impl TokenizerSpec {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let spec = if text == "bytes" {
+            TokenizerSpec::Bytes
+        } else if let Some(path) = text.strip_prefix("file:") {
+            TokenizerSpec::File(path.into())
+        } else if let Some(file) = text.strip_prefix("hub:") {
+            TokenizerSpec::Hub(file.into())
+        } else {
+            return Err(format!(
+                "tokenizer `{text}` is not one of `bytes`, `file:PATH` (a tokenizer.json next to MODEL.toml) or `hub:FILE` (a file of [source] hf_repo)"
+            ));
+        };
+        match &spec {
+            TokenizerSpec::File(p) if p.as_os_str().is_empty() => {
+                Err("tokenizer `file:` needs a path, e.g. `file:tokenizer.json`".into())
+            }
+            TokenizerSpec::Hub(f) if f.is_empty() => {
+                Err("tokenizer `hub:` needs a file name, e.g. `hub:tokenizer.json`".into())
+            }
+            _ => Ok(spec),
+        }
+    }
+}
+
 /// Settings that shape the built artifact; they are part of the bundle cache key.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -355,6 +389,28 @@ pub fn profile_from_text(
         }
     };
 
+    // A tokenizer file next to MODEL.toml is part of the manifest: a changed vocabulary is a
+    // different workload.
+    match parsed.tokenizer.as_deref().map(TokenizerSpec::parse) {
+        None | Some(Ok(TokenizerSpec::Bytes)) => {}
+        Some(Ok(TokenizerSpec::File(rel))) => match read(&dir.join(&rel)) {
+            Ok(text) => hasher.update(text.as_bytes()),
+            Err(e) => problems.push(format!(
+                "tokenizer file {} cannot be read: {e} (fix `tokenizer` in {})",
+                dir.join(&rel).display(),
+                path.display()
+            )),
+        },
+        Some(Ok(TokenizerSpec::Hub(file))) => {
+            if !matches!(source, ModelSource::HuggingFace { .. }) {
+                problems.push(format!(
+                    "tokenizer `hub:{file}` needs a Hugging Face source ([source] hf_repo); use `file:PATH` for a local tokenizer.json"
+                ));
+            }
+        }
+        Some(Err(e)) => problems.push(e),
+    }
+
     let mut cases = Vec::new();
     for rel in &parsed.test_manifests {
         let file = dir.join(rel);
@@ -552,6 +608,47 @@ kv_cache_length = 64
         assert_eq!(p.default_case().map(|c| c.name.as_str()), Some("short"));
         assert_eq!(p.build.kv_cache_length, Some(64));
         assert_eq!(p.manifest_hash.len(), 64);
+    }
+
+    #[test]
+    fn tokenizer_files_are_checked_and_hashed_into_the_manifest() {
+        let t = tempfile::tempdir().expect("tmp");
+        let cases = "[[case]]\nname = \"short\"\n[case.request]\nprompt = \"hi\"\n";
+        let with =
+            |tok: &str| GOOD.replace("[source]", &format!("tokenizer = \"{tok}\"\n[source]"));
+        write(t.path(), "f/MODEL.toml", &with("file:tok/tokenizer.json"));
+        write(t.path(), "f/cases.toml", cases);
+        write(t.path(), "f/tok/tokenizer.json", "{\"v\": 1}");
+        let load = || Catalog::load(t.path()).expect("catalog");
+        let first = load().require("m").expect("profile").clone();
+        assert_eq!(first.status, ProfileStatus::Ready);
+        write(t.path(), "f/tok/tokenizer.json", "{\"v\": 2}");
+        let second = load().require("m").expect("profile").clone();
+        assert_ne!(
+            first.manifest_hash, second.manifest_hash,
+            "vocabulary change"
+        );
+
+        std::fs::remove_file(t.path().join("f/tok/tokenizer.json")).expect("rm");
+        let missing = load().require("m").expect("profile").status.label();
+        assert!(
+            missing.contains("tokenizer file") && missing.contains("tokenizer.json"),
+            "{missing}"
+        );
+        write(t.path(), "f/MODEL.toml", &with("hub:tokenizer.json"));
+        let hub = load().require("m").expect("profile").status.label();
+        assert!(hub.contains("needs a Hugging Face source"), "{hub}");
+        write(t.path(), "f/MODEL.toml", &with("sentencepiece"));
+        let unknown = load().require("m").expect("profile").status.label();
+        assert!(unknown.contains("`bytes`, `file:PATH`"), "{unknown}");
+
+        assert_eq!(TokenizerSpec::parse("bytes"), Ok(TokenizerSpec::Bytes));
+        assert_eq!(
+            TokenizerSpec::parse("hub:tokenizer.json"),
+            Ok(TokenizerSpec::Hub("tokenizer.json".into()))
+        );
+        assert!(TokenizerSpec::parse("file:").is_err());
+        assert!(TokenizerSpec::parse("hub:").is_err());
     }
 
     #[test]

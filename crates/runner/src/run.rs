@@ -26,6 +26,7 @@ use trtmc_runtime::runtime::{self, SelfTimed, SelfTimedRequest};
 
 use crate::bundles::{self, BundleError, BundleOptions, BundlePlan};
 use crate::launch::{self, Launch, Outcome};
+use crate::sources;
 
 pub const RESULT_FILE: &str = "result.json";
 pub const REPORT_FILE: &str = "report.html";
@@ -130,6 +131,8 @@ pub fn plan_cases(
                 profile.status.label()
             )));
         }
+        // Resolved after the model source, whose absence is the first thing to report.
+        let mut tokenizer: Option<Option<String>> = None;
         let points = case::sweep_points(&sel.sweeps).map_err(RunError::Input)?;
         let case_names: Vec<Option<&str>> = if sel.cases.is_empty() {
             vec![None]
@@ -172,8 +175,18 @@ pub fn plan_cases(
                         options,
                     )?)
                 };
+                // The worker gets the tokenizer as a file it can open (hub files from the cache).
+                let tokenizer = match &tokenizer {
+                    Some(t) => t.clone(),
+                    None => tokenizer
+                        .insert(sources::resolve_tokenizer(profile).map_err(RunError::Input)?)
+                        .clone(),
+                };
                 planned.push(PlannedCase {
-                    profile: profile.clone(),
+                    profile: Profile {
+                        tokenizer,
+                        ..profile.clone()
+                    },
                     resolved,
                     bundle,
                 });

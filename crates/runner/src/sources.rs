@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use trtmc_core::catalog::{ModelSource, Profile};
+use trtmc_core::catalog::{ModelSource, Profile, TokenizerSpec};
 use trtmc_core::fsutil::write_atomic;
 use trtmc_core::hash;
 
@@ -175,6 +175,45 @@ pub fn materialize(profile: &Profile, work_dir: &Path) -> Result<PathBuf, String
             Ok(file)
         }
     }
+}
+
+/// The worker's form of a profile's tokenizer: `bytes`, or `file:PATH` (relative to MODEL.toml, or
+/// the absolute path of a cached hub file). A `hub:` tokenizer missing from the cache is downloaded
+/// unless HF_HUB_OFFLINE is set, when `Err` says how to fill the cache.
+pub fn resolve_tokenizer(profile: &Profile) -> Result<Option<String>, String> {
+    let Some(text) = profile.tokenizer.as_deref() else {
+        return Ok(None);
+    };
+    let spec = TokenizerSpec::parse(text).map_err(|e| format!("model `{}`: {e}", profile.name))?;
+    let TokenizerSpec::Hub(file) = spec else {
+        return Ok(Some(text.to_owned()));
+    };
+    let ModelSource::HuggingFace { repo, revision, .. } = &profile.source else {
+        return Err(format!(
+            "model `{}`: tokenizer `{text}` needs a Hugging Face source",
+            profile.name
+        ));
+    };
+    let cache = hf_hub::Cache::from_env();
+    let cached = cache
+        .repo(hf_hub::Repo::with_revision(
+            repo.clone(),
+            hf_hub::RepoType::Model,
+            revision.clone(),
+        ))
+        .get(&file);
+    let path = match cached {
+        Some(p) => p,
+        None if hf_offline() => {
+            return Err(format!(
+                "tokenizer {repo}/{file}@{revision} of model `{}` is not in the Hugging Face cache at {} and HF_HUB_OFFLINE is set (download it first: huggingface-cli download {repo} {file} --revision {revision})",
+                profile.name,
+                cache.path().display()
+            ));
+        }
+        None => download_hf(repo, &file, revision)?,
+    };
+    Ok(Some(format!("file:{}", path.display())))
 }
 
 /// The commit hash in a hub cache path `…/snapshots/<commit>/<file>`.

@@ -1,22 +1,49 @@
-//! Tokenizers of the text operations. `bytes`: one token per UTF-8 byte (id = byte + 3), with
-//! 0 = padding, 1 = start (CLS/BOS), 2 = end (SEP/EOS); vocabulary 259. The built-in models use it.
+//! Tokenizers of the text operations.
 //!
-//! Runners ask the tokenizer for its start, end and padding ids ([`Tokenizer::bos`] …) and treat encoding
-//! as fallible, so that a file-backed tokenizer (tokenizer.json through the `tokenizers` crate) can be added
-//! as another variant without touching them.
+//! - `bytes`: one token per UTF-8 byte (id = byte + 3), with 0 = padding, 1 = start (CLS/BOS),
+//!   2 = end (SEP/EOS); vocabulary 259. The generated models use it.
+//! - `file:PATH`: a Hugging Face `tokenizer.json` (BPE, WordPiece, Unigram, …) read with the
+//!   `tokenizers` crate; PATH is relative to MODEL.toml unless absolute. The runner turns a profile's
+//!   `hub:FILE` into `file:` with the cached path before the worker starts.
+//!
+//! Runners add the start/end/padding tokens themselves ([`Tokenizer::bos`] …), so encoding never adds
+//! the file's special tokens (its post-processor's template is not applied).
 
 use std::path::Path;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 
 pub const PAD: i64 = 0;
 pub const BOS: i64 = 1;
 pub const EOS: i64 = 2;
 const BYTE_OFFSET: i64 = 3;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Special tokens looked up by content in a tokenizer file, most specific first. GPT-2 style
+/// vocabularies have one `<|endoftext|>` for all three roles.
+const BOS_TOKENS: &[&str] = &[
+    "<s>",
+    "[CLS]",
+    "<|begin_of_text|>",
+    "<bos>",
+    "<|startoftext|>",
+    "<|endoftext|>",
+];
+const EOS_TOKENS: &[&str] = &["</s>", "[SEP]", "<|end_of_text|>", "<eos>", "<|endoftext|>"];
+const PAD_TOKENS: &[&str] = &["<pad>", "[PAD]", "<|pad|>", "<|endoftext|>"];
+
+#[derive(Debug, Clone)]
 pub enum Tokenizer {
     Bytes,
+    File(Box<FileTokenizer>),
+}
+
+/// A `tokenizer.json` with the ids of the special tokens the runners add.
+#[derive(Debug, Clone)]
+pub struct FileTokenizer {
+    inner: tokenizers::Tokenizer,
+    bos: i64,
+    eos: i64,
+    pad: i64,
 }
 
 impl Tokenizer {
@@ -25,31 +52,61 @@ impl Tokenizer {
         Self::load(name, None)
     }
 
-    /// The tokenizer a profile names; `manifest_dir` (the directory of MODEL.toml) anchors file-backed
-    /// tokenizers.
-    pub fn load(name: Option<&str>, _manifest_dir: Option<&Path>) -> anyhow::Result<Self> {
+    /// The tokenizer a worker request names; `manifest_dir` (the directory of MODEL.toml) anchors
+    /// relative `file:` paths.
+    pub fn load(name: Option<&str>, manifest_dir: Option<&Path>) -> anyhow::Result<Self> {
         match name.unwrap_or("bytes") {
             "bytes" => Ok(Tokenizer::Bytes),
-            other => bail!("unknown tokenizer `{other}` (known: bytes)"),
+            spec => match spec.strip_prefix("file:") {
+                Some(rel) => {
+                    let path = match manifest_dir {
+                        Some(dir) => dir.join(rel),
+                        None => rel.into(),
+                    };
+                    Ok(Tokenizer::File(Box::new(FileTokenizer::open(&path)?)))
+                }
+                None if spec.starts_with("hub:") => bail!(
+                    "tokenizer `{spec}` was not resolved to a cached file before the worker started (a runner bug: resolve hub: tokenizers with the model source)"
+                ),
+                None => bail!(
+                    "unknown tokenizer `{spec}` (use `bytes`, `file:PATH` for a tokenizer.json next to MODEL.toml, or `hub:FILE` for a file of the profile's Hugging Face repo)"
+                ),
+            },
         }
     }
 
     pub fn bos(&self) -> i64 {
-        BOS
+        match self {
+            Tokenizer::Bytes => BOS,
+            Tokenizer::File(f) => f.bos,
+        }
     }
 
     pub fn eos(&self) -> i64 {
-        EOS
+        match self {
+            Tokenizer::Bytes => EOS,
+            Tokenizer::File(f) => f.eos,
+        }
     }
 
     pub fn pad(&self) -> i64 {
-        PAD
+        match self {
+            Tokenizer::Bytes => PAD,
+            Tokenizer::File(f) => f.pad,
+        }
     }
 
     /// Token ids of `text`, without special tokens.
     pub fn encode(&self, text: &str) -> anyhow::Result<Vec<i64>> {
         match self {
             Tokenizer::Bytes => Ok(text.bytes().map(|b| i64::from(b) + BYTE_OFFSET).collect()),
+            Tokenizer::File(f) => {
+                let encoding = f
+                    .inner
+                    .encode(text, false)
+                    .map_err(|e| anyhow::anyhow!("cannot tokenize {text:?}: {e}"))?;
+                Ok(encoding.get_ids().iter().map(|&i| i64::from(i)).collect())
+            }
         }
     }
 
@@ -64,7 +121,50 @@ impl Tokenizer {
                     .collect();
                 String::from_utf8_lossy(&bytes).into_owned()
             }
+            Tokenizer::File(f) => {
+                // Ids outside the vocabulary (a model larger than its tokenizer) are skipped by
+                // the decoder; negative ones here.
+                let ids: Vec<u32> = ids.iter().filter_map(|&i| u32::try_from(i).ok()).collect();
+                f.inner
+                    .decode(&ids, true)
+                    .unwrap_or_else(|e| format!("<cannot decode: {e}>"))
+            }
         }
+    }
+}
+
+impl FileTokenizer {
+    fn open(path: &Path) -> anyhow::Result<Self> {
+        let inner = tokenizers::Tokenizer::from_file(path)
+            .map_err(|e| anyhow::anyhow!("{e}"))
+            .with_context(|| {
+                format!(
+                    "cannot read tokenizer {} (a Hugging Face tokenizer.json is expected)",
+                    path.display()
+                )
+            })?;
+        let find = |role: &str, names: &[&str]| -> anyhow::Result<i64> {
+            names
+                .iter()
+                .find_map(|n| inner.token_to_id(n))
+                .map(i64::from)
+                .with_context(|| {
+                    format!(
+                        "tokenizer {} has no {role} token (looked for {})",
+                        path.display(),
+                        names.join(", ")
+                    )
+                })
+        };
+        let bos = find("start", BOS_TOKENS)?;
+        let eos = find("end", EOS_TOKENS)?;
+        let pad = find("padding", PAD_TOKENS).unwrap_or(eos);
+        Ok(Self {
+            inner,
+            bos,
+            eos,
+            pad,
+        })
     }
 }
 
@@ -82,5 +182,71 @@ mod tests {
         assert_eq!(t.decode(&ids), "héllo");
         assert!(Tokenizer::from_name(Some("wordpiece")).is_err());
         assert_eq!((t.pad(), t.bos(), t.eos()), (PAD, BOS, EOS));
+    }
+
+    /// A WordPiece tokenizer.json in the shape BERT checkpoints ship: lower-casing normalizer,
+    /// whitespace/punctuation pre-tokenizer, `##` continuations.
+    fn wordpiece_json() -> String {
+        let vocab = [
+            "[PAD]", "[CLS]", "[SEP]", "[UNK]", "fast", "engine", "##s", "run", "##ning", "!",
+        ];
+        let vocab: serde_json::Map<String, serde_json::Value> = vocab
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.to_string(), serde_json::Value::from(i)))
+            .collect();
+        let special = |id: usize, content: &str| {
+            serde_json::json!({"id": id, "content": content, "single_word": false, "lstrip": false,
+                "rstrip": false, "normalized": false, "special": true})
+        };
+        serde_json::json!({
+            "version": "1.0",
+            "truncation": null,
+            "padding": null,
+            "added_tokens": [special(0, "[PAD]"), special(1, "[CLS]"), special(2, "[SEP]"), special(3, "[UNK]")],
+            "normalizer": {"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true,
+                "strip_accents": null, "lowercase": true},
+            "pre_tokenizer": {"type": "BertPreTokenizer"},
+            "post_processor": null,
+            "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": true},
+            "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                "max_input_chars_per_word": 100, "vocab": vocab}
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn wordpiece_file_encodes_subwords_and_finds_bert_specials() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("tokenizer.json"), wordpiece_json()).expect("write");
+        let t = Tokenizer::load(Some("file:tokenizer.json"), Some(dir.path())).expect("load");
+        assert_eq!((t.pad(), t.bos(), t.eos()), (0, 1, 2));
+        let ids = t.encode("Fast engines running!").expect("encode");
+        assert_eq!(ids, vec![4, 5, 6, 7, 8, 9]);
+        assert_eq!(t.encode("zebra").expect("encode"), vec![3], "unknown word");
+        assert_eq!(t.decode(&[1, 4, 5, 6, 2]), "fast engines");
+        // An absolute path ignores the manifest directory.
+        let abs = format!("file:{}", dir.path().join("tokenizer.json").display());
+        assert!(Tokenizer::load(Some(&abs), Some(Path::new("/nonexistent"))).is_ok());
+    }
+
+    #[test]
+    fn bad_tokenizer_files_name_the_file_and_the_problem() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let missing =
+            Tokenizer::load(Some("file:nope.json"), Some(dir.path())).expect_err("missing file");
+        assert!(format!("{missing:#}").contains("nope.json"), "{missing:#}");
+        std::fs::write(dir.path().join("bad.json"), "{\"model\": ").expect("write");
+        let bad = Tokenizer::load(Some("file:bad.json"), Some(dir.path())).expect_err("malformed");
+        assert!(format!("{bad:#}").contains("bad.json"), "{bad:#}");
+        let no_specials = wordpiece_json()
+            .replace("[CLS]", "[X1]")
+            .replace("[SEP]", "[X2]");
+        std::fs::write(dir.path().join("plain.json"), no_specials).expect("write");
+        let err =
+            Tokenizer::load(Some("file:plain.json"), Some(dir.path())).expect_err("no start token");
+        assert!(format!("{err:#}").contains("no start token"), "{err:#}");
+        let hub = Tokenizer::load(Some("hub:tokenizer.json"), None).expect_err("unresolved");
+        assert!(hub.to_string().contains("not resolved"), "{hub}");
     }
 }

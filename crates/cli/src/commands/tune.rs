@@ -853,8 +853,10 @@ fn prepare_run(
         }
         None => Reference::DefaultRoute,
     };
+    let mut profile = model.profile;
+    profile.tokenizer = trtmc_runner::sources::resolve_tokenizer(&profile).map_err(input_err)?;
     let target = Target {
-        profile: model.profile,
+        profile,
         case: args.case.clone(),
         sets: args.overrides()?,
         runtime: runtime_name.to_string(),
