@@ -8,7 +8,7 @@
 #   scripts/bench-analyze.sh                       # builds the release binary, ours only
 #   REF_ANALYZER=/path/to/analyze_trt_perf.py scripts/bench-analyze.sh
 #
-# Environment: COPIES (400), RUNS (5), TRTMC_BIN (default target/release/trtmc-bench; set it to
+# Environment: COPIES (400), RUNS (5), SETTLE_S (1: seconds of rest after `sync` before every timed run), TRTMC_BIN (default target/release/trtmc-bench; set it to
 # target/release/examples/analyze_folder to time the library without the CLI), TRTMC_FIXTURES.
 set -euo pipefail
 
@@ -16,6 +16,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 fixtures="${TRTMC_FIXTURES:-$repo/tests/fixtures}"
 copies="${COPIES:-400}"
 runs="${RUNS:-5}"
+settle="${SETTLE_S:-1}"
 bin="${TRTMC_BIN:-$repo/target/release/trtmc-bench}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/bench-analyze.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
@@ -70,6 +71,12 @@ mkdir -p "$work/in" && mv "$work/layers_x.json" "$work/profile_x.json" "$work/in
 # (CPU = user + system time; it moves less with the machine's load than the wall time does).
 run_once() {
   local label="$1"; shift
+  # Every timed run writes fresh output files, as a new analysis does: the previous run's outputs
+  # are deleted here, untimed (replacing an 11 MB or 54 MB file that was already written back costs
+  # the writer ~0.1 s of ext4 block freeing). Then the previous command's teardown and writeback
+  # get time to finish, so that neither is billed to the next command.
+  rm -rf "$work/out" "$work/analysis.json" "$work/analyze-data.json" "$work/ref.json"
+  sync; sleep "$settle"
   /usr/bin/time -v -o "$work/time.txt" "$@" >/dev/null 2>"$work/stderr.txt" || { cat "$work/stderr.txt" >&2; echo "bench-analyze: $label failed" >&2; exit 1; }
   awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,p,":"); w=0; for(i=1;i<=n;i++) w=w*60+p[i]}
               /Maximum resident set size/ {r=$2} /(User|System) time \(seconds\)/ {c+=$2}

@@ -20,6 +20,10 @@ fn write(
     Ok(())
 }
 
+// The allocator of `trtmc-bench`, so that both time the same work.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> Result<()> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mode = match args.last().map(String::as_str) {

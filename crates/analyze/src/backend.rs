@@ -1,6 +1,9 @@
 //! One backend: load its files, validate them, and compute everything the report shows.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+
+use foldhash::{HashMap, HashMapExt};
 
 use crate::analysis::{
     Backend, BackendModel, BackendValidation, Breakdowns, Bucket, Check, CheckStatus,
@@ -308,16 +311,42 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
             minor.len()
         ),
     );
-    let mut seen: HashMap<&str, usize> = HashMap::with_capacity(info.layers.len());
-    for l in &info.layers {
-        *seen.entry(l.name.as_str()).or_default() += 1;
-    }
-    let mut duplicates: Vec<String> = seen
-        .iter()
-        .filter(|(n, c)| **c > 1 && !n.is_empty())
-        .map(|(n, _)| (*n).to_owned())
-        .collect();
-    duplicates.sort();
+    let mut signals = CategorySignals {
+        names_only,
+        ..CategorySignals::default()
+    };
+    // The graph, the per-layer classification and the duplicate-name check only read the
+    // records: on large exports the graph and the last part of the classification run on a second
+    // thread.
+    let (graph, derived, duplicates) = if info.layers.len() >= PARALLEL_LAYERS {
+        let split = info.layers.len() * 3 / 5;
+        let (head, tail) = info.layers.split_at(split);
+        std::thread::scope(|s| {
+            let other = s.spawn(|| {
+                let graph = (!names_only).then(|| crate::graph::build(&info.layers));
+                let mut local = CategorySignals {
+                    names_only,
+                    ..CategorySignals::default()
+                };
+                let derived = derive_views(tail, &mut local);
+                (graph, derived, local)
+            });
+            let duplicates = duplicate_names(&info.layers);
+            let mut derived = derive_views(head, &mut signals);
+            let (graph, more, local) = other
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            derived.extend(more);
+            signals.merge(local);
+            (graph, derived, duplicates)
+        })
+    } else {
+        (
+            (!names_only).then(|| crate::graph::build(&info.layers)),
+            derive_views(&info.layers, &mut signals),
+            duplicate_names(&info.layers),
+        )
+    };
     if !duplicates.is_empty() {
         v.warning(
             "duplicate_names",
@@ -328,10 +357,8 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
             ),
         );
     }
-    drop(seen);
 
     let export_hints = version_hints(&info);
-    let graph = (!names_only).then(|| crate::graph::build(&info.layers));
     if let Some(g) = &graph {
         check_graph(g, &info.layers, &mut v);
     } else {
@@ -342,10 +369,6 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
         );
     }
 
-    let mut signals = CategorySignals {
-        names_only,
-        ..CategorySignals::default()
-    };
     let model_inputs = ModelInputs::gather(&info, graph.as_ref());
     for b in info.bindings.iter().flatten() {
         signals.scan(b);
@@ -358,7 +381,12 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
         bindings,
         ..
     } = info;
-    let mut layers = layer_views(raw_layers, &mut signals);
+    let mut layers: Vec<LayerView> = raw_layers
+        .into_iter()
+        .zip(derived)
+        .enumerate()
+        .map(|(i, (l, d))| layer_view(i as u32, l, d))
+        .collect();
 
     // Profile.
     let mut profile_count = None;
@@ -548,77 +576,78 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
 }
 
 /// Classifies every layer; large exports on two threads, each with its own category signals.
-fn layer_views(mut raw: Vec<Layer>, signals: &mut CategorySignals) -> Vec<LayerView> {
-    let convert =
-        |chunk: Vec<Layer>, first: usize, signals: &mut CategorySignals| -> Vec<LayerView> {
-            chunk
-                .into_iter()
-                .enumerate()
-                .map(|(i, l)| layer_view((first + i) as u32, l, signals))
-                .collect()
-        };
-    if raw.len() < 4096 {
-        return convert(raw, 0, signals);
+/// From this many layers on, [`analyze`] splits the per-layer work between two threads.
+const PARALLEL_LAYERS: usize = 4096;
+
+/// Non-empty layer names that occur more than once, sorted.
+fn duplicate_names(layers: &[Layer]) -> Vec<String> {
+    let mut seen: HashMap<&str, usize> = HashMap::with_capacity(layers.len());
+    for l in layers {
+        *seen.entry(l.name.as_str()).or_default() += 1;
     }
-    let half = raw.len() / 2;
-    let second = raw.split_off(half);
-    let names_only = signals.names_only;
-    let (mut views, rest) = std::thread::scope(|s| {
-        let worker = s.spawn(|| {
-            let mut local = CategorySignals {
-                names_only,
-                ..CategorySignals::default()
-            };
-            let views = convert(second, half, &mut local);
-            (views, local)
-        });
-        let mine = convert(raw, 0, signals);
-        (mine, worker.join())
-    });
-    // A worker that panicked is a bug: surface it rather than return half the layers.
-    let (more, local) = rest.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-    views.extend(more);
-    signals.merge(local);
-    views
+    let mut duplicates: Vec<String> = seen
+        .iter()
+        .filter(|(n, c)| **c > 1 && !n.is_empty())
+        .map(|(n, _)| (*n).to_owned())
+        .collect();
+    duplicates.sort();
+    duplicates
 }
 
-fn layer_view(index: u32, l: Layer, signals: &mut CategorySignals) -> LayerView {
-    let family = classify::family(&l);
-    let attention_like = !l.names_only && classify::looks_like_attention(&l);
+/// What a layer view adds to the record: its classification.
+struct Derived {
+    family: Family,
+    report_type: Arc<str>,
+    tags: Vec<&'static str>,
+    origins: Vec<String>,
+    precision: Option<&'static str>,
+    output_precision: Option<&'static str>,
+}
+
+fn derive_views(layers: &[Layer], signals: &mut CategorySignals) -> Vec<Derived> {
+    layers.iter().map(|l| derive_view(l, signals)).collect()
+}
+
+fn derive_view(l: &Layer, signals: &mut CategorySignals) -> Derived {
+    let family = classify::family(l);
+    let attention_like = !l.names_only && classify::looks_like_attention(l);
     signals.count_family(family, attention_like);
     signals.scan(&l.name);
     if let Some(m) = &l.metadata {
         signals.scan(m);
     }
-    let report_type = if l.names_only {
-        classify::unknown()
+    let (report_type, tags) = if l.names_only {
+        (classify::unknown(), Vec::new())
     } else {
-        classify::report_type(&l)
+        (classify::report_type(l), classify::tags(l, family))
     };
-    let tags = if l.names_only {
-        Vec::new()
-    } else {
-        classify::tags(&l, family)
-    };
-    let origins = classify::origins(&l);
-    let precision = classify::layer_precision(&l);
-    let output_precision = classify::output_precision(&l);
+    Derived {
+        family,
+        report_type,
+        tags,
+        origins: classify::origins(l),
+        precision: classify::layer_precision(l),
+        output_precision: classify::output_precision(l),
+    }
+}
+
+fn layer_view(index: u32, l: Layer, d: Derived) -> LayerView {
     LayerView {
         index,
         raw_type: l.layer_type.unwrap_or_else(classify::unknown),
-        report_type,
-        family,
+        report_type: d.report_type,
+        family: d.family,
         family_from_name: l.names_only,
         parameter_type: l.parameter_type,
-        precision,
-        output_precision,
+        precision: d.precision,
+        output_precision: d.output_precision,
         tactic: l.tactic_name,
         stream: l.stream_id,
         subgraph: l.subgraph,
-        origins,
+        origins: d.origins,
         inputs: l.inputs,
         outputs: l.outputs,
-        tags,
+        tags: d.tags,
         timing: None,
         raw: l.raw,
         verbatim_ok: l.verbatim_ok,

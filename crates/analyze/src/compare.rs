@@ -5,8 +5,9 @@
 //! shared source ONNX nodes (from Metadata or the fused name), then a signature of family and
 //! output shape taken in order. Whatever is left is listed as unmatched.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
+use foldhash::{HashMap, HashMapExt};
 use serde::Serialize;
 
 use crate::analysis::{Backend, LayerView, Mode};

@@ -78,6 +78,12 @@ struct Builder {
     out: Findings,
 }
 
+/// One group of findings.
+type Section = fn(&Input, &mut Builder);
+
+/// From this many layers on, [`derive`] uses a second thread.
+const PARALLEL_LAYERS: usize = 4096;
+
 impl Builder {
     #[allow(clippy::too_many_arguments)]
     fn issue(
@@ -111,18 +117,48 @@ impl Builder {
 }
 
 pub(crate) fn derive(input: &Input) -> Findings {
-    let mut b = Builder {
-        out: Findings::default(),
+    let run = |sections: &[Section]| {
+        let mut b = Builder {
+            out: Findings::default(),
+        };
+        for section in sections {
+            section(input, &mut b);
+        }
+        b.out
     };
-    structure_facts(input, &mut b);
-    tactic_findings(input, &mut b);
-    fusion_findings(input, &mut b);
-    partition_findings(input, &mut b);
-    if input.mode == Mode::LayerProfile {
-        latency_findings(input, &mut b);
-    } else if input.timing.is_none() && !input.names_only {
-        b.fact("no profile: latency is not interpreted for this backend (layer_only)".to_owned());
-    }
+    let latency: Section = |input, b| {
+        if input.mode == Mode::LayerProfile {
+            latency_findings(input, b);
+        } else if input.timing.is_none() && !input.names_only {
+            b.fact(
+                "no profile: latency is not interpreted for this backend (layer_only)".to_owned(),
+            );
+        }
+    };
+    let structure: [Section; 4] = [
+        structure_facts,
+        tactic_findings,
+        fusion_findings,
+        partition_findings,
+    ];
+    // Large engines: the latency section (the largest) runs beside the others; the output keeps
+    // the sections' order either way.
+    let (mut b, later) = if input.layers.len() >= PARALLEL_LAYERS {
+        std::thread::scope(|s| {
+            let other = s.spawn(|| run(&[latency]));
+            let first = run(&structure);
+            let later = other
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (first, later)
+        })
+    } else {
+        (run(&structure), run(&[latency]))
+    };
+    b.facts.extend(later.facts);
+    b.issues.extend(later.issues);
+    b.positives.extend(later.positives);
+    let mut b = Builder { out: b };
     if input.names_only {
         b.issue(
             "names_only",

@@ -6,7 +6,7 @@
 //! generation (buffer reuse). Neither makes a real engine ambiguous, so both are reported as
 //! evidence, not errors. Everything is linear in the number of tensor references.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use crate::read::Layer;
 

@@ -82,12 +82,7 @@ fn backend<W: Write>(w: &mut W, b: &Backend) -> Result {
     more(w, "model", model)?;
     more(w, "engines", engines)?;
     w.write_all(b",\"layers\":[")?;
-    for (i, l) in layers.iter().enumerate() {
-        if i > 0 {
-            w.write_all(b",")?;
-        }
-        layer(w, l)?;
-    }
+    layer_list(w, layers)?;
     w.write_all(b"]")?;
     more(w, "graph", graph)?;
     more(w, "breakdowns", breakdowns)?;
@@ -96,6 +91,55 @@ fn backend<W: Write>(w: &mut W, b: &Backend) -> Result {
     w.write_all(b"}")?;
     Ok(())
 }
+
+/// The layer records, comma-separated. Large lists are written on two threads in alternating
+/// segments: a helper renders every second segment into a buffer while this thread writes the
+/// others straight to `w`, then copies the helper's buffer in order. A bounded channel keeps at
+/// most two buffers alive, so memory stays small however large the list.
+fn layer_list<W: Write>(w: &mut W, layers: &[LayerView]) -> Result {
+    fn run<W: Write>(w: &mut W, layers: &[LayerView], first: bool) -> Result {
+        for (i, l) in layers.iter().enumerate() {
+            if i > 0 || !first {
+                w.write_all(b",")?;
+            }
+            layer(w, l)?;
+        }
+        Ok(())
+    }
+    if layers.len() < PARALLEL_LAYERS {
+        return run(w, layers, true);
+    }
+    let segments: Vec<&[LayerView]> = layers.chunks(SEGMENT_LAYERS).collect();
+    std::thread::scope(|s| {
+        let (send, receive) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
+        let odd = &segments;
+        s.spawn(move || {
+            for segment in odd.iter().skip(1).step_by(2) {
+                let mut buf = Vec::with_capacity(segment.len() * 1024);
+                // Writing into a Vec cannot fail; a closed channel means the writer gave up.
+                if run(&mut buf, segment, false).is_err() || send.send(buf).is_err() {
+                    return;
+                }
+            }
+        });
+        for (i, segment) in segments.iter().enumerate() {
+            if i % 2 == 0 {
+                run(w, segment, i == 0)?;
+            } else {
+                let buf = receive
+                    .recv()
+                    .map_err(|_| std::io::Error::other("the layer writer thread stopped"))?;
+                w.write_all(&buf)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// From this many layers on, [`layer_list`] uses a second thread.
+const PARALLEL_LAYERS: usize = 4096;
+/// Layers per segment of [`layer_list`] (about 0.4 MB of JSON).
+const SEGMENT_LAYERS: usize = 512;
 
 fn layer<W: Write>(w: &mut W, l: &LayerView) -> Result {
     let LayerView {

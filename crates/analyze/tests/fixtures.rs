@@ -661,4 +661,11 @@ fn large_exports_read_on_two_threads_keep_order_and_totals() {
     );
     // Each copy's graph is separate: 150 copies of 43 edges.
     assert_eq!(b.graph.as_ref().expect("graph").edge_count, 43 * copies);
+    // The layer records are written on two threads at this size: still serde_json's bytes.
+    let mut ours = Vec::new();
+    a.write_json(&mut ours).expect("write analysis");
+    assert!(
+        ours == serde_json::to_vec(&a).expect("serialize"),
+        "analysis.json written on two threads differs from serde_json's"
+    );
 }

@@ -9,6 +9,11 @@ mod summary;
 use clap::{Parser, Subcommand};
 use exit::CliError;
 
+// mimalloc instead of glibc malloc: `analyze` on a 14,400-layer export is ~30 % faster with it
+// (fewer page faults, cheaper small allocations); the worker and tract_loop share it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "trtmc-bench",

@@ -9,6 +9,10 @@ use std::time::Instant;
 
 use tract_onnx::prelude::*;
 
+// The allocator of `trtmc-bench`'s worker, so that the comparison is of the harness alone.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> TractResult<()> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 4 {

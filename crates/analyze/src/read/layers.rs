@@ -1,9 +1,10 @@
 //! `--exportLayerInfo` reader: `{"Layers": [...], "Bindings": [...]}` with detailed objects or
 //! names only, or a bare list of either.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use foldhash::HashSet;
 use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
