@@ -575,7 +575,6 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
     }
 }
 
-/// Classifies every layer; large exports on two threads, each with its own category signals.
 /// From this many layers on, [`analyze`] splits the per-layer work between two threads.
 const PARALLEL_LAYERS: usize = 4096;
 

@@ -92,14 +92,7 @@ fn resolve_base(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, St
             file,
             revision,
         } => {
-            let cache = hf_hub::Cache::from_env();
-            let cached = cache
-                .repo(hf_hub::Repo::with_revision(
-                    repo.clone(),
-                    hf_hub::RepoType::Model,
-                    revision.clone(),
-                ))
-                .get(file);
+            let (cache, cached) = hub_cached(repo, file, revision);
             if cached.is_none() && hf_offline() {
                 return Err(format!(
                     "{repo}/{file}@{revision} is not in the Hugging Face cache at {} and HF_HUB_OFFLINE is set (download it first: huggingface-cli download {repo} {file} --revision {revision})",
@@ -194,14 +187,7 @@ pub fn resolve_tokenizer(profile: &Profile) -> Result<Option<String>, String> {
             profile.name
         ));
     };
-    let cache = hf_hub::Cache::from_env();
-    let cached = cache
-        .repo(hf_hub::Repo::with_revision(
-            repo.clone(),
-            hf_hub::RepoType::Model,
-            revision.clone(),
-        ))
-        .get(&file);
+    let (cache, cached) = hub_cached(repo, &file, revision);
     let path = match cached {
         Some(p) => p,
         None if hf_offline() => {
@@ -214,6 +200,19 @@ pub fn resolve_tokenizer(profile: &Profile) -> Result<Option<String>, String> {
         None => download_hf(repo, &file, revision)?,
     };
     Ok(Some(format!("file:{}", path.display())))
+}
+
+/// The hub cache (from HF_HOME and friends) and `file`'s path in it, when cached.
+fn hub_cached(repo: &str, file: &str, revision: &str) -> (hf_hub::Cache, Option<PathBuf>) {
+    let cache = hf_hub::Cache::from_env();
+    let cached = cache
+        .repo(hf_hub::Repo::with_revision(
+            repo.to_owned(),
+            hf_hub::RepoType::Model,
+            revision.to_owned(),
+        ))
+        .get(file);
+    (cache, cached)
 }
 
 /// The commit hash in a hub cache path `…/snapshots/<commit>/<file>`.
