@@ -318,7 +318,7 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
     // The graph, the per-layer classification and the duplicate-name check only read the
     // records: on large exports the graph and the last part of the classification run on a second
     // thread.
-    let (graph, derived, duplicates) = if info.layers.len() >= PARALLEL_LAYERS {
+    let (graph, derived, duplicates) = if info.layers.len() >= crate::PARALLEL_LAYERS {
         let split = info.layers.len() * 3 / 5;
         let (head, tail) = info.layers.split_at(split);
         std::thread::scope(|s| {
@@ -574,9 +574,6 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
         source: Some(source),
     }
 }
-
-/// From this many layers on, [`analyze`] splits the per-layer work between two threads.
-const PARALLEL_LAYERS: usize = 4096;
 
 /// Non-empty layer names that occur more than once, sorted.
 fn duplicate_names(layers: &[Layer]) -> Vec<String> {

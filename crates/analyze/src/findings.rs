@@ -81,9 +81,6 @@ struct Builder {
 /// One group of findings.
 type Section = fn(&Input, &mut Builder);
 
-/// From this many layers on, [`derive`] uses a second thread.
-const PARALLEL_LAYERS: usize = 4096;
-
 impl Builder {
     #[allow(clippy::too_many_arguments)]
     fn issue(
@@ -143,7 +140,7 @@ pub(crate) fn derive(input: &Input) -> Findings {
     ];
     // Large engines: the latency section (the largest) runs beside the others; the output keeps
     // the sections' order either way.
-    let (mut b, later) = if input.layers.len() >= PARALLEL_LAYERS {
+    let (mut b, later) = if input.layers.len() >= crate::PARALLEL_LAYERS {
         std::thread::scope(|s| {
             let other = s.spawn(|| run(&[latency]));
             let first = run(&structure);

@@ -23,4 +23,8 @@ pub mod serve;
 mod write;
 
 pub use analysis::{Analysis, AnalyzeError, Inputs, Request, SCHEMA, analyze};
+
+/// From this many layers on, reading, classifying, finding and writing split their work between two
+/// threads; below it a second thread costs more than it saves.
+pub(crate) const PARALLEL_LAYERS: usize = 4096;
 pub use discover::DataSpec;

@@ -106,7 +106,7 @@ fn layer_list<W: Write>(w: &mut W, layers: &[LayerView]) -> Result {
         }
         Ok(())
     }
-    if layers.len() < PARALLEL_LAYERS {
+    if layers.len() < crate::PARALLEL_LAYERS {
         return run(w, layers, true);
     }
     let segments: Vec<&[LayerView]> = layers.chunks(SEGMENT_LAYERS).collect();
@@ -136,8 +136,6 @@ fn layer_list<W: Write>(w: &mut W, layers: &[LayerView]) -> Result {
     })
 }
 
-/// From this many layers on, [`layer_list`] uses a second thread.
-const PARALLEL_LAYERS: usize = 4096;
 /// Layers per segment of [`layer_list`] (about 0.4 MB of JSON).
 const SEGMENT_LAYERS: usize = 512;
 

@@ -12,6 +12,7 @@
 use std::path::Path;
 
 use anyhow::{Context, bail};
+use trtmc_core::catalog::TokenizerSpec;
 
 pub const PAD: i64 = 0;
 pub const BOS: i64 = 1;
@@ -47,31 +48,24 @@ pub struct FileTokenizer {
 }
 
 impl Tokenizer {
-    /// The built-in tokenizer `name` (`bytes`, the default).
-    pub fn from_name(name: Option<&str>) -> anyhow::Result<Self> {
-        Self::load(name, None)
-    }
-
-    /// The tokenizer a worker request names; `manifest_dir` (the directory of MODEL.toml) anchors
-    /// relative `file:` paths.
+    /// The tokenizer a worker request names (`bytes` when none); `manifest_dir` (the directory of
+    /// MODEL.toml) anchors relative `file:` paths.
     pub fn load(name: Option<&str>, manifest_dir: Option<&Path>) -> anyhow::Result<Self> {
-        match name.unwrap_or("bytes") {
-            "bytes" => Ok(Tokenizer::Bytes),
-            spec => match spec.strip_prefix("file:") {
-                Some(rel) => {
-                    let path = match manifest_dir {
-                        Some(dir) => dir.join(rel),
-                        None => rel.into(),
-                    };
-                    Ok(Tokenizer::File(Box::new(FileTokenizer::open(&path)?)))
-                }
-                None if spec.starts_with("hub:") => bail!(
-                    "tokenizer `{spec}` was not resolved to a cached file before the worker started (a runner bug: resolve hub: tokenizers with the model source)"
-                ),
-                None => bail!(
-                    "unknown tokenizer `{spec}` (use `bytes`, `file:PATH` for a tokenizer.json next to MODEL.toml, or `hub:FILE` for a file of the profile's Hugging Face repo)"
-                ),
-            },
+        let Some(name) = name else {
+            return Ok(Tokenizer::Bytes);
+        };
+        match TokenizerSpec::parse(name).map_err(anyhow::Error::msg)? {
+            TokenizerSpec::Bytes => Ok(Tokenizer::Bytes),
+            TokenizerSpec::File(rel) => {
+                let path = match manifest_dir {
+                    Some(dir) => dir.join(rel),
+                    None => rel,
+                };
+                Ok(Tokenizer::File(Box::new(FileTokenizer::open(&path)?)))
+            }
+            TokenizerSpec::Hub(_) => bail!(
+                "tokenizer `{name}` was not resolved to a cached file before the worker started (a runner bug: resolve hub: tokenizers with the model source)"
+            ),
         }
     }
 
@@ -180,7 +174,7 @@ mod tests {
         assert_eq!(ids[0], i64::from(b'h') + 3);
         assert_eq!(t.decode(&[BOS, ids[0], EOS]), "h");
         assert_eq!(t.decode(&ids), "héllo");
-        assert!(Tokenizer::from_name(Some("wordpiece")).is_err());
+        assert!(Tokenizer::load(Some("wordpiece"), None).is_err());
         assert_eq!((t.pad(), t.bos(), t.eos()), (PAD, BOS, EOS));
     }
 

@@ -258,7 +258,7 @@ type Parsed = (Vec<Layer>, usize, usize);
 /// Parses the records, large exports on two threads (each takes half, in order). `None` when a
 /// record is not valid JSON.
 fn parse_records(text: &str, records: &[&str]) -> Option<Parsed> {
-    let half = if records.len() >= 4096 {
+    let half = if records.len() >= crate::PARALLEL_LAYERS {
         records.len() / 2
     } else {
         records.len()
