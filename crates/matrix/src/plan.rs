@@ -392,7 +392,7 @@ pub fn find_executable(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-fn overrides(set: &BTreeMap<String, Value>) -> Result<Vec<Override>, String> {
+pub(crate) fn overrides(set: &BTreeMap<String, Value>) -> Result<Vec<Override>, String> {
     set.iter()
         .map(|(k, v)| {
             let text = match v {

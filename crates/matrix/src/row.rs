@@ -14,6 +14,9 @@ use serde_json::{Value, json};
 use trtmc_core::catalog::Catalog;
 use trtmc_core::fsutil::write_json_atomic;
 use trtmc_core::result::Observation;
+use trtmc_runner::bundles::BundleOptions;
+use trtmc_runner::compare::{self, ReferencePreparation, ReferenceSettings};
+use trtmc_runner::run::{Progress, RunError, Selection};
 use trtmc_runtime::reference::{REFERENCE_RESULT_SCHEMA, ReferenceResult};
 
 use crate::lights::{self, Comparison};
@@ -537,53 +540,64 @@ fn model_path(plan: &Plan, pr: &PlannedRow) -> String {
         .unwrap_or_default()
 }
 
-/// The Python reference, prepared once per row: `trtmc-bench compare --save-inputs` writes the inputs
-/// from the worker's own seeded synthesis and the request; the request gets the row's counts, baseline
-/// precision and runner options. Returns the request path.
+/// The Python reference, prepared once per row in this process by the code behind
+/// `trtmc-bench compare --save-inputs` (`trtmc_runner::compare`): the inputs from the worker's own
+/// seeded synthesis of the candidate runtime's bundle with the reference's overrides, and the request
+/// with the row's counts, baseline precision, threads and runner options. Returns the request path.
 fn prepare_python_reference(
     plan: &Plan,
     pr: &PlannedRow,
     iterations: u64,
-    ctx: &mut Ctx<'_>,
+    ctx: &Ctx<'_>,
 ) -> Result<PathBuf, (RowStatus, String)> {
     let row = &pr.row;
-    let dir = ctx.dir.join("reference");
-    let mut argv = vec![
-        plan.exe.to_string_lossy().into_owned(),
-        "compare".into(),
-        "--manifest-root".into(),
-        plan.catalog_root.to_string_lossy().into_owned(),
-        "--model".into(),
-        row.model.clone(),
-        "--case".into(),
-        row.testcase.clone(),
-        "--runtime".into(),
-        row.candidate.runtime.clone(),
-        "--bundle-cache".into(),
-        plan.environment.bundle_cache.to_string_lossy().into_owned(),
-    ];
-    argv.extend(set_args(&row.reference.set));
-    argv.push("--save-inputs".into());
-    argv.push(dir.to_string_lossy().into_owned());
-    ctx.leaf(argv, BTreeMap::new(), "reference-inputs.log")
-        .map_err(failed)?;
-    let req_path = dir.join(trtmc_runtime::reference::REFERENCE_REQUEST_FILE);
-    let mut request = read_json(&req_path).map_err(failed)?;
-    if let Some(obj) = request.as_object_mut() {
-        obj.insert("warmup".into(), json!(pr.warmup));
-        obj.insert("iterations".into(), json!(iterations));
-        obj.insert("precision".into(), json!(pr.baseline_precision));
-        obj.insert("threads".into(), json!(plan.environment.reference_threads));
-        let options = obj.entry("options").or_insert_with(|| json!({}));
-        if let Some(o) = options.as_object_mut() {
-            for (k, v) in &row.reference.options {
-                o.insert(k.clone(), v.clone());
-            }
-        }
+    let catalog = Catalog::load(&plan.catalog_root).map_err(failed)?;
+    let selection = Selection {
+        model: row.model.clone(),
+        cases: vec![row.testcase.clone()],
+        runtime: Some(row.candidate.runtime.clone()),
+        sets: crate::plan::overrides(&row.reference.set).map_err(failed)?,
+        ..Default::default()
+    };
+    let bundle = BundleOptions {
+        cache_root: plan.environment.bundle_cache.clone(),
+        ..Default::default()
+    };
+    let command_line: Vec<String> = std::env::args().collect();
+    let saved = compare::prepare_reference(
+        ReferencePreparation {
+            catalog: &catalog,
+            selection,
+            bundle: &bundle,
+            dir: &ctx.dir.join("reference"),
+            settings: ReferenceSettings {
+                warmup: Some(pr.warmup),
+                iterations: Some(iterations),
+                precision: Some(pr.baseline_precision.clone()),
+                threads: Some(plan.environment.reference_threads),
+                options: row.reference.options.clone(),
+            },
+            command_line: &command_line,
+        },
+        &Quiet,
+    )
+    .map_err(|e| failed(format!("preparing the reference inputs: {}", message(e))))?;
+    Ok(saved.request_path)
+}
+
+/// Bundle builds while preparing a reference are not shown: the matrix reports rows, not steps.
+struct Quiet;
+
+impl Progress for Quiet {}
+
+fn message(e: RunError) -> String {
+    match e {
+        RunError::Input(m)
+        | RunError::Environment(m)
+        | RunError::Build(m)
+        | RunError::Output(m)
+        | RunError::Internal(m) => m,
     }
-    write_json_atomic(&req_path, &request)
-        .map_err(|e| failed(format!("cannot write {}: {e}", req_path.display())))?;
-    Ok(req_path)
 }
 
 /// One round of the Python reference runner on the prepared request.

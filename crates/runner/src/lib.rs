@@ -2,6 +2,7 @@
 //! launches, reduction and result directories. It never prints; the CLI shows progress.
 
 pub mod bundles;
+pub mod compare;
 pub mod launch;
 pub mod machine;
 pub mod run;

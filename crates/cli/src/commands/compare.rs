@@ -3,26 +3,22 @@
 //! `--golden` it only runs the model and saves what it is asked to (inputs, outputs, and the request
 //! of the Python reference runners).
 //!
-//! The library behind it is `trtmc_runtime::outputs` (inputs, one forward pass, agreement) with bundles
-//! resolved like `run` does (`trtmc_runner::run::plan_cases`, the same cache keys), so `tune` and
-//! `matrix` can do the same without this command.
+//! The library behind it is `trtmc_runner::compare` (each side resolved and built like `run` does, the
+//! inputs, one forward pass per side, the reference request) with `trtmc_runtime::outputs::agreement`;
+//! `matrix` prepares its Python reference through the same code. This file keeps the arguments, the
+//! progress lines and the table.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
 use trtmc_core::accuracy::{AccuracySpec, Algorithm, Tensor};
 use trtmc_core::case::{Override, Source};
-use trtmc_core::catalog::{Catalog, Profile};
+use trtmc_core::catalog::Catalog;
 use trtmc_core::fsutil::write_json_atomic;
-use trtmc_runner::bundles::{self, BundleOptions, default_cache_root};
-use trtmc_runner::run::{self as runner, PlannedCase, Selection};
-use trtmc_runtime::bundle::BundleManifest;
+use trtmc_runner::bundles::{BundleOptions, default_cache_root};
+use trtmc_runner::compare::{self, ReferenceSettings, Side};
+use trtmc_runner::run::{Progress, Selection};
 use trtmc_runtime::outputs::{self, Agreement};
-use trtmc_runtime::reference::{
-    REFERENCE_REQUEST_FILE, REFERENCE_REQUEST_SCHEMA, ReferenceRequest,
-};
-use trtmc_runtime::runtime;
 use trtmc_runtime::tensor::HostTensor;
 
 use crate::exit::{CliError, CliResult, ExitCode};
@@ -176,6 +172,7 @@ pub fn execute(args: CompareArgs) -> CliResult {
         cache_root: args.bundle_cache.clone().unwrap_or_else(default_cache_root),
         ..Default::default()
     };
+    let command_line: Vec<String> = std::env::args().collect();
     let side = |runtime: Option<String>| -> CliResult<Side> {
         let selection = Selection {
             model: model.clone(),
@@ -184,62 +181,41 @@ pub fn execute(args: CompareArgs) -> CliResult {
             sets: sets.clone(),
             ..Default::default()
         };
-        prepare_side(&catalog, selection, &bundle_options)
+        compare::prepare_side(
+            &catalog,
+            selection,
+            &bundle_options,
+            &command_line,
+            &BuildNotice,
+        )
+        .map_err(super::run::run_error)
     };
     let candidate = side(args.runtime.clone())?;
 
-    let seed = args.seed.unwrap_or_else(|| {
-        candidate
-            .planned
-            .resolved
-            .request_value("seed")
-            .and_then(Value::as_i64)
-            .filter(|s| *s >= 0)
-            .map_or(0, |s| s as u64)
-    });
-    let inputs: Vec<(String, HostTensor)> = match &args.inputs {
-        Some(path) => {
-            let golden = trtmc_tune::golden::read_golden(path)
-                .map_err(|e| CliError::input(e.to_string()))?;
-            candidate
-                .manifest
-                .inputs
-                .iter()
-                .map(|spec| {
-                    let t = golden.iter().find(|t| t.name == spec.name).ok_or_else(|| {
-                        CliError::input(format!(
-                            "{} has no input `{}` (it has: {})",
-                            path.display(),
-                            spec.name,
-                            names(&golden)
-                        ))
-                    })?;
-                    Ok((
-                        spec.name.clone(),
-                        outputs::from_tensor(t, spec.dtype).map_err(|e| {
-                            CliError::input(format!("input `{}`: {e:#}", spec.name))
-                        })?,
-                    ))
-                })
-                .collect::<CliResult<_>>()?
-        }
-        None => {
-            let tensors = outputs::synthesize_inputs(&candidate.manifest.inputs, seed, &dims)
-                .map_err(|e| CliError::input(format!("{e:#}")))?;
-            candidate
-                .manifest
-                .inputs
-                .iter()
-                .map(|s| s.name.clone())
-                .zip(tensors)
-                .collect()
-        }
-    };
+    let seed = args.seed.unwrap_or_else(|| candidate.case_seed());
+    let inputs = match &args.inputs {
+        Some(path) => candidate.read_inputs(path),
+        None => candidate.synthesize_inputs(seed, &dims),
+    }
+    .map_err(super::run::run_error)?;
 
     if let Some(dir) = &args.save_inputs {
-        save_inputs(dir, &candidate, &inputs, seed, &bundle_options)?;
+        let saved = compare::save_reference_inputs(
+            dir,
+            &candidate,
+            &inputs,
+            seed,
+            &bundle_options.cache_root,
+            &ReferenceSettings::default(),
+        )
+        .map_err(super::run::run_error)?;
+        println!(
+            "inputs: {}; reference request: {}",
+            saved.inputs_index.display(),
+            saved.request_path.display()
+        );
     }
-    let candidate_out = candidate.run(&inputs)?;
+    let candidate_out = run_side(&candidate, &inputs)?;
     let candidate_label = candidate.label();
     if let Some(dir) = &args.save_outputs {
         save_outputs(dir, &candidate_label, &candidate_out)?;
@@ -249,7 +225,7 @@ pub fn execute(args: CompareArgs) -> CliResult {
     let (reference_label, reference_tensors) = match (&args.against, &args.golden) {
         (Some(rt), _) => {
             let reference = side(Some(rt.clone()))?;
-            let out = reference.run(&inputs)?;
+            let out = run_side(&reference, &inputs)?;
             if let Some(dir) = &args.save_outputs {
                 save_outputs(dir, &reference.label(), &out)?;
             }
@@ -314,88 +290,21 @@ pub fn execute(args: CompareArgs) -> CliResult {
     Ok(())
 }
 
-/// One side of a comparison: its resolved case and bundle.
-struct Side {
-    planned: PlannedCase,
-    manifest: BundleManifest,
-    bundle: PathBuf,
-}
+/// Says on stderr when a side's bundle is built (stdout keeps the table).
+struct BuildNotice;
 
-impl Side {
-    fn label(&self) -> String {
-        format!(
-            "{} {}",
-            self.manifest.runtime.name, self.manifest.runtime.version
-        )
-    }
-
-    fn run(&self, inputs: &[(String, HostTensor)]) -> CliResult<Vec<(String, HostTensor)>> {
-        outputs::run_bundle(
-            &self.bundle,
-            &self.planned.resolved.runtime_values(),
-            inputs,
-        )
-        .map_err(|e| {
-            CliError::new(
-                ExitCode::CaseFailed,
-                format!(
-                    "{} failed to run {}: {e:#}",
-                    self.label(),
-                    self.planned.profile.name
-                ),
-            )
-        })
-    }
-}
-
-/// Resolves the case for one runtime and builds its bundle when the cache has none.
-fn prepare_side(
-    catalog: &Catalog,
-    selection: Selection,
-    options: &BundleOptions,
-) -> CliResult<Side> {
-    let planned =
-        runner::plan_cases(catalog, &[selection], options).map_err(super::run::run_error)?;
-    let Some(p) = planned.into_iter().next() else {
-        return Err(CliError::input("the selection resolved to no case"));
-    };
-    let plan = p.bundle.clone().ok_or_else(|| {
-        CliError::input(format!(
-            "model `{}` has no model file to compare",
-            p.profile.name
-        ))
-    })?;
-    let rt = runtime::runtime(&p.resolved.runtime.value).map_err(CliError::input)?;
-    if rt.self_timed().is_some() {
-        return Err(CliError::input(format!(
-            "runtime `{}` runs inside its own tool and returns no outputs here; compare it with trtexec's own accuracy check (--loadInputs/--loadRefOutputs)",
-            rt.name()
-        )));
-    }
-    if plan.needs_build {
+impl Progress for BuildNotice {
+    fn build_started(&self, model: &str, runtime: &str, path: &Path) {
         eprintln!(
-            "building the {} bundle of {} into {}",
-            rt.name(),
-            p.profile.name,
-            plan.path.display()
+            "building the {runtime} bundle of {model} into {}",
+            path.display()
         );
-        let command_line: Vec<String> = std::env::args().collect();
-        bundles::build(
-            &p.profile,
-            &p.resolved.build_values(),
-            rt.as_ref(),
-            &plan,
-            options,
-            &command_line,
-        )
-        .map_err(|e| super::run::run_error(e.into()))?;
     }
-    let manifest = BundleManifest::read(&plan.path).map_err(CliError::input)?;
-    Ok(Side {
-        planned: p,
-        manifest,
-        bundle: plan.path,
-    })
+}
+
+fn run_side(side: &Side, inputs: &[(String, HostTensor)]) -> CliResult<Vec<(String, HostTensor)>> {
+    side.run(inputs)
+        .map_err(|e| CliError::new(ExitCode::CaseFailed, format!("{e:#}")))
 }
 
 fn parse_dims(dims: &[String]) -> CliResult<BTreeMap<String, i64>> {
@@ -417,14 +326,6 @@ fn parse_dims(dims: &[String]) -> CliResult<BTreeMap<String, i64>> {
             Ok((name.trim().to_string(), v))
         })
         .collect()
-}
-
-fn names(tensors: &[Tensor]) -> String {
-    tensors
-        .iter()
-        .map(|t| t.name.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 fn to_tensors(outputs: &[(String, HostTensor)]) -> CliResult<Vec<Tensor>> {
@@ -455,70 +356,6 @@ fn save_outputs(dir: &Path, label: &str, out: &[(String, HostTensor)]) -> CliRes
     let index = outputs::write_tensor_set(&target, "outputs", out)
         .map_err(|e| CliError::new(ExitCode::Output, format!("{e:#}")))?;
     println!("outputs of {label}: {}", index.display());
-    Ok(())
-}
-
-/// Writes the inputs and the request the Python reference runners execute (same model file, inputs,
-/// warm-ups, iterations, seed and precision as the resolved case).
-fn save_inputs(
-    dir: &Path,
-    side: &Side,
-    inputs: &[(String, HostTensor)],
-    seed: u64,
-    options: &BundleOptions,
-) -> CliResult {
-    let out = |e: anyhow::Error| CliError::new(ExitCode::Output, format!("{e:#}"));
-    let index = outputs::write_tensor_set(dir, "inputs", inputs).map_err(out)?;
-    let profile: &Profile = &side.planned.profile;
-    let model = trtmc_runner::sources::materialize(profile, &options.cache_root)
-        .map_err(CliError::input)?;
-    let r = &side.planned.resolved;
-    let settings = r.runtime_values();
-    let threads = ["intra_threads", "threads"]
-        .iter()
-        .find_map(|k| settings.get(*k).and_then(Value::as_u64))
-        .unwrap_or(1);
-    let precision = r
-        .build
-        .get("precision")
-        .and_then(|v| v.value.as_str().map(str::to_string))
-        .or_else(|| profile.reference_precision.clone())
-        .unwrap_or_else(|| "fp32".into());
-    let mut options_map = BTreeMap::new();
-    if let Some(level) = r.build.get("optimization_level") {
-        options_map.insert("graph_optimization_level".to_string(), level.value.clone());
-    }
-    for key in ["execution_mode", "inter_threads"] {
-        if let Some(v) = settings.get(key) {
-            options_map.insert(key.to_string(), v.clone());
-        }
-    }
-    let request = ReferenceRequest {
-        schema: REFERENCE_REQUEST_SCHEMA.into(),
-        model: std::fs::canonicalize(&model).unwrap_or(model),
-        inputs: std::fs::canonicalize(&index).unwrap_or(index),
-        operation: r.operation.clone(),
-        warmup: r.measure.warmup.value,
-        iterations: r.measure.iterations.value,
-        min_duration_s: r.measure.min_duration_s.value,
-        seed,
-        precision,
-        threads,
-        options: options_map,
-        save_outputs: None,
-    };
-    let path = dir.join(REFERENCE_REQUEST_FILE);
-    write_json_atomic(&path, &request).map_err(|e| {
-        CliError::new(
-            ExitCode::Output,
-            format!("cannot write {}: {e}", path.display()),
-        )
-    })?;
-    println!(
-        "inputs: {}; reference request: {}",
-        dir.join("inputs.json").display(),
-        path.display()
-    );
     Ok(())
 }
 
