@@ -12,7 +12,6 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use trtmc_core::catalog::Catalog;
-use trtmc_core::fsutil::write_json_atomic;
 use trtmc_core::result::Observation;
 use trtmc_runner::bundles::BundleOptions;
 use trtmc_runner::compare::{self, ReferencePreparation, ReferenceSettings};

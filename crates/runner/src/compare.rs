@@ -260,9 +260,8 @@ pub fn save_reference_inputs(
         settings,
     );
     let request_path = dir.join(REFERENCE_REQUEST_FILE);
-    write_json_atomic(&request_path, &request).map_err(|e| {
-        RunError::Output(format!("cannot write {}: {e}", request_path.display()))
-    })?;
+    write_json_atomic(&request_path, &request)
+        .map_err(|e| RunError::Output(format!("cannot write {}: {e}", request_path.display())))?;
     Ok(SavedReference {
         inputs_index: index,
         request_path,
@@ -419,11 +418,7 @@ mod tests {
     fn reference_settings_replace_the_case_values_and_add_options() {
         let tmp = tempfile::tempdir().expect("tmp");
         let catalog = tiny_cnn_catalog(tmp.path());
-        let planned = resolved(
-            &catalog,
-            "onnxruntime",
-            &["build.optimization_level=basic"],
-        );
+        let planned = resolved(&catalog, "onnxruntime", &["build.optimization_level=basic"]);
         let settings = ReferenceSettings {
             warmup: Some(3),
             iterations: Some(20),
@@ -536,10 +531,9 @@ mod tests {
         assert_eq!(*builds.0.borrow(), ["tract tiny-cnn"]);
         assert_eq!(saved.request_path, dir.join(REFERENCE_REQUEST_FILE));
         assert_eq!(saved.inputs_index, dir.join("inputs.json"));
-        let on_disk: ReferenceRequest = serde_json::from_slice(
-            &std::fs::read(&saved.request_path).expect("request written"),
-        )
-        .expect("a reference request");
+        let on_disk: ReferenceRequest =
+            serde_json::from_slice(&std::fs::read(&saved.request_path).expect("request written"))
+                .expect("a reference request");
         assert_eq!(on_disk, saved.request);
         assert_eq!(on_disk.seed, 7, "the case's own request.seed");
         assert_eq!((on_disk.warmup, on_disk.iterations), (3, 20));
@@ -548,14 +542,8 @@ mod tests {
         assert_eq!(on_disk.options["graph_optimization_level"], json!("all"));
 
         // The inputs are the worker's synthesis of the bundle's inputs with that seed.
-        let side = prepare_side(
-            &catalog,
-            selection("tract", &[]),
-            &options,
-            &[],
-            &builds,
-        )
-        .expect("side");
+        let side =
+            prepare_side(&catalog, selection("tract", &[]), &options, &[], &builds).expect("side");
         assert_eq!(builds.0.borrow().len(), 1, "the second side is a cache hit");
         let expected = side
             .synthesize_inputs(7, &BTreeMap::new())
