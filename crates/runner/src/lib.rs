@@ -2,8 +2,11 @@
 //! launches, reduction and result directories. It never prints; the CLI shows progress.
 
 pub mod bundles;
+mod error;
 pub mod launch;
 pub mod machine;
 pub mod run;
 pub mod sources;
 pub mod tune;
+
+pub use error::Error;

@@ -261,10 +261,10 @@ pub fn execute(args: CompareArgs) -> CliResult {
             (format!("golden {}", path.display()), golden)
         }
         (None, None) => {
-            println!(
+            outln!(
                 "saved: {} output tensor(s) of {candidate_label}; nothing compared (no --against or --golden)",
                 candidate_tensors.len()
-            );
+            )?;
             return Ok(());
         }
     };
@@ -288,7 +288,7 @@ pub fn execute(args: CompareArgs) -> CliResult {
             format!("the outputs cannot be compared: {e:#}"),
         )
     })?;
-    print_agreement(&agreement);
+    print_agreement(&agreement)?;
     if let Some(path) = &args.output {
         write_json_atomic(path, &agreement).map_err(|e| {
             CliError::new(
@@ -354,8 +354,7 @@ fn prepare_side(
     selection: Selection,
     options: &BundleOptions,
 ) -> CliResult<Side> {
-    let planned =
-        runner::plan_cases(catalog, &[selection], options).map_err(super::run::run_error)?;
+    let planned = runner::plan_cases(catalog, &[selection], options)?;
     let Some(p) = planned.into_iter().next() else {
         return Err(CliError::input("the selection resolved to no case"));
     };
@@ -387,8 +386,7 @@ fn prepare_side(
             &plan,
             options,
             &command_line,
-        )
-        .map_err(|e| super::run::run_error(e.into()))?;
+        )?;
     }
     let manifest = BundleManifest::read(&plan.path).map_err(CliError::input)?;
     Ok(Side {
@@ -454,7 +452,7 @@ fn save_outputs(dir: &Path, label: &str, out: &[(String, HostTensor)]) -> CliRes
     let target = dir.join(file_safe(label));
     let index = outputs::write_tensor_set(&target, "outputs", out)
         .map_err(|e| CliError::new(ExitCode::Output, format!("{e:#}")))?;
-    println!("outputs of {label}: {}", index.display());
+    outln!("outputs of {label}: {}", index.display())?;
     Ok(())
 }
 
@@ -514,11 +512,11 @@ fn save_inputs(
             format!("cannot write {}: {e}", path.display()),
         )
     })?;
-    println!(
+    outln!(
         "inputs: {}; reference request: {}",
         dir.join("inputs.json").display(),
         path.display()
-    );
+    )?;
     Ok(())
 }
 
@@ -529,16 +527,24 @@ fn fmt_loss(v: Option<f64>) -> String {
     }
 }
 
-fn print_agreement(a: &Agreement) {
-    println!("candidate {}  reference {}", a.candidate, a.reference);
-    println!(
+fn print_agreement(a: &Agreement) -> CliResult {
+    outln!("candidate {}  reference {}", a.candidate, a.reference)?;
+    outln!(
         "{:<28} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10}  verdict ({} <= {})",
-        "output", "shape", "l0", "l1", "l2", "lInf", "cos", a.spec.algorithm, a.spec.epsilon
-    );
+        "output",
+        "shape",
+        "l0",
+        "l1",
+        "l2",
+        "lInf",
+        "cos",
+        a.spec.algorithm,
+        a.spec.epsilon
+    )?;
     for (t, v) in a.tensors.iter().zip(&a.verdict.tensors) {
         let shape = format!("{:?}", t.shape);
         let loss = |k: &str| fmt_loss(t.losses.get(k).copied().flatten());
-        println!(
+        outln!(
             "{:<28} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10}  {}",
             t.name,
             shape,
@@ -548,14 +554,14 @@ fn print_agreement(a: &Agreement) {
             loss("lInf"),
             loss("cos"),
             if v.passed { "agree" } else { "DIFFER" }
-        );
+        )?;
     }
-    println!(
+    outln!(
         "{}",
         if a.passed {
             "outputs agree"
         } else {
             "outputs differ"
         }
-    );
+    )
 }
