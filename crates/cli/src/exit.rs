@@ -1,9 +1,12 @@
 //! Exit codes and the one error type that reaches `main`.
 //!
 //! Every failure a user can cause ends as a [`CliError`]: one message that names the thing and says
-//! what to do next, and a documented exit code (docs/exit-codes.md).
+//! what to do next, and a documented exit code (docs/exit-codes.md). The libraries' error enums get
+//! their exit codes here and nowhere else (the `From` impls below).
 
 use std::fmt;
+
+use trtmc_core::error_text::with_causes;
 
 /// Documented process exit codes. Keep docs/exit-codes.md in step with this list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +54,109 @@ impl CliError {
     pub fn internal(err: impl fmt::Display) -> Self {
         Self::new(ExitCode::Internal, format!("internal error: {err}"))
     }
+    /// A library error with its exit code: its message followed by its causes.
+    fn classified(code: ExitCode, err: &dyn std::error::Error) -> Self {
+        match code {
+            ExitCode::Internal => Self::internal(with_causes(err)),
+            _ => Self::new(code, with_causes(err)),
+        }
+    }
+}
+
+impl From<trtmc_runner::Error> for CliError {
+    fn from(e: trtmc_runner::Error) -> Self {
+        use trtmc_runner::Error as E;
+        let code = match &e {
+            E::ExplicitBundleForManyModels
+            | E::UnknownModel { .. }
+            | E::ModelNotReady { .. }
+            | E::Sweep { .. }
+            | E::Case { .. }
+            | E::UnknownRuntime { .. }
+            | E::UnsupportedOperation { .. }
+            | E::BuildSetting(_)
+            | E::RuntimeSetting { .. }
+            | E::Tokenizer { .. }
+            | E::Source { .. }
+            | E::MixedTimingBoundaries { .. }
+            | E::UnknownOperation { .. }
+            | E::BundleManifest { .. }
+            | E::BundleRuntimeMismatch { .. }
+            | E::CompareInputs { .. }
+            | E::NoCase
+            | E::NoModelFile { .. }
+            | E::SelfTimedRuntime { .. } => ExitCode::Input,
+            E::RuntimeUnavailable { .. } => ExitCode::Environment,
+            E::NoBundle { .. } | E::BuildFailed { .. } | E::BundleCache { .. } => ExitCode::Build,
+            E::OutputSlot { .. }
+            | E::CreateResultDir { .. }
+            | E::WriteResult { .. }
+            | E::WriteReference { .. } => {
+                ExitCode::Output
+            }
+            E::OperationTable { .. } | E::UnbuildablePlan { .. } => ExitCode::Internal,
+        };
+        Self::classified(code, &e)
+    }
+}
+
+impl From<trtmc_matrix::Error> for CliError {
+    fn from(e: trtmc_matrix::Error) -> Self {
+        use trtmc_matrix::Error as E;
+        use trtmc_matrix::plan::Kind;
+        let code = match &e {
+            E::NotARunDirectory { .. }
+            | E::MalformedPlan { .. }
+            | E::UnknownExecutor { .. }
+            | E::RevisionMismatch { .. }
+            | E::TaskList { .. }
+            | E::TaskNotListed { .. }
+            | E::RowNotPlanned { .. }
+            | E::Receipt { .. } => ExitCode::Input,
+            // The worst kind decides: a configuration error, then a machine problem, then a contract one.
+            E::Preflight { findings } => {
+                if findings.iter().any(|f| f.kind == Kind::Config) {
+                    ExitCode::Input
+                } else if findings.iter().any(|f| f.kind == Kind::Machine) {
+                    ExitCode::Environment
+                } else {
+                    ExitCode::ContractMismatch
+                }
+            }
+            E::SlurmSubmit { .. }
+            | E::SlurmNoJobId { .. }
+            | E::SlurmPoll { .. }
+            | E::SlurmTimeout { .. } => ExitCode::Environment,
+            E::OutputNotEmpty { .. } | E::CreateDir { .. } | E::Write { .. } => ExitCode::Output,
+        };
+        Self::classified(code, &e)
+    }
+}
+
+impl From<trtmc_report::collection::Error> for CliError {
+    fn from(e: trtmc_report::collection::Error) -> Self {
+        use trtmc_report::collection::Error as E;
+        let code = match &e {
+            E::NeedOutput(_) | E::NoRoots => ExitCode::Usage,
+            E::RootUnreadable { .. }
+            | E::RootNotADirectory { .. }
+            | E::NothingFound { .. }
+            | E::Malformed(_) => ExitCode::Input,
+            E::OutputIsRun(_) | E::CreateDir { .. } | E::Write { .. } => ExitCode::Output,
+        };
+        Self::classified(code, &e)
+    }
+}
+
+impl From<trtmc_analyze::report::PackageError> for CliError {
+    fn from(e: trtmc_analyze::report::PackageError) -> Self {
+        use trtmc_analyze::report::PackageError as E;
+        match e {
+            E::Markdown { .. } | E::Timestamp(_) => Self::input(e.to_string()),
+            E::Json(_) => Self::internal(e),
+            _ => Self::new(ExitCode::Output, e.to_string()),
+        }
+    }
 }
 
 impl fmt::Display for CliError {
@@ -62,3 +168,102 @@ impl fmt::Display for CliError {
 impl std::error::Error for CliError {}
 
 pub type CliResult<T = ()> = Result<T, CliError>;
+
+impl From<trtmc_analyze::AnalyzeError> for CliError {
+    fn from(e: trtmc_analyze::AnalyzeError) -> Self {
+        // Every variant is about the inputs: a folder without exports, a malformed file.
+        Self::classified(ExitCode::Input, &e)
+    }
+}
+
+impl From<trtmc_analyze::serve::ServeError> for CliError {
+    fn from(e: trtmc_analyze::serve::ServeError) -> Self {
+        use trtmc_analyze::serve::ServeError as E;
+        match e {
+            E::Bind { .. } => Self::new(ExitCode::Output, format!("{e}; choose another --port")),
+            E::NotLoopback(_) | E::NotAReport(_) => Self::classified(ExitCode::Input, &e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    #[test]
+    fn a_failed_build_is_exit_4_and_shows_the_build_log_and_every_cause() {
+        let cause =
+            anyhow::anyhow!("No importer registered for op: FancyOp").context("trtexec failed");
+        let e = CliError::from(trtmc_runner::Error::BuildFailed {
+            model: "tiny-cnn".into(),
+            runtime: "tensorrt".into(),
+            log: PathBuf::from("/cache/failed.build.log"),
+            source: cause,
+        });
+        assert_eq!(e.code, ExitCode::Build);
+        assert_eq!(
+            e.message,
+            "building model `tiny-cnn` with runtime `tensorrt` failed (build log: /cache/failed.build.log): \
+             trtexec failed: No importer registered for op: FancyOp"
+        );
+    }
+
+    #[test]
+    fn an_unwritable_result_is_exit_6_with_the_io_error() {
+        let e = CliError::from(trtmc_runner::Error::WriteResult {
+            path: PathBuf::from("out/result.json"),
+            source: std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left on device"),
+        });
+        assert_eq!(e.code, ExitCode::Output);
+        assert_eq!(
+            e.message,
+            "cannot write out/result.json: no space left on device"
+        );
+    }
+
+    #[test]
+    fn a_broken_operation_table_is_an_internal_error() {
+        let e = CliError::from(trtmc_runner::Error::OperationTable {
+            reason: "operation `x` is declared twice".into(),
+        });
+        assert_eq!(e.code, ExitCode::Internal);
+        assert!(e.message.starts_with("internal error: "), "{}", e.message);
+    }
+
+    #[test]
+    fn the_worst_preflight_finding_decides_the_matrix_exit_code() {
+        use trtmc_matrix::plan::{Finding, Kind};
+        let finding = |kind| Finding {
+            kind,
+            subject: "row".into(),
+            message: "problem".into(),
+        };
+        let code = |kinds: &[Kind]| {
+            CliError::from(trtmc_matrix::Error::Preflight {
+                findings: kinds.iter().map(|k| finding(*k)).collect(),
+            })
+            .code
+        };
+        assert_eq!(code(&[Kind::Contract, Kind::Config]), ExitCode::Input);
+        assert_eq!(
+            code(&[Kind::Contract, Kind::Machine]),
+            ExitCode::Environment
+        );
+        assert_eq!(code(&[Kind::Contract]), ExitCode::ContractMismatch);
+    }
+
+    #[test]
+    fn a_matrix_directory_without_a_plan_is_exit_3_and_says_why() {
+        let e = CliError::from(trtmc_matrix::Error::NotARunDirectory {
+            run: PathBuf::from("runs/x"),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "not found"),
+        });
+        assert_eq!(e.code, ExitCode::Input);
+        assert_eq!(
+            e.message,
+            "runs/x is not a matrix run directory (no matrix-run.json): not found"
+        );
+    }
+}

@@ -1,5 +1,10 @@
 //! `trtmc-bench`: benchmark neural-network inference, explain it, and tune its build settings.
 
+// Everything for the user's stdout goes through `out` (a reader that leaves early is not a panic).
+#![deny(clippy::print_stdout)]
+
+#[macro_use]
+mod out;
 mod catalog_root;
 mod commands;
 mod exit;

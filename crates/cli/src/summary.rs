@@ -2,7 +2,6 @@
 //! validity verdict per case, or with `--format` the JSON / CSV / Markdown summary instead, and the
 //! `--export FILE` summaries (format from the extension).
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use trtmc_core::result::BenchmarkRun;
@@ -33,25 +32,15 @@ pub fn after_run(
     exports: &[PathBuf],
 ) -> CliResult {
     let (report, _) = trtmc_report::collection::summarize_run_dir(run, dir, &Policy::default());
-    let mut out = std::io::stdout().lock();
-    let printed = match format {
-        Some(f) => write!(out, "{}", export::export(f, &report)),
-        None => write!(
-            out,
+    let text = match format {
+        Some(f) => export::export(f, &report),
+        None => format!(
             "result: {}\n{}",
             dir.display(),
             trtmc_report::terminal::table(&report)
         ),
-    }
-    .and_then(|_| out.flush());
-    if let Err(e) = printed
-        && e.kind() != std::io::ErrorKind::BrokenPipe
-    {
-        return Err(CliError::new(
-            ExitCode::Output,
-            format!("cannot write to stdout: {e}"),
-        ));
-    }
+    };
+    crate::out::text(&text)?;
     for p in exports {
         let Some(format) = Format::from_path(p) else {
             return Err(CliError::input(format!(

@@ -4,6 +4,7 @@
 pub mod accuracy;
 pub mod case;
 pub mod catalog;
+pub mod error_text;
 pub mod fsutil;
 pub mod hash;
 pub mod operations;

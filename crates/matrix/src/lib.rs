@@ -14,6 +14,7 @@
 //! | [`receipt`] | bundle-preparation receipts |
 //! | [`report`] | report.html |
 
+mod error;
 pub mod lights;
 pub mod plan;
 pub mod receipt;
@@ -22,6 +23,8 @@ pub mod row;
 pub mod runner;
 pub mod slurm;
 pub mod suite;
+
+pub use error::{Error, MatrixError};
 
 /// Entry points of the fuzz target (crates/matrix/fuzz) and its stable no-panic test.
 #[doc(hidden)]

@@ -590,13 +590,7 @@ struct Quiet;
 impl Progress for Quiet {}
 
 fn message(e: RunError) -> String {
-    match e {
-        RunError::Input(m)
-        | RunError::Environment(m)
-        | RunError::Build(m)
-        | RunError::Output(m)
-        | RunError::Internal(m) => m,
-    }
+    e.message()
 }
 
 /// One round of the Python reference runner on the prepared request.

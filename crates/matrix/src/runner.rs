@@ -21,8 +21,10 @@ use serde::{Deserialize, Serialize};
 use trtmc_core::fsutil::{write_atomic, write_json_atomic};
 use trtmc_core::result::{MachineInfo, ProgramInfo};
 
+use crate::error::Error;
+pub use crate::error::MatrixError;
 use crate::lights::Light;
-use crate::plan::{Finding, Plan, PlannedRow};
+use crate::plan::{Plan, PlannedRow};
 use crate::receipt::{self, Receipt};
 use crate::row::{self, RowResult, RowStatus};
 use crate::suite::Thresholds;
@@ -32,30 +34,6 @@ pub const RESULTS_FILE: &str = "results.json";
 pub const REPORT_FILE: &str = "report.html";
 pub const RECEIPT_FILE: &str = "preparation-receipt.json";
 pub const RESULTS_SCHEMA: &str = "trtmc.matrix-results/v1";
-
-/// Errors that stop a command, by exit-code class.
-#[derive(Debug)]
-pub enum MatrixError {
-    Input(String),
-    Environment(String),
-    Output(String),
-    Preflight(Vec<Finding>),
-}
-
-impl MatrixError {
-    pub fn message(&self) -> String {
-        match self {
-            MatrixError::Input(m) | MatrixError::Environment(m) | MatrixError::Output(m) => {
-                m.clone()
-            }
-            MatrixError::Preflight(f) => f
-                .iter()
-                .map(|f| format!("{}: {}", f.subject, f.message))
-                .collect::<Vec<_>>()
-                .join("\n"),
-        }
-    }
-}
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
@@ -128,14 +106,11 @@ impl Results {
 
 pub fn read_plan(run: &Path) -> Result<Plan, MatrixError> {
     let path = run.join(PLAN_FILE);
-    let bytes = std::fs::read(&path).map_err(|e| {
-        MatrixError::Input(format!(
-            "{} is not a matrix run directory (no {PLAN_FILE}: {e})",
-            run.display()
-        ))
+    let bytes = std::fs::read(&path).map_err(|source| Error::NotARunDirectory {
+        run: run.to_path_buf(),
+        source,
     })?;
-    serde_json::from_slice(&bytes)
-        .map_err(|e| MatrixError::Input(format!("{} is not a matrix plan: {e}", path.display())))
+    serde_json::from_slice(&bytes).map_err(|source| Error::MalformedPlan { path, source })
 }
 
 fn slurm_jobs(run: &Path) -> Vec<SlurmJob> {
@@ -205,11 +180,11 @@ pub fn finalize(run: &Path) -> Result<Results, MatrixError> {
         slurm_jobs: slurm_jobs(run),
         preparation_receipt: read_receipt(run),
     };
-    write_json_atomic(&run.join(RESULTS_FILE), &results)
-        .map_err(|e| MatrixError::Output(format!("cannot write {RESULTS_FILE}: {e}")))?;
+    let results_path = run.join(RESULTS_FILE);
+    write_json_atomic(&results_path, &results).map_err(Error::write(results_path))?;
     let html = crate::report::render(&results);
-    write_atomic(&run.join(REPORT_FILE), html.as_bytes())
-        .map_err(|e| MatrixError::Output(format!("cannot write {REPORT_FILE}: {e}")))?;
+    let report_path = run.join(REPORT_FILE);
+    write_atomic(&report_path, html.as_bytes()).map_err(Error::write(report_path))?;
     Ok(results)
 }
 
@@ -223,33 +198,25 @@ pub fn create(plan: &Plan, output: Option<&Path>) -> Result<PathBuf, MatrixError
                     .map(|mut r| r.next().is_some())
                     .unwrap_or(true)
             {
-                return Err(MatrixError::Output(format!(
-                    "{} exists and is not empty: give a new directory, or continue that run with `matrix resume {}`",
-                    d.display(),
-                    d.display()
-                )));
+                return Err(Error::OutputNotEmpty {
+                    dir: d.to_path_buf(),
+                });
             }
             d.to_path_buf()
         }
         None => {
             let stamp = jiff::Timestamp::now().strftime("%Y%m%d-%H%M%S").to_string();
-            std::fs::create_dir_all(&plan.environment.results_root).map_err(|e| {
-                MatrixError::Output(format!(
-                    "cannot create results root {}: {e}",
-                    plan.environment.results_root.display()
-                ))
-            })?;
-            trtmc_core::fsutil::create_unique_dir(
-                &plan.environment.results_root,
-                &format!("matrix-{stamp}"),
-            )
-            .map_err(|e| MatrixError::Output(format!("cannot create the run directory: {e}")))?
+            let root = &plan.environment.results_root;
+            std::fs::create_dir_all(root).map_err(Error::create_dir(root))?;
+            let stem = format!("matrix-{stamp}");
+            trtmc_core::fsutil::create_unique_dir(root, &stem)
+                .map_err(Error::create_dir(root.join(stem)))?
         }
     };
-    std::fs::create_dir_all(row::rows_dir(&dir))
-        .map_err(|e| MatrixError::Output(format!("cannot create {}: {e}", dir.display())))?;
-    write_json_atomic(&dir.join(PLAN_FILE), plan)
-        .map_err(|e| MatrixError::Output(format!("cannot write {PLAN_FILE}: {e}")))?;
+    let rows = row::rows_dir(&dir);
+    std::fs::create_dir_all(&rows).map_err(Error::create_dir(rows))?;
+    let plan_path = dir.join(PLAN_FILE);
+    write_json_atomic(&plan_path, plan).map_err(Error::write(plan_path))?;
     let dir = crate::plan::absolute(&dir);
     finalize(&dir)?;
     Ok(dir)
@@ -265,8 +232,8 @@ pub fn pending_rows(plan: &Plan, run: &Path) -> Vec<PlannedRow> {
 }
 
 fn write_row(run: &Path, r: &RowResult) -> Result<(), MatrixError> {
-    write_json_atomic(&row::row_file(run, r.index), r)
-        .map_err(|e| MatrixError::Output(format!("cannot write the result of row {}: {e}", r.id)))
+    let path = row::row_file(run, r.index);
+    write_json_atomic(&path, r).map_err(Error::write(path))
 }
 
 /// What the executors tell the user interface.
@@ -302,9 +269,9 @@ pub fn execute(
         }
         "slurm" => crate::slurm::run(&plan, run, &pending, progress)?,
         other => {
-            return Err(MatrixError::Input(format!(
-                "executor `{other}` is unknown: use local or slurm"
-            )));
+            return Err(Error::UnknownExecutor {
+                executor: other.to_string(),
+            });
         }
     }
     finalize(run)
@@ -319,38 +286,39 @@ pub fn resume(
     let plan = read_plan(run)?;
     let program = trtmc_runner::machine::program();
     if plan.program.revision != program.revision {
-        return Err(MatrixError::Input(format!(
-            "{} was started by revision {}, this trtmc-bench is {}: resume it with the same build, or start a new run",
-            run.display(),
-            plan.program.revision,
-            program.revision
-        )));
+        return Err(Error::RevisionMismatch {
+            run: run.to_path_buf(),
+            started_by: plan.program.revision,
+            this: program.revision,
+        });
     }
     let executor = executor.unwrap_or(&plan.executor).to_string();
     execute(run, &executor, progress)
 }
 
 /// A Slurm array task: runs the row its task index names and writes its result.
-pub fn task(run: &Path, tasks_file: &Path, task: usize) -> Result<(), MatrixError> {
+pub fn task(run: &Path, tasks_file: &Path, task: usize) -> Result<TaskOutcome, MatrixError> {
     let mut plan = read_plan(run)?;
     plan.executor = "slurm".into();
-    let rows: Vec<usize> = std::fs::read(tasks_file)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .ok_or_else(|| {
-            MatrixError::Input(format!("cannot read task list {}", tasks_file.display()))
-        })?;
-    let index = *rows.get(task).ok_or_else(|| {
-        MatrixError::Input(format!("task {task} is not in {}", tasks_file.display()))
+    let task_list = |source| Error::TaskList {
+        path: tasks_file.to_path_buf(),
+        source,
+    };
+    let bytes = std::fs::read(tasks_file).map_err(task_list)?;
+    let rows: Vec<usize> =
+        serde_json::from_slice(&bytes).map_err(|e| task_list(std::io::Error::from(e)))?;
+    let index = *rows.get(task).ok_or_else(|| Error::TaskNotListed {
+        task,
+        path: tasks_file.to_path_buf(),
     })?;
     let pr = plan
         .rows
         .iter()
         .find(|r| r.index == index)
-        .ok_or_else(|| MatrixError::Input(format!("row {index} is not in the plan")))?;
-    if std::env::var(row::TEST_ABORT_ROW_ENV).is_ok_and(|id| id == pr.id) {
-        // Test hook: a task that dies before writing a result.
-        std::process::exit(9);
+        .ok_or(Error::RowNotPlanned { index })?;
+    if test_abort_row().is_some_and(|id| id == pr.id) {
+        // The caller ends the process without a row result, as a killed task would.
+        return Ok(TaskOutcome::AbortedForTest);
     }
     let label = match (
         std::env::var("SLURM_ARRAY_JOB_ID"),
@@ -360,7 +328,26 @@ pub fn task(run: &Path, tasks_file: &Path, task: usize) -> Result<(), MatrixErro
         _ => None,
     };
     let r = row::execute(&plan, pr, run, label);
-    write_row(run, &r)
+    write_row(run, &r)?;
+    Ok(TaskOutcome::RowWritten)
+}
+
+/// What a Slurm array task did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskOutcome {
+    /// The row ran and its result is written.
+    RowWritten,
+    /// Test only: the row named by `TRTMC_TEST_MATRIX_ABORT_ROW` (under `TRTMC_TEST=1`) wrote nothing,
+    /// so the process should now die as a killed task would.
+    AbortedForTest,
+}
+
+/// The row id a test asks a task to die on, honoured only under the test harness (`TRTMC_TEST=1`).
+fn test_abort_row() -> Option<String> {
+    if std::env::var("TRTMC_TEST").as_deref() != Ok("1") {
+        return None;
+    }
+    std::env::var(row::TEST_ABORT_ROW_ENV).ok()
 }
 
 /// `matrix report`: validates and attaches a preparation receipt (if given), rewrites the results.
@@ -375,10 +362,14 @@ pub fn report(run: &Path, receipt_path: Option<&Path>) -> Result<Results, Matrix
                 consumed.insert(b, p.model);
             }
         }
-        let r =
-            receipt::load(path, &plan.program.revision, &consumed).map_err(MatrixError::Input)?;
-        write_json_atomic(&run.join(RECEIPT_FILE), &r)
-            .map_err(|e| MatrixError::Output(format!("cannot write {RECEIPT_FILE}: {e}")))?;
+        let r = receipt::load(path, &plan.program.revision, &consumed).map_err(|reason| {
+            Error::Receipt {
+                path: path.to_path_buf(),
+                reason,
+            }
+        })?;
+        let receipt_path = run.join(RECEIPT_FILE);
+        write_json_atomic(&receipt_path, &r).map_err(Error::write(receipt_path))?;
     }
     finalize(run)
 }
@@ -435,8 +426,8 @@ pub(crate) fn sleep_until(deadline: Instant, step: Duration) -> bool {
 }
 
 pub(crate) fn write_slurm_jobs(run: &Path, jobs: &[SlurmJob]) -> Result<(), MatrixError> {
-    write_json_atomic(&run.join("slurm").join("jobs.json"), &jobs)
-        .map_err(|e| MatrixError::Output(format!("cannot write slurm/jobs.json: {e}")))
+    let path = run.join("slurm").join("jobs.json");
+    write_json_atomic(&path, &jobs).map_err(Error::write(path))
 }
 
 pub(crate) fn read_slurm_jobs(run: &Path) -> Vec<SlurmJob> {

@@ -11,9 +11,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::error::{Error, MatrixError};
 use crate::plan::{Plan, PlannedRow};
 use crate::row;
-use crate::runner::{self, MatrixError, Progress, SlurmJob, capture};
+use crate::runner::{self, Progress, SlurmJob, capture};
 
 /// Quotes a word for the `sbatch --wrap` shell line.
 fn sh_quote(s: &str) -> String {
@@ -30,14 +31,13 @@ pub fn run(
         return Ok(());
     }
     let dir = run.join("slurm");
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| MatrixError::Output(format!("cannot create {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(&dir).map_err(Error::create_dir(&dir))?;
     let mut jobs = runner::read_slurm_jobs(run);
     let n = jobs.len() + 1;
     let tasks_file = dir.join(format!("submit-{n}-tasks.json"));
     let indices: Vec<usize> = pending.iter().map(|p| p.index).collect();
     trtmc_core::fsutil::write_json_atomic(&tasks_file, &indices)
-        .map_err(|e| MatrixError::Output(format!("cannot write {}: {e}", tasks_file.display())))?;
+        .map_err(Error::write(&tasks_file))?;
     // Non-final results of these rows are replaced by the tasks; remove them so a task that dies
     // cannot leave an older attempt's result looking current.
     for i in &indices {
@@ -64,15 +64,14 @@ pub fn run(
     cmd.args(&plan.environment.slurm.sbatch_args)
         .arg("--wrap")
         .arg(&wrap);
-    let out = capture(&mut cmd)
-        .map_err(|e| MatrixError::Environment(format!("cannot submit the job array: {e}")))?;
+    let out = capture(&mut cmd).map_err(|reason| Error::SlurmSubmit { reason })?;
     let job = out
         .trim()
         .split(';')
         .next()
         .filter(|j| !j.is_empty() && j.chars().all(|c| c.is_ascii_digit()))
-        .ok_or_else(|| {
-            MatrixError::Environment(format!("sbatch printed no job id: `{}`", out.trim()))
+        .ok_or_else(|| Error::SlurmNoJobId {
+            output: out.trim().to_string(),
         })?
         .to_string();
     progress.message(&format!(
@@ -157,10 +156,10 @@ pub fn run(
         }
         if !runner::sleep_until(deadline, step) {
             let _ = Command::new("scancel").arg(&job).status();
-            return Err(MatrixError::Environment(format!(
-                "job array {job} did not finish within {} s (slurm.timeout_s); it was cancelled; `matrix resume` continues",
-                settings.timeout_s
-            )));
+            return Err(Error::SlurmTimeout {
+                job,
+                timeout_s: settings.timeout_s,
+            });
         }
     }
 }
@@ -173,7 +172,10 @@ fn task_states(job: &str) -> Result<BTreeMap<usize, (String, String)>, MatrixErr
     let out = capture(
         Command::new("squeue").args(["-h", "-r", "-t", "all", "-j", job, "-o", "%K|%T|%r"]),
     )
-    .map_err(|e| MatrixError::Environment(format!("cannot poll job {job}: {e}")))?;
+    .map_err(|reason| Error::SlurmPoll {
+        job: job.to_string(),
+        reason,
+    })?;
     let mut states = BTreeMap::new();
     for line in out.lines() {
         let mut parts = line.trim().splitn(3, '|');

@@ -38,65 +38,71 @@ pub struct Options {
     pub strict: bool,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// Why a collection report cannot be made. An underlying I/O error is the `source()`, not part of the
+/// message.
+#[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Several roots and no output directory.
+    #[error(
+        "{0} result roots were given: name the collection's directory with -o OUT (report.json and report.html go there)"
+    )]
     NeedOutput(usize),
+    #[error("no result directory given: trtmc-bench report DIR…")]
     NoRoots,
-    /// A root is missing or not a directory.
-    Root(PathBuf, String),
+    /// A root cannot be read (it does not exist, or is not accessible).
+    #[error("result root {}", root.display())]
+    RootUnreadable {
+        root: PathBuf,
+        source: std::io::Error,
+    },
+    /// A root is a file.
+    #[error("result root {}: is not a directory", root.display())]
+    RootNotADirectory { root: PathBuf },
     /// No usable result.json below the roots.
+    #[error("{}", nothing_found(roots, skipped))]
     NothingFound {
         roots: Vec<PathBuf>,
         skipped: Vec<Skipped>,
     },
     /// `strict` and some result.json files were skipped.
+    #[error(
+        "{} result.json file(s) could not be used (--strict): {}",
+        .0.len(),
+        describe(.0)
+    )]
     Malformed(Vec<Skipped>),
     /// The output directory holds a run's result.json.
+    #[error(
+        "{} is a run directory (it holds result.json, and its report.html belongs to that run): give -o OUT for the collection report",
+        .0.display()
+    )]
     OutputIsRun(PathBuf),
-    /// The output could not be created or written.
-    Write(PathBuf, String),
+    /// The output directory cannot be created.
+    #[error("cannot create {}", path.display())]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A report file cannot be written.
+    #[error("cannot write {}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Error::NeedOutput(n) => write!(
-                f,
-                "{n} result roots were given: name the collection's directory with -o OUT (report.json and report.html go there)"
-            ),
-            Error::NoRoots => write!(f, "no result directory given: trtmc-bench report DIR…"),
-            Error::Root(p, why) => write!(f, "result root {}: {why}", p.display()),
-            Error::NothingFound { roots, skipped } => {
-                let list: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
-                write!(
-                    f,
-                    "no {BENCHMARK_RUN_SCHEMA} result.json found below {}: write results there first, e.g. `trtmc-bench run --model NAME -o {}/NAME`",
-                    list.join(", "),
-                    list.first().map(String::as_str).unwrap_or("DIR")
-                )?;
-                if !skipped.is_empty() {
-                    write!(f, "; skipped: {}", describe(skipped))?;
-                }
-                Ok(())
-            }
-            Error::Malformed(skipped) => write!(
-                f,
-                "{} result.json file(s) could not be used (--strict): {}",
-                skipped.len(),
-                describe(skipped)
-            ),
-            Error::OutputIsRun(p) => write!(
-                f,
-                "{} is a run directory (it holds result.json, and its report.html belongs to that run): give -o OUT for the collection report",
-                p.display()
-            ),
-            Error::Write(p, why) => write!(f, "cannot write {}: {why}", p.display()),
-        }
+fn nothing_found(roots: &[PathBuf], skipped: &[Skipped]) -> String {
+    let list: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+    let mut text = format!(
+        "no {BENCHMARK_RUN_SCHEMA} result.json found below {}: write results there first, e.g. `trtmc-bench run --model NAME -o {}/NAME`",
+        list.join(", "),
+        list.first().map(String::as_str).unwrap_or("DIR")
+    );
+    if !skipped.is_empty() {
+        text.push_str(&format!("; skipped: {}", describe(skipped)));
     }
+    text
 }
-
-impl std::error::Error for Error {}
 
 fn describe(skipped: &[Skipped]) -> String {
     skipped
@@ -287,8 +293,13 @@ pub fn collect(opts: &Options) -> Result<(CollectionReport, CaseLatencies), Erro
     for root in &opts.roots {
         match std::fs::metadata(root) {
             Ok(m) if m.is_dir() => {}
-            Ok(_) => return Err(Error::Root(root.clone(), "is not a directory".into())),
-            Err(e) => return Err(Error::Root(root.clone(), e.to_string())),
+            Ok(_) => return Err(Error::RootNotADirectory { root: root.clone() }),
+            Err(source) => {
+                return Err(Error::RootUnreadable {
+                    root: root.clone(),
+                    source,
+                });
+            }
         }
         for path in discover(root) {
             let run_dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
@@ -329,14 +340,23 @@ pub fn write(opts: &Options) -> Result<Outcome, Error> {
         return Err(Error::OutputIsRun(dir));
     }
     let (report, latencies) = collect(opts)?;
-    std::fs::create_dir_all(&dir).map_err(|e| Error::Write(dir.clone(), e.to_string()))?;
+    std::fs::create_dir_all(&dir).map_err(|source| Error::CreateDir {
+        path: dir.clone(),
+        source,
+    })?;
     let html = pages::render(Kind::Collection, &report, &latencies);
     let html_path = dir.join(REPORT_HTML);
-    trtmc_core::fsutil::write_atomic(&html_path, html.as_bytes())
-        .map_err(|e| Error::Write(html_path.clone(), e.to_string()))?;
+    trtmc_core::fsutil::write_atomic(&html_path, html.as_bytes()).map_err(|source| {
+        Error::Write {
+            path: html_path.clone(),
+            source,
+        }
+    })?;
     let json_path = dir.join(REPORT_JSON);
-    trtmc_core::fsutil::write_json_atomic(&json_path, &report)
-        .map_err(|e| Error::Write(json_path.clone(), e.to_string()))?;
+    trtmc_core::fsutil::write_json_atomic(&json_path, &report).map_err(|source| Error::Write {
+        path: json_path.clone(),
+        source,
+    })?;
     Ok(Outcome {
         report,
         dir,
@@ -450,7 +470,10 @@ mod tests {
             roots: vec![tmp.path().join("r"), tmp.path().join("r")],
             ..opts
         };
-        assert_eq!(write(&two).expect_err("two roots"), Error::NeedOutput(2));
+        assert!(matches!(
+            write(&two).expect_err("two roots"),
+            Error::NeedOutput(2)
+        ));
     }
 
     #[test]

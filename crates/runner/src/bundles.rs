@@ -20,7 +20,7 @@ use trtmc_runtime::bundle::{
 };
 use trtmc_runtime::runtime::Runtime;
 
-use crate::sources;
+use crate::{Error, sources};
 
 /// The default managed cache: `<user cache dir>/trtmc/bundles`.
 pub fn default_cache_root() -> PathBuf {
@@ -50,22 +50,9 @@ pub struct BundlePlan {
     pub needs_build: bool,
 }
 
-/// Errors of resolution, by the exit code they deserve.
-#[derive(Debug, Clone, PartialEq)]
-pub enum BundleError {
-    /// Bad input: a malformed explicit bundle, a missing source file.
-    Input(String),
-    /// No bundle and building is forbidden, or the build failed.
-    Build(String),
-}
-
-impl BundleError {
-    pub fn message(&self) -> &str {
-        match self {
-            BundleError::Input(m) | BundleError::Build(m) => m,
-        }
-    }
-}
+/// The errors of bundle resolution and builds: the runner's one error type (kept under this name for
+/// callers that only plan or build bundles).
+pub type BundleError = crate::Error;
 
 /// The cache key of a profile's bundle for `runtime` with `build_settings`.
 pub fn cache_key(
@@ -112,15 +99,13 @@ pub fn plan(
     options: &BundleOptions,
 ) -> Result<BundlePlan, BundleError> {
     if let Some(explicit) = &options.explicit {
-        let manifest = BundleManifest::read(explicit).map_err(BundleError::Input)?;
+        let manifest = read_manifest(explicit)?;
         if manifest.runtime.name != rt.name() {
-            return Err(BundleError::Input(format!(
-                "bundle {} was built for runtime `{}`, not `{}` (pass --runtime {} or another bundle)",
-                explicit.display(),
-                manifest.runtime.name,
-                rt.name(),
-                manifest.runtime.name
-            )));
+            return Err(Error::BundleRuntimeMismatch {
+                bundle: explicit.clone(),
+                built_for: manifest.runtime.name,
+                requested: rt.name().to_string(),
+            });
         }
         return Ok(BundlePlan {
             key: Some(manifest.key),
@@ -129,7 +114,11 @@ pub fn plan(
             needs_build: false,
         });
     }
-    let source = sources::resolve(profile, &options.cache_root).map_err(BundleError::Input)?;
+    let source =
+        sources::resolve(profile, &options.cache_root).map_err(|reason| Error::Source {
+            model: profile.name.clone(),
+            reason,
+        })?;
     let key = cache_key(profile, &source.identity, build_settings, rt);
     for root in &options.roots {
         if let Some(found) = find_below(root, &key) {
@@ -152,13 +141,12 @@ pub fn plan(
         });
     }
     if options.no_build {
-        return Err(BundleError::Build(format!(
-            "no bundle for model `{}` on runtime `{}` (key {}) in {} and --no-build forbids building one (run without --no-build, or pass --bundle PATH)",
-            profile.name,
-            rt.name(),
-            &key[..16],
-            options.cache_root.display()
-        )));
+        return Err(Error::NoBundle {
+            model: profile.name.clone(),
+            runtime: rt.name().to_string(),
+            key: key[..16].to_string(),
+            cache_root: options.cache_root.clone(),
+        });
     }
     Ok(BundlePlan {
         key: Some(key),
@@ -199,34 +187,45 @@ pub fn build(
     options: &BundleOptions,
     command_line: &[String],
 ) -> Result<(), BundleError> {
+    let unbuildable = |what| Error::UnbuildablePlan {
+        bundle: plan.path.clone(),
+        what,
+    };
     let key = plan
         .key
         .as_deref()
-        .ok_or_else(|| BundleError::Build("bundle plan has no key".into()))?;
+        .ok_or_else(|| unbuildable("it has no cache key"))?;
     let parent = plan
         .path
         .parent()
-        .ok_or_else(|| BundleError::Build("bundle path has no parent".into()))?;
-    let io = |what: &str, e: std::io::Error| {
-        BundleError::Build(format!("cannot {what}: {e} (check --bundle-cache)"))
+        .ok_or_else(|| unbuildable("its path has no parent directory"))?;
+    let cache_io = |action, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| Error::BundleCache {
+            action,
+            path,
+            source,
+        }
     };
-    std::fs::create_dir_all(parent).map_err(|e| io(&format!("create {}", parent.display()), e))?;
+    std::fs::create_dir_all(parent).map_err(cache_io("create", parent))?;
     let locks = options.cache_root.join(".locks");
-    std::fs::create_dir_all(&locks).map_err(|e| io(&format!("create {}", locks.display()), e))?;
+    std::fs::create_dir_all(&locks).map_err(cache_io("create", &locks))?;
     let lock_path = locks.join(format!("{key}.lock"));
-    let lock =
-        File::create(&lock_path).map_err(|e| io(&format!("create {}", lock_path.display()), e))?;
-    lock.lock()
-        .map_err(|e| io(&format!("lock {}", lock_path.display()), e))?;
+    let lock = File::create(&lock_path).map_err(cache_io("create", &lock_path))?;
+    lock.lock().map_err(cache_io("lock", &lock_path))?;
 
     let present = matches!(BundleManifest::read(&plan.path), Ok(m) if m.key == key);
     if present && !options.rebuild {
         return Ok(());
     }
-    let onnx = sources::materialize(profile, &options.cache_root).map_err(BundleError::Input)?;
+    let onnx =
+        sources::materialize(profile, &options.cache_root).map_err(|reason| Error::Source {
+            model: profile.name.clone(),
+            reason,
+        })?;
     let tmp = parent.join(format!(".tmp-{}-{}", &key[..16], std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).map_err(|e| io(&format!("create {}", tmp.display()), e))?;
+    std::fs::create_dir_all(&tmp).map_err(cache_io("create", &tmp))?;
     let created = jiff::Timestamp::now().to_string();
     let build_plan = BuildPlan {
         key,
@@ -245,26 +244,34 @@ pub fn build(
         ));
         let _ = std::fs::rename(&log, &kept);
         let _ = std::fs::remove_dir_all(&tmp);
-        return Err(BundleError::Build(format!(
-            "building model `{}` with runtime `{}` failed: {e:#} (build log: {})",
-            profile.name,
-            rt.name(),
-            kept.display()
-        )));
+        return Err(Error::BuildFailed {
+            model: profile.name.clone(),
+            runtime: rt.name().to_string(),
+            log: kept,
+            source: e,
+        });
     }
     if plan.path.exists() {
         let old = parent.join(format!(".old-{}-{}", &key[..16], std::process::id()));
-        std::fs::rename(&plan.path, &old).map_err(|e| io("move the old bundle aside", e))?;
+        std::fs::rename(&plan.path, &old)
+            .map_err(cache_io("move aside the old bundle", &plan.path))?;
         let _ = std::fs::remove_dir_all(&old);
     }
-    std::fs::rename(&tmp, &plan.path)
-        .map_err(|e| io(&format!("move the bundle into {}", plan.path.display()), e))?;
+    std::fs::rename(&tmp, &plan.path).map_err(cache_io("move the new bundle into", &plan.path))?;
     Ok(())
+}
+
+/// The manifest of the bundle in `dir`.
+pub(crate) fn read_manifest(dir: &Path) -> Result<BundleManifest, Error> {
+    BundleManifest::read(dir).map_err(|reason| Error::BundleManifest {
+        bundle: dir.to_path_buf(),
+        reason,
+    })
 }
 
 /// The reference written into result.json for a resolved bundle.
 pub fn bundle_ref(plan: &BundlePlan) -> Result<BundleRef, BundleError> {
-    let manifest = BundleManifest::read(&plan.path).map_err(BundleError::Input)?;
+    let manifest = read_manifest(&plan.path)?;
     let evidence = |f: &str| plan.path.join(f).display().to_string();
     Ok(BundleRef {
         path: plan.path.display().to_string(),

@@ -64,7 +64,9 @@ impl Side {
         dims: &BTreeMap<String, i64>,
     ) -> Result<TensorSet, RunError> {
         let tensors = outputs::synthesize_inputs(&self.manifest.inputs, seed, dims)
-            .map_err(|e| RunError::Input(format!("{e:#}")))?;
+            .map_err(|e| RunError::CompareInputs {
+                reason: format!("{e:#}"),
+            })?;
         Ok(self
             .manifest
             .inputs
@@ -78,22 +80,28 @@ impl Side {
     /// converted to the dtype the bundle expects.
     pub fn read_inputs(&self, path: &Path) -> Result<TensorSet, RunError> {
         let file =
-            trtmc_tune::golden::read_golden(path).map_err(|e| RunError::Input(e.to_string()))?;
+            trtmc_tune::golden::read_golden(path).map_err(|e| RunError::CompareInputs {
+                reason: e.to_string(),
+            })?;
         self.manifest
             .inputs
             .iter()
             .map(|spec| {
                 let t = file.iter().find(|t| t.name == spec.name).ok_or_else(|| {
                     let names: Vec<&str> = file.iter().map(|t| t.name.as_str()).collect();
-                    RunError::Input(format!(
-                        "{} has no input `{}` (it has: {})",
-                        path.display(),
-                        spec.name,
-                        names.join(", ")
-                    ))
+                    RunError::CompareInputs {
+                        reason: format!(
+                            "{} has no input `{}` (it has: {})",
+                            path.display(),
+                            spec.name,
+                            names.join(", ")
+                        ),
+                    }
                 })?;
                 let tensor = outputs::from_tensor(t, spec.dtype)
-                    .map_err(|e| RunError::Input(format!("input `{}`: {e:#}", spec.name)))?;
+                    .map_err(|e| RunError::CompareInputs {
+                        reason: format!("input `{}`: {e:#}", spec.name),
+                    })?;
                 Ok((spec.name.clone(), tensor))
             })
             .collect()
@@ -129,20 +137,23 @@ pub fn prepare_side(
 ) -> Result<Side, RunError> {
     let planned = crate::run::plan_cases(catalog, &[selection], options)?;
     let Some(p) = planned.into_iter().next() else {
-        return Err(RunError::Input("the selection resolved to no case".into()));
+        return Err(RunError::NoCase);
     };
     let plan = p.bundle.clone().ok_or_else(|| {
-        RunError::Input(format!(
-            "model `{}` has no model file to compare",
-            p.profile.name
-        ))
+        RunError::NoModelFile {
+            model: p.profile.name.clone(),
+        }
     })?;
-    let rt = runtime::runtime(&p.resolved.runtime.value).map_err(RunError::Input)?;
+    let rt = runtime::runtime(&p.resolved.runtime.value).map_err(|reason| {
+        RunError::UnknownRuntime {
+            runtime: p.resolved.runtime.value.clone(),
+            reason,
+        }
+    })?;
     if rt.self_timed().is_some() {
-        return Err(RunError::Input(format!(
-            "runtime `{}` runs inside its own tool and returns no outputs here; compare it with trtexec's own accuracy check (--loadInputs/--loadRefOutputs)",
-            rt.name()
-        )));
+        return Err(RunError::SelfTimedRuntime {
+            runtime: rt.name().to_string(),
+        });
     }
     if plan.needs_build {
         progress.build_started(&p.profile.name, rt.name(), &plan.path);
@@ -157,7 +168,10 @@ pub fn prepare_side(
         )?;
         progress.build_finished(&p.profile.name, started.elapsed().as_secs_f64());
     }
-    let manifest = BundleManifest::read(&plan.path).map_err(RunError::Input)?;
+    let manifest = BundleManifest::read(&plan.path).map_err(|reason| RunError::BundleManifest {
+        bundle: plan.path.clone(),
+        reason,
+    })?;
     Ok(Side {
         planned: p,
         manifest,
@@ -250,8 +264,16 @@ pub fn save_reference_inputs(
     settings: &ReferenceSettings,
 ) -> Result<SavedReference, RunError> {
     let index = outputs::write_tensor_set(dir, "inputs", inputs)
-        .map_err(|e| RunError::Output(format!("{e:#}")))?;
-    let model = sources::materialize(&side.planned.profile, cache_root).map_err(RunError::Input)?;
+        .map_err(|e| RunError::WriteReference {
+            path: dir.to_path_buf(),
+            reason: format!("{e:#}"),
+        })?;
+    let model = sources::materialize(&side.planned.profile, cache_root).map_err(|reason| {
+        RunError::Source {
+            model: side.planned.profile.name.clone(),
+            reason,
+        }
+    })?;
     let request = reference_request(
         &side.planned,
         std::fs::canonicalize(&model).unwrap_or(model),
@@ -261,7 +283,10 @@ pub fn save_reference_inputs(
     );
     let request_path = dir.join(REFERENCE_REQUEST_FILE);
     write_json_atomic(&request_path, &request)
-        .map_err(|e| RunError::Output(format!("cannot write {}: {e}", request_path.display())))?;
+        .map_err(|e| RunError::WriteReference {
+            path: request_path.clone(),
+            reason: e.to_string(),
+        })?;
     Ok(SavedReference {
         inputs_index: index,
         request_path,
@@ -488,8 +513,8 @@ mod tests {
         )
         .err()
         .expect("refused");
-        let RunError::Input(message) = err else {
-            panic!("not an input error: {err:?}");
+        let RunError::UnknownRuntime { reason: message, .. } = err else {
+            panic!("not an unknown-runtime error: {err:?}");
         };
         assert!(message.contains("no-such-runtime"), "{message}");
         assert!(message.contains("tract"), "{message}");

@@ -3,8 +3,11 @@
 
 pub mod bundles;
 pub mod compare;
+mod error;
 pub mod launch;
 pub mod machine;
 pub mod run;
 pub mod sources;
 pub mod tune;
+
+pub use error::Error;

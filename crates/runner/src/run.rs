@@ -24,7 +24,8 @@ use trtmc_runtime::protocol::{
 };
 use trtmc_runtime::runtime::{self, SelfTimed, SelfTimedRequest};
 
-use crate::bundles::{self, BundleError, BundleOptions, BundlePlan};
+use crate::Error;
+use crate::bundles::{self, BundleOptions, BundlePlan};
 use crate::launch::{self, Launch, Outcome};
 use crate::sources;
 
@@ -74,25 +75,9 @@ pub struct RunOptions {
     pub profile: Option<u64>,
 }
 
-/// Errors that stop a run before any case is measured, by exit-code class.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RunError {
-    Input(String),
-    /// A runtime's library or tool is missing (libonnxruntime, trtexec).
-    Environment(String),
-    Build(String),
-    Output(String),
-    Internal(String),
-}
-
-impl From<BundleError> for RunError {
-    fn from(e: BundleError) -> Self {
-        match e {
-            BundleError::Input(m) => RunError::Input(m),
-            BundleError::Build(m) => RunError::Build(m),
-        }
-    }
-}
+/// Errors that stop a run before any case is measured: the runner's one error type (kept under this
+/// name for callers of the run orchestration).
+pub type RunError = crate::Error;
 
 /// What the orchestrator tells the user interface.
 pub trait Progress {
@@ -115,25 +100,27 @@ pub fn plan_cases(
     selections: &[Selection],
     options: &BundleOptions,
 ) -> Result<Vec<PlannedCase>, RunError> {
-    operations::validate().map_err(RunError::Internal)?;
+    operations::validate().map_err(|reason| Error::OperationTable { reason })?;
     if options.explicit.is_some() && selections.len() > 1 {
-        return Err(RunError::Input(
-            "--bundle applies to a single model; drop it or run one --model".into(),
-        ));
+        return Err(Error::ExplicitBundleForManyModels);
     }
     let mut planned = Vec::new();
     for sel in selections {
-        let profile = catalog.require(&sel.model).map_err(RunError::Input)?;
+        let profile = catalog
+            .require(&sel.model)
+            .map_err(|reason| Error::UnknownModel {
+                model: sel.model.clone(),
+                reason,
+            })?;
         if !profile.status.is_ready() {
-            return Err(RunError::Input(format!(
-                "model `{}` cannot run: {}",
-                profile.name,
-                profile.status.label()
-            )));
+            return Err(Error::ModelNotReady {
+                model: profile.name.clone(),
+                status: profile.status.label(),
+            });
         }
         // Resolved after the model source, whose absence is the first thing to report.
         let mut tokenizer: Option<Option<String>> = None;
-        let points = case::sweep_points(&sel.sweeps).map_err(RunError::Input)?;
+        let points = case::sweep_points(&sel.sweeps).map_err(|reason| Error::Sweep { reason })?;
         let case_names: Vec<Option<&str>> = if sel.cases.is_empty() {
             vec![None]
         } else {
@@ -150,21 +137,34 @@ pub fn plan_cases(
                     plan_measure: sel.plan_measure.clone(),
                     flags: sel.flags.clone(),
                 };
-                let resolved = case::resolve(profile, &input).map_err(RunError::Input)?;
-                let rt = runtime::runtime(&resolved.runtime.value).map_err(RunError::Input)?;
-                rt.availability().map_err(|e| {
-                    RunError::Environment(format!("runtime `{}` is not available: {e}", rt.name()))
+                let resolved = case::resolve(profile, &input).map_err(|reason| Error::Case {
+                    model: profile.name.clone(),
+                    reason,
                 })?;
+                let rt = runtime_named(&resolved.runtime.value)?;
+                rt.availability()
+                    .map_err(|reason| Error::RuntimeUnavailable {
+                        runtime: rt.name().to_string(),
+                        reason,
+                    })?;
                 rt.supports_operation(&resolved.operation)
-                    .map_err(|e| RunError::Input(format!("model `{}`: {e}", profile.name)))?;
+                    .map_err(|reason| Error::UnsupportedOperation {
+                        model: profile.name.clone(),
+                        runtime: rt.name().to_string(),
+                        reason,
+                    })?;
                 runtime::check_build_settings(
                     rt.name(),
                     &resolved.build_values(),
                     rt.build_settings(),
                 )
-                .map_err(|e| RunError::Input(e.to_string()))?;
-                runtime::check_settings(rt.as_ref(), &resolved.runtime_values())
-                    .map_err(RunError::Input)?;
+                .map_err(Error::BuildSetting)?;
+                runtime::check_settings(rt.as_ref(), &resolved.runtime_values()).map_err(
+                    |reason| Error::RuntimeSetting {
+                        runtime: rt.name().to_string(),
+                        reason,
+                    },
+                )?;
                 let bundle = if matches!(profile.source, trtmc_core::catalog::ModelSource::None) {
                     None
                 } else {
@@ -179,7 +179,12 @@ pub fn plan_cases(
                 let tokenizer = match &tokenizer {
                     Some(t) => t.clone(),
                     None => tokenizer
-                        .insert(sources::resolve_tokenizer(profile).map_err(RunError::Input)?)
+                        .insert(sources::resolve_tokenizer(profile).map_err(|reason| {
+                            Error::Tokenizer {
+                                model: profile.name.clone(),
+                                reason,
+                            }
+                        })?)
                         .clone(),
                 };
                 planned.push(PlannedCase {
@@ -202,20 +207,30 @@ pub fn plan_cases(
 pub fn timing_boundary(planned: &[PlannedCase]) -> Result<&'static str, RunError> {
     let mut boundary: Option<(&'static str, &str)> = None;
     for p in planned {
-        let rt = runtime::runtime(&p.resolved.runtime.value).map_err(RunError::Input)?;
+        let rt = runtime_named(&p.resolved.runtime.value)?;
         let b = rt.timing_boundary();
         match boundary {
             None => boundary = Some((b, &p.resolved.runtime.value)),
             Some((first, first_rt)) if first != b => {
-                return Err(RunError::Input(format!(
-                    "runtime `{first_rt}` is timed at `{first}` and runtime `{}` at `{b}`: these numbers are not comparable, so they cannot share one result; run them separately",
-                    rt.name()
-                )));
+                return Err(Error::MixedTimingBoundaries {
+                    first_runtime: first_rt.to_string(),
+                    first_boundary: first,
+                    runtime: rt.name().to_string(),
+                    boundary: b,
+                });
             }
             Some(_) => {}
         }
     }
     Ok(boundary.map_or(PUBLIC_PIPELINE_CALL_WALL, |(b, _)| b))
+}
+
+/// The runtime called `name`.
+fn runtime_named(name: &str) -> Result<Box<dyn runtime::Runtime>, Error> {
+    runtime::runtime(name).map_err(|reason| Error::UnknownRuntime {
+        runtime: name.to_string(),
+        reason,
+    })
 }
 
 /// The result of a run: where it was written and what it says.
@@ -237,8 +252,13 @@ pub fn execute(
         Some(dir) => dir.clone(),
         None => timestamped_dir(&options.results_parent),
     };
-    let slot = OutputSlot::prepare(&target, RESULT_FILE, &["trtmc.benchmark-run/"])
-        .map_err(RunError::Output)?;
+    let slot =
+        OutputSlot::prepare(&target, RESULT_FILE, &["trtmc.benchmark-run/"]).map_err(|reason| {
+            Error::OutputSlot {
+                dir: target.clone(),
+                reason,
+            }
+        })?;
     let mut cases = Vec::with_capacity(planned.len());
     let mut observations_by_case = Vec::with_capacity(planned.len());
     let total = planned.len();
@@ -249,8 +269,7 @@ pub fn execute(
             &format!("{} {}", p.profile.name, p.resolved.label),
             p.resolved.measure.iterations.value,
         );
-        let (result, observations) =
-            run_case(i + 1, p, slot.staging(), options).map_err(RunError::Output)?;
+        let (result, observations) = run_case(i + 1, p, slot.staging(), options)?;
         progress.case_finished(i + 1, &result);
         cases.push(result);
         observations_by_case.push(observations);
@@ -276,10 +295,11 @@ pub fn execute(
         cases,
     };
     let report = trtmc_report::run_report::render(&run, &observations_by_case);
-    trtmc_core::fsutil::write_atomic(&slot.staging().join(REPORT_FILE), report.as_bytes())
-        .map_err(|e| RunError::Output(format!("cannot write {REPORT_FILE}: {e}")))?;
-    write_json_atomic(&slot.staging().join(RESULT_FILE), &run)
-        .map_err(|e| RunError::Output(format!("cannot write {RESULT_FILE}: {e}")))?;
+    let report_path = slot.staging().join(REPORT_FILE);
+    trtmc_core::fsutil::write_atomic(&report_path, report.as_bytes())
+        .map_err(write_error(&report_path))?;
+    let result_path = slot.staging().join(RESULT_FILE);
+    write_json_atomic(&result_path, &run).map_err(write_error(&result_path))?;
     if std::env::var_os("TRTMC_TEST_PAUSE_BEFORE_COMMIT_MS").is_some() {
         // Test hook: widens the window in which a kill leaves a staged but uncommitted result.
         let ms = std::env::var("TRTMC_TEST_PAUSE_BEFORE_COMMIT_MS")
@@ -288,7 +308,10 @@ pub fn execute(
             .unwrap_or(0);
         std::thread::sleep(Duration::from_millis(ms));
     }
-    let dir = slot.commit().map_err(RunError::Output)?;
+    let dir = slot.commit().map_err(|reason| Error::OutputSlot {
+        dir: target.clone(),
+        reason,
+    })?;
     Ok(RunOutcome { dir, run })
 }
 
@@ -303,7 +326,7 @@ fn build_missing(
         if !plan.needs_build || built.contains(&plan.path) {
             continue;
         }
-        let rt = runtime::runtime(&p.resolved.runtime.value).map_err(RunError::Input)?;
+        let rt = runtime_named(&p.resolved.runtime.value)?;
         progress.build_started(&p.profile.name, rt.name(), &plan.path);
         let started = Instant::now();
         bundles::build(
@@ -325,20 +348,23 @@ fn run_case(
     p: &PlannedCase,
     staging: &Path,
     options: &RunOptions,
-) -> Result<(CaseResult, Vec<Observation>), String> {
+) -> Result<(CaseResult, Vec<Observation>), Error> {
     let r = &p.resolved;
     let dir_name = case_dir_name(index, &p.profile.name, r);
     let dir = staging.join(&dir_name);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(|source| Error::CreateResultDir {
+        path: dir.clone(),
+        source,
+    })?;
     let rel = |f: &str| format!("{dir_name}/{f}");
-    write_json_atomic(&dir.join(RESOLVED_CASE_FILE), r)
-        .map_err(|e| format!("cannot write {RESOLVED_CASE_FILE}: {e}"))?;
+    let resolved_path = dir.join(RESOLVED_CASE_FILE);
+    write_json_atomic(&resolved_path, r).map_err(write_error(&resolved_path))?;
 
     let bundle_ref: Option<BundleRef> = match &p.bundle {
-        Some(plan) => Some(bundles::bundle_ref(plan).map_err(|e| e.message().to_string())?),
+        Some(plan) => Some(bundles::bundle_ref(plan)?),
         None => None,
     };
-    let rt = runtime::runtime(&r.runtime.value)?;
+    let rt = runtime_named(&r.runtime.value)?;
     let rt_info = match &bundle_ref {
         Some(b) => b.runtime.clone(),
         None => RuntimeInfo {
@@ -363,8 +389,9 @@ fn run_case(
         ));
     }
 
-    let op = operations::operation(&r.operation)
-        .ok_or_else(|| format!("unknown operation `{}`", r.operation))?;
+    let op = operations::operation(&r.operation).ok_or_else(|| Error::UnknownOperation {
+        operation: r.operation.clone(),
+    })?;
     let keep = |f: &Option<String>| f.as_ref().filter(|f| dir.join(f).exists()).map(|f| rel(f));
     let (status, metrics, files) = if m.error.is_some() {
         (
@@ -596,7 +623,7 @@ fn bundle_of(p: &PlannedCase) -> Result<(PathBuf, BundleManifest), String> {
             p.resolved.runtime.value, p.profile.name
         )
     })?;
-    let manifest = BundleManifest::read(&plan.path)?;
+    let manifest = bundles::read_manifest(&plan.path).map_err(|e| e.message())?;
     Ok((plan.path.clone(), manifest))
 }
 
@@ -742,14 +769,20 @@ fn profile_self_timed(
     }
 }
 
-fn write_observations(path: &Path, observations: &[Observation]) -> Result<(), String> {
+fn write_observations(path: &Path, observations: &[Observation]) -> Result<(), Error> {
     let mut text = String::with_capacity(observations.len() * 96);
     for o in observations {
-        text.push_str(&serde_json::to_string(o).map_err(|e| e.to_string())?);
+        let line = serde_json::to_string(o).map_err(|e| write_error(path)(e.into()))?;
+        text.push_str(&line);
         text.push('\n');
     }
-    trtmc_core::fsutil::write_atomic(path, text.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    trtmc_core::fsutil::write_atomic(path, text.as_bytes()).map_err(write_error(path))
+}
+
+/// Maps an I/O error writing `path` of the result directory.
+fn write_error(path: &Path) -> impl FnOnce(std::io::Error) -> Error {
+    let path = path.to_path_buf();
+    move |source| Error::WriteResult { path, source }
 }
 
 /// `NNN-<model>-<case>` plus the sweep point, reduced to safe file-name characters.

@@ -10,9 +10,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
-use trtmc_analyze::report::{PackageError, PackageOptions};
-use trtmc_analyze::serve::ServeError;
-use trtmc_analyze::{Analysis, AnalyzeError, DataSpec, Inputs, Request};
+use trtmc_analyze::report::PackageOptions;
+use trtmc_analyze::{Analysis, DataSpec, Inputs, Request};
 
 use crate::exit::{CliError, CliResult, ExitCode};
 
@@ -179,10 +178,7 @@ fn request(input: InputArgs) -> CliResult<Request> {
 }
 
 fn run_analysis(request: &Request) -> CliResult<Analysis> {
-    trtmc_analyze::analyze(request).map_err(|e| match e {
-        AnalyzeError::Discover(e) => CliError::input(e.to_string()),
-        other => CliError::input(other.to_string()),
-    })
+    Ok(trtmc_analyze::analyze(request)?)
 }
 
 fn print_summary(analysis: &Analysis) {
@@ -253,8 +249,7 @@ fn analyze_to_json(
 }
 
 fn write_stdout(analysis: &Analysis) -> CliResult {
-    let stdout = std::io::stdout();
-    let mut w = BufWriter::new(stdout.lock());
+    let mut w = BufWriter::new(crate::out::stdout());
     analysis
         .write_json(&mut w)
         .and_then(|_| w.write_all(b"\n").map_err(serde_json::Error::io))
@@ -265,16 +260,6 @@ fn write_stdout(analysis: &Analysis) -> CliResult {
                 format!("cannot write the analysis to standard output: {e}"),
             )
         })
-}
-
-fn package_error(e: PackageError) -> CliError {
-    match e {
-        PackageError::Markdown { .. } | PackageError::Timestamp(_) => {
-            CliError::input(e.to_string())
-        }
-        PackageError::Json(_) => CliError::internal(e),
-        _ => CliError::new(ExitCode::Output, e.to_string()),
-    }
 }
 
 fn package(args: PackageArgs) -> CliResult {
@@ -292,8 +277,7 @@ fn package(args: PackageArgs) -> CliResult {
             };
             let analysis = run_analysis(&request)?;
             print_summary(&analysis);
-            trtmc_analyze::report::repackage(&analysis, path, args.analyze_md.as_deref())
-                .map_err(package_error)?
+            trtmc_analyze::report::repackage(&analysis, path, args.analyze_md.as_deref())?
         }
         None => {
             let analysis = run_analysis(&request(args.input)?)?;
@@ -304,13 +288,13 @@ fn package(args: PackageArgs) -> CliResult {
                 timestamp: args.timestamp,
                 analyze_md: args.analyze_md,
             };
-            trtmc_analyze::report::package(&analysis, &opts).map_err(package_error)?
+            trtmc_analyze::report::package(&analysis, &opts)?
         }
     };
     for w in &packaged.warnings {
         eprintln!("warning: {w}");
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::out::stdout();
     let lines = [
         format!("report_dir: {}", packaged.report_dir.display()),
         format!("index: {}", packaged.index.display()),
@@ -324,12 +308,7 @@ fn package(args: PackageArgs) -> CliResult {
             .map(|p| format!("analyze_md: {}", p.display()))
             .iter(),
     ) {
-        writeln!(out, "{line}").map_err(|e| {
-            CliError::new(
-                ExitCode::Output,
-                format!("cannot write to standard output: {e}"),
-            )
-        })?;
+        writeln!(out, "{line}").map_err(crate::out::write_failed)?;
     }
     Ok(())
 }
@@ -339,7 +318,7 @@ fn serve(args: ServeArgs) -> CliResult {
     let stop = AtomicBool::new(false);
     let dir = args.dir.clone();
     trtmc_analyze::serve::serve(&args.dir, addr, &stop, |bound| {
-        let mut out = std::io::stdout().lock();
+        let mut out = crate::out::stdout();
         let _ = writeln!(
             out,
             "serving {} at http://{bound}/ (Ctrl-C to stop)",
@@ -347,10 +326,5 @@ fn serve(args: ServeArgs) -> CliResult {
         );
         let _ = out.flush();
     })
-    .map_err(|e| match e {
-        ServeError::Bind { .. } => {
-            CliError::new(ExitCode::Output, format!("{e}; choose another --port"))
-        }
-        other => CliError::input(other.to_string()),
-    })
+    .map_err(CliError::from)
 }

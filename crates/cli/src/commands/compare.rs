@@ -188,7 +188,7 @@ pub fn execute(args: CompareArgs) -> CliResult {
             &command_line,
             &BuildNotice,
         )
-        .map_err(super::run::run_error)
+        .map_err(CliError::from)
     };
     let candidate = side(args.runtime.clone())?;
 
@@ -197,7 +197,7 @@ pub fn execute(args: CompareArgs) -> CliResult {
         Some(path) => candidate.read_inputs(path),
         None => candidate.synthesize_inputs(seed, &dims),
     }
-    .map_err(super::run::run_error)?;
+    ?;
 
     if let Some(dir) = &args.save_inputs {
         let saved = compare::save_reference_inputs(
@@ -208,12 +208,12 @@ pub fn execute(args: CompareArgs) -> CliResult {
             &bundle_options.cache_root,
             &ReferenceSettings::default(),
         )
-        .map_err(super::run::run_error)?;
-        println!(
+        ?;
+        outln!(
             "inputs: {}; reference request: {}",
             saved.inputs_index.display(),
             saved.request_path.display()
-        );
+        )?;
     }
     let candidate_out = run_side(&candidate, &inputs)?;
     let candidate_label = candidate.label();
@@ -237,10 +237,10 @@ pub fn execute(args: CompareArgs) -> CliResult {
             (format!("golden {}", path.display()), golden)
         }
         (None, None) => {
-            println!(
+            outln!(
                 "saved: {} output tensor(s) of {candidate_label}; nothing compared (no --against or --golden)",
                 candidate_tensors.len()
-            );
+            )?;
             return Ok(());
         }
     };
@@ -264,7 +264,7 @@ pub fn execute(args: CompareArgs) -> CliResult {
             format!("the outputs cannot be compared: {e:#}"),
         )
     })?;
-    print_agreement(&agreement);
+    print_agreement(&agreement)?;
     if let Some(path) = &args.output {
         write_json_atomic(path, &agreement).map_err(|e| {
             CliError::new(
@@ -355,7 +355,7 @@ fn save_outputs(dir: &Path, label: &str, out: &[(String, HostTensor)]) -> CliRes
     let target = dir.join(file_safe(label));
     let index = outputs::write_tensor_set(&target, "outputs", out)
         .map_err(|e| CliError::new(ExitCode::Output, format!("{e:#}")))?;
-    println!("outputs of {label}: {}", index.display());
+    outln!("outputs of {label}: {}", index.display())?;
     Ok(())
 }
 
@@ -366,16 +366,16 @@ fn fmt_loss(v: Option<f64>) -> String {
     }
 }
 
-fn print_agreement(a: &Agreement) {
-    println!("candidate {}  reference {}", a.candidate, a.reference);
-    println!(
+fn print_agreement(a: &Agreement) -> CliResult {
+    outln!("candidate {}  reference {}", a.candidate, a.reference)?;
+    outln!(
         "{:<28} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10}  verdict ({} <= {})",
         "output", "shape", "l0", "l1", "l2", "lInf", "cos", a.spec.algorithm, a.spec.epsilon
-    );
+    )?;
     for (t, v) in a.tensors.iter().zip(&a.verdict.tensors) {
         let shape = format!("{:?}", t.shape);
         let loss = |k: &str| fmt_loss(t.losses.get(k).copied().flatten());
-        println!(
+        outln!(
             "{:<28} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10}  {}",
             t.name,
             shape,
@@ -385,14 +385,15 @@ fn print_agreement(a: &Agreement) {
             loss("lInf"),
             loss("cos"),
             if v.passed { "agree" } else { "DIFFER" }
-        );
+        )?;
     }
-    println!(
+    outln!(
         "{}",
         if a.passed {
             "outputs agree"
         } else {
             "outputs differ"
         }
-    );
+    )?;
+    Ok(())
 }

@@ -69,10 +69,10 @@ pub fn execute(args: ListArgs) -> CliResult {
                 })
                 .collect();
             let doc = serde_json::json!({"schema": "trtmc.model-list/v1", "catalog": catalog.root, "models": profiles, "runtimes": runtimes});
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&doc).map_err(CliError::internal)?
-            );
+            )?;
         }
         ListFormat::Table => {
             // Columns as wide as their longest entry, so long task names never shift the table.
@@ -90,19 +90,22 @@ pub fn execute(args: ListArgs) -> CliResult {
             let w_task = col("TASK", &|p| p.task_strategy.clone());
             let w_op = col("OPERATION", &operation);
             let w_rt = col("RUNTIME", &|p| p.runtime_strategy.clone());
-            println!(
+            outln!(
                 "{:<w_name$}  {:<w_task$}  {:<w_op$}  {:<w_rt$}  STATUS",
-                "NAME", "TASK", "OPERATION", "RUNTIME"
-            );
+                "NAME",
+                "TASK",
+                "OPERATION",
+                "RUNTIME"
+            )?;
             for p in &catalog.profiles {
-                println!(
+                outln!(
                     "{:<w_name$}  {:<w_task$}  {:<w_op$}  {:<w_rt$}  {}",
                     p.name,
                     p.task_strategy,
                     operation(p),
                     p.runtime_strategy,
                     p.status.label()
-                );
+                )?;
             }
             let rts: Vec<String> = runtimes
                 .iter()
@@ -115,12 +118,12 @@ pub fn execute(args: ListArgs) -> CliResult {
                     }
                 })
                 .collect();
-            println!(
+            outln!(
                 "\n{} profile(s) in {}; runtimes: {}",
                 catalog.profiles.len(),
                 catalog.root.display(),
                 rts.join(", ")
-            );
+            )?;
         }
     }
     Ok(())

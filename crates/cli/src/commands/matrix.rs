@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use trtmc_matrix::plan::{self, CheckInput, Kind};
+use trtmc_matrix::plan::{self, CheckInput};
 use trtmc_matrix::row::{RowResult, RowStatus};
-use trtmc_matrix::runner::{self, MatrixError, Progress, Results};
+use trtmc_matrix::runner::{self, Progress, Results, TaskOutcome};
 
 use crate::exit::{CliError, CliResult, ExitCode};
 
@@ -122,32 +122,6 @@ fn outcome(r: &RowResult) -> String {
     }
 }
 
-fn to_cli(e: MatrixError) -> CliError {
-    let code = match &e {
-        MatrixError::Input(_) => ExitCode::Input,
-        MatrixError::Environment(_) => ExitCode::Environment,
-        MatrixError::Output(_) => ExitCode::Output,
-        MatrixError::Preflight(f) => {
-            if f.iter().any(|f| f.kind == Kind::Config) {
-                ExitCode::Input
-            } else if f.iter().any(|f| f.kind == Kind::Machine) {
-                ExitCode::Environment
-            } else {
-                ExitCode::ContractMismatch
-            }
-        }
-    };
-    let message = match &e {
-        MatrixError::Preflight(f) => format!(
-            "matrix preflight failed ({} problem(s)):\n{}",
-            f.len(),
-            e.message()
-        ),
-        _ => e.message(),
-    };
-    CliError::new(code, message)
-}
-
 fn preflight(args: &SuiteArgs) -> CliResult<plan::Plan> {
     let catalog_root = crate::catalog_root::resolve(args.manifest_root.clone());
     let reference = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../reference"));
@@ -160,20 +134,27 @@ fn preflight(args: &SuiteArgs) -> CliResult<plan::Plan> {
         executor: &args.executor,
         command_line: std::env::args().collect(),
     };
-    plan::check(&input).map_err(|f| to_cli(MatrixError::Preflight(f)))
+    plan::check(&input).map_err(|findings| trtmc_matrix::Error::Preflight { findings }.into())
 }
 
 fn finish(run: &Path, results: Results) -> CliResult {
     let s = &results.summary;
-    println!(
+    outln!(
         "{} row(s): {} green, {} yellow, {} red, {} contract mismatch, {} failed, {} incomplete, {} pending",
-        s.rows, s.green, s.yellow, s.red, s.contract_mismatch, s.failed, s.incomplete, s.pending
-    );
+        s.rows,
+        s.green,
+        s.yellow,
+        s.red,
+        s.contract_mismatch,
+        s.failed,
+        s.incomplete,
+        s.pending
+    )?;
     for r in &results.rows {
-        println!("  {:<50} {}", r.id, outcome(r));
+        outln!("  {:<50} {}", r.id, outcome(r))?;
     }
-    println!("results: {}", run.join(runner::RESULTS_FILE).display());
-    println!("report:  {}", run.join(runner::REPORT_FILE).display());
+    outln!("results: {}", run.join(runner::RESULTS_FILE).display())?;
+    outln!("report:  {}", run.join(runner::REPORT_FILE).display())?;
     match results.exit_code() {
         0 => Ok(()),
         8 => Err(CliError::new(
@@ -201,18 +182,20 @@ pub fn execute(args: MatrixArgs) -> CliResult {
     match args.command {
         MatrixCommand::Check(a) => {
             let plan = preflight(&a)?;
-            println!(
+            outln!(
                 "suite {} ({} row(s) selected) passes the preflight on environment {}",
                 plan.suite.name,
                 plan.rows.len(),
                 plan.environment.name
-            );
-            println!(
+            )?;
+            outln!(
                 "program: trtmc-bench {} revision {} ({} build)",
-                plan.program.version, plan.program.revision, plan.program.build_profile
-            );
+                plan.program.version,
+                plan.program.revision,
+                plan.program.build_profile
+            )?;
             for pr in &plan.rows {
-                println!(
+                outln!(
                     "  {:<50} {} vs {}  boundary {}  baseline precision {} ({})",
                     pr.id,
                     pr.row.candidate.runtime,
@@ -220,30 +203,32 @@ pub fn execute(args: MatrixArgs) -> CliResult {
                     pr.candidate_boundary,
                     pr.baseline_precision,
                     pr.baseline_precision_source
-                );
+                )?;
             }
             for e in &plan.suite.excluded_profiles {
-                println!("  excluded {}: {}", e.profile, e.reason);
+                outln!("  excluded {}: {}", e.profile, e.reason)?;
             }
             Ok(())
         }
         MatrixCommand::Run(a) => {
             let plan = preflight(&a.suite)?;
-            let run = runner::create(&plan, a.output.as_deref()).map_err(to_cli)?;
+            let run = runner::create(&plan, a.output.as_deref())?;
             eprintln!("run directory: {}", run.display());
-            let results = runner::execute(&run, &plan.executor, &Printer).map_err(to_cli)?;
+            let results = runner::execute(&run, &plan.executor, &Printer)?;
             finish(&run, results)
         }
         MatrixCommand::Resume(a) => {
-            let results =
-                runner::resume(&a.run_dir, a.executor.as_deref(), &Printer).map_err(to_cli)?;
+            let results = runner::resume(&a.run_dir, a.executor.as_deref(), &Printer)?;
             finish(&a.run_dir, results)
         }
         MatrixCommand::Report(a) => {
-            let results =
-                runner::report(&a.run_dir, a.preparation_receipt.as_deref()).map_err(to_cli)?;
+            let results = runner::report(&a.run_dir, a.preparation_receipt.as_deref())?;
             finish(&a.run_dir, results)
         }
-        MatrixCommand::Task(a) => runner::task(&a.run_dir, &a.tasks_file, a.task).map_err(to_cli),
+        MatrixCommand::Task(a) => match runner::task(&a.run_dir, &a.tasks_file, a.task)? {
+            TaskOutcome::RowWritten => Ok(()),
+            // Test only (TRTMC_TEST=1): die without a row result, as a task killed by Slurm would.
+            TaskOutcome::AbortedForTest => std::process::exit(9),
+        },
     }
 }

@@ -1,13 +1,12 @@
 //! `trtmc-bench report DIR…`: one collection report over every run result found below the roots.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 
-use trtmc_report::collection::{self, Error, Options};
+use trtmc_report::collection::{self, Options};
 use trtmc_report::export::{self, Format};
 use trtmc_report::validity::Policy;
 
-use crate::exit::{CliError, CliResult, ExitCode};
+use crate::exit::CliResult;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ExportFormat {
@@ -58,15 +57,6 @@ pub struct ReportArgs {
     pub quiet: bool,
 }
 
-fn cli_error(e: Error) -> CliError {
-    let code = match &e {
-        Error::NeedOutput(_) | Error::NoRoots => ExitCode::Usage,
-        Error::Root(..) | Error::NothingFound { .. } | Error::Malformed(_) => ExitCode::Input,
-        Error::OutputIsRun(_) | Error::Write(..) => ExitCode::Output,
-    };
-    CliError::new(code, e.to_string())
-}
-
 pub fn execute(args: ReportArgs) -> CliResult {
     let opts = Options {
         roots: args.dirs.clone(),
@@ -79,13 +69,13 @@ pub fn execute(args: ReportArgs) -> CliResult {
     if let (Some(f), None, [dir]) = (args.format, &args.output, args.dirs.as_slice())
         && dir.join(collection::RESULT_JSON).is_file()
     {
-        let (report, _) = collection::collect(&opts).map_err(cli_error)?;
+        let (report, _) = collection::collect(&opts)?;
         for s in &report.skipped {
             eprintln!("warning: skipped {}: {}", s.path, s.reason);
         }
-        return print_stdout(&export::export(f.into(), &report));
+        return crate::out::text(&export::export(f.into(), &report));
     }
-    let outcome = collection::write(&opts).map_err(cli_error)?;
+    let outcome = collection::write(&opts)?;
     for s in &outcome.report.skipped {
         eprintln!("warning: skipped {}: {}", s.path, s.reason);
     }
@@ -107,19 +97,5 @@ pub fn execute(args: ReportArgs) -> CliResult {
             )
         }
     };
-    print_stdout(&text)
-}
-
-fn print_stdout(text: &str) -> CliResult {
-    let mut stdout = std::io::stdout().lock();
-    // A closed pipe (`| head`) is not an error of the report, which is already written.
-    if let Err(e) = write!(stdout, "{text}").and_then(|_| stdout.flush())
-        && e.kind() != std::io::ErrorKind::BrokenPipe
-    {
-        return Err(CliError::new(
-            ExitCode::Output,
-            format!("cannot write to stdout: {e}"),
-        ));
-    }
-    Ok(())
+    crate::out::text(&text)
 }

@@ -6,7 +6,7 @@ use trtmc_core::case::{MeasureFlags, Override, Source, SweepAxis};
 use trtmc_core::catalog::{BuildSettings, Catalog, ModelSource, Profile, ProfileStatus, TestCase};
 use trtmc_core::result::CaseStatus;
 use trtmc_runner::bundles::{BundleOptions, default_cache_root};
-use trtmc_runner::run::{self as runner, RunError, RunOptions, Selection};
+use trtmc_runner::run::{self as runner, RunOptions, Selection};
 
 use crate::exit::{CliError, CliResult, ExitCode};
 
@@ -234,15 +234,15 @@ pub fn execute(args: RunArgs) -> CliResult {
         no_build: args.no_build,
         rebuild: args.rebuild,
     };
-    let planned = runner::plan_cases(&catalog, &selections, &bundle).map_err(run_error)?;
+    let planned = runner::plan_cases(&catalog, &selections, &bundle)?;
     if args.dry_run {
-        println!(
+        outln!(
             "plan: {} case(s); bundle cache {}",
             planned.len(),
             bundle.cache_root.display()
-        );
+        )?;
         for line in runner::describe_plan(&planned) {
-            println!("{line}");
+            outln!("{line}")?;
         }
         return Ok(());
     }
@@ -267,7 +267,7 @@ pub fn execute(args: RunArgs) -> CliResult {
         profile: args.profile.then_some(args.profile_iterations),
     };
     let progress = crate::progress::Terminal::new(args.quiet);
-    let outcome = runner::execute(planned, &options, &progress).map_err(run_error)?;
+    let outcome = runner::execute(planned, &options, &progress)?;
     crate::summary::after_run(
         &outcome.run,
         &outcome.dir,
@@ -312,16 +312,6 @@ pub fn execute(args: RunArgs) -> CliResult {
         ));
     }
     Ok(())
-}
-
-pub fn run_error(e: RunError) -> CliError {
-    match e {
-        RunError::Input(m) => CliError::new(ExitCode::Input, m),
-        RunError::Environment(m) => CliError::new(ExitCode::Environment, m),
-        RunError::Build(m) => CliError::new(ExitCode::Build, m),
-        RunError::Output(m) => CliError::new(ExitCode::Output, m),
-        RunError::Internal(m) => CliError::internal(m),
-    }
 }
 
 /// A one-profile catalog for `--onnx PATH`: generic inference with seeded synthesized inputs.

@@ -7,7 +7,7 @@
 //! header, as trtexec's `--continue` does.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal as _, Write as _};
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
 use clap::Parser as _;
@@ -450,14 +450,14 @@ pub fn execute(args: TuneArgs) -> CliResult {
             knob_set.help_json(filter).map(|j| j + "\n")
         }
         .map_err(|e| input_err(e.to_string()))?;
-        return print_out(&text);
+        return crate::out::text(&text);
     }
     let expression_text = read_expression(&args)?;
     let expression = trtmc_tune::expr::parse(&expression_text, &knob_set)
         .map_err(|e| input_err(e.to_string()))?;
     let config = args.config()?;
     if args.dry_run {
-        return print_out(&trtmc_tune::search::dry_run(
+        return crate::out::text(&trtmc_tune::search::dry_run(
             config.search,
             &expression,
             &knob_set,
@@ -710,17 +710,6 @@ fn read_expression(args: &TuneArgs) -> CliResult<String> {
             "give the routes to try: --routes EXPR (e.g. --routes '-threads=[1|2]') or --routes-file FILE; \
              --help-routes lists the knobs",
         )),
-    }
-}
-
-fn print_out(text: &str) -> CliResult {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::new(
-            ExitCode::Output,
-            format!("cannot write to stdout: {e}"),
-        )),
-        _ => Ok(()),
     }
 }
 
@@ -1007,7 +996,7 @@ fn run_tune(
             format!("cannot write {}: {e}", report_path.display()),
         )
     })?;
-    print_out(&decision_text(&summary, out_dir))?;
+    crate::out::text(&decision_text(&summary, out_dir))?;
     if summary.all_failed() {
         return Err(CliError::new(
             ExitCode::CaseFailed,

@@ -1,0 +1,119 @@
+//! The matrix's one error type: what stopped a matrix command, with the data of the thing that went
+//! wrong. A row that fails is not an error (it is a failed row in results.json); these stop the command.
+//!
+//! An underlying error (I/O, JSON) is the variant's `source()` and is not repeated in the message; the
+//! CLI prints the message followed by its causes and decides the exit code of each variant in one
+//! place (`exit.rs`).
+
+use std::path::PathBuf;
+
+use crate::plan::Finding;
+
+/// Why a matrix command stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    // --- the run directory or an input file is wrong (exit 3) ---
+    /// The directory has no readable plan.
+    #[error("{} is not a matrix run directory (no {})", run.display(), crate::runner::PLAN_FILE)]
+    NotARunDirectory {
+        run: PathBuf,
+        source: std::io::Error,
+    },
+    /// The plan file does not parse.
+    #[error("{} is not a matrix plan", path.display())]
+    MalformedPlan {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    /// `--executor` names no executor.
+    #[error("executor `{executor}` is unknown: use local or slurm")]
+    UnknownExecutor { executor: String },
+    /// `matrix resume` with a program of another revision than the one that started the run.
+    #[error(
+        "{} was started by revision {started_by}, this trtmc-bench is {this}: resume it with the same build, or start a new run",
+        run.display()
+    )]
+    RevisionMismatch {
+        run: PathBuf,
+        started_by: String,
+        this: String,
+    },
+    /// A Slurm task list that cannot be read or parsed.
+    #[error("cannot read task list {}", path.display())]
+    TaskList {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A Slurm task index beyond its task list.
+    #[error("task {task} is not in {}", path.display())]
+    TaskNotListed { task: usize, path: PathBuf },
+    /// A task list names a row the plan does not have.
+    #[error("row {index} is not in the plan")]
+    RowNotPlanned { index: usize },
+    /// A preparation receipt that cannot be read, parsed or matched to this run.
+    #[error("{reason}")]
+    Receipt { path: PathBuf, reason: String },
+    /// `matrix check` (or the check before `matrix run`) found problems; the exit code depends on
+    /// their kinds.
+    #[error(
+        "matrix preflight failed ({} problem(s)):\n{}",
+        findings.len(),
+        findings
+            .iter()
+            .map(|f| format!("{}: {}", f.subject, f.message))
+            .collect::<Vec<_>>()
+            .join("\n")
+    )]
+    Preflight { findings: Vec<Finding> },
+
+    // --- Slurm does not answer as it should (exit 7) ---
+    #[error("cannot submit the job array: {reason}")]
+    SlurmSubmit { reason: String },
+    #[error("sbatch printed no job id: `{output}`")]
+    SlurmNoJobId { output: String },
+    #[error("cannot poll job {job}: {reason}")]
+    SlurmPoll { job: String, reason: String },
+    #[error(
+        "job array {job} did not finish within {timeout_s} s (slurm.timeout_s); it was cancelled; `matrix resume` continues"
+    )]
+    SlurmTimeout { job: String, timeout_s: f64 },
+
+    // --- the run directory cannot be made or written (exit 6) ---
+    /// `-o` names a directory with content.
+    #[error(
+        "{} exists and is not empty: give a new directory, or continue that run with `matrix resume {}`",
+        dir.display(),
+        dir.display()
+    )]
+    OutputNotEmpty { dir: PathBuf },
+    #[error("cannot create {}", path.display())]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write {}", path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The matrix's errors under their earlier name.
+pub type MatrixError = Error;
+
+impl Error {
+    /// The message followed by its causes.
+    pub fn message(&self) -> String {
+        trtmc_core::error_text::with_causes(self)
+    }
+
+    pub(crate) fn write(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
+        let path = path.into();
+        move |source| Error::Write { path, source }
+    }
+
+    pub(crate) fn create_dir(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
+        let path = path.into();
+        move |source| Error::CreateDir { path, source }
+    }
+}
