@@ -153,7 +153,8 @@ pub fn execute(args: CompareArgs) -> CliResult {
     }
     let catalog = match &args.onnx {
         Some(onnx) => {
-            let profile = super::run::onnx_profile(onnx)?;
+            let profile = Profile::from_onnx_file(onnx)
+                .map_err(|e| CliError::input(format!("--onnx: {e}")))?;
             Catalog {
                 root: onnx.parent().map(PathBuf::from).unwrap_or_default(),
                 profiles: vec![profile],
