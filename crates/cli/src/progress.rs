@@ -1,33 +1,34 @@
-//! Progress on stderr. `run`: a spinner per build and per case (indicatif), silent when stderr is not a
-//! terminal or with --quiet. `tune`: a line per iteration, silent with --quiet.
+//! How the orchestrators' progress [`Event`]s show on stderr, for `run`, `tune` and `matrix`. `run`: a
+//! spinner per build and per case (indicatif), shown only when stderr is a terminal. `tune`: a line per
+//! iteration, also into logs. `matrix`: a line per row and per Slurm step. Nothing with --quiet.
 
 use std::io::IsTerminal;
-use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use trtmc_core::result::{CaseResult, CaseStatus};
-use trtmc_runner::run::Progress;
-use trtmc_runner::tune::orchestrate::TuneProgress;
+use trtmc_core::result::CaseStatus;
+use trtmc_runner::progress::{Event, Progress};
+use trtmc_tune::Objective;
 use trtmc_tune::cache::{IterationRecord, RouteStatus};
-use trtmc_tune::{Objective, TunePlan};
 
 pub struct Terminal {
-    enabled: bool,
+    quiet: bool,
+    spinners: bool,
     current: Mutex<Option<ProgressBar>>,
 }
 
 impl Terminal {
     pub fn new(quiet: bool) -> Self {
         Self {
-            enabled: !quiet && std::io::stderr().is_terminal(),
+            quiet,
+            spinners: !quiet && std::io::stderr().is_terminal(),
             current: Mutex::new(None),
         }
     }
 
     fn start(&self, message: String) {
-        if !self.enabled {
+        if !self.spinners {
             return;
         }
         let bar = ProgressBar::new_spinner();
@@ -51,74 +52,64 @@ impl Terminal {
 }
 
 impl Progress for Terminal {
-    fn build_started(&self, model: &str, runtime: &str, path: &Path) {
-        self.start(format!(
-            "building {model} for {runtime} → {}",
-            path.display()
-        ));
-    }
-
-    fn build_finished(&self, model: &str, seconds: f64) {
-        self.finish(format!("built {model} in {seconds:.1} s"));
-    }
-
-    fn case_started(&self, index: usize, total: usize, label: &str, iterations: u64) {
-        self.start(format!(
-            "[{index}/{total}] {label}: warm-up + {iterations} timed calls"
-        ));
-    }
-
-    fn case_finished(&self, index: usize, result: &CaseResult) {
-        let outcome = match (&result.status, &result.metrics) {
-            (CaseStatus::Completed, Some(m)) => format!("p50 {:.3} ms", m.latency_ms.p50),
-            _ => format!(
-                "FAILED: {}",
-                result.error.as_deref().unwrap_or("unknown error")
-            ),
-        };
-        self.finish(format!(
-            "[{index}] {} {}: {outcome}",
-            result.model, result.label
-        ));
-    }
-}
-
-/// `tune`'s progress: one line per iteration on stderr (also when stderr is not a terminal, so logs of
-/// long tunes show where they are); nothing with --quiet.
-pub struct TuneLines {
-    quiet: bool,
-}
-
-impl TuneLines {
-    pub fn new(quiet: bool) -> Self {
-        Self { quiet }
-    }
-}
-
-impl TuneProgress for TuneLines {
-    fn started(&self, model: &str, runtime: &str, plan: &TunePlan, cache: &Path) {
-        if !self.quiet {
-            eprintln!(
+    fn report(&self, event: Event<'_>) {
+        match event {
+            Event::BuildStarted {
+                model,
+                runtime,
+                path,
+            } => self.start(format!(
+                "building {model} for {runtime} → {}",
+                path.display()
+            )),
+            Event::BuildFinished { model, seconds } => {
+                self.finish(format!("built {model} in {seconds:.1} s"))
+            }
+            Event::CaseStarted {
+                index,
+                total,
+                label,
+                iterations,
+            } => self.start(format!(
+                "[{index}/{total}] {label}: warm-up + {iterations} timed calls"
+            )),
+            Event::CaseFinished { index, result } => {
+                let outcome = match (&result.status, &result.metrics) {
+                    (CaseStatus::Completed, Some(m)) => format!("p50 {:.3} ms", m.latency_ms.p50),
+                    _ => format!(
+                        "FAILED: {}",
+                        result.error.as_deref().unwrap_or("unknown error")
+                    ),
+                };
+                self.finish(format!(
+                    "[{index}] {} {}: {outcome}",
+                    result.model, result.label
+                ));
+            }
+            _ if self.quiet => {}
+            Event::TuneStarted {
+                model,
+                runtime,
+                plan,
+                cache,
+            } => eprintln!(
                 "tune: {model} on {runtime}, {} search over {}; cache {}",
                 plan.config.search,
                 plan.expression,
                 cache.display()
-            );
-        }
-    }
-
-    fn dropped_torn_line(&self, bytes: usize, cache: &Path) {
-        if !self.quiet {
-            eprintln!(
+            ),
+            Event::TornCacheLine { bytes, cache } => eprintln!(
                 "tune: dropped a torn last line ({bytes} bytes) of {}",
                 cache.display()
-            );
-        }
-    }
-
-    fn iteration(&self, record: &IterationRecord, replayed: bool, objective: Objective) {
-        if !self.quiet {
-            eprintln!("{}", iteration_line(record, replayed, objective));
+            ),
+            Event::Iteration {
+                record,
+                replayed,
+                objective,
+            } => eprintln!("{}", iteration_line(record, replayed, objective)),
+            Event::RowStarted { done, total, id } => eprintln!("[{}/{total}] {id}", done + 1),
+            Event::RowFinished { outcome, .. } => eprintln!("        {outcome}"),
+            Event::Message(m) => eprintln!("{m}"),
         }
     }
 }

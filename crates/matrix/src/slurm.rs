@@ -11,9 +11,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use trtmc_runner::progress::{Event, Progress};
+
 use crate::plan::{Plan, PlannedRow};
 use crate::row;
-use crate::runner::{self, MatrixError, Progress, SlurmJob, capture};
+use crate::runner::{self, MatrixError, SlurmJob, capture};
 
 /// Quotes a word for the `sbatch --wrap` shell line.
 fn sh_quote(s: &str) -> String {
@@ -75,10 +77,10 @@ pub fn run(
             MatrixError::Environment(format!("sbatch printed no job id: `{}`", out.trim()))
         })?
         .to_string();
-    progress.message(&format!(
+    progress.report(Event::Message(&format!(
         "submitted job array {job} ({} task(s), one row each)",
         indices.len()
-    ));
+    )));
     jobs.push(SlurmJob {
         job: job.clone(),
         tasks_file: tasks_file
@@ -105,10 +107,10 @@ pub fn run(
         if done > reported {
             reported = done;
             runner::finalize(run)?;
-            progress.message(&format!(
+            progress.report(Event::Message(&format!(
                 "{done}/{} row(s) of job {job} written",
                 indices.len()
-            ));
+            )));
         }
         let active = states.values().any(|(s, _)| {
             matches!(

@@ -4,6 +4,7 @@
 pub mod bundles;
 pub mod launch;
 pub mod machine;
+pub mod progress;
 pub mod run;
 pub mod sources;
 pub mod tune;

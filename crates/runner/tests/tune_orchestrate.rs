@@ -10,17 +10,15 @@ use std::time::Duration;
 use serde_json::Value;
 use trtmc_core::accuracy::{ElementType, Tensor};
 use trtmc_core::case::{self, Override, ResolveInput, Source};
+use trtmc_runner::progress::{Event, Progress};
 use trtmc_runner::tune::knobs;
 use trtmc_runner::tune::orchestrate::{
-    self, BuiltRoutes, Model, ModelChoice, Start, TuneOutcome, TuneProgress, TuneRequest,
-    TuneRunError,
+    self, BuiltRoutes, Model, ModelChoice, Start, TuneOutcome, TuneRequest, TuneRunError,
 };
 use trtmc_runner::tune::process::{RouteBundle, Target};
-use trtmc_tune::cache::IterationRecord;
 use trtmc_tune::summary::DecisionKind;
 use trtmc_tune::{
-    MeasurePlan, Objective, Route, RouteError, RouteRunner, SearchOrder, Timing, TuneConfig,
-    TunePlan,
+    MeasurePlan, Route, RouteError, RouteRunner, SearchOrder, Timing, TuneConfig, TunePlan,
 };
 
 /// Builds nothing and starts no process: a route's "bundle" is a directory with one file, its outputs
@@ -113,15 +111,18 @@ struct Recorder {
     iterations: RefCell<Vec<(usize, bool)>>,
 }
 
-impl TuneProgress for Recorder {
-    fn started(&self, model: &str, runtime: &str, _plan: &TunePlan, _cache: &Path) {
-        self.started
-            .borrow_mut()
-            .push(format!("{model} on {runtime}"));
-    }
-
-    fn iteration(&self, record: &IterationRecord, replayed: bool, _objective: Objective) {
-        self.iterations.borrow_mut().push((record.iter, replayed));
+impl Progress for Recorder {
+    fn report(&self, event: Event<'_>) {
+        match event {
+            Event::TuneStarted { model, runtime, .. } => self
+                .started
+                .borrow_mut()
+                .push(format!("{model} on {runtime}")),
+            Event::Iteration {
+                record, replayed, ..
+            } => self.iterations.borrow_mut().push((record.iter, replayed)),
+            _ => {}
+        }
     }
 }
 

@@ -587,7 +587,7 @@ fn run_tune(
         command_line: args.canonical_argv(),
         worker_exe,
     };
-    let progress = crate::progress::TuneLines::new(args.quiet);
+    let progress = crate::progress::Terminal::new(args.quiet);
     let outcome = orchestrate::run(&request, start, &progress).map_err(tune_error)?;
     print_out(&decision_text(args, &outcome))?;
     let summary = &outcome.summary;

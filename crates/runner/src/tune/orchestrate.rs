@@ -4,7 +4,7 @@
 //! report, and `--continue` from a tuning cache.
 //!
 //! A [`TuneRequest`] goes in, a [`TuneOutcome`] comes out. It never prints: it reports through
-//! [`TuneProgress`], and the CLI keeps the options, the progress lines and the decision text.
+//! [`crate::progress::Progress`], and the CLI keeps the options, the progress lines and the decision text.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -18,10 +18,11 @@ use trtmc_core::fsutil::{write_atomic, write_json_atomic};
 use trtmc_runtime::runtime::Runtime;
 use trtmc_tune::cache::{self, CacheHeader, CacheWriter, Fingerprint, IterationRecord};
 use trtmc_tune::summary::{ChosenRoute, TuneContext, TuneSummary};
-use trtmc_tune::{KnobSet, Objective, Reference, RouteRunner, Session, TuneError, TunePlan};
+use trtmc_tune::{KnobSet, Reference, RouteRunner, Session, TuneError, TunePlan};
 
 use super::knobs;
 use super::process::{Options as ProcessOptions, ProcessRunner, RouteBundle, Target};
+use crate::progress::{Event, Progress};
 
 pub const SUMMARY_FILE: &str = "tuning-summary.json";
 pub const REPORT_FILE: &str = "tuning-report.html";
@@ -86,21 +87,6 @@ fn input_err(message: impl Into<String>) -> TuneRunError {
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
-
-/// What the orchestrator tells the user interface.
-pub trait TuneProgress {
-    /// The route runner is up and the search starts.
-    fn started(&self, _model: &str, _runtime: &str, _plan: &TunePlan, _cache: &Path) {}
-    /// `--continue` dropped the torn last line of the cache (a write cut short by a kill).
-    fn dropped_torn_line(&self, _bytes: usize, _cache: &Path) {}
-    /// One iteration ran, or was replayed from the cache.
-    fn iteration(&self, _record: &IterationRecord, _replayed: bool, _objective: Objective) {}
-}
-
-/// Progress nobody watches.
-pub struct Silent;
-
-impl TuneProgress for Silent {}
 
 /// Which model to tune.
 #[derive(Debug, Clone, PartialEq)]
@@ -356,7 +342,7 @@ impl BuiltRoutes for ProcessRunner {
 pub fn run(
     request: &TuneRequest,
     start: Start,
-    progress: &dyn TuneProgress,
+    progress: &dyn Progress,
 ) -> Result<TuneOutcome, TuneRunError> {
     run_with(request, start, progress, |target, options| {
         ProcessRunner::new(target, options).map_err(TuneRunError::Environment)
@@ -367,7 +353,7 @@ pub fn run(
 pub fn run_with<R, F>(
     request: &TuneRequest,
     start: Start,
-    progress: &dyn TuneProgress,
+    progress: &dyn Progress,
     make_runner: F,
 ) -> Result<TuneOutcome, TuneRunError>
 where
@@ -402,7 +388,10 @@ where
             let (content, writer) =
                 cache::open_for_continue(&request.cache).map_err(|e| input_err(e.to_string()))?;
             if content.torn_bytes > 0 {
-                progress.dropped_torn_line(content.torn_bytes, &request.cache);
+                progress.report(Event::TornCacheLine {
+                    bytes: content.torn_bytes,
+                    cache: &request.cache,
+                });
             }
             (plan, prepared, writer, content.records)
         }
@@ -526,7 +515,7 @@ fn search<R, F>(
     prepared: Prepared,
     writer: &mut CacheWriter,
     previous: Vec<IterationRecord>,
-    progress: &dyn TuneProgress,
+    progress: &dyn Progress,
     make_runner: F,
 ) -> Result<TuneOutcome, TuneRunError>
 where
@@ -559,9 +548,18 @@ where
     let mut runner = make_runner(target, options)?;
     let objective = plan.config.objective;
     let mut each = |rec: &IterationRecord, replayed: bool| {
-        progress.iteration(rec, replayed, objective);
+        progress.report(Event::Iteration {
+            record: rec,
+            replayed,
+            objective,
+        });
     };
-    progress.started(&model_name, &runtime_name, plan, writer.path());
+    progress.report(Event::TuneStarted {
+        model: &model_name,
+        runtime: &runtime_name,
+        plan,
+        cache: writer.path(),
+    });
     let session = Session {
         cache: Some(writer),
         previous,
