@@ -1,30 +1,34 @@
-//! Progress on stderr (indicatif): a spinner per build and per case; silent when stderr is not a terminal
-//! or with --quiet.
+//! How the orchestrators' progress [`Event`]s show on stderr, for `run`, `tune` and `matrix`. `run`: a
+//! spinner per build and per case (indicatif), shown only when stderr is a terminal. `tune`: a line per
+//! iteration, also into logs. `matrix`: a line per row and per Slurm step. Nothing with --quiet.
 
 use std::io::IsTerminal;
-use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use trtmc_core::result::{CaseResult, CaseStatus};
-use trtmc_runner::run::Progress;
+use trtmc_core::result::CaseStatus;
+use trtmc_runner::progress::{Event, Progress};
+use trtmc_tune::Objective;
+use trtmc_tune::cache::{IterationRecord, RouteStatus};
 
 pub struct Terminal {
-    enabled: bool,
+    quiet: bool,
+    spinners: bool,
     current: Mutex<Option<ProgressBar>>,
 }
 
 impl Terminal {
     pub fn new(quiet: bool) -> Self {
         Self {
-            enabled: !quiet && std::io::stderr().is_terminal(),
+            quiet,
+            spinners: !quiet && std::io::stderr().is_terminal(),
             current: Mutex::new(None),
         }
     }
 
     fn start(&self, message: String) {
-        if !self.enabled {
+        if !self.spinners {
             return;
         }
         let bar = ProgressBar::new_spinner();
@@ -48,34 +52,97 @@ impl Terminal {
 }
 
 impl Progress for Terminal {
-    fn build_started(&self, model: &str, runtime: &str, path: &Path) {
-        self.start(format!(
-            "building {model} for {runtime} → {}",
-            path.display()
-        ));
-    }
-
-    fn build_finished(&self, model: &str, seconds: f64) {
-        self.finish(format!("built {model} in {seconds:.1} s"));
-    }
-
-    fn case_started(&self, index: usize, total: usize, label: &str, iterations: u64) {
-        self.start(format!(
-            "[{index}/{total}] {label}: warm-up + {iterations} timed calls"
-        ));
-    }
-
-    fn case_finished(&self, index: usize, result: &CaseResult) {
-        let outcome = match (&result.status, &result.metrics) {
-            (CaseStatus::Completed, Some(m)) => format!("p50 {:.3} ms", m.latency_ms.p50),
-            _ => format!(
-                "FAILED: {}",
-                result.error.as_deref().unwrap_or("unknown error")
+    fn report(&self, event: Event<'_>) {
+        match event {
+            Event::BuildStarted {
+                model,
+                runtime,
+                path,
+            } => self.start(format!(
+                "building {model} for {runtime} → {}",
+                path.display()
+            )),
+            Event::BuildFinished { model, seconds } => {
+                self.finish(format!("built {model} in {seconds:.1} s"))
+            }
+            Event::CaseStarted {
+                index,
+                total,
+                label,
+                iterations,
+            } => self.start(format!(
+                "[{index}/{total}] {label}: warm-up + {iterations} timed calls"
+            )),
+            Event::CaseFinished { index, result } => {
+                let outcome = match (&result.status, &result.metrics) {
+                    (CaseStatus::Completed, Some(m)) => format!("p50 {:.3} ms", m.latency_ms.p50),
+                    _ => format!(
+                        "FAILED: {}",
+                        result.error.as_deref().unwrap_or("unknown error")
+                    ),
+                };
+                self.finish(format!(
+                    "[{index}] {} {}: {outcome}",
+                    result.model, result.label
+                ));
+            }
+            _ if self.quiet => {}
+            Event::TuneStarted {
+                model,
+                runtime,
+                plan,
+                cache,
+            } => eprintln!(
+                "tune: {model} on {runtime}, {} search over {}; cache {}",
+                plan.config.search,
+                plan.expression,
+                cache.display()
             ),
-        };
-        self.finish(format!(
-            "[{index}] {} {}: {outcome}",
-            result.model, result.label
-        ));
+            Event::TornCacheLine { bytes, cache } => eprintln!(
+                "tune: dropped a torn last line ({bytes} bytes) of {}",
+                cache.display()
+            ),
+            Event::Iteration {
+                record,
+                replayed,
+                objective,
+            } => eprintln!("{}", iteration_line(record, replayed, objective)),
+            Event::RowStarted { done, total, id } => eprintln!("[{}/{total}] {id}", done + 1),
+            Event::RowFinished { outcome, .. } => eprintln!("        {outcome}"),
+            Event::Message(m) => eprintln!("{m}"),
+        }
     }
+}
+
+fn iteration_line(rec: &IterationRecord, replayed: bool, objective: Objective) -> String {
+    let round = rec.round.map(|r| format!(" round {r}")).unwrap_or_default();
+    let what = match rec.status {
+        RouteStatus::Ok => match rec.time_ms {
+            Some(t) => format!(
+                "ok, {} {t:.4} ms over {} calls",
+                objective.time_statistic(),
+                rec.samples_ms.len()
+            ),
+            None => "ok".into(),
+        },
+        other => format!(
+            "{}: {}",
+            serde_json::to_value(other)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            rec.error_message.as_deref().unwrap_or("")
+        ),
+    };
+    format!(
+        "[{:>3}] {}{round} {}{}: {what}",
+        rec.iter,
+        rec.phase,
+        if rec.build_route.is_empty() {
+            "(no knobs)"
+        } else {
+            &rec.build_route
+        },
+        if replayed { " (from the cache)" } else { "" }
+    )
 }

@@ -709,3 +709,60 @@ fn onnxruntime_settings_are_tuned_as_knobs() {
         );
     }
 }
+
+/// The `run it:` line a tune of an ONNX file prints measures the tuned bundle itself: `run --onnx` and
+/// `tune --onnx` describe the file with one profile, so the bundle cache key is the same and the run
+/// (with --no-build, which fails rather than build) reuses the bundle the tune built.
+#[test]
+fn the_run_line_printed_by_tune_onnx_reuses_the_tuned_bundle() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let onnx = tmp.path().join("cnn.onnx");
+    std::fs::write(
+        &onnx,
+        trtmc_modelgen::generate("tiny-cnn", 5).expect("model"),
+    )
+    .expect("onnx");
+    let out_dir = tmp.path().join("out");
+    let saved = tmp.path().join("best.bundle");
+    let mut args = vec![
+        "--onnx",
+        s(&onnx),
+        "--dim",
+        "batch=1",
+        "--runtime",
+        "tract",
+        "--routes",
+        "-threads=[1|2]",
+        "-o",
+        s(&out_dir),
+        "--save-bundle",
+        s(&saved),
+        "--quiet",
+    ];
+    args.extend_from_slice(QUICK);
+    let out = tune(tmp.path(), &args);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let printed = stdout(&out);
+    let line = printed
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("run it: trtmc-bench "))
+        .unwrap_or_else(|| panic!("no run line in:\n{printed}"));
+    assert!(line.contains("--set runtime.threads="), "{line}");
+    let result_dir = tmp.path().join("run");
+    let script = format!(
+        "exec {BIN} {line} --no-build --iterations 5 --warmup 1 --quiet -o {}",
+        s(&result_dir)
+    );
+    let run = Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .env_remove("TRTMC_MANIFEST_ROOT")
+        .env("TRTMC_TEST", "1")
+        .output()
+        .expect("start sh");
+    assert_eq!(code(&run), 0, "{script}\n{}", stderr(&run));
+    let case = &read_json(&result_dir.join("result.json"))["cases"][0];
+    assert_eq!(case["bundle"]["origin"], "cache_hit", "{}", case["bundle"]);
+    let tuned = read_json(&saved.join("tuned-route.json"));
+    assert_eq!(case["bundle"]["path"], tuned["source_bundle"], "{tuned}");
+}

@@ -229,6 +229,50 @@ impl Profile {
     pub fn default_case(&self) -> Option<&TestCase> {
         self.cases.first()
     }
+
+    /// The one-profile entry of an ONNX file without a catalog (`run`, `tune` and `compare --onnx`):
+    /// generic inference on seeded synthesized inputs. Every command builds it here, so the manifest
+    /// hash (part of the bundle cache key) is the same and a bundle tuned for the file is reused by `run`.
+    pub fn from_onnx_file(path: &Path) -> Result<Profile, String> {
+        let meta =
+            std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if !meta.is_file() {
+            return Err(format!("{} is not a file", path.display()));
+        }
+        let file = std::fs::canonicalize(path)
+            .map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
+        let name = file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "onnx".into());
+        Ok(Profile {
+            family: name.clone(),
+            name,
+            summary: format!("ONNX file {}", file.display()),
+            task_strategy: "onnx_inference".into(),
+            operation: Some("infer".into()),
+            runtime_strategy: DEFAULT_RUNTIME.into(),
+            reference_precision: None,
+            tokenizer: None,
+            source: ModelSource::Path { path: file.clone() },
+            reweight_seed: None,
+            build: BuildSettings::default(),
+            cases: vec![TestCase {
+                name: "default".into(),
+                summary: "seeded synthesized inputs".into(),
+                reference_precision: None,
+                request: BTreeMap::new(),
+                measure: Default::default(),
+                manifest: file.clone(),
+            }],
+            smoke_of: None,
+            manifest_hash: crate::hash::sha256_hex(
+                format!("onnx-file:{}", file.display()).as_bytes(),
+            ),
+            manifest: file,
+            status: ProfileStatus::Ready,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -591,6 +635,23 @@ builtin = "tiny-gpt"
 [build]
 kv_cache_length = 64
 "#;
+
+    #[test]
+    fn an_onnx_file_has_one_profile_whichever_way_its_path_is_spelled() {
+        let t = tempfile::tempdir().expect("tmp");
+        write(t.path(), "m/net.onnx", "not parsed here");
+        let direct = Profile::from_onnx_file(&t.path().join("m/net.onnx")).expect("profile");
+        let detour = Profile::from_onnx_file(&t.path().join("m/../m/./net.onnx")).expect("profile");
+        assert_eq!(direct.name, "net");
+        assert_eq!(direct.manifest_hash, detour.manifest_hash);
+        assert_eq!(direct.source, detour.source);
+        assert!(direct.status.is_ready());
+        assert_eq!(direct.operation.as_deref(), Some("infer"));
+        let not_a_file = Profile::from_onnx_file(&t.path().join("m")).expect_err("a directory");
+        assert!(not_a_file.contains("is not a file"), "{not_a_file}");
+        let missing = Profile::from_onnx_file(&t.path().join("gone.onnx")).expect_err("missing");
+        assert!(missing.contains("gone.onnx"), "{missing}");
+    }
 
     #[test]
     fn loads_ready_profile_with_cases() {

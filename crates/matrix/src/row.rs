@@ -15,7 +15,8 @@ use trtmc_core::catalog::Catalog;
 use trtmc_core::result::Observation;
 use trtmc_runner::bundles::BundleOptions;
 use trtmc_runner::compare::{self, ReferencePreparation, ReferenceSettings};
-use trtmc_runner::run::{Progress, RunError, Selection};
+use trtmc_runner::progress::Silent;
+use trtmc_runner::run::{RunError, Selection};
 use trtmc_runtime::reference::{REFERENCE_RESULT_SCHEMA, ReferenceResult};
 
 use crate::lights::{self, Comparison};
@@ -578,16 +579,12 @@ fn prepare_python_reference(
             },
             command_line: &command_line,
         },
-        &Quiet,
+        &Silent,
     )
     .map_err(|e| failed(format!("preparing the reference inputs: {}", message(e))))?;
     Ok(saved.request_path)
 }
 
-/// Bundle builds while preparing a reference are not shown: the matrix reports rows, not steps.
-struct Quiet;
-
-impl Progress for Quiet {}
 
 fn message(e: RunError) -> String {
     e.message()

@@ -23,6 +23,8 @@ use trtmc_core::result::{MachineInfo, ProgramInfo};
 
 use crate::error::Error;
 pub use crate::error::MatrixError;
+use trtmc_runner::progress::{Event, Progress};
+
 use crate::lights::Light;
 use crate::plan::{Plan, PlannedRow};
 use crate::receipt::{self, Receipt};
@@ -236,11 +238,20 @@ fn write_row(run: &Path, r: &RowResult) -> Result<(), MatrixError> {
     write_json_atomic(&path, r).map_err(Error::write(path))
 }
 
-/// What the executors tell the user interface.
-pub trait Progress {
-    fn row_started(&self, _done: usize, _total: usize, _id: &str) {}
-    fn row_finished(&self, _r: &RowResult) {}
-    fn message(&self, _m: &str) {}
+/// A row's outcome in one line (progress, the CLI's list of rows).
+pub fn outcome_line(r: &RowResult) -> String {
+    match (&r.status, &r.comparison) {
+        (RowStatus::Compared, Some(c)) => format!(
+            "{}: ratio {:.3} [{:.3}, {:.3}] (candidate p50 {:.3} ms, reference p50 {:.3} ms)",
+            c.light.label(),
+            c.ratio,
+            c.ci_low,
+            c.ci_high,
+            c.candidate_p50_ms,
+            c.reference_p50_ms
+        ),
+        (s, _) => format!("{}: {}", s.label(), r.message.as_deref().unwrap_or("")),
+    }
 }
 
 /// Runs every pending row of the run in `run` with `executor`, then writes the results.
@@ -260,10 +271,17 @@ pub fn execute(
         "local" => {
             let total = pending.len();
             for (i, pr) in pending.iter().enumerate() {
-                progress.row_started(i, total, &pr.id);
+                progress.report(Event::RowStarted {
+                    done: i,
+                    total,
+                    id: &pr.id,
+                });
                 let r = row::execute(&plan, pr, run, None);
                 write_row(run, &r)?;
-                progress.row_finished(&r);
+                progress.report(Event::RowFinished {
+                    id: &r.id,
+                    outcome: &outcome_line(&r),
+                });
                 finalize(run)?;
             }
         }

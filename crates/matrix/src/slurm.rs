@@ -11,10 +11,12 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use trtmc_runner::progress::{Event, Progress};
+
 use crate::error::{Error, MatrixError};
 use crate::plan::{Plan, PlannedRow};
 use crate::row;
-use crate::runner::{self, Progress, SlurmJob, capture};
+use crate::runner::{self, SlurmJob, capture};
 
 /// Quotes a word for the `sbatch --wrap` shell line.
 fn sh_quote(s: &str) -> String {
@@ -74,10 +76,10 @@ pub fn run(
             output: out.trim().to_string(),
         })?
         .to_string();
-    progress.message(&format!(
+    progress.report(Event::Message(&format!(
         "submitted job array {job} ({} task(s), one row each)",
         indices.len()
-    ));
+    )));
     jobs.push(SlurmJob {
         job: job.clone(),
         tasks_file: tasks_file
@@ -104,10 +106,10 @@ pub fn run(
         if done > reported {
             reported = done;
             runner::finalize(run)?;
-            progress.message(&format!(
+            progress.report(Event::Message(&format!(
                 "{done}/{} row(s) of job {job} written",
                 indices.len()
-            ));
+            )));
         }
         let active = states.values().any(|(s, _)| {
             matches!(

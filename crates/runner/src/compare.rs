@@ -23,7 +23,8 @@ use trtmc_runtime::runtime;
 use trtmc_runtime::tensor::HostTensor;
 
 use crate::bundles::{self, BundleOptions};
-use crate::run::{PlannedCase, Progress, RunError, Selection};
+use crate::progress::{Event, Progress};
+use crate::run::{PlannedCase, RunError, Selection};
 use crate::sources;
 
 /// Named tensors in the order of the bundle's inputs or outputs.
@@ -156,7 +157,11 @@ pub fn prepare_side(
         });
     }
     if plan.needs_build {
-        progress.build_started(&p.profile.name, rt.name(), &plan.path);
+        progress.report(Event::BuildStarted {
+            model: &p.profile.name,
+            runtime: rt.name(),
+            path: &plan.path,
+        });
         let started = Instant::now();
         bundles::build(
             &p.profile,
@@ -166,7 +171,10 @@ pub fn prepare_side(
             options,
             command_line,
         )?;
-        progress.build_finished(&p.profile.name, started.elapsed().as_secs_f64());
+        progress.report(Event::BuildFinished {
+            model: &p.profile.name,
+            seconds: started.elapsed().as_secs_f64(),
+        });
     }
     let manifest = BundleManifest::read(&plan.path).map_err(|reason| RunError::BundleManifest {
         bundle: plan.path.clone(),
@@ -393,8 +401,10 @@ mod tests {
     struct Builds(RefCell<Vec<String>>);
 
     impl Progress for Builds {
-        fn build_started(&self, model: &str, runtime: &str, _path: &Path) {
-            self.0.borrow_mut().push(format!("{runtime} {model}"));
+        fn report(&self, event: Event<'_>) {
+            if let Event::BuildStarted { model, runtime, .. } = event {
+                self.0.borrow_mut().push(format!("{runtime} {model}"));
+            }
         }
     }
 

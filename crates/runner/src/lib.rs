@@ -6,6 +6,7 @@ pub mod compare;
 mod error;
 pub mod launch;
 pub mod machine;
+pub mod progress;
 pub mod run;
 pub mod sources;
 pub mod tune;

@@ -1,7 +1,7 @@
 //! The `run` orchestration: resolve every case, plan and build each bundle once, run each case in its
 //! own worker process, reduce the raw observations, and write the result directory.
 //!
-//! The orchestrator never prints; it reports through [`Progress`] so the CLI decides what is shown.
+//! The orchestrator never prints; it reports [`Event`]s through [`Progress`] so the CLI decides what is shown.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,6 +27,7 @@ use trtmc_runtime::runtime::{self, SelfTimed, SelfTimedRequest};
 use crate::Error;
 use crate::bundles::{self, BundleOptions, BundlePlan};
 use crate::launch::{self, Launch, Outcome};
+use crate::progress::{Event, Progress};
 use crate::sources;
 
 pub const RESULT_FILE: &str = "result.json";
@@ -78,14 +79,6 @@ pub struct RunOptions {
 /// Errors that stop a run before any case is measured: the runner's one error type (kept under this
 /// name for callers of the run orchestration).
 pub type RunError = crate::Error;
-
-/// What the orchestrator tells the user interface.
-pub trait Progress {
-    fn build_started(&self, _model: &str, _runtime: &str, _path: &Path) {}
-    fn build_finished(&self, _model: &str, _seconds: f64) {}
-    fn case_started(&self, _index: usize, _total: usize, _label: &str, _iterations: u64) {}
-    fn case_finished(&self, _index: usize, _result: &CaseResult) {}
-}
 
 /// A resolved case with its profile and bundle plan.
 pub struct PlannedCase {
@@ -263,14 +256,18 @@ pub fn execute(
     let mut observations_by_case = Vec::with_capacity(planned.len());
     let total = planned.len();
     for (i, p) in planned.iter().enumerate() {
-        progress.case_started(
-            i + 1,
+        progress.report(Event::CaseStarted {
+            index: i + 1,
             total,
-            &format!("{} {}", p.profile.name, p.resolved.label),
-            p.resolved.measure.iterations.value,
-        );
-        let (result, observations) = run_case(i + 1, p, slot.staging(), options)?;
-        progress.case_finished(i + 1, &result);
+            label: &format!("{} {}", p.profile.name, p.resolved.label),
+            iterations: p.resolved.measure.iterations.value,
+        });
+        let (result, observations) =
+            run_case(i + 1, p, slot.staging(), options)?;
+        progress.report(Event::CaseFinished {
+            index: i + 1,
+            result: &result,
+        });
         cases.push(result);
         observations_by_case.push(observations);
     }
@@ -327,7 +324,11 @@ fn build_missing(
             continue;
         }
         let rt = runtime_named(&p.resolved.runtime.value)?;
-        progress.build_started(&p.profile.name, rt.name(), &plan.path);
+        progress.report(Event::BuildStarted {
+            model: &p.profile.name,
+            runtime: rt.name(),
+            path: &plan.path,
+        });
         let started = Instant::now();
         bundles::build(
             &p.profile,
@@ -337,7 +338,10 @@ fn build_missing(
             &options.bundle,
             &options.command_line,
         )?;
-        progress.build_finished(&p.profile.name, started.elapsed().as_secs_f64());
+        progress.report(Event::BuildFinished {
+            model: &p.profile.name,
+            seconds: started.elapsed().as_secs_f64(),
+        });
         built.push(plan.path.clone());
     }
     Ok(())

@@ -13,11 +13,12 @@ use std::path::{Path, PathBuf};
 
 use trtmc_core::accuracy::{AccuracySpec, Algorithm, Tensor};
 use trtmc_core::case::{Override, Source};
-use trtmc_core::catalog::Catalog;
+use trtmc_core::catalog::{Catalog, Profile};
 use trtmc_core::fsutil::write_json_atomic;
 use trtmc_runner::bundles::{BundleOptions, default_cache_root};
 use trtmc_runner::compare::{self, ReferenceSettings, Side};
-use trtmc_runner::run::{Progress, Selection};
+use trtmc_runner::progress::{Event, Progress};
+use trtmc_runner::run::Selection;
 use trtmc_runtime::outputs::{self, Agreement};
 use trtmc_runtime::tensor::HostTensor;
 
@@ -149,7 +150,8 @@ pub fn execute(args: CompareArgs) -> CliResult {
     }
     let catalog = match &args.onnx {
         Some(onnx) => {
-            let profile = super::run::onnx_profile(onnx)?;
+            let profile = Profile::from_onnx_file(onnx)
+                .map_err(|e| CliError::input(format!("--onnx: {e}")))?;
             Catalog {
                 root: onnx.parent().map(PathBuf::from).unwrap_or_default(),
                 profiles: vec![profile],
@@ -294,11 +296,18 @@ pub fn execute(args: CompareArgs) -> CliResult {
 struct BuildNotice;
 
 impl Progress for BuildNotice {
-    fn build_started(&self, model: &str, runtime: &str, path: &Path) {
-        eprintln!(
-            "building the {runtime} bundle of {model} into {}",
-            path.display()
-        );
+    fn report(&self, event: Event<'_>) {
+        if let Event::BuildStarted {
+            model,
+            runtime,
+            path,
+        } = event
+        {
+            eprintln!(
+                "building the {runtime} bundle of {model} into {}",
+                path.display()
+            );
+        }
     }
 }
 

@@ -4,10 +4,10 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use trtmc_matrix::plan::{self, CheckInput};
-use trtmc_matrix::row::{RowResult, RowStatus};
-use trtmc_matrix::runner::{self, Progress, Results, TaskOutcome};
+use trtmc_matrix::runner::{self, Results, TaskOutcome};
 
 use crate::exit::{CliError, CliResult, ExitCode};
+use crate::progress::Terminal;
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
@@ -93,35 +93,6 @@ pub struct TaskArgs {
     pub task: usize,
 }
 
-struct Printer;
-
-impl Progress for Printer {
-    fn row_started(&self, done: usize, total: usize, id: &str) {
-        eprintln!("[{}/{total}] {id}", done + 1);
-    }
-    fn row_finished(&self, r: &RowResult) {
-        eprintln!("        {}", outcome(r));
-    }
-    fn message(&self, m: &str) {
-        eprintln!("{m}");
-    }
-}
-
-fn outcome(r: &RowResult) -> String {
-    match (&r.status, &r.comparison) {
-        (RowStatus::Compared, Some(c)) => format!(
-            "{}: ratio {:.3} [{:.3}, {:.3}] (candidate p50 {:.3} ms, reference p50 {:.3} ms)",
-            c.light.label(),
-            c.ratio,
-            c.ci_low,
-            c.ci_high,
-            c.candidate_p50_ms,
-            c.reference_p50_ms
-        ),
-        (s, _) => format!("{}: {}", s.label(), r.message.as_deref().unwrap_or("")),
-    }
-}
-
 fn preflight(args: &SuiteArgs) -> CliResult<plan::Plan> {
     let catalog_root = crate::catalog_root::resolve(args.manifest_root.clone());
     let reference = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../reference"));
@@ -151,7 +122,7 @@ fn finish(run: &Path, results: Results) -> CliResult {
         s.pending
     )?;
     for r in &results.rows {
-        outln!("  {:<50} {}", r.id, outcome(r))?;
+        outln!("  {:<50} {}", r.id, runner::outcome_line(r))?;
     }
     outln!("results: {}", run.join(runner::RESULTS_FILE).display())?;
     outln!("report:  {}", run.join(runner::REPORT_FILE).display())?;
@@ -214,11 +185,11 @@ pub fn execute(args: MatrixArgs) -> CliResult {
             let plan = preflight(&a.suite)?;
             let run = runner::create(&plan, a.output.as_deref())?;
             eprintln!("run directory: {}", run.display());
-            let results = runner::execute(&run, &plan.executor, &Printer)?;
+            let results = runner::execute(&run, &plan.executor, &Terminal::new(false))?;
             finish(&run, results)
         }
         MatrixCommand::Resume(a) => {
-            let results = runner::resume(&a.run_dir, a.executor.as_deref(), &Printer)?;
+            let results = runner::resume(&a.run_dir, a.executor.as_deref(), &Terminal::new(false))?;
             finish(&a.run_dir, results)
         }
         MatrixCommand::Report(a) => {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use trtmc_core::case::{MeasureFlags, Override, Source, SweepAxis};
-use trtmc_core::catalog::{BuildSettings, Catalog, ModelSource, Profile, ProfileStatus, TestCase};
+use trtmc_core::catalog::{Catalog, Profile};
 use trtmc_core::result::CaseStatus;
 use trtmc_runner::bundles::{BundleOptions, default_cache_root};
 use trtmc_runner::run::{self as runner, RunOptions, Selection};
@@ -167,7 +167,8 @@ pub fn execute(args: RunArgs) -> CliResult {
     }
 
     let (catalog, selections) = if let Some(onnx) = &args.onnx {
-        let profile = onnx_profile(onnx)?;
+        let profile =
+            Profile::from_onnx_file(onnx).map_err(|e| CliError::input(format!("--onnx: {e}")))?;
         let name = profile.name.clone();
         let catalog = Catalog {
             root: onnx.parent().map(PathBuf::from).unwrap_or_default(),
@@ -312,51 +313,4 @@ pub fn execute(args: RunArgs) -> CliResult {
         ));
     }
     Ok(())
-}
-
-/// A one-profile catalog for `--onnx PATH`: generic inference with seeded synthesized inputs.
-pub(crate) fn onnx_profile(path: &std::path::Path) -> Result<Profile, CliError> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| CliError::input(format!("cannot read --onnx {}: {e}", path.display())))?;
-    if !meta.is_file() {
-        return Err(CliError::input(format!(
-            "--onnx {} is not a file",
-            path.display()
-        )));
-    }
-    let absolute = std::fs::canonicalize(path)
-        .map_err(|e| CliError::input(format!("cannot resolve {}: {e}", path.display())))?;
-    let name = absolute
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "onnx".into());
-    Ok(Profile {
-        family: name.clone(),
-        name,
-        summary: format!("ONNX file {}", absolute.display()),
-        task_strategy: "onnx_inference".into(),
-        operation: Some("infer".into()),
-        runtime_strategy: trtmc_core::catalog::DEFAULT_RUNTIME.into(),
-        reference_precision: None,
-        tokenizer: None,
-        source: ModelSource::Path {
-            path: absolute.clone(),
-        },
-        reweight_seed: None,
-        build: BuildSettings::default(),
-        cases: vec![TestCase {
-            name: "default".into(),
-            summary: "seeded synthesized inputs".into(),
-            reference_precision: None,
-            request: Default::default(),
-            measure: Default::default(),
-            manifest: absolute.clone(),
-        }],
-        smoke_of: None,
-        manifest_hash: trtmc_core::hash::sha256_hex(
-            format!("onnx-file:{}", absolute.display()).as_bytes(),
-        ),
-        manifest: absolute,
-        status: ProfileStatus::Ready,
-    })
 }

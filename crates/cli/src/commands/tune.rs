@@ -1,42 +1,28 @@
 //! `trtmc-bench tune`: search a runtime's build routes for the fastest accurate one (seed 003, issue 5).
 //!
 //! The engine is `trtmc-tune` (expressions, orders, accuracy gate, selection, resumable cache); the
-//! runtimes' knob databases and route runners are `trtmc_runner::tune`. This command wires them to a
-//! model (catalog profile or `--onnx`), writes the tuning cache, the JSON summary and the HTML report, and
-//! saves the chosen route's bundle. `tune --continue --cache FILE` restores every option from the cache
-//! header, as trtexec's `--continue` does.
+//! orchestration (model, knob database, output directory, cache, route runner, saved bundles, summary
+//! and report) is `trtmc_runner::tune::orchestrate`. This command turns the options into a plan and a
+//! request, shows the progress and prints the decision. `tune --continue --cache FILE` restores every
+//! option from the cache header, as trtexec's `--continue` does.
 
-use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
 use clap::Parser as _;
-use serde_json::{Value, json};
-use trtmc_core::accuracy::{AccuracySpec, Algorithm, Tensor};
-use trtmc_core::case::{self, Override, ResolveInput, ResolvedCase, Source};
-use trtmc_core::catalog::{BuildSettings, Catalog, ModelSource, Profile, ProfileStatus, TestCase};
-use trtmc_core::fsutil::{write_atomic, write_json_atomic};
+use trtmc_core::accuracy::{AccuracySpec, Algorithm};
+use trtmc_core::case::{self, Override, ResolvedCase, Source};
 use trtmc_runner::bundles::default_cache_root;
-use trtmc_runner::tune::knobs;
-use trtmc_runner::tune::process::{Options as ProcessOptions, ProcessRunner, RouteBundle, Target};
+use trtmc_runner::tune::orchestrate::{
+    self, CACHE_FILE, DEFAULT_LIVE_WORKERS, Model, ModelChoice, Start, TuneOutcome, TuneRequest,
+    TuneRunError,
+};
 use trtmc_runtime::runtime;
-use trtmc_tune::cache::{
-    self, CacheHeader, CacheWriter, Fingerprint, IterationRecord, RouteStatus,
-};
-use trtmc_tune::summary::{ChosenRoute, DecisionKind, TuneContext, TuneSummary};
-use trtmc_tune::{
-    KnobSet, Objective, Reference, SearchOrder, Session, TuneConfig, TuneError, TunePlan,
-};
+use trtmc_tune::cache;
+use trtmc_tune::summary::{DecisionKind, TuneSummary};
+use trtmc_tune::{Objective, SearchOrder, TuneConfig, TunePlan};
 
 use crate::exit::{CliError, CliResult, ExitCode};
-
-pub const SUMMARY_FILE: &str = "tuning-summary.json";
-pub const REPORT_FILE: &str = "tuning-report.html";
-pub const CACHE_FILE: &str = "tuning-cache.jsonl";
-pub const TUNED_ROUTE_FILE: &str = "tuned-route.json";
-pub const TUNED_ROUTE_SCHEMA: &str = "trtmc.tuned-route/v1";
-const LOG_DIR: &str = "logs";
-const WORK_DIR: &str = ".tune-work";
 
 /// Search a runtime's build routes: build each route in its own process, gate on accuracy, measure, and
 /// pick the fastest accurate route only when the measurements say so (else report a tie).
@@ -418,7 +404,6 @@ impl TuneArgs {
         Ok(sets)
     }
 }
-
 pub fn execute(args: TuneArgs) -> CliResult {
     if let Some(path) = &args.trtexec {
         runtime::set_trtexec_path(absolute(path));
@@ -441,7 +426,13 @@ pub fn execute(args: TuneArgs) -> CliResult {
         Some(m) => Some(resolve_base(&args, m, &runtime_name)?),
         None => None,
     };
-    let knob_set = knob_database(&args, &runtime_name, &rt.version(), base.as_ref())?;
+    let knob_set = orchestrate::knob_database(
+        args.trtexec.as_deref(),
+        &runtime_name,
+        &rt.version(),
+        base.as_ref(),
+    )
+    .map_err(tune_error)?;
     if let Some(filter) = &args.help_routes {
         let filter = Some(filter.as_str()).filter(|f| !f.is_empty());
         let text = if args.text {
@@ -473,43 +464,22 @@ pub fn execute(args: TuneArgs) -> CliResult {
     let Some(base) = base else {
         return Err(CliError::internal("the model's case was not resolved"));
     };
-    rt.availability()
-        .map_err(|e| CliError::new(ExitCode::Environment, e))?;
-    if rt.self_timed().is_some() {
-        return Err(CliError::new(
-            ExitCode::Environment,
-            format!(
-                "runtime `{runtime_name}` times itself through its own tool; this build lists and dry-runs its routes \
-                 (--help-routes, --dry-run) but cannot build and measure them yet (tunable end to end: tract, onnxruntime)"
-            ),
-        ));
-    }
+    orchestrate::check_measurable(rt.as_ref()).map_err(tune_error)?;
     let plan = TunePlan {
         knobs: knob_set,
         expression,
         config,
     };
-    let out_dir = prepare_output(&args)?;
+    let out_dir = orchestrate::prepare_output(args.output.as_deref()).map_err(tune_error)?;
     let cache_path = args
         .cache
         .clone()
         .map(|p| absolute(&p))
         .unwrap_or_else(|| out_dir.join(CACHE_FILE));
     let mut stored = args.clone();
-    stored.output = Some(out_dir.clone());
-    stored.cache = Some(cache_path.clone());
-    let prepared = prepare_run(&stored, model, base, &runtime_name)?;
-    let header = CacheHeader::new(
-        plan.config.clone(),
-        plan.knobs.to_db(),
-        plan.expression.to_string(),
-        prepared.fingerprint.clone(),
-        stored.canonical_argv(),
-        prepared.files.clone(),
-    );
-    let mut writer =
-        CacheWriter::create(&cache_path, &header).map_err(|e| input_err(e.to_string()))?;
-    run_tune(&stored, &plan, prepared, &mut writer, Vec::new(), &out_dir)
+    stored.output = Some(out_dir);
+    stored.cache = Some(cache_path);
+    run_tune(&stored, &runtime_name, model, base, Start::New(plan))
 }
 
 /// `--continue --cache FILE`: everything else comes from the cache header.
@@ -531,8 +501,7 @@ fn resume(args: TuneArgs) -> CliResult {
         ));
     };
     let cache_path = absolute(&cache_path);
-    let content = cache::read(&cache_path).map_err(|e| input_err(e.to_string()))?;
-    let header = content.header;
+    let header = orchestrate::read_cache_header(&cache_path).map_err(tune_error)?;
     let stored = Stored::try_parse_from(header.argv.iter().skip(1)).map_err(|e| {
         input_err(format!(
             "tuning cache {}: the stored command line no longer parses ({}); start a new tune",
@@ -544,9 +513,8 @@ fn resume(args: TuneArgs) -> CliResult {
     if let Some(path) = &stored.trtexec {
         runtime::set_trtexec_path(path.clone());
     }
-    stored.cache = Some(cache_path.clone());
+    stored.cache = Some(cache_path);
     stored.quiet = args.quiet;
-    let plan = TunePlan::from_header(&header).map_err(|e| input_err(e.to_string()))?;
     let runtime_name = stored
         .runtime
         .clone()
@@ -557,142 +525,99 @@ fn resume(args: TuneArgs) -> CliResult {
     let model =
         load_model(&stored)?.ok_or_else(|| input_err("the tuning cache header names no model"))?;
     let base = resolve_base(&stored, &model, &runtime_name)?;
-    let out_dir = stored
-        .output
-        .clone()
-        .ok_or_else(|| input_err("the tuning cache header names no output directory"))?;
-    std::fs::create_dir_all(&out_dir).map_err(|e| {
-        CliError::new(
-            ExitCode::Output,
-            format!("cannot create {}: {e}", out_dir.display()),
-        )
-    })?;
-    let prepared = prepare_run(&stored, model, base, &runtime_name)?;
-    header
-        .check_fingerprint(&prepared.fingerprint)
-        .map_err(|e| input_err(e.to_string()))?;
-    let (content, mut writer) =
-        cache::open_for_continue(&cache_path).map_err(|e| input_err(e.to_string()))?;
-    if !stored.quiet && content.torn_bytes > 0 {
-        eprintln!(
-            "tune: dropped a torn last line ({} bytes) of {}",
-            content.torn_bytes,
-            cache_path.display()
-        );
+    if stored.output.is_none() {
+        return Err(input_err(
+            "the tuning cache header names no output directory",
+        ));
     }
-    run_tune(
-        &stored,
-        &plan,
-        prepared,
-        &mut writer,
-        content.records,
-        &out_dir,
-    )
-}
-
-/// A model ready to tune: the profile and the ONNX file.
-struct Model {
-    profile: Profile,
-    catalog_root: Option<PathBuf>,
+    run_tune(&stored, &runtime_name, model, base, Start::Continue(header))
 }
 
 fn load_model(args: &TuneArgs) -> CliResult<Option<Model>> {
-    if let Some(onnx) = &args.onnx {
-        return Ok(Some(Model {
-            profile: onnx_profile(onnx)?,
-            catalog_root: None,
-        }));
-    }
-    let Some(name) = &args.model else {
-        return Ok(None);
+    let choice = match (&args.onnx, &args.model) {
+        (Some(onnx), _) => ModelChoice::OnnxFile(onnx.clone()),
+        (None, Some(name)) => ModelChoice::Catalog {
+            name: name.clone(),
+            root: crate::catalog_root::resolve(args.manifest_root.clone()),
+        },
+        (None, None) => return Ok(None),
     };
-    let root = crate::catalog_root::resolve(args.manifest_root.clone());
-    let catalog = Catalog::load(&root).map_err(input_err)?;
-    let profile = catalog.require(name).map_err(input_err)?.clone();
-    if !profile.status.is_ready() {
-        return Err(input_err(format!(
-            "model `{}` cannot be tuned: {}",
-            profile.name,
-            profile.status.label()
-        )));
-    }
-    Ok(Some(Model {
-        profile,
-        catalog_root: Some(root),
-    }))
+    Model::load(&choice).map(Some).map_err(tune_error)
 }
 
 fn resolve_base(args: &TuneArgs, model: &Model, runtime_name: &str) -> CliResult<ResolvedCase> {
-    if matches!(model.profile.source, ModelSource::None) {
-        return Err(input_err(format!(
-            "model `{}` has no model file, so it has no build routes to tune",
-            model.profile.name
-        )));
-    }
-    let input = ResolveInput {
-        case: args.case.as_deref(),
-        sets: args.overrides()?,
-        runtime: Some(runtime_name.to_string()),
-        ..ResolveInput::default()
-    };
-    case::resolve(&model.profile, &input).map_err(input_err)
+    model
+        .resolve_base(args.case.as_deref(), &args.overrides()?, runtime_name)
+        .map_err(tune_error)
 }
 
-fn knob_database(
+/// Hands the tune to the orchestrator, shows its progress, and prints the decision.
+fn run_tune(
     args: &TuneArgs,
     runtime_name: &str,
-    version: &str,
-    base: Option<&ResolvedCase>,
-) -> CliResult<KnobSet> {
-    if runtime_name == "tensorrt" {
-        let trt = KnobSet::from_db(&trtexec_knob_db(args.trtexec.as_deref())?, "trtexec")
-            .map_err(|e| input_err(format!("trtexec --helpBuildRoute: {e}")))?;
-        let flags = KnobSet::from_db(&knobs::trtexec_flag_db(), "trtexec-flags")
-            .map_err(|e| CliError::internal(e.to_string()))?;
-        let set = KnobSet::merge([trt, flags]).map_err(|e| input_err(e.to_string()))?;
-        return knobs::with_test_knobs(set).map_err(CliError::internal);
-    }
-    let db = knobs::session_knob_db(runtime_name, version, base).ok_or_else(|| {
-        CliError::new(
-            ExitCode::Input,
+    model: Model,
+    base: ResolvedCase,
+    start: Start,
+) -> CliResult {
+    let (Some(output_dir), Some(cache)) = (args.output.clone(), args.cache.clone()) else {
+        return Err(CliError::internal(
+            "the tune has no output directory or cache",
+        ));
+    };
+    let worker_exe = std::env::current_exe()
+        .map_err(|e| CliError::internal(format!("cannot locate this program: {e}")))?;
+    let request = TuneRequest {
+        model,
+        base,
+        runtime: runtime_name.to_string(),
+        case: args.case.clone(),
+        sets: args.overrides()?,
+        output_dir,
+        cache,
+        inputs: args.inputs.clone(),
+        ref_outputs: args.ref_outputs.clone(),
+        save_bundle: args.save_bundle.clone(),
+        save_all: args.save_all,
+        bundle_cache: args
+            .bundle_cache
+            .as_deref()
+            .map(absolute)
+            .unwrap_or_else(default_cache_root),
+        live_workers: args.live_workers.unwrap_or(DEFAULT_LIVE_WORKERS),
+        command_line: args.canonical_argv(),
+        worker_exe,
+    };
+    let progress = crate::progress::Terminal::new(args.quiet);
+    let outcome = orchestrate::run(&request, start, &progress).map_err(tune_error)?;
+    crate::out::text(&decision_text(args, &outcome))?;
+    let summary = &outcome.summary;
+    if summary.all_failed() {
+        return Err(CliError::new(
+            ExitCode::CaseFailed,
             format!(
-                "runtime `{runtime_name}` has no tunable knobs in this build (tunable: tract, onnxruntime, tensorrt)"
+                "no route was eligible ({} evaluated: {} crashed, {} timed out, {} failed, {} failed accuracy); see each \
+                 route's error in {} and the logs in {}",
+                summary.counts.evaluated,
+                summary.counts.crashed,
+                summary.counts.timed_out,
+                summary.counts.failed,
+                summary.counts.accuracy_failed + summary.counts.accuracy_errors,
+                outcome.summary_file.display(),
+                outcome.log_dir.display()
             ),
-        )
-    })?;
-    let set = KnobSet::from_db(&db, runtime_name).map_err(|e| CliError::internal(e.to_string()))?;
-    knobs::with_test_knobs(set).map_err(CliError::internal)
+        ));
+    }
+    Ok(())
 }
 
-/// TensorRT's knob database, as `trtexec --helpBuildRoute` prints it (TensorRT 11.1+).
-fn trtexec_knob_db(explicit: Option<&Path>) -> CliResult<trtmc_tune::knobs::KnobDb> {
-    let env = |e: String| CliError::new(ExitCode::Environment, e);
-    let trtexec = trtmc_trtexec::Trtexec::locate(explicit).map_err(|e| env(e.to_string()))?;
-    let argv =
-        trtmc_trtexec::help_build_route_args(trtexec.version()).map_err(|e| env(e.to_string()))?;
-    let log = std::env::temp_dir().join(format!("trtmc-helpBuildRoute-{}.log", std::process::id()));
-    let ran = trtexec.run(&argv, &log, std::time::Duration::from_secs(120));
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    let _ = std::fs::remove_file(&log);
-    // The JSON is what matters; a run problem is reported only when there is no database to read.
-    let db = match (trtmc_trtexec::parse_knob_database(&text), ran) {
-        (Ok(db), _) => db,
-        (Err(_), Err(run)) => return Err(env(run.to_string())),
-        (Err(e), Ok(_)) => return Err(env(format!("trtexec --helpBuildRoute: {e}"))),
-    };
-    Ok(trtmc_tune::knobs::KnobDb {
-        tuner_version: db.tuner_version,
-        tuner_options: db
-            .tuner_options
-            .into_iter()
-            .map(|k| trtmc_tune::knobs::KnobOption {
-                option: k.option,
-                allowed_values: k.allowed_values,
-                default_value: k.default_value,
-                help: k.help,
-            })
-            .collect(),
-    })
+fn tune_error(e: TuneRunError) -> CliError {
+    match e {
+        TuneRunError::Input(m) => CliError::new(ExitCode::Input, m),
+        TuneRunError::Environment(m) => CliError::new(ExitCode::Environment, m),
+        TuneRunError::CaseFailed(m) => CliError::new(ExitCode::CaseFailed, m),
+        TuneRunError::Output(m) => CliError::new(ExitCode::Output, m),
+        TuneRunError::Internal(m) => CliError::internal(m),
+    }
 }
 
 fn read_expression(args: &TuneArgs) -> CliResult<String> {
@@ -713,438 +638,9 @@ fn read_expression(args: &TuneArgs) -> CliResult<String> {
     }
 }
 
-/// The output directory: created when missing; an existing one must be empty or hold a tune's files.
-fn prepare_output(args: &TuneArgs) -> CliResult<PathBuf> {
-    let dir = match &args.output {
-        Some(d) => absolute(d),
-        None => {
-            let stamp = jiff::ZonedDateTime::now()
-                .strftime("%Y%m%d-%H%M%S")
-                .to_string();
-            absolute(&PathBuf::from("trtmc-results").join(format!("tune-{stamp}")))
-        }
-    };
-    let refuse = |why: String| {
-        CliError::new(
-            ExitCode::Output,
-            format!("-o {}: {why}; choose another directory", dir.display()),
-        )
-    };
-    match std::fs::symlink_metadata(&dir) {
-        Ok(m) if m.file_type().is_symlink() => return Err(refuse("it is a symlink".into())),
-        Ok(m) if !m.is_dir() => return Err(refuse("it is a file".into())),
-        Ok(_) => {
-            let entries: Vec<String> = std::fs::read_dir(&dir)
-                .map_err(|e| refuse(format!("it cannot be read: {e}")))?
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect();
-            let ours = [
-                SUMMARY_FILE,
-                REPORT_FILE,
-                CACHE_FILE,
-                LOG_DIR,
-                WORK_DIR,
-                "bundles",
-            ];
-            if let Some(other) = entries.iter().find(|e| !ours.contains(&e.as_str())) {
-                return Err(refuse(format!(
-                    "it holds `{other}`, which a tune did not write"
-                )));
-            }
-        }
-        Err(_) => {}
-    }
-    std::fs::create_dir_all(&dir).map_err(|e| refuse(format!("it cannot be created: {e}")))?;
-    Ok(dir)
-}
 
-/// What a tune needs besides its plan: the runner's target, the fingerprint and the golden data.
-struct Prepared {
-    target: Target,
-    fingerprint: Fingerprint,
-    files: BTreeMap<String, String>,
-    model_sha256: String,
-    runtime_version: String,
-    inputs: Vec<Tensor>,
-    reference: Reference,
-    operation: String,
-}
-
-fn prepare_run(
-    args: &TuneArgs,
-    model: Model,
-    base: ResolvedCase,
-    runtime_name: &str,
-) -> CliResult<Prepared> {
-    let cache_root = args.bundle_cache.clone().unwrap_or_else(default_cache_root);
-    let onnx =
-        trtmc_runner::sources::materialize(&model.profile, &cache_root).map_err(input_err)?;
-    let model_sha256 = cache::sha256_file(&onnx).map_err(|e| {
-        input_err(format!(
-            "cannot read the model file {}: {e}",
-            onnx.display()
-        ))
-    })?;
-    let rt = runtime::runtime(runtime_name).map_err(input_err)?;
-    let runtime_version = rt.version();
-    let mut shapes = BTreeMap::new();
-    let mut build_settings = BTreeMap::new();
-    let text = |v: &Value| match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    for (k, v) in base.build_values() {
-        if let Some(input) = k.strip_prefix("shapes.") {
-            shapes.insert(input.to_string(), text(&v));
-        } else {
-            build_settings.insert(format!("build.{k}"), text(&v));
-        }
-    }
-    for (k, v) in base.runtime_values() {
-        build_settings.insert(format!("runtime.{k}"), text(&v));
-    }
-    for (k, v) in &base.request {
-        build_settings.insert(format!("request.{k}"), text(&v.value));
-    }
-    build_settings.insert("operation".into(), base.operation.clone());
-    build_settings.insert("case".into(), base.case.clone());
-    let fingerprint = Fingerprint {
-        model_sha256: model_sha256.clone(),
-        runtime: runtime_name.to_string(),
-        runtime_version: runtime_version.clone(),
-        machine: cache::describe_machine(),
-        shapes,
-        build_settings,
-    };
-    let mut files = BTreeMap::new();
-    files.insert("onnx".to_string(), onnx.display().to_string());
-    if let Some(root) = &model.catalog_root {
-        files.insert(
-            "manifest_root".to_string(),
-            absolute(root).display().to_string(),
-        );
-    }
-    let read = |what: &str, p: &Path| {
-        trtmc_tune::golden::read_golden(p).map_err(|e| input_err(format!("{what}: {e}")))
-    };
-    let inputs = match &args.inputs {
-        Some(p) => {
-            files.insert("inputs".into(), absolute(p).display().to_string());
-            read("--inputs", p)?
-        }
-        None => Vec::new(),
-    };
-    let reference = match &args.ref_outputs {
-        Some(p) => {
-            files.insert("ref_outputs".into(), absolute(p).display().to_string());
-            Reference::Given(read("--ref-outputs", p)?)
-        }
-        None => Reference::DefaultRoute,
-    };
-    let mut profile = model.profile;
-    profile.tokenizer = trtmc_runner::sources::resolve_tokenizer(&profile).map_err(input_err)?;
-    let target = Target {
-        profile,
-        case: args.case.clone(),
-        sets: args.overrides()?,
-        runtime: runtime_name.to_string(),
-        onnx,
-    };
-    Ok(Prepared {
-        target,
-        fingerprint,
-        files,
-        model_sha256,
-        runtime_version,
-        inputs,
-        reference,
-        operation: base.operation,
-    })
-}
-
-const MEASUREMENT: &str = "each route is built by its own child process (tune-worker build) into the bundle cache and served by \
-     its own worker process that keeps the bundle loaded; racing rounds and head-to-head passes alternate short \
-     rounds of calls between the routes' live workers, one command at a time, so two measurements never run at \
-     once (at most --live-workers workers stay loaded; the least recently used is stopped and restarted when \
-     needed)";
-
-fn run_tune(
-    args: &TuneArgs,
-    plan: &TunePlan,
-    prepared: Prepared,
-    writer: &mut CacheWriter,
-    previous: Vec<IterationRecord>,
-    out_dir: &Path,
-) -> CliResult {
-    let exe = std::env::current_exe()
-        .map_err(|e| CliError::internal(format!("cannot locate this program: {e}")))?;
-    let work_dir = out_dir.join(WORK_DIR);
-    let cache_root = args
-        .bundle_cache
-        .clone()
-        .map(|p| absolute(&p))
-        .unwrap_or_else(default_cache_root);
-    let options = ProcessOptions {
-        exe,
-        cache_root,
-        work_dir: work_dir.clone(),
-        log_dir: out_dir.join(LOG_DIR),
-        max_live_workers: args.live_workers.unwrap_or(8),
-        command_line: args.canonical_argv(),
-    };
-    let Prepared {
-        target,
-        files,
-        model_sha256,
-        runtime_version,
-        inputs,
-        reference,
-        operation,
-        ..
-    } = prepared;
-    let model_name = target.profile.name.clone();
-    let model_file = target.onnx.display().to_string();
-    let runtime_name = target.runtime.clone();
-    let mut runner =
-        ProcessRunner::new(target, options).map_err(|e| CliError::new(ExitCode::Environment, e))?;
-    let quiet = args.quiet;
-    let objective = plan.config.objective;
-    let mut progress = |rec: &IterationRecord, replayed: bool| {
-        if !quiet {
-            eprintln!("{}", progress_line(rec, replayed, objective));
-        }
-    };
-    if !quiet {
-        eprintln!(
-            "tune: {} on {runtime_name}, {} search over {}; cache {}",
-            model_name,
-            plan.config.search,
-            plan.expression,
-            writer.path().display()
-        );
-    }
-    let session = Session {
-        cache: Some(writer),
-        previous,
-        stop_after_new_iterations: None,
-        progress: Some(&mut progress),
-    };
-    let outcome = trtmc_tune::tune(&mut runner, plan, &inputs, &reference, session);
-    let mut summary = outcome.map_err(tune_error)?;
-    let _ = std::fs::remove_dir_all(&work_dir);
-
-    let decided = summary.decision.route.clone();
-    let mut context_files = BTreeMap::new();
-    let mut chosen_route = None;
-    if let Some(route) = &decided {
-        let info = runner.built.get(route).cloned();
-        let saved = match (&args.save_bundle, &info) {
-            (Some(dir), Some(info)) => Some(save_bundle(info, dir, &summary)?),
-            _ => None,
-        };
-        chosen_route = info.map(|i| chosen_settings(&i, saved.clone()));
-        if let Some(s) = saved {
-            context_files.insert("saved_bundle".to_string(), s);
-        }
-    }
-    if args.save_all {
-        let dir = out_dir.join("bundles");
-        for r in summary.routes.iter().filter(|r| r.eligible) {
-            if let Some(info) = runner.built.get(&r.route) {
-                let name = format!("iter{:03}.bundle", r.iter);
-                save_bundle(info, &dir.join(name), &summary)?;
-            }
-        }
-        context_files.insert("all_bundles".into(), dir.display().to_string());
-    }
-    drop(runner);
-    for (k, v) in files {
-        context_files.insert(k, v);
-    }
-    context_files.insert(
-        "report".into(),
-        out_dir.join(REPORT_FILE).display().to_string(),
-    );
-    summary.context = Some(TuneContext {
-        model: model_name,
-        model_file,
-        model_sha256,
-        runtime: runtime_name,
-        runtime_version,
-        machine: cache::describe_machine(),
-        operation,
-        measurement: MEASUREMENT.into(),
-        command_line: cache::shell_quote_argv(&args.canonical_argv()),
-        cache: Some(writer_path(args, out_dir)),
-        chosen: chosen_route,
-        files: context_files,
-    });
-    let summary_path = out_dir.join(SUMMARY_FILE);
-    write_json_atomic(&summary_path, &summary).map_err(|e| {
-        CliError::new(
-            ExitCode::Output,
-            format!("cannot write {}: {e}", summary_path.display()),
-        )
-    })?;
-    let summary_value = serde_json::to_value(&summary).map_err(CliError::internal)?;
-    let html = trtmc_report::tune_page::render(&summary_value);
-    let report_path = out_dir.join(REPORT_FILE);
-    write_atomic(&report_path, html.as_bytes()).map_err(|e| {
-        CliError::new(
-            ExitCode::Output,
-            format!("cannot write {}: {e}", report_path.display()),
-        )
-    })?;
-    crate::out::text(&decision_text(&summary, out_dir))?;
-    if summary.all_failed() {
-        return Err(CliError::new(
-            ExitCode::CaseFailed,
-            format!(
-                "no route was eligible ({} evaluated: {} crashed, {} timed out, {} failed, {} failed accuracy); see each \
-                 route's error in {} and the logs in {}",
-                summary.counts.evaluated,
-                summary.counts.crashed,
-                summary.counts.timed_out,
-                summary.counts.failed,
-                summary.counts.accuracy_failed + summary.counts.accuracy_errors,
-                summary_path.display(),
-                out_dir.join(LOG_DIR).display()
-            ),
-        ));
-    }
-    Ok(())
-}
-
-fn writer_path(args: &TuneArgs, out_dir: &Path) -> String {
-    args.cache
-        .clone()
-        .map(|p| absolute(&p))
-        .unwrap_or_else(|| out_dir.join(CACHE_FILE))
-        .display()
-        .to_string()
-}
-
-fn tune_error(e: TuneError) -> CliError {
-    match e {
-        TuneError::Reference { .. } => CliError::new(ExitCode::CaseFailed, e.to_string()),
-        TuneError::Cache(cache::CacheError::Io { .. }) => {
-            CliError::new(ExitCode::Output, e.to_string())
-        }
-        other => CliError::input(other.to_string()),
-    }
-}
-
-fn chosen_settings(info: &RouteBundle, saved: Option<String>) -> ChosenRoute {
-    let mut other = BTreeMap::new();
-    if let Some(f) = &info.settings.fault {
-        other.insert("test.fault".into(), f.clone());
-    }
-    if info.settings.sleep_us > 0 {
-        other.insert("test.sleep_us".into(), info.settings.sleep_us.to_string());
-    }
-    ChosenRoute {
-        route: info.route.clone(),
-        build_settings: info.resolved.build_values(),
-        runtime_settings: info.resolved.runtime_values(),
-        other,
-        run_sets: knobs::run_sets(&info.settings),
-        saved_bundle: saved,
-    }
-}
-
-/// Copies a route's bundle to `dir` (which must be absent, empty, or an earlier saved bundle) and writes
-/// `tuned-route.json` beside its files.
-fn save_bundle(info: &RouteBundle, dir: &Path, summary: &TuneSummary) -> CliResult<String> {
-    let dir = absolute(dir);
-    let refuse = |why: String| {
-        CliError::new(
-            ExitCode::Output,
-            format!("--save-bundle {}: {why}", dir.display()),
-        )
-    };
-    if let Ok(m) = std::fs::symlink_metadata(&dir) {
-        if m.file_type().is_symlink() || !m.is_dir() {
-            return Err(refuse("it exists and is not a directory".into()));
-        }
-        let empty = std::fs::read_dir(&dir)
-            .map(|mut e| e.next().is_none())
-            .unwrap_or(false);
-        if !empty && !dir.join(TUNED_ROUTE_FILE).is_file() {
-            return Err(refuse(
-                "it is not empty and holds no tuned-route.json (choose another directory)".into(),
-            ));
-        }
-        std::fs::remove_dir_all(&dir).map_err(|e| refuse(format!("cannot replace it: {e}")))?;
-    }
-    copy_dir(&info.bundle, &dir)
-        .map_err(|e| refuse(format!("cannot copy {}: {e}", info.bundle.display())))?;
-    let route = summary.route(&info.route);
-    let record = json!({
-        "schema": TUNED_ROUTE_SCHEMA,
-        "route": info.route,
-        "decision": summary.decision.kind,
-        "chosen": summary.decision.route.as_deref() == Some(info.route.as_str()),
-        "build_settings": info.resolved.build_values(),
-        "runtime_settings": info.resolved.runtime_values(),
-        "run_sets": knobs::run_sets(&info.settings),
-        "estimate": route.and_then(|r| r.search.clone()),
-        "source_bundle": info.bundle.display().to_string(),
-    });
-    write_json_atomic(&dir.join(TUNED_ROUTE_FILE), &record)
-        .map_err(|e| refuse(format!("cannot write {TUNED_ROUTE_FILE}: {e}")))?;
-    Ok(dir.display().to_string())
-}
-
-fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            copy_dir(&entry.path(), &target)?;
-        } else if kind.is_file() {
-            std::fs::copy(entry.path(), &target)?;
-        }
-    }
-    Ok(())
-}
-
-fn progress_line(rec: &IterationRecord, replayed: bool, objective: Objective) -> String {
-    let round = rec.round.map(|r| format!(" round {r}")).unwrap_or_default();
-    let what = match rec.status {
-        RouteStatus::Ok => match rec.time_ms {
-            Some(t) => format!(
-                "ok, {} {t:.4} ms over {} calls",
-                objective.time_statistic(),
-                rec.samples_ms.len()
-            ),
-            None => "ok".into(),
-        },
-        other => format!(
-            "{}: {}",
-            serde_json::to_value(other)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
-            rec.error_message.as_deref().unwrap_or("")
-        ),
-    };
-    format!(
-        "[{:>3}] {}{round} {}{}: {what}",
-        rec.iter,
-        rec.phase,
-        if rec.build_route.is_empty() {
-            "(no knobs)"
-        } else {
-            &rec.build_route
-        },
-        if replayed { " (from the cache)" } else { "" }
-    )
-}
-
-fn decision_text(s: &TuneSummary, out_dir: &Path) -> String {
+fn decision_text(args: &TuneArgs, outcome: &TuneOutcome) -> String {
+    let s: &TuneSummary = &outcome.summary;
     let d = &s.decision;
     let mut out = String::new();
     let kind = match d.kind {
@@ -1172,18 +668,14 @@ fn decision_text(s: &TuneSummary, out_dir: &Path) -> String {
     if let Some(c) = s.context.as_ref().and_then(|c| c.chosen.as_ref())
         && !c.run_sets.is_empty()
     {
-        let sets: Vec<String> = c.run_sets.iter().map(|s| format!("--set {s}")).collect();
-        out.push_str(&format!(
-            "  run it: trtmc-bench run ... {}\n",
-            sets.join(" ")
-        ));
+        out.push_str(&format!("  run it: {}\n", run_command(args, &c.run_sets)));
     }
     out.push_str(&format!(
         "  {} routes evaluated, {} eligible; summary {}, report {}\n",
         s.counts.evaluated,
         s.counts.eligible,
-        out_dir.join(SUMMARY_FILE).display(),
-        out_dir.join(REPORT_FILE).display()
+        outcome.summary_file.display(),
+        outcome.report_file.display()
     ));
     if std::io::stdout().is_terminal() {
         for n in &s.notes {
@@ -1193,132 +685,52 @@ fn decision_text(s: &TuneSummary, out_dir: &Path) -> String {
     out
 }
 
-/// A one-profile catalog entry for `--onnx PATH`: generic inference on seeded synthesized inputs.
-fn onnx_profile(path: &Path) -> CliResult<Profile> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| input_err(format!("cannot read --onnx {}: {e}", path.display())))?;
-    if !meta.is_file() {
-        return Err(input_err(format!(
-            "--onnx {} is not a file",
-            path.display()
-        )));
+/// The `run` command line that measures the chosen route: the tune's model, runtime, case, fixed
+/// overrides and bundle cache plus the route's settings, so it resolves to the bundle the tune built.
+fn run_command(args: &TuneArgs, run_sets: &[String]) -> String {
+    let mut argv: Vec<String> = vec!["trtmc-bench".into(), "run".into()];
+    let mut opt = |flag: &str, value: String| argv.extend([flag.to_string(), value]);
+    let path = |p: &Path| absolute(p).display().to_string();
+    if let Some(onnx) = &args.onnx {
+        opt("--onnx", path(onnx));
     }
-    let file = std::fs::canonicalize(path)
-        .map_err(|e| input_err(format!("cannot resolve --onnx {}: {e}", path.display())))?;
-    let name = file
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "onnx".into());
-    let mut request = BTreeMap::new();
-    request.insert("seed".to_string(), json!(0));
-    Ok(Profile {
-        name: name.clone(),
-        family: name,
-        summary: format!("ONNX file {}", file.display()),
-        task_strategy: "onnx_inference".into(),
-        operation: Some("infer".into()),
-        runtime_strategy: trtmc_core::catalog::DEFAULT_RUNTIME.into(),
-        reference_precision: None,
-        tokenizer: None,
-        source: ModelSource::Path { path: file.clone() },
-        reweight_seed: None,
-        build: BuildSettings::default(),
-        cases: vec![TestCase {
-            name: "default".into(),
-            summary: "seeded synthesized inputs".into(),
-            reference_precision: None,
-            request,
-            measure: Default::default(),
-            manifest: file.clone(),
-        }],
-        smoke_of: None,
-        manifest_hash: trtmc_core::hash::sha256_hex(
-            format!("tune-onnx-file:{}", file.display()).as_bytes(),
-        ),
-        manifest: file,
-        status: ProfileStatus::Ready,
-    })
+    if let Some(model) = &args.model {
+        opt("--model", model.clone());
+    }
+    if let Some(root) = &args.manifest_root {
+        opt("--manifest-root", path(root));
+    }
+    if let Some(runtime) = &args.runtime {
+        opt("--runtime", runtime.clone());
+    }
+    if let Some(case) = &args.case {
+        opt("--case", case.clone());
+    }
+    for set in &args.sets {
+        opt("--set", set.clone());
+    }
+    for shape in &args.shapes {
+        opt("--shape", shape.clone());
+    }
+    for dim in &args.dims {
+        if let Some((name, value)) = dim.split_once('=') {
+            opt(
+                "--set",
+                format!("build.dims.{}={}", name.trim(), value.trim()),
+            );
+        }
+    }
+    if let Some(trtexec) = &args.trtexec {
+        opt("--trtexec", path(trtexec));
+    }
+    if let Some(cache) = &args.bundle_cache {
+        opt("--bundle-cache", path(cache));
+    }
+    for set in run_sets {
+        opt("--set", set.clone());
+    }
+    cache::shell_quote_argv(&argv)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_canonical_argv_parses_back_to_the_same_options() {
-        let args = TuneArgs {
-            model: Some("tiny-cnn".into()),
-            runtime: Some("tract".into()),
-            routes: Some("-threads=[1|2] -precision=fp32".into()),
-            search: Some("racing".into()),
-            timeout: Some(-1.0),
-            calls: Some(20),
-            tensor_thresholds: vec!["y=1e-3".into()],
-            sets: vec!["request.seed=3".into()],
-            dims: vec!["batch=1".into()],
-            save_all: true,
-            output: Some(PathBuf::from("out")),
-            ..TuneArgs::default()
-        };
-        let argv = args.canonical_argv();
-        let back = Stored::try_parse_from(argv.iter().skip(1))
-            .expect("parses")
-            .args;
-        assert_eq!(back.canonical_argv(), argv);
-        assert_eq!(back.routes, args.routes);
-        assert_eq!(back.timeout, Some(-1.0));
-        assert_eq!(back.dims, vec!["batch=1"]);
-        assert!(
-            back.overrides()
-                .expect("overrides")
-                .iter()
-                .any(|o| o.key == "build.dims.batch" && o.value == "1")
-        );
-        assert!(back.output.as_ref().expect("output").is_absolute());
-        assert_eq!(back.config().expect("config").budget_s, None);
-    }
-
-    #[test]
-    fn continue_refuses_other_options() {
-        let args = TuneArgs {
-            resume: true,
-            cache: Some("c.jsonl".into()),
-            quiet: true,
-            ..TuneArgs::default()
-        };
-        assert!(args.extra_options_for_continue().is_empty());
-        let args = TuneArgs {
-            runtime: Some("tract".into()),
-            dry_run: true,
-            ..args
-        };
-        assert_eq!(
-            args.extra_options_for_continue(),
-            vec!["--runtime", "--dry-run"]
-        );
-    }
-
-    #[test]
-    fn bad_option_values_name_the_option() {
-        let args = TuneArgs {
-            search: Some("greedy".into()),
-            ..TuneArgs::default()
-        };
-        assert!(args.config().expect_err("bad").message.contains("--search"));
-        let args = TuneArgs {
-            tensor_thresholds: vec!["logits".into()],
-            ..TuneArgs::default()
-        };
-        assert!(args.config().expect_err("bad").message.contains("NAME=EPS"));
-        let args = TuneArgs {
-            confidence: Some(2.0),
-            ..TuneArgs::default()
-        };
-        assert!(
-            args.config()
-                .expect_err("bad")
-                .message
-                .contains("confidence")
-        );
-    }
-}
+mod tests;

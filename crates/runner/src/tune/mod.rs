@@ -5,9 +5,12 @@
 //! * [`process`]: [`process::ProcessRunner`], one build process and one serving worker per route
 //!   (tract, onnxruntime).
 //! * [`child`]: the `tune-worker` child process (build or serve).
+//! * [`orchestrate`]: a whole tune, request in, outcome out (output directory, cache, engine, saved
+//!   bundles, summary and report).
 //! * [`protocol`]: the line protocol between the tuner and its children.
 
 pub mod child;
 pub mod knobs;
+pub mod orchestrate;
 pub mod process;
 pub mod protocol;

@@ -1,0 +1,713 @@
+//! The orchestration behind `trtmc-bench tune`: the model and its base case, the runtime's knob
+//! database, the output directory, the cache fingerprint and header, the route runner driven by the
+//! tuning engine, the saved bundles with their `trtmc.tuned-route/v1` record, the summary and the HTML
+//! report, and `--continue` from a tuning cache.
+//!
+//! A [`TuneRequest`] goes in, a [`TuneOutcome`] comes out. It never prints: it reports through
+//! [`crate::progress::Progress`], and the CLI keeps the options, the progress lines and the decision text.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use trtmc_core::accuracy::Tensor;
+use trtmc_core::case::{self, Override, ResolveInput, ResolvedCase};
+use trtmc_core::catalog::{Catalog, ModelSource, Profile};
+use trtmc_core::fsutil::{write_atomic, write_json_atomic};
+use trtmc_runtime::runtime::Runtime;
+use trtmc_tune::cache::{self, CacheHeader, CacheWriter, Fingerprint, IterationRecord};
+use trtmc_tune::summary::{ChosenRoute, TuneContext, TuneSummary};
+use trtmc_tune::{KnobSet, Reference, RouteRunner, Session, TuneError, TunePlan};
+
+use super::knobs;
+use super::process::{Options as ProcessOptions, ProcessRunner, RouteBundle, Target};
+use crate::progress::{Event, Progress};
+
+pub const SUMMARY_FILE: &str = "tuning-summary.json";
+pub const REPORT_FILE: &str = "tuning-report.html";
+pub const CACHE_FILE: &str = "tuning-cache.jsonl";
+pub const TUNED_ROUTE_FILE: &str = "tuned-route.json";
+pub const TUNED_ROUTE_SCHEMA: &str = "trtmc.tuned-route/v1";
+pub const LOG_DIR: &str = "logs";
+pub const WORK_DIR: &str = ".tune-work";
+/// Where `--save-all` copies every eligible route's bundle, inside the output directory.
+pub const ALL_BUNDLES_DIR: &str = "bundles";
+/// Routes' workers kept loaded at once when the request names no number.
+pub const DEFAULT_LIVE_WORKERS: usize = 8;
+
+const MEASUREMENT: &str = "each route is built by its own child process (tune-worker build) into the bundle cache and served by \
+     its own worker process that keeps the bundle loaded; racing rounds and head-to-head passes alternate short \
+     rounds of calls between the routes' live workers, one command at a time, so two measurements never run at \
+     once (at most --live-workers workers stay loaded; the least recently used is stopped and restarted when \
+     needed)";
+
+/// Errors that stop a tune, by exit-code class (the classes of [`crate::run::RunError`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum TuneRunError {
+    /// Bad input: an unknown model, a bad expression, unreadable golden data, a cache that does not match.
+    Input(String),
+    /// A runtime, its library or trtexec is missing, or the routes' processes cannot start.
+    Environment(String),
+    /// The reference outputs could not be computed: the tune's case failed.
+    CaseFailed(String),
+    /// The output directory, the cache, a saved bundle or the summary could not be written.
+    Output(String),
+    Internal(String),
+}
+
+impl fmt::Display for TuneRunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TuneRunError::Input(m)
+            | TuneRunError::Environment(m)
+            | TuneRunError::CaseFailed(m)
+            | TuneRunError::Output(m)
+            | TuneRunError::Internal(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for TuneRunError {}
+
+impl From<TuneError> for TuneRunError {
+    fn from(e: TuneError) -> Self {
+        match e {
+            TuneError::Reference { .. } => TuneRunError::CaseFailed(e.to_string()),
+            TuneError::Cache(cache::CacheError::Io { .. }) => TuneRunError::Output(e.to_string()),
+            other => TuneRunError::Input(other.to_string()),
+        }
+    }
+}
+
+fn input_err(message: impl Into<String>) -> TuneRunError {
+    TuneRunError::Input(message.into())
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Which model to tune.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelChoice {
+    /// Any ONNX file: generic inference on seeded synthesized inputs.
+    OnnxFile(PathBuf),
+    /// A profile of the catalog at `root`.
+    Catalog { name: String, root: PathBuf },
+}
+
+/// A model ready to tune: its profile and, for a catalog profile, the catalog's root.
+#[derive(Debug, Clone)]
+pub struct Model {
+    pub profile: Profile,
+    pub catalog_root: Option<PathBuf>,
+}
+
+impl Model {
+    pub fn load(choice: &ModelChoice) -> Result<Model, TuneRunError> {
+        let (name, root) = match choice {
+            ModelChoice::OnnxFile(onnx) => {
+                return Ok(Model {
+                    profile: Profile::from_onnx_file(onnx)
+                        .map_err(|e| input_err(format!("--onnx: {e}")))?,
+                    catalog_root: None,
+                });
+            }
+            ModelChoice::Catalog { name, root } => (name, root),
+        };
+        let catalog = Catalog::load(root).map_err(input_err)?;
+        let profile = catalog.require(name).map_err(input_err)?.clone();
+        if !profile.status.is_ready() {
+            return Err(input_err(format!(
+                "model `{}` cannot be tuned: {}",
+                profile.name,
+                profile.status.label()
+            )));
+        }
+        Ok(Model {
+            profile,
+            catalog_root: Some(root.clone()),
+        })
+    }
+
+    /// The case every route starts from: `case` (default: the first) with the fixed overrides.
+    pub fn resolve_base(
+        &self,
+        case: Option<&str>,
+        sets: &[Override],
+        runtime_name: &str,
+    ) -> Result<ResolvedCase, TuneRunError> {
+        if matches!(self.profile.source, ModelSource::None) {
+            return Err(input_err(format!(
+                "model `{}` has no model file, so it has no build routes to tune",
+                self.profile.name
+            )));
+        }
+        let input = ResolveInput {
+            case,
+            sets: sets.to_vec(),
+            runtime: Some(runtime_name.to_string()),
+            ..ResolveInput::default()
+        };
+        case::resolve(&self.profile, &input).map_err(input_err)
+    }
+}
+
+/// Refuses a runtime whose routes cannot be built and measured here.
+pub fn check_measurable(rt: &dyn Runtime) -> Result<(), TuneRunError> {
+    rt.availability().map_err(TuneRunError::Environment)?;
+    if rt.self_timed().is_some() {
+        return Err(TuneRunError::Environment(format!(
+            "runtime `{}` times itself through its own tool; this build lists and dry-runs its routes \
+             (--help-routes, --dry-run) but cannot build and measure them yet (tunable end to end: tract, onnxruntime)",
+            rt.name()
+        )));
+    }
+    Ok(())
+}
+
+/// The knob database of `runtime_name`; a session runtime's knobs default to the case `base` resolves.
+pub fn knob_database(
+    trtexec: Option<&Path>,
+    runtime_name: &str,
+    version: &str,
+    base: Option<&ResolvedCase>,
+) -> Result<KnobSet, TuneRunError> {
+    if runtime_name == "tensorrt" {
+        let trt = KnobSet::from_db(&trtexec_knob_db(trtexec)?, "trtexec")
+            .map_err(|e| input_err(format!("trtexec --helpBuildRoute: {e}")))?;
+        let flags = KnobSet::from_db(&knobs::trtexec_flag_db(), "trtexec-flags")
+            .map_err(|e| TuneRunError::Internal(e.to_string()))?;
+        let set = KnobSet::merge([trt, flags]).map_err(|e| input_err(e.to_string()))?;
+        return knobs::with_test_knobs(set).map_err(TuneRunError::Internal);
+    }
+    let db = knobs::session_knob_db(runtime_name, version, base).ok_or_else(|| {
+        TuneRunError::Input(format!(
+            "runtime `{runtime_name}` has no tunable knobs in this build (tunable: tract, onnxruntime, tensorrt)"
+        ))
+    })?;
+    let set =
+        KnobSet::from_db(&db, runtime_name).map_err(|e| TuneRunError::Internal(e.to_string()))?;
+    knobs::with_test_knobs(set).map_err(TuneRunError::Internal)
+}
+
+/// TensorRT's knob database, as `trtexec --helpBuildRoute` prints it (TensorRT 11.1+).
+fn trtexec_knob_db(explicit: Option<&Path>) -> Result<trtmc_tune::knobs::KnobDb, TuneRunError> {
+    let env = TuneRunError::Environment;
+    let trtexec = trtmc_trtexec::Trtexec::locate(explicit).map_err(|e| env(e.to_string()))?;
+    let argv =
+        trtmc_trtexec::help_build_route_args(trtexec.version()).map_err(|e| env(e.to_string()))?;
+    let log = std::env::temp_dir().join(format!("trtmc-helpBuildRoute-{}.log", std::process::id()));
+    let ran = trtexec.run(&argv, &log, std::time::Duration::from_secs(120));
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    // The JSON is what matters; a run problem is reported only when there is no database to read.
+    let db = match (trtmc_trtexec::parse_knob_database(&text), ran) {
+        (Ok(db), _) => db,
+        (Err(_), Err(run)) => return Err(env(run.to_string())),
+        (Err(e), Ok(_)) => return Err(env(format!("trtexec --helpBuildRoute: {e}"))),
+    };
+    Ok(trtmc_tune::knobs::KnobDb {
+        tuner_version: db.tuner_version,
+        tuner_options: db
+            .tuner_options
+            .into_iter()
+            .map(|k| trtmc_tune::knobs::KnobOption {
+                option: k.option,
+                allowed_values: k.allowed_values,
+                default_value: k.default_value,
+                help: k.help,
+            })
+            .collect(),
+    })
+}
+
+/// The output directory (default `trtmc-results/tune-<time>`): created when missing; an existing one
+/// must be empty or hold a tune's files.
+pub fn prepare_output(output: Option<&Path>) -> Result<PathBuf, TuneRunError> {
+    let dir = match output {
+        Some(d) => absolute(d),
+        None => {
+            let stamp = jiff::ZonedDateTime::now()
+                .strftime("%Y%m%d-%H%M%S")
+                .to_string();
+            absolute(&PathBuf::from("trtmc-results").join(format!("tune-{stamp}")))
+        }
+    };
+    let refuse = |why: String| {
+        TuneRunError::Output(format!(
+            "-o {}: {why}; choose another directory",
+            dir.display()
+        ))
+    };
+    match std::fs::symlink_metadata(&dir) {
+        Ok(m) if m.file_type().is_symlink() => return Err(refuse("it is a symlink".into())),
+        Ok(m) if !m.is_dir() => return Err(refuse("it is a file".into())),
+        Ok(_) => {
+            let entries: Vec<String> = std::fs::read_dir(&dir)
+                .map_err(|e| refuse(format!("it cannot be read: {e}")))?
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            let ours = [
+                SUMMARY_FILE,
+                REPORT_FILE,
+                CACHE_FILE,
+                LOG_DIR,
+                WORK_DIR,
+                ALL_BUNDLES_DIR,
+            ];
+            if let Some(other) = entries.iter().find(|e| !ours.contains(&e.as_str())) {
+                return Err(refuse(format!(
+                    "it holds `{other}`, which a tune did not write"
+                )));
+            }
+        }
+        Err(_) => {}
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| refuse(format!("it cannot be created: {e}")))?;
+    Ok(dir)
+}
+
+/// The header of the tuning cache at `path` (for `--continue`, which restores the tune's options from
+/// its stored command line).
+pub fn read_cache_header(path: &Path) -> Result<CacheHeader, TuneRunError> {
+    Ok(cache::read(path)
+        .map_err(|e| input_err(e.to_string()))?
+        .header)
+}
+
+/// One tune: the model and where everything goes. The plan comes with [`Start`].
+#[derive(Debug, Clone)]
+pub struct TuneRequest {
+    pub model: Model,
+    /// The case with the fixed overrides ([`Model::resolve_base`]): the default route's settings.
+    pub base: ResolvedCase,
+    pub runtime: String,
+    /// The case and the fixed overrides every route starts from (`--case`, `--set`, `--shape`, `--dim`).
+    pub case: Option<String>,
+    pub sets: Vec<Override>,
+    /// The output directory ([`prepare_output`] for a new tune).
+    pub output_dir: PathBuf,
+    /// The tuning cache file, appended to after every iteration.
+    pub cache: PathBuf,
+    /// Golden inputs; `None`: seeded inputs.
+    pub inputs: Option<PathBuf>,
+    /// Golden outputs for `inputs`; `None`: the default route's outputs.
+    pub ref_outputs: Option<PathBuf>,
+    /// Copy the chosen route's bundle here (with `tuned-route.json`).
+    pub save_bundle: Option<PathBuf>,
+    /// Also copy every eligible route's bundle into `output_dir/bundles`.
+    pub save_all: bool,
+    /// The managed bundle cache the routes are built into (shared with `run`).
+    pub bundle_cache: PathBuf,
+    pub live_workers: usize,
+    /// The tune's options as an argument vector: stored in the cache header (`--continue` parses it
+    /// back) and shown in the summary.
+    pub command_line: Vec<String>,
+    /// The executable whose `tune-worker` subcommand runs the routes' child processes.
+    pub worker_exe: PathBuf,
+}
+
+/// A new tune with its plan, or the continuation of the one in the request's cache.
+#[expect(clippy::large_enum_variant, reason = "one value per tune, moved once")]
+pub enum Start {
+    New(TunePlan),
+    /// The cache header ([`read_cache_header`]) restores the plan; its recorded iterations are replayed.
+    Continue(CacheHeader),
+}
+
+/// A finished tune. `summary.all_failed()` when no route was eligible (the files are written anyway).
+#[derive(Debug)]
+pub struct TuneOutcome {
+    pub summary: TuneSummary,
+    pub summary_file: PathBuf,
+    pub report_file: PathBuf,
+    pub log_dir: PathBuf,
+}
+
+/// A route runner that knows the bundle of every route it built (for `--save-bundle`, `--save-all`).
+pub trait BuiltRoutes {
+    fn route_bundle(&self, route: &str) -> Option<RouteBundle>;
+}
+
+impl BuiltRoutes for ProcessRunner {
+    fn route_bundle(&self, route: &str) -> Option<RouteBundle> {
+        self.built.get(route).cloned()
+    }
+}
+
+/// Runs a tune with the real route runner: one build process and one serving worker per route.
+pub fn run(
+    request: &TuneRequest,
+    start: Start,
+    progress: &dyn Progress,
+) -> Result<TuneOutcome, TuneRunError> {
+    run_with(request, start, progress, |target, options| {
+        ProcessRunner::new(target, options).map_err(TuneRunError::Environment)
+    })
+}
+
+/// [`run`] with the route runner that `make_runner` makes from the target and the runner's options.
+pub fn run_with<R, F>(
+    request: &TuneRequest,
+    start: Start,
+    progress: &dyn Progress,
+    make_runner: F,
+) -> Result<TuneOutcome, TuneRunError>
+where
+    R: RouteRunner + BuiltRoutes,
+    F: FnOnce(Target, ProcessOptions) -> Result<R, TuneRunError>,
+{
+    let (plan, prepared, mut writer, previous) = match start {
+        Start::New(plan) => {
+            let prepared = prepare(request)?;
+            let header = CacheHeader::new(
+                plan.config.clone(),
+                plan.knobs.to_db(),
+                plan.expression.to_string(),
+                prepared.fingerprint.clone(),
+                request.command_line.clone(),
+                prepared.files.clone(),
+            );
+            let writer = CacheWriter::create(&request.cache, &header)
+                .map_err(|e| input_err(e.to_string()))?;
+            (plan, prepared, writer, Vec::new())
+        }
+        Start::Continue(header) => {
+            let plan = TunePlan::from_header(&header).map_err(|e| input_err(e.to_string()))?;
+            let out_dir = &request.output_dir;
+            std::fs::create_dir_all(out_dir).map_err(|e| {
+                TuneRunError::Output(format!("cannot create {}: {e}", out_dir.display()))
+            })?;
+            let prepared = prepare(request)?;
+            header
+                .check_fingerprint(&prepared.fingerprint)
+                .map_err(|e| input_err(e.to_string()))?;
+            let (content, writer) =
+                cache::open_for_continue(&request.cache).map_err(|e| input_err(e.to_string()))?;
+            if content.torn_bytes > 0 {
+                progress.report(Event::TornCacheLine {
+                    bytes: content.torn_bytes,
+                    cache: &request.cache,
+                });
+            }
+            (plan, prepared, writer, content.records)
+        }
+    };
+    search(
+        request,
+        &plan,
+        prepared,
+        &mut writer,
+        previous,
+        progress,
+        make_runner,
+    )
+}
+
+/// What a tune needs besides its plan: the runner's target, the fingerprint and the golden data.
+struct Prepared {
+    target: Target,
+    fingerprint: Fingerprint,
+    files: BTreeMap<String, String>,
+    model_sha256: String,
+    runtime_version: String,
+    inputs: Vec<Tensor>,
+    reference: Reference,
+    operation: String,
+}
+
+fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
+    let model = &request.model;
+    let base = &request.base;
+    let runtime_name = request.runtime.as_str();
+    let onnx =
+        crate::sources::materialize(&model.profile, &request.bundle_cache).map_err(input_err)?;
+    let model_sha256 = cache::sha256_file(&onnx).map_err(|e| {
+        input_err(format!(
+            "cannot read the model file {}: {e}",
+            onnx.display()
+        ))
+    })?;
+    let rt = trtmc_runtime::runtime::runtime(runtime_name).map_err(input_err)?;
+    let runtime_version = rt.version();
+    let mut shapes = BTreeMap::new();
+    let mut build_settings = BTreeMap::new();
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    for (k, v) in base.build_values() {
+        if let Some(input) = k.strip_prefix("shapes.") {
+            shapes.insert(input.to_string(), text(&v));
+        } else {
+            build_settings.insert(format!("build.{k}"), text(&v));
+        }
+    }
+    for (k, v) in base.runtime_values() {
+        build_settings.insert(format!("runtime.{k}"), text(&v));
+    }
+    for (k, v) in &base.request {
+        build_settings.insert(format!("request.{k}"), text(&v.value));
+    }
+    build_settings.insert("operation".into(), base.operation.clone());
+    build_settings.insert("case".into(), base.case.clone());
+    let fingerprint = Fingerprint {
+        model_sha256: model_sha256.clone(),
+        runtime: runtime_name.to_string(),
+        runtime_version: runtime_version.clone(),
+        machine: cache::describe_machine(),
+        shapes,
+        build_settings,
+    };
+    let mut files = BTreeMap::new();
+    files.insert("onnx".to_string(), onnx.display().to_string());
+    if let Some(root) = &model.catalog_root {
+        files.insert(
+            "manifest_root".to_string(),
+            absolute(root).display().to_string(),
+        );
+    }
+    let read = |what: &str, p: &Path| {
+        trtmc_tune::golden::read_golden(p).map_err(|e| input_err(format!("{what}: {e}")))
+    };
+    let inputs = match &request.inputs {
+        Some(p) => {
+            files.insert("inputs".into(), absolute(p).display().to_string());
+            read("--inputs", p)?
+        }
+        None => Vec::new(),
+    };
+    let reference = match &request.ref_outputs {
+        Some(p) => {
+            files.insert("ref_outputs".into(), absolute(p).display().to_string());
+            Reference::Given(read("--ref-outputs", p)?)
+        }
+        None => Reference::DefaultRoute,
+    };
+    let mut profile = model.profile.clone();
+    profile.tokenizer = crate::sources::resolve_tokenizer(&profile).map_err(input_err)?;
+    let target = Target {
+        profile,
+        case: request.case.clone(),
+        sets: request.sets.clone(),
+        runtime: runtime_name.to_string(),
+        onnx,
+    };
+    Ok(Prepared {
+        target,
+        fingerprint,
+        files,
+        model_sha256,
+        runtime_version,
+        inputs,
+        reference,
+        operation: base.operation.clone(),
+    })
+}
+
+/// Drives the engine over the plan's routes, then saves bundles and writes the summary and the report.
+fn search<R, F>(
+    request: &TuneRequest,
+    plan: &TunePlan,
+    prepared: Prepared,
+    writer: &mut CacheWriter,
+    previous: Vec<IterationRecord>,
+    progress: &dyn Progress,
+    make_runner: F,
+) -> Result<TuneOutcome, TuneRunError>
+where
+    R: RouteRunner + BuiltRoutes,
+    F: FnOnce(Target, ProcessOptions) -> Result<R, TuneRunError>,
+{
+    let out_dir = request.output_dir.as_path();
+    let work_dir = out_dir.join(WORK_DIR);
+    let options = ProcessOptions {
+        exe: request.worker_exe.clone(),
+        cache_root: absolute(&request.bundle_cache),
+        work_dir: work_dir.clone(),
+        log_dir: out_dir.join(LOG_DIR),
+        max_live_workers: request.live_workers,
+        command_line: request.command_line.clone(),
+    };
+    let Prepared {
+        target,
+        files,
+        model_sha256,
+        runtime_version,
+        inputs,
+        reference,
+        operation,
+        ..
+    } = prepared;
+    let model_name = target.profile.name.clone();
+    let model_file = target.onnx.display().to_string();
+    let runtime_name = target.runtime.clone();
+    let mut runner = make_runner(target, options)?;
+    let objective = plan.config.objective;
+    let mut each = |rec: &IterationRecord, replayed: bool| {
+        progress.report(Event::Iteration {
+            record: rec,
+            replayed,
+            objective,
+        });
+    };
+    progress.report(Event::TuneStarted {
+        model: &model_name,
+        runtime: &runtime_name,
+        plan,
+        cache: writer.path(),
+    });
+    let session = Session {
+        cache: Some(writer),
+        previous,
+        stop_after_new_iterations: None,
+        progress: Some(&mut each),
+    };
+    let outcome = trtmc_tune::tune(&mut runner, plan, &inputs, &reference, session);
+    let mut summary = outcome?;
+    let _ = std::fs::remove_dir_all(&work_dir);
+
+    let decided = summary.decision.route.clone();
+    let mut context_files = BTreeMap::new();
+    let mut chosen_route = None;
+    if let Some(route) = &decided {
+        let info = runner.route_bundle(route);
+        let saved = match (&request.save_bundle, &info) {
+            (Some(dir), Some(info)) => Some(save_bundle(info, dir, &summary)?),
+            _ => None,
+        };
+        chosen_route = info.map(|i| chosen_settings(&i, saved.clone()));
+        if let Some(s) = saved {
+            context_files.insert("saved_bundle".to_string(), s);
+        }
+    }
+    if request.save_all {
+        let dir = out_dir.join(ALL_BUNDLES_DIR);
+        for r in summary.routes.iter().filter(|r| r.eligible) {
+            if let Some(info) = runner.route_bundle(&r.route) {
+                let name = format!("iter{:03}.bundle", r.iter);
+                save_bundle(&info, &dir.join(name), &summary)?;
+            }
+        }
+        context_files.insert("all_bundles".into(), dir.display().to_string());
+    }
+    // Stops the routes' workers before the files that say the tune is over are written.
+    drop(runner);
+    for (k, v) in files {
+        context_files.insert(k, v);
+    }
+    context_files.insert(
+        "report".into(),
+        out_dir.join(REPORT_FILE).display().to_string(),
+    );
+    summary.context = Some(TuneContext {
+        model: model_name,
+        model_file,
+        model_sha256,
+        runtime: runtime_name,
+        runtime_version,
+        machine: cache::describe_machine(),
+        operation,
+        measurement: MEASUREMENT.into(),
+        command_line: cache::shell_quote_argv(&request.command_line),
+        cache: Some(absolute(&request.cache).display().to_string()),
+        chosen: chosen_route,
+        files: context_files,
+    });
+    let summary_path = out_dir.join(SUMMARY_FILE);
+    write_json_atomic(&summary_path, &summary).map_err(|e| {
+        TuneRunError::Output(format!("cannot write {}: {e}", summary_path.display()))
+    })?;
+    let summary_value =
+        serde_json::to_value(&summary).map_err(|e| TuneRunError::Internal(e.to_string()))?;
+    let html = trtmc_report::tune_page::render(&summary_value);
+    let report_path = out_dir.join(REPORT_FILE);
+    write_atomic(&report_path, html.as_bytes()).map_err(|e| {
+        TuneRunError::Output(format!("cannot write {}: {e}", report_path.display()))
+    })?;
+    Ok(TuneOutcome {
+        summary,
+        summary_file: summary_path,
+        report_file: report_path,
+        log_dir: out_dir.join(LOG_DIR),
+    })
+}
+
+fn chosen_settings(info: &RouteBundle, saved: Option<String>) -> ChosenRoute {
+    let mut other = BTreeMap::new();
+    if let Some(f) = &info.settings.fault {
+        other.insert("test.fault".into(), f.clone());
+    }
+    if info.settings.sleep_us > 0 {
+        other.insert("test.sleep_us".into(), info.settings.sleep_us.to_string());
+    }
+    ChosenRoute {
+        route: info.route.clone(),
+        build_settings: info.resolved.build_values(),
+        runtime_settings: info.resolved.runtime_values(),
+        other,
+        run_sets: knobs::run_sets(&info.settings),
+        saved_bundle: saved,
+    }
+}
+
+/// Copies a route's bundle to `dir` (which must be absent, empty, or an earlier saved bundle) and writes
+/// `tuned-route.json` beside its files.
+fn save_bundle(
+    info: &RouteBundle,
+    dir: &Path,
+    summary: &TuneSummary,
+) -> Result<String, TuneRunError> {
+    let dir = absolute(dir);
+    let refuse =
+        |why: String| TuneRunError::Output(format!("--save-bundle {}: {why}", dir.display()));
+    if let Ok(m) = std::fs::symlink_metadata(&dir) {
+        if m.file_type().is_symlink() || !m.is_dir() {
+            return Err(refuse("it exists and is not a directory".into()));
+        }
+        let empty = std::fs::read_dir(&dir)
+            .map(|mut e| e.next().is_none())
+            .unwrap_or(false);
+        if !empty && !dir.join(TUNED_ROUTE_FILE).is_file() {
+            return Err(refuse(
+                "it is not empty and holds no tuned-route.json (choose another directory)".into(),
+            ));
+        }
+        std::fs::remove_dir_all(&dir).map_err(|e| refuse(format!("cannot replace it: {e}")))?;
+    }
+    copy_dir(&info.bundle, &dir)
+        .map_err(|e| refuse(format!("cannot copy {}: {e}", info.bundle.display())))?;
+    let route = summary.route(&info.route);
+    let record = json!({
+        "schema": TUNED_ROUTE_SCHEMA,
+        "route": info.route,
+        "decision": summary.decision.kind,
+        "chosen": summary.decision.route.as_deref() == Some(info.route.as_str()),
+        "build_settings": info.resolved.build_values(),
+        "runtime_settings": info.resolved.runtime_values(),
+        "run_sets": knobs::run_sets(&info.settings),
+        "estimate": route.and_then(|r| r.search.clone()),
+        "source_bundle": info.bundle.display().to_string(),
+    });
+    write_json_atomic(&dir.join(TUNED_ROUTE_FILE), &record)
+        .map_err(|e| refuse(format!("cannot write {TUNED_ROUTE_FILE}: {e}")))?;
+    Ok(dir.display().to_string())
+}
+
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
