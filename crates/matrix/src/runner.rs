@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use trtmc_core::fsutil::{write_atomic, write_json_atomic};
 use trtmc_core::result::{MachineInfo, ProgramInfo};
+use trtmc_core::test_hooks::TestHooks;
 
 use crate::lights::Light;
 use crate::plan::{Finding, Plan, PlannedRow};
@@ -195,7 +196,7 @@ pub fn finalize(run: &Path) -> Result<Results, MatrixError> {
         environment_path: plan.environment_path.clone(),
         environment: plan.environment.clone(),
         program: plan.program.clone(),
-        machine: trtmc_runner::machine::machine(),
+        machine: trtmc_core::machine::machine(),
         executor: plan.executor.clone(),
         entry: plan.entry.clone(),
         command_line: plan.command_line.clone(),
@@ -281,6 +282,7 @@ pub fn execute(
     run: &Path,
     executor: &str,
     progress: &dyn Progress,
+    test_hooks: &TestHooks,
 ) -> Result<Results, MatrixError> {
     let mut plan = read_plan(run)?;
     // Rows run with this program (resume checks that it is the plan's revision).
@@ -294,7 +296,7 @@ pub fn execute(
             let total = pending.len();
             for (i, pr) in pending.iter().enumerate() {
                 progress.row_started(i, total, &pr.id);
-                let r = row::execute(&plan, pr, run, None);
+                let r = row::execute(&plan, pr, run, None, test_hooks);
                 write_row(run, &r)?;
                 progress.row_finished(&r);
                 finalize(run)?;
@@ -315,6 +317,7 @@ pub fn resume(
     run: &Path,
     executor: Option<&str>,
     progress: &dyn Progress,
+    test_hooks: &TestHooks,
 ) -> Result<Results, MatrixError> {
     let plan = read_plan(run)?;
     let program = trtmc_runner::machine::program();
@@ -327,11 +330,16 @@ pub fn resume(
         )));
     }
     let executor = executor.unwrap_or(&plan.executor).to_string();
-    execute(run, &executor, progress)
+    execute(run, &executor, progress, test_hooks)
 }
 
 /// A Slurm array task: runs the row its task index names and writes its result.
-pub fn task(run: &Path, tasks_file: &Path, task: usize) -> Result<(), MatrixError> {
+pub fn task(
+    run: &Path,
+    tasks_file: &Path,
+    task: usize,
+    test_hooks: &TestHooks,
+) -> Result<(), MatrixError> {
     let mut plan = read_plan(run)?;
     plan.executor = "slurm".into();
     let rows: Vec<usize> = std::fs::read(tasks_file)
@@ -348,7 +356,7 @@ pub fn task(run: &Path, tasks_file: &Path, task: usize) -> Result<(), MatrixErro
         .iter()
         .find(|r| r.index == index)
         .ok_or_else(|| MatrixError::Input(format!("row {index} is not in the plan")))?;
-    if std::env::var(row::TEST_ABORT_ROW_ENV).is_ok_and(|id| id == pr.id) {
+    if test_hooks.matrix_abort_row.as_deref() == Some(pr.id.as_str()) {
         // Test hook: a task that dies before writing a result.
         std::process::exit(9);
     }
@@ -359,7 +367,7 @@ pub fn task(run: &Path, tasks_file: &Path, task: usize) -> Result<(), MatrixErro
         (Ok(j), Ok(t)) => Some(format!("{j}_{t}")),
         _ => None,
     };
-    let r = row::execute(&plan, pr, run, label);
+    let r = row::execute(&plan, pr, run, label, test_hooks);
     write_row(run, &r)
 }
 

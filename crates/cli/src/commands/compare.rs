@@ -15,6 +15,7 @@ use trtmc_core::accuracy::{AccuracySpec, Algorithm, Tensor};
 use trtmc_core::case::{Override, Source};
 use trtmc_core::catalog::{Catalog, Profile};
 use trtmc_core::fsutil::write_json_atomic;
+use trtmc_core::test_hooks::TestHooks;
 use trtmc_runner::bundles::{self, BundleOptions, default_cache_root};
 use trtmc_runner::run::{self as runner, PlannedCase, Selection};
 use trtmc_runtime::bundle::BundleManifest;
@@ -354,8 +355,8 @@ fn prepare_side(
     selection: Selection,
     options: &BundleOptions,
 ) -> CliResult<Side> {
-    let planned =
-        runner::plan_cases(catalog, &[selection], options).map_err(super::run::run_error)?;
+    let planned = runner::plan_cases(catalog, &[selection], options, &TestHooks::from_env())
+        .map_err(super::run::run_error)?;
     let Some(p) = planned.into_iter().next() else {
         return Err(CliError::input("the selection resolved to no case"));
     };

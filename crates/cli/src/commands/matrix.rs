@@ -3,9 +3,11 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
+use trtmc_core::test_hooks::TestHooks;
 use trtmc_matrix::plan::{self, CheckInput, Kind};
 use trtmc_matrix::row::{RowResult, RowStatus};
 use trtmc_matrix::runner::{self, MatrixError, Progress, Results};
+use trtmc_report::terminal::pad_right;
 
 use crate::exit::{CliError, CliResult, ExitCode};
 
@@ -170,7 +172,7 @@ fn finish(run: &Path, results: Results) -> CliResult {
         s.rows, s.green, s.yellow, s.red, s.contract_mismatch, s.failed, s.incomplete, s.pending
     );
     for r in &results.rows {
-        println!("  {:<50} {}", r.id, outcome(r));
+        println!("  {} {}", pad_right(&r.id, 50), outcome(r));
     }
     println!("results: {}", run.join(runner::RESULTS_FILE).display());
     println!("report:  {}", run.join(runner::REPORT_FILE).display());
@@ -213,8 +215,8 @@ pub fn execute(args: MatrixArgs) -> CliResult {
             );
             for pr in &plan.rows {
                 println!(
-                    "  {:<50} {} vs {}  boundary {}  baseline precision {} ({})",
-                    pr.id,
+                    "  {} {} vs {}  boundary {}  baseline precision {} ({})",
+                    pad_right(&pr.id, 50),
                     pr.row.candidate.runtime,
                     pr.row.reference.backend,
                     pr.candidate_boundary,
@@ -231,12 +233,18 @@ pub fn execute(args: MatrixArgs) -> CliResult {
             let plan = preflight(&a.suite)?;
             let run = runner::create(&plan, a.output.as_deref()).map_err(to_cli)?;
             eprintln!("run directory: {}", run.display());
-            let results = runner::execute(&run, &plan.executor, &Printer).map_err(to_cli)?;
+            let results = runner::execute(&run, &plan.executor, &Printer, &TestHooks::from_env())
+                .map_err(to_cli)?;
             finish(&run, results)
         }
         MatrixCommand::Resume(a) => {
-            let results =
-                runner::resume(&a.run_dir, a.executor.as_deref(), &Printer).map_err(to_cli)?;
+            let results = runner::resume(
+                &a.run_dir,
+                a.executor.as_deref(),
+                &Printer,
+                &TestHooks::from_env(),
+            )
+            .map_err(to_cli)?;
             finish(&a.run_dir, results)
         }
         MatrixCommand::Report(a) => {
@@ -244,6 +252,8 @@ pub fn execute(args: MatrixArgs) -> CliResult {
                 runner::report(&a.run_dir, a.preparation_receipt.as_deref()).map_err(to_cli)?;
             finish(&a.run_dir, results)
         }
-        MatrixCommand::Task(a) => runner::task(&a.run_dir, &a.tasks_file, a.task).map_err(to_cli),
+        MatrixCommand::Task(a) => {
+            runner::task(&a.run_dir, &a.tasks_file, a.task, &TestHooks::from_env()).map_err(to_cli)
+        }
     }
 }

@@ -616,6 +616,9 @@ fn load_model(args: &TuneArgs) -> CliResult<Option<Model>> {
             profile.status.label()
         )));
     }
+    trtmc_core::test_hooks::TestHooks::from_env()
+        .check_operation(&profile)
+        .map_err(input_err)?;
     Ok(Some(Model {
         profile,
         catalog_root: Some(root),
@@ -791,7 +794,7 @@ fn prepare_run(
     let cache_root = args.bundle_cache.clone().unwrap_or_else(default_cache_root);
     let onnx =
         trtmc_runner::sources::materialize(&model.profile, &cache_root).map_err(input_err)?;
-    let model_sha256 = cache::sha256_file(&onnx).map_err(|e| {
+    let model_sha256 = trtmc_core::hash::file_sha256(&onnx).map_err(|e| {
         input_err(format!(
             "cannot read the model file {}: {e}",
             onnx.display()
@@ -824,7 +827,7 @@ fn prepare_run(
         model_sha256: model_sha256.clone(),
         runtime: runtime_name.to_string(),
         runtime_version: runtime_version.clone(),
-        machine: cache::describe_machine(),
+        machine: trtmc_core::machine::machine().fingerprint_line(),
         shapes,
         build_settings,
     };
@@ -983,10 +986,10 @@ fn run_tune(
         model_sha256,
         runtime: runtime_name,
         runtime_version,
-        machine: cache::describe_machine(),
+        machine: trtmc_core::machine::machine().fingerprint_line(),
         operation,
         measurement: MEASUREMENT.into(),
-        command_line: cache::shell_quote_argv(&args.canonical_argv()),
+        command_line: trtmc_core::text::shell_line(&args.canonical_argv()),
         cache: Some(writer_path(args, out_dir)),
         chosen: chosen_route,
         files: context_files,
