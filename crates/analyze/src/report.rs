@@ -146,26 +146,13 @@ pub fn choose_report_dir(
     Ok(candidate)
 }
 
-/// Writes `contents` to `path` through a temporary file in the same folder, so a reader never
+/// Streams a file of the report through `trtmc_core::fsutil::write_atomic_with`, so a reader never
 /// sees half a file.
-fn write_atomic(
+fn write_file(
     path: &Path,
-    write: impl FnOnce(&mut BufWriter<std::fs::File>) -> Result<(), PackageError>,
+    write: impl FnOnce(&mut BufWriter<&mut std::fs::File>) -> std::io::Result<()>,
 ) -> Result<(), PackageError> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let file = std::fs::File::create(&tmp).map_err(io_err(&tmp))?;
-    let mut w = BufWriter::with_capacity(1 << 20, file);
-    write(&mut w)?;
-    let file = w.into_inner().map_err(|e| PackageError::Io {
-        path: tmp.clone(),
-        source: e.into_error(),
-    })?;
-    file.sync_all().map_err(io_err(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(io_err(path))
+    trtmc_core::fsutil::write_atomic_with(path, write).map_err(io_err(path))
 }
 
 #[derive(Serialize)]
@@ -182,14 +169,11 @@ fn write_app(dir: &Path, analysis: &Analysis, md_html: Option<&str>) -> Result<(
         ("styles.css", STYLES_CSS),
     ] {
         let path = dir.join(name);
-        write_atomic(&path, |w| {
-            w.write_all(text.as_bytes()).map_err(io_err(&path))
-        })?;
+        write_file(&path, |w| w.write_all(text.as_bytes()))?;
     }
     let path = dir.join("data.js");
-    write_atomic(&path, |w| {
-        w.write_all(b"window.TRTMC_REPORT = ")
-            .map_err(io_err(&path))?;
+    write_file(&path, |w| {
+        w.write_all(b"window.TRTMC_REPORT = ")?;
         serde_json::to_writer(
             &mut *w,
             &ReportData {
@@ -197,7 +181,7 @@ fn write_app(dir: &Path, analysis: &Analysis, md_html: Option<&str>) -> Result<(
                 analyze_md_html: md_html,
             },
         )?;
-        w.write_all(b";\n").map_err(io_err(&path))
+        w.write_all(b";\n")
     })
 }
 
@@ -222,9 +206,9 @@ pub fn package(analysis: &Analysis, opts: &PackageOptions) -> Result<Packaged, P
     let md = opts.analyze_md.as_deref().map(read_markdown).transpose()?;
     std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
     let analysis_json = dir.join("analysis.json");
-    write_atomic(&analysis_json, |w| Ok(analysis.write_json(w)?))?;
+    write_file(&analysis_json, |w| Ok(analysis.write_json(w)?))?;
     let analyze_data_json = dir.join("analyze-data.json");
-    write_atomic(&analyze_data_json, |w| Ok(analysis.write_analyze_data(w)?))?;
+    write_file(&analyze_data_json, |w| Ok(analysis.write_analyze_data(w)?))?;
     finish(
         dir,
         analysis,
@@ -249,7 +233,7 @@ pub fn repackage(
         .unwrap_or_else(|| PathBuf::from("."));
     let md = analyze_md.map(read_markdown).transpose()?;
     let analysis_json = dir.join("analysis.json");
-    write_atomic(&analysis_json, |w| Ok(analysis.write_json(w)?))?;
+    write_file(&analysis_json, |w| Ok(analysis.write_json(w)?))?;
     // Keep an analyze.md that is already in the folder unless a new one is given.
     let existing = dir.join("analyze.md");
     let (md_path, md) = match (analyze_md, md) {

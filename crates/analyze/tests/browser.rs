@@ -19,10 +19,9 @@ fn chromium() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("TRTMC_CHROMIUM") {
         return Some(PathBuf::from(p));
     }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .flat_map(|dir| ["chromium", "chromium-browser", "google-chrome"].map(|n| dir.join(n)))
-        .find(|p| p.is_file())
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find_map(trtmc_core::machine::find_program)
 }
 
 /// Runs Chromium with exactly the flags the project uses, plus `extra`; returns (stdout, stderr).

@@ -71,6 +71,7 @@ impl From<trtmc_runner::Error> for CliError {
             | E::UnknownModel { .. }
             | E::ModelNotReady { .. }
             | E::Sweep { .. }
+            | E::TestOnlyOperation { .. }
             | E::Case { .. }
             | E::UnknownRuntime { .. }
             | E::UnsupportedOperation { .. }
@@ -91,9 +92,7 @@ impl From<trtmc_runner::Error> for CliError {
             E::OutputSlot { .. }
             | E::CreateResultDir { .. }
             | E::WriteResult { .. }
-            | E::WriteReference { .. } => {
-                ExitCode::Output
-            }
+            | E::WriteReference { .. } => ExitCode::Output,
             E::OperationTable { .. } | E::UnbuildablePlan { .. } => ExitCode::Internal,
         };
         Self::classified(code, &e)

@@ -70,24 +70,14 @@ fn probe_sweep(catalog: &Path, out: &Path) -> std::process::Output {
     o
 }
 
-/// RFC 4180 fields of one line (quoted fields may hold commas and doubled quotes).
-fn parse_csv_line(line: &str) -> Vec<String> {
-    let mut fields = vec![String::new()];
-    let (mut quoted, mut chars) = (false, line.chars().peekable());
-    while let Some(c) = chars.next() {
-        let field = fields.last_mut().expect("field");
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                field.push('"');
-                chars.next();
-            }
-            ('"', true) => quoted = false,
-            ('"', false) if field.is_empty() => quoted = true,
-            (',', false) => fields.push(String::new()),
-            (c, _) => field.push(c),
-        }
-    }
-    fields
+/// The records of a CSV document (RFC 4180, read by the `csv` crate).
+fn parse_csv(text: &str) -> Vec<Vec<String>> {
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(text.as_bytes())
+        .records()
+        .map(|r| r.expect("CSV record").iter().map(String::from).collect())
+        .collect()
 }
 
 fn bytes(path: &Path) -> Vec<u8> {
@@ -428,7 +418,7 @@ fn report_exports_json_csv_and_markdown_with_hostile_names_escaped() {
         probe_line.contains("\"m<script>alert(1)</script>\"\"'\""),
         "{probe_line}"
     );
-    let rows: Vec<Vec<String>> = lines.iter().map(|l| parse_csv_line(l)).collect();
+    let rows = parse_csv(&text);
     let header = &rows[0];
     assert!(rows.iter().all(|r| r.len() == header.len()), "{rows:?}");
     assert_eq!(
@@ -584,11 +574,7 @@ fn run_prints_a_compact_table_and_writes_its_exports() {
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let text = stdout(&o);
-    let rows: Vec<Vec<String>> = text
-        .split("\r\n")
-        .filter(|l| !l.is_empty())
-        .map(parse_csv_line)
-        .collect();
+    let rows = parse_csv(&text);
     assert_eq!(rows.len(), 2, "header + one case: {text}");
     let col = |name: &str| rows[0].iter().position(|h| h == name).expect(name);
     assert_eq!(rows[1][col("model")], "test-noop");

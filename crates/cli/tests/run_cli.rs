@@ -40,6 +40,66 @@ fn list_models_shows_every_profile_with_its_status() {
     }
 }
 
+/// A user catalog whose profile names a test-only operation: refused with exit 3 outside the test
+/// harness, run under it (where the operation does what it is for: the worker crashes).
+#[test]
+fn test_only_operations_run_only_under_the_test_harness() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let profile = tmp.path().join("catalog/user-crash");
+    std::fs::create_dir_all(&profile).expect("mkdir");
+    std::fs::write(
+        profile.join("MODEL.toml"),
+        "name = \"user-crash\"\nsummary = \"a user profile\"\ntask_strategy = \"test_crash\"\ntest_manifests = [\"cases.toml\"]\n[source]\nnone = true\n",
+    )
+    .expect("write MODEL.toml");
+    std::fs::write(
+        profile.join("cases.toml"),
+        "[[case]]\nname = \"default\"\n[case.request]\nafter_calls = 1\n",
+    )
+    .expect("write cases.toml");
+    let root = tmp.path().join("catalog");
+    let out_dir = tmp.path().join("out");
+    let invoke = |harness: bool, args: &[&str]| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
+            .env("TRTMC_MANIFEST_ROOT", &root)
+            .env_remove("TRTMC_TEST");
+        if harness {
+            cmd.env("TRTMC_TEST", "1");
+        }
+        cmd.output().expect("start trtmc-bench")
+    };
+    let out_arg = out_dir.to_str().expect("utf8");
+    let run_args = ["run", "--model", "user-crash", "-o", out_arg, "-q"];
+
+    for args in [
+        &run_args[..],
+        &["run", "--model", "user-crash", "--dry-run"],
+        &["tune", "--runtime", "tract", "--model", "user-crash"],
+    ] {
+        let refused = invoke(false, args);
+        assert_eq!(code(&refused), 3, "{args:?}: {}", stderr(&refused));
+        let message = stderr(&refused);
+        assert!(
+            message.contains("model `user-crash`")
+                && message.contains("`test_crash`, a test-only operation")
+                && message.contains("TRTMC_TEST=1"),
+            "{args:?}: {message}"
+        );
+    }
+    assert!(!out_dir.exists(), "nothing was measured");
+
+    let crashed = invoke(true, &run_args);
+    assert_eq!(code(&crashed), 5, "{}", stderr(&crashed));
+    let result = read_json(&out_dir.join("result.json"));
+    assert!(
+        result["cases"][0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("SIGABRT")),
+        "{result}"
+    );
+}
+
 #[test]
 fn selecting_an_unusable_profile_fails_closed_with_its_reason() {
     let out = run(&[
@@ -344,6 +404,8 @@ fn killing_a_run_while_it_stages_leaves_the_old_result_intact() {
             out_dir.to_str().expect("utf8"),
             "-q",
         ])
+        .env_remove("TRTMC_MANIFEST_ROOT")
+        .env("TRTMC_TEST", "1")
         .env("TRTMC_TEST_PAUSE_BEFORE_COMMIT_MS", "20000")
         .spawn()
         .expect("spawn");

@@ -6,11 +6,34 @@
 //! A slot is only ever replaced when it is empty or holds a recognized trtmc result; anything else, and
 //! any symlink, is refused. Results are never merged.
 
-use std::io::Write;
+use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 /// Writes `bytes` to `path` through a temporary sibling, fsync and rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace_through_temporary(path, |f| f.write_all(bytes))
+}
+
+/// Like [`write_atomic`] for a document too large to hold in memory twice: `write` streams it into a
+/// buffered temporary sibling (1 MiB buffer, as large analyses need).
+pub fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<&mut File>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    replace_through_temporary(path, |f| {
+        let mut w = BufWriter::with_capacity(1 << 20, f);
+        write(&mut w)?;
+        w.flush()
+    })
+}
+
+/// Fills a temporary sibling of `path`, syncs it and renames it over `path`, so a reader sees either the
+/// old file or the whole new one; the temporary is removed when anything fails.
+fn replace_through_temporary(
+    path: &Path,
+    fill: impl FnOnce(&mut File) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -20,14 +43,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
+    let written = File::create(&tmp).and_then(|mut f| {
+        fill(&mut f)?;
+        f.sync_all()
+    });
+    written
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
 }
 
 /// Serializes `value` as pretty JSON (with a trailing newline) and writes it atomically.
@@ -327,5 +351,24 @@ mod tests {
         let b = create_unique_dir(t.path(), "run").expect("b");
         assert_ne!(a, b);
         assert!(b.ends_with("run-2"));
+    }
+
+    #[test]
+    fn a_failed_streamed_write_keeps_the_old_file_and_no_temporary() {
+        let t = tempfile::tempdir().expect("tmp");
+        let p = t.path().join("big.json");
+        write_atomic_with(&p, |w| w.write_all(b"old")).expect("write");
+        let failed = write_atomic_with(&p, |w| {
+            w.write_all(b"half of the new")?;
+            Err(std::io::Error::other("serializer failed"))
+        });
+        assert!(failed.is_err());
+        assert_eq!(std::fs::read(&p).expect("read"), b"old");
+        let names: Vec<_> = std::fs::read_dir(t.path())
+            .expect("ls")
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names, ["big.json"], "no temporary is left behind");
     }
 }

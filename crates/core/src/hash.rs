@@ -48,3 +48,18 @@ pub fn file_sha256(path: &std::path::Path) -> std::io::Result<String> {
     }
     Ok(h.finish_hex())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha256_of_a_file_matches_the_standard_vector() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("m");
+        std::fs::write(&p, b"abc").expect("write");
+        let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+        assert_eq!(file_sha256(&p).expect("hash"), abc);
+        assert_eq!(sha256_hex(b"abc"), abc);
+    }
+}

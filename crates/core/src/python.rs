@@ -2,7 +2,7 @@
 //! found without importing it — and remembered, because starting Python costs ~200 ms and `list models`
 //! or `run --dry-run` would otherwise pay it on every call.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::fsutil::write_atomic;
 use crate::hash::sha256_hex;
@@ -49,7 +49,7 @@ pub fn package_dir(package: &str) -> Result<Option<PathBuf>, String> {
 /// modification time), the variables that change what it imports, and the package; `None` when the
 /// interpreter cannot be resolved on PATH (then nothing is remembered).
 fn memo_path(python: &str, package: &str) -> Option<PathBuf> {
-    let exe = resolve_executable(python)?;
+    let exe = crate::machine::find_program(python)?;
     let canonical = std::fs::canonicalize(&exe).ok()?;
     let meta = std::fs::metadata(&canonical).ok()?;
     let mtime = meta
@@ -83,24 +83,4 @@ fn memo_path(python: &str, package: &str) -> Option<PathBuf> {
             .join("trtmc/python-packages")
             .join(&key[..32]),
     )
-}
-
-fn resolve_executable(name: &str) -> Option<PathBuf> {
-    if name.contains('/') {
-        return Path::new(name).is_file().then(|| PathBuf::from(name));
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn executables_resolve_on_path_and_missing_files_do_not() {
-        assert!(resolve_executable("/definitely/not/python").is_none());
-        assert!(resolve_executable("sh").is_some());
-    }
 }

@@ -5,6 +5,10 @@
 //! `x[floor(h)] + (h - floor(h)) * (x[floor(h) + 1] - x[floor(h)])`. So p50 of an even count is the mean of the
 //! two middle samples, p0 is the minimum and p100 the maximum. The method name is recorded in every result as
 //! [`PERCENTILE_METHOD`].
+//!
+//! `analyze` summarizes trtexec's own per-iteration times (`--exportTimes`) by the nearest-rank method
+//! instead ([`percentile_nearest_rank_sorted`], [`NEAREST_RANK_METHOD`]): always an observed value, as
+//! trtexec's printed percentiles are. Both methods live here and nowhere else.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -25,6 +29,18 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
     let upper = (lower + 1).min(n - 1);
     let fraction = rank - lower as f64;
     sorted[lower] + fraction * (sorted[upper] - sorted[lower])
+}
+
+/// The name of the nearest-rank method (`analyze`'s per-iteration time statistics).
+pub const NEAREST_RANK_METHOD: &str = "nearest_rank";
+
+/// Percentile `p` (0..=100) of already sorted, non-empty samples by the nearest-rank method: the sample at
+/// rank `ceil(p / 100 * n)` (1-based, at least 1), so p90 of 1..=100 is 90 and p99 is 99.
+pub fn percentile_nearest_rank_sorted(sorted: &[f64], p: f64) -> f64 {
+    debug_assert!(!sorted.is_empty());
+    let n = sorted.len();
+    let rank = (p.clamp(0.0, 100.0) / 100.0 * n as f64).ceil() as usize;
+    sorted[rank.clamp(1, n) - 1]
 }
 
 /// A sorted copy of `samples` (NaN sorts last; callers reject non-finite samples before this).
@@ -288,6 +304,22 @@ mod tests {
         // rank = 3 * 0.9 = 2.7 -> 3 + 0.7 * (4 - 3)
         assert!((percentile_sorted(&s, 90.0) - 3.7).abs() < 1e-12);
         assert_eq!(percentile_sorted(&[7.0], 99.0), 7.0);
+    }
+
+    #[test]
+    fn nearest_rank_percentiles_are_observed_samples() {
+        let hundred: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile_nearest_rank_sorted(&hundred, 90.0), 90.0);
+        assert_eq!(percentile_nearest_rank_sorted(&hundred, 99.0), 99.0);
+        assert!(
+            (percentile_sorted(&hundred, 99.0) - 99.01).abs() < 1e-9,
+            "type 7 interpolates"
+        );
+        let s = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(percentile_nearest_rank_sorted(&s, 0.0), 1.0);
+        assert_eq!(percentile_nearest_rank_sorted(&s, 50.0), 2.0);
+        assert_eq!(percentile_nearest_rank_sorted(&s, 90.0), 4.0);
+        assert_eq!(percentile_nearest_rank_sorted(&[7.0], 1.0), 7.0);
     }
 
     #[test]

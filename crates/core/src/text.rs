@@ -1,34 +1,21 @@
-//! Small text helpers for error messages.
-
-/// Edit distance between two strings (Levenshtein, by characters).
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = if ca == *cb {
-                diagonal
-            } else {
-                1 + diagonal.min(above).min(row[j])
-            };
-            diagonal = above;
-        }
-    }
-    row[b.len()]
-}
+//! Small text helpers for messages: typo suggestions and command lines people can paste.
 
 /// The candidate closest to `word`, if it is close enough to be a plausible typo.
 pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let limit = (word.chars().count() / 3).max(2);
     candidates
         .into_iter()
-        .map(|c| (edit_distance(word, c), c))
+        .map(|c| (strsim::levenshtein(word, c), c))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)
+}
+
+/// An argument vector as one line a POSIX shell reads back into the same arguments (quoted only where
+/// needed), for people to read or paste.
+pub fn shell_line(argv: &[String]) -> String {
+    // Only a NUL byte cannot be quoted, and no OS argument holds one; show such a vector unquoted.
+    shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
 }
 
 #[cfg(test)]
@@ -37,12 +24,25 @@ mod tests {
 
     #[test]
     fn distances_and_suggestions() {
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(
             closest("tiny-gtp", ["tiny-gpt", "tiny-cnn"]),
             Some("tiny-gpt")
         );
         assert_eq!(closest("resnet", ["tiny-gpt"]), None);
+        assert_eq!(
+            closest("-precison", ["-threads", "-precision"]),
+            Some("-precision")
+        );
+    }
+
+    #[test]
+    fn shell_lines_quote_only_what_a_shell_would_change() {
+        let argv: Vec<String> = ["trtmc-bench", "tune", "--routes", "-a=[on|off]", "it's", ""]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            shell_line(&argv),
+            r#"trtmc-bench tune --routes '-a=[on|off]' "it's" ''"#
+        );
     }
 }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use trtmc_core::case::{self, Override, ResolveInput, ResolvedCase, Source};
 use trtmc_core::catalog::{Catalog, Profile};
+use trtmc_core::machine::find_program;
 use trtmc_core::result::{PUBLIC_PIPELINE_CALL_WALL, ProgramInfo};
 use trtmc_runtime::runtime;
 
@@ -294,7 +295,7 @@ fn machine_checks(env: &Expanded, executor: &str, program: &ProgramInfo, f: &mut
     exes.sort();
     exes.dedup();
     for exe in &exes {
-        if find_executable(exe).is_none() {
+        if find_program(exe).is_none() {
             f.push(finding(
                 Kind::Machine,
                 format!("executable/{exe}"),
@@ -303,7 +304,7 @@ fn machine_checks(env: &Expanded, executor: &str, program: &ProgramInfo, f: &mut
         }
     }
     if executor == "slurm"
-        && find_executable("scontrol").is_some()
+        && find_program("scontrol").is_some()
         && !std::process::Command::new("scontrol")
             .arg("ping")
             .output()
@@ -380,16 +381,6 @@ fn free_gib(dir: &Path) -> Option<f64> {
     let existing = abs.ancestors().find(|p| p.exists())?;
     let st = rustix::fs::statvfs(existing).ok()?;
     Some(st.f_bavail as f64 * st.f_frsize as f64 / (1u64 << 30) as f64)
-}
-
-pub fn find_executable(name: &str) -> Option<PathBuf> {
-    if name.contains('/') {
-        let p = PathBuf::from(name);
-        return p.is_file().then_some(p);
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
 }
 
 pub(crate) fn overrides(set: &BTreeMap<String, Value>) -> Result<Vec<Override>, String> {

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use trtmc_core::catalog::Catalog;
 use trtmc_core::result::Observation;
+use trtmc_core::test_hooks::{CALL_DELAY_ENV, TestHooks};
 use trtmc_runner::bundles::BundleOptions;
 use trtmc_runner::compare::{self, ReferencePreparation, ReferenceSettings};
 use trtmc_runner::progress::Silent;
@@ -24,12 +25,6 @@ use crate::plan::{Plan, PlannedRow};
 use crate::suite::{ORT_PYTHON, TRTMC_PREFIX};
 
 pub const ROW_SCHEMA: &str = "trtmc.matrix-row/v1";
-/// Test-only: microseconds added to every timed call of the candidate (passed to its worker only).
-pub const TEST_CANDIDATE_DELAY_ENV: &str = "TRTMC_TEST_MATRIX_CANDIDATE_DELAY_US";
-/// The worker's knob the delay is passed through (crates/runtime/src/worker.rs).
-pub const WORKER_DELAY_ENV: &str = "TRTMC_TEST_CALL_DELAY_US";
-/// Test-only: a row id whose task exits with code 9 before writing anything (a crashed task).
-pub const TEST_ABORT_ROW_ENV: &str = "TRTMC_TEST_MATRIX_ABORT_ROW";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -179,9 +174,9 @@ impl Ctx<'_> {
         let started = Instant::now();
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]).envs(&env).stdout(file).stderr(err);
-        // The delay knob reaches only the leaf it is meant for.
-        if !env.contains_key(WORKER_DELAY_ENV) {
-            cmd.env_remove(WORKER_DELAY_ENV);
+        // The delay hook reaches only the leaf it is meant for.
+        if !env.contains_key(CALL_DELAY_ENV) {
+            cmd.env_remove(CALL_DELAY_ENV);
         }
         let status = cmd.status();
         let seconds = started.elapsed().as_secs_f64();
@@ -325,7 +320,13 @@ fn read_run_side(
 }
 
 /// Runs row `pr` of `plan` in the run directory `run` and returns its result (not yet written).
-pub fn execute(plan: &Plan, pr: &PlannedRow, run: &Path, slurm_task: Option<String>) -> RowResult {
+pub fn execute(
+    plan: &Plan,
+    pr: &PlannedRow,
+    run: &Path,
+    slurm_task: Option<String>,
+    test_hooks: &TestHooks,
+) -> RowResult {
     let started = jiff::Timestamp::now().to_string();
     let mut result = RowResult {
         schema: ROW_SCHEMA.into(),
@@ -357,7 +358,7 @@ pub fn execute(plan: &Plan, pr: &PlannedRow, run: &Path, slurm_task: Option<Stri
         attempt_dir: String::new(),
         executor: plan.executor.clone(),
         slurm_task,
-        host: trtmc_runner::machine::machine().hostname,
+        host: trtmc_core::machine::machine().hostname,
         started,
         finished: String::new(),
     };
@@ -375,7 +376,7 @@ pub fn execute(plan: &Plan, pr: &PlannedRow, run: &Path, slurm_task: Option<Stri
         commands: Vec::new(),
     };
     result.attempt_dir = ctx.rel(&dir);
-    let outcome = measure(plan, pr, &mut ctx, &mut result);
+    let outcome = measure(plan, pr, &mut ctx, &mut result, test_hooks);
     result.commands = std::mem::take(&mut ctx.commands);
     match outcome {
         Ok(()) => {}
@@ -394,20 +395,26 @@ fn failed(m: String) -> (RowStatus, String) {
     (RowStatus::Failed, m)
 }
 
-fn measure(plan: &Plan, pr: &PlannedRow, ctx: &mut Ctx<'_>, result: &mut RowResult) -> Outcome {
+fn measure(
+    plan: &Plan,
+    pr: &PlannedRow,
+    ctx: &mut Ctx<'_>,
+    result: &mut RowResult,
+    test_hooks: &TestHooks,
+) -> Outcome {
     let row = &pr.row;
     let rounds = pr.rounds.max(1);
     let per_round = pr.iterations.div_ceil(rounds);
     let mut env = BTreeMap::new();
-    if let Some(us) = std::env::var(TEST_CANDIDATE_DELAY_ENV)
-        .ok()
-        .filter(|v| !v.is_empty())
-    {
-        env.insert(WORKER_DELAY_ENV.to_string(), us);
+    // Test hook: the candidate's `run` (under the same TRTMC_TEST=1) hands it to its worker.
+    if let Some(us) = &test_hooks.matrix_candidate_delay_us {
+        env.insert(CALL_DELAY_ENV.to_string(), us.clone());
     }
     let backend = row.reference.backend.as_str();
     let python_request = if backend == ORT_PYTHON {
-        Some(prepare_python_reference(plan, pr, per_round, ctx)?)
+        Some(prepare_python_reference(
+            plan, pr, per_round, ctx, test_hooks,
+        )?)
     } else {
         None
     };
@@ -549,6 +556,7 @@ fn prepare_python_reference(
     pr: &PlannedRow,
     iterations: u64,
     ctx: &Ctx<'_>,
+    test_hooks: &TestHooks,
 ) -> Result<PathBuf, (RowStatus, String)> {
     let row = &pr.row;
     let catalog = Catalog::load(&plan.catalog_root).map_err(failed)?;
@@ -578,13 +586,13 @@ fn prepare_python_reference(
                 options: row.reference.options.clone(),
             },
             command_line: &command_line,
+            test_hooks,
         },
         &Silent,
     )
     .map_err(|e| failed(format!("preparing the reference inputs: {}", message(e))))?;
     Ok(saved.request_path)
 }
-
 
 fn message(e: RunError) -> String {
     e.message()

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use trtmc_core::fsutil::{write_atomic, write_json_atomic};
 use trtmc_core::result::{MachineInfo, ProgramInfo};
+use trtmc_core::test_hooks::TestHooks;
 
 use crate::error::Error;
 pub use crate::error::MatrixError;
@@ -172,7 +173,7 @@ pub fn finalize(run: &Path) -> Result<Results, MatrixError> {
         environment_path: plan.environment_path.clone(),
         environment: plan.environment.clone(),
         program: plan.program.clone(),
-        machine: trtmc_runner::machine::machine(),
+        machine: trtmc_core::machine::machine(),
         executor: plan.executor.clone(),
         entry: plan.entry.clone(),
         command_line: plan.command_line.clone(),
@@ -259,6 +260,7 @@ pub fn execute(
     run: &Path,
     executor: &str,
     progress: &dyn Progress,
+    test_hooks: &TestHooks,
 ) -> Result<Results, MatrixError> {
     let mut plan = read_plan(run)?;
     // Rows run with this program (resume checks that it is the plan's revision).
@@ -276,7 +278,7 @@ pub fn execute(
                     total,
                     id: &pr.id,
                 });
-                let r = row::execute(&plan, pr, run, None);
+                let r = row::execute(&plan, pr, run, None, test_hooks);
                 write_row(run, &r)?;
                 progress.report(Event::RowFinished {
                     id: &r.id,
@@ -300,6 +302,7 @@ pub fn resume(
     run: &Path,
     executor: Option<&str>,
     progress: &dyn Progress,
+    test_hooks: &TestHooks,
 ) -> Result<Results, MatrixError> {
     let plan = read_plan(run)?;
     let program = trtmc_runner::machine::program();
@@ -311,11 +314,16 @@ pub fn resume(
         });
     }
     let executor = executor.unwrap_or(&plan.executor).to_string();
-    execute(run, &executor, progress)
+    execute(run, &executor, progress, test_hooks)
 }
 
 /// A Slurm array task: runs the row its task index names and writes its result.
-pub fn task(run: &Path, tasks_file: &Path, task: usize) -> Result<TaskOutcome, MatrixError> {
+pub fn task(
+    run: &Path,
+    tasks_file: &Path,
+    task: usize,
+    test_hooks: &TestHooks,
+) -> Result<TaskOutcome, MatrixError> {
     let mut plan = read_plan(run)?;
     plan.executor = "slurm".into();
     let task_list = |source| Error::TaskList {
@@ -334,7 +342,7 @@ pub fn task(run: &Path, tasks_file: &Path, task: usize) -> Result<TaskOutcome, M
         .iter()
         .find(|r| r.index == index)
         .ok_or(Error::RowNotPlanned { index })?;
-    if test_abort_row().is_some_and(|id| id == pr.id) {
+    if test_hooks.matrix_abort_row.as_deref() == Some(pr.id.as_str()) {
         // The caller ends the process without a row result, as a killed task would.
         return Ok(TaskOutcome::AbortedForTest);
     }
@@ -345,7 +353,7 @@ pub fn task(run: &Path, tasks_file: &Path, task: usize) -> Result<TaskOutcome, M
         (Ok(j), Ok(t)) => Some(format!("{j}_{t}")),
         _ => None,
     };
-    let r = row::execute(&plan, pr, run, label);
+    let r = row::execute(&plan, pr, run, label, test_hooks);
     write_row(run, &r)?;
     Ok(TaskOutcome::RowWritten)
 }
@@ -358,14 +366,6 @@ pub enum TaskOutcome {
     /// Test only: the row named by `TRTMC_TEST_MATRIX_ABORT_ROW` (under `TRTMC_TEST=1`) wrote nothing,
     /// so the process should now die as a killed task would.
     AbortedForTest,
-}
-
-/// The row id a test asks a task to die on, honoured only under the test harness (`TRTMC_TEST=1`).
-fn test_abort_row() -> Option<String> {
-    if std::env::var("TRTMC_TEST").as_deref() != Ok("1") {
-        return None;
-    }
-    std::env::var(row::TEST_ABORT_ROW_ENV).ok()
 }
 
 /// `matrix report`: validates and attaches a preparation receipt (if given), rewrites the results.

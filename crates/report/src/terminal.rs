@@ -2,24 +2,44 @@
 //! one line per case, then the reasons of each invalid case, then each recommendation once with the
 //! cases it applies to.
 
+use unicode_width::{UnicodeWidthChar as _, UnicodeWidthStr};
+
 use crate::fmt::{fmt_num, fmt_pct};
 use crate::model::CollectionReport;
 
-/// Replaces control characters (escape sequences from a hostile name) and shortens to `max` characters.
+/// Replaces control characters (escape sequences from a hostile name) and shortens to `max` terminal
+/// columns.
 pub fn clean(s: &str, max: usize) -> String {
-    let mut out: String = s
+    let out: String = s
         .chars()
         .map(|c| if c.is_control() { '?' } else { c })
         .collect();
-    if out.chars().count() > max {
-        out = out.chars().take(max.saturating_sub(1)).collect();
-        out.push('…');
+    if width(&out) <= max {
+        return out;
     }
-    out
+    let mut short = String::new();
+    let mut used = 0;
+    for c in out.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > max.saturating_sub(1) {
+            break;
+        }
+        short.push(c);
+        used += w;
+    }
+    short.push('…');
+    short
 }
 
-fn width(s: &str) -> usize {
-    s.chars().count()
+/// Terminal columns `s` takes: a CJK character or an emoji takes two, a combining mark none.
+pub fn width(s: &str) -> usize {
+    UnicodeWidthStr::width(s)
+}
+
+/// `s` followed by spaces up to `columns` terminal columns (`format!`'s `{:<N}` counts characters,
+/// which misaligns wide characters).
+pub fn pad_right(s: &str, columns: usize) -> String {
+    format!("{s}{}", " ".repeat(columns.saturating_sub(width(s))))
 }
 
 /// The table as text, lines ending in `\n`.
@@ -194,7 +214,7 @@ mod tests {
         let text = table(&report);
         assert!(!text.contains('\u{1b}'), "{text}");
         let lines: Vec<&str> = text.lines().collect();
-        let at = |l: &str, h: &str| l[..l.find(h).expect(h)].chars().count();
+        let at = |l: &str, h: &str| width(&l[..l.find(h).expect(h)]);
         // The validity column starts at the same place on every row.
         let col = at(lines[0], "validity");
         assert_eq!(at(lines[1], "VALID"), col, "{text}");
@@ -207,6 +227,43 @@ mod tests {
             text.contains("  → raise --iterations to at least 100 (case 2)"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn wide_model_names_keep_the_columns_aligned() {
+        let o = observations(150, 10.0);
+        let loaded = LoadedRun {
+            path: ".".into(),
+            has_report: false,
+            run: run(
+                vec![
+                    case("画像分類モデル", "default", &[], &o),
+                    case("tiny-cnn", "default", &[], &o),
+                ],
+                "h",
+            ),
+            observations: vec![Ok(o.clone()), Ok(o.clone())],
+        };
+        let (report, _) = build(vec![".".into()], vec![loaded], vec![], &Policy::default());
+        let text = table(&report);
+        let lines: Vec<&str> = text.lines().collect();
+        let at = |l: &str, h: &str| width(&l[..l.find(h).expect(h)]);
+        // Seven CJK characters take fourteen columns: the next column starts at the same place.
+        let col = at(lines[0], "case");
+        assert_eq!(at(lines[1], "default"), col, "{text}");
+        assert_eq!(at(lines[2], "default"), col, "{text}");
+        assert_eq!(at(lines[1], "VALID"), at(lines[0], "validity"), "{text}");
+        assert_eq!(at(lines[2], "VALID"), at(lines[0], "validity"), "{text}");
+    }
+
+    #[test]
+    fn long_wide_names_are_shortened_by_columns() {
+        assert_eq!(clean("画像分類モデル", 14), "画像分類モデル");
+        let short = clean("画像分類モデル", 8);
+        assert_eq!(short, "画像分…");
+        assert!(width(&short) <= 8);
+        assert_eq!(pad_right("画像", 6), "画像  ");
+        assert_eq!(width("画像"), 4);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use trtmc_core::test_hooks::TestHooks;
 
 use anyhow::Context as _;
 use serde_json::Value;
@@ -64,9 +65,11 @@ impl Side {
         seed: u64,
         dims: &BTreeMap<String, i64>,
     ) -> Result<TensorSet, RunError> {
-        let tensors = outputs::synthesize_inputs(&self.manifest.inputs, seed, dims)
-            .map_err(|e| RunError::CompareInputs {
-                reason: format!("{e:#}"),
+        let tensors =
+            outputs::synthesize_inputs(&self.manifest.inputs, seed, dims).map_err(|e| {
+                RunError::CompareInputs {
+                    reason: format!("{e:#}"),
+                }
             })?;
         Ok(self
             .manifest
@@ -80,10 +83,9 @@ impl Side {
     /// The bundle's inputs read from a file (`.npy`, `.npz` or a JSON index with `inputs`), each
     /// converted to the dtype the bundle expects.
     pub fn read_inputs(&self, path: &Path) -> Result<TensorSet, RunError> {
-        let file =
-            trtmc_tune::golden::read_golden(path).map_err(|e| RunError::CompareInputs {
-                reason: e.to_string(),
-            })?;
+        let file = trtmc_tune::golden::read_golden(path).map_err(|e| RunError::CompareInputs {
+            reason: e.to_string(),
+        })?;
         self.manifest
             .inputs
             .iter()
@@ -99,8 +101,8 @@ impl Side {
                         ),
                     }
                 })?;
-                let tensor = outputs::from_tensor(t, spec.dtype)
-                    .map_err(|e| RunError::CompareInputs {
+                let tensor =
+                    outputs::from_tensor(t, spec.dtype).map_err(|e| RunError::CompareInputs {
                         reason: format!("input `{}`: {e:#}", spec.name),
                     })?;
                 Ok((spec.name.clone(), tensor))
@@ -134,23 +136,21 @@ pub fn prepare_side(
     selection: Selection,
     options: &BundleOptions,
     command_line: &[String],
+    test_hooks: &TestHooks,
     progress: &dyn Progress,
 ) -> Result<Side, RunError> {
-    let planned = crate::run::plan_cases(catalog, &[selection], options)?;
+    let planned = crate::run::plan_cases(catalog, &[selection], options, test_hooks)?;
     let Some(p) = planned.into_iter().next() else {
         return Err(RunError::NoCase);
     };
-    let plan = p.bundle.clone().ok_or_else(|| {
-        RunError::NoModelFile {
-            model: p.profile.name.clone(),
-        }
+    let plan = p.bundle.clone().ok_or_else(|| RunError::NoModelFile {
+        model: p.profile.name.clone(),
     })?;
-    let rt = runtime::runtime(&p.resolved.runtime.value).map_err(|reason| {
-        RunError::UnknownRuntime {
+    let rt =
+        runtime::runtime(&p.resolved.runtime.value).map_err(|reason| RunError::UnknownRuntime {
             runtime: p.resolved.runtime.value.clone(),
             reason,
-        }
-    })?;
+        })?;
     if rt.self_timed().is_some() {
         return Err(RunError::SelfTimedRuntime {
             runtime: rt.name().to_string(),
@@ -271,8 +271,8 @@ pub fn save_reference_inputs(
     cache_root: &Path,
     settings: &ReferenceSettings,
 ) -> Result<SavedReference, RunError> {
-    let index = outputs::write_tensor_set(dir, "inputs", inputs)
-        .map_err(|e| RunError::WriteReference {
+    let index =
+        outputs::write_tensor_set(dir, "inputs", inputs).map_err(|e| RunError::WriteReference {
             path: dir.to_path_buf(),
             reason: format!("{e:#}"),
         })?;
@@ -290,11 +290,10 @@ pub fn save_reference_inputs(
         settings,
     );
     let request_path = dir.join(REFERENCE_REQUEST_FILE);
-    write_json_atomic(&request_path, &request)
-        .map_err(|e| RunError::WriteReference {
-            path: request_path.clone(),
-            reason: e.to_string(),
-        })?;
+    write_json_atomic(&request_path, &request).map_err(|e| RunError::WriteReference {
+        path: request_path.clone(),
+        reason: e.to_string(),
+    })?;
     Ok(SavedReference {
         inputs_index: index,
         request_path,
@@ -314,6 +313,7 @@ pub struct ReferencePreparation<'a> {
     pub settings: ReferenceSettings,
     /// Recorded in a bundle that gets built.
     pub command_line: &'a [String],
+    pub test_hooks: &'a TestHooks,
 }
 
 /// The inputs and request of a Python reference run, with the case's own seed: what
@@ -328,6 +328,7 @@ pub fn prepare_reference(
         prep.selection,
         prep.bundle,
         prep.command_line,
+        prep.test_hooks,
         progress,
     )?;
     let seed = side.case_seed();
@@ -519,11 +520,15 @@ mod tests {
             selection("no-such-runtime", &[]),
             &options,
             &[],
+            &TestHooks::default(),
             &Builds::default(),
         )
         .err()
         .expect("refused");
-        let RunError::UnknownRuntime { reason: message, .. } = err else {
+        let RunError::UnknownRuntime {
+            reason: message, ..
+        } = err
+        else {
             panic!("not an unknown-runtime error: {err:?}");
         };
         assert!(message.contains("no-such-runtime"), "{message}");
@@ -559,6 +564,7 @@ mod tests {
                 dir: &dir,
                 settings: settings.clone(),
                 command_line: &["test".to_string()],
+                test_hooks: &TestHooks::default(),
             },
             &builds,
         )
@@ -577,8 +583,15 @@ mod tests {
         assert_eq!(on_disk.options["graph_optimization_level"], json!("all"));
 
         // The inputs are the worker's synthesis of the bundle's inputs with that seed.
-        let side =
-            prepare_side(&catalog, selection("tract", &[]), &options, &[], &builds).expect("side");
+        let side = prepare_side(
+            &catalog,
+            selection("tract", &[]),
+            &options,
+            &[],
+            &TestHooks::default(),
+            &builds,
+        )
+        .expect("side");
         assert_eq!(builds.0.borrow().len(), 1, "the second side is a cache hit");
         let expected = side
             .synthesize_inputs(7, &BTreeMap::new())

@@ -25,6 +25,9 @@ pub enum Error {
     /// A `--sweep` cannot be expanded.
     #[error("{reason}")]
     Sweep { reason: String },
+    /// A test-only operation (test_crash, test_hang, …) outside the test harness.
+    #[error("{reason}")]
+    TestOnlyOperation { model: String, reason: String },
     /// A case of the model cannot be resolved (unknown case or field, a bad value).
     #[error("{reason}")]
     Case { model: String, reason: String },

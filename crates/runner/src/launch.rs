@@ -170,7 +170,7 @@ impl Sampler {
             last_t: Duration::ZERO,
             // USER_HZ is 100 on every Linux configuration in practice.
             ticks_per_s: 100.0,
-            nvidia_smi: find_on_path("nvidia-smi"),
+            nvidia_smi: trtmc_core::machine::find_program("nvidia-smi"),
             samples: Vec::new(),
         }
     }
@@ -242,13 +242,6 @@ fn read_cpu_mhz() -> Option<f64> {
         .trim()
         .parse()
         .ok()
-}
-
-pub fn find_on_path(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
 }
 
 /// Describes how a worker ended, for the case's error message.

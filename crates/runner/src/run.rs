@@ -18,6 +18,7 @@ use trtmc_core::result::{
     RuntimeInfo, reduce,
 };
 use trtmc_core::stats::PERCENTILE_METHOD;
+use trtmc_core::test_hooks::TestHooks;
 use trtmc_runtime::bundle::BundleManifest;
 use trtmc_runtime::protocol::{
     ProfilePass, WORKER_REQUEST_SCHEMA, WorkerRequest, WorkerResult, WorkerStatus,
@@ -74,6 +75,8 @@ pub struct RunOptions {
     pub command_line: Vec<String>,
     /// `--profile`: after each case's timed run, a separate per-layer profiling pass of this many calls.
     pub profile: Option<u64>,
+    /// The test suite's hooks (all off unless `TRTMC_TEST=1`).
+    pub test_hooks: TestHooks,
 }
 
 /// Errors that stop a run before any case is measured: the runner's one error type (kept under this
@@ -87,11 +90,13 @@ pub struct PlannedCase {
     pub bundle: Option<BundlePlan>,
 }
 
-/// Resolves every selection into cases and plans their bundles; nothing is built or loaded.
+/// Resolves every selection into cases and plans their bundles; nothing is built or loaded. A profile of a
+/// test-only operation is refused unless `test_hooks` come from the test harness.
 pub fn plan_cases(
     catalog: &Catalog,
     selections: &[Selection],
     options: &BundleOptions,
+    test_hooks: &TestHooks,
 ) -> Result<Vec<PlannedCase>, RunError> {
     operations::validate().map_err(|reason| Error::OperationTable { reason })?;
     if options.explicit.is_some() && selections.len() > 1 {
@@ -111,6 +116,12 @@ pub fn plan_cases(
                 status: profile.status.label(),
             });
         }
+        test_hooks
+            .check_operation(profile)
+            .map_err(|reason| Error::TestOnlyOperation {
+                model: profile.name.clone(),
+                reason,
+            })?;
         // Resolved after the model source, whose absence is the first thing to report.
         let mut tokenizer: Option<Option<String>> = None;
         let points = case::sweep_points(&sel.sweeps).map_err(|reason| Error::Sweep { reason })?;
@@ -262,8 +273,7 @@ pub fn execute(
             label: &format!("{} {}", p.profile.name, p.resolved.label),
             iterations: p.resolved.measure.iterations.value,
         });
-        let (result, observations) =
-            run_case(i + 1, p, slot.staging(), options)?;
+        let (result, observations) = run_case(i + 1, p, slot.staging(), options)?;
         progress.report(Event::CaseFinished {
             index: i + 1,
             result: &result,
@@ -287,7 +297,7 @@ pub fn execute(
         provenance: Provenance {
             program: crate::machine::program(),
             runtimes,
-            machine: crate::machine::machine(),
+            machine: trtmc_core::machine::machine(),
         },
         cases,
     };
@@ -297,13 +307,9 @@ pub fn execute(
         .map_err(write_error(&report_path))?;
     let result_path = slot.staging().join(RESULT_FILE);
     write_json_atomic(&result_path, &run).map_err(write_error(&result_path))?;
-    if std::env::var_os("TRTMC_TEST_PAUSE_BEFORE_COMMIT_MS").is_some() {
+    if let Some(pause) = options.test_hooks.pause_before_commit {
         // Test hook: widens the window in which a kill leaves a staged but uncommitted result.
-        let ms = std::env::var("TRTMC_TEST_PAUSE_BEFORE_COMMIT_MS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        std::thread::sleep(Duration::from_millis(ms));
+        std::thread::sleep(pause);
     }
     let dir = slot.commit().map_err(|reason| Error::OutputSlot {
         dir: target.clone(),
@@ -503,6 +509,7 @@ fn worker_request(p: &PlannedCase) -> WorkerRequest {
         iterations: r.measure.iterations.value,
         min_duration_s: r.measure.min_duration_s.value,
         profile: None,
+        test_call_delay_us: None,
     }
 }
 
@@ -558,7 +565,10 @@ fn measure_in_worker(
     dir_name: &str,
     options: &RunOptions,
 ) -> Measured {
-    let request = worker_request(p);
+    let request = WorkerRequest {
+        test_call_delay_us: options.test_hooks.call_delay.map(|d| d.as_micros() as u64),
+        ..worker_request(p)
+    };
     let (result, telemetry) = launch_worker(
         &request,
         dir,

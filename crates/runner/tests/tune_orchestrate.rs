@@ -138,7 +138,11 @@ fn write_model(path: &Path, seed: u64) {
 fn setup(tmp: &Path) -> (TuneRequest, TunePlan) {
     let onnx = tmp.join("cnn.onnx");
     write_model(&onnx, 5);
-    let model = Model::load(&ModelChoice::OnnxFile(onnx)).expect("model");
+    let model = Model::load(
+        &ModelChoice::OnnxFile(onnx),
+        &trtmc_core::test_hooks::TestHooks::default(),
+    )
+    .expect("model");
     let sets = vec![Override {
         key: "build.dims.batch".into(),
         value: "1".into(),

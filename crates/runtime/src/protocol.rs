@@ -34,6 +34,9 @@ pub struct WorkerRequest {
     /// A per-layer profiling pass instead of a timed run (`run --profile`, always after the timed run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfilePass>,
+    /// Test hook (set only under `TRTMC_TEST=1`): microseconds of sleep added to every timed call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_call_delay_us: Option<u64>,
 }
 
 /// What a profiling pass writes: `layers_<runtime>.json` and `profile_<runtime>.json` into `dir`, from

@@ -78,11 +78,19 @@ fn execute_inner(
         runner.verify()?;
     }
 
-    let records = timed_loop(
-        runner.as_mut(),
-        request.iterations,
-        Duration::from_secs_f64(request.min_duration_s.max(0.0)),
-    )?;
+    let min_duration = Duration::from_secs_f64(request.min_duration_s.max(0.0));
+    let records = match request.test_call_delay_us {
+        // Test hook (the matrix's injected slowdown): the delay is part of each call.
+        Some(us) => timed_loop(
+            &mut ops::Delayed {
+                inner: runner.as_mut(),
+                delay: Duration::from_micros(us),
+            },
+            request.iterations,
+            min_duration,
+        )?,
+        None => timed_loop(runner.as_mut(), request.iterations, min_duration)?,
+    };
     let stage_names: Vec<&str> = op.stages.iter().map(|s| s.name).collect();
     let counter_names: Vec<&str> = op.counters.iter().map(|c| c.name).collect();
     let observations = records
@@ -117,19 +125,11 @@ pub fn timed_loop(
     min_duration: Duration,
 ) -> anyhow::Result<Vec<TimedCall>> {
     let mut calls: Vec<TimedCall> = Vec::with_capacity(iterations as usize);
-    // Test-only knob (`matrix` slowdown tests): a known delay inside every timed call.
-    let test_delay = std::env::var("TRTMC_TEST_CALL_DELAY_US")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .map(Duration::from_micros);
     let origin = Instant::now();
     loop {
         let mut record = CallRecord::default();
         let t0 = Instant::now();
         let outcome = runner.call(&mut record);
-        if let Some(d) = test_delay {
-            std::thread::sleep(d);
-        }
         let t1 = Instant::now();
         outcome.with_context(|| format!("timed call {} failed", calls.len()))?;
         calls.push(TimedCall {
@@ -221,6 +221,7 @@ mod tests {
             iterations,
             min_duration_s: 0.0,
             profile: None,
+            test_call_delay_us: None,
         }
     }
 
@@ -255,6 +256,21 @@ mod tests {
             "more calls than --iterations were needed"
         );
         assert!(r.observations.iter().all(|o| o.wall_ns >= 2_000_000));
+    }
+
+    #[test]
+    fn the_requested_test_delay_is_inside_every_timed_call_only() {
+        let mut req = request("test_noop", 2, 5);
+        req.test_call_delay_us = Some(3000);
+        let r = execute(&req);
+        assert_eq!(r.status, WorkerStatus::Ok, "{:?}", r.error);
+        assert_eq!(r.observations.len(), 5);
+        assert!(r.observations.iter().all(|o| o.wall_ns >= 3_000_000));
+        assert!(
+            r.warmup_ms.iter().all(|&ms| ms < 3.0),
+            "warm-up calls are not delayed: {:?}",
+            r.warmup_ms
+        );
     }
 
     #[test]

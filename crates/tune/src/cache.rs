@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use trtmc_core::accuracy::{AccuracyReport, Algorithm};
 use trtmc_core::stats::Summary;
@@ -23,11 +23,11 @@ pub const CACHE_SCHEMA: &str = "trtmc.tuning-cache/v1";
 /// What the measurements depend on. `--continue` refuses a cache whose fingerprint differs from now.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fingerprint {
-    /// SHA-256 of the model file (see [`sha256_file`]).
+    /// SHA-256 of the model file (`trtmc_core::hash::file_sha256`).
     pub model_sha256: String,
     pub runtime: String,
     pub runtime_version: String,
-    /// CPU / GPU model, core count, OS (see [`describe_machine`] for a default).
+    /// CPU model, core count, OS (`trtmc_core::result::MachineInfo::fingerprint_line`).
     pub machine: String,
     /// Input name -> shape, e.g. `"x": "1x3x224x224"`.
     #[serde(default)]
@@ -100,44 +100,6 @@ impl Fingerprint {
     }
 }
 
-/// SHA-256 of a file, hex.
-pub fn sha256_file(path: &Path) -> std::io::Result<String> {
-    use sha2::{Digest, Sha256};
-    let mut file = File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hex::encode(hasher.finalize()))
-}
-
-/// A best-effort machine description: CPU model (from /proc/cpuinfo where present), logical cores, OS and
-/// architecture. A runtime with a GPU should append the GPU name and driver.
-pub fn describe_machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
-    format!(
-        "{cpu}; {cores} logical cores; {} {}",
-        std::env::consts::OS,
-        std::env::consts::ARCH
-    )
-}
-
 /// trtexec's `accuracy_parameter`, plus per-tensor thresholds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AccuracyParameter {
@@ -199,11 +161,7 @@ impl CacheHeader {
                 per_tensor_epsilon: options.accuracy.per_tensor_epsilon.clone(),
             },
             searching_algorithm: options.search,
-            command_line: argv
-                .iter()
-                .map(|a| shell_quote(a))
-                .collect::<Vec<_>>()
-                .join(" "),
+            command_line: trtmc_core::text::shell_line(&argv),
             default_build_route,
             tuning_expr,
             files,
@@ -223,26 +181,6 @@ impl CacheHeader {
         } else {
             Err(CacheError::FingerprintMismatch { differences })
         }
-    }
-}
-
-/// An argument vector as one shell-quoted line, for people.
-pub fn shell_quote_argv(argv: &[String]) -> String {
-    argv.iter()
-        .map(|a| shell_quote(a))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn shell_quote(arg: &str) -> String {
-    let plain = !arg.is_empty()
-        && arg
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_=./:,@+%".contains(c));
-    if plain {
-        arg.to_string()
-    } else {
-        format!("'{}'", arg.replace('\'', r"'\''"))
     }
 }
 
@@ -622,7 +560,6 @@ mod tests {
             header().command_line,
             "trtmc-bench tune --routes '-a=[on|off]'"
         );
-        assert_eq!(shell_quote("it's"), r"'it'\''s'");
     }
 
     #[test]
@@ -711,17 +648,5 @@ mod tests {
             text.contains("shapes.x: cache has '(absent)', now '1x3'"),
             "{text}"
         );
-    }
-
-    #[test]
-    fn sha256_of_a_file() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let p = dir.path().join("m");
-        std::fs::write(&p, b"abc").expect("write");
-        assert_eq!(
-            sha256_file(&p).expect("hash"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
-        assert!(describe_machine().contains("logical cores"));
     }
 }

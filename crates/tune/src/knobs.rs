@@ -225,13 +225,8 @@ impl KnobSet {
     /// The closest knob name to a misspelt one, if any is close enough to be a plausible typo.
     pub fn suggest(&self, name: &str) -> Option<String> {
         let wanted = format!("-{}", name.trim().trim_start_matches('-'));
-        let limit = (wanted.chars().count() / 3).max(2);
-        self.knobs
-            .iter()
-            .map(|k| (edit_distance(&wanted, &k.name), &k.name))
-            .filter(|(d, _)| *d <= limit)
-            .min_by_key(|(d, _)| *d)
-            .map(|(_, n)| n.clone())
+        trtmc_core::text::closest(&wanted, self.knobs.iter().map(|k| k.name.as_str()))
+            .map(str::to_string)
     }
 
     /// Every knob at its default, space-separated: the default build route.
@@ -369,21 +364,6 @@ fn parse_option(option: &KnobOption, source_name: &str) -> Result<Knob, KnobDbEr
     })
 }
 
-/// Levenshtein distance over characters.
-pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut current = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous[j] + usize::from(ca != *cb);
-            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
-        }
-        previous = current;
-    }
-    previous[b.len()]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -496,12 +476,5 @@ mod tests {
                 "{allowed} should be refused"
             );
         }
-    }
-
-    #[test]
-    fn edit_distance_counts_single_edits() {
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("same", "same"), 0);
     }
 }

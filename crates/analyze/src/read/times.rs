@@ -1,6 +1,7 @@
 //! `--exportTimes` reader: one record per timed iteration with enqueue/H2D/compute/D2H timestamps.
 
 use serde::Deserialize;
+use trtmc_core::stats::{percentile_nearest_rank_sorted, percentile_sorted};
 
 use super::loose::{LNum, LObj, LStr, Slot};
 use super::{FormatError, describe_object_keys, first_byte, invalid_json};
@@ -18,27 +19,23 @@ pub struct Stats {
 }
 
 impl Stats {
-    /// Statistics of `values` (nearest-rank percentiles); `None` when empty.
+    /// Statistics of `values`; `None` when empty. Percentiles by the nearest-rank method
+    /// (`trtmc_core::stats::NEAREST_RANK_METHOD`): observed values, like trtexec's own summary.
     pub fn of(mut values: Vec<f64>) -> Option<Stats> {
         if values.is_empty() {
             return None;
         }
         values.sort_by(f64::total_cmp);
         let n = values.len();
-        let rank = |p: f64| values[((p * n as f64).ceil() as usize).clamp(1, n) - 1];
-        let median = if n % 2 == 1 {
-            values[n / 2]
-        } else {
-            (values[n / 2 - 1] + values[n / 2]) / 2.0
-        };
+        let rank = |p: f64| percentile_nearest_rank_sorted(&values, p);
         Some(Stats {
             count: n,
             mean: values.iter().sum::<f64>() / n as f64,
-            median,
+            median: percentile_sorted(&values, 50.0),
             min: values[0],
             max: values[n - 1],
-            p90: rank(0.90),
-            p99: rank(0.99),
+            p90: rank(90.0),
+            p99: rank(99.0),
         })
     }
 }

@@ -15,6 +15,7 @@ use trtmc_core::accuracy::{AccuracySpec, Algorithm, Tensor};
 use trtmc_core::case::{Override, Source};
 use trtmc_core::catalog::{Catalog, Profile};
 use trtmc_core::fsutil::write_json_atomic;
+use trtmc_core::test_hooks::TestHooks;
 use trtmc_runner::bundles::{BundleOptions, default_cache_root};
 use trtmc_runner::compare::{self, ReferenceSettings, Side};
 use trtmc_runner::progress::{Event, Progress};
@@ -188,6 +189,7 @@ pub fn execute(args: CompareArgs) -> CliResult {
             selection,
             &bundle_options,
             &command_line,
+            &TestHooks::from_env(),
             &BuildNotice,
         )
         .map_err(CliError::from)
@@ -198,8 +200,7 @@ pub fn execute(args: CompareArgs) -> CliResult {
     let inputs = match &args.inputs {
         Some(path) => candidate.read_inputs(path),
         None => candidate.synthesize_inputs(seed, &dims),
-    }
-    ?;
+    }?;
 
     if let Some(dir) = &args.save_inputs {
         let saved = compare::save_reference_inputs(
@@ -209,8 +210,7 @@ pub fn execute(args: CompareArgs) -> CliResult {
             seed,
             &bundle_options.cache_root,
             &ReferenceSettings::default(),
-        )
-        ?;
+        )?;
         outln!(
             "inputs: {}; reference request: {}",
             saved.inputs_index.display(),
@@ -379,7 +379,15 @@ fn print_agreement(a: &Agreement) -> CliResult {
     outln!("candidate {}  reference {}", a.candidate, a.reference)?;
     outln!(
         "{:<28} {:<16} {:>10} {:>10} {:>10} {:>10} {:>10}  verdict ({} <= {})",
-        "output", "shape", "l0", "l1", "l2", "lInf", "cos", a.spec.algorithm, a.spec.epsilon
+        "output",
+        "shape",
+        "l0",
+        "l1",
+        "l2",
+        "lInf",
+        "cos",
+        a.spec.algorithm,
+        a.spec.epsilon
     )?;
     for (t, v) in a.tensors.iter().zip(&a.verdict.tensors) {
         let shape = format!("{:?}", t.shape);

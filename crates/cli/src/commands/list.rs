@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use trtmc_core::catalog::Catalog;
+use trtmc_report::terminal::{pad_right, width};
 
 use crate::exit::{CliError, CliResult};
 
@@ -80,7 +81,7 @@ pub fn execute(args: ListArgs) -> CliResult {
                 catalog
                     .profiles
                     .iter()
-                    .map(|p| cell(p).chars().count())
+                    .map(|p| width(&cell(p)))
                     .fold(header.len(), usize::max)
             };
             let operation = |p: &trtmc_core::catalog::Profile| {
@@ -90,20 +91,21 @@ pub fn execute(args: ListArgs) -> CliResult {
             let w_task = col("TASK", &|p| p.task_strategy.clone());
             let w_op = col("OPERATION", &operation);
             let w_rt = col("RUNTIME", &|p| p.runtime_strategy.clone());
+            // Padded by terminal columns, so wide (CJK) names keep the table aligned.
             outln!(
-                "{:<w_name$}  {:<w_task$}  {:<w_op$}  {:<w_rt$}  STATUS",
-                "NAME",
-                "TASK",
-                "OPERATION",
-                "RUNTIME"
+                "{}  {}  {}  {}  STATUS",
+                pad_right("NAME", w_name),
+                pad_right("TASK", w_task),
+                pad_right("OPERATION", w_op),
+                pad_right("RUNTIME", w_rt)
             )?;
             for p in &catalog.profiles {
                 outln!(
-                    "{:<w_name$}  {:<w_task$}  {:<w_op$}  {:<w_rt$}  {}",
-                    p.name,
-                    p.task_strategy,
-                    operation(p),
-                    p.runtime_strategy,
+                    "{}  {}  {}  {}  {}",
+                    pad_right(&p.name, w_name),
+                    pad_right(&p.task_strategy, w_task),
+                    pad_right(&operation(p), w_op),
+                    pad_right(&p.runtime_strategy, w_rt),
                     p.status.label()
                 )?;
             }

@@ -3,8 +3,10 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
+use trtmc_core::test_hooks::TestHooks;
 use trtmc_matrix::plan::{self, CheckInput};
 use trtmc_matrix::runner::{self, Results, TaskOutcome};
+use trtmc_report::terminal::pad_right;
 
 use crate::exit::{CliError, CliResult, ExitCode};
 use crate::progress::Terminal;
@@ -122,7 +124,7 @@ fn finish(run: &Path, results: Results) -> CliResult {
         s.pending
     )?;
     for r in &results.rows {
-        outln!("  {:<50} {}", r.id, runner::outcome_line(r))?;
+        outln!("  {} {}", pad_right(&r.id, 50), runner::outcome_line(r))?;
     }
     outln!("results: {}", run.join(runner::RESULTS_FILE).display())?;
     outln!("report:  {}", run.join(runner::REPORT_FILE).display())?;
@@ -167,8 +169,8 @@ pub fn execute(args: MatrixArgs) -> CliResult {
             )?;
             for pr in &plan.rows {
                 outln!(
-                    "  {:<50} {} vs {}  boundary {}  baseline precision {} ({})",
-                    pr.id,
+                    "  {} {} vs {}  boundary {}  baseline precision {} ({})",
+                    pad_right(&pr.id, 50),
                     pr.row.candidate.runtime,
                     pr.row.reference.backend,
                     pr.candidate_boundary,
@@ -185,21 +187,33 @@ pub fn execute(args: MatrixArgs) -> CliResult {
             let plan = preflight(&a.suite)?;
             let run = runner::create(&plan, a.output.as_deref())?;
             eprintln!("run directory: {}", run.display());
-            let results = runner::execute(&run, &plan.executor, &Terminal::new(false))?;
+            let results = runner::execute(
+                &run,
+                &plan.executor,
+                &Terminal::new(false),
+                &TestHooks::from_env(),
+            )?;
             finish(&run, results)
         }
         MatrixCommand::Resume(a) => {
-            let results = runner::resume(&a.run_dir, a.executor.as_deref(), &Terminal::new(false))?;
+            let results = runner::resume(
+                &a.run_dir,
+                a.executor.as_deref(),
+                &Terminal::new(false),
+                &TestHooks::from_env(),
+            )?;
             finish(&a.run_dir, results)
         }
         MatrixCommand::Report(a) => {
             let results = runner::report(&a.run_dir, a.preparation_receipt.as_deref())?;
             finish(&a.run_dir, results)
         }
-        MatrixCommand::Task(a) => match runner::task(&a.run_dir, &a.tasks_file, a.task)? {
-            TaskOutcome::RowWritten => Ok(()),
-            // Test only (TRTMC_TEST=1): die without a row result, as a task killed by Slurm would.
-            TaskOutcome::AbortedForTest => std::process::exit(9),
-        },
+        MatrixCommand::Task(a) => {
+            match runner::task(&a.run_dir, &a.tasks_file, a.task, &TestHooks::from_env())? {
+                TaskOutcome::RowWritten => Ok(()),
+                // Test only (TRTMC_TEST=1): die without a row result, as a task killed by Slurm would.
+                TaskOutcome::AbortedForTest => std::process::exit(9),
+            }
+        }
     }
 }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use trtmc_core::case::{MeasureFlags, Override, Source, SweepAxis};
 use trtmc_core::catalog::{Catalog, Profile};
 use trtmc_core::result::CaseStatus;
+use trtmc_core::test_hooks::TestHooks;
 use trtmc_runner::bundles::{BundleOptions, default_cache_root};
 use trtmc_runner::run::{self as runner, RunOptions, Selection};
 
@@ -116,6 +117,7 @@ pub struct RunArgs {
 
 pub fn execute(args: RunArgs) -> CliResult {
     let command_line: Vec<String> = std::env::args().collect();
+    let test_hooks = TestHooks::from_env();
     crate::summary::check_exports(&args.exports)?;
     let flags = MeasureFlags {
         warmup: args.warmup,
@@ -235,7 +237,7 @@ pub fn execute(args: RunArgs) -> CliResult {
         no_build: args.no_build,
         rebuild: args.rebuild,
     };
-    let planned = runner::plan_cases(&catalog, &selections, &bundle)?;
+    let planned = runner::plan_cases(&catalog, &selections, &bundle, &test_hooks)?;
     if args.dry_run {
         outln!(
             "plan: {} case(s); bundle cache {}",
@@ -256,7 +258,7 @@ pub fn execute(args: RunArgs) -> CliResult {
     let telemetry = match args.telemetry {
         TelemetryMode::On => true,
         TelemetryMode::Off => false,
-        TelemetryMode::Auto => trtmc_runner::launch::find_on_path("nvidia-smi").is_some(),
+        TelemetryMode::Auto => trtmc_core::machine::find_program("nvidia-smi").is_some(),
     };
     let options = RunOptions {
         bundle,
@@ -266,6 +268,7 @@ pub fn execute(args: RunArgs) -> CliResult {
         results_parent: PathBuf::from("trtmc-results"),
         command_line,
         profile: args.profile.then_some(args.profile_iterations),
+        test_hooks,
     };
     let progress = crate::progress::Terminal::new(args.quiet);
     let outcome = runner::execute(planned, &options, &progress)?;

@@ -18,7 +18,6 @@ use trtmc_runner::tune::orchestrate::{
     TuneRunError,
 };
 use trtmc_runtime::runtime;
-use trtmc_tune::cache;
 use trtmc_tune::summary::{DecisionKind, TuneSummary};
 use trtmc_tune::{Objective, SearchOrder, TuneConfig, TunePlan};
 
@@ -542,7 +541,9 @@ fn load_model(args: &TuneArgs) -> CliResult<Option<Model>> {
         },
         (None, None) => return Ok(None),
     };
-    Model::load(&choice).map(Some).map_err(tune_error)
+    Model::load(&choice, &trtmc_core::test_hooks::TestHooks::from_env())
+        .map(Some)
+        .map_err(tune_error)
 }
 
 fn resolve_base(args: &TuneArgs, model: &Model, runtime_name: &str) -> CliResult<ResolvedCase> {
@@ -638,7 +639,6 @@ fn read_expression(args: &TuneArgs) -> CliResult<String> {
     }
 }
 
-
 fn decision_text(args: &TuneArgs, outcome: &TuneOutcome) -> String {
     let s: &TuneSummary = &outcome.summary;
     let d = &s.decision;
@@ -729,7 +729,7 @@ fn run_command(args: &TuneArgs, run_sets: &[String]) -> String {
     for set in run_sets {
         opt("--set", set.clone());
     }
-    cache::shell_quote_argv(&argv)
+    trtmc_core::text::shell_line(&argv)
 }
 
 #[cfg(test)]

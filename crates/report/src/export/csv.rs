@@ -1,5 +1,5 @@
-//! CSV: one row per case (RFC 4180 quoting; text that a spreadsheet would take for a formula is
-//! prefixed with `'`).
+//! CSV: one row per case, written by the `csv` crate (RFC 4180 quoting, CRLF line ends); text that a
+//! spreadsheet would take for a formula is prefixed with `'`.
 
 use super::{Exporter, Format};
 use crate::model::CollectionReport;
@@ -38,17 +38,12 @@ pub const HEADER: [&str; 29] = [
     "error",
 ];
 
-/// Quotes a field when it holds a comma, quote or line break; neutralizes formula triggers.
+/// Neutralizes formula triggers: text a spreadsheet would evaluate gets a leading `'` (numbers stay).
 pub fn field(s: &str) -> String {
-    let guarded = if s.starts_with(['=', '+', '-', '@', '\t', '\r']) && s.parse::<f64>().is_err() {
+    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) && s.parse::<f64>().is_err() {
         format!("'{s}")
     } else {
         s.to_string()
-    };
-    if guarded.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", guarded.replace('"', "\"\""))
-    } else {
-        guarded
     }
 }
 
@@ -65,8 +60,11 @@ impl Exporter for CsvExporter {
     }
 
     fn export(&self, report: &CollectionReport) -> String {
-        let mut out = HEADER.join(",");
-        out.push_str("\r\n");
+        let mut out = ::csv::WriterBuilder::new()
+            .terminator(::csv::Terminator::CRLF)
+            .from_writer(Vec::new());
+        // Writing to memory cannot fail, and every record has the header's field count.
+        out.write_record(HEADER).expect("CSV into memory");
         for c in &report.cases {
             let l = c.latency_ms.as_ref();
             let run = report
@@ -121,9 +119,10 @@ impl Exporter for CsvExporter {
                 field(&c.validity.failures().join("; ")),
                 field(c.error.as_deref().unwrap_or("")),
             ];
-            out.push_str(&row.join(","));
-            out.push_str("\r\n");
+            out.write_record(&row).expect("CSV into memory");
         }
-        out
+        let bytes = out.into_inner().expect("CSV into memory");
+        // Every field is a Rust string, so the bytes are UTF-8.
+        String::from_utf8_lossy(&bytes).into_owned()
     }
 }

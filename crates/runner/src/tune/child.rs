@@ -160,22 +160,6 @@ fn build_inner(request: &ChildRequest) -> anyhow::Result<Response> {
     })
 }
 
-/// A timed runner that sleeps inside every call (test knob `-test:sleep_us`).
-struct Sleeping {
-    inner: Box<dyn TimedRunner>,
-    sleep: Duration,
-}
-
-impl TimedRunner for Sleeping {
-    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
-        std::thread::sleep(self.sleep);
-        self.inner.call(record)
-    }
-    fn verify(&mut self) -> anyhow::Result<()> {
-        self.inner.verify()
-    }
-}
-
 struct Served<'a> {
     request: &'a ChildRequest,
     rt: Box<dyn Runtime>,
@@ -311,9 +295,9 @@ impl Served<'_> {
             };
             let mut runner = ops::prepare(&self.request.operation, ctx)?;
             if self.request.sleep_us > 0 && test_mode() {
-                runner = Box::new(Sleeping {
+                runner = Box::new(ops::Delayed {
                     inner: runner,
-                    sleep: Duration::from_micros(self.request.sleep_us),
+                    delay: Duration::from_micros(self.request.sleep_us),
                 });
             }
             self.runner = Some(runner);

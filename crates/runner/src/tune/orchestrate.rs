@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use trtmc_core::test_hooks::TestHooks;
 
 use serde_json::{Value, json};
 use trtmc_core::accuracy::Tensor;
@@ -105,7 +106,8 @@ pub struct Model {
 }
 
 impl Model {
-    pub fn load(choice: &ModelChoice) -> Result<Model, TuneRunError> {
+    /// `test_hooks` decides whether a test-only operation may be tuned (only under the test harness).
+    pub fn load(choice: &ModelChoice, test_hooks: &TestHooks) -> Result<Model, TuneRunError> {
         let (name, root) = match choice {
             ModelChoice::OnnxFile(onnx) => {
                 return Ok(Model {
@@ -125,6 +127,7 @@ impl Model {
                 profile.status.label()
             )));
         }
+        test_hooks.check_operation(&profile).map_err(input_err)?;
         Ok(Model {
             profile,
             catalog_root: Some(root.clone()),
@@ -425,7 +428,7 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
     let runtime_name = request.runtime.as_str();
     let onnx =
         crate::sources::materialize(&model.profile, &request.bundle_cache).map_err(input_err)?;
-    let model_sha256 = cache::sha256_file(&onnx).map_err(|e| {
+    let model_sha256 = trtmc_core::hash::file_sha256(&onnx).map_err(|e| {
         input_err(format!(
             "cannot read the model file {}: {e}",
             onnx.display()
@@ -458,7 +461,7 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
         model_sha256: model_sha256.clone(),
         runtime: runtime_name.to_string(),
         runtime_version: runtime_version.clone(),
-        machine: cache::describe_machine(),
+        machine: trtmc_core::machine::machine().fingerprint_line(),
         shapes,
         build_settings,
     };
@@ -609,10 +612,10 @@ where
         model_sha256,
         runtime: runtime_name,
         runtime_version,
-        machine: cache::describe_machine(),
+        machine: trtmc_core::machine::machine().fingerprint_line(),
         operation,
         measurement: MEASUREMENT.into(),
-        command_line: cache::shell_quote_argv(&request.command_line),
+        command_line: trtmc_core::text::shell_line(&request.command_line),
         cache: Some(absolute(&request.cache).display().to_string()),
         chosen: chosen_route,
         files: context_files,

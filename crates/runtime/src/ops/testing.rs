@@ -1,8 +1,10 @@
 //! Test-only operations: they let the test suite measure the harness and provoke failures.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::bail;
+use serde_json::Value;
 
 use super::{CallRecord, RunnerContext, TimedRunner};
 
@@ -14,6 +16,27 @@ impl TimedRunner for Noop {
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
         record.items = 1;
         Ok(())
+    }
+}
+
+/// A test hook around a real runner: every call sleeps for `delay`, then makes the real call, so the
+/// delay is part of the measured time while the timed loop itself keeps nothing but the call between its
+/// two clock reads (the matrix's injected slowdown, `tune`'s `-test:sleep_us`).
+pub struct Delayed<R> {
+    pub inner: R,
+    pub delay: Duration,
+}
+
+impl<R: TimedRunner> TimedRunner for Delayed<R> {
+    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
+        std::thread::sleep(self.delay);
+        self.inner.call(record)
+    }
+    fn verify(&mut self) -> anyhow::Result<()> {
+        self.inner.verify()
+    }
+    fn notes(&self) -> BTreeMap<String, Value> {
+        self.inner.notes()
     }
 }
 

@@ -157,18 +157,12 @@ pub fn write_exports(profile: &LayerProfile, dir: &Path) -> anyhow::Result<Expor
     Ok(files)
 }
 
-/// Median (mean of the two middle values for an even count); 0 for no values.
+/// Median (`trtmc_core::stats::median`); 0 for no values.
 pub fn median(values: &[f64]) -> f64 {
     if values.is_empty() {
-        return 0.0;
-    }
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let mid = sorted.len() / 2;
-    if sorted.len() % 2 == 1 {
-        sorted[mid]
+        0.0
     } else {
-        (sorted[mid - 1] + sorted[mid]) / 2.0
+        trtmc_core::stats::median(values)
     }
 }
 

@@ -1,0 +1,162 @@
+//! Hooks of trtmc's own test suite: injected delays, pauses and aborts, and the test-only operations.
+//!
+//! Every hook is read once, at the start of a command, and only when `TRTMC_TEST=1`; otherwise all of them
+//! are off whatever else the environment holds, so a stray variable can never change a user's measurement
+//! or run a test operation. A hook that reaches another process travels in that process's request (the
+//! worker protocol), never through its environment.
+
+use std::time::Duration;
+
+use crate::catalog::Profile;
+use crate::operations;
+
+/// Set to `1` by the test harness; only then do the hooks below exist.
+pub const TEST_ENV: &str = "TRTMC_TEST";
+/// Microseconds added to every timed operation call of `run`'s worker (inside the measured time).
+pub const CALL_DELAY_ENV: &str = "TRTMC_TEST_CALL_DELAY_US";
+/// Milliseconds `run` waits between staging its result and committing it (a window for a kill).
+pub const PAUSE_BEFORE_COMMIT_ENV: &str = "TRTMC_TEST_PAUSE_BEFORE_COMMIT_MS";
+/// Microseconds the matrix adds to every timed call of its candidates (passed to their `run` as
+/// [`CALL_DELAY_ENV`]).
+pub const MATRIX_CANDIDATE_DELAY_ENV: &str = "TRTMC_TEST_MATRIX_CANDIDATE_DELAY_US";
+/// A matrix row id whose task dies before writing a result (a crashed Slurm task).
+pub const MATRIX_ABORT_ROW_ENV: &str = "TRTMC_TEST_MATRIX_ABORT_ROW";
+
+/// The hooks of one command, as read from its environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TestHooks {
+    /// Under the test harness: test-only operations may run.
+    pub enabled: bool,
+    pub call_delay: Option<Duration>,
+    pub pause_before_commit: Option<Duration>,
+    /// Kept as text: the matrix hands it on unchanged and records it in the candidate's command.
+    pub matrix_candidate_delay_us: Option<String>,
+    pub matrix_abort_row: Option<String>,
+}
+
+impl TestHooks {
+    /// The hooks of this process's environment (all off unless `TRTMC_TEST=1`).
+    pub fn from_env() -> Self {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// The hooks as `lookup` reports the variables (all off unless `TRTMC_TEST` is `1`).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        if lookup(TEST_ENV).as_deref() != Some("1") {
+            return Self::default();
+        }
+        let number = |name: &str| lookup(name).and_then(|v| v.trim().parse::<u64>().ok());
+        let text = |name: &str| lookup(name).filter(|v| !v.is_empty());
+        TestHooks {
+            enabled: true,
+            call_delay: number(CALL_DELAY_ENV).map(Duration::from_micros),
+            pause_before_commit: number(PAUSE_BEFORE_COMMIT_ENV).map(Duration::from_millis),
+            matrix_candidate_delay_us: text(MATRIX_CANDIDATE_DELAY_ENV),
+            matrix_abort_row: text(MATRIX_ABORT_ROW_ENV),
+        }
+    }
+
+    /// Refuses a profile whose operation belongs to the test suite (crash, hang, no-op, …) unless the
+    /// test harness runs this process.
+    pub fn check_operation(&self, profile: &Profile) -> Result<(), String> {
+        let Some(op) = profile.operation.as_deref().and_then(operations::operation) else {
+            return Ok(());
+        };
+        if !op.test_only || self.enabled {
+            return Ok(());
+        }
+        Err(format!(
+            "model `{}` (task_strategy `{}`) runs `{}`, a test-only operation of trtmc's own test suite; it runs only under the test harness ({TEST_ENV}=1). Pick another task_strategy in {}",
+            profile.name,
+            profile.task_strategy,
+            op.name,
+            profile.manifest.display()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn hooks(vars: &[(&str, &str)]) -> TestHooks {
+        let vars: BTreeMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        TestHooks::from_lookup(|k| vars.get(k).cloned())
+    }
+
+    #[test]
+    fn hooks_are_off_without_the_test_harness() {
+        let set = [
+            (CALL_DELAY_ENV, "20000"),
+            (PAUSE_BEFORE_COMMIT_ENV, "5"),
+            (MATRIX_CANDIDATE_DELAY_ENV, "7"),
+            (MATRIX_ABORT_ROW_ENV, "row"),
+        ];
+        assert_eq!(hooks(&set), TestHooks::default());
+        let mut other = set.to_vec();
+        other.push((TEST_ENV, "yes"));
+        assert_eq!(hooks(&other), TestHooks::default(), "only `1` enables");
+    }
+
+    #[test]
+    fn hooks_are_read_under_the_test_harness() {
+        let h = hooks(&[
+            (TEST_ENV, "1"),
+            (CALL_DELAY_ENV, "20000"),
+            (PAUSE_BEFORE_COMMIT_ENV, "5"),
+            (MATRIX_CANDIDATE_DELAY_ENV, "7"),
+            (MATRIX_ABORT_ROW_ENV, ""),
+        ]);
+        assert!(h.enabled);
+        assert_eq!(h.call_delay, Some(Duration::from_millis(20)));
+        assert_eq!(h.pause_before_commit, Some(Duration::from_millis(5)));
+        assert_eq!(h.matrix_candidate_delay_us.as_deref(), Some("7"));
+        assert_eq!(h.matrix_abort_row, None, "an empty value is no hook");
+        assert_eq!(
+            hooks(&[(TEST_ENV, "1"), (CALL_DELAY_ENV, "soon")]).call_delay,
+            None
+        );
+    }
+
+    fn profile(task_strategy: &str) -> Profile {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("MODEL.toml"),
+            format!(
+                "name = \"p\"\nsummary = \"s\"\ntask_strategy = \"{task_strategy}\"\ntest_manifests = [\"cases.toml\"]\n[source]\nnone = true\n"
+            ),
+        )
+        .expect("write");
+        std::fs::write(
+            dir.path().join("cases.toml"),
+            "[[case]]\nname = \"default\"\n",
+        )
+        .expect("write");
+        crate::catalog::load_profile(&dir.path().join("MODEL.toml"))
+    }
+
+    #[test]
+    fn test_operations_are_refused_outside_the_test_harness() {
+        let crash = profile("test_crash");
+        assert!(crash.status.is_ready(), "{:?}", crash.status);
+        let message = TestHooks::default()
+            .check_operation(&crash)
+            .expect_err("refused");
+        assert!(
+            message.contains("model `p`")
+                && message.contains("`test_crash`, a test-only operation")
+                && message.contains("TRTMC_TEST=1"),
+            "{message}"
+        );
+        let harness = hooks(&[(TEST_ENV, "1")]);
+        assert_eq!(harness.check_operation(&crash), Ok(()));
+        assert_eq!(
+            TestHooks::default().check_operation(&profile("onnx_inference")),
+            Ok(())
+        );
+    }
+}
