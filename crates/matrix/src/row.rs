@@ -191,7 +191,7 @@ impl Ctx<'_> {
             Ok(s) if s.success() => Ok(()),
             Ok(s) => Err(format!(
                 "`{}` exited with {} (log: {}): {}",
-                argv.join(" "),
+                trtmc_core::text::shell_line(&argv),
                 s.code().map_or("a signal".into(), |c| format!("code {c}")),
                 self.rel(&log_path),
                 tail(&log_path)

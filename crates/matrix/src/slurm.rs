@@ -18,11 +18,6 @@ use crate::plan::{Plan, PlannedRow};
 use crate::row;
 use crate::runner::{self, SlurmJob, capture};
 
-/// Quotes a word for the `sbatch --wrap` shell line.
-fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
 pub fn run(
     plan: &Plan,
     run: &Path,
@@ -45,11 +40,18 @@ pub fn run(
     for i in &indices {
         let _ = std::fs::remove_file(row::row_file(run, *i));
     }
+    let task = [
+        plan.exe.to_string_lossy().into_owned(),
+        "matrix".into(),
+        "task".into(),
+        run.to_string_lossy().into_owned(),
+        "--tasks-file".into(),
+        tasks_file.to_string_lossy().into_owned(),
+    ];
+    // The array index is expanded by the task's shell, so it stays outside the quoted words.
     let wrap = format!(
-        "exec {} matrix task {} --tasks-file {} --task \"$SLURM_ARRAY_TASK_ID\"",
-        sh_quote(&plan.exe.to_string_lossy()),
-        sh_quote(&run.to_string_lossy()),
-        sh_quote(&tasks_file.to_string_lossy()),
+        "exec {} --task \"$SLURM_ARRAY_TASK_ID\"",
+        trtmc_core::text::shell_line(&task)
     );
     let mut cmd = Command::new("sbatch");
     cmd.arg("--parsable")
