@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use trtmc_core::result::{CaseResult, CaseStatus};
+use trtmc_core::artifacts::{CaseResult, CaseStatus};
 use trtmc_runner::run::Progress;
 
 pub struct Terminal {

@@ -5,7 +5,7 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use trtmc_core::result::BenchmarkRun;
+use trtmc_core::artifacts::BenchmarkRun;
 use trtmc_report::export::{self, Format};
 use trtmc_report::validity::Policy;
 

@@ -1,6 +1,6 @@
 //! Provenance: which program, runtimes and machine produced a result.
 
-use trtmc_core::result::{MachineInfo, ProgramInfo};
+use trtmc_core::artifacts::{MachineInfo, ProgramInfo};
 
 pub fn program() -> ProgramInfo {
     ProgramInfo {

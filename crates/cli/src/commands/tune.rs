@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use clap::Parser as _;
 use serde_json::{Value, json};
 use trtmc_core::accuracy::{AccuracySpec, Algorithm, Tensor};
+use trtmc_core::artifacts::{TUNED_ROUTE_SCHEMA, TunedRoute};
 use trtmc_core::case::{self, Override, ResolveInput, ResolvedCase, Source};
 use trtmc_core::catalog::{BuildSettings, Catalog, ModelSource, Profile, ProfileStatus, TestCase};
 use trtmc_core::fsutil::{write_atomic, write_json_atomic};
@@ -34,7 +35,6 @@ pub const SUMMARY_FILE: &str = "tuning-summary.json";
 pub const REPORT_FILE: &str = "tuning-report.html";
 pub const CACHE_FILE: &str = "tuning-cache.jsonl";
 pub const TUNED_ROUTE_FILE: &str = "tuned-route.json";
-pub const TUNED_ROUTE_SCHEMA: &str = "trtmc.tuned-route/v1";
 const LOG_DIR: &str = "logs";
 const WORK_DIR: &str = ".tune-work";
 
@@ -998,8 +998,7 @@ fn run_tune(
             format!("cannot write {}: {e}", summary_path.display()),
         )
     })?;
-    let summary_value = serde_json::to_value(&summary).map_err(CliError::internal)?;
-    let html = trtmc_report::tune_page::render(&summary_value);
+    let html = trtmc_report::tune_page::render(&summary);
     let report_path = out_dir.join(REPORT_FILE);
     write_atomic(&report_path, html.as_bytes()).map_err(|e| {
         CliError::new(
@@ -1091,17 +1090,17 @@ fn save_bundle(info: &RouteBundle, dir: &Path, summary: &TuneSummary) -> CliResu
     copy_dir(&info.bundle, &dir)
         .map_err(|e| refuse(format!("cannot copy {}: {e}", info.bundle.display())))?;
     let route = summary.route(&info.route);
-    let record = json!({
-        "schema": TUNED_ROUTE_SCHEMA,
-        "route": info.route,
-        "decision": summary.decision.kind,
-        "chosen": summary.decision.route.as_deref() == Some(info.route.as_str()),
-        "build_settings": info.resolved.build_values(),
-        "runtime_settings": info.resolved.runtime_values(),
-        "run_sets": knobs::run_sets(&info.settings),
-        "estimate": route.and_then(|r| r.search.clone()),
-        "source_bundle": info.bundle.display().to_string(),
-    });
+    let record = TunedRoute {
+        schema: TUNED_ROUTE_SCHEMA.into(),
+        route: info.route.clone(),
+        decision: summary.decision.kind,
+        chosen: summary.decision.route.as_deref() == Some(info.route.as_str()),
+        build_settings: info.resolved.build_values(),
+        runtime_settings: info.resolved.runtime_values(),
+        run_sets: knobs::run_sets(&info.settings),
+        estimate: route.and_then(|r| r.search.clone()),
+        source_bundle: info.bundle.display().to_string(),
+    };
     write_json_atomic(&dir.join(TUNED_ROUTE_FILE), &record)
         .map_err(|e| refuse(format!("cannot write {TUNED_ROUTE_FILE}: {e}")))?;
     Ok(dir.display().to_string())

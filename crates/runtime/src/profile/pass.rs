@@ -10,7 +10,7 @@ use std::rc::Rc;
 use anyhow::Context as _;
 use serde_json::json;
 use trtmc_core::operations;
-use trtmc_core::result::RuntimeInfo;
+use trtmc_core::artifacts::RuntimeInfo;
 
 use crate::bundle::BundleManifest;
 use crate::ops::{self, CallRecord, RunnerContext};
