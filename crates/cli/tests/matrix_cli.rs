@@ -450,8 +450,11 @@ fn a_result_without_timing_boundary_is_a_failed_row_never_a_compared_one() {
         ),
     )
     .expect("write wrapper");
-    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
     let plan_path = out.join("matrix-run.json");
     let mut plan = read_json(&plan_path);
     plan["exe"] = Value::from(p(&wrapper));

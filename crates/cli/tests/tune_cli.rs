@@ -378,7 +378,8 @@ fn accuracy_gate_and_crashing_builds_exclude_routes_and_the_survivor_is_saved_an
 
     // The chosen bundle, with the route that made it; --save-all keeps each eligible route's bundle.
     let record = read_json(&saved.join("tuned-route.json"));
-    let typed: trtmc_core::artifacts::TunedRoute = assert_document("tuned-route.schema.json", &record);
+    let typed: trtmc_core::artifacts::TunedRoute =
+        assert_document("tuned-route.schema.json", &record);
     assert_eq!(typed.schema, trtmc_core::artifacts::TUNED_ROUTE_SCHEMA);
     assert_eq!(record["route"], chosen);
     assert_eq!(record["chosen"], true);

@@ -10,10 +10,10 @@ use std::process::Command;
 use std::time::Instant;
 
 use serde_json::{Value, json};
-use trtmc_core::catalog::Catalog;
-use trtmc_core::fsutil::write_json_atomic;
 use trtmc_core::artifacts::{BENCHMARK_RUN_SCHEMA, BenchmarkRun, CaseStatus, Observation};
 use trtmc_core::case::{RESOLVED_CASE_SCHEMA, ResolvedCase};
+use trtmc_core::catalog::Catalog;
+use trtmc_core::fsutil::write_json_atomic;
 use trtmc_runtime::reference::{REFERENCE_RESULT_SCHEMA, ReferenceResult};
 
 use crate::lights;
@@ -191,8 +191,7 @@ fn read_typed<T: serde::de::DeserializeOwned>(
     path: &Path,
     schema: &str,
 ) -> Result<T, String> {
-    let bytes =
-        std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", ctx.rel(path)))?;
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", ctx.rel(path)))?;
     serde_json::from_slice(&bytes)
         .map_err(|e| format!("{} is not a valid {schema} document: {e}", ctx.rel(path)))
 }

@@ -31,7 +31,7 @@ pub const RECEIPT_FILE: &str = "preparation-receipt.json";
 
 /// The results document's types live with every other document in `trtmc_core::artifacts`.
 pub use trtmc_core::artifacts::matrix::{
-    PendingRow, RESULTS_SCHEMA, Results, SlurmJob, Summary, SuiteInfo,
+    PendingRow, RESULTS_SCHEMA, Results, SlurmJob, SuiteInfo, Summary,
 };
 
 /// Errors that stop a command, by exit-code class.

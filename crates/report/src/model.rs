@@ -386,8 +386,8 @@ impl SweepEntry {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use trtmc_core::operations::operation;
     use trtmc_core::artifacts::{BENCHMARK_RUN_SCHEMA, CaseResult};
+    use trtmc_core::operations::operation;
     use trtmc_core::result::reduce;
 
     pub fn observations(n: usize, ms: f64) -> Vec<Observation> {

@@ -122,11 +122,8 @@ pub fn render(s: &TuneSummary) -> String {
     }
     page.sections
         .push(Section::new("decision", "Decision", decision(s)));
-    page.sections.push(Section::new(
-        "latency",
-        "Latency by route",
-        latency_plot(s),
-    ));
+    page.sections
+        .push(Section::new("latency", "Latency by route", latency_plot(s)));
     page.sections
         .push(Section::new("routes", "Routes", routes_table(s)));
     page.sections
@@ -235,8 +232,7 @@ fn decision(s: &TuneSummary) -> Markup {
 }
 
 fn latency_plot(s: &TuneSummary) -> Markup {
-    let mut measured: Vec<&RouteSummary> =
-        s.routes.iter().filter(|r| r.search.is_some()).collect();
+    let mut measured: Vec<&RouteSummary> = s.routes.iter().filter(|r| r.search.is_some()).collect();
     measured.sort_by(|a, b| {
         let v = |r: &RouteSummary| r.search.as_ref().map_or(f64::INFINITY, |e| e.value);
         v(a).total_cmp(&v(b))

@@ -8,15 +8,16 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use trtmc_core::artifacts::{
+    BENCHMARK_RUN_SCHEMA, BenchmarkRun, BundleOrigin, BundleRef, CALL_NOTES_SCHEMA, CallNotes,
+    CaseFiles, CaseProfile, CaseResult, CaseStatus, MeasurementInfo, Observation,
+    PUBLIC_PIPELINE_CALL_WALL, Provenance, RuntimeInfo, TIMING_NOTES_SCHEMA, Telemetry,
+    TimingNotes,
+};
 use trtmc_core::case::{self, MeasureFlags, Override, ResolveInput, ResolvedCase, SweepAxis};
 use trtmc_core::catalog::{Catalog, Profile};
 use trtmc_core::fsutil::{OutputSlot, write_json_atomic};
 use trtmc_core::operations;
-use trtmc_core::artifacts::{
-    BENCHMARK_RUN_SCHEMA, BenchmarkRun, BundleOrigin, BundleRef, CALL_NOTES_SCHEMA, CallNotes,
-    CaseFiles, CaseProfile, CaseResult, CaseStatus, MeasurementInfo, Observation,
-    PUBLIC_PIPELINE_CALL_WALL, Provenance, RuntimeInfo, TIMING_NOTES_SCHEMA, Telemetry, TimingNotes,
-};
 use trtmc_core::result::reduce;
 use trtmc_core::stats::PERCENTILE_METHOD;
 use trtmc_runtime::bundle::BundleManifest;

@@ -16,7 +16,7 @@ use crate::search::{self, FullSpace, SearchOrder};
 use crate::select::{self, Estimate, Objective};
 use crate::summary::{
     Counts, Decision, DecisionKind, FinalistResult, HeadToHeadSummary, Margin, RacingSummary,
-    RouteSummary, TUNING_SUMMARY_SCHEMA, StopReason, TuneSummary,
+    RouteSummary, StopReason, TUNING_SUMMARY_SCHEMA, TuneSummary,
 };
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

@@ -13,9 +13,6 @@
 
 use crate::expr::{Expression, Route, TermValues};
 use crate::knobs::KnobSet;
-use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 
 /// Declared with the tuning summary, which records it.
 pub use trtmc_core::artifacts::tune_summary::SearchOrder;

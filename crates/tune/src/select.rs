@@ -6,8 +6,6 @@
 //! `trtmc_core::stats`; warm-up calls never reach these functions (the driver keeps them apart).
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 use trtmc_core::stats::{self, Interval};
 
 /// Declared with the tuning summary, which records them.

@@ -117,8 +117,7 @@ pub fn line_count(path: &Path) -> usize {
 /// Validates result.json, every resolved-case.json and every observations line of a result directory.
 pub fn assert_result_dir_valid(result: &Path) -> serde_json::Value {
     let doc = read_json(&result.join("result.json"));
-    let _: trtmc_core::artifacts::BenchmarkRun =
-        assert_document("benchmark-run.schema.json", &doc);
+    let _: trtmc_core::artifacts::BenchmarkRun = assert_document("benchmark-run.schema.json", &doc);
     for case in doc["cases"].as_array().expect("cases") {
         let dir = result.join(case["dir"].as_str().expect("dir"));
         assert_valid(

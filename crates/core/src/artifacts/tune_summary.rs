@@ -512,7 +512,12 @@ mod tests {
         ] {
             assert_eq!(serialized(serde_json::json!(s)).as_deref(), Some(s.name()));
         }
-        for s in [Stage::Build, Stage::Outputs, Stage::Accuracy, Stage::Measure] {
+        for s in [
+            Stage::Build,
+            Stage::Outputs,
+            Stage::Accuracy,
+            Stage::Measure,
+        ] {
             assert_eq!(serialized(serde_json::json!(s)).as_deref(), Some(s.name()));
         }
         for k in [
