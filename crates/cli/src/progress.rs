@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use trtmc_core::result::CaseStatus;
+use trtmc_core::artifacts::CaseStatus;
 use trtmc_runner::progress::{Event, Progress};
 use trtmc_tune::Objective;
 use trtmc_tune::cache::{IterationRecord, RouteStatus};

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use trtmc_core::result::BenchmarkRun;
+use trtmc_core::artifacts::BenchmarkRun;
 use trtmc_report::export::{self, Format};
 use trtmc_report::validity::Policy;
 

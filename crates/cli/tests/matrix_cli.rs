@@ -283,7 +283,14 @@ fn lights_match_ratios_aa_is_green_and_an_injected_slowdown_is_red() {
     assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
     let results = read_json(&out.join("results.json"));
     assert_eq!(results["schema"], "trtmc.matrix-results/v1");
-    assert_valid("matrix-results.schema.json", &results);
+    let _: trtmc_core::artifacts::matrix::Results =
+        assert_document("matrix-results.schema.json", &results);
+    for index in 0..2 {
+        let row = read_json(&out.join(format!("rows/{index:03}.json")));
+        assert_valid_def("matrix-results.schema.json", "row", &row);
+        let _: trtmc_core::artifacts::matrix::RowResult =
+            serde_json::from_value(row).expect("rows/NNN.json reads as RowResult");
+    }
     assert_eq!(results["summary"]["rows"], 2);
     assert_lights_match_ratios(&results);
     let rows = rows_by_id(&results);
@@ -417,6 +424,75 @@ fn workload_precision_and_boundary_mismatches_are_contract_mismatches_without_a_
         "{msg}"
     );
     assert!(r["rows"][0]["comparison"].is_null());
+}
+
+/// Both sides' result.json without `timing_boundary`: read through pointers that default to "", the
+/// boundaries compared equal and the row got a light. Read through the type, the row fails and says
+/// which file lacks which field.
+#[test]
+fn a_result_without_timing_boundary_is_a_failed_row_never_a_compared_one() {
+    let _one_at_a_time = measuring();
+    let s = setup("");
+    let rows = "  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: single\n    candidate: {runtime: onnxruntime}\n    reference: {backend: \"trtmc:onnxruntime\"}\n    measure: {rounds: 1}\n";
+    let suite_path = suite(&s, "boundaryless", rows);
+    let out = s.dir.path().join("run");
+    let o = run_suite(&s, &suite_path, &out, &[], &[]);
+    assert_eq!(code(&o), 0, "the untouched row compares: {}", stderr(&o));
+
+    // Run the row again as a Slurm task would, with the plan's program replaced by one that drops
+    // `timing_boundary` from every result.json it writes (both sides run `trtmc-bench run`).
+    let wrapper = s.dir.path().join("trtmc-bench-without-boundary");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n{bin:?} \"$@\"\nrc=$?\nprev=\nfor a in \"$@\"; do\n  if [ \"$prev\" = -o ] && [ -f \"$a/result.json\" ]; then\n    python3 -c 'import json, sys; p = sys.argv[1]; d = json.load(open(p)); d.pop(\"timing_boundary\"); json.dump(d, open(p, \"w\"))' \"$a/result.json\" || exit 97\n  fi\n  prev=$a\ndone\nexit $rc\n",
+            bin = BIN
+        ),
+    )
+    .expect("write wrapper");
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let plan_path = out.join("matrix-run.json");
+    let mut plan = read_json(&plan_path);
+    plan["exe"] = Value::from(p(&wrapper));
+    std::fs::write(&plan_path, plan.to_string()).expect("write plan");
+    std::fs::remove_file(out.join("rows/000.json")).expect("remove the first result");
+    let tasks = s.dir.path().join("tasks.json");
+    std::fs::write(&tasks, "[0]").expect("write tasks");
+    let o = matrix(
+        &s,
+        &["task", &p(&out), "--tasks-file", &p(&tasks), "--task", "0"],
+        &[],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = matrix(&s, &["report", &p(&out)], &[]);
+    assert_eq!(code(&o), 5, "a failed row: {}", stderr(&o));
+
+    let results = read_json(&out.join("results.json"));
+    assert_valid("matrix-results.schema.json", &results);
+    let row = &results["rows"][0];
+    assert_eq!(
+        row["commands"][0]["argv"][0],
+        p(&wrapper),
+        "the candidate ran through the wrapper"
+    );
+    assert_eq!(row["status"], "failed", "{row}");
+    assert!(row["comparison"].is_null(), "no light: {row}");
+    assert_eq!(results["summary"]["failed"], 1);
+    assert_eq!(
+        results["summary"]["green"].as_u64().unwrap()
+            + results["summary"]["yellow"].as_u64().unwrap()
+            + results["summary"]["red"].as_u64().unwrap(),
+        0
+    );
+    let message = row["message"].as_str().expect("message");
+    assert!(
+        message.contains("candidate/result.json") && message.contains("timing_boundary"),
+        "the message names the file and the field: {message}"
+    );
 }
 
 #[test]

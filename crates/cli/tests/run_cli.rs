@@ -175,6 +175,7 @@ fn noop_run_writes_a_valid_result_with_exactly_the_requested_observations() {
     assert!(dir.join("worker.log").exists());
     let telemetry = read_json(&dir.join("telemetry.json"));
     assert_eq!(telemetry["schema"], "trtmc.telemetry/v1");
+    let _: trtmc_core::artifacts::Telemetry = assert_document("telemetry.schema.json", &telemetry);
     let resolved = read_json(&dir.join("resolved-case.json"));
     assert_eq!(resolved["measure"]["iterations"]["source"], "cli");
     assert_eq!(resolved["measure"]["iterations"]["value"], 37);

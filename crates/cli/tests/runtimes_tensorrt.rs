@@ -329,7 +329,7 @@ fn build_time_and_profile_send_exactly_this_argv_and_read_what_trtexec_printed()
     let median = case["metrics"]["latency_ms"]["p50"].as_f64().expect("p50");
     assert!(median > 0.5 && median < 2.0, "{median}");
     let notes = read_json(&case_dir.join("timing-notes.json"));
-    assert_valid("timing-notes.schema.json", &notes);
+    let _: trtmc_core::artifacts::TimingNotes = assert_document("timing-notes.schema.json", &notes);
     let recorded = trtmc_trtexec::parse_log(
         &std::fs::read_to_string(fixture(
             "trtexec-logs/trt10.16_loadEngine_cudagraph_spinwait_nodatatransfers_verbose.log",
@@ -504,7 +504,7 @@ fn manifest() -> BundleManifest {
         schema: BUNDLE_SCHEMA.into(),
         key: "0".repeat(64),
         model: "m".into(),
-        runtime: trtmc_core::result::RuntimeInfo {
+        runtime: trtmc_core::artifacts::RuntimeInfo {
             name: "tensorrt".into(),
             version: "10.16.1".into(),
         },

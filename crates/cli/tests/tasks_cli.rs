@@ -98,10 +98,12 @@ fn total(obs: &[Value], field: &str) -> u64 {
 }
 
 fn notes(dir: &Path, case: &Value) -> Value {
-    read_json(
+    let doc = read_json(
         &dir.join(case["dir"].as_str().expect("dir"))
             .join("call-notes.json"),
-    )
+    );
+    let _: trtmc_core::artifacts::CallNotes = assert_document("call-notes.schema.json", &doc);
+    doc
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -123,6 +125,7 @@ fn every_task_profile_is_listed_ready() {
     let out = run(&["list", "models", "--format", "json"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc: Value = serde_json::from_str(&stdout(&out)).expect("json");
+    let _: trtmc_core::artifacts::ModelList = assert_document("model-list.schema.json", &doc);
     let models = doc["models"].as_array().expect("models");
     for name in [
         "tiny-segnet",

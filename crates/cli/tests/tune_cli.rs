@@ -311,7 +311,8 @@ fn accuracy_gate_and_crashing_builds_exclude_routes_and_the_survivor_is_saved_an
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 
     let summary = read_json(&out_dir.join("tuning-summary.json"));
-    assert_valid("tuning-summary.schema.json", &summary);
+    let _: trtmc_core::artifacts::TuneSummary =
+        assert_document("tuning-summary.schema.json", &summary);
     let fp16 = route(&summary, "-precision=fp16 -test:fault=none");
     assert_eq!(fp16["status"], "accuracy_failed", "{fp16}");
     assert_eq!(fp16["eligible"], false);
@@ -377,6 +378,9 @@ fn accuracy_gate_and_crashing_builds_exclude_routes_and_the_survivor_is_saved_an
 
     // The chosen bundle, with the route that made it; --save-all keeps each eligible route's bundle.
     let record = read_json(&saved.join("tuned-route.json"));
+    let typed: trtmc_core::artifacts::TunedRoute =
+        assert_document("tuned-route.schema.json", &record);
+    assert_eq!(typed.schema, trtmc_core::artifacts::TUNED_ROUTE_SCHEMA);
     assert_eq!(record["route"], chosen);
     assert_eq!(record["chosen"], true);
     assert!(

@@ -2,6 +2,7 @@
 //! atomic file helpers. Nothing here prints or runs a model.
 
 pub mod accuracy;
+pub mod artifacts;
 pub mod case;
 pub mod catalog;
 pub mod error_text;

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::result::MachineInfo;
+use crate::artifacts::MachineInfo;
 
 /// An executable program: `name` as a path when it holds a `/`, else the first match on `PATH`.
 pub fn find_program(name: &str) -> Option<PathBuf> {

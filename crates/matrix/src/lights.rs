@@ -1,45 +1,12 @@
 //! Traffic lights from the candidate/reference p50 ratio and its bootstrap interval (rule:
 //! docs/matrix.md#lights).
 
-use serde::{Deserialize, Serialize};
 use trtmc_core::stats;
 
 use crate::suite::Thresholds;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Light {
-    Green,
-    Yellow,
-    Red,
-}
-
-impl Light {
-    pub fn label(self) -> &'static str {
-        match self {
-            Light::Green => "green",
-            Light::Yellow => "yellow",
-            Light::Red => "red",
-        }
-    }
-}
-
-/// The comparison of one completed row.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Comparison {
-    pub candidate_p50_ms: f64,
-    pub reference_p50_ms: f64,
-    /// candidate p50 / reference p50: above 1 the candidate is slower.
-    pub ratio: f64,
-    pub ci_low: f64,
-    pub ci_high: f64,
-    pub confidence: f64,
-    pub light: Light,
-    /// The interval reaches past the light's band: the light is the estimate's (green/yellow) or was
-    /// lowered from red to yellow.
-    pub uncertain: bool,
-    pub note: String,
-}
+/// The light is recorded in every row result; its type lives with the matrix documents in core.
+pub use trtmc_core::artifacts::matrix::{Comparison, Light};
 
 fn band(ratio: f64, t: &Thresholds) -> Light {
     if ratio <= t.green_max {

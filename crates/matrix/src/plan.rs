@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use trtmc_core::artifacts::{PUBLIC_PIPELINE_CALL_WALL, ProgramInfo};
 use trtmc_core::case::{self, Override, ResolveInput, ResolvedCase, Source};
 use trtmc_core::catalog::{Catalog, Profile};
 use trtmc_core::machine::find_program;
-use trtmc_core::result::{PUBLIC_PIPELINE_CALL_WALL, ProgramInfo};
 use trtmc_runtime::runtime;
 
 use crate::suite::{self, Expanded, ORT_PYTHON, Row, Suite, TRTMC_PREFIX};

@@ -4,34 +4,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+/// Embedded in results.json, so typed with the matrix documents in core.
+pub use trtmc_core::artifacts::matrix::{RECEIPT_SCHEMA, Receipt, Record};
 
-pub const RECEIPT_SCHEMA: &str = "trtmc.perf-bundle-preparation/v1";
 pub const RECEIPT_SCOPE: &str = "test_task";
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Receipt {
-    pub schema: String,
-    pub scope: String,
-    /// The exact Git revision of the run the bundles were prepared for.
-    pub revision: String,
-    pub records: Vec<Record>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Record {
-    /// The model file the bundle was built from (exactly as the run consumed it).
-    pub model: String,
-    /// The bundle directory (exactly as the run consumed it).
-    pub bundle: String,
-    /// `built` or `reused`.
-    pub action: String,
-    /// Seconds the build took; required, finite and non-negative for `built`.
-    #[serde(default)]
-    pub build_seconds: Option<f64>,
-}
 
 /// What the run consumed: bundle path → model path.
 pub type Consumed = BTreeMap<String, String>;

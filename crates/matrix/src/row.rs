@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use trtmc_core::artifacts::{BENCHMARK_RUN_SCHEMA, BenchmarkRun, CaseStatus, Observation};
+use trtmc_core::case::{RESOLVED_CASE_SCHEMA, ResolvedCase};
 use trtmc_core::catalog::Catalog;
-use trtmc_core::result::Observation;
 use trtmc_core::test_hooks::{CALL_DELAY_ENV, TestHooks};
 use trtmc_runner::bundles::BundleOptions;
 use trtmc_runner::compare::{self, ReferencePreparation, ReferenceSettings};
@@ -20,97 +20,14 @@ use trtmc_runner::progress::Silent;
 use trtmc_runner::run::{RunError, Selection};
 use trtmc_runtime::reference::{REFERENCE_RESULT_SCHEMA, ReferenceResult};
 
-use crate::lights::{self, Comparison};
+use crate::lights;
 use crate::plan::{Plan, PlannedRow};
 use crate::suite::{ORT_PYTHON, TRTMC_PREFIX};
 
-pub const ROW_SCHEMA: &str = "trtmc.matrix-row/v1";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RowStatus {
-    /// Both sides measured the same workload at the same boundary: the row has a light.
-    Compared,
-    /// Different workload, boundary or precision: no light.
-    ContractMismatch,
-    /// A leaf command failed (or a Slurm task died): no light.
-    Failed,
-    /// Too few samples for a light.
-    Incomplete,
-}
-
-impl RowStatus {
-    pub fn label(self) -> &'static str {
-        match self {
-            RowStatus::Compared => "compared",
-            RowStatus::ContractMismatch => "contract mismatch",
-            RowStatus::Failed => "failed",
-            RowStatus::Incomplete => "incomplete",
-        }
-    }
-    /// Final outcomes are kept by `resume`; the others are attempted again.
-    pub fn is_final(self) -> bool {
-        matches!(self, RowStatus::Compared | RowStatus::ContractMismatch)
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LeafCommand {
-    pub argv: Vec<String>,
-    /// Environment variables set for this command on top of the inherited ones.
-    pub env: BTreeMap<String, String>,
-    pub exit_code: Option<i32>,
-    pub seconds: f64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Side {
-    pub backend: String,
-    pub runtime: String,
-    pub version: String,
-    pub boundary: String,
-    /// Workload identity the side recorded (hash of the resolved case).
-    pub identity: String,
-    pub precision: Option<String>,
-    pub samples_ms: Vec<f64>,
-    /// The side's result file, relative to the run directory.
-    pub result_file: String,
-}
-
-/// How the candidate's bundle was prepared.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Preparation {
-    pub model: String,
-    pub bundle: Option<String>,
-    /// `built`, `cache_hit`, `bundle_root`, `explicit`, `none`; a matching receipt turns it into
-    /// `built (receipt)` in the report.
-    pub origin: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RowResult {
-    pub schema: String,
-    pub index: usize,
-    pub id: String,
-    pub entry: String,
-    pub model: String,
-    pub testcase: String,
-    pub status: RowStatus,
-    pub message: Option<String>,
-    pub comparison: Option<Comparison>,
-    pub candidate: Option<Side>,
-    pub reference: Option<Side>,
-    pub resolved_settings: BTreeMap<String, Value>,
-    pub commands: Vec<LeafCommand>,
-    pub preparation: Option<Preparation>,
-    /// The attempt's working directory, relative to the run directory.
-    pub attempt_dir: String,
-    pub executor: String,
-    pub slurm_task: Option<String>,
-    pub host: String,
-    pub started: String,
-    pub finished: String,
-}
+/// The row document's types live with every other document in `trtmc_core::artifacts`.
+pub use trtmc_core::artifacts::matrix::{
+    LeafCommand, Preparation, ROW_SCHEMA, RowResult, RowStatus, Side,
+};
 
 pub fn rows_dir(run: &Path) -> PathBuf {
     run.join("rows")
@@ -259,13 +176,16 @@ fn run_argv(
     argv
 }
 
-fn read_json(path: &Path) -> Result<Value, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    serde_json::from_slice(&bytes).map_err(|e| format!("{} is not JSON: {e}", path.display()))
-}
-
-fn str_at<'v>(v: &'v Value, ptr: &str) -> &'v str {
-    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+/// Reads a JSON document of `trtmc-bench run` through its type: a missing or renamed field is an error
+/// naming the file and the field, never a default that would compare equal on both sides.
+fn read_typed<T: serde::de::DeserializeOwned>(
+    ctx: &Ctx<'_>,
+    path: &Path,
+    schema: &str,
+) -> Result<T, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", ctx.rel(path)))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| format!("{} is not a valid {schema} document: {e}", ctx.rel(path)))
 }
 
 /// The side measured by `trtmc-bench run` in `out`.
@@ -275,14 +195,40 @@ fn read_run_side(
     out: &Path,
 ) -> Result<(Side, Option<(String, String)>), String> {
     let result = out.join("result.json");
-    let doc = read_json(&result)?;
-    let case = doc
-        .pointer("/cases/0")
-        .ok_or_else(|| format!("{} has no case", ctx.rel(&result)))?;
-    if str_at(case, "/status") != "completed" {
-        return Err(format!("the case failed: {}", str_at(case, "/error")));
+    let doc: BenchmarkRun = read_typed(ctx, &result, BENCHMARK_RUN_SCHEMA)?;
+    if doc.schema != BENCHMARK_RUN_SCHEMA {
+        return Err(format!(
+            "{} has schema `{}`, not `{BENCHMARK_RUN_SCHEMA}`",
+            ctx.rel(&result),
+            doc.schema
+        ));
     }
-    let obs_rel = str_at(case, "/files/observations");
+    // The contract compares these two: an empty one would match another empty one.
+    if doc.timing_boundary.is_empty() {
+        return Err(format!("{} has an empty timing_boundary", ctx.rel(&result)));
+    }
+    let case = doc
+        .cases
+        .first()
+        .ok_or_else(|| format!("{} has no case", ctx.rel(&result)))?;
+    if case.status != CaseStatus::Completed {
+        return Err(format!(
+            "the case failed: {}",
+            case.error.as_deref().unwrap_or("")
+        ));
+    }
+    if case.identity.is_empty() {
+        return Err(format!(
+            "{} has an empty identity in cases[0]",
+            ctx.rel(&result)
+        ));
+    }
+    let obs_rel = case.files.observations.as_deref().ok_or_else(|| {
+        format!(
+            "{} names no observations file in cases[0].files",
+            ctx.rel(&result)
+        )
+    })?;
     let text = std::fs::read_to_string(out.join(obs_rel))
         .map_err(|e| format!("cannot read the observations of {}: {e}", ctx.rel(out)))?;
     let mut samples = Vec::new();
@@ -291,27 +237,32 @@ fn read_run_side(
             .map_err(|e| format!("{} holds a bad observation: {e}", ctx.rel(out)))?;
         samples.push(o.wall_ns as f64 / 1e6);
     }
-    let bundle = case.get("bundle").filter(|b| !b.is_null()).map(|b| {
-        (
-            str_at(b, "/path").to_string(),
-            str_at(b, "/origin").to_string(),
-        )
+    let bundle = case.bundle.as_ref().map(|b| {
+        let origin = serde_json::to_value(b.origin)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        (b.path.clone(), origin)
     });
+    // What the side ran at: the resolved model precision of its case.
+    let resolved: ResolvedCase = read_typed(
+        ctx,
+        &out.join(&case.files.resolved_case),
+        RESOLVED_CASE_SCHEMA,
+    )?;
+    let precision = resolved
+        .build
+        .get("precision")
+        .and_then(|p| p.value.as_str())
+        .map(str::to_string);
     Ok((
         Side {
             backend: backend.into(),
-            runtime: str_at(case, "/runtime/name").into(),
-            version: str_at(case, "/runtime/version").into(),
-            boundary: str_at(&doc, "/timing_boundary").into(),
-            identity: str_at(case, "/identity").into(),
-            // What the side ran at: the resolved model precision of its case.
-            precision: read_json(&out.join(str_at(case, "/files/resolved_case")))
-                .ok()
-                .and_then(|rc| {
-                    rc.pointer("/build/precision/value")
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                }),
+            runtime: case.runtime.name.clone(),
+            version: case.runtime.version.clone(),
+            boundary: doc.timing_boundary.clone(),
+            identity: case.identity.clone(),
+            precision,
             samples_ms: samples,
             result_file: ctx.rel(&result),
         },

@@ -17,9 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use trtmc_core::fsutil::{write_atomic, write_json_atomic};
-use trtmc_core::result::{MachineInfo, ProgramInfo};
 use trtmc_core::test_hooks::TestHooks;
 
 use crate::error::Error;
@@ -30,82 +28,16 @@ use crate::lights::Light;
 use crate::plan::{Plan, PlannedRow};
 use crate::receipt::{self, Receipt};
 use crate::row::{self, RowResult, RowStatus};
-use crate::suite::Thresholds;
 
 pub const PLAN_FILE: &str = "matrix-run.json";
 pub const RESULTS_FILE: &str = "results.json";
 pub const REPORT_FILE: &str = "report.html";
 pub const RECEIPT_FILE: &str = "preparation-receipt.json";
-pub const RESULTS_SCHEMA: &str = "trtmc.matrix-results/v1";
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
-    pub rows: usize,
-    pub green: usize,
-    pub yellow: usize,
-    pub red: usize,
-    pub contract_mismatch: usize,
-    pub failed: usize,
-    pub incomplete: usize,
-    pub pending: usize,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SuiteInfo {
-    pub name: String,
-    pub path: PathBuf,
-    pub sha256: String,
-    pub thresholds: Thresholds,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PendingRow {
-    pub index: usize,
-    pub id: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SlurmJob {
-    pub job: String,
-    pub tasks_file: String,
-    pub rows: Vec<usize>,
-    pub submitted: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Results {
-    pub schema: String,
-    pub created: String,
-    pub updated: String,
-    pub suite: SuiteInfo,
-    pub environment_path: PathBuf,
-    pub environment: crate::suite::Expanded,
-    pub program: ProgramInfo,
-    pub machine: MachineInfo,
-    pub executor: String,
-    pub entry: Option<String>,
-    pub command_line: Vec<String>,
-    pub summary: Summary,
-    pub rows: Vec<RowResult>,
-    pub pending: Vec<PendingRow>,
-    pub slurm_jobs: Vec<SlurmJob>,
-    pub preparation_receipt: Option<Receipt>,
-}
-
-impl Results {
-    /// 0 when every row has a light; 5 when a row failed, is incomplete or pending; 8 for contract
-    /// mismatches (and nothing worse).
-    pub fn exit_code(&self) -> i32 {
-        let s = &self.summary;
-        if s.failed + s.incomplete + s.pending > 0 {
-            5
-        } else if s.contract_mismatch > 0 {
-            8
-        } else {
-            0
-        }
-    }
-}
+/// The results document's types live with every other document in `trtmc_core::artifacts`.
+pub use trtmc_core::artifacts::matrix::{
+    PendingRow, RESULTS_SCHEMA, Results, SlurmJob, SuiteInfo, Summary,
+};
 
 pub fn read_plan(run: &Path) -> Result<Plan, MatrixError> {
     let path = run.join(PLAN_FILE);

@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// Recorded in results.json, so typed with the matrix documents in core.
+pub use trtmc_core::artifacts::matrix::{Expanded, SlurmSettings, Thresholds};
+
 pub const SUITE_SCHEMA: &str = "trtmc.perf-suite/v1";
 pub const ENVIRONMENT_SCHEMA: &str = "trtmc.perf-environment/v1";
 
@@ -40,31 +43,6 @@ pub struct Suite {
 pub struct OperationExclusion {
     pub operation: String,
     pub reason: String,
-}
-
-/// Light thresholds on the candidate/reference p50 ratio (lower is faster for the candidate).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Thresholds {
-    /// Ratios up to this are green.
-    pub green_max: f64,
-    /// Ratios above `green_max` and up to this are yellow; above it, red.
-    pub yellow_max: f64,
-    /// Confidence level of the bootstrap interval on the ratio.
-    pub confidence: f64,
-    /// Fewer timed calls than this on either side: an incomplete measurement, no light.
-    pub min_samples: u64,
-}
-
-impl Default for Thresholds {
-    fn default() -> Self {
-        Thresholds {
-            green_max: 1.10,
-            yellow_max: 1.25,
-            confidence: 0.95,
-            min_samples: 10,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -279,30 +257,6 @@ pub struct Variable {
     pub description: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct SlurmSettings {
-    /// Extra `sbatch` arguments (partition, account, time limit).
-    pub sbatch_args: Vec<String>,
-    /// One task per node at a time (`--exclusive`), so rows never share a machine while timed.
-    pub exclusive: bool,
-    /// Seconds between `squeue`/`sacct` polls.
-    pub poll_s: f64,
-    /// Give up waiting for the job array after this many seconds.
-    pub timeout_s: f64,
-}
-
-impl Default for SlurmSettings {
-    fn default() -> Self {
-        SlurmSettings {
-            sbatch_args: Vec::new(),
-            exclusive: true,
-            poll_s: 1.0,
-            timeout_s: 3600.0,
-        }
-    }
-}
-
 pub fn load_environment(path: &Path) -> Result<Environment, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read environment {}: {e}", path.display()))?;
@@ -318,24 +272,6 @@ pub fn parse_environment(text: &str) -> Result<Environment, String> {
         return Err(format!("schema `{s}` is not `{ENVIRONMENT_SCHEMA}`"));
     }
     Ok(env)
-}
-
-/// The environment with every `${VAR}` expanded: what the run actually uses.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Expanded {
-    pub name: String,
-    pub variables: BTreeMap<String, String>,
-    pub executables: BTreeMap<String, String>,
-    pub bundle_cache: PathBuf,
-    pub bundle_roots: Vec<PathBuf>,
-    pub runtime_dirs: Vec<PathBuf>,
-    pub results_root: PathBuf,
-    pub free_storage_gib: f64,
-    pub python: String,
-    pub reference_dir: PathBuf,
-    pub require_release_build: bool,
-    pub reference_threads: u64,
-    pub slurm: SlurmSettings,
 }
 
 /// Expands `${NAME}` and `${NAME:-default}` from `lookup`; an unset name without default is an error

@@ -18,8 +18,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use trtmc_core::artifacts::{BENCHMARK_RUN_SCHEMA, Observation};
 use trtmc_core::operations::operation;
-use trtmc_core::result::{BENCHMARK_RUN_SCHEMA, Observation, reduce};
+use trtmc_core::result::reduce;
 use trtmc_report::collection::{self, Options};
 use trtmc_report::html::{Page, Section, pill, text};
 use trtmc_report::table::{Cell, Column, Table};

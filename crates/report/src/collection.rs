@@ -14,7 +14,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use trtmc_core::result::{BENCHMARK_RUN_SCHEMA, BenchmarkRun, Observation};
+use trtmc_core::artifacts::{BENCHMARK_RUN_SCHEMA, BenchmarkRun, Observation};
 
 use crate::model::{self, CaseLatencies, CollectionReport, LoadedRun, Skipped};
 use crate::pages::{self, Kind};

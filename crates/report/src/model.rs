@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
-use trtmc_core::result::{
+use trtmc_core::artifacts::{
     BenchmarkRun, BundleOrigin, CaseStatus, MachineInfo, Observation, ProgramInfo, RunStatus,
     RuntimeInfo, Throughput,
 };
@@ -386,8 +386,9 @@ impl SweepEntry {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use trtmc_core::artifacts::{BENCHMARK_RUN_SCHEMA, CaseResult};
     use trtmc_core::operations::operation;
-    use trtmc_core::result::{BENCHMARK_RUN_SCHEMA, CaseResult, reduce};
+    use trtmc_core::result::reduce;
 
     pub fn observations(n: usize, ms: f64) -> Vec<Observation> {
         let mut start = 0;

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use trtmc_core::result::CaseStatus;
+use trtmc_core::artifacts::CaseStatus;
 
 use crate::fmt::{fmt_num, fmt_pct, fmt_seconds};
 use crate::html::{Markup, Page, Section, banner, el, href_for_path, key_values, pill, text};

@@ -1,6 +1,6 @@
 //! report.html of one `run`: the same page as a collection report, over one run.
 
-use trtmc_core::result::{BenchmarkRun, Observation};
+use trtmc_core::artifacts::{BenchmarkRun, Observation};
 
 use crate::model::{self, CaseLatencies, CollectionReport, LoadedRun};
 use crate::pages::{self, Kind};

@@ -3,13 +3,16 @@
 //! Sections: the decision (winner and margin, or the tie and its members, against the baseline), route
 //! against latency with intervals (search phase and head-to-head), every route with its status, error
 //! and accuracy, accuracy per output tensor, the head-to-head, racing and mixed-search details, and the
-//! chosen route as settings. The page reads the summary as JSON, so it depends on the schema, not on the
-//! tuning crate; fields it does not know are ignored and missing ones are shown as `–`.
+//! chosen route as settings. The page reads the tuner's own summary type
+//! ([`trtmc_core::artifacts::TuneSummary`]), so a renamed field breaks the build, not the page.
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
 use serde_json::Value;
+use trtmc_core::artifacts::{
+    DecisionKind, Estimate, Margin, Objective, RouteStatus, RouteSummary, TUNING_SUMMARY_SCHEMA,
+    TuneContext, TuneSummary,
+};
 
 use crate::fmt::fmt_num;
 use crate::html::{Markup, Page, Section, banner, el, key_values, pill, text};
@@ -18,181 +21,6 @@ use crate::table::{Cell, Column, Table};
 
 /// Most routes drawn in the latency chart (the tables list every route).
 pub const MAX_PLOTTED_ROUTES: usize = 120;
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Summary {
-    search: String,
-    objective: String,
-    objective_unit: String,
-    confidence: f64,
-    min_effect: f64,
-    expression: String,
-    baseline_route: String,
-    default_route: String,
-    tuner_version: String,
-    accuracy: Spec,
-    routes: Vec<RouteEntry>,
-    positive_knobs: Option<Vec<String>>,
-    racing: Option<Racing>,
-    ties: Vec<String>,
-    head_to_head: Option<HeadToHead>,
-    decision: Decision,
-    counts: BTreeMap<String, Value>,
-    stopped: Option<String>,
-    notes: Vec<String>,
-    context: Option<Context>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Spec {
-    algorithm: String,
-    atol: f64,
-    rtol: f64,
-    epsilon: f64,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Estimate {
-    value: f64,
-    low: f64,
-    high: f64,
-    unit: String,
-    samples: usize,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct SampleSummary {
-    cv: f64,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct TensorAccuracy {
-    name: String,
-    loss: Option<f64>,
-    threshold: f64,
-    passed: bool,
-    note: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Accuracy {
-    algorithm: String,
-    passed: bool,
-    tensors: Vec<TensorAccuracy>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct RouteEntry {
-    route: String,
-    phase: String,
-    iter: usize,
-    status: String,
-    failed_stage: Option<String>,
-    crash: bool,
-    error_message: Option<String>,
-    accuracy: Option<Accuracy>,
-    search: Option<Estimate>,
-    search_samples: Option<SampleSummary>,
-    head_to_head: Option<Estimate>,
-    eligible: bool,
-    tied_with_best: bool,
-    finalist: bool,
-    eliminated_in_round: Option<usize>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Racing {
-    rounds: usize,
-    round_calls: usize,
-    alpha: f64,
-    test: String,
-    eliminated: usize,
-    survivors: Vec<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Interval {
-    estimate: f64,
-    low: f64,
-    high: f64,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Finalist {
-    route: String,
-    estimate: Option<Estimate>,
-    ratio_to_best: Option<Interval>,
-    tied_with_best: bool,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct HeadToHead {
-    based_on: String,
-    passes: usize,
-    calls_per_pass: usize,
-    finalists: Vec<Finalist>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Margin {
-    other: String,
-    ratio: f64,
-    low: f64,
-    high: f64,
-    confidence: f64,
-    percent: f64,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Decision {
-    kind: String,
-    route: Option<String>,
-    tied_routes: Vec<String>,
-    margin: Option<Margin>,
-    versus_baseline: Option<Margin>,
-    reason: String,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Chosen {
-    route: String,
-    build_settings: BTreeMap<String, Value>,
-    runtime_settings: BTreeMap<String, Value>,
-    other: BTreeMap<String, String>,
-    run_sets: Vec<String>,
-    saved_bundle: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Context {
-    model: String,
-    model_file: String,
-    model_sha256: String,
-    runtime: String,
-    runtime_version: String,
-    machine: String,
-    operation: String,
-    measurement: String,
-    command_line: String,
-    cache: Option<String>,
-    chosen: Option<Chosen>,
-    files: BTreeMap<String, String>,
-}
 
 fn dash() -> Markup {
     text("–")
@@ -224,20 +52,20 @@ fn route_label(route: &str) -> String {
     }
 }
 
-fn status_class(status: &str) -> &'static str {
+fn status_class(status: RouteStatus) -> &'static str {
     match status {
-        "ok" => "completed",
-        "accuracy_failed" | "accuracy_error" => "partial",
-        _ => "failed",
+        RouteStatus::Ok => "completed",
+        RouteStatus::AccuracyFailed | RouteStatus::AccuracyError => "partial",
+        RouteStatus::Crashed | RouteStatus::TimedOut | RouteStatus::Failed => "failed",
     }
 }
 
-fn decision_pill(kind: &str) -> Markup {
+fn decision_pill(kind: DecisionKind) -> Markup {
     match kind {
-        "winner" => pill("winner", "valid"),
-        "sole" => pill("sole eligible route", "valid"),
-        "tie" => pill("tie", "partial"),
-        _ => pill("no eligible route", "invalid"),
+        DecisionKind::Winner => pill("winner", "valid"),
+        DecisionKind::Sole => pill("sole eligible route", "valid"),
+        DecisionKind::Tie => pill("tie", "partial"),
+        DecisionKind::None => pill("no eligible route", "invalid"),
     }
 }
 
@@ -253,24 +81,23 @@ fn margin_text(m: &Margin) -> String {
     )
 }
 
-/// Renders the tuning report from a `trtmc.tuning-summary/v1` document.
-pub fn render(summary: &Value) -> String {
-    let s: Summary = serde_json::from_value(summary.clone()).unwrap_or_default();
+/// Renders the tuning report of a tune's summary.
+pub fn render(s: &TuneSummary) -> String {
     let ctx = s.context.as_ref();
     let title = match ctx {
         Some(c) => format!("tune {} on {}", c.model, c.runtime),
         None => "tune".to_string(),
     };
     let mut page = Page::new("tune", &title);
-    page.status = Some(decision_pill(&s.decision.kind));
+    page.status = Some(decision_pill(s.decision.kind));
     page.subtitle.push(text(&format!(
         "{} search over {} · objective {} ({}) · {} routes evaluated, {} eligible",
         s.search,
         s.expression,
         s.objective,
         s.objective_unit,
-        count(&s, "evaluated"),
-        count(&s, "eligible")
+        s.counts.evaluated,
+        s.counts.eligible
     )));
     if let Some(c) = ctx {
         page.subtitle.push(text(&format!(
@@ -278,56 +105,47 @@ pub fn render(summary: &Value) -> String {
             c.runtime, c.runtime_version, c.operation, c.machine
         )));
     }
-    if s.decision.kind == "none" {
+    if s.decision.kind == DecisionKind::None {
         page.banners.push(banner(
             "error",
             &text(&format!("No route was eligible: {}", s.decision.reason)),
         ));
     }
-    if let Some(stopped) = &s.stopped {
+    if let Some(stopped) = s.stopped {
         page.banners.push(banner(
             "warn",
             &text(&format!(
-                "The tune stopped early ({stopped}); the decision uses what was measured by then."
+                "The tune stopped early ({}); the decision uses what was measured by then.",
+                stopped.name()
             )),
         ));
     }
     page.sections
-        .push(Section::new("decision", "Decision", decision(&s)));
-    page.sections.push(Section::new(
-        "latency",
-        "Latency by route",
-        latency_plot(&s),
-    ));
+        .push(Section::new("decision", "Decision", decision(s)));
     page.sections
-        .push(Section::new("routes", "Routes", routes_table(&s)));
+        .push(Section::new("latency", "Latency by route", latency_plot(s)));
     page.sections
-        .push(Section::new("accuracy", "Accuracy", accuracy_table(&s)));
+        .push(Section::new("routes", "Routes", routes_table(s)));
+    page.sections
+        .push(Section::new("accuracy", "Accuracy", accuracy_table(s)));
     page.sections.push(Section::new(
         "head-to-head",
         "Head to head",
-        head_to_head(&s),
+        head_to_head(s),
     ));
     if let Some(c) = ctx {
         page.sections
-            .push(Section::new("setup", "Setup", setup(&s, c)));
+            .push(Section::new("setup", "Setup", setup(s, c)));
     }
     page.footer = text(&format!(
-        "tuner {} · summary schema trtmc.tuning-summary/v1 · intervals: percentile bootstrap at {:.0} % confidence",
+        "tuner {} · summary schema {TUNING_SUMMARY_SCHEMA} · intervals: percentile bootstrap at {:.0} % confidence",
         s.tuner_version,
         s.confidence * 100.0
     ));
     page.render()
 }
 
-fn count(s: &Summary, name: &str) -> String {
-    s.counts
-        .get(name)
-        .map(value_text)
-        .unwrap_or_else(|| "–".into())
-}
-
-fn decision(s: &Summary) -> Markup {
+fn decision(s: &TuneSummary) -> Markup {
     let d = &s.decision;
     let route = d
         .route
@@ -335,7 +153,7 @@ fn decision(s: &Summary) -> Markup {
         .map(|r| el("code", &[("id", "chosen-route")], &text(&route_label(r))))
         .unwrap_or_else(dash);
     let mut rows: Vec<(&str, Markup)> = vec![
-        ("decision", decision_pill(&d.kind)),
+        ("decision", decision_pill(d.kind)),
         ("route", route),
         ("reason", text(&d.reason)),
     ];
@@ -413,13 +231,13 @@ fn decision(s: &Summary) -> Markup {
     body
 }
 
-fn latency_plot(s: &Summary) -> Markup {
-    let mut measured: Vec<&RouteEntry> = s.routes.iter().filter(|r| r.search.is_some()).collect();
+fn latency_plot(s: &TuneSummary) -> Markup {
+    let mut measured: Vec<&RouteSummary> = s.routes.iter().filter(|r| r.search.is_some()).collect();
     measured.sort_by(|a, b| {
-        let v = |r: &RouteEntry| r.search.as_ref().map_or(f64::INFINITY, |e| e.value);
+        let v = |r: &RouteSummary| r.search.as_ref().map_or(f64::INFINITY, |e| e.value);
         v(a).total_cmp(&v(b))
     });
-    if s.objective == "throughput" {
+    if s.objective == Objective::Throughput {
         measured.reverse();
     }
     let shown = measured.len().min(MAX_PLOTTED_ROUTES);
@@ -477,7 +295,7 @@ fn latency_plot(s: &Summary) -> Markup {
     body
 }
 
-fn routes_table(s: &Summary) -> Markup {
+fn routes_table(s: &TuneSummary) -> Markup {
     let mut t = Table::new(
         "routes-table",
         vec![
@@ -537,16 +355,16 @@ fn routes_table(s: &Summary) -> Markup {
         if r.route == s.baseline_route {
             role.push("baseline".into());
         }
-        let status = match (&r.failed_stage, r.crash) {
-            (Some(stage), true) => format!("{} ({stage}, crash)", r.status),
-            (Some(stage), false) => format!("{} ({stage})", r.status),
-            _ => r.status.clone(),
+        let status = match (r.failed_stage, r.crash) {
+            (Some(stage), true) => format!("{} ({}, crash)", r.status.name(), stage.name()),
+            (Some(stage), false) => format!("{} ({})", r.status.name(), stage.name()),
+            _ => r.status.name().to_string(),
         };
         t.push(vec![
             Cell::int(r.iter as u64),
             Cell::markup(el("code", &[], &text(&route_label(&r.route))), &r.route),
-            Cell::text(&r.phase),
-            Cell::markup(pill(&status, status_class(&r.status)), &r.status),
+            Cell::text(r.phase.name()),
+            Cell::markup(pill(&status, status_class(r.status)), r.status.name()),
             est,
             low,
             high,
@@ -561,7 +379,7 @@ fn routes_table(s: &Summary) -> Markup {
     t.render()
 }
 
-fn accuracy_table(s: &Summary) -> Markup {
+fn accuracy_table(s: &TuneSummary) -> Markup {
     let mut t = Table::new(
         "accuracy-table",
         vec![
@@ -590,7 +408,7 @@ fn accuracy_table(s: &Summary) -> Markup {
                     pill(verdict, if tensor.passed { "completed" } else { "failed" }),
                     verdict,
                 ),
-                Cell::text(tensor.note.as_deref().unwrap_or(&a.algorithm)),
+                Cell::text(tensor.note.as_deref().unwrap_or(a.algorithm.name())),
             ]);
         }
     }
@@ -608,7 +426,7 @@ fn accuracy_table(s: &Summary) -> Markup {
     body
 }
 
-fn head_to_head(s: &Summary) -> Markup {
+fn head_to_head(s: &TuneSummary) -> Markup {
     let Some(h) = &s.head_to_head else {
         return el(
             "p",
@@ -676,7 +494,7 @@ fn head_to_head(s: &Summary) -> Markup {
     body
 }
 
-fn setup(s: &Summary, c: &Context) -> Markup {
+fn setup(s: &TuneSummary, c: &TuneContext) -> Markup {
     let mut rows: Vec<(&str, Markup)> = vec![
         ("model", text(&c.model)),
         ("model file", el("code", &[], &text(&c.model_file))),
@@ -730,8 +548,11 @@ fn setup(s: &Summary, c: &Context) -> Markup {
         rows.push((k.as_str(), el("code", &[], &text(v))));
     }
     let mut counts = String::new();
-    for (k, v) in &s.counts {
-        counts.push_str(&format!("{k} {} · ", value_text(v)));
+    // Every counter by its serialized name, so a counter added to the summary shows up here too.
+    if let Ok(Value::Object(by_name)) = serde_json::to_value(&s.counts) {
+        for (k, v) in &by_name {
+            counts.push_str(&format!("{k} {} · ", value_text(v)));
+        }
     }
     rows.push(("counts", text(counts.trim_end_matches(" · "))));
     key_values(&rows)
@@ -742,8 +563,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn summary(route: &str) -> Value {
-        json!({
+    fn summary(route: &str) -> TuneSummary {
+        let doc = json!({
             "schema": "trtmc.tuning-summary/v1",
             "search": "fast", "objective": "p50", "objective_unit": "ms", "confidence": 0.95,
             "min_effect": 0.01, "expression": route, "baseline_route": route, "default_route": route,
@@ -763,11 +584,15 @@ mod tests {
             "ties": [route], "head_to_head": null,
             "decision": {"kind": "sole", "route": route, "tied_routes": [], "margin": null,
                          "versus_baseline": null, "reason": "only one"},
-            "counts": {"evaluated": 1, "eligible": 1}, "stopped": null, "notes": ["a <note>"],
+            "counts": {"planned": 1, "evaluated": 1, "eligible": 1, "crashed": 0, "timed_out": 0,
+                       "failed": 0, "accuracy_failed": 0, "accuracy_errors": 0, "iterations": 1,
+                       "iterations_this_session": 1, "measurement_calls_this_session": 20},
+            "stopped": null, "notes": ["a <note>"],
             "context": {"model": "m\"<script>alert(1)</script>", "model_file": "f", "model_sha256": "h",
                         "runtime": "tract", "runtime_version": "1", "machine": "x", "operation": "infer",
                         "measurement": "m", "command_line": "c", "cache": null, "chosen": null}
-        })
+        });
+        serde_json::from_value(doc).expect("a complete tuning summary")
     }
 
     #[test]
@@ -796,10 +621,15 @@ mod tests {
     }
 
     #[test]
-    fn a_document_that_is_not_a_summary_still_renders() {
-        let html = render(&json!({"routes": "not a list"}));
+    fn a_summary_without_routes_or_context_still_renders() {
+        let mut s = summary("-k=1");
+        s.routes.clear();
+        s.ties.clear();
+        s.context = None;
+        s.decision.kind = DecisionKind::None;
+        s.decision.route = None;
+        let html = render(&s);
         assert!(html.contains("no eligible route"));
-        let html = render(&json!(null));
         assert!(html.contains("data-report-kind=\"tune\""));
     }
 }

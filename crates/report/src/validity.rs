@@ -15,7 +15,8 @@
 //! Tukey outliers (mild: beyond 1.5 IQR, severe: beyond 3 IQR).
 
 use serde::{Deserialize, Serialize};
-use trtmc_core::result::{CaseResult, CaseStatus, NOISY_CV, Observation};
+use trtmc_core::artifacts::{CaseResult, CaseStatus, Observation};
+use trtmc_core::result::NOISY_CV;
 use trtmc_core::stats::{self, TukeyFences};
 
 use crate::fmt::{fmt_num, fmt_pct};

@@ -12,9 +12,9 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+use trtmc_core::artifacts::{BuildEvidence, BundleOrigin, BundleRef, RuntimeInfo};
 use trtmc_core::catalog::Profile;
 use trtmc_core::hash;
-use trtmc_core::result::{BuildEvidence, BundleOrigin, BundleRef, RuntimeInfo};
 use trtmc_runtime::bundle::{
     BUILD_COMMAND, BUILD_LOG, BUILD_TIMING, BUNDLE_FILE, BuildPlan, BundleManifest, build_bundle,
 };

@@ -5,10 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use trtmc_core::artifacts::{TELEMETRY_SCHEMA, Telemetry, TelemetrySample};
 use trtmc_runtime::protocol::WorkerResult;
-
-pub const TELEMETRY_SCHEMA: &str = "trtmc.telemetry/v1";
 
 /// How often telemetry is sampled; low, so the sampler barely competes with the worker for a core.
 const TELEMETRY_INTERVAL: Duration = Duration::from_millis(500);
@@ -34,27 +32,6 @@ pub enum Outcome {
     },
     TimedOut,
     SpawnFailed(String),
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct TelemetrySample {
-    /// Seconds since the worker started.
-    pub t_s: f64,
-    /// Worker CPU use since the previous sample, percent of one core.
-    pub cpu_percent: Option<f64>,
-    pub rss_bytes: Option<u64>,
-    /// Current clock of CPU 0 where readable.
-    pub cpu_mhz: Option<f64>,
-    /// nvidia-smi's one-line report, where present.
-    pub gpu: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Telemetry {
-    pub schema: &'static str,
-    pub interval_ms: u64,
-    pub note: &'static str,
-    pub samples: Vec<TelemetrySample>,
 }
 
 /// Runs the worker to completion or timeout. Telemetry (when asked) is returned beside the outcome.
@@ -206,9 +183,10 @@ impl Sampler {
 
     fn finish(self) -> Telemetry {
         Telemetry {
-            schema: TELEMETRY_SCHEMA,
+            schema: TELEMETRY_SCHEMA.into(),
             interval_ms: TELEMETRY_INTERVAL.as_millis() as u64,
-            note: "sampled by the orchestrator from outside the worker process, never inside a timed call",
+            note: "sampled by the orchestrator from outside the worker process, never inside a timed call"
+                .into(),
             samples: self.samples,
         }
     }

@@ -1,6 +1,6 @@
 //! Provenance: which program produced a result (the machine: `trtmc_core::machine`).
 
-use trtmc_core::result::ProgramInfo;
+use trtmc_core::artifacts::ProgramInfo;
 
 pub fn program() -> ProgramInfo {
     ProgramInfo {

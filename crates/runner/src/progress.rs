@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use trtmc_core::result::CaseResult;
+use trtmc_core::artifacts::CaseResult;
 use trtmc_tune::cache::IterationRecord;
 use trtmc_tune::{Objective, TunePlan};
 

@@ -8,15 +8,17 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use trtmc_core::artifacts::{
+    BENCHMARK_RUN_SCHEMA, BenchmarkRun, BundleOrigin, BundleRef, CALL_NOTES_SCHEMA, CallNotes,
+    CaseFiles, CaseProfile, CaseResult, CaseStatus, MeasurementInfo, Observation,
+    PUBLIC_PIPELINE_CALL_WALL, Provenance, RuntimeInfo, TIMING_NOTES_SCHEMA, Telemetry,
+    TimingNotes,
+};
 use trtmc_core::case::{self, MeasureFlags, Override, ResolveInput, ResolvedCase, SweepAxis};
 use trtmc_core::catalog::{Catalog, Profile};
 use trtmc_core::fsutil::{OutputSlot, write_json_atomic};
 use trtmc_core::operations;
-use trtmc_core::result::{
-    BENCHMARK_RUN_SCHEMA, BenchmarkRun, BundleOrigin, BundleRef, CaseFiles, CaseProfile,
-    CaseResult, CaseStatus, MeasurementInfo, Observation, PUBLIC_PIPELINE_CALL_WALL, Provenance,
-    RuntimeInfo, reduce,
-};
+use trtmc_core::result::reduce;
 use trtmc_core::stats::PERCENTILE_METHOD;
 use trtmc_core::test_hooks::TestHooks;
 use trtmc_runtime::bundle::BundleManifest;
@@ -45,9 +47,7 @@ pub const PROFILE_LOG: &str = "profile.log";
 /// What a self-timed runtime's tool reported besides the observations (its own summary, argv).
 /// The worker's notes on the last timed call (e.g. the transcript), beside observations.jsonl.
 pub const CALL_NOTES_FILE: &str = "call-notes.json";
-pub const CALL_NOTES_SCHEMA: &str = "trtmc.call-notes/v1";
 pub const SELF_TIMED_NOTES_FILE: &str = "timing-notes.json";
-pub const SELF_TIMED_NOTES_SCHEMA: &str = "trtmc.timing-notes/v1";
 /// Operation calls of the profiling pass when `--profile` gives no count.
 pub const DEFAULT_PROFILE_ITERATIONS: u64 = 20;
 
@@ -521,7 +521,7 @@ fn launch_worker(
     timeout_s: f64,
     telemetry: bool,
     worker: &Path,
-) -> (Result<WorkerResult, String>, Option<launch::Telemetry>) {
+) -> (Result<WorkerResult, String>, Option<Telemetry>) {
     let (request_file, result_file, log_file) = files;
     let request_path = dir.join(request_file);
     let result_path = dir.join(result_file);
@@ -593,7 +593,10 @@ fn measure_in_worker(
         Ok(res) => {
             // What the last call produced (transcript, generated text, ranking): evidence, not metrics.
             if !res.notes.is_empty() {
-                let doc = serde_json::json!({"schema": CALL_NOTES_SCHEMA, "notes": res.notes});
+                let doc = CallNotes {
+                    schema: CALL_NOTES_SCHEMA.into(),
+                    notes: res.notes,
+                };
                 if let Err(e) = write_json_atomic(&dir.join(CALL_NOTES_FILE), &doc) {
                     m.error = Some(format!("cannot write {CALL_NOTES_FILE}: {e}"));
                 }
@@ -659,12 +662,12 @@ fn measure_self_timed(timer: &dyn SelfTimed, p: &PlannedCase, dir: &Path) -> Mea
             m.observations = run.observations;
             m.runtime = Some(manifest.runtime.clone());
             let notes = dir.join(SELF_TIMED_NOTES_FILE);
-            let doc = serde_json::json!({
-                "schema": SELF_TIMED_NOTES_SCHEMA,
-                "runtime": manifest.runtime,
-                "files": run.files,
-                "notes": run.notes,
-            });
+            let doc = TimingNotes {
+                schema: TIMING_NOTES_SCHEMA.into(),
+                runtime: manifest.runtime.clone(),
+                files: run.files,
+                notes: run.notes,
+            };
             if let Err(e) = write_json_atomic(&notes, &doc) {
                 m.error = Some(format!("cannot write {SELF_TIMED_NOTES_FILE}: {e}"));
             }

@@ -15,8 +15,8 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use trtmc_core::artifacts::RuntimeInfo;
 use trtmc_core::fsutil::{write_atomic, write_json_atomic};
-use trtmc_core::result::RuntimeInfo;
 
 use crate::runtime::{BuildStep, Runtime};
 use crate::tensor::TensorSpec;

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use trtmc_core::result::{Observation, RuntimeInfo};
+use trtmc_core::artifacts::{Observation, RuntimeInfo};
 
 pub const WORKER_REQUEST_SCHEMA: &str = "trtmc.worker-request/v1";
 pub const WORKER_RESULT_SCHEMA: &str = "trtmc.worker-result/v1";

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use trtmc_core::result::{Observation, PUBLIC_PIPELINE_CALL_WALL, RuntimeInfo};
+use trtmc_core::artifacts::{Observation, PUBLIC_PIPELINE_CALL_WALL, RuntimeInfo};
 
 use crate::protocol::WorkerStatus;
 

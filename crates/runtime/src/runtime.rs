@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::bail;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use trtmc_core::result::{Observation, PUBLIC_PIPELINE_CALL_WALL};
+use trtmc_core::artifacts::{Observation, PUBLIC_PIPELINE_CALL_WALL};
 
 use crate::bundle::BundleManifest;
 use crate::profile::{ExportFiles, LayerProfile};

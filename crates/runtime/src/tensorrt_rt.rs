@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
+use trtmc_core::artifacts::Observation;
 use trtmc_core::fsutil::write_json_atomic;
-use trtmc_core::result::Observation;
 use trtmc_trtexec::{
     BOUNDARY_GPU_COMPUTE, BuildRequest, BuildShapes, InferenceBehaviour, Precision, ProfileRequest,
     TensorShape, TimeRequest, Trtexec, read_times,

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use trtmc_core::artifacts::{Observation, RuntimeInfo};
 use trtmc_core::operations;
-use trtmc_core::result::{Observation, RuntimeInfo};
 
 use crate::bundle::BundleManifest;
 use crate::ops::{self, CallRecord, RunnerContext, TimedRunner};

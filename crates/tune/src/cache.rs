@@ -18,6 +18,9 @@ use std::path::{Path, PathBuf};
 use trtmc_core::accuracy::{AccuracyReport, Algorithm};
 use trtmc_core::stats::Summary;
 
+/// The iteration enums are shared with the tuning summary, whose types live in core.
+pub use trtmc_core::artifacts::tune_summary::{Phase, RouteStatus, Stage};
+
 pub const CACHE_SCHEMA: &str = "trtmc.tuning-cache/v1";
 
 /// What the measurements depend on. `--continue` refuses a cache whose fingerprint differs from now.
@@ -27,7 +30,7 @@ pub struct Fingerprint {
     pub model_sha256: String,
     pub runtime: String,
     pub runtime_version: String,
-    /// CPU model, core count, OS (`trtmc_core::result::MachineInfo::fingerprint_line`).
+    /// CPU model, core count, OS (`trtmc_core::artifacts::MachineInfo::fingerprint_line`).
     pub machine: String,
     /// Input name -> shape, e.g. `"x": "1x3x224x224"`.
     #[serde(default)]
@@ -182,75 +185,6 @@ impl CacheHeader {
             Err(CacheError::FingerprintMismatch { differences })
         }
     }
-}
-
-/// Which part of the tune an iteration belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Phase {
-    /// Building the default route to produce golden outputs.
-    #[serde(rename = "reference")]
-    Reference,
-    #[serde(rename = "fast")]
-    Fast,
-    #[serde(rename = "full")]
-    Full,
-    #[serde(rename = "mixed-1")]
-    Mixed1,
-    #[serde(rename = "mixed-2")]
-    Mixed2,
-    #[serde(rename = "racing")]
-    Racing,
-    /// Interleaved head-to-head passes over the finalists.
-    #[serde(rename = "final")]
-    Final,
-}
-
-impl Phase {
-    pub fn name(self) -> &'static str {
-        match self {
-            Phase::Reference => "reference",
-            Phase::Fast => "fast",
-            Phase::Full => "full",
-            Phase::Mixed1 => "mixed-1",
-            Phase::Mixed2 => "mixed-2",
-            Phase::Racing => "racing",
-            Phase::Final => "final",
-        }
-    }
-}
-
-impl fmt::Display for Phase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// The outcome of an iteration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RouteStatus {
-    /// Built, accurate and measured: eligible to win.
-    Ok,
-    /// The child process died (signal, missing result).
-    Crashed,
-    /// The child process ran past the per-route timeout and was killed.
-    TimedOut,
-    /// The runtime reported an error.
-    Failed,
-    /// Outputs exceeded a threshold or were not finite; measured for the record, never eligible.
-    AccuracyFailed,
-    /// Outputs could not be compared (missing tensor, shape mismatch).
-    AccuracyError,
-}
-
-/// Where an iteration failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stage {
-    Build,
-    Outputs,
-    Accuracy,
-    Measure,
 }
 
 /// One line after the header: one finished iteration.

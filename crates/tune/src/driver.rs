@@ -16,7 +16,7 @@ use crate::search::{self, FullSpace, SearchOrder};
 use crate::select::{self, Estimate, Objective};
 use crate::summary::{
     Counts, Decision, DecisionKind, FinalistResult, HeadToHeadSummary, Margin, RacingSummary,
-    RouteSummary, SUMMARY_SCHEMA, StopReason, TuneSummary,
+    RouteSummary, StopReason, TUNING_SUMMARY_SCHEMA, TuneSummary,
 };
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -1299,7 +1299,7 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
             None => {}
         }
         TuneSummary {
-            schema: SUMMARY_SCHEMA.into(),
+            schema: TUNING_SUMMARY_SCHEMA.into(),
             tuner_version: knobs.tuner_version(),
             search: config.search,
             objective: config.objective,

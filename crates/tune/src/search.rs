@@ -13,53 +13,9 @@
 
 use crate::expr::{Expression, Route, TermValues};
 use crate::knobs::KnobSet;
-use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SearchOrder {
-    Fast,
-    Full,
-    Mixed,
-    Racing,
-}
-
-impl SearchOrder {
-    pub const ALL: [SearchOrder; 4] = [
-        SearchOrder::Fast,
-        SearchOrder::Full,
-        SearchOrder::Mixed,
-        SearchOrder::Racing,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            SearchOrder::Fast => "fast",
-            SearchOrder::Full => "full",
-            SearchOrder::Mixed => "mixed",
-            SearchOrder::Racing => "racing",
-        }
-    }
-}
-
-impl fmt::Display for SearchOrder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for SearchOrder {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        SearchOrder::ALL
-            .into_iter()
-            .find(|o| o.name() == s.trim())
-            .ok_or_else(|| format!("unknown search order '{s}': use fast, full, mixed or racing"))
-    }
-}
+/// Declared with the tuning summary, which records it.
+pub use trtmc_core::artifacts::tune_summary::SearchOrder;
 
 /// The value each term of the expression takes in the baseline route.
 fn baseline_values(expr: &Expression, knobs: &KnobSet) -> Vec<String> {

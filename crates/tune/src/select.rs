@@ -6,105 +6,10 @@
 //! `trtmc_core::stats`; warm-up calls never reach these functions (the driver keeps them apart).
 
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::str::FromStr;
 use trtmc_core::stats::{self, Interval};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Objective {
-    P50,
-    P95,
-    Mean,
-    Throughput,
-}
-
-impl Objective {
-    pub const ALL: [Objective; 4] = [
-        Objective::P50,
-        Objective::P95,
-        Objective::Mean,
-        Objective::Throughput,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Objective::P50 => "p50",
-            Objective::P95 => "p95",
-            Objective::Mean => "mean",
-            Objective::Throughput => "throughput",
-        }
-    }
-
-    /// Unit of [`Objective::value`].
-    pub fn unit(self) -> &'static str {
-        match self {
-            Objective::Throughput => "calls/s",
-            _ => "ms",
-        }
-    }
-
-    /// Name of the latency statistic behind the cost (what a cache line's `time_ms` is).
-    pub fn time_statistic(self) -> &'static str {
-        match self {
-            Objective::P50 => "p50",
-            Objective::P95 => "p95",
-            Objective::Mean | Objective::Throughput => "mean",
-        }
-    }
-
-    /// The cost of samples in ms: lower is better for every objective.
-    pub fn cost(self, samples: &[f64]) -> f64 {
-        if samples.is_empty() {
-            return f64::NAN;
-        }
-        match self {
-            Objective::P50 => stats::median(samples),
-            Objective::P95 => stats::percentile_sorted(&stats::sorted(samples), 95.0),
-            Objective::Mean | Objective::Throughput => stats::mean(samples),
-        }
-    }
-
-    /// The objective's own value for a cost (throughput: calls per second).
-    pub fn value(self, cost: f64) -> f64 {
-        match self {
-            Objective::Throughput if cost > 0.0 => 1000.0 / cost,
-            Objective::Throughput => f64::INFINITY,
-            _ => cost,
-        }
-    }
-}
-
-impl fmt::Display for Objective {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Objective {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Objective::ALL
-            .into_iter()
-            .find(|o| o.name() == s.trim())
-            .ok_or_else(|| format!("unknown objective '{s}': use p50, p95, mean or throughput"))
-    }
-}
-
-/// The objective of one route with its interval, in the objective's unit (and the cost interval behind it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Estimate {
-    pub statistic: Objective,
-    pub value: f64,
-    pub low: f64,
-    pub high: f64,
-    pub confidence: f64,
-    pub unit: String,
-    pub samples: usize,
-    /// The same interval as a cost in ms (lower is better), used for ranking.
-    pub cost: Interval,
-}
+/// Declared with the tuning summary, which records them.
+pub use trtmc_core::artifacts::tune_summary::{Estimate, Objective};
 
 /// Resamples used for intervals inside the tuner (enough for stable 95 % bounds on a few hundred samples).
 pub const RESAMPLES: usize = 1000;

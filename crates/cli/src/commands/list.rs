@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use trtmc_core::artifacts::{MODEL_LIST_SCHEMA, ModelEntry, ModelList, RuntimeEntry};
 use trtmc_core::catalog::Catalog;
 use trtmc_report::terminal::{pad_right, width};
 
@@ -39,37 +40,38 @@ pub fn execute(args: ListArgs) -> CliResult {
     } = args.what;
     let root = crate::catalog_root::resolve(manifest_root);
     let catalog = Catalog::load(&root).map_err(CliError::input)?;
-    let runtimes: Vec<serde_json::Value> = trtmc_runtime::runtime::runtime_names()
+    let runtimes: Vec<RuntimeEntry> = trtmc_runtime::runtime::runtime_names()
         .iter()
         .filter_map(|n| trtmc_runtime::runtime::runtime(n).ok())
-        .map(|rt| {
-            serde_json::json!({
-                "name": rt.name(),
-                "version": rt.version(),
-                "available": rt.availability().is_ok(),
-                "reason": rt.availability().err(),
-            })
+        .map(|rt| RuntimeEntry {
+            name: rt.name().to_string(),
+            version: rt.version(),
+            available: rt.availability().is_ok(),
+            reason: rt.availability().err(),
         })
         .collect();
     match format {
         ListFormat::Json => {
-            let profiles: Vec<serde_json::Value> = catalog
+            let models = catalog
                 .profiles
                 .iter()
-                .map(|p| {
-                    serde_json::json!({
-                        "name": p.name,
-                        "family": p.family,
-                        "task_strategy": p.task_strategy,
-                        "operation": p.operation,
-                        "runtime_strategy": p.runtime_strategy,
-                        "status": p.status.label(),
-                        "cases": p.cases.iter().map(|c| &c.name).collect::<Vec<_>>(),
-                        "manifest": p.manifest,
-                    })
+                .map(|p| ModelEntry {
+                    name: p.name.clone(),
+                    family: p.family.clone(),
+                    task_strategy: p.task_strategy.clone(),
+                    operation: p.operation.clone(),
+                    runtime_strategy: p.runtime_strategy.clone(),
+                    status: p.status.label(),
+                    cases: p.cases.iter().map(|c| c.name.clone()).collect(),
+                    manifest: p.manifest.clone(),
                 })
                 .collect();
-            let doc = serde_json::json!({"schema": "trtmc.model-list/v1", "catalog": catalog.root, "models": profiles, "runtimes": runtimes});
+            let doc = ModelList {
+                schema: MODEL_LIST_SCHEMA.into(),
+                catalog: catalog.root.clone(),
+                models,
+                runtimes,
+            };
             outln!(
                 "{}",
                 serde_json::to_string_pretty(&doc).map_err(CliError::internal)?
@@ -111,13 +113,9 @@ pub fn execute(args: ListArgs) -> CliResult {
             }
             let rts: Vec<String> = runtimes
                 .iter()
-                .map(|r| {
-                    let name = r["name"].as_str().unwrap_or("?");
-                    let version = r["version"].as_str().unwrap_or("?");
-                    match r["reason"].as_str() {
-                        None => format!("{name} {version} (available)"),
-                        Some(why) => format!("{name} (unavailable: {why})"),
-                    }
+                .map(|r| match &r.reason {
+                    None => format!("{} {} (available)", r.name, r.version),
+                    Some(why) => format!("{} (unavailable: {why})", r.name),
                 })
                 .collect();
             outln!(

@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
+use trtmc_core::artifacts::CaseStatus;
 use trtmc_core::case::{MeasureFlags, Override, Source, SweepAxis};
 use trtmc_core::catalog::{Catalog, Profile};
-use trtmc_core::result::CaseStatus;
 use trtmc_core::test_hooks::TestHooks;
 use trtmc_runner::bundles::{BundleOptions, default_cache_root};
 use trtmc_runner::run::{self as runner, RunOptions, Selection};

@@ -57,6 +57,44 @@ pub fn assert_valid(schema_name: &str, instance: &serde_json::Value) {
     );
 }
 
+/// Validates `instance` against the definition `def` of `schemas/<name>` (e.g. a matrix row, which
+/// results.json's schema defines under `$defs/row`).
+pub fn assert_valid_def(schema_name: &str, def: &str, instance: &serde_json::Value) {
+    let mut schema = read_json(&repo_root().join("schemas").join(schema_name));
+    let defs = schema["$defs"].take();
+    assert!(defs.get(def).is_some(), "{schema_name} has no $defs/{def}");
+    let wrapper = serde_json::json!({
+        "$schema": schema["$schema"].clone(),
+        "$defs": defs,
+        "$ref": format!("#/$defs/{def}"),
+    });
+    let validator = jsonschema::validator_for(&wrapper).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(instance)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{schema_name}#/$defs/{def} violations:\n{}",
+        errors.join("\n")
+    );
+}
+
+/// Validates a real output against its JSON Schema and reads it as its Rust type: the schema and the
+/// type in `trtmc_core::artifacts` must both accept what the program wrote.
+pub fn assert_document<T: serde::de::DeserializeOwned>(
+    schema_name: &str,
+    instance: &serde_json::Value,
+) -> T {
+    assert_valid(schema_name, instance);
+    serde_json::from_value(instance.clone()).unwrap_or_else(|e| {
+        panic!(
+            "{schema_name}: the document does not read as {}: {e}",
+            std::any::type_name::<T>()
+        )
+    })
+}
+
 /// Every case directory of a result directory, sorted.
 pub fn case_dirs(result: &Path) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(result)
@@ -79,7 +117,7 @@ pub fn line_count(path: &Path) -> usize {
 /// Validates result.json, every resolved-case.json and every observations line of a result directory.
 pub fn assert_result_dir_valid(result: &Path) -> serde_json::Value {
     let doc = read_json(&result.join("result.json"));
-    assert_valid("benchmark-run.schema.json", &doc);
+    let _: trtmc_core::artifacts::BenchmarkRun = assert_document("benchmark-run.schema.json", &doc);
     for case in doc["cases"].as_array().expect("cases") {
         let dir = result.join(case["dir"].as_str().expect("dir"));
         assert_valid(
@@ -91,7 +129,8 @@ pub fn assert_result_dir_valid(result: &Path) -> serde_json::Value {
                 std::fs::read_to_string(dir.join("observations.jsonl")).expect("observations");
             for line in text.lines() {
                 let v: serde_json::Value = serde_json::from_str(line).expect("observation line");
-                assert_valid("observation.schema.json", &v);
+                let _: trtmc_core::artifacts::Observation =
+                    assert_document("observation.schema.json", &v);
             }
             assert!(
                 !dir.join("worker-request.json").exists(),

@@ -73,8 +73,8 @@ impl Exporter for CsvExporter {
                 .map(|r| r.path.as_str())
                 .unwrap_or("");
             let status = match c.status {
-                trtmc_core::result::CaseStatus::Completed => "completed",
-                trtmc_core::result::CaseStatus::Failed => "failed",
+                trtmc_core::artifacts::CaseStatus::Completed => "completed",
+                trtmc_core::artifacts::CaseStatus::Failed => "failed",
             };
             let throughputs = c
                 .throughputs

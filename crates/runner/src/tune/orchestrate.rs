@@ -9,9 +9,10 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use trtmc_core::artifacts::TunedRoute;
 use trtmc_core::test_hooks::TestHooks;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use trtmc_core::accuracy::Tensor;
 use trtmc_core::case::{self, Override, ResolveInput, ResolvedCase};
 use trtmc_core::catalog::{Catalog, ModelSource, Profile};
@@ -29,7 +30,7 @@ pub const SUMMARY_FILE: &str = "tuning-summary.json";
 pub const REPORT_FILE: &str = "tuning-report.html";
 pub const CACHE_FILE: &str = "tuning-cache.jsonl";
 pub const TUNED_ROUTE_FILE: &str = "tuned-route.json";
-pub const TUNED_ROUTE_SCHEMA: &str = "trtmc.tuned-route/v1";
+pub use trtmc_core::artifacts::TUNED_ROUTE_SCHEMA;
 pub const LOG_DIR: &str = "logs";
 pub const WORK_DIR: &str = ".tune-work";
 /// Where `--save-all` copies every eligible route's bundle, inside the output directory.
@@ -624,9 +625,7 @@ where
     write_json_atomic(&summary_path, &summary).map_err(|e| {
         TuneRunError::Output(format!("cannot write {}: {e}", summary_path.display()))
     })?;
-    let summary_value =
-        serde_json::to_value(&summary).map_err(|e| TuneRunError::Internal(e.to_string()))?;
-    let html = trtmc_report::tune_page::render(&summary_value);
+    let html = trtmc_report::tune_page::render(&summary);
     let report_path = out_dir.join(REPORT_FILE);
     write_atomic(&report_path, html.as_bytes()).map_err(|e| {
         TuneRunError::Output(format!("cannot write {}: {e}", report_path.display()))
@@ -684,17 +683,17 @@ fn save_bundle(
     copy_dir(&info.bundle, &dir)
         .map_err(|e| refuse(format!("cannot copy {}: {e}", info.bundle.display())))?;
     let route = summary.route(&info.route);
-    let record = json!({
-        "schema": TUNED_ROUTE_SCHEMA,
-        "route": info.route,
-        "decision": summary.decision.kind,
-        "chosen": summary.decision.route.as_deref() == Some(info.route.as_str()),
-        "build_settings": info.resolved.build_values(),
-        "runtime_settings": info.resolved.runtime_values(),
-        "run_sets": knobs::run_sets(&info.settings),
-        "estimate": route.and_then(|r| r.search.clone()),
-        "source_bundle": info.bundle.display().to_string(),
-    });
+    let record = TunedRoute {
+        schema: TUNED_ROUTE_SCHEMA.into(),
+        route: info.route.clone(),
+        decision: summary.decision.kind,
+        chosen: summary.decision.route.as_deref() == Some(info.route.as_str()),
+        build_settings: info.resolved.build_values(),
+        runtime_settings: info.resolved.runtime_values(),
+        run_sets: knobs::run_sets(&info.settings),
+        estimate: route.and_then(|r| r.search.clone()),
+        source_bundle: info.bundle.display().to_string(),
+    };
     write_json_atomic(&dir.join(TUNED_ROUTE_FILE), &record)
         .map_err(|e| refuse(format!("cannot write {TUNED_ROUTE_FILE}: {e}")))?;
     Ok(dir.display().to_string())

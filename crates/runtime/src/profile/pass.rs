@@ -9,8 +9,8 @@ use std::rc::Rc;
 
 use anyhow::Context as _;
 use serde_json::json;
+use trtmc_core::artifacts::RuntimeInfo;
 use trtmc_core::operations;
-use trtmc_core::result::RuntimeInfo;
 
 use crate::bundle::BundleManifest;
 use crate::ops::{self, CallRecord, RunnerContext};

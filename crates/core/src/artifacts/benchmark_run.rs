@@ -1,0 +1,246 @@
+//! `result.json` of `trtmc-bench run`: schema `trtmc.benchmark-run/v1`
+//! (schemas/benchmark-run.schema.json).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::{Interval, Summary};
+
+pub const BENCHMARK_RUN_SCHEMA: &str = "trtmc.benchmark-run/v1";
+/// The timed region of `run`: one public operation call, measured by the worker's monotonic clock.
+pub const PUBLIC_PIPELINE_CALL_WALL: &str = "public_pipeline_call_wall";
+/// The timed region of the `tensorrt` runtime: GPU compute of one trtexec query (`computeMs` of
+/// `--exportTimes`). Never comparable with [`PUBLIC_PIPELINE_CALL_WALL`].
+pub const TRTEXEC_GPU_COMPUTE: &str = "trtexec_gpu_compute";
+
+/// A throughput figure: items per second of summed timed wall time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Throughput {
+    pub name: String,
+    pub unit: String,
+    pub value: f64,
+    /// Items counted over all timed calls.
+    pub items: u64,
+}
+
+/// Reduced metrics of one case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metrics {
+    /// Wall latency of the timed calls, milliseconds.
+    pub latency_ms: Summary,
+    /// Bootstrap 95 % confidence interval of the p50 latency, milliseconds.
+    pub p50_ci_ms: Option<Interval>,
+    pub throughputs: Vec<Throughput>,
+    /// Wall seconds per counted quantity (seconds/image, real-time factor); `items` is the quantity's
+    /// count in its base unit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ratios: Vec<Throughput>,
+    /// Stage durations (time to first token, prefill, decode), milliseconds.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stages_ms: BTreeMap<String, Summary>,
+    /// Calls outside Tukey's inner fences (1.5 IQR).
+    pub outliers: usize,
+    /// Summed wall time of the timed calls, seconds.
+    pub timed_seconds: f64,
+    /// Problems with the measurement's validity (too few samples for a percentile, high variation).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// Program, runtimes and machine that produced a result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    pub program: ProgramInfo,
+    pub runtimes: Vec<RuntimeInfo>,
+    pub machine: MachineInfo,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProgramInfo {
+    pub name: String,
+    pub version: String,
+    /// Git revision the program was built from (`unknown` outside a checkout).
+    pub revision: String,
+    /// Cargo profile of the build (`release` or `debug`).
+    pub build_profile: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RuntimeInfo {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MachineInfo {
+    pub hostname: String,
+    pub os: String,
+    pub arch: String,
+    pub cpu_model: String,
+    pub logical_cpus: usize,
+    pub memory_bytes: Option<u64>,
+    /// GPUs reported by nvidia-smi, when present.
+    #[serde(default)]
+    pub gpus: Vec<String>,
+}
+
+/// How a case's bundle was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BundleOrigin {
+    /// `--bundle PATH`: used as given, not compatibility-verified.
+    Explicit,
+    /// Found below `--bundle-root` with a matching cache key.
+    BundleRoot,
+    /// A compatible entry in the managed cache.
+    CacheHit,
+    /// Built for this run and stored in the managed cache.
+    Built,
+    /// The operation needs no model.
+    None,
+}
+
+/// Build evidence stored beside a bundle; excluded from every performance metric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BuildEvidence {
+    pub log: String,
+    pub timing: String,
+    pub command: String,
+    pub excluded_from_metrics: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BundleRef {
+    pub path: String,
+    pub key: Option<String>,
+    pub origin: BundleOrigin,
+    pub compatibility_verified: bool,
+    pub runtime: RuntimeInfo,
+    pub build_evidence: Option<BuildEvidence>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaseStatus {
+    Completed,
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MeasurementInfo {
+    pub warmup: u64,
+    pub iterations: u64,
+    pub min_duration_s: f64,
+    /// Timed calls actually made (at least `iterations`; more when `min_duration_s` asked for it).
+    pub observations: u64,
+    /// Model load time in the worker, milliseconds (excluded from metrics).
+    pub load_ms: Option<f64>,
+}
+
+/// One case of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    /// Directory of the case, relative to the result directory (`001-tiny-gpt-greedy`).
+    pub dir: String,
+    pub model: String,
+    pub case: String,
+    pub label: String,
+    pub task_strategy: String,
+    pub operation: String,
+    pub runtime: RuntimeInfo,
+    pub status: CaseStatus,
+    #[serde(default)]
+    pub error: Option<String>,
+    pub identity: String,
+    pub bundle: Option<BundleRef>,
+    pub measurement: MeasurementInfo,
+    pub metrics: Option<Metrics>,
+    /// Swept keys and values of this case.
+    #[serde(default)]
+    pub sweep_point: BTreeMap<String, String>,
+    /// Resolved request values (a copy of resolved-case.json's values, for reports).
+    #[serde(default)]
+    pub request: BTreeMap<String, serde_json::Value>,
+    pub files: CaseFiles,
+    /// The per-layer profiling pass (`run --profile`), made after the timed run; absent when not asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<CaseProfile>,
+}
+
+/// A case's per-layer profiling pass: trtexec-shaped `layers_<runtime>.json` and
+/// `profile_<runtime>.json` in the case directory. Its failure leaves the timed result intact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseProfile {
+    pub status: CaseStatus,
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Operation calls profiled (after the case's warm-up calls).
+    pub iterations: u64,
+    /// Paths relative to the result directory.
+    pub layer_info: Option<String>,
+    pub layer_profile: Option<String>,
+    pub log: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseFiles {
+    pub resolved_case: String,
+    pub observations: Option<String>,
+    pub worker_log: Option<String>,
+    pub telemetry: Option<String>,
+    /// Kept only when the worker failed.
+    #[serde(default)]
+    pub worker_request: Option<String>,
+    #[serde(default)]
+    pub worker_result: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Completed,
+    /// Some cases failed.
+    Partial,
+    Failed,
+}
+
+/// result.json.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchmarkRun {
+    pub schema: String,
+    pub run_id: String,
+    pub created: String,
+    pub status: RunStatus,
+    pub command_line: Vec<String>,
+    pub timing_boundary: String,
+    pub percentile_method: String,
+    /// A built-in test case makes a benchmark runnable; it is not evidence of task quality.
+    pub task_quality_evaluated: bool,
+    pub provenance: Provenance,
+    pub cases: Vec<CaseResult>,
+}
+
+impl BenchmarkRun {
+    pub fn status_of(cases: &[CaseResult]) -> RunStatus {
+        let failed = cases
+            .iter()
+            .filter(|c| c.status == CaseStatus::Failed)
+            .count();
+        match failed {
+            0 => RunStatus::Completed,
+            n if n == cases.len() => RunStatus::Failed,
+            _ => RunStatus::Partial,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_status_summarizes_cases() {
+        assert_eq!(BenchmarkRun::status_of(&[]), RunStatus::Completed);
+    }
+}

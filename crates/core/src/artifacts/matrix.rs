@@ -1,0 +1,300 @@
+//! The documents of `trtmc-bench matrix`: one row result (`rows/NNN.json`, schema
+//! `trtmc.matrix-row/v1`) and the run's `results.json` (schema `trtmc.matrix-results/v1`), both
+//! described by schemas/matrix-results.schema.json (a row is its `$defs/row`), and the
+//! bundle-preparation receipt they embed (`trtmc.perf-bundle-preparation/v1`,
+//! schemas/matrix-bundle-preparation.schema.json). The parts of the suite and environment YAML that
+//! `results.json` records (thresholds, the expanded environment) are typed here too; `trtmc-matrix`
+//! reads, checks and writes them.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::benchmark_run::{MachineInfo, ProgramInfo};
+
+pub const ROW_SCHEMA: &str = "trtmc.matrix-row/v1";
+pub const RESULTS_SCHEMA: &str = "trtmc.matrix-results/v1";
+pub const RECEIPT_SCHEMA: &str = "trtmc.perf-bundle-preparation/v1";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RowStatus {
+    /// Both sides measured the same workload at the same boundary: the row has a light.
+    Compared,
+    /// Different workload, boundary or precision: no light.
+    ContractMismatch,
+    /// A leaf command failed (or a Slurm task died): no light.
+    Failed,
+    /// Too few samples for a light.
+    Incomplete,
+}
+
+impl RowStatus {
+    pub fn label(self) -> &'static str {
+        match self {
+            RowStatus::Compared => "compared",
+            RowStatus::ContractMismatch => "contract mismatch",
+            RowStatus::Failed => "failed",
+            RowStatus::Incomplete => "incomplete",
+        }
+    }
+    /// Final outcomes are kept by `resume`; the others are attempted again.
+    pub fn is_final(self) -> bool {
+        matches!(self, RowStatus::Compared | RowStatus::ContractMismatch)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeafCommand {
+    pub argv: Vec<String>,
+    /// Environment variables set for this command on top of the inherited ones.
+    pub env: BTreeMap<String, String>,
+    pub exit_code: Option<i32>,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Side {
+    pub backend: String,
+    pub runtime: String,
+    pub version: String,
+    pub boundary: String,
+    /// Workload identity the side recorded (hash of the resolved case).
+    pub identity: String,
+    pub precision: Option<String>,
+    pub samples_ms: Vec<f64>,
+    /// The side's result file, relative to the run directory.
+    pub result_file: String,
+}
+
+/// How the candidate's bundle was prepared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Preparation {
+    pub model: String,
+    pub bundle: Option<String>,
+    /// `built`, `cache_hit`, `bundle_root`, `explicit`, `none`; a matching receipt turns it into
+    /// `built (receipt)` in the report.
+    pub origin: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RowResult {
+    pub schema: String,
+    pub index: usize,
+    pub id: String,
+    pub entry: String,
+    pub model: String,
+    pub testcase: String,
+    pub status: RowStatus,
+    pub message: Option<String>,
+    pub comparison: Option<Comparison>,
+    pub candidate: Option<Side>,
+    pub reference: Option<Side>,
+    pub resolved_settings: BTreeMap<String, Value>,
+    pub commands: Vec<LeafCommand>,
+    pub preparation: Option<Preparation>,
+    /// The attempt's working directory, relative to the run directory.
+    pub attempt_dir: String,
+    pub executor: String,
+    pub slurm_task: Option<String>,
+    pub host: String,
+    pub started: String,
+    pub finished: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Light {
+    Green,
+    Yellow,
+    Red,
+}
+
+impl Light {
+    pub fn label(self) -> &'static str {
+        match self {
+            Light::Green => "green",
+            Light::Yellow => "yellow",
+            Light::Red => "red",
+        }
+    }
+}
+
+/// The comparison of one completed row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub candidate_p50_ms: f64,
+    pub reference_p50_ms: f64,
+    /// candidate p50 / reference p50: above 1 the candidate is slower.
+    pub ratio: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    pub confidence: f64,
+    pub light: Light,
+    /// The interval reaches past the light's band: the light is the estimate's (green/yellow) or was
+    /// lowered from red to yellow.
+    pub uncertain: bool,
+    pub note: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub rows: usize,
+    pub green: usize,
+    pub yellow: usize,
+    pub red: usize,
+    pub contract_mismatch: usize,
+    pub failed: usize,
+    pub incomplete: usize,
+    pub pending: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteInfo {
+    pub name: String,
+    pub path: PathBuf,
+    pub sha256: String,
+    pub thresholds: Thresholds,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingRow {
+    pub index: usize,
+    pub id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlurmJob {
+    pub job: String,
+    pub tasks_file: String,
+    pub rows: Vec<usize>,
+    pub submitted: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    pub schema: String,
+    pub created: String,
+    pub updated: String,
+    pub suite: SuiteInfo,
+    pub environment_path: PathBuf,
+    pub environment: Expanded,
+    pub program: ProgramInfo,
+    pub machine: MachineInfo,
+    pub executor: String,
+    pub entry: Option<String>,
+    pub command_line: Vec<String>,
+    pub summary: Summary,
+    pub rows: Vec<RowResult>,
+    pub pending: Vec<PendingRow>,
+    pub slurm_jobs: Vec<SlurmJob>,
+    pub preparation_receipt: Option<Receipt>,
+}
+
+impl Results {
+    /// 0 when every row has a light; 5 when a row failed, is incomplete or pending; 8 for contract
+    /// mismatches (and nothing worse).
+    pub fn exit_code(&self) -> i32 {
+        let s = &self.summary;
+        if s.failed + s.incomplete + s.pending > 0 {
+            5
+        } else if s.contract_mismatch > 0 {
+            8
+        } else {
+            0
+        }
+    }
+}
+
+/// Light thresholds on the candidate/reference p50 ratio (lower is faster for the candidate).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Thresholds {
+    /// Ratios up to this are green.
+    pub green_max: f64,
+    /// Ratios above `green_max` and up to this are yellow; above it, red.
+    pub yellow_max: f64,
+    /// Confidence level of the bootstrap interval on the ratio.
+    pub confidence: f64,
+    /// Fewer timed calls than this on either side: an incomplete measurement, no light.
+    pub min_samples: u64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            green_max: 1.10,
+            yellow_max: 1.25,
+            confidence: 0.95,
+            min_samples: 10,
+        }
+    }
+}
+
+/// The environment with every `${VAR}` expanded: what the run actually uses.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Expanded {
+    pub name: String,
+    pub variables: BTreeMap<String, String>,
+    pub executables: BTreeMap<String, String>,
+    pub bundle_cache: PathBuf,
+    pub bundle_roots: Vec<PathBuf>,
+    pub runtime_dirs: Vec<PathBuf>,
+    pub results_root: PathBuf,
+    pub free_storage_gib: f64,
+    pub python: String,
+    pub reference_dir: PathBuf,
+    pub require_release_build: bool,
+    pub reference_threads: u64,
+    pub slurm: SlurmSettings,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SlurmSettings {
+    /// Extra `sbatch` arguments (partition, account, time limit).
+    pub sbatch_args: Vec<String>,
+    /// One task per node at a time (`--exclusive`), so rows never share a machine while timed.
+    pub exclusive: bool,
+    /// Seconds between `squeue`/`sacct` polls.
+    pub poll_s: f64,
+    /// Give up waiting for the job array after this many seconds.
+    pub timeout_s: f64,
+}
+
+impl Default for SlurmSettings {
+    fn default() -> Self {
+        SlurmSettings {
+            sbatch_args: Vec::new(),
+            exclusive: true,
+            poll_s: 1.0,
+            timeout_s: 3600.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Receipt {
+    pub schema: String,
+    pub scope: String,
+    /// The exact Git revision of the run the bundles were prepared for.
+    pub revision: String,
+    pub records: Vec<Record>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    /// The model file the bundle was built from (exactly as the run consumed it).
+    pub model: String,
+    /// The bundle directory (exactly as the run consumed it).
+    pub bundle: String,
+    /// `built` or `reused`.
+    pub action: String,
+    /// Seconds the build took; required, finite and non-negative for `built`.
+    #[serde(default)]
+    pub build_seconds: Option<f64>,
+}
