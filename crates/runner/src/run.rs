@@ -151,7 +151,8 @@ pub fn plan_cases(
                     flags: sel.flags.clone(),
                 };
                 let resolved = case::resolve(profile, &input).map_err(RunError::Input)?;
-                let rt = runtime::runtime(&resolved.runtime.value).map_err(RunError::Input)?;
+                let rt = runtime::runtime_with(&resolved.runtime.value, &options.runtimes)
+                    .map_err(RunError::Input)?;
                 rt.availability().map_err(|e| {
                     RunError::Environment(format!("runtime `{}` is not available: {e}", rt.name()))
                 })?;
@@ -160,7 +161,7 @@ pub fn plan_cases(
                 runtime::check_build_settings(
                     rt.name(),
                     &resolved.build_values(),
-                    rt.build_settings(),
+                    &rt.build_settings(),
                 )
                 .map_err(|e| RunError::Input(e.to_string()))?;
                 runtime::check_settings(rt.as_ref(), &resolved.runtime_values())
@@ -303,7 +304,8 @@ fn build_missing(
         if !plan.needs_build || built.contains(&plan.path) {
             continue;
         }
-        let rt = runtime::runtime(&p.resolved.runtime.value).map_err(RunError::Input)?;
+        let rt = runtime::runtime_with(&p.resolved.runtime.value, &options.bundle.runtimes)
+            .map_err(RunError::Input)?;
         progress.build_started(&p.profile.name, rt.name(), &plan.path);
         let started = Instant::now();
         bundles::build(
@@ -338,7 +340,7 @@ fn run_case(
         Some(plan) => Some(bundles::bundle_ref(plan).map_err(|e| e.message().to_string())?),
         None => None,
     };
-    let rt = runtime::runtime(&r.runtime.value)?;
+    let rt = runtime::runtime_with(&r.runtime.value, &options.bundle.runtimes)?;
     let rt_info = match &bundle_ref {
         Some(b) => b.runtime.clone(),
         None => RuntimeInfo {

@@ -19,6 +19,7 @@ use trtmc_core::fsutil::{write_atomic, write_json_atomic};
 use trtmc_runner::bundles::default_cache_root;
 use trtmc_runner::tune::knobs;
 use trtmc_runner::tune::process::{Options as ProcessOptions, ProcessRunner, RouteBundle, Target};
+use trtmc_runtime::knobs::KnobError;
 use trtmc_runtime::runtime;
 use trtmc_tune::cache::{
     self, CacheHeader, CacheWriter, Fingerprint, IterationRecord, RouteStatus,
@@ -420,9 +421,6 @@ impl TuneArgs {
 }
 
 pub fn execute(args: TuneArgs) -> CliResult {
-    if let Some(path) = &args.trtexec {
-        runtime::set_trtexec_path(absolute(path));
-    }
     if args.resume {
         return resume(args);
     }
@@ -435,13 +433,13 @@ pub fn execute(args: TuneArgs) -> CliResult {
             ),
         )
     })?;
-    let rt = runtime::runtime(&runtime_name).map_err(input_err)?;
+    let rt = open_runtime(&runtime_name, args.trtexec.as_deref()).map_err(input_err)?;
     let model = load_model(&args)?;
     let base = match &model {
         Some(m) => Some(resolve_base(&args, m, &runtime_name)?),
         None => None,
     };
-    let knob_set = knob_database(&args, &runtime_name, &rt.version(), base.as_ref())?;
+    let knob_set = knob_database(rt.as_ref(), base.as_ref())?;
     if let Some(filter) = &args.help_routes {
         let filter = Some(filter.as_str()).filter(|f| !f.is_empty());
         let text = if args.text {
@@ -541,9 +539,6 @@ fn resume(args: TuneArgs) -> CliResult {
         ))
     })?;
     let mut stored = stored.args;
-    if let Some(path) = &stored.trtexec {
-        runtime::set_trtexec_path(path.clone());
-    }
     stored.cache = Some(cache_path.clone());
     stored.quiet = args.quiet;
     let plan = TunePlan::from_header(&header).map_err(|e| input_err(e.to_string()))?;
@@ -551,7 +546,7 @@ fn resume(args: TuneArgs) -> CliResult {
         .runtime
         .clone()
         .ok_or_else(|| input_err("the tuning cache header names no --runtime; start a new tune"))?;
-    runtime::runtime(&runtime_name)
+    open_runtime(&runtime_name, stored.trtexec.as_deref())
         .and_then(|rt| rt.availability())
         .map_err(|e| CliError::new(ExitCode::Environment, e))?;
     let model =
@@ -638,61 +633,30 @@ fn resolve_base(args: &TuneArgs, model: &Model, runtime_name: &str) -> CliResult
     case::resolve(&model.profile, &input).map_err(input_err)
 }
 
-fn knob_database(
-    args: &TuneArgs,
-    runtime_name: &str,
-    version: &str,
-    base: Option<&ResolvedCase>,
-) -> CliResult<KnobSet> {
-    if runtime_name == "tensorrt" {
-        let trt = KnobSet::from_db(&trtexec_knob_db(args.trtexec.as_deref())?, "trtexec")
-            .map_err(|e| input_err(format!("trtexec --helpBuildRoute: {e}")))?;
-        let flags = KnobSet::from_db(&knobs::trtexec_flag_db(), "trtexec-flags")
-            .map_err(|e| CliError::internal(e.to_string()))?;
-        let set = KnobSet::merge([trt, flags]).map_err(|e| input_err(e.to_string()))?;
-        return knobs::with_test_knobs(set).map_err(CliError::internal);
-    }
-    let db = knobs::session_knob_db(runtime_name, version, base).ok_or_else(|| {
-        CliError::new(
+/// The runtime's knob databases, merged (plus the test knobs under the test harness).
+fn knob_database(rt: &dyn runtime::Runtime, base: Option<&ResolvedCase>) -> CliResult<KnobSet> {
+    knobs::knob_set(rt, base).map_err(|e| match e {
+        knobs::KnobSetError::Runtime(KnobError::Tool(message)) => {
+            CliError::new(ExitCode::Environment, message)
+        }
+        knobs::KnobSetError::Runtime(e @ KnobError::NoKnobs { .. }) => CliError::new(
             ExitCode::Input,
-            format!(
-                "runtime `{runtime_name}` has no tunable knobs in this build (tunable: tract, onnxruntime, tensorrt)"
-            ),
-        )
-    })?;
-    let set = KnobSet::from_db(&db, runtime_name).map_err(|e| CliError::internal(e.to_string()))?;
-    knobs::with_test_knobs(set).map_err(CliError::internal)
+            format!("{e} (tunable: tract, onnxruntime, tensorrt)"),
+        ),
+        knobs::KnobSetError::Database(message) => input_err(message),
+        knobs::KnobSetError::Internal(message) => CliError::internal(message),
+    })
 }
 
-/// TensorRT's knob database, as `trtexec --helpBuildRoute` prints it (TensorRT 11.1+).
-fn trtexec_knob_db(explicit: Option<&Path>) -> CliResult<trtmc_tune::knobs::KnobDb> {
-    let env = |e: String| CliError::new(ExitCode::Environment, e);
-    let trtexec = trtmc_trtexec::Trtexec::locate(explicit).map_err(|e| env(e.to_string()))?;
-    let argv =
-        trtmc_trtexec::help_build_route_args(trtexec.version()).map_err(|e| env(e.to_string()))?;
-    let log = std::env::temp_dir().join(format!("trtmc-helpBuildRoute-{}.log", std::process::id()));
-    let ran = trtexec.run(&argv, &log, std::time::Duration::from_secs(120));
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    let _ = std::fs::remove_file(&log);
-    // The JSON is what matters; a run problem is reported only when there is no database to read.
-    let db = match (trtmc_trtexec::parse_knob_database(&text), ran) {
-        (Ok(db), _) => db,
-        (Err(_), Err(run)) => return Err(env(run.to_string())),
-        (Err(e), Ok(_)) => return Err(env(format!("trtexec --helpBuildRoute: {e}"))),
+/// The runtime `runtime_name`, driving the trtexec of `--trtexec PATH` when given.
+fn open_runtime(
+    runtime_name: &str,
+    trtexec: Option<&Path>,
+) -> Result<Box<dyn runtime::Runtime>, String> {
+    let options = runtime::RuntimeOptions {
+        trtexec: trtexec.map(absolute),
     };
-    Ok(trtmc_tune::knobs::KnobDb {
-        tuner_version: db.tuner_version,
-        tuner_options: db
-            .tuner_options
-            .into_iter()
-            .map(|k| trtmc_tune::knobs::KnobOption {
-                option: k.option,
-                allowed_values: k.allowed_values,
-                default_value: k.default_value,
-                help: k.help,
-            })
-            .collect(),
-    })
+    runtime::runtime_with(runtime_name, &options)
 }
 
 fn read_expression(args: &TuneArgs) -> CliResult<String> {
