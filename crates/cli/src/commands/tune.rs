@@ -639,10 +639,7 @@ fn knob_database(rt: &dyn runtime::Runtime, base: Option<&ResolvedCase>) -> CliR
         knobs::KnobSetError::Runtime(KnobError::Tool(message)) => {
             CliError::new(ExitCode::Environment, message)
         }
-        knobs::KnobSetError::Runtime(e @ KnobError::NoKnobs { .. }) => CliError::new(
-            ExitCode::Input,
-            format!("{e} (tunable: tract, onnxruntime, tensorrt)"),
-        ),
+        knobs::KnobSetError::Runtime(e @ KnobError::NoKnobs { .. }) => input_err(e.to_string()),
         knobs::KnobSetError::Database(message) => input_err(message),
         knobs::KnobSetError::Internal(message) => CliError::internal(message),
     })
