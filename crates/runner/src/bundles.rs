@@ -18,7 +18,7 @@ use trtmc_core::hash;
 use trtmc_runtime::bundle::{
     BUILD_COMMAND, BUILD_LOG, BUILD_TIMING, BUNDLE_FILE, BuildPlan, BundleManifest, build_bundle,
 };
-use trtmc_runtime::runtime::Runtime;
+use trtmc_runtime::runtime::{Runtime, RuntimeOptions};
 
 use crate::{Error, sources};
 
@@ -38,6 +38,8 @@ pub struct BundleOptions {
     pub cache_root: PathBuf,
     pub no_build: bool,
     pub rebuild: bool,
+    /// How the runtimes that build and time the bundles find their tools (`--trtexec PATH`).
+    pub runtimes: RuntimeOptions,
 }
 
 /// What resolution decided (for `--dry-run`) before anything is built.

@@ -145,7 +145,7 @@ pub fn plan_cases(
                     model: profile.name.clone(),
                     reason,
                 })?;
-                let rt = runtime_named(&resolved.runtime.value)?;
+                let rt = runtime_named(&resolved.runtime.value, &options.runtimes)?;
                 rt.availability()
                     .map_err(|reason| Error::RuntimeUnavailable {
                         runtime: rt.name().to_string(),
@@ -160,7 +160,7 @@ pub fn plan_cases(
                 runtime::check_build_settings(
                     rt.name(),
                     &resolved.build_values(),
-                    rt.build_settings(),
+                    &rt.build_settings(),
                 )
                 .map_err(Error::BuildSetting)?;
                 runtime::check_settings(rt.as_ref(), &resolved.runtime_values()).map_err(
@@ -211,7 +211,11 @@ pub fn plan_cases(
 pub fn timing_boundary(planned: &[PlannedCase]) -> Result<&'static str, RunError> {
     let mut boundary: Option<(&'static str, &str)> = None;
     for p in planned {
-        let rt = runtime_named(&p.resolved.runtime.value)?;
+        // The boundary is the runtime's, whichever tool it drives.
+        let rt = runtime_named(
+            &p.resolved.runtime.value,
+            &runtime::RuntimeOptions::default(),
+        )?;
         let b = rt.timing_boundary();
         match boundary {
             None => boundary = Some((b, &p.resolved.runtime.value)),
@@ -230,8 +234,11 @@ pub fn timing_boundary(planned: &[PlannedCase]) -> Result<&'static str, RunError
 }
 
 /// The runtime called `name`.
-fn runtime_named(name: &str) -> Result<Box<dyn runtime::Runtime>, Error> {
-    runtime::runtime(name).map_err(|reason| Error::UnknownRuntime {
+fn runtime_named(
+    name: &str,
+    options: &runtime::RuntimeOptions,
+) -> Result<Box<dyn runtime::Runtime>, Error> {
+    runtime::runtime_with(name, options).map_err(|reason| Error::UnknownRuntime {
         runtime: name.to_string(),
         reason,
     })
@@ -329,7 +336,7 @@ fn build_missing(
         if !plan.needs_build || built.contains(&plan.path) {
             continue;
         }
-        let rt = runtime_named(&p.resolved.runtime.value)?;
+        let rt = runtime_named(&p.resolved.runtime.value, &options.bundle.runtimes)?;
         progress.report(Event::BuildStarted {
             model: &p.profile.name,
             runtime: rt.name(),
@@ -374,7 +381,7 @@ fn run_case(
         Some(plan) => Some(bundles::bundle_ref(plan)?),
         None => None,
     };
-    let rt = runtime_named(&r.runtime.value)?;
+    let rt = runtime_named(&r.runtime.value, &options.bundle.runtimes)?;
     let rt_info = match &bundle_ref {
         Some(b) => b.runtime.clone(),
         None => RuntimeInfo {

@@ -43,8 +43,9 @@ impl RouteRunner for FakeRoutes {
     type Built = String;
 
     fn build(&mut self, route: &Route, _timeout: Option<Duration>) -> Result<String, RouteError> {
-        let settings =
-            knobs::route_settings(&self.target.runtime, route).map_err(RouteError::failed)?;
+        let rt =
+            trtmc_runtime::runtime::runtime(&self.target.runtime).map_err(RouteError::failed)?;
+        let settings = knobs::route_settings(rt.as_ref(), route).map_err(RouteError::failed)?;
         let input = ResolveInput {
             case: self.target.case.as_deref(),
             sets: self.target.sets.clone(),
@@ -149,7 +150,8 @@ fn setup(tmp: &Path) -> (TuneRequest, TunePlan) {
         source: Source::Cli,
     }];
     let base = model.resolve_base(None, &sets, "tract").expect("base case");
-    let knobs = orchestrate::knob_database(None, "tract", "test", Some(&base)).expect("knobs");
+    let tract = trtmc_runtime::runtime::runtime("tract").expect("tract");
+    let knobs = orchestrate::knob_database(tract.as_ref(), Some(&base)).expect("knobs");
     let expression = trtmc_tune::expr::parse("-threads=[1|2]", &knobs).expect("expression");
     let plan = TunePlan {
         knobs,

@@ -1,6 +1,7 @@
 //! Runtimes, timed operation runners and the worker of trtmc.
 //!
 //! - [`runtime`]: the `Runtime` trait (build an optimized artifact, load a session) and the registry.
+//! - [`knobs`]: a runtime's declared settings as `tune` knobs (getAllBuildRoutes shape).
 //! - [`tract_rt`]: the embedded pure-Rust runtime.
 //! - [`ort_rt`]: ONNX Runtime, loaded from `libonnxruntime` at run time.
 //! - [`tensorrt_rt`]: TensorRT through NVIDIA's `trtexec` (a runtime that times itself).
@@ -12,6 +13,7 @@
 //! - [`worker`] and [`protocol`]: the isolated process that owns the timed loop.
 
 pub mod bundle;
+pub mod knobs;
 pub mod ops;
 pub mod ort_rt;
 pub mod outputs;

@@ -32,7 +32,9 @@ use trtmc_core::fsutil::write_json_atomic;
 use crate::bundle::BundleManifest;
 use crate::profile::LayerProfile;
 use crate::profile::ort_trace::{GraphNode, layers_from_trace};
-use crate::runtime::{BuildOutput, BuildStep, Runtime, Session, SettingDecl, check_build_settings};
+use crate::runtime::{
+    BuildOutput, BuildStep, Runtime, Session, SettingDecl, SettingSection, check_build_settings,
+};
 use crate::tensor::{DType, Dim, HostTensor, TensorSpec};
 
 pub const ARTIFACT: &str = "model.ort.onnx";
@@ -47,34 +49,60 @@ pub struct OrtRuntime;
 
 static SETTINGS: &[SettingDecl] = &[
     SettingDecl {
+        section: SettingSection::Build,
+        name: "optimization_level",
+        help: "ONNX Runtime's graph optimization level, applied offline when the bundle is built",
+        default: "all",
+        allowed: "[disable|basic|extended|layout|all]",
+        tunable: true,
+    },
+    SettingDecl {
+        section: SettingSection::Runtime,
         name: "intra_threads",
-        help: "threads of ORT's intra-op pool (per-operator parallelism)",
+        help: "threads of ONNX Runtime's intra-op pool (parallelism inside one operator)",
         default: "1",
+        allowed: "[1|2|...]",
+        tunable: true,
     },
     SettingDecl {
+        section: SettingSection::Runtime,
         name: "inter_threads",
-        help: "threads of ORT's inter-op pool (used with execution_mode=parallel)",
+        help: "threads of the inter-op pool (used with execution_mode=parallel)",
         default: "1",
+        allowed: "[1|2|...]",
+        tunable: true,
     },
     SettingDecl {
+        section: SettingSection::Runtime,
         name: "execution_mode",
-        help: "sequential (one node at a time) or parallel (independent nodes at once)",
+        help: "run one node at a time (sequential), or independent nodes at once (parallel)",
         default: "sequential",
+        allowed: "[sequential|parallel]",
+        tunable: true,
     },
     SettingDecl {
+        section: SettingSection::Runtime,
         name: "intra_spinning",
         help: "intra-op threads spin while waiting for work (true) or sleep (false)",
-        default: "ORT's default (true)",
+        default: "true",
+        allowed: "[true|false]",
+        tunable: true,
     },
     SettingDecl {
+        section: SettingSection::Runtime,
         name: "memory_pattern",
         help: "plan memory from the first run's allocation pattern",
-        default: "ORT's default (true)",
+        default: "true",
+        allowed: "[true|false]",
+        tunable: true,
     },
     SettingDecl {
+        section: SettingSection::Runtime,
         name: "cpu_arena",
-        help: "allocate CPU tensors from ORT's arena",
-        default: "ORT's default (true)",
+        help: "allocate CPU tensors from ONNX Runtime's arena",
+        default: "true",
+        allowed: "[true|false]",
+        tunable: true,
     },
 ];
 
@@ -572,17 +600,13 @@ impl Runtime for OrtRuntime {
         SETTINGS
     }
 
-    fn build_settings(&self) -> &'static [&'static str] {
-        &["optimization_level"]
-    }
-
     fn build(
         &self,
         onnx: &Path,
         settings: &BTreeMap<String, Value>,
         out_dir: &Path,
     ) -> anyhow::Result<BuildOutput> {
-        check_build_settings(NAME, settings, self.build_settings())?;
+        check_build_settings(NAME, settings, &self.build_settings())?;
         match settings
             .get("precision")
             .and_then(Value::as_str)
@@ -1035,6 +1059,23 @@ mod tests {
         assert_eq!(
             version_from_build_info("ORT Build Info: git-branch=main"),
             None
+        );
+    }
+
+    #[test]
+    fn the_declared_optimization_levels_are_the_ones_the_build_reads() {
+        let decl = SETTINGS
+            .iter()
+            .find(|d| d.name == "optimization_level")
+            .expect("declared");
+        let listed: Vec<&str> = decl.allowed.trim_matches(['[', ']']).split('|').collect();
+        assert_eq!(listed.join(", "), OptimizationLevel::NAMES);
+        for name in listed {
+            assert_eq!(OptimizationLevel::parse(name).map(|l| l.name()), Some(name));
+        }
+        assert_eq!(
+            OptimizationLevel::parse(decl.default),
+            Some(OptimizationLevel::All)
         );
     }
 

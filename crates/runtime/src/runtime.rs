@@ -2,25 +2,53 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::bail;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use trtmc_core::artifacts::{Observation, PUBLIC_PIPELINE_CALL_WALL};
+use trtmc_core::case::ResolvedCase;
 
 use crate::bundle::BundleManifest;
+use crate::knobs::{KnobError, KnobSetting, KnobSource};
 use crate::profile::{ExportFiles, LayerProfile};
 use crate::tensor::{HostTensor, TensorSpec};
 
-/// A runtime's load-time setting (`--set runtime.<name>=…`), e.g. the thread count.
+/// Where a setting lives in a case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SettingSection {
+    /// `build.<name>`: fixed when the bundle is built (part of the bundle key).
+    Build,
+    /// `runtime.<name>`: applied when the bundle is loaded.
+    Runtime,
+}
+
+impl SettingSection {
+    /// The key prefix in a case: `build` or `runtime`.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            SettingSection::Build => "build",
+            SettingSection::Runtime => "runtime",
+        }
+    }
+}
+
+/// A setting a runtime understands (`--set build.<name>=…` / `--set runtime.<name>=…`): the one
+/// declaration the setting checks, the help and the tuning knobs (`tune --help-routes`) come from.
 #[derive(Debug, Clone, Serialize)]
 pub struct SettingDecl {
+    pub section: SettingSection,
     pub name: &'static str,
     pub help: &'static str,
-    /// Default as text, for help output.
+    /// The runtime's own default: what applies when no case sets it.
     pub default: &'static str,
+    /// The values it takes, in getAllBuildRoutes' notation after the `=`: `[a|b]`, an open integer
+    /// range `[1|2|...]`, `[true|false]` for a switch (its knob says `on`/`off`, as Myelin's do).
+    pub allowed: &'static str,
+    /// Offered to `tune` as the knob `-<name>`.
+    pub tunable: bool,
 }
 
 /// One timed build step, for build-timing.json.
@@ -111,6 +139,7 @@ pub trait Runtime: Send + Sync {
     fn target(&self) -> String;
     /// `Err` with an install hint when the runtime cannot be used on this machine.
     fn availability(&self) -> Result<(), String>;
+    /// Every `build.*` (beyond [`COMMON_BUILD_SETTINGS`]) and `runtime.*` setting it understands.
     fn settings(&self) -> &'static [SettingDecl];
     /// Builds the optimized artifact from `onnx` into the empty directory `out_dir`.
     fn build(
@@ -136,9 +165,28 @@ pub trait Runtime: Send + Sync {
     ) -> anyhow::Result<Box<dyn Session>> {
         bail!("runtime `{}` has no per-layer profiler", self.name())
     }
-    /// Build settings this runtime understands beyond [`COMMON_BUILD_SETTINGS`].
-    fn build_settings(&self) -> &'static [&'static str] {
-        &[]
+    /// Build settings this runtime understands beyond [`COMMON_BUILD_SETTINGS`] (its `build.*` decls).
+    fn build_settings(&self) -> Vec<&'static str> {
+        self.settings()
+            .iter()
+            .filter(|s| s.section == SettingSection::Build)
+            .map(|s| s.name)
+            .collect()
+    }
+    /// The knob databases `tune` searches (getAllBuildRoutes shape), in merge order, each named by its
+    /// source. By default one database of the tunable [`SettingDecl`]s, defaults from `base` where the
+    /// case sets them, so that the default route is what `run` would build.
+    fn knob_databases(&self, base: Option<&ResolvedCase>) -> Result<Vec<KnobSource>, KnobError> {
+        let database =
+            crate::knobs::declared_database(self.name(), &self.version(), self.settings(), base)?;
+        Ok(vec![KnobSource {
+            name: self.name().to_string(),
+            database,
+        }])
+    }
+    /// What the route token `knob=value` asks of this runtime (by default: a declared setting).
+    fn knob_setting(&self, knob: &str, value: &str) -> Result<KnobSetting, String> {
+        crate::knobs::declared_setting(self.name(), self.settings(), knob, value)
     }
     /// `Err` naming the runtimes that can run `operation` when this one cannot.
     fn supports_operation(&self, _operation: &str) -> Result<(), String> {
@@ -159,21 +207,26 @@ pub fn runtime_names() -> &'static [&'static str] {
     &["tract", "onnxruntime", "tensorrt"]
 }
 
-static TRTEXEC_PATH: OnceLock<PathBuf> = OnceLock::new();
-
-/// `--trtexec PATH`: the trtexec the `tensorrt` runtime drives in this process (else it is looked up on
-/// `PATH`). Set once, before the runtime is first used; a second call is ignored and returns false.
-pub fn set_trtexec_path(path: PathBuf) -> bool {
-    TRTEXEC_PATH.set(path).is_ok()
+/// How this process finds the runtimes' external tools; passed down from the command line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuntimeOptions {
+    /// `--trtexec PATH`: the trtexec the `tensorrt` runtime drives (else it is looked up on `PATH`).
+    pub trtexec: Option<PathBuf>,
 }
 
-/// The runtime called `name`, or a message listing the known ones.
+/// The runtime called `name` with default options (tools looked up on `PATH`), or a message listing
+/// the known ones.
 pub fn runtime(name: &str) -> Result<Box<dyn Runtime>, String> {
+    runtime_with(name, &RuntimeOptions::default())
+}
+
+/// The runtime called `name`, finding its tools as `options` say.
+pub fn runtime_with(name: &str, options: &RuntimeOptions) -> Result<Box<dyn Runtime>, String> {
     match name {
         "tract" => Ok(Box::new(crate::tract_rt::TractRuntime)),
         "onnxruntime" => Ok(Box::new(crate::ort_rt::OrtRuntime)),
         "tensorrt" => Ok(Box::new(crate::tensorrt_rt::TensorrtRuntime::new(
-            TRTEXEC_PATH.get().cloned(),
+            options.trtexec.clone(),
         ))),
         other => Err(format!(
             "unknown runtime `{other}` (known: {})",
@@ -184,9 +237,14 @@ pub fn runtime(name: &str) -> Result<Box<dyn Runtime>, String> {
 
 /// Checks `settings` against a runtime's declared settings.
 pub fn check_settings(rt: &dyn Runtime, settings: &BTreeMap<String, Value>) -> Result<(), String> {
+    let declared = || {
+        rt.settings()
+            .iter()
+            .filter(|s| s.section == SettingSection::Runtime)
+    };
     for key in settings.keys() {
-        if !rt.settings().iter().any(|s| s.name == key) {
-            let known: Vec<&str> = rt.settings().iter().map(|s| s.name).collect();
+        if !declared().any(|s| s.name == key) {
+            let known: Vec<&str> = declared().map(|s| s.name).collect();
             return Err(format!(
                 "unknown runtime setting `runtime.{key}` for runtime `{}` (known: {})",
                 rt.name(),

@@ -2,7 +2,7 @@
 //! trtexec owns its timed loop, so there is no in-process [`Session`]; the runner calls
 //! [`SelfTimed`] instead of the worker.
 //!
-//! - **Find:** `--trtexec PATH` ([`crate::runtime::set_trtexec_path`]), else `trtexec` on `PATH`, else
+//! - **Find:** `--trtexec PATH` ([`crate::runtime::RuntimeOptions`]), else `trtexec` on `PATH`, else
 //!   `/usr/src/tensorrt/bin`; the version comes from the banner of `trtexec --help`.
 //! - **Build:** `--onnx … --saveEngine=model.plan` with the bound input shapes, the precision flags the
 //!   found version understands, `--profilingVerbosity=detailed --exportLayerInfo=layers_tensorrt.json`
@@ -23,17 +23,19 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 use trtmc_core::artifacts::Observation;
+use trtmc_core::case::ResolvedCase;
 use trtmc_core::fsutil::write_json_atomic;
 use trtmc_trtexec::{
-    BOUNDARY_GPU_COMPUTE, BuildRequest, BuildShapes, InferenceBehaviour, Precision, ProfileRequest,
-    TensorShape, TimeRequest, Trtexec, read_times,
+    BOUNDARY_GPU_COMPUTE, BuildRequest, BuildShapes, InferenceBehaviour, KnobDatabase, KnobOption,
+    Precision, ProfileRequest, TensorShape, TimeRequest, Trtexec, read_times,
 };
 
 use crate::bundle::BundleManifest;
+use crate::knobs::{KnobError, KnobSetting, KnobSource};
 use crate::profile::{ExportFiles, export_paths};
 use crate::runtime::{
     BuildOutput, BuildStep, Runtime, SelfTimed, SelfTimedRequest, SelfTimedRun, Session,
-    SettingDecl, check_build_settings,
+    SettingDecl, SettingSection, check_build_settings,
 };
 use crate::tensor::{DType, Dim, TensorSpec};
 
@@ -50,21 +52,86 @@ const BUILD_TIMEOUT: Duration = Duration::from_secs(4 * 3600);
 
 static SETTINGS: &[SettingDecl] = &[
     SettingDecl {
+        section: SettingSection::Runtime,
         name: "cuda_graph",
         help: "launch each query as a captured CUDA graph",
         default: "true",
+        allowed: "[true|false]",
+        tunable: false,
     },
     SettingDecl {
+        section: SettingSection::Runtime,
         name: "spin_wait",
         help: "spin-wait for GPU completion instead of blocking synchronization",
         default: "true",
+        allowed: "[true|false]",
+        tunable: false,
     },
     SettingDecl {
+        section: SettingSection::Runtime,
         name: "data_transfers",
         help: "copy inputs and outputs between host and device inside each query",
         default: "false",
+        allowed: "[true|false]",
+        tunable: false,
     },
 ];
+
+/// Knob-name prefix of the trtexec build flags offered as knobs beside TensorRT's own.
+pub const TRTEXEC_KNOB_PREFIX: &str = "-trtexec:";
+/// Knob source names: TensorRT's database (`--helpBuildRoute`) and the trtexec build flags.
+pub const BUILD_ROUTE_KNOBS: &str = "trtexec";
+pub const TRTEXEC_FLAG_KNOBS: &str = "trtexec-flags";
+/// How long `trtexec --helpBuildRoute` may take.
+const HELP_BUILD_ROUTE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A trtexec build flag offered as the knob `-trtexec:<flag>` (ordinary flags are no Myelin knobs).
+struct FlagKnob {
+    flag: &'static str,
+    allowed: &'static str,
+    default: &'static str,
+    help: &'static str,
+}
+
+const TRTEXEC_FLAGS: &[FlagKnob] = &[
+    FlagKnob {
+        flag: "builderOptimizationLevel",
+        allowed: "[0|1|2|3|4|5]",
+        default: "3",
+        help: "trtexec --builderOptimizationLevel: how hard the builder searches for tactics (higher: longer builds, possibly faster engines)",
+    },
+    FlagKnob {
+        flag: "tilingOptimizationLevel",
+        allowed: "[0|1|2|3]",
+        default: "0",
+        help: "trtexec --tilingOptimizationLevel: how hard the builder searches for tiling strategies",
+    },
+    FlagKnob {
+        flag: "maxAuxStreams",
+        allowed: "[0|1|2|...]",
+        default: "auto",
+        help: "trtexec --maxAuxStreams: auxiliary streams the engine may use to run layers in parallel (auto: the builder decides)",
+    },
+];
+
+/// The trtexec build flags as a knob database.
+fn trtexec_flag_database() -> KnobDatabase {
+    KnobDatabase {
+        tuner_version: "trtmc-trtexec-flags 1".into(),
+        tuner_options: TRTEXEC_FLAGS
+            .iter()
+            .map(|f| {
+                let knob = format!("{TRTEXEC_KNOB_PREFIX}{}", f.flag);
+                KnobOption {
+                    allowed_values: format!("{knob}={}", f.allowed),
+                    option: knob,
+                    default_value: f.default.to_string(),
+                    help: f.help.to_string(),
+                }
+            })
+            .collect(),
+    }
+}
 
 pub struct TensorrtRuntime {
     explicit: Option<PathBuf>,
@@ -338,6 +405,35 @@ impl Runtime for TensorrtRuntime {
         SETTINGS
     }
 
+    /// TensorRT's own knob database (`trtexec --helpBuildRoute`, 11.1+), then the trtexec build flags.
+    fn knob_databases(&self, _base: Option<&ResolvedCase>) -> Result<Vec<KnobSource>, KnobError> {
+        let trtexec = self.trtexec().map_err(KnobError::Tool)?;
+        let log =
+            std::env::temp_dir().join(format!("trtmc-helpBuildRoute-{}.log", std::process::id()));
+        let database = trtexec.knob_database(&log, HELP_BUILD_ROUTE_TIMEOUT);
+        let _ = std::fs::remove_file(&log);
+        let database =
+            database.map_err(|e| KnobError::Tool(format!("trtexec --helpBuildRoute: {e}")))?;
+        Ok(vec![
+            KnobSource {
+                name: BUILD_ROUTE_KNOBS.into(),
+                database,
+            },
+            KnobSource {
+                name: TRTEXEC_FLAG_KNOBS.into(),
+                database: trtexec_flag_database(),
+            },
+        ])
+    }
+
+    /// `-trtexec:<flag>` is a trtexec build flag; every other knob goes to `--setBuildRoute`.
+    fn knob_setting(&self, knob: &str, _value: &str) -> Result<KnobSetting, String> {
+        Ok(match knob.strip_prefix(TRTEXEC_KNOB_PREFIX) {
+            Some(flag) => KnobSetting::ToolFlag(flag.to_string()),
+            None => KnobSetting::BuildRoute,
+        })
+    }
+
     fn build(
         &self,
         onnx: &Path,
@@ -606,5 +702,66 @@ mod tests {
         let b = behaviour(&s("cuda_graph", json!(false))).expect("behaviour");
         assert!(!b.cuda_graph && b.spin_wait && !b.data_transfers);
         assert!(behaviour(&s("spin_wait", json!("sometimes"))).is_err());
+    }
+
+    /// A stand-in trtexec printing TensorRT `version`'s banner, and for `--helpBuildRoute` the
+    /// recorded TensorRT 11.1 knob database.
+    #[cfg(unix)]
+    fn standin(dir: &Path, version: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt as _;
+        let db = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/trtexec-logs/trt11.1_helpBuildRoute_knobdb_EXCERPT.json");
+        let script = format!(
+            "#!/bin/sh\necho '&&&& RUNNING TensorRT.trtexec [TensorRT v{version}] [b1] # trtexec '\"$*\"\n\
+             case \" $* \" in\n  *\" --helpBuildRoute\"*) cat '{}' ;;\nesac\n",
+            db.display()
+        );
+        let path = dir.join(format!("trtexec-{version}"));
+        std::fs::write(&path, script).expect("write stand-in");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        path
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn knob_databases_are_the_versions_own_then_the_trtexec_flags() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let rt = TensorrtRuntime::new(Some(standin(tmp.path(), "110100")));
+        let sources = rt.knob_databases(None).expect("11.1 has a knob database");
+        let names: Vec<&str> = sources.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, [BUILD_ROUTE_KNOBS, TRTEXEC_FLAG_KNOBS]);
+        let recorded: KnobDatabase = serde_json::from_str(
+            &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(
+                "../../tests/fixtures/trtexec-logs/trt11.1_helpBuildRoute_knobdb_EXCERPT.json",
+            ))
+            .expect("fixture"),
+        )
+        .expect("fixture JSON");
+        assert_eq!(sources[0].database, recorded);
+        let flags = &sources[1].database;
+        assert_eq!(flags.tuner_options.len(), TRTEXEC_FLAGS.len());
+        for option in &flags.tuner_options {
+            assert!(option.option.starts_with(TRTEXEC_KNOB_PREFIX), "{option:?}");
+            option.values().expect("flag values parse");
+            assert_eq!(
+                rt.knob_setting(&option.option, &option.default_value),
+                Ok(KnobSetting::ToolFlag(
+                    option.option[TRTEXEC_KNOB_PREFIX.len()..].to_string()
+                ))
+            );
+        }
+        assert_eq!(
+            rt.knob_setting("-kgen:tiling", "1"),
+            Ok(KnobSetting::BuildRoute)
+        );
+
+        // TensorRT 10.x has no knob database: a tool error naming the version it needs.
+        let old = TensorrtRuntime::new(Some(standin(tmp.path(), "101601")));
+        match old.knob_databases(None) {
+            Err(KnobError::Tool(message)) => {
+                assert!(message.contains(">= 11.1"), "{message}")
+            }
+            other => panic!("expected a tool error, got {other:?}"),
+        }
     }
 }

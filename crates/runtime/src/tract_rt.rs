@@ -23,7 +23,8 @@ mod nnef_ext;
 use crate::bundle::BundleManifest;
 use crate::profile::{LayerProfile, LayerTensor, ProfiledLayer, trt_datatype};
 use crate::runtime::{
-    BuildOutput, BuildStep, Runtime, Session, SettingDecl, check_build_settings, positive_setting,
+    BuildOutput, BuildStep, Runtime, Session, SettingDecl, SettingSection, check_build_settings,
+    positive_setting,
 };
 use crate::tensor::{DType, Dim, HostTensor, TensorSpec};
 
@@ -33,11 +34,24 @@ pub const ARTIFACT: &str = "model.nnef.tar";
 
 pub struct TractRuntime;
 
-static SETTINGS: &[SettingDecl] = &[SettingDecl {
-    name: "threads",
-    help: "threads of tract's matrix-multiplication executor (1 = tract's default single-threaded path)",
-    default: "1",
-}];
+static SETTINGS: &[SettingDecl] = &[
+    SettingDecl {
+        section: SettingSection::Runtime,
+        name: "threads",
+        help: "threads of tract's matrix-multiplication executor (1 is tract's single-threaded path)",
+        default: "1",
+        allowed: "[1|2|...]",
+        tunable: true,
+    },
+    SettingDecl {
+        section: SettingSection::Build,
+        name: "precision",
+        help: "fp16 applies tract's f32_to_f16 transform (accurate to about 1e-3, but far slower on CPUs without native f16 arithmetic)",
+        default: "fp32",
+        allowed: "[fp32|fp16]",
+        tunable: true,
+    },
+];
 
 impl Runtime for TractRuntime {
     fn name(&self) -> &'static str {

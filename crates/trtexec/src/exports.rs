@@ -1,9 +1,15 @@
 //! The JSON files trtexec writes: `--exportTimes` (one record per timed query) and
 //! `--exportProfile` (per-layer times, led by `{ "count" : N }`).
+//!
+//! Each format has one reader in the workspace, `trtmc_analyze::read` (fuzzed, lenient, fast);
+//! this module asks more of what it read, as driving trtexec needs: every query must carry every
+//! time and durations must be finite and non-negative, the profile must lead with its count and
+//! every layer must have its numbers.
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+use trtmc_analyze::read::{HeaderCount, TimeRecord, read_profile as read_profile_records};
 
 use crate::error::{Result, TrtexecError};
 
@@ -17,76 +23,95 @@ pub const BOUNDARY_HOST_LATENCY: &str = "trtexec_host_latency";
 
 /// One timed query from `--exportTimes` (warm-ups are not exported). Times are ms since the
 /// start of the run.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueryTime {
     /// Host: enqueue started (absent in TensorRT 7.0 exports).
-    #[serde(default)]
     pub start_enq_ms: Option<f64>,
     /// Host: enqueue returned (absent in TensorRT 7.0 exports).
-    #[serde(default)]
     pub end_enq_ms: Option<f64>,
     /// Input copies started (7.x: `startInMs`).
-    #[serde(alias = "startInMs")]
     pub start_h2d_ms: f64,
     /// Input copies ended.
-    #[serde(alias = "endInMs")]
     pub end_h2d_ms: f64,
     /// Kernels started.
     pub start_compute_ms: f64,
     /// Kernels ended.
     pub end_compute_ms: f64,
     /// Output copies started (7.x: `startOutMs`).
-    #[serde(alias = "startOutMs")]
     pub start_d2h_ms: f64,
     /// Output copies ended.
-    #[serde(alias = "endOutMs")]
     pub end_d2h_ms: f64,
     /// Duration of the input copies (7.x: `inMs`).
-    #[serde(alias = "inMs")]
     pub h2d_ms: f64,
     /// Duration of the kernels: the `trtexec_gpu_compute` observation.
     pub compute_ms: f64,
     /// Duration of the output copies (7.x: `outMs`).
-    #[serde(alias = "outMs")]
     pub d2h_ms: f64,
     /// h2d + compute + d2h: the `trtexec_host_latency` observation.
     pub latency_ms: f64,
     /// 7.x–8.2 end-to-end latency.
-    #[serde(default)]
     pub end_to_end_ms: Option<f64>,
 }
 
-/// Parses the text of an `--exportTimes` file; `what` names it in errors.
-pub fn parse_times(text: &str, what: &str) -> Result<Vec<QueryTime>> {
-    let records: Vec<QueryTime> =
-        serde_json::from_str(text).map_err(|e| TrtexecError::Unparsable {
-            what: what.to_string(),
-            detail: format!(
-                "{e}. Expected trtexec's --exportTimes JSON: an array of objects with startEnqMs … \
-                 computeMs, d2hMs, latencyMs (trtexec writes nan/inf as bare words, which is not JSON)"
-            ),
-        })?;
-    for (index, record) in records.iter().enumerate() {
+impl QueryTime {
+    /// The query of record `index`, when it has every time and its durations are finite and
+    /// non-negative; else what is wrong with it.
+    fn from_record(index: usize, record: Option<TimeRecord>) -> std::result::Result<Self, String> {
+        let r = record.ok_or_else(|| format!("record {index} is not an object"))?;
+        let need = |name: &str, value: Option<f64>| {
+            value.ok_or_else(|| format!("record {index} has no numeric {name}"))
+        };
+        let query = QueryTime {
+            start_enq_ms: r.start_enq_ms,
+            end_enq_ms: r.end_enq_ms,
+            start_h2d_ms: need("startH2dMs", r.start_h2d_ms)?,
+            end_h2d_ms: need("endH2dMs", r.end_h2d_ms)?,
+            start_compute_ms: need("startComputeMs", r.start_compute_ms)?,
+            end_compute_ms: need("endComputeMs", r.end_compute_ms)?,
+            start_d2h_ms: need("startD2hMs", r.start_d2h_ms)?,
+            end_d2h_ms: need("endD2hMs", r.end_d2h_ms)?,
+            h2d_ms: need("h2dMs", r.h2d_ms)?,
+            compute_ms: need("computeMs", r.compute_ms)?,
+            d2h_ms: need("d2hMs", r.d2h_ms)?,
+            latency_ms: need("latencyMs", r.latency_ms)?,
+            end_to_end_ms: r.end_to_end_ms,
+        };
         let durations = [
-            ("computeMs", record.compute_ms),
-            ("latencyMs", record.latency_ms),
-            ("h2dMs", record.h2d_ms),
-            ("d2hMs", record.d2h_ms),
+            ("computeMs", query.compute_ms),
+            ("latencyMs", query.latency_ms),
+            ("h2dMs", query.h2d_ms),
+            ("d2hMs", query.d2h_ms),
         ];
         if let Some((name, value)) = durations
             .iter()
             .find(|(_, value)| !value.is_finite() || *value < 0.0)
         {
-            return Err(TrtexecError::Unparsable {
-                what: what.to_string(),
-                detail: format!(
-                    "record {index} has {name} = {value}; durations must be finite and non-negative"
-                ),
-            });
+            return Err(format!(
+                "record {index} has {name} = {value}; durations must be finite and non-negative"
+            ));
         }
+        Ok(query)
     }
-    Ok(records)
+}
+
+/// Parses the text of an `--exportTimes` file; `what` names it in errors.
+pub fn parse_times(text: &str, what: &str) -> Result<Vec<QueryTime>> {
+    let unparsable = |detail: String| TrtexecError::Unparsable {
+        what: what.to_string(),
+        detail,
+    };
+    let records = trtmc_analyze::read::read_time_records(text).map_err(|e| {
+        unparsable(format!(
+            "{e}. Expected trtexec's --exportTimes JSON: an array of objects with startEnqMs … \
+             computeMs, d2hMs, latencyMs (trtexec writes nan/inf as bare words, which is not JSON)"
+        ))
+    })?;
+    records
+        .into_iter()
+        .enumerate()
+        .map(|(index, record)| QueryTime::from_record(index, record).map_err(&unparsable))
+        .collect()
 }
 
 /// Reads an `--exportTimes` file.
@@ -96,7 +121,7 @@ pub fn read_times(path: &Path) -> Result<Vec<QueryTime>> {
 }
 
 /// One layer of an `--exportProfile` file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LayerTime {
     /// Layer name, as in `--exportLayerInfo`.
@@ -106,14 +131,13 @@ pub struct LayerTime {
     /// Per iteration, ms.
     pub average_ms: f64,
     /// Median per iteration, ms (absent before 8.4).
-    #[serde(default)]
     pub median_ms: Option<f64>,
     /// Share of the total, %.
     pub percentage: f64,
 }
 
 /// An `--exportProfile` file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ProfileExport {
     /// Profiled iterations (`{ "count" : N }`).
     pub count: u64,
@@ -121,33 +145,48 @@ pub struct ProfileExport {
     pub layers: Vec<LayerTime>,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum ProfileItem {
-    Count { count: u64 },
-    Layer(LayerTime),
-}
-
 /// Parses the text of an `--exportProfile` file; `what` names it in errors.
 ///
 /// trtexec writes layer names without JSON escaping, so a name with `"` or `\` makes the file
-/// invalid JSON; such files are read line by line instead (one record per line, as trtexec
-/// writes them).
+/// invalid JSON; the reader then falls back on trtexec's one-record-per-line layout.
 pub fn parse_profile(text: &str, what: &str) -> Result<ProfileExport> {
-    let error = match serde_json::from_str::<Vec<ProfileItem>>(text) {
-        Ok(items) => return profile_from_items(items, what),
-        Err(error) => error,
+    let unparsable = |detail: String| TrtexecError::Unparsable {
+        what: what.to_string(),
+        detail,
     };
-    match parse_profile_lines(text) {
-        Some(profile) => Ok(profile),
-        None => Err(TrtexecError::Unparsable {
-            what: what.to_string(),
-            detail: format!(
-                "{error}. Expected trtexec's --exportProfile JSON: [ {{ \"count\" : N }}, {{ \"name\" : ..., \
-                 \"timeMs\" : ..., \"averageMs\" : ..., \"medianMs\" : ..., \"percentage\" : ... }}, ... ]"
-            ),
-        }),
+    let profile = read_profile_records(text).map_err(|e| {
+        unparsable(format!(
+            "{e}. Expected trtexec's --exportProfile JSON: [ {{ \"count\" : N }}, {{ \"name\" : ..., \
+             \"timeMs\" : ..., \"averageMs\" : ..., \"medianMs\" : ..., \"percentage\" : ... }}, ... ]"
+        ))
+    })?;
+    let Some(HeaderCount::Valid(count)) = profile.header else {
+        return Err(unparsable(
+            "the first element is not { \"count\" : N } with N a positive integer".into(),
+        ));
+    };
+    if let Some(problem) = profile.problems.first() {
+        return Err(unparsable(format!(
+            "{problem} (every element after the first is a layer with name, timeMs, averageMs and percentage)"
+        )));
     }
+    let layers = profile
+        .records
+        .into_iter()
+        .map(|r| {
+            let need = |key: &str, value: Option<f64>| {
+                value.ok_or_else(|| unparsable(format!("layer `{}` has no numeric {key}", r.name)))
+            };
+            Ok(LayerTime {
+                time_ms: need("timeMs", r.time_ms)?,
+                average_ms: need("averageMs", r.average_ms)?,
+                median_ms: r.median_ms,
+                percentage: need("percentage", r.percentage)?,
+                name: r.name,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(ProfileExport { count, layers })
 }
 
 /// Reads an `--exportProfile` file.
@@ -157,70 +196,6 @@ pub fn read_profile(path: &Path) -> Result<ProfileExport> {
         &text,
         &format!("the --exportProfile file {}", path.display()),
     )
-}
-
-fn profile_from_items(items: Vec<ProfileItem>, what: &str) -> Result<ProfileExport> {
-    let mut items = items.into_iter();
-    let count = match items.next() {
-        Some(ProfileItem::Count { count }) => count,
-        _ => {
-            return Err(TrtexecError::Unparsable {
-                what: what.to_string(),
-                detail: "the first element is not { \"count\" : N }".into(),
-            });
-        }
-    };
-    let mut layers = Vec::new();
-    for (index, item) in items.enumerate() {
-        match item {
-            ProfileItem::Layer(layer) => layers.push(layer),
-            ProfileItem::Count { .. } => {
-                return Err(TrtexecError::Unparsable {
-                    what: what.to_string(),
-                    detail: format!(
-                        "element {} is a second {{ \"count\" }}; only the first may be",
-                        index + 1
-                    ),
-                });
-            }
-        }
-    }
-    Ok(ProfileExport { count, layers })
-}
-
-/// The fallback for unescaped names: `, { "name" : "<raw>", "timeMs" : 1, ... }` per line.
-fn parse_profile_lines(text: &str) -> Option<ProfileExport> {
-    let mut count = None;
-    let mut layers = Vec::new();
-    for line in text.lines() {
-        let line = line.trim().trim_start_matches(',').trim();
-        if line.is_empty() || line == "[" || line == "]" {
-            continue;
-        }
-        if count.is_none() {
-            let value: serde_json::Value = serde_json::from_str(line).ok()?;
-            count = Some(value.get("count")?.as_u64()?);
-            continue;
-        }
-        let rest = line.strip_prefix('{')?.trim_start();
-        let rest = rest.strip_prefix("\"name\"")?.trim_start();
-        let rest = rest.strip_prefix(':')?.trim_start();
-        let rest = rest.strip_prefix('"')?;
-        let (name, numbers) = rest.rsplit_once("\", \"timeMs\"")?;
-        let numbers: serde_json::Value =
-            serde_json::from_str(&format!("{{\"timeMs\"{numbers}")).ok()?;
-        layers.push(LayerTime {
-            name: name.to_string(),
-            time_ms: numbers.get("timeMs")?.as_f64()?,
-            average_ms: numbers.get("averageMs")?.as_f64()?,
-            median_ms: numbers.get("medianMs").and_then(|v| v.as_f64()),
-            percentage: numbers.get("percentage")?.as_f64()?,
-        });
-    }
-    Some(ProfileExport {
-        count: count?,
-        layers,
-    })
 }
 
 fn read_text(path: &Path) -> Result<String> {
@@ -243,6 +218,32 @@ mod tests {
         assert_eq!(profile.count, 2);
         assert_eq!(profile.layers[0].name, "weird \"quoted\" \\ name");
         assert_eq!(profile.layers[0].median_ms, Some(0.7));
+    }
+
+    #[test]
+    fn a_second_count_or_a_missing_one_is_refused() {
+        let no_count = "[{\"name\": \"a\", \"timeMs\": 1, \"averageMs\": 1, \"percentage\": 1}]";
+        let err = parse_profile(no_count, "p").expect_err("no count first");
+        assert!(err.to_string().contains("count"), "{err}");
+        let two = "[{\"count\": 2}, {\"count\": 3}, {\"name\": \"a\", \"timeMs\": 1, \"averageMs\": 1, \"percentage\": 1}]";
+        let err = parse_profile(two, "p").expect_err("second count");
+        assert!(err.to_string().contains("record 1"), "{err}");
+    }
+
+    #[test]
+    fn times_need_every_field_of_every_record() {
+        let text = r#"[{ "startH2dMs" : 1, "endH2dMs" : 1, "startComputeMs" : 1, "endComputeMs" : 2, "startD2hMs" : 2, "endD2hMs" : 2, "h2dMs" : 0, "computeMs" : 1, "d2hMs" : 0, "latencyMs" : 1 },
+                       { "computeMs" : 1 }]"#;
+        let err = parse_times(text, "t.json").expect_err("second record incomplete");
+        assert!(
+            err.to_string()
+                .contains("record 1 has no numeric startH2dMs"),
+            "{err}"
+        );
+        let first = text.split_once(",\n").expect("two records").0;
+        let queries = parse_times(&format!("{first}]"), "t.json").expect("complete");
+        assert_eq!(queries[0].start_enq_ms, None);
+        assert_eq!(queries[0].compute_ms, 1.0);
     }
 
     #[test]

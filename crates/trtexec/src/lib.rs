@@ -82,7 +82,10 @@ pub use exports::{
     BOUNDARY_GPU_COMPUTE, BOUNDARY_HOST_LATENCY, LayerTime, ProfileExport, QueryTime,
     parse_profile, parse_times, read_profile, read_times,
 };
-pub use knobs::{Knob, KnobDatabase, KnobValues, parse_knob_database};
+pub use knobs::{
+    AllowedValuesError, KnobDatabase, KnobOption, KnobValues, parse_allowed_values,
+    parse_knob_database,
+};
 pub use log::{ParsedLog, RunStatus, StatusLine, parse_log, parse_status_line};
 pub use runner::{
     RunOutput, Trtexec, detect_version, find_executable, find_executable_in, run_process,

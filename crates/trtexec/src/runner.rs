@@ -159,15 +159,20 @@ impl Trtexec {
     }
 
     /// Reads the build-route knob database (`trtexec --helpBuildRoute`, 11.1+). trtexec prints
-    /// it and exits 0 without a `&&&& PASSED` line.
+    /// it and exits 0 without a `&&&& PASSED` line. The database is what matters: how the run
+    /// ended is reported only when the log holds no database to read.
     pub fn knob_database(&self, log_path: &Path, timeout: Duration) -> Result<KnobDatabase> {
         let args = help_build_route_args(&self.version)?;
-        let output = run_process(&self.path, &args, log_path, timeout)?;
-        if output.exit_code != Some(0) {
-            return Err(failure(&output, describe_exit(output.exit_code)));
+        let ran = run_process(&self.path, &args, log_path, timeout);
+        let parsed = read_log(log_path).and_then(|text| parse_knob_database(&text));
+        match (parsed, ran) {
+            (Ok(database), _) => Ok(database),
+            (Err(_), Err(run)) => Err(run),
+            (Err(_), Ok(output)) if output.exit_code != Some(0) => {
+                Err(failure(&output, describe_exit(output.exit_code)))
+            }
+            (Err(parse), Ok(_)) => Err(parse),
         }
-        let text = read_log(log_path)?;
-        parse_knob_database(&text)
     }
 }
 

@@ -160,24 +160,24 @@ fn knob_database_excerpt() {
     assert_eq!(tiling.default_value, "2");
     assert_eq!(
         tiling.values(),
-        KnobValues::Closed(vec!["0".into(), "1".into(), "2".into()])
+        Ok(KnobValues::Listed(vec!["0".into(), "1".into(), "2".into()]))
     );
     let peep = db.knob("-peep:max").expect("-peep:max");
     assert_eq!(
         peep.values(),
-        KnobValues::Open(vec!["1".into(), "2".into()])
+        Ok(KnobValues::OpenRange(vec!["1".into(), "2".into()]))
     );
-    assert!(!peep.values().is_bounded());
+    assert!(!peep.values().expect("open range").is_bounded());
 
     let kinds = |want: fn(&KnobValues) -> bool| {
         db.tuner_options
             .iter()
-            .filter(|k| want(&k.values()))
+            .filter(|k| want(&k.values().expect("every real knob reads")))
             .count()
     };
-    let closed = kinds(|v| matches!(v, KnobValues::Closed(_)));
-    let open = kinds(|v| matches!(v, KnobValues::Open(_)));
-    let int = kinds(|v| matches!(v, KnobValues::Int));
+    let closed = kinds(|v| matches!(v, KnobValues::Listed(_)));
+    let open = kinds(|v| matches!(v, KnobValues::OpenRange(_)));
+    let int = kinds(|v| matches!(v, KnobValues::Unbounded(kind) if kind == "int"));
     assert_eq!((closed, open, int), (16, 1, 4));
 
     // The real fast dry run starts from the defaults of the same database.

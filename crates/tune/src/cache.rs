@@ -8,7 +8,7 @@
 //! dropped, and the file is truncated back to the last full line.
 
 use crate::config::TuneConfig;
-use crate::knobs::KnobDb;
+use crate::knobs::KnobDatabase;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -135,14 +135,14 @@ pub struct CacheHeader {
     pub schema: String,
     pub fingerprint: Fingerprint,
     pub options: TuneConfig,
-    pub knob_db: KnobDb,
+    pub knob_db: KnobDatabase,
 }
 
 impl CacheHeader {
     /// A header whose trtexec-style fields are derived from `options`, `knob_db` and `tuning_expr`.
     pub fn new(
         options: TuneConfig,
-        knob_db: KnobDb,
+        knob_db: KnobDatabase,
         tuning_expr: String,
         fingerprint: Fingerprint,
         argv: Vec<String>,
@@ -444,7 +444,7 @@ mod tests {
     use super::*;
 
     fn header() -> CacheHeader {
-        let db = KnobDb {
+        let db = KnobDatabase {
             tuner_version: "1".into(),
             tuner_options: vec![],
         };

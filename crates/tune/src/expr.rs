@@ -11,7 +11,7 @@
 //! unbounded knob, and a type name (`int`) given as a fixed value. Beyond trtexec this also refuses a knob
 //! given twice, an unbalanced bracket and a token without `=`, instead of building a wrong route.
 
-use crate::knobs::{Domain, KnobSet, did_you_mean};
+use crate::knobs::{KnobSet, KnobValues, did_you_mean};
 use std::fmt;
 
 /// A parsed, validated expression: knobs in the order written.
@@ -260,7 +260,7 @@ fn parse_token(token: &str, knobs: &KnobSet) -> Result<Term, ExprError> {
             });
         }
     }
-    if let Domain::Unbounded(kind) = &knob.domain {
+    if let KnobValues::Unbounded(kind) = &knob.domain {
         return Err(ExprError::ListOnUnbounded {
             knob: knob_name,
             kind: kind.clone(),
@@ -285,7 +285,7 @@ fn parse_token(token: &str, knobs: &KnobSet) -> Result<Term, ExprError> {
 }
 
 fn check_fixed(knob: &crate::knobs::Knob, value: &str) -> Result<(), ExprError> {
-    if let Domain::Unbounded(kind) = &knob.domain
+    if let KnobValues::Unbounded(kind) = &knob.domain
         && (value == kind || value == "int32_t")
     {
         return Err(ExprError::TypeNameAsValue {

@@ -1,77 +1,19 @@
-//! Knob databases in the shape of TensorRT's `IBuilderConfig::getAllBuildRoutes()` JSON:
-//!
-//! ```json
-//! {"tuner_version": "2.19.45",
-//!  "tuner_options": [{"option": "-conv_lowering", "allowed_values": "-conv_lowering=[on|off]",
-//!                     "default_value": "on", "help": "Control conv lowering phase."}]}
-//! ```
-//!
-//! `allowed_values` comes in three forms: a closed list `-k=[a|b|c]`, an open integer range
-//! `-k=[1|2|...]` (the listed values are examples; any integer is accepted), and an unbounded type
-//! `-k=int` (any value of that type, never a list in an expression).
+//! Knob databases in the shape of TensorRT's `IBuilderConfig::getAllBuildRoutes()` JSON, validated
+//! and merged for tuning. The document type and its `allowed_values` parser are `trtmc_trtexec`'s
+//! ([`KnobDatabase`], [`KnobValues`]): one reading of the format for trtexec's own database and for
+//! the databases the other runtimes derive from their declared settings.
 
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// The raw JSON document, as `trtexec --helpBuildRoute` prints it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct KnobDb {
-    pub tuner_version: String,
-    pub tuner_options: Vec<KnobOption>,
-}
-
-/// One raw entry of `tuner_options`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct KnobOption {
-    pub option: String,
-    pub allowed_values: String,
-    pub default_value: String,
-    #[serde(default)]
-    pub help: String,
-}
-
-/// The values a knob accepts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Domain {
-    /// A closed list, e.g. `[on|off]` or `[0|1|2]`.
-    Listed(Vec<String>),
-    /// An open integer range such as `[1|2|...]`: the listed values are examples, any integer is accepted.
-    OpenRange(Vec<String>),
-    /// Any value of a type such as `int`; an expression may pin it but never list values for it.
-    Unbounded(String),
-}
-
-impl Domain {
-    /// Whether `value` is acceptable for this domain (a knob's own default is always acceptable).
-    pub fn accepts(&self, value: &str) -> bool {
-        match self {
-            Domain::Listed(values) => values.iter().any(|v| v == value),
-            Domain::OpenRange(_) => value.parse::<i64>().is_ok(),
-            Domain::Unbounded(kind) => match kind.as_str() {
-                "int" | "int32_t" | "int64_t" => value.parse::<i64>().is_ok(),
-                "float" | "double" => value.parse::<f64>().is_ok(),
-                _ => !value.is_empty() && value != kind,
-            },
-        }
-    }
-
-    /// How the domain reads in an `allowed_values` string (after `=`).
-    pub fn render(&self) -> String {
-        match self {
-            Domain::Listed(values) => format!("[{}]", values.join("|")),
-            Domain::OpenRange(values) => format!("[{}|...]", values.join("|")),
-            Domain::Unbounded(kind) => kind.clone(),
-        }
-    }
-}
+pub use trtmc_trtexec::{KnobDatabase, KnobOption, KnobValues};
 
 /// A parsed knob.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Knob {
     /// The option name with its leading dash, e.g. `-kgen:tiling`.
     pub name: String,
-    pub domain: Domain,
+    pub domain: KnobValues,
     pub default: String,
     pub help: String,
     /// Which database the knob came from (a runtime's own knobs, extra build-flag knobs, ...).
@@ -135,7 +77,7 @@ pub struct KnobSet {
 impl KnobSet {
     /// Parse a getAllBuildRoutes JSON document; `source_name` names it in errors (a path, a runtime).
     pub fn from_json(text: &str, source_name: &str) -> Result<Self, KnobDbError> {
-        let db: KnobDb = serde_json::from_str(text).map_err(|e| KnobDbError::Json {
+        let db: KnobDatabase = serde_json::from_str(text).map_err(|e| KnobDbError::Json {
             source_name: source_name.to_string(),
             message: e.to_string(),
         })?;
@@ -143,7 +85,7 @@ impl KnobSet {
     }
 
     /// Validate a raw database.
-    pub fn from_db(db: &KnobDb, source_name: &str) -> Result<Self, KnobDbError> {
+    pub fn from_db(db: &KnobDatabase, source_name: &str) -> Result<Self, KnobDbError> {
         let mut set = KnobSet {
             sources: vec![(source_name.to_string(), db.tuner_version.clone())],
             knobs: Vec::new(),
@@ -239,8 +181,8 @@ impl KnobSet {
     }
 
     /// Back to the getAllBuildRoutes shape (after a merge: the merged document).
-    pub fn to_db(&self) -> KnobDb {
-        KnobDb {
+    pub fn to_db(&self) -> KnobDatabase {
+        KnobDatabase {
             tuner_version: self.tuner_version(),
             tuner_options: self.knobs.iter().map(to_option).collect(),
         }
@@ -263,7 +205,7 @@ impl KnobSet {
     /// `--help-routes[=KNOB]` as JSON in the getAllBuildRoutes shape (pretty-printed).
     pub fn help_json(&self, filter: Option<&str>) -> Result<String, KnobDbError> {
         let selected = self.select(filter)?;
-        let db = KnobDb {
+        let db = KnobDatabase {
             tuner_version: self.tuner_version(),
             tuner_options: selected.into_iter().map(to_option).collect(),
         };
@@ -317,44 +259,14 @@ fn parse_option(option: &KnobOption, source_name: &str) -> Result<Knob, KnobDbEr
             source_name: source_name.to_string(),
         });
     }
-    let bad = || KnobDbError::BadAllowedValues {
-        source_name: source_name.to_string(),
-        knob: name.clone(),
-        allowed: option.allowed_values.clone(),
-    };
-    let rest = option
-        .allowed_values
-        .trim()
-        .strip_prefix(name.as_str())
-        .and_then(|r| r.strip_prefix('='))
-        .ok_or_else(bad)?;
-    let domain = if let Some(inner) = rest.strip_prefix('[') {
-        let inner = inner.strip_suffix(']').ok_or_else(bad)?;
-        let mut values: Vec<String> = inner
-            .split('|')
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-            .map(String::from)
-            .collect();
-        if values.last().map(String::as_str) == Some("...") {
-            values.pop();
-            if values.iter().any(|v| v.parse::<i64>().is_err()) {
-                return Err(bad());
+    let domain =
+        trtmc_trtexec::parse_allowed_values(&name, &option.allowed_values).map_err(|e| {
+            KnobDbError::BadAllowedValues {
+                source_name: source_name.to_string(),
+                knob: e.knob,
+                allowed: e.allowed,
             }
-            Domain::OpenRange(values)
-        } else {
-            if values.is_empty() || values.iter().any(|v| v == "...") {
-                return Err(bad());
-            }
-            Domain::Listed(values)
-        }
-    } else {
-        let kind = rest.trim();
-        if kind.is_empty() || kind.contains(['[', ']', '|', ' ']) {
-            return Err(bad());
-        }
-        Domain::Unbounded(kind.to_string())
-    };
+        })?;
     Ok(Knob {
         name,
         domain,
@@ -384,27 +296,30 @@ mod tests {
         let lowering = set.get("-conv_lowering").expect("knob");
         assert_eq!(
             lowering.domain,
-            Domain::Listed(vec!["on".into(), "off".into()])
+            KnobValues::Listed(vec!["on".into(), "off".into()])
         );
         assert_eq!(lowering.default, "on");
         let tiling = set.get("-kgen:tiling").expect("knob");
         assert_eq!(
             tiling.domain,
-            Domain::Listed(vec!["0".into(), "1".into(), "2".into()])
+            KnobValues::Listed(vec!["0".into(), "1".into(), "2".into()])
         );
         let peep = set.get("-peep:max").expect("knob");
-        assert_eq!(peep.domain, Domain::OpenRange(vec!["1".into(), "2".into()]));
+        assert_eq!(
+            peep.domain,
+            KnobValues::OpenRange(vec!["1".into(), "2".into()])
+        );
         assert_eq!(peep.default, "0");
         assert!(peep.domain.accepts("17") && !peep.domain.accepts("x"));
         let tactics = set.get("-cask_fusion:num_tactics").expect("knob");
-        assert_eq!(tactics.domain, Domain::Unbounded("int".into()));
+        assert_eq!(tactics.domain, KnobValues::Unbounded("int".into()));
         assert!(tactics.domain.accepts("10") && !tactics.domain.accepts("int"));
     }
 
     #[test]
     fn json_round_trips_the_fixture() {
         let set = fixture();
-        let original: KnobDb = serde_json::from_str(FIXTURE).expect("raw");
+        let original: KnobDatabase = serde_json::from_str(FIXTURE).expect("raw");
         assert_eq!(set.to_db(), original);
     }
 
@@ -413,11 +328,12 @@ mod tests {
         let set = fixture();
         for query in ["kgen:tiling", "-kgen:tiling"] {
             let json = set.help_json(Some(query)).expect("known knob");
-            let db: KnobDb = serde_json::from_str(&json).expect("json");
+            let db: KnobDatabase = serde_json::from_str(&json).expect("json");
             assert_eq!(db.tuner_options.len(), 1);
             assert_eq!(db.tuner_options[0].option, "-kgen:tiling");
         }
-        let all: KnobDb = serde_json::from_str(&set.help_json(None).expect("all")).expect("json");
+        let all: KnobDatabase =
+            serde_json::from_str(&set.help_json(None).expect("all")).expect("json");
         assert_eq!(all.tuner_options.len(), 21);
         let text = set.help_text(Some("peep:max")).expect("text");
         assert!(text.contains("-peep:max=[1|2|...]  (default: 0;"), "{text}");

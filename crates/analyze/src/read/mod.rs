@@ -17,7 +17,7 @@ pub use layers::{
 };
 pub use loose::IntOrStr;
 pub use profile::{HeaderCount, Profile, ProfileRecord, read_profile};
-pub use times::{Stats, Times, read_times};
+pub use times::{Stats, TimeRecord, Times, read_time_records, read_times};
 
 /// Why a file could not be read as the export it was given as.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -53,26 +53,88 @@ pub struct Times {
     pub skipped_records: usize,
 }
 
+/// One record of an `--exportTimes` file as trtexec wrote it (ms since the start of the run); a value
+/// the record lacks, or holds as something other than a number, is `None`. TensorRT 7.x's names
+/// (`startInMs`, `inMs`, `outMs`, ...) are read as their later equivalents.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct TimeRecord {
+    pub start_enq_ms: Option<f64>,
+    pub end_enq_ms: Option<f64>,
+    pub start_h2d_ms: Option<f64>,
+    pub end_h2d_ms: Option<f64>,
+    pub start_compute_ms: Option<f64>,
+    pub end_compute_ms: Option<f64>,
+    pub start_d2h_ms: Option<f64>,
+    pub end_d2h_ms: Option<f64>,
+    /// Duration of the input copies.
+    pub h2d_ms: Option<f64>,
+    /// Duration of the kernels.
+    pub compute_ms: Option<f64>,
+    /// Duration of the output copies.
+    pub d2h_ms: Option<f64>,
+    /// h2d + compute + d2h.
+    pub latency_ms: Option<f64>,
+    /// TensorRT 7.x-8.2 end-to-end latency.
+    pub end_to_end_ms: Option<f64>,
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct RawTime {
-    #[serde(rename = "latencyMs")]
-    latency: LNum,
-    #[serde(rename = "computeMs")]
-    compute: LNum,
-    #[serde(rename = "h2dMs")]
-    h2d: LNum,
-    #[serde(rename = "d2hMs")]
-    d2h: LNum,
     #[serde(rename = "startEnqMs")]
     start_enq: LNum,
     #[serde(rename = "endEnqMs")]
     end_enq: LNum,
+    #[serde(rename = "startH2dMs", alias = "startInMs")]
+    start_h2d: LNum,
+    #[serde(rename = "endH2dMs", alias = "endInMs")]
+    end_h2d: LNum,
+    #[serde(rename = "startComputeMs")]
+    start_compute: LNum,
+    #[serde(rename = "endComputeMs")]
+    end_compute: LNum,
+    #[serde(rename = "startD2hMs", alias = "startOutMs")]
+    start_d2h: LNum,
+    #[serde(rename = "endD2hMs", alias = "endOutMs")]
+    end_d2h: LNum,
+    #[serde(rename = "h2dMs", alias = "inMs")]
+    h2d: LNum,
+    #[serde(rename = "computeMs")]
+    compute: LNum,
+    #[serde(rename = "d2hMs", alias = "outMs")]
+    d2h: LNum,
+    #[serde(rename = "latencyMs")]
+    latency: LNum,
+    #[serde(rename = "endToEndMs")]
+    end_to_end: LNum,
     name: LStr,
 }
 
-/// Reads an `--exportTimes` document.
-pub fn read_times(text: &str) -> Result<Times, FormatError> {
+impl RawTime {
+    fn record(self) -> TimeRecord {
+        let v = |n: LNum| n.0.into_value();
+        TimeRecord {
+            start_enq_ms: v(self.start_enq),
+            end_enq_ms: v(self.end_enq),
+            start_h2d_ms: v(self.start_h2d),
+            end_h2d_ms: v(self.end_h2d),
+            start_compute_ms: v(self.start_compute),
+            end_compute_ms: v(self.end_compute),
+            start_d2h_ms: v(self.start_d2h),
+            end_d2h_ms: v(self.end_d2h),
+            h2d_ms: v(self.h2d),
+            compute_ms: v(self.compute),
+            d2h_ms: v(self.d2h),
+            latency_ms: v(self.latency),
+            end_to_end_ms: v(self.end_to_end),
+        }
+    }
+}
+
+/// Reads the records of an `--exportTimes` document in file order (`None`: an element that is not an
+/// object). The one reader of the format: [`read_times`] summarises it, `trtmc-trtexec` turns it
+/// into the observations of the tensorrt runtime.
+pub fn read_time_records(text: &str) -> Result<Vec<Option<TimeRecord>>, FormatError> {
     match first_byte(text) {
         Some(b'[') => {}
         Some(b'{') => {
@@ -98,17 +160,11 @@ pub fn read_times(text: &str) -> Result<Times, FormatError> {
         }
         None => return Err(FormatError::Shape("the file is empty".to_owned())),
     }
-    let records: Vec<LObj<RawTime>> =
-        serde_json::from_str(text).map_err(|e| invalid_json(text, &e))?;
-    let mut latency = Vec::with_capacity(records.len());
-    let mut compute = Vec::new();
-    let mut h2d = Vec::new();
-    let mut d2h = Vec::new();
-    let mut enqueue = Vec::new();
-    let mut skipped = 0;
-    for rec in records {
+    let raw: Vec<LObj<RawTime>> = serde_json::from_str(text).map_err(|e| invalid_json(text, &e))?;
+    let mut records = Vec::with_capacity(raw.len());
+    for rec in raw {
         let Slot::Value(rec) = rec.0 else {
-            skipped += 1;
+            records.push(None);
             continue;
         };
         if !rec.name.0.is_missing() {
@@ -117,15 +173,30 @@ pub fn read_times(text: &str) -> Result<Times, FormatError> {
                 found: "it looks like a trtexec --exportProfile file (per-layer times)".to_owned(),
             });
         }
-        let Some(l) = rec.latency.0.value().copied() else {
+        records.push(Some(rec.record()));
+    }
+    Ok(records)
+}
+
+/// Reads an `--exportTimes` document.
+pub fn read_times(text: &str) -> Result<Times, FormatError> {
+    let records = read_time_records(text)?;
+    let mut latency = Vec::with_capacity(records.len());
+    let mut compute = Vec::new();
+    let mut h2d = Vec::new();
+    let mut d2h = Vec::new();
+    let mut enqueue = Vec::new();
+    let mut skipped = 0;
+    for rec in records {
+        let Some((rec, l)) = rec.and_then(|r| r.latency_ms.map(|l| (r, l))) else {
             skipped += 1;
             continue;
         };
         latency.push(l);
-        compute.extend(rec.compute.0.value().copied());
-        h2d.extend(rec.h2d.0.value().copied());
-        d2h.extend(rec.d2h.0.value().copied());
-        if let (Some(s), Some(e)) = (rec.start_enq.0.value(), rec.end_enq.0.value()) {
+        compute.extend(rec.compute_ms);
+        h2d.extend(rec.h2d_ms);
+        d2h.extend(rec.d2h_ms);
+        if let (Some(s), Some(e)) = (rec.start_enq_ms, rec.end_enq_ms) {
             enqueue.push(e - s);
         }
     }
@@ -165,6 +236,34 @@ mod tests {
     fn percentiles_use_nearest_rank() {
         let s = Stats::of((1..=100).map(f64::from).collect()).expect("stats");
         assert_eq!((s.p90, s.p99, s.median), (90.0, 99.0, 50.5));
+    }
+
+    #[test]
+    fn records_keep_every_field_in_file_order() {
+        let text = r#"[{"startEnqMs": 1, "endEnqMs": 1.5, "startH2dMs": 1.5, "endH2dMs": 1.5,
+                        "startComputeMs": 1.5, "endComputeMs": 3.5, "startD2hMs": 3.5, "endD2hMs": 3.5,
+                        "h2dMs": 0, "computeMs": 2, "d2hMs": 0, "latencyMs": 2},
+                       7,
+                       {"startInMs": 0, "endInMs": 1, "inMs": 1, "outMs": 2, "computeMs": "x",
+                        "endToEndMs": 4}]"#;
+        let records = read_time_records(text).expect("reads");
+        assert_eq!(records.len(), 3);
+        let first = records[0].expect("an object");
+        assert_eq!(
+            (
+                first.start_compute_ms,
+                first.end_compute_ms,
+                first.compute_ms
+            ),
+            (Some(1.5), Some(3.5), Some(2.0))
+        );
+        assert_eq!(records[1], None);
+        // TensorRT 7.x names; a non-number is no value.
+        let old = records[2].expect("an object");
+        assert_eq!((old.start_h2d_ms, old.end_h2d_ms), (Some(0.0), Some(1.0)));
+        assert_eq!((old.h2d_ms, old.d2h_ms), (Some(1.0), Some(2.0)));
+        assert_eq!((old.compute_ms, old.end_to_end_ms), (None, Some(4.0)));
+        assert_eq!(read_time_records("[]"), Ok(Vec::new()));
     }
 
     #[test]

@@ -164,9 +164,6 @@ pub fn execute(args: RunArgs) -> CliResult {
     if args.profile && args.profile_iterations == 0 {
         return Err(CliError::input("--profile-iterations must be at least 1"));
     }
-    if let Some(path) = &args.trtexec {
-        trtmc_runtime::runtime::set_trtexec_path(path.clone());
-    }
 
     let (catalog, selections) = if let Some(onnx) = &args.onnx {
         let profile =
@@ -236,6 +233,9 @@ pub fn execute(args: RunArgs) -> CliResult {
         cache_root: args.bundle_cache.clone().unwrap_or_else(default_cache_root),
         no_build: args.no_build,
         rebuild: args.rebuild,
+        runtimes: trtmc_runtime::runtime::RuntimeOptions {
+            trtexec: args.trtexec.clone(),
+        },
     };
     let planned = runner::plan_cases(&catalog, &selections, &bundle, &test_hooks)?;
     if args.dry_run {

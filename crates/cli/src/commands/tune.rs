@@ -404,9 +404,6 @@ impl TuneArgs {
     }
 }
 pub fn execute(args: TuneArgs) -> CliResult {
-    if let Some(path) = &args.trtexec {
-        runtime::set_trtexec_path(absolute(path));
-    }
     if args.resume {
         return resume(args);
     }
@@ -419,19 +416,13 @@ pub fn execute(args: TuneArgs) -> CliResult {
             ),
         )
     })?;
-    let rt = runtime::runtime(&runtime_name).map_err(input_err)?;
+    let rt = open_runtime(&runtime_name, args.trtexec.as_deref()).map_err(input_err)?;
     let model = load_model(&args)?;
     let base = match &model {
         Some(m) => Some(resolve_base(&args, m, &runtime_name)?),
         None => None,
     };
-    let knob_set = orchestrate::knob_database(
-        args.trtexec.as_deref(),
-        &runtime_name,
-        &rt.version(),
-        base.as_ref(),
-    )
-    .map_err(tune_error)?;
+    let knob_set = orchestrate::knob_database(rt.as_ref(), base.as_ref()).map_err(tune_error)?;
     if let Some(filter) = &args.help_routes {
         let filter = Some(filter.as_str()).filter(|f| !f.is_empty());
         let text = if args.text {
@@ -509,16 +500,13 @@ fn resume(args: TuneArgs) -> CliResult {
         ))
     })?;
     let mut stored = stored.args;
-    if let Some(path) = &stored.trtexec {
-        runtime::set_trtexec_path(path.clone());
-    }
-    stored.cache = Some(cache_path);
+    stored.cache = Some(cache_path.clone());
     stored.quiet = args.quiet;
     let runtime_name = stored
         .runtime
         .clone()
         .ok_or_else(|| input_err("the tuning cache header names no --runtime; start a new tune"))?;
-    runtime::runtime(&runtime_name)
+    open_runtime(&runtime_name, stored.trtexec.as_deref())
         .and_then(|rt| rt.availability())
         .map_err(|e| CliError::new(ExitCode::Environment, e))?;
     let model =
@@ -619,6 +607,17 @@ fn tune_error(e: TuneRunError) -> CliError {
         TuneRunError::Output(m) => CliError::new(ExitCode::Output, m),
         TuneRunError::Internal(m) => CliError::internal(m),
     }
+}
+
+/// The runtime `runtime_name`, driving the trtexec of `--trtexec PATH` when given.
+fn open_runtime(
+    runtime_name: &str,
+    trtexec: Option<&Path>,
+) -> Result<Box<dyn runtime::Runtime>, String> {
+    let options = runtime::RuntimeOptions {
+        trtexec: trtexec.map(absolute),
+    };
+    runtime::runtime_with(runtime_name, &options)
 }
 
 fn read_expression(args: &TuneArgs) -> CliResult<String> {

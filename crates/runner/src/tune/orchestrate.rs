@@ -11,6 +11,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use trtmc_core::artifacts::TunedRoute;
 use trtmc_core::test_hooks::TestHooks;
+use trtmc_runtime::knobs::KnobError;
 
 use serde_json::Value;
 use trtmc_core::accuracy::Tensor;
@@ -171,59 +172,19 @@ pub fn check_measurable(rt: &dyn Runtime) -> Result<(), TuneRunError> {
     Ok(())
 }
 
-/// The knob database of `runtime_name`; a session runtime's knobs default to the case `base` resolves.
+/// The runtime's knob databases, merged (plus the test knobs under the test harness); a session
+/// runtime's knobs default to the case `base` resolves.
 pub fn knob_database(
-    trtexec: Option<&Path>,
-    runtime_name: &str,
-    version: &str,
+    rt: &dyn Runtime,
     base: Option<&ResolvedCase>,
 ) -> Result<KnobSet, TuneRunError> {
-    if runtime_name == "tensorrt" {
-        let trt = KnobSet::from_db(&trtexec_knob_db(trtexec)?, "trtexec")
-            .map_err(|e| input_err(format!("trtexec --helpBuildRoute: {e}")))?;
-        let flags = KnobSet::from_db(&knobs::trtexec_flag_db(), "trtexec-flags")
-            .map_err(|e| TuneRunError::Internal(e.to_string()))?;
-        let set = KnobSet::merge([trt, flags]).map_err(|e| input_err(e.to_string()))?;
-        return knobs::with_test_knobs(set).map_err(TuneRunError::Internal);
-    }
-    let db = knobs::session_knob_db(runtime_name, version, base).ok_or_else(|| {
-        TuneRunError::Input(format!(
-            "runtime `{runtime_name}` has no tunable knobs in this build (tunable: tract, onnxruntime, tensorrt)"
-        ))
-    })?;
-    let set =
-        KnobSet::from_db(&db, runtime_name).map_err(|e| TuneRunError::Internal(e.to_string()))?;
-    knobs::with_test_knobs(set).map_err(TuneRunError::Internal)
-}
-
-/// TensorRT's knob database, as `trtexec --helpBuildRoute` prints it (TensorRT 11.1+).
-fn trtexec_knob_db(explicit: Option<&Path>) -> Result<trtmc_tune::knobs::KnobDb, TuneRunError> {
-    let env = TuneRunError::Environment;
-    let trtexec = trtmc_trtexec::Trtexec::locate(explicit).map_err(|e| env(e.to_string()))?;
-    let argv =
-        trtmc_trtexec::help_build_route_args(trtexec.version()).map_err(|e| env(e.to_string()))?;
-    let log = std::env::temp_dir().join(format!("trtmc-helpBuildRoute-{}.log", std::process::id()));
-    let ran = trtexec.run(&argv, &log, std::time::Duration::from_secs(120));
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    let _ = std::fs::remove_file(&log);
-    // The JSON is what matters; a run problem is reported only when there is no database to read.
-    let db = match (trtmc_trtexec::parse_knob_database(&text), ran) {
-        (Ok(db), _) => db,
-        (Err(_), Err(run)) => return Err(env(run.to_string())),
-        (Err(e), Ok(_)) => return Err(env(format!("trtexec --helpBuildRoute: {e}"))),
-    };
-    Ok(trtmc_tune::knobs::KnobDb {
-        tuner_version: db.tuner_version,
-        tuner_options: db
-            .tuner_options
-            .into_iter()
-            .map(|k| trtmc_tune::knobs::KnobOption {
-                option: k.option,
-                allowed_values: k.allowed_values,
-                default_value: k.default_value,
-                help: k.help,
-            })
-            .collect(),
+    knobs::knob_set(rt, base).map_err(|e| match e {
+        knobs::KnobSetError::Runtime(KnobError::Tool(message)) => {
+            TuneRunError::Environment(message)
+        }
+        knobs::KnobSetError::Runtime(e @ KnobError::NoKnobs { .. }) => input_err(e.to_string()),
+        knobs::KnobSetError::Database(message) => input_err(message),
+        knobs::KnobSetError::Internal(message) => TuneRunError::Internal(message),
     })
 }
 

@@ -219,7 +219,7 @@ impl ProcessRunner {
 
     /// The case a route resolves to (the route's knobs as the sweep point), without building anything.
     pub fn resolve(&self, route: &Route) -> Result<RouteBundle, String> {
-        let settings = knobs::route_settings(&self.target.runtime, route)?;
+        let settings = knobs::route_settings(self.rt.as_ref(), route)?;
         let input = ResolveInput {
             case: self.target.case.as_deref(),
             sets: self.target.sets.clone(),

@@ -8,7 +8,9 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     if let Ok(database) = trtmc_trtexec::parse_knob_database(&text) {
         for knob in &database.tuner_options {
-            let _ = knob.values();
+            if let Ok(values) = knob.values() {
+                let _ = values.accepts(&knob.default_value);
+            }
             assert!(database.knob(&knob.option).is_some());
         }
         let _ = database.default_route();
