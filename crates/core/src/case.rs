@@ -459,6 +459,44 @@ fn parse_int(text: &str) -> Result<i64, String> {
 }
 
 /// Parses `1x3x224x224` (trtexec's shape syntax) into dimensions.
+/// The overrides of the command-line flags `--set KEY=VALUE`, `--shape NAME:DIMS` (a build shape) and
+/// `--dim NAME=N` (a symbolic dimension), in that order; shared by `run`, `compare` and `tune`.
+pub fn cli_overrides(
+    sets: &[String],
+    shapes: &[String],
+    dims: &[String],
+) -> Result<Vec<Override>, String> {
+    let mut out: Vec<Override> = sets
+        .iter()
+        .map(|s| Override::parse(s, Source::Set))
+        .collect::<Result<_, _>>()?;
+    for shape in shapes {
+        let (name, value) = shape.split_once(':').ok_or_else(|| {
+            format!("--shape `{shape}` is not NAME:DIMS (e.g. --shape input:1x3x224x224)")
+        })?;
+        parse_shape(value).map_err(|e| format!("--shape {shape}: {e}"))?;
+        out.push(Override {
+            key: format!("build.shapes.{name}"),
+            value: value.to_string(),
+            source: Source::Cli,
+        });
+    }
+    for dim in dims {
+        let (name, value) = dim
+            .split_once('=')
+            .filter(|(n, v)| !n.trim().is_empty() && v.trim().parse::<u64>().is_ok())
+            .ok_or_else(|| {
+                format!("--dim `{dim}` is not NAME=VALUE with a whole number (e.g. --dim batch=1)")
+            })?;
+        out.push(Override {
+            key: format!("build.dims.{}", name.trim()),
+            value: value.trim().to_string(),
+            source: Source::Cli,
+        });
+    }
+    Ok(out)
+}
+
 pub fn parse_shape(text: &str) -> Result<Vec<i64>, String> {
     let text = text.trim();
     if text.is_empty() || text == "scalar" {
@@ -736,5 +774,26 @@ mod tests {
         assert_eq!(parse_shape("1x3x224x224").expect("s"), vec![1, 3, 224, 224]);
         assert_eq!(parse_shape("scalar").expect("s"), Vec::<i64>::new());
         assert!(parse_shape("1x-3").is_err());
+    }
+
+    #[test]
+    fn command_line_flags_become_overrides_in_order_and_bad_ones_name_the_flag() {
+        let o = cli_overrides(
+            &["runtime.threads=2".into()],
+            &["input:1x3x8x8".into()],
+            &["batch=4".into()],
+        )
+        .expect("valid flags");
+        let keys: Vec<&str> = o.iter().map(|o| o.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            ["runtime.threads", "build.shapes.input", "build.dims.batch"]
+        );
+        assert_eq!(o[1].value, "1x3x8x8");
+        assert_eq!(o[2].value, "4");
+        let e = cli_overrides(&[], &["input".into()], &[]).expect_err("no dims");
+        assert!(e.contains("--shape `input` is not NAME:DIMS"), "{e}");
+        let e = cli_overrides(&[], &[], &["batch=-1".into()]).expect_err("negative");
+        assert!(e.contains("--dim `batch=-1`"), "{e}");
     }
 }

@@ -82,6 +82,90 @@ pub struct ConfigError {
     pub expected: &'static str,
 }
 
+/// The tuning options a command line may set (`None` keeps the default), in the units users type:
+/// names for the search order, objective and accuracy algorithm, `NAME=EPS` per-tensor thresholds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConfigFlags {
+    pub search: Option<String>,
+    pub objective: Option<String>,
+    pub calls: Option<usize>,
+    pub warmup: Option<usize>,
+    pub race_round_calls: Option<usize>,
+    pub final_passes: Option<usize>,
+    pub final_calls: Option<usize>,
+    pub confidence: Option<f64>,
+    pub min_effect: Option<f64>,
+    pub max_routes: Option<usize>,
+    pub route_timeout_s: Option<f64>,
+    /// trtexec's `--tuningTimeOut`: a negative budget means none.
+    pub timeout_s: Option<f64>,
+    pub accuracy_algorithm: Option<String>,
+    pub accuracy_threshold: Option<f64>,
+    pub atol: Option<f64>,
+    pub rtol: Option<f64>,
+    pub tensor_thresholds: Vec<String>,
+}
+
+impl ConfigFlags {
+    /// The validated configuration; an error names the flag and what it accepts.
+    pub fn to_config(&self) -> Result<TuneConfig, String> {
+        let mut c = TuneConfig::default();
+        if let Some(s) = &self.search {
+            c.search = s
+                .parse::<SearchOrder>()
+                .map_err(|e| format!("--search: {e}"))?;
+        }
+        if let Some(o) = &self.objective {
+            c.objective = o
+                .parse::<Objective>()
+                .map_err(|e| format!("--objective: {e}"))?;
+        }
+        let set = |target: &mut usize, value: Option<usize>| {
+            if let Some(v) = value {
+                *target = v;
+            }
+        };
+        set(&mut c.calls, self.calls);
+        set(&mut c.warmup_calls, self.warmup);
+        set(&mut c.race_round_calls, self.race_round_calls);
+        set(&mut c.final_passes, self.final_passes);
+        set(&mut c.final_calls_per_pass, self.final_calls);
+        c.confidence = self.confidence.unwrap_or(c.confidence);
+        c.min_effect = self.min_effect.unwrap_or(c.min_effect);
+        c.max_routes = self.max_routes;
+        c.route_timeout_s = self.route_timeout_s;
+        c.budget_s = self.timeout_s.filter(|t| *t >= 0.0);
+        let algorithm = match &self.accuracy_algorithm {
+            Some(a) => a
+                .parse::<Algorithm>()
+                .map_err(|e| format!("--accuracy-algorithm: {e}"))?,
+            None => c.accuracy.algorithm,
+        };
+        let mut spec = AccuracySpec::new(
+            algorithm,
+            self.accuracy_threshold.unwrap_or(c.accuracy.epsilon),
+        );
+        spec.atol = self.atol.unwrap_or(spec.atol);
+        spec.rtol = self.rtol.unwrap_or(spec.rtol);
+        for t in &self.tensor_thresholds {
+            let (name, eps) = t.split_once('=').ok_or_else(|| {
+                format!(
+                    "--tensor-threshold `{t}` is not NAME=EPS (e.g. --tensor-threshold logits=1e-3)"
+                )
+            })?;
+            let eps: f64 = eps
+                .trim()
+                .parse()
+                .map_err(|_| format!("--tensor-threshold `{t}`: `{eps}` is not a number"))?;
+            spec.per_tensor_epsilon.insert(name.trim().to_string(), eps);
+        }
+        c.accuracy = spec;
+        c.validate()
+            .map_err(|e| format!("{e} (see trtmc-bench tune --help)"))?;
+        Ok(c)
+    }
+}
+
 impl TuneConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |option, value: String, expected| {

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use trtmc_core::accuracy::{AccuracySpec, Algorithm, Tensor};
-use trtmc_core::case::{Override, Source};
+
 use trtmc_core::catalog::{Catalog, Profile};
 use trtmc_core::fsutil::write_json_atomic;
 use trtmc_core::test_hooks::TestHooks;
@@ -129,26 +129,8 @@ pub fn execute(args: CompareArgs) -> CliResult {
         ));
     }
     let dims = parse_dims(&args.dims)?;
-    let mut sets: Vec<Override> = args
-        .sets
-        .iter()
-        .map(|s| Override::parse(s, Source::Set))
-        .collect::<Result<_, _>>()
-        .map_err(CliError::input)?;
-    for shape in &args.shapes {
-        let (name, dims) = shape.split_once(':').ok_or_else(|| {
-            CliError::input(format!(
-                "--shape `{shape}` is not NAME:DIMS (e.g. --shape input:1x3x224x224)"
-            ))
-        })?;
-        trtmc_core::case::parse_shape(dims)
-            .map_err(|e| CliError::input(format!("--shape {shape}: {e}")))?;
-        sets.push(Override {
-            key: format!("build.shapes.{name}"),
-            value: dims.to_string(),
-            source: Source::Cli,
-        });
-    }
+    let sets =
+        trtmc_core::case::cli_overrides(&args.sets, &args.shapes, &[]).map_err(CliError::input)?;
     let catalog = match &args.onnx {
         Some(onnx) => {
             let profile = Profile::from_onnx_file(onnx)

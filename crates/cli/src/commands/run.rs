@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use trtmc_core::artifacts::CaseStatus;
-use trtmc_core::case::{MeasureFlags, Override, Source, SweepAxis};
+use trtmc_core::case::{MeasureFlags, SweepAxis};
 use trtmc_core::catalog::{Catalog, Profile};
 use trtmc_core::test_hooks::TestHooks;
 use trtmc_runner::bundles::{BundleOptions, default_cache_root};
@@ -135,26 +135,8 @@ pub fn execute(args: RunArgs) -> CliResult {
             "--timeout must be a positive number of seconds",
         ));
     }
-    let mut sets: Vec<Override> = args
-        .sets
-        .iter()
-        .map(|s| Override::parse(s, Source::Set))
-        .collect::<Result<_, _>>()
-        .map_err(CliError::input)?;
-    for shape in &args.shapes {
-        let (name, dims) = shape.split_once(':').ok_or_else(|| {
-            CliError::input(format!(
-                "--shape `{shape}` is not NAME:DIMS (e.g. --shape input:1x3x224x224)"
-            ))
-        })?;
-        trtmc_core::case::parse_shape(dims)
-            .map_err(|e| CliError::input(format!("--shape {shape}: {e}")))?;
-        sets.push(Override {
-            key: format!("build.shapes.{name}"),
-            value: dims.to_string(),
-            source: Source::Cli,
-        });
-    }
+    let sets =
+        trtmc_core::case::cli_overrides(&args.sets, &args.shapes, &[]).map_err(CliError::input)?;
     let sweeps: Vec<SweepAxis> = args
         .sweeps
         .iter()
