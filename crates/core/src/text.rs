@@ -14,8 +14,24 @@ pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
 /// An argument vector as one line a POSIX shell reads back into the same arguments (quoted only where
 /// needed), for people to read or paste.
 pub fn shell_line(argv: &[String]) -> String {
-    // Only a NUL byte cannot be quoted, and no OS argument holds one; show such a vector unquoted.
-    shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
+    argv.iter()
+        .map(|a| shell_word(a))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn shell_word(arg: &str) -> std::borrow::Cow<'_, str> {
+    // Words of these characters read back unchanged in any POSIX shell; shlex would still quote
+    // `KEY=VALUE`, which only makes the printed `--set` lines harder to read.
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_=./:,@+%".contains(c));
+    if plain {
+        return arg.into();
+    }
+    // Only a NUL byte cannot be quoted, and no OS argument holds one; show such a word as it is.
+    shlex::try_quote(arg).unwrap_or_else(|_| arg.into())
 }
 
 #[cfg(test)]
@@ -44,5 +60,7 @@ mod tests {
             shell_line(&argv),
             r#"trtmc-bench tune --routes '-a=[on|off]' "it's" ''"#
         );
+        let set: Vec<String> = ["--set", "runtime.threads=2"].map(String::from).to_vec();
+        assert_eq!(shell_line(&set), "--set runtime.threads=2");
     }
 }
