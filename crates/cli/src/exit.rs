@@ -99,6 +99,19 @@ impl From<trtmc_runner::Error> for CliError {
     }
 }
 
+impl From<trtmc_runner::tune::orchestrate::TuneRunError> for CliError {
+    fn from(e: trtmc_runner::tune::orchestrate::TuneRunError) -> Self {
+        use trtmc_runner::tune::orchestrate::TuneRunError as E;
+        match e {
+            E::Input(m) => CliError::new(ExitCode::Input, m),
+            E::Environment(m) => CliError::new(ExitCode::Environment, m),
+            E::CaseFailed(m) => CliError::new(ExitCode::CaseFailed, m),
+            E::Output(m) => CliError::new(ExitCode::Output, m),
+            E::Internal(m) => CliError::internal(m),
+        }
+    }
+}
+
 impl From<trtmc_matrix::Error> for CliError {
     fn from(e: trtmc_matrix::Error) -> Self {
         use trtmc_matrix::Error as E;

@@ -14,7 +14,6 @@ use trtmc_core::case::ResolvedCase;
 use trtmc_runner::bundles::default_cache_root;
 use trtmc_runner::tune::orchestrate::{
     self, CACHE_FILE, DEFAULT_LIVE_WORKERS, Model, ModelChoice, Start, TuneOutcome, TuneRequest,
-    TuneRunError,
 };
 use trtmc_runtime::runtime;
 use trtmc_tune::TunePlan;
@@ -58,7 +57,8 @@ pub fn execute(args: TuneArgs) -> CliResult {
         Some(m) => Some(resolve_base(&args, m, &runtime_name)?),
         None => None,
     };
-    let knob_set = orchestrate::knob_database(rt.as_ref(), base.as_ref()).map_err(tune_error)?;
+    let knob_set =
+        orchestrate::knob_database(rt.as_ref(), base.as_ref()).map_err(CliError::from)?;
     if let Some(filter) = &args.help_routes {
         let filter = Some(filter.as_str()).filter(|f| !f.is_empty());
         let text = if args.text {
@@ -90,13 +90,13 @@ pub fn execute(args: TuneArgs) -> CliResult {
     let Some(base) = base else {
         return Err(CliError::internal("the model's case was not resolved"));
     };
-    orchestrate::check_measurable(rt.as_ref()).map_err(tune_error)?;
+    orchestrate::check_measurable(rt.as_ref()).map_err(CliError::from)?;
     let plan = TunePlan {
         knobs: knob_set,
         expression,
         config,
     };
-    let out_dir = orchestrate::prepare_output(args.output.as_deref()).map_err(tune_error)?;
+    let out_dir = orchestrate::prepare_output(args.output.as_deref()).map_err(CliError::from)?;
     let cache_path = args
         .cache
         .clone()
@@ -127,7 +127,7 @@ fn resume(args: TuneArgs) -> CliResult {
         ));
     };
     let cache_path = absolute(&cache_path);
-    let header = orchestrate::read_cache_header(&cache_path).map_err(tune_error)?;
+    let header = orchestrate::read_cache_header(&cache_path).map_err(CliError::from)?;
     let stored = Stored::try_parse_from(header.argv.iter().skip(1)).map_err(|e| {
         input_err(format!(
             "tuning cache {}: the stored command line no longer parses ({}); start a new tune",
@@ -167,13 +167,13 @@ fn load_model(args: &TuneArgs) -> CliResult<Option<Model>> {
     };
     Model::load(&choice, &trtmc_core::test_hooks::TestHooks::from_env())
         .map(Some)
-        .map_err(tune_error)
+        .map_err(CliError::from)
 }
 
 fn resolve_base(args: &TuneArgs, model: &Model, runtime_name: &str) -> CliResult<ResolvedCase> {
     model
         .resolve_base(args.case.as_deref(), &args.overrides()?, runtime_name)
-        .map_err(tune_error)
+        .map_err(CliError::from)
 }
 
 /// Hands the tune to the orchestrator, shows its progress, and prints the decision.
@@ -213,7 +213,7 @@ fn run_tune(
         worker_exe,
     };
     let progress = crate::progress::Terminal::new(args.quiet);
-    let outcome = orchestrate::run(&request, start, &progress).map_err(tune_error)?;
+    let outcome = orchestrate::run(&request, start, &progress).map_err(CliError::from)?;
     crate::out::text(&decision_text(args, &outcome))?;
     let summary = &outcome.summary;
     if summary.all_failed() {
@@ -233,16 +233,6 @@ fn run_tune(
         ));
     }
     Ok(())
-}
-
-fn tune_error(e: TuneRunError) -> CliError {
-    match e {
-        TuneRunError::Input(m) => CliError::new(ExitCode::Input, m),
-        TuneRunError::Environment(m) => CliError::new(ExitCode::Environment, m),
-        TuneRunError::CaseFailed(m) => CliError::new(ExitCode::CaseFailed, m),
-        TuneRunError::Output(m) => CliError::new(ExitCode::Output, m),
-        TuneRunError::Internal(m) => CliError::internal(m),
-    }
 }
 
 /// The runtime `runtime_name`, driving the trtexec of `--trtexec PATH` when given.
