@@ -102,13 +102,20 @@ impl From<trtmc_runner::Error> for CliError {
 impl From<trtmc_runner::tune::orchestrate::TuneRunError> for CliError {
     fn from(e: trtmc_runner::tune::orchestrate::TuneRunError) -> Self {
         use trtmc_runner::tune::orchestrate::TuneRunError as E;
-        match e {
-            E::Input(m) => CliError::new(ExitCode::Input, m),
-            E::Environment(m) => CliError::new(ExitCode::Environment, m),
-            E::CaseFailed(m) => CliError::new(ExitCode::CaseFailed, m),
-            E::Output(m) => CliError::new(ExitCode::Output, m),
-            E::Internal(m) => CliError::internal(m),
-        }
+        use trtmc_tune::TuneError;
+        let code = match &e {
+            E::Input(_) => ExitCode::Input,
+            E::Environment(_) => ExitCode::Environment,
+            E::Output(_) | E::Write { .. } => ExitCode::Output,
+            // The default route's reference outputs could not be computed: the tune's case failed.
+            E::Engine(TuneError::Reference { .. }) => ExitCode::CaseFailed,
+            E::Engine(TuneError::Cache(trtmc_tune::cache::CacheError::Io { .. })) => {
+                ExitCode::Output
+            }
+            E::Engine(_) => ExitCode::Input,
+            E::Internal(_) => ExitCode::Internal,
+        };
+        Self::classified(code, &e)
     }
 }
 

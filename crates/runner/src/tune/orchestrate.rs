@@ -7,7 +7,6 @@
 //! [`crate::progress::Progress`], and the CLI keeps the options, the progress lines and the decision text.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use trtmc_core::artifacts::TunedRoute;
 use trtmc_core::test_hooks::TestHooks;
@@ -45,42 +44,31 @@ const MEASUREMENT: &str = "each route is built by its own child process (tune-wo
      once (at most --live-workers workers stay loaded; the least recently used is stopped and restarted when \
      needed)";
 
-/// Errors that stop a tune, by exit-code class (the classes of [`crate::run::RunError`]).
-#[derive(Debug, Clone, PartialEq)]
+/// Errors that stop a tune. The CLI decides the exit code of each (crates/cli/src/exit.rs); the
+/// tuning engine's own error and failed writes keep their cause as `source()`.
+#[derive(Debug, thiserror::Error)]
 pub enum TuneRunError {
     /// Bad input: an unknown model, a bad expression, unreadable golden data, a cache that does not match.
+    #[error("{0}")]
     Input(String),
     /// A runtime, its library or trtexec is missing, or the routes' processes cannot start.
+    #[error("{0}")]
     Environment(String),
-    /// The reference outputs could not be computed: the tune's case failed.
-    CaseFailed(String),
-    /// The output directory, the cache, a saved bundle or the summary could not be written.
+    /// The output directory or a saved bundle was refused.
+    #[error("{0}")]
     Output(String),
+    /// A file or directory of the tune's output cannot be written.
+    #[error("cannot {action} {}", path.display())]
+    Write {
+        action: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The tuning engine stopped (bad plan, cache damage, reference outputs that cannot be computed).
+    #[error(transparent)]
+    Engine(#[from] TuneError),
+    #[error("{0}")]
     Internal(String),
-}
-
-impl fmt::Display for TuneRunError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TuneRunError::Input(m)
-            | TuneRunError::Environment(m)
-            | TuneRunError::CaseFailed(m)
-            | TuneRunError::Output(m)
-            | TuneRunError::Internal(m) => f.write_str(m),
-        }
-    }
-}
-
-impl std::error::Error for TuneRunError {}
-
-impl From<TuneError> for TuneRunError {
-    fn from(e: TuneError) -> Self {
-        match e {
-            TuneError::Reference { .. } => TuneRunError::CaseFailed(e.to_string()),
-            TuneError::Cache(cache::CacheError::Io { .. }) => TuneRunError::Output(e.to_string()),
-            other => TuneRunError::Input(other.to_string()),
-        }
-    }
 }
 
 fn input_err(message: impl Into<String>) -> TuneRunError {
@@ -343,8 +331,10 @@ where
         Start::Continue(header) => {
             let plan = TunePlan::from_header(&header).map_err(|e| input_err(e.to_string()))?;
             let out_dir = &request.output_dir;
-            std::fs::create_dir_all(out_dir).map_err(|e| {
-                TuneRunError::Output(format!("cannot create {}: {e}", out_dir.display()))
+            std::fs::create_dir_all(out_dir).map_err(|source| TuneRunError::Write {
+                action: "create",
+                path: out_dir.clone(),
+                source,
             })?;
             let prepared = prepare(request)?;
             header
@@ -583,13 +573,17 @@ where
         files: context_files,
     });
     let summary_path = out_dir.join(SUMMARY_FILE);
-    write_json_atomic(&summary_path, &summary).map_err(|e| {
-        TuneRunError::Output(format!("cannot write {}: {e}", summary_path.display()))
+    write_json_atomic(&summary_path, &summary).map_err(|source| TuneRunError::Write {
+        action: "write",
+        path: summary_path.clone(),
+        source,
     })?;
     let html = trtmc_report::tune_page::render(&summary);
     let report_path = out_dir.join(REPORT_FILE);
-    write_atomic(&report_path, html.as_bytes()).map_err(|e| {
-        TuneRunError::Output(format!("cannot write {}: {e}", report_path.display()))
+    write_atomic(&report_path, html.as_bytes()).map_err(|source| TuneRunError::Write {
+        action: "write",
+        path: report_path.clone(),
+        source,
     })?;
     Ok(TuneOutcome {
         summary,
