@@ -2,8 +2,8 @@
 //!
 //! Every hook is read once, at the start of a command, and only when `TRTMC_TEST=1`; otherwise all of them
 //! are off whatever else the environment holds, so a stray variable can never change a user's measurement
-//! or run a test operation. A hook that reaches another process travels in that process's request (the
-//! worker protocol), never through its environment.
+//! or run a test operation. A hook meant for the worker travels in its request (the worker protocol);
+//! the matrix hands its candidate delay to the candidate's own `trtmc-bench run`, which reads it here.
 
 use std::time::Duration;
 
