@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 use trtmc_core::test_hooks::TestHooks;
 
 use anyhow::Context as _;
@@ -23,8 +22,8 @@ use trtmc_runtime::reference::{
 use trtmc_runtime::runtime;
 use trtmc_runtime::tensor::HostTensor;
 
-use crate::bundles::{self, BundleOptions};
-use crate::progress::{Event, Progress};
+use crate::bundles::BundleOptions;
+use crate::progress::Progress;
 use crate::run::{PlannedCase, RunError, Selection};
 use crate::sources;
 
@@ -147,9 +146,11 @@ pub fn prepare_side(
         model: p.profile.name.clone(),
     })?;
     let rt =
-        runtime::runtime(&p.resolved.runtime.value).map_err(|reason| RunError::UnknownRuntime {
-            runtime: p.resolved.runtime.value.clone(),
-            reason,
+        runtime::runtime_with(&p.resolved.runtime.value, &options.runtimes).map_err(|reason| {
+            RunError::UnknownRuntime {
+                runtime: p.resolved.runtime.value.clone(),
+                reason,
+            }
         })?;
     if rt.self_timed().is_some() {
         return Err(RunError::SelfTimedRuntime {
@@ -157,24 +158,7 @@ pub fn prepare_side(
         });
     }
     if plan.needs_build {
-        progress.report(Event::BuildStarted {
-            model: &p.profile.name,
-            runtime: rt.name(),
-            path: &plan.path,
-        });
-        let started = Instant::now();
-        bundles::build(
-            &p.profile,
-            &p.resolved.build_values(),
-            rt.as_ref(),
-            &plan,
-            options,
-            command_line,
-        )?;
-        progress.report(Event::BuildFinished {
-            model: &p.profile.name,
-            seconds: started.elapsed().as_secs_f64(),
-        });
+        crate::run::build_reported(&p, &plan, rt.as_ref(), options, command_line, progress)?;
     }
     let manifest = BundleManifest::read(&plan.path).map_err(|reason| RunError::BundleManifest {
         bundle: plan.path.clone(),
@@ -345,6 +329,7 @@ pub fn prepare_reference(
 
 #[cfg(test)]
 mod tests {
+    use crate::progress::Event;
     use std::cell::RefCell;
 
     use serde_json::json;

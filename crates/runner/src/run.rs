@@ -337,26 +337,47 @@ fn build_missing(
             continue;
         }
         let rt = runtime_named(&p.resolved.runtime.value, &options.bundle.runtimes)?;
-        progress.report(Event::BuildStarted {
-            model: &p.profile.name,
-            runtime: rt.name(),
-            path: &plan.path,
-        });
-        let started = Instant::now();
-        bundles::build(
-            &p.profile,
-            &p.resolved.build_values(),
-            rt.as_ref(),
+        build_reported(
+            p,
             plan,
+            rt.as_ref(),
             &options.bundle,
             &options.command_line,
+            progress,
         )?;
-        progress.report(Event::BuildFinished {
-            model: &p.profile.name,
-            seconds: started.elapsed().as_secs_f64(),
-        });
         built.push(plan.path.clone());
     }
+    Ok(())
+}
+
+/// Builds `plan` for the planned case, telling `progress` when the build starts and how long it took
+/// (`run` and `compare` both build through it).
+pub(crate) fn build_reported(
+    p: &PlannedCase,
+    plan: &BundlePlan,
+    rt: &dyn runtime::Runtime,
+    options: &BundleOptions,
+    command_line: &[String],
+    progress: &dyn Progress,
+) -> Result<(), RunError> {
+    progress.report(Event::BuildStarted {
+        model: &p.profile.name,
+        runtime: rt.name(),
+        path: &plan.path,
+    });
+    let started = Instant::now();
+    bundles::build(
+        &p.profile,
+        &p.resolved.build_values(),
+        rt,
+        plan,
+        options,
+        command_line,
+    )?;
+    progress.report(Event::BuildFinished {
+        model: &p.profile.name,
+        seconds: started.elapsed().as_secs_f64(),
+    });
     Ok(())
 }
 
