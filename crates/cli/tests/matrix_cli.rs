@@ -65,7 +65,7 @@ fn suite(s: &Setup, name: &str, rows: &str) -> PathBuf {
     std::fs::write(
         &path,
         format!(
-            "schema: trtmc.perf-suite/v1\nname: {name}\nthresholds: {{green_max: 1.3, yellow_max: 2.0, min_samples: 10}}\nmeasure: {{warmup: 3, iterations: 20, rounds: 2}}\nrows:\n{rows}"
+            "schema: trtmc.perf-suite/v1\nname: {name}\nthresholds: {{green_max: 1.3, yellow_max: 2.0, min_samples: 10, min_rounds: 2}}\nmeasure: {{warmup: 3, iterations: 20, rounds: 2}}\nrows:\n{rows}"
         ),
     )
     .expect("write suite");
@@ -126,7 +126,16 @@ fn samples(side: &Value) -> Vec<f64> {
         .collect()
 }
 
-/// Every compared row's light is the band of its ratio, and the ratio is the measured p50s' ratio.
+fn numbers(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .expect("array")
+        .iter()
+        .map(|v| v.as_f64().expect("f64"))
+        .collect()
+}
+
+/// Every compared row's light is the band of its ratio, and the ratio is the geometric mean of the
+/// rounds' p50 ratios (each round's p50 being the median of that round's calls).
 fn assert_lights_match_ratios(results: &Value) {
     let t = &results["suite"]["thresholds"];
     let (green, yellow) = (
@@ -138,7 +147,20 @@ fn assert_lights_match_ratios(results: &Value) {
             continue;
         }
         let c = &row["comparison"];
-        let ratio = median(&samples(&row["candidate"])) / median(&samples(&row["reference"]));
+        let (cand, refr) = (
+            numbers(&row["candidate"]["round_p50_ms"]),
+            numbers(&row["reference"]["round_p50_ms"]),
+        );
+        assert_eq!(cand.len(), c["rounds"].as_u64().unwrap() as usize, "{row}");
+        assert_eq!(cand.len(), refr.len());
+        assert_eq!(row["round_loads"].as_array().unwrap().len(), cand.len());
+        let logs: f64 = cand.iter().zip(&refr).map(|(a, b)| (a / b).ln()).sum();
+        let ratio = (logs / cand.len() as f64).exp();
+        assert_eq!(c["method"], "paired_rounds_t");
+        assert!(
+            (c["candidate_p50_ms"].as_f64().unwrap() - median(&samples(&row["candidate"]))).abs()
+                < 1e-9
+        );
         assert!(
             (c["ratio"].as_f64().unwrap() - ratio).abs() < 1e-9 * ratio.max(1.0),
             "{row}"

@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod error_text;
 pub mod fsutil;
 pub mod hash;
+pub mod intervals;
 pub mod machine;
 pub mod operations;
 pub mod plan;

@@ -22,13 +22,8 @@ pub fn reduce(op: &OperationDecl, observations: &[Observation]) -> Option<Metric
         .collect();
     let latency_ms = stats::summarize(&latencies)?;
     let timed_seconds = observations.iter().map(|o| o.wall_ns as f64).sum::<f64>() / 1e9;
-    let p50_ci_ms = stats::bootstrap_ci(
-        &latencies,
-        stats::median,
-        0.95,
-        stats::DEFAULT_RESAMPLES,
-        0x5eed,
-    );
+    // Blocks of consecutive calls are the unit (crate::intervals): calls are not independent.
+    let p50_ci_ms = crate::intervals::run_p50(&latencies, 0.95).map(|r| r.interval);
     let fences = TukeyFences::from_sorted(&stats::sorted(&latencies));
     let outliers = latencies.iter().filter(|&&x| fences.is_outlier(x)).count();
 

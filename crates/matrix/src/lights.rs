@@ -1,7 +1,7 @@
-//! Traffic lights from the candidate/reference p50 ratio and its bootstrap interval (rule:
-//! docs/matrix.md#lights).
+//! Traffic lights from the candidate/reference p50 ratio and its interval over paired rounds (rule:
+//! docs/matrix.md#lights, method: docs/statistics.md).
 
-use trtmc_core::stats;
+use trtmc_core::{intervals, stats};
 
 use crate::suite::Thresholds;
 
@@ -18,96 +18,147 @@ fn band(ratio: f64, t: &Thresholds) -> Light {
     }
 }
 
-/// Compares the timed calls (milliseconds) of both sides. `Err` is an incomplete measurement (too few
-/// samples, a zero reference), which gets no light.
+/// How every comparison computes its ratio and interval (recorded as `Comparison::method`).
+pub const METHOD: &str = "paired_rounds_t";
+/// The method when a row has a single round: blocks of its calls stand in for rounds (never trusted).
+pub const METHOD_ONE_ROUND: &str = "blocks_of_one_round_t";
+
+/// Compares the timed calls (milliseconds) of both sides, round by round: `candidate[i]` and
+/// `reference[i]` were measured next to each other. The ratio is the geometric mean of the per-round
+/// p50 ratios, with a Student-t interval over rounds (`trtmc_core::intervals`). `Err` is an incomplete
+/// measurement (too few samples, a zero reference), which gets no light.
 pub fn compare(
-    candidate_ms: &[f64],
-    reference_ms: &[f64],
+    candidate: &[Vec<f64>],
+    reference: &[Vec<f64>],
     t: &Thresholds,
 ) -> Result<Comparison, String> {
+    let pooled_c: Vec<f64> = candidate.concat();
+    let pooled_r: Vec<f64> = reference.concat();
     let n = t.min_samples as usize;
-    if candidate_ms.len() < n || reference_ms.len() < n {
+    if pooled_c.len() < n || pooled_r.len() < n {
         return Err(format!(
             "too few timed calls for a light: candidate {}, reference {}, the suite needs at least {} on each side (thresholds.min_samples)",
-            candidate_ms.len(),
-            reference_ms.len(),
+            pooled_c.len(),
+            pooled_r.len(),
             n
         ));
     }
-    if candidate_ms
+    if pooled_c
         .iter()
-        .chain(reference_ms)
+        .chain(&pooled_r)
         .any(|v| !v.is_finite() || *v < 0.0)
     {
         return Err("a timed call has a non-finite or negative duration".into());
     }
-    let c = stats::median(candidate_ms);
-    let r = stats::median(reference_ms);
-    let ci = stats::bootstrap_ratio_ci(
-        candidate_ms,
-        reference_ms,
-        stats::median,
+    if candidate.len() != reference.len() || candidate.iter().chain(reference).any(Vec::is_empty) {
+        return Err(format!(
+            "the sides ran different or empty rounds (candidate {}, reference {}): no paired ratio",
+            candidate.len(),
+            reference.len()
+        ));
+    }
+    let rounds = candidate.len();
+    // One round: blocks of its calls stand in for rounds; such an interval cannot see the variance
+    // between processes, so it is never trusted.
+    let (c_units, r_units, method) = if rounds >= 2 {
+        (candidate.to_vec(), reference.to_vec(), METHOD)
+    } else {
+        (
+            intervals::blocks(&pooled_c, intervals::RUN_BLOCKS),
+            intervals::blocks(&pooled_r, intervals::RUN_BLOCKS),
+            METHOD_ONE_ROUND,
+        )
+    };
+    let (c_units, r_units) = trim_to_pairs(c_units, r_units);
+    let ci = intervals::paired_ratio(
+        &intervals::per_round(&c_units, stats::median),
+        &intervals::per_round(&r_units, stats::median),
         t.confidence,
-        stats::DEFAULT_RESAMPLES,
-        0x6d61_7472,
     )
-    .ok_or("the reference p50 is zero: no ratio")?;
-    let ratio = c / r;
+    .ok_or("a reference round has a zero p50, or too few calls to pair: no ratio")?
+    .interval;
+    let trusted = rounds >= (t.min_rounds as usize).max(2);
+    let ratio = ci.estimate;
     let mut light = band(ratio, t);
     let mut uncertain = band(ci.low, t) != light || band(ci.high, t) != light;
-    let mut note = String::new();
-    if light == Light::Red && ci.low <= t.yellow_max {
-        // Red needs the whole interval above yellow_max; otherwise the slowdown is not shown.
+    let mut notes = Vec::new();
+    if !trusted {
+        uncertain = true;
+        notes.push(format!(
+            "only {rounds} round(s): an interval needs at least {} paired rounds (thresholds.min_rounds) to be trusted, so the light is at most an uncertain yellow",
+            t.min_rounds.max(2)
+        ));
+    }
+    if light == Light::Red && (!trusted || ci.low <= t.yellow_max) {
+        // Red needs the whole (trusted) interval above yellow_max; otherwise the slowdown is not shown.
         light = Light::Yellow;
         uncertain = true;
-        note = format!(
-            "ratio {ratio:.3} is above yellow_max {} but its interval reaches down to {:.3}: yellow, not red",
-            t.yellow_max, ci.low
-        );
-    } else if uncertain {
-        note = format!(
-            "the {:.0} % interval [{:.3}, {:.3}] crosses a threshold; the light is the estimate's",
+        if trusted {
+            notes.push(format!(
+                "ratio {ratio:.3} is above yellow_max {} but its interval reaches down to {:.3}: yellow, not red",
+                t.yellow_max, ci.low
+            ));
+        }
+    } else if uncertain && trusted {
+        notes.push(format!(
+            "the {:.0} % interval [{:.3}, {:.3}] over {rounds} rounds crosses a threshold; the light is the estimate's",
             t.confidence * 100.0,
             ci.low,
             ci.high
-        );
+        ));
     }
     Ok(Comparison {
-        candidate_p50_ms: c,
-        reference_p50_ms: r,
+        candidate_p50_ms: stats::median(&pooled_c),
+        reference_p50_ms: stats::median(&pooled_r),
         ratio,
+        method: method.into(),
+        rounds,
         ci_low: ci.low,
         ci_high: ci.high,
         confidence: t.confidence,
         light,
         uncertain,
-        note,
+        note: notes.join("; "),
     })
+}
+
+/// Blocks of one round may differ in count between the sides (fewer calls than blocks): pair the first.
+fn trim_to_pairs(mut a: Vec<Vec<f64>>, mut b: Vec<Vec<f64>>) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+    let k = a.len().min(b.len());
+    a.truncate(k);
+    b.truncate(k);
+    (a, b)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn samples(center: f64, n: usize) -> Vec<f64> {
-        (0..n)
-            .map(|i| center * (1.0 + 0.01 * ((i % 5) as f64 - 2.0)))
+    /// `rounds` rounds of `n` calls around `center`, with a round-to-round wobble of `spread`.
+    fn rounds(center: f64, rounds: usize, n: usize, spread: f64) -> Vec<Vec<f64>> {
+        (0..rounds)
+            .map(|k| {
+                let level = center * (1.0 + spread * ((k % 3) as f64 - 1.0));
+                (0..n)
+                    .map(|i| level * (1.0 + 0.01 * ((i % 5) as f64 - 2.0)))
+                    .collect()
+            })
             .collect()
     }
 
     #[test]
     fn lights_follow_the_ratio() {
         let t = Thresholds::default();
-        let r = samples(1.0, 30);
+        let r = rounds(1.0, 10, 10, 0.01);
+        let green = compare(&rounds(1.0, 10, 10, 0.01), &r, &t).unwrap();
+        assert_eq!(green.light, Light::Green);
+        assert!(!green.uncertain);
+        assert_eq!((green.rounds, green.method.as_str()), (10, METHOD));
         assert_eq!(
-            compare(&samples(1.0, 30), &r, &t).unwrap().light,
-            Light::Green
-        );
-        assert_eq!(
-            compare(&samples(1.18, 30), &r, &t).unwrap().light,
+            compare(&rounds(1.18, 10, 10, 0.01), &r, &t).unwrap().light,
             Light::Yellow
         );
-        let red = compare(&samples(2.0, 30), &r, &t).unwrap();
+        let red = compare(&rounds(2.0, 10, 10, 0.01), &r, &t).unwrap();
         assert_eq!(red.light, Light::Red);
         assert!((red.ratio - 2.0).abs() < 0.05);
         assert!(red.ci_low > t.yellow_max);
@@ -116,17 +167,34 @@ mod tests {
     #[test]
     fn too_few_samples_get_no_light() {
         let t = Thresholds::default();
-        assert!(compare(&samples(1.0, 3), &samples(1.0, 30), &t).is_err());
+        assert!(compare(&rounds(1.0, 1, 3, 0.0), &rounds(1.0, 1, 30, 0.0), &t).is_err());
+        assert!(compare(&rounds(1.0, 3, 10, 0.0), &rounds(1.0, 2, 15, 0.0), &t).is_err());
     }
 
     #[test]
-    fn red_with_a_wide_interval_is_lowered_to_yellow() {
+    fn too_few_rounds_are_never_red_nor_a_confident_green() {
         let t = Thresholds::default();
-        // Half the candidate calls fast, half slow: p50 ratio above yellow_max, interval wide.
-        let mut c: Vec<f64> = vec![1.0; 15];
-        c.extend(vec![2.0; 16]);
-        let out = compare(&c, &samples(1.0, 31), &t).unwrap();
-        assert!(out.ratio > t.yellow_max);
+        let slow = compare(&rounds(2.0, 3, 20, 0.0), &rounds(1.0, 3, 20, 0.0), &t).unwrap();
+        assert_eq!(slow.light, Light::Yellow);
+        assert!(slow.uncertain && slow.note.contains("min_rounds"), "{slow:?}");
+        let same = compare(&rounds(1.0, 1, 40, 0.0), &rounds(1.0, 1, 40, 0.0), &t).unwrap();
+        assert_eq!(same.light, Light::Green);
+        assert!(same.uncertain);
+        assert_eq!((same.rounds, same.method.as_str()), (1, METHOD_ONE_ROUND));
+    }
+
+    #[test]
+    fn a_slowdown_that_varies_between_rounds_is_lowered_to_yellow() {
+        let t = Thresholds::default();
+        // Per-round ratios 1.0, 1.6, 1.0, 1.6, …: the estimate is above yellow_max, the interval wide.
+        let r = rounds(1.0, 6, 10, 0.0);
+        let c: Vec<Vec<f64>> = r
+            .iter()
+            .enumerate()
+            .map(|(k, v)| v.iter().map(|x| x * if k % 2 == 0 { 1.05 } else { 1.7 }).collect())
+            .collect();
+        let out = compare(&c, &r, &t).unwrap();
+        assert!(out.ratio > t.yellow_max, "{out:?}");
         assert_eq!(out.light, Light::Yellow);
         assert!(out.uncertain);
     }

@@ -111,15 +111,12 @@ pub fn render(r: &Results) -> String {
             num(c.map(|c| c.ratio)),
             Cell::text(&c.map_or(String::new(), |c| {
                 format!(
-                    "[{:.3}, {:.3}] {:.0} %{}",
+                    "[{:.3}, {:.3}] {:.0} %, {} round(s){}",
                     c.ci_low,
                     c.ci_high,
                     c.confidence * 100.0,
-                    if c.uncertain {
-                        " (crosses a threshold)"
-                    } else {
-                        ""
-                    }
+                    c.rounds,
+                    if c.uncertain { " (uncertain)" } else { "" }
                 )
             })),
             Cell::markup(pill(light, light_class(light)), light),
@@ -151,10 +148,15 @@ pub fn render(r: &Results) -> String {
             (
                 "red",
                 text(&format!(
-                    "ratio > {} and the whole {:.0} % bootstrap interval above it (otherwise yellow)",
+                    "ratio > {} and the whole {:.0} % interval above it, over at least {} paired rounds (otherwise yellow)",
                     th.yellow_max,
-                    th.confidence * 100.0
+                    th.confidence * 100.0,
+                    th.min_rounds
                 )),
+            ),
+            (
+                "ratio and interval",
+                text("the geometric mean of the per-round p50 ratios (candidate and reference alternate, one process per side per round) with a Student-t interval over rounds; fewer rounds than min_rounds: uncertain, never red"),
             ),
             (
                 "no light",

@@ -264,6 +264,7 @@ fn read_run_side(
             identity: case.identity.clone(),
             precision,
             samples_ms: samples,
+            round_p50_ms: Vec::new(),
             result_file: ctx.rel(&result),
         },
         bundle,
@@ -306,6 +307,7 @@ pub fn execute(
         ]),
         commands: Vec::new(),
         preparation: None,
+        round_loads: Vec::new(),
         attempt_dir: String::new(),
         executor: plan.executor.clone(),
         slurm_task,
@@ -371,9 +373,13 @@ fn measure(
     };
     let mut candidate: Option<Side> = None;
     let mut reference: Option<Side> = None;
+    let (mut candidate_rounds, mut reference_rounds) = (Vec::new(), Vec::new());
     // Candidate and reference alternate round by round, so a change of machine load during the row
-    // falls on both sides.
+    // falls on both sides, and each round's pair gives one ratio (docs/statistics.md).
     for k in 1..=rounds {
+        if let Some(load) = load_average() {
+            result.round_loads.push(load);
+        }
         let suffix = if rounds == 1 {
             String::new()
         } else {
@@ -399,6 +405,7 @@ fn measure(
                 origin: bundle.map_or("none".into(), |b| b.1),
             });
         }
+        candidate_rounds.push(side.samples_ms.clone());
         merge(&mut candidate, side);
         result.candidate = candidate.clone();
 
@@ -414,6 +421,7 @@ fn measure(
                 read_run_side(ctx, backend, &out).map_err(failed)?.0
             }
         };
+        reference_rounds.push(side.samples_ms.clone());
         merge(&mut reference, side);
         result.reference = reference.clone();
     }
@@ -451,8 +459,8 @@ fn measure(
         ));
     }
     let cmp = lights::compare(
-        &candidate.samples_ms,
-        &reference.samples_ms,
+        &candidate_rounds,
+        &reference_rounds,
         &plan.suite.thresholds,
     )
     .map_err(|e| (RowStatus::Incomplete, e))?;
@@ -461,9 +469,25 @@ fn measure(
     Ok(())
 }
 
+/// The 1-minute load average (`/proc/loadavg`), recorded before each round; `None` off Linux.
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// Pools a round's samples into the side; a round that disagrees on identity, boundary or precision
 /// makes the pooled side say so (and the contract check fails).
 fn merge(acc: &mut Option<Side>, side: Side) {
+    let mut side = side;
+    side.round_p50_ms = if side.samples_ms.is_empty() {
+        Vec::new()
+    } else {
+        vec![trtmc_core::stats::median(&side.samples_ms)]
+    };
     match acc {
         None => *acc = Some(side),
         Some(a) => {
@@ -477,6 +501,7 @@ fn merge(acc: &mut Option<Side>, side: Side) {
                 a.precision = None;
             }
             a.samples_ms.extend(side.samples_ms);
+            a.round_p50_ms.extend(side.round_p50_ms);
         }
     }
 }
@@ -619,6 +644,7 @@ fn run_python_reference(
             .iter()
             .map(|o| o.wall_ns as f64 / 1e6)
             .collect(),
+        round_p50_ms: Vec::new(),
         result_file: ctx.rel(&result_path),
     })
 }

@@ -175,11 +175,13 @@ fn write_row(run: &Path, r: &RowResult) -> Result<(), MatrixError> {
 pub fn outcome_line(r: &RowResult) -> String {
     match (&r.status, &r.comparison) {
         (RowStatus::Compared, Some(c)) => format!(
-            "{}: ratio {:.3} [{:.3}, {:.3}] (candidate p50 {:.3} ms, reference p50 {:.3} ms)",
+            "{}{}: ratio {:.3} [{:.3}, {:.3}] over {} round(s) (candidate p50 {:.3} ms, reference p50 {:.3} ms)",
             c.light.label(),
+            if c.uncertain { " (uncertain)" } else { "" },
             c.ratio,
             c.ci_low,
             c.ci_high,
+            c.rounds,
             c.candidate_p50_ms,
             c.reference_p50_ms
         ),
@@ -407,6 +409,7 @@ pub(crate) fn write_failed_row(
         resolved_settings: BTreeMap::new(),
         commands: Vec::new(),
         preparation: None,
+        round_loads: Vec::new(),
         attempt_dir: String::new(),
         executor: plan.executor.clone(),
         slurm_task: Some(task),

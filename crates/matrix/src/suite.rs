@@ -164,6 +164,11 @@ pub fn parse_suite(text: &str) -> Result<Suite, String> {
     if t.min_samples < 2 {
         return Err("thresholds.min_samples must be at least 2".into());
     }
+    if t.min_rounds < 2 {
+        return Err(
+            "thresholds.min_rounds must be at least 2 (an interval over rounds needs two)".into(),
+        );
+    }
     if suite.rows.is_empty() {
         return Err("`rows` is empty: list at least one row".into());
     }

@@ -12,7 +12,8 @@ pub struct TuneConfig {
     pub search: SearchOrder,
     /// The statistic routes are ranked on (steady-state samples only).
     pub objective: Objective,
-    /// Confidence of every interval (bootstrap) used to call ties and winners.
+    /// Confidence of every interval (t intervals over rounds, docs/statistics.md) used to call ties and
+    /// winners.
     pub confidence: f64,
     /// Smallest relative margin that makes a winner: a finalist within `min_effect` of the best (at the
     /// interval's lower bound) is a tie. 0.01 = 1 %.
@@ -44,8 +45,6 @@ pub struct TuneConfig {
     /// iteration (the running one finishes); when spent, the tune stops and decides with what it has.
     pub budget_s: Option<f64>,
     pub accuracy: AccuracySpec,
-    /// Seed of every bootstrap interval (results are reproducible from the cache).
-    pub seed: u64,
 }
 
 impl Default for TuneConfig {
@@ -68,7 +67,6 @@ impl Default for TuneConfig {
             route_timeout_s: None,
             budget_s: None,
             accuracy: AccuracySpec::new(Algorithm::Cos, 1e-3),
-            seed: 0x7475_6e65,
         }
     }
 }

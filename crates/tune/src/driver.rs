@@ -21,7 +21,7 @@ use crate::summary::{
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use trtmc_core::accuracy::{self, AccuracyReport, Tensor};
-use trtmc_core::stats;
+use trtmc_core::{intervals, stats};
 
 /// How a route failed in the runtime.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +72,9 @@ pub struct MeasurePlan {
     pub warmup_calls: usize,
     pub calls: usize,
     pub timeout: Option<Duration>,
+    /// Measure in a fresh process (a head-to-head pass): the process is the unit of variance, so each
+    /// pass must sample a new one (docs/statistics.md). Runners without processes ignore it.
+    pub fresh_process: bool,
 }
 
 /// Per-call times in milliseconds.
@@ -372,16 +375,6 @@ fn set_samples(
     rec.time_ms = Some(objective.cost(&samples));
     rec.summary = stats::summarize(&samples);
     rec.samples_ms = samples;
-}
-
-/// FNV-1a, for per-route bootstrap seeds that do not depend on route order.
-fn route_seed(seed: u64, key: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in key.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h ^ seed
 }
 
 fn digest_outputs(outputs: &[Tensor]) -> String {
@@ -690,6 +683,7 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
             warmup_calls: config.warmup_calls,
             calls,
             timeout,
+            fresh_process: false,
         };
         self.calls += plan.warmup_calls + plan.calls;
         let measured = self.runner.measure(&mut built, &plan);
@@ -768,10 +762,17 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
             );
             return rec;
         };
+        // A head-to-head pass starts a fresh process, which needs the first measurement's warm-up.
+        let fresh_process = phase == Phase::Final;
         let plan = MeasurePlan {
-            warmup_calls: config.switch_warmup_calls,
+            warmup_calls: if fresh_process {
+                config.warmup_calls.max(config.switch_warmup_calls)
+            } else {
+                config.switch_warmup_calls
+            },
             calls,
             timeout,
+            fresh_process,
         };
         self.calls += plan.warmup_calls + plan.calls;
         let measured = self.runner.measure(built, &plan);
@@ -823,10 +824,6 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
         self.by_key.get(key).map(|&i| &self.routes[i])
     }
 
-    fn seed(&self, key: &str) -> u64 {
-        route_seed(self.config.seed, key)
-    }
-
     /// Mixed phase 2: promote the knobs whose one-off route was eligible (built, measured, accurate) and
     /// faster than the baseline (cost-ratio interval entirely below 1), then run the product over them.
     fn mixed_phase_two(&mut self) -> Result<(), TuneError> {
@@ -843,7 +840,7 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
                 for s in self.routes.iter().filter(|s| s.phase == Phase::Mixed1 && s.key != base_key && s.eligible()) {
                     let changed = s.route.differing_knobs(&b.route);
                     let [knob] = changed.as_slice() else { continue };
-                    let ratio = select::cost_ratio(config.objective, &s.search, &b.search, config.confidence, self.seed(&s.key));
+                    let ratio = select::cost_ratio(config.objective, &s.search, &b.search, config.confidence);
                     if ratio.is_some_and(|r| r.high < 1.0) && !positive.contains(knob) {
                         positive.push(knob.clone());
                     }
@@ -964,13 +961,8 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
         dropped.len()
     }
 
-    fn estimate(&self, samples: &[f64], key: &str) -> Option<Estimate> {
-        select::estimate(
-            self.config.objective,
-            samples,
-            self.config.confidence,
-            self.seed(key),
-        )
+    fn estimate(&self, samples: &[f64]) -> Option<Estimate> {
+        select::estimate(self.config.objective, samples, self.config.confidence)
     }
 
     /// Ties after the search, head-to-head of the finalists, and the decision.
@@ -990,7 +982,7 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
                 .iter()
                 .filter(|s| s.eligible() && s.eliminated.is_some())
                 .filter_map(|s| {
-                    let e = self.estimate(&s.search, &s.key)?;
+                    let e = self.estimate(&s.search)?;
                     Some((e.cost.estimate, s.key.clone()))
                 })
                 .min_by(|a, b| a.0.total_cmp(&b.0));
@@ -1015,7 +1007,7 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
         }
         let estimates: Vec<Option<Estimate>> = candidates
             .iter()
-            .map(|k| self.state(k).and_then(|s| self.estimate(&s.search, k)))
+            .map(|k| self.state(k).and_then(|s| self.estimate(&s.search)))
             .collect();
         let by_cost = |i: &usize| {
             estimates[*i]
@@ -1101,19 +1093,33 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
                     .unwrap_or_default()
             })
             .collect();
+        // The unit is the pass (a fresh process each); search samples are one process per route, a
+        // single "pass" that can beat nobody.
+        let passes: Vec<Vec<Vec<f64>>> = samples
+            .iter()
+            .map(|s| {
+                if complete {
+                    s.chunks(config.final_calls_per_pass.max(1))
+                        .map(<[f64]>::to_vec)
+                        .collect()
+                } else {
+                    vec![s.clone()]
+                }
+            })
+            .collect();
         let h2h = select::head_to_head(
             config.objective,
-            &samples,
+            &passes,
             config.confidence,
             config.min_effect,
-            config.seed,
+            intervals::MIN_ROUNDS,
         );
         let finalist_results: Vec<FinalistResult> = standing
             .iter()
             .enumerate()
             .map(|(i, k)| FinalistResult {
                 route: k.clone(),
-                estimate: self.estimate(&samples[i], k),
+                estimate: self.estimate(&samples[i]),
                 ratio_to_best: h2h
                     .as_ref()
                     .and_then(|h| h.ratios.get(i).copied().flatten()),
@@ -1232,7 +1238,6 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
             &b.search,
             &r.search,
             self.config.confidence,
-            self.seed(route),
         )?;
         Some(Margin::from_interval(base, ratio))
     }
@@ -1277,9 +1282,9 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
                     crash: s.crash,
                     error_message: s.error.clone(),
                     accuracy: s.accuracy.clone(),
-                    search: self.estimate(&s.search, &s.key),
+                    search: self.estimate(&s.search),
                     search_samples: stats::summarize(&s.search),
-                    head_to_head: self.estimate(&s.finals, &s.key),
+                    head_to_head: self.estimate(&s.finals),
                     eligible: s.eligible(),
                     tied_with_best: ties.contains(&s.key),
                     finalist: s.finalist,

@@ -29,7 +29,8 @@ pub struct Throughput {
 pub struct Metrics {
     /// Wall latency of the timed calls, milliseconds.
     pub latency_ms: Summary,
-    /// Bootstrap 95 % confidence interval of the p50 latency, milliseconds.
+    /// 95 % interval of the p50 latency, milliseconds: a t interval over the medians of 10 blocks of
+    /// consecutive calls (`trtmc_core::intervals::run_p50`); `None` with fewer than two calls.
     pub p50_ci_ms: Option<Interval>,
     pub throughputs: Vec<Throughput>,
     /// Wall seconds per counted quantity (seconds/image, real-time factor); `items` is the quantity's

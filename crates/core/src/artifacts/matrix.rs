@@ -65,6 +65,9 @@ pub struct Side {
     pub identity: String,
     pub precision: Option<String>,
     pub samples_ms: Vec<f64>,
+    /// The p50 of each round (one process each), in round order.
+    #[serde(default)]
+    pub round_p50_ms: Vec<f64>,
     /// The side's result file, relative to the run directory.
     pub result_file: String,
 }
@@ -95,6 +98,9 @@ pub struct RowResult {
     pub resolved_settings: BTreeMap<String, Value>,
     pub commands: Vec<LeafCommand>,
     pub preparation: Option<Preparation>,
+    /// The machine's 1-minute load average read before each round (`/proc/loadavg`; empty elsewhere).
+    #[serde(default)]
+    pub round_loads: Vec<f64>,
     /// The attempt's working directory, relative to the run directory.
     pub attempt_dir: String,
     pub executor: String,
@@ -129,6 +135,13 @@ pub struct Comparison {
     pub reference_p50_ms: f64,
     /// candidate p50 / reference p50: above 1 the candidate is slower.
     pub ratio: f64,
+    /// How `ratio` and its interval were computed (`paired_rounds_t`: the geometric mean of the
+    /// per-round p50 ratios with a Student-t interval; docs/statistics.md).
+    #[serde(default)]
+    pub method: String,
+    /// Paired rounds the ratio and its interval rest on.
+    #[serde(default)]
+    pub rounds: usize,
     pub ci_low: f64,
     pub ci_high: f64,
     pub confidence: f64,
@@ -216,10 +229,12 @@ pub struct Thresholds {
     pub green_max: f64,
     /// Ratios above `green_max` and up to this are yellow; above it, red.
     pub yellow_max: f64,
-    /// Confidence level of the bootstrap interval on the ratio.
+    /// Confidence level of the interval on the ratio.
     pub confidence: f64,
     /// Fewer timed calls than this on either side: an incomplete measurement, no light.
     pub min_samples: u64,
+    /// Fewer paired rounds than this: the interval is not trusted, the row is `uncertain` and never red.
+    pub min_rounds: u64,
 }
 
 impl Default for Thresholds {
@@ -229,6 +244,7 @@ impl Default for Thresholds {
             yellow_max: 1.25,
             confidence: 0.95,
             min_samples: 10,
+            min_rounds: crate::intervals::MIN_ROUNDS as u64,
         }
     }
 }

@@ -527,6 +527,13 @@ impl RouteRunner for ProcessRunner {
     }
 
     fn measure(&mut self, built: &mut Built, plan: &MeasurePlan) -> Result<Timing, RouteError> {
+        if plan.fresh_process {
+            // The next call starts a new worker: each head-to-head pass samples a fresh process.
+            let live = built.slot.borrow_mut().worker.take();
+            if let Some(worker) = live {
+                worker.stop();
+            }
+        }
         let command = Command::Measure {
             warmup: plan.warmup_calls as u64,
             calls: plan.calls as u64,
