@@ -23,10 +23,11 @@ const QUICK: &[&str] = &[
     "8",
     "--warmup",
     "1",
+    // Five passes: fewer can never name a winner (trtmc_core::intervals::MIN_ROUNDS).
     "--final-passes",
-    "2",
+    "5",
     "--final-calls",
-    "4",
+    "3",
     "--race-round-calls",
     "4",
 ];

@@ -24,6 +24,13 @@ pub struct FakeRunner {
     pub inaccurate: Rule,
     pub drift: f64,
     pub seed: u64,
+    /// A process effect: each worker process of a route runs at 1.0 or at this factor (drawn when the
+    /// process starts), for its whole life. `None`: no effect.
+    pub process_levels: Option<f64>,
+    /// The level of each route's current process.
+    levels: HashMap<String, f64>,
+    /// Measurements that asked for a fresh process.
+    pub fresh_processes: usize,
     per_route_calls: HashMap<String, u64>,
     pub builds: usize,
     pub output_runs: usize,
@@ -46,6 +53,9 @@ impl FakeRunner {
             inaccurate: never(),
             drift: 0.5,
             seed: 1,
+            process_levels: None,
+            levels: HashMap::new(),
+            fresh_processes: 0,
             per_route_calls: HashMap::new(),
             builds: 0,
             output_runs: 0,
@@ -128,7 +138,15 @@ impl RouteRunner for FakeRunner {
             hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
         }
         let mut rng = ChaCha8Rng::seed_from_u64(hash);
-        let base = (self.latency)(built);
+        self.fresh_processes += usize::from(plan.fresh_process);
+        let mut base = (self.latency)(built);
+        if let Some(slow) = self.process_levels {
+            if plan.fresh_process || !self.levels.contains_key(&key) {
+                let level = if rng.random::<bool>() { slow } else { 1.0 };
+                self.levels.insert(key.clone(), level);
+            }
+            base *= self.levels.get(&key).copied().unwrap_or(1.0);
+        }
         // Warm-ups are slow (cold caches) so that counting them would visibly bias a statistic.
         let warmup_ms = (0..plan.warmup_calls).map(|_| base * 3.0).collect();
         let samples_ms = (0..plan.calls)
