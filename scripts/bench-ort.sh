@@ -7,14 +7,14 @@
 # Then the knobs: ORT's graph optimization level of the offline-optimized bundle (disable vs all) and
 # tract's executor threads (1 vs 2), interleaved the same way.
 #
-# Usage: scripts/bench-ort.sh [WORK_DIR]      (env: ROUNDS=5 WARMUP=5 ITERATIONS=30 MODEL=light-resnet50-rand
+# Usage: scripts/bench-ort.sh [WORK_DIR]      (env: ROUNDS=10 WARMUP=5 ITERATIONS=30 MODEL=light-resnet50-rand
 #        TRTMC_BIN=target/release/trtmc-bench)
 # Needs: a release build (cargo build --release --workspace), python3 with numpy and onnxruntime.
 # Prints a Markdown table; raw per-run results stay in WORK_DIR. Never uses more threads than cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ROUNDS=${ROUNDS:-5}
+ROUNDS=${ROUNDS:-10}
 WARMUP=${WARMUP:-5}
 ITERATIONS=${ITERATIONS:-30}
 MODEL=${MODEL:-light-resnet50-rand}
@@ -105,12 +105,22 @@ def python(name):
     assert doc["boundary"] == "public_pipeline_call_wall" and doc["precision"] == "fp32"
     return statistics.median(o["wall_ns"] / 1e6 for o in doc["observations"]), doc["load_ms"]
 
-def row(label, a, b):
-    ratios = [x / y for x, y in zip(a, b)]
-    return (f"| {label} | {statistics.median(a):.1f} | {statistics.median(b):.1f} | {statistics.median(ratios):.3f} "
-            f"| {min(ratios):.3f} – {max(ratios):.3f} |")
+# Two-sided 95 % Student-t quantiles by degrees of freedom (the matrix's interval, docs/statistics.md).
+T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+       2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045]
 
-lines = ["| comparison (A / B) | A p50 ms (median of rounds) | B p50 ms | A/B ratio (median of rounds) | ratio range |",
+def row(label, a, b):
+    """Paired rounds: geometric mean of the per-round ratios with a 95 % t interval over rounds."""
+    ratios = [x / y for x, y in zip(a, b)]
+    logs = [__import__("math").log(r) for r in ratios]
+    n = len(logs)
+    mean = statistics.fmean(logs)
+    half = (T95[min(n - 2, len(T95) - 1)] * statistics.stdev(logs) / n ** 0.5) if n >= 2 else float("inf")
+    exp = __import__("math").exp
+    return (f"| {label} | {statistics.median(a):.1f} | {statistics.median(b):.1f} | {exp(mean):.3f} "
+            f"[{exp(mean - half):.3f}, {exp(mean + half):.3f}] | {min(ratios):.3f} – {max(ratios):.3f} |")
+
+lines = ["| comparison (A / B) | A p50 ms (median of rounds) | B p50 ms | A/B ratio: geometric mean of rounds [95 % t interval] | ratio range |",
          "|---|---|---|---|---|"]
 summary = {}
 for t in threads:

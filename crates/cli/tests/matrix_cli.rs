@@ -65,7 +65,7 @@ fn suite(s: &Setup, name: &str, rows: &str) -> PathBuf {
     std::fs::write(
         &path,
         format!(
-            "schema: trtmc.perf-suite/v1\nname: {name}\nthresholds: {{green_max: 1.3, yellow_max: 2.0, min_samples: 10, min_rounds: 2}}\nmeasure: {{warmup: 3, iterations: 20, rounds: 2}}\nrows:\n{rows}"
+            "schema: trtmc.perf-suite/v1\nname: {name}\nthresholds: {{green_max: 1.3, yellow_max: 2.0, min_samples: 10}}\nmeasure: {{warmup: 3, iterations: 24, rounds: 6}}\nrows:\n{rows}"
         ),
     )
     .expect("write suite");
@@ -134,8 +134,8 @@ fn numbers(v: &Value) -> Vec<f64> {
         .collect()
 }
 
-/// Every compared row's light is the band of its ratio, and the ratio is the geometric mean of the
-/// rounds' p50 ratios (each round's p50 being the median of that round's calls).
+/// Every compared row's ratio is the median of its rounds' p50 ratios (each round's p50 being the
+/// median of that round's calls), and its light is the claim its interval backs (docs/matrix.md).
 fn assert_lights_match_ratios(results: &Value) {
     let t = &results["suite"]["thresholds"];
     let (green, yellow) = (
@@ -154,9 +154,9 @@ fn assert_lights_match_ratios(results: &Value) {
         assert_eq!(cand.len(), c["rounds"].as_u64().unwrap() as usize, "{row}");
         assert_eq!(cand.len(), refr.len());
         assert_eq!(row["round_loads"].as_array().unwrap().len(), cand.len());
-        let logs: f64 = cand.iter().zip(&refr).map(|(a, b)| (a / b).ln()).sum();
-        let ratio = (logs / cand.len() as f64).exp();
-        assert_eq!(c["method"], "paired_rounds_t");
+        let ratios: Vec<f64> = cand.iter().zip(&refr).map(|(a, b)| a / b).collect();
+        let ratio = median(&ratios);
+        assert_eq!(c["method"], "paired_rounds_median");
         assert!(
             (c["candidate_p50_ms"].as_f64().unwrap() - median(&samples(&row["candidate"]))).abs()
                 < 1e-9
@@ -165,13 +165,16 @@ fn assert_lights_match_ratios(results: &Value) {
             (c["ratio"].as_f64().unwrap() - ratio).abs() < 1e-9 * ratio.max(1.0),
             "{row}"
         );
-        let low = c["ci_low"].as_f64().unwrap();
-        let expected = if ratio <= green {
+        let (low, high) = (
+            c["ci_low"].as_f64().unwrap(),
+            c["ci_high"].as_f64().unwrap(),
+        );
+        let expected = if high <= green {
             "green"
-        } else if ratio <= yellow || low <= yellow {
-            "yellow"
-        } else {
+        } else if ratio > yellow && low > green {
             "red"
+        } else {
+            "yellow"
         };
         assert_eq!(c["light"], expected, "row {}: ratio {ratio}", row["id"]);
         assert!(c["ci_low"].as_f64().unwrap() <= ratio && ratio <= c["ci_high"].as_f64().unwrap());
@@ -206,6 +209,10 @@ fn the_checked_in_release_suite_passes_check() {
     assert!(
         out.contains("baseline precision fp32 (row baseline.precision)"),
         "{out}"
+    );
+    assert!(
+        !out.contains("warning:"),
+        "the shipped suite measures enough rounds: {out}"
     );
 }
 
@@ -290,6 +297,43 @@ fn check_names_every_problem_with_its_row_or_variable() {
     );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).contains("excluded tiny-cnn-2: a copy of tiny-cnn"));
+    // Two rounds against the default min_rounds (6), and thresholds inside the measured A/A spread:
+    // check passes and says what the lights will not be able to show.
+    let warned = p(&s2.dir.path().join("warned.yaml"));
+    std::fs::write(
+        &warned,
+        std::fs::read_to_string(&excluded)
+            .unwrap()
+            .replace("rounds: 6}", "rounds: 2}")
+            .replace(
+                "green_max: 1.3, yellow_max: 2.0",
+                "green_max: 1.02, yellow_max: 1.04",
+            ),
+    )
+    .unwrap();
+    let o = matrix(
+        &s2,
+        &[
+            "check",
+            &warned,
+            "--environment",
+            &p(&s2.env),
+            "--manifest-root",
+            &p(&s2.catalog),
+        ],
+        &[],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("warning: row `tiny-cnn.classify/tiny-cnn/single/onnxruntime` has 2 round(s)"),
+        "{out}"
+    );
+    assert!(out.contains("warning: thresholds.green_max 1.02"), "{out}");
+    assert!(
+        out.contains("warning: the yellow band (1.02 to 1.04)"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -297,7 +341,7 @@ fn lights_match_ratios_aa_is_green_and_an_injected_slowdown_is_red() {
     let _one_at_a_time = measuring();
     let s = setup("");
     let rows = format!(
-        "{ROW_ORT}  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: batch8\n    candidate: {{runtime: onnxruntime}}\n    reference: {{backend: \"trtmc:onnxruntime\"}}\n    measure: {{iterations: 40, rounds: 4}}\n"
+        "{ROW_ORT}  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: batch8\n    candidate: {{runtime: onnxruntime}}\n    reference: {{backend: \"trtmc:onnxruntime\"}}\n    measure: {{iterations: 36, rounds: 12}}\n"
     );
     let suite_path = suite(&s, "small", &rows);
     let out = s.dir.path().join("run1");

@@ -23,9 +23,9 @@ const QUICK: &[&str] = &[
     "8",
     "--warmup",
     "1",
-    // Five passes: fewer can never name a winner (trtmc_core::intervals::MIN_ROUNDS).
+    // Six passes: fewer can never name a winner (trtmc_core::intervals::MIN_ROUNDS).
     "--final-passes",
-    "5",
+    "6",
     "--final-calls",
     "3",
     "--race-round-calls",

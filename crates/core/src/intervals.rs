@@ -1,82 +1,98 @@
 //! The one interval method of trtmc: the **round** is the unit of variance.
 //!
 //! On a shared CPU most of the variance of a latency statistic lies between processes and between
-//! stretches of time, not between the calls of one stretch: one process's p50 can sit at one of two
-//! levels for its whole life (docs/statistics.md). Resampling pooled calls as if they were independent
-//! then gives intervals far too narrow (an A/A "95 %" interval covered the true ratio of 1 in 54 % of
-//! repeats). So every interval here is computed from one value per round:
+//! stretches of time, not between the calls of one stretch: the machine changes speed in steps of 1.3×
+//! and more that last seconds (docs/statistics.md). Resampling pooled calls as if they were
+//! independent then gives intervals far too narrow (an A/A "95 %" interval covered the true ratio of 1
+//! in 54 % of repeats). So every interval here is computed from one value per round:
 //!
 //! * a **round** is one process (a matrix round, a tuner's head-to-head pass in a fresh worker) or,
 //!   inside a single run, one block of consecutive calls;
-//! * each round contributes its median (or the chosen statistic);
-//! * on the log scale, the mean of the rounds' values (or of paired rounds' ratios) gets a Student-t
-//!   interval with `rounds - 1` degrees of freedom, reported back on the ratio scale.
+//! * each round contributes its median (or the chosen statistic); paired rounds (candidate and
+//!   reference measured next to each other, as the matrix alternates them) contribute their ratio;
+//! * the estimate is the **median over rounds**, and the interval is the distribution-free interval of
+//!   that median: the k-th smallest and k-th largest round values, k the largest for which the
+//!   binomial coverage `1 - 2·P(Bin(n, ½) < k)` still reaches the confidence.
 //!
-//! Paired rounds (candidate and reference measured next to each other, as the matrix alternates them)
-//! cancel a slow drift of machine load. Fewer than [`MIN_ROUNDS`] rounds give an interval that callers
-//! must present as untrusted.
+//! The median and its order-statistic interval ignore the odd round that a speed step split in two
+//! (one side measured before the step, the other after), where a mean would be dragged along. With
+//! fewer than [`MIN_ROUNDS`] rounds no interval reaches 95 %: callers present such an interval as
+//! untrusted.
 
 use serde::{Deserialize, Serialize};
 
 use crate::stats::{self, Interval};
 
-/// Rounds below which an interval is reported but not trusted for a verdict.
-pub const MIN_ROUNDS: usize = 5;
+/// Rounds below which no order-statistic interval reaches 95 % (6 rounds: [min, max] covers 96.9 %).
+pub const MIN_ROUNDS: usize = 6;
 
 /// Blocks a single run's calls are cut into for its p50 interval.
 pub const RUN_BLOCKS: usize = 10;
 
-/// An interval and the number of rounds it rests on.
+/// An interval, the number of rounds it rests on, and its exact coverage.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RoundInterval {
     #[serde(flatten)]
     pub interval: Interval,
     pub rounds: usize,
+    /// Binomial coverage of the order-statistic interval (at least `interval.confidence` when the
+    /// rounds allow it).
+    pub coverage: f64,
 }
 
 impl RoundInterval {
-    /// Enough rounds for a verdict (see [`MIN_ROUNDS`]).
+    /// Enough rounds for a verdict: at least `min_rounds`, and the interval reaches its confidence.
     pub fn trusted(&self, min_rounds: usize) -> bool {
-        self.rounds >= min_rounds.max(2)
+        self.rounds >= min_rounds.max(2) && self.coverage >= self.interval.confidence
     }
 }
 
-/// Two-sided Student-t quantile for `confidence` with `df` degrees of freedom.
-fn t_quantile(confidence: f64, df: usize) -> f64 {
-    distrs::StudentsT::ppf(0.5 + confidence / 2.0, df as f64)
+/// Coverage of the interval [k-th smallest, k-th largest] of `n` values for their median.
+fn coverage(n: usize, k: usize) -> f64 {
+    // 1 - 2·P(Bin(n, ½) <= k - 1), summed in log space so that large n does not overflow.
+    let ln_half_n = n as f64 * 0.5f64.ln();
+    let mut tail = 0.0;
+    let mut ln_choose = 0.0; // ln C(n, 0)
+    for i in 0..k {
+        tail += (ln_choose + ln_half_n).exp();
+        ln_choose += ((n - i) as f64).ln() - ((i + 1) as f64).ln();
+    }
+    1.0 - 2.0 * tail
 }
 
-/// Geometric mean of positive `values` with a t interval on the log scale; `None` with fewer than two
-/// values or any value that is not finite and positive.
-pub fn geometric(values: &[f64], confidence: f64) -> Option<RoundInterval> {
+/// The median of `values` with its distribution-free interval at `confidence`; `None` with fewer than
+/// two values or a value that is not finite.
+pub fn median(values: &[f64], confidence: f64) -> Option<RoundInterval> {
     let n = values.len();
-    if n < 2 || values.iter().any(|v| !v.is_finite() || *v <= 0.0) {
+    if n < 2 || values.iter().any(|v| !v.is_finite()) {
         return None;
     }
-    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
-    let mean = logs.iter().sum::<f64>() / n as f64;
-    let var = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    let half = t_quantile(confidence, n - 1) * (var / n as f64).sqrt();
+    let sorted = stats::sorted(values);
+    let mut k = 1;
+    while 2 * (k + 1) <= n && coverage(n, k + 1) >= confidence {
+        k += 1;
+    }
     Some(RoundInterval {
         interval: Interval {
-            estimate: mean.exp(),
-            low: (mean - half).exp(),
-            high: (mean + half).exp(),
+            estimate: stats::percentile_sorted(&sorted, 50.0),
+            low: sorted[k - 1],
+            high: sorted[n - k],
             confidence,
         },
         rounds: n,
+        coverage: coverage(n, k),
     })
 }
 
 /// Ratio `a / b` from paired rounds: `a[i]` and `b[i]` are the statistic of round `i` on each side.
-/// The estimate is the geometric mean of the per-round ratios. `None` when the sides have different
-/// round counts, fewer than two rounds, or a non-positive value.
+/// The estimate is the median of the per-round ratios. `None` when the sides have different round
+/// counts, fewer than two rounds, or a non-positive `b`.
 pub fn paired_ratio(a: &[f64], b: &[f64], confidence: f64) -> Option<RoundInterval> {
     if a.len() != b.len() || b.iter().any(|v| *v <= 0.0) {
         return None;
     }
     let ratios: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
-    geometric(&ratios, confidence)
+    median(&ratios, confidence)
 }
 
 /// The per-round value of `statistic` over each non-empty round.
@@ -102,7 +118,7 @@ pub fn blocks(samples: &[f64], blocks: usize) -> Vec<Vec<f64>> {
 /// The p50 interval of one run: the run's calls cut into [`RUN_BLOCKS`] blocks, one median per block.
 /// It shows the drift within the run; it cannot show the variance between processes.
 pub fn run_p50(samples: &[f64], confidence: f64) -> Option<RoundInterval> {
-    geometric(
+    median(
         &per_round(&blocks(samples, RUN_BLOCKS), stats::median),
         confidence,
     )
@@ -113,25 +129,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn t_quantiles_match_the_tables() {
-        assert!((t_quantile(0.95, 4) - 2.776).abs() < 1e-3);
-        assert!((t_quantile(0.95, 9) - 2.262).abs() < 1e-3);
-        assert!((t_quantile(0.90, 30) - 1.697).abs() < 1e-3);
+    fn coverage_matches_the_binomial_tables() {
+        assert!((coverage(6, 1) - 0.96875).abs() < 1e-12);
+        assert!((coverage(5, 1) - 0.9375).abs() < 1e-12);
+        assert!((coverage(10, 2) - 0.978_515_625).abs() < 1e-9);
+        assert!((coverage(20, 6) - 0.958_610_534_667_968_8).abs() < 1e-9);
+        assert!(coverage(1000, 400) > 0.999);
     }
 
     #[test]
-    fn geometric_interval_brackets_the_mean_and_narrows_with_rounds() {
-        let few = geometric(&[1.0, 1.2, 0.9, 1.1], 0.95).expect("interval");
-        assert!(few.interval.low < few.interval.estimate && few.interval.estimate < few.interval.high);
-        assert_eq!(few.rounds, 4);
-        assert!(!few.trusted(MIN_ROUNDS));
-        let many: Vec<f64> = [1.0, 1.2, 0.9, 1.1].repeat(5);
-        let many = geometric(&many, 0.95).expect("interval");
-        assert!(many.trusted(MIN_ROUNDS));
-        assert!(many.interval.high - many.interval.low < few.interval.high - few.interval.low);
-        assert!(geometric(&[1.0], 0.95).is_none());
-        assert!(geometric(&[1.0, 0.0], 0.95).is_none());
-        assert!(geometric(&[1.0, f64::NAN], 0.95).is_none());
+    fn the_interval_is_the_widest_order_statistics_that_keep_the_confidence() {
+        let v: Vec<f64> = (1..=20).map(f64::from).collect();
+        let i = median(&v, 0.95).expect("interval");
+        // n = 20: k = 6 (95.9 %); k = 7 would cover only 88.5 %.
+        assert_eq!((i.interval.low, i.interval.high), (6.0, 15.0));
+        assert_eq!(i.interval.estimate, 10.5);
+        assert!(i.trusted(MIN_ROUNDS));
+        let few = median(&v[..5], 0.95).expect("interval");
+        assert_eq!((few.interval.low, few.interval.high), (1.0, 5.0));
+        assert!(!few.trusted(MIN_ROUNDS), "5 rounds cover only 93.75 %");
+        assert!(median(&[1.0], 0.95).is_none());
+        assert!(median(&[1.0, f64::NAN], 0.95).is_none());
     }
 
     #[test]
@@ -146,14 +164,16 @@ mod tests {
     }
 
     #[test]
-    fn a_round_level_effect_widens_the_interval_where_pooled_calls_would_not() {
-        // Two processes per side at different levels (1.0 and 1.5): the per-round ratios vary, so the
-        // interval must be wide and contain 1.
-        let c = [1.0, 1.5, 1.0, 1.5, 1.5, 1.0];
-        let r = [1.5, 1.0, 1.0, 1.5, 1.0, 1.5];
-        let i = paired_ratio(&c, &r, 0.95).expect("ratio");
+    fn a_round_split_by_a_speed_step_does_not_move_the_verdict() {
+        // Twenty A/A rounds near 1.0; two rounds straddle a 1.5x speed step (one side before it, one
+        // after). The median and its interval stay near 1; a mean of the ratios would not.
+        let mut ratios: Vec<f64> = (0..18)
+            .map(|i| 1.0 + 0.01 * ((i % 5) as f64 - 2.0))
+            .collect();
+        ratios.extend([1.5, 0.67]);
+        let i = median(&ratios, 0.95).expect("interval");
         assert!(i.interval.contains(1.0));
-        assert!(i.interval.high > 1.2 && i.interval.low < 0.85, "{i:?}");
+        assert!(i.interval.high < 1.02 && i.interval.low > 0.98, "{i:?}");
     }
 
     #[test]
@@ -164,7 +184,8 @@ mod tests {
         assert_eq!(b.concat(), s);
         assert_eq!(blocks(&s[..3], 10).len(), 3);
         assert!(run_p50(&[2.0], 0.95).is_none());
-        let p = run_p50(&s.iter().map(|v| v + 1.0).collect::<Vec<_>>(), 0.95).expect("p50");
+        let p = run_p50(&s, 0.95).expect("p50");
         assert_eq!(p.rounds, 10);
+        assert!(p.trusted(MIN_ROUNDS));
     }
 }

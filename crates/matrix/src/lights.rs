@@ -8,25 +8,19 @@ use crate::suite::Thresholds;
 /// The light is recorded in every row result; its type lives with the matrix documents in core.
 pub use trtmc_core::artifacts::matrix::{Comparison, Light};
 
-fn band(ratio: f64, t: &Thresholds) -> Light {
-    if ratio <= t.green_max {
-        Light::Green
-    } else if ratio <= t.yellow_max {
-        Light::Yellow
-    } else {
-        Light::Red
-    }
-}
-
 /// How every comparison computes its ratio and interval (recorded as `Comparison::method`).
-pub const METHOD: &str = "paired_rounds_t";
+pub const METHOD: &str = "paired_rounds_median";
 /// The method when a row has a single round: blocks of its calls stand in for rounds (never trusted).
-pub const METHOD_ONE_ROUND: &str = "blocks_of_one_round_t";
+pub const METHOD_ONE_ROUND: &str = "blocks_of_one_round_median";
 
 /// Compares the timed calls (milliseconds) of both sides, round by round: `candidate[i]` and
-/// `reference[i]` were measured next to each other. The ratio is the geometric mean of the per-round
-/// p50 ratios, with a Student-t interval over rounds (`trtmc_core::intervals`). `Err` is an incomplete
+/// `reference[i]` were measured next to each other. The ratio is the median of the per-round p50
+/// ratios, with its distribution-free interval (`trtmc_core::intervals`). `Err` is an incomplete
 /// measurement (too few samples, a zero reference), which gets no light.
+///
+/// Each light is a claim the interval backs (docs/matrix.md#lights): green when the whole interval is
+/// at most `green_max` (shown within tolerance), red when the ratio is above `yellow_max` and the whole
+/// interval above `green_max` (a slowdown shown), yellow otherwise.
 pub fn compare(
     candidate: &[Vec<f64>],
     reference: &[Vec<f64>],
@@ -70,42 +64,58 @@ pub fn compare(
         )
     };
     let (c_units, r_units) = trim_to_pairs(c_units, r_units);
-    let ci = intervals::paired_ratio(
+    let paired = intervals::paired_ratio(
         &intervals::per_round(&c_units, stats::median),
         &intervals::per_round(&r_units, stats::median),
         t.confidence,
     )
-    .ok_or("a reference round has a zero p50, or too few calls to pair: no ratio")?
-    .interval;
-    let trusted = rounds >= (t.min_rounds as usize).max(2);
+    .ok_or("a reference round has a zero p50, or too few calls to pair: no ratio")?;
+    let trusted = rounds >= 2 && paired.trusted(t.min_rounds as usize);
+    let ci = paired.interval;
     let ratio = ci.estimate;
-    let mut light = band(ratio, t);
-    let mut uncertain = band(ci.low, t) != light || band(ci.high, t) != light;
-    let mut notes = Vec::new();
-    if !trusted {
-        uncertain = true;
-        notes.push(format!(
-            "only {rounds} round(s): an interval needs at least {} paired rounds (thresholds.min_rounds) to be trusted, so the light is at most an uncertain yellow",
-            t.min_rounds.max(2)
-        ));
-    }
-    if light == Light::Red && (!trusted || ci.low <= t.yellow_max) {
-        // Red needs the whole (trusted) interval above yellow_max; otherwise the slowdown is not shown.
-        light = Light::Yellow;
-        uncertain = true;
-        if trusted {
-            notes.push(format!(
-                "ratio {ratio:.3} is above yellow_max {} but its interval reaches down to {:.3}: yellow, not red",
+    let (light, mut notes) = if !trusted {
+        let light = if ratio <= t.green_max {
+            Light::Green
+        } else {
+            Light::Yellow
+        };
+        let note = format!(
+            "only {rounds} round(s): an interval needs at least {} paired rounds (thresholds.min_rounds) to reach {:.0} %, so the light is at most an uncertain yellow",
+            (t.min_rounds as usize).max(intervals::MIN_ROUNDS),
+            t.confidence * 100.0
+        );
+        (light, vec![note])
+    } else if ci.high <= t.green_max {
+        (Light::Green, Vec::new())
+    } else if ratio > t.yellow_max && ci.low > t.green_max {
+        (Light::Red, Vec::new())
+    } else {
+        (Light::Yellow, Vec::new())
+    };
+    // Uncertain: the interval does not settle the light (it reaches into another band).
+    let uncertain = !trusted
+        || match light {
+            Light::Green => false,
+            Light::Red => ci.low <= t.yellow_max,
+            Light::Yellow => ci.low <= t.green_max || ci.high > t.yellow_max,
+        };
+    if trusted && uncertain {
+        notes.push(match light {
+            Light::Yellow if ratio <= t.green_max => format!(
+                "ratio {ratio:.3} is within green_max {} but the interval reaches {:.3}: not shown within tolerance",
+                t.green_max, ci.high
+            ),
+            Light::Yellow if ratio > t.yellow_max => format!(
+                "ratio {ratio:.3} is above yellow_max {} but the interval reaches down to {:.3}: yellow, not red",
                 t.yellow_max, ci.low
-            ));
-        }
-    } else if uncertain && trusted {
-        notes.push(format!(
-            "the {:.0} % interval [{:.3}, {:.3}] over {rounds} rounds crosses a threshold; the light is the estimate's",
-            t.confidence * 100.0,
-            ci.low,
-            ci.high
-        ));
+            ),
+            _ => format!(
+                "the {:.0} % interval [{:.3}, {:.3}] over {rounds} rounds reaches into another band",
+                t.confidence * 100.0,
+                ci.low,
+                ci.high
+            ),
+        });
     }
     Ok(Comparison {
         candidate_p50_ms: stats::median(&pooled_c),
@@ -120,6 +130,38 @@ pub fn compare(
         uncertain,
         note: notes.join("; "),
     })
+}
+
+/// The largest A/A ratio `scripts/validity.py` measured at the shipped suite's counts on a shared
+/// 2-core machine (docs/statistics.md): thresholds inside this spread cannot tell a runtime from itself.
+pub const MEASURED_AA_HIGH: f64 = 1.08;
+
+/// What `matrix check` warns about before anything is measured: rows with too few rounds for a
+/// trusted interval, and thresholds inside the A/A spread measured by the validity benchmark.
+pub fn warnings<'a>(t: &Thresholds, rows: impl IntoIterator<Item = (&'a str, u64)>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (id, rounds) in rows {
+        if rounds < t.min_rounds {
+            out.push(format!(
+                "row `{id}` has {rounds} round(s), fewer than thresholds.min_rounds ({}): its light will be `uncertain` and never red; set measure.rounds to {} or more",
+                t.min_rounds, t.min_rounds
+            ));
+        }
+    }
+    if t.green_max < MEASURED_AA_HIGH {
+        out.push(format!(
+            "thresholds.green_max {} is inside the A/A spread measured by scripts/validity.py (A/A ratios up to {MEASURED_AA_HIGH} at the shipped counts, docs/statistics.md): a runtime compared with itself can come out yellow; raise green_max or measure more rounds",
+            t.green_max
+        ));
+    }
+    let spread = MEASURED_AA_HIGH - 1.0;
+    if t.yellow_max - t.green_max < spread {
+        out.push(format!(
+            "the yellow band ({} to {}) is narrower than the A/A spread measured by scripts/validity.py ({spread:.2}): noise alone can move a row from green to red; widen the band or measure more rounds",
+            t.green_max, t.yellow_max
+        ));
+    }
+    out
 }
 
 /// Blocks of one round may differ in count between the sides (fewer calls than blocks): pair the first.
@@ -165,6 +207,23 @@ mod tests {
     }
 
     #[test]
+    fn check_warns_about_few_rounds_and_thresholds_inside_the_aa_spread() {
+        let t = Thresholds::default();
+        assert!(warnings(&t, [("a", 10)]).is_empty());
+        let w = warnings(&t, [("a", 10), ("b", 2)]);
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("`b` has 2 round(s)"), "{w:?}");
+        let tight = Thresholds {
+            green_max: 1.02,
+            yellow_max: 1.05,
+            ..Thresholds::default()
+        };
+        let w = warnings(&tight, []);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains(&MEASURED_AA_HIGH.to_string()));
+    }
+
+    #[test]
     fn too_few_samples_get_no_light() {
         let t = Thresholds::default();
         assert!(compare(&rounds(1.0, 1, 3, 0.0), &rounds(1.0, 1, 30, 0.0), &t).is_err());
@@ -176,7 +235,10 @@ mod tests {
         let t = Thresholds::default();
         let slow = compare(&rounds(2.0, 3, 20, 0.0), &rounds(1.0, 3, 20, 0.0), &t).unwrap();
         assert_eq!(slow.light, Light::Yellow);
-        assert!(slow.uncertain && slow.note.contains("min_rounds"), "{slow:?}");
+        assert!(
+            slow.uncertain && slow.note.contains("min_rounds"),
+            "{slow:?}"
+        );
         let same = compare(&rounds(1.0, 1, 40, 0.0), &rounds(1.0, 1, 40, 0.0), &t).unwrap();
         assert_eq!(same.light, Light::Green);
         assert!(same.uncertain);
@@ -191,7 +253,11 @@ mod tests {
         let c: Vec<Vec<f64>> = r
             .iter()
             .enumerate()
-            .map(|(k, v)| v.iter().map(|x| x * if k % 2 == 0 { 1.05 } else { 1.7 }).collect())
+            .map(|(k, v)| {
+                v.iter()
+                    .map(|x| x * if k % 2 == 0 { 1.05 } else { 1.7 })
+                    .collect()
+            })
             .collect();
         let out = compare(&c, &r, &t).unwrap();
         assert!(out.ratio > t.yellow_max, "{out:?}");

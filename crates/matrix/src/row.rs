@@ -458,12 +458,8 @@ fn measure(
             format!("contract mismatch: {}", mismatches.join("; ")),
         ));
     }
-    let cmp = lights::compare(
-        &candidate_rounds,
-        &reference_rounds,
-        &plan.suite.thresholds,
-    )
-    .map_err(|e| (RowStatus::Incomplete, e))?;
+    let cmp = lights::compare(&candidate_rounds, &reference_rounds, &plan.suite.thresholds)
+        .map_err(|e| (RowStatus::Incomplete, e))?;
     result.comparison = Some(cmp);
     result.status = RowStatus::Compared;
     Ok(())

@@ -12,7 +12,7 @@ pub struct TuneConfig {
     pub search: SearchOrder,
     /// The statistic routes are ranked on (steady-state samples only).
     pub objective: Objective,
-    /// Confidence of every interval (t intervals over rounds, docs/statistics.md) used to call ties and
+    /// Confidence of every interval (medians over rounds, docs/statistics.md) used to call ties and
     /// winners.
     pub confidence: f64,
     /// Smallest relative margin that makes a winner: a finalist within `min_effect` of the best (at the
@@ -60,7 +60,7 @@ impl Default for TuneConfig {
             race_round_calls: 5,
             race_alpha: 0.01,
             race_min_samples: 10,
-            final_passes: 5,
+            final_passes: 10,
             final_calls_per_pass: 10,
             max_finalists: 4,
             max_routes: None,

@@ -2,14 +2,14 @@
 //!
 //! Every comparison works on a *cost* (lower is better) computed from per-call times in milliseconds:
 //! `p50`, `p95` and `mean` are those statistics of the samples; `throughput` is calls per second,
-//! `1000 / mean`, whose cost is the mean. Intervals are Student-t intervals over rounds from
-//! `trtmc_core::intervals` (a round: a head-to-head pass in a fresh process, or a block of consecutive
-//! calls within one measurement); warm-up calls never reach these functions (the driver keeps them
-//! apart).
+//! `1000 / mean`, whose cost is the mean. Estimates are medians over rounds with their distribution-free
+//! intervals from `trtmc_core::intervals` (a round: a head-to-head pass in a fresh process, or a block of
+//! consecutive calls within one measurement); warm-up calls never reach these functions (the driver
+//! keeps them apart).
 
 use serde::{Deserialize, Serialize};
 use trtmc_core::intervals;
-use trtmc_core::stats::Interval;
+use trtmc_core::stats::{self, Interval};
 
 /// Declared with the tuning summary, which records them.
 pub use trtmc_core::artifacts::tune_summary::{Estimate, Objective};
@@ -21,14 +21,14 @@ fn block_costs(objective: Objective, samples: &[f64]) -> Vec<f64> {
     })
 }
 
-/// The objective of `samples` (one route's calls in call order) with a t interval over blocks of
-/// consecutive calls (`trtmc_core::intervals`); `None` without samples. One block (a single call)
-/// gives a zero-width interval.
+/// The objective of `samples` (one route's calls in call order): the median over blocks of consecutive
+/// calls with its distribution-free interval (`trtmc_core::intervals`); `None` without samples. One
+/// block (a single call) gives a zero-width interval.
 pub fn estimate(objective: Objective, samples: &[f64], confidence: f64) -> Option<Estimate> {
     if samples.is_empty() {
         return None;
     }
-    let cost = intervals::geometric(&block_costs(objective, samples), confidence)
+    let cost = intervals::median(&block_costs(objective, samples), confidence)
         .map(|r| r.interval)
         .unwrap_or_else(|| {
             let c = objective.cost(samples);
@@ -53,7 +53,7 @@ pub fn estimate(objective: Objective, samples: &[f64], confidence: f64) -> Optio
 }
 
 /// Ratio `cost(other) / cost(best)` of two routes' search samples: blocks of consecutive calls paired
-/// by position, t interval. Above 1 means `other` is slower. Each route ran in its own process, so
+/// by position, median ratio with its interval. Above 1 means `other` is slower. Each route ran in its own process, so
 /// this interval cannot see the variance between processes: only the head-to-head decides.
 pub fn cost_ratio(
     objective: Objective,
@@ -106,7 +106,7 @@ pub fn best_index(estimates: &[Option<Estimate>]) -> Option<usize> {
 /// How finalists compare with the fastest of them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HeadToHead {
-    /// Index (into the finalists) of the lowest cost (geometric mean of the per-pass costs).
+    /// Index (into the finalists) of the lowest cost (median of the per-pass costs).
     pub best: usize,
     /// For each finalist: `cost(finalist) / cost(best)` with its interval over paired passes (`None`
     /// for the best itself, or when no ratio could be formed).
@@ -119,9 +119,9 @@ pub struct HeadToHead {
 
 /// Compare finalists pass by pass: `passes[f][k]` holds finalist `f`'s calls in pass `k`, each pass in
 /// a fresh process, the finalists of one pass measured next to each other. A finalist is beaten when
-/// the lower bound of its cost ratio to the best (a t interval over the paired per-pass ratios)
-/// exceeds `1 + min_effect`. With fewer than `min_passes` passes no finalist is beaten: every one is
-/// tied with the best.
+/// the lower bound of its cost ratio to the best (the median of the paired per-pass ratios with its
+/// distribution-free interval) exceeds `1 + min_effect`. With fewer than `min_passes` passes, or too
+/// few for the interval to reach `confidence`, no finalist is beaten: every one is tied with the best.
 pub fn head_to_head(
     objective: Objective,
     passes: &[Vec<Vec<f64>>],
@@ -133,10 +133,7 @@ pub fn head_to_head(
         .iter()
         .map(|p| intervals::per_round(p, |s| objective.cost(s)))
         .collect();
-    let level = |c: &Vec<f64>| {
-        (!c.is_empty() && c.iter().all(|v| *v > 0.0))
-            .then(|| (c.iter().map(|v| v.ln()).sum::<f64>() / c.len() as f64).exp())
-    };
+    let level = |c: &Vec<f64>| (!c.is_empty()).then(|| stats::median(c));
     let mut best: Option<(usize, f64)> = None;
     for (i, c) in costs.iter().enumerate() {
         if let Some(l) = level(c)
@@ -146,8 +143,12 @@ pub fn head_to_head(
         }
     }
     let (best, _) = best?;
-    let rounds = costs.iter().map(Vec::len).filter(|&n| n > 0).min().unwrap_or(0);
-    let trusted = rounds >= min_passes.max(2);
+    let rounds = costs
+        .iter()
+        .map(Vec::len)
+        .filter(|&n| n > 0)
+        .min()
+        .unwrap_or(0);
     let mut ratios = Vec::with_capacity(costs.len());
     let mut tied = vec![best];
     for (i, c) in costs.iter().enumerate() {
@@ -155,11 +156,11 @@ pub fn head_to_head(
             ratios.push(None);
             continue;
         }
-        let ratio = intervals::paired_ratio(c, &costs[best], confidence).map(|r| r.interval);
-        if !trusted || ratio.is_none_or(|r| r.low <= 1.0 + min_effect) {
+        let ratio = intervals::paired_ratio(c, &costs[best], confidence);
+        if ratio.is_none_or(|r| !r.trusted(min_passes) || r.interval.low <= 1.0 + min_effect) {
             tied.push(i);
         }
-        ratios.push(ratio);
+        ratios.push(ratio.map(|r| r.interval));
     }
     Some(HeadToHead {
         best,
@@ -216,17 +217,23 @@ mod tests {
     /// `n` passes of 10 calls around `center`; pass `k`'s level wobbles by `spread` (a process effect).
     fn passes(center: f64, n: usize, spread: f64) -> Vec<Vec<f64>> {
         (0..n)
-            .map(|k| noisy(center * (1.0 + spread * ((k * 7 % 5) as f64 / 4.0 - 0.5)), 10, 0.04))
+            .map(|k| {
+                noisy(
+                    center * (1.0 + spread * ((k * 7 % 5) as f64 / 4.0 - 0.5)),
+                    10,
+                    0.04,
+                )
+            })
             .collect()
     }
 
     #[test]
     fn head_to_head_separates_a_real_difference_and_ties_identical_routes() {
-        let fast = passes(10.0, 6, 0.02);
-        let slow = passes(10.8, 6, 0.02);
+        let fast = passes(10.0, 10, 0.02);
+        let slow = passes(10.8, 10, 0.02);
         let h = head_to_head(Objective::P50, &[slow.clone(), fast.clone()], 0.95, 0.01, 5)
             .expect("h2h");
-        assert_eq!((h.best, h.passes), (1, 6));
+        assert_eq!((h.best, h.passes), (1, 10));
         assert_eq!(h.tied, vec![1]);
         let r = h.ratios[0].expect("ratio");
         assert!(r.low > 1.05 && r.estimate > 1.07, "{r:?}");
@@ -234,8 +241,14 @@ mod tests {
             .expect("h2h");
         assert_eq!(same.tied.len(), 2);
         // Too few passes: nobody is beaten, whatever the estimate says.
-        let short = head_to_head(Objective::P50, &[slow[..3].to_vec(), fast[..3].to_vec()], 0.95, 0.01, 5)
-            .expect("h2h");
+        let short = head_to_head(
+            Objective::P50,
+            &[slow[..5].to_vec(), fast[..5].to_vec()],
+            0.95,
+            0.01,
+            5,
+        )
+        .expect("h2h");
         assert_eq!(short.tied.len(), 2);
     }
 
@@ -245,7 +258,11 @@ mod tests {
         // separate them, passes as the unit do not.
         let levels = [1.0, 1.4, 1.4, 1.0, 1.4, 1.0];
         let a: Vec<Vec<f64>> = levels.iter().map(|l| noisy(10.0 * l, 10, 0.02)).collect();
-        let b: Vec<Vec<f64>> = levels.iter().rev().map(|l| noisy(10.0 * l, 10, 0.02)).collect();
+        let b: Vec<Vec<f64>> = levels
+            .iter()
+            .rev()
+            .map(|l| noisy(10.0 * l, 10, 0.02))
+            .collect();
         let h = head_to_head(Objective::P50, &[a, b], 0.95, 0.01, 5).expect("h2h");
         assert_eq!(h.tied.len(), 2, "{h:?}");
     }

@@ -181,6 +181,10 @@ pub fn execute(args: MatrixArgs) -> CliResult {
             for e in &plan.suite.excluded_profiles {
                 outln!("  excluded {}: {}", e.profile, e.reason)?;
             }
+            let rows = plan.rows.iter().map(|pr| (pr.id.as_str(), pr.rounds));
+            for w in trtmc_matrix::lights::warnings(&plan.suite.thresholds, rows) {
+                outln!("warning: {w}")?;
+            }
             Ok(())
         }
         MatrixCommand::Run(a) => {

@@ -29,8 +29,9 @@ pub struct FakeRunner {
     pub process_levels: Option<f64>,
     /// The level of each route's current process.
     levels: HashMap<String, f64>,
-    /// Measurements that asked for a fresh process.
+    /// Measurements that asked for a fresh process (head-to-head passes), and their calls.
     pub fresh_processes: usize,
+    pub fresh_process_calls: usize,
     per_route_calls: HashMap<String, u64>,
     pub builds: usize,
     pub output_runs: usize,
@@ -56,6 +57,7 @@ impl FakeRunner {
             process_levels: None,
             levels: HashMap::new(),
             fresh_processes: 0,
+            fresh_process_calls: 0,
             per_route_calls: HashMap::new(),
             builds: 0,
             output_runs: 0,
@@ -138,7 +140,10 @@ impl RouteRunner for FakeRunner {
             hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
         }
         let mut rng = ChaCha8Rng::seed_from_u64(hash);
-        self.fresh_processes += usize::from(plan.fresh_process);
+        if plan.fresh_process {
+            self.fresh_processes += 1;
+            self.fresh_process_calls += plan.warmup_calls + plan.calls;
+        }
         let mut base = (self.latency)(built);
         if let Some(slow) = self.process_levels {
             if plan.fresh_process || !self.levels.contains_key(&key) {
