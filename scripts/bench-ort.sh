@@ -105,22 +105,15 @@ def python(name):
     assert doc["boundary"] == "public_pipeline_call_wall" and doc["precision"] == "fp32"
     return statistics.median(o["wall_ns"] / 1e6 for o in doc["observations"]), doc["load_ms"]
 
-# Two-sided 95 % Student-t quantiles by degrees of freedom (the matrix's interval, docs/statistics.md).
-T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-       2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045]
+sys.path.insert(0, "scripts")
+from round_interval import describe  # the matrix's interval over paired rounds (docs/statistics.md)
 
 def row(label, a, b):
-    """Paired rounds: geometric mean of the per-round ratios with a 95 % t interval over rounds."""
     ratios = [x / y for x, y in zip(a, b)]
-    logs = [__import__("math").log(r) for r in ratios]
-    n = len(logs)
-    mean = statistics.fmean(logs)
-    half = (T95[min(n - 2, len(T95) - 1)] * statistics.stdev(logs) / n ** 0.5) if n >= 2 else float("inf")
-    exp = __import__("math").exp
-    return (f"| {label} | {statistics.median(a):.1f} | {statistics.median(b):.1f} | {exp(mean):.3f} "
-            f"[{exp(mean - half):.3f}, {exp(mean + half):.3f}] | {min(ratios):.3f} – {max(ratios):.3f} |")
+    return (f"| {label} | {statistics.median(a):.1f} | {statistics.median(b):.1f} | {describe(ratios)} "
+            f"| {min(ratios):.3f} – {max(ratios):.3f} |")
 
-lines = ["| comparison (A / B) | A p50 ms (median of rounds) | B p50 ms | A/B ratio: geometric mean of rounds [95 % t interval] | ratio range |",
+lines = ["| comparison (A / B) | A p50 ms (median of rounds) | B p50 ms | A/B ratio: median of rounds [95 % interval] | ratio range |",
          "|---|---|---|---|---|"]
 summary = {}
 for t in threads:

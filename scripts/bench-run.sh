@@ -4,8 +4,8 @@
 #      (`cargo bench`, which compiles the bench: only with BENCH_HARNESS=1);
 #   2. start-up: `list models` and `run --dry-run` wall time (hyperfine when installed, else a Python loop);
 #   3. `run` on light_resnet50 vs tract's own timing loop on the same model, interleaved A B / B A, one
-#      process per side per round; the ratio is the geometric mean of the per-round ratios with a 95 %
-#      Student-t interval over rounds (docs/statistics.md).
+#      process per side per round; the ratio is the median of the per-round ratios with its 95 %
+#      distribution-free interval, as in the matrix (docs/statistics.md).
 # Needs: a release build (cargo build --release --workspace --bins --examples; this script never
 # rebuilds), python3 with the onnx wheel (pip install onnx).
 set -euo pipefail
@@ -56,9 +56,8 @@ MODEL=$(python3 -c 'import onnx,os;print(os.path.join(os.path.dirname(onnx.__fil
 python3 - "$BIN" "$LOOP" "$MODEL" "$WORK" "$ROUNDS" "$WARMUP" "$ITER" <<'PY'
 import json, statistics, subprocess, sys
 bin_, loop, model, work, rounds, warmup, iters = sys.argv[1:8]
-import math
-T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-       2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045]
+sys.path.insert(0, "scripts")
+from round_interval import describe
 ratios, ours, theirs = [], [], []
 def ours_once(r):
     out = f"{work}/r{r}"
@@ -74,10 +73,7 @@ for r in range(int(rounds)):
         b = theirs_once(); a = ours_once(r)
     ours.append(a); theirs.append(b); ratios.append(a / b)
     print(f"round {r}: trtmc-bench p50 {a:.2f} ms, tract loop median {b:.2f} ms, ratio {a/b:.3f}")
-logs = [math.log(x) for x in ratios]
-half = T95[min(len(logs) - 2, len(T95) - 1)] * statistics.stdev(logs) / len(logs) ** 0.5
-m = statistics.fmean(logs)
-print(f"ratio (geometric mean of {len(ratios)} rounds) {math.exp(m):.3f} [95 % t interval {math.exp(m - half):.3f}, "
-      f"{math.exp(m + half):.3f}] (range {min(ratios):.3f}-{max(ratios):.3f}); "
+print(f"ratio (median of {len(ratios)} rounds [95 % interval]) {describe(ratios)} "
+      f"(range {min(ratios):.3f}-{max(ratios):.3f}); "
       f"medians: trtmc-bench {statistics.median(ours):.2f} ms, tract loop {statistics.median(theirs):.2f} ms")
 PY

@@ -14,11 +14,18 @@ use crate::operations;
 pub const TEST_ENV: &str = "TRTMC_TEST";
 /// Microseconds added to every timed operation call of `run`'s worker (inside the measured time).
 pub const CALL_DELAY_ENV: &str = "TRTMC_TEST_CALL_DELAY_US";
+/// A fraction (e.g. `0.3`) by which every timed operation call of `run`'s worker is made slower: after
+/// the real call, the worker busy-waits that fraction of the call's own duration (inside the measured
+/// time), so the slowdown is exactly that fraction whatever the machine's speed at the moment.
+pub const CALL_SLOWDOWN_ENV: &str = "TRTMC_TEST_CALL_SLOWDOWN";
 /// Milliseconds `run` waits between staging its result and committing it (a window for a kill).
 pub const PAUSE_BEFORE_COMMIT_ENV: &str = "TRTMC_TEST_PAUSE_BEFORE_COMMIT_MS";
 /// Microseconds the matrix adds to every timed call of its candidates (passed to their `run` as
 /// [`CALL_DELAY_ENV`]).
 pub const MATRIX_CANDIDATE_DELAY_ENV: &str = "TRTMC_TEST_MATRIX_CANDIDATE_DELAY_US";
+/// The fraction by which the matrix slows every timed call of its candidates (passed to their `run` as
+/// [`CALL_SLOWDOWN_ENV`]); the validity benchmark's injected slowdown (scripts/validity.py).
+pub const MATRIX_CANDIDATE_SLOWDOWN_ENV: &str = "TRTMC_TEST_MATRIX_CANDIDATE_SLOWDOWN";
 /// A matrix row id whose task dies before writing a result (a crashed Slurm task).
 pub const MATRIX_ABORT_ROW_ENV: &str = "TRTMC_TEST_MATRIX_ABORT_ROW";
 
@@ -28,9 +35,12 @@ pub struct TestHooks {
     /// Under the test harness: test-only operations may run.
     pub enabled: bool,
     pub call_delay: Option<Duration>,
+    /// [`CALL_SLOWDOWN_ENV`] in parts per million (an integer keeps the hooks `Eq`).
+    pub call_slowdown_ppm: Option<u64>,
     pub pause_before_commit: Option<Duration>,
     /// Kept as text: the matrix hands it on unchanged and records it in the candidate's command.
     pub matrix_candidate_delay_us: Option<String>,
+    pub matrix_candidate_slowdown: Option<String>,
     pub matrix_abort_row: Option<String>,
 }
 
@@ -50,8 +60,13 @@ impl TestHooks {
         TestHooks {
             enabled: true,
             call_delay: number(CALL_DELAY_ENV).map(Duration::from_micros),
+            call_slowdown_ppm: lookup(CALL_SLOWDOWN_ENV)
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|f| f.is_finite() && *f >= 0.0)
+                .map(|f| (f * 1e6).round() as u64),
             pause_before_commit: number(PAUSE_BEFORE_COMMIT_ENV).map(Duration::from_millis),
             matrix_candidate_delay_us: text(MATRIX_CANDIDATE_DELAY_ENV),
+            matrix_candidate_slowdown: text(MATRIX_CANDIDATE_SLOWDOWN_ENV),
             matrix_abort_row: text(MATRIX_ABORT_ROW_ENV),
         }
     }
@@ -94,6 +109,8 @@ mod tests {
             (CALL_DELAY_ENV, "20000"),
             (PAUSE_BEFORE_COMMIT_ENV, "5"),
             (MATRIX_CANDIDATE_DELAY_ENV, "7"),
+            (CALL_SLOWDOWN_ENV, "0.3"),
+            (MATRIX_CANDIDATE_SLOWDOWN_ENV, "0.3"),
             (MATRIX_ABORT_ROW_ENV, "row"),
         ];
         assert_eq!(hooks(&set), TestHooks::default());
@@ -109,8 +126,12 @@ mod tests {
             (CALL_DELAY_ENV, "20000"),
             (PAUSE_BEFORE_COMMIT_ENV, "5"),
             (MATRIX_CANDIDATE_DELAY_ENV, "7"),
+            (CALL_SLOWDOWN_ENV, "0.3"),
+            (MATRIX_CANDIDATE_SLOWDOWN_ENV, "0.1"),
             (MATRIX_ABORT_ROW_ENV, ""),
         ]);
+        assert_eq!(h.call_slowdown_ppm, Some(300_000));
+        assert_eq!(h.matrix_candidate_slowdown.as_deref(), Some("0.1"));
         assert!(h.enabled);
         assert_eq!(h.call_delay, Some(Duration::from_millis(20)));
         assert_eq!(h.pause_before_commit, Some(Duration::from_millis(5)));

@@ -1,7 +1,8 @@
 //! `trtmc-bench matrix`: the release performance matrix. A suite of rows, each a candidate trtmc
 //! runtime measured through `trtmc-bench run` against a reference backend in its own process, checked
 //! for the same workload and timing boundary, and given a traffic light from the p50 ratio and its
-//! bootstrap interval. Format, lights and exit codes: docs/matrix.md.
+//! interval over paired rounds. Format, lights and exit codes: docs/matrix.md; the interval:
+//! docs/statistics.md.
 //!
 //! | module | job |
 //! | --- | --- |

@@ -140,23 +140,21 @@ pub fn render(r: &Results) -> String {
         "rules",
         "Lights",
         key_values(&[
-            ("green", text(&format!("ratio <= {}", th.green_max))),
-            (
-                "yellow",
-                text(&format!("{} < ratio <= {}", th.green_max, th.yellow_max)),
-            ),
+            ("green", text(&format!("the whole interval <= {}", th.green_max))),
             (
                 "red",
                 text(&format!(
-                    "ratio > {} and the whole {:.0} % interval above it, over at least {} paired rounds (otherwise yellow)",
+                    "ratio > {} and the whole {:.0} % interval above {}, over at least {} paired rounds",
                     th.yellow_max,
                     th.confidence * 100.0,
+                    th.green_max,
                     th.min_rounds
                 )),
             ),
+            ("yellow", text("neither green nor red")),
             (
                 "ratio and interval",
-                text("the geometric mean of the per-round p50 ratios (candidate and reference alternate, one process per side per round) with a Student-t interval over rounds; fewer rounds than min_rounds: uncertain, never red"),
+                text("the median of the per-round p50 ratios (candidate and reference alternate, one process per side per round) with its distribution-free interval over rounds; fewer rounds than min_rounds: uncertain, never red"),
             ),
             (
                 "no light",

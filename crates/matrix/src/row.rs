@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use trtmc_core::artifacts::{BENCHMARK_RUN_SCHEMA, BenchmarkRun, CaseStatus, Observation};
 use trtmc_core::case::{RESOLVED_CASE_SCHEMA, ResolvedCase};
 use trtmc_core::catalog::Catalog;
-use trtmc_core::test_hooks::{CALL_DELAY_ENV, TestHooks};
+use trtmc_core::test_hooks::{CALL_DELAY_ENV, CALL_SLOWDOWN_ENV, TestHooks};
 use trtmc_runner::bundles::BundleOptions;
 use trtmc_runner::compare::{self, ReferencePreparation, ReferenceSettings};
 use trtmc_runner::progress::Silent;
@@ -91,9 +91,11 @@ impl Ctx<'_> {
         let started = Instant::now();
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]).envs(&env).stdout(file).stderr(err);
-        // The delay hook reaches only the leaf it is meant for.
-        if !env.contains_key(CALL_DELAY_ENV) {
-            cmd.env_remove(CALL_DELAY_ENV);
+        // The delay hooks reach only the leaf they are meant for.
+        for hook in [CALL_DELAY_ENV, CALL_SLOWDOWN_ENV] {
+            if !env.contains_key(hook) {
+                cmd.env_remove(hook);
+            }
         }
         let status = cmd.status();
         let seconds = started.elapsed().as_secs_f64();
@@ -362,6 +364,9 @@ fn measure(
     // Test hook: the candidate's `run` (under the same TRTMC_TEST=1) hands it to its worker.
     if let Some(us) = &test_hooks.matrix_candidate_delay_us {
         env.insert(CALL_DELAY_ENV.to_string(), us.clone());
+    }
+    if let Some(fraction) = &test_hooks.matrix_candidate_slowdown {
+        env.insert(CALL_SLOWDOWN_ENV.to_string(), fraction.clone());
     }
     let backend = row.reference.backend.as_str();
     let python_request = if backend == ORT_PYTHON {

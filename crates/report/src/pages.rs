@@ -112,7 +112,7 @@ fn summary_table(report: &CollectionReport, kind: Kind) -> Markup {
         Column::text("validity").filter(),
         Column::num("calls"),
         Column::num("p50 ms"),
-        Column::num("p50 95 % CI").help("95 % interval of the median latency: t interval over the medians of 10 blocks of consecutive calls (one process: it cannot show the variance between processes)"),
+        Column::num("p50 95 % CI").help("95 % interval of the median latency: the median of 10 blocks of consecutive calls with its distribution-free interval (one process: it cannot show the variance between processes)"),
         Column::num("p95 ms"),
         Column::num("p99 ms"),
         Column::num("mean ms"),

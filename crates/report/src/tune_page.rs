@@ -138,7 +138,7 @@ pub fn render(s: &TuneSummary) -> String {
             .push(Section::new("setup", "Setup", setup(s, c)));
     }
     page.footer = text(&format!(
-        "tuner {} · summary schema {TUNING_SUMMARY_SCHEMA} · intervals: Student t over passes or blocks of calls at {:.0} % confidence",
+        "tuner {} · summary schema {TUNING_SUMMARY_SCHEMA} · intervals: medians over passes or blocks of calls, distribution-free at {:.0} % confidence",
         s.tuner_version,
         s.confidence * 100.0
     ));

@@ -538,6 +538,7 @@ fn worker_request(p: &PlannedCase) -> WorkerRequest {
         min_duration_s: r.measure.min_duration_s.value,
         profile: None,
         test_call_delay_us: None,
+        test_call_slowdown_ppm: None,
     }
 }
 
@@ -595,6 +596,7 @@ fn measure_in_worker(
 ) -> Measured {
     let request = WorkerRequest {
         test_call_delay_us: options.test_hooks.call_delay.map(|d| d.as_micros() as u64),
+        test_call_slowdown_ppm: options.test_hooks.call_slowdown_ppm,
         ..worker_request(p)
     };
     let (result, telemetry) = launch_worker(

@@ -34,9 +34,13 @@ pub struct WorkerRequest {
     /// A per-layer profiling pass instead of a timed run (`run --profile`, always after the timed run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfilePass>,
-    /// Test hook (set only under `TRTMC_TEST=1`): microseconds of sleep added to every timed call.
+    /// Test hook (set only under `TRTMC_TEST=1`): microseconds of waiting added to every timed call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test_call_delay_us: Option<u64>,
+    /// Test hook (set only under `TRTMC_TEST=1`): every timed call is made slower by this fraction,
+    /// in parts per million (a busy wait of that fraction of the call's own duration, after it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_call_slowdown_ppm: Option<u64>,
 }
 
 /// What a profiling pass writes: `layers_<runtime>.json` and `profile_<runtime>.json` into `dir`, from

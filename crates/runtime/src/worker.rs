@@ -79,17 +79,18 @@ fn execute_inner(
     }
 
     let min_duration = Duration::from_secs_f64(request.min_duration_s.max(0.0));
-    let records = match request.test_call_delay_us {
-        // Test hook (the matrix's injected slowdown): the delay is part of each call.
-        Some(us) => timed_loop(
+    let records = match (request.test_call_delay_us, request.test_call_slowdown_ppm) {
+        (None, None) => timed_loop(runner.as_mut(), request.iterations, min_duration)?,
+        // Test hooks (the matrix's injected slowdowns): the delay is part of each call.
+        (delay_us, slowdown_ppm) => timed_loop(
             &mut ops::Delayed {
                 inner: runner.as_mut(),
-                delay: Duration::from_micros(us),
+                delay: Duration::from_micros(delay_us.unwrap_or(0)),
+                slowdown: slowdown_ppm.unwrap_or(0) as f64 / 1e6,
             },
             request.iterations,
             min_duration,
         )?,
-        None => timed_loop(runner.as_mut(), request.iterations, min_duration)?,
     };
     let stage_names: Vec<&str> = op.stages.iter().map(|s| s.name).collect();
     let counter_names: Vec<&str> = op.counters.iter().map(|c| c.name).collect();
@@ -222,6 +223,7 @@ mod tests {
             min_duration_s: 0.0,
             profile: None,
             test_call_delay_us: None,
+            test_call_slowdown_ppm: None,
         }
     }
 
@@ -256,6 +258,26 @@ mod tests {
             "more calls than --iterations were needed"
         );
         assert!(r.observations.iter().all(|o| o.wall_ns >= 2_000_000));
+    }
+
+    #[test]
+    fn the_requested_test_slowdown_stretches_every_timed_call_by_its_fraction() {
+        let mut req = request("test_sleep", 1, 5);
+        req.request
+            .insert("sleep_us".into(), serde_json::json!(20_000));
+        req.test_call_slowdown_ppm = Some(500_000);
+        let r = execute(&req);
+        assert_eq!(r.status, WorkerStatus::Ok, "{:?}", r.error);
+        // A 20 ms call made 50 % slower: at least 30 ms, however long the sleep overshot.
+        assert!(
+            r.observations.iter().all(|o| o.wall_ns >= 30_000_000),
+            "{:?}",
+            r.observations
+        );
+        assert!(
+            r.warmup_ms.iter().all(|&ms| ms < 29.0),
+            "warm-ups are not slowed"
+        );
     }
 
     #[test]

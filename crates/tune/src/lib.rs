@@ -3,7 +3,7 @@
 //! * [`knobs`]: knob databases in TensorRT's `getAllBuildRoutes` JSON shape; merging; `--help-routes`.
 //! * [`expr`]: route expressions in TensorRT 11.1's grammar; concrete [`expr::Route`]s.
 //! * [`search`]: the `fast`, `full`, `mixed` and `racing` orders and trtexec-identical `--dry-run` listings.
-//! * [`select`]: objectives over steady-state samples, bootstrap intervals, ties, head-to-head.
+//! * [`select`]: objectives over steady-state samples, intervals over rounds, ties, head-to-head.
 //! * [`driver`]: the tuning loop behind the [`driver::RouteRunner`] trait that runtimes implement.
 //! * [`cache`]: the resumable JSON Lines tuning cache with its fingerprint.
 //! * [`summary`]: the `trtmc.tuning-summary/v1` JSON summary.

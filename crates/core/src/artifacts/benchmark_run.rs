@@ -29,8 +29,9 @@ pub struct Throughput {
 pub struct Metrics {
     /// Wall latency of the timed calls, milliseconds.
     pub latency_ms: Summary,
-    /// 95 % interval of the p50 latency, milliseconds: a t interval over the medians of 10 blocks of
-    /// consecutive calls (`trtmc_core::intervals::run_p50`); `None` with fewer than two calls.
+    /// 95 % interval of the p50 latency, milliseconds: the distribution-free interval of the median over
+    /// 10 blocks of consecutive calls (`trtmc_core::intervals::run_p50`); `None` with fewer than two
+    /// calls.
     pub p50_ci_ms: Option<Interval>,
     pub throughputs: Vec<Throughput>,
     /// Wall seconds per counted quantity (seconds/image, real-time factor); `items` is the quantity's

@@ -135,8 +135,8 @@ pub struct Comparison {
     pub reference_p50_ms: f64,
     /// candidate p50 / reference p50: above 1 the candidate is slower.
     pub ratio: f64,
-    /// How `ratio` and its interval were computed (`paired_rounds_t`: the geometric mean of the
-    /// per-round p50 ratios with a Student-t interval; docs/statistics.md).
+    /// How `ratio` and its interval were computed (`paired_rounds_median`: the median of the per-round
+    /// p50 ratios with its distribution-free interval; docs/statistics.md).
     #[serde(default)]
     pub method: String,
     /// Paired rounds the ratio and its interval rest on.

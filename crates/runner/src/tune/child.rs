@@ -298,6 +298,7 @@ impl Served<'_> {
                 runner = Box::new(ops::Delayed {
                     inner: runner,
                     delay: Duration::from_micros(self.request.sleep_us),
+                    slowdown: 0.0,
                 });
             }
             self.runner = Some(runner);

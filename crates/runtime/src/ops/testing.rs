@@ -25,9 +25,13 @@ impl TimedRunner for Noop {
 /// millisecond is a busy wait, not a sleep: a sleep overshoots by the timer slack (~50 µs on Linux),
 /// which would turn a 10 % slowdown of a 0.3 ms call into 30 %, and it idles the core, which changes
 /// what the real call costs.
+///
+/// `slowdown` (a fraction) then busy-waits that fraction of the real call's own duration after it: a
+/// runtime exactly that much slower, whatever the machine's speed at the moment.
 pub struct Delayed<R> {
     pub inner: R,
     pub delay: Duration,
+    pub slowdown: f64,
 }
 
 impl<R: TimedRunner> TimedRunner for Delayed<R> {
@@ -40,7 +44,17 @@ impl<R: TimedRunner> TimedRunner for Delayed<R> {
         while started.elapsed() < self.delay {
             std::hint::spin_loop();
         }
-        self.inner.call(record)
+        if self.slowdown <= 0.0 {
+            return self.inner.call(record);
+        }
+        let call_started = Instant::now();
+        let result = self.inner.call(record);
+        let extra = call_started.elapsed().mul_f64(self.slowdown);
+        let spin_started = Instant::now();
+        while spin_started.elapsed() < extra {
+            std::hint::spin_loop();
+        }
+        result
     }
     fn verify(&mut self) -> anyhow::Result<()> {
         self.inner.verify()
