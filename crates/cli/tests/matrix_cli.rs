@@ -76,6 +76,22 @@ fn p(path: &Path) -> String {
     path.to_str().expect("utf8").to_string()
 }
 
+/// `matrix check SUITE` against the setup's environment and catalog.
+fn check(s: &Setup, suite: &str) -> Output {
+    matrix(
+        s,
+        &[
+            "check",
+            suite,
+            "--environment",
+            &p(&s.env),
+            "--manifest-root",
+            &p(&s.catalog),
+        ],
+        &[],
+    )
+}
+
 fn matrix(_s: &Setup, args: &[&str], envs: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(BIN);
     cmd.arg("matrix")
@@ -227,18 +243,7 @@ fn check_names_every_problem_with_its_row_or_variable() {
         "uncovered",
         "  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: nope\n    candidate: {runtime: tract}\n    reference: {backend: onnxruntime-python}\n  - entry: wrong.classify\n    model: tiny-cnn\n    testcase: single\n    candidate: {runtime: tract}\n    reference: {backend: onnxruntime-python}\n",
     );
-    let o = matrix(
-        &s,
-        &[
-            "check",
-            &p(&uncovered),
-            "--environment",
-            &p(&s.env),
-            "--manifest-root",
-            &p(&s.catalog),
-        ],
-        &[],
-    );
+    let o = check(&s, &p(&uncovered));
     assert_eq!(code(&o), 3, "{}", stderr(&o));
     let err = stderr(&o);
     for needle in [
@@ -262,18 +267,7 @@ fn check_names_every_problem_with_its_row_or_variable() {
     )
     .unwrap();
     let one = suite(&s2, "one", ROW_ORT);
-    let o = matrix(
-        &s2,
-        &[
-            "check",
-            &p(&one),
-            "--environment",
-            &p(&s2.env),
-            "--manifest-root",
-            &p(&s2.catalog),
-        ],
-        &[],
-    );
+    let o = check(&s2, &p(&one));
     assert_eq!(code(&o), 3);
     assert!(stderr(&o).contains("coverage/tiny-cnn-2"), "{}", stderr(&o));
     let excluded = p(&s2.dir.path().join("excluded.yaml"));
@@ -283,18 +277,7 @@ fn check_names_every_problem_with_its_row_or_variable() {
             + "excluded_profiles:\n  - {profile: tiny-cnn-2, reason: a copy of tiny-cnn}\n",
     )
     .unwrap();
-    let o = matrix(
-        &s2,
-        &[
-            "check",
-            &excluded,
-            "--environment",
-            &p(&s2.env),
-            "--manifest-root",
-            &p(&s2.catalog),
-        ],
-        &[],
-    );
+    let o = check(&s2, &excluded);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).contains("excluded tiny-cnn-2: a copy of tiny-cnn"));
     // Two rounds against the default min_rounds (6), and thresholds inside the measured A/A spread:
@@ -311,18 +294,7 @@ fn check_names_every_problem_with_its_row_or_variable() {
             ),
     )
     .unwrap();
-    let o = matrix(
-        &s2,
-        &[
-            "check",
-            &warned,
-            "--environment",
-            &p(&s2.env),
-            "--manifest-root",
-            &p(&s2.catalog),
-        ],
-        &[],
-    );
+    let o = check(&s2, &warned);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let out = stdout(&o);
     assert!(

@@ -19,8 +19,6 @@
 //! fewer than [`MIN_ROUNDS`] rounds no interval reaches 95 %: callers present such an interval as
 //! untrusted.
 
-use serde::{Deserialize, Serialize};
-
 use crate::stats::{self, Interval};
 
 /// Rounds below which no order-statistic interval reaches 95 % (6 rounds: [min, max] covers 96.9 %).
@@ -30,9 +28,8 @@ pub const MIN_ROUNDS: usize = 6;
 pub const RUN_BLOCKS: usize = 10;
 
 /// An interval, the number of rounds it rests on, and its exact coverage.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RoundInterval {
-    #[serde(flatten)]
     pub interval: Interval,
     pub rounds: usize,
     /// Binomial coverage of the order-statistic interval (at least `interval.confidence` when the

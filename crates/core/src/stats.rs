@@ -10,8 +10,6 @@
 //! instead ([`percentile_nearest_rank_sorted`], [`NEAREST_RANK_METHOD`]): always an observed value, as
 //! trtexec's printed percentiles are. Both methods live here and nowhere else.
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 /// The percentile method name written into results.
@@ -119,82 +117,6 @@ pub struct Interval {
 impl Interval {
     pub fn contains(&self, value: f64) -> bool {
         self.low <= value && value <= self.high
-    }
-}
-
-/// Default bootstrap resample count: enough for stable 95 % bounds, cheap for a few thousand samples.
-pub const DEFAULT_RESAMPLES: usize = 2000;
-
-/// Percentile-bootstrap confidence interval of `statistic` over `samples`, deterministic for a `seed`.
-pub fn bootstrap_ci(
-    samples: &[f64],
-    statistic: impl Fn(&[f64]) -> f64,
-    confidence: f64,
-    resamples: usize,
-    seed: u64,
-) -> Option<Interval> {
-    if samples.is_empty() {
-        return None;
-    }
-    let estimate = statistic(samples);
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut buf = vec![0.0; samples.len()];
-    let mut stats = Vec::with_capacity(resamples);
-    for _ in 0..resamples {
-        resample_into(samples, &mut buf, &mut rng);
-        stats.push(statistic(&buf));
-    }
-    Some(interval_from(estimate, stats, confidence))
-}
-
-/// Percentile-bootstrap interval of the ratio `statistic(a) / statistic(b)`, resampling both sides.
-pub fn bootstrap_ratio_ci(
-    a: &[f64],
-    b: &[f64],
-    statistic: impl Fn(&[f64]) -> f64,
-    confidence: f64,
-    resamples: usize,
-    seed: u64,
-) -> Option<Interval> {
-    if a.is_empty() || b.is_empty() {
-        return None;
-    }
-    let denominator = statistic(b);
-    if denominator == 0.0 {
-        return None;
-    }
-    let estimate = statistic(a) / denominator;
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let (mut buf_a, mut buf_b) = (vec![0.0; a.len()], vec![0.0; b.len()]);
-    let mut stats = Vec::with_capacity(resamples);
-    for _ in 0..resamples {
-        resample_into(a, &mut buf_a, &mut rng);
-        resample_into(b, &mut buf_b, &mut rng);
-        let d = statistic(&buf_b);
-        if d != 0.0 {
-            stats.push(statistic(&buf_a) / d);
-        }
-    }
-    if stats.is_empty() {
-        return None;
-    }
-    Some(interval_from(estimate, stats, confidence))
-}
-
-fn resample_into(samples: &[f64], buf: &mut [f64], rng: &mut ChaCha8Rng) {
-    for slot in buf.iter_mut() {
-        *slot = samples[rng.random_range(0..samples.len())];
-    }
-}
-
-fn interval_from(estimate: f64, mut stats: Vec<f64>, confidence: f64) -> Interval {
-    stats.sort_by(f64::total_cmp);
-    let tail = (1.0 - confidence) / 2.0 * 100.0;
-    Interval {
-        estimate,
-        low: percentile_sorted(&stats, tail),
-        high: percentile_sorted(&stats, 100.0 - tail),
-        confidence,
     }
 }
 
@@ -333,26 +255,6 @@ mod tests {
         assert!((s.std_dev - sd).abs() < 1e-12);
         assert!((s.cv - sd / 4.0).abs() < 1e-12);
         assert!(summarize(&[]).is_none());
-    }
-
-    #[test]
-    fn bootstrap_is_deterministic_and_brackets_the_estimate() {
-        let samples: Vec<f64> = (0..200).map(|i| 100.0 + (i % 17) as f64).collect();
-        let a = bootstrap_ci(&samples, median, 0.95, 500, 7).expect("ci");
-        let b = bootstrap_ci(&samples, median, 0.95, 500, 7).expect("ci");
-        assert_eq!(a, b);
-        assert!(a.low <= a.estimate && a.estimate <= a.high);
-        assert!(a.high - a.low < 10.0);
-    }
-
-    #[test]
-    fn ratio_interval_excludes_one_for_a_clear_slowdown() {
-        let base: Vec<f64> = (0..100).map(|i| 10.0 + (i % 5) as f64 * 0.1).collect();
-        let slow: Vec<f64> = base.iter().map(|x| x * 1.5).collect();
-        let ci = bootstrap_ratio_ci(&slow, &base, median, 0.95, 1000, 1).expect("ci");
-        assert!(ci.low > 1.3 && ci.high < 1.7, "{ci:?}");
-        let same = bootstrap_ratio_ci(&base, &base, median, 0.95, 1000, 1).expect("ci");
-        assert!(same.contains(1.0));
     }
 
     #[test]

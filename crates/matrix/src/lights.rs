@@ -69,7 +69,7 @@ pub fn compare(
         &intervals::per_round(&r_units, stats::median),
         t.confidence,
     )
-    .ok_or("a reference round has a zero p50, or too few calls to pair: no ratio")?;
+    .ok_or("a reference round has a zero p50, or too few calls to pair: no ratio; check the reference side's observations or raise measure.iterations")?;
     let trusted = rounds >= 2 && paired.trusted(t.min_rounds as usize);
     let ci = paired.interval;
     let ratio = ci.estimate;
