@@ -329,6 +329,19 @@ fn artifact_hashes(
     Ok(hashes)
 }
 
+/// Build settings that say how a bundle is built, not what it computes: they are part of the bundle key
+/// but not of the workload identity, so that two builds of one workload (default against tuned route,
+/// fp16 against int8, one optimization level against another) can be compared. Precision is checked
+/// on its own by the comparisons that care (the matrix's baseline precision).
+pub const RECIPE_BUILD_SETTINGS: &[&str] = &[
+    "precision",
+    "optimization_level",
+    "route",
+    "builder_optimization_level",
+    "tiling_optimization_level",
+    "max_aux_streams",
+];
+
 /// The workload identity: what must match for two measurements to be comparable.
 pub fn workload_identity(
     manifest_hash: &str,
@@ -337,7 +350,12 @@ pub fn workload_identity(
 ) -> String {
     let request: BTreeMap<&String, &Value> =
         case.request.iter().map(|(k, v)| (k, &v.value)).collect();
-    let build: BTreeMap<&String, &Value> = case.build.iter().map(|(k, v)| (k, &v.value)).collect();
+    let build: BTreeMap<&String, &Value> = case
+        .build
+        .iter()
+        .filter(|(k, _)| !RECIPE_BUILD_SETTINGS.contains(&k.as_str()))
+        .map(|(k, v)| (k, &v.value))
+        .collect();
     crate::hash::json_hash(&json!({
         "manifest": manifest_hash,
         "model": case.model,
@@ -716,7 +734,7 @@ mod tests {
     }
 
     #[test]
-    fn optimization_level_is_a_build_setting_and_changes_the_identity() {
+    fn optimization_level_is_a_build_setting_that_keeps_the_workload_identity() {
         let (_t, c) = catalog();
         let p = c.require("g").expect("g");
         let with = |level: &str| {
@@ -738,7 +756,8 @@ mod tests {
             Sourced::new(json!("basic"), Source::Set)
         );
         assert!(basic.runtime_settings.is_empty());
-        assert_ne!(basic.identity, with("all").identity);
+        // How the bundle is built is no part of what the workload computes.
+        assert_eq!(basic.identity, with("all").identity);
     }
 
     #[test]

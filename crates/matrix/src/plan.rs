@@ -502,7 +502,10 @@ fn plan_row(
             ),
         );
     }
-    let cand_rt = match runtime::runtime(&row.candidate.runtime) {
+    let cand_options = runtime::RuntimeOptions {
+        trtexec: row.candidate.trtexec.clone(),
+    };
+    let cand_rt = match runtime::runtime_with(&row.candidate.runtime, &cand_options) {
         Ok(rt) => rt,
         Err(e) => {
             bad(Kind::Config, format!("candidate: {e}"));
@@ -539,7 +542,10 @@ fn plan_row(
         )
     } else {
         let name = backend.trim_start_matches(TRTMC_PREFIX);
-        match runtime::runtime(name) {
+        let options = runtime::RuntimeOptions {
+            trtexec: row.reference.trtexec.clone(),
+        };
+        match runtime::runtime_with(name, &options) {
             Ok(rt) => {
                 if let Err(e) = rt.availability() {
                     bad(

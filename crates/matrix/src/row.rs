@@ -144,6 +144,7 @@ fn run_argv(
     pr: &PlannedRow,
     runtime: &str,
     set: &BTreeMap<String, Value>,
+    trtexec: Option<&Path>,
     iterations: u64,
     out: &Path,
 ) -> Vec<String> {
@@ -171,6 +172,10 @@ fn run_argv(
     for root in &env.bundle_roots {
         argv.push("--bundle-root".into());
         argv.push(root.to_string_lossy().into_owned());
+    }
+    if let Some(trtexec) = trtexec {
+        argv.push("--trtexec".into());
+        argv.push(trtexec.to_string_lossy().into_owned());
     }
     argv.extend(set_args(set));
     argv.push("-o".into());
@@ -397,6 +402,7 @@ fn measure(
             pr,
             &row.candidate.runtime,
             &row.candidate.set,
+            row.candidate.trtexec.as_deref(),
             per_round,
             &out,
         );
@@ -420,7 +426,15 @@ fn measure(
             None => {
                 let rt = backend.trim_start_matches(TRTMC_PREFIX);
                 let out = ctx.dir.join(format!("reference{suffix}"));
-                let argv = run_argv(plan, pr, rt, &row.reference.set, per_round, &out);
+                let argv = run_argv(
+                    plan,
+                    pr,
+                    rt,
+                    &row.reference.set,
+                    row.reference.trtexec.as_deref(),
+                    per_round,
+                    &out,
+                );
                 ctx.leaf(argv, BTreeMap::new(), &format!("reference{suffix}.log"))
                     .map_err(failed)?;
                 read_run_side(ctx, backend, &out).map_err(failed)?.0

@@ -83,6 +83,9 @@ pub struct Candidate {
     /// `--set` overrides of the candidate (`request.batch_size: 2`, `runtime.threads: 1`).
     #[serde(default)]
     pub set: BTreeMap<String, Value>,
+    /// The trtexec a `tensorrt` candidate drives (`--trtexec`); absent: the one on `PATH`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trtexec: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -96,6 +99,10 @@ pub struct Reference {
     /// Runner options passed to the Python reference (`graph_optimization_level: all`).
     #[serde(default)]
     pub options: BTreeMap<String, Value>,
+    /// The trtexec a `trtmc:tensorrt` reference drives, e.g. another TensorRT install; absent: the
+    /// one on `PATH`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trtexec: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -163,6 +163,8 @@ pub fn plan_cases(
                     &rt.build_settings(),
                 )
                 .map_err(Error::BuildSetting)?;
+                rt.check_build_values(&resolved.build_values())
+                    .map_err(|e| Error::BuildSetting(anyhow::Error::msg(e)))?;
                 runtime::check_settings(rt.as_ref(), &resolved.runtime_values()).map_err(
                     |reason| Error::RuntimeSetting {
                         runtime: rt.name().to_string(),

@@ -93,6 +93,7 @@ impl RouteRunner for FakeRoutes {
         // A small deterministic ripple, so the intervals have a width.
         let ripple = |i: usize| base * (1.0 + 0.002 * (i % 5) as f64);
         Ok(Timing {
+            notes: Vec::new(),
             warmup_ms: (0..plan.warmup_calls).map(ripple).collect(),
             samples_ms: (0..plan.calls).map(ripple).collect(),
         })
@@ -167,6 +168,7 @@ fn setup(tmp: &Path) -> (TuneRequest, TunePlan) {
         model,
         base,
         runtime: "tract".into(),
+        trtexec: None,
         case: None,
         sets,
         cache: output_dir.join(orchestrate::CACHE_FILE),

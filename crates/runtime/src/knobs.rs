@@ -35,11 +35,9 @@ pub enum KnobError {
 pub enum KnobSetting {
     /// A case setting: `key` is `build.<name>` or `runtime.<name>`, `value` its text (`on` → `true`).
     Setting { key: String, value: String },
-    /// A knob of TensorRT's build route (`--setBuildRoute`), passed on as given.
+    /// A knob of TensorRT's build route: the route's such tokens, in order, make `build.route`
+    /// (`--setBuildRoute`).
     BuildRoute,
-    /// A build flag of the runtime's tool, named without the knob prefix
-    /// (`-trtexec:builderOptimizationLevel` → `builderOptimizationLevel`).
-    ToolFlag(String),
 }
 
 /// A `[true|false]` setting: its knob takes `on`/`off`.

@@ -112,6 +112,9 @@ pub struct SelfTimedRun {
     pub files: Vec<String>,
     /// Facts worth keeping (the tool's own summary, its version).
     pub notes: BTreeMap<String, Value>,
+    /// The tool's own warnings about this measurement, as sentences (trtexec: "GPU compute time is
+    /// unstable ...").
+    pub warnings: Vec<String>,
 }
 
 /// Runtimes whose own tool owns the timed loop (trtexec). They cannot offer a [`Session`]: the runner
@@ -123,6 +126,13 @@ pub trait SelfTimed {
     fn profile_log(&self) -> &'static str;
     /// Times the bundle; observations are at [`Runtime::timing_boundary`].
     fn time(&self, request: &SelfTimedRequest<'_>) -> anyhow::Result<SelfTimedRun>;
+    /// One inference on `inputs` (matched to the bundle's inputs by name) inside the tool, returning
+    /// the outputs by name; the tool's log and files go into the request's case directory.
+    fn outputs(
+        &self,
+        request: &SelfTimedRequest<'_>,
+        inputs: &[(String, HostTensor)],
+    ) -> anyhow::Result<Vec<(String, HostTensor)>>;
     /// A separate per-layer profiling run writing `layers_<runtime>.json` and `profile_<runtime>.json`
     /// into the case directory.
     fn profile(
@@ -187,6 +197,11 @@ pub trait Runtime: Send + Sync {
     /// What the route token `knob=value` asks of this runtime (by default: a declared setting).
     fn knob_setting(&self, knob: &str, value: &str) -> Result<KnobSetting, String> {
         crate::knobs::declared_setting(self.name(), self.settings(), knob, value)
+    }
+    /// Checks the values of its build settings before anything is built (a route against the installed
+    /// tool's knob database, say); `Err` names the setting, the allowed values and the tool's version.
+    fn check_build_values(&self, _settings: &BTreeMap<String, Value>) -> Result<(), String> {
+        Ok(())
     }
     /// `Err` naming the runtimes that can run `operation` when this one cannot.
     fn supports_operation(&self, _operation: &str) -> Result<(), String> {

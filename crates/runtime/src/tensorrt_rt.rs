@@ -27,8 +27,11 @@ use trtmc_core::case::ResolvedCase;
 use trtmc_core::fsutil::write_json_atomic;
 use trtmc_trtexec::{
     BOUNDARY_GPU_COMPUTE, BuildRequest, BuildShapes, InferenceBehaviour, KnobDatabase, KnobOption,
-    Precision, ProfileRequest, TensorShape, TimeRequest, Trtexec, read_times,
+    Precision, ProfileRequest, SummaryWarning, TensorShape, TimeRequest, Trtexec, TrtexecVersion,
+    read_outputs, read_times,
 };
+use trtmc_core::accuracy::{ElementType, Tensor};
+use trtmc_core::fsutil::write_atomic;
 
 use crate::bundle::BundleManifest;
 use crate::knobs::{KnobError, KnobSetting, KnobSource};
@@ -37,7 +40,8 @@ use crate::runtime::{
     BuildOutput, BuildStep, Runtime, SelfTimed, SelfTimedRequest, SelfTimedRun, Session,
     SettingDecl, SettingSection, check_build_settings,
 };
-use crate::tensor::{DType, Dim, TensorSpec};
+use crate::outputs::{from_tensor, le_bytes};
+use crate::tensor::{DType, Dim, HostTensor, TensorSpec};
 
 const NAME: &str = "tensorrt";
 pub const ENGINE: &str = "model.plan";
@@ -47,10 +51,45 @@ pub const BUILD_SCHEMA: &str = "trtmc.tensorrt-build/v1";
 pub const BUILD_LOG: &str = "trtexec-build.log";
 pub const TIME_LOG: &str = "trtexec-time.log";
 pub const PROFILE_LOG: &str = "trtexec-profile.log";
+pub const OUTPUTS_LOG: &str = "trtexec-outputs.log";
+/// trtexec's `--exportOutput` of the accuracy run, in the case directory.
+pub const OUTPUTS_FILE: &str = "outputs_tensorrt.json";
 /// Engine builds may take long on big models; this bounds a hung trtexec.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(4 * 3600);
 
 static SETTINGS: &[SettingDecl] = &[
+    SettingDecl {
+        section: SettingSection::Build,
+        name: "route",
+        help: "a build route for TensorRT's Global Performance Tuner (--setBuildRoute, TensorRT >= 11.1), e.g. '-kgen:tiling=1 -conv_lowering=off'; knobs and values are checked against the installed trtexec's --helpBuildRoute",
+        default: "",
+        allowed: "-knob=value ...",
+        tunable: false,
+    },
+    SettingDecl {
+        section: SettingSection::Build,
+        name: "builder_optimization_level",
+        help: "trtexec --builderOptimizationLevel: how hard the builder searches for tactics (higher: longer builds, possibly faster engines)",
+        default: "3",
+        allowed: "[0|1|2|3|4|5]",
+        tunable: false,
+    },
+    SettingDecl {
+        section: SettingSection::Build,
+        name: "tiling_optimization_level",
+        help: "trtexec --tilingOptimizationLevel (TensorRT >= 10.8): how hard the builder searches for tiling strategies",
+        default: "0",
+        allowed: "[0|1|2|3]",
+        tunable: false,
+    },
+    SettingDecl {
+        section: SettingSection::Build,
+        name: "max_aux_streams",
+        help: "trtexec --maxAuxStreams: auxiliary streams the engine may use to run layers in parallel (unset: the builder decides; 0: least memory)",
+        default: "auto",
+        allowed: "[0|1|2|...]",
+        tunable: false,
+    },
     SettingDecl {
         section: SettingSection::Runtime,
         name: "cuda_graph",
@@ -85,9 +124,11 @@ pub const TRTEXEC_FLAG_KNOBS: &str = "trtexec-flags";
 /// How long `trtexec --helpBuildRoute` may take.
 const HELP_BUILD_ROUTE_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// A trtexec build flag offered as the knob `-trtexec:<flag>` (ordinary flags are no Myelin knobs).
+/// A trtexec build flag offered as the knob `-trtexec:<flag>` (ordinary flags are no Myelin knobs); a
+/// route's value becomes the build setting `build.<setting>`, so `run --set` reproduces it.
 struct FlagKnob {
     flag: &'static str,
+    setting: &'static str,
     allowed: &'static str,
     default: &'static str,
     help: &'static str,
@@ -96,30 +137,54 @@ struct FlagKnob {
 const TRTEXEC_FLAGS: &[FlagKnob] = &[
     FlagKnob {
         flag: "builderOptimizationLevel",
+        setting: "builder_optimization_level",
         allowed: "[0|1|2|3|4|5]",
         default: "3",
         help: "trtexec --builderOptimizationLevel: how hard the builder searches for tactics (higher: longer builds, possibly faster engines)",
     },
     FlagKnob {
         flag: "tilingOptimizationLevel",
+        setting: "tiling_optimization_level",
         allowed: "[0|1|2|3]",
         default: "0",
         help: "trtexec --tilingOptimizationLevel: how hard the builder searches for tiling strategies",
     },
     FlagKnob {
         flag: "maxAuxStreams",
+        setting: "max_aux_streams",
         allowed: "[0|1|2|...]",
         default: "auto",
         help: "trtexec --maxAuxStreams: auxiliary streams the engine may use to run layers in parallel (auto: the builder decides)",
     },
 ];
 
-/// The trtexec build flags as a knob database.
-fn trtexec_flag_database() -> KnobDatabase {
+/// The precision flags (`--fp16`, ...) as one knob; weakly typed TensorRT (before 11.0) only.
+const PRECISION_KNOB: FlagKnob = FlagKnob {
+    flag: "precision",
+    setting: "precision",
+    allowed: "[fp32|fp16|bf16|int8|fp8|best]",
+    default: "fp32",
+    help: "trtexec --fp16/--bf16/--int8/--fp8/--best: the reduced precision the builder may choose (TensorRT before 11.0; 11.x takes the model's types)",
+};
+
+/// The flag knobs `version` understands.
+fn flag_knobs(version: &TrtexecVersion) -> Vec<&'static FlagKnob> {
+    let mut knobs: Vec<&'static FlagKnob> = TRTEXEC_FLAGS
+        .iter()
+        .filter(|f| f.flag != "tilingOptimizationLevel" || version.has_tiling_optimization_level())
+        .collect();
+    if version.has_fp16_int8_best_flags() {
+        knobs.push(&PRECISION_KNOB);
+    }
+    knobs
+}
+
+/// The trtexec build flags `version` understands as a knob database.
+fn trtexec_flag_database(version: &TrtexecVersion) -> KnobDatabase {
     KnobDatabase {
         tuner_version: "trtmc-trtexec-flags 1".into(),
-        tuner_options: TRTEXEC_FLAGS
-            .iter()
+        tuner_options: flag_knobs(version)
+            .into_iter()
             .map(|f| {
                 let knob = format!("{TRTEXEC_KNOB_PREFIX}{}", f.flag);
                 KnobOption {
@@ -161,6 +226,97 @@ impl TensorrtRuntime {
     fn require(&self) -> anyhow::Result<Trtexec> {
         self.trtexec().map_err(anyhow::Error::msg)
     }
+
+    /// The build-route knob database of `trtexec` (`--helpBuildRoute`), read once per process.
+    fn route_database(&self, trtexec: &Trtexec) -> Result<KnobDatabase, String> {
+        static READ: Mutex<Vec<(PathBuf, Result<KnobDatabase, String>)>> = Mutex::new(Vec::new());
+        let mut read = READ.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, db)) = read.iter().find(|(p, _)| p == trtexec.path()) {
+            return db.clone();
+        }
+        let log =
+            std::env::temp_dir().join(format!("trtmc-helpBuildRoute-{}.log", std::process::id()));
+        let database = trtexec
+            .knob_database(&log, HELP_BUILD_ROUTE_TIMEOUT)
+            .map_err(|e| format!("trtexec --helpBuildRoute: {e}"));
+        let _ = std::fs::remove_file(&log);
+        read.push((trtexec.path().to_path_buf(), database.clone()));
+        database
+    }
+}
+
+/// Checks every `-knob=value` token of a build route against the knob database of TensorRT `version`.
+fn check_route(route: &str, database: &KnobDatabase, version: &TrtexecVersion) -> Result<(), String> {
+    let tokens: Vec<&str> = route.split_whitespace().collect();
+    if tokens.is_empty() {
+        return Err("build.route is empty: give -knob=value tokens, e.g. '-kgen:tiling=1'".into());
+    }
+    let mut seen = Vec::new();
+    for token in tokens {
+        let Some((knob, value)) = token.split_once('=').filter(|(k, _)| k.starts_with('-')) else {
+            return Err(format!(
+                "build.route token `{token}` is not of the form -knob=value"
+            ));
+        };
+        let Some(option) = database.knob(knob) else {
+            return Err(format!(
+                "build.route: TensorRT {version} has no knob `{knob}` (its {} knobs: `trtmc-bench tune --runtime tensorrt --help-routes`)",
+                database.tuner_options.len()
+            ));
+        };
+        if seen.contains(&knob) {
+            return Err(format!("build.route sets knob `{knob}` twice"));
+        }
+        seen.push(knob);
+        let values = option.values().map_err(|e| e.to_string())?;
+        if value != option.default_value && !values.accepts(value) {
+            return Err(format!(
+                "build.route: knob `{knob}` takes {} on TensorRT {version} (default {}), not `{value}`",
+                values.render(),
+                option.default_value
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The trtexec build flags a case's build settings ask for.
+#[derive(Debug, Default, PartialEq)]
+struct BuildFlags {
+    route: Option<String>,
+    builder_optimization_level: Option<u32>,
+    tiling_optimization_level: Option<u32>,
+    max_aux_streams: Option<u32>,
+}
+
+fn build_flags(settings: &BTreeMap<String, Value>) -> Result<BuildFlags, String> {
+    let level = |name: &str, max: u32| -> Result<Option<u32>, String> {
+        let Some(v) = settings.get(name) else {
+            return Ok(None);
+        };
+        let n = match v {
+            Value::Number(n) => n.as_u64(),
+            Value::String(s) if s == "auto" && name == "max_aux_streams" => return Ok(None),
+            Value::String(s) => s.parse::<u64>().ok(),
+            _ => None,
+        };
+        match n.and_then(|n| u32::try_from(n).ok()) {
+            Some(n) if n <= max => Ok(Some(n)),
+            _ => Err(format!(
+                "build.{name} takes an integer from 0 to {max}, got {v}"
+            )),
+        }
+    };
+    Ok(BuildFlags {
+        route: settings
+            .get("route")
+            .and_then(Value::as_str)
+            .map(|r| r.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|r| !r.is_empty()),
+        builder_optimization_level: level("builder_optimization_level", 5)?,
+        tiling_optimization_level: level("tiling_optimization_level", 3)?,
+        max_aux_streams: level("max_aux_streams", u32::MAX)?,
+    })
 }
 
 fn behaviour(settings: &BTreeMap<String, Value>) -> anyhow::Result<InferenceBehaviour> {
@@ -405,33 +561,78 @@ impl Runtime for TensorrtRuntime {
         SETTINGS
     }
 
-    /// TensorRT's own knob database (`trtexec --helpBuildRoute`, 11.1+), then the trtexec build flags.
+    /// TensorRT's own knob database (`trtexec --helpBuildRoute`, 11.1+), then the trtexec build flags
+    /// the version understands; before 11.1 only the flags.
     fn knob_databases(&self, _base: Option<&ResolvedCase>) -> Result<Vec<KnobSource>, KnobError> {
         let trtexec = self.trtexec().map_err(KnobError::Tool)?;
-        let log =
-            std::env::temp_dir().join(format!("trtmc-helpBuildRoute-{}.log", std::process::id()));
-        let database = trtexec.knob_database(&log, HELP_BUILD_ROUTE_TIMEOUT);
-        let _ = std::fs::remove_file(&log);
-        let database =
-            database.map_err(|e| KnobError::Tool(format!("trtexec --helpBuildRoute: {e}")))?;
+        let flags = KnobSource {
+            name: TRTEXEC_FLAG_KNOBS.into(),
+            database: trtexec_flag_database(trtexec.version()),
+        };
+        if !trtexec.version().has_build_routes() {
+            return Ok(vec![flags]);
+        }
+        let database = self.route_database(&trtexec).map_err(KnobError::Tool)?;
         Ok(vec![
             KnobSource {
                 name: BUILD_ROUTE_KNOBS.into(),
                 database,
             },
-            KnobSource {
-                name: TRTEXEC_FLAG_KNOBS.into(),
-                database: trtexec_flag_database(),
-            },
+            flags,
         ])
     }
 
-    /// `-trtexec:<flag>` is a trtexec build flag; every other knob goes to `--setBuildRoute`.
-    fn knob_setting(&self, knob: &str, _value: &str) -> Result<KnobSetting, String> {
-        Ok(match knob.strip_prefix(TRTEXEC_KNOB_PREFIX) {
-            Some(flag) => KnobSetting::ToolFlag(flag.to_string()),
-            None => KnobSetting::BuildRoute,
+    /// `-trtexec:<flag>` sets its build setting; every other knob is a token of `build.route`.
+    fn knob_setting(&self, knob: &str, value: &str) -> Result<KnobSetting, String> {
+        let Some(flag) = knob.strip_prefix(TRTEXEC_KNOB_PREFIX) else {
+            return Ok(KnobSetting::BuildRoute);
+        };
+        let known = TRTEXEC_FLAGS
+            .iter()
+            .chain(std::iter::once(&PRECISION_KNOB))
+            .find(|f| f.flag == flag)
+            .ok_or_else(|| format!("unknown trtexec flag knob {knob} (see --help-routes)"))?;
+        Ok(KnobSetting::Setting {
+            key: format!("build.{}", known.setting),
+            value: value.to_string(),
         })
+    }
+
+    fn check_build_values(&self, settings: &BTreeMap<String, Value>) -> Result<(), String> {
+        let trtexec = self.trtexec()?;
+        let version = trtexec.version();
+        if let Some(route) = settings.get("route") {
+            let Some(route) = route.as_str() else {
+                return Err(format!(
+                    "build.route must be text such as '-kgen:tiling=1 -conv_lowering=off', got {route}"
+                ));
+            };
+            if !version.has_build_routes() {
+                let offered: Vec<String> = flag_knobs(version)
+                    .iter()
+                    .map(|f| format!("build.{}", f.setting))
+                    .collect();
+                return Err(format!(
+                    "build.route needs TensorRT >= 11.1 (--setBuildRoute), but {} is TensorRT {version}; \
+                     this version offers these build settings instead: {}",
+                    trtexec.path().display(),
+                    offered.join(", ")
+                ));
+            }
+            let database = self.route_database(&trtexec)?;
+            check_route(route, &database, version)?;
+        }
+        for knob in TRTEXEC_FLAGS {
+            if settings.contains_key(knob.setting)
+                && !flag_knobs(version).iter().any(|f| f.flag == knob.flag)
+            {
+                return Err(format!(
+                    "build.{} (--{}) is not available in TensorRT {version}",
+                    knob.setting, knob.flag
+                ));
+            }
+        }
+        build_flags(settings).map(|_| ())
     }
 
     fn build(
@@ -440,7 +641,9 @@ impl Runtime for TensorrtRuntime {
         settings: &BTreeMap<String, Value>,
         out_dir: &Path,
     ) -> anyhow::Result<BuildOutput> {
-        check_build_settings(NAME, settings, &[])?;
+        check_build_settings(NAME, settings, &self.build_settings())?;
+        self.check_build_values(settings)
+            .map_err(anyhow::Error::msg)?;
         let trtexec = self.require()?;
         let (declared_in, declared_out) = declared_io(onnx)?;
         let shapes = bound_shapes(&declared_in, settings)?;
@@ -450,14 +653,20 @@ impl Runtime for TensorrtRuntime {
             Some(s) => BuildShapes::Static(s.clone()),
         };
         request.precisions = precisions(settings)?;
+        let flags = build_flags(settings).map_err(anyhow::Error::msg)?;
+        request.build_route = flags.route;
+        request.builder_optimization_level = flags.builder_optimization_level;
+        request.tiling_optimization_level = flags.tiling_optimization_level;
+        request.max_aux_streams = flags.max_aux_streams;
         let layers = export_paths(out_dir, NAME).layer_info;
         request.layer_info = Some(layers);
         let argv = request.args(trtexec.version())?;
         let log_path = out_dir.join(BUILD_LOG);
         let started = Instant::now();
+        // The typed error travels on, so that a tuner can tell a crashed build from a refused one.
         let built = trtexec
             .build(&request, &log_path, BUILD_TIMEOUT)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            .map_err(anyhow::Error::new)?;
         let wall_ms = started.elapsed().as_secs_f64() * 1e3;
         let timings = &built.log.build;
         let mut steps = vec![BuildStep {
@@ -560,6 +769,22 @@ impl Runtime for TensorrtRuntime {
     }
 }
 
+/// One of trtexec's warnings under its performance summary, as a sentence.
+fn describe_warning(w: &SummaryWarning) -> String {
+    match w {
+        SummaryWarning::EnqueueBound => "trtexec: throughput may be bound by enqueue time (the host cannot keep the GPU busy)".into(),
+        SummaryWarning::H2dBound => "trtexec: throughput may be bound by host-to-device transfers".into(),
+        SummaryWarning::D2hBound => "trtexec: throughput may be bound by device-to-host transfers".into(),
+        SummaryWarning::Unstable {
+            coefficient_of_variance_percent,
+        } => format!(
+            "trtexec: GPU compute time is unstable, coefficient of variance {coefficient_of_variance_percent} %"
+        ),
+        SummaryWarning::MultipleStreams => "trtexec: several inference streams ran in parallel".into(),
+        SummaryWarning::Other { text } => format!("trtexec: {text}"),
+    }
+}
+
 fn clamp_u32(n: u64) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
@@ -620,11 +845,73 @@ impl SelfTimed for TensorrtRuntime {
         if let Some(w) = output.log.warmup {
             notes.insert("trtexec_warmup".into(), serde_json::to_value(w)?);
         }
+        let warnings = output
+            .log
+            .summary()
+            .map(|s| s.warnings.iter().map(describe_warning).collect())
+            .unwrap_or_default();
         Ok(SelfTimedRun {
             observations,
             files: vec![TIME_LOG.into(), format!("times_{NAME}.json")],
             notes,
+            warnings,
         })
+    }
+
+    /// `--loadInputs` with the given tensors as raw files, one query, `--exportOutput`.
+    fn outputs(
+        &self,
+        r: &SelfTimedRequest<'_>,
+        inputs: &[(String, HostTensor)],
+    ) -> anyhow::Result<Vec<(String, HostTensor)>> {
+        let trtexec = self.require()?;
+        let dir = r.case_dir.join("inputs_tensorrt");
+        std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let mut load = Vec::with_capacity(r.manifest.inputs.len());
+        for (i, spec) in r.manifest.inputs.iter().enumerate() {
+            let (_, tensor) = inputs.iter().find(|(n, _)| *n == spec.name).with_context(|| {
+                format!("the engine needs input `{}`, which was not given", spec.name)
+            })?;
+            if spec.dtype == DType::F16 {
+                bail!(
+                    "input `{}` is float16, which trtmc cannot yet write for trtexec --loadInputs",
+                    spec.name
+                );
+            }
+            let file = dir.join(format!("input-{i}.bin"));
+            write_atomic(&file, &le_bytes(tensor))
+                .with_context(|| format!("cannot write {}", file.display()))?;
+            load.push((spec.name.clone(), file));
+        }
+        let mut request = TimeRequest::new(r.bundle_dir.join(&r.manifest.artifact));
+        request.shapes = run_shapes(r.bundle_dir)?;
+        request.warm_up_ms = Some(0);
+        request.iterations = Some(1);
+        request.duration_s = Some(0);
+        request.behaviour = behaviour(r.settings)?;
+        request.load_inputs = load;
+        let exported = r.case_dir.join(OUTPUTS_FILE);
+        request.export_output = Some(exported.clone());
+        trtexec
+            .time(&request, &r.case_dir.join(OUTPUTS_LOG), r.timeout)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let tensors = read_outputs(&exported).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut named = Vec::with_capacity(r.manifest.outputs.len());
+        for spec in &r.manifest.outputs {
+            let t = tensors.iter().find(|t| t.name == spec.name).with_context(|| {
+                let found: Vec<&str> = tensors.iter().map(|t| t.name.as_str()).collect();
+                format!(
+                    "trtexec exported no output `{}` to {} (it exported: {})",
+                    spec.name,
+                    exported.display(),
+                    found.join(", ")
+                )
+            })?;
+            let shape: Vec<usize> = t.dims.iter().map(|&d| d as usize).collect();
+            let tensor = Tensor::new(&t.name, ElementType::F32, shape, t.values.clone())?;
+            named.push((spec.name.clone(), from_tensor(&tensor, spec.dtype)?));
+        }
+        Ok(named)
     }
 
     fn profile(&self, r: &SelfTimedRequest<'_>, iterations: u64) -> anyhow::Result<ExportFiles> {
@@ -743,25 +1030,42 @@ mod tests {
         for option in &flags.tuner_options {
             assert!(option.option.starts_with(TRTEXEC_KNOB_PREFIX), "{option:?}");
             option.values().expect("flag values parse");
-            assert_eq!(
-                rt.knob_setting(&option.option, &option.default_value),
-                Ok(KnobSetting::ToolFlag(
-                    option.option[TRTEXEC_KNOB_PREFIX.len()..].to_string()
-                ))
-            );
+            let Ok(KnobSetting::Setting { key, value }) =
+                rt.knob_setting(&option.option, &option.default_value)
+            else {
+                panic!("{} is no build setting", option.option);
+            };
+            assert!(key.starts_with("build.") && value == option.default_value, "{key}");
         }
         assert_eq!(
             rt.knob_setting("-kgen:tiling", "1"),
             Ok(KnobSetting::BuildRoute)
         );
+        // A route's knobs and values are checked against the database before anything is built.
+        let route = |r: &str| BTreeMap::from([("route".to_string(), json!(r))]);
+        rt.check_build_values(&route("-kgen:tiling=1  -conv_lowering=off"))
+            .expect("known knobs and values");
+        let err = rt.check_build_values(&route("-kgen:tiling=7")).expect_err("value");
+        assert!(err.contains("[0|1|2]") && err.contains("11.1.0"), "{err}");
+        let err = rt.check_build_values(&route("-no:such=1")).expect_err("knob");
+        assert!(err.contains("`-no:such`") && err.contains("11.1.0"), "{err}");
 
-        // TensorRT 10.x has no knob database: a tool error naming the version it needs.
+        // TensorRT 10.x has no knob database: only the flag knobs, precision among them; a route is
+        // refused naming the settings it has instead.
         let old = TensorrtRuntime::new(Some(standin(tmp.path(), "101601")));
-        match old.knob_databases(None) {
-            Err(KnobError::Tool(message)) => {
-                assert!(message.contains(">= 11.1"), "{message}")
-            }
-            other => panic!("expected a tool error, got {other:?}"),
-        }
+        let sources = old.knob_databases(None).expect("10.x flag knobs");
+        let names: Vec<&str> = sources.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, [TRTEXEC_FLAG_KNOBS]);
+        assert!(sources[0].database.knob("-trtexec:precision").is_some());
+        let err = old
+            .check_build_values(&route("-kgen:tiling=1"))
+            .expect_err("no routes on 10.x");
+        assert!(
+            err.contains(">= 11.1") && err.contains("10.16.1") && err.contains("build.builder_optimization_level"),
+            "{err}"
+        );
+        let level = BTreeMap::from([("builder_optimization_level".to_string(), json!(6))]);
+        let err = old.check_build_values(&level).expect_err("out of range");
+        assert!(err.contains("0 to 5"), "{err}");
     }
 }

@@ -492,6 +492,10 @@ pub struct TimeRequest {
     pub behaviour: InferenceBehaviour,
     /// Write one JSON record per timed query here (`--exportTimes`).
     pub export_times: Option<PathBuf>,
+    /// Feed these raw binary files to the named inputs instead of random values (`--loadInputs`).
+    pub load_inputs: Vec<(String, PathBuf)>,
+    /// Write the outputs of the last query here, in trtexec's JSON (`--exportOutput`).
+    pub export_output: Option<PathBuf>,
     /// Verbose log (`--verbose`).
     pub verbose: bool,
 }
@@ -508,6 +512,8 @@ impl TimeRequest {
             avg_runs: None,
             behaviour: InferenceBehaviour::default(),
             export_times: None,
+            load_inputs: Vec::new(),
+            export_output: None,
             verbose: false,
         }
     }
@@ -537,11 +543,39 @@ impl TimeRequest {
         if let Some(times) = &self.export_times {
             args.push(path_arg("--exportTimes", times)?);
         }
+        if !self.load_inputs.is_empty() {
+            args.push(load_inputs_arg(&self.load_inputs)?);
+        }
+        if let Some(output) = &self.export_output {
+            args.push(path_arg("--exportOutput", output)?);
+        }
         if self.verbose {
             args.push("--verbose".into());
         }
         Ok(args)
     }
+}
+
+/// `--loadInputs=name:file,...`: trtexec splits the list at `,` and each item at its last `:`, so
+/// neither a name nor a path may contain `,`, and a path may not contain `:`.
+fn load_inputs_arg(inputs: &[(String, PathBuf)]) -> Result<String> {
+    let mut items = Vec::with_capacity(inputs.len());
+    for (name, file) in inputs {
+        let path = file.to_str().ok_or_else(|| {
+            TrtexecError::InvalidRequest(format!(
+                "input file {} is not valid UTF-8, which trtexec's --loadInputs cannot take",
+                file.display()
+            ))
+        })?;
+        if name.is_empty() || name.contains(',') || path.contains([',', ':']) {
+            return Err(TrtexecError::InvalidRequest(format!(
+                "--loadInputs cannot express input `{name}` from {path}: names may not contain ',' \
+                 and paths neither ',' nor ':'"
+            )));
+        }
+        items.push(format!("{name}:{path}"));
+    }
+    Ok(format!("--loadInputs={}", items.join(",")))
 }
 
 /// Profile an engine per layer: `--loadEngine=E --exportProfile=F [--exportLayerInfo=F]`, with the

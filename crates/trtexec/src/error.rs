@@ -155,3 +155,13 @@ fn format_errors(errors: &[String]) -> String {
     text.push('\n');
     text
 }
+
+/// How a trtexec that died by a signal is described in [`TrtexecError::Failed`].
+pub const KILLED_BY_SIGNAL: &str = "killed by a signal";
+
+impl TrtexecError {
+    /// trtexec died by a signal: a crash, as TensorRT's own tuner counts it (not a refusal).
+    pub fn is_crash(&self) -> bool {
+        matches!(self, TrtexecError::Failed { status, .. } if status == KILLED_BY_SIGNAL)
+    }
+}

@@ -69,6 +69,7 @@ pub mod error;
 pub mod exports;
 pub mod knobs;
 pub mod log;
+pub mod outputs;
 pub mod runner;
 pub mod summary;
 pub mod version;
@@ -86,6 +87,7 @@ pub use knobs::{
     AllowedValuesError, KnobDatabase, KnobOption, KnobValues, parse_allowed_values,
     parse_knob_database,
 };
+pub use outputs::{OutputTensor, parse_outputs, read_outputs};
 pub use log::{ParsedLog, RunStatus, StatusLine, parse_log, parse_status_line};
 pub use runner::{
     RunOutput, Trtexec, detect_version, find_executable, find_executable_in, run_process,

@@ -407,7 +407,7 @@ fn failure(output: &RunOutput, status: String) -> TrtexecError {
 fn describe_exit(code: Option<i32>) -> String {
     match code {
         Some(code) => format!("exit status {code}"),
-        None => "killed by a signal".into(),
+        None => crate::error::KILLED_BY_SIGNAL.into(),
     }
 }
 

@@ -218,6 +218,10 @@ pub struct IterationRecord {
     /// SHA-256 over the reference outputs (reference lines only), to notice a changed reference on resume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outputs_sha256: Option<String>,
+    /// What the runtime's own tool said about the measurement, e.g. trtexec's "GPU compute time is
+    /// unstable" warning.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// A problem with a cache file. Every message names the file.
@@ -485,6 +489,7 @@ mod tests {
             samples_ms: vec![1.0, 1.5],
             summary: None,
             outputs_sha256: None,
+            notes: Vec::new(),
         }
     }
 

@@ -82,6 +82,8 @@ pub struct MeasurePlan {
 pub struct Timing {
     pub warmup_ms: Vec<f64>,
     pub samples_ms: Vec<f64>,
+    /// What the runtime's own tool said about this measurement (trtexec's variance warnings).
+    pub notes: Vec<String>,
 }
 
 /// A runtime that can build a route, run it on inputs, and time it.
@@ -316,6 +318,7 @@ fn new_record(
         samples_ms: Vec::new(),
         summary: None,
         outputs_sha256: None,
+        notes: Vec::new(),
     }
 }
 
@@ -691,13 +694,16 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
             self.measure_ms += timing_ms(timing);
         }
         match measured {
-            Ok(timing) => match check_samples(&timing.samples_ms) {
-                Ok(()) => set_samples(
-                    &mut rec,
-                    config.objective,
-                    plan.warmup_calls,
-                    timing.samples_ms,
-                ),
+            Ok(mut timing) => match check_samples(&timing.samples_ms) {
+                Ok(()) => {
+                    rec.notes.append(&mut timing.notes);
+                    set_samples(
+                        &mut rec,
+                        config.objective,
+                        plan.warmup_calls,
+                        timing.samples_ms,
+                    )
+                }
                 Err(message) => {
                     if rec.status == RouteStatus::Ok {
                         fail(&mut rec, Stage::Measure, &RouteError::failed(message));
@@ -780,13 +786,16 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
             self.measure_ms += timing_ms(timing);
         }
         match measured {
-            Ok(timing) => match check_samples(&timing.samples_ms) {
-                Ok(()) => set_samples(
-                    &mut rec,
-                    config.objective,
-                    plan.warmup_calls,
-                    timing.samples_ms,
-                ),
+            Ok(mut timing) => match check_samples(&timing.samples_ms) {
+                Ok(()) => {
+                    rec.notes.append(&mut timing.notes);
+                    set_samples(
+                        &mut rec,
+                        config.objective,
+                        plan.warmup_calls,
+                        timing.samples_ms,
+                    )
+                }
                 Err(message) => fail(&mut rec, Stage::Measure, &RouteError::failed(message)),
             },
             Err(e) => fail(&mut rec, Stage::Measure, &e),

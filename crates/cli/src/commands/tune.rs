@@ -195,6 +195,7 @@ fn run_tune(
         model,
         base,
         runtime: runtime_name.to_string(),
+        trtexec: args.trtexec.as_deref().map(absolute),
         case: args.case.clone(),
         sets: args.overrides()?,
         output_dir,

@@ -14,8 +14,9 @@ use anyhow::Context as _;
 use trtmc_runtime::bundle::{BuildPlan, BundleManifest, build_bundle};
 use trtmc_runtime::ops::{self, CallRecord, RunnerContext, TimedRunner};
 use trtmc_runtime::outputs::{from_tensor, run_session, synthesize_inputs, write_tensor_set};
-use trtmc_runtime::runtime::{self, Runtime, Session};
-use trtmc_runtime::tensor::HostTensor;
+use trtmc_runtime::runtime::{self, Runtime, RuntimeOptions, SelfTimedRequest, Session};
+use trtmc_runtime::tensor::{HostTensor, TensorSpec};
+use trtmc_trtexec::TrtexecError;
 
 use super::knobs::test_mode;
 use super::protocol::{CHILD_REQUEST_SCHEMA, ChildMode, ChildRequest, Command, Response};
@@ -99,7 +100,41 @@ fn build(request: &ChildRequest) -> Response {
     }
     match build_inner(request) {
         Ok(response) => response,
-        Err(e) => Response::failed(format!("{e:#}")),
+        Err(e) => Response {
+            crashed: tool_crashed(&e),
+            ..Response::failed(format!("{e:#}"))
+        },
+    }
+}
+
+/// The runtime of the request, driving the request's trtexec.
+fn open_runtime(request: &ChildRequest) -> anyhow::Result<Box<dyn Runtime>> {
+    let options = RuntimeOptions {
+        trtexec: request.trtexec.clone(),
+    };
+    runtime::runtime_with(&request.runtime, &options).map_err(anyhow::Error::msg)
+}
+
+/// The runtime's tool died by a signal (trtexec's tuner counts that as a crash).
+fn tool_crashed(e: &anyhow::Error) -> bool {
+    e.chain()
+        .any(|c| c.downcast_ref::<TrtexecError>().is_some_and(TrtexecError::is_crash))
+}
+
+/// Copies the `*.log` files of a failed build's folder into the route's tool folder, which outlives it.
+fn keep_logs(from: &Path, request: &ChildRequest) {
+    let Some(to) = &request.tool_dir else { return };
+    let Ok(entries) = std::fs::read_dir(from) else {
+        return;
+    };
+    if std::fs::create_dir_all(to).is_err() {
+        return;
+    }
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if name.to_string_lossy().ends_with(".log") {
+            let _ = std::fs::copy(entry.path(), to.join(&name));
+        }
     }
 }
 
@@ -111,7 +146,7 @@ fn build_inner(request: &ChildRequest) -> anyhow::Result<Response> {
             ..Response::default()
         });
     }
-    let rt = runtime::runtime(&request.runtime).map_err(anyhow::Error::msg)?;
+    let rt = open_runtime(request)?;
     rt.availability().map_err(anyhow::Error::msg)?;
     let parent = request
         .bundle
@@ -134,6 +169,7 @@ fn build_inner(request: &ChildRequest) -> anyhow::Result<Response> {
     };
     let started = Instant::now();
     if let Err(e) = build_bundle(rt.as_ref(), &plan, &tmp) {
+        keep_logs(&tmp, request);
         let _ = std::fs::remove_dir_all(&tmp);
         return Err(e.context(format!(
             "runtime `{}` could not build the route's bundle",
@@ -172,9 +208,7 @@ fn serve(
     lines: impl Iterator<Item = std::io::Result<String>>,
     out: &mut impl Write,
 ) -> i32 {
-    let opened = runtime::runtime(&request.runtime)
-        .map_err(anyhow::Error::msg)
-        .and_then(|rt| {
+    let opened = open_runtime(request).and_then(|rt| {
             let manifest = BundleManifest::read(&request.bundle).map_err(anyhow::Error::msg)?;
             Ok((rt, manifest))
         });
@@ -229,6 +263,64 @@ fn serve(
 }
 
 impl Served<'_> {
+    /// Where a self-timed runtime's tool writes this route's logs and exports.
+    fn tool_dir(&self) -> anyhow::Result<&Path> {
+        let dir = self
+            .request
+            .tool_dir
+            .as_deref()
+            .context("the tune-worker request names no folder for the tool's logs")?;
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        Ok(dir)
+    }
+
+    fn self_timed_request(&self, warmup: u64, iterations: u64) -> anyhow::Result<SelfTimedRequest<'_>> {
+        Ok(SelfTimedRequest {
+            bundle_dir: &self.request.bundle,
+            manifest: &self.manifest,
+            operation: &self.request.operation,
+            settings: &self.request.runtime_settings,
+            warmup,
+            iterations,
+            min_duration_s: 0.0,
+            // The tuner enforces the route timeout by killing this worker's process group.
+            timeout: Duration::from_secs(24 * 3600),
+            case_dir: self.tool_dir()?,
+        })
+    }
+
+    /// The inputs of the accuracy check: the given ones, else seeded ones (the same for every route).
+    fn inputs(
+        &self,
+        specs: &[TensorSpec],
+        given: Option<&Path>,
+    ) -> anyhow::Result<Vec<(String, HostTensor)>> {
+        let Some(index) = given else {
+            let dims: BTreeMap<String, i64> = self
+                .request
+                .build_settings
+                .iter()
+                .filter_map(|(k, v)| Some((k.strip_prefix("dims.")?.to_string(), v.as_i64()?)))
+                .collect();
+            let tensors = synthesize_inputs(specs, self.request.input_seed, &dims)?;
+            return Ok(specs.iter().map(|s| s.name.clone()).zip(tensors).collect());
+        };
+        let given = trtmc_tune::golden::read_golden(index)?;
+        let mut named = Vec::with_capacity(given.len());
+        for spec in specs {
+            let t = given.iter().find(|t| t.name == spec.name).with_context(|| {
+                let names: Vec<&str> = given.iter().map(|t| t.name.as_str()).collect();
+                format!(
+                    "the model needs input `{}`, which --inputs does not have (it has: {})",
+                    spec.name,
+                    names.join(", ")
+                )
+            })?;
+            named.push((spec.name.clone(), from_tensor(t, spec.dtype)?));
+        }
+        Ok(named)
+    }
+
     fn load(&self) -> anyhow::Result<Box<dyn Session>> {
         self.rt
             .load(
@@ -240,37 +332,17 @@ impl Served<'_> {
     }
 
     fn outputs(&mut self, inputs: Option<&Path>, out_dir: &Path) -> anyhow::Result<Response> {
-        let mut session = self.load()?;
-        let named: Vec<(String, HostTensor)> = match inputs {
-            None => {
-                let dims: BTreeMap<String, i64> = self
-                    .request
-                    .build_settings
-                    .iter()
-                    .filter_map(|(k, v)| Some((k.strip_prefix("dims.")?.to_string(), v.as_i64()?)))
-                    .collect();
-                let specs = session.inputs().to_vec();
-                let tensors = synthesize_inputs(&specs, self.request.input_seed, &dims)?;
-                specs.into_iter().map(|s| s.name).zip(tensors).collect()
+        let outputs = match self.rt.self_timed() {
+            Some(tool) => {
+                let named = self.inputs(&self.manifest.inputs, inputs)?;
+                tool.outputs(&self.self_timed_request(0, 1)?, &named)?
             }
-            Some(index) => {
-                let given = trtmc_tune::golden::read_golden(index)?;
-                let mut named = Vec::with_capacity(given.len());
-                for spec in session.inputs() {
-                    let t = given.iter().find(|t| t.name == spec.name).with_context(|| {
-                        let names: Vec<&str> = given.iter().map(|t| t.name.as_str()).collect();
-                        format!(
-                            "the model needs input `{}`, which --inputs does not have (it has: {})",
-                            spec.name,
-                            names.join(", ")
-                        )
-                    })?;
-                    named.push((spec.name.clone(), from_tensor(t, spec.dtype)?));
-                }
-                named
+            None => {
+                let mut session = self.load()?;
+                let named = self.inputs(session.inputs(), inputs)?;
+                run_session(session.as_mut(), &named)?
             }
         };
-        let outputs = run_session(session.as_mut(), &named)?;
         let index = write_tensor_set(out_dir, "outputs", &outputs)?;
         Ok(Response {
             ok: true,
@@ -283,6 +355,20 @@ impl Served<'_> {
         if fault(self.request) == Some("crash_measure") {
             eprintln!("tune-worker: injected fault crash_measure: aborting");
             std::process::abort();
+        }
+        if let Some(tool) = self.rt.self_timed() {
+            // The tool owns the timed loop: one run of it per measurement, warm-up by its own rule.
+            let run = tool.time(&self.self_timed_request(warmup, calls.max(1))?)?;
+            return Ok(Response {
+                ok: true,
+                samples_ms: run
+                    .observations
+                    .iter()
+                    .map(|o| o.wall_ns as f64 / 1e6)
+                    .collect(),
+                notes: run.warnings,
+                ..Response::default()
+            });
         }
         if self.runner.is_none() {
             let session = self.load()?;

@@ -2,8 +2,6 @@
 //! its declared settings or, for tensorrt, read from trtexec), the test-only knobs of the harness, and
 //! what a route's knob values ask of the runtime ([`route_settings`]).
 
-use std::collections::BTreeMap;
-
 use trtmc_core::case::{Override, ResolvedCase, Source};
 use trtmc_runtime::knobs::{KnobError, KnobSetting};
 use trtmc_runtime::runtime::Runtime;
@@ -115,10 +113,9 @@ pub fn with_test_knobs(set: KnobSet) -> Result<KnobSet, String> {
 pub struct RouteSettings {
     /// `build.*` / `runtime.*` overrides, applied as the sweep point of the profile's case.
     pub overrides: Vec<Override>,
-    /// Myelin knobs for TensorRT's `--setBuildRoute` (`-k=v` tokens in route order).
+    /// Myelin knobs for TensorRT's `--setBuildRoute` (`-k=v` tokens in route order), also in
+    /// `overrides` as `build.route`.
     pub tensorrt_route: Vec<(String, String)>,
-    /// trtexec build flags by knob name without the prefix, e.g. `builderOptimizationLevel` → `4`.
-    pub trtexec_flags: BTreeMap<String, String>,
     /// Test-only fault (`-test:fault`), never `none`.
     pub fault: Option<String>,
     /// Test-only sleep inside every timed call, microseconds.
@@ -155,10 +152,19 @@ pub fn route_settings(runtime: &dyn Runtime, route: &Route) -> Result<RouteSetti
                 source: Source::Sweep,
             }),
             KnobSetting::BuildRoute => out.tensorrt_route.push((knob.clone(), value.clone())),
-            KnobSetting::ToolFlag(flag) => {
-                out.trtexec_flags.insert(flag, value.clone());
-            }
         }
+    }
+    if !out.tensorrt_route.is_empty() {
+        let tokens: Vec<String> = out
+            .tensorrt_route
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        out.overrides.push(Override {
+            key: "build.route".into(),
+            value: tokens.join(" "),
+            source: Source::Sweep,
+        });
     }
     Ok(out)
 }
@@ -175,6 +181,7 @@ pub fn run_sets(settings: &RouteSettings) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
     use serde_json::Value;
     use trtmc_core::case::Sourced;
     use trtmc_core::case::{Measure, RESOLVED_CASE_SCHEMA};
@@ -279,7 +286,12 @@ mod tests {
             trt.tensorrt_route,
             vec![("-kgen:tiling".to_string(), "1".to_string())]
         );
-        assert_eq!(trt.trtexec_flags["builderOptimizationLevel"], "5");
-        assert!(trt.overrides.is_empty());
+        assert_eq!(
+            run_sets(&trt),
+            vec![
+                "build.builder_optimization_level=5",
+                "build.route=-kgen:tiling=1"
+            ]
+        );
     }
 }

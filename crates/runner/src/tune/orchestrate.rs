@@ -38,6 +38,12 @@ pub const ALL_BUNDLES_DIR: &str = "bundles";
 /// Routes' workers kept loaded at once when the request names no number.
 pub const DEFAULT_LIVE_WORKERS: usize = 8;
 
+const SELF_TIMED_MEASUREMENT: &str = "each route is built by its own trtexec process (started by a tune-worker child, \
+     killed with it on the route timeout; the trtexec logs stay in logs/route-*.tool) and checked on the same inputs \
+     through trtexec --loadInputs/--exportOutput; racing rounds and head-to-head passes each run one trtexec \
+     --loadEngine timing (fixed --iterations, --duration=0, --exportTimes) per route in turn, one at a time, at the \
+     boundary trtexec_gpu_compute; trtexec's own variance warnings are kept with each iteration";
+
 const MEASUREMENT: &str = "each route is built by its own child process (tune-worker build) into the bundle cache and served by \
      its own worker process that keeps the bundle loaded; racing rounds and head-to-head passes alternate short \
      rounds of calls between the routes' live workers, one command at a time, so two measurements never run at \
@@ -147,17 +153,9 @@ impl Model {
     }
 }
 
-/// Refuses a runtime whose routes cannot be built and measured here.
+/// Refuses a runtime whose routes cannot be built and measured here (its library or tool is missing).
 pub fn check_measurable(rt: &dyn Runtime) -> Result<(), TuneRunError> {
-    rt.availability().map_err(TuneRunError::Environment)?;
-    if rt.self_timed().is_some() {
-        return Err(TuneRunError::Environment(format!(
-            "runtime `{}` times itself through its own tool; this build lists and dry-runs its routes \
-             (--help-routes, --dry-run) but cannot build and measure them yet (tunable end to end: tract, onnxruntime)",
-            rt.name()
-        )));
-    }
-    Ok(())
+    rt.availability().map_err(TuneRunError::Environment)
 }
 
 /// The runtime's knob databases, merged (plus the test knobs under the test harness); a session
@@ -238,6 +236,8 @@ pub struct TuneRequest {
     /// The case with the fixed overrides ([`Model::resolve_base`]): the default route's settings.
     pub base: ResolvedCase,
     pub runtime: String,
+    /// The trtexec the tensorrt runtime drives (`--trtexec`); `None`: found on `PATH`.
+    pub trtexec: Option<PathBuf>,
     /// The case and the fixed overrides every route starts from (`--case`, `--set`, `--shape`, `--dim`).
     pub case: Option<String>,
     pub sets: Vec<Override>,
@@ -364,6 +364,8 @@ where
 
 /// What a tune needs besides its plan: the runner's target, the fingerprint and the golden data.
 struct Prepared {
+    /// The runtime's own tool owns the timed loop (trtexec).
+    self_timed: bool,
     target: Target,
     fingerprint: Fingerprint,
     files: BTreeMap<String, String>,
@@ -386,8 +388,13 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
             onnx.display()
         ))
     })?;
-    let rt = trtmc_runtime::runtime::runtime(runtime_name).map_err(input_err)?;
+    let runtime_options = trtmc_runtime::runtime::RuntimeOptions {
+        trtexec: request.trtexec.clone(),
+    };
+    let rt = trtmc_runtime::runtime::runtime_with(runtime_name, &runtime_options)
+        .map_err(input_err)?;
     let runtime_version = rt.version();
+    let self_timed = rt.self_timed().is_some();
     let mut shapes = BTreeMap::new();
     let mut build_settings = BTreeMap::new();
     let text = |v: &Value| match v {
@@ -450,8 +457,10 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
         sets: request.sets.clone(),
         runtime: runtime_name.to_string(),
         onnx,
+        trtexec: request.trtexec.clone(),
     };
     Ok(Prepared {
+        self_timed,
         target,
         fingerprint,
         files,
@@ -488,6 +497,7 @@ where
         command_line: request.command_line.clone(),
     };
     let Prepared {
+        self_timed,
         target,
         files,
         model_sha256,
@@ -566,7 +576,12 @@ where
         runtime_version,
         machine: trtmc_core::machine::machine().fingerprint_line(),
         operation,
-        measurement: MEASUREMENT.into(),
+        measurement: if self_timed {
+            SELF_TIMED_MEASUREMENT
+        } else {
+            MEASUREMENT
+        }
+        .into(),
         command_line: trtmc_core::text::shell_line(&request.command_line),
         cache: Some(absolute(&request.cache).display().to_string()),
         chosen: chosen_route,

@@ -25,7 +25,7 @@ use trtmc_core::accuracy::Tensor;
 use trtmc_core::case::{self, Override, ResolveInput, ResolvedCase};
 use trtmc_core::catalog::Profile;
 use trtmc_core::fsutil::{write_atomic, write_json_atomic};
-use trtmc_runtime::runtime::{self, Runtime};
+use trtmc_runtime::runtime::{self, Runtime, RuntimeOptions};
 use trtmc_tune::expr::Route;
 use trtmc_tune::{MeasurePlan, RouteError, RouteRunner, Timing};
 
@@ -49,6 +49,8 @@ pub struct Target {
     pub runtime: String,
     /// The ONNX file routes are built from (already materialized: generated, reweighted, downloaded).
     pub onnx: PathBuf,
+    /// The trtexec the tensorrt runtime drives (`--trtexec`); `None`: found on `PATH`.
+    pub trtexec: Option<PathBuf>,
 }
 
 /// Where the runner works.
@@ -124,13 +126,11 @@ impl LiveWorker {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        kill_group(&mut self.child);
     }
 
     fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        kill_group(&mut self.child);
     }
 
     /// The worker's exit, after its stdout closed: how it ended and the end of its log.
@@ -144,7 +144,7 @@ impl LiveWorker {
                     std::thread::sleep(Duration::from_millis(5))
                 }
                 _ => {
-                    let _ = self.child.kill();
+                    kill_group(&mut self.child);
                     break self.child.wait().ok();
                 }
             }
@@ -158,6 +158,18 @@ impl LiveWorker {
             log_tail(&self.log)
         ))
     }
+}
+
+/// Kills a worker and whatever it started (trtexec runs as its grandchild): each worker leads its own
+/// process group, so a timed-out build leaves no trtexec behind.
+fn kill_group(child: &mut Child) {
+    #[cfg(unix)]
+    {
+        let group = rustix::process::Pid::from_child(child);
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// ` (log …: last lines)` of a child's log, for error messages.
@@ -190,14 +202,11 @@ pub struct ProcessRunner {
 
 impl ProcessRunner {
     pub fn new(target: Target, options: Options) -> Result<Self, String> {
-        let rt = runtime::runtime(&target.runtime)?;
+        let runtime_options = RuntimeOptions {
+            trtexec: target.trtexec.clone(),
+        };
+        let rt = runtime::runtime_with(&target.runtime, &runtime_options)?;
         rt.availability()?;
-        if rt.self_timed().is_some() {
-            return Err(format!(
-                "runtime `{}` times itself; it is tuned through its own tool, not through tune-worker",
-                rt.name()
-            ));
-        }
         for dir in [&options.work_dir, &options.log_dir] {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -275,7 +284,38 @@ impl ProcessRunner {
             fault: info.settings.fault.clone(),
             sleep_us: info.settings.sleep_us,
             command_line: self.options.command_line.clone(),
+            trtexec: self.target.trtexec.clone(),
+            tool_dir: Some(self.tool_dir(&info.route)),
         }
+    }
+
+    /// A killed build child leaves its half-built bundle folder (`.tmp-tune-<key>-<pid>`, see
+    /// `child::build_inner`) with the tool's log: keep the logs in the route's tool folder, drop the rest.
+    fn keep_killed_build_logs(&self, info: &RouteBundle, pid: u32) {
+        let Some(parent) = info.bundle.parent() else {
+            return;
+        };
+        let short = info.key.get(..16).unwrap_or(&info.key);
+        let tmp = parent.join(format!(".tmp-tune-{short}-{pid}"));
+        let Ok(entries) = std::fs::read_dir(&tmp) else {
+            return;
+        };
+        let keep = self.tool_dir(&info.route);
+        let _ = std::fs::create_dir_all(&keep);
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().ends_with(".log") {
+                let _ = std::fs::copy(entry.path(), keep.join(entry.file_name()));
+            }
+        }
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+
+    /// The folder of a route's tool logs and exports (trtexec's build, timing and output logs).
+    pub fn tool_dir(&self, route: &str) -> PathBuf {
+        let digest = trtmc_core::hash::sha256_hex(route.as_bytes());
+        self.options
+            .log_dir
+            .join(format!("route-{}.tool", &digest[..12]))
     }
 
     fn log_path(&self, route: &str, what: &str) -> PathBuf {
@@ -288,7 +328,10 @@ impl ProcessRunner {
     fn spawn(&self, request: &ChildRequest, log: &Path) -> Result<LiveWorker, RouteError> {
         let file = std::fs::File::create(log)
             .map_err(|e| RouteError::failed(format!("cannot create {}: {e}", log.display())))?;
-        let mut child = Process::new(&self.options.exe)
+        let mut command = Process::new(&self.options.exe);
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut child = command
             .arg("tune-worker")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -342,10 +385,12 @@ impl ProcessRunner {
                     let message = r.error.unwrap_or_else(|| "no message".into());
                     let log = worker.log.clone();
                     worker.kill();
-                    Err(RouteError::failed(format!(
-                        "{message} (log: {})",
-                        log.display()
-                    )))
+                    let message = format!("{message} (log: {})", log.display());
+                    Err(if r.crashed {
+                        RouteError::crash(message)
+                    } else {
+                        RouteError::failed(message)
+                    })
                 }
                 Err(e) => {
                     let log = worker.log.clone();
@@ -480,7 +525,12 @@ impl RouteRunner for ProcessRunner {
         let log = self.log_path(&info.route, "build");
         let mut worker = self.spawn(&request, &log)?;
         worker.stdin = None;
-        let (mut worker, _response) = Self::receive(worker, timeout, "the build", &info.route)?;
+        let pid = worker.child.id();
+        let received = Self::receive(worker, timeout, "the build", &info.route);
+        if received.is_err() {
+            self.keep_killed_build_logs(&info, pid);
+        }
+        let (mut worker, _response) = received?;
         let _ = worker.child.wait();
         self.built.insert(info.route.clone(), info.clone());
         let slot = Rc::new(RefCell::new(Slot {
@@ -542,6 +592,7 @@ impl RouteRunner for ProcessRunner {
         Ok(Timing {
             warmup_ms: response.warmup_ms,
             samples_ms: response.samples_ms,
+            notes: response.notes,
         })
     }
 }

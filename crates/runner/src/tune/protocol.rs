@@ -55,6 +55,13 @@ pub struct ChildRequest {
     /// The tuner's command line, for the bundle's build evidence.
     #[serde(default)]
     pub command_line: Vec<String>,
+    /// The trtexec the tensorrt runtime drives (`--trtexec`); `None`: found on `PATH`.
+    #[serde(default)]
+    pub trtexec: Option<PathBuf>,
+    /// Where a runtime that times itself keeps this route's tool logs and exports; the logs of a failed
+    /// build are copied here too.
+    #[serde(default)]
+    pub tool_dir: Option<PathBuf>,
 }
 
 /// A request to a serving child.
@@ -96,6 +103,12 @@ pub struct Response {
     /// Measure: wall time of each timed call, ms.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub samples_ms: Vec<f64>,
+    /// Measure: what the runtime's own tool said about the measurement (trtexec's warnings).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// A failure that was a crash of the runtime's tool (trtexec killed by a signal), not a refusal.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub crashed: bool,
 }
 
 impl Response {

@@ -1,4 +1,4 @@
-//! Any bytes as an `--exportTimes` or `--exportProfile` file: an error or a value, never a panic.
+//! Any bytes as an `--exportTimes`, `--exportProfile` or `--exportOutput` file: an error or a value, never a panic.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -11,4 +11,9 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let _ = trtmc_trtexec::parse_profile(&text, "fuzz input");
+    if let Ok(outputs) = trtmc_trtexec::parse_outputs(&text, "fuzz input") {
+        for t in &outputs {
+            assert_eq!(t.dims.iter().product::<u64>(), t.values.len() as u64);
+        }
+    }
 });

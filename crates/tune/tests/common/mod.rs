@@ -158,6 +158,7 @@ impl RouteRunner for FakeRunner {
             .map(|_| self.sample(&mut rng, base))
             .collect();
         Ok(Timing {
+            notes: Vec::new(),
             warmup_ms,
             samples_ms,
         })
