@@ -109,6 +109,11 @@ pub fn plan(
                 requested: rt.name().to_string(),
             });
         }
+        rt.check_bundle(explicit, &manifest)
+            .map_err(|reason| Error::BundleManifest {
+                bundle: explicit.clone(),
+                reason,
+            })?;
         return Ok(BundlePlan {
             key: Some(manifest.key),
             path: explicit.clone(),

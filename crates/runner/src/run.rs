@@ -871,36 +871,52 @@ fn run_id() -> String {
 }
 
 /// Describes the plan for `--dry-run`: one line per case with its bundle decision and cache path.
-pub fn describe_plan(planned: &[PlannedCase]) -> Vec<String> {
-    planned
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let bundle = match &p.bundle {
-                None => "no model".to_string(),
-                Some(b) => {
-                    let how = match b.origin {
-                        BundleOrigin::Explicit => "explicit --bundle (not compatibility-verified)",
-                        BundleOrigin::BundleRoot => "found below --bundle-root",
-                        BundleOrigin::CacheHit => "cache hit",
-                        BundleOrigin::Built if b.needs_build => "would build",
-                        BundleOrigin::Built => "cached",
-                        BundleOrigin::None => "none",
-                    };
-                    format!("{how}: {}", b.path.display())
-                }
-            };
-            let r = &p.resolved;
-            format!(
-                "{:03} {} {} op={} runtime={} warmup={} iterations={} bundle {bundle}",
-                i + 1,
-                p.profile.name,
-                r.label,
-                r.operation,
-                r.runtime.value,
-                r.measure.warmup.value,
-                r.measure.iterations.value
-            )
-        })
-        .collect()
+pub fn describe_plan(planned: &[PlannedCase], options: &BundleOptions) -> Vec<String> {
+    let mut lines = Vec::new();
+    for (i, p) in planned.iter().enumerate() {
+        let bundle = match &p.bundle {
+            None => "no model".to_string(),
+            Some(b) => {
+                let how = match b.origin {
+                    BundleOrigin::Explicit => "explicit --bundle (not compatibility-verified)",
+                    BundleOrigin::BundleRoot => "found below --bundle-root",
+                    BundleOrigin::CacheHit => "cache hit",
+                    BundleOrigin::Built if b.needs_build => "would build",
+                    BundleOrigin::Built => "cached",
+                    BundleOrigin::None => "none",
+                };
+                format!("{how}: {}", b.path.display())
+            }
+        };
+        let r = &p.resolved;
+        lines.push(format!(
+            "{:03} {} {} op={} runtime={} warmup={} iterations={} bundle {bundle}",
+            i + 1,
+            p.profile.name,
+            r.label,
+            r.operation,
+            r.runtime.value,
+            r.measure.warmup.value,
+            r.measure.iterations.value
+        ));
+        // Runtimes driving an outside tool show the exact commands (trtexec's build and time argv).
+        let Some(b) = &p.bundle else { continue };
+        let Ok(rt) = runtime::runtime_with(&r.runtime.value, &options.runtimes) else {
+            continue;
+        };
+        let onnx = sources::resolve(&p.profile, &options.cache_root)
+            .ok()
+            .and_then(|s| s.path);
+        match rt.describe_commands(
+            onnx.as_deref(),
+            &r.build_values(),
+            &r.runtime_values(),
+            &b.path,
+            r.measure.iterations.value,
+        ) {
+            Ok(commands) => lines.extend(commands.into_iter().map(|c| format!("    {c}"))),
+            Err(e) => lines.push(format!("    (commands unknown: {e})")),
+        }
+    }
+    lines
 }

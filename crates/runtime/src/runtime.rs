@@ -203,6 +203,24 @@ pub trait Runtime: Send + Sync {
     fn check_build_values(&self, _settings: &BTreeMap<String, Value>) -> Result<(), String> {
         Ok(())
     }
+    /// The external commands a build into `bundle_dir` and a timed run of `iterations` would execute
+    /// (`run --dry-run`); empty for runtimes that run in-process. `onnx` is `None` when the model file
+    /// is only produced at build time.
+    fn describe_commands(
+        &self,
+        _onnx: Option<&Path>,
+        _build: &BTreeMap<String, Value>,
+        _runtime: &BTreeMap<String, Value>,
+        _bundle_dir: &Path,
+        _iterations: u64,
+    ) -> Result<Vec<String>, String> {
+        Ok(Vec::new())
+    }
+    /// Whether a bundle built earlier (`run --bundle`, a tuner's saved bundle) can run here; `Err` says
+    /// why not and what to do (a TensorRT engine loads only in the TensorRT version that built it).
+    fn check_bundle(&self, _bundle_dir: &Path, _manifest: &BundleManifest) -> Result<(), String> {
+        Ok(())
+    }
     /// `Err` naming the runtimes that can run `operation` when this one cannot.
     fn supports_operation(&self, _operation: &str) -> Result<(), String> {
         Ok(())

@@ -513,8 +513,59 @@ fn gpu_target() -> String {
     }
 }
 
+/// The engine build a bundle's settings ask for, into `out_dir`.
+fn build_request(
+    onnx: &Path,
+    settings: &BTreeMap<String, Value>,
+    shapes: Option<&[TensorShape]>,
+    out_dir: &Path,
+) -> anyhow::Result<BuildRequest> {
+    let mut request = BuildRequest::new(onnx, out_dir.join(ENGINE));
+    request.shapes = match shapes {
+        None => BuildShapes::Model,
+        Some(s) => BuildShapes::Static(s.to_vec()),
+    };
+    request.precisions = precisions(settings)?;
+    let flags = build_flags(settings).map_err(anyhow::Error::msg)?;
+    request.build_route = flags.route;
+    request.builder_optimization_level = flags.builder_optimization_level;
+    request.tiling_optimization_level = flags.tiling_optimization_level;
+    request.max_aux_streams = flags.max_aux_streams;
+    request.layer_info = Some(export_paths(out_dir, NAME).layer_info);
+    Ok(request)
+}
+
+/// The TensorRT version that built the bundle's engine.
+fn built_version(bundle_dir: &Path) -> anyhow::Result<String> {
+    let doc = build_record(bundle_dir)?;
+    doc["trtexec"]["version"]
+        .as_str()
+        .map(String::from)
+        .with_context(|| {
+            format!(
+                "{} names no trtexec version (rebuild the bundle)",
+                bundle_dir.join(BUILD_FILE).display()
+            )
+        })
+}
+
 /// The input shapes timing and profiling pass (those the engine was built with), from the bundle.
 fn run_shapes(bundle_dir: &Path) -> anyhow::Result<Vec<TensorShape>> {
+    let doc = build_record(bundle_dir)?;
+    let path = bundle_dir.join(BUILD_FILE);
+    match &doc["shapes"] {
+        Value::Null => Ok(Vec::new()),
+        v => serde_json::from_value(v.clone()).with_context(|| {
+            format!(
+                "{}: `shapes` is malformed (rebuild the bundle)",
+                path.display()
+            )
+        }),
+    }
+}
+
+/// The bundle's `tensorrt-build.json`.
+fn build_record(bundle_dir: &Path) -> anyhow::Result<Value> {
     let path = bundle_dir.join(BUILD_FILE);
     let doc: Value = serde_json::from_slice(
         &std::fs::read(&path)
@@ -527,15 +578,7 @@ fn run_shapes(bundle_dir: &Path) -> anyhow::Result<Vec<TensorShape>> {
             path.display()
         );
     }
-    match &doc["shapes"] {
-        Value::Null => Ok(Vec::new()),
-        v => serde_json::from_value(v.clone()).with_context(|| {
-            format!(
-                "{}: `shapes` is malformed (rebuild the bundle)",
-                path.display()
-            )
-        }),
-    }
+    Ok(doc)
 }
 
 impl Runtime for TensorrtRuntime {
@@ -647,19 +690,7 @@ impl Runtime for TensorrtRuntime {
         let trtexec = self.require()?;
         let (declared_in, declared_out) = declared_io(onnx)?;
         let shapes = bound_shapes(&declared_in, settings)?;
-        let mut request = BuildRequest::new(onnx, out_dir.join(ENGINE));
-        request.shapes = match &shapes {
-            None => BuildShapes::Model,
-            Some(s) => BuildShapes::Static(s.clone()),
-        };
-        request.precisions = precisions(settings)?;
-        let flags = build_flags(settings).map_err(anyhow::Error::msg)?;
-        request.build_route = flags.route;
-        request.builder_optimization_level = flags.builder_optimization_level;
-        request.tiling_optimization_level = flags.tiling_optimization_level;
-        request.max_aux_streams = flags.max_aux_streams;
-        let layers = export_paths(out_dir, NAME).layer_info;
-        request.layer_info = Some(layers);
+        let request = build_request(onnx, settings, shapes.as_deref(), out_dir)?;
         let argv = request.args(trtexec.version())?;
         let log_path = out_dir.join(BUILD_LOG);
         let started = Instant::now();
@@ -749,6 +780,66 @@ impl Runtime for TensorrtRuntime {
         bail!(
             "runtime tensorrt runs the engine inside trtexec, which owns its timed loop: it has no in-process session (use `run`, which times it with trtexec)"
         )
+    }
+
+    /// The trtexec command lines of the build and of one timed run.
+    fn describe_commands(
+        &self,
+        onnx: Option<&Path>,
+        build: &BTreeMap<String, Value>,
+        runtime: &BTreeMap<String, Value>,
+        bundle_dir: &Path,
+        iterations: u64,
+    ) -> Result<Vec<String>, String> {
+        let trtexec = self.trtexec()?;
+        let version = trtexec.version();
+        let text = |e: anyhow::Error| format!("{e:#}");
+        let (onnx, shapes) = match onnx {
+            Some(p) => {
+                let (inputs, _) = declared_io(p).map_err(text)?;
+                (p.to_path_buf(), bound_shapes(&inputs, build).map_err(text)?)
+            }
+            None => (bundle_dir.join("model.onnx"), None),
+        };
+        let request = build_request(&onnx, build, shapes.as_deref(), bundle_dir).map_err(text)?;
+        let mut time = TimeRequest::new(bundle_dir.join(ENGINE));
+        time.shapes = shapes.unwrap_or_default();
+        time.iterations = Some(clamp_u32(iterations.max(1)));
+        time.duration_s = Some(0);
+        time.behaviour = behaviour(runtime).map_err(text)?;
+        time.export_times = Some(PathBuf::from(format!("<case dir>/times_{NAME}.json")));
+        let line = |args: Vec<String>| {
+            let mut argv = vec![trtexec.path().display().to_string()];
+            argv.extend(args);
+            trtmc_core::text::shell_line(&argv)
+        };
+        Ok(vec![
+            format!(
+                "build: {}",
+                line(request.args(version).map_err(|e| e.to_string())?)
+            ),
+            format!(
+                "time:  {}",
+                line(time.args(version).map_err(|e| e.to_string())?)
+            ),
+        ])
+    }
+
+    /// The engine's TensorRT version (from `tensorrt-build.json`) must be the installed trtexec's.
+    fn check_bundle(&self, bundle_dir: &Path, _manifest: &BundleManifest) -> Result<(), String> {
+        let trtexec = self.trtexec()?;
+        let built_with = built_version(bundle_dir).map_err(|e| format!("{e:#}"))?;
+        let here = trtexec.version().to_string();
+        if built_with != here {
+            return Err(format!(
+                "bundle {} holds an engine built by TensorRT {built_with}, but {} is TensorRT {here}; an engine \
+                 loads only in the TensorRT version that built it: rebuild it (drop --bundle) or pass --trtexec \
+                 for a TensorRT {built_with} install",
+                bundle_dir.display(),
+                trtexec.path().display()
+            ));
+        }
+        Ok(())
     }
 
     fn supports_operation(&self, operation: &str) -> Result<(), String> {

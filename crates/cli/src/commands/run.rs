@@ -226,7 +226,7 @@ pub fn execute(args: RunArgs) -> CliResult {
             planned.len(),
             bundle.cache_root.display()
         )?;
-        for line in runner::describe_plan(&planned) {
+        for line in runner::describe_plan(&planned, &bundle) {
             outln!("{line}")?;
         }
         return Ok(());
