@@ -38,11 +38,9 @@ fn fixture(relative: &str) -> PathBuf {
     p
 }
 
-/// The stand-in, built beside this test's binary by a workspace build.
+/// The stand-in, built beside trtmc-bench by a workspace build.
 fn standin() -> PathBuf {
-    let exe = std::env::current_exe().expect("test exe");
-    let dir = exe.parent().and_then(Path::parent).expect("target dir");
-    let p = dir.join("trtexec-standin");
+    let p = Path::new(BIN).with_file_name("trtexec-standin");
     assert!(
         p.is_file(),
         "{} is missing: run `cargo build --workspace --tests` first",

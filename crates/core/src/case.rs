@@ -413,6 +413,13 @@ fn apply_override(
                 "precision" => json!(o.value.trim()),
                 "kv_cache_length" => json!(parse_int(&o.value).map_err(context)?),
                 "optimization_level" => json!(parse_optimization_level(&o.value).map_err(context)?),
+                // TensorRT's build recipe (runtime tensorrt checks the values against its trtexec).
+                "route" => json!(o.value.split_whitespace().collect::<Vec<_>>().join(" ")),
+                "builder_optimization_level" | "tiling_optimization_level" => {
+                    json!(parse_int(&o.value).map_err(context)?)
+                }
+                "max_aux_streams" if o.value.trim() == "auto" => json!("auto"),
+                "max_aux_streams" => json!(parse_int(&o.value).map_err(context)?),
                 _ if rest.starts_with("dims.") && rest.len() > 5 => {
                     json!(parse_int(&o.value).map_err(context)?)
                 }
@@ -421,7 +428,7 @@ fn apply_override(
                 }
                 _ => {
                     return Err(context(
-                        "unknown build setting; known: build.precision, build.kv_cache_length, build.optimization_level, build.dims.<dim>, build.shapes.<input>"
+                        "unknown build setting; known: build.precision, build.kv_cache_length, build.optimization_level, build.dims.<dim>, build.shapes.<input>, and for tensorrt build.route, build.builder_optimization_level, build.tiling_optimization_level, build.max_aux_streams"
                             .into(),
                     ));
                 }

@@ -1,0 +1,543 @@
+//! TensorRT end to end against the trtexec simulator (crates/trtexec-standin, simulate mode): no GPU
+//! here, so the simulator builds "engines" whose latency follows the route (a known best route,
+//! identical routes, routes that crash, hang or export wrong outputs; docs/trtexec-standin.md) and
+//! computes real outputs of the ONNX model with tract. Everything else is the real program: `tune`
+//! builds each route with trtexec in its own process, checks accuracy through --loadInputs and
+//! --exportOutput, times with --exportTimes; `run` takes a route or a saved bundle; the matrix
+//! compares two TensorRT builds.
+#![cfg(unix)]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+/// The simulator, built beside trtmc-bench by a workspace build.
+fn simulator() -> PathBuf {
+    let p = Path::new(BIN).with_file_name("trtexec-standin");
+    assert!(
+        p.is_file(),
+        "{} is missing: run `cargo build --workspace --tests` first",
+        p.display()
+    );
+    p
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// Measurement settings small enough for a route to cost a few trtexec runs.
+const QUICK: &[&str] = &[
+    "--calls",
+    "20",
+    "--warmup",
+    "1",
+    "--final-passes",
+    "6",
+    "--final-calls",
+    "10",
+];
+
+struct Sim {
+    dir: tempfile::TempDir,
+    /// One JSON line per simulator invocation (mode, argv, route).
+    calls: PathBuf,
+    onnx: PathBuf,
+    bundles: PathBuf,
+    trtexec: PathBuf,
+}
+
+impl Sim {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tmp");
+        let onnx = dir.path().join("cnn.onnx");
+        std::fs::write(
+            &onnx,
+            trtmc_modelgen::generate("tiny-cnn", 5).expect("model"),
+        )
+        .expect("onnx");
+        let calls = dir.path().join("calls.jsonl");
+        let bundles = dir.path().join("bundles");
+        Self {
+            dir,
+            calls,
+            onnx,
+            bundles,
+            trtexec: simulator(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `trtmc-bench ARGS` driving the simulator as TensorRT `version` (e.g. 110100, 101601).
+    fn cmd(&self, version: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
+            .env_remove("TRTMC_MANIFEST_ROOT")
+            .env_remove("TRTMC_STANDIN_LOG")
+            .env("TRTMC_TEST", "1")
+            .env("TRTMC_SIM_VERSION", version)
+            .env("TRTMC_SIM_CALLS", &self.calls);
+        cmd
+    }
+
+    fn run(&self, version: &str, args: &[&str]) -> Output {
+        self.cmd(version, args).output().expect("start trtmc-bench")
+    }
+
+    fn tune_args<'a>(&'a self, out: &'a Path, routes: &'a str) -> Vec<&'a str> {
+        let mut args = vec![
+            "tune",
+            "--onnx",
+            s(&self.onnx),
+            "--runtime",
+            "tensorrt",
+            "--trtexec",
+            s(&self.trtexec),
+            "--routes",
+            routes,
+            "--bundle-cache",
+            s(&self.bundles),
+            // tiny-cnn's batch dimension is symbolic; trtexec engines are built for one shape.
+            "--dim",
+            "batch=1",
+            "-o",
+            s(out),
+        ];
+        args.extend_from_slice(QUICK);
+        args
+    }
+
+    /// `run` of the simulated engine with `build.route=ROUTE` and `extra` arguments.
+    fn run_route(&self, version: &str, route: &str, extra: &[&str]) -> Output {
+        let set = format!("build.route={route}");
+        let mut args = vec![
+            "run",
+            "--onnx",
+            s(&self.onnx),
+            "--runtime",
+            "tensorrt",
+            "--trtexec",
+            s(&self.trtexec),
+            "--bundle-cache",
+            s(&self.bundles),
+            "--set",
+            "build.dims.batch=1",
+            "--set",
+            &set,
+        ];
+        args.extend_from_slice(extra);
+        self.run(version, &args)
+    }
+
+    /// The simulator's invocations of one mode.
+    fn invocations(&self, mode: &str) -> Vec<Value> {
+        std::fs::read_to_string(&self.calls)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v["mode"] == mode)
+            .collect()
+    }
+}
+
+fn route<'a>(summary: &'a Value, text: &str) -> &'a Value {
+    summary["routes"]
+        .as_array()
+        .expect("routes")
+        .iter()
+        .find(|r| r["route"] == text)
+        .unwrap_or_else(|| panic!("route {text} missing in {}", summary["routes"]))
+}
+
+#[test]
+fn tune_finds_the_known_best_route_and_the_saved_bundle_runs() {
+    let sim = Sim::new();
+    let out = sim.path("out");
+    let saved = sim.path("best.bundle");
+    let mut args = sim.tune_args(&out, "-kgen:tiling=[0|1|2]");
+    args.extend(["--save-bundle", s(&saved)]);
+    let o = sim.run("110100", &args);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let summary = read_json(&out.join("tuning-summary.json"));
+    assert_eq!(summary["decision"]["kind"], "winner", "{}", summary["decision"]);
+    assert_eq!(summary["decision"]["route"], "-kgen:tiling=1");
+    // Every route was built by trtexec with --setBuildRoute, once, in its own process.
+    let builds = sim.invocations("build");
+    let routes: BTreeSet<String> = builds
+        .iter()
+        .filter_map(|b| b["route"].as_str().map(String::from))
+        .collect();
+    let expected: BTreeSet<String> = ["-kgen:tiling=0", "-kgen:tiling=1", "-kgen:tiling=2"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    assert_eq!(routes, expected, "{builds:?}");
+    assert_eq!(builds.len(), 3, "one build per route: {builds:?}");
+    // Timing runs were fixed-count trtexec runs exporting their times.
+    let timed = sim.invocations("infer");
+    assert!(
+        timed.iter().any(|t| {
+            let argv: Vec<&str> = t["argv"]
+                .as_array()
+                .expect("argv")
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            argv.contains(&"--duration=0")
+                && argv.iter().any(|a| a.starts_with("--exportTimes="))
+                && argv.iter().any(|a| a.starts_with("--iterations="))
+        }),
+        "{timed:?}"
+    );
+    // Accuracy: each route ran on the same --loadInputs and was compared with the default route.
+    let checks: Vec<&Value> = timed
+        .iter()
+        .filter(|t| t["argv"].to_string().contains("--exportOutput="))
+        .collect();
+    assert!(checks.len() >= 3, "{checks:?}");
+    assert!(
+        checks
+            .iter()
+            .all(|t| t["argv"].to_string().contains("--loadInputs=")),
+        "{checks:?}"
+    );
+    assert_eq!(
+        route(&summary, "-kgen:tiling=1")["status"],
+        "ok",
+        "{}",
+        route(&summary, "-kgen:tiling=1")
+    );
+    let context = &summary["context"];
+    assert_eq!(context["runtime"], "tensorrt");
+    assert!(
+        context["measurement"]
+            .as_str()
+            .expect("measurement")
+            .contains("trtexec"),
+        "{context}"
+    );
+
+    // The tuned bundle runs with `run --bundle`, and reproduces with `run --set build.route=...`.
+    let record = read_json(&saved.join("tuned-route.json"));
+    assert_eq!(record["build_settings"]["route"], "-kgen:tiling=1", "{record}");
+    let result = sim.path("run-saved");
+    let o = sim.run(
+        "110100",
+        &[
+            "run",
+            "--onnx",
+            s(&sim.onnx),
+            "--runtime",
+            "tensorrt",
+            "--trtexec",
+            s(&sim.trtexec),
+            "--bundle",
+            s(&saved),
+            "--set",
+            "build.dims.batch=1",
+            "--iterations",
+            "30",
+            "-o",
+            s(&result),
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let run = read_json(&result.join("result.json"));
+    assert_eq!(run["timing_boundary"], "trtexec_gpu_compute", "{run}");
+    // The same bundle under another TensorRT version is refused before timing, naming both.
+    let o = sim.run(
+        "101601",
+        &[
+            "run",
+            "--onnx",
+            s(&sim.onnx),
+            "--runtime",
+            "tensorrt",
+            "--trtexec",
+            s(&sim.trtexec),
+            "--bundle",
+            s(&saved),
+            "--set",
+            "build.dims.batch=1",
+            "-o",
+            s(&sim.path("run-other-version")),
+        ],
+    );
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("11.1.0") && err.contains("10.16.1"), "{err}");
+}
+
+#[test]
+fn crashed_hung_failed_and_inaccurate_routes_are_excluded_with_their_reasons() {
+    let sim = Sim::new();
+    let out = sim.path("out");
+    let routes = "-tactic:cublas=[off|on] -match_ragged_mha=[off|on] -kgen:codegen:cuda_tile=[1|0] -kgen:sigmoid_approx=[on|off] -kgen:tiling=[2|1]";
+    let mut args = sim.tune_args(&out, routes);
+    args.extend(["--route-timeout", "8"]);
+    let started = Instant::now();
+    let o = sim.run("110100", &args);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        started.elapsed() < Duration::from_secs(300),
+        "the hung build was not stopped by the route timeout"
+    );
+    let summary = read_json(&out.join("tuning-summary.json"));
+    let base = "-tactic:cublas=off -match_ragged_mha=off -kgen:codegen:cuda_tile=1 -kgen:sigmoid_approx=on";
+    let with = |changed: &str, value: &str| {
+        let mut tokens: Vec<String> = base.split(' ').map(String::from).collect();
+        tokens.push("-kgen:tiling=2".into());
+        for t in &mut tokens {
+            if t.starts_with(&format!("{changed}=")) {
+                *t = format!("{changed}={value}");
+            }
+        }
+        tokens.join(" ")
+    };
+    let crashed = route(&summary, &with("-tactic:cublas", "on"));
+    assert_eq!(crashed["status"], "crashed", "{crashed}");
+    let hung = route(&summary, &with("-match_ragged_mha", "on"));
+    assert_eq!(hung["status"], "timed_out", "{hung}");
+    let failed = route(&summary, &with("-kgen:codegen:cuda_tile", "0"));
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(
+        failed.to_string().contains("Unknown") || failed.to_string().contains("FAILED") || failed.to_string().contains("exit status 1"),
+        "{failed}"
+    );
+    let wrong = route(&summary, &with("-kgen:sigmoid_approx", "off"));
+    assert_eq!(wrong["status"], "accuracy_failed", "{wrong}");
+    assert_eq!(summary["decision"]["route"], with("-kgen:tiling", "1"));
+    // Each failed build's trtexec log is kept in the route's tool folder.
+    let logs: Vec<PathBuf> = std::fs::read_dir(out.join("logs"))
+        .expect("logs")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "tool"))
+        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+        .map(|e| e.path())
+        .filter(|p| p.file_name().is_some_and(|n| n == "trtexec-build.log"))
+        .collect();
+    assert!(logs.len() >= 3, "{logs:?}");
+    // The hung trtexec was killed with its worker: no simulator is left running.
+    std::thread::sleep(Duration::from_millis(200));
+    let ps = Command::new("ps").args(["-eo", "args"]).output().expect("ps");
+    let left = String::from_utf8_lossy(&ps.stdout)
+        .lines()
+        .filter(|l| l.contains("trtexec-standin") && l.contains(s(&sim.onnx)))
+        .count();
+    assert_eq!(left, 0, "a simulated trtexec outlived its route");
+}
+
+#[test]
+fn identical_routes_tie_and_kill_9_then_continue_builds_every_route_once() {
+    let sim = Sim::new();
+    // Identical engines (-slice_fusion has no effect in the simulator) end in a tie.
+    let out = sim.path("tie");
+    let o = sim.run("110100", &sim.tune_args(&out, "-slice_fusion=[on|off]"));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let summary = read_json(&out.join("tuning-summary.json"));
+    assert_eq!(summary["decision"]["kind"], "tie", "{}", summary["decision"]);
+
+    // kill -9 in the middle of a tune, then --continue: every route once in the cache.
+    let config = sim.path("slow-builds.json");
+    std::fs::write(&config, r#"{"build_ms": 400}"#).expect("config");
+    let out = sim.path("killed");
+    let cache = out.join("tuning-cache.jsonl");
+    let args = sim.tune_args(&out, "-conv_lowering=[on|off] -kgen:tiling=[0|1|2]");
+    let mut full = args.clone();
+    full.extend(["--search", "full"]);
+    let mut child = sim
+        .cmd("110100", &full)
+        .env("TRTMC_SIM_CONFIG", &config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start");
+    let started = Instant::now();
+    loop {
+        let done = std::fs::read_to_string(&cache)
+            .map(|t| t.lines().count())
+            .unwrap_or(0);
+        if done >= 4 {
+            break;
+        }
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "the tune ended before it was killed"
+        );
+        assert!(started.elapsed() < Duration::from_secs(300), "no progress");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().expect("kill -9");
+    child.wait().expect("reap");
+    let o = sim
+        .cmd("110100", &["tune", "--continue", "--cache", s(&cache)])
+        .env("TRTMC_SIM_CONFIG", &config)
+        .output()
+        .expect("continue");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let lines: Vec<Value> = std::fs::read_to_string(&cache)
+        .expect("cache")
+        .lines()
+        .skip(1)
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let search: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["phase"] == "full")
+        .filter_map(|l| l["build_route"].as_str())
+        .collect();
+    let distinct: BTreeSet<&&str> = search.iter().collect();
+    assert_eq!(search.len(), 6, "{search:?}");
+    assert_eq!(distinct.len(), 6, "{search:?}");
+    let summary = read_json(&out.join("tuning-summary.json"));
+    assert_eq!(
+        summary["decision"]["route"], "-conv_lowering=off -kgen:tiling=1",
+        "{}",
+        summary["decision"]
+    );
+}
+
+#[test]
+fn tensorrt_10_tunes_its_flag_knobs_and_refuses_routes() {
+    let sim = Sim::new();
+    let out = sim.path("out");
+    let o = sim.run(
+        "101601",
+        &sim.tune_args(&out, "-trtexec:builderOptimizationLevel=[3|5|0]"),
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let summary = read_json(&out.join("tuning-summary.json"));
+    assert_eq!(
+        summary["decision"]["route"], "-trtexec:builderOptimizationLevel=5",
+        "{}",
+        summary["decision"]
+    );
+    let builds = sim.invocations("build");
+    assert!(
+        builds
+            .iter()
+            .any(|b| b["argv"].to_string().contains("--builderOptimizationLevel=5")),
+        "{builds:?}"
+    );
+    // A build route on 10.x: exit 3 naming the settings this version has instead.
+    let o = sim.run(
+        "101601",
+        &sim.tune_args(&sim.path("routes"), "-kgen:tiling=[0|1]"),
+    );
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+}
+
+#[test]
+fn run_takes_a_checked_route_and_dry_run_prints_trtexecs_commands() {
+    let sim = Sim::new();
+    let o = sim.run_route("110100", "-kgen:tiling=1", &["--dry-run"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("build: ") && text.contains("--setBuildRoute=-kgen:tiling=1"),
+        "{text}"
+    );
+    assert!(text.contains("time: ") && text.contains("--loadEngine="), "{text}");
+    assert!(sim.invocations("build").is_empty(), "a dry run built something");
+
+    for (route, version, needles) in [
+        ("-kgen:tiling=7", "110100", vec!["-kgen:tiling", "[0|1|2]", "11.1.0"]),
+        ("-no:such=1", "110100", vec!["-no:such", "11.1.0"]),
+        (
+            "-kgen:tiling=1",
+            "101601",
+            vec![">= 11.1", "10.16.1", "build.builder_optimization_level"],
+        ),
+    ] {
+        let o = sim.run_route(version, route, &["--dry-run"]);
+        assert_eq!(code(&o), 3, "{route}: {}", stderr(&o));
+        for needle in needles {
+            assert!(stderr(&o).contains(needle), "{route}: {needle}: {}", stderr(&o));
+        }
+    }
+
+    // A route is part of the bundle key: two routes, two engines, two different latencies.
+    let mut p50 = Vec::new();
+    for route in ["-kgen:tiling=1", "-kgen:tiling=0"] {
+        let out = sim.path(&format!("run{}", p50.len()));
+        let o = sim.run_route("110100", route, &["--iterations", "50", "-o", s(&out)]);
+        assert_eq!(code(&o), 0, "{route}: {}", stderr(&o));
+        let result = read_json(&out.join("result.json"));
+        p50.push(
+            result["cases"][0]["metrics"]["latency_ms"]["p50"]
+                .as_f64()
+                .expect("p50"),
+        );
+    }
+    assert!(p50[0] < p50[1] * 0.95, "{p50:?}");
+    assert_eq!(sim.invocations("build").len(), 2);
+}
+
+#[test]
+fn a_matrix_row_compares_two_tensorrt_builds() {
+    let sim = Sim::new();
+    let root = sim.path("catalog");
+    let model = root.join("cnn-infer");
+    std::fs::create_dir_all(&model).expect("mkdir");
+    std::fs::write(
+        model.join("MODEL.toml"),
+        "name = \"cnn-infer\"\nfamily = \"cnn-infer\"\nsummary = \"tiny-cnn as plain ONNX inference\"\ntask_strategy = \"onnx_inference\"\nruntime_strategy = \"tract\"\nreference_precision = \"fp32\"\ntest_manifests = [\"e2e.toml\"]\n\n[source]\nbuiltin = \"tiny-cnn\"\nseed = 5\n\n[build]\nprecision = \"fp32\"\n\n[build.dims]\nbatch = 1\n",
+    )
+    .expect("model");
+    std::fs::write(
+        model.join("e2e.toml"),
+        "[[case]]\nname = \"single\"\nsummary = \"seeded inputs\"\n[case.request]\nseed = 7\n",
+    )
+    .expect("cases");
+    let env = sim.path("env.yaml");
+    std::fs::write(
+        &env,
+        format!(
+            "schema: trtmc.perf-environment/v1\nname: sim\nexecutables: []\nbundle_cache: {}\nresults_root: {}\nfree_storage_gib: 0\n",
+            sim.bundles.display(),
+            sim.path("results").display()
+        ),
+    )
+    .expect("env");
+    let trt = sim.trtexec.display().to_string();
+    let suite = sim.path("suite.yaml");
+    std::fs::write(
+        &suite,
+        format!(
+            "schema: trtmc.perf-suite/v1\nname: trt-builds\nthresholds: {{green_max: 1.05, yellow_max: 1.2, min_samples: 10}}\nmeasure: {{warmup: 1, iterations: 40, rounds: 6}}\nrows:\n  - entry: cnn-infer.infer\n    model: cnn-infer\n    testcase: single\n    candidate: {{runtime: tensorrt, trtexec: {trt}, set: {{build.route: \"-kgen:tiling=1\"}}}}\n    reference: {{backend: \"trtmc:tensorrt\", trtexec: {trt}}}\n"
+        ),
+    )
+    .expect("suite");
+    let common = [
+        "--environment",
+        s(&env),
+        "--manifest-root",
+        s(&root),
+    ];
+    let mut check = vec!["matrix", "check", s(&suite)];
+    check.extend(common);
+    let o = sim.run("110100", &check);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let out = sim.path("matrix-out");
+    let mut run = vec!["matrix", "run", s(&suite), "-o", s(&out)];
+    run.extend(common);
+    let o = sim.run("110100", &run);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let results = read_json(&out.join("results.json"));
+    let row = &results["rows"][0];
+    assert_eq!(row["status"], "compared", "{row}");
+    // The tuned route is 10 % faster in the simulator: green, with the ratio to show it.
+    assert_eq!(row["comparison"]["light"], "green", "{row}");
+    let ratio = row["comparison"]["ratio"].as_f64().expect("ratio");
+    assert!((0.85..0.95).contains(&ratio), "{ratio}");
+}
