@@ -1,5 +1,5 @@
 //! Contract tests of the `tensorrt` runtime: no GPU and no TensorRT here, so a stand-in trtexec
-//! (`crates/trtexec/src/bin/trtexec-standin.rs`, built by `cargo build --workspace`) replays real
+//! (crate `crates/trtexec-standin` in replay mode, built by `cargo build --workspace`) replays real
 //! recorded trtexec output (tests/fixtures/trtexec-logs, trex) and records the argv it received. The
 //! tests assert exactly what we send, that we parse what real trtexec prints, and that a missing or
 //! failing trtexec is a clear error with the documented exit code (7 missing, 4 build, 5 case).

@@ -168,7 +168,11 @@ fn tune_finds_the_known_best_route_and_the_saved_bundle_runs() {
     let o = sim.run("110100", &args);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let summary = read_json(&out.join("tuning-summary.json"));
-    assert_eq!(summary["decision"]["kind"], "winner", "{}", summary["decision"]);
+    assert_eq!(
+        summary["decision"]["kind"], "winner",
+        "{}",
+        summary["decision"]
+    );
     assert_eq!(summary["decision"]["route"], "-kgen:tiling=1");
     // Every route was built by trtexec with --setBuildRoute, once, in its own process.
     let builds = sim.invocations("build");
@@ -216,6 +220,7 @@ fn tune_finds_the_known_best_route_and_the_saved_bundle_runs() {
         "{}",
         route(&summary, "-kgen:tiling=1")
     );
+    assert_eq!(summary["golden"], "the default route -kgen:tiling=2");
     let context = &summary["context"];
     assert_eq!(context["runtime"], "tensorrt");
     assert!(
@@ -228,7 +233,10 @@ fn tune_finds_the_known_best_route_and_the_saved_bundle_runs() {
 
     // The tuned bundle runs with `run --bundle`, and reproduces with `run --set build.route=...`.
     let record = read_json(&saved.join("tuned-route.json"));
-    assert_eq!(record["build_settings"]["route"], "-kgen:tiling=1", "{record}");
+    assert_eq!(
+        record["build_settings"]["route"], "-kgen:tiling=1",
+        "{record}"
+    );
     let result = sim.path("run-saved");
     let o = sim.run(
         "110100",
@@ -310,7 +318,9 @@ fn crashed_hung_failed_and_inaccurate_routes_are_excluded_with_their_reasons() {
     let failed = route(&summary, &with("-kgen:codegen:cuda_tile", "0"));
     assert_eq!(failed["status"], "failed", "{failed}");
     assert!(
-        failed.to_string().contains("Unknown") || failed.to_string().contains("FAILED") || failed.to_string().contains("exit status 1"),
+        failed.to_string().contains("Unknown")
+            || failed.to_string().contains("FAILED")
+            || failed.to_string().contains("exit status 1"),
         "{failed}"
     );
     let wrong = route(&summary, &with("-kgen:sigmoid_approx", "off"));
@@ -329,12 +339,42 @@ fn crashed_hung_failed_and_inaccurate_routes_are_excluded_with_their_reasons() {
     assert!(logs.len() >= 3, "{logs:?}");
     // The hung trtexec was killed with its worker: no simulator is left running.
     std::thread::sleep(Duration::from_millis(200));
-    let ps = Command::new("ps").args(["-eo", "args"]).output().expect("ps");
+    let ps = Command::new("ps")
+        .args(["-eo", "args"])
+        .output()
+        .expect("ps");
     let left = String::from_utf8_lossy(&ps.stdout)
         .lines()
         .filter(|l| l.contains("trtexec-standin") && l.contains(s(&sim.onnx)))
         .count();
     assert_eq!(left, 0, "a simulated trtexec outlived its route");
+}
+
+#[test]
+fn the_golden_falls_back_to_onnxruntime_when_the_default_route_fails() {
+    let sim = Sim::new();
+    let config = sim.path("default-fails.json");
+    std::fs::write(&config, r#"{"faults": {"-kgen:tiling=2": "fail_build"}}"#).expect("config");
+    let out = sim.path("out");
+    let o = sim
+        .cmd("110100", &sim.tune_args(&out, "-kgen:tiling=[0|1|2]"))
+        .env("TRTMC_SIM_CONFIG", &config)
+        .output()
+        .expect("tune");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let summary = read_json(&out.join("tuning-summary.json"));
+    let golden = summary["golden"].as_str().expect("golden");
+    assert!(golden.starts_with("onnxruntime "), "{golden}");
+    // The other routes passed the gate against ONNX Runtime's outputs (tract inside the simulator).
+    assert_eq!(route(&summary, "-kgen:tiling=1")["status"], "ok");
+    assert_eq!(summary["decision"]["route"], "-kgen:tiling=1");
+    assert!(
+        summary["notes"]
+            .to_string()
+            .contains("gave no reference outputs"),
+        "{}",
+        summary["notes"]
+    );
 }
 
 #[test]
@@ -345,7 +385,11 @@ fn identical_routes_tie_and_kill_9_then_continue_builds_every_route_once() {
     let o = sim.run("110100", &sim.tune_args(&out, "-slice_fusion=[on|off]"));
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let summary = read_json(&out.join("tuning-summary.json"));
-    assert_eq!(summary["decision"]["kind"], "tie", "{}", summary["decision"]);
+    assert_eq!(
+        summary["decision"]["kind"], "tie",
+        "{}",
+        summary["decision"]
+    );
 
     // kill -9 in the middle of a tune, then --continue: every route once in the cache.
     let config = sim.path("slow-builds.json");
@@ -424,9 +468,9 @@ fn tensorrt_10_tunes_its_flag_knobs_and_refuses_routes() {
     );
     let builds = sim.invocations("build");
     assert!(
-        builds
-            .iter()
-            .any(|b| b["argv"].to_string().contains("--builderOptimizationLevel=5")),
+        builds.iter().any(|b| b["argv"]
+            .to_string()
+            .contains("--builderOptimizationLevel=5")),
         "{builds:?}"
     );
     // A build route on 10.x: exit 3 naming the settings this version has instead.
@@ -447,11 +491,21 @@ fn run_takes_a_checked_route_and_dry_run_prints_trtexecs_commands() {
         text.contains("build: ") && text.contains("--setBuildRoute=-kgen:tiling=1"),
         "{text}"
     );
-    assert!(text.contains("time: ") && text.contains("--loadEngine="), "{text}");
-    assert!(sim.invocations("build").is_empty(), "a dry run built something");
+    assert!(
+        text.contains("time: ") && text.contains("--loadEngine="),
+        "{text}"
+    );
+    assert!(
+        sim.invocations("build").is_empty(),
+        "a dry run built something"
+    );
 
     for (route, version, needles) in [
-        ("-kgen:tiling=7", "110100", vec!["-kgen:tiling", "[0|1|2]", "11.1.0"]),
+        (
+            "-kgen:tiling=7",
+            "110100",
+            vec!["-kgen:tiling", "[0|1|2]", "11.1.0"],
+        ),
         ("-no:such=1", "110100", vec!["-no:such", "11.1.0"]),
         (
             "-kgen:tiling=1",
@@ -462,7 +516,11 @@ fn run_takes_a_checked_route_and_dry_run_prints_trtexecs_commands() {
         let o = sim.run_route(version, route, &["--dry-run"]);
         assert_eq!(code(&o), 3, "{route}: {}", stderr(&o));
         for needle in needles {
-            assert!(stderr(&o).contains(needle), "{route}: {needle}: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains(needle),
+                "{route}: {needle}: {}",
+                stderr(&o)
+            );
         }
     }
 
@@ -518,12 +576,7 @@ fn a_matrix_row_compares_two_tensorrt_builds() {
         ),
     )
     .expect("suite");
-    let common = [
-        "--environment",
-        s(&env),
-        "--manifest-root",
-        s(&root),
-    ];
+    let common = ["--environment", s(&env), "--manifest-root", s(&root)];
     let mut check = vec!["matrix", "check", s(&suite)];
     check.extend(common);
     let o = sim.run("110100", &check);

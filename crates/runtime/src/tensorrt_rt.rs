@@ -22,25 +22,25 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
+use trtmc_core::accuracy::{ElementType, Tensor};
 use trtmc_core::artifacts::Observation;
 use trtmc_core::case::ResolvedCase;
+use trtmc_core::fsutil::write_atomic;
 use trtmc_core::fsutil::write_json_atomic;
 use trtmc_trtexec::{
     BOUNDARY_GPU_COMPUTE, BuildRequest, BuildShapes, InferenceBehaviour, KnobDatabase, KnobOption,
     Precision, ProfileRequest, SummaryWarning, TensorShape, TimeRequest, Trtexec, TrtexecVersion,
     read_outputs, read_times,
 };
-use trtmc_core::accuracy::{ElementType, Tensor};
-use trtmc_core::fsutil::write_atomic;
 
 use crate::bundle::BundleManifest;
 use crate::knobs::{KnobError, KnobSetting, KnobSource};
+use crate::outputs::{from_tensor, le_bytes};
 use crate::profile::{ExportFiles, export_paths};
 use crate::runtime::{
     BuildOutput, BuildStep, Runtime, SelfTimed, SelfTimedRequest, SelfTimedRun, Session,
     SettingDecl, SettingSection, check_build_settings,
 };
-use crate::outputs::{from_tensor, le_bytes};
 use crate::tensor::{DType, Dim, HostTensor, TensorSpec};
 
 const NAME: &str = "tensorrt";
@@ -246,7 +246,11 @@ impl TensorrtRuntime {
 }
 
 /// Checks every `-knob=value` token of a build route against the knob database of TensorRT `version`.
-fn check_route(route: &str, database: &KnobDatabase, version: &TrtexecVersion) -> Result<(), String> {
+fn check_route(
+    route: &str,
+    database: &KnobDatabase,
+    version: &TrtexecVersion,
+) -> Result<(), String> {
     let tokens: Vec<&str> = route.split_whitespace().collect();
     if tokens.is_empty() {
         return Err("build.route is empty: give -knob=value tokens, e.g. '-kgen:tiling=1'".into());
@@ -863,15 +867,24 @@ impl Runtime for TensorrtRuntime {
 /// One of trtexec's warnings under its performance summary, as a sentence.
 fn describe_warning(w: &SummaryWarning) -> String {
     match w {
-        SummaryWarning::EnqueueBound => "trtexec: throughput may be bound by enqueue time (the host cannot keep the GPU busy)".into(),
-        SummaryWarning::H2dBound => "trtexec: throughput may be bound by host-to-device transfers".into(),
-        SummaryWarning::D2hBound => "trtexec: throughput may be bound by device-to-host transfers".into(),
+        SummaryWarning::EnqueueBound => {
+            "trtexec: throughput may be bound by enqueue time (the host cannot keep the GPU busy)"
+                .into()
+        }
+        SummaryWarning::H2dBound => {
+            "trtexec: throughput may be bound by host-to-device transfers".into()
+        }
+        SummaryWarning::D2hBound => {
+            "trtexec: throughput may be bound by device-to-host transfers".into()
+        }
         SummaryWarning::Unstable {
             coefficient_of_variance_percent,
         } => format!(
             "trtexec: GPU compute time is unstable, coefficient of variance {coefficient_of_variance_percent} %"
         ),
-        SummaryWarning::MultipleStreams => "trtexec: several inference streams ran in parallel".into(),
+        SummaryWarning::MultipleStreams => {
+            "trtexec: several inference streams ran in parallel".into()
+        }
         SummaryWarning::Other { text } => format!("trtexec: {text}"),
     }
 }
@@ -957,12 +970,19 @@ impl SelfTimed for TensorrtRuntime {
     ) -> anyhow::Result<Vec<(String, HostTensor)>> {
         let trtexec = self.require()?;
         let dir = r.case_dir.join("inputs_tensorrt");
-        std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
         let mut load = Vec::with_capacity(r.manifest.inputs.len());
         for (i, spec) in r.manifest.inputs.iter().enumerate() {
-            let (_, tensor) = inputs.iter().find(|(n, _)| *n == spec.name).with_context(|| {
-                format!("the engine needs input `{}`, which was not given", spec.name)
-            })?;
+            let (_, tensor) = inputs
+                .iter()
+                .find(|(n, _)| *n == spec.name)
+                .with_context(|| {
+                    format!(
+                        "the engine needs input `{}`, which was not given",
+                        spec.name
+                    )
+                })?;
             if spec.dtype == DType::F16 {
                 bail!(
                     "input `{}` is float16, which trtmc cannot yet write for trtexec --loadInputs",
@@ -989,15 +1009,18 @@ impl SelfTimed for TensorrtRuntime {
         let tensors = read_outputs(&exported).map_err(|e| anyhow::anyhow!("{e}"))?;
         let mut named = Vec::with_capacity(r.manifest.outputs.len());
         for spec in &r.manifest.outputs {
-            let t = tensors.iter().find(|t| t.name == spec.name).with_context(|| {
-                let found: Vec<&str> = tensors.iter().map(|t| t.name.as_str()).collect();
-                format!(
-                    "trtexec exported no output `{}` to {} (it exported: {})",
-                    spec.name,
-                    exported.display(),
-                    found.join(", ")
-                )
-            })?;
+            let t = tensors
+                .iter()
+                .find(|t| t.name == spec.name)
+                .with_context(|| {
+                    let found: Vec<&str> = tensors.iter().map(|t| t.name.as_str()).collect();
+                    format!(
+                        "trtexec exported no output `{}` to {} (it exported: {})",
+                        spec.name,
+                        exported.display(),
+                        found.join(", ")
+                    )
+                })?;
             let shape: Vec<usize> = t.dims.iter().map(|&d| d as usize).collect();
             let tensor = Tensor::new(&t.name, ElementType::F32, shape, t.values.clone())?;
             named.push((spec.name.clone(), from_tensor(&tensor, spec.dtype)?));
@@ -1126,7 +1149,10 @@ mod tests {
             else {
                 panic!("{} is no build setting", option.option);
             };
-            assert!(key.starts_with("build.") && value == option.default_value, "{key}");
+            assert!(
+                key.starts_with("build.") && value == option.default_value,
+                "{key}"
+            );
         }
         assert_eq!(
             rt.knob_setting("-kgen:tiling", "1"),
@@ -1136,10 +1162,17 @@ mod tests {
         let route = |r: &str| BTreeMap::from([("route".to_string(), json!(r))]);
         rt.check_build_values(&route("-kgen:tiling=1  -conv_lowering=off"))
             .expect("known knobs and values");
-        let err = rt.check_build_values(&route("-kgen:tiling=7")).expect_err("value");
+        let err = rt
+            .check_build_values(&route("-kgen:tiling=7"))
+            .expect_err("value");
         assert!(err.contains("[0|1|2]") && err.contains("11.1.0"), "{err}");
-        let err = rt.check_build_values(&route("-no:such=1")).expect_err("knob");
-        assert!(err.contains("`-no:such`") && err.contains("11.1.0"), "{err}");
+        let err = rt
+            .check_build_values(&route("-no:such=1"))
+            .expect_err("knob");
+        assert!(
+            err.contains("`-no:such`") && err.contains("11.1.0"),
+            "{err}"
+        );
 
         // TensorRT 10.x has no knob database: only the flag knobs, precision among them; a route is
         // refused naming the settings it has instead.
@@ -1152,7 +1185,9 @@ mod tests {
             .check_build_values(&route("-kgen:tiling=1"))
             .expect_err("no routes on 10.x");
         assert!(
-            err.contains(">= 11.1") && err.contains("10.16.1") && err.contains("build.builder_optimization_level"),
+            err.contains(">= 11.1")
+                && err.contains("10.16.1")
+                && err.contains("build.builder_optimization_level"),
             "{err}"
         );
         let level = BTreeMap::from([("builder_optimization_level".to_string(), json!(6))]);

@@ -87,8 +87,8 @@ pub use knobs::{
     AllowedValuesError, KnobDatabase, KnobOption, KnobValues, parse_allowed_values,
     parse_knob_database,
 };
-pub use outputs::{OutputTensor, parse_outputs, read_outputs};
 pub use log::{ParsedLog, RunStatus, StatusLine, parse_log, parse_status_line};
+pub use outputs::{OutputTensor, parse_outputs, read_outputs};
 pub use runner::{
     RunOutput, Trtexec, detect_version, find_executable, find_executable_in, run_process,
 };

@@ -108,7 +108,11 @@ fn parse_dims(text: &str) -> Option<Vec<u64>> {
 /// A value as C++ streams print it.
 fn parse_value(token: &str) -> Option<f64> {
     let t = token.trim();
-    match t.trim_start_matches(['-', '+']).to_ascii_lowercase().as_str() {
+    match t
+        .trim_start_matches(['-', '+'])
+        .to_ascii_lowercase()
+        .as_str()
+    {
         "nan" | "nan(ind)" => return Some(f64::NAN),
         "inf" | "infinity" => {
             return Some(if t.starts_with('-') {
@@ -227,7 +231,13 @@ mod tests {
             message.contains("`y`") && message.contains("3 values") && message.contains("o.json"),
             "{message}"
         );
-        for bad in ["", "[]", "{\"name\" : \"y\"", "[ { \"name\" : \"y\"\n , \"dimensions\" : \"1xq\"\n , \"values\" : [ 1 ]\n } ]", "[ { \"name\" : \"y\"\n , \"dimensions\" : \"1\"\n , \"values\" : [ one ]\n } ]"] {
+        for bad in [
+            "",
+            "[]",
+            "{\"name\" : \"y\"",
+            "[ { \"name\" : \"y\"\n , \"dimensions\" : \"1xq\"\n , \"values\" : [ 1 ]\n } ]",
+            "[ { \"name\" : \"y\"\n , \"dimensions\" : \"1\"\n , \"values\" : [ one ]\n } ]",
+        ] {
             assert!(parse_outputs(bad, "o.json").is_err(), "{bad:?}");
         }
     }

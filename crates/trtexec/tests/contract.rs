@@ -1,5 +1,5 @@
-//! Contract tests: a stand-in trtexec (`src/bin/trtexec-standin.rs`) replays real recorded trtexec
-//! output and records the argv it received. The tests assert exactly what we send per version,
+//! Contract tests: a stand-in trtexec (crate `crates/trtexec-standin`, replay mode) replays real
+//! recorded trtexec output and records the argv it received. The tests assert exactly what we send per version,
 //! that we read what real trtexec printed, and that every failure is a clear, typed error.
 //!
 //! Each test writes a small `trtexec` shell script into a temporary folder that sets the

@@ -120,6 +120,21 @@ pub enum Reference {
     /// Produced by the default route (every expression knob at its default) on the inputs. Recomputed on
     /// `--continue`; the cache keeps its digest to notice a change.
     DefaultRoute,
+    /// The default route's outputs, and when the default route cannot give them (it fails to build or
+    /// run), these outputs computed by `source` on the same inputs (e.g. ONNX Runtime on the ONNX file).
+    DefaultRouteElse {
+        source: String,
+        outputs: Vec<Tensor>,
+    },
+}
+
+impl Reference {
+    fn is_default_route(&self) -> bool {
+        matches!(
+            self,
+            Reference::DefaultRoute | Reference::DefaultRouteElse { .. }
+        )
+    }
 }
 
 /// What to tune.
@@ -223,6 +238,13 @@ pub fn tune<R: RouteRunner>(
         reference: None,
         reference_digest: None,
         reference_failure: None,
+        golden: match reference {
+            Reference::Given(_) => "given (--ref-outputs)".to_string(),
+            _ => format!(
+                "the default route {}",
+                search::default_route(&plan.expression, &plan.knobs)
+            ),
+        },
         cache: session.cache,
         previous: session.previous,
         stop_after: session.stop_after_new_iterations,
@@ -275,6 +297,8 @@ struct Driver<'a, 's, R: RouteRunner> {
     reference: Option<Vec<Tensor>>,
     reference_digest: Option<String>,
     reference_failure: Option<String>,
+    /// Where the golden outputs came from, for the summary.
+    golden: String,
     cache: Option<&'a mut CacheWriter>,
     previous: Vec<IterationRecord>,
     stop_after: Option<usize>,
@@ -409,16 +433,13 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
         let config = self.config;
         let expr = &self.plan.expression;
         let knobs = &self.plan.knobs;
-        if matches!(self.reference_source, Reference::DefaultRoute) {
+        if self.reference_source.is_default_route() {
             let route = search::default_route(expr, knobs);
             self.step(Phase::Reference, &route, None, |d| {
                 Ok(d.reference_iteration(&route))
             })?;
             if let Some(message) = self.reference_failure.clone() {
-                return Err(TuneError::Reference {
-                    route: route.to_string(),
-                    message,
-                });
+                self.fall_back(&route, message)?;
             }
         }
         let first_phase = match config.search {
@@ -611,14 +632,12 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
         }
         match self.reference_source {
             Reference::Given(tensors) => self.reference = Some(tensors.clone()),
-            Reference::DefaultRoute => {
+            Reference::DefaultRoute | Reference::DefaultRouteElse { .. } => {
                 let route = search::default_route(&self.plan.expression, &self.plan.knobs);
-                let outputs =
-                    self.compute_reference(&route)
-                        .map_err(|(_, e)| TuneError::Reference {
-                            route: route.to_string(),
-                            message: e.message,
-                        })?;
+                let outputs = match self.compute_reference(&route) {
+                    Ok(outputs) => outputs,
+                    Err((_, e)) => return self.fall_back(&route, e.message),
+                };
                 let digest = digest_outputs(&outputs);
                 if self.reference_digest.as_ref().is_some_and(|d| *d != digest) {
                     self.notes.push(format!(
@@ -629,6 +648,24 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
                 }
                 self.reference = Some(outputs);
             }
+        }
+        Ok(())
+    }
+
+    /// The default route gave no reference outputs: take the fallback's, saying so, or stop.
+    fn fall_back(&mut self, route: &Route, message: String) -> Result<(), TuneError> {
+        let Reference::DefaultRouteElse { source, outputs } = self.reference_source else {
+            return Err(TuneError::Reference {
+                route: route.to_string(),
+                message,
+            });
+        };
+        if self.reference.is_none() {
+            self.notes.push(format!(
+                "the default route {route} gave no reference outputs ({message}); the golden outputs are {source}'s"
+            ));
+            self.golden = source.clone();
+            self.reference = Some(outputs.clone());
         }
         Ok(())
     }
@@ -1333,6 +1370,7 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
             counts,
             stopped: self.stopped,
             notes,
+            golden: self.golden,
             context: None,
         }
     }

@@ -46,6 +46,10 @@ pub struct TuneSummary {
     pub stopped: Option<StopReason>,
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Where the golden outputs of the accuracy gate came from: the user's (`--ref-outputs`), the
+    /// default route's, or a fallback's when the default route gave none (ONNX Runtime for TensorRT).
+    #[serde(default)]
+    pub golden: String,
     /// What was tuned where, and what the decision means in settings: filled in by the caller (the CLI),
     /// absent when the engine is used as a library.
     #[serde(default, skip_serializing_if = "Option::is_none")]

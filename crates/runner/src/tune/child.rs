@@ -117,8 +117,10 @@ fn open_runtime(request: &ChildRequest) -> anyhow::Result<Box<dyn Runtime>> {
 
 /// The runtime's tool died by a signal (trtexec's tuner counts that as a crash).
 fn tool_crashed(e: &anyhow::Error) -> bool {
-    e.chain()
-        .any(|c| c.downcast_ref::<TrtexecError>().is_some_and(TrtexecError::is_crash))
+    e.chain().any(|c| {
+        c.downcast_ref::<TrtexecError>()
+            .is_some_and(TrtexecError::is_crash)
+    })
 }
 
 /// Copies the `*.log` files of a failed build's folder into the route's tool folder, which outlives it.
@@ -209,9 +211,9 @@ fn serve(
     out: &mut impl Write,
 ) -> i32 {
     let opened = open_runtime(request).and_then(|rt| {
-            let manifest = BundleManifest::read(&request.bundle).map_err(anyhow::Error::msg)?;
-            Ok((rt, manifest))
-        });
+        let manifest = BundleManifest::read(&request.bundle).map_err(anyhow::Error::msg)?;
+        Ok((rt, manifest))
+    });
     let (rt, manifest) = match opened {
         Ok(v) => v,
         Err(e) => {
@@ -274,7 +276,11 @@ impl Served<'_> {
         Ok(dir)
     }
 
-    fn self_timed_request(&self, warmup: u64, iterations: u64) -> anyhow::Result<SelfTimedRequest<'_>> {
+    fn self_timed_request(
+        &self,
+        warmup: u64,
+        iterations: u64,
+    ) -> anyhow::Result<SelfTimedRequest<'_>> {
         Ok(SelfTimedRequest {
             bundle_dir: &self.request.bundle,
             manifest: &self.manifest,
@@ -308,14 +314,17 @@ impl Served<'_> {
         let given = trtmc_tune::golden::read_golden(index)?;
         let mut named = Vec::with_capacity(given.len());
         for spec in specs {
-            let t = given.iter().find(|t| t.name == spec.name).with_context(|| {
-                let names: Vec<&str> = given.iter().map(|t| t.name.as_str()).collect();
-                format!(
-                    "the model needs input `{}`, which --inputs does not have (it has: {})",
-                    spec.name,
-                    names.join(", ")
-                )
-            })?;
+            let t = given
+                .iter()
+                .find(|t| t.name == spec.name)
+                .with_context(|| {
+                    let names: Vec<&str> = given.iter().map(|t| t.name.as_str()).collect();
+                    format!(
+                        "the model needs input `{}`, which --inputs does not have (it has: {})",
+                        spec.name,
+                        names.join(", ")
+                    )
+                })?;
             named.push((spec.name.clone(), from_tensor(t, spec.dtype)?));
         }
         Ok(named)

@@ -181,8 +181,8 @@ pub fn run_sets(settings: &RouteSettings) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
     use serde_json::Value;
+    use std::collections::BTreeMap;
     use trtmc_core::case::Sourced;
     use trtmc_core::case::{Measure, RESOLVED_CASE_SCHEMA};
     use trtmc_runtime::runtime::runtime;

@@ -391,8 +391,8 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
     let runtime_options = trtmc_runtime::runtime::RuntimeOptions {
         trtexec: request.trtexec.clone(),
     };
-    let rt = trtmc_runtime::runtime::runtime_with(runtime_name, &runtime_options)
-        .map_err(input_err)?;
+    let rt =
+        trtmc_runtime::runtime::runtime_with(runtime_name, &runtime_options).map_err(input_err)?;
     let runtime_version = rt.version();
     let self_timed = rt.self_timed().is_some();
     let mut shapes = BTreeMap::new();
@@ -435,20 +435,34 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
     let read = |what: &str, p: &Path| {
         trtmc_tune::golden::read_golden(p).map_err(|e| input_err(format!("{what}: {e}")))
     };
-    let inputs = match &request.inputs {
+    let mut inputs = match &request.inputs {
         Some(p) => {
             files.insert("inputs".into(), absolute(p).display().to_string());
             read("--inputs", p)?
         }
         None => Vec::new(),
     };
-    let reference = match &request.ref_outputs {
+    let mut reference = match &request.ref_outputs {
         Some(p) => {
             files.insert("ref_outputs".into(), absolute(p).display().to_string());
             Reference::Given(read("--ref-outputs", p)?)
         }
         None => Reference::DefaultRoute,
     };
+    // A runtime inside its own tool (trtexec) whose default route fails still gets golden outputs:
+    // ONNX Runtime's on the ONNX file, on the very inputs every route then gets.
+    if self_timed && request.ref_outputs.is_none() {
+        let work = request.output_dir.join(WORK_DIR).join("golden");
+        // Without ONNX Runtime the default route is the only golden, as for every runtime.
+        if let Ok(golden) = onnxruntime_golden(&onnx, base, &inputs, &work) {
+            inputs = golden.inputs;
+            reference = Reference::DefaultRouteElse {
+                source: golden.source,
+                outputs: golden.outputs,
+            };
+        }
+        let _ = std::fs::remove_dir_all(&work);
+    }
     let mut profile = model.profile.clone();
     profile.tokenizer = crate::sources::resolve_tokenizer(&profile).map_err(input_err)?;
     let target = Target {
@@ -469,6 +483,85 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
         inputs,
         reference,
         operation: base.operation.clone(),
+    })
+}
+
+/// ONNX Runtime's outputs on the ONNX file, with the inputs they were computed on.
+struct Golden {
+    source: String,
+    inputs: Vec<Tensor>,
+    outputs: Vec<Tensor>,
+}
+
+/// Builds an ONNX Runtime bundle of `onnx` in `work` (with the base case's shapes and dimensions), runs
+/// it once on `given` (else on the case's seeded inputs) and returns inputs and outputs.
+fn onnxruntime_golden(
+    onnx: &Path,
+    base: &ResolvedCase,
+    given: &[Tensor],
+    work: &Path,
+) -> Result<Golden, String> {
+    use trtmc_runtime::outputs::{from_tensor, run_session, synthesize_inputs, to_tensor};
+    let text = |e: anyhow::Error| format!("{e:#}");
+    let ort = trtmc_runtime::runtime::runtime("onnxruntime")?;
+    ort.availability()?;
+    let settings: BTreeMap<String, Value> = base
+        .build_values()
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("dims.") || k.starts_with("shapes."))
+        .collect();
+    let _ = std::fs::remove_dir_all(work);
+    std::fs::create_dir_all(work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+    let created = jiff::Timestamp::now().to_string();
+    let plan = trtmc_runtime::bundle::BuildPlan {
+        key: "golden",
+        model: "golden",
+        onnx,
+        settings: &settings,
+        command_line: &[],
+        created: &created,
+    };
+    trtmc_runtime::bundle::build_bundle(ort.as_ref(), &plan, work).map_err(text)?;
+    let manifest = trtmc_runtime::bundle::BundleManifest::read(work)?;
+    let mut session = ort.load(work, &manifest, &BTreeMap::new()).map_err(text)?;
+    let specs = session.inputs().to_vec();
+    let named = if given.is_empty() {
+        let dims: BTreeMap<String, i64> = settings
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix("dims.")?.to_string(), v.as_i64()?)))
+            .collect();
+        let seed = base
+            .request_value("seed")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let tensors = synthesize_inputs(&specs, seed, &dims).map_err(text)?;
+        specs
+            .iter()
+            .map(|s| s.name.clone())
+            .zip(tensors)
+            .collect::<Vec<_>>()
+    } else {
+        specs
+            .iter()
+            .map(|spec| {
+                let t = given
+                    .iter()
+                    .find(|t| t.name == spec.name)
+                    .ok_or_else(|| format!("--inputs has no input `{}`", spec.name))?;
+                Ok((spec.name.clone(), from_tensor(t, spec.dtype).map_err(text)?))
+            })
+            .collect::<Result<Vec<_>, String>>()?
+    };
+    let outputs = run_session(session.as_mut(), &named).map_err(text)?;
+    let convert = |list: &[(String, trtmc_runtime::tensor::HostTensor)]| {
+        list.iter()
+            .map(|(n, t)| to_tensor(n, t).map_err(text))
+            .collect::<Result<Vec<_>, String>>()
+    };
+    Ok(Golden {
+        source: format!("onnxruntime {} on {}", ort.version(), onnx.display()),
+        inputs: convert(&named)?,
+        outputs: convert(&outputs)?,
     })
 }
 

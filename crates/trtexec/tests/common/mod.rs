@@ -46,7 +46,28 @@ pub fn read(path: &Path) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// The stand-in trtexec built with this crate.
+/// The stand-in trtexec (crates/trtexec-standin), built into the workspace's target folder by a
+/// workspace build (beside this test's binary, or in `target/<profile>` when the build folder is
+/// elsewhere).
 pub fn standin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_trtexec-standin"))
+    let exe = std::env::current_exe().expect("test exe");
+    let profile_dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    let profile = profile_dir.file_name().unwrap_or_default();
+    let candidates = [
+        profile_dir.join("trtexec-standin"),
+        target.join(profile).join("trtexec-standin"),
+    ];
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .unwrap_or_else(|| {
+            panic!(
+                "{} is missing: run `cargo build --workspace --tests` first",
+                candidates[0].display()
+            )
+        })
 }

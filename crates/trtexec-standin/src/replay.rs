@@ -1,5 +1,6 @@
-//! A stand-in for `trtexec` used by the contract tests: it replays a real recorded trtexec log and
-//! records what it was asked to do. It never touches a GPU.
+//! Replay mode (`TRTMC_STANDIN_LOG` set): replays a real recorded trtexec log and records what it
+//! was asked to do. This is the stand-in the contract tests of `trtmc-trtexec` and the CLI's
+//! tensorrt runtime tests were written against; its behaviour is kept as it was.
 //!
 //! Environment:
 //! * `TRTMC_STANDIN_LOG`: the recorded log to replay (required). `[E]`/`[F]` lines go to stderr,
@@ -16,24 +17,14 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::ExitCode;
 
 const ENGINE_BYTES: &[u8] = b"trtmc trtexec-standin dummy engine\n";
 
-fn main() -> ExitCode {
-    match run() {
-        Ok(code) => ExitCode::from(code),
-        Err(message) => {
-            eprintln!("[E] trtexec-standin: {message}");
-            ExitCode::from(2)
-        }
-    }
-}
-
-fn run() -> Result<u8, String> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+/// Replays the log named by `TRTMC_STANDIN_LOG`; the exit status, or a message for `[E]` and
+/// exit status 2.
+pub fn run(args: &[String]) -> Result<u8, String> {
     if let Some(path) = std::env::var_os("TRTMC_STANDIN_ARGV") {
-        let json = serde_json::to_string(&args).map_err(|e| e.to_string())?;
+        let json = serde_json::to_string(args).map_err(|e| e.to_string())?;
         std::fs::write(&path, json)
             .map_err(|e| format!("cannot write argv to {}: {e}", Path::new(&path).display()))?;
     }
@@ -48,7 +39,7 @@ fn run() -> Result<u8, String> {
     let log = String::from_utf8_lossy(&bytes);
 
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        print_help_banner(&log, &args);
+        print_help_banner(&log, args);
         return Ok(0);
     }
 
@@ -57,8 +48,7 @@ fn run() -> Result<u8, String> {
         ("--exportProfile=", "TRTMC_STANDIN_PROFILE"),
         ("--exportLayerInfo=", "TRTMC_STANDIN_LAYERS"),
     ] {
-        if let (Some(target), Some(source)) = (flag_value(&args, flag), std::env::var_os(variable))
-        {
+        if let (Some(target), Some(source)) = (flag_value(args, flag), std::env::var_os(variable)) {
             std::fs::copy(&source, target).map_err(|e| {
                 format!(
                     "cannot copy {variable} {} to {target}: {e}",
@@ -67,7 +57,7 @@ fn run() -> Result<u8, String> {
             })?;
         }
     }
-    if let Some(engine) = flag_value(&args, "--saveEngine=") {
+    if let Some(engine) = flag_value(args, "--saveEngine=") {
         std::fs::write(engine, ENGINE_BYTES)
             .map_err(|e| format!("cannot write the dummy engine {engine}: {e}"))?;
     }
