@@ -351,6 +351,38 @@ fn crashed_hung_failed_and_inaccurate_routes_are_excluded_with_their_reasons() {
 }
 
 #[test]
+fn mixed_and_racing_searches_find_the_best_combination_and_save_all_keeps_every_engine() {
+    let sim = Sim::new();
+    // -kgen:tiling=1 (0.90) and -conv_lowering=off (0.97) each help; together they are best.
+    let expression = "-kgen:tiling=[2|0|1] -conv_lowering=[on|off]";
+    for search in ["mixed", "racing"] {
+        let out = sim.path(search);
+        let mut args = sim.tune_args(&out, expression);
+        args.extend(["--search", search]);
+        if search == "racing" {
+            args.push("--save-all");
+        }
+        let o = sim.run("110100", &args);
+        assert_eq!(code(&o), 0, "{search}: {}", stderr(&o));
+        let summary = read_json(&out.join("tuning-summary.json"));
+        assert_eq!(
+            summary["decision"]["route"], "-kgen:tiling=1 -conv_lowering=off",
+            "{search}: {}",
+            summary["decision"]
+        );
+        if search == "racing" {
+            let saved: Vec<PathBuf> = std::fs::read_dir(out.join("bundles"))
+                .expect("bundles")
+                .flatten()
+                .map(|e| e.path().join("model.plan"))
+                .collect();
+            assert_eq!(saved.len(), 6, "{saved:?}");
+            assert!(saved.iter().all(|p| p.is_file()), "{saved:?}");
+        }
+    }
+}
+
+#[test]
 fn the_golden_falls_back_to_onnxruntime_when_the_default_route_fails() {
     let sim = Sim::new();
     let config = sim.path("default-fails.json");
