@@ -505,12 +505,26 @@ fn tensorrt_10_tunes_its_flag_knobs_and_refuses_routes() {
             .contains("--builderOptimizationLevel=5")),
         "{builds:?}"
     );
-    // A build route on 10.x: exit 3 naming the settings this version has instead.
+    // A build route on 10.x: exit 3 naming the knob and the TensorRT version.
     let o = sim.run(
         "101601",
         &sim.tune_args(&sim.path("routes"), "-kgen:tiling=[0|1]"),
     );
     assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("-kgen:tiling") && stderr(&o).contains("tensorrt 10.16.1"),
+        "{}",
+        stderr(&o)
+    );
+    // On 11.1 a value outside the knob's list: the allowed values and the version.
+    let o = sim.run(
+        "110100",
+        &sim.tune_args(&sim.path("bad-value"), "-kgen:tiling=[0|7]"),
+    );
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    for needle in ["-kgen:tiling", "[0|1|2]", "tensorrt 11.1.0"] {
+        assert!(stderr(&o).contains(needle), "{needle}: {}", stderr(&o));
+    }
 }
 
 #[test]

@@ -70,8 +70,9 @@ pub fn execute(args: TuneArgs) -> CliResult {
         return crate::out::text(&text);
     }
     let expression_text = read_expression(&args)?;
+    // The knobs are the installed runtime's (trtexec's database for tensorrt): say which.
     let expression = trtmc_tune::expr::parse(&expression_text, &knob_set)
-        .map_err(|e| input_err(e.to_string()))?;
+        .map_err(|e| input_err(format!("{e} ({} {})", rt.name(), rt.version())))?;
     let config = args.config()?;
     if args.dry_run {
         return crate::out::text(&trtmc_tune::search::dry_run(
