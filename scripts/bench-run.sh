@@ -4,7 +4,9 @@
 #      (`cargo bench`, which compiles the bench: only with BENCH_HARNESS=1);
 #   2. start-up: `list models` and `run --dry-run` wall time (hyperfine when installed, else a Python loop);
 #   3. `run` on light_resnet50 vs tract's own timing loop on the same model, interleaved A B / B A, one
-#      process per side per round; the ratio is the median of the per-round ratios with its 95 %
+#      process per side per round; the loop loads the very bundle `run` loads (LOOP_MODEL=bundle, the
+#      default: the harness alone is compared) or the ONNX file (LOOP_MODEL=onnx: tract's other plan);
+#      the ratio is the median of the per-round ratios with its 95 %
 #      distribution-free interval, as in the matrix (docs/statistics.md).
 # Needs: a release build (cargo build --release --workspace --bins --examples; this script never
 # rebuilds), python3 with the onnx wheel (pip install onnx).
@@ -53,9 +55,13 @@ fi
 echo "== 3. run vs tract's own loop on light_resnet50 ($ROUNDS interleaved rounds, $WARMUP warm-ups, $ITER timed calls)"
 MODEL=$(python3 -c 'import onnx,os;print(os.path.join(os.path.dirname(onnx.__file__),"backend/test/data/light/light_resnet50.onnx"))')
 "$BIN" run --model light-resnet50 --bundle-cache "$WORK/cache" --warmup 1 --iterations 1 -q -o "$WORK/build" >/dev/null
-python3 - "$BIN" "$LOOP" "$MODEL" "$WORK" "$ROUNDS" "$WARMUP" "$ITER" <<'PY'
-import json, statistics, subprocess, sys
-bin_, loop, model, work, rounds, warmup, iters = sys.argv[1:8]
+python3 - "$BIN" "$LOOP" "$MODEL" "$WORK" "$ROUNDS" "$WARMUP" "$ITER" "${LOOP_MODEL:-bundle}" <<'PY'
+import json, os, statistics, subprocess, sys
+bin_, loop, model, work, rounds, warmup, iters, loop_model = sys.argv[1:9]
+if loop_model == "bundle":
+    bundle = json.load(open(f"{work}/build/result.json"))["cases"][0]["bundle"]["path"]
+    model = os.path.join(bundle, "model.nnef.tar")
+print(f"tract loop loads {model}")
 sys.path.insert(0, "scripts")
 from round_interval import describe
 ratios, ours, theirs = [], [], []

@@ -2,7 +2,10 @@
 //! It uses tract's public API the way an application would: load, optimize, plan, then call `run` on a
 //! persistent state with the same seeded input every time.
 //!
-//! Run: `cargo run --release --example tract_loop -- MODEL.onnx WARMUP ITERATIONS`
+//! The model is an ONNX file, or a trtmc tract bundle's `model.nnef.tar`: loaded the way `run` loads it,
+//! so that the comparison is of the timing harness alone, not of two ways to optimize the model.
+//!
+//! Run: `cargo run --release --example tract_loop -- MODEL.onnx|model.nnef.tar WARMUP ITERATIONS`
 //! Prints the median, mean and minimum call time in milliseconds as one JSON line.
 
 use std::time::Instant;
@@ -16,14 +19,20 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> TractResult<()> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 4 {
-        eprintln!("usage: tract_loop MODEL.onnx WARMUP ITERATIONS");
+        eprintln!("usage: tract_loop MODEL.onnx|model.nnef.tar WARMUP ITERATIONS");
         std::process::exit(2);
     }
     let warmup: usize = args[2].parse()?;
     let iterations: usize = args[3].parse()?;
-    let model = tract_onnx::onnx()
-        .model_for_path(&args[1])?
-        .into_optimized()?;
+    let model = if args[1].ends_with(".nnef.tar") {
+        trtmc_runtime::tract_rt::nnef_framework()
+            .model_for_path(&args[1])?
+            .into_optimized()?
+    } else {
+        tract_onnx::onnx()
+            .model_for_path(&args[1])?
+            .into_optimized()?
+    };
     let fact = model.input_fact(0)?.clone();
     let shape: Vec<usize> = fact
         .shape

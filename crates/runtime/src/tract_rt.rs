@@ -20,6 +20,12 @@ use tract_onnx::tract_hir::infer::Factoid;
 
 mod nnef_ext;
 
+/// The NNEF framework bundles are written and read with (tract's ONNX operators plus trtmc's own), for
+/// tools that load a bundle's `model.nnef.tar` as `run` does (examples/tract_loop.rs).
+pub fn nnef_framework() -> tract_nnef::framework::Nnef {
+    nnef_ext::framework()
+}
+
 use crate::bundle::BundleManifest;
 use crate::profile::{LayerProfile, LayerTensor, ProfiledLayer, trt_datatype};
 use crate::runtime::{
