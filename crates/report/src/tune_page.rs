@@ -311,7 +311,9 @@ fn routes_table(s: &TuneSummary) -> Markup {
             Column::num("head to head"),
             Column::text("accuracy").filter(),
             Column::text("role").filter(),
-            Column::text("error"),
+            Column::text("error / tool notes").help(
+                "the route's error, then what the runtime's own tool warned about its measurements",
+            ),
         ],
     );
     for r in &s.routes {
@@ -373,7 +375,14 @@ fn routes_table(s: &TuneSummary) -> Markup {
             h2h,
             Cell::text(accuracy),
             Cell::text(&role.join(", ")),
-            Cell::text(r.error_message.as_deref().unwrap_or("")),
+            Cell::text(
+                &r.error_message
+                    .iter()
+                    .chain(&r.notes)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
         ]);
     }
     t.render()

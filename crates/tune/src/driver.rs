@@ -280,9 +280,19 @@ struct RouteState {
     finals: Vec<f64>,
     eliminated: Option<usize>,
     finalist: bool,
+    /// What the runtime's tool said about this route's measurements, each once.
+    notes: Vec<String>,
 }
 
 impl RouteState {
+    fn note(&mut self, notes: &[String]) {
+        for n in notes {
+            if !self.notes.contains(n) {
+                self.notes.push(n.clone());
+            }
+        }
+    }
+
     fn eligible(&self) -> bool {
         self.status == RouteStatus::Ok && !self.search.is_empty()
     }
@@ -577,6 +587,7 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
                     finals: Vec::new(),
                     eliminated: None,
                     finalist: false,
+                    notes: rec.notes.clone(),
                 });
             }
             (phase, Some(_)) => {
@@ -584,6 +595,7 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
                     return;
                 };
                 let state = &mut self.routes[i];
+                state.note(&rec.notes);
                 if rec.status == RouteStatus::Ok {
                     if phase == Phase::Final {
                         state.finals.extend_from_slice(&rec.samples_ms);
@@ -1335,6 +1347,7 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
                     tied_with_best: ties.contains(&s.key),
                     finalist: s.finalist,
                     eliminated_in_round: s.eliminated,
+                    notes: s.notes.clone(),
                 }
             })
             .collect();

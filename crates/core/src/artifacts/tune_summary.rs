@@ -130,6 +130,10 @@ pub struct RouteSummary {
     pub finalist: bool,
     /// Racing: the round after which the route was dropped as slower than the best.
     pub eliminated_in_round: Option<usize>,
+    /// What the runtime's own tool said about this route's measurements, each once (trtexec's
+    /// "GPU compute time is unstable" warning).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
