@@ -116,9 +116,8 @@ impl Sim {
         args
     }
 
-    /// `run` of the simulated engine with `build.route=ROUTE` and `extra` arguments.
-    fn run_route(&self, version: &str, route: &str, extra: &[&str]) -> Output {
-        let set = format!("build.route={route}");
+    /// `run` of the model on the simulated TensorRT with `extra` arguments.
+    fn run_engine(&self, version: &str, extra: &[&str]) -> Output {
         let mut args = vec![
             "run",
             "--onnx",
@@ -131,11 +130,17 @@ impl Sim {
             s(&self.bundles),
             "--set",
             "build.dims.batch=1",
-            "--set",
-            &set,
         ];
         args.extend_from_slice(extra);
         self.run(version, &args)
+    }
+
+    /// `run` with `build.route=ROUTE`.
+    fn run_route(&self, version: &str, route: &str, extra: &[&str]) -> Output {
+        let set = format!("build.route={route}");
+        let mut args = vec!["--set", &set];
+        args.extend_from_slice(extra);
+        self.run_engine(version, &args)
     }
 
     /// The simulator's invocations of one mode.
@@ -238,20 +243,11 @@ fn tune_finds_the_known_best_route_and_the_saved_bundle_runs() {
         "{record}"
     );
     let result = sim.path("run-saved");
-    let o = sim.run(
+    let o = sim.run_engine(
         "110100",
         &[
-            "run",
-            "--onnx",
-            s(&sim.onnx),
-            "--runtime",
-            "tensorrt",
-            "--trtexec",
-            s(&sim.trtexec),
             "--bundle",
             s(&saved),
-            "--set",
-            "build.dims.batch=1",
             "--iterations",
             "30",
             "-o",
@@ -262,24 +258,8 @@ fn tune_finds_the_known_best_route_and_the_saved_bundle_runs() {
     let run = read_json(&result.join("result.json"));
     assert_eq!(run["timing_boundary"], "trtexec_gpu_compute", "{run}");
     // The same bundle under another TensorRT version is refused before timing, naming both.
-    let o = sim.run(
-        "101601",
-        &[
-            "run",
-            "--onnx",
-            s(&sim.onnx),
-            "--runtime",
-            "tensorrt",
-            "--trtexec",
-            s(&sim.trtexec),
-            "--bundle",
-            s(&saved),
-            "--set",
-            "build.dims.batch=1",
-            "-o",
-            s(&sim.path("run-other-version")),
-        ],
-    );
+    let other = sim.path("run-other-version");
+    let o = sim.run_engine("101601", &["--bundle", s(&saved), "-o", s(&other)]);
     assert_eq!(code(&o), 3, "{}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains("11.1.0") && err.contains("10.16.1"), "{err}");

@@ -64,6 +64,14 @@ pub fn bind_dims(
     Ok(bound)
 }
 
+/// The symbolic dimensions a case's build settings bind (`build.dims.<name>` = N).
+pub fn build_dims(build: &BTreeMap<String, Value>) -> BTreeMap<String, i64> {
+    build
+        .iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix("dims.")?.to_string(), v.as_i64()?)))
+        .collect()
+}
+
 /// The inputs `infer` synthesizes for `specs` with `seed`, symbolic dimensions bound from `dims`.
 pub fn synthesize_inputs(
     specs: &[TensorSpec],

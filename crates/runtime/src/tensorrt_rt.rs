@@ -864,6 +864,22 @@ impl Runtime for TensorrtRuntime {
     }
 }
 
+/// A timing run of the bundle's engine with the shapes it was built for and the case's loop behaviour.
+fn time_request(
+    r: &SelfTimedRequest<'_>,
+    warm_up_ms: Option<u32>,
+    iterations: u64,
+    duration_s: u32,
+) -> anyhow::Result<TimeRequest> {
+    let mut request = TimeRequest::new(r.bundle_dir.join(&r.manifest.artifact));
+    request.shapes = run_shapes(r.bundle_dir)?;
+    request.warm_up_ms = warm_up_ms;
+    request.iterations = Some(clamp_u32(iterations.max(1)));
+    request.duration_s = Some(duration_s);
+    request.behaviour = behaviour(r.settings)?;
+    Ok(request)
+}
+
 /// One of trtexec's warnings under its performance summary, as a sentence.
 fn describe_warning(w: &SummaryWarning) -> String {
     match w {
@@ -906,12 +922,12 @@ impl SelfTimed for TensorrtRuntime {
         self.supports_operation(r.operation)
             .map_err(anyhow::Error::msg)?;
         let trtexec = self.require()?;
-        let mut request = TimeRequest::new(r.bundle_dir.join(&r.manifest.artifact));
-        request.shapes = run_shapes(r.bundle_dir)?;
-        request.warm_up_ms = (r.warmup == 0).then_some(0);
-        request.iterations = Some(clamp_u32(r.iterations.max(1)));
-        request.duration_s = Some(r.min_duration_s.max(0.0).ceil() as u32);
-        request.behaviour = behaviour(r.settings)?;
+        let mut request = time_request(
+            r,
+            (r.warmup == 0).then_some(0),
+            r.iterations,
+            r.min_duration_s.max(0.0).ceil() as u32,
+        )?;
         let times_path = r.case_dir.join(format!("times_{NAME}.json"));
         request.export_times = Some(times_path.clone());
         let argv = request.args(trtexec.version())?;
@@ -994,12 +1010,7 @@ impl SelfTimed for TensorrtRuntime {
                 .with_context(|| format!("cannot write {}", file.display()))?;
             load.push((spec.name.clone(), file));
         }
-        let mut request = TimeRequest::new(r.bundle_dir.join(&r.manifest.artifact));
-        request.shapes = run_shapes(r.bundle_dir)?;
-        request.warm_up_ms = Some(0);
-        request.iterations = Some(1);
-        request.duration_s = Some(0);
-        request.behaviour = behaviour(r.settings)?;
+        let mut request = time_request(r, Some(0), 1, 0)?;
         request.load_inputs = load;
         let exported = r.case_dir.join(OUTPUTS_FILE);
         request.export_output = Some(exported.clone());

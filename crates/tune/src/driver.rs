@@ -402,16 +402,18 @@ fn timing_ms(timing: &Timing) -> f64 {
         .sum()
 }
 
+/// A measurement's samples and the runtime tool's notes into the record.
 fn set_samples(
     rec: &mut IterationRecord,
     objective: Objective,
     warmup_calls: usize,
-    samples: Vec<f64>,
+    timing: Timing,
 ) {
     rec.warmup_calls = warmup_calls;
-    rec.time_ms = Some(objective.cost(&samples));
-    rec.summary = stats::summarize(&samples);
-    rec.samples_ms = samples;
+    rec.time_ms = Some(objective.cost(&timing.samples_ms));
+    rec.summary = stats::summarize(&timing.samples_ms);
+    rec.samples_ms = timing.samples_ms;
+    rec.notes.extend(timing.notes);
 }
 
 fn digest_outputs(outputs: &[Tensor]) -> String {
@@ -743,16 +745,8 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
             self.measure_ms += timing_ms(timing);
         }
         match measured {
-            Ok(mut timing) => match check_samples(&timing.samples_ms) {
-                Ok(()) => {
-                    rec.notes.append(&mut timing.notes);
-                    set_samples(
-                        &mut rec,
-                        config.objective,
-                        plan.warmup_calls,
-                        timing.samples_ms,
-                    )
-                }
+            Ok(timing) => match check_samples(&timing.samples_ms) {
+                Ok(()) => set_samples(&mut rec, config.objective, plan.warmup_calls, timing),
                 Err(message) => {
                     if rec.status == RouteStatus::Ok {
                         fail(&mut rec, Stage::Measure, &RouteError::failed(message));
@@ -835,16 +829,8 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
             self.measure_ms += timing_ms(timing);
         }
         match measured {
-            Ok(mut timing) => match check_samples(&timing.samples_ms) {
-                Ok(()) => {
-                    rec.notes.append(&mut timing.notes);
-                    set_samples(
-                        &mut rec,
-                        config.objective,
-                        plan.warmup_calls,
-                        timing.samples_ms,
-                    )
-                }
+            Ok(timing) => match check_samples(&timing.samples_ms) {
+                Ok(()) => set_samples(&mut rec, config.objective, plan.warmup_calls, timing),
                 Err(message) => fail(&mut rec, Stage::Measure, &RouteError::failed(message)),
             },
             Err(e) => fail(&mut rec, Stage::Measure, &e),

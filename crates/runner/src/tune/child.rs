@@ -5,15 +5,16 @@
 //! Measurements reuse the worker's pieces: the operation's timed runner (`ops::prepare`) and the timed loop
 //! (`worker::timed_loop`), in which nothing but the call happens between the two clock reads.
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use trtmc_runtime::bundle::{BuildPlan, BundleManifest, build_bundle};
 use trtmc_runtime::ops::{self, CallRecord, RunnerContext, TimedRunner};
-use trtmc_runtime::outputs::{from_tensor, run_session, synthesize_inputs, write_tensor_set};
+use trtmc_runtime::outputs::{
+    build_dims, from_tensor, run_session, synthesize_inputs, write_tensor_set,
+};
 use trtmc_runtime::runtime::{self, Runtime, RuntimeOptions, SelfTimedRequest, Session};
 use trtmc_runtime::tensor::{HostTensor, TensorSpec};
 use trtmc_trtexec::TrtexecError;
@@ -123,9 +124,15 @@ fn tool_crashed(e: &anyhow::Error) -> bool {
     })
 }
 
+/// The folder where the build child `pid` builds a bundle before moving it into place; a child
+/// killed mid-build leaves it behind with the tool's log.
+pub(super) fn build_folder(bundle: &Path, key: &str, pid: u32) -> Option<PathBuf> {
+    let short = key.get(..16).unwrap_or(key);
+    Some(bundle.parent()?.join(format!(".tmp-tune-{short}-{pid}")))
+}
+
 /// Copies the `*.log` files of a failed build's folder into the route's tool folder, which outlives it.
-fn keep_logs(from: &Path, request: &ChildRequest) {
-    let Some(to) = &request.tool_dir else { return };
+pub(super) fn keep_logs(from: &Path, to: &Path) {
     let Ok(entries) = std::fs::read_dir(from) else {
         return;
     };
@@ -150,14 +157,12 @@ fn build_inner(request: &ChildRequest) -> anyhow::Result<Response> {
     }
     let rt = open_runtime(request)?;
     rt.availability().map_err(anyhow::Error::msg)?;
-    let parent = request
-        .bundle
-        .parent()
+    let tmp = build_folder(&request.bundle, &request.key, std::process::id())
         .context("the bundle path has no parent directory")?;
-    std::fs::create_dir_all(parent)
-        .with_context(|| format!("cannot create {}", parent.display()))?;
-    let short = request.key.get(..16).unwrap_or(&request.key);
-    let tmp = parent.join(format!(".tmp-tune-{short}-{}", std::process::id()));
+    if let Some(parent) = tmp.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
     let created = jiff::Timestamp::now().to_string();
@@ -171,7 +176,9 @@ fn build_inner(request: &ChildRequest) -> anyhow::Result<Response> {
     };
     let started = Instant::now();
     if let Err(e) = build_bundle(rt.as_ref(), &plan, &tmp) {
-        keep_logs(&tmp, request);
+        if let Some(tool_dir) = &request.tool_dir {
+            keep_logs(&tmp, tool_dir);
+        }
         let _ = std::fs::remove_dir_all(&tmp);
         return Err(e.context(format!(
             "runtime `{}` could not build the route's bundle",
@@ -302,12 +309,7 @@ impl Served<'_> {
         given: Option<&Path>,
     ) -> anyhow::Result<Vec<(String, HostTensor)>> {
         let Some(index) = given else {
-            let dims: BTreeMap<String, i64> = self
-                .request
-                .build_settings
-                .iter()
-                .filter_map(|(k, v)| Some((k.strip_prefix("dims.")?.to_string(), v.as_i64()?)))
-                .collect();
+            let dims = build_dims(&self.request.build_settings);
             let tensors = synthesize_inputs(specs, self.request.input_seed, &dims)?;
             return Ok(specs.iter().map(|s| s.name.clone()).zip(tensors).collect());
         };

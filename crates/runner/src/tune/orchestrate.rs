@@ -501,7 +501,9 @@ fn onnxruntime_golden(
     given: &[Tensor],
     work: &Path,
 ) -> Result<Golden, String> {
-    use trtmc_runtime::outputs::{from_tensor, run_session, synthesize_inputs, to_tensor};
+    use trtmc_runtime::outputs::{
+        build_dims, from_tensor, run_session, synthesize_inputs, to_tensor,
+    };
     let text = |e: anyhow::Error| format!("{e:#}");
     let ort = trtmc_runtime::runtime::runtime("onnxruntime")?;
     ort.availability()?;
@@ -526,10 +528,7 @@ fn onnxruntime_golden(
     let mut session = ort.load(work, &manifest, &BTreeMap::new()).map_err(text)?;
     let specs = session.inputs().to_vec();
     let named = if given.is_empty() {
-        let dims: BTreeMap<String, i64> = settings
-            .iter()
-            .filter_map(|(k, v)| Some((k.strip_prefix("dims.")?.to_string(), v.as_i64()?)))
-            .collect();
+        let dims = build_dims(&settings);
         let seed = base
             .request_value("seed")
             .and_then(Value::as_u64)

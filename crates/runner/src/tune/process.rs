@@ -289,25 +289,13 @@ impl ProcessRunner {
         }
     }
 
-    /// A killed build child leaves its half-built bundle folder (`.tmp-tune-<key>-<pid>`, see
-    /// `child::build_inner`) with the tool's log: keep the logs in the route's tool folder, drop the rest.
+    /// A killed build child leaves its half-built bundle folder with the tool's log: keep the logs in
+    /// the route's tool folder, drop the rest.
     fn keep_killed_build_logs(&self, info: &RouteBundle, pid: u32) {
-        let Some(parent) = info.bundle.parent() else {
-            return;
-        };
-        let short = info.key.get(..16).unwrap_or(&info.key);
-        let tmp = parent.join(format!(".tmp-tune-{short}-{pid}"));
-        let Ok(entries) = std::fs::read_dir(&tmp) else {
-            return;
-        };
-        let keep = self.tool_dir(&info.route);
-        let _ = std::fs::create_dir_all(&keep);
-        for entry in entries.flatten() {
-            if entry.file_name().to_string_lossy().ends_with(".log") {
-                let _ = std::fs::copy(entry.path(), keep.join(entry.file_name()));
-            }
+        if let Some(tmp) = super::child::build_folder(&info.bundle, &info.key, pid) {
+            super::child::keep_logs(&tmp, &self.tool_dir(&info.route));
+            let _ = std::fs::remove_dir_all(&tmp);
         }
-        let _ = std::fs::remove_dir_all(&tmp);
     }
 
     /// The folder of a route's tool logs and exports (trtexec's build, timing and output logs).
