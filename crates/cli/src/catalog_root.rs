@@ -1,21 +1,47 @@
-//! Where the model catalog is: `--manifest-root`, `$TRTMC_MANIFEST_ROOT`, the installed share directory,
-//! or the source checkout this binary was built from.
+//! Where the model catalog and the reference runners are: `--manifest-root`, `$TRTMC_MANIFEST_ROOT`,
+//! else the copy embedded in this binary (`trtmc-share`), unpacked once into the user cache. No path of
+//! the source checkout is compiled in, so a binary copied anywhere finds the same catalog.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-pub fn resolve(explicit: Option<PathBuf>) -> PathBuf {
-    if let Some(p) = explicit {
-        return p;
-    }
-    if let Some(p) = std::env::var_os("TRTMC_MANIFEST_ROOT") {
-        return PathBuf::from(p);
-    }
-    if let Some(installed) = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(|bin| bin.join("../share/trtmc/catalog")))
-        .filter(|p| p.is_dir())
+use crate::exit::{CliError, ExitCode};
+
+pub fn resolve(explicit: Option<PathBuf>) -> Result<PathBuf, CliError> {
+    if let Some(p) = explicit.or_else(|| std::env::var_os("TRTMC_MANIFEST_ROOT").map(PathBuf::from))
     {
-        return installed;
+        return Ok(normalised(&p));
     }
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../catalog"))
+    trtmc_share::catalog().map_err(unpack_error)
+}
+
+/// The reference runners' folder (`ort_reference.py`, …).
+pub fn reference_dir() -> Result<PathBuf, CliError> {
+    trtmc_share::reference_dir().map_err(unpack_error)
+}
+
+/// A shipped suite or environment by short name (`release`, `cpu`) when `path` is not a file.
+pub fn shipped(path: &Path, table: &[(&str, &str)]) -> Result<PathBuf, CliError> {
+    if path.exists() {
+        return Ok(path.to_path_buf());
+    }
+    let Some(name) = path.to_str() else {
+        return Ok(path.to_path_buf());
+    };
+    match table.iter().find(|(short, _)| *short == name) {
+        Some((_, relative)) => Ok(trtmc_share::root().map_err(unpack_error)?.join(relative)),
+        None => Ok(path.to_path_buf()),
+    }
+}
+
+fn unpack_error(e: &trtmc_share::UnpackError) -> CliError {
+    CliError::new(
+        ExitCode::Environment,
+        trtmc_core::error_text::with_causes(e),
+    )
+}
+
+/// An absolute path without `.`/`..` detours when it exists; as given otherwise (the error that
+/// follows names what the user typed).
+fn normalised(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }

@@ -29,7 +29,8 @@ pub enum ExitCode {
     CaseFailed = 5,
     /// The output directory was refused (unrelated content, a symlink) or could not be written.
     Output = 6,
-    /// A required external tool or library is missing (trtexec, libonnxruntime, python).
+    /// A required external tool, library or resource is missing (trtexec, libonnxruntime, python, a
+    /// writable cache for the embedded catalog).
     Environment = 7,
     /// `matrix`: candidate and reference measured different workloads, timing boundaries or precisions.
     ContractMismatch = 8,

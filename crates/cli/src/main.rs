@@ -9,6 +9,7 @@ mod catalog_root;
 mod commands;
 mod exit;
 mod progress;
+mod runtime_dirs;
 mod summary;
 
 use clap::{Parser, Subcommand};
@@ -31,12 +32,13 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
         matrix         candidate runtime vs reference backend, row by row, with traffic lights\n\
         analyze        TensorRT layer-info/profile analysis with validation and a browser report\n\
         tune           build-route search gated on accuracy, ranked on measured speed, resumable\n\
-        compare        per-tensor output agreement: two runtimes, or one and golden files\n\n\
+        compare        per-tensor output agreement: two runtimes, or one and golden files\n\
+        completions    shell completion script; man: the man page\n\n\
         Exit codes (docs/exit-codes.md): 0 success, 1 internal error, 2 usage, 3 invalid input,\n\
         4 build failed or no bundle, 5 a case failed, 6 output refused,\n\
         7 missing external tool, 8 contract mismatch."
 )]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -57,6 +59,10 @@ enum Command {
     Tune(Box<commands::tune::TuneArgs>),
     /// Release performance matrix: candidate runtimes against reference backends, with traffic lights.
     Matrix(commands::matrix::MatrixArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(commands::shell::CompletionsArgs),
+    /// Print the man page (roff), or write one page per subcommand with --dir.
+    Man(commands::shell::ManArgs),
     /// Internal: the worker process that owns the timed loop.
     #[command(hide = true)]
     Worker(commands::worker::WorkerArgs),
@@ -75,6 +81,8 @@ fn main() {
         Command::Report(args) => commands::report::execute(args),
         Command::Tune(args) => commands::tune::execute(*args),
         Command::Matrix(args) => commands::matrix::execute(args),
+        Command::Completions(args) => commands::shell::completions(args),
+        Command::Man(args) => commands::shell::man(args),
         Command::Worker(args) => std::process::exit(commands::worker::execute(args)),
         Command::TuneWorker(args) => std::process::exit(commands::tune::execute_worker(args)),
     };

@@ -232,6 +232,136 @@ fn the_checked_in_release_suite_passes_check() {
     );
 }
 
+/// The suite and environment shipped inside the binary, by name, from a folder with no checkout.
+#[test]
+fn the_shipped_suite_is_checked_by_name_from_anywhere() {
+    let elsewhere = tempfile::tempdir().expect("tmp");
+    let o = Command::new(BIN)
+        .args(["matrix", "check", "release", "--environment", "cpu"])
+        .current_dir(elsewhere.path())
+        .env_remove("TRTMC_MANIFEST_ROOT")
+        .output()
+        .expect("start trtmc-bench");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("passes the preflight"),
+        "{}",
+        stdout(&o)
+    );
+    let o = Command::new(BIN)
+        .args(["matrix", "check", "no-such-suite", "--environment", "cpu"])
+        .current_dir(elsewhere.path())
+        .output()
+        .expect("start trtmc-bench");
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(stderr(&o).contains("no-such-suite"), "{}", stderr(&o));
+}
+
+/// The environment's `worker` is the trtmc-bench every candidate run starts, and each of its
+/// `runtime_dirs` reaches that run as `--runtime-dir` (recorded in its result); a worker that is not
+/// a file is a machine finding (exit 7).
+#[test]
+fn the_environment_worker_runs_the_candidates_with_its_runtime_dirs() {
+    let _one_at_a_time = measuring();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let log = tmp.path().join("worker-argv.log");
+    let worker = tmp.path().join("worker.sh");
+    std::fs::write(
+        &worker,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{BIN}' \"$@\"\n",
+            p(&log)
+        ),
+    )
+    .expect("write worker");
+    std::fs::set_permissions(&worker, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let libs = tmp.path().join("libs");
+    std::fs::create_dir_all(&libs).expect("mkdir");
+    let s = setup(&format!(
+        "runtime_dirs: [\"{}\"]\nworker: \"${{TRTMC_TEST_WORKER_X:-}}\"\n",
+        p(&libs)
+    ));
+    let row = ROW_ORT.replace("{runtime: onnxruntime}", "{runtime: tract}");
+    let suite_path = suite(&s, "worker", &row);
+    let missing = [("TRTMC_TEST_WORKER_X", "/nonexistent/trtmc-bench")];
+    let o = matrix(
+        &s,
+        &[
+            "check",
+            &p(&suite_path),
+            "--environment",
+            &p(&s.env),
+            "--manifest-root",
+            &p(&s.catalog),
+        ],
+        &missing,
+    );
+    assert_eq!(code(&o), 7, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("/nonexistent/trtmc-bench") && stderr(&o).contains("TRTMC_PERF_WORKER"),
+        "{}",
+        stderr(&o)
+    );
+    let out = s.dir.path().join("run");
+    let o = run_suite(
+        &s,
+        &suite_path,
+        &out,
+        &[],
+        &[("TRTMC_TEST_WORKER_X", &p(&worker))],
+    );
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    let calls = std::fs::read_to_string(&log).expect("the worker ran");
+    let runs: Vec<&str> = calls.lines().filter(|l| l.starts_with("run ")).collect();
+    assert_eq!(runs.len(), 6, "one candidate run per round: {calls}");
+    let canonical = std::fs::canonicalize(&libs).expect("canonical");
+    for line in &runs {
+        assert!(
+            line.contains(&format!("--runtime-dir {}", p(&libs))),
+            "{line}"
+        );
+    }
+    let results = read_json(&out.join("results.json"));
+    let dir = results["rows"][0]["commands"][0]["argv"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default();
+    assert!(dir.starts_with(&p(&worker)), "recorded command: {dir}");
+    let candidate = std::fs::read_dir(&out)
+        .expect("run dir")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.ends_with("rows"))
+        .expect("rows/");
+    let first = walk(&candidate)
+        .into_iter()
+        .find(|p| p.ends_with("candidate-1/result.json"))
+        .expect("the first candidate's result.json");
+    assert_eq!(
+        read_json(&first)["provenance"]["runtime_dirs"],
+        serde_json::json!([p(&canonical)])
+    );
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
+}
+
 #[test]
 fn check_names_every_problem_with_its_row_or_variable() {
     let s = setup(

@@ -14,6 +14,7 @@ pub mod operations;
 pub mod plan;
 pub mod python;
 pub mod result;
+pub mod runtime_dirs;
 pub mod stats;
 pub mod test_hooks;
 pub mod text;

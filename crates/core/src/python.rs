@@ -7,9 +7,17 @@ use std::path::PathBuf;
 use crate::fsutil::write_atomic;
 use crate::hash::sha256_hex;
 
-/// The interpreter: `$TRTMC_PYTHON`, else `python3`.
+/// The interpreter: `$TRTMC_PYTHON`, else the `python3` beside this program when it was installed into
+/// a Python environment (a wheel in a virtual environment that is not activated), else `python3`.
 pub fn interpreter() -> String {
-    std::env::var("TRTMC_PYTHON").unwrap_or_else(|_| "python3".into())
+    if let Ok(python) = std::env::var("TRTMC_PYTHON") {
+        return python;
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.join("python3")))
+        .filter(|sibling| sibling.is_file())
+        .map_or_else(|| "python3".into(), |p| p.display().to_string())
 }
 
 /// The directory of `package` for [`interpreter`]: `Ok(None)` when it is not installed, `Err` (the

@@ -186,6 +186,11 @@ pub fn check(input: &CheckInput<'_>) -> Result<Plan, Vec<Finding>> {
         return Err(f);
     };
     let text = std::fs::read(input.suite).unwrap_or_default();
+    // The trtmc-bench the candidate rows run: the environment's `worker`, else this program.
+    let exe = match &environment.worker {
+        Some(worker) => absolute(worker),
+        None => std::env::current_exe().unwrap_or_else(|_| PathBuf::from("trtmc-bench")),
+    };
     Ok(Plan {
         schema: PLAN_SCHEMA.into(),
         created: jiff::Timestamp::now().to_string(),
@@ -196,7 +201,7 @@ pub fn check(input: &CheckInput<'_>) -> Result<Plan, Vec<Finding>> {
         environment,
         catalog_root: absolute(input.catalog_root),
         program,
-        exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("trtmc-bench")),
+        exe,
         executor: input.executor.into(),
         entry: input.entry.map(str::to_string),
         command_line: input.command_line.clone(),
@@ -330,6 +335,18 @@ fn machine_checks(env: &Expanded, executor: &str, program: &ProgramInfo, f: &mut
                 "is not a directory: create it or fix the variable that names it",
             ));
         }
+    }
+    if let Some(worker) = &env.worker
+        && !worker.is_file()
+    {
+        f.push(finding(
+            Kind::Machine,
+            "worker",
+            format!(
+                "{} is not a file: point TRTMC_PERF_WORKER (the environment's `worker`) at a trtmc-bench executable, or unset it to run this program",
+                worker.display()
+            ),
+        ));
     }
     if !env.reference_dir.join("ort_reference.py").is_file() {
         f.push(finding(

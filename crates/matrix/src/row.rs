@@ -173,6 +173,10 @@ fn run_argv(
         argv.push("--bundle-root".into());
         argv.push(root.to_string_lossy().into_owned());
     }
+    for dir in &env.runtime_dirs {
+        argv.push("--runtime-dir".into());
+        argv.push(dir.to_string_lossy().into_owned());
+    }
     if let Some(trtexec) = trtexec {
         argv.push("--trtexec".into());
         argv.push(trtexec.to_string_lossy().into_owned());

@@ -197,8 +197,11 @@ pub fn execute(
     test_hooks: &TestHooks,
 ) -> Result<Results, MatrixError> {
     let mut plan = read_plan(run)?;
-    // Rows run with this program (resume checks that it is the plan's revision).
-    if let Ok(exe) = std::env::current_exe() {
+    // Rows run with this program (resume checks that it is the plan's revision), unless the
+    // environment names the trtmc-bench they run (`worker`).
+    if plan.environment.worker.is_none()
+        && let Ok(exe) = std::env::current_exe()
+    {
         plan.exe = exe;
     }
     plan.executor = executor.into();

@@ -226,9 +226,14 @@ pub struct Environment {
     /// Directories searched for prepared bundles (`--bundle-root`).
     #[serde(default)]
     pub bundle_roots: Vec<String>,
-    /// Directories holding runtime libraries; each must exist.
+    /// Directories holding runtime libraries; each must exist. Every candidate `run` gets them as
+    /// `--runtime-dir`.
     #[serde(default)]
     pub runtime_dirs: Vec<String>,
+    /// The trtmc-bench the candidate rows run (e.g. `${TRTMC_PERF_WORKER:-}`); empty or absent: this
+    /// program.
+    #[serde(default)]
+    pub worker: Option<String>,
     /// Where new run directories are created.
     pub results_root: String,
     /// Free storage required below `results_root` and `bundle_cache`, GiB.
@@ -363,6 +368,12 @@ impl Environment {
         let bundle_cache = PathBuf::from(one("bundle_cache", &self.bundle_cache));
         let results_root = PathBuf::from(one("results_root", &self.results_root));
         let python = one("python", &self.python);
+        let worker = self
+            .worker
+            .as_ref()
+            .map(|w| one("worker", w))
+            .filter(|w| !w.is_empty())
+            .map(PathBuf::from);
         let reference_dir = match &self.reference_dir {
             Some(d) => PathBuf::from(one("reference_dir", d)),
             None => repo_reference.to_path_buf(),
@@ -403,6 +414,7 @@ impl Environment {
             bundle_cache,
             bundle_roots,
             runtime_dirs,
+            worker,
             results_root,
             free_storage_gib: self.free_storage_gib,
             python,

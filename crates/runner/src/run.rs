@@ -305,6 +305,10 @@ pub fn execute(
         task_quality_evaluated: false,
         provenance: Provenance {
             program: crate::machine::program(),
+            runtime_dirs: trtmc_core::runtime_dirs::current()
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect(),
             runtimes,
             machine: trtmc_core::machine::machine(),
         },

@@ -42,7 +42,9 @@ pub const SESSION_FILE: &str = "ort-session.json";
 pub const SESSION_SCHEMA: &str = "trtmc.ort-session/v1";
 /// The raw Chrome trace of a profiling pass, kept beside the exports (open it in a trace viewer).
 pub const TRACE_FILE: &str = "onnxruntime-trace.json";
-pub const INSTALL_HINT: &str = "pip install onnxruntime==1.31.1";
+/// How to get ONNX Runtime: the wheel's extra for an installed trtmc, the package otherwise.
+pub const INSTALL_HINT: &str =
+    "pip install 'trtmc[onnxruntime]' (or pip install onnxruntime==1.31.1)";
 const NAME: &str = "onnxruntime";
 
 pub struct OrtRuntime;
@@ -165,8 +167,14 @@ fn locate() -> Result<Library, String> {
     Ok(Library { path, version })
 }
 
-/// `ORT_DYLIB_PATH`, else the wheel's library.
+/// The library, first found of: a `--runtime-dir` folder, `ORT_DYLIB_PATH`, the `onnxruntime` wheel
+/// installed beside this program (`pip install 'trtmc[onnxruntime]'` puts both in one environment),
+/// the `onnxruntime` package of the Python interpreter.
 fn library_path() -> Result<PathBuf, String> {
+    let runtime_dirs = trtmc_core::runtime_dirs::current();
+    if let Some(found) = trtmc_core::runtime_dirs::find_file(&runtime_dirs, is_library_name) {
+        return Ok(found);
+    }
     if let Some(value) = std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()) {
         let path = PathBuf::from(value);
         if !path.is_file() {
@@ -177,14 +185,60 @@ fn library_path() -> Result<PathBuf, String> {
         }
         return Ok(path);
     }
-    wheel_library()
+    if let Some(found) = beside_program() {
+        return Ok(found);
+    }
+    wheel_library().map_err(|e| {
+        if runtime_dirs.is_empty() {
+            e
+        } else {
+            format!(
+                "{e}; no libonnxruntime in --runtime-dir {}",
+                std::env::join_paths(&runtime_dirs)
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            )
+        }
+    })
+}
+
+/// `libonnxruntime.so*` / `libonnxruntime.*.dylib` / `onnxruntime.dll`, not its provider plug-ins.
+fn is_library_name(name: &str) -> bool {
+    !name.contains("providers")
+        && (name.starts_with("libonnxruntime.so")
+            || (name.starts_with("libonnxruntime.") && name.ends_with(".dylib"))
+            || name == "onnxruntime.dll")
+}
+
+/// The `onnxruntime` wheel's `capi/` folder in the Python environment this program is installed in
+/// (`<prefix>/bin/trtmc-bench` beside `<prefix>/lib/python3.X/site-packages/onnxruntime/`).
+fn beside_program() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let prefix = exe.parent()?.parent()?;
+    let mut site_dirs = vec![prefix.join("Lib/site-packages")];
+    for lib in ["lib", "lib64"] {
+        if let Ok(entries) = std::fs::read_dir(prefix.join(lib)) {
+            site_dirs.extend(
+                entries
+                    .flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with("python"))
+                    .map(|e| e.path().join("site-packages")),
+            );
+        }
+    }
+    let capi: Vec<PathBuf> = site_dirs
+        .into_iter()
+        .map(|d| d.join("onnxruntime/capi"))
+        .filter(|d| d.is_dir())
+        .collect();
+    trtmc_core::runtime_dirs::find_file(&capi, is_library_name)
 }
 
 /// The `onnxruntime` package directory of the Python interpreter, found without importing it.
 fn wheel_library() -> Result<PathBuf, String> {
     let python = trtmc_core::python::interpreter();
     let dir = match trtmc_core::python::package_dir("onnxruntime") {
-        Ok(Some(dir)) => dir.display().to_string(),
+        Ok(Some(dir)) => dir,
         Ok(None) => {
             return Err(format!(
                 "ONNX Runtime is not installed: ORT_DYLIB_PATH is not set and {python} has no `onnxruntime` package ({INSTALL_HINT}, or set ORT_DYLIB_PATH to libonnxruntime)"
@@ -196,32 +250,17 @@ fn wheel_library() -> Result<PathBuf, String> {
             ));
         }
     };
-    let capi = PathBuf::from(&dir).join("capi");
-    let mut candidates: Vec<PathBuf> = std::fs::read_dir(&capi)
-        .map_err(|e| {
-            format!(
-                "cannot list {}: {e} (reinstall: {INSTALL_HINT})",
-                capi.display()
-            )
-        })?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default();
-            !name.contains("providers")
-                && (name.starts_with("libonnxruntime.so")
-                    || (name.starts_with("libonnxruntime.") && name.ends_with(".dylib"))
-                    || name == "onnxruntime.dll")
-        })
-        .collect();
-    // The versioned name (libonnxruntime.so.1.31.1) before a bare symlink.
-    candidates.sort_by_key(|p| std::cmp::Reverse(p.as_os_str().len()));
-    candidates.into_iter().next().ok_or_else(|| {
+    let capi = dir.join("capi");
+    if let Err(e) = std::fs::read_dir(&capi) {
+        return Err(format!(
+            "cannot list {}: {e} (reinstall: {INSTALL_HINT})",
+            capi.display()
+        ));
+    }
+    trtmc_core::runtime_dirs::find_file(&[capi], is_library_name).ok_or_else(|| {
         format!(
-            "the `onnxruntime` package in {dir} has no capi/libonnxruntime library (wheels before 1.19 did not ship it): {INSTALL_HINT}"
+            "the `onnxruntime` package in {} has no capi/libonnxruntime library (wheels before 1.19 did not ship it): {INSTALL_HINT}",
+            dir.display()
         )
     })
 }

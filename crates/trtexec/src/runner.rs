@@ -179,9 +179,26 @@ impl Trtexec {
 /// Finds trtexec without running it. `explicit` may be a path or a bare program name (looked up
 /// on `PATH`).
 pub fn find_executable(explicit: Option<&Path>) -> Result<PathBuf> {
-    let path_var = std::env::var_os("PATH");
+    // `--runtime-dir` folders come before PATH.
+    let mut dirs = trtmc_core::runtime_dirs::current();
+    if let Some(path) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&path));
+    }
+    let path_var = std::env::join_paths(&dirs).ok();
     let fallback: Vec<&Path> = WELL_KNOWN_DIRS.iter().map(Path::new).collect();
     find_executable_in(explicit, path_var.as_deref(), &fallback)
+}
+
+/// A trtexec command with the `--runtime-dir` folders first on the loader's path (TensorRT's
+/// libraries may live beside trtexec in one of them).
+fn command(program: &Path) -> Command {
+    let mut cmd = Command::new(program);
+    if let Some(library_path) =
+        trtmc_core::runtime_dirs::library_path(&trtmc_core::runtime_dirs::current())
+    {
+        cmd.env("LD_LIBRARY_PATH", library_path);
+    }
+    cmd
 }
 
 /// [`find_executable`] with the search path and fallback folders given (for tests).
@@ -347,7 +364,7 @@ pub fn run_process(
     })?;
     let started = Instant::now();
     let mut child = spawn(
-        Command::new(program)
+        command(program)
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::from(log_file))
@@ -482,7 +499,7 @@ fn capture(
     timeout: Duration,
 ) -> Result<(ExitStatus, String, String)> {
     let mut child = spawn(
-        Command::new(program)
+        command(program)
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -140,7 +140,7 @@ pub fn execute(args: CompareArgs) -> CliResult {
                 profiles: vec![profile],
             }
         }
-        None => Catalog::load(&crate::catalog_root::resolve(args.manifest_root.clone()))
+        None => Catalog::load(&crate::catalog_root::resolve(args.manifest_root.clone())?)
             .map_err(CliError::input)?,
     };
     let model = match (&args.model, catalog.profiles.first()) {

@@ -38,7 +38,7 @@ pub fn execute(args: ListArgs) -> CliResult {
         manifest_root,
         format,
     } = args.what;
-    let root = crate::catalog_root::resolve(manifest_root);
+    let root = crate::catalog_root::resolve(manifest_root)?;
     let catalog = Catalog::load(&root).map_err(CliError::input)?;
     let runtimes: Vec<RuntimeEntry> = trtmc_runtime::runtime::runtime_names()
         .iter()

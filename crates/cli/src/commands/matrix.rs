@@ -14,6 +14,7 @@ use crate::progress::Terminal;
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Examples:
+  trtmc-bench matrix check release --environment cpu      (the suite and environment shipped in the binary)
   trtmc-bench matrix check benchmarks/performance/release.yaml --environment benchmarks/performance/environments/cpu.yaml
   trtmc-bench matrix run benchmarks/performance/release.yaml --environment benchmarks/performance/environments/cpu.yaml --entry tiny-cnn.classify
   trtmc-bench matrix resume artifacts/perf/matrix-20260101-120000
@@ -45,9 +46,9 @@ pub enum MatrixCommand {
 
 #[derive(Debug, Args)]
 pub struct SuiteArgs {
-    /// The suite (YAML, trtmc.perf-suite/v1).
+    /// The suite (YAML, trtmc.perf-suite/v1), or a shipped one by name: `release` (CPU), `gpu`.
     pub suite: PathBuf,
-    /// The environment file (YAML, trtmc.perf-environment/v1).
+    /// The environment file (YAML, trtmc.perf-environment/v1), or a shipped one by name: `cpu`, `gpu`.
     #[arg(long, value_name = "FILE")]
     pub environment: PathBuf,
     /// Only rows with this entry id (`<family>.<operation>`) or exact row id.
@@ -96,11 +97,14 @@ pub struct TaskArgs {
 }
 
 fn preflight(args: &SuiteArgs) -> CliResult<plan::Plan> {
-    let catalog_root = crate::catalog_root::resolve(args.manifest_root.clone());
-    let reference = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../reference"));
+    let catalog_root = crate::catalog_root::resolve(args.manifest_root.clone())?;
+    let reference = crate::catalog_root::reference_dir()?;
+    let suite = crate::catalog_root::shipped(&args.suite, trtmc_share::SHIPPED_SUITES)?;
+    let environment =
+        crate::catalog_root::shipped(&args.environment, trtmc_share::SHIPPED_ENVIRONMENTS)?;
     let input = CheckInput {
-        suite: &args.suite,
-        environment: &args.environment,
+        suite: &suite,
+        environment: &environment,
         catalog_root: &catalog_root,
         repo_reference: &reference,
         entry: args.entry.as_deref(),

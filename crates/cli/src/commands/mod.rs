@@ -4,5 +4,6 @@ pub mod list;
 pub mod matrix;
 pub mod report;
 pub mod run;
+pub mod shell;
 pub mod tune;
 pub mod worker;

@@ -104,6 +104,10 @@ pub struct RunArgs {
     /// The trtexec executable of the tensorrt runtime (default: trtexec on PATH, then /usr/src/tensorrt/bin).
     #[arg(long, value_name = "PATH")]
     pub trtexec: Option<PathBuf>,
+    /// A folder searched for runtime libraries and tools (libonnxruntime, trtexec, TensorRT's libraries)
+    /// before the default places; repeatable, in search order. Recorded in result.json's provenance.
+    #[arg(long = "runtime-dir", value_name = "PATH")]
+    pub runtime_dirs: Vec<PathBuf>,
     /// No progress display.
     #[arg(short, long)]
     pub quiet: bool,
@@ -116,6 +120,7 @@ pub struct RunArgs {
 }
 
 pub fn execute(args: RunArgs) -> CliResult {
+    crate::runtime_dirs::apply(&args.runtime_dirs)?;
     let command_line: Vec<String> = std::env::args().collect();
     let test_hooks = TestHooks::from_env();
     crate::summary::check_exports(&args.exports)?;
@@ -166,7 +171,7 @@ pub fn execute(args: RunArgs) -> CliResult {
         };
         (catalog, vec![sel])
     } else {
-        let root = crate::catalog_root::resolve(args.manifest_root.clone());
+        let root = crate::catalog_root::resolve(args.manifest_root.clone())?;
         let catalog = Catalog::load(&root).map_err(CliError::input)?;
         let mut selections = Vec::new();
         if let Some(plan) = &args.plan {

@@ -162,7 +162,7 @@ fn load_model(args: &TuneArgs) -> CliResult<Option<Model>> {
         (Some(onnx), _) => ModelChoice::OnnxFile(onnx.clone()),
         (None, Some(name)) => ModelChoice::Catalog {
             name: name.clone(),
-            root: crate::catalog_root::resolve(args.manifest_root.clone()),
+            root: crate::catalog_root::resolve(args.manifest_root.clone())?,
         },
         (None, None) => return Ok(None),
     };

@@ -54,6 +54,9 @@ pub struct Metrics {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Provenance {
     pub program: ProgramInfo,
+    /// `--runtime-dir` folders searched for runtime libraries and tools before the defaults.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtime_dirs: Vec<String>,
     pub runtimes: Vec<RuntimeInfo>,
     pub machine: MachineInfo,
 }

@@ -258,6 +258,9 @@ pub struct Expanded {
     pub bundle_cache: PathBuf,
     pub bundle_roots: Vec<PathBuf>,
     pub runtime_dirs: Vec<PathBuf>,
+    /// The trtmc-bench the candidate rows run, when not this program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<PathBuf>,
     pub results_root: PathBuf,
     pub free_storage_gib: f64,
     pub python: String,
