@@ -19,18 +19,26 @@ pub fn reference_dir() -> Result<PathBuf, CliError> {
     trtmc_share::reference_dir().map_err(unpack_error)
 }
 
-/// A shipped suite or environment by short name (`release`, `cpu`) when `path` is not a file.
-pub fn shipped(path: &Path, table: &[(&str, &str)]) -> Result<PathBuf, CliError> {
+/// A shipped suite or environment (`what`) by short name (`release`, `cpu`) when `path` is not a
+/// file; a bare word that is neither is an input error listing the shipped names.
+pub fn shipped(what: &str, path: &Path, table: &[(&str, &str)]) -> Result<PathBuf, CliError> {
     if path.exists() {
         return Ok(path.to_path_buf());
     }
     let Some(name) = path.to_str() else {
         return Ok(path.to_path_buf());
     };
-    match table.iter().find(|(short, _)| *short == name) {
-        Some((_, relative)) => Ok(trtmc_share::root().map_err(unpack_error)?.join(relative)),
-        None => Ok(path.to_path_buf()),
+    if let Some((_, relative)) = table.iter().find(|(short, _)| *short == name) {
+        return Ok(trtmc_share::root().map_err(unpack_error)?.join(relative));
     }
+    if path.components().count() == 1 && path.extension().is_none() {
+        let names: Vec<&str> = table.iter().map(|(short, _)| *short).collect();
+        return Err(CliError::input(format!(
+            "no {what} file `{name}` and no shipped {what} of that name: give a YAML file or one of {}",
+            names.join(", ")
+        )));
+    }
+    Ok(path.to_path_buf())
 }
 
 fn unpack_error(e: &trtmc_share::UnpackError) -> CliError {

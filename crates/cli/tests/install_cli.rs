@@ -219,7 +219,12 @@ fn completions_and_man_pages_come_from_the_command_definition() {
     let bash = run(&["completions", "bash"]);
     assert_eq!(code(&bash), 0, "{}", stderr(&bash));
     let script = stdout(&bash);
-    assert!(script.contains("_trtmc-bench()"), "a bash function");
+    assert!(
+        script
+            .lines()
+            .any(|l| l.trim_start().starts_with("complete -F") && l.ends_with(" trtmc-bench")),
+        "registers a bash completion function for trtmc-bench"
+    );
     for word in ["matrix", "--runtime-dir", "--manifest-root", "completions"] {
         assert!(script.contains(word), "bash completion lacks {word}");
     }

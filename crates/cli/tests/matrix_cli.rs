@@ -254,7 +254,11 @@ fn the_shipped_suite_is_checked_by_name_from_anywhere() {
         .output()
         .expect("start trtmc-bench");
     assert_eq!(code(&o), 3, "{}", stderr(&o));
-    assert!(stderr(&o).contains("no-such-suite"), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("no-such-suite") && err.contains("release, gpu"),
+        "{err}"
+    );
 }
 
 /// The environment's `worker` is the trtmc-bench every candidate run starts, and each of its

@@ -630,3 +630,67 @@ fn a_matrix_row_compares_two_tensorrt_builds() {
     let ratio = row["comparison"]["ratio"].as_f64().expect("ratio");
     assert!((0.85..0.95).contains(&ratio), "{ratio}");
 }
+
+/// `--runtime-dir` is searched for trtexec before PATH, and trtexec runs with the folder first on
+/// its loader path (where TensorRT's libraries sit in a tar install).
+#[test]
+fn trtexec_is_found_in_a_runtime_dir_and_sees_it_on_its_library_path() {
+    let sim = Sim::new();
+    let runtime_dir = sim.path("TensorRT-11.1/bin");
+    std::fs::create_dir_all(&runtime_dir).expect("mkdir");
+    // A wrapper named trtexec that records its LD_LIBRARY_PATH, then is the simulator.
+    let seen = sim.path("ld-library-path.txt");
+    let wrapper = runtime_dir.join("trtexec");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho \"$LD_LIBRARY_PATH\" >> '{}'\nexec '{}' \"$@\"\n",
+            s(&seen),
+            s(&sim.trtexec)
+        ),
+    )
+    .expect("write wrapper");
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let out = sim.path("result");
+    let o = sim
+        .cmd(
+            "110100",
+            &[
+                "run",
+                "--onnx",
+                s(&sim.onnx),
+                "--runtime",
+                "tensorrt",
+                "--runtime-dir",
+                s(&runtime_dir),
+                "--bundle-cache",
+                s(&sim.bundles),
+                "--set",
+                "build.dims.batch=1",
+                "--iterations",
+                "3",
+                "--quiet",
+                "-o",
+                s(&out),
+            ],
+        )
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .expect("start trtmc-bench");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let canonical = std::fs::canonicalize(&runtime_dir).expect("canonical");
+    let lines = std::fs::read_to_string(&seen).expect("trtexec ran through the runtime dir");
+    assert!(!lines.is_empty());
+    for line in lines.lines() {
+        assert!(line.starts_with(s(&canonical)), "LD_LIBRARY_PATH={line}");
+    }
+    let run = read_json(&out.join("result.json"));
+    assert_eq!(
+        run["provenance"]["runtime_dirs"],
+        serde_json::json!([s(&canonical)])
+    );
+}

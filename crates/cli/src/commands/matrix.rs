@@ -99,9 +99,12 @@ pub struct TaskArgs {
 fn preflight(args: &SuiteArgs) -> CliResult<plan::Plan> {
     let catalog_root = crate::catalog_root::resolve(args.manifest_root.clone())?;
     let reference = crate::catalog_root::reference_dir()?;
-    let suite = crate::catalog_root::shipped(&args.suite, trtmc_share::SHIPPED_SUITES)?;
-    let environment =
-        crate::catalog_root::shipped(&args.environment, trtmc_share::SHIPPED_ENVIRONMENTS)?;
+    let suite = crate::catalog_root::shipped("suite", &args.suite, trtmc_share::SHIPPED_SUITES)?;
+    let environment = crate::catalog_root::shipped(
+        "environment",
+        &args.environment,
+        trtmc_share::SHIPPED_ENVIRONMENTS,
+    )?;
     let input = CheckInput {
         suite: &suite,
         environment: &environment,
