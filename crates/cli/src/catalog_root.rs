@@ -14,6 +14,11 @@ pub fn resolve(explicit: Option<PathBuf>) -> Result<PathBuf, CliError> {
     trtmc_share::catalog().map_err(unpack_error)
 }
 
+/// The unpacked share (catalog, reference runners, schemas, suites).
+pub fn share_root() -> Result<&'static Path, CliError> {
+    trtmc_share::root().map_err(unpack_error)
+}
+
 /// The reference runners' folder (`ort_reference.py`, …).
 pub fn reference_dir() -> Result<PathBuf, CliError> {
     trtmc_share::reference_dir().map_err(unpack_error)
@@ -29,7 +34,7 @@ pub fn shipped(what: &str, path: &Path, table: &[(&str, &str)]) -> Result<PathBu
         return Ok(path.to_path_buf());
     };
     if let Some((_, relative)) = table.iter().find(|(short, _)| *short == name) {
-        return Ok(trtmc_share::root().map_err(unpack_error)?.join(relative));
+        return Ok(share_root()?.join(relative));
     }
     if path.components().count() == 1 && path.extension().is_none() {
         let names: Vec<&str> = table.iter().map(|(short, _)| *short).collect();

@@ -28,6 +28,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
     long_about = "Benchmark, analyze and tune neural-network inference.\n\n\
         run            benchmark a resolved workload in an isolated worker and write a result directory\n\
         list models    every catalog profile with its status and each runtime's availability\n\
+        list schemas   the JSON Schemas (list suites: the shipped matrix suites), as files\n\
         report         one report over many runs, or one run's summary (--format)\n\
         matrix         candidate runtime vs reference backend, row by row, with traffic lights\n\
         analyze        TensorRT layer-info/profile analysis with validation and a browser report\n\

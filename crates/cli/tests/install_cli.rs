@@ -88,6 +88,30 @@ fn a_copied_binary_lists_and_runs_its_embedded_catalog() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let text = std::fs::read_to_string(result.join("result.json")).expect("result.json");
     assert!(!text.contains(p(&repo)), "the result names the checkout");
+
+    // The schemas and suites it carries, as files the user can open.
+    let o = installed.run(&["list", "schemas"], &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let schemas: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    let on_disk = std::fs::read_dir(repo_root().join("schemas"))
+        .expect("schemas/")
+        .count();
+    assert_eq!(schemas.len(), on_disk, "{schemas:?}");
+    for schema in &schemas {
+        assert!(schema.starts_with(p(&share)), "{schema}");
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(schema).expect("schema file"))
+                .expect("JSON");
+        assert!(doc.is_object(), "{schema}");
+    }
+    let o = installed.run(&["list", "suites"], &[]);
+    let suites = stdout(&o);
+    assert!(
+        suites
+            .lines()
+            .any(|l| l.starts_with("release ") && l.ends_with("release.yaml")),
+        "{suites}"
+    );
 }
 
 #[test]

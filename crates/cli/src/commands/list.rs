@@ -1,4 +1,5 @@
-//! `trtmc-bench list models`: every catalog profile with its STATUS and reason.
+//! `trtmc-bench list models`: every catalog profile with its STATUS and reason; `list schemas` and
+//! `list suites`: the JSON Schemas and matrix suites shipped inside the binary, as files.
 
 use std::path::PathBuf;
 
@@ -25,6 +26,10 @@ pub enum ListWhat {
         #[arg(long, value_enum, default_value = "table")]
         format: ListFormat,
     },
+    /// The JSON Schema of every document trtmc-bench writes, as files (unpacked from the binary).
+    Schemas,
+    /// The matrix suites and environments shipped in the binary, by the name `matrix` accepts.
+    Suites,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -34,10 +39,21 @@ pub enum ListFormat {
 }
 
 pub fn execute(args: ListArgs) -> CliResult {
-    let ListWhat::Models {
-        manifest_root,
-        format,
-    } = args.what;
+    let (manifest_root, format) = match args.what {
+        ListWhat::Models {
+            manifest_root,
+            format,
+        } => (manifest_root, format),
+        ListWhat::Schemas => return shipped_files("schemas/", &[]),
+        ListWhat::Suites => {
+            let named: Vec<(&str, &str)> = trtmc_share::SHIPPED_SUITES
+                .iter()
+                .chain(trtmc_share::SHIPPED_ENVIRONMENTS)
+                .copied()
+                .collect();
+            return shipped_files("", &named);
+        }
+    };
     let root = crate::catalog_root::resolve(manifest_root)?;
     let catalog = Catalog::load(&root).map_err(CliError::input)?;
     let runtimes: Vec<RuntimeEntry> = trtmc_runtime::runtime::runtime_names()
@@ -125,6 +141,35 @@ pub fn execute(args: ListArgs) -> CliResult {
                 rts.join(", ")
             )?;
         }
+    }
+    Ok(())
+}
+
+/// The unpacked paths of the shipped files below `prefix`, or of the `named` ones with their names.
+fn shipped_files(prefix: &str, named: &[(&str, &str)]) -> CliResult {
+    let root = crate::catalog_root::share_root()?;
+    if named.is_empty() {
+        for (path, _) in trtmc_share::files()
+            .iter()
+            .filter(|(p, _)| p.starts_with(prefix))
+        {
+            outln!("{}", root.join(path).display())?;
+        }
+        return Ok(());
+    }
+    let width = named.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+    for (name, path) in named {
+        let kind = if path.contains("/environments/") {
+            "environment"
+        } else {
+            "suite"
+        };
+        outln!(
+            "{}  {:<11}  {}",
+            pad_right(name, width),
+            kind,
+            root.join(path).display()
+        )?;
     }
     Ok(())
 }
