@@ -43,7 +43,17 @@ impl Installed {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        cmd.output().expect("start the copied trtmc-bench")
+        // Another test thread that forks while the copy is being written holds the file open for
+        // writing until its child execs: exec then fails with ETXTBSY for a moment.
+        for _ in 0..100 {
+            match cmd.output() {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => return other.expect("start the copied trtmc-bench"),
+            }
+        }
+        panic!("the copied trtmc-bench stayed busy for 2 s")
     }
 }
 
