@@ -55,6 +55,24 @@ impl Installed {
         }
         panic!("the copied trtmc-bench stayed busy for 2 s")
     }
+
+    /// `run --model tiny-cnn` with a few calls into `out`, plus `extra` arguments.
+    fn run_tiny_cnn(&self, out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut args = vec![
+            "run",
+            "--model",
+            "tiny-cnn",
+            "--iterations",
+            "3",
+            "--warmup",
+            "1",
+            "--quiet",
+            "-o",
+            p(out),
+        ];
+        args.extend_from_slice(extra);
+        self.run(&args, env)
+    }
 }
 
 fn p(path: &Path) -> &str {
@@ -80,21 +98,7 @@ fn a_copied_binary_lists_and_runs_its_embedded_catalog() {
 
     // A real run of an embedded model from the copy.
     let result = installed.dir.path().join("result");
-    let o = installed.run(
-        &[
-            "run",
-            "--model",
-            "tiny-cnn",
-            "--iterations",
-            "5",
-            "--warmup",
-            "1",
-            "--quiet",
-            "-o",
-            p(&result),
-        ],
-        &[],
-    );
+    let o = installed.run_tiny_cnn(&result, &[], &[]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let text = std::fs::read_to_string(result.join("result.json")).expect("result.json");
     assert!(!text.contains(p(&repo)), "the result names the checkout");
@@ -200,30 +204,8 @@ fn libonnxruntime_is_found_in_a_runtime_dir_and_the_folder_is_recorded() {
     .expect("link");
     // No Python to find the wheel with: only the runtime dir can supply the library.
     let no_python = [("TRTMC_PYTHON", "/nonexistent/python3")];
-    let args = |out: &Path| -> Vec<String> {
-        [
-            "run",
-            "--model",
-            "tiny-cnn",
-            "--runtime",
-            "onnxruntime",
-            "--iterations",
-            "3",
-            "--warmup",
-            "1",
-            "--quiet",
-            "-o",
-            p(out),
-        ]
-        .map(String::from)
-        .to_vec()
-    };
     let without = installed.dir.path().join("without");
-    let a = args(&without);
-    let o = installed.run(
-        &a.iter().map(String::as_str).collect::<Vec<_>>(),
-        &no_python,
-    );
+    let o = installed.run_tiny_cnn(&without, &["--runtime", "onnxruntime"], &no_python);
     assert_eq!(code(&o), 7, "without the folder: {}", stderr(&o));
     assert!(
         stderr(&o).contains("pip install 'trtmc[onnxruntime]'"),
@@ -232,10 +214,9 @@ fn libonnxruntime_is_found_in_a_runtime_dir_and_the_folder_is_recorded() {
     );
 
     let with = installed.dir.path().join("with");
-    let mut a = args(&with);
-    a.extend(["--runtime-dir".to_string(), p(&runtime_dir).to_string()]);
-    let o = installed.run(
-        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+    let o = installed.run_tiny_cnn(
+        &with,
+        &["--runtime", "onnxruntime", "--runtime-dir", p(&runtime_dir)],
         &no_python,
     );
     assert_eq!(code(&o), 0, "{}", stderr(&o));

@@ -270,16 +270,13 @@ fn the_environment_worker_runs_the_candidates_with_its_runtime_dirs() {
     let tmp = tempfile::tempdir().expect("tmp");
     let log = tmp.path().join("worker-argv.log");
     let worker = tmp.path().join("worker.sh");
-    std::fs::write(
+    write_script(
         &worker,
-        format!(
+        &format!(
             "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{BIN}' \"$@\"\n",
             p(&log)
         ),
-    )
-    .expect("write worker");
-    std::fs::set_permissions(&worker, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
+    );
     let libs = tmp.path().join("libs");
     std::fs::create_dir_all(&libs).expect("mkdir");
     let s = setup(&format!(
@@ -337,13 +334,7 @@ fn the_environment_worker_runs_the_candidates_with_its_runtime_dirs() {
         })
         .unwrap_or_default();
     assert!(dir.starts_with(&p(&worker)), "recorded command: {dir}");
-    let candidate = std::fs::read_dir(&out)
-        .expect("run dir")
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.ends_with("rows"))
-        .expect("rows/");
-    let first = walk(&candidate)
+    let first = walk_files(&out.join("rows"))
         .into_iter()
         .find(|p| p.ends_with("candidate-1/result.json"))
         .expect("the first candidate's result.json");
@@ -351,19 +342,6 @@ fn the_environment_worker_runs_the_candidates_with_its_runtime_dirs() {
         read_json(&first)["provenance"]["runtime_dirs"],
         serde_json::json!([p(&canonical)])
     );
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            found.extend(walk(&path));
-        } else {
-            found.push(path);
-        }
-    }
-    found
 }
 
 #[test]
@@ -614,19 +592,13 @@ fn a_result_without_timing_boundary_is_a_failed_row_never_a_compared_one() {
     // Run the row again as a Slurm task would, with the plan's program replaced by one that drops
     // `timing_boundary` from every result.json it writes (both sides run `trtmc-bench run`).
     let wrapper = s.dir.path().join("trtmc-bench-without-boundary");
-    std::fs::write(
+    write_script(
         &wrapper,
-        format!(
+        &format!(
             "#!/bin/sh\n{bin:?} \"$@\"\nrc=$?\nprev=\nfor a in \"$@\"; do\n  if [ \"$prev\" = -o ] && [ -f \"$a/result.json\" ]; then\n    python3 -c 'import json, sys; p = sys.argv[1]; d = json.load(open(p)); d.pop(\"timing_boundary\"); json.dump(d, open(p, \"w\"))' \"$a/result.json\" || exit 97\n  fi\n  prev=$a\ndone\nexit $rc\n",
             bin = BIN
         ),
-    )
-    .expect("write wrapper");
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .expect("chmod");
+    );
     let plan_path = out.join("matrix-run.json");
     let mut plan = read_json(&plan_path);
     plan["exe"] = Value::from(p(&wrapper));

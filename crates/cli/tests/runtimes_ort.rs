@@ -459,18 +459,3 @@ fn an_ir3_model_listing_its_weights_as_inputs_runs_at_every_optimization_level()
             .all(|p| !p.ends_with("source-ir4.onnx"))
     );
 }
-
-fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(walk_files(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}

@@ -641,20 +641,14 @@ fn trtexec_is_found_in_a_runtime_dir_and_sees_it_on_its_library_path() {
     // A wrapper named trtexec that records its LD_LIBRARY_PATH, then is the simulator.
     let seen = sim.path("ld-library-path.txt");
     let wrapper = runtime_dir.join("trtexec");
-    std::fs::write(
+    write_script(
         &wrapper,
-        format!(
+        &format!(
             "#!/bin/sh\necho \"$LD_LIBRARY_PATH\" >> '{}'\nexec '{}' \"$@\"\n",
             s(&seen),
             s(&sim.trtexec)
         ),
-    )
-    .expect("write wrapper");
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .expect("chmod");
+    );
     let out = sim.path("result");
     let o = sim
         .cmd(

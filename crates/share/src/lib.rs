@@ -114,7 +114,7 @@ pub fn unpack_into(parent: &Path) -> Result<PathBuf, UnpackError> {
         move |source| UnpackError { dir, source }
     };
     std::fs::create_dir_all(parent).map_err(fail(parent))?;
-    let staging = tempfile_dir(parent).map_err(fail(parent))?;
+    let staging = staging_dir(parent).map_err(fail(parent))?;
     let written = write_all(&staging);
     if let Err(source) = written {
         let _ = std::fs::remove_dir_all(&staging);
@@ -138,7 +138,7 @@ pub fn unpack_into(parent: &Path) -> Result<PathBuf, UnpackError> {
     }
 }
 
-fn tempfile_dir(parent: &Path) -> std::io::Result<PathBuf> {
+fn staging_dir(parent: &Path) -> std::io::Result<PathBuf> {
     trtmc_core::fsutil::create_unique_dir(parent, &format!(".{}-unpacking", digest()))
 }
 

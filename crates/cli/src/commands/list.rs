@@ -44,15 +44,8 @@ pub fn execute(args: ListArgs) -> CliResult {
             manifest_root,
             format,
         } => (manifest_root, format),
-        ListWhat::Schemas => return shipped_files("schemas/", &[]),
-        ListWhat::Suites => {
-            let named: Vec<(&str, &str)> = trtmc_share::SHIPPED_SUITES
-                .iter()
-                .chain(trtmc_share::SHIPPED_ENVIRONMENTS)
-                .copied()
-                .collect();
-            return shipped_files("", &named);
-        }
+        ListWhat::Schemas => return list_schemas(),
+        ListWhat::Suites => return list_suites(),
     };
     let root = crate::catalog_root::resolve(manifest_root)?;
     let catalog = Catalog::load(&root).map_err(CliError::input)?;
@@ -145,28 +138,33 @@ pub fn execute(args: ListArgs) -> CliResult {
     Ok(())
 }
 
-/// The unpacked paths of the shipped files below `prefix`, or of the `named` ones with their names.
-fn shipped_files(prefix: &str, named: &[(&str, &str)]) -> CliResult {
+/// The unpacked path of every shipped JSON Schema.
+fn list_schemas() -> CliResult {
     let root = crate::catalog_root::share_root()?;
-    if named.is_empty() {
-        for (path, _) in trtmc_share::files()
-            .iter()
-            .filter(|(p, _)| p.starts_with(prefix))
-        {
-            outln!("{}", root.join(path).display())?;
-        }
-        return Ok(());
+    for (path, _) in trtmc_share::files()
+        .iter()
+        .filter(|(p, _)| p.starts_with("schemas/"))
+    {
+        outln!("{}", root.join(path).display())?;
     }
-    let width = named.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
-    for (name, path) in named {
-        let kind = if path.contains("/environments/") {
-            "environment"
-        } else {
-            "suite"
-        };
+    Ok(())
+}
+
+/// The shipped suites and environments: the name `matrix` accepts, the kind, the unpacked path.
+fn list_suites() -> CliResult {
+    let root = crate::catalog_root::share_root()?;
+    let rows = trtmc_share::SHIPPED_SUITES
+        .iter()
+        .map(|(name, path)| (name, "suite", path))
+        .chain(
+            trtmc_share::SHIPPED_ENVIRONMENTS
+                .iter()
+                .map(|(name, path)| (name, "environment", path)),
+        );
+    for (name, kind, path) in rows {
         outln!(
             "{}  {:<11}  {}",
-            pad_right(name, width),
+            pad_right(name, 7),
             kind,
             root.join(path).display()
         )?;

@@ -155,3 +155,27 @@ pub fn assert_result_dir_valid(result: &Path) -> serde_json::Value {
     );
     doc
 }
+
+/// Every file below `dir`, recursively (none when it does not exist).
+pub fn walk_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk_files(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// Writes an executable shell script (a wrapper standing in for a program).
+#[cfg(unix)]
+pub fn write_script(path: &Path, text: &str) {
+    std::fs::write(path, text).expect("write script");
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod script");
+}
