@@ -1,34 +1,47 @@
-//! How the orchestrators' progress [`Event`]s show on stderr, for `run`, `tune` and `matrix`. `run`: a
-//! spinner per build and per case (indicatif), shown only when stderr is a terminal. `tune`: a line per
-//! iteration, also into logs. `matrix`: a line per row and per Slurm step. Nothing with --quiet.
+//! How the orchestrators' progress [`Event`]s show on stderr, for `run`, `tune` and `matrix`.
+//! `run` on a terminal: a spinner per build, and per case a bar of calls done out of the calls expected,
+//! with elapsed time, ETA and the running p50 (indicatif); when stderr is not a terminal, a line when a
+//! build or case starts and ends and one every [`LINE_EVERY`] in between. `tune`: a line per iteration.
+//! `matrix`: a line per row and per Slurm step. Nothing with --quiet.
 
 use std::io::IsTerminal;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use trtmc_core::artifacts::CaseStatus;
 use trtmc_runner::progress::{Event, Progress};
+use trtmc_runtime::protocol::WorkerProgress;
 use trtmc_tune::Objective;
 use trtmc_tune::cache::{IterationRecord, RouteStatus};
 
+/// How often a progress line is written when stderr is not a terminal (logs, CI).
+const LINE_EVERY: Duration = Duration::from_secs(5);
+
 pub struct Terminal {
     quiet: bool,
-    spinners: bool,
+    bars: bool,
     current: Mutex<Option<ProgressBar>>,
+    /// The running case's label and when its last progress line was written (no terminal).
+    case: Mutex<(String, Instant)>,
 }
 
 impl Terminal {
     pub fn new(quiet: bool) -> Self {
         Self {
             quiet,
-            spinners: !quiet && std::io::stderr().is_terminal(),
+            bars: !quiet && std::io::stderr().is_terminal(),
             current: Mutex::new(None),
+            case: Mutex::new((String::new(), Instant::now())),
         }
     }
 
     fn start(&self, message: String) {
-        if !self.spinners {
+        if self.quiet {
+            return;
+        }
+        if !self.bars {
+            eprintln!("{message}");
             return;
         }
         let bar = ProgressBar::new_spinner();
@@ -43,11 +56,85 @@ impl Terminal {
     }
 
     fn finish(&self, message: String) {
+        if self.quiet {
+            return;
+        }
+        if !self.bars {
+            eprintln!("{message}");
+            return;
+        }
         if let Ok(mut slot) = self.current.lock()
             && let Some(bar) = slot.take()
         {
             bar.finish_with_message(message);
         }
+    }
+
+    /// A case's worker reported: the bar shows calls done of expected, elapsed, ETA and running p50.
+    fn case_progress(&self, index: usize, p: &WorkerProgress) {
+        if self.quiet {
+            return;
+        }
+        let Ok(mut case) = self.case.lock() else {
+            return;
+        };
+        let line = progress_text(p);
+        if !self.bars {
+            if case.1.elapsed() >= LINE_EVERY {
+                eprintln!("[{index}] {}: {line}", case.0);
+                case.1 = Instant::now();
+            }
+            return;
+        }
+        if let Ok(slot) = self.current.lock()
+            && let Some(bar) = slot.as_ref()
+        {
+            if bar.length() != Some(p.expected) {
+                let template = "{spinner} {prefix} [{bar:24}] {msg} [{elapsed}]";
+                if let Ok(style) = ProgressStyle::with_template(template) {
+                    bar.set_style(style.progress_chars("=> "));
+                }
+                bar.set_prefix(format!("[{index}] {}", case.0));
+                bar.set_length(p.expected);
+            }
+            bar.set_position(p.done.min(p.expected));
+            bar.set_message(line);
+        }
+    }
+}
+
+/// `timed 120/150 calls, ETA 0.3 s, p50 6.68 ms` from a worker's progress report.
+fn progress_text(p: &WorkerProgress) -> String {
+    let remaining = p.expected.saturating_sub(p.done);
+    let eta = if p.done > 0 {
+        p.elapsed_s / p.done as f64 * remaining as f64
+    } else {
+        0.0
+    };
+    let phase = if p.phase == "warmup" {
+        "warm-up"
+    } else {
+        "timed"
+    };
+    format!(
+        "{phase} {}/{} calls, {} elapsed, ETA {}, p50 {} ms",
+        p.done,
+        p.expected,
+        seconds(p.elapsed_s),
+        seconds(eta),
+        trtmc_report::fmt::fmt_num(p.p50_ms)
+    )
+}
+
+/// `0.8 s`, `42 s`, `3 min 05 s`.
+fn seconds(s: f64) -> String {
+    if s < 10.0 {
+        format!("{s:.1} s")
+    } else if s < 120.0 {
+        format!("{s:.0} s")
+    } else {
+        let whole = s.round() as u64;
+        format!("{} min {:02} s", whole / 60, whole % 60)
     }
 }
 
@@ -70,12 +157,31 @@ impl Progress for Terminal {
                 total,
                 label,
                 iterations,
-            } => self.start(format!(
-                "[{index}/{total}] {label}: warm-up + {iterations} timed calls"
-            )),
+            } => {
+                if let Ok(mut case) = self.case.lock() {
+                    *case = (label.to_string(), Instant::now());
+                }
+                self.start(format!(
+                    "[{index}/{total}] {label}: warm-up, then at least {iterations} timed calls"
+                ))
+            }
+            Event::CaseProgress { index, progress } => self.case_progress(index, progress),
             Event::CaseFinished { index, result } => {
+                let calls = result.measurement.observations;
                 let outcome = match (&result.status, &result.metrics) {
-                    (CaseStatus::Completed, Some(m)) => format!("p50 {:.3} ms", m.latency_ms.p50),
+                    (CaseStatus::Completed, Some(m)) => format!(
+                        "{calls} calls, p50 {} ms",
+                        trtmc_report::fmt::fmt_num(m.latency_ms.p50)
+                    ),
+                    (CaseStatus::Interrupted, m) => format!(
+                        "INTERRUPTED after {calls} calls{}",
+                        m.as_ref()
+                            .map(|m| format!(
+                                ", partial p50 {} ms",
+                                trtmc_report::fmt::fmt_num(m.latency_ms.p50)
+                            ))
+                            .unwrap_or_default()
+                    ),
                     _ => format!(
                         "FAILED: {}",
                         result.error.as_deref().unwrap_or("unknown error")

@@ -73,12 +73,42 @@ pub struct Measure {
     pub iterations: Sourced<u64>,
     /// Keep calling until both `iterations` calls and this many seconds are done.
     pub min_duration_s: Sourced<f64>,
-    /// Kill the worker after this many seconds (build excluded).
+    /// The time budget of the timed loop: it stops here even before `iterations` calls (the calls made
+    /// are kept). `None`: no budget (an explicit count is what the user asked for).
+    #[serde(default = "no_budget")]
+    pub max_duration_s: Sourced<Option<f64>>,
+    /// Stop the worker after this many seconds (build excluded); the calls already timed are kept.
     pub timeout_s: Sourced<f64>,
+}
+
+fn no_budget() -> Sourced<Option<f64>> {
+    Sourced::new(None, Source::Default)
+}
+
+impl Measure {
+    /// Seconds the warm-up may take before it stops early (at least one call is always made): a fifth
+    /// of the budget when the warm-up count is the operation's or the test case's default, so a slow
+    /// model does not spend its budget warming up. `None` when the user asked for a count (flag or
+    /// plan) or there is no budget.
+    pub fn warmup_budget_s(&self) -> Option<f64> {
+        match (self.warmup.source, self.max_duration_s.value) {
+            (Source::Default | Source::Case, Some(budget)) => Some(budget * WARMUP_SHARE_OF_BUDGET),
+            _ => None,
+        }
+    }
 }
 
 /// Default per-case worker timeout.
 pub const DEFAULT_TIMEOUT_S: f64 = 600.0;
+/// The minimum duration of a default run's timed loop (the validity verdict's own minimum).
+pub const DEFAULT_MIN_DURATION_S: f64 = 1.0;
+/// The warm-up's share of the time budget when its count is the default.
+pub const WARMUP_SHARE_OF_BUDGET: f64 = 0.2;
+/// The longest time a user may ask for (one week), so a typo such as `--timeout 1e20` is an input
+/// error rather than an overflow.
+pub const LONGEST_S: f64 = 7.0 * 24.0 * 3600.0;
+/// The most timed calls or warm-up calls a case may ask for.
+pub const MOST_CALLS: u64 = 100_000_000;
 
 /// Command-line measurement flags (they win over everything else).
 #[derive(Debug, Clone, Default)]
@@ -86,6 +116,7 @@ pub struct MeasureFlags {
     pub warmup: Option<u64>,
     pub iterations: Option<u64>,
     pub min_duration_s: Option<f64>,
+    pub max_duration_s: Option<f64>,
     pub timeout_s: Option<f64>,
 }
 
@@ -212,7 +243,8 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
     let mut measure = Measure {
         warmup: Sourced::new(op.default_warmup, Source::Default),
         iterations: Sourced::new(op.default_iterations, Source::Default),
-        min_duration_s: Sourced::new(0.0, Source::Default),
+        min_duration_s: Sourced::new(DEFAULT_MIN_DURATION_S, Source::Default),
+        max_duration_s: Sourced::new(Some(op.default_max_duration_s), Source::Default),
         timeout_s: Sourced::new(DEFAULT_TIMEOUT_S, Source::Default),
     };
     apply_measure(&mut measure, &case_measure(case), Source::Case);
@@ -237,9 +269,7 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
         runtime = Sourced::new(r.clone(), Source::Cli);
     }
     apply_measure(&mut measure, &input.flags, Source::Cli);
-    if measure.iterations.value == 0 {
-        return Err("--iterations must be at least 1".into());
-    }
+    stopping_rule(&mut measure)?;
 
     for f in op.fields {
         if !request.contains_key(f.name) {
@@ -371,8 +401,61 @@ fn case_measure(case: &TestCase) -> MeasureFlags {
         warmup: case.measure.warmup,
         iterations: case.measure.iterations,
         min_duration_s: case.measure.min_duration_s,
+        max_duration_s: case.measure.max_duration_s,
         timeout_s: case.measure.timeout_s,
     }
+}
+
+/// The stopping rule (docs/run.md): the default count (the operation's, or the test case's as the
+/// profile's author set it) is a minimum, kept up for at least [`DEFAULT_MIN_DURATION_S`] and capped by
+/// the operation's time budget; a count the user asked for (flag or plan) is what runs, with no default
+/// minimum duration and no default budget (an explicit `--duration` / `--max-duration` still holds).
+/// Also checks every value, so nothing absurd reaches a worker.
+fn stopping_rule(m: &mut Measure) -> Result<(), String> {
+    if matches!(m.iterations.source, Source::Cli | Source::Plan) {
+        if m.min_duration_s.source == Source::Default {
+            m.min_duration_s = Sourced::new(0.0, Source::Default);
+        }
+        if m.max_duration_s.source == Source::Default {
+            m.max_duration_s = Sourced::new(None, Source::Default);
+        }
+    }
+    if m.iterations.value == 0 {
+        return Err("--iterations must be at least 1".into());
+    }
+    for (flag, n) in [
+        ("--iterations", m.iterations.value),
+        ("--warmup", m.warmup.value),
+    ] {
+        if n > MOST_CALLS {
+            return Err(format!(
+                "{flag} {n} is more than the {MOST_CALLS} calls a case may make; bound the run by time instead (--duration / --max-duration)"
+            ));
+        }
+    }
+    let seconds = [
+        ("--duration", Some(m.min_duration_s.value), 0.0),
+        ("--max-duration", m.max_duration_s.value, f64::MIN_POSITIVE),
+        ("--timeout", Some(m.timeout_s.value), f64::MIN_POSITIVE),
+    ];
+    for (flag, value, least) in seconds {
+        let Some(v) = value else { continue };
+        if !v.is_finite() || v < least || v > LONGEST_S {
+            return Err(format!(
+                "{flag} {v}: give seconds {} and at most {LONGEST_S} (one week)",
+                if least > 0.0 { "above 0" } else { "from 0" }
+            ));
+        }
+    }
+    if let Some(max) = m.max_duration_s.value
+        && max < m.min_duration_s.value
+    {
+        return Err(format!(
+            "--max-duration {max} is below the minimum duration {} s: raise --max-duration or lower --duration",
+            m.min_duration_s.value
+        ));
+    }
+    Ok(())
 }
 
 fn apply_measure(m: &mut Measure, f: &MeasureFlags, source: Source) {
@@ -384,6 +467,9 @@ fn apply_measure(m: &mut Measure, f: &MeasureFlags, source: Source) {
     }
     if let Some(v) = f.min_duration_s {
         m.min_duration_s = Sourced::new(v, source);
+    }
+    if let Some(v) = f.max_duration_s {
+        m.max_duration_s = Sourced::new(Some(v), source);
     }
     if let Some(v) = f.timeout_s {
         m.timeout_s = Sourced::new(v, source);

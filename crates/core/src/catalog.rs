@@ -146,6 +146,7 @@ pub struct MeasureToml {
     pub warmup: Option<u64>,
     pub iterations: Option<u64>,
     pub min_duration_s: Option<f64>,
+    pub max_duration_s: Option<f64>,
     pub timeout_s: Option<f64>,
 }
 

@@ -119,7 +119,10 @@ pub struct OperationDecl {
     /// rejected rather than simulated with sequential calls.
     pub batch_api: bool,
     pub default_warmup: u64,
+    /// The minimum count of timed calls of a default run.
     pub default_iterations: u64,
+    /// The time budget of a default run's timed loop, seconds (`--max-duration`).
+    pub default_max_duration_s: f64,
     /// Operations used only by the test suite (crash, hang, no-op) are hidden from user listings.
     pub test_only: bool,
 }
@@ -308,6 +311,7 @@ static OPERATIONS: &[OperationDecl] = &[
         batch_api: false,
         default_warmup: 50,
         default_iterations: 500,
+        default_max_duration_s: 30.0,
         test_only: false,
     },
     OperationDecl {
@@ -321,6 +325,7 @@ static OPERATIONS: &[OperationDecl] = &[
         batch_api: true,
         default_warmup: 50,
         default_iterations: 500,
+        default_max_duration_s: 30.0,
         test_only: false,
     },
     OperationDecl {
@@ -355,6 +360,7 @@ static OPERATIONS: &[OperationDecl] = &[
         batch_api: true,
         default_warmup: 50,
         default_iterations: 500,
+        default_max_duration_s: 30.0,
         test_only: false,
     },
     OperationDecl {
@@ -376,6 +382,7 @@ static OPERATIONS: &[OperationDecl] = &[
         batch_api: false,
         default_warmup: 5,
         default_iterations: 50,
+        default_max_duration_s: 30.0,
         test_only: false,
     },
     OperationDecl {
@@ -405,6 +412,7 @@ static OPERATIONS: &[OperationDecl] = &[
         batch_api: false,
         default_warmup: 5,
         default_iterations: 50,
+        default_max_duration_s: 30.0,
         test_only: false,
     },
     OperationDecl {
@@ -433,6 +441,7 @@ static OPERATIONS: &[OperationDecl] = &[
         batch_api: true,
         default_warmup: 50,
         default_iterations: 500,
+        default_max_duration_s: 30.0,
         test_only: false,
     },
     OperationDecl {
@@ -470,6 +479,7 @@ static OPERATIONS: &[OperationDecl] = &[
         batch_api: true,
         default_warmup: 50,
         default_iterations: 500,
+        default_max_duration_s: 30.0,
         test_only: false,
     },
     OperationDecl {
@@ -506,6 +516,7 @@ static OPERATIONS: &[OperationDecl] = &[
         batch_api: true,
         default_warmup: 50,
         default_iterations: 500,
+        default_max_duration_s: 30.0,
         test_only: false,
     },
     OperationDecl {
@@ -545,6 +556,7 @@ static OPERATIONS: &[OperationDecl] = &[
         batch_api: false,
         default_warmup: 5,
         default_iterations: 50,
+        default_max_duration_s: 30.0,
         test_only: false,
     },
     OperationDecl {
@@ -587,6 +599,7 @@ static OPERATIONS: &[OperationDecl] = &[
         batch_api: false,
         default_warmup: 5,
         default_iterations: 50,
+        default_max_duration_s: 30.0,
         test_only: false,
     },
     OperationDecl {
@@ -623,6 +636,7 @@ static OPERATIONS: &[OperationDecl] = &[
         batch_api: false,
         default_warmup: 5,
         default_iterations: 50,
+        default_max_duration_s: 30.0,
         test_only: false,
     },
     OperationDecl {
@@ -640,6 +654,7 @@ static OPERATIONS: &[OperationDecl] = &[
         batch_api: true,
         default_warmup: 1,
         default_iterations: 5,
+        default_max_duration_s: 30.0,
         test_only: false,
     },
     OperationDecl {
@@ -683,6 +698,7 @@ static OPERATIONS: &[OperationDecl] = &[
         batch_api: false,
         default_warmup: 1,
         default_iterations: 5,
+        default_max_duration_s: 30.0,
         test_only: false,
     },
     OperationDecl {
@@ -708,6 +724,7 @@ static OPERATIONS: &[OperationDecl] = &[
         batch_api: true,
         default_warmup: 50,
         default_iterations: 500,
+        default_max_duration_s: 30.0,
         test_only: false,
     },
     OperationDecl {
@@ -721,6 +738,7 @@ static OPERATIONS: &[OperationDecl] = &[
         batch_api: false,
         default_warmup: 50,
         default_iterations: 500,
+        default_max_duration_s: 30.0,
         test_only: true,
     },
     OperationDecl {
@@ -740,6 +758,7 @@ static OPERATIONS: &[OperationDecl] = &[
         batch_api: false,
         default_warmup: 5,
         default_iterations: 50,
+        default_max_duration_s: 30.0,
         test_only: true,
     },
     OperationDecl {
@@ -759,6 +778,7 @@ static OPERATIONS: &[OperationDecl] = &[
         batch_api: false,
         default_warmup: 1,
         default_iterations: 10,
+        default_max_duration_s: 30.0,
         test_only: true,
     },
     OperationDecl {
@@ -778,6 +798,7 @@ static OPERATIONS: &[OperationDecl] = &[
         batch_api: false,
         default_warmup: 1,
         default_iterations: 10,
+        default_max_duration_s: 30.0,
         test_only: true,
     },
     OperationDecl {
@@ -791,6 +812,7 @@ static OPERATIONS: &[OperationDecl] = &[
         batch_api: false,
         default_warmup: 1,
         default_iterations: 10,
+        default_max_duration_s: 30.0,
         test_only: true,
     },
 ];

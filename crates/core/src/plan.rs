@@ -23,6 +23,8 @@ pub struct PlanFile {
     #[serde(default)]
     pub duration: Option<f64>,
     #[serde(default)]
+    pub max_duration: Option<f64>,
+    #[serde(default)]
     pub timeout: Option<f64>,
     pub models: Vec<PlanEntry>,
 }
@@ -41,6 +43,8 @@ pub struct PlanEntry {
     pub iterations: Option<u64>,
     #[serde(default)]
     pub duration: Option<f64>,
+    #[serde(default)]
+    pub max_duration: Option<f64>,
     #[serde(default)]
     pub timeout: Option<f64>,
     /// `key: value` overrides, as `--set key=value`.
@@ -112,6 +116,7 @@ pub fn parse(text: &str) -> Result<Vec<PlannedModel>, String> {
                     warmup: e.warmup.or(plan.warmup),
                     iterations: e.iterations.or(plan.iterations),
                     min_duration_s: e.duration.or(plan.duration),
+                    max_duration_s: e.max_duration.or(plan.max_duration),
                     timeout_s: e.timeout.or(plan.timeout),
                 },
                 model: e.model,

@@ -52,6 +52,24 @@ pub fn mean(samples: &[f64]) -> f64 {
     samples.iter().sum::<f64>() / samples.len() as f64
 }
 
+/// Whether `n` samples reach the `p`-th percentile (0–100) at all: at least one sample must lie beyond
+/// it, n × (1 − p/100) ≥ 1; below that the type-7 estimate interpolates between the slowest samples.
+pub fn percentile_supported(p: f64, n: usize) -> bool {
+    n as f64 * (1.0 - p / 100.0) >= 1.0 - 1e-9
+}
+
+/// The spread of `samples` around their median, robust to a few outliers: 1.4826 × the median absolute
+/// deviation over the median (equal to the CV for normal data; a handful of scheduler hiccups among
+/// sub-millisecond calls leave it alone while they triple the CV). 0 for an empty or zero median.
+pub fn robust_cv(samples: &[f64]) -> f64 {
+    let m = median(samples);
+    if samples.is_empty() || m == 0.0 {
+        return 0.0;
+    }
+    let deviations: Vec<f64> = samples.iter().map(|x| (x - m).abs()).collect();
+    1.4826 * median(&deviations) / m
+}
+
 pub fn median(samples: &[f64]) -> f64 {
     percentile_sorted(&sorted(samples), 50.0)
 }

@@ -86,10 +86,7 @@ fn validity_cell(v: &Validity) -> Cell {
 }
 
 fn status_label(s: CaseStatus) -> &'static str {
-    match s {
-        CaseStatus::Completed => "completed",
-        CaseStatus::Failed => "failed",
-    }
+    s.label()
 }
 
 fn summary_table(report: &CollectionReport, kind: Kind) -> Markup {

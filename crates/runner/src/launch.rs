@@ -6,12 +6,17 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use trtmc_core::artifacts::{TELEMETRY_SCHEMA, Telemetry, TelemetrySample};
-use trtmc_runtime::protocol::WorkerResult;
+use trtmc_runtime::protocol::{WorkerProgress, WorkerResult};
 
 /// How often telemetry is sampled; low, so the sampler barely competes with the worker for a core.
 const TELEMETRY_INTERVAL: Duration = Duration::from_millis(500);
 /// How often the orchestrator checks whether the worker has exited.
 const POLL: Duration = Duration::from_millis(5);
+/// How often the worker's progress file is read.
+const PROGRESS_POLL: Duration = Duration::from_millis(250);
+/// How long a worker asked to stop (SIGTERM) may take to finish its call and write its result before
+/// it is killed.
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
 
 pub struct Launch<'a> {
     pub worker: &'a Path,
@@ -20,6 +25,16 @@ pub struct Launch<'a> {
     pub log: &'a Path,
     pub timeout: Duration,
     pub telemetry: bool,
+    /// The worker's progress file (named in its request) and who wants to see it.
+    pub progress: Option<(&'a Path, &'a dyn Fn(&WorkerProgress))>,
+}
+
+/// Why the orchestrator asked the worker to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopCause {
+    Timeout,
+    /// Ctrl-C or SIGTERM reached the orchestrator.
+    Signal,
 }
 
 #[derive(Debug)]
@@ -30,7 +45,12 @@ pub enum Outcome {
         result: Option<WorkerResult>,
         result_error: Option<String>,
     },
-    TimedOut,
+    /// The worker was asked to stop (SIGTERM); `result` holds what it timed when it wrote one within
+    /// [`STOP_GRACE`], else it was killed.
+    Stopped {
+        cause: StopCause,
+        result: Option<WorkerResult>,
+    },
     SpawnFailed(String),
 }
 
@@ -79,18 +99,21 @@ pub fn run(launch: &Launch<'_>) -> (Outcome, Option<Telemetry>) {
     let started = Instant::now();
     let mut sampler = launch.telemetry.then(|| Sampler::new(child.id()));
     let mut next_sample = started;
+    let mut next_progress = started + PROGRESS_POLL;
+    let mut stop: Option<(StopCause, Instant)> = None;
     loop {
         match child.try_wait() {
             Ok(Some(status)) => {
                 let (result, result_error) = read_result(launch.result);
-                return (
-                    Outcome::Exited {
+                let outcome = match stop {
+                    Some((cause, _)) => Outcome::Stopped { cause, result },
+                    None => Outcome::Exited {
                         status,
                         result,
                         result_error,
                     },
-                    sampler.map(Sampler::finish),
-                );
+                };
+                return (outcome, sampler.map(Sampler::finish));
             }
             Ok(None) => {}
             Err(e) => {
@@ -101,16 +124,48 @@ pub fn run(launch: &Launch<'_>) -> (Outcome, Option<Telemetry>) {
             }
         }
         let now = Instant::now();
-        if now - started > launch.timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            return (Outcome::TimedOut, sampler.map(Sampler::finish));
+        match stop {
+            None => {
+                let cause = if now - started > launch.timeout {
+                    Some(StopCause::Timeout)
+                } else if crate::interrupt::requested() {
+                    Some(StopCause::Signal)
+                } else {
+                    None
+                };
+                if let Some(cause) = cause {
+                    // The worker finishes its call, writes what it timed and exits.
+                    let pid = rustix::process::Pid::from_child(&child);
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+                    stop = Some((cause, now));
+                }
+            }
+            Some((cause, asked)) if now - asked > STOP_GRACE => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let (result, _) = read_result(launch.result);
+                return (
+                    Outcome::Stopped { cause, result },
+                    sampler.map(Sampler::finish),
+                );
+            }
+            Some(_) => {}
         }
         if let Some(s) = sampler.as_mut()
             && now >= next_sample
         {
             s.sample(now - started);
             next_sample = now + TELEMETRY_INTERVAL;
+        }
+        if let Some((path, show)) = launch.progress
+            && now >= next_progress
+        {
+            if let Ok(bytes) = std::fs::read(path)
+                && let Ok(p) = serde_json::from_slice::<WorkerProgress>(&bytes)
+            {
+                show(&p);
+            }
+            next_progress = now + PROGRESS_POLL;
         }
         std::thread::sleep(POLL);
     }

@@ -4,6 +4,7 @@
 pub mod bundles;
 pub mod compare;
 mod error;
+pub mod interrupt;
 pub mod launch;
 pub mod machine;
 pub mod progress;

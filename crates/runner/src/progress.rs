@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use trtmc_core::artifacts::CaseResult;
+use trtmc_runtime::protocol::WorkerProgress;
 use trtmc_tune::cache::IterationRecord;
 use trtmc_tune::{Objective, TunePlan};
 
@@ -25,6 +26,11 @@ pub enum Event<'a> {
         total: usize,
         label: &'a str,
         iterations: u64,
+    },
+    /// `run`: what case `index`'s worker reported about its warm-up or timed loop (about twice a second).
+    CaseProgress {
+        index: usize,
+        progress: &'a WorkerProgress,
     },
     CaseFinished {
         index: usize,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use trtmc_core::artifacts::{
     BENCHMARK_RUN_SCHEMA, BenchmarkRun, BundleOrigin, BundleRef, CALL_NOTES_SCHEMA, CallNotes,
-    CaseFiles, CaseProfile, CaseResult, CaseStatus, MeasurementInfo, Observation,
+    CaseFiles, CaseProfile, CaseResult, CaseStatus, LoopStop, MeasurementInfo, Observation,
     PUBLIC_PIPELINE_CALL_WALL, Provenance, RuntimeInfo, TIMING_NOTES_SCHEMA, Telemetry,
     TimingNotes,
 };
@@ -29,7 +29,7 @@ use trtmc_runtime::runtime::{self, SelfTimed, SelfTimedRequest};
 
 use crate::Error;
 use crate::bundles::{self, BundleOptions, BundlePlan};
-use crate::launch::{self, Launch, Outcome};
+use crate::launch::{self, Launch, Outcome, StopCause};
 use crate::progress::{Event, Progress};
 use crate::sources;
 
@@ -40,6 +40,8 @@ pub const OBSERVATIONS_FILE: &str = "observations.jsonl";
 pub const WORKER_LOG: &str = "worker.log";
 pub const WORKER_REQUEST_FILE: &str = "worker-request.json";
 pub const WORKER_RESULT_FILE: &str = "worker-result.json";
+/// The worker's progress file while it runs (removed afterwards).
+pub const WORKER_PROGRESS_FILE: &str = ".worker-progress.json";
 pub const TELEMETRY_FILE: &str = "telemetry.json";
 pub const PROFILE_REQUEST_FILE: &str = "profile-request.json";
 pub const PROFILE_RESULT_FILE: &str = "profile-result.json";
@@ -274,15 +276,23 @@ pub fn execute(
         })?;
     let mut cases = Vec::with_capacity(planned.len());
     let mut observations_by_case = Vec::with_capacity(planned.len());
+    let mut not_run = Vec::new();
     let total = planned.len();
+    // From here on a Ctrl-C or SIGTERM stops the running case after its current call and commits
+    // what was measured; if watching fails, the signals keep their default action.
+    let _ = crate::interrupt::watch();
     for (i, p) in planned.iter().enumerate() {
+        if crate::interrupt::requested() {
+            not_run.push(case_dir_name(i + 1, &p.profile.name, &p.resolved));
+            continue;
+        }
         progress.report(Event::CaseStarted {
             index: i + 1,
             total,
             label: &format!("{} {}", p.profile.name, p.resolved.label),
             iterations: p.resolved.measure.iterations.value,
         });
-        let (result, observations) = run_case(i + 1, p, slot.staging(), options)?;
+        let (result, observations) = run_case(i + 1, p, slot.staging(), options, progress)?;
         progress.report(Event::CaseFinished {
             index: i + 1,
             result: &result,
@@ -303,6 +313,7 @@ pub fn execute(
         timing_boundary: boundary.into(),
         percentile_method: PERCENTILE_METHOD.into(),
         task_quality_evaluated: false,
+        not_run,
         provenance: Provenance {
             program: crate::machine::program(),
             runtime_dirs: trtmc_core::runtime_dirs::current()
@@ -392,6 +403,7 @@ fn run_case(
     p: &PlannedCase,
     staging: &Path,
     options: &RunOptions,
+    progress: &dyn Progress,
 ) -> Result<(CaseResult, Vec<Observation>), Error> {
     let r = &p.resolved;
     let dir_name = case_dir_name(index, &p.profile.name, r);
@@ -418,10 +430,18 @@ fn run_case(
     };
     let mut m = match rt.self_timed() {
         Some(timer) => measure_self_timed(timer, p, &dir),
-        None => measure_in_worker(p, &dir, &dir_name, options),
+        None => measure_in_worker(p, &dir, &dir_name, options, &|w| {
+            progress.report(Event::CaseProgress { index, progress: w })
+        }),
     };
+    // A loop that ended by its own rule made at least the minimum count; one stopped by its budget or a
+    // signal made what it could; a self-timed tool says nothing, so it must deliver the count.
     let expected = r.measure.iterations.value as usize;
-    if m.error.is_none() && m.observations.len() < expected {
+    let rule_allows_fewer = matches!(
+        m.stopped_by,
+        Some(LoopStop::Budget | LoopStop::Timeout | LoopStop::Signal)
+    );
+    if m.error.is_none() && !rule_allows_fewer && m.observations.len() < expected {
         m.error = Some(format!(
             "the {} returned {} observations, {expected} were requested",
             if rt.self_timed().is_some() {
@@ -455,9 +475,17 @@ fn run_case(
         for f in [&m.request_file, &m.result_file].into_iter().flatten() {
             let _ = std::fs::remove_file(dir.join(f));
         }
+        let status = if m.interrupted.is_some() {
+            CaseStatus::Interrupted
+        } else {
+            CaseStatus::Completed
+        };
         (
-            CaseStatus::Completed,
-            reduce(op, &m.observations),
+            status,
+            // Partial statistics of an interrupted case are still its statistics, marked by its status.
+            (!m.observations.is_empty())
+                .then(|| reduce(op, &m.observations))
+                .flatten(),
             CaseFiles {
                 resolved_case: rel(RESOLVED_CASE_FILE),
                 observations: Some(rel(OBSERVATIONS_FILE)),
@@ -484,14 +512,17 @@ fn run_case(
         operation: r.operation.clone(),
         runtime: m.runtime.unwrap_or(rt_info),
         status,
-        error: m.error,
+        error: m.error.or(m.interrupted),
         identity: r.identity.clone(),
         bundle: bundle_ref,
         measurement: MeasurementInfo {
             warmup: r.measure.warmup.value,
             iterations: r.measure.iterations.value,
             min_duration_s: r.measure.min_duration_s.value,
+            max_duration_s: r.measure.max_duration_s.value,
+            warmup_done: m.warmup_done,
             observations: m.observations.len() as u64,
+            stopped_by: m.stopped_by,
             load_ms: m.load_ms,
         },
         metrics,
@@ -521,6 +552,11 @@ struct Measured {
     /// Protocol intermediates: removed on success, kept on failure.
     request_file: Option<String>,
     result_file: Option<String>,
+    /// What ended the timed loop (worker runtimes).
+    stopped_by: Option<LoopStop>,
+    warmup_done: Option<u64>,
+    /// Why the case stopped before its rule ended it (its observations are kept).
+    interrupted: Option<String>,
 }
 
 /// The worker request of a case (the timed run, or with `profile` set, its profiling pass).
@@ -540,15 +576,29 @@ fn worker_request(p: &PlannedCase) -> WorkerRequest {
             .collect(),
         runtime_settings: r.runtime_values(),
         warmup: r.measure.warmup.value,
+        warmup_budget_s: r.measure.warmup_budget_s(),
         iterations: r.measure.iterations.value,
         min_duration_s: r.measure.min_duration_s.value,
+        max_duration_s: r.measure.max_duration_s.value,
+        progress_file: None,
         profile: None,
         test_call_delay_us: None,
         test_call_slowdown_ppm: None,
     }
 }
 
-/// Starts the worker on `request` and returns its ok result, or an error naming what happened.
+/// How a worker launch ended.
+enum WorkerEnd {
+    Done(WorkerResult),
+    /// Stopped on request (timeout or signal) after writing what it had timed.
+    Stopped {
+        result: WorkerResult,
+        cause: StopCause,
+    },
+    Failed(String),
+}
+
+/// Starts the worker on `request` and says how it ended, with an error naming what happened.
 fn launch_worker(
     request: &WorkerRequest,
     dir: &Path,
@@ -556,12 +606,21 @@ fn launch_worker(
     timeout_s: f64,
     telemetry: bool,
     worker: &Path,
-) -> (Result<WorkerResult, String>, Option<Telemetry>) {
+    show: Option<&dyn Fn(&trtmc_runtime::protocol::WorkerProgress)>,
+) -> (WorkerEnd, Option<Telemetry>) {
     let (request_file, result_file, log_file) = files;
     let request_path = dir.join(request_file);
     let result_path = dir.join(result_file);
-    if let Err(e) = write_json_atomic(&request_path, request) {
-        return (Err(format!("cannot write {request_file}: {e}")), None);
+    let progress_path = dir.join(WORKER_PROGRESS_FILE);
+    let request = WorkerRequest {
+        progress_file: show.is_some().then(|| progress_path.clone()),
+        ..request.clone()
+    };
+    if let Err(e) = write_json_atomic(&request_path, &request) {
+        return (
+            WorkerEnd::Failed(format!("cannot write {request_file}: {e}")),
+            None,
+        );
     }
     let (outcome, samples) = launch::run(&Launch {
         worker,
@@ -570,27 +629,48 @@ fn launch_worker(
         log: &dir.join(log_file),
         timeout: Duration::from_secs_f64(timeout_s.max(0.001)),
         telemetry,
+        progress: show.map(|f| (progress_path.as_path(), f)),
     });
-    let result = match outcome {
-        Outcome::SpawnFailed(m) => Err(m),
-        Outcome::TimedOut => Err(format!(
-            "the worker did not finish within {timeout_s:.0} s and was killed (raise --timeout, or lower --iterations; see {log_file})"
-        )),
+    let _ = std::fs::remove_file(&progress_path);
+    let end = match outcome {
+        Outcome::SpawnFailed(m) => WorkerEnd::Failed(m),
+        Outcome::Stopped {
+            cause,
+            result: Some(res),
+        } if res.status != WorkerStatus::Error => WorkerEnd::Stopped { result: res, cause },
+        Outcome::Stopped { cause, result } => WorkerEnd::Failed(match (cause, result) {
+            (_, Some(res)) => res.error.unwrap_or_else(|| "the worker failed".into()),
+            (StopCause::Timeout, None) => format!(
+                "the worker did not finish within {timeout_s:.0} s and did not stop within {} s of being asked, so it was killed and nothing it timed was saved (raise --timeout, or bound the run with --max-duration; see {log_file})",
+                launch::STOP_GRACE.as_secs()
+            ),
+            (StopCause::Signal, None) => format!(
+                "interrupted; the worker did not stop within {} s and was killed (see {log_file})",
+                launch::STOP_GRACE.as_secs()
+            ),
+        }),
         Outcome::Exited {
             status,
             result,
             result_error,
         } => match result {
-            Some(res) if res.status == WorkerStatus::Ok && status.success() => Ok(res),
-            Some(res) => Err(res.error.unwrap_or_else(|| launch::describe_exit(&status))),
-            None => Err(format!(
+            Some(res) if res.status == WorkerStatus::Ok && status.success() => WorkerEnd::Done(res),
+            // A signal from outside (e.g. the terminal's Ctrl-C reached the worker first).
+            Some(res) if res.status == WorkerStatus::Interrupted => WorkerEnd::Stopped {
+                result: res,
+                cause: StopCause::Signal,
+            },
+            Some(res) => {
+                WorkerEnd::Failed(res.error.unwrap_or_else(|| launch::describe_exit(&status)))
+            }
+            None => WorkerEnd::Failed(format!(
                 "{} without writing a result{} (see {log_file})",
                 launch::describe_exit(&status),
                 result_error.map(|e| format!("; {e}")).unwrap_or_default(),
             )),
         },
     };
-    (result, samples)
+    (end, samples)
 }
 
 /// The timed run in the worker process.
@@ -599,19 +679,22 @@ fn measure_in_worker(
     dir: &Path,
     dir_name: &str,
     options: &RunOptions,
+    show: &dyn Fn(&trtmc_runtime::protocol::WorkerProgress),
 ) -> Measured {
     let request = WorkerRequest {
         test_call_delay_us: options.test_hooks.call_delay.map(|d| d.as_micros() as u64),
         test_call_slowdown_ppm: options.test_hooks.call_slowdown_ppm,
         ..worker_request(p)
     };
-    let (result, telemetry) = launch_worker(
+    let timeout_s = p.resolved.measure.timeout_s.value;
+    let (end, telemetry) = launch_worker(
         &request,
         dir,
         (WORKER_REQUEST_FILE, WORKER_RESULT_FILE, WORKER_LOG),
-        p.resolved.measure.timeout_s.value,
+        timeout_s,
         options.telemetry,
         &options.worker,
+        Some(show),
     );
     let mut m = Measured {
         log: Some(WORKER_LOG.into()),
@@ -625,24 +708,46 @@ fn measure_in_worker(
             Err(e) => m.error = Some(format!("cannot write {TELEMETRY_FILE}: {e}")),
         }
     }
-    match result {
-        Ok(res) => {
-            // What the last call produced (transcript, generated text, ranking): evidence, not metrics.
-            if !res.notes.is_empty() {
-                let doc = CallNotes {
-                    schema: CALL_NOTES_SCHEMA.into(),
-                    notes: res.notes,
-                };
-                if let Err(e) = write_json_atomic(&dir.join(CALL_NOTES_FILE), &doc) {
-                    m.error = Some(format!("cannot write {CALL_NOTES_FILE}: {e}"));
-                }
-            }
-            m.observations = res.observations;
-            m.load_ms = res.load_ms;
-            m.runtime = Some(res.runtime);
+    let res = match end {
+        WorkerEnd::Done(res) => res,
+        WorkerEnd::Stopped { result, cause } => {
+            let kept = result.observations.len();
+            let (why, stop) = match cause {
+                StopCause::Timeout => (
+                    format!("stopped by --timeout {timeout_s} s"),
+                    LoopStop::Timeout,
+                ),
+                StopCause::Signal => (
+                    "interrupted (Ctrl-C or SIGTERM)".to_string(),
+                    LoopStop::Signal,
+                ),
+            };
+            m.interrupted = Some(format!(
+                "{why} after {kept} timed call(s); they are kept and the statistics are partial"
+            ));
+            m.stopped_by = Some(stop);
+            result
         }
-        Err(e) => m.error = m.error.take().or(Some(e)),
+        WorkerEnd::Failed(e) => {
+            m.error = m.error.take().or(Some(e));
+            return m;
+        }
+    };
+    // What the last call produced (transcript, generated text, ranking): evidence, not metrics.
+    if !res.notes.is_empty() {
+        let doc = CallNotes {
+            schema: CALL_NOTES_SCHEMA.into(),
+            notes: res.notes,
+        };
+        if let Err(e) = write_json_atomic(&dir.join(CALL_NOTES_FILE), &doc) {
+            m.error = Some(format!("cannot write {CALL_NOTES_FILE}: {e}"));
+        }
     }
+    m.stopped_by = m.stopped_by.or(res.stopped_by);
+    m.warmup_done = Some(res.warmup_ms.len() as u64);
+    m.observations = res.observations;
+    m.load_ms = res.load_ms;
+    m.runtime = Some(res.runtime);
     m
 }
 
@@ -741,18 +846,22 @@ fn profile_in_worker(
         dir: dir.to_path_buf(),
         iterations,
     });
-    let (result, _) = launch_worker(
+    let (end, _) = launch_worker(
         &request,
         dir,
         (PROFILE_REQUEST_FILE, PROFILE_RESULT_FILE, PROFILE_LOG),
         p.resolved.measure.timeout_s.value,
         false,
         &options.worker,
+        None,
     );
     let log = Some(rel(PROFILE_LOG));
-    let res = match result {
-        Ok(res) => res,
-        Err(e) => {
+    let res = match end {
+        WorkerEnd::Done(res) => res,
+        WorkerEnd::Stopped { .. } => {
+            return profile_failed(iterations, "per-layer profiling was stopped".into(), log);
+        }
+        WorkerEnd::Failed(e) => {
             return profile_failed(iterations, format!("per-layer profiling failed: {e}"), log);
         }
     };

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use trtmc_core::artifacts::{Observation, RuntimeInfo};
+use trtmc_core::artifacts::{LoopStop, Observation, RuntimeInfo};
 
 pub const WORKER_REQUEST_SCHEMA: &str = "trtmc.worker-request/v1";
 pub const WORKER_RESULT_SCHEMA: &str = "trtmc.worker-result/v1";
@@ -29,8 +29,18 @@ pub struct WorkerRequest {
     pub request: BTreeMap<String, Value>,
     pub runtime_settings: BTreeMap<String, Value>,
     pub warmup: u64,
+    /// Seconds after which the warm-up stops early (at least one call is made); `None`: all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_budget_s: Option<f64>,
+    /// The minimum count of timed calls.
     pub iterations: u64,
     pub min_duration_s: f64,
+    /// The timed loop's budget: it stops here even before `iterations` calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_duration_s: Option<f64>,
+    /// Where the worker writes its [`WorkerProgress`] about once a second (outside the timed calls).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress_file: Option<PathBuf>,
     /// A per-layer profiling pass instead of a timed run (`run --profile`, always after the timed run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfilePass>,
@@ -56,6 +66,23 @@ pub struct ProfilePass {
 pub enum WorkerStatus {
     Ok,
     Error,
+    /// Stopped by SIGINT or SIGTERM after a whole call: the observations made so far are in the result.
+    Interrupted,
+}
+
+/// What the worker is doing, for the orchestrator's progress display.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerProgress {
+    /// `warmup` or `timed`.
+    pub phase: String,
+    /// Calls made in this phase.
+    pub done: u64,
+    /// The calls this phase is expected to make, estimated from the calls so far and the stopping rule.
+    pub expected: u64,
+    /// Seconds since the phase started.
+    pub elapsed_s: f64,
+    /// Median wall time of the most recent calls (up to 1,000), milliseconds.
+    pub p50_ms: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,12 +96,21 @@ pub struct WorkerResult {
     /// Wall time of each warm-up call, milliseconds (reported, never part of the metrics).
     pub warmup_ms: Vec<f64>,
     pub observations: Vec<Observation>,
+    /// What ended the timed loop (absent on error).
+    #[serde(default)]
+    pub stopped_by: Option<LoopStop>,
     /// Facts about the run worth keeping (e.g. the generated text of the last call).
     #[serde(default)]
     pub notes: BTreeMap<String, Value>,
 }
 
 impl WorkerResult {
+    pub(crate) fn without_error(self) -> Self {
+        WorkerResult {
+            error: None,
+            ..self
+        }
+    }
     pub fn failed(runtime: RuntimeInfo, error: String) -> Self {
         WorkerResult {
             schema: WORKER_RESULT_SCHEMA.into(),
@@ -84,6 +120,7 @@ impl WorkerResult {
             load_ms: None,
             warmup_ms: Vec::new(),
             observations: Vec::new(),
+            stopped_by: None,
             notes: BTreeMap::new(),
         }
     }

@@ -3,24 +3,39 @@
 //! buffer. Nothing else happens between the two clock reads.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use trtmc_core::artifacts::{Observation, RuntimeInfo};
+use trtmc_core::artifacts::{LoopStop, Observation, RuntimeInfo};
 use trtmc_core::operations;
 
 use crate::bundle::BundleManifest;
 use crate::ops::{self, CallRecord, RunnerContext, TimedRunner};
-use crate::protocol::{WORKER_RESULT_SCHEMA, WorkerRequest, WorkerResult, WorkerStatus};
+use crate::protocol::{
+    WORKER_RESULT_SCHEMA, WorkerProgress, WorkerRequest, WorkerResult, WorkerStatus,
+};
 use crate::runtime;
+
+/// How often the worker rewrites its progress file (never inside a timed call).
+const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+/// Preallocated observations at most; a longer loop grows its buffer between calls.
+const PREALLOCATED_CALLS: u64 = 1 << 20;
 
 /// Executes a worker request; failures become a `WorkerResult` with status `error`.
 pub fn execute(request: &WorkerRequest) -> WorkerResult {
+    execute_until(request, &AtomicBool::new(false))
+}
+
+/// [`execute`] that stops after the current call once `stop` is set (by SIGINT or SIGTERM in the
+/// worker process), returning the calls timed so far with status `interrupted`.
+pub fn execute_until(request: &WorkerRequest, stop: &AtomicBool) -> WorkerResult {
     let runtime_info = runtime_info(&request.runtime);
     let outcome = match &request.profile {
         Some(pass) => crate::profile::pass::execute(request, pass, runtime_info.clone()),
-        None => execute_inner(request, runtime_info.clone()),
+        None => execute_inner(request, runtime_info.clone(), stop),
     };
     match outcome {
         Ok(result) => result,
@@ -44,6 +59,7 @@ fn runtime_info(name: &str) -> RuntimeInfo {
 fn execute_inner(
     request: &WorkerRequest,
     runtime_info: RuntimeInfo,
+    stop: &AtomicBool,
 ) -> anyhow::Result<WorkerResult> {
     let op = operations::operation(&request.operation)
         .with_context(|| format!("unknown operation `{}`", request.operation))?;
@@ -69,29 +85,65 @@ fn execute_inner(
     let mut runner = ops::prepare(op.name, ctx)?;
     let load_ms = load_started.elapsed().as_secs_f64() * 1e3;
 
-    let mut warmup_ms = Vec::with_capacity(request.warmup as usize);
-    for _ in 0..request.warmup {
+    let mut progress = ProgressFile::new(request.progress_file.clone());
+    let warmup_budget = request
+        .warmup_budget_s
+        .map(|s| Duration::from_secs_f64(s.max(0.0)));
+    let mut warmup_ms = Vec::with_capacity(request.warmup.min(PREALLOCATED_CALLS) as usize);
+    let warmup_started = Instant::now();
+    for done in 1..=request.warmup {
         let mut record = CallRecord::default();
         let t0 = Instant::now();
         runner.call(&mut record).context("warm-up call failed")?;
         warmup_ms.push(t0.elapsed().as_secs_f64() * 1e3);
         runner.verify()?;
+        let elapsed = warmup_started.elapsed();
+        if stop.load(Ordering::Relaxed) {
+            return Ok(interrupted_before_timing(runtime_info, load_ms, warmup_ms));
+        }
+        if warmup_budget.is_some_and(|b| elapsed >= b) {
+            break;
+        }
+        let expected = match warmup_budget {
+            Some(b) => request.warmup.min(estimate_calls(done, elapsed, b)),
+            None => request.warmup,
+        };
+        progress.maybe_write("warmup", &warmup_ms, expected, elapsed);
     }
 
-    let min_duration = Duration::from_secs_f64(request.min_duration_s.max(0.0));
-    let records = match (request.test_call_delay_us, request.test_call_slowdown_ppm) {
-        (None, None) => timed_loop(runner.as_mut(), request.iterations, min_duration)?,
+    let rule = LoopRule {
+        min_calls: request.iterations,
+        min_duration: Duration::from_secs_f64(request.min_duration_s.max(0.0)),
+        max_duration: request
+            .max_duration_s
+            .map(|s| Duration::from_secs_f64(s.max(0.0))),
+    };
+    let mut report = |calls: &[TimedCall], elapsed: Duration| {
+        if progress.due() {
+            let walls: Vec<f64> = calls.iter().map(|c| c.wall.as_secs_f64() * 1e3).collect();
+            progress.maybe_write(
+                "timed",
+                &walls,
+                rule.expected(calls.len() as u64, elapsed),
+                elapsed,
+            );
+        }
+    };
+    let ended = match (request.test_call_delay_us, request.test_call_slowdown_ppm) {
+        (None, None) => timed_loop_until(runner.as_mut(), &rule, stop, &mut report)?,
         // Test hooks (the matrix's injected slowdowns): the delay is part of each call.
-        (delay_us, slowdown_ppm) => timed_loop(
+        (delay_us, slowdown_ppm) => timed_loop_until(
             &mut ops::Delayed {
                 inner: runner.as_mut(),
                 delay: Duration::from_micros(delay_us.unwrap_or(0)),
                 slowdown: slowdown_ppm.unwrap_or(0) as f64 / 1e6,
             },
-            request.iterations,
-            min_duration,
+            &rule,
+            stop,
+            &mut report,
         )?,
     };
+    let records = ended.calls;
     let stage_names: Vec<&str> = op.stages.iter().map(|s| s.name).collect();
     let counter_names: Vec<&str> = op.counters.iter().map(|c| c.name).collect();
     let observations = records
@@ -101,14 +153,119 @@ fn execute_inner(
         .collect();
     Ok(WorkerResult {
         schema: WORKER_RESULT_SCHEMA.into(),
-        status: WorkerStatus::Ok,
+        status: if ended.stopped_by == LoopStop::Signal {
+            WorkerStatus::Interrupted
+        } else {
+            WorkerStatus::Ok
+        },
         error: None,
         runtime: runtime_info,
         load_ms: Some(load_ms),
         warmup_ms,
         observations,
+        stopped_by: Some(ended.stopped_by),
         notes: runner.notes(),
     })
+}
+
+fn interrupted_before_timing(
+    runtime: RuntimeInfo,
+    load_ms: f64,
+    warmup_ms: Vec<f64>,
+) -> WorkerResult {
+    WorkerResult {
+        status: WorkerStatus::Interrupted,
+        load_ms: Some(load_ms),
+        warmup_ms,
+        stopped_by: Some(LoopStop::Signal),
+        ..WorkerResult::failed(runtime, String::new())
+    }
+    .without_error()
+}
+
+/// Calls that fit in `budget` at the pace of `done` calls in `elapsed` (at least `done`).
+fn estimate_calls(done: u64, elapsed: Duration, budget: Duration) -> u64 {
+    if done == 0 || elapsed.is_zero() {
+        return done;
+    }
+    let per_call = elapsed.as_secs_f64() / done as f64;
+    ((budget.as_secs_f64() / per_call).floor() as u64).max(done)
+}
+
+/// The stopping rule of the timed loop (docs/run.md): at least `min_calls` calls and `min_duration`,
+/// never past `max_duration`.
+#[derive(Debug, Clone, Copy)]
+pub struct LoopRule {
+    pub min_calls: u64,
+    pub min_duration: Duration,
+    pub max_duration: Option<Duration>,
+}
+
+impl LoopRule {
+    /// Whether the loop ends after `calls` calls at `elapsed`, and why.
+    fn end(&self, calls: u64, elapsed: Duration) -> Option<LoopStop> {
+        if calls >= self.min_calls && elapsed >= self.min_duration {
+            Some(LoopStop::Complete)
+        } else if self.max_duration.is_some_and(|m| elapsed >= m) {
+            Some(LoopStop::Budget)
+        } else {
+            None
+        }
+    }
+
+    /// The calls the loop will make, estimated from the pace so far (for progress and ETA).
+    pub fn expected(&self, done: u64, elapsed: Duration) -> u64 {
+        let mut n = self
+            .min_calls
+            .max(estimate_calls(done, elapsed, self.min_duration));
+        if let Some(max) = self.max_duration {
+            n = n.min(estimate_calls(done, elapsed, max));
+        }
+        n.max(done)
+    }
+}
+
+/// How a timed loop ended: its calls and why it stopped.
+pub struct LoopEnd {
+    pub calls: Vec<TimedCall>,
+    pub stopped_by: LoopStop,
+}
+
+/// The progress file: rewritten atomically at most every [`PROGRESS_EVERY`], between calls.
+struct ProgressFile {
+    path: Option<PathBuf>,
+    last: Instant,
+}
+
+impl ProgressFile {
+    fn new(path: Option<PathBuf>) -> Self {
+        ProgressFile {
+            path,
+            last: Instant::now(),
+        }
+    }
+
+    fn due(&self) -> bool {
+        self.path.is_some() && self.last.elapsed() >= PROGRESS_EVERY
+    }
+
+    fn maybe_write(&mut self, phase: &str, walls_ms: &[f64], expected: u64, elapsed: Duration) {
+        if !self.due() {
+            return;
+        }
+        let Some(path) = &self.path else { return };
+        let recent = &walls_ms[walls_ms.len().saturating_sub(1000)..];
+        let doc = WorkerProgress {
+            phase: phase.into(),
+            done: walls_ms.len() as u64,
+            expected,
+            elapsed_s: elapsed.as_secs_f64(),
+            p50_ms: trtmc_core::stats::median(recent),
+        };
+        // Progress is a courtesy: a failed write never disturbs the measurement.
+        let _ = trtmc_core::fsutil::write_json_atomic(path, &doc);
+        self.last = Instant::now();
+    }
 }
 
 /// A timed call: start offset from the first call, wall time, and what the runner reported.
@@ -125,7 +282,24 @@ pub fn timed_loop(
     iterations: u64,
     min_duration: Duration,
 ) -> anyhow::Result<Vec<TimedCall>> {
-    let mut calls: Vec<TimedCall> = Vec::with_capacity(iterations as usize);
+    let rule = LoopRule {
+        min_calls: iterations,
+        min_duration,
+        max_duration: None,
+    };
+    Ok(timed_loop_until(runner, &rule, &AtomicBool::new(false), &mut |_, _| {})?.calls)
+}
+
+/// The timed loop under `rule`; it also ends after the current call once `stop` is set. `after_call`
+/// sees the calls so far and the elapsed time after each call (after the second clock read).
+pub fn timed_loop_until(
+    runner: &mut dyn TimedRunner,
+    rule: &LoopRule,
+    stop: &AtomicBool,
+    after_call: &mut dyn FnMut(&[TimedCall], Duration),
+) -> anyhow::Result<LoopEnd> {
+    let mut calls: Vec<TimedCall> =
+        Vec::with_capacity(rule.min_calls.min(PREALLOCATED_CALLS) as usize);
     let origin = Instant::now();
     loop {
         let mut record = CallRecord::default();
@@ -139,10 +313,28 @@ pub fn timed_loop(
             record,
         });
         runner.verify()?;
-        if calls.len() as u64 >= iterations && t1 - origin >= min_duration {
-            return Ok(calls);
+        let elapsed = t1 - origin;
+        if let Some(stopped_by) = rule.end(calls.len() as u64, elapsed) {
+            return Ok(LoopEnd { calls, stopped_by });
         }
+        if stop.load(Ordering::Relaxed) {
+            return Ok(LoopEnd {
+                calls,
+                stopped_by: LoopStop::Signal,
+            });
+        }
+        after_call(&calls, elapsed);
     }
+}
+
+/// Registers SIGINT and SIGTERM to set the returned flag instead of killing the worker, so the calls
+/// already timed reach the result file.
+pub fn stop_on_signals() -> std::io::Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))?;
+    }
+    Ok(stop)
 }
 
 fn to_observation(
@@ -175,7 +367,7 @@ fn to_observation(
 }
 
 /// Reads the request file, executes it, writes the result file atomically. Returns the exit code:
-/// 0 when the result says ok, 1 when it records an error (a crash writes no result at all).
+/// 0 when the result says ok or interrupted, 1 when it records an error (a crash writes no result at all).
 pub fn main_with_files(request_path: &Path, result_path: &Path) -> i32 {
     let request: Result<WorkerRequest, String> = std::fs::read(request_path)
         .map_err(|e| format!("cannot read worker request {}: {e}", request_path.display()))
@@ -183,8 +375,15 @@ pub fn main_with_files(request_path: &Path, result_path: &Path) -> i32 {
             serde_json::from_slice(&b)
                 .map_err(|e| format!("malformed worker request {}: {e}", request_path.display()))
         });
+    let stop = match stop_on_signals() {
+        Ok(flag) => flag,
+        Err(e) => {
+            eprintln!("worker: cannot watch for SIGINT/SIGTERM ({e}); a stop will lose the calls");
+            Arc::new(AtomicBool::new(false))
+        }
+    };
     let result = match request {
-        Ok(r) => execute(&r),
+        Ok(r) => execute_until(&r, &stop),
         Err(e) => WorkerResult::failed(
             RuntimeInfo {
                 name: "unknown".into(),
@@ -200,7 +399,7 @@ pub fn main_with_files(request_path: &Path, result_path: &Path) -> i32 {
         eprintln!("worker: cannot write {}: {e}", result_path.display());
         return 1;
     }
-    i32::from(result.status != WorkerStatus::Ok)
+    i32::from(result.status == WorkerStatus::Error)
 }
 
 #[cfg(test)]
@@ -221,6 +420,9 @@ mod tests {
             warmup,
             iterations,
             min_duration_s: 0.0,
+            warmup_budget_s: None,
+            max_duration_s: None,
+            progress_file: None,
             profile: None,
             test_call_delay_us: None,
             test_call_slowdown_ppm: None,

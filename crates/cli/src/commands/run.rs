@@ -52,16 +52,23 @@ pub struct RunArgs {
     /// Runtime to use instead of the profile's runtime_strategy.
     #[arg(long, value_name = "NAME")]
     pub runtime: Option<String>,
-    /// Warm-up calls before timing (default: the operation's, e.g. 5 for generation, 50 for encoders).
+    /// Warm-up calls before timing (default: the operation's, e.g. 5 for generation, 50 for encoders,
+    /// cut short once they take a fifth of the time budget).
     #[arg(long, value_name = "N")]
     pub warmup: Option<u64>,
-    /// Timed calls (default: the operation's, e.g. 50 for generation, 500 for encoders).
+    /// Timed calls, exactly (default: at least the operation's count, e.g. 50 for generation, 500 for
+    /// encoders, for at least 1 s, within the time budget).
     #[arg(long, value_name = "N")]
     pub iterations: Option<u64>,
     /// Keep timing until at least this many seconds have passed (and --iterations calls are done).
     #[arg(long, value_name = "SECONDS")]
     pub duration: Option<f64>,
-    /// Kill a case's worker after this many seconds (default 600).
+    /// Time budget of each case's timed loop: it stops here even before --iterations calls, keeping
+    /// what it timed (default: the operation's budget, e.g. 30 s, when --iterations is not given).
+    #[arg(long, value_name = "SECONDS")]
+    pub max_duration: Option<f64>,
+    /// Stop a case's worker after this many seconds (default 600); the calls it timed are kept and the
+    /// case is recorded as interrupted.
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
     /// Result directory; replaced only if empty or a previous trtmc result (default: a new timestamped one).
@@ -128,18 +135,9 @@ pub fn execute(args: RunArgs) -> CliResult {
         warmup: args.warmup,
         iterations: args.iterations,
         min_duration_s: args.duration,
+        max_duration_s: args.max_duration,
         timeout_s: args.timeout,
     };
-    if args.duration.is_some_and(|d| !d.is_finite() || d < 0.0) {
-        return Err(CliError::input(
-            "--duration must be a non-negative number of seconds",
-        ));
-    }
-    if args.timeout.is_some_and(|t| !t.is_finite() || t <= 0.0) {
-        return Err(CliError::input(
-            "--timeout must be a positive number of seconds",
-        ));
-    }
     let sets =
         trtmc_core::case::cli_overrides(&args.sets, &args.shapes, &[]).map_err(CliError::input)?;
     let sweeps: Vec<SweepAxis> = args
@@ -265,12 +263,41 @@ pub fn execute(args: RunArgs) -> CliResult {
         args.format.map(Into::into),
         &args.exports,
     )?;
-    let failed = outcome
-        .run
-        .cases
-        .iter()
-        .filter(|c| c.status == CaseStatus::Failed)
-        .count();
+    let count = |status| {
+        outcome
+            .run
+            .cases
+            .iter()
+            .filter(|c| c.status == status)
+            .count()
+    };
+    if trtmc_runner::interrupt::requested() {
+        return Err(CliError::new(
+            ExitCode::Interrupted,
+            format!(
+                "interrupted: the calls timed so far are kept in {}{}",
+                outcome.dir.display(),
+                match outcome.run.not_run.len() {
+                    0 => String::new(),
+                    n => format!(
+                        "; {n} case(s) not started: {}",
+                        outcome.run.not_run.join(", ")
+                    ),
+                }
+            ),
+        ));
+    }
+    let (failed, interrupted) = (count(CaseStatus::Failed), count(CaseStatus::Interrupted));
+    if interrupted > 0 && failed == 0 {
+        return Err(CliError::new(
+            ExitCode::CaseFailed,
+            format!(
+                "{interrupted} of {} case(s) stopped by --timeout before the end of their stopping rule; their calls are kept in {} (raise --timeout or bound the run with --max-duration)",
+                outcome.run.cases.len(),
+                outcome.dir.display()
+            ),
+        ));
+    }
     if failed > 0 {
         return Err(CliError::new(
             ExitCode::CaseFailed,

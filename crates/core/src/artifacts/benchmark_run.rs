@@ -130,17 +130,56 @@ pub struct BundleRef {
 pub enum CaseStatus {
     Completed,
     Failed,
+    /// Stopped early by `--timeout`, Ctrl-C or SIGTERM: the calls timed before the stop are kept and
+    /// reduced, and the statistics are partial (`error` says what stopped it).
+    Interrupted,
+}
+
+impl CaseStatus {
+    /// The status as written in result.json.
+    pub fn label(self) -> &'static str {
+        match self {
+            CaseStatus::Completed => "completed",
+            CaseStatus::Failed => "failed",
+            CaseStatus::Interrupted => "interrupted",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MeasurementInfo {
+    /// Warm-up calls asked for.
     pub warmup: u64,
+    /// The minimum count of timed calls (or the exact count, when it was asked for explicitly).
     pub iterations: u64,
     pub min_duration_s: f64,
-    /// Timed calls actually made (at least `iterations`; more when `min_duration_s` asked for it).
+    /// The time budget of the timed loop, seconds; `None` when none applied.
+    #[serde(default)]
+    pub max_duration_s: Option<f64>,
+    /// Warm-up calls made (fewer than `warmup` when the warm-up's share of the budget ran out).
+    #[serde(default)]
+    pub warmup_done: Option<u64>,
+    /// Timed calls actually made.
     pub observations: u64,
+    /// What ended the timed loop.
+    #[serde(default)]
+    pub stopped_by: Option<LoopStop>,
     /// Model load time in the worker, milliseconds (excluded from metrics).
     pub load_ms: Option<f64>,
+}
+
+/// What ended a case's timed loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoopStop {
+    /// The minimum count and the minimum duration were both reached.
+    Complete,
+    /// The time budget (`--max-duration`) ran out first.
+    Budget,
+    /// `--timeout` ran out: the orchestrator asked the worker to stop.
+    Timeout,
+    /// Ctrl-C or SIGTERM.
+    Signal,
 }
 
 /// One case of a run.
@@ -205,7 +244,7 @@ pub struct CaseFiles {
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     Completed,
-    /// Some cases failed.
+    /// Some cases failed or were interrupted.
     Partial,
     Failed,
 }
@@ -224,18 +263,21 @@ pub struct BenchmarkRun {
     pub task_quality_evaluated: bool,
     pub provenance: Provenance,
     pub cases: Vec<CaseResult>,
+    /// Case directories that were never started because the run was interrupted before them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_run: Vec<String>,
 }
 
 impl BenchmarkRun {
     pub fn status_of(cases: &[CaseResult]) -> RunStatus {
-        let failed = cases
-            .iter()
-            .filter(|c| c.status == CaseStatus::Failed)
-            .count();
-        match failed {
-            0 => RunStatus::Completed,
-            n if n == cases.len() => RunStatus::Failed,
-            _ => RunStatus::Partial,
+        let count = |status| cases.iter().filter(|c| c.status == status).count();
+        let failed = count(CaseStatus::Failed);
+        if failed > 0 && failed == cases.len() {
+            RunStatus::Failed
+        } else if failed + count(CaseStatus::Interrupted) > 0 {
+            RunStatus::Partial
+        } else {
+            RunStatus::Completed
         }
     }
 }

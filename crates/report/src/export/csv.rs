@@ -72,10 +72,7 @@ impl Exporter for CsvExporter {
                 .get(c.run)
                 .map(|r| r.path.as_str())
                 .unwrap_or("");
-            let status = match c.status {
-                trtmc_core::artifacts::CaseStatus::Completed => "completed",
-                trtmc_core::artifacts::CaseStatus::Failed => "failed",
-            };
+            let status = c.status.label();
             let throughputs = c
                 .throughputs
                 .iter()

@@ -208,6 +208,7 @@ mod tests {
                 warmup: Sourced::new(1, Source::Default),
                 iterations: Sourced::new(1, Source::Default),
                 min_duration_s: Sourced::new(0.0, Source::Default),
+                max_duration_s: Sourced::new(None, Source::Default),
                 timeout_s: Sourced::new(1.0, Source::Default),
             },
             sweep_point: BTreeMap::new(),

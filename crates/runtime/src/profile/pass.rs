@@ -123,6 +123,7 @@ pub fn execute(
         load_ms: None,
         warmup_ms: Vec::new(),
         observations: Vec::new(),
+        stopped_by: None,
         notes,
     })
 }
