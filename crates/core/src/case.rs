@@ -770,6 +770,122 @@ mod tests {
     }
 
     #[test]
+    fn default_counts_are_minimums_within_a_budget_and_asked_counts_are_exact() {
+        let (_t, c) = catalog();
+        let p = c.require("g").expect("g");
+        let op = operations::operation("generate").expect("generate");
+        // The operation's defaults: a minimum count, 1 s at least, the operation's budget, and a
+        // warm-up that may spend a fifth of it.
+        let d = resolve(p, &ResolveInput::default())
+            .expect("default")
+            .measure;
+        assert_eq!(
+            d.iterations,
+            Sourced::new(op.default_iterations, Source::Default)
+        );
+        assert_eq!(d.min_duration_s.value, DEFAULT_MIN_DURATION_S);
+        assert_eq!(d.max_duration_s.value, Some(op.default_max_duration_s));
+        assert_eq!(
+            d.warmup_budget_s(),
+            Some(op.default_max_duration_s * WARMUP_SHARE_OF_BUDGET)
+        );
+        // The test case's own count is the profile author's default: still a minimum within the budget.
+        let case = resolve(
+            p,
+            &ResolveInput {
+                case: Some("sampled"),
+                ..Default::default()
+            },
+        )
+        .expect("case")
+        .measure;
+        assert_eq!(case.iterations.value, 7);
+        assert_eq!(case.min_duration_s.value, DEFAULT_MIN_DURATION_S);
+        assert!(case.max_duration_s.value.is_some());
+        // A count the user asked for is exact: no default minimum duration, no default budget …
+        let asked = |flags: MeasureFlags| {
+            resolve(
+                p,
+                &ResolveInput {
+                    flags,
+                    ..Default::default()
+                },
+            )
+        };
+        let exact = asked(MeasureFlags {
+            iterations: Some(20),
+            warmup: Some(3),
+            ..Default::default()
+        })
+        .expect("exact")
+        .measure;
+        assert_eq!(exact.min_duration_s.value, 0.0);
+        assert_eq!(exact.max_duration_s.value, None);
+        assert_eq!(exact.warmup_budget_s(), None);
+        // … unless the user bounded it too.
+        let bounded = asked(MeasureFlags {
+            iterations: Some(20),
+            max_duration_s: Some(2.0),
+            ..Default::default()
+        })
+        .expect("bounded")
+        .measure;
+        assert_eq!(bounded.max_duration_s, Sourced::new(Some(2.0), Source::Cli));
+    }
+
+    #[test]
+    fn absurd_measurement_values_are_refused_before_any_work() {
+        let (_t, c) = catalog();
+        let p = c.require("g").expect("g");
+        let refused = |flags: MeasureFlags| {
+            resolve(
+                p,
+                &ResolveInput {
+                    flags,
+                    ..Default::default()
+                },
+            )
+            .err()
+            .unwrap_or_default()
+        };
+        let e = refused(MeasureFlags {
+            timeout_s: Some(1e20),
+            ..Default::default()
+        });
+        assert!(e.contains("--timeout 100000000000000000000"), "{e}");
+        assert!(e.contains("one week"), "{e}");
+        let e = refused(MeasureFlags {
+            min_duration_s: Some(f64::NAN),
+            ..Default::default()
+        });
+        assert!(e.contains("--duration NaN"), "{e}");
+        let e = refused(MeasureFlags {
+            iterations: Some(1_000_000_000_000),
+            ..Default::default()
+        });
+        assert!(e.contains("--iterations 1000000000000"), "{e}");
+        let e = refused(MeasureFlags {
+            warmup: Some(MOST_CALLS + 1),
+            ..Default::default()
+        });
+        assert!(e.contains("--warmup"), "{e}");
+        let e = refused(MeasureFlags {
+            min_duration_s: Some(5.0),
+            max_duration_s: Some(2.0),
+            ..Default::default()
+        });
+        assert!(
+            e.contains("--max-duration 2 is below the minimum duration 5 s"),
+            "{e}"
+        );
+        let e = refused(MeasureFlags {
+            max_duration_s: Some(0.0),
+            ..Default::default()
+        });
+        assert!(e.contains("--max-duration 0"), "{e}");
+    }
+
+    #[test]
     fn greedy_default_seed_is_minus_one_and_identity_tracks_request() {
         let (_t, c) = catalog();
         let p = c.require("g").expect("g");

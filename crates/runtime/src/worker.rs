@@ -463,6 +463,104 @@ mod tests {
     }
 
     #[test]
+    fn the_budget_ends_the_loop_before_the_minimum_count_and_keeps_every_call() {
+        let mut req = request("test_sleep", 0, 1_000_000);
+        req.request
+            .insert("sleep_us".into(), serde_json::json!(2000));
+        req.max_duration_s = Some(0.1);
+        let r = execute(&req);
+        assert_eq!(r.status, WorkerStatus::Ok, "{:?}", r.error);
+        assert_eq!(r.stopped_by, Some(LoopStop::Budget));
+        let n = r.observations.len();
+        assert!(
+            (10..=50).contains(&n),
+            "0.1 s of 2 ms calls, not a million: {n}"
+        );
+        let last = r.observations.last().expect("calls");
+        assert!(last.start_ns + last.wall_ns >= 100_000_000);
+    }
+
+    #[test]
+    fn the_warmup_stops_at_its_budget_after_at_least_one_call() {
+        let mut req = request("test_sleep", 1000, 2);
+        req.request
+            .insert("sleep_us".into(), serde_json::json!(5000));
+        req.warmup_budget_s = Some(0.03);
+        let r = execute(&req);
+        assert_eq!(r.status, WorkerStatus::Ok, "{:?}", r.error);
+        assert!(
+            (1..=12).contains(&r.warmup_ms.len()),
+            "{:?}",
+            r.warmup_ms.len()
+        );
+        assert_eq!(r.stopped_by, Some(LoopStop::Complete));
+        req.warmup_budget_s = Some(0.0);
+        assert_eq!(
+            execute(&req).warmup_ms.len(),
+            1,
+            "one warm-up call at least"
+        );
+    }
+
+    #[test]
+    fn a_stop_request_ends_the_loop_after_the_current_call_with_its_calls_kept() {
+        let mut req = request("test_sleep", 1, 1_000_000);
+        req.request
+            .insert("sleep_us".into(), serde_json::json!(1000));
+        let stop = AtomicBool::new(false);
+        let r = std::thread::scope(|s| {
+            let worker = s.spawn(|| execute_until(&req, &stop));
+            std::thread::sleep(Duration::from_millis(150));
+            stop.store(true, Ordering::Relaxed);
+            worker.join().expect("worker thread")
+        });
+        assert_eq!(r.status, WorkerStatus::Interrupted);
+        assert_eq!(r.stopped_by, Some(LoopStop::Signal));
+        assert_eq!(r.error, None);
+        assert!(r.observations.len() > 10, "{}", r.observations.len());
+        assert!(r.observations.len() < 1000);
+    }
+
+    #[test]
+    fn progress_is_written_between_calls_with_an_estimate_of_the_calls_to_come() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("progress.json");
+        let mut req = request("test_sleep", 0, 1);
+        req.request
+            .insert("sleep_us".into(), serde_json::json!(2000));
+        req.min_duration_s = 1.2;
+        req.progress_file = Some(path.clone());
+        let r = execute(&req);
+        assert_eq!(r.status, WorkerStatus::Ok, "{:?}", r.error);
+        let p: WorkerProgress =
+            serde_json::from_slice(&std::fs::read(&path).expect("progress written"))
+                .expect("progress parses");
+        assert_eq!(p.phase, "timed");
+        assert!(
+            p.done > 100 && p.done < r.observations.len() as u64,
+            "{p:?}"
+        );
+        // 1.2 s of ~2 ms calls: the estimate is in the hundreds, not the minimum count of 1.
+        assert!(p.expected > p.done, "{p:?}");
+        assert!(p.p50_ms >= 2.0, "{p:?}");
+    }
+
+    #[test]
+    fn expected_calls_follow_the_pace_within_the_rule() {
+        let rule = LoopRule {
+            min_calls: 50,
+            min_duration: Duration::from_secs(1),
+            max_duration: Some(Duration::from_secs(30)),
+        };
+        // 10 ms calls: 1 s needs 100.
+        assert_eq!(rule.expected(10, Duration::from_millis(100)), 100);
+        // 1 s calls: the budget allows 30, fewer than the minimum count.
+        assert_eq!(rule.expected(2, Duration::from_secs(2)), 30);
+        // 0.1 ms calls: the minimum count already takes longer than needed; 1 s is 10,000.
+        assert_eq!(rule.expected(100, Duration::from_millis(10)), 10_000);
+    }
+
+    #[test]
     fn the_requested_test_slowdown_stretches_every_timed_call_by_its_fraction() {
         let mut req = request("test_sleep", 1, 5);
         req.request
