@@ -1,0 +1,226 @@
+//! The stopping rule, interruptions and progress of `trtmc-bench run`, through the real binary on the
+//! test catalog's `test-sleep` profile (calls of a known length, no model).
+
+mod common;
+
+use std::io::Read as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn catalog_arg() -> String {
+    test_catalog().display().to_string()
+}
+
+fn observation_lines(result: &Path, case: &serde_json::Value) -> usize {
+    line_count(
+        &result
+            .join(case["dir"].as_str().expect("dir"))
+            .join("observations.jsonl"),
+    )
+}
+
+#[test]
+fn a_default_count_keeps_timing_for_the_minimum_duration() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out_dir = tmp.path().join("r");
+    // 0.2 ms calls: the operation's 50 calls take 10 ms, the default minimum duration 1 s.
+    let out = run(&[
+        "run",
+        "--manifest-root",
+        &catalog_arg(),
+        "--model",
+        "test-sleep",
+        "--set",
+        "request.sleep_us=200",
+        "-o",
+        out_dir.to_str().expect("utf8"),
+        "-q",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = assert_result_dir_valid(&out_dir);
+    let m = &doc["cases"][0]["measurement"];
+    assert_eq!(m["stopped_by"], "complete", "{m}");
+    assert_eq!(m["min_duration_s"], 1.0);
+    assert_eq!(m["max_duration_s"], 30.0);
+    let n = m["observations"].as_u64().expect("observations");
+    assert!(n > 1000, "1 s of 0.2 ms calls, not just 50: {n}");
+    assert_eq!(observation_lines(&out_dir, &doc["cases"][0]), n as usize);
+}
+
+#[test]
+fn the_budget_ends_a_default_run_early_and_keeps_a_valid_result() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out_dir = tmp.path().join("r");
+    // 50 calls of 40 ms would take 2 s; the budget is 1.2 s.
+    let out = run(&[
+        "run",
+        "--manifest-root",
+        &catalog_arg(),
+        "--model",
+        "test-sleep",
+        "--set",
+        "request.sleep_us=40000",
+        "--max-duration",
+        "1.2",
+        "-o",
+        out_dir.to_str().expect("utf8"),
+        "-q",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = assert_result_dir_valid(&out_dir);
+    let case = &doc["cases"][0];
+    assert_eq!(case["status"], "completed");
+    let m = &case["measurement"];
+    assert_eq!(m["stopped_by"], "budget", "{m}");
+    let n = m["observations"].as_u64().expect("observations");
+    assert!((20..50).contains(&n), "{n}");
+    // The warm-up may spend a fifth of the budget: 0.24 s of 40 ms calls, not the operation's 5 × 40.
+    let warmups = m["warmup_done"].as_u64().expect("warmup_done");
+    assert!((1..=5).contains(&warmups), "{warmups}");
+}
+
+#[test]
+fn an_explicit_count_is_exact_and_the_summary_marks_unsupported_percentiles() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out_dir = tmp.path().join("r");
+    let out = run(&[
+        "run",
+        "--manifest-root",
+        &catalog_arg(),
+        "--model",
+        "test-sleep",
+        "--iterations",
+        "30",
+        "--warmup",
+        "1",
+        "-o",
+        out_dir.to_str().expect("utf8"),
+        "-q",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = read_json(&out_dir.join("result.json"));
+    let m = &doc["cases"][0]["measurement"];
+    assert_eq!(m["observations"], 30);
+    assert_eq!(m["min_duration_s"], 0.0);
+    assert_eq!(m["max_duration_s"], serde_json::Value::Null);
+    let summary: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json summary");
+    let notes = summary["cases"][0]["validity"]["notes"].to_string();
+    assert!(notes.contains("p99 rest on 30 calls"), "{notes}");
+    assert!(!notes.contains("p90"), "30 calls reach p90: {notes}");
+}
+
+#[test]
+fn a_timeout_keeps_the_calls_already_timed() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out_dir = tmp.path().join("r");
+    let out = run(&[
+        "run",
+        "--manifest-root",
+        &catalog_arg(),
+        "--model",
+        "test-sleep",
+        "--iterations",
+        "100000",
+        "--timeout",
+        "1.5",
+        "-o",
+        out_dir.to_str().expect("utf8"),
+        "-q",
+    ]);
+    assert_eq!(code(&out), 5, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("stopped by --timeout"),
+        "{}",
+        stderr(&out)
+    );
+    let doc = assert_result_dir_valid(&out_dir);
+    assert_eq!(doc["status"], "partial");
+    let case = &doc["cases"][0];
+    assert_eq!(case["status"], "interrupted");
+    assert_eq!(case["measurement"]["stopped_by"], "timeout");
+    let n = case["measurement"]["observations"].as_u64().expect("n");
+    assert!(n > 50, "about 1.5 s of 2 ms calls are kept: {n}");
+    assert_eq!(observation_lines(&out_dir, case), n as usize);
+    assert!(case["metrics"]["latency_ms"]["p50"].as_f64().expect("p50") >= 2.0);
+    let error = case["error"].as_str().expect("reason");
+    assert!(error.contains("statistics are partial"), "{error}");
+    // The report still reads it, and says the statistics are partial.
+    let report = run(&["report", out_dir.to_str().expect("utf8")]);
+    assert!(
+        stdout(&report).contains("interrupted"),
+        "{}",
+        stdout(&report)
+    );
+}
+
+#[test]
+fn sigterm_commits_what_was_timed_and_lists_the_cases_not_started() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out_dir = tmp.path().join("r");
+    let mut child = Command::new(BIN)
+        .args([
+            "run",
+            "--manifest-root",
+            &catalog_arg(),
+            "--model",
+            "test-sleep",
+            "--model",
+            "test-noop",
+            "--iterations",
+            "1000000",
+            "-o",
+            out_dir.to_str().expect("utf8"),
+        ])
+        .env("TRTMC_TEST", "1")
+        .env_remove("TRTMC_MANIFEST_ROOT")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start");
+    // Long enough for one progress line (every 5 s when stderr is not a terminal).
+    std::thread::sleep(Duration::from_millis(6500));
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+    let started = Instant::now();
+    let status = child.wait().expect("wait");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the stop is prompt"
+    );
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err)
+        .expect("read");
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("timed ") && err.contains("calls, "),
+        "a progress line: {err}"
+    );
+    assert!(err.contains("ETA"), "{err}");
+    assert!(err.contains("1 case(s) not started"), "{err}");
+    let doc = assert_result_dir_valid(&out_dir);
+    assert_eq!(doc["status"], "partial");
+    assert_eq!(doc["cases"].as_array().expect("cases").len(), 1);
+    let case = &doc["cases"][0];
+    assert_eq!(case["status"], "interrupted");
+    assert_eq!(case["measurement"]["stopped_by"], "signal");
+    let n = case["measurement"]["observations"].as_u64().expect("n");
+    assert!(n > 500, "{n}");
+    assert_eq!(observation_lines(&out_dir, case), n as usize);
+    assert_eq!(doc["not_run"][0], "002-test-noop-default");
+    assert!(
+        !out_dir
+            .join(case["dir"].as_str().expect("dir"))
+            .join(".worker-progress.json")
+            .exists(),
+        "the progress file is gone"
+    );
+}
