@@ -150,7 +150,13 @@ fn a_timeout_keeps_the_calls_already_timed() {
     let error = case["error"].as_str().expect("reason");
     assert!(error.contains("statistics are partial"), "{error}");
     // The report still reads it, and says the statistics are partial.
-    let report = run(&["report", out_dir.to_str().expect("utf8")]);
+    let collection = tmp.path().join("collection");
+    let report = run(&[
+        "report",
+        out_dir.to_str().expect("utf8"),
+        "-o",
+        collection.to_str().expect("utf8"),
+    ]);
     assert!(
         stdout(&report).contains("interrupted"),
         "{}",
