@@ -110,6 +110,9 @@ pub struct OperationDecl {
     pub summary: &'static str,
     pub fields: &'static [FieldDecl],
     pub throughputs: &'static [ThroughputDecl],
+    /// The throughput in the task's own unit that summary tables show (token/s, image/s, audio s/s, …);
+    /// one of `throughputs`, `request/s` where the operation has nothing better.
+    pub headline_throughput: &'static str,
     pub stages: &'static [StageDecl],
     /// Operation-specific counters, in the order runners record them.
     pub counters: &'static [CounterDecl],
@@ -302,6 +305,7 @@ static OPERATIONS: &[OperationDecl] = &[
         summary: "one forward pass over synthesized inputs of the declared shapes",
         fields: &[SEED],
         throughputs: &[REQUEST_PER_S],
+        headline_throughput: "request/s",
         stages: &[],
         counters: &[],
         ratios: &[],
@@ -315,6 +319,7 @@ static OPERATIONS: &[OperationDecl] = &[
         summary: "classify a batch of images (top-1 over the logits)",
         fields: &[BATCH, SEED, IMAGE],
         throughputs: &[REQUEST_PER_S, IMAGE_PER_S],
+        headline_throughput: "image/s",
         stages: &[],
         counters: &[],
         ratios: &[],
@@ -349,6 +354,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 count: ItemCount::Elements,
             },
         ],
+        headline_throughput: "vector/s",
         stages: &[],
         counters: &[],
         ratios: &[],
@@ -370,6 +376,7 @@ static OPERATIONS: &[OperationDecl] = &[
             BATCH,
         ],
         throughputs: &GENERATE_THROUGHPUTS,
+        headline_throughput: "output token/s",
         stages: &GENERATE_STAGES,
         counters: &[],
         ratios: &[],
@@ -399,6 +406,7 @@ static OPERATIONS: &[OperationDecl] = &[
             },
         ],
         throughputs: &GENERATE_THROUGHPUTS,
+        headline_throughput: "output token/s",
         stages: &GENERATE_STAGES,
         counters: &[],
         ratios: &[],
@@ -423,6 +431,7 @@ static OPERATIONS: &[OperationDecl] = &[
             },
         ],
         throughputs: &[REQUEST_PER_S, IMAGE_PER_S],
+        headline_throughput: "image/s",
         stages: &[],
         counters: &[CounterDecl {
             name: "detections",
@@ -453,6 +462,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 count: ItemCount::Counter("mask_pixels"),
             },
         ],
+        headline_throughput: "image/s",
         stages: &[],
         counters: &[
             CounterDecl {
@@ -500,6 +510,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 count: ItemCount::Items,
             },
         ],
+        headline_throughput: "document/s",
         stages: &[],
         counters: &[],
         ratios: &[],
@@ -536,6 +547,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 count: ItemCount::OutputTokens,
             },
         ],
+        headline_throughput: "audio s/s",
         stages: &[StageDecl {
             name: "first_partial",
             help: "call start to the first partial transcript (the whole call when offline)",
@@ -574,6 +586,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 count: ItemCount::Counter("samples"),
             },
         ],
+        headline_throughput: "audio s/s",
         stages: &[],
         counters: &[
             AUDIO_US,
@@ -606,6 +619,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 count: ItemCount::Counter("generated_audio_us"),
             },
         ],
+        headline_throughput: "consumed audio s/s",
         stages: &[],
         counters: &[
             AUDIO_US,
@@ -630,6 +644,7 @@ static OPERATIONS: &[OperationDecl] = &[
         summary: "image diffusion: a denoiser looped over request.steps from seeded noise",
         fields: &[BATCH, SEED, STEPS],
         throughputs: &[REQUEST_PER_S, IMAGE_PER_S],
+        headline_throughput: "image/s",
         stages: &[],
         counters: &[],
         ratios: &[RatioDecl {
@@ -669,6 +684,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 count: ItemCount::Counter("frames"),
             },
         ],
+        headline_throughput: "video/s",
         stages: &[],
         counters: &[CounterDecl {
             name: "frames",
@@ -702,6 +718,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 count: ItemCount::Elements,
             },
         ],
+        headline_throughput: "window/s",
         stages: &[],
         counters: &[],
         ratios: &[],
@@ -715,6 +732,7 @@ static OPERATIONS: &[OperationDecl] = &[
         summary: "does nothing (measures the harness itself)",
         fields: &[],
         throughputs: &[REQUEST_PER_S],
+        headline_throughput: "request/s",
         stages: &[],
         counters: &[],
         ratios: &[],
@@ -734,6 +752,7 @@ static OPERATIONS: &[OperationDecl] = &[
             binds_dim: None,
         }],
         throughputs: &[REQUEST_PER_S],
+        headline_throughput: "request/s",
         stages: &[],
         counters: &[],
         ratios: &[],
@@ -753,6 +772,7 @@ static OPERATIONS: &[OperationDecl] = &[
             binds_dim: None,
         }],
         throughputs: &[REQUEST_PER_S],
+        headline_throughput: "request/s",
         stages: &[],
         counters: &[],
         ratios: &[],
@@ -772,6 +792,7 @@ static OPERATIONS: &[OperationDecl] = &[
             binds_dim: None,
         }],
         throughputs: &[REQUEST_PER_S],
+        headline_throughput: "request/s",
         stages: &[],
         counters: &[],
         ratios: &[],
@@ -785,6 +806,7 @@ static OPERATIONS: &[OperationDecl] = &[
         summary: "returns a non-finite output on every call",
         fields: &[],
         throughputs: &[REQUEST_PER_S],
+        headline_throughput: "request/s",
         stages: &[],
         counters: &[],
         ratios: &[],
@@ -982,6 +1004,16 @@ pub fn validate() -> Result<(), String> {
                     op.name
                 ));
             }
+        }
+        if !op
+            .throughputs
+            .iter()
+            .any(|t| t.name == op.headline_throughput)
+        {
+            return Err(format!(
+                "operation `{}` names undeclared headline throughput `{}`",
+                op.name, op.headline_throughput
+            ));
         }
         if op.default_iterations == 0 {
             return Err(format!(

@@ -114,7 +114,8 @@ pub struct RunArgs {
     /// Also write the summary to FILE: .json, .csv or .md by extension (repeatable).
     #[arg(long = "export", value_name = "FILE")]
     pub exports: Vec<PathBuf>,
-    /// Print the summary to stdout in this format instead of the table (progress stays on stderr).
+    /// Print the summary to stdout in this format instead of the table (progress stays on stderr);
+    /// `wide` prints the table with every column.
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<crate::commands::report::ExportFormat>,
 }
@@ -262,7 +263,7 @@ pub fn execute(args: RunArgs) -> CliResult {
     crate::summary::after_run(
         &outcome.run,
         &outcome.dir,
-        args.format.map(Into::into),
+        args.format,
         &args.exports,
     )?;
     let failed = outcome
