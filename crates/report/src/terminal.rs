@@ -197,8 +197,9 @@ pub fn table_with(report: &CollectionReport, layout: Layout) -> String {
             cases.iter().map(|c| fmt_count(c.outliers as u64)).collect(),
         ));
     }
-    let (title, headline) = headline_column(cases);
+    let (title, headline) = headline_column(cases, !wide);
     if wide && title != "request/s" {
+        // The wide table keeps request/s beside the task's own throughput.
         columns.push(Column::num("request/s", throughput_cells(cases, "request/s")));
     }
     columns.push(Column::num(&title, headline));
@@ -283,21 +284,29 @@ pub fn table_with(report: &CollectionReport, layout: Layout) -> String {
 }
 
 /// The headline throughput column: its title (the throughput's name when every case shares it, else
-/// `throughput` with the name in each cell) and cells.
-pub(crate) fn headline_column(cases: &[CaseEntry]) -> (String, Vec<String>) {
+/// `throughput` with the name in each cell) and cells. `short` drops the qualifier of a name
+/// (`output token/s` → `token/s`) for the narrow table.
+pub(crate) fn headline_column(cases: &[CaseEntry], short: bool) -> (String, Vec<String>) {
+    let shown = |name: &str| -> String {
+        let unqualified = ["output ", "consumed "]
+            .iter()
+            .find_map(|q| name.strip_prefix(q))
+            .unwrap_or(name);
+        if short { unqualified } else { name }.to_string()
+    };
     let names: std::collections::BTreeSet<&str> = cases
         .iter()
         .filter_map(|c| c.headline_throughput().map(|t| t.name.as_str()))
         .collect();
     if names.len() <= 1 {
         let name = names.into_iter().next().unwrap_or("request/s");
-        return (name.to_string(), throughput_cells(cases, name));
+        return (shown(name), throughput_cells(cases, name));
     }
     let cells = cases
         .iter()
         .map(|c| {
             c.headline_throughput()
-                .map(|t| format!("{} {}", fmt_human(t.value), t.name))
+                .map(|t| format!("{} {}", fmt_human(t.value), shown(&t.name)))
                 .unwrap_or_else(|| "–".into())
         })
         .collect();
@@ -400,9 +409,53 @@ fn ranges(numbers: &[usize]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
+
+    use trtmc_core::artifacts::{CaseResult, Observation};
+    use trtmc_core::operations::operation;
+    use trtmc_core::result::reduce;
+
     use crate::model::tests::{case, observations, run};
-    use crate::model::{LoadedRun, build};
+    use crate::model::{CollectionReport, LoadedRun, build};
     use crate::validity::Policy;
+
+    fn one_run(cases: Vec<CaseResult>, obs: &[Observation]) -> LoadedRun {
+        let n = cases.len();
+        LoadedRun {
+            path: ".".into(),
+            has_report: false,
+            run: run(cases, "h"),
+            observations: vec![Ok(obs.to_vec()); n],
+            settings: Vec::new(),
+        }
+    }
+
+    fn report_of(runs: Vec<LoadedRun>) -> CollectionReport {
+        build(vec![".".into()], runs, vec![], &Policy::default()).0
+    }
+
+    /// A case of operation `op` whose calls each count one item, 32 output tokens and 0.5 s of audio.
+    fn case_of(op: &str, model: &str) -> (CaseResult, Vec<Observation>) {
+        let obs: Vec<Observation> = observations(150, 2.0)
+            .into_iter()
+            .map(|mut o| {
+                o.items = Some(1);
+                o.output_tokens = Some(32);
+                o.counts = BTreeMap::from([("audio_us".to_string(), 500_000)]);
+                o
+            })
+            .collect();
+        let mut c = case(model, "default", &[], &obs);
+        c.operation = op.into();
+        c.metrics = reduce(operation(op).expect(op), &obs);
+        (c, obs)
+    }
+
+    fn assert_fits(text: &str) {
+        for l in text.lines() {
+            assert!(width(l) <= MAX_WIDTH, "{} columns: {l}\n{text}", width(l));
+        }
+    }
 
     #[test]
     fn columns_line_up_and_hostile_names_cannot_drive_the_terminal() {
@@ -422,7 +475,7 @@ mod tests {
             settings: Vec::new(),
         };
         let (report, _) = build(vec![".".into()], vec![loaded], vec![], &Policy::default());
-        let text = table(&report);
+        let text = table_with(&report, Layout::Wide);
         assert!(!text.contains('\u{1b}'), "{text}");
         let lines: Vec<&str> = text.lines().collect();
         let at = |l: &str, h: &str| width(&l[..l.find(h).expect(h)]);
@@ -504,5 +557,127 @@ mod tests {
         );
         assert_eq!(text.matches("✗ samples for p99").count(), 5, "{text}");
         assert_eq!(ranges(&[1, 2, 3, 5, 7, 8]), "1–3, 5, 7–8");
+    }
+
+    #[test]
+    fn the_default_table_fits_100_columns_with_long_and_wide_names() {
+        let o = observations(30, 1.0);
+        let long = "a-model-with-a-very-long-name-from-some-hub-org/and-its-variant-v2.1-fp16";
+        let cases = vec![
+            case("画像分類モデル・とても長い名前のバリアント", "default", &[], &o),
+            case(long, "a-case-label[request.batch_size=16,request.seed=7]", &[], &o),
+        ];
+        let mut a = one_run(cases.clone(), &o);
+        a.path = "results/nightly/a".into();
+        let mut b = one_run(cases.clone(), &o);
+        b.path = "results/nightly/b".into();
+        let mut c = one_run(cases, &o);
+        c.path = "results/nightly/c".into();
+        c.run.provenance.machine.hostname = "a-build-machine-with-a-long-hostname".into();
+        let report = report_of(vec![a, b, c]);
+        let text = table(&report);
+        assert_fits(&text);
+        let lines: Vec<&str> = text.lines().collect();
+        for h in ["model", "machine", "run", "p50 ms", "p99 ms", "CV %", "validity"] {
+            assert!(lines[0].contains(h), "header lacks {h}: {text}");
+        }
+        for h in ["p95", "outl", "95% CI"] {
+            assert!(!lines[0].contains(h), "{h} belongs to the wide table: {text}");
+        }
+        // Shortened names keep the columns aligned.
+        let at = |l: &str, h: &str| width(&l[..l.find(h).expect(h)]);
+        for row in &lines[1..7] {
+            assert_eq!(at(row, "INVALID"), at(lines[0], "validity"), "{text}");
+        }
+        // The wide table has everything, names up to their caps.
+        let wide = table_with(&report, Layout::Wide);
+        for h in ["p50 95% CI", "p95 ms", "outl"] {
+            assert!(wide.contains(h), "wide lacks {h}: {wide}");
+        }
+        assert!(wide.lines().any(|l| width(l) > MAX_WIDTH), "{wide}");
+    }
+
+    #[test]
+    fn each_operation_shows_its_own_throughput() {
+        let expect = [
+            ("generate", "token/s", "16000"),
+            ("classify", "image/s", "500.0"),
+            ("transcribe", "audio s/s", "250.0"),
+            ("rerank", "document/s", "500.0"),
+            ("infer", "request/s", "500.0"),
+        ];
+        for (op, title, value) in expect {
+            let (c, obs) = case_of(op, "m");
+            let report = report_of(vec![one_run(vec![c], &obs)]);
+            let text = table(&report);
+            let lines: Vec<&str> = text.lines().collect();
+            assert!(lines[0].contains(title), "{op}: {text}");
+            // 2 ms calls: 500 calls/s, each one item, 32 tokens or half a second of audio.
+            // The throughput is the cell before the verdict.
+            let cells: Vec<&str> = lines[1].split_whitespace().collect();
+            let cell = cells[cells.len() - 2];
+            let near = |v: &str| {
+                let x: f64 = v.replace(',', "").parse().expect(v);
+                let y: f64 = value.parse().expect(value);
+                (x - y).abs() / y < 0.05
+            };
+            assert!(near(cell), "{op}: {cell} vs {value}: {text}");
+            if title != "request/s" {
+                assert!(!lines[0].contains("request/s"), "{op}: {text}");
+                assert!(table_with(&report, Layout::Wide).contains("request/s"));
+            }
+        }
+        // Mixed operations: one column, the unit in each cell.
+        let (gpt, obs) = case_of("generate", "gpt");
+        let (cnn, _) = case_of("classify", "cnn");
+        let text = table(&report_of(vec![one_run(vec![gpt, cnn], &obs)]));
+        assert!(text.lines().next().expect("header").contains("throughput"), "{text}");
+        assert!(text.contains(" token/s") && text.contains(" image/s"), "{text}");
+        // Thousands are grouped: no `4347.2`-style numbers.
+        assert!(!text.contains("500.00000"), "{text}");
+    }
+
+    #[test]
+    fn runs_that_differ_only_by_a_setting_are_told_apart() {
+        let o = observations(150, 1.0);
+        let runs: Vec<LoadedRun> = [("a", "1"), ("b", "2")]
+            .into_iter()
+            .map(|(dir, threads)| {
+                let mut r = one_run(vec![case("tiny-cnn", "single", &[], &o)], &o);
+                r.path = format!("results/{dir}");
+                r.settings = vec![BTreeMap::from([
+                    ("runtime.threads".to_string(), threads.to_string()),
+                    ("build.precision".to_string(), "fp32".to_string()),
+                ])];
+                r
+            })
+            .collect();
+        let report = report_of(runs.clone());
+        assert_eq!(distinctions(&report), ["threads=1", "threads=2"]);
+        let text = table(&report);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].contains("run"), "{text}");
+        assert!(lines[1].contains("threads=1") && lines[2].contains("threads=2"), "{text}");
+
+        // The same settings twice: the run directories tell them apart.
+        let mut same = runs.clone();
+        same[1].settings = same[0].settings.clone();
+        assert_eq!(distinctions(&report_of(same)), ["a", "b"]);
+        // One case alone needs no run column.
+        let alone = table(&report_of(vec![runs[0].clone()]));
+        assert!(!alone.lines().next().expect("header").contains(" run "), "{alone}");
+    }
+
+    #[test]
+    fn long_reasons_wrap_under_their_indent() {
+        let text = wrap(&format!("       ✗ {}", "word ".repeat(40).trim_end()), "         ", 40);
+        assert!(text.lines().count() > 1, "{text}");
+        for l in text.lines() {
+            assert!(width(l) <= 40, "{l}");
+        }
+        assert!(text.lines().skip(1).all(|l| l.starts_with("         word")), "{text}");
+        assert_eq!(wrap("short", "  ", 40), "short\n");
+        let long_word = wrap(&"x".repeat(90), "  ", 40);
+        assert!(long_word.lines().all(|l| width(l) <= 40), "{long_word}");
     }
 }

@@ -41,7 +41,7 @@ impl Exporter for MarkdownExporter {
         let with_machine = machines.len() > 1;
         let distinctions = distinctions(report);
         let with_run = distinctions.iter().any(|d| !d.is_empty());
-        let (throughput, throughput_cells) = headline_column(cases);
+        let (throughput, throughput_cells) = headline_column(cases, true);
         let mut out = String::from("### trtmc-bench summary\n\n");
         out.push_str(&verdict_line(report));
         out.push_str("\n\n| # | model | case | runtime |");
