@@ -413,8 +413,13 @@ fn short_keys(keys: &[&String]) -> Vec<String> {
 /// apart, else the run id, else the case's number in its run.
 fn run_names(report: &CollectionReport, cases: &[usize]) -> Vec<String> {
     let parts = |i: usize| -> Vec<&str> {
-        let path = report.runs.get(report.cases[i].run).map_or("", |r| r.path.as_str());
-        path.split('/').filter(|p| !p.is_empty() && *p != ".").collect()
+        let path = report
+            .runs
+            .get(report.cases[i].run)
+            .map_or("", |r| r.path.as_str());
+        path.split('/')
+            .filter(|p| !p.is_empty() && *p != ".")
+            .collect()
     };
     let unique = |names: &[String]| names.iter().collect::<BTreeSet<_>>().len() == names.len();
     let longest = cases.iter().map(|&i| parts(i).len()).max().unwrap_or(0);

@@ -133,7 +133,11 @@ pub fn table_with(report: &CollectionReport, layout: Layout) -> String {
     };
     let mut columns = vec![
         Column::num("#", (1..=cases.len()).map(|i| i.to_string()).collect()),
-        Column::text("model", text_cells(&|c| c.model.clone(), cap(32)), Fit::Name),
+        Column::text(
+            "model",
+            text_cells(&|c| c.model.clone(), cap(32)),
+            Fit::Name,
+        ),
         Column::text("case", text_cells(&|c| c.label.clone(), cap(40)), Fit::Name),
         Column::text(
             "runtime",
@@ -161,7 +165,11 @@ pub fn table_with(report: &CollectionReport, layout: Layout) -> String {
     let latency = |f: &dyn Fn(&Summary) -> f64| -> Vec<String> {
         cases
             .iter()
-            .map(|c| c.latency_ms.as_ref().map_or("–".into(), |l| fmt_human(f(l))))
+            .map(|c| {
+                c.latency_ms
+                    .as_ref()
+                    .map_or("–".into(), |l| fmt_human(f(l)))
+            })
             .collect()
     };
     columns.push(Column::num(
@@ -200,7 +208,10 @@ pub fn table_with(report: &CollectionReport, layout: Layout) -> String {
     let (title, headline) = headline_column(cases, !wide);
     if wide && title != "request/s" {
         // The wide table keeps request/s beside the task's own throughput.
-        columns.push(Column::num("request/s", throughput_cells(cases, "request/s")));
+        columns.push(Column::num(
+            "request/s",
+            throughput_cells(cases, "request/s"),
+        ));
     }
     columns.push(Column::num(&title, headline));
     columns.push(Column::text(
@@ -237,7 +248,9 @@ pub fn table_with(report: &CollectionReport, layout: Layout) -> String {
     };
     let mut out = line(columns.iter().map(|c| c.title.as_str()).collect());
     for row in 0..cases.len() {
-        out.push_str(&line(columns.iter().map(|c| c.cells[row].as_str()).collect()));
+        out.push_str(&line(
+            columns.iter().map(|c| c.cells[row].as_str()).collect(),
+        ));
     }
     let wrap_at = if wide { usize::MAX } else { MAX_WIDTH };
     for (i, c) in cases.iter().enumerate() {
@@ -316,7 +329,10 @@ pub(crate) fn headline_column(cases: &[CaseEntry], short: bool) -> (String, Vec<
 fn throughput_cells(cases: &[CaseEntry], name: &str) -> Vec<String> {
     cases
         .iter()
-        .map(|c| c.throughput(name).map_or("–".into(), |t| fmt_human(t.value)))
+        .map(|c| {
+            c.throughput(name)
+                .map_or("–".into(), |t| fmt_human(t.value))
+        })
         .collect()
 }
 
@@ -564,8 +580,18 @@ mod tests {
         let o = observations(30, 1.0);
         let long = "a-model-with-a-very-long-name-from-some-hub-org/and-its-variant-v2.1-fp16";
         let cases = vec![
-            case("画像分類モデル・とても長い名前のバリアント", "default", &[], &o),
-            case(long, "a-case-label[request.batch_size=16,request.seed=7]", &[], &o),
+            case(
+                "画像分類モデル・とても長い名前のバリアント",
+                "default",
+                &[],
+                &o,
+            ),
+            case(
+                long,
+                "a-case-label[request.batch_size=16,request.seed=7]",
+                &[],
+                &o,
+            ),
         ];
         let mut a = one_run(cases.clone(), &o);
         a.path = "results/nightly/a".into();
@@ -578,11 +604,16 @@ mod tests {
         let text = table(&report);
         assert_fits(&text);
         let lines: Vec<&str> = text.lines().collect();
-        for h in ["model", "machine", "run", "p50 ms", "p99 ms", "CV %", "validity"] {
+        for h in [
+            "model", "machine", "run", "p50 ms", "p99 ms", "CV %", "validity",
+        ] {
             assert!(lines[0].contains(h), "header lacks {h}: {text}");
         }
         for h in ["p95", "outl", "95% CI"] {
-            assert!(!lines[0].contains(h), "{h} belongs to the wide table: {text}");
+            assert!(
+                !lines[0].contains(h),
+                "{h} belongs to the wide table: {text}"
+            );
         }
         // Shortened names keep the columns aligned.
         let at = |l: &str, h: &str| width(&l[..l.find(h).expect(h)]);
@@ -631,8 +662,14 @@ mod tests {
         let (gpt, obs) = case_of("generate", "gpt");
         let (cnn, _) = case_of("classify", "cnn");
         let text = table(&report_of(vec![one_run(vec![gpt, cnn], &obs)]));
-        assert!(text.lines().next().expect("header").contains("throughput"), "{text}");
-        assert!(text.contains(" token/s") && text.contains(" image/s"), "{text}");
+        assert!(
+            text.lines().next().expect("header").contains("throughput"),
+            "{text}"
+        );
+        assert!(
+            text.contains(" token/s") && text.contains(" image/s"),
+            "{text}"
+        );
         // Thousands are grouped: no `4347.2`-style numbers.
         assert!(!text.contains("500.00000"), "{text}");
     }
@@ -657,7 +694,10 @@ mod tests {
         let text = table(&report);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].contains("run"), "{text}");
-        assert!(lines[1].contains("threads=1") && lines[2].contains("threads=2"), "{text}");
+        assert!(
+            lines[1].contains("threads=1") && lines[2].contains("threads=2"),
+            "{text}"
+        );
 
         // The same settings twice: the run directories tell them apart.
         let mut same = runs.clone();
@@ -665,17 +705,27 @@ mod tests {
         assert_eq!(distinctions(&report_of(same)), ["a", "b"]);
         // One case alone needs no run column.
         let alone = table(&report_of(vec![runs[0].clone()]));
-        assert!(!alone.lines().next().expect("header").contains(" run "), "{alone}");
+        assert!(
+            !alone.lines().next().expect("header").contains(" run "),
+            "{alone}"
+        );
     }
 
     #[test]
     fn long_reasons_wrap_under_their_indent() {
-        let text = wrap(&format!("       ✗ {}", "word ".repeat(40).trim_end()), "         ", 40);
+        let text = wrap(
+            &format!("       ✗ {}", "word ".repeat(40).trim_end()),
+            "         ",
+            40,
+        );
         assert!(text.lines().count() > 1, "{text}");
         for l in text.lines() {
             assert!(width(l) <= 40, "{l}");
         }
-        assert!(text.lines().skip(1).all(|l| l.starts_with("         word")), "{text}");
+        assert!(
+            text.lines().skip(1).all(|l| l.starts_with("         word")),
+            "{text}"
+        );
         assert_eq!(wrap("short", "  ", 40), "short\n");
         let long_word = wrap(&"x".repeat(90), "  ", 40);
         assert!(long_word.lines().all(|l| width(l) <= 40), "{long_word}");

@@ -88,8 +88,7 @@ pub fn execute(args: ReportArgs) -> CliResult {
         args.format.and_then(ExportFormat::export),
         &args.output,
         args.dirs.as_slice(),
-    )
-        && dir.join(collection::RESULT_JSON).is_file()
+    ) && dir.join(collection::RESULT_JSON).is_file()
     {
         let (report, _) = collection::collect(&opts)?;
         for s in &report.skipped {

@@ -260,12 +260,7 @@ pub fn execute(args: RunArgs) -> CliResult {
     };
     let progress = crate::progress::Terminal::new(args.quiet);
     let outcome = runner::execute(planned, &options, &progress)?;
-    crate::summary::after_run(
-        &outcome.run,
-        &outcome.dir,
-        args.format,
-        &args.exports,
-    )?;
+    crate::summary::after_run(&outcome.run, &outcome.dir, args.format, &args.exports)?;
     let failed = outcome
         .run
         .cases
