@@ -701,4 +701,30 @@ pub(crate) mod tests {
         let m = report.cases[1].latency_ms.as_ref().expect("metrics");
         assert!((report.cases[1].duration_s - m.mean * 30.0 / 1000.0).abs() < 1e-6);
     }
+
+    #[test]
+    fn settings_keys_shorten_to_what_stays_unambiguous() {
+        let keys: Vec<String> = ["runtime.threads", "build.dims.batch", "request.batch"]
+            .map(String::from)
+            .to_vec();
+        let refs: Vec<&String> = keys.iter().collect();
+        assert_eq!(
+            short_keys(&refs),
+            ["threads", "dims.batch", "request.batch"]
+        );
+    }
+
+    #[test]
+    fn cases_of_one_run_with_equal_settings_fall_back_to_their_number() {
+        let o = observations(50, 1.0);
+        let loaded = LoadedRun {
+            path: ".".into(),
+            has_report: false,
+            run: run(vec![case("m", "x", &[], &o), case("m", "x", &[], &o)], "h"),
+            observations: vec![Ok(o.clone()), Ok(o.clone())],
+            settings: Vec::new(),
+        };
+        let (report, _) = build(vec![".".into()], vec![loaded], vec![], &Policy::default());
+        assert_eq!(distinctions(&report), ["case 1", "case 2"]);
+    }
 }

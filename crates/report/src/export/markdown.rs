@@ -141,3 +141,64 @@ fn verdict_line(report: &CollectionReport) -> String {
         t.valid, t.cases, t.invalid
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::model::tests::{case, observations, run};
+    use crate::model::{LoadedRun, build};
+    use crate::validity::Policy;
+
+    fn threads_run(dir: &str, threads: &str, calls: usize) -> LoadedRun {
+        let o = observations(calls, 10.0);
+        LoadedRun {
+            path: dir.into(),
+            has_report: false,
+            run: run(vec![case("tiny-cnn", "single", &[], &o)], "h"),
+            observations: vec![Ok(o)],
+            settings: vec![BTreeMap::from([(
+                "runtime.threads".to_string(),
+                threads.to_string(),
+            )])],
+        }
+    }
+
+    #[test]
+    fn a_step_summary_has_a_heading_a_verdict_line_and_the_run_column() {
+        let runs = vec![
+            threads_run("results/t1", "1", 150),
+            threads_run("results/t2", "2", 30),
+        ];
+        let (report, _) = build(vec![".".into()], runs, vec![], &Policy::default());
+        let text = MarkdownExporter.export(&report);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "### trtmc-bench summary", "{text}");
+        assert_eq!(
+            lines[2], "**INVALID**: 1 of 2 cases in 2 runs valid, 1 invalid.",
+            "{text}"
+        );
+        assert_eq!(
+            lines[4],
+            "| # | model | case | runtime | run | calls | p50 ms | p99 ms | CV % | request/s | validity |",
+            "{text}"
+        );
+        assert!(lines[6].contains("| threads=1 | 150 | 10.00 |"), "{text}");
+        assert!(lines[7].contains("| threads=2 | 30 |"), "{text}");
+        assert!(
+            text.contains("- **2. tiny-cnn · single · threads=2**: samples for p99"),
+            "{text}"
+        );
+
+        let (one, _) = build(
+            vec![".".into()],
+            vec![threads_run(".", "1", 150)],
+            vec![],
+            &Policy::default(),
+        );
+        let text = MarkdownExporter.export(&one);
+        assert!(text.contains("\n**VALID**: all 1 case valid.\n"), "{text}");
+        assert!(!text.contains("| run |"), "{text}");
+    }
+}
