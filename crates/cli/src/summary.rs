@@ -1,6 +1,6 @@
 //! What `run` shows when it is done: a compact table on stdout (like hyperfine's summary) with the
-//! validity verdict per case, or with `--format` the JSON / CSV / Markdown summary instead, and the
-//! `--export FILE` summaries (format from the extension).
+//! validity verdict per case (`--format wide`: every column), or with `--format` the JSON / CSV /
+//! Markdown summary instead, and the `--export FILE` summaries (format from the extension).
 
 use std::path::{Path, PathBuf};
 
@@ -8,6 +8,7 @@ use trtmc_core::artifacts::BenchmarkRun;
 use trtmc_report::export::{self, Format};
 use trtmc_report::validity::Policy;
 
+use crate::commands::report::ExportFormat;
 use crate::exit::{CliError, CliResult, ExitCode};
 
 /// Checks `--export` paths before anything runs: each must end in .json, .csv, .md or .markdown.
@@ -28,16 +29,16 @@ pub fn check_exports(paths: &[PathBuf]) -> CliResult {
 pub fn after_run(
     run: &BenchmarkRun,
     dir: &Path,
-    format: Option<Format>,
+    format: Option<ExportFormat>,
     exports: &[PathBuf],
 ) -> CliResult {
     let (report, _) = trtmc_report::collection::summarize_run_dir(run, dir, &Policy::default());
-    let text = match format {
+    let text = match format.and_then(ExportFormat::export) {
         Some(f) => export::export(f, &report),
         None => format!(
             "result: {}\n{}",
             dir.display(),
-            trtmc_report::terminal::table(&report)
+            trtmc_report::terminal::table_with(&report, ExportFormat::layout(format))
         ),
     };
     crate::out::text(&text)?;

@@ -442,7 +442,15 @@ fn report_exports_json_csv_and_markdown_with_hostile_names_escaped() {
     ]);
     assert_eq!(code(&md), 0, "{}", stderr(&md));
     let text = stdout(&md);
-    assert!(text.starts_with("| # | model | case | runtime |"), "{text}");
+    assert!(
+        text.starts_with("### trtmc-bench summary\n\n**INVALID**: "),
+        "{text}"
+    );
+    assert!(
+        text.contains(" of 4 cases in 2 runs valid, "),
+        "40-call cases are invalid: {text}"
+    );
+    assert!(text.contains("\n| # | model | case | runtime |"), "{text}");
     assert!(
         !text.contains("<script>"),
         "markdown must not carry raw HTML: {text}"
@@ -502,7 +510,6 @@ fn run_prints_a_compact_table_and_writes_its_exports() {
         "case",
         "calls",
         "p50 ms",
-        "p50 95% CI",
         "p99 ms",
         "CV %",
         "request/s",
@@ -510,6 +517,10 @@ fn run_prints_a_compact_table_and_writes_its_exports() {
     ] {
         assert!(lines[1].contains(h), "header lacks {h}: {}", lines[1]);
     }
+    assert!(
+        !lines[1].contains("p50 95% CI"),
+        "the interval is in --format wide: {text}"
+    );
     assert!(
         lines[2].contains("test-noop")
             && lines[2].contains(" 25 ")
@@ -581,4 +592,113 @@ fn run_prints_a_compact_table_and_writes_its_exports() {
     assert_eq!(rows[1][col("samples")], "12");
     assert_eq!(rows[1][col("validity")], "INVALID");
     assert!(!text.contains("result: ") && !text.contains('✗'), "{text}");
+}
+
+/// Runs trtmc-bench in `dir` (short relative paths in its output) with its own bundle cache.
+fn run_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("TRTMC_MANIFEST_ROOT")
+        .env("TRTMC_TEST", "1")
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .output()
+        .expect("start trtmc-bench")
+}
+
+/// Terminal columns of a line (CJK and emoji take two).
+fn columns(line: &str) -> usize {
+    trtmc_report::terminal::width(line)
+}
+
+#[test]
+fn runs_differing_only_by_a_setting_show_apart_in_a_table_that_fits() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    for threads in ["1", "2"] {
+        let o = run_in(
+            tmp.path(),
+            &[
+                "run",
+                "--model",
+                "tiny-cnn",
+                "--warmup",
+                "2",
+                "--iterations",
+                "20",
+                "--set",
+                &format!("runtime.threads={threads}"),
+                "-o",
+                &format!("results/t{threads}"),
+                "--quiet",
+            ],
+        );
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let text = stdout(&o);
+        // The classifier's own throughput, not request/s, in a table that fits 100 columns.
+        let header = text.lines().nth(1).expect("header");
+        assert!(
+            header.contains("image/s") && !header.contains("request/s"),
+            "{text}"
+        );
+        for l in text.lines() {
+            assert!(columns(l) <= 100, "{} columns: {l}", columns(l));
+        }
+    }
+    let o = run_in(tmp.path(), &["report", "results"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    for l in text.lines() {
+        assert!(columns(l) <= 100, "{} columns: {l}\n{text}", columns(l));
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].contains(" run ") && lines[0].contains("image/s"),
+        "{text}"
+    );
+    let row = |n: &str| {
+        *lines
+            .iter()
+            .find(|l| l.starts_with(&format!("{n} ")))
+            .unwrap_or_else(|| panic!("row {n}: {text}"))
+    };
+    assert!(row("1").contains("threads=1"), "{text}");
+    assert!(row("2").contains("threads=2"), "{text}");
+    // The names (model, case, runtime, run) differ, not only the measured numbers.
+    let names = |l: &str| {
+        l.split_whitespace()
+            .skip(1)
+            .take(5)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_ne!(names(row("1")), names(row("2")), "{text}");
+
+    // The wide table has every column; the Markdown summary the default one's plus a verdict line.
+    let o = run_in(tmp.path(), &["report", "results", "--format", "wide"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let wide = stdout(&o);
+    let header = wide.lines().next().expect("header");
+    for h in [
+        "p50 95% CI",
+        "p95 ms",
+        "outl",
+        "request/s",
+        "image/s",
+        "run",
+    ] {
+        assert!(header.contains(h), "wide lacks {h}: {wide}");
+    }
+    let o = run_in(tmp.path(), &["report", "results", "--format", "markdown"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let md = stdout(&o);
+    assert!(md.starts_with("### trtmc-bench summary"), "{md}");
+    assert!(md.contains("2 cases in 2 runs"), "{md}");
+    assert!(
+        md.contains("| run | calls | p50 ms | p99 ms | CV % | image/s | validity |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| threads=1 |") && md.contains("| threads=2 |"),
+        "{md}"
+    );
 }

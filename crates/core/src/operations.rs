@@ -110,6 +110,9 @@ pub struct OperationDecl {
     pub summary: &'static str,
     pub fields: &'static [FieldDecl],
     pub throughputs: &'static [ThroughputDecl],
+    /// The throughput in the task's own unit that summary tables show (token/s, image/s, audio s/s, …);
+    /// one of `throughputs`, `request/s` where the operation has nothing better.
+    pub headline_throughput: &'static str,
     pub stages: &'static [StageDecl],
     /// Operation-specific counters, in the order runners record them.
     pub counters: &'static [CounterDecl],
@@ -305,6 +308,7 @@ static OPERATIONS: &[OperationDecl] = &[
         summary: "one forward pass over synthesized inputs of the declared shapes",
         fields: &[SEED],
         throughputs: &[REQUEST_PER_S],
+        headline_throughput: "request/s",
         stages: &[],
         counters: &[],
         ratios: &[],
@@ -319,6 +323,7 @@ static OPERATIONS: &[OperationDecl] = &[
         summary: "classify a batch of images (top-1 over the logits)",
         fields: &[BATCH, SEED, IMAGE],
         throughputs: &[REQUEST_PER_S, IMAGE_PER_S],
+        headline_throughput: "image/s",
         stages: &[],
         counters: &[],
         ratios: &[],
@@ -354,6 +359,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 count: ItemCount::Elements,
             },
         ],
+        headline_throughput: "vector/s",
         stages: &[],
         counters: &[],
         ratios: &[],
@@ -376,6 +382,7 @@ static OPERATIONS: &[OperationDecl] = &[
             BATCH,
         ],
         throughputs: &GENERATE_THROUGHPUTS,
+        headline_throughput: "output token/s",
         stages: &GENERATE_STAGES,
         counters: &[],
         ratios: &[],
@@ -406,6 +413,7 @@ static OPERATIONS: &[OperationDecl] = &[
             },
         ],
         throughputs: &GENERATE_THROUGHPUTS,
+        headline_throughput: "output token/s",
         stages: &GENERATE_STAGES,
         counters: &[],
         ratios: &[],
@@ -431,6 +439,7 @@ static OPERATIONS: &[OperationDecl] = &[
             },
         ],
         throughputs: &[REQUEST_PER_S, IMAGE_PER_S],
+        headline_throughput: "image/s",
         stages: &[],
         counters: &[CounterDecl {
             name: "detections",
@@ -462,6 +471,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 count: ItemCount::Counter("mask_pixels"),
             },
         ],
+        headline_throughput: "image/s",
         stages: &[],
         counters: &[
             CounterDecl {
@@ -510,6 +520,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 count: ItemCount::Items,
             },
         ],
+        headline_throughput: "document/s",
         stages: &[],
         counters: &[],
         ratios: &[],
@@ -547,6 +558,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 count: ItemCount::OutputTokens,
             },
         ],
+        headline_throughput: "audio s/s",
         stages: &[StageDecl {
             name: "first_partial",
             help: "call start to the first partial transcript (the whole call when offline)",
@@ -586,6 +598,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 count: ItemCount::Counter("samples"),
             },
         ],
+        headline_throughput: "audio s/s",
         stages: &[],
         counters: &[
             AUDIO_US,
@@ -619,6 +632,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 count: ItemCount::Counter("generated_audio_us"),
             },
         ],
+        headline_throughput: "consumed audio s/s",
         stages: &[],
         counters: &[
             AUDIO_US,
@@ -644,6 +658,7 @@ static OPERATIONS: &[OperationDecl] = &[
         summary: "image diffusion: a denoiser looped over request.steps from seeded noise",
         fields: &[BATCH, SEED, STEPS],
         throughputs: &[REQUEST_PER_S, IMAGE_PER_S],
+        headline_throughput: "image/s",
         stages: &[],
         counters: &[],
         ratios: &[RatioDecl {
@@ -684,6 +699,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 count: ItemCount::Counter("frames"),
             },
         ],
+        headline_throughput: "video/s",
         stages: &[],
         counters: &[CounterDecl {
             name: "frames",
@@ -718,6 +734,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 count: ItemCount::Elements,
             },
         ],
+        headline_throughput: "window/s",
         stages: &[],
         counters: &[],
         ratios: &[],
@@ -732,6 +749,7 @@ static OPERATIONS: &[OperationDecl] = &[
         summary: "does nothing (measures the harness itself)",
         fields: &[],
         throughputs: &[REQUEST_PER_S],
+        headline_throughput: "request/s",
         stages: &[],
         counters: &[],
         ratios: &[],
@@ -752,6 +770,7 @@ static OPERATIONS: &[OperationDecl] = &[
             binds_dim: None,
         }],
         throughputs: &[REQUEST_PER_S],
+        headline_throughput: "request/s",
         stages: &[],
         counters: &[],
         ratios: &[],
@@ -772,6 +791,7 @@ static OPERATIONS: &[OperationDecl] = &[
             binds_dim: None,
         }],
         throughputs: &[REQUEST_PER_S],
+        headline_throughput: "request/s",
         stages: &[],
         counters: &[],
         ratios: &[],
@@ -792,6 +812,7 @@ static OPERATIONS: &[OperationDecl] = &[
             binds_dim: None,
         }],
         throughputs: &[REQUEST_PER_S],
+        headline_throughput: "request/s",
         stages: &[],
         counters: &[],
         ratios: &[],
@@ -806,6 +827,7 @@ static OPERATIONS: &[OperationDecl] = &[
         summary: "returns a non-finite output on every call",
         fields: &[],
         throughputs: &[REQUEST_PER_S],
+        headline_throughput: "request/s",
         stages: &[],
         counters: &[],
         ratios: &[],
@@ -1004,6 +1026,16 @@ pub fn validate() -> Result<(), String> {
                     op.name
                 ));
             }
+        }
+        if !op
+            .throughputs
+            .iter()
+            .any(|t| t.name == op.headline_throughput)
+        {
+            return Err(format!(
+                "operation `{}` names undeclared headline throughput `{}`",
+                op.name, op.headline_throughput
+            ));
         }
         if op.default_iterations == 0 {
             return Err(format!(

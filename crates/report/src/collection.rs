@@ -12,9 +12,11 @@
 //! - Per-run files are only read: never rewritten, never copied. The output directory may not itself be a
 //!   run directory (its report.html belongs to the run).
 
+use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use trtmc_core::artifacts::{BENCHMARK_RUN_SCHEMA, BenchmarkRun, Observation};
+use trtmc_core::case::ResolvedCase;
 
 use crate::model::{self, CaseLatencies, CollectionReport, LoadedRun, Skipped};
 use crate::pages::{self, Kind};
@@ -225,6 +227,37 @@ pub fn load_observations(
         .collect()
 }
 
+/// The build and runtime settings of every case of a run, from its resolved-case.json, under their
+/// `--set` keys (`build.precision`, `runtime.threads`); empty for a case whose file cannot be read (the
+/// table then tells cases apart by their request values and runs only).
+pub fn load_settings(run: &BenchmarkRun, run_dir: &Path) -> Vec<BTreeMap<String, String>> {
+    run.cases
+        .iter()
+        .map(|c| {
+            let Ok(path) = inside(run_dir, &c.files.resolved_case) else {
+                return BTreeMap::new();
+            };
+            let small = std::fs::metadata(&path).is_ok_and(|m| m.len() <= MAX_RESULT_BYTES);
+            let Some(resolved) = small
+                .then(|| std::fs::read(&path).ok())
+                .flatten()
+                .and_then(|bytes| serde_json::from_slice::<ResolvedCase>(&bytes).ok())
+            else {
+                return BTreeMap::new();
+            };
+            let build = resolved
+                .build
+                .iter()
+                .map(|(k, v)| (format!("build.{k}"), model::setting_text(&v.value)));
+            let runtime = resolved
+                .runtime_settings
+                .iter()
+                .map(|(k, v)| (format!("runtime.{k}"), model::setting_text(&v.value)));
+            build.chain(runtime).collect()
+        })
+        .collect()
+}
+
 /// `path` relative to `base` (both made absolute), with `/` separators.
 pub fn relative(path: &Path, base: &Path) -> String {
     let abs = |p: &Path| {
@@ -266,6 +299,7 @@ pub fn summarize_run_dir(
         has_report: dir.join(REPORT_HTML).is_file(),
         run: run.clone(),
         observations: load_observations(run, dir),
+        settings: load_settings(run, dir),
     };
     model::build(
         vec![dir.display().to_string()],
@@ -306,11 +340,13 @@ pub fn collect(opts: &Options) -> Result<(CollectionReport, CaseLatencies), Erro
             match read_run(&path) {
                 Ok(run) => {
                     let observations = load_observations(&run, &run_dir);
+                    let settings = load_settings(&run, &run_dir);
                     loaded.push(LoadedRun {
                         path: relative(&run_dir, &out),
                         has_report: run_dir.join(REPORT_HTML).is_file(),
                         run,
                         observations,
+                        settings,
                     });
                 }
                 Err(reason) => skipped.push(Skipped {

@@ -21,6 +21,39 @@ pub fn fmt_num(v: f64) -> String {
     }
 }
 
+/// [`fmt_num`] for people: thousands grouped with commas (`611043.05` → `611,043`), for summary tables
+/// read rather than parsed.
+pub fn fmt_human(v: f64) -> String {
+    let s = fmt_num(v);
+    if !v.is_finite() || s.contains('e') {
+        return s;
+    }
+    let (sign, rest) = s.split_at(usize::from(s.starts_with('-')));
+    let (int, frac) = rest.split_once('.').unwrap_or((rest, ""));
+    if int.len() <= 3 {
+        return s;
+    }
+    let dot = if frac.is_empty() { "" } else { "." };
+    format!("{sign}{}{dot}{frac}", group_thousands(int))
+}
+
+/// A count with thousands grouped (`12500` → `12,500`).
+pub fn fmt_count(n: u64) -> String {
+    group_thousands(&n.to_string())
+}
+
+/// Commas between groups of three digits of an integer's digits.
+fn group_thousands(digits: &str) -> String {
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// A fraction as a percentage with one decimal (`0.034` → `3.4`).
 pub fn fmt_pct(fraction: f64) -> String {
     if fraction.is_finite() {
@@ -85,5 +118,18 @@ mod tests {
         assert_eq!(fmt_tick(2.50), "2.5");
         assert_eq!(fmt_tick(0.0), "0");
         assert_eq!(fmt_tick(120.0), "120");
+    }
+
+    #[test]
+    fn table_numbers_group_thousands() {
+        assert_eq!(fmt_human(611043.0537350003), "611,043");
+        assert_eq!(fmt_human(4347.2), "4,347");
+        assert_eq!(fmt_human(999.96), "1,000.0");
+        assert_eq!(fmt_human(-1234567.0), "-1,234,567");
+        assert_eq!(fmt_human(750.039), "750.0");
+        assert_eq!(fmt_human(0.5), "0.5000");
+        assert_eq!(fmt_human(f64::INFINITY), "–");
+        assert_eq!(fmt_count(12500), "12,500");
+        assert_eq!(fmt_count(100), "100");
     }
 }

@@ -94,6 +94,11 @@ pub struct CaseEntry {
     pub error: Option<String>,
     pub sweep_point: BTreeMap<String, String>,
     pub request: BTreeMap<String, serde_json::Value>,
+    /// The resolved request, build and runtime settings under their `--set` keys (`request.batch_size`,
+    /// `build.precision`, `runtime.threads`): what tells apart runs that differ only by `--set`. From
+    /// the case's resolved-case.json; only the request values when that file could not be read.
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
     pub bundle_origin: Option<BundleOrigin>,
     pub bundle_verified: Option<bool>,
     /// Model load time (excluded from every metric), milliseconds.
@@ -120,6 +125,19 @@ impl CaseEntry {
     /// A throughput by name (`request/s` exists for every operation).
     pub fn throughput(&self, name: &str) -> Option<&Throughput> {
         self.throughputs.iter().find(|t| t.name == name)
+    }
+
+    /// The throughput in the task's own unit (token/s, image/s, audio s/s, …) named by the operation
+    /// table; for an operation this program no longer knows, the first one besides request/s.
+    pub fn headline_throughput(&self) -> Option<&Throughput> {
+        match trtmc_core::operations::operation(&self.operation) {
+            Some(op) => self.throughput(op.headline_throughput),
+            None => self
+                .throughputs
+                .iter()
+                .find(|t| t.name != "request/s")
+                .or_else(|| self.throughput("request/s")),
+        }
     }
 }
 
@@ -157,6 +175,9 @@ pub struct LoadedRun {
     pub run: BenchmarkRun,
     /// Per case (same order as `run.cases`): the observations, or why they could not be read.
     pub observations: Vec<Result<Vec<Observation>, String>>,
+    /// Per case (same order as `run.cases`): the build and runtime settings from resolved-case.json
+    /// (`build.precision`, `runtime.threads`, …); empty where it could not be read.
+    pub settings: Vec<BTreeMap<String, String>>,
 }
 
 /// Latencies (ms) per case in call order, parallel to [`CollectionReport::cases`]; `None` where the
@@ -198,6 +219,7 @@ pub fn build(
             cases: run.cases.len(),
         });
         let mut observations = loaded.observations.into_iter();
+        let mut settings = loaded.settings.into_iter();
         for (ci, c) in run.cases.iter().enumerate() {
             let obs = observations
                 .next()
@@ -216,6 +238,10 @@ pub fn build(
                 .or(m.map(|m| m.timed_seconds))
                 .unwrap_or(0.0);
             latencies.push(obs.as_deref().map(validity::latencies_ms));
+            let mut case_settings = settings.next().unwrap_or_default();
+            for (k, v) in &c.request {
+                case_settings.insert(format!("request.{k}"), setting_text(v));
+            }
             cases.push(CaseEntry {
                 run: ri,
                 number: ci + 1,
@@ -231,6 +257,7 @@ pub fn build(
                 error: c.error.clone(),
                 sweep_point: c.sweep_point.clone(),
                 request: c.request.clone(),
+                settings: case_settings,
                 bundle_origin: c.bundle.as_ref().map(|b| b.origin),
                 bundle_verified: c.bundle.as_ref().map(|b| b.compatibility_verified),
                 load_ms: c.measurement.load_ms,
@@ -282,6 +309,146 @@ pub fn build(
         notes,
     };
     (report, latencies)
+}
+
+/// A setting's value as a person reads it: strings without quotes.
+pub fn setting_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// What tells each case apart from the cases that would look the same in a summary table (same model,
+/// label, runtime and machine), parallel to [`CollectionReport::cases`]: the settings whose values
+/// differ among them (`threads=2`, keys shortened to their last part where that stays unambiguous); where even those agree (the same command run twice), the
+/// shortest tail of the run's directory that differs (`b`, `nightly/b`), else the run id. Empty for a
+/// case that no other case looks like.
+pub fn distinctions(report: &CollectionReport) -> Vec<String> {
+    let mut out = vec![String::new(); report.cases.len()];
+    let mut groups: BTreeMap<(&str, &str, &str, &str, &str), Vec<usize>> = BTreeMap::new();
+    for (i, c) in report.cases.iter().enumerate() {
+        let key = (
+            c.model.as_str(),
+            c.label.as_str(),
+            c.runtime.name.as_str(),
+            c.runtime.version.as_str(),
+            c.machine.as_str(),
+        );
+        groups.entry(key).or_default().push(i);
+    }
+    for members in groups.values().filter(|m| m.len() > 1) {
+        let keys: BTreeSet<&String> = members
+            .iter()
+            .flat_map(|&i| report.cases[i].settings.keys())
+            .collect();
+        let differing: Vec<&String> = keys
+            .into_iter()
+            .filter(|k| {
+                let values: BTreeSet<Option<&String>> = members
+                    .iter()
+                    .map(|&i| report.cases[i].settings.get(*k))
+                    .collect();
+                values.len() > 1
+            })
+            .collect();
+        let names = short_keys(&differing);
+        for &i in members {
+            let c = &report.cases[i];
+            out[i] = differing
+                .iter()
+                .zip(&names)
+                .map(|(k, name)| {
+                    let v = c.settings.get(*k).map(String::as_str).unwrap_or("–");
+                    format!("{name}={v}")
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+        }
+        // Cases whose settings agree: name their runs.
+        let mut by_text: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for &i in members {
+            by_text.entry(out[i].clone()).or_default().push(i);
+        }
+        for same in by_text.values().filter(|s| s.len() > 1) {
+            let names = run_names(report, same);
+            for (&i, name) in same.iter().zip(names) {
+                out[i] = if out[i].is_empty() {
+                    name
+                } else {
+                    format!("{}, {name}", out[i])
+                };
+            }
+        }
+    }
+    out
+}
+
+/// Each key's shortest tail of dot-separated parts that no other key ends with (`runtime.threads` →
+/// `threads`; `build.dims.batch` next to `request.batch` stays `dims.batch`).
+fn short_keys(keys: &[&String]) -> Vec<String> {
+    let tail = |k: &str, n: usize| -> String {
+        let parts: Vec<&str> = k.split('.').collect();
+        parts[parts.len().saturating_sub(n)..].join(".")
+    };
+    keys.iter()
+        .map(|k| {
+            let depth = k.split('.').count();
+            (1..=depth)
+                .map(|n| tail(k, n))
+                .find(|t| {
+                    keys.iter()
+                        .filter(|other| {
+                            *other != k && (**other == t || other.ends_with(&format!(".{t}")))
+                        })
+                        .count()
+                        == 0
+                })
+                .unwrap_or_else(|| k.to_string())
+        })
+        .collect()
+}
+
+/// For cases whose settings agree: the shortest tail of each one's run directory that tells them
+/// apart, else the run id, else the case's number in its run.
+fn run_names(report: &CollectionReport, cases: &[usize]) -> Vec<String> {
+    let parts = |i: usize| -> Vec<&str> {
+        let path = report
+            .runs
+            .get(report.cases[i].run)
+            .map_or("", |r| r.path.as_str());
+        path.split('/')
+            .filter(|p| !p.is_empty() && *p != ".")
+            .collect()
+    };
+    let unique = |names: &[String]| names.iter().collect::<BTreeSet<_>>().len() == names.len();
+    let longest = cases.iter().map(|&i| parts(i).len()).max().unwrap_or(0);
+    for depth in 1..=longest {
+        let names: Vec<String> = cases
+            .iter()
+            .map(|&i| {
+                let p = parts(i);
+                p[p.len().saturating_sub(depth)..].join("/")
+            })
+            .collect();
+        if unique(&names) && names.iter().all(|n| !n.is_empty()) {
+            return names;
+        }
+    }
+    let ids: Vec<String> = cases
+        .iter()
+        .map(|&i| {
+            let run = report.runs.get(report.cases[i].run);
+            format!("run {}", run.map_or("?", |r| r.run_id.as_str()))
+        })
+        .collect();
+    if unique(&ids) {
+        return ids;
+    }
+    cases
+        .iter()
+        .map(|&i| format!("case {}", report.cases[i].number))
+        .collect()
 }
 
 fn comparability_notes(runs: &[RunEntry]) -> Vec<String> {
@@ -489,6 +656,7 @@ pub(crate) mod tests {
             has_report: true,
             run: run(cases, "h"),
             observations: (0..n).map(|_| Ok(o.clone())).collect(),
+            settings: Vec::new(),
         };
         let (report, lat) = build(vec![".".into()], vec![loaded], vec![], &Policy::default());
         assert_eq!(report.cases.len(), 6);
@@ -518,6 +686,7 @@ pub(crate) mod tests {
                 "h",
             ),
             observations: vec![Ok(o.clone()), Err("observations.jsonl line 3: bad".into())],
+            settings: Vec::new(),
         };
         let (report, lat) = build(vec!["a".into()], vec![loaded], vec![], &Policy::default());
         assert_eq!(report.runs[0].result, "a/b/result.json");
@@ -531,5 +700,31 @@ pub(crate) mod tests {
         // Without observations the summed call time stands in for the duration.
         let m = report.cases[1].latency_ms.as_ref().expect("metrics");
         assert!((report.cases[1].duration_s - m.mean * 30.0 / 1000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn settings_keys_shorten_to_what_stays_unambiguous() {
+        let keys: Vec<String> = ["runtime.threads", "build.dims.batch", "request.batch"]
+            .map(String::from)
+            .to_vec();
+        let refs: Vec<&String> = keys.iter().collect();
+        assert_eq!(
+            short_keys(&refs),
+            ["threads", "dims.batch", "request.batch"]
+        );
+    }
+
+    #[test]
+    fn cases_of_one_run_with_equal_settings_fall_back_to_their_number() {
+        let o = observations(50, 1.0);
+        let loaded = LoadedRun {
+            path: ".".into(),
+            has_report: false,
+            run: run(vec![case("m", "x", &[], &o), case("m", "x", &[], &o)], "h"),
+            observations: vec![Ok(o.clone()), Ok(o.clone())],
+            settings: Vec::new(),
+        };
+        let (report, _) = build(vec![".".into()], vec![loaded], vec![], &Policy::default());
+        assert_eq!(distinctions(&report), ["case 1", "case 2"]);
     }
 }

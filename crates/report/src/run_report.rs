@@ -21,6 +21,7 @@ pub fn summarize(
         observations: (0..run.cases.len())
             .map(|i| Ok(observations.get(i).cloned().unwrap_or_default()))
             .collect(),
+        settings: Vec::new(),
     };
     model::build(vec![".".into()], vec![loaded], Vec::new(), policy)
 }

@@ -4,8 +4,11 @@
 
 use unicode_width::{UnicodeWidthChar as _, UnicodeWidthStr};
 
-use crate::fmt::{fmt_num, fmt_pct};
-use crate::model::CollectionReport;
+use trtmc_core::artifacts::CaseStatus;
+use trtmc_core::stats::Summary;
+
+use crate::fmt::{fmt_count, fmt_human, fmt_pct};
+use crate::model::{CaseEntry, CollectionReport, distinctions};
 
 /// Replaces control characters (escape sequences from a hostile name) and shortens to `max` terminal
 /// columns.
@@ -42,114 +45,239 @@ pub fn pad_right(s: &str, columns: usize) -> String {
     format!("{s}{}", " ".repeat(columns.saturating_sub(width(s))))
 }
 
-/// The table as text, lines ending in `\n`.
+/// Most terminal columns the default table takes (names are shortened to fit).
+pub const MAX_WIDTH: usize = 100;
+
+/// How much the terminal table shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// At most [`MAX_WIDTH`] columns: the columns that decide (calls, p50, p99, CV, the task's own
+    /// throughput, validity), names shortened and reasons wrapped to fit.
+    #[default]
+    Compact,
+    /// Every column (also the p50 interval, p95, outliers and request/s), names up to their full caps.
+    Wide,
+}
+
+/// The compact table as text, lines ending in `\n`.
 pub fn table(report: &CollectionReport) -> String {
+    table_with(report, Layout::Compact)
+}
+
+/// Which columns the compact table may shorten to fit, in the order it does so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fit {
+    /// Numbers and the verdict: never shortened.
+    Fixed,
+    /// Model, case, runtime and machine names: shortened first.
+    Name,
+    /// The run column: shortened last, as it is what tells otherwise equal rows apart.
+    Distinction,
+}
+
+/// Stages of fitting: each shortens the widest column of its kind, one terminal column at a time, down
+/// to the stage's floor (never below the column title), until the line fits.
+const FIT_STAGES: [(Fit, usize); 4] = [
+    (Fit::Name, 12),
+    (Fit::Distinction, 16),
+    (Fit::Name, 6),
+    (Fit::Distinction, 6),
+];
+
+/// One column of the table: its cells, and how it may be fitted.
+struct Column {
+    title: String,
+    cells: Vec<String>,
+    right: bool,
+    fit: Fit,
+}
+
+impl Column {
+    fn text(title: &str, cells: Vec<String>, fit: Fit) -> Self {
+        Column {
+            title: title.into(),
+            cells,
+            right: false,
+            fit,
+        }
+    }
+    fn num(title: &str, cells: Vec<String>) -> Self {
+        Column {
+            title: title.into(),
+            cells,
+            right: true,
+            fit: Fit::Fixed,
+        }
+    }
+    fn width(&self) -> usize {
+        self.cells
+            .iter()
+            .map(|c| width(c))
+            .chain([width(&self.title)])
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// The table in `layout`, then the reasons of each invalid case and each recommendation once.
+pub fn table_with(report: &CollectionReport, layout: Layout) -> String {
+    let wide = layout == Layout::Wide;
+    let cases = &report.cases;
     let machines: std::collections::BTreeSet<&str> =
-        report.cases.iter().map(|c| c.machine.as_str()).collect();
-    let with_machine = machines.len() > 1;
-    let mut header = vec!["#", "model", "case", "runtime"];
-    if with_machine {
-        header.push("machine");
+        cases.iter().map(|c| c.machine.as_str()).collect();
+    let distinctions = distinctions(report);
+    // Caps for names before fitting: the wide table's are the historic ones.
+    let cap = |wide_cap: usize| if wide { wide_cap } else { wide_cap.min(40) };
+    let text_cells = |f: &dyn Fn(&CaseEntry) -> String, max: usize| -> Vec<String> {
+        cases.iter().map(|c| clean(&f(c), max)).collect()
+    };
+    let mut columns = vec![
+        Column::num("#", (1..=cases.len()).map(|i| i.to_string()).collect()),
+        Column::text(
+            "model",
+            text_cells(&|c| c.model.clone(), cap(32)),
+            Fit::Name,
+        ),
+        Column::text("case", text_cells(&|c| c.label.clone(), cap(40)), Fit::Name),
+        Column::text(
+            "runtime",
+            text_cells(
+                &|c| format!("{} {}", c.runtime.name, c.runtime.version),
+                cap(20),
+            ),
+            Fit::Name,
+        ),
+    ];
+    if machines.len() > 1 {
+        columns.push(Column::text(
+            "machine",
+            text_cells(&|c| c.machine.clone(), cap(20)),
+            Fit::Name,
+        ));
     }
-    header.extend([
+    if distinctions.iter().any(|d| !d.is_empty()) {
+        columns.push(Column::text(
+            "run",
+            distinctions.iter().map(|d| clean(d, cap(60))).collect(),
+            Fit::Distinction,
+        ));
+    }
+    let latency = |f: &dyn Fn(&Summary) -> f64| -> Vec<String> {
+        cases
+            .iter()
+            .map(|c| {
+                c.latency_ms
+                    .as_ref()
+                    .map_or("–".into(), |l| fmt_human(f(l)))
+            })
+            .collect()
+    };
+    columns.push(Column::num(
         "calls",
-        "p50 ms",
-        "p50 95% CI",
-        "p95 ms",
-        "p99 ms",
-        "CV %",
-        "outl",
-        "request/s",
-        "validity",
-    ]);
-    let numeric_from = if with_machine { 5 } else { 4 };
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    for (i, c) in report.cases.iter().enumerate() {
-        let mut row = vec![
-            (i + 1).to_string(),
-            clean(&c.model, 32),
-            clean(&c.label, 40),
-            clean(&format!("{} {}", c.runtime.name, c.runtime.version), 20),
-        ];
-        if with_machine {
-            row.push(clean(&c.machine, 20));
-        }
-        row.push(c.samples.to_string());
-        match &c.latency_ms {
-            Some(l) => {
-                row.push(fmt_num(l.p50));
-                row.push(
+        cases.iter().map(|c| fmt_count(c.samples)).collect(),
+    ));
+    columns.push(Column::num("p50 ms", latency(&|l| l.p50)));
+    if wide {
+        columns.push(Column::num(
+            "p50 95% CI",
+            cases
+                .iter()
+                .map(|c| {
                     c.p50_ci_ms
-                        .map(|i| format!("{}–{}", fmt_num(i.low), fmt_num(i.high)))
-                        .unwrap_or_default(),
-                );
-                row.push(fmt_num(l.p95));
-                row.push(fmt_num(l.p99));
-                row.push(fmt_pct(l.cv));
-                row.push(c.outliers.to_string());
-            }
-            None => {
-                row.push("failed".into());
-                row.extend(std::iter::repeat_n(String::new(), 5));
-            }
-        }
-        row.push(
-            c.throughput("request/s")
-                .map(|t| fmt_num(t.value))
-                .unwrap_or_default(),
-        );
-        row.push(c.validity.verdict().into());
-        rows.push(row);
+                        .map(|i| format!("{}–{}", fmt_human(i.low), fmt_human(i.high)))
+                        .unwrap_or_default()
+                })
+                .collect(),
+        ));
+        columns.push(Column::num("p95 ms", latency(&|l| l.p95)));
     }
-    let mut widths: Vec<usize> = header.iter().map(|h| width(h)).collect();
-    for r in &rows {
-        for (w, cell) in widths.iter_mut().zip(r) {
-            *w = (*w).max(width(cell));
-        }
+    columns.push(Column::num("p99 ms", latency(&|l| l.p99)));
+    columns.push(Column::num(
+        "CV %",
+        cases
+            .iter()
+            .map(|c| c.latency_ms.as_ref().map_or("–".into(), |l| fmt_pct(l.cv)))
+            .collect(),
+    ));
+    if wide {
+        columns.push(Column::num(
+            "outl",
+            cases.iter().map(|c| fmt_count(c.outliers as u64)).collect(),
+        ));
     }
-    let line = |cells: &[String]| -> String {
+    let (title, headline) = headline_column(cases, !wide);
+    if wide && title != "request/s" {
+        // The wide table keeps request/s beside the task's own throughput.
+        columns.push(Column::num(
+            "request/s",
+            throughput_cells(cases, "request/s"),
+        ));
+    }
+    columns.push(Column::num(&title, headline));
+    columns.push(Column::text(
+        "validity",
+        cases.iter().map(status_text).collect(),
+        Fit::Fixed,
+    ));
+
+    let mut widths: Vec<usize> = columns.iter().map(Column::width).collect();
+    if !wide {
+        fit(&columns, &mut widths, MAX_WIDTH);
+    }
+    let line = |cells: Vec<&str>| -> String {
         let mut s = String::new();
-        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+        let last = cells.len().saturating_sub(1);
+        for (i, ((cell, col), &w)) in cells.iter().zip(&columns).zip(&widths).enumerate() {
             if i > 0 {
                 s.push_str("  ");
             }
-            let pad = w.saturating_sub(width(cell));
-            let right = i == 0 || (i >= numeric_from && i + 1 < cells.len());
-            if right {
-                s.push_str(&" ".repeat(pad));
-                s.push_str(cell);
+            let cell = clean(cell, w);
+            let pad = " ".repeat(w.saturating_sub(width(&cell)));
+            if col.right {
+                s.push_str(&pad);
+                s.push_str(&cell);
             } else {
-                s.push_str(cell);
-                if i + 1 < cells.len() {
-                    s.push_str(&" ".repeat(pad));
+                s.push_str(&cell);
+                if i < last {
+                    s.push_str(&pad);
                 }
             }
         }
         s.push('\n');
         s
     };
-    let mut out = line(&header.iter().map(|h| h.to_string()).collect::<Vec<_>>());
-    for r in &rows {
-        out.push_str(&line(r));
+    let mut out = line(columns.iter().map(|c| c.title.as_str()).collect());
+    for row in 0..cases.len() {
+        out.push_str(&line(
+            columns.iter().map(|c| c.cells[row].as_str()).collect(),
+        ));
     }
-    for (i, c) in report.cases.iter().enumerate() {
+    let wrap_at = if wide { usize::MAX } else { MAX_WIDTH };
+    for (i, c) in cases.iter().enumerate() {
         if c.validity.valid {
             continue;
         }
-        out.push_str(&format!(
-            "{:>3}  INVALID  {} · {}\n",
-            i + 1,
-            clean(&c.model, 60),
-            clean(&c.label, 80)
+        let mut what = format!("{} · {}", clean(&c.model, 60), clean(&c.label, 80));
+        if !distinctions[i].is_empty() {
+            what.push_str(&format!(" · {}", clean(&distinctions[i], 80)));
+        }
+        out.push_str(&wrap(
+            &format!("{:>3}  INVALID  {what}", i + 1),
+            "       ",
+            wrap_at,
         ));
         for f in c.validity.failures() {
-            out.push_str(&format!("       ✗ {}\n", clean(&f, 200)));
+            out.push_str(&wrap(
+                &format!("       ✗ {}", clean(&f, 200)),
+                "         ",
+                wrap_at,
+            ));
         }
     }
     // Each recommendation once, with the cases it applies to: a sweep of 50 short cases gets one line
     // saying "add --duration", not fifty.
     let mut advice: Vec<(&str, Vec<usize>)> = Vec::new();
-    for (i, c) in report.cases.iter().enumerate() {
+    for (i, c) in cases.iter().enumerate() {
         for r in &c.validity.recommendations {
             match advice.iter_mut().find(|(a, _)| *a == r.as_str()) {
                 Some((_, cases)) => cases.push(i + 1),
@@ -157,14 +285,121 @@ pub fn table(report: &CollectionReport) -> String {
             }
         }
     }
-    for (r, cases) in advice {
-        let which = if cases.len() == 1 { "case" } else { "cases" };
-        out.push_str(&format!(
-            "  → {} ({which} {})\n",
-            clean(r, 200),
-            ranges(&cases)
+    for (r, numbers) in advice {
+        let which = if numbers.len() == 1 { "case" } else { "cases" };
+        out.push_str(&wrap(
+            &format!("  → {} ({which} {})", clean(r, 200), ranges(&numbers)),
+            "    ",
+            wrap_at,
         ));
     }
+    out
+}
+
+/// The headline throughput column: its title (the throughput's name when every case shares it, else
+/// `throughput` with the name in each cell) and cells. `short` drops the qualifier of a name
+/// (`output token/s` → `token/s`) for the narrow table.
+pub(crate) fn headline_column(cases: &[CaseEntry], short: bool) -> (String, Vec<String>) {
+    let shown = |name: &str| -> String {
+        let unqualified = ["output ", "consumed "]
+            .iter()
+            .find_map(|q| name.strip_prefix(q))
+            .unwrap_or(name);
+        if short { unqualified } else { name }.to_string()
+    };
+    let names: std::collections::BTreeSet<&str> = cases
+        .iter()
+        .filter_map(|c| c.headline_throughput().map(|t| t.name.as_str()))
+        .collect();
+    if names.len() <= 1 {
+        let name = names.into_iter().next().unwrap_or("request/s");
+        return (shown(name), throughput_cells(cases, name));
+    }
+    let cells = cases
+        .iter()
+        .map(|c| {
+            c.headline_throughput()
+                .map(|t| format!("{} {}", fmt_human(t.value), shown(&t.name)))
+                .unwrap_or_else(|| "–".into())
+        })
+        .collect();
+    ("throughput".into(), cells)
+}
+
+fn throughput_cells(cases: &[CaseEntry], name: &str) -> Vec<String> {
+    cases
+        .iter()
+        .map(|c| {
+            c.throughput(name)
+                .map_or("–".into(), |t| fmt_human(t.value))
+        })
+        .collect()
+}
+
+/// The validity column: the verdict of a completed case, else its status as recorded (`failed`, …).
+pub(crate) fn status_text(c: &CaseEntry) -> String {
+    if c.status == CaseStatus::Completed {
+        return c.validity.verdict().into();
+    }
+    serde_json::to_value(c.status)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_else(|| c.validity.verdict().into())
+}
+
+/// Narrows the name columns, then the run column ([`FIT_STAGES`]), until the line fits `max` terminal
+/// columns or nothing more may be shortened.
+fn fit(columns: &[Column], widths: &mut [usize], max: usize) {
+    let total = |w: &[usize]| w.iter().sum::<usize>() + 2 * w.len().saturating_sub(1);
+    for (kind, floor) in FIT_STAGES {
+        while total(widths) > max {
+            let widest = columns
+                .iter()
+                .zip(widths.iter())
+                .enumerate()
+                .filter(|(_, (c, w))| c.fit == kind && **w > floor.max(width(&c.title)))
+                .map(|(i, (_, &w))| (w, i))
+                .max();
+            match widest {
+                Some((_, i)) => widths[i] -= 1,
+                None => break,
+            }
+        }
+    }
+}
+
+/// `text` broken at spaces into lines of at most `max` terminal columns, continuation lines starting
+/// with `indent`; a word longer than a line is cut across lines.
+fn wrap(text: &str, indent: &str, max: usize) -> String {
+    if width(text) <= max {
+        return format!("{text}\n");
+    }
+    let mut out = String::new();
+    let mut line = String::new();
+    // Leading spaces of the first line belong to it, not to a word.
+    let body = text.trim_start_matches(' ');
+    line.push_str(&text[..text.len() - body.len()]);
+    for (i, word) in body.split(' ').enumerate() {
+        if i > 0 {
+            if width(&line) + 1 + width(word) > max {
+                out.push_str(line.trim_end());
+                out.push('\n');
+                line = indent.to_string();
+            } else {
+                line.push(' ');
+            }
+        }
+        for c in word.chars() {
+            if width(&line) + c.width().unwrap_or(0) > max && width(&line) > width(indent) {
+                out.push_str(&line);
+                out.push('\n');
+                line = indent.to_string();
+            }
+            line.push(c);
+        }
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
     out
 }
 
@@ -190,9 +425,53 @@ fn ranges(numbers: &[usize]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
+
+    use trtmc_core::artifacts::{CaseResult, Observation};
+    use trtmc_core::operations::operation;
+    use trtmc_core::result::reduce;
+
     use crate::model::tests::{case, observations, run};
-    use crate::model::{LoadedRun, build};
+    use crate::model::{CollectionReport, LoadedRun, build};
     use crate::validity::Policy;
+
+    fn one_run(cases: Vec<CaseResult>, obs: &[Observation]) -> LoadedRun {
+        let n = cases.len();
+        LoadedRun {
+            path: ".".into(),
+            has_report: false,
+            run: run(cases, "h"),
+            observations: vec![Ok(obs.to_vec()); n],
+            settings: Vec::new(),
+        }
+    }
+
+    fn report_of(runs: Vec<LoadedRun>) -> CollectionReport {
+        build(vec![".".into()], runs, vec![], &Policy::default()).0
+    }
+
+    /// A case of operation `op` whose calls each count one item, 32 output tokens and 0.5 s of audio.
+    fn case_of(op: &str, model: &str) -> (CaseResult, Vec<Observation>) {
+        let obs: Vec<Observation> = observations(150, 2.0)
+            .into_iter()
+            .map(|mut o| {
+                o.items = Some(1);
+                o.output_tokens = Some(32);
+                o.counts = BTreeMap::from([("audio_us".to_string(), 500_000)]);
+                o
+            })
+            .collect();
+        let mut c = case(model, "default", &[], &obs);
+        c.operation = op.into();
+        c.metrics = reduce(operation(op).expect(op), &obs);
+        (c, obs)
+    }
+
+    fn assert_fits(text: &str) {
+        for l in text.lines() {
+            assert!(width(l) <= MAX_WIDTH, "{} columns: {l}\n{text}", width(l));
+        }
+    }
 
     #[test]
     fn columns_line_up_and_hostile_names_cannot_drive_the_terminal() {
@@ -209,9 +488,10 @@ mod tests {
                 "h",
             ),
             observations: vec![Ok(o.clone()), Ok(short.clone())],
+            settings: Vec::new(),
         };
         let (report, _) = build(vec![".".into()], vec![loaded], vec![], &Policy::default());
-        let text = table(&report);
+        let text = table_with(&report, Layout::Wide);
         assert!(!text.contains('\u{1b}'), "{text}");
         let lines: Vec<&str> = text.lines().collect();
         let at = |l: &str, h: &str| width(&l[..l.find(h).expect(h)]);
@@ -224,7 +504,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("  → raise --iterations to at least 10, or leave it at the default so the run sizes itself (case 2)"),
+            text.contains("  → raise --iterations to at least 10 (or drop it: a default run sizes itself) (case 2)"),
             "{text}"
         );
     }
@@ -243,6 +523,7 @@ mod tests {
                 "h",
             ),
             observations: vec![Ok(o.clone()), Ok(o.clone())],
+            settings: Vec::new(),
         };
         let (report, _) = build(vec![".".into()], vec![loaded], vec![], &Policy::default());
         let text = table(&report);
@@ -277,19 +558,176 @@ mod tests {
             has_report: false,
             run: run(cases, "h"),
             observations: vec![Ok(short.clone()); 5],
+            settings: Vec::new(),
         };
         let (report, _) = build(vec![".".into()], vec![loaded], vec![], &Policy::default());
         let text = table(&report);
         assert_eq!(
-            text.matches("raise --iterations to at least 10,").count(),
+            text.matches("raise --iterations to at least 10 ").count(),
             1,
             "{text}"
         );
         assert!(
-            text.contains("leave it at the default so the run sizes itself (cases 1–5)"),
+            text.contains("(or drop it: a default run sizes itself) (cases 1–5)"),
             "{text}"
         );
         assert_eq!(text.matches("✗ samples:").count(), 5, "{text}");
         assert_eq!(ranges(&[1, 2, 3, 5, 7, 8]), "1–3, 5, 7–8");
+    }
+
+    #[test]
+    fn the_default_table_fits_100_columns_with_long_and_wide_names() {
+        let o = observations(30, 1.0);
+        let long = "a-model-with-a-very-long-name-from-some-hub-org/and-its-variant-v2.1-fp16";
+        let cases = vec![
+            case(
+                "画像分類モデル・とても長い名前のバリアント",
+                "default",
+                &[],
+                &o,
+            ),
+            case(
+                long,
+                "a-case-label[request.batch_size=16,request.seed=7]",
+                &[],
+                &o,
+            ),
+        ];
+        let mut a = one_run(cases.clone(), &o);
+        a.path = "results/nightly/a".into();
+        let mut b = one_run(cases.clone(), &o);
+        b.path = "results/nightly/b".into();
+        let mut c = one_run(cases, &o);
+        c.path = "results/nightly/c".into();
+        c.run.provenance.machine.hostname = "a-build-machine-with-a-long-hostname".into();
+        let report = report_of(vec![a, b, c]);
+        let text = table(&report);
+        assert_fits(&text);
+        let lines: Vec<&str> = text.lines().collect();
+        for h in [
+            "model", "machine", "run", "p50 ms", "p99 ms", "CV %", "validity",
+        ] {
+            assert!(lines[0].contains(h), "header lacks {h}: {text}");
+        }
+        for h in ["p95", "outl", "95% CI"] {
+            assert!(
+                !lines[0].contains(h),
+                "{h} belongs to the wide table: {text}"
+            );
+        }
+        // Shortened names keep the columns aligned.
+        let at = |l: &str, h: &str| width(&l[..l.find(h).expect(h)]);
+        for row in &lines[1..7] {
+            assert_eq!(at(row, "INVALID"), at(lines[0], "validity"), "{text}");
+        }
+        // The wide table has everything, names up to their caps.
+        let wide = table_with(&report, Layout::Wide);
+        for h in ["p50 95% CI", "p95 ms", "outl"] {
+            assert!(wide.contains(h), "wide lacks {h}: {wide}");
+        }
+        assert!(wide.lines().any(|l| width(l) > MAX_WIDTH), "{wide}");
+    }
+
+    #[test]
+    fn each_operation_shows_its_own_throughput() {
+        let expect = [
+            ("generate", "token/s", "16000"),
+            ("classify", "image/s", "500.0"),
+            ("transcribe", "audio s/s", "250.0"),
+            ("rerank", "document/s", "500.0"),
+            ("infer", "request/s", "500.0"),
+        ];
+        for (op, title, value) in expect {
+            let (c, obs) = case_of(op, "m");
+            let report = report_of(vec![one_run(vec![c], &obs)]);
+            let text = table(&report);
+            let lines: Vec<&str> = text.lines().collect();
+            assert!(lines[0].contains(title), "{op}: {text}");
+            // 2 ms calls: 500 calls/s, each one item, 32 tokens or half a second of audio.
+            // The throughput is the cell before the verdict.
+            let cells: Vec<&str> = lines[1].split_whitespace().collect();
+            let cell = cells[cells.len() - 2];
+            let near = |v: &str| {
+                let x: f64 = v.replace(',', "").parse().expect(v);
+                let y: f64 = value.parse().expect(value);
+                (x - y).abs() / y < 0.05
+            };
+            assert!(near(cell), "{op}: {cell} vs {value}: {text}");
+            if title != "request/s" {
+                assert!(!lines[0].contains("request/s"), "{op}: {text}");
+                assert!(table_with(&report, Layout::Wide).contains("request/s"));
+            }
+        }
+        // Mixed operations: one column, the unit in each cell.
+        let (gpt, obs) = case_of("generate", "gpt");
+        let (cnn, _) = case_of("classify", "cnn");
+        let text = table(&report_of(vec![one_run(vec![gpt, cnn], &obs)]));
+        assert!(
+            text.lines().next().expect("header").contains("throughput"),
+            "{text}"
+        );
+        assert!(
+            text.contains(" token/s") && text.contains(" image/s"),
+            "{text}"
+        );
+        // Thousands are grouped: no `4347.2`-style numbers.
+        assert!(!text.contains("500.00000"), "{text}");
+    }
+
+    #[test]
+    fn runs_that_differ_only_by_a_setting_are_told_apart() {
+        let o = observations(150, 1.0);
+        let runs: Vec<LoadedRun> = [("a", "1"), ("b", "2")]
+            .into_iter()
+            .map(|(dir, threads)| {
+                let mut r = one_run(vec![case("tiny-cnn", "single", &[], &o)], &o);
+                r.path = format!("results/{dir}");
+                r.settings = vec![BTreeMap::from([
+                    ("runtime.threads".to_string(), threads.to_string()),
+                    ("build.precision".to_string(), "fp32".to_string()),
+                ])];
+                r
+            })
+            .collect();
+        let report = report_of(runs.clone());
+        assert_eq!(distinctions(&report), ["threads=1", "threads=2"]);
+        let text = table(&report);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].contains("run"), "{text}");
+        assert!(
+            lines[1].contains("threads=1") && lines[2].contains("threads=2"),
+            "{text}"
+        );
+
+        // The same settings twice: the run directories tell them apart.
+        let mut same = runs.clone();
+        same[1].settings = same[0].settings.clone();
+        assert_eq!(distinctions(&report_of(same)), ["a", "b"]);
+        // One case alone needs no run column.
+        let alone = table(&report_of(vec![runs[0].clone()]));
+        assert!(
+            !alone.lines().next().expect("header").contains(" run "),
+            "{alone}"
+        );
+    }
+
+    #[test]
+    fn long_reasons_wrap_under_their_indent() {
+        let text = wrap(
+            &format!("       ✗ {}", "word ".repeat(40).trim_end()),
+            "         ",
+            40,
+        );
+        assert!(text.lines().count() > 1, "{text}");
+        for l in text.lines() {
+            assert!(width(l) <= 40, "{l}");
+        }
+        assert!(
+            text.lines().skip(1).all(|l| l.starts_with("         word")),
+            "{text}"
+        );
+        assert_eq!(wrap("short", "  ", 40), "short\n");
+        let long_word = wrap(&"x".repeat(90), "  ", 40);
+        assert!(long_word.lines().all(|l| width(l) <= 40), "{long_word}");
     }
 }

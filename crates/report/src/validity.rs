@@ -253,7 +253,7 @@ pub fn assess(
     });
     if !enough {
         recommendations.push(format!(
-            "raise --iterations to at least {}, or leave it at the default so the run sizes itself",
+            "raise --iterations to at least {} (or drop it: a default run sizes itself)",
             policy.min_samples
         ));
     }

@@ -4,23 +4,39 @@ use std::path::PathBuf;
 
 use trtmc_report::collection::{self, Options};
 use trtmc_report::export::{self, Format};
+use trtmc_report::terminal::Layout;
 use trtmc_report::validity::Policy;
 
 use crate::exit::CliResult;
 
+/// What `--format` prints on stdout: an export format, or `wide`, the terminal table with every column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ExportFormat {
     Json,
     Csv,
     Markdown,
+    /// The terminal table with every column (p50 interval, p95, outliers, request/s), not fitted to 100
+    /// columns.
+    Wide,
 }
 
-impl From<ExportFormat> for Format {
-    fn from(f: ExportFormat) -> Self {
-        match f {
-            ExportFormat::Json => Format::Json,
-            ExportFormat::Csv => Format::Csv,
-            ExportFormat::Markdown => Format::Markdown,
+impl ExportFormat {
+    /// The export format, or `None` for the terminal table (`wide`).
+    pub fn export(self) -> Option<Format> {
+        match self {
+            ExportFormat::Json => Some(Format::Json),
+            ExportFormat::Csv => Some(Format::Csv),
+            ExportFormat::Markdown => Some(Format::Markdown),
+            ExportFormat::Wide => None,
+        }
+    }
+
+    /// The terminal table's layout this format asks for.
+    pub fn layout(format: Option<Self>) -> Layout {
+        if format == Some(ExportFormat::Wide) {
+            Layout::Wide
+        } else {
+            Layout::Compact
         }
     }
 }
@@ -34,6 +50,7 @@ impl From<ExportFormat> for Format {
   trtmc-bench report results/a results/b -o reports/ab  # several roots need -o
   trtmc-bench report results/today --format markdown >> \"$GITHUB_STEP_SUMMARY\"
   trtmc-bench report results/today/tiny-cnn --format csv  # one run's summary; writes nothing
+  trtmc-bench report results/today --format wide       # the table with every column
 
 A result.json that cannot be used (not JSON, another schema, wrong shape) is skipped and named on stderr
 and in the report; --strict makes it an error (exit code 3) instead. Nothing below the roots is modified.
@@ -46,7 +63,8 @@ pub struct ReportArgs {
     /// Where report.json and report.html go (default: the single DIR; required for several).
     #[arg(short, long, value_name = "OUT")]
     pub output: Option<PathBuf>,
-    /// Also print the summary to stdout in this format (instead of the terminal table).
+    /// Also print the summary to stdout in this format (instead of the terminal table); `wide` prints the
+    /// table with every column.
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<ExportFormat>,
     /// Fail when a result.json is malformed instead of skipping it.
@@ -66,27 +84,33 @@ pub fn execute(args: ReportArgs) -> CliResult {
     };
     // `report RUN_DIR --format F`: the run's summary as an export, at any time after the run. The run
     // directory keeps its own report.html, so nothing is written.
-    if let (Some(f), None, [dir]) = (args.format, &args.output, args.dirs.as_slice())
-        && dir.join(collection::RESULT_JSON).is_file()
+    if let (Some(f), None, [dir]) = (
+        args.format.and_then(ExportFormat::export),
+        &args.output,
+        args.dirs.as_slice(),
+    ) && dir.join(collection::RESULT_JSON).is_file()
     {
         let (report, _) = collection::collect(&opts)?;
         for s in &report.skipped {
             eprintln!("warning: skipped {}: {}", s.path, s.reason);
         }
-        return crate::out::text(&export::export(f.into(), &report));
+        return crate::out::text(&export::export(f, &report));
     }
     let outcome = collection::write(&opts)?;
     for s in &outcome.report.skipped {
         eprintln!("warning: skipped {}: {}", s.path, s.reason);
     }
-    let text = match args.format {
-        Some(f) => export::export(f.into(), &outcome.report),
-        None if args.quiet => return Ok(()),
+    let text = match args.format.and_then(ExportFormat::export) {
+        Some(f) => export::export(f, &outcome.report),
+        None if args.quiet && args.format.is_none() => return Ok(()),
         None => {
             let t = &outcome.report.totals;
             format!(
                 "{}report: {} ({} run(s), {} case(s): {} valid, {} invalid, {} failed)\n  {}\n",
-                trtmc_report::terminal::table(&outcome.report),
+                trtmc_report::terminal::table_with(
+                    &outcome.report,
+                    ExportFormat::layout(args.format)
+                ),
                 outcome.dir.display(),
                 t.runs,
                 t.cases,

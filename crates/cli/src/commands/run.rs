@@ -121,7 +121,8 @@ pub struct RunArgs {
     /// Also write the summary to FILE: .json, .csv or .md by extension (repeatable).
     #[arg(long = "export", value_name = "FILE")]
     pub exports: Vec<PathBuf>,
-    /// Print the summary to stdout in this format instead of the table (progress stays on stderr).
+    /// Print the summary to stdout in this format instead of the table (progress stays on stderr);
+    /// `wide` prints the table with every column.
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<crate::commands::report::ExportFormat>,
 }
@@ -257,12 +258,7 @@ pub fn execute(args: RunArgs) -> CliResult {
     };
     let progress = crate::progress::Terminal::new(args.quiet);
     let outcome = runner::execute(planned, &options, &progress)?;
-    crate::summary::after_run(
-        &outcome.run,
-        &outcome.dir,
-        args.format.map(Into::into),
-        &args.exports,
-    )?;
+    crate::summary::after_run(&outcome.run, &outcome.dir, args.format, &args.exports)?;
     let count = |status| {
         outcome
             .run
