@@ -117,6 +117,8 @@ pub struct RunArgs {
     /// Print the summary to stdout in this format instead of the table (progress stays on stderr).
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<crate::commands::report::ExportFormat>,
+    #[command(flatten)]
+    pub ci: crate::ci::CiArgs,
 }
 
 pub fn execute(args: RunArgs) -> CliResult {
@@ -124,6 +126,9 @@ pub fn execute(args: RunArgs) -> CliResult {
     let command_line: Vec<String> = std::env::args().collect();
     let test_hooks = TestHooks::from_env();
     crate::summary::check_exports(&args.exports)?;
+    args.ci
+        .fail_on
+        .check("run", &[crate::ci::FailOn::Invalid])?;
     let flags = MeasureFlags {
         warmup: args.warmup,
         iterations: args.iterations,
@@ -265,6 +270,7 @@ pub fn execute(args: RunArgs) -> CliResult {
         args.format.map(Into::into),
         &args.exports,
     )?;
+    let fail_on = crate::ci::after_run(&outcome.run, &outcome.dir, &args.ci)?;
     let failed = outcome
         .run
         .cases
@@ -302,5 +308,5 @@ pub fn execute(args: RunArgs) -> CliResult {
             ),
         ));
     }
-    Ok(())
+    fail_on.map_or(Ok(()), Err)
 }
