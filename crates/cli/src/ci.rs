@@ -142,7 +142,7 @@ pub fn after_run(run: &BenchmarkRun, dir: &Path, ci: &CiArgs) -> CliResult<Optio
                 (CaseStatus::Completed, Some(f)) => f.clone(),
                 _ => c.error.clone().unwrap_or_else(|| "did not complete".into()),
             };
-            format!("{} ({reason})", c.label)
+            format!("{} · {} ({reason})", c.model, c.label)
         })
         .collect();
     Ok((!invalid.is_empty()).then(|| {

@@ -9,6 +9,7 @@
 
 use std::fmt::Write as _;
 
+use crate::fmt::{fmt_num, fmt_seconds};
 use crate::model::{CaseEntry, CollectionReport};
 
 /// One `<testsuite>`.
@@ -135,9 +136,10 @@ fn element(out: &mut String, tag: &str, message: &str, detail: &str) {
     );
 }
 
-/// Seconds with millisecond resolution, as JUnit readers expect (`xs:decimal`, never `NaN`).
+/// Seconds with millisecond resolution, as JUnit readers expect (`xs:decimal`: never `NaN`, and never
+/// `-0.000`, which an empty `f64` sum is).
 fn seconds(s: f64) -> String {
-    if s.is_finite() && s >= 0.0 {
+    if s.is_finite() && s > 0.0 {
         format!("{s:.3}")
     } else {
         "0.000".into()
@@ -205,8 +207,13 @@ pub fn run_suite(report: &CollectionReport) -> Suite {
 fn run_case(c: &CaseEntry) -> TestCase {
     let numbers = match &c.latency_ms {
         Some(l) => format!(
-            "{} timed calls over {:.3} s; p50 {:.4} ms, p99 {:.4} ms; runtime {} {}",
-            c.samples, c.duration_s, l.p50, l.p99, c.runtime.name, c.runtime.version
+            "{} timed calls over {}; p50 {} ms, p99 {} ms; runtime {} {}",
+            c.samples,
+            fmt_seconds(c.duration_s),
+            fmt_num(l.p50),
+            fmt_num(l.p99),
+            c.runtime.name,
+            c.runtime.version
         ),
         None => format!("runtime {} {}", c.runtime.name, c.runtime.version),
     };
