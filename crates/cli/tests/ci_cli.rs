@@ -107,6 +107,46 @@ fn an_invalid_case_fails_ci_only_when_asked_and_the_result_and_junit_are_written
     );
 }
 
+/// A case name from a user's catalog with quotes, markup and a control character XML 1.0 forbids.
+#[test]
+fn a_hostile_case_name_is_escaped_in_the_junit_report() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let profile = tmp.path().join("catalog/noop");
+    std::fs::create_dir_all(&profile).expect("mkdir");
+    std::fs::copy(
+        test_catalog().join("test-noop/MODEL.toml"),
+        profile.join("MODEL.toml"),
+    )
+    .expect("copy MODEL.toml");
+    std::fs::write(
+        profile.join("cases.toml"),
+        "[[case]]\nname = \"a\\\"b<c>&d\\u0001e\"\n",
+    )
+    .expect("write cases.toml");
+    let junit = tmp.path().join("junit.xml");
+    let o = run(&[
+        "run",
+        "--manifest-root",
+        p(&tmp.path().join("catalog")),
+        "--model",
+        "test-noop",
+        "--iterations",
+        "5",
+        "-q",
+        "-o",
+        p(&tmp.path().join("out")),
+        "--export-junit",
+        p(&junit),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_valid_junit(&junit);
+    let xml = std::fs::read_to_string(&junit).expect("junit");
+    assert!(
+        xml.contains("name=\"a&quot;b&lt;c&gt;&amp;d\u{FFFD}e\""),
+        "{xml}"
+    );
+}
+
 #[test]
 fn a_failed_case_keeps_exit_5_and_is_a_junit_error() {
     let tmp = tempfile::tempdir().expect("tmp");
