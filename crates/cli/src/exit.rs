@@ -34,6 +34,9 @@ pub enum ExitCode {
     Environment = 7,
     /// `matrix`: candidate and reference measured different workloads, timing boundaries or precisions.
     ContractMismatch = 8,
+    /// A `--fail-on` condition was met (an INVALID case, a yellow or red matrix row, an unusable
+    /// `analyze` backend); everything was written first.
+    FailOn = 9,
     /// `run` was stopped by Ctrl-C or SIGTERM: what was timed is committed, the rest did not run
     /// (128 + SIGINT, as shells report it).
     Interrupted = 130,

@@ -6,6 +6,7 @@
 #[macro_use]
 mod out;
 mod catalog_root;
+mod ci;
 mod commands;
 mod exit;
 mod progress;
@@ -37,7 +38,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
         completions    shell completion script; man: the man page\n\n\
         Exit codes (docs/exit-codes.md): 0 success, 1 internal error, 2 usage, 3 invalid input,\n\
         4 build failed or no bundle, 5 a case failed, 6 output refused,\n\
-        7 missing external tool, 8 contract mismatch."
+        7 missing external tool, 8 contract mismatch, 9 a --fail-on condition was met."
 )]
 pub(crate) struct Cli {
     #[command(subcommand)]

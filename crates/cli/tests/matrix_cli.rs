@@ -9,6 +9,8 @@
 #[path = "../../../tests/browser/report-chromium.rs"]
 mod chromium;
 mod common;
+#[path = "../../../tests/junit/xmllint.rs"]
+mod xmllint;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -519,6 +521,87 @@ fn lights_match_ratios_aa_is_green_and_an_injected_slowdown_is_red() {
         "the candidate's leaf command records the knob"
     );
     assert_lights_match_ratios(&slow);
+}
+
+/// `--fail-on red|yellow` and `--export-junit` on `matrix run` and `matrix report`: a red row (an
+/// injected slowdown) exits 9 once results.json, report.html and the JUnit file are written, and is a
+/// JUnit failure; the same row turned yellow passes (its reason in system-out) unless `--fail-on
+/// yellow`, which also fails on red.
+#[test]
+fn fail_on_red_or_yellow_exits_9_after_writing_results_and_junit() {
+    let _one_at_a_time = measuring();
+    let s = setup("");
+    let rows = "  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: single\n    candidate: {runtime: onnxruntime}\n    reference: {backend: \"trtmc:onnxruntime\"}\n";
+    let suite_path = suite(&s, "ci", rows);
+    let out = s.dir.path().join("run");
+    let junit = s.dir.path().join("junit.xml");
+    let o = run_suite(
+        &s,
+        &suite_path,
+        &out,
+        &["--fail-on", "red", "--export-junit", &p(&junit)],
+        &[("TRTMC_TEST_MATRIX_CANDIDATE_DELAY_US", "20000")],
+    );
+    assert_eq!(code(&o), 9, "{}\n{}", stdout(&o), stderr(&o));
+    let results = read_json(&out.join("results.json"));
+    let row = &results["rows"][0];
+    assert_eq!(row["comparison"]["light"], "red", "{row}");
+    assert!(out.join("report.html").is_file());
+    let id = row["id"].as_str().expect("id").to_string();
+    let err = stderr(&o);
+    assert!(
+        err.contains("--fail-on red: 1 row(s) red: ") && err.contains(&id),
+        "{err}"
+    );
+    xmllint::assert_valid_junit(&junit);
+    let xml = std::fs::read_to_string(&junit).expect("junit");
+    assert!(
+        xml.contains(
+            "<testsuite name=\"trtmc-bench matrix ci\" tests=\"1\" failures=\"1\" errors=\"0\""
+        ),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(&format!("<testcase classname=\"ci\" name=\"{id}\"")),
+        "{xml}"
+    );
+    assert!(xml.contains("<failure message=\"red: ratio "), "{xml}");
+
+    let report = |extra: &[&str]| {
+        let mut args = vec!["report".to_string(), p(&out)];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        matrix(&s, &args, &[])
+    };
+    // Yellow means yellow or red.
+    assert_eq!(code(&report(&["--fail-on", "yellow"])), 9);
+    assert_eq!(
+        code(&report(&[])),
+        0,
+        "without --fail-on a red row is exit 0"
+    );
+
+    // The same row, yellow: passes unless --fail-on yellow.
+    let row_file = out.join("rows/000.json");
+    let mut row = read_json(&row_file);
+    row["comparison"]["light"] = "yellow".into();
+    std::fs::write(&row_file, serde_json::to_vec(&row).expect("json")).expect("write row");
+    let yellow_junit = s.dir.path().join("yellow.xml");
+    let o = report(&["--fail-on", "red", "--export-junit", &p(&yellow_junit)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    xmllint::assert_valid_junit(&yellow_junit);
+    let xml = std::fs::read_to_string(&yellow_junit).expect("junit");
+    assert!(xml.contains("failures=\"0\""), "{xml}");
+    assert!(xml.contains("<system-out>yellow: ratio "), "{xml}");
+    let o = report(&["--fail-on", "yellow", "--export-junit", &p(&yellow_junit)]);
+    assert_eq!(code(&o), 9, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--fail-on yellow: 1 row(s) yellow or red: "),
+        "{}",
+        stderr(&o)
+    );
+    let xml = std::fs::read_to_string(&yellow_junit).expect("junit");
+    assert!(xml.contains("<failure message=\"yellow: ratio "), "{xml}");
 }
 
 #[test]

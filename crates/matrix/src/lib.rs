@@ -14,8 +14,10 @@
 //! | [`slurm`] | the Slurm job-array executor |
 //! | [`receipt`] | bundle-preparation receipts |
 //! | [`report`] | report.html |
+//! | [`junit`] | the run as JUnit XML (`--export-junit`) |
 
 mod error;
+pub mod junit;
 pub mod lights;
 pub mod plan;
 pub mod receipt;

@@ -3,7 +3,8 @@
 //! `analyze [FOLDER | --data LAYERS [PROFILE [TIMES]]…]` writes the analysis JSON;
 //! `analyze package …` writes a self-contained report folder; `analyze serve DIR` previews one.
 //! The command exits 0 whenever it could emit structured data, even when backends fail
-//! validation; it exits 3 only when nothing structured can be produced.
+//! validation (unless `--fail-on unusable` asks for exit 9 then); it exits 3 only when nothing
+//! structured can be produced.
 
 use std::io::{BufWriter, Write};
 use std::net::{IpAddr, SocketAddr};
@@ -32,6 +33,8 @@ pub struct AnalyzeArgs {
     /// Do not print the per-backend summary on standard error.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    #[command(flatten)]
+    pub fail_on: crate::ci::FailOnArgs,
 }
 
 /// Where the layer-info / profile files come from.
@@ -112,6 +115,8 @@ pub struct PackageArgs {
     /// Timestamp for the automatic folder name, YYYYMMDD_HHMMSS (default: now).
     #[arg(long, value_name = "YYYYMMDD_HHMMSS")]
     pub timestamp: Option<String>,
+    #[command(flatten)]
+    pub fail_on: crate::ci::FailOnArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -131,12 +136,17 @@ pub fn execute(args: AnalyzeArgs) -> CliResult {
     match args.command {
         Some(AnalyzeCommand::Package(p)) => package(p),
         Some(AnalyzeCommand::Serve(s)) => serve(s),
-        None => analyze_to_json(
-            args.input,
-            args.output,
-            args.analyze_data_output,
-            args.quiet,
-        ),
+        None => {
+            args.fail_on
+                .check("analyze", &[crate::ci::FailOn::Unusable])?;
+            analyze_to_json(
+                args.input,
+                args.output,
+                args.analyze_data_output,
+                args.quiet,
+                &args.fail_on,
+            )
+        }
     }
 }
 
@@ -219,6 +229,7 @@ fn analyze_to_json(
     output: Option<PathBuf>,
     analyze_data: Option<PathBuf>,
     quiet: bool,
+    fail_on: &crate::ci::FailOnArgs,
 ) -> CliResult {
     let request = request(input)?;
     let analysis = run_analysis(&request)?;
@@ -242,10 +253,11 @@ fn analyze_to_json(
     if !quiet {
         print_summary(&analysis);
     }
+    let verdict = crate::ci::after_analyze(&analysis, fail_on);
     // The process ends next: handing the memory back in one piece is faster than freeing every
     // layer record on the way out.
     std::mem::forget(analysis);
-    Ok(())
+    verdict.map_or(Ok(()), Err)
 }
 
 fn write_stdout(analysis: &Analysis) -> CliResult {
@@ -263,6 +275,9 @@ fn write_stdout(analysis: &Analysis) -> CliResult {
 }
 
 fn package(args: PackageArgs) -> CliResult {
+    args.fail_on
+        .check("analyze package", &[crate::ci::FailOn::Unusable])?;
+    let verdict;
     let packaged = match &args.analyze_data {
         Some(path) => {
             if !path.is_file() {
@@ -277,11 +292,13 @@ fn package(args: PackageArgs) -> CliResult {
             };
             let analysis = run_analysis(&request)?;
             print_summary(&analysis);
+            verdict = crate::ci::after_analyze(&analysis, &args.fail_on);
             trtmc_analyze::report::repackage(&analysis, path, args.analyze_md.as_deref())?
         }
         None => {
             let analysis = run_analysis(&request(args.input)?)?;
             print_summary(&analysis);
+            verdict = crate::ci::after_analyze(&analysis, &args.fail_on);
             let opts = PackageOptions {
                 report_dir: args.report_dir,
                 output_parent: args.output_parent,
@@ -310,7 +327,7 @@ fn package(args: PackageArgs) -> CliResult {
     ) {
         writeln!(out, "{line}").map_err(crate::out::write_failed)?;
     }
-    Ok(())
+    verdict.map_or(Ok(()), Err)
 }
 
 fn serve(args: ServeArgs) -> CliResult {

@@ -22,7 +22,8 @@ Examples:
 
 Exit codes: 0 every row has a light (green, yellow or red); 3 suite/environment error; 5 a row failed,
 is incomplete or pending; 6 output refused; 7 machine prerequisite missing (executable, runtime,
-storage, Slurm); 8 contract mismatch (different workload, timing boundary or precision).")]
+storage, Slurm); 8 contract mismatch (different workload, timing boundary or precision); 9 a row met
+--fail-on (red, or yellow or red with --fail-on yellow) and nothing above applied.")]
 pub struct MatrixArgs {
     #[command(subcommand)]
     pub command: MatrixCommand,
@@ -69,6 +70,8 @@ pub struct RunArgs {
     /// Run directory (new or empty); default: a new `matrix-<time>` below the environment's results root.
     #[arg(short, long, value_name = "DIR")]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub ci: crate::ci::CiArgs,
 }
 
 #[derive(Debug, Args)]
@@ -77,6 +80,8 @@ pub struct ResumeArgs {
     /// Executor for the remaining rows (default: the run's).
     #[arg(long)]
     pub executor: Option<String>,
+    #[command(flatten)]
+    pub ci: crate::ci::CiArgs,
 }
 
 #[derive(Debug, Args)]
@@ -85,6 +90,8 @@ pub struct ReportArgs {
     /// A trtmc.perf-bundle-preparation/v1 receipt of a separately run preparation step.
     #[arg(long, value_name = "FILE")]
     pub preparation_receipt: Option<PathBuf>,
+    #[command(flatten)]
+    pub ci: crate::ci::CiArgs,
 }
 
 #[derive(Debug, Args)]
@@ -117,7 +124,10 @@ fn preflight(args: &SuiteArgs) -> CliResult<plan::Plan> {
     plan::check(&input).map_err(|findings| trtmc_matrix::Error::Preflight { findings }.into())
 }
 
-fn finish(run: &Path, results: Results) -> CliResult {
+/// The conditions `matrix run`, `resume` and `report` take.
+const FAIL_ON: &[crate::ci::FailOn] = &[crate::ci::FailOn::Yellow, crate::ci::FailOn::Red];
+
+fn finish(run: &Path, results: Results, ci: &crate::ci::CiArgs) -> CliResult {
     let s = &results.summary;
     outln!(
         "{} row(s): {} green, {} yellow, {} red, {} contract mismatch, {} failed, {} incomplete, {} pending",
@@ -135,8 +145,9 @@ fn finish(run: &Path, results: Results) -> CliResult {
     }
     outln!("results: {}", run.join(runner::RESULTS_FILE).display())?;
     outln!("report:  {}", run.join(runner::REPORT_FILE).display())?;
+    let fail_on = crate::ci::after_matrix(&results, run, ci)?;
     match results.exit_code() {
-        0 => Ok(()),
+        0 => fail_on.map_or(Ok(()), Err),
         8 => Err(CliError::new(
             ExitCode::ContractMismatch,
             format!(
@@ -195,6 +206,7 @@ pub fn execute(args: MatrixArgs) -> CliResult {
             Ok(())
         }
         MatrixCommand::Run(a) => {
+            a.ci.fail_on.check("matrix run", FAIL_ON)?;
             let plan = preflight(&a.suite)?;
             let run = runner::create(&plan, a.output.as_deref())?;
             eprintln!("run directory: {}", run.display());
@@ -204,20 +216,22 @@ pub fn execute(args: MatrixArgs) -> CliResult {
                 &Terminal::new(false),
                 &TestHooks::from_env(),
             )?;
-            finish(&run, results)
+            finish(&run, results, &a.ci)
         }
         MatrixCommand::Resume(a) => {
+            a.ci.fail_on.check("matrix resume", FAIL_ON)?;
             let results = runner::resume(
                 &a.run_dir,
                 a.executor.as_deref(),
                 &Terminal::new(false),
                 &TestHooks::from_env(),
             )?;
-            finish(&a.run_dir, results)
+            finish(&a.run_dir, results, &a.ci)
         }
         MatrixCommand::Report(a) => {
+            a.ci.fail_on.check("matrix report", FAIL_ON)?;
             let results = runner::report(&a.run_dir, a.preparation_receipt.as_deref())?;
-            finish(&a.run_dir, results)
+            finish(&a.run_dir, results, &a.ci)
         }
         MatrixCommand::Task(a) => {
             match runner::task(&a.run_dir, &a.tasks_file, a.task, &TestHooks::from_env())? {

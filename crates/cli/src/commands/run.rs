@@ -125,6 +125,8 @@ pub struct RunArgs {
     /// `wide` prints the table with every column.
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<crate::commands::report::ExportFormat>,
+    #[command(flatten)]
+    pub ci: crate::ci::CiArgs,
 }
 
 pub fn execute(args: RunArgs) -> CliResult {
@@ -132,6 +134,9 @@ pub fn execute(args: RunArgs) -> CliResult {
     let command_line: Vec<String> = std::env::args().collect();
     let test_hooks = TestHooks::from_env();
     crate::summary::check_exports(&args.exports)?;
+    args.ci
+        .fail_on
+        .check("run", &[crate::ci::FailOn::Invalid])?;
     let flags = MeasureFlags {
         warmup: args.warmup,
         iterations: args.iterations,
@@ -259,6 +264,7 @@ pub fn execute(args: RunArgs) -> CliResult {
     let progress = crate::progress::Terminal::new(args.quiet);
     let outcome = runner::execute(planned, &options, &progress)?;
     crate::summary::after_run(&outcome.run, &outcome.dir, args.format, &args.exports)?;
+    let fail_on = crate::ci::after_run(&outcome.run, &outcome.dir, &args.ci)?;
     let count = |status| {
         outcome
             .run
@@ -325,5 +331,5 @@ pub fn execute(args: RunArgs) -> CliResult {
             ),
         ));
     }
-    Ok(())
+    fail_on.map_or(Ok(()), Err)
 }

@@ -6,9 +6,13 @@
 //! | [`Format::Json`] | the whole summary model: the same document as report.json (`trtmc.collection-report/v1`) |
 //! | [`Format::Csv`] | one row per case, RFC 4180 quoting, milliseconds and full precision |
 //! | [`Format::Markdown`] | a GitHub-flavoured table plus the reasons of invalid cases |
+//!
+//! JUnit XML (`--export-junit`) is not a summary format: `run` and `matrix` map their own results into
+//! [`junit::Suite`].
 
 mod csv;
 mod json;
+pub mod junit;
 mod markdown;
 
 use std::path::Path;
