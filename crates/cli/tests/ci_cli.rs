@@ -73,7 +73,7 @@ fn an_invalid_case_fails_ci_only_when_asked_and_the_result_and_junit_are_written
     assert!(
         err.contains("--fail-on invalid: 1 of 1 case(s) INVALID")
             && err.contains("test-noop · default")
-            && err.contains("samples for p99"),
+            && err.contains("samples: 5 timed calls"),
         "{err}"
     );
     assert_eq!(
@@ -95,7 +95,7 @@ fn an_invalid_case_fails_ci_only_when_asked_and_the_result_and_junit_are_written
         "{xml}"
     );
     assert!(
-        xml.contains("<failure message=\"INVALID: samples for p99: 5 timed calls, fewer than 100"),
+        xml.contains("<failure message=\"INVALID: samples: 5 timed calls, fewer than the 10"),
         "the failure carries the verdict's reason: {xml}"
     );
     assert!(

@@ -150,7 +150,7 @@ fn run_and_collection_reports_render_in_headless_chromium() {
         "data-plot=\"timeline\"",
         "class=\"validity",
         "Result is: ",
-        "samples for p99: ",
+        "samples: ",
     ];
     let dom = check_page(
         &browser,

@@ -21,6 +21,16 @@ pub fn fmt_num(v: f64) -> String {
     }
 }
 
+/// A tail percentile for tables: `~` in front when `count` calls do not reach that far into the tail
+/// ([`trtmc_core::stats::percentile_supported`]; docs/reports.md).
+pub fn fmt_percentile(value: f64, p: f64, count: usize) -> String {
+    if trtmc_core::stats::percentile_supported(p, count) {
+        fmt_human(value)
+    } else {
+        format!("~{}", fmt_human(value))
+    }
+}
+
 /// [`fmt_num`] for people: thousands grouped with commas (`611043.05` → `611,043`), for summary tables
 /// read rather than parsed.
 pub fn fmt_human(v: f64) -> String {

@@ -7,7 +7,7 @@ use unicode_width::{UnicodeWidthChar as _, UnicodeWidthStr};
 use trtmc_core::artifacts::CaseStatus;
 use trtmc_core::stats::Summary;
 
-use crate::fmt::{fmt_count, fmt_human, fmt_pct};
+use crate::fmt::{fmt_count, fmt_human, fmt_pct, fmt_percentile};
 use crate::model::{CaseEntry, CollectionReport, distinctions};
 
 /// Replaces control characters (escape sequences from a hostile name) and shortens to `max` terminal
@@ -172,6 +172,17 @@ pub fn table_with(report: &CollectionReport, layout: Layout) -> String {
             })
             .collect()
     };
+    // A tail percentile that too few calls reach is marked `~` (docs/reports.md).
+    let tail = |p: f64, f: &dyn Fn(&Summary) -> f64| -> Vec<String> {
+        cases
+            .iter()
+            .map(|c| {
+                c.latency_ms
+                    .as_ref()
+                    .map_or("–".into(), |l| fmt_percentile(f(l), p, l.count))
+            })
+            .collect()
+    };
     columns.push(Column::num(
         "calls",
         cases.iter().map(|c| fmt_count(c.samples)).collect(),
@@ -189,9 +200,9 @@ pub fn table_with(report: &CollectionReport, layout: Layout) -> String {
                 })
                 .collect(),
         ));
-        columns.push(Column::num("p95 ms", latency(&|l| l.p95)));
+        columns.push(Column::num("p95 ms", tail(95.0, &|l| l.p95)));
     }
-    columns.push(Column::num("p99 ms", latency(&|l| l.p99)));
+    columns.push(Column::num("p99 ms", tail(99.0, &|l| l.p99)));
     columns.push(Column::num(
         "CV %",
         cases

@@ -60,6 +60,15 @@ static SETTINGS: &[SettingDecl] = &[
     },
     SettingDecl {
         section: SettingSection::Runtime,
+        name: "threads",
+        help: "the thread knob every runtime has: here the intra-op pool's threads (intra_threads wins when both are given)",
+        default: "1",
+        allowed: "[1|2|...]",
+        // intra_threads is the tunable name; one knob, one route.
+        tunable: false,
+    },
+    SettingDecl {
+        section: SettingSection::Runtime,
         name: "intra_threads",
         help: "threads of ONNX Runtime's intra-op pool (parallelism inside one operator)",
         default: "1",
@@ -376,7 +385,11 @@ impl SessionSettings {
             },
         };
         Ok(Self {
-            intra_threads: crate::runtime::positive_setting(settings, "intra_threads", 1)?,
+            intra_threads: if settings.contains_key("intra_threads") {
+                crate::runtime::positive_setting(settings, "intra_threads", 1)?
+            } else {
+                crate::runtime::positive_setting(settings, "threads", 1)?
+            },
             inter_threads: crate::runtime::positive_setting(settings, "inter_threads", 1)?,
             parallel,
             intra_spinning: bool_setting(settings, "intra_spinning")?,
@@ -1134,6 +1147,25 @@ mod tests {
         ]))
         .expect("valid");
         assert_eq!(parsed.intra_threads, 2);
+        // `threads`, the knob every runtime has, means the intra-op pool; intra_threads wins.
+        let common = |pairs: &[(&str, Value)]| {
+            SessionSettings::from_settings(
+                &pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.clone()))
+                    .collect(),
+            )
+            .expect("settings")
+            .intra_threads
+        };
+        assert_eq!(common(&[("threads", json!(2))]), 2);
+        assert_eq!(
+            common(&[("threads", json!(2)), ("intra_threads", json!(1))]),
+            1
+        );
+        assert!(
+            SessionSettings::from_settings(&[("threads".to_string(), json!(0))].into()).is_err()
+        );
         assert!(parsed.parallel);
         assert_eq!(parsed.cpu_arena, Some(false));
         assert_eq!(parsed.intra_spinning, Some(false));

@@ -3,7 +3,7 @@
 //! why each invalid case is invalid.
 
 use super::{Exporter, Format};
-use crate::fmt::{fmt_count, fmt_human, fmt_pct};
+use crate::fmt::{fmt_count, fmt_human, fmt_pct, fmt_percentile};
 use crate::model::{CollectionReport, distinctions};
 use crate::terminal::{headline_column, status_text};
 
@@ -75,7 +75,11 @@ impl Exporter for MarkdownExporter {
                 row.push_str(&format!(" {} |", cell(&distinctions[i])));
             }
             let (p50, p99, cv) = match &c.latency_ms {
-                Some(l) => (fmt_human(l.p50), fmt_human(l.p99), fmt_pct(l.cv)),
+                Some(l) => (
+                    fmt_human(l.p50),
+                    fmt_percentile(l.p99, 99.0, l.count),
+                    fmt_pct(l.cv),
+                ),
                 None => ("–".into(), "–".into(), "–".into()),
             };
             row.push_str(&format!(
