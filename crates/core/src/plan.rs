@@ -1,7 +1,7 @@
 //! `run plan.yaml`: per-model cases, counts and overrides in one file (format: docs/plans.md).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::case::{MeasureFlags, Override, Source, SweepAxis};
 use serde::Deserialize;
@@ -32,7 +32,11 @@ pub struct PlanFile {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlanEntry {
-    pub model: String,
+    /// A catalog model, or (`onnx:`) an ONNX file, relative to the plan file.
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub onnx: Option<PathBuf>,
     #[serde(default)]
     pub cases: Vec<String>,
     #[serde(default)]
@@ -58,7 +62,10 @@ pub struct PlanEntry {
 /// One entry with everything converted to the resolver's vocabulary.
 #[derive(Debug, Clone)]
 pub struct PlannedModel {
+    /// The catalog model's name, or the ONNX file as written in the plan.
     pub model: String,
+    /// The ONNX file of an `onnx:` entry, relative to the plan's folder once loaded.
+    pub onnx: Option<PathBuf>,
     pub cases: Vec<String>,
     pub runtime: Option<String>,
     pub measure: MeasureFlags,
@@ -69,7 +76,16 @@ pub struct PlannedModel {
 pub fn load(path: &Path) -> Result<Vec<PlannedModel>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read plan {}: {e}", path.display()))?;
-    parse(&text).map_err(|e| format!("plan {}: {e}", path.display()))
+    let mut planned = parse(&text).map_err(|e| format!("plan {}: {e}", path.display()))?;
+    let folder = path.parent().unwrap_or(Path::new("."));
+    for p in &mut planned {
+        if let Some(onnx) = &mut p.onnx
+            && onnx.is_relative()
+        {
+            *onnx = folder.join(&*onnx);
+        }
+    }
+    Ok(planned)
 }
 
 pub fn parse(text: &str) -> Result<Vec<PlannedModel>, String> {
@@ -86,6 +102,15 @@ pub fn parse(text: &str) -> Result<Vec<PlannedModel>, String> {
     plan.models
         .into_iter()
         .map(|e| {
+            let name = match (&e.model, &e.onnx) {
+                (Some(m), None) => m.clone(),
+                (None, Some(f)) => f.display().to_string(),
+                _ => {
+                    return Err(
+                        "each entry names exactly one of `model: NAME` and `onnx: PATH`".into(),
+                    );
+                }
+            };
             let sets = e
                 .set
                 .iter()
@@ -97,7 +122,7 @@ pub fn parse(text: &str) -> Result<Vec<PlannedModel>, String> {
                     })
                 })
                 .collect::<Result<Vec<_>, String>>()
-                .map_err(|err| format!("model `{}`: {err}", e.model))?;
+                .map_err(|err| format!("model `{name}`: {err}"))?;
             let sweeps = e
                 .sweep
                 .iter()
@@ -109,7 +134,7 @@ pub fn parse(text: &str) -> Result<Vec<PlannedModel>, String> {
                     SweepAxis::parse(&format!("{k}={}", texts.join(",")))
                 })
                 .collect::<Result<Vec<_>, String>>()
-                .map_err(|err| format!("model `{}`: {err}", e.model))?;
+                .map_err(|err| format!("model `{name}`: {err}"))?;
             Ok(PlannedModel {
                 runtime: e.runtime.or_else(|| plan.runtime.clone()),
                 measure: MeasureFlags {
@@ -119,7 +144,8 @@ pub fn parse(text: &str) -> Result<Vec<PlannedModel>, String> {
                     max_duration_s: e.max_duration.or(plan.max_duration),
                     timeout_s: e.timeout.or(plan.timeout),
                 },
-                model: e.model,
+                model: name,
+                onnx: e.onnx,
                 cases: e.cases,
                 sets,
                 sweeps,
@@ -154,6 +180,22 @@ mod tests {
         assert_eq!(plan[0].sets[0].value, "8");
         assert_eq!(plan[0].sweeps[0].values, vec!["0.5", "1.0"]);
         assert_eq!(plan[1].measure.iterations, Some(20));
+    }
+
+    #[test]
+    fn an_entry_names_a_model_or_an_onnx_file_relative_to_the_plan() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("plan.yaml");
+        std::fs::write(&path, "models:\n  - onnx: m.onnx\n  - model: tiny-cnn\n").expect("write");
+        let plan = load(&path).expect("plan");
+        assert_eq!(
+            plan[0].onnx.as_deref(),
+            Some(dir.path().join("m.onnx").as_path())
+        );
+        assert_eq!(plan[1].onnx, None);
+        let both = parse("models:\n  - model: a\n    onnx: b.onnx\n").expect_err("both");
+        assert!(both.contains("exactly one"), "{both}");
+        assert!(parse("models:\n  - cases: [x]\n").is_err());
     }
 
     #[test]

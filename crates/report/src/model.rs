@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use trtmc_core::artifacts::{
-    BenchmarkRun, BundleOrigin, CaseStatus, MachineInfo, Observation, ProgramInfo, RunStatus,
-    RuntimeInfo, Throughput,
+    BenchmarkRun, BundleOrigin, CaseStatus, Comparison, MachineInfo, Observation, ProgramInfo,
+    RunStatus, RuntimeInfo, Throughput,
 };
 use trtmc_core::stats::{Interval, Summary};
 
@@ -72,6 +72,9 @@ pub struct RunEntry {
     pub runtimes: Vec<RuntimeInfo>,
     pub machine: MachineInfo,
     pub cases: usize,
+    /// `run`'s verdicts between its cases (from paired rounds), as result.json has them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub comparisons: Vec<Comparison>,
 }
 
 /// One case of one run, summarized.
@@ -217,6 +220,7 @@ pub fn build(
             runtimes: run.provenance.runtimes.clone(),
             machine: run.provenance.machine.clone(),
             cases: run.cases.len(),
+            comparisons: run.comparisons.clone(),
         });
         let mut observations = loaded.observations.into_iter();
         let mut settings = loaded.settings.into_iter();

@@ -756,6 +756,19 @@ pub fn render(kind: Kind, report: &CollectionReport, latencies: &CaseLatencies) 
     for n in &report.notes {
         page.banners.push(banner("warn", &text(n)));
     }
+    // `run`'s verdicts between its cases, first thing under the title.
+    for r in &report.runs {
+        for c in &r.comparisons {
+            let prefix = match kind {
+                Kind::Run => String::new(),
+                Kind::Collection => format!("{}: ", r.path),
+            };
+            page.banners.push(banner(
+                "info verdict",
+                &text(&format!("{prefix}{}", c.verdict)),
+            ));
+        }
+    }
     for s in &report.skipped {
         page.banners.push(banner(
             "error",

@@ -304,6 +304,21 @@ pub fn table_with(report: &CollectionReport, layout: Layout) -> String {
             wrap_at,
         ));
     }
+    // `run`'s verdicts between cases, last, as hyperfine ends with its relative summary.
+    for r in &report.runs {
+        for c in &r.comparisons {
+            let prefix = if report.runs.len() > 1 {
+                format!("{}: ", r.path)
+            } else {
+                String::new()
+            };
+            out.push_str(&wrap(
+                &clean(&format!("{prefix}{}", c.verdict), 400),
+                "  ",
+                wrap_at,
+            ));
+        }
+    }
     out
 }
 

@@ -11,5 +11,6 @@ pub mod progress;
 pub mod run;
 pub mod sources;
 pub mod tune;
+pub mod verdicts;
 
 pub use error::Error;

@@ -11,7 +11,7 @@ use serde_json::Value;
 use trtmc_core::artifacts::{
     BENCHMARK_RUN_SCHEMA, BenchmarkRun, BundleOrigin, BundleRef, CALL_NOTES_SCHEMA, CallNotes,
     CaseFiles, CaseProfile, CaseResult, CaseStatus, LoopStop, MeasurementInfo, Observation,
-    PUBLIC_PIPELINE_CALL_WALL, Provenance, RuntimeInfo, TIMING_NOTES_SCHEMA, Telemetry,
+    PUBLIC_PIPELINE_CALL_WALL, Provenance, RoundStat, RuntimeInfo, TIMING_NOTES_SCHEMA, Telemetry,
     TimingNotes,
 };
 use trtmc_core::case::{self, MeasureFlags, Override, ResolveInput, ResolvedCase, SweepAxis};
@@ -79,6 +79,11 @@ pub struct RunOptions {
     pub profile: Option<u64>,
     /// The test suite's hooks (all off unless `TRTMC_TEST=1`).
     pub test_hooks: TestHooks,
+    /// Rounds each case's measurement is split into (one worker process per case per round), the cases
+    /// interleaved round by round (A B, B A, …) so machine drift lands on every case alike.
+    pub rounds: usize,
+    /// The case (index into the plan, from 0) the others are compared with, when there are rounds.
+    pub baseline: usize,
 }
 
 /// Errors that stop a run before any case is measured: the runner's one error type (kept under this
@@ -274,32 +279,89 @@ pub fn execute(
                 reason,
             }
         })?;
-    let mut cases = Vec::with_capacity(planned.len());
-    let mut observations_by_case = Vec::with_capacity(planned.len());
-    let mut not_run = Vec::new();
     let total = planned.len();
+    let rounds = options.rounds.max(1);
+    let mut started: Vec<Option<CaseRun>> = (0..total).map(|_| None).collect();
+    let mut finished: Vec<Option<(CaseResult, Vec<Observation>)>> =
+        (0..total).map(|_| None).collect();
     // From here on a Ctrl-C or SIGTERM stops the running case after its current call and commits
     // what was measured; if watching fails, the signals keep their default action.
     let _ = crate::interrupt::watch();
-    for (i, p) in planned.iter().enumerate() {
-        if crate::interrupt::requested() {
-            not_run.push(case_dir_name(i + 1, &p.profile.name, &p.resolved));
-            continue;
+    'rounds: for round in 0..rounds {
+        // A B C, then C B A: drift within a round lands on every case alike.
+        let order: Vec<usize> = if round % 2 == 0 {
+            (0..total).collect()
+        } else {
+            (0..total).rev().collect()
+        };
+        for i in order {
+            if crate::interrupt::requested() {
+                break 'rounds;
+            }
+            let p = &planned[i];
+            let run = match &mut started[i] {
+                Some(run) => run,
+                empty => empty.insert(start_case(i + 1, p, slot.staging())?),
+            };
+            if run.stopped {
+                continue;
+            }
+            let part = Round {
+                index: round,
+                of: rounds,
+            };
+            progress.report(Event::CaseStarted {
+                index: i + 1,
+                total,
+                label: &format!("{} {}{}", p.profile.name, p.resolved.label, part.label()),
+                iterations: part.share_of_calls(p.resolved.measure.iterations.value),
+            });
+            measure_round(i + 1, p, options, progress, run, part)?;
+            if rounds == 1
+                && let Some(run) = started[i].take()
+            {
+                finished[i] = Some(finish_reported(i + 1, p, options, progress, run)?);
+            }
         }
-        progress.report(Event::CaseStarted {
-            index: i + 1,
-            total,
-            label: &format!("{} {}", p.profile.name, p.resolved.label),
-            iterations: p.resolved.measure.iterations.value,
-        });
-        let (result, observations) = run_case(i + 1, p, slot.staging(), options, progress)?;
-        progress.report(Event::CaseFinished {
-            index: i + 1,
-            result: &result,
-        });
-        cases.push(result);
-        observations_by_case.push(observations);
     }
+    let mut cases = Vec::with_capacity(total);
+    let mut observations_by_case = Vec::with_capacity(total);
+    let mut not_run = Vec::new();
+    for (i, p) in planned.iter().enumerate() {
+        let done = match finished[i].take() {
+            Some(done) => Some(done),
+            None => match started[i].take() {
+                Some(run) => Some(finish_reported(i + 1, p, options, progress, run)?),
+                None => None,
+            },
+        };
+        match done {
+            Some((result, observations)) => {
+                cases.push(result);
+                observations_by_case.push(observations);
+            }
+            None => not_run.push(case_dir_name(i + 1, &p.profile.name, &p.resolved)),
+        }
+    }
+    let labels = crate::verdicts::labels(&planned);
+    let by_dir: BTreeMap<String, String> = planned
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            (
+                case_dir_name(i + 1, &p.profile.name, &p.resolved),
+                labels[i].clone(),
+            )
+        })
+        .collect();
+    let comparisons = match planned.get(options.baseline) {
+        Some(b) if rounds > 1 => crate::verdicts::compare(
+            &cases,
+            &by_dir,
+            &case_dir_name(options.baseline + 1, &b.profile.name, &b.resolved),
+        ),
+        _ => Vec::new(),
+    };
 
     let mut runtimes: Vec<RuntimeInfo> = cases.iter().map(|c| c.runtime.clone()).collect();
     runtimes.sort();
@@ -314,6 +376,7 @@ pub fn execute(
         percentile_method: PERCENTILE_METHOD.into(),
         task_quality_evaluated: false,
         not_run,
+        comparisons,
         provenance: Provenance {
             program: crate::machine::program(),
             runtime_dirs: trtmc_core::runtime_dirs::current()
@@ -398,13 +461,58 @@ pub(crate) fn build_reported(
     Ok(())
 }
 
-fn run_case(
+/// A case being measured: its directory and what its rounds measured so far.
+struct CaseRun {
+    dir: PathBuf,
+    dir_name: String,
+    m: Measured,
+    rounds: Vec<RoundStat>,
+    /// A round failed or was interrupted: the case takes no more rounds.
+    stopped: bool,
+}
+
+/// Which part of a case's measurement one worker launch makes: round `index` (from 0) of `of`.
+#[derive(Debug, Clone, Copy)]
+struct Round {
     index: usize,
-    p: &PlannedCase,
-    staging: &Path,
-    options: &RunOptions,
-    progress: &dyn Progress,
-) -> Result<(CaseResult, Vec<Observation>), Error> {
+    of: usize,
+}
+
+impl Round {
+    const ONLY: Round = Round { index: 0, of: 1 };
+
+    /// ` (round 2/10)` for progress lines; nothing for a single round.
+    fn label(&self) -> String {
+        if self.of > 1 {
+            format!(" (round {}/{})", self.index + 1, self.of)
+        } else {
+            String::new()
+        }
+    }
+
+    /// This round's share of a case's minimum count.
+    fn share_of_calls(&self, calls: u64) -> u64 {
+        calls.div_ceil(self.of as u64).max(1)
+    }
+
+    fn share_of_seconds(&self, seconds: f64) -> f64 {
+        seconds / self.of as f64
+    }
+
+    /// `worker.log` → `worker-r02.log` when there are rounds, so every round keeps its own files.
+    fn file(&self, name: &str) -> String {
+        if self.of == 1 {
+            return name.to_string();
+        }
+        match name.rsplit_once('.') {
+            Some((stem, ext)) => format!("{stem}-r{:02}.{ext}", self.index + 1),
+            None => format!("{name}-r{:02}", self.index + 1),
+        }
+    }
+}
+
+/// Creates the case's directory with its resolved-case.json.
+fn start_case(index: usize, p: &PlannedCase, staging: &Path) -> Result<CaseRun, Error> {
     let r = &p.resolved;
     let dir_name = case_dir_name(index, &p.profile.name, r);
     let dir = staging.join(&dir_name);
@@ -412,10 +520,88 @@ fn run_case(
         path: dir.clone(),
         source,
     })?;
-    let rel = |f: &str| format!("{dir_name}/{f}");
     let resolved_path = dir.join(RESOLVED_CASE_FILE);
     write_json_atomic(&resolved_path, r).map_err(write_error(&resolved_path))?;
+    Ok(CaseRun {
+        dir,
+        dir_name,
+        m: Measured::default(),
+        rounds: Vec::new(),
+        stopped: false,
+    })
+}
 
+/// Measures one round of a case and adds it to what the case measured so far.
+fn measure_round(
+    index: usize,
+    p: &PlannedCase,
+    options: &RunOptions,
+    progress: &dyn Progress,
+    run: &mut CaseRun,
+    round: Round,
+) -> Result<(), Error> {
+    let rt = runtime_named(&p.resolved.runtime.value, &options.bundle.runtimes)?;
+    let m = match rt.self_timed() {
+        Some(timer) => measure_self_timed(timer, p, &run.dir, round),
+        None => measure_in_worker(p, &run.dir, &run.dir_name, options, round, &|w| {
+            progress.report(Event::CaseProgress { index, progress: w })
+        }),
+    };
+    let ok = m.error.is_none() && m.interrupted.is_none();
+    if round.of > 1 {
+        if ok {
+            // Every round's protocol files go once it succeeded; a failed round keeps its own.
+            for f in [&m.request_file, &m.result_file].into_iter().flatten() {
+                let _ = std::fs::remove_file(run.dir.join(f));
+            }
+        }
+        if !m.observations.is_empty() {
+            let walls: Vec<f64> = m
+                .observations
+                .iter()
+                .map(|o| o.wall_ns as f64 / 1e6)
+                .collect();
+            run.rounds.push(RoundStat {
+                calls: walls.len() as u64,
+                p50_ms: trtmc_core::stats::median(&walls),
+            });
+        }
+    }
+    run.stopped = !ok;
+    run.m.absorb(m);
+    Ok(())
+}
+
+/// Finishes a case (reduction, profiling pass) and tells `progress`.
+fn finish_reported(
+    index: usize,
+    p: &PlannedCase,
+    options: &RunOptions,
+    progress: &dyn Progress,
+    run: CaseRun,
+) -> Result<(CaseResult, Vec<Observation>), Error> {
+    let done = finish_case(p, options, run)?;
+    progress.report(Event::CaseFinished {
+        index,
+        result: &done.0,
+    });
+    Ok(done)
+}
+
+fn finish_case(
+    p: &PlannedCase,
+    options: &RunOptions,
+    run: CaseRun,
+) -> Result<(CaseResult, Vec<Observation>), Error> {
+    let r = &p.resolved;
+    let CaseRun {
+        dir,
+        dir_name,
+        mut m,
+        rounds,
+        ..
+    } = run;
+    let rel = |f: &str| format!("{dir_name}/{f}");
     let bundle_ref: Option<BundleRef> = match &p.bundle {
         Some(plan) => Some(bundles::bundle_ref(plan)?),
         None => None,
@@ -427,12 +613,6 @@ fn run_case(
             name: rt.name().into(),
             version: rt.version(),
         },
-    };
-    let mut m = match rt.self_timed() {
-        Some(timer) => measure_self_timed(timer, p, &dir),
-        None => measure_in_worker(p, &dir, &dir_name, options, &|w| {
-            progress.report(Event::CaseProgress { index, progress: w })
-        }),
     };
     // A loop that ended by its own rule made at least the minimum count; one stopped by its budget or a
     // signal made what it could; a self-timed tool says nothing, so it must deliver the count.
@@ -534,6 +714,7 @@ fn run_case(
             .collect::<BTreeMap<String, Value>>(),
         files,
         profile,
+        rounds,
     };
     Ok((result, m.observations))
 }
@@ -559,9 +740,48 @@ struct Measured {
     interrupted: Option<String>,
 }
 
+impl Measured {
+    /// Adds a later round: its calls follow this one's (numbered on, their start times shifted past
+    /// this one's last call); the first failure or interruption stays the case's.
+    fn absorb(&mut self, round: Measured) {
+        let offset = self
+            .observations
+            .iter()
+            .map(|o| o.start_ns.saturating_add(o.wall_ns))
+            .max()
+            .unwrap_or(0);
+        let first = self.observations.len() as u64;
+        self.observations.extend(
+            round
+                .observations
+                .into_iter()
+                .enumerate()
+                .map(|(i, mut o)| {
+                    o.iteration = first + i as u64;
+                    o.start_ns = o.start_ns.saturating_add(offset);
+                    o
+                }),
+        );
+        self.error = self.error.take().or(round.error);
+        self.interrupted = self.interrupted.take().or(round.interrupted);
+        self.load_ms = self.load_ms.or(round.load_ms);
+        self.runtime = self.runtime.take().or(round.runtime);
+        self.warmup_done = match (self.warmup_done, round.warmup_done) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.stopped_by = round.stopped_by.or(self.stopped_by);
+        self.log = round.log.or(self.log.take());
+        self.telemetry = round.telemetry.or(self.telemetry.take());
+        self.request_file = round.request_file.or(self.request_file.take());
+        self.result_file = round.result_file.or(self.result_file.take());
+    }
+}
+
 /// The worker request of a case (the timed run, or with `profile` set, its profiling pass).
-fn worker_request(p: &PlannedCase) -> WorkerRequest {
+fn worker_request(p: &PlannedCase, round: Round) -> WorkerRequest {
     let r = &p.resolved;
+    let m = &r.measure;
     WorkerRequest {
         schema: WORKER_REQUEST_SCHEMA.into(),
         operation: r.operation.clone(),
@@ -575,11 +795,11 @@ fn worker_request(p: &PlannedCase) -> WorkerRequest {
             .map(|(k, v)| (k.clone(), v.value.clone()))
             .collect(),
         runtime_settings: r.runtime_values(),
-        warmup: r.measure.warmup.value,
-        warmup_budget_s: r.measure.warmup_budget_s(),
-        iterations: r.measure.iterations.value,
-        min_duration_s: r.measure.min_duration_s.value,
-        max_duration_s: r.measure.max_duration_s.value,
+        warmup: m.warmup.value,
+        warmup_budget_s: m.warmup_budget_s().map(|s| round.share_of_seconds(s)),
+        iterations: round.share_of_calls(m.iterations.value),
+        min_duration_s: round.share_of_seconds(m.min_duration_s.value),
+        max_duration_s: m.max_duration_s.value.map(|s| round.share_of_seconds(s)),
         progress_file: None,
         profile: None,
         test_call_delay_us: None,
@@ -679,27 +899,33 @@ fn measure_in_worker(
     dir: &Path,
     dir_name: &str,
     options: &RunOptions,
+    round: Round,
     show: &dyn Fn(&trtmc_runtime::protocol::WorkerProgress),
 ) -> Measured {
     let request = WorkerRequest {
         test_call_delay_us: options.test_hooks.call_delay.map(|d| d.as_micros() as u64),
         test_call_slowdown_ppm: options.test_hooks.call_slowdown_ppm,
-        ..worker_request(p)
+        ..worker_request(p, round)
     };
     let timeout_s = p.resolved.measure.timeout_s.value;
+    let (request_file, result_file, log_file) = (
+        round.file(WORKER_REQUEST_FILE),
+        round.file(WORKER_RESULT_FILE),
+        round.file(WORKER_LOG),
+    );
     let (end, telemetry) = launch_worker(
         &request,
         dir,
-        (WORKER_REQUEST_FILE, WORKER_RESULT_FILE, WORKER_LOG),
+        (&request_file, &result_file, &log_file),
         timeout_s,
         options.telemetry,
         &options.worker,
         Some(show),
     );
     let mut m = Measured {
-        log: Some(WORKER_LOG.into()),
-        request_file: Some(WORKER_REQUEST_FILE.into()),
-        result_file: Some(WORKER_RESULT_FILE.into()),
+        log: Some(log_file),
+        request_file: Some(request_file),
+        result_file: Some(result_file),
         ..Default::default()
     };
     if let Some(t) = telemetry {
@@ -758,6 +984,7 @@ fn self_timed_request<'a>(
     bundle_dir: &'a Path,
     settings: &'a BTreeMap<String, Value>,
     dir: &'a Path,
+    round: Round,
 ) -> SelfTimedRequest<'a> {
     let r = &p.resolved;
     SelfTimedRequest {
@@ -766,8 +993,8 @@ fn self_timed_request<'a>(
         operation: &r.operation,
         settings,
         warmup: r.measure.warmup.value,
-        iterations: r.measure.iterations.value,
-        min_duration_s: r.measure.min_duration_s.value,
+        iterations: round.share_of_calls(r.measure.iterations.value),
+        min_duration_s: round.share_of_seconds(r.measure.min_duration_s.value),
         timeout: Duration::from_secs_f64(r.measure.timeout_s.value.max(0.001)),
         case_dir: dir,
     }
@@ -786,7 +1013,12 @@ fn bundle_of(p: &PlannedCase) -> Result<(PathBuf, BundleManifest), String> {
 }
 
 /// The timed run of a runtime whose own tool owns the loop (trtexec), in the runtime's child process.
-fn measure_self_timed(timer: &dyn SelfTimed, p: &PlannedCase, dir: &Path) -> Measured {
+fn measure_self_timed(
+    timer: &dyn SelfTimed,
+    p: &PlannedCase,
+    dir: &Path,
+    round: Round,
+) -> Measured {
     let mut m = Measured::default();
     let (bundle_dir, manifest) = match bundle_of(p) {
         Ok(b) => b,
@@ -796,7 +1028,7 @@ fn measure_self_timed(timer: &dyn SelfTimed, p: &PlannedCase, dir: &Path) -> Mea
         }
     };
     let settings = p.resolved.runtime_values();
-    let request = self_timed_request(p, &manifest, &bundle_dir, &settings, dir);
+    let request = self_timed_request(p, &manifest, &bundle_dir, &settings, dir, round);
     match timer.time(&request) {
         Ok(run) => {
             m.log = Some(timer.time_log().into());
@@ -841,7 +1073,7 @@ fn profile_in_worker(
     iterations: u64,
 ) -> CaseProfile {
     let rel = |f: &str| format!("{dir_name}/{f}");
-    let mut request = worker_request(p);
+    let mut request = worker_request(p, Round::ONLY);
     request.profile = Some(ProfilePass {
         dir: dir.to_path_buf(),
         iterations,
@@ -910,7 +1142,7 @@ fn profile_self_timed(
         Err(e) => return profile_failed(iterations, e, None),
     };
     let settings = p.resolved.runtime_values();
-    let request = self_timed_request(p, &manifest, &bundle_dir, &settings, dir);
+    let request = self_timed_request(p, &manifest, &bundle_dir, &settings, dir, Round::ONLY);
     let log_path = dir.join(timer.profile_log());
     let outcome = timer.profile(&request, iterations);
     let log = log_path.exists().then(|| rel(&log_path)).flatten();

@@ -34,9 +34,10 @@ pub struct RunArgs {
     /// Catalog model to run; repeat to run a batch (each missing bundle is built once).
     #[arg(short, long = "model", value_name = "NAME")]
     pub models: Vec<String>,
-    /// Benchmark any ONNX file without a catalog entry (inputs synthesized from its declared shapes).
+    /// Benchmark any ONNX file without a catalog entry (inputs synthesized from its declared shapes);
+    /// repeat to compare several files.
     #[arg(long, value_name = "PATH", conflicts_with_all = ["models", "plan"])]
-    pub onnx: Option<PathBuf>,
+    pub onnx: Vec<PathBuf>,
     /// Shape of a dynamic input, trtexec style: NAME:1x3x224x224 (repeatable).
     #[arg(long = "shape", value_name = "NAME:DIMS")]
     pub shapes: Vec<String>,
@@ -49,9 +50,18 @@ pub struct RunArgs {
     /// Sweep a field over values; several sweeps form a Cartesian product: KEY=A,B,C.
     #[arg(long = "sweep", value_name = "KEY=V1,V2")]
     pub sweeps: Vec<String>,
-    /// Runtime to use instead of the profile's runtime_strategy.
-    #[arg(long, value_name = "NAME")]
-    pub runtime: Option<String>,
+    /// Runtime to use instead of the profile's runtime_strategy; repeat to run every case on each
+    /// runtime (e.g. --runtime tract --runtime onnxruntime).
+    #[arg(long = "runtime", value_name = "NAME")]
+    pub runtimes: Vec<String>,
+    /// Split each case's measurement into N rounds, one worker process per case per round, the cases
+    /// interleaved (A B, B A, …), and compare every case with the baseline over the paired rounds
+    /// (default: 10 when there is more than one case, else 1).
+    #[arg(long, value_name = "N")]
+    pub rounds: Option<usize>,
+    /// The case the others are compared with: its number in the summary (default 1, the first).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub baseline: usize,
     /// Warm-up calls before timing (default: the operation's, e.g. 5 for generation, 50 for encoders,
     /// cut short once they take a fifth of the time budget).
     #[arg(long, value_name = "N")]
@@ -129,6 +139,31 @@ pub struct RunArgs {
     pub ci: crate::ci::CiArgs,
 }
 
+/// Rounds when several cases are compared and `--rounds` is not given: enough for a 95 % interval
+/// (6 is the least, docs/statistics.md) with room for a round spoiled by a machine speed step.
+const DEFAULT_ROUNDS: usize = 10;
+const MOST_ROUNDS: usize = 1000;
+
+/// Adds the profile of an ONNX file to `catalog` under a name no other profile has (the file's stem,
+/// then `-2`, `-3`, …) and returns that name.
+fn add_onnx_profile(
+    catalog: &mut Catalog,
+    onnx: &std::path::Path,
+    what: &str,
+) -> Result<String, CliError> {
+    let mut profile =
+        Profile::from_onnx_file(onnx).map_err(|e| CliError::input(format!("{what}: {e}")))?;
+    let stem = profile.name.clone();
+    let mut n = 2;
+    while catalog.profiles.iter().any(|p| p.name == profile.name) {
+        profile.name = format!("{stem}-{n}");
+        n += 1;
+    }
+    let name = profile.name.clone();
+    catalog.profiles.push(profile);
+    Ok(name)
+}
+
 pub fn execute(args: RunArgs) -> CliResult {
     crate::runtime_dirs::apply(&args.runtime_dirs)?;
     let command_line: Vec<String> = std::env::args().collect();
@@ -156,58 +191,82 @@ pub fn execute(args: RunArgs) -> CliResult {
         return Err(CliError::input("--profile-iterations must be at least 1"));
     }
 
-    let (catalog, selections) = if let Some(onnx) = &args.onnx {
-        let profile =
-            Profile::from_onnx_file(onnx).map_err(|e| CliError::input(format!("--onnx: {e}")))?;
-        let name = profile.name.clone();
-        let catalog = Catalog {
-            root: onnx.parent().map(PathBuf::from).unwrap_or_default(),
-            profiles: vec![profile],
-        };
-        let sel = Selection {
-            model: name,
-            cases: args.cases.clone(),
-            runtime: args.runtime.clone(),
-            sets,
-            sweeps,
-            flags,
-            ..Default::default()
-        };
-        (catalog, vec![sel])
+    // One selection per runtime asked for (none: the profile's own).
+    let runtimes: Vec<Option<String>> = if args.runtimes.is_empty() {
+        vec![None]
     } else {
-        let root = crate::catalog_root::resolve(args.manifest_root.clone())?;
-        let catalog = Catalog::load(&root).map_err(CliError::input)?;
+        args.runtimes.iter().cloned().map(Some).collect()
+    };
+    let (catalog, selections) = if !args.onnx.is_empty() {
+        let mut catalog = Catalog {
+            root: args.onnx[0].parent().map(PathBuf::from).unwrap_or_default(),
+            profiles: Vec::new(),
+        };
         let mut selections = Vec::new();
-        if let Some(plan) = &args.plan {
-            for entry in trtmc_core::plan::load(plan).map_err(CliError::input)? {
-                let mut entry_sweeps = entry.sweeps.clone();
-                entry_sweeps.extend(sweeps.iter().cloned());
+        for onnx in &args.onnx {
+            let name = add_onnx_profile(&mut catalog, onnx, "--onnx")?;
+            for runtime in &runtimes {
                 selections.push(Selection {
-                    model: entry.model,
-                    cases: if args.cases.is_empty() {
-                        entry.cases
-                    } else {
-                        args.cases.clone()
-                    },
-                    runtime: args.runtime.clone().or(entry.runtime),
-                    plan_sets: entry.sets,
-                    plan_measure: entry.measure,
+                    model: name.clone(),
+                    cases: args.cases.clone(),
+                    runtime: runtime.clone(),
                     sets: sets.clone(),
-                    sweeps: entry_sweeps,
+                    sweeps: sweeps.clone(),
                     flags: flags.clone(),
+                    ..Default::default()
                 });
             }
         }
+        (catalog, selections)
+    } else {
+        let root = crate::catalog_root::resolve(args.manifest_root.clone())?;
+        let mut catalog = Catalog::load(&root).map_err(CliError::input)?;
+        let mut selections = Vec::new();
+        if let Some(plan) = &args.plan {
+            for entry in trtmc_core::plan::load(plan).map_err(CliError::input)? {
+                let model = match &entry.onnx {
+                    Some(onnx) => {
+                        add_onnx_profile(&mut catalog, onnx, &format!("plan {}", plan.display()))?
+                    }
+                    None => entry.model.clone(),
+                };
+                let mut entry_sweeps = entry.sweeps.clone();
+                entry_sweeps.extend(sweeps.iter().cloned());
+                let entry_runtimes: Vec<Option<String>> = if args.runtimes.is_empty() {
+                    vec![entry.runtime.clone()]
+                } else {
+                    runtimes.clone()
+                };
+                for runtime in entry_runtimes {
+                    selections.push(Selection {
+                        model: model.clone(),
+                        cases: if args.cases.is_empty() {
+                            entry.cases.clone()
+                        } else {
+                            args.cases.clone()
+                        },
+                        runtime,
+                        plan_sets: entry.sets.clone(),
+                        plan_measure: entry.measure.clone(),
+                        sets: sets.clone(),
+                        sweeps: entry_sweeps.clone(),
+                        flags: flags.clone(),
+                    });
+                }
+            }
+        }
         for model in &args.models {
-            selections.push(Selection {
-                model: model.clone(),
-                cases: args.cases.clone(),
-                runtime: args.runtime.clone(),
-                sets: sets.clone(),
-                sweeps: sweeps.clone(),
-                flags: flags.clone(),
-                ..Default::default()
-            });
+            for runtime in &runtimes {
+                selections.push(Selection {
+                    model: model.clone(),
+                    cases: args.cases.clone(),
+                    runtime: runtime.clone(),
+                    sets: sets.clone(),
+                    sweeps: sweeps.clone(),
+                    flags: flags.clone(),
+                    ..Default::default()
+                });
+            }
         }
         if selections.is_empty() {
             return Err(CliError::new(
@@ -229,6 +288,24 @@ pub fn execute(args: RunArgs) -> CliResult {
         },
     };
     let planned = runner::plan_cases(&catalog, &selections, &bundle, &test_hooks)?;
+    let rounds = match args.rounds {
+        Some(0) => return Err(CliError::input("--rounds must be at least 1")),
+        Some(n) if n > MOST_ROUNDS => {
+            return Err(CliError::input(format!(
+                "--rounds {n} is more than {MOST_ROUNDS}: each round starts one worker per case"
+            )));
+        }
+        Some(n) => n,
+        None if planned.len() > 1 => DEFAULT_ROUNDS,
+        None => 1,
+    };
+    if args.baseline == 0 || args.baseline > planned.len() {
+        return Err(CliError::input(format!(
+            "--baseline {}: give a case number from 1 to {} (the # column of the summary)",
+            args.baseline,
+            planned.len()
+        )));
+    }
     if args.dry_run {
         outln!(
             "plan: {} case(s); bundle cache {}",
@@ -260,6 +337,8 @@ pub fn execute(args: RunArgs) -> CliResult {
         command_line,
         profile: args.profile.then_some(args.profile_iterations),
         test_hooks,
+        rounds,
+        baseline: args.baseline - 1,
     };
     let progress = crate::progress::Terminal::new(args.quiet);
     let outcome = runner::execute(planned, &options, &progress)?;

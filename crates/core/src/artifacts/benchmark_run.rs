@@ -210,6 +210,35 @@ pub struct CaseResult {
     /// The per-layer profiling pass (`run --profile`), made after the timed run; absent when not asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<CaseProfile>,
+    /// Each round's calls and median when the run interleaved its cases in rounds (`run --rounds`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<RoundStat>,
+}
+
+/// One round of a case: one worker process, interleaved with the other cases' rounds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RoundStat {
+    pub calls: u64,
+    pub p50_ms: f64,
+}
+
+/// A case against the run's baseline case, from their paired rounds (docs/statistics.md: the median of
+/// the per-round ratios of p50 with its distribution-free interval).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// Case directory of the compared case and of the baseline.
+    pub case: String,
+    pub baseline: String,
+    /// The case's p50 over the baseline's: below 1 the case is faster.
+    pub ratio: f64,
+    pub low: f64,
+    pub high: f64,
+    pub confidence: f64,
+    pub rounds: usize,
+    /// Enough rounds for the interval to reach its confidence.
+    pub trusted: bool,
+    /// The verdict for people, e.g. `onnxruntime ran 2.19× faster than tract (95 % CI 2.11–2.27, 10 rounds)`.
+    pub verdict: String,
 }
 
 /// A case's per-layer profiling pass: trtexec-shaped `layers_<runtime>.json` and
@@ -266,6 +295,9 @@ pub struct BenchmarkRun {
     /// Case directories that were never started because the run was interrupted before them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_run: Vec<String>,
+    /// Every other case against the baseline case, when the cases were interleaved in rounds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub comparisons: Vec<Comparison>,
 }
 
 impl BenchmarkRun {

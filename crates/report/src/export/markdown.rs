@@ -118,6 +118,20 @@ impl Exporter for MarkdownExporter {
             out.push_str(&invalid.join("\n"));
             out.push('\n');
         }
+        let verdicts: Vec<String> = report
+            .runs
+            .iter()
+            .flat_map(|r| {
+                r.comparisons
+                    .iter()
+                    .map(|c| format!("- {}", cell(&c.verdict)))
+            })
+            .collect();
+        if !verdicts.is_empty() {
+            out.push_str("\nComparisons (paired rounds):\n\n");
+            out.push_str(&verdicts.join("\n"));
+            out.push('\n');
+        }
         out
     }
 }

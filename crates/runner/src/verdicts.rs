@@ -1,0 +1,178 @@
+//! `run`'s verdicts between cases: each case against the baseline case from their paired rounds, with
+//! the one interval method of trtmc (`trtmc_core::intervals`: the median of the per-round ratios and its
+//! distribution-free interval; docs/statistics.md). Rounds are interleaved (A B, B A, …), so round `i` of
+//! every case ran next to round `i` of the baseline.
+
+use std::collections::BTreeMap;
+
+use trtmc_core::artifacts::{CaseResult, CaseStatus, Comparison};
+use trtmc_core::intervals::{self, MIN_ROUNDS};
+
+use crate::run::PlannedCase;
+
+/// Confidence of every verdict.
+pub const CONFIDENCE: f64 = 0.95;
+
+/// What tells the planned cases apart, per case directory: the model, case, runtime and the settings
+/// whose values differ between cases (`onnxruntime · threads=2`); `case N` when nothing does.
+pub fn labels(planned: &[PlannedCase]) -> Vec<String> {
+    let facts: Vec<BTreeMap<String, String>> = planned
+        .iter()
+        .map(|p| {
+            let r = &p.resolved;
+            let mut f = BTreeMap::from([
+                ("0 model".to_string(), p.profile.name.clone()),
+                ("1 case".to_string(), r.label.clone()),
+                ("2 runtime".to_string(), r.runtime.value.clone()),
+            ]);
+            for (k, v) in r.runtime_values().into_iter().chain(r.build_values()) {
+                f.insert(format!("3 {k}"), value_text(&v));
+            }
+            f
+        })
+        .collect();
+    let keys: std::collections::BTreeSet<&String> = facts.iter().flat_map(|f| f.keys()).collect();
+    let differing: Vec<&String> = keys
+        .into_iter()
+        .filter(|k| {
+            let mut values = facts.iter().map(|f| f.get(*k));
+            let first = values.next().flatten();
+            values.any(|v| v != first)
+        })
+        .collect();
+    facts
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let parts: Vec<String> = differing
+                .iter()
+                .filter_map(|k| {
+                    let v = f.get(*k)?;
+                    Some(match k.split_once(' ') {
+                        Some(("3", name)) => format!("{name}={v}"),
+                        _ => v.clone(),
+                    })
+                })
+                .collect();
+            if parts.is_empty() {
+                format!("case {}", i + 1)
+            } else {
+                parts.join(" · ")
+            }
+        })
+        .collect()
+}
+
+fn value_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Every completed case with rounds against the baseline case (`baseline`: its directory), labelled by
+/// `labels` (per case directory). Nothing when the baseline has no rounds.
+pub fn compare(
+    cases: &[CaseResult],
+    labels: &BTreeMap<String, String>,
+    baseline: &str,
+) -> Vec<Comparison> {
+    let Some(base) = cases.iter().find(|c| c.dir == baseline) else {
+        return Vec::new();
+    };
+    if base.rounds.len() < 2 || base.status != CaseStatus::Completed {
+        return Vec::new();
+    }
+    let label = |c: &CaseResult| labels.get(&c.dir).cloned().unwrap_or_else(|| c.dir.clone());
+    let base_p50: Vec<f64> = base.rounds.iter().map(|r| r.p50_ms).collect();
+    cases
+        .iter()
+        .filter(|c| c.dir != base.dir && c.status == CaseStatus::Completed)
+        .filter_map(|c| {
+            let p50: Vec<f64> = c.rounds.iter().map(|r| r.p50_ms).collect();
+            let ratio = intervals::paired_ratio(&p50, &base_p50, CONFIDENCE)?;
+            let trusted = ratio.trusted(MIN_ROUNDS);
+            let i = ratio.interval;
+            Some(Comparison {
+                case: c.dir.clone(),
+                baseline: base.dir.clone(),
+                ratio: i.estimate,
+                low: i.low,
+                high: i.high,
+                confidence: i.confidence,
+                rounds: ratio.rounds,
+                trusted,
+                verdict: verdict(
+                    &label(c),
+                    &label(base),
+                    i.estimate,
+                    i.low,
+                    i.high,
+                    ratio.rounds,
+                    trusted,
+                ),
+            })
+        })
+        .collect()
+}
+
+/// `A ran 2.19× faster than B (95 % CI 2.11–2.27, 10 rounds)`, or slower, or no difference shown, or too
+/// few rounds to tell. `ratio`, `low`, `high`: A's p50 over B's.
+pub fn verdict(
+    a: &str,
+    b: &str,
+    ratio: f64,
+    low: f64,
+    high: f64,
+    rounds: usize,
+    trusted: bool,
+) -> String {
+    let x = |v: f64| format!("{v:.2}×");
+    if !trusted {
+        return format!(
+            "{a} at {} {b}'s p50 over {rounds} rounds: too few rounds for a 95 % interval (--rounds {MIN_ROUNDS} or more)",
+            x(ratio)
+        );
+    }
+    if high < 1.0 {
+        format!(
+            "{a} ran {} faster than {b} (95 % CI {:.2}–{:.2}, {rounds} rounds)",
+            x(1.0 / ratio),
+            1.0 / high,
+            1.0 / low
+        )
+    } else if low > 1.0 {
+        format!(
+            "{a} ran {} slower than {b} (95 % CI {low:.2}–{high:.2}, {rounds} rounds)",
+            x(ratio)
+        )
+    } else {
+        format!(
+            "{a} and {b}: no difference shown, {a} at {} {b}'s p50 (95 % CI {low:.2}–{high:.2}, {rounds} rounds)",
+            x(ratio)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_say_faster_slower_same_or_too_few_rounds() {
+        assert_eq!(
+            verdict("ort", "tract", 0.5, 0.45, 0.55, 10, true),
+            "ort ran 2.00× faster than tract (95 % CI 1.82–2.22, 10 rounds)"
+        );
+        assert_eq!(
+            verdict("b", "a", 1.3, 1.2, 1.4, 10, true),
+            "b ran 1.30× slower than a (95 % CI 1.20–1.40, 10 rounds)"
+        );
+        assert!(verdict("b", "a", 1.02, 0.97, 1.08, 10, true).contains("no difference shown"));
+        let few = verdict("b", "a", 0.5, 0.4, 0.6, 3, false);
+        assert!(
+            few.contains("too few rounds") && !few.contains("faster"),
+            "{few}"
+        );
+    }
+}
