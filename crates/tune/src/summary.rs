@@ -4,5 +4,5 @@
 
 pub use trtmc_core::artifacts::tune_summary::{
     ChosenRoute, Counts, Decision, DecisionKind, FinalistResult, HeadToHeadSummary, Margin,
-    RacingSummary, RouteSummary, StopReason, TUNING_SUMMARY_SCHEMA, TuneContext, TuneSummary,
+    RacingSummary, RouteSummary, DOUBTFUL_CV, cv_warning, StopReason, TUNING_SUMMARY_SCHEMA, TuneContext, TuneSummary,
 };
