@@ -774,7 +774,12 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
         match self.measure_in_stages(&mut built, calls) {
             Ok(staged) => match check_samples(&staged.timing.samples_ms) {
                 Ok(()) => {
-                    set_samples(&mut rec, config.objective, staged.warmup_calls, staged.timing);
+                    set_samples(
+                        &mut rec,
+                        config.objective,
+                        staged.warmup_calls,
+                        staged.timing,
+                    );
                     if let Some(reason) = staged.eliminated {
                         if rec.status == RouteStatus::Ok {
                             rec.status = RouteStatus::Eliminated;
