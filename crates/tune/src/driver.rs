@@ -9,7 +9,7 @@
 use crate::cache::{
     CacheError, CacheHeader, CacheWriter, IterationRecord, Phase, RouteStatus, Stage,
 };
-use crate::config::{ConfigError, TuneConfig};
+use crate::config::{ConfigError, DEFAULT_EARLY_STOP_FACTOR, TuneConfig};
 use crate::expr::{ExprError, Expression, Route};
 use crate::knobs::{KnobDbError, KnobSet};
 use crate::search::{self, FullSpace, SearchOrder};
@@ -424,11 +424,12 @@ impl Staged {
     }
 }
 
-/// A number with three or four significant digits for messages (`5985.05` → `5985`, `1.51304` → `1.513`).
+/// A number with three or four significant digits for messages, without trailing zeros (`5985.05` →
+/// `5985`, `1.51304` → `1.51`, `3.0` → `3`).
 fn short_number(v: f64) -> String {
     let a = v.abs();
-    if !v.is_finite() {
-        v.to_string()
+    let s = if !v.is_finite() {
+        return v.to_string();
     } else if a >= 100.0 {
         format!("{v:.0}")
     } else if a >= 10.0 {
@@ -437,6 +438,11 @@ fn short_number(v: f64) -> String {
         format!("{v:.2}")
     } else {
         format!("{v:.3}")
+    };
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
     }
 }
 
@@ -1242,6 +1248,33 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
         let mut tied = select::tied_with_best(&estimates);
         tied.sort_by(|a, b| by_cost(a).total_cmp(&by_cost(b)));
         let ties: Vec<String> = tied.iter().map(|&i| candidates[i].clone()).collect();
+        let stopped_early = self
+            .routes
+            .iter()
+            .filter(|s| s.status == RouteStatus::Eliminated)
+            .count();
+        if candidates.len() == 1 && stopped_early > 0 {
+            // Every other measured route was stopped as slower beyond doubt: a winner without a
+            // head-to-head, which would spend the very time early stopping saved.
+            let route = candidates[0].clone();
+            let decision = Decision {
+                kind: DecisionKind::Winner,
+                versus_baseline: self.versus_baseline(&route),
+                reason: format!(
+                    "{route} is the only eligible route left: the {stopped_early} other measured route(s) were \
+                     stopped early, every probe call above {}× the best cost so far (see their reasons)",
+                    short_number(
+                        config
+                            .early_stop_factor
+                            .unwrap_or(DEFAULT_EARLY_STOP_FACTOR)
+                    )
+                ),
+                route: Some(route),
+                tied_routes: Vec::new(),
+                margin: None,
+            };
+            return Ok((ties, None, decision));
+        }
         if candidates.len() == 1 {
             let route = candidates[0].clone();
             let decision = Decision {

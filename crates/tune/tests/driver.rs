@@ -845,7 +845,7 @@ fn the_route_budget_stops_measuring_and_keeps_the_calls() {
         assert!(
             r.notes
                 .iter()
-                .any(|n| n.contains("per-route measurement budget of 1.00 s")),
+                .any(|n| n.contains("per-route measurement budget of 1 s")),
             "{:?}",
             r.notes
         );
@@ -890,4 +890,23 @@ fn a_noisy_route_carries_a_cv_warning() {
         &plan(2, "-k0=[0|1]", SearchOrder::Fast),
     );
     assert!(quiet.routes.iter().all(|r| r.warnings.is_empty()));
+}
+
+#[test]
+fn a_route_whose_rivals_were_all_stopped_early_wins_without_a_head_to_head() {
+    let p = plan(2, "-k1=[0|1]", SearchOrder::Fast);
+    let mut runner = FakeRunner::new(one_pathological_knob_value);
+    let s = run(&mut runner, &p);
+    assert_eq!(s.decision.kind, DecisionKind::Winner, "{:?}", s.decision);
+    assert_eq!(s.decision.route.as_deref(), Some("-k1=0"));
+    assert!(
+        s.decision.reason.contains("stopped early"),
+        "{}",
+        s.decision.reason
+    );
+    assert!(s.head_to_head.is_none());
+    assert_eq!(
+        runner.fresh_processes, 0,
+        "no pass spent on a route slower beyond doubt"
+    );
 }
