@@ -746,7 +746,10 @@ fn onnxruntime_settings_are_tuned_as_knobs() {
     let summary = read_json(&out_dir.join("tuning-summary.json"));
     assert_valid("tuning-summary.schema.json", &summary);
     assert_eq!(summary["counts"]["evaluated"], 8, "{}", summary["counts"]);
-    assert_eq!(summary["counts"]["eligible"], 8, "{}", summary["counts"]);
+    // A route may be stopped early when other work on the machine makes it slower beyond doubt.
+    let eligible = summary["counts"]["eligible"].as_u64().unwrap_or_default();
+    let eliminated = summary["counts"]["eliminated"].as_u64().unwrap_or_default();
+    assert_eq!(eligible + eliminated, 8, "{}", summary["counts"]);
     assert!(
         matches!(summary["decision"]["kind"].as_str(), Some("winner" | "tie")),
         "{}",

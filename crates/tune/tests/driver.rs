@@ -778,7 +778,7 @@ fn a_clearly_slower_route_is_stopped_after_its_probe_in_every_order() {
             let reason = r.error_message.as_deref().unwrap_or_default();
             assert!(
                 reason.contains("stopped early after 3 probe call(s)")
-                    && reason.contains("early-stop factor 3"),
+                    && reason.contains("early-stop factor 5"),
                 "{search}: {reason}"
             );
         }

@@ -83,7 +83,7 @@ pub struct TuneArgs {
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub route_budget: Option<f64>,
     /// Stop a route after its 3 probe calls when each is above FACTOR × the best route's statistic so
-    /// far (status eliminated; default 3; 0: never).
+    /// far (status eliminated; default 5; 0: never).
     #[arg(long, value_name = "FACTOR")]
     pub early_stop_factor: Option<f64>,
     /// Build and evaluate at most N routes (all phases together).
