@@ -645,6 +645,8 @@ pub fn interval_dots_log(value_label: &str, series: &[String], groups: &[BarGrou
             let g = groups.len() as f64;
             let mut chart = ChartBuilder::on(&root)
                 .margin(10)
+                // Room for the last decade's label, centred on the axis end.
+                .margin_right(30)
                 .x_label_area_size(36)
                 .y_label_area_size(300)
                 .build_cartesian_2d((x_lo..x_hi).log_scale(), 0f64..g)?;
