@@ -151,7 +151,7 @@ pub fn cv_warning(samples: Option<&Summary>) -> Option<String> {
     let s = samples?;
     (s.cv.is_finite() && s.cv > DOUBTFUL_CV).then(|| {
         format!(
-            "CV {:.0} % over {} calls (above {:.0} %): its calls vary more than routes differ, so its rank is doubtful",
+            "CV {:.1} % over {} calls (above {:.0} %): its calls vary more than routes differ, so its rank is doubtful",
             s.cv * 100.0,
             s.count,
             DOUBTFUL_CV * 100.0
