@@ -14,6 +14,7 @@
 //! | [`timeline`] | latency per call in order, rolling median, Tukey outliers, warm-up drift and slowdown shaded |
 //! | [`lines`] | a metric against a swept parameter, one line per series, confidence whiskers |
 //! | [`grouped_bars`] | horizontal bars per group (model·case) and series (runtime·machine), whiskers |
+//! | [`interval_dots_log`] | a point and its interval per group and series on a logarithmic axis (tune routes) |
 
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -604,6 +605,102 @@ pub fn grouped_bars(value_label: &str, series: &[String], groups: &[BarGroup]) -
     })
 }
 
+/// The decades `[10^a, 10^b]` around the positive finite values, at least one decade wide.
+fn decade_range(values: impl IntoIterator<Item = f64>) -> Option<(f64, f64)> {
+    let (mut lo, mut hi) = (f64::INFINITY, 0f64);
+    for v in values.into_iter().filter(|v| v.is_finite() && *v > 0.0) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !lo.is_finite() {
+        return None;
+    }
+    let (a, mut b) = (lo.log10().floor(), hi.log10().ceil());
+    if b <= a {
+        b = a + 1.0;
+    }
+    Some((10f64.powf(a), 10f64.powf(b)))
+}
+
+/// One row per group, one point per series with its interval as a whisker, on a logarithmic value axis
+/// labelled at every decade: values that differ by thousands of times (a 1 ms route next to a 6 s one)
+/// stay readable side by side. Values that are not positive cannot be drawn on it and are left out.
+pub fn interval_dots_log(value_label: &str, series: &[String], groups: &[BarGroup]) -> Markup {
+    use plotters::coord::combinators::IntoLogRange;
+    let values = groups
+        .iter()
+        .flat_map(|g| g.bars.iter().flatten())
+        .flat_map(|b| [Some(b.value), b.low, b.high])
+        .flatten();
+    let Some((x_lo, x_hi)) = decade_range(values) else {
+        return Markup::default();
+    };
+    let per_series = series.len().max(1);
+    let row = (per_series as u32 * 11 + 8).max(18);
+    let height = 70 + row * groups.len() as u32;
+    render(
+        (900, height),
+        &format!("{value_label} by route, log scale"),
+        |root| {
+            let g = groups.len() as f64;
+            let mut chart = ChartBuilder::on(&root)
+                .margin(10)
+                // Room for the last decade's label, centred on the axis end.
+                .margin_right(30)
+                .x_label_area_size(36)
+                .y_label_area_size(300)
+                .build_cartesian_2d((x_lo..x_hi).log_scale(), 0f64..g)?;
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .light_line_style(INK.mix(0.0))
+                .bold_line_style(INK.mix(0.15))
+                .axis_style(INK)
+                .label_style(label_font())
+                .axis_desc_style(label_font())
+                .x_desc(format!("{value_label}, log scale"))
+                .x_labels(12)
+                .y_labels(0)
+                .x_label_formatter(&|v| fmt_tick(*v))
+                .draw()?;
+            let band = 0.8 / per_series as f64;
+            for (gi, group) in groups.iter().enumerate() {
+                // Group 0 at the top.
+                let top = g - gi as f64 - 0.1;
+                let (px, py) = chart.backend_coord(&(x_lo, g - gi as f64 - 0.5));
+                root.draw(&Text::new(
+                    shorten(&group.label, 50),
+                    (px - 6, py),
+                    label_font().pos(Pos::new(HPos::Right, VPos::Center)),
+                ))?;
+                for (si, bar) in group.bars.iter().enumerate() {
+                    let Some(b) = bar else { continue };
+                    if !(b.value.is_finite() && b.value > 0.0) {
+                        continue;
+                    }
+                    let mid = top - band * si as f64 - band * 0.425;
+                    if let (Some(l), Some(h)) = (b.low, b.high)
+                        && l > 0.0
+                        && h.is_finite()
+                    {
+                        chart.draw_series(std::iter::once(PathElement::new(
+                            vec![(l, mid), (h, mid)],
+                            colour(si).stroke_width(2),
+                        )))?;
+                    }
+                    chart.draw_series(std::iter::once(Circle::new(
+                        (b.value, mid),
+                        4,
+                        colour(si).filled(),
+                    )))?;
+                }
+            }
+            root.present()?;
+            Ok(())
+        },
+    )
+}
+
 /// A legend entry: CSS class of the swatch (`c0` … `c7`, `c-outlier`, `c-median`, `c-warmup`,
 /// `c-throttle`) and its label.
 pub fn legend(entries: &[(&str, &str)]) -> Markup {
@@ -687,6 +784,37 @@ mod tests {
         );
         let t = timeline(&v, None);
         assert!(t.as_str().len() < 40_000, "{} bytes", t.as_str().len());
+    }
+
+    #[test]
+    fn interval_dots_use_a_log_axis_labelled_at_every_decade() {
+        let dot = |value: f64, low: f64, high: f64| BarGroup {
+            label: format!("route at {value} ms"),
+            bars: vec![Some(Bar {
+                value,
+                low: Some(low),
+                high: Some(high),
+            })],
+        };
+        let svg = interval_dots_log(
+            "p50 (ms)",
+            &["search".into()],
+            &[
+                dot(1.1, 1.0, 1.3),
+                dot(1.5, 1.4, 1.6),
+                dot(5985.0, 5900.0, 6100.0),
+            ],
+        );
+        let svg = svg.as_str();
+        assert!(svg.contains("p50 (ms), log scale"), "{svg}");
+        // Decades from 1 ms to 10 s, each labelled: a linear axis would label 0, 2000, 4000, ...
+        for tick in [">1<", ">10<", ">100<", ">1000<", ">10000<"] {
+            assert!(svg.contains(tick), "tick {tick} missing in {svg}");
+        }
+        assert!(!svg.contains(">2000<"));
+        // Both fast routes get their own point, far from the axis origin.
+        assert_eq!(svg.matches("<circle").count(), 3);
+        assert!(interval_dots_log("p50 (ms)", &[], &[]).is_empty());
     }
 
     #[test]

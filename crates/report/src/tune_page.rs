@@ -14,6 +14,8 @@ use trtmc_core::artifacts::{
     TuneContext, TuneSummary,
 };
 
+use trtmc_core::intervals;
+
 use crate::fmt::fmt_num;
 use crate::html::{Markup, Page, Section, banner, el, key_values, pill, text};
 use crate::plots::{self, Bar, BarGroup};
@@ -30,6 +32,15 @@ fn value_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
+    }
+}
+
+/// A counter for people: integers as they are, other numbers with a few significant digits (the
+/// measurement time in ms was printed with every digit of the float).
+fn count_text(v: &Value) -> String {
+    match v.as_f64() {
+        Some(x) if !v.is_u64() && !v.is_i64() => fmt_num(x),
+        _ => value_text(v),
     }
 }
 
@@ -55,7 +66,9 @@ fn route_label(route: &str) -> String {
 fn status_class(status: RouteStatus) -> &'static str {
     match status {
         RouteStatus::Ok => "completed",
-        RouteStatus::AccuracyFailed | RouteStatus::AccuracyError => "partial",
+        RouteStatus::AccuracyFailed | RouteStatus::AccuracyError | RouteStatus::Eliminated => {
+            "partial"
+        }
         RouteStatus::Crashed | RouteStatus::TimedOut | RouteStatus::Failed => "failed",
     }
 }
@@ -248,12 +261,24 @@ fn latency_plot(s: &TuneSummary) -> Markup {
             high: Some(e.high),
         })
     };
+    let mut few_calls = 0;
     let groups: Vec<BarGroup> = measured[..shown]
         .iter()
         .map(|r| {
             let mut label = route_label(&r.route);
-            if !r.eligible {
+            if r.status == RouteStatus::Eliminated {
+                label.push_str(" (eliminated)");
+            } else if !r.eligible {
                 label.push_str(" (not eligible)");
+            }
+            // Below MIN_ROUNDS blocks no order-statistic interval reaches the confidence: the whisker
+            // is then the range of the calls.
+            if r.search
+                .as_ref()
+                .is_some_and(|e| e.samples < intervals::MIN_ROUNDS)
+            {
+                label.push_str(" ‡");
+                few_calls += 1;
             }
             BarGroup {
                 label,
@@ -267,17 +292,26 @@ fn latency_plot(s: &TuneSummary) -> Markup {
         .find_map(|r| r.search.as_ref().map(|e| e.unit.clone()))
         .unwrap_or_else(|| s.objective_unit.clone());
     let series = ["search phase".to_string(), "head to head".to_string()];
-    let svg = plots::grouped_bars(&format!("{} ({unit})", s.objective), &series, &groups);
+    let svg = plots::interval_dots_log(&format!("{} ({unit})", s.objective), &series, &groups);
     let legend = plots::legend(&[
-        ("c0", "search phase"),
-        ("c1", "head to head (interleaved passes)"),
+        ("c0", "search phase: median over blocks of calls"),
+        ("c1", "head to head: median over interleaved passes"),
     ]);
     let mut body = plots::figure(
         "route-latency",
         &format!(
-            "{} per route with its {:.0} % interval, best first",
+            "{} per route on a log scale, best first; whiskers: its {:.0} % distribution-free interval \
+             (trtmc_core::intervals){}",
             s.objective,
-            s.confidence * 100.0
+            s.confidence * 100.0,
+            if few_calls > 0 {
+                format!(
+                    "; ‡ fewer than {} calls (e.g. stopped after the probe): min–max of its calls",
+                    intervals::MIN_ROUNDS
+                )
+            } else {
+                String::new()
+            }
         ),
         &svg,
         Some(&legend),
@@ -311,8 +345,9 @@ fn routes_table(s: &TuneSummary) -> Markup {
             Column::num("head to head"),
             Column::text("accuracy").filter(),
             Column::text("role").filter(),
-            Column::text("error / tool notes").help(
-                "the route's error, then what the runtime's own tool warned about its measurements",
+            Column::text("error / warnings / notes").help(
+                "the route's error or why it was eliminated, warnings about its ranking (a high CV), then \
+                 what the runtime's own tool or the tuner noted about its measurements",
             ),
         ],
     );
@@ -329,7 +364,16 @@ fn routes_table(s: &TuneSummary) -> Markup {
         let cv = r
             .search_samples
             .as_ref()
-            .map(|x| Cell::num(x.cv, &format!("{:.1} %", x.cv * 100.0)))
+            .map(|x| {
+                let shown = format!("{:.1} %", x.cv * 100.0);
+                let mut cell = Cell::num(x.cv, &shown);
+                if !r.warnings.is_empty() {
+                    // A high CV makes the route's rank doubtful: flag it where the number is.
+                    cell.body.push_text(" ");
+                    cell.body.push(&pill("doubtful", "partial"));
+                }
+                cell
+            })
             .unwrap_or_else(Cell::empty);
         let h2h = r
             .head_to_head
@@ -378,6 +422,7 @@ fn routes_table(s: &TuneSummary) -> Markup {
             Cell::text(
                 &r.error_message
                     .iter()
+                    .chain(&r.warnings)
                     .chain(&r.notes)
                     .cloned()
                     .collect::<Vec<_>>()
@@ -560,7 +605,7 @@ fn setup(s: &TuneSummary, c: &TuneContext) -> Markup {
     // Every counter by its serialized name, so a counter added to the summary shows up here too.
     if let Ok(Value::Object(by_name)) = serde_json::to_value(&s.counts) {
         for (k, v) in &by_name {
-            counts.push_str(&format!("{k} {} · ", value_text(v)));
+            counts.push_str(&format!("{k} {} · ", count_text(v)));
         }
     }
     rows.push(("counts", text(counts.trim_end_matches(" · "))));
@@ -627,6 +672,46 @@ mod tests {
             assert!(html.contains(id), "{id} missing");
         }
         assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
+    }
+
+    #[test]
+    fn the_latency_chart_is_log_scaled_and_doubtful_routes_are_flagged() {
+        let mut s = summary("-threads=1 -precision=fp32");
+        s.routes[0].warnings =
+            vec!["CV 103 % over 100 calls (above 10 %): its rank is doubtful".into()];
+        s.routes[0].search_samples.as_mut().expect("samples").cv = 1.03;
+        let mut slow = s.routes[0].clone();
+        slow.route = "-threads=1 -precision=fp16".into();
+        slow.status = RouteStatus::Eliminated;
+        slow.eligible = false;
+        slow.warnings.clear();
+        slow.error_message = Some("stopped early after 3 probe call(s)".into());
+        let e = slow.search.as_mut().expect("estimate");
+        (e.value, e.low, e.high, e.samples) = (5985.0, 5960.0, 6010.0, 3);
+        s.routes.push(slow);
+        s.counts.measurement_ms_this_session = 611043.0537350003;
+        let html = render(&s);
+        // Decades from 1 ms to 10 s on the axis, both routes drawn.
+        for tick in [">1<", ">10<", ">100<", ">1000<", ">10000<"] {
+            assert!(html.contains(tick), "tick {tick} missing");
+        }
+        assert!(html.contains("log scale"));
+        assert!(
+            html.contains("(eliminated) ‡"),
+            "the probe-only route is marked"
+        );
+        assert!(
+            html.contains("min–max of its calls"),
+            "the legend says which interval"
+        );
+        assert!(html.contains("doubtful"), "the CV warning is shown");
+        assert!(html.contains("CV 103 % over 100 calls"));
+        assert!(html.contains("stopped early after 3 probe call(s)"));
+        assert!(
+            html.contains("measurement_ms_this_session 611043 "),
+            "counts are formatted"
+        );
+        assert!(!html.contains("611043.05"));
     }
 
     #[test]

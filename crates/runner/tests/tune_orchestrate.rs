@@ -22,7 +22,8 @@ use trtmc_tune::{
 };
 
 /// Builds nothing and starts no process: a route's "bundle" is a directory with one file, its outputs
-/// are the same for every route, and `-threads=2` takes half the time of every other route.
+/// are the same for every route, `-threads=2` takes half the time of every other route, and
+/// `-precision=fp16` 600 times as long (tract's f16 transform on tiny-cnn: ~6 s per call against ~1 ms).
 struct FakeRoutes {
     target: Target,
     cache_root: PathBuf,
@@ -85,11 +86,14 @@ impl RouteRunner for FakeRoutes {
     }
 
     fn measure(&mut self, built: &mut String, plan: &MeasurePlan) -> Result<Timing, RouteError> {
-        let base = if built.contains("-threads=2") {
+        let mut base = if built.contains("-threads=2") {
             5.0
         } else {
             10.0
         };
+        if built.contains("-precision=fp16") {
+            base *= 600.0;
+        }
         // A small deterministic ripple, so the intervals have a width.
         let ripple = |i: usize| base * (1.0 + 0.002 * (i % 5) as f64);
         Ok(Timing {
@@ -318,4 +322,87 @@ fn the_output_directory_holds_only_what_a_tune_writes() {
         Err(TuneRunError::Output(m)) => assert!(m.contains("it is a file"), "{m}"),
         other => panic!("not refused: {other:?}"),
     }
+}
+
+/// The route space of issue 15 (`-threads=[1|2] -precision=[fp32|fp16]`, fast search): the fp16 route
+/// is stopped after its probe, recorded with its calls and reason, and the winner is the one a full
+/// measurement finds; `--continue` replays the eliminated route.
+#[test]
+fn a_clearly_slower_route_is_eliminated_after_its_probe_and_the_winner_stands() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (request, mut plan) = setup(tmp.path());
+    plan.expression = trtmc_tune::expr::parse("-threads=[1|2] -precision=[fp32|fp16]", &plan.knobs)
+        .expect("expression");
+    plan.config.search = SearchOrder::Fast;
+    let outcome = tune(&request, Start::New(plan), &Recorder::default()).expect("tune");
+    let s = &outcome.summary;
+    assert_eq!(s.decision.kind, DecisionKind::Winner, "{:?}", s.decision);
+    assert_eq!(
+        s.decision.route.as_deref(),
+        Some("-threads=2 -precision=fp32")
+    );
+    let slow = s
+        .route("-threads=1 -precision=fp16")
+        .expect("the fp16 route was tried");
+    assert_eq!(slow.status.name(), "eliminated");
+    assert!(!slow.eligible && !slow.finalist);
+    assert_eq!(slow.search_samples.as_ref().map(|x| x.count), Some(3));
+    let reason = slow.error_message.as_deref().unwrap_or_default();
+    assert!(
+        reason.contains("stopped early after 3 probe call(s)"),
+        "{reason}"
+    );
+    assert!(reason.contains("the fastest took 6000 ms"), "{reason}");
+    assert_eq!(s.counts.eliminated, 1);
+    // Its warm-up and three probe calls, not 5 + 20: the calls at 6 s each were what made the tune
+    // of the issue take ten minutes.
+    let line = cache_lines(&request.cache)
+        .into_iter()
+        .find(|l| l.contains("\"status\":\"eliminated\""))
+        .expect("an eliminated cache line");
+    let line: Value = serde_json::from_str(&line).expect("json");
+    assert_eq!(line["warmup_calls"], 1);
+    assert_eq!(line["samples_ms"].as_array().map(Vec::len), Some(3));
+    let report = std::fs::read_to_string(&outcome.report_file).expect("report");
+    assert!(report.contains("(eliminated)") && report.contains("log scale"));
+
+    let header = orchestrate::read_cache_header(&request.cache).expect("header");
+    let resumed = tune(&request, Start::Continue(header), &Recorder::default()).expect("continue");
+    assert_eq!(resumed.summary.decision.route, s.decision.route);
+    assert_eq!(
+        resumed
+            .summary
+            .route("-threads=1 -precision=fp16")
+            .map(|r| r.status.name()),
+        Some("eliminated")
+    );
+}
+
+#[test]
+fn the_route_budget_stops_measuring_and_keeps_the_calls_made() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (request, mut plan) = setup(tmp.path());
+    // 10 ms and 5 ms calls, 20 asked for, 0.1 s each: the probe's 1 + 3 calls, then what fits after the
+    // one remaining warm-up (60 ms left: 1 + 4 calls; 80 ms left: 1 + 14).
+    plan.config.route_budget_s = Some(0.1);
+    let outcome = tune(&request, Start::New(plan), &Recorder::default()).expect("tune");
+    let s = &outcome.summary;
+    assert_eq!(s.counts.budget_capped, 2);
+    for (route, calls) in [("-threads=1", 4), ("-threads=2", 14)] {
+        let r = s.route(route).expect("measured");
+        assert_eq!(r.status.name(), "ok");
+        assert_eq!(
+            r.search_samples.as_ref().map(|x| x.count),
+            Some(calls),
+            "{route}"
+        );
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.contains(&format!("measured {calls} of 20 calls"))),
+            "{:?}",
+            r.notes
+        );
+    }
+    assert_eq!(s.decision.route.as_deref(), Some("-threads=2"));
 }

@@ -44,8 +44,35 @@ pub struct TuneConfig {
     /// `--timeout` (trtexec's `--tuningTimeOut`): wall-clock budget of the whole tune, checked before each
     /// iteration (the running one finishes); when spent, the tune stops and decides with what it has.
     pub budget_s: Option<f64>,
+    /// Steady-state calls of a route's probe, the first stage of its measurement (after one warm-up call):
+    /// enough to see that a route is far slower than the best before spending `calls` on it. On a route
+    /// that goes on, the probe's calls count among its warm-ups. 0 measures in one stage.
+    #[serde(default)]
+    pub probe_calls: usize,
+    /// Early stop: a route whose every probe call is above this factor × the best route's cost so far is
+    /// stopped and recorded as `eliminated`. `None` (`--early-stop-factor 0`) never stops a route early.
+    /// Absent from caches written before early stopping existed, which therefore resume without it.
+    #[serde(default)]
+    pub early_stop_factor: Option<f64>,
+    /// `--route-budget`: seconds of steady-state measurement one route gets in the search (the calls that
+    /// fit, sized from its probe; at least one). Unlike `route_timeout_s` nothing is killed: the calls
+    /// made are kept. `None`: every route gets `calls`.
+    #[serde(default)]
+    pub route_budget_s: Option<f64>,
     pub accuracy: AccuracySpec,
 }
+
+/// Default probe: three calls, so one lucky or unlucky call cannot decide alone.
+pub const DEFAULT_PROBE_CALLS: usize = 3;
+/// Default early-stop factor. The shared 2-core machine changes speed by up to ~2× for seconds at a time
+/// (docs/statistics.md: block medians ranged 1.65–2.05× fastest to slowest), and a route with two
+/// threads ran over 3× slower than the best while other builds loaded both cores (onnxruntime's racing
+/// test in crates/cli/tests/tune_cli.rs), so only a route whose fastest probe call is 5× the best's cost
+/// is slower beyond doubt. The pathological routes early stopping is for are hundreds to thousands of
+/// times slower (tract's fp16 transform on tiny-cnn: ~4,000×).
+pub const DEFAULT_EARLY_STOP_FACTOR: f64 = 5.0;
+/// Default per-route measurement budget in seconds: 100 calls of a 100 ms route.
+pub const DEFAULT_ROUTE_BUDGET_S: f64 = 10.0;
 
 impl Default for TuneConfig {
     fn default() -> Self {
@@ -66,6 +93,9 @@ impl Default for TuneConfig {
             max_routes: None,
             route_timeout_s: None,
             budget_s: None,
+            probe_calls: DEFAULT_PROBE_CALLS,
+            early_stop_factor: Some(DEFAULT_EARLY_STOP_FACTOR),
+            route_budget_s: Some(DEFAULT_ROUTE_BUDGET_S),
             accuracy: AccuracySpec::new(Algorithm::Cos, 1e-3),
         }
     }
@@ -97,6 +127,10 @@ pub struct ConfigFlags {
     pub route_timeout_s: Option<f64>,
     /// trtexec's `--tuningTimeOut`: a negative budget means none.
     pub timeout_s: Option<f64>,
+    /// `--route-budget`: a negative budget means none.
+    pub route_budget_s: Option<f64>,
+    /// `--early-stop-factor`: 0 turns early stopping off.
+    pub early_stop_factor: Option<f64>,
     pub accuracy_algorithm: Option<String>,
     pub accuracy_threshold: Option<f64>,
     pub atol: Option<f64>,
@@ -133,6 +167,12 @@ impl ConfigFlags {
         c.max_routes = self.max_routes;
         c.route_timeout_s = self.route_timeout_s;
         c.budget_s = self.timeout_s.filter(|t| *t >= 0.0);
+        if let Some(b) = self.route_budget_s {
+            c.route_budget_s = (b >= 0.0).then_some(b);
+        }
+        if let Some(f) = self.early_stop_factor {
+            c.early_stop_factor = (f != 0.0).then_some(f);
+        }
         let algorithm = match &self.accuracy_algorithm {
             Some(a) => a
                 .parse::<Algorithm>()
@@ -216,6 +256,7 @@ impl TuneConfig {
         for (option, value) in [
             ("route_timeout_s", self.route_timeout_s),
             ("budget_s", self.budget_s),
+            ("route_budget_s", self.route_budget_s),
         ] {
             if let Some(v) = value
                 && !(v.is_finite() && v >= 0.0)
@@ -226,6 +267,15 @@ impl TuneConfig {
                     "a finite number of seconds, at least 0",
                 );
             }
+        }
+        if let Some(f) = self.early_stop_factor
+            && !(f.is_finite() && f > 1.0)
+        {
+            return bad(
+                "early_stop_factor",
+                f.to_string(),
+                "a finite factor above 1 (e.g. 3), or 0 for no early stop",
+            );
         }
         let a = &self.accuracy;
         // Finite, because JSON (the cache header) cannot hold infinity: a gate that passes everything is a
@@ -254,6 +304,10 @@ impl TuneConfig {
 
     pub fn route_timeout(&self) -> Option<Duration> {
         self.route_timeout_s.map(Duration::from_secs_f64)
+    }
+
+    pub fn route_budget(&self) -> Option<Duration> {
+        self.route_budget_s.map(Duration::from_secs_f64)
     }
 
     pub fn budget(&self) -> Option<Duration> {

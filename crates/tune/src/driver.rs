@@ -9,7 +9,7 @@
 use crate::cache::{
     CacheError, CacheHeader, CacheWriter, IterationRecord, Phase, RouteStatus, Stage,
 };
-use crate::config::{ConfigError, TuneConfig};
+use crate::config::{ConfigError, DEFAULT_EARLY_STOP_FACTOR, TuneConfig};
 use crate::expr::{ExprError, Expression, Route};
 use crate::knobs::{KnobDbError, KnobSet};
 use crate::search::{self, FullSpace, SearchOrder};
@@ -402,6 +402,50 @@ fn timing_ms(timing: &Timing) -> f64 {
         .sum()
 }
 
+/// What a staged search measurement gave: the samples (probe calls folded into the warm-ups when the
+/// route went on), and why it stopped early, if it did.
+struct Staged {
+    timing: Timing,
+    warmup_calls: usize,
+    /// The early-stop reason: the route is clearly slower than the best so far.
+    eliminated: Option<String>,
+    /// The per-route budget cut the calls short.
+    budget_note: Option<String>,
+}
+
+impl Staged {
+    fn single(timing: Timing, warmup_calls: usize) -> Self {
+        Self {
+            timing,
+            warmup_calls,
+            eliminated: None,
+            budget_note: None,
+        }
+    }
+}
+
+/// A number with three or four significant digits for messages, without trailing zeros (`5985.05` →
+/// `5985`, `1.51304` → `1.51`, `3.0` → `3`).
+fn short_number(v: f64) -> String {
+    let a = v.abs();
+    let s = if !v.is_finite() {
+        return v.to_string();
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    };
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 /// A measurement's samples and the runtime tool's notes into the record.
 fn set_samples(
     rec: &mut IterationRecord,
@@ -733,20 +777,25 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
                 rec.accuracy = Some(report);
             }
         }
-        let plan = MeasurePlan {
-            warmup_calls: config.warmup_calls,
-            calls,
-            timeout,
-            fresh_process: false,
-        };
-        self.calls += plan.warmup_calls + plan.calls;
-        let measured = self.runner.measure(&mut built, &plan);
-        if let Ok(timing) = &measured {
-            self.measure_ms += timing_ms(timing);
-        }
-        match measured {
-            Ok(timing) => match check_samples(&timing.samples_ms) {
-                Ok(()) => set_samples(&mut rec, config.objective, plan.warmup_calls, timing),
+        match self.measure_in_stages(&mut built, calls) {
+            Ok(staged) => match check_samples(&staged.timing.samples_ms) {
+                Ok(()) => {
+                    set_samples(
+                        &mut rec,
+                        config.objective,
+                        staged.warmup_calls,
+                        staged.timing,
+                    );
+                    if let Some(reason) = staged.eliminated {
+                        if rec.status == RouteStatus::Ok {
+                            rec.status = RouteStatus::Eliminated;
+                            rec.error_message = Some(reason);
+                        } else {
+                            rec.notes.push(reason);
+                        }
+                    }
+                    rec.notes.extend(staged.budget_note);
+                }
                 Err(message) => {
                     if rec.status == RouteStatus::Ok {
                         fail(&mut rec, Stage::Measure, &RouteError::failed(message));
@@ -767,6 +816,133 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
             self.built.insert(route.to_string(), built);
         }
         rec
+    }
+
+    /// One measurement request, counted in this session's calls and measurement time.
+    fn measure_counted(
+        &mut self,
+        built: &mut R::Built,
+        warmup_calls: usize,
+        calls: usize,
+    ) -> Result<Timing, RouteError> {
+        let plan = MeasurePlan {
+            warmup_calls,
+            calls,
+            timeout: self.config.route_timeout(),
+            fresh_process: false,
+        };
+        self.calls += plan.warmup_calls + plan.calls;
+        let measured = self.runner.measure(built, &plan);
+        if let Ok(timing) = &measured {
+            self.measure_ms += timing_ms(timing);
+        }
+        measured
+    }
+
+    /// A route's search measurement in two stages. First a probe (one warm-up, `probe_calls` calls): a
+    /// route whose every probe call is above `early_stop_factor` × the best cost so far stops there, its
+    /// probe calls as its samples. Otherwise the probe's calls count as warm-ups and `calls` calls follow
+    /// in the same process, as many as fit in the per-route budget (sized from the probe); when none fit,
+    /// the probe's calls are kept as the samples. Without a probe (`probe_calls` 0, or `calls` no more
+    /// than it) one request measures everything, as before early stopping existed.
+    fn measure_in_stages(
+        &mut self,
+        built: &mut R::Built,
+        calls: usize,
+    ) -> Result<Staged, RouteError> {
+        let config = self.config;
+        let probe = config.probe_calls;
+        if probe == 0 || calls <= probe {
+            let timing = self.measure_counted(built, config.warmup_calls, calls)?;
+            return Ok(Staged::single(timing, config.warmup_calls));
+        }
+        let probe_warmup = config.warmup_calls.min(1);
+        let probe_timing = self.measure_counted(built, probe_warmup, probe)?;
+        if check_samples(&probe_timing.samples_ms).is_err() {
+            return Ok(Staged::single(probe_timing, probe_warmup));
+        }
+        if let Some(reason) = self.clearly_slower(&probe_timing.samples_ms) {
+            return Ok(Staged {
+                eliminated: Some(reason),
+                ..Staged::single(probe_timing, probe_warmup)
+            });
+        }
+        let rest_warmup = config.warmup_calls.saturating_sub(probe_warmup + probe);
+        let mut rest_calls = calls;
+        let mut budget_note = None;
+        if let Some(budget_s) = config.route_budget_s {
+            let per_call = stats::mean(&probe_timing.samples_ms);
+            let left_ms = budget_s * 1000.0 - timing_ms(&probe_timing);
+            let fit = (left_ms / per_call).floor() - rest_warmup as f64;
+            let fit = if fit.is_finite() && fit > 0.0 {
+                (fit as usize).min(calls)
+            } else {
+                0
+            };
+            if fit < calls {
+                budget_note = Some(format!(
+                    "per-route measurement budget of {} s: measured {} of {calls} calls (~{} ms per call in the \
+                     probe)",
+                    short_number(budget_s),
+                    if fit == 0 { probe } else { fit },
+                    short_number(per_call)
+                ));
+                if fit == 0 {
+                    return Ok(Staged {
+                        budget_note,
+                        ..Staged::single(probe_timing, probe_warmup)
+                    });
+                }
+                rest_calls = fit;
+            }
+        }
+        let mut rest = self.measure_counted(built, rest_warmup, rest_calls)?;
+        let mut warmup_ms = probe_timing.warmup_ms;
+        warmup_ms.extend(probe_timing.samples_ms);
+        warmup_ms.append(&mut rest.warmup_ms);
+        let mut notes = probe_timing.notes;
+        for n in rest.notes {
+            if !notes.contains(&n) {
+                notes.push(n);
+            }
+        }
+        Ok(Staged {
+            timing: Timing {
+                warmup_ms,
+                samples_ms: rest.samples_ms,
+                notes,
+            },
+            warmup_calls: probe_warmup + probe + rest_warmup,
+            eliminated: None,
+            budget_note,
+        })
+    }
+
+    /// Why the probe shows a route slower than the best eligible route so far beyond doubt: its fastest
+    /// call is above `early_stop_factor` × the best's cost. `None` when it is not, or nothing to compare.
+    fn clearly_slower(&self, probe: &[f64]) -> Option<String> {
+        let config = self.config;
+        let factor = config.early_stop_factor?;
+        let (best, best_cost) = self
+            .routes
+            .iter()
+            .filter(|s| s.eligible() && s.eliminated.is_none())
+            .map(|s| (s.key.as_str(), config.objective.cost(&s.search)))
+            .filter(|(_, c)| c.is_finite() && *c > 0.0)
+            .min_by(|a, b| a.1.total_cmp(&b.1))?;
+        let fastest = probe.iter().copied().fold(f64::INFINITY, f64::min);
+        (fastest > factor * best_cost).then(|| {
+            format!(
+                "stopped early after {} probe call(s): the fastest took {} ms, {}× the {} of the best route so far \
+                 ({best}, {} ms), above the early-stop factor {}",
+                probe.len(),
+                short_number(fastest),
+                short_number(fastest / best_cost),
+                config.objective.time_statistic(),
+                short_number(best_cost),
+                short_number(factor)
+            )
+        })
     }
 
     /// Measure an already evaluated route again (racing round, head-to-head pass). After `--continue` the
@@ -932,18 +1108,16 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
         let mut eliminated = 0usize;
         loop {
             eliminated += self.eliminate(&mut alive, round);
-            let needs_more = alive
-                .iter()
-                .any(|k| self.state(k).is_some_and(|s| s.search.len() < config.calls));
+            let needs_more = alive.iter().any(|k| self.wants_more_racing_calls(k));
             if alive.len() <= 1 || !needs_more || self.stopped.is_some() {
                 break;
             }
             round += 1;
             for key in rotate(&alive, round) {
-                let have = self.state(&key).map_or(0, |s| s.search.len());
-                if have >= config.calls {
+                if !self.wants_more_racing_calls(&key) {
                     continue;
                 }
+                let have = self.state(&key).map_or(0, |s| s.search.len());
                 let calls = config.race_round_calls.min(config.calls - have);
                 let route = parse_route(&key);
                 self.step(Phase::Racing, &route, Some(round), |d| {
@@ -963,6 +1137,19 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
             survivors: alive,
         });
         Ok(())
+    }
+
+    /// A racing survivor gets rounds until it has `calls` samples or its samples add up to the per-route
+    /// budget.
+    fn wants_more_racing_calls(&self, key: &str) -> bool {
+        self.state(key).is_some_and(|s| {
+            let spent_ms: f64 = s.search.iter().sum();
+            s.search.len() < self.config.calls
+                && self
+                    .config
+                    .route_budget_s
+                    .is_none_or(|b| spent_ms < b * 1000.0)
+        })
     }
 
     fn eliminate(&mut self, alive: &mut Vec<String>, round: usize) -> usize {
@@ -1061,6 +1248,33 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
         let mut tied = select::tied_with_best(&estimates);
         tied.sort_by(|a, b| by_cost(a).total_cmp(&by_cost(b)));
         let ties: Vec<String> = tied.iter().map(|&i| candidates[i].clone()).collect();
+        let stopped_early = self
+            .routes
+            .iter()
+            .filter(|s| s.status == RouteStatus::Eliminated)
+            .count();
+        if candidates.len() == 1 && stopped_early > 0 {
+            // Every other measured route was stopped as slower beyond doubt: a winner without a
+            // head-to-head, which would spend the very time early stopping saved.
+            let route = candidates[0].clone();
+            let decision = Decision {
+                kind: DecisionKind::Winner,
+                versus_baseline: self.versus_baseline(&route),
+                reason: format!(
+                    "{route} is the only eligible route left: the {stopped_early} other measured route(s) were \
+                     stopped early, every probe call above {}× the best cost so far (see their reasons)",
+                    short_number(
+                        config
+                            .early_stop_factor
+                            .unwrap_or(DEFAULT_EARLY_STOP_FACTOR)
+                    )
+                ),
+                route: Some(route),
+                tied_routes: Vec::new(),
+                margin: None,
+            };
+            return Ok((ties, None, decision));
+        }
         if candidates.len() == 1 {
             let route = candidates[0].clone();
             let decision = Decision {
@@ -1316,7 +1530,19 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
                     RouteStatus::Failed => counts.failed += 1,
                     RouteStatus::AccuracyFailed => counts.accuracy_failed += 1,
                     RouteStatus::AccuracyError => counts.accuracy_errors += 1,
+                    RouteStatus::Eliminated => counts.eliminated += 1,
                 }
+                if s.eligible() && s.eliminated.is_none() && s.search.len() < config.calls {
+                    counts.budget_capped += 1;
+                }
+                let search_samples = stats::summarize(&s.search);
+                let warnings: Vec<String> = if s.status == RouteStatus::Ok {
+                    crate::summary::cv_warning(search_samples.as_ref())
+                        .into_iter()
+                        .collect()
+                } else {
+                    Vec::new()
+                };
                 RouteSummary {
                     route: s.key.clone(),
                     phase: s.phase,
@@ -1327,13 +1553,14 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
                     error_message: s.error.clone(),
                     accuracy: s.accuracy.clone(),
                     search: self.estimate(&s.search),
-                    search_samples: stats::summarize(&s.search),
+                    search_samples,
                     head_to_head: self.estimate(&s.finals),
                     eligible: s.eligible(),
                     tied_with_best: ties.contains(&s.key),
                     finalist: s.finalist,
                     eliminated_in_round: s.eliminated,
                     notes: s.notes.clone(),
+                    warnings,
                 }
             })
             .collect();

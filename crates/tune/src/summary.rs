@@ -3,6 +3,7 @@
 //! re-exported here because the engine builds them.
 
 pub use trtmc_core::artifacts::tune_summary::{
-    ChosenRoute, Counts, Decision, DecisionKind, FinalistResult, HeadToHeadSummary, Margin,
-    RacingSummary, RouteSummary, StopReason, TUNING_SUMMARY_SCHEMA, TuneContext, TuneSummary,
+    ChosenRoute, Counts, DOUBTFUL_CV, Decision, DecisionKind, FinalistResult, HeadToHeadSummary,
+    Margin, RacingSummary, RouteSummary, StopReason, TUNING_SUMMARY_SCHEMA, TuneContext,
+    TuneSummary, cv_warning,
 };

@@ -739,3 +739,174 @@ fn continue_with_a_reference_from_the_default_route_recomputes_it_once() {
     assert_eq!(phases.iter().filter(|p| **p == Phase::Reference).count(), 1);
     assert_eq!(phases.len(), resumed.counts.iterations);
 }
+
+/// `two_good_knobs`, except that k1=1 is 500× slower: a pathological route, as tract's fp16 transform is
+/// on tiny-cnn (6 s per call against ~1 ms).
+fn one_pathological_knob_value(route: &trtmc_tune::Route) -> f64 {
+    if value(route, "-k1") == 1 {
+        5000.0
+    } else {
+        two_good_knobs(route)
+    }
+}
+
+#[test]
+fn a_clearly_slower_route_is_stopped_after_its_probe_in_every_order() {
+    for search in [
+        SearchOrder::Fast,
+        SearchOrder::Full,
+        SearchOrder::Mixed,
+        SearchOrder::Racing,
+    ] {
+        let p = plan(2, "-k0=[0|1|2|3] -k1=[0|1|2|3]", search);
+        let mut runner = FakeRunner::new(one_pathological_knob_value);
+        let s = run(&mut runner, &p);
+        let slow: Vec<_> = s
+            .routes
+            .iter()
+            .filter(|r| r.route.contains("-k1=1"))
+            .collect();
+        assert!(!slow.is_empty(), "{search}: the slow value was tried");
+        for r in &slow {
+            assert_eq!(r.status, RouteStatus::Eliminated, "{search}: {r:?}");
+            assert!(!r.eligible && !r.finalist);
+            let samples = r
+                .search_samples
+                .as_ref()
+                .expect("the probe's calls are kept");
+            assert_eq!(samples.count, p.config.probe_calls, "{search}: {}", r.route);
+            let reason = r.error_message.as_deref().unwrap_or_default();
+            assert!(
+                reason.contains("stopped early after 3 probe call(s)")
+                    && reason.contains("early-stop factor 5"),
+                "{search}: {reason}"
+            );
+        }
+        assert_eq!(s.counts.eliminated, slow.len());
+        assert_ne!(
+            s.decision.route.as_deref().map(|r| r.contains("-k1=1")),
+            Some(true)
+        );
+
+        // The same tune without early stopping (nor a budget) spends 40 calls on each slow route and
+        // decides the same.
+        let mut without = p.clone();
+        without.config.early_stop_factor = None;
+        without.config.route_budget_s = None;
+        let mut full_runner = FakeRunner::new(one_pathological_knob_value);
+        let reference = run(&mut full_runner, &without);
+        assert_eq!(reference.counts.eliminated, 0);
+        assert_eq!(s.decision.kind, reference.decision.kind, "{search}");
+        assert_eq!(s.decision.route, reference.decision.route, "{search}");
+        if search != SearchOrder::Racing {
+            assert!(
+                runner.measure_calls + slow.len() * 30 < full_runner.measure_calls,
+                "{search}: {} calls with early stopping, {} without",
+                runner.measure_calls,
+                full_runner.measure_calls
+            );
+        }
+    }
+}
+
+#[test]
+fn a_route_slower_only_within_doubt_gets_the_full_measurement() {
+    // k0=1 twice as slow: a real difference, but within what a change of machine speed can do, so it
+    // is measured in full and left to the ranking.
+    let latency = |r: &trtmc_tune::Route| if value(r, "-k0") == 1 { 20.0 } else { 10.0 };
+    let p = plan(2, "-k0=[0|1|2]", SearchOrder::Fast);
+    let s = run(&mut FakeRunner::new(latency), &p);
+    let slower = s.route("-k0=1").expect("measured");
+    assert_eq!(slower.status, RouteStatus::Ok);
+    assert!(slower.eligible);
+    assert_eq!(
+        slower.search_samples.as_ref().map(|x| x.count),
+        Some(p.config.calls)
+    );
+    assert_eq!(s.counts.eliminated, 0);
+}
+
+#[test]
+fn the_route_budget_stops_measuring_and_keeps_the_calls() {
+    // ~50 ms calls, 40 asked for, a 1 s budget: about 13 fit after the probe.
+    let latency = |r: &trtmc_tune::Route| 5.0 * two_good_knobs(r);
+    let mut p = plan(2, "-k0=[0|1|2]", SearchOrder::Fast);
+    p.config.route_budget_s = Some(1.0);
+    let s = run(&mut FakeRunner::new(latency), &p);
+    assert_eq!(s.counts.budget_capped, 3);
+    for r in &s.routes {
+        assert_eq!(r.status, RouteStatus::Ok, "{r:?}");
+        let count = r.search_samples.as_ref().map_or(0, |x| x.count);
+        assert!(
+            (5..p.config.calls).contains(&count),
+            "{}: {count} calls",
+            r.route
+        );
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.contains("per-route measurement budget of 1 s")),
+            "{:?}",
+            r.notes
+        );
+    }
+    assert!(s.decision.route.is_some());
+
+    // A budget smaller than the probe keeps the probe's calls as the route's samples.
+    p.config.route_budget_s = Some(0.01);
+    let s = run(&mut FakeRunner::new(latency), &p);
+    for r in &s.routes {
+        assert_eq!(
+            r.search_samples.as_ref().map(|x| x.count),
+            Some(p.config.probe_calls)
+        );
+    }
+}
+
+#[test]
+fn continue_after_a_kill_around_an_eliminated_route_ends_the_same() {
+    let p = plan(2, "-k0=[0|1|2|3] -k1=[0|1|2]", SearchOrder::Full);
+    // Line 2 is the eliminated -k0=0 -k1=1: stop right after it, and right before it.
+    kill_and_continue(&p, one_pathological_knob_value, 3);
+    kill_and_continue(&p, one_pathological_knob_value, 2);
+}
+
+#[test]
+fn a_noisy_route_carries_a_cv_warning() {
+    let mut runner = FakeRunner::new(two_good_knobs);
+    runner.noise = 0.3;
+    let s = run(&mut runner, &plan(2, "-k0=[0|1]", SearchOrder::Fast));
+    for r in &s.routes {
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.starts_with("CV ") && w.contains("doubtful")),
+            "{:?}",
+            r.warnings
+        );
+    }
+    let quiet = run(
+        &mut FakeRunner::new(two_good_knobs),
+        &plan(2, "-k0=[0|1]", SearchOrder::Fast),
+    );
+    assert!(quiet.routes.iter().all(|r| r.warnings.is_empty()));
+}
+
+#[test]
+fn a_route_whose_rivals_were_all_stopped_early_wins_without_a_head_to_head() {
+    let p = plan(2, "-k1=[0|1]", SearchOrder::Fast);
+    let mut runner = FakeRunner::new(one_pathological_knob_value);
+    let s = run(&mut runner, &p);
+    assert_eq!(s.decision.kind, DecisionKind::Winner, "{:?}", s.decision);
+    assert_eq!(s.decision.route.as_deref(), Some("-k1=0"));
+    assert!(
+        s.decision.reason.contains("stopped early"),
+        "{}",
+        s.decision.reason
+    );
+    assert!(s.head_to_head.is_none());
+    assert_eq!(
+        runner.fresh_processes, 0,
+        "no pass spent on a route slower beyond doubt"
+    );
+}

@@ -297,19 +297,45 @@ fn decision_text(args: &TuneArgs, outcome: &TuneOutcome) -> String {
     {
         out.push_str(&format!("  run it: {}\n", run_command(args, &c.run_sets)));
     }
+    let mut stopped_early = String::new();
+    if s.counts.eliminated > 0 {
+        stopped_early.push_str(&format!(
+            ", {} stopped early as clearly slower",
+            s.counts.eliminated
+        ));
+    }
+    if s.counts.budget_capped > 0 {
+        stopped_early.push_str(&format!(
+            ", {} measured up to the per-route budget",
+            s.counts.budget_capped
+        ));
+    }
     out.push_str(&format!(
-        "  {} routes evaluated, {} eligible; summary {}, report {}\n",
+        "  {} routes evaluated, {} eligible{stopped_early}; summary {}, report {}\n",
         s.counts.evaluated,
         s.counts.eligible,
         outcome.summary_file.display(),
         outcome.report_file.display()
     ));
+    for r in &s.routes {
+        for w in &r.warnings {
+            out.push_str(&format!("  warning: {}: {w}\n", route_or_none(&r.route)));
+        }
+    }
     if std::io::stdout().is_terminal() {
         for n in &s.notes {
             out.push_str(&format!("  note: {n}\n"));
         }
     }
     out
+}
+
+fn route_or_none(route: &str) -> &str {
+    if route.is_empty() {
+        "(no knobs)"
+    } else {
+        route
+    }
 }
 
 /// The `run` command line that measures the chosen route: the tune's model, runtime, case, fixed

@@ -134,6 +134,29 @@ pub struct RouteSummary {
     /// "GPU compute time is unstable" warning).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Why this route's ranking is doubtful, e.g. a coefficient of variation above
+    /// [`DOUBTFUL_CV`] over its search samples.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// Coefficient of variation (standard deviation / mean of the search samples) above which a route's
+/// ranking is flagged as doubtful. Calls of a steady route on the shared 2-core machine vary by a few
+/// percent (docs/statistics.md: A/A ratios up to 1.06); a CV above 10 % means single calls differ by more
+/// than the margins routes are told apart by, so its place in the search ranking rests on luck of timing.
+pub const DOUBTFUL_CV: f64 = 0.10;
+
+/// The warning for a route whose samples vary too much to rank it with confidence, if they do.
+pub fn cv_warning(samples: Option<&Summary>) -> Option<String> {
+    let s = samples?;
+    (s.cv.is_finite() && s.cv > DOUBTFUL_CV).then(|| {
+        format!(
+            "CV {:.1} % over {} calls (above {:.0} %): its calls vary more than routes differ, so its rank is doubtful",
+            s.cv * 100.0,
+            s.count,
+            DOUBTFUL_CV * 100.0
+        )
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -227,6 +250,12 @@ pub struct Counts {
     pub failed: usize,
     pub accuracy_failed: usize,
     pub accuracy_errors: usize,
+    /// Routes stopped after their probe as clearly slower than the best (status `eliminated`).
+    #[serde(default)]
+    pub eliminated: usize,
+    /// Routes whose measurement the per-route budget cut short (fewer than `calls` samples).
+    #[serde(default)]
+    pub budget_capped: usize,
     /// Lines in the tuning cache after the header.
     pub iterations: usize,
     /// Iterations run in this session (the rest were read back from the cache).
@@ -305,6 +334,10 @@ pub enum RouteStatus {
     AccuracyFailed,
     /// Outputs could not be compared (missing tensor, shape mismatch).
     AccuracyError,
+    /// Stopped after its probe calls: slower than the best route so far beyond doubt (every probe call
+    /// above `early_stop_factor` × the best's cost). Its calls are kept; never eligible. The reason is in
+    /// `error_message`.
+    Eliminated,
 }
 
 /// Where an iteration failed.
@@ -467,6 +500,7 @@ impl RouteStatus {
             RouteStatus::Failed => "failed",
             RouteStatus::AccuracyFailed => "accuracy_failed",
             RouteStatus::AccuracyError => "accuracy_error",
+            RouteStatus::Eliminated => "eliminated",
         }
     }
 }
@@ -517,6 +551,7 @@ mod tests {
             RouteStatus::Failed,
             RouteStatus::AccuracyFailed,
             RouteStatus::AccuracyError,
+            RouteStatus::Eliminated,
         ] {
             assert_eq!(serialized(serde_json::json!(s)).as_deref(), Some(s.name()));
         }

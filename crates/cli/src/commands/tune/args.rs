@@ -78,6 +78,14 @@ pub struct TuneArgs {
     /// Limit for one route's build, inference or measurement; the route's process is killed past it.
     #[arg(long, value_name = "SECONDS")]
     pub route_timeout: Option<f64>,
+    /// Seconds of search measurement per route: the calls that fit are made and kept, none is killed
+    /// (default 10; -1: none, every route gets --calls).
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub route_budget: Option<f64>,
+    /// Stop a route after its 3 probe calls when each is above FACTOR × the best route's statistic so
+    /// far (status eliminated; default 5; 0: never).
+    #[arg(long, value_name = "FACTOR")]
+    pub early_stop_factor: Option<f64>,
     /// Build and evaluate at most N routes (all phases together).
     #[arg(long, value_name = "N")]
     pub max_routes: Option<usize>,
@@ -194,6 +202,8 @@ impl TuneArgs {
         opt("output", path(&self.output));
         opt("timeout", float(self.timeout));
         opt("route-timeout", float(self.route_timeout));
+        opt("route-budget", float(self.route_budget));
+        opt("early-stop-factor", float(self.early_stop_factor));
         opt("max-routes", num(self.max_routes));
         opt("objective", self.objective.clone());
         opt("inputs", path(&self.inputs));
@@ -279,6 +289,8 @@ impl TuneArgs {
             max_routes: self.max_routes,
             route_timeout_s: self.route_timeout,
             timeout_s: self.timeout,
+            route_budget_s: self.route_budget,
+            early_stop_factor: self.early_stop_factor,
             accuracy_algorithm: self.accuracy_algorithm.clone(),
             accuracy_threshold: self.accuracy_threshold,
             atol: self.atol,
