@@ -225,8 +225,9 @@ fn iteration_line(rec: &IterationRecord, replayed: bool, objective: Objective) -
     let what = match rec.status {
         RouteStatus::Ok => match rec.time_ms {
             Some(t) => format!(
-                "ok, {} {t:.4} ms over {} calls",
+                "ok, {} {} ms over {} calls",
                 objective.time_statistic(),
+                trtmc_report::fmt::fmt_num(t),
                 rec.samples_ms.len()
             ),
             None => "ok".into(),

@@ -230,3 +230,149 @@ fn sigterm_commits_what_was_timed_and_lists_the_cases_not_started() {
         "the progress file is gone"
     );
 }
+
+#[test]
+fn interleaved_rounds_give_each_case_a_verdict_against_the_baseline() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out_dir = tmp.path().join("r");
+    let rounds = |baseline: &str, dir: &Path| {
+        run(&[
+            "run",
+            "--manifest-root",
+            &catalog_arg(),
+            "--model",
+            "test-sleep",
+            "--sweep",
+            "request.sleep_us=2000,6000",
+            "--iterations",
+            "12",
+            "--warmup",
+            "1",
+            "--rounds",
+            "6",
+            "--baseline",
+            baseline,
+            "-o",
+            dir.to_str().expect("utf8"),
+            "-q",
+        ])
+    };
+    let out = rounds("1", &out_dir);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = assert_result_dir_valid(&out_dir);
+    for case in doc["cases"].as_array().expect("cases") {
+        assert_eq!(
+            case["rounds"].as_array().expect("rounds").len(),
+            6,
+            "{case}"
+        );
+        assert_eq!(
+            case["measurement"]["observations"], 12,
+            "2 calls in each of 6 rounds"
+        );
+        let dir = out_dir.join(case["dir"].as_str().expect("dir"));
+        assert!(
+            dir.join("worker-r06.log").exists(),
+            "each round keeps its log"
+        );
+        assert!(
+            !dir.join("worker-request-r01.json").exists(),
+            "and drops its protocol files"
+        );
+    }
+    let c = &doc["comparisons"][0];
+    assert_eq!(c["case"], "002-test-sleep-2ms-sleep_us-6000");
+    assert_eq!(c["baseline"], "001-test-sleep-2ms-sleep_us-2000");
+    assert_eq!(c["trusted"], true);
+    let ratio = c["ratio"].as_f64().expect("ratio");
+    assert!(
+        (2.3..3.3).contains(&ratio),
+        "6 ms calls against 2 ms calls: {ratio}"
+    );
+    let verdict = c["verdict"].as_str().expect("verdict");
+    assert!(
+        verdict.starts_with("sleep_us=6000 ran ")
+            && verdict.contains("× slower than sleep_us=2000 (95 % CI"),
+        "{verdict}"
+    );
+    assert!(
+        stdout(&out).contains(verdict),
+        "the summary ends with it: {}",
+        stdout(&out)
+    );
+    let html = std::fs::read_to_string(out_dir.join("report.html")).expect("html");
+    assert!(
+        html.contains("sleep_us=6000 ran "),
+        "report.html shows the verdict"
+    );
+
+    // The other case as the baseline: the same comparison, the other way round.
+    let flipped_dir = tmp.path().join("flipped");
+    let flipped = rounds("2", &flipped_dir);
+    assert_eq!(code(&flipped), 0, "{}", stderr(&flipped));
+    let doc = read_json(&flipped_dir.join("result.json"));
+    let verdict = doc["comparisons"][0]["verdict"].as_str().expect("verdict");
+    assert!(
+        verdict.contains("sleep_us=2000 ran ") && verdict.contains("× faster than sleep_us=6000"),
+        "{verdict}"
+    );
+
+    let bad = rounds("3", &tmp.path().join("bad"));
+    assert_eq!(code(&bad), 3);
+    assert!(
+        stderr(&bad).contains("--baseline 3: give a case number from 1 to 2"),
+        "{}",
+        stderr(&bad)
+    );
+}
+
+#[test]
+fn two_runtimes_on_one_model_are_two_cases_and_threads_means_the_same_on_both() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out_dir = tmp.path().join("r");
+    let out = run(&[
+        "run",
+        "--model",
+        "tiny-cnn",
+        "--runtime",
+        "tract",
+        "--runtime",
+        "onnxruntime",
+        "--set",
+        "runtime.threads=1",
+        "--iterations",
+        "4",
+        "--warmup",
+        "1",
+        "--rounds",
+        "2",
+        "--bundle-cache",
+        tmp.path().join("cache").to_str().expect("utf8"),
+        "-o",
+        out_dir.to_str().expect("utf8"),
+        "-q",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = assert_result_dir_valid(&out_dir);
+    let runtimes: Vec<&str> = doc["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| c["runtime"]["name"].as_str().expect("runtime"))
+        .collect();
+    assert_eq!(runtimes, ["tract", "onnxruntime"]);
+    let c = &doc["comparisons"][0];
+    assert_eq!(c["trusted"], false, "2 rounds cannot carry a 95 % interval");
+    let verdict = c["verdict"].as_str().expect("verdict");
+    assert!(
+        verdict.starts_with("onnxruntime at ") && verdict.contains("too few rounds"),
+        "{verdict}"
+    );
+    let session = std::fs::read_to_string(
+        out_dir
+            .join(doc["cases"][1]["dir"].as_str().expect("dir"))
+            .join("resolved-case.json"),
+    )
+    .expect("resolved case");
+    assert!(session.contains("\"threads\""), "{session}");
+}

@@ -642,3 +642,70 @@ fn hugging_face_sources_resolve_from_the_offline_cache() {
         stderr(&absent)
     );
 }
+
+#[test]
+fn several_onnx_files_and_plan_entries_run_side_by_side() {
+    let e = env();
+    let onnx = onnx_wheel_model("light_squeezenet.onnx");
+    let copy = e.root.join("other").join("light_squeezenet.onnx");
+    std::fs::create_dir_all(copy.parent().expect("parent")).expect("mkdir");
+    std::fs::copy(&onnx, &copy).expect("copy");
+    let dir = e.root.join("two");
+    let out = run(&[
+        "run",
+        "--onnx",
+        onnx.to_str().expect("utf8"),
+        "--onnx",
+        copy.to_str().expect("utf8"),
+        "--bundle-cache",
+        e.cache.to_str().expect("utf8"),
+        "--iterations",
+        "2",
+        "--warmup",
+        "1",
+        "-q",
+        "-o",
+        dir.to_str().expect("utf8"),
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = assert_result_dir_valid(&dir);
+    let models: Vec<&str> = doc["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| c["model"].as_str().expect("model"))
+        .collect();
+    assert_eq!(
+        models,
+        ["light_squeezenet", "light_squeezenet-2"],
+        "same stem, two names"
+    );
+    assert_eq!(
+        doc["cases"][0]["rounds"].as_array().map(Vec::len),
+        Some(10),
+        "two cases: rounds by default"
+    );
+    assert!(doc["comparisons"][0]["verdict"].is_string(), "{doc}");
+
+    // A plan names an ONNX file relative to itself.
+    let plan = e.root.join("other").join("plan.yaml");
+    std::fs::write(
+        &plan,
+        "models:\n  - onnx: light_squeezenet.onnx\n    iterations: 2\n    warmup: 1\n",
+    )
+    .expect("plan");
+    let planned = e.root.join("planned");
+    let out = run(&[
+        "run",
+        plan.to_str().expect("utf8"),
+        "--bundle-cache",
+        e.cache.to_str().expect("utf8"),
+        "-q",
+        "-o",
+        planned.to_str().expect("utf8"),
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = assert_result_dir_valid(&planned);
+    assert_eq!(doc["cases"][0]["model"], "light_squeezenet");
+    assert_eq!(doc["cases"][0]["operation"], "infer");
+}

@@ -18,6 +18,9 @@ const PROGRESS_POLL: Duration = Duration::from_millis(250);
 /// it is killed.
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
 
+/// Who sees a worker's progress reports.
+pub type ShowProgress<'a> = &'a dyn Fn(&WorkerProgress);
+
 pub struct Launch<'a> {
     pub worker: &'a Path,
     pub request: &'a Path,
@@ -26,7 +29,7 @@ pub struct Launch<'a> {
     pub timeout: Duration,
     pub telemetry: bool,
     /// The worker's progress file (named in its request) and who wants to see it.
-    pub progress: Option<(&'a Path, &'a dyn Fn(&WorkerProgress))>,
+    pub progress: Option<(&'a Path, ShowProgress<'a>)>,
 }
 
 /// Why the orchestrator asked the worker to stop.

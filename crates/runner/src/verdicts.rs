@@ -22,10 +22,16 @@ pub fn labels(planned: &[PlannedCase]) -> Vec<String> {
             let r = &p.resolved;
             let mut f = BTreeMap::from([
                 ("0 model".to_string(), p.profile.name.clone()),
-                ("1 case".to_string(), r.label.clone()),
+                ("1 case".to_string(), r.case.clone()),
                 ("2 runtime".to_string(), r.runtime.value.clone()),
             ]);
-            for (k, v) in r.runtime_values().into_iter().chain(r.build_values()) {
+            let request = r.request.iter().map(|(k, v)| (k.clone(), v.value.clone()));
+            for (k, v) in r
+                .runtime_values()
+                .into_iter()
+                .chain(r.build_values())
+                .chain(request)
+            {
                 f.insert(format!("3 {k}"), value_text(&v));
             }
             f
