@@ -660,7 +660,7 @@ fn several_onnx_files_and_plan_entries_run_side_by_side() {
         "--bundle-cache",
         e.cache.to_str().expect("utf8"),
         "--iterations",
-        "2",
+        "10",
         "--warmup",
         "1",
         "-q",
@@ -683,7 +683,7 @@ fn several_onnx_files_and_plan_entries_run_side_by_side() {
     assert_eq!(
         doc["cases"][0]["rounds"].as_array().map(Vec::len),
         Some(10),
-        "two cases: rounds by default"
+        "two cases: 10 rounds by default, one call each"
     );
     assert!(doc["comparisons"][0]["verdict"].is_string(), "{doc}");
 

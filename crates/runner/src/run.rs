@@ -280,7 +280,12 @@ pub fn execute(
             }
         })?;
     let total = planned.len();
-    let rounds = options.rounds.max(1);
+    // Never more rounds than calls: every round of every case times at least one call.
+    let rounds = planned
+        .iter()
+        .map(|p| p.resolved.measure.iterations.value as usize)
+        .fold(options.rounds.max(1), usize::min)
+        .max(1);
     let mut started: Vec<Option<CaseRun>> = (0..total).map(|_| None).collect();
     let mut finished: Vec<Option<(CaseResult, Vec<Observation>)>> =
         (0..total).map(|_| None).collect();
@@ -490,9 +495,11 @@ impl Round {
         }
     }
 
-    /// This round's share of a case's minimum count.
+    /// This round's share of a case's minimum count: the shares add up to the count exactly (an
+    /// explicit `--iterations` stays exact), the first rounds taking the remainder.
     fn share_of_calls(&self, calls: u64) -> u64 {
-        calls.div_ceil(self.of as u64).max(1)
+        let of = self.of as u64;
+        (calls / of + u64::from((self.index as u64) < calls % of)).max(1)
     }
 
     fn share_of_seconds(&self, seconds: f64) -> f64 {
@@ -1264,4 +1271,25 @@ pub fn describe_plan(planned: &[PlannedCase], options: &BundleOptions) -> Vec<St
         }
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_shares_add_up_to_the_count_and_name_their_files() {
+        let shares = |calls: u64, of: usize| -> Vec<u64> {
+            (0..of)
+                .map(|index| Round { index, of }.share_of_calls(calls))
+                .collect()
+        };
+        assert_eq!(shares(25, 10), [3, 3, 3, 3, 3, 2, 2, 2, 2, 2]);
+        assert_eq!(shares(25, 10).iter().sum::<u64>(), 25);
+        assert_eq!(shares(7, 1), [7]);
+        let r = Round { index: 1, of: 10 };
+        assert_eq!(r.file("worker.log"), "worker-r02.log");
+        assert_eq!(Round::ONLY.file("worker.log"), "worker.log");
+        assert_eq!(r.share_of_seconds(30.0), 3.0);
+    }
 }
