@@ -336,7 +336,18 @@ pub fn execute(
         let done = match finished[i].take() {
             Some(done) => Some(done),
             None => match started[i].take() {
-                Some(run) => Some(finish_reported(i + 1, p, options, progress, run)?),
+                Some(mut run) => {
+                    // A stop between rounds leaves this case short of rounds it never started.
+                    if run.rounds_done < rounds && !run.stopped {
+                        run.m.interrupted = Some(format!(
+                            "interrupted (Ctrl-C or SIGTERM) after {} of {rounds} rounds, {} timed call(s); they are kept and the statistics are partial",
+                            run.rounds_done,
+                            run.m.observations.len()
+                        ));
+                        run.m.stopped_by = Some(LoopStop::Signal);
+                    }
+                    Some(finish_reported(i + 1, p, options, progress, run)?)
+                }
                 None => None,
             },
         };
@@ -474,6 +485,8 @@ struct CaseRun {
     rounds: Vec<RoundStat>,
     /// A round failed or was interrupted: the case takes no more rounds.
     stopped: bool,
+    /// Rounds measured (failed or not).
+    rounds_done: usize,
 }
 
 /// Which part of a case's measurement one worker launch makes: round `index` (from 0) of `of`.
@@ -535,6 +548,7 @@ fn start_case(index: usize, p: &PlannedCase, staging: &Path) -> Result<CaseRun, 
         m: Measured::default(),
         rounds: Vec::new(),
         stopped: false,
+        rounds_done: 0,
     })
 }
 
@@ -575,6 +589,7 @@ fn measure_round(
         }
     }
     run.stopped = !ok;
+    run.rounds_done += 1;
     run.m.absorb(m);
     Ok(())
 }
