@@ -21,6 +21,8 @@ use crate::runtime;
 
 /// How often the worker rewrites its progress file (never inside a timed call).
 const PROGRESS_EVERY: Duration = Duration::from_millis(500);
+/// Calls the running p50 of the progress file is taken over.
+const RECENT_CALLS: usize = 1000;
 /// Preallocated observations at most; a longer loop grows its buffer between calls.
 const PREALLOCATED_CALLS: u64 = 1 << 20;
 
@@ -108,7 +110,7 @@ fn execute_inner(
             Some(b) => request.warmup.min(estimate_calls(done, elapsed, b)),
             None => request.warmup,
         };
-        progress.maybe_write("warmup", &warmup_ms, expected, elapsed);
+        progress.maybe_write("warmup", done, &warmup_ms, expected, elapsed);
     }
 
     let rule = LoopRule {
@@ -120,11 +122,16 @@ fn execute_inner(
     };
     let mut report = |calls: &[TimedCall], elapsed: Duration| {
         if progress.due() {
-            let walls: Vec<f64> = calls.iter().map(|c| c.wall.as_secs_f64() * 1e3).collect();
+            let done = calls.len() as u64;
+            let recent: Vec<f64> = calls[calls.len().saturating_sub(RECENT_CALLS)..]
+                .iter()
+                .map(|c| c.wall.as_secs_f64() * 1e3)
+                .collect();
             progress.maybe_write(
                 "timed",
-                &walls,
-                rule.expected(calls.len() as u64, elapsed),
+                done,
+                &recent,
+                rule.expected(done, elapsed),
                 elapsed,
             );
         }
@@ -249,15 +256,23 @@ impl ProgressFile {
         self.path.is_some() && self.last.elapsed() >= PROGRESS_EVERY
     }
 
-    fn maybe_write(&mut self, phase: &str, walls_ms: &[f64], expected: u64, elapsed: Duration) {
+    /// `walls_ms`: the wall times of the calls so far, or at least of the last [`RECENT_CALLS`].
+    fn maybe_write(
+        &mut self,
+        phase: &str,
+        done: u64,
+        walls_ms: &[f64],
+        expected: u64,
+        elapsed: Duration,
+    ) {
         if !self.due() {
             return;
         }
         let Some(path) = &self.path else { return };
-        let recent = &walls_ms[walls_ms.len().saturating_sub(1000)..];
+        let recent = &walls_ms[walls_ms.len().saturating_sub(RECENT_CALLS)..];
         let doc = WorkerProgress {
             phase: phase.into(),
-            done: walls_ms.len() as u64,
+            done,
             expected,
             elapsed_s: elapsed.as_secs_f64(),
             p50_ms: trtmc_core::stats::median(recent),
