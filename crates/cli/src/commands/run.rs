@@ -197,6 +197,21 @@ pub fn execute(args: RunArgs) -> CliResult {
     } else {
         args.runtimes.iter().cloned().map(Some).collect()
     };
+    // `--model NAME` or `--onnx FILE`: one selection per runtime, with the command line's settings.
+    let on_every_runtime = |model: &str| -> Vec<Selection> {
+        runtimes
+            .iter()
+            .map(|runtime| Selection {
+                model: model.to_string(),
+                cases: args.cases.clone(),
+                runtime: runtime.clone(),
+                sets: sets.clone(),
+                sweeps: sweeps.clone(),
+                flags: flags.clone(),
+                ..Default::default()
+            })
+            .collect()
+    };
     let (catalog, selections) = if !args.onnx.is_empty() {
         let mut catalog = Catalog {
             root: args.onnx[0].parent().map(PathBuf::from).unwrap_or_default(),
@@ -205,17 +220,7 @@ pub fn execute(args: RunArgs) -> CliResult {
         let mut selections = Vec::new();
         for onnx in &args.onnx {
             let name = add_onnx_profile(&mut catalog, onnx, "--onnx")?;
-            for runtime in &runtimes {
-                selections.push(Selection {
-                    model: name.clone(),
-                    cases: args.cases.clone(),
-                    runtime: runtime.clone(),
-                    sets: sets.clone(),
-                    sweeps: sweeps.clone(),
-                    flags: flags.clone(),
-                    ..Default::default()
-                });
-            }
+            selections.extend(on_every_runtime(&name));
         }
         (catalog, selections)
     } else {
@@ -256,17 +261,7 @@ pub fn execute(args: RunArgs) -> CliResult {
             }
         }
         for model in &args.models {
-            for runtime in &runtimes {
-                selections.push(Selection {
-                    model: model.clone(),
-                    cases: args.cases.clone(),
-                    runtime: runtime.clone(),
-                    sets: sets.clone(),
-                    sweeps: sweeps.clone(),
-                    flags: flags.clone(),
-                    ..Default::default()
-                });
-            }
+            selections.extend(on_every_runtime(model));
         }
         if selections.is_empty() {
             return Err(CliError::new(
