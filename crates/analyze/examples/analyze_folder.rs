@@ -34,6 +34,7 @@ fn main() -> Result<()> {
         layers: layers.into(),
         profile: profile.map(Into::into),
         times: None,
+        label: None,
     };
     let (inputs, out) = match args.as_slice() {
         [flag, layers, out] if flag == "--data" => (Inputs::Data(vec![spec(layers, None)]), out),

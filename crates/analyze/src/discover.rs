@@ -258,35 +258,39 @@ pub fn has_inputs(folder: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// One `--data LAYERS [PROFILE [TIMES]]` group.
-#[derive(Debug, Clone, PartialEq)]
+/// One `--data LAYERS [PROFILE [TIMES]]` group, with the `--label` that names it, if any.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct DataSpec {
     pub layers: PathBuf,
     pub profile: Option<PathBuf>,
     pub times: Option<PathBuf>,
+    /// The backend's label as the user gave it; `None` derives one from the file names.
+    pub label: Option<String>,
 }
 
-/// Backends from explicit `--data` groups; labels come from the layer file names and are made unique.
+/// Backends from explicit `--data` groups. A group's `label` is kept as given; otherwise the label
+/// comes from the layer file name, and when two groups' files have the same name (TREx exports of
+/// one model in `fp16/` and `qat/`) from the parent folder that tells them apart
+/// (`fp16-resnet`), with a numeric suffix as the last resort.
 pub fn from_data(specs: &[DataSpec]) -> Vec<BackendFiles> {
+    let bases: Vec<String> = specs.iter().map(|s| file_label(&s.layers)).collect();
     let mut out: Vec<BackendFiles> = Vec::new();
-    for spec in specs {
-        let file = spec
-            .layers
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let base = match classify_name(&file) {
-            Some((_, label)) => label,
-            None => file.strip_suffix(".json").unwrap_or(&file).to_owned(),
-        };
-        let base = if base.is_empty() {
-            "default".to_owned()
-        } else {
-            base
+    for (i, spec) in specs.iter().enumerate() {
+        let base = match &spec.label {
+            Some(label) => label.clone(),
+            None if bases.iter().filter(|b| **b == bases[i]).count() > 1 => {
+                match parent_name(&spec.layers) {
+                    Some(parent) => format!("{parent}-{}", bases[i]),
+                    None => bases[i].clone(),
+                }
+            }
+            None => bases[i].clone(),
         };
         let mut label = base.clone();
         let mut n = 2;
-        while out.iter().any(|b| b.label == label) {
+        // Explicit labels are unique (the CLI refuses repeats); derived ones are made unique.
+        while out.iter().any(|b| b.label == label) || (spec.label.is_none() && taken(specs, &label))
+        {
             label = format!("{base}-{n}");
             n += 1;
         }
@@ -299,6 +303,35 @@ pub fn from_data(specs: &[DataSpec]) -> Vec<BackendFiles> {
         });
     }
     out
+}
+
+/// Is `label` one the user gave to some group?
+fn taken(specs: &[DataSpec], label: &str) -> bool {
+    specs.iter().any(|s| s.label.as_deref() == Some(label))
+}
+
+/// The label a layer file's name implies (`layers_fp16.json` → `fp16`, `resnet.onnx.engine.graph.json`
+/// → `resnet`).
+fn file_label(layers: &Path) -> String {
+    let file = layers
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let base = match classify_name(&file) {
+        Some((_, label)) => label,
+        None => file.strip_suffix(".json").unwrap_or(&file).to_owned(),
+    };
+    if base.is_empty() {
+        "default".to_owned()
+    } else {
+        base
+    }
+}
+
+/// The name of the folder that holds `path`, when it has one worth showing.
+fn parent_name(path: &Path) -> Option<String> {
+    let parent = path.parent()?.file_name()?.to_string_lossy().into_owned();
+    (!parent.is_empty() && parent != "." && parent != "..").then_some(parent)
 }
 
 #[cfg(test)]
@@ -375,18 +408,50 @@ mod tests {
     }
 
     #[test]
-    fn explicit_labels_are_unique() {
+    fn data_labels_are_unique_and_tell_same_named_files_apart() {
         let spec = |p: &str| DataSpec {
             layers: PathBuf::from(p),
-            profile: None,
-            times: None,
+            ..DataSpec::default()
         };
         let b = from_data(&[
-            spec("a/layers_x.json"),
-            spec("b/layers_x.json"),
+            spec("fp16/resnet.onnx.engine.graph.json"),
+            spec("qat/resnet.onnx.engine.graph.json"),
+            spec("x/layers_y.json"),
+            spec("x/layers_y.json"),
             spec("c/trt10.16_exportLayerInfo_detailed.json"),
         ]);
         let labels: Vec<&str> = b.iter().map(|b| b.label.as_str()).collect();
-        assert_eq!(labels, ["x", "x-2", "trt10.16_exportLayerInfo_detailed"]);
+        assert_eq!(
+            labels,
+            [
+                "fp16-resnet",
+                "qat-resnet",
+                "x-y",
+                "x-y-2",
+                "trt10.16_exportLayerInfo_detailed"
+            ]
+        );
+    }
+
+    #[test]
+    fn given_labels_are_kept_verbatim_and_win_over_derived_ones() {
+        let b = from_data(&[
+            DataSpec {
+                layers: PathBuf::from("a/layers_fp16.json"),
+                ..DataSpec::default()
+            },
+            DataSpec {
+                layers: PathBuf::from("b/layers_x.json"),
+                label: Some("fp16".to_owned()),
+                ..DataSpec::default()
+            },
+            DataSpec {
+                layers: PathBuf::from("c/layers_x.json"),
+                label: Some("QAT int8 (v2)".to_owned()),
+                ..DataSpec::default()
+            },
+        ]);
+        let labels: Vec<&str> = b.iter().map(|b| b.label.as_str()).collect();
+        assert_eq!(labels, ["fp16-2", "fp16", "QAT int8 (v2)"]);
     }
 }

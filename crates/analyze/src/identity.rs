@@ -37,8 +37,11 @@ pub struct NameGuess {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelIdentity {
-    /// `None` when no candidate reached medium confidence.
+    /// `None` when no candidate reached medium confidence. A `--model-name` is kept as typed.
     pub name: Option<String>,
+    /// `name` normalised to lowercase words joined by `-` (`BERT Base` → `bert-base`): what folder
+    /// names and grouping use.
+    pub id: Option<String>,
     pub confidence: Confidence,
     /// Where the chosen name was found (every source that agrees).
     pub evidence: Vec<String>,
@@ -58,6 +61,7 @@ const STOPWORDS: &[&str] = &[
     "benchmark",
     "benchmarks",
     "build",
+    "builds",
     "cache",
     "case",
     "checkpoint",
@@ -154,6 +158,26 @@ const STOPWORDS: &[&str] = &[
     "blackwell",
     "turing",
     "volta",
+    "after",
+    "against",
+    "baseline",
+    "before",
+    "candidate",
+    "candidates",
+    "compare",
+    "compared",
+    "comparison",
+    "comparisons",
+    "variant",
+    "variants",
+    "versus",
+    "vs",
+    "sweep",
+    "experiment",
+    "experiments",
+    "latest",
+    "new",
+    "old",
 ];
 
 const COMPONENTS: &[&str] = &[
@@ -303,9 +327,9 @@ pub fn load_config(path: &Path) -> Option<serde_json::Map<String, serde_json::Va
 pub fn infer(explicit: Option<&str>, folder: Option<&Path>, labels: &[String]) -> ModelIdentity {
     let mut candidates = Vec::new();
     if let Some(raw) = explicit {
-        // The user's word is kept whole, only normalized (no stopword filtering).
-        let name = tokens(raw).join("-");
-        if !name.is_empty() {
+        // The user's word is kept as typed (only surrounding space trimmed, no stopword filtering).
+        let name = raw.trim().to_owned();
+        if !tokens(&name).is_empty() {
             candidates.push(NameGuess {
                 name,
                 confidence: Confidence::High,
@@ -409,8 +433,10 @@ pub fn infer(explicit: Option<&str>, folder: Option<&Path>, labels: &[String]) -
             }
         }
     }
+    let id = name.as_deref().map(|n| tokens(n).join("-"));
     ModelIdentity {
         name,
+        id,
         confidence,
         evidence,
         candidates,
@@ -807,8 +833,24 @@ mod tests {
         let id = infer(None, Some(dir.path()), &["x".to_owned()]);
         assert_eq!(id.name.as_deref(), Some("bert-base-uncased"));
         assert_eq!(id.confidence, Confidence::High);
-        let id = infer(Some("My Model"), Some(dir.path()), &[]);
-        assert_eq!(id.name.as_deref(), Some("my-model"));
+        let id = infer(Some(" BERT Base "), Some(dir.path()), &[]);
+        assert_eq!(id.name.as_deref(), Some("BERT Base"));
+        assert_eq!(id.id.as_deref(), Some("bert-base"));
+        assert_eq!(id.evidence, ["explicit --model-name"]);
+    }
+
+    #[test]
+    fn comparison_folder_words_are_not_model_names() {
+        assert_eq!(clean_name("resnet18-builds").as_deref(), Some("resnet18"));
+        assert_eq!(clean_name("bert-fp16-vs-int8").as_deref(), Some("bert"));
+        assert_eq!(clean_name("fp16-vs-qat"), None);
+        assert_eq!(clean_name("baseline-vs-candidate"), None);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let folder = dir.path().join("yolov8-builds-old-vs-new");
+        std::fs::create_dir(&folder).expect("mkdir");
+        let id = infer(None, Some(&folder), &[]);
+        assert_eq!(id.name.as_deref(), Some("yolov8"));
+        assert_eq!(id.id.as_deref(), Some("yolov8"));
     }
 
     #[test]

@@ -132,8 +132,9 @@ pub fn choose_report_dir(
     };
     let model = analysis
         .model
-        .name
+        .id
         .as_deref()
+        .or(analysis.model.name.as_deref())
         .map(slug)
         .unwrap_or_else(|| "unknown_model".to_owned());
     let base = format!("report_{model}_{ts}");

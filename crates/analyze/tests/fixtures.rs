@@ -501,17 +501,21 @@ fn explicit_pairs_and_model_name() {
                 layers: dir.join("resnet18-pt-a100-fp16.layers.json"),
                 profile: Some(dir.join("resnet18-pt-a100-fp16.profile.json")),
                 times: Some(dir.join("resnet18-pt-a100-fp16.timing.json")),
+                label: None,
             },
             trtmc_analyze::DataSpec {
                 layers: dir.join("resnet18-pt-a100-fp32.layers.json"),
                 profile: None,
                 times: None,
+                label: None,
             },
         ]),
         model_name: Some("ResNet-18 (torchvision)".to_owned()),
     })
     .expect("analysis");
-    assert_eq!(a.model.name.as_deref(), Some("resnet-18-torchvision"));
+    // The name is kept as typed; the normalised id sits beside it.
+    assert_eq!(a.model.name.as_deref(), Some("ResNet-18 (torchvision)"));
+    assert_eq!(a.model.id.as_deref(), Some("resnet-18-torchvision"));
     assert_eq!(a.model.evidence, ["explicit --model-name"]);
     assert_eq!(a.backends[0].validation.analysis_mode, Mode::LayerProfile);
     assert_eq!(a.backends[1].validation.analysis_mode, Mode::LayerOnly);

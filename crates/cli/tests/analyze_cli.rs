@@ -316,3 +316,89 @@ fn serve_previews_a_report_on_loopback_only() {
         std::panic::resume_unwind(e);
     }
 }
+
+#[test]
+fn labels_name_their_data_groups_and_model_names_stay_verbatim() {
+    let trex = fixtures().join("trex");
+    let f = |name: &str| trex.join(name).display().to_string();
+    let (fp16, fp16_p, qat, qat_p) = (
+        f("resnet18-pt-a100-fp16.layers.json"),
+        f("resnet18-pt-a100-fp16.profile.json"),
+        f("resnet18-pt-a100-qat.layers.json"),
+        f("resnet18-pt-a100-qat.profile.json"),
+    );
+    let out = run(&[
+        "analyze",
+        "--quiet",
+        "--model-name",
+        "ResNet 18 (torchvision)",
+        "--data",
+        &fp16,
+        &fp16_p,
+        "--label",
+        "FP16 build",
+        "--data",
+        &qat,
+        &qat_p,
+        "--label",
+        "QAT int8",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(doc["model"]["name"], "ResNet 18 (torchvision)");
+    assert_eq!(doc["model"]["id"], "resnet-18-torchvision");
+    let labels: Vec<&str> = doc["backends"]
+        .as_array()
+        .expect("backends")
+        .iter()
+        .map(|b| b["label"].as_str().expect("label"))
+        .collect();
+    assert_eq!(labels, ["FP16 build", "QAT int8"]);
+    valid(&repo().join("schemas/analysis.schema.json"), &doc).expect("schema");
+
+    // A label must follow its --data group, once, and be unique.
+    for (args, says) in [
+        (
+            vec!["--label", "x", "--data", &fp16],
+            "comes before any --data",
+        ),
+        (
+            vec!["--data", &fp16, "--label", "a", "--label", "b"],
+            "has two labels",
+        ),
+        (
+            vec![
+                "--data", &fp16, "--label", "a", "--data", &qat, "--label", "a",
+            ],
+            "two --data groups",
+        ),
+        (
+            vec!["--data", &fp16, "--label", " "],
+            "not a usable backend label",
+        ),
+    ] {
+        let mut full = vec!["analyze", "--quiet"];
+        full.extend(args.iter().copied());
+        let out = run(&full);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stderr).contains(says),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    // In folder mode labels come from the file names.
+    let out = run(&[
+        "analyze",
+        "--quiet",
+        trex.to_str().expect("path"),
+        "--label",
+        "x",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}

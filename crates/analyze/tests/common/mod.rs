@@ -41,6 +41,7 @@ pub fn data(layers: &Path, profile: Option<&Path>) -> trtmc_analyze::Inputs {
         layers: layers.to_owned(),
         profile: profile.map(Path::to_owned),
         times: None,
+        label: None,
     }])
 }
 

@@ -52,17 +52,74 @@ pub struct InputArgs {
 }
 
 /// `--data LAYERS [PROFILE [TIMES]]`, repeatable, kept as one group of paths per occurrence
-/// (clap's derive flattens repeated multi-value options, so this one is declared by hand).
+/// (clap's derive flattens repeated multi-value options, so this one is declared by hand), each with
+/// the `--label` that follows it.
 #[derive(Debug, Default, Clone)]
-pub struct DataGroups(pub Vec<Vec<PathBuf>>);
+pub struct DataGroups {
+    pub groups: Vec<Vec<PathBuf>>,
+    /// One entry per group: the `--label NAME` given right after that group.
+    pub labels: Vec<Option<String>>,
+}
+
+/// Gives each `--label` to the `--data` group before it on the command line.
+fn labels_for_groups(
+    groups: &[Vec<PathBuf>],
+    matches: &clap::ArgMatches,
+) -> Result<Vec<Option<String>>, clap::Error> {
+    let usage =
+        |msg: String| clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, msg + "\n");
+    let mut labels = vec![None; groups.len()];
+    let (Some(values), Some(positions)) = (
+        matches.get_many::<String>("label"),
+        matches.indices_of("label"),
+    ) else {
+        return Ok(labels);
+    };
+    // Where each group starts on the command line: the position of its first path.
+    let data_positions: Vec<usize> = matches.indices_of("data").into_iter().flatten().collect();
+    let mut starts = Vec::with_capacity(groups.len());
+    let mut at = 0;
+    for g in groups {
+        if let Some(p) = data_positions.get(at) {
+            starts.push(*p);
+        }
+        at += g.len();
+    }
+    for (label, position) in values.zip(positions) {
+        if label.trim().is_empty() || label.chars().any(char::is_control) {
+            return Err(usage(format!(
+                "--label {label:?} is not a usable backend label: give a non-empty name without control characters"
+            )));
+        }
+        let Some(group) = starts.iter().rposition(|s| *s < position) else {
+            return Err(usage(format!(
+                "--label {label:?} comes before any --data group: it names the --data LAYERS [PROFILE [TIMES]] given just before it"
+            )));
+        };
+        if let Some(first) = &labels[group] {
+            return Err(usage(format!(
+                "--data group {} has two labels ({first:?} and {label:?}): give one --label after each --data",
+                group + 1
+            )));
+        }
+        if labels.iter().flatten().any(|l| l == label) {
+            return Err(usage(format!(
+                "--label {label:?} is given to two --data groups: every backend needs its own label"
+            )));
+        }
+        labels[group] = Some(label.clone());
+    }
+    Ok(labels)
+}
 
 impl clap::FromArgMatches for DataGroups {
     fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
-        let groups = matches
+        let groups: Vec<Vec<PathBuf>> = matches
             .get_occurrences::<PathBuf>("data")
             .map(|occurrences| occurrences.map(|group| group.cloned().collect()).collect())
             .unwrap_or_default();
-        Ok(DataGroups(groups))
+        let labels = labels_for_groups(&groups, matches)?;
+        Ok(DataGroups { groups, labels })
     }
     fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
         *self = Self::from_arg_matches(matches)?;
@@ -80,6 +137,14 @@ impl clap::Args for DataGroups {
                 .action(clap::ArgAction::Append)
                 .value_parser(clap::value_parser!(PathBuf))
                 .help("One backend from explicit files: LAYERS [PROFILE [TIMES]]. Repeat for several backends."),
+        )
+        .arg(
+            clap::Arg::new("label")
+                .long("label")
+                .value_name("NAME")
+                .action(clap::ArgAction::Append)
+                .requires("data")
+                .help("Label for the --data group just before it (default: from its file names), kept as written."),
         )
     }
     fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
@@ -151,19 +216,21 @@ pub fn execute(args: AnalyzeArgs) -> CliResult {
 }
 
 fn request(input: InputArgs) -> CliResult<Request> {
-    let groups = input.data.0;
+    let DataGroups { groups, labels } = input.data;
     let inputs = match (input.folder, groups.is_empty()) {
         (Some(folder), true) => Inputs::Folder(folder),
         (None, false) => Inputs::Data(
             groups
                 .into_iter()
-                .map(|mut group| {
+                .zip(labels)
+                .map(|(mut group, label)| {
                     let mut it = group.drain(..);
                     let layers = it.next().unwrap_or_default();
                     DataSpec {
                         layers,
                         profile: it.next(),
                         times: it.next(),
+                        label,
                     }
                 })
                 .collect(),
