@@ -376,3 +376,190 @@ fn two_runtimes_on_one_model_are_two_cases_and_threads_means_the_same_on_both() 
     .expect("resolved case");
     assert!(session.contains("\"threads\""), "{session}");
 }
+
+/// A worker request for `n` calls of 2 ms, run by `trtmc-bench worker` directly.
+fn long_sleep_request(dir: &Path) -> std::path::PathBuf {
+    let request = dir.join("request.json");
+    std::fs::write(
+        &request,
+        serde_json::json!({
+            "schema": "trtmc.worker-request/v1",
+            "operation": "test_sleep",
+            "runtime": "tract",
+            "request": {"sleep_us": 2000},
+            "runtime_settings": {},
+            "warmup": 0,
+            "iterations": 10_000_000u64,
+            "min_duration_s": 0.0
+        })
+        .to_string(),
+    )
+    .expect("request");
+    request
+}
+
+/// Waits up to `limit` for `child` to exit; `None` when it is still running (then it is killed).
+fn exits_within(child: &mut std::process::Child, limit: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if child.try_wait().expect("wait").is_some() {
+            return Some(started.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+#[test]
+fn a_worker_stops_itself_after_its_timeout_and_keeps_what_it_timed() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let result = tmp.path().join("result.json");
+    let mut child = Command::new(BIN)
+        .args(["worker", "--request"])
+        .arg(long_sleep_request(tmp.path()))
+        .arg("--result")
+        .arg(&result)
+        .args(["--timeout-s", "1"])
+        .env("TRTMC_TEST", "1")
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start");
+    // Without the watchdog this request runs for hours.
+    let took = exits_within(&mut child, Duration::from_secs(20));
+    assert!(took.is_some(), "the worker ignored its own timeout");
+    let mut err = String::new();
+    let _ = child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err);
+    assert!(err.contains("past its 1 s timeout"), "{err}");
+    let doc = read_json(&result);
+    assert_eq!(doc["status"], "interrupted", "{doc}");
+    assert!(doc["observations"].as_array().expect("calls").len() > 10);
+}
+
+#[test]
+fn a_worker_stops_when_its_orchestrator_pipe_closes() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let result = tmp.path().join("result.json");
+    let mut child = Command::new(BIN)
+        .args(["worker", "--parent-pipe", "--request"])
+        .arg(long_sleep_request(tmp.path()))
+        .arg("--result")
+        .arg(&result)
+        .env("TRTMC_TEST", "1")
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start");
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(child.try_wait().expect("wait").is_none(), "still working");
+    drop(child.stdin.take());
+    let took = exits_within(&mut child, Duration::from_secs(20));
+    assert!(
+        took.is_some(),
+        "the worker outlived its orchestrator's pipe"
+    );
+    let doc = read_json(&result);
+    assert_eq!(doc["status"], "interrupted", "{doc}");
+}
+
+/// The pids of `parent`'s children, from /proc.
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // The fields after the parenthesised command name: state, ppid, …
+        let after = stat.rsplit_once(')').map(|(_, a)| a).unwrap_or("");
+        if after.split_whitespace().nth(1) == Some(&parent.to_string()) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Running (neither gone nor a zombie waiting to be reaped).
+fn is_running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let after = stat.rsplit_once(')').map(|(_, a)| a).unwrap_or("");
+            !matches!(after.split_whitespace().next(), Some("Z" | "X"))
+        }
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn killing_only_the_orchestrator_does_not_leave_its_worker_running() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out_dir = tmp.path().join("r");
+    let args = |iterations: &str| {
+        vec![
+            "run".to_owned(),
+            "--manifest-root".to_owned(),
+            catalog_arg(),
+            "--model".to_owned(),
+            "test-sleep".to_owned(),
+            "--iterations".to_owned(),
+            iterations.to_owned(),
+            "-o".to_owned(),
+            out_dir.display().to_string(),
+        ]
+    };
+    let mut orchestrator = Command::new(BIN)
+        .args(args("1000000"))
+        .env("TRTMC_TEST", "1")
+        .env_remove("TRTMC_MANIFEST_ROOT")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start");
+    let started = Instant::now();
+    let worker = loop {
+        if let Some(w) = children_of(orchestrator.id()).first() {
+            break *w;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no worker started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    // SIGKILL to the orchestrator alone, not its process group.
+    orchestrator.kill().expect("kill");
+    let _ = orchestrator.wait();
+    let killed = Instant::now();
+    while is_running(worker) && killed.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !is_running(worker),
+        "worker {worker} still runs 20 s after its orchestrator died"
+    );
+    // The dead run's staging directory goes with the next run into the same place.
+    let staged = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .expect("list")
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().contains(".staging-"))
+    };
+    assert!(staged(tmp.path()), "the killed run left its staging dir");
+    let out = Command::new(BIN)
+        .args(args("20"))
+        .env("TRTMC_TEST", "1")
+        .env_remove("TRTMC_MANIFEST_ROOT")
+        .output()
+        .expect("rerun");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!staged(tmp.path()), "the stale staging dir was removed");
+}

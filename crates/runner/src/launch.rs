@@ -16,7 +16,7 @@ const POLL: Duration = Duration::from_millis(5);
 const PROGRESS_POLL: Duration = Duration::from_millis(250);
 /// How long a worker asked to stop (SIGTERM) may take to finish its call and write its result before
 /// it is killed.
-pub const STOP_GRACE: Duration = Duration::from_secs(5);
+pub const STOP_GRACE: Duration = trtmc_runtime::worker::STOP_GRACE;
 
 /// Who sees a worker's progress reports.
 pub type ShowProgress<'a> = &'a dyn Fn(&WorkerProgress);
@@ -83,7 +83,12 @@ pub fn run(launch: &Launch<'_>) -> (Outcome, Option<Telemetry>) {
         .arg(launch.request)
         .arg("--result")
         .arg(launch.result)
-        .stdin(Stdio::null())
+        // The worker ends itself when this pipe closes (this process died, however) or soon after
+        // its timeout, so a killed orchestrator never leaves a worker running.
+        .arg("--parent-pipe")
+        .arg("--timeout-s")
+        .arg(launch.timeout.as_secs_f64().to_string())
+        .stdin(Stdio::piped())
         .stdout(log)
         .stderr(log_err)
         .spawn();

@@ -383,7 +383,82 @@ fn to_observation(
 
 /// Reads the request file, executes it, writes the result file atomically. Returns the exit code:
 /// 0 when the result says ok or interrupted, 1 when it records an error (a crash writes no result at all).
-pub fn main_with_files(request_path: &Path, result_path: &Path) -> i32 {
+/// What the worker watches besides signals, so that it never outlives the run that started it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Watchdog {
+    /// Standard input is a pipe whose other end the orchestrator holds open: end of file means the
+    /// orchestrator is gone (even killed with SIGKILL), and the worker stops.
+    pub parent_pipe: bool,
+    /// The orchestrator's per-case timeout. The orchestrator asks for a stop at this point and kills
+    /// the worker [`STOP_GRACE`] later; the worker enforces the same limits itself, a little later,
+    /// in case the orchestrator cannot.
+    pub timeout: Option<Duration>,
+}
+
+/// How long a worker asked to stop may take to finish its call and write its result (the
+/// orchestrator's grace, which the watchdog mirrors).
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
+/// How long the watchdog waits beyond the orchestrator's own deadlines before acting, so that in a
+/// healthy run the orchestrator always acts first.
+const WATCHDOG_SLACK: Duration = Duration::from_secs(1);
+/// Exit code of a worker that ended itself because the orchestrator was gone or overdue.
+pub const EXIT_ABANDONED: i32 = 3;
+
+impl Watchdog {
+    /// Starts the watching threads; each sets `stop` first (so the calls timed so far reach the result
+    /// file) and ends the process if the stop does not finish within the grace.
+    pub fn start(self, stop: &Arc<AtomicBool>) {
+        if self.parent_pipe {
+            let stop = Arc::clone(stop);
+            let spawned = std::thread::Builder::new()
+                .name("parent-pipe".into())
+                .spawn(move || {
+                    wait_for_eof(std::io::stdin());
+                    eprintln!("worker: the orchestrator is gone (its pipe closed); stopping");
+                    stop_then_exit(&stop, Duration::ZERO, STOP_GRACE);
+                });
+            if let Err(e) = spawned {
+                eprintln!("worker: cannot watch the orchestrator ({e})");
+            }
+        }
+        if let Some(timeout) = self.timeout {
+            let stop = Arc::clone(stop);
+            let spawned = std::thread::Builder::new()
+                .name("timeout".into())
+                .spawn(move || {
+                    std::thread::sleep(timeout.saturating_add(WATCHDOG_SLACK));
+                    eprintln!(
+                        "worker: past its {:.0} s timeout and not stopped by the orchestrator; stopping",
+                        timeout.as_secs_f64()
+                    );
+                    stop_then_exit(&stop, Duration::ZERO, STOP_GRACE);
+                });
+            if let Err(e) = spawned {
+                eprintln!("worker: cannot watch its timeout ({e})");
+            }
+        }
+    }
+}
+
+/// Reads until end of file or an error: either means the writer is gone.
+fn wait_for_eof(mut input: impl std::io::Read) {
+    let mut buf = [0u8; 64];
+    while let Ok(n) = input.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+    }
+}
+
+fn stop_then_exit(stop: &AtomicBool, delay: Duration, grace: Duration) {
+    std::thread::sleep(delay);
+    stop.store(true, Ordering::Relaxed);
+    std::thread::sleep(grace);
+    eprintln!("worker: did not stop within {} s; exiting", grace.as_secs());
+    std::process::exit(EXIT_ABANDONED);
+}
+
+pub fn main_with_files(request_path: &Path, result_path: &Path, watchdog: Watchdog) -> i32 {
     let request: Result<WorkerRequest, String> = std::fs::read(request_path)
         .map_err(|e| format!("cannot read worker request {}: {e}", request_path.display()))
         .and_then(|b| {
@@ -397,6 +472,7 @@ pub fn main_with_files(request_path: &Path, result_path: &Path) -> i32 {
             Arc::new(AtomicBool::new(false))
         }
     };
+    watchdog.start(&stop);
     let result = match request {
         Ok(r) => execute_until(&r, &stop),
         Err(e) => WorkerResult::failed(
