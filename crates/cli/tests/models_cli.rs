@@ -643,6 +643,166 @@ fn hugging_face_sources_resolve_from_the_offline_cache() {
     );
 }
 
+/// A local TCP listener standing in for the hub: counts the connections anything makes to it.
+fn hub_tripwire() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&hits);
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(conn);
+        }
+    });
+    (url, hits)
+}
+
+/// The bundle line of a `--dry-run` plan for case 001: (decision, path, rest of the line).
+fn planned_bundle(out: &std::process::Output) -> (String, String) {
+    let text = stdout(out);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("001 "))
+        .unwrap_or_else(|| panic!("no case line in {text}"))
+        .to_owned();
+    let after = line
+        .split_once(" bundle ")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_else(|| panic!("no bundle in {line}"));
+    let (how, rest) = after.split_once(": ").expect("decision: path");
+    let path = rest.split(' ').next().expect("path").to_owned();
+    (how.to_owned(), path)
+}
+
+#[test]
+fn dry_runs_and_listing_stay_offline_and_hub_keys_survive_the_first_download() {
+    let e = env();
+    let home = e.root.join("hf");
+    let catalog = e.root.join("catalog/hub-cnn");
+    std::fs::create_dir_all(&catalog).expect("mkdir");
+    std::fs::write(
+        catalog.join("MODEL.toml"),
+        "name = \"hub-cnn\"\ntask_strategy = \"image_classification\"\ntest_manifests = [\"c.toml\"]\ntokenizer = \"hub:tokenizer.json\"\n[source]\nhf_repo = \"trtmc-test/tiny-cnn\"\nhf_file = \"model.onnx\"\n",
+    )
+    .expect("write");
+    std::fs::write(
+        catalog.join("c.toml"),
+        "[[case]]\nname = \"one\"\n[case.request]\nseed = 1\n",
+    )
+    .expect("write");
+    let root = e.root.join("catalog");
+    let (hub_url, hits) = hub_tripwire();
+    // Online (no HF_HUB_OFFLINE), with the hub pointed at the tripwire.
+    let cmd = |args: &[&str]| {
+        std::process::Command::new(BIN)
+            .args(args)
+            .arg("--manifest-root")
+            .arg(&root)
+            .env("HF_HOME", &home)
+            .env("HF_ENDPOINT", &hub_url)
+            .env_remove("HF_HUB_OFFLINE")
+            .output()
+            .expect("run")
+    };
+    let dry = || {
+        cmd(&[
+            "run",
+            "--model",
+            "hub-cnn",
+            "--dry-run",
+            "--bundle-cache",
+            e.cache.to_str().expect("utf8"),
+        ])
+    };
+
+    // Nothing cached: listing and planning say what the run will download, and download nothing.
+    let list = cmd(&["list", "models", "--format", "json"]);
+    assert_eq!(code(&list), 0, "{}", stderr(&list));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&list)).expect("json");
+    assert_valid("model-list.schema.json", &doc);
+    assert_eq!(
+        doc["models"][0]["needs_download"],
+        serde_json::json!([
+            "trtmc-test/tiny-cnn/model.onnx@main",
+            "trtmc-test/tiny-cnn/tokenizer.json@main"
+        ])
+    );
+    let table = cmd(&["list", "models"]);
+    assert!(
+        stdout(&table).contains("ready, needs download (trtmc-test/tiny-cnn/model.onnx@main"),
+        "{}",
+        stdout(&table)
+    );
+    let before = dry();
+    assert_eq!(code(&before), 0, "{}", stderr(&before));
+    assert!(
+        stdout(&before).contains("the run downloads"),
+        "{}",
+        stdout(&before)
+    );
+    let (how, key_before) = planned_bundle(&before);
+    assert_eq!(how, "would build");
+    assert_eq!(
+        hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "a dry run or a listing went to the network"
+    );
+
+    // The files arrive in the cache (as a download would put them): the key is the same.
+    let model = trtmc_modelgen::generate("tiny-cnn", 3).expect("generate");
+    fake_hub(&home, "trtmc-test/tiny-cnn", "model.onnx", &model);
+    fake_hub(&home, "trtmc-test/tiny-cnn", "tokenizer.json", b"{}");
+    let list = cmd(&["list", "models"]);
+    assert!(
+        !stdout(&list).contains("needs download"),
+        "{}",
+        stdout(&list)
+    );
+    let after = dry();
+    assert_eq!(
+        planned_bundle(&after),
+        ("would build".to_owned(), key_before.clone())
+    );
+    let built = cmd(&[
+        "run",
+        "--model",
+        "hub-cnn",
+        "--iterations",
+        "2",
+        "--warmup",
+        "0",
+        "-q",
+        "--bundle-cache",
+        e.cache.to_str().expect("utf8"),
+        "-o",
+        e.root.join("first").to_str().expect("utf8"),
+    ]);
+    assert_eq!(code(&built), 0, "{}", stderr(&built));
+    assert_eq!(
+        planned_bundle(&dry()),
+        ("cache hit".to_owned(), key_before.clone())
+    );
+
+    // The revision moves to another commit: same key, but the bundle is stale and rebuilt.
+    let repo_dir = home.join("hub/models--trtmc-test--tiny-cnn");
+    let moved = "fedcba9876543210fedcba9876543210fedcba98";
+    let snapshot = repo_dir.join("snapshots").join(moved);
+    std::fs::create_dir_all(&snapshot).expect("mkdir");
+    std::fs::write(snapshot.join("model.onnx"), &model).expect("model");
+    std::fs::write(snapshot.join("tokenizer.json"), b"{}").expect("tokenizer");
+    std::fs::write(repo_dir.join("refs/main"), moved).expect("ref");
+    assert_eq!(
+        planned_bundle(&dry()),
+        ("would build".to_owned(), key_before)
+    );
+    assert_eq!(
+        hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "no command went to the network"
+    );
+}
+
 #[test]
 fn several_onnx_files_and_plan_entries_run_side_by_side() {
     let e = env();

@@ -514,6 +514,7 @@ fn manifest() -> BundleManifest {
         outputs: Vec::new(),
         created: "now".into(),
         build_seconds: 0.0,
+        source_commit: None,
     }
 }
 

@@ -138,7 +138,7 @@ pub fn plan(
         }
     }
     let path = cache_dir_for(&options.cache_root, rt.name(), &profile.name, &key);
-    let present = matches!(BundleManifest::read(&path), Ok(m) if m.key == key);
+    let present = is_current(&path, &key, source.commit.as_deref());
     if present && !options.rebuild {
         return Ok(BundlePlan {
             key: Some(key),
@@ -161,6 +161,17 @@ pub fn plan(
         origin: BundleOrigin::Built,
         needs_build: true,
     })
+}
+
+/// Does `dir` hold the bundle of `key`, built from the hub commit the cache now holds (when known)?
+fn is_current(dir: &Path, key: &str, commit: Option<&str>) -> bool {
+    match BundleManifest::read(dir) {
+        Ok(m) if m.key == key => match (commit, m.source_commit.as_deref()) {
+            (Some(now), Some(built)) => now == built,
+            _ => true,
+        },
+        _ => false,
+    }
 }
 
 /// Searches `root` (a few levels deep) for a bundle whose key is `key`.
@@ -221,8 +232,12 @@ pub fn build(
     let lock = File::create(&lock_path).map_err(cache_io("create", &lock_path))?;
     lock.lock().map_err(cache_io("lock", &lock_path))?;
 
-    let present = matches!(BundleManifest::read(&plan.path), Ok(m) if m.key == key);
-    if present && !options.rebuild {
+    let cached_commit = || {
+        sources::resolve(profile, &options.cache_root)
+            .ok()
+            .and_then(|s| s.commit)
+    };
+    if is_current(&plan.path, key, cached_commit().as_deref()) && !options.rebuild {
         return Ok(());
     }
     let onnx =
@@ -230,6 +245,8 @@ pub fn build(
             model: profile.name.clone(),
             reason,
         })?;
+    // For a hub model downloaded by `materialize` the commit is known only now.
+    let commit = cached_commit();
     let tmp = parent.join(format!(".tmp-{}-{}", &key[..16], std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(cache_io("create", &tmp))?;
@@ -241,6 +258,7 @@ pub fn build(
         settings: build_settings,
         command_line,
         created: &created,
+        source_commit: commit.as_deref(),
     };
     if let Err(e) = build_bundle(rt, &build_plan, &tmp) {
         let log = tmp.join(BUILD_LOG);

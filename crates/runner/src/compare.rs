@@ -138,7 +138,8 @@ pub fn prepare_side(
     test_hooks: &TestHooks,
     progress: &dyn Progress,
 ) -> Result<Side, RunError> {
-    let planned = crate::run::plan_cases(catalog, &[selection], options, test_hooks)?;
+    let mut planned = crate::run::plan_cases(catalog, &[selection], options, test_hooks)?;
+    crate::run::fetch_tokenizers(&mut planned)?;
     let Some(p) = planned.into_iter().next() else {
         return Err(RunError::NoCase);
     };

@@ -188,16 +188,18 @@ pub fn plan_cases(
                         options,
                     )?)
                 };
-                // The worker gets the tokenizer as a file it can open (hub files from the cache).
+                // The worker gets the tokenizer as a file it can open (hub files from the cache);
+                // planning never downloads: a missing hub file stays `hub:` until `execute`.
                 let tokenizer = match &tokenizer {
                     Some(t) => t.clone(),
                     None => tokenizer
-                        .insert(sources::resolve_tokenizer(profile).map_err(|reason| {
-                            Error::Tokenizer {
-                                model: profile.name.clone(),
-                                reason,
-                            }
-                        })?)
+                        .insert(
+                            sources::resolve_tokenizer(profile, sources::Fetch::CacheOnly)
+                                .map_err(|reason| Error::Tokenizer {
+                                    model: profile.name.clone(),
+                                    reason,
+                                })?,
+                        )
                         .clone(),
                 };
                 planned.push(PlannedCase {
@@ -261,12 +263,13 @@ pub struct RunOutcome {
 
 /// Builds missing bundles, measures every case, writes and commits the result directory.
 pub fn execute(
-    planned: Vec<PlannedCase>,
+    mut planned: Vec<PlannedCase>,
     options: &RunOptions,
     progress: &dyn Progress,
 ) -> Result<RunOutcome, RunError> {
     let boundary = timing_boundary(&planned)?;
     build_missing(&planned, options, progress)?;
+    fetch_tokenizers(&mut planned)?;
 
     let target = match &options.output {
         Some(dir) => dir.clone(),
@@ -419,6 +422,20 @@ pub fn execute(
         reason,
     })?;
     Ok(RunOutcome { dir, run })
+}
+
+/// Downloads the hub tokenizers that planning left as `hub:` specs (planning never downloads).
+pub(crate) fn fetch_tokenizers(planned: &mut [PlannedCase]) -> Result<(), RunError> {
+    for p in planned {
+        if sources::tokenizer_pending(p.profile.tokenizer.as_deref()) {
+            p.profile.tokenizer = sources::resolve_tokenizer(&p.profile, sources::Fetch::Allowed)
+                .map_err(|reason| Error::Tokenizer {
+                model: p.profile.name.clone(),
+                reason,
+            })?;
+        }
+    }
+    Ok(())
 }
 
 fn build_missing(
@@ -1254,6 +1271,10 @@ pub fn describe_plan(planned: &[PlannedCase], options: &BundleOptions) -> Vec<St
                 };
                 format!("{how}: {}", b.path.display())
             }
+        };
+        let bundle = match sources::needs_download(&p.profile).as_slice() {
+            [] => bundle,
+            files => format!("{bundle} (the run downloads {} first)", files.join(", ")),
         };
         let r = &p.resolved;
         lines.push(format!(

@@ -15,6 +15,19 @@ pub struct ResolvedSource {
     pub identity: Value,
     /// The ONNX file when it is on disk already (generated and reweighted models are produced at build).
     pub path: Option<PathBuf>,
+    /// For a hub model in the local cache, the commit its revision resolved to. Kept out of the
+    /// identity so that a key is the same before and after the first download; a bundle records it
+    /// and is rebuilt when the cached revision moves to another commit.
+    pub commit: Option<String>,
+}
+
+/// Whether resolving a hub file may download it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fetch {
+    /// Download what the local cache lacks (unless HF_HUB_OFFLINE is set).
+    Allowed,
+    /// Never touch the network: planning and dry runs.
+    CacheOnly,
 }
 
 /// Hugging Face hub access mode.
@@ -32,6 +45,7 @@ pub fn resolve(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, Str
         Some(seed) => ResolvedSource {
             identity: json!({"reweighted": base.identity, "seed": seed}),
             path: None,
+            commit: base.commit,
         },
     })
 }
@@ -42,6 +56,7 @@ fn resolve_base(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, St
         ModelSource::None => ResolvedSource {
             identity: json!({"kind": "none"}),
             path: None,
+            commit: None,
         },
         ModelSource::Builtin { name, seed } => {
             if !trtmc_modelgen::builtin_models()
@@ -60,6 +75,7 @@ fn resolve_base(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, St
             ResolvedSource {
                 identity: json!({"kind": "builtin", "name": name, "seed": seed, "generator": env!("CARGO_PKG_VERSION")}),
                 path: None,
+                commit: None,
             }
         }
         ModelSource::Path { path } => {
@@ -74,6 +90,7 @@ fn resolve_base(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, St
             ResolvedSource {
                 identity: json!({"kind": "path", "sha256": digest}),
                 path: Some(full),
+                commit: None,
             }
         }
         ModelSource::PythonPackage { package, path } => {
@@ -85,6 +102,7 @@ fn resolve_base(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, St
             ResolvedSource {
                 identity: json!({"kind": "python_package", "package": package, "path": path, "sha256": digest}),
                 path: Some(full),
+                commit: None,
             }
         }
         ModelSource::HuggingFace {
@@ -99,11 +117,13 @@ fn resolve_base(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, St
                     cache.path().display()
                 ));
             }
-            // The snapshot directory names the commit the revision resolved to: a moved branch is a new key.
+            // The snapshot directory names the commit the revision resolved to (checked against the
+            // bundle's record, see `commit`).
             let commit = cached.as_deref().and_then(snapshot_commit);
             ResolvedSource {
-                identity: json!({"kind": "hf", "repo": repo, "file": file, "revision": revision, "commit": commit}),
+                identity: json!({"kind": "hf", "repo": repo, "file": file, "revision": revision}),
                 path: cached,
+                commit,
             }
         }
     })
@@ -172,8 +192,9 @@ pub fn materialize(profile: &Profile, work_dir: &Path) -> Result<PathBuf, String
 
 /// The worker's form of a profile's tokenizer: `bytes`, or `file:PATH` (relative to MODEL.toml, or
 /// the absolute path of a cached hub file). A `hub:` tokenizer missing from the cache is downloaded
-/// unless HF_HUB_OFFLINE is set, when `Err` says how to fill the cache.
-pub fn resolve_tokenizer(profile: &Profile) -> Result<Option<String>, String> {
+/// when `fetch` allows it, else left as its `hub:` spec for a later [`Fetch::Allowed`] call; with
+/// HF_HUB_OFFLINE set, `Err` says how to fill the cache.
+pub fn resolve_tokenizer(profile: &Profile, fetch: Fetch) -> Result<Option<String>, String> {
     let Some(text) = profile.tokenizer.as_deref() else {
         return Ok(None);
     };
@@ -197,9 +218,38 @@ pub fn resolve_tokenizer(profile: &Profile) -> Result<Option<String>, String> {
                 cache.path().display()
             ));
         }
+        None if fetch == Fetch::CacheOnly => return Ok(Some(text.to_owned())),
         None => download_hf(repo, &file, revision)?,
     };
     Ok(Some(format!("file:{}", path.display())))
+}
+
+/// Does this worker-form tokenizer still wait for a download (a `hub:` spec)?
+pub fn tokenizer_pending(tokenizer: Option<&str>) -> bool {
+    tokenizer.is_some_and(|t| matches!(TokenizerSpec::parse(t), Ok(TokenizerSpec::Hub(_))))
+}
+
+/// The hub files (`repo/file@revision`) a profile needs that the local cache lacks; looked up
+/// without the network.
+pub fn needs_download(profile: &Profile) -> Vec<String> {
+    let ModelSource::HuggingFace {
+        repo,
+        file,
+        revision,
+    } = &profile.source
+    else {
+        return Vec::new();
+    };
+    let mut files = vec![file.clone()];
+    if let Some(Ok(TokenizerSpec::Hub(t))) = profile.tokenizer.as_deref().map(TokenizerSpec::parse)
+    {
+        files.push(t);
+    }
+    files
+        .into_iter()
+        .filter(|f| hub_cached(repo, f, revision).1.is_none())
+        .map(|f| format!("{repo}/{f}@{revision}"))
+        .collect()
 }
 
 /// The hub cache (from HF_HOME and friends) and `file`'s path in it, when cached.

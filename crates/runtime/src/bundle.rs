@@ -42,6 +42,10 @@ pub struct BundleManifest {
     pub outputs: Vec<TensorSpec>,
     pub created: String,
     pub build_seconds: f64,
+    /// The hub commit the model file came from, for a hub model: a cached revision that has moved
+    /// to another commit since makes the bundle stale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_commit: Option<String>,
 }
 
 impl BundleManifest {
@@ -75,6 +79,8 @@ pub struct BuildPlan<'a> {
     pub settings: &'a BTreeMap<String, Value>,
     pub command_line: &'a [String],
     pub created: &'a str,
+    /// See [`BundleManifest::source_commit`].
+    pub source_commit: Option<&'a str>,
 }
 
 /// Runs the runtime's build into the empty directory `dir` and writes bundle.json and the evidence.
@@ -147,6 +153,7 @@ pub fn build_bundle(
         outputs: output.outputs,
         created: plan.created.into(),
         build_seconds: seconds,
+        source_commit: plan.source_commit.map(str::to_owned),
     };
     write_json_atomic(&dir.join(BUNDLE_FILE), &manifest)?;
     Ok(manifest)

@@ -59,18 +59,36 @@ pub fn execute(args: ListArgs) -> CliResult {
             reason: rt.availability().err(),
         })
         .collect();
+    // Looked up in the local hub cache only: listing never touches the network.
+    let missing: Vec<Vec<String>> = catalog
+        .profiles
+        .iter()
+        .map(|p| {
+            if p.status.is_ready() {
+                trtmc_runner::sources::needs_download(p)
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    let status = |i: usize, p: &trtmc_core::catalog::Profile| match missing[i].as_slice() {
+        [] => p.status.label(),
+        files => format!("ready, needs download ({})", files.join(", ")),
+    };
     match format {
         ListFormat::Json => {
             let models = catalog
                 .profiles
                 .iter()
-                .map(|p| ModelEntry {
+                .zip(&missing)
+                .map(|(p, missing)| ModelEntry {
                     name: p.name.clone(),
                     family: p.family.clone(),
                     task_strategy: p.task_strategy.clone(),
                     operation: p.operation.clone(),
                     runtime_strategy: p.runtime_strategy.clone(),
                     status: p.status.label(),
+                    needs_download: missing.clone(),
                     cases: p.cases.iter().map(|c| c.name.clone()).collect(),
                     manifest: p.manifest.clone(),
                 })
@@ -110,14 +128,14 @@ pub fn execute(args: ListArgs) -> CliResult {
                 pad_right("OPERATION", w_op),
                 pad_right("RUNTIME", w_rt)
             )?;
-            for p in &catalog.profiles {
+            for (i, p) in catalog.profiles.iter().enumerate() {
                 outln!(
                     "{}  {}  {}  {}  {}",
                     pad_right(&p.name, w_name),
                     pad_right(&p.task_strategy, w_task),
                     pad_right(&operation(p), w_op),
                     pad_right(&p.runtime_strategy, w_rt),
-                    p.status.label()
+                    status(i, p)
                 )?;
             }
             let rts: Vec<String> = runtimes

@@ -26,6 +26,10 @@ pub struct ModelEntry {
     pub runtime_strategy: String,
     /// `ready`, or `unsupported: <reason>` / `distributed: <reason>`.
     pub status: String,
+    /// Hub files (`repo/file@revision`) a ready profile needs that the local cache lacks: the first
+    /// run downloads them (checked without the network).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs_download: Vec<String>,
     /// Test case names of the profile.
     pub cases: Vec<String>,
     /// The MODEL.toml that declares the profile.

@@ -173,6 +173,7 @@ fn build_inner(request: &ChildRequest) -> anyhow::Result<Response> {
         settings: &request.build_settings,
         command_line: &request.command_line,
         created: &created,
+        source_commit: None,
     };
     let started = Instant::now();
     if let Err(e) = build_bundle(rt.as_ref(), &plan, &tmp) {

@@ -464,7 +464,8 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
         let _ = std::fs::remove_dir_all(&work);
     }
     let mut profile = model.profile.clone();
-    profile.tokenizer = crate::sources::resolve_tokenizer(&profile).map_err(input_err)?;
+    profile.tokenizer = crate::sources::resolve_tokenizer(&profile, crate::sources::Fetch::Allowed)
+        .map_err(input_err)?;
     let target = Target {
         profile,
         case: request.case.clone(),
@@ -522,6 +523,7 @@ fn onnxruntime_golden(
         settings: &settings,
         command_line: &[],
         created: &created,
+        source_commit: None,
     };
     trtmc_runtime::bundle::build_bundle(ort.as_ref(), &plan, work).map_err(text)?;
     let manifest = trtmc_runtime::bundle::BundleManifest::read(work)?;
