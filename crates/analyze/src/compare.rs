@@ -756,7 +756,8 @@ fn place_key(s: &Side, i: usize, to_a: &dyn Fn(u32) -> Option<u32>) -> Option<Pl
 /// ambiguous.
 fn by_place(sa: &Side, sb: &Side, al: &mut Alignment) {
     // Per place: the layers of a, the layers of b, each with its distance down the row.
-    let mut groups: HashMap<PlaceKey, (Vec<(u8, u32)>, Vec<(u8, u32)>)> = HashMap::new();
+    type Row = Vec<(u8, u32)>;
+    let mut groups: HashMap<PlaceKey, (Row, Row)> = HashMap::new();
     let mut order: Vec<PlaceKey> = Vec::new();
     for i in 0..sa.layers.len() {
         if al.free_a(i as u32)
