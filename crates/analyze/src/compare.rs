@@ -663,25 +663,10 @@ fn by_name(sa: &Side, sb: &Side, al: &mut Alignment) {
 /// Reformat/copy layers are left to their places in the graph (their sources are the tensors
 /// they copy, which one build may copy in a different place).
 fn by_origin(sa: &Side, sb: &Side, al: &mut Alignment) {
-    let index = |s: &Side<'_>, free: &dyn Fn(u32) -> bool| {
-        let mut by: HashMap<String, Vec<u32>> = HashMap::new();
-        for l in s.layers {
-            if !free(l.index) || s.kind[l.index as usize] == Kind::Movement {
-                continue;
-            }
-            for o in &l.origins {
-                let v = by.entry(o.clone()).or_default();
-                if v.len() < ORIGIN_FANOUT && v.last() != Some(&l.index) {
-                    v.push(l.index);
-                }
-            }
-        }
-        by
-    };
-    let in_b = index(sb, &|j| al.free_b(j));
-    let in_a = index(sa, &|i| al.free_a(i));
+    let in_b = origin_index(sb, &|j| al.free_b(j));
+    let in_a = origin_index(sa, &|i| al.free_a(i));
     let mut scores: HashMap<u32, usize> = HashMap::new();
-    let mut best = |l: &LayerView, kind: Kind, index: &HashMap<String, Vec<u32>>, other: &Side| {
+    let mut best = |l: &LayerView, kind: Kind, index: &HashMap<&str, Vec<u32>>, other: &Side| {
         scores.clear();
         for o in &l.origins {
             for &j in index.get(o.as_str()).into_iter().flatten() {
@@ -731,6 +716,23 @@ fn by_origin(sa: &Side, sb: &Side, al: &mut Alignment) {
             al.link(i as u32, j, Method::Origin);
         }
     }
+}
+
+/// Free layers (not reformat/copy) by source node, at most `ORIGIN_FANOUT` per node.
+fn origin_index<'a>(s: &Side<'a>, free: &dyn Fn(u32) -> bool) -> HashMap<&'a str, Vec<u32>> {
+    let mut by: HashMap<&'a str, Vec<u32>> = HashMap::new();
+    for l in s.layers {
+        if !free(l.index) || s.kind[l.index as usize] == Kind::Movement {
+            continue;
+        }
+        for o in &l.origins {
+            let v = by.entry(o.as_str()).or_default();
+            if v.len() < ORIGIN_FANOUT && v.last() != Some(&l.index) {
+                v.push(l.index);
+            }
+        }
+    }
+    by
 }
 
 /// Where a reformat/copy or Q/DQ layer sits: between which (aligned) computing layers, through
