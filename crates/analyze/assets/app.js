@@ -622,8 +622,10 @@
     var a = backendByLabel(p.a), b = backendByLabel(p.b);
     var wrap = el("div");
     wrap.appendChild(el("h3", null, p.a + " → " + p.b));
-    wrap.appendChild(el("p", null, "aligned: " + p.matched_by_name + " by name, " + p.matched_by_origin + " by source nodes, " + p.matched_by_signature +
-      " by type and shape; unmatched " + p.unmatched_a + " / " + p.unmatched_b + "; " + p.precision_changes + " precision and " + p.tactic_changes + " tactic changes"));
+    var ambiguous = (p.ambiguous_a || 0) + (p.ambiguous_b || 0);
+    wrap.appendChild(el("p", null, "aligned: " + p.matched_by_name + " by name, " + p.matched_by_origin + " by source nodes, " + (p.matched_by_position || 0) +
+      " by graph position, " + p.matched_by_signature + " by type and shape; unmatched " + p.unmatched_a + " / " + p.unmatched_b +
+      (ambiguous ? " (" + ambiguous + " ambiguous)" : "") + "; " + p.precision_changes + " precision and " + p.tactic_changes + " tactic changes"));
     if (p.changes.length) { wrap.appendChild(el("ul", null, p.changes.map(function (c) { return el("li", null, c); }))); }
     var sel = el("select", { "aria-label": "Aligned rows filter" }, [
       el("option", { value: "changed" }, "changed rows"), el("option", { value: "all" }, "all rows"), el("option", { value: "unmatched" }, "unmatched rows")]);
@@ -637,7 +639,7 @@
       rows.slice(0, 400).forEach(function (r) {
         var la = r.a !== null && a ? a.layers[r.a] : null, lb = r.b !== null && b ? b.layers[r.b] : null;
         table.appendChild(el("tr", null, [
-          el("td", { class: "name" }, la ? la.name : "–"), el("td", { class: "name" }, lb ? lb.name : "–"), el("td", null, r.method),
+          el("td", { class: "name" }, la ? la.name : "–"), el("td", { class: "name" }, lb ? lb.name : "–"), howCell(r),
           el("td", null, (la && la.precision || "–") + (r.precision_changed ? " → " + (lb.precision || "?") : "")),
           el("td", { class: "num" }, la && la.timing ? fmtMs(la.timing.avg_ms) : "–"), el("td", { class: "num" }, lb && lb.timing ? fmtMs(lb.timing.avg_ms) : "–"),
           el("td", { class: "num" }, r.delta_ms === null ? "–" : (r.delta_ms >= 0 ? "+" : "") + fmtMs(r.delta_ms))]));
@@ -649,6 +651,13 @@
     wrap.appendChild(el("div", { class: "filters" }, ["show ", sel]));
     wrap.appendChild(el("div", { class: "scroll" }, table));
     return wrap;
+  }
+  // An unmatched row says why: "unmatched: ambiguous" (several equally good candidates) or
+  // "unmatched: no counterpart", with the detail as a tooltip and below.
+  function howCell(r) {
+    if (r.method !== "unmatched" || !r.reason) { return el("td", null, r.method); }
+    var code = r.reason.code.replace("_", " ");
+    return el("td", { title: r.reason.detail }, [el("span", null, "unmatched: " + code), el("div", { class: "muted" }, r.reason.detail)]);
   }
   function backendByLabel(label) { return backends.filter(function (b) { return b.label === label; })[0]; }
 

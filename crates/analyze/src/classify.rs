@@ -474,8 +474,12 @@ pub fn family_from_name(name: &str) -> Family {
 }
 
 /// ONNX nodes a layer came from: from `Metadata` (`[ONNX Layer: X]` joined by U+001E / U+001F),
-/// else from the fused name (`a + b`, `PWN(a, b)`, `a || b`).
+/// else from the fused name (`a + b`, `PWN(a, b)`, `a || b`). A reformat copy's source is the
+/// tensor it copies ([`copy_origins`]).
 pub fn origins(layer: &Layer) -> Vec<String> {
+    if is_reformat_copy(&layer.name) {
+        return copy_origins(layer);
+    }
     if let Some(meta) = layer.metadata.as_deref().filter(|m| !m.is_empty()) {
         let found: Vec<String> = meta
             .split(['\u{1e}', '\u{1f}'])
@@ -494,6 +498,31 @@ pub fn origins(layer: &Layer) -> Vec<String> {
         }
     }
     origins_from_name(&layer.name)
+}
+
+/// Whether TensorRT inserted this layer to copy a tensor into another format
+/// (`Reformatting CopyNode for Input Tensor 0 to Conv_5 + Add_6`). Such a name ends with its
+/// consumer's (or producer's) name, which says nothing about the copy itself.
+pub fn is_reformat_copy(name: &str) -> bool {
+    name.starts_with("Reformatting CopyNode for ")
+}
+
+/// The tensors a reformat copy moves: its inputs' and outputs' names, except the
+/// `Reformatted Input/Output Tensor N to …` buffers TensorRT names after the consumer. Without such
+/// a tensor (names-only exports), the whole layer name, unsplit, so that it cannot equal a
+/// computing layer's source node.
+fn copy_origins(layer: &Layer) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in layer.inputs.iter().chain(&layer.outputs) {
+        let own = !t.name.is_empty() && !t.name.starts_with("Reformatted ");
+        if own && !out.contains(&t.name) {
+            out.push(t.name.clone());
+        }
+    }
+    if out.is_empty() {
+        out.push(layer.name.clone());
+    }
+    out
 }
 
 pub fn origins_from_name(name: &str) -> Vec<String> {
@@ -783,6 +812,45 @@ mod tests {
             origins(&layer("PWN(PWN(Sigmoid_5), Mul_6)", "x")),
             ["Sigmoid_5", "Mul_6"]
         );
+    }
+
+    #[test]
+    fn reformat_copies_take_their_origins_from_their_own_tensors() {
+        let tensor = |name: &str| Tensor {
+            name: name.to_owned(),
+            ..Tensor::default()
+        };
+        // An input-side copy: the tensor it reads is its own; the consumer's ONNX nodes are not.
+        let mut input_copy = layer(
+            "Reformatting CopyNode for Input Tensor 0 to Conv_5 + Add_6 + Relu_7",
+            "NoOp",
+        );
+        input_copy.inputs = vec![tensor("onnx::Conv_129")];
+        input_copy.outputs = vec![tensor(
+            "Reformatted Input Tensor 0 to Conv_5 + Add_6 + Relu_7",
+        )];
+        // Metadata naming the consumer does not win either.
+        input_copy.metadata = Some("[ONNX Layer: Conv_5]".to_owned());
+        assert_eq!(origins(&input_copy), ["onnx::Conv_129"]);
+        // An output-side copy writes the real tensor.
+        let mut output_copy = layer(
+            "Reformatting CopyNode for Output Tensor 0 to MaxPool_2",
+            "Reformat",
+        );
+        output_copy.inputs = vec![tensor("Reformatted Output Tensor 0 to MaxPool_2")];
+        output_copy.outputs = vec![tensor("input.8")];
+        assert_eq!(origins(&output_copy), ["input.8"]);
+        // Names only: the whole name, never its consumer's parts.
+        let bare = layer(
+            "Reformatting CopyNode for Input Tensor 0 to Conv_5 + Add_6",
+            "x",
+        );
+        assert_eq!(
+            origins(&bare),
+            ["Reformatting CopyNode for Input Tensor 0 to Conv_5 + Add_6"]
+        );
+        // Other layers keep reading their fused names.
+        assert_eq!(origins(&layer("Conv_5 + Add_6", "x")), ["Conv_5", "Add_6"]);
     }
 
     #[test]

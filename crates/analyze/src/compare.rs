@@ -1,9 +1,11 @@
 //! Comparing several backends or builds of one model: totals, per-type deltas, and layer alignment
 //! across builds whose layer names differ.
 //!
-//! Layers are aligned in three passes, each linear in the number of layers: identical names, then
-//! shared source ONNX nodes (from Metadata or the fused name), then a signature of family and
-//! output shape taken in order. Whatever is left is listed as unmatched.
+//! Layers are aligned by name, by shared source ONNX nodes, by their place in the graph (the
+//! aligned producers and consumers around them), and only then by a family and shapes that a
+//! single layer on each side has (see [`align`]). Reformat/copy and Q/DQ layers pair only with
+//! their own kind. Several equally good candidates leave a layer unmatched, with the reason; every
+//! pass is linear (hash groups and one walk over the edges).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -11,6 +13,7 @@ use foldhash::{HashMap, HashMapExt};
 use serde::Serialize;
 
 use crate::analysis::{Backend, LayerView, Mode};
+use crate::classify::Family;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct TotalRow {
@@ -45,8 +48,27 @@ pub struct TypeRow {
 pub enum Method {
     Name,
     Origin,
+    /// The aligned producers and consumers around it.
+    Position,
+    /// The only unaligned layer of its family and shapes on each side.
     Signature,
     Unmatched,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnmatchedCode {
+    /// Several candidates fit equally well; none was chosen.
+    Ambiguous,
+    /// Nothing of its kind sits at its place in the other build.
+    NoCounterpart,
+}
+
+/// Why a layer has no partner.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unmatched {
+    pub code: UnmatchedCode,
+    pub detail: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -58,6 +80,9 @@ pub struct AlignedRow {
     pub tactic_changed: bool,
     /// b's average minus a's, when both are profiled.
     pub delta_ms: Option<f64>,
+    /// Unmatched rows only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Unmatched>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -66,9 +91,13 @@ pub struct Pair {
     pub b: String,
     pub matched_by_name: usize,
     pub matched_by_origin: usize,
+    pub matched_by_position: usize,
     pub matched_by_signature: usize,
     pub unmatched_a: usize,
     pub unmatched_b: usize,
+    /// Unmatched because several candidates fit equally well.
+    pub ambiguous_a: usize,
+    pub ambiguous_b: usize,
     pub precision_changes: usize,
     pub tactic_changes: usize,
     /// Readable examples of what changed (first few).
@@ -198,84 +227,696 @@ fn type_rows(usable: &[&Backend], key: impl Fn(&LayerView) -> String) -> Vec<Typ
 /// At most this many candidate layers are looked at per shared origin name, so very common names
 /// (e.g. "Relu") cannot make alignment quadratic.
 const ORIGIN_FANOUT: usize = 32;
+/// Computing neighbours are looked for through at most this many reformat/copy/Q-DQ layers in a
+/// row, and at most `NEIGHBOUR_CAP` of them are kept per layer, so that a tensor read by thousands
+/// of layers keeps alignment linear.
+const MOVEMENT_DEPTH: usize = 8;
+const NEIGHBOUR_CAP: usize = 64;
+/// How often a pair is looked at again after one of its neighbours was aligned (which may resolve
+/// an ambiguity left there).
+const REVISITS: u8 = 2;
+/// Rounds of "a unique family and shapes, then positions from there".
+const SIGNATURE_ROUNDS: usize = 4;
 
-fn signature(l: &LayerView) -> (crate::classify::Family, Option<Vec<i64>>) {
-    (l.family, l.outputs.first().and_then(|t| t.dims.clone()))
+/// How alignment groups layers: reformats, copies and no-ops pair only with each other, Q/DQ
+/// layers only with Q/DQ layers, computing layers only within their family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    Movement,
+    QuantDequant,
+    Compute(Family),
 }
 
-pub fn align(a: &Backend, b: &Backend) -> Pair {
-    let (la, lb) = (&a.layers, &b.layers);
-    let mut match_a: Vec<Option<(u32, Method)>> = vec![None; la.len()];
-    let mut taken_b = vec![false; lb.len()];
-
-    // 1. identical names, in order of occurrence
-    let mut by_name: HashMap<&str, VecDeque<u32>> = HashMap::with_capacity(lb.len());
-    for l in lb {
-        by_name
-            .entry(l.name.as_str())
-            .or_default()
-            .push_back(l.index);
-    }
-    for (i, l) in la.iter().enumerate() {
-        if let Some(j) = by_name
-            .get_mut(l.name.as_str())
-            .and_then(VecDeque::pop_front)
-        {
-            match_a[i] = Some((j, Method::Name));
-            taken_b[j as usize] = true;
+impl Kind {
+    fn of(l: &LayerView) -> Kind {
+        if crate::classify::is_reformat_copy(&l.name) {
+            return Kind::Movement;
+        }
+        match l.family {
+            Family::Reformat | Family::NoOp | Family::Shuffle => Kind::Movement,
+            Family::QuantDequant => Kind::QuantDequant,
+            f => Kind::Compute(f),
         }
     }
-    drop(by_name);
 
-    // 2. shared source nodes
-    let mut by_origin: HashMap<&str, Vec<u32>> = HashMap::new();
-    for l in lb.iter().filter(|l| !taken_b[l.index as usize]) {
+    fn computes(self) -> bool {
+        matches!(self, Kind::Compute(_))
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Kind::Movement => "reformat/copy",
+            Kind::QuantDequant => "Q/DQ",
+            Kind::Compute(f) => f.as_str(),
+        }
+    }
+}
+
+/// A neighbour, and the input slot through which the edge's consumer reads it.
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    layer: u32,
+    slot: u16,
+}
+
+/// One build's layers with what alignment needs to know about their places in the graph.
+struct Side<'a> {
+    label: &'a str,
+    layers: &'a [LayerView],
+    kind: Vec<Kind>,
+    /// Nearest computing producers and consumers, looking through reformat/copy and Q/DQ layers
+    /// (which one build inserts where another has none).
+    cpreds: Vec<Vec<Link>>,
+    csuccs: Vec<Vec<Link>>,
+    /// For the other layers: how many of them lie in a row up to the computing producer.
+    hops: Vec<u8>,
+    has_graph: bool,
+}
+
+impl<'a> Side<'a> {
+    fn new(b: &'a Backend) -> Side<'a> {
+        let layers = b.layers.as_slice();
+        let n = layers.len();
+        let kind: Vec<Kind> = layers.iter().map(Kind::of).collect();
+        let mut preds: Vec<Vec<Link>> = vec![Vec::new(); n];
+        let mut succs: Vec<Vec<Link>> = vec![Vec::new(); n];
+        let edges = b.graph.as_ref().map(|g| g.edges.as_slice()).unwrap_or(&[]);
+        for &[from, to] in edges {
+            let (f, t) = (from as usize, to as usize);
+            if f == t || f >= n || t >= n {
+                continue;
+            }
+            let slot = input_slot(&layers[f], &layers[t]);
+            preds[t].push(Link { layer: from, slot });
+            succs[f].push(Link { layer: to, slot });
+        }
+        let cpreds = (0..n)
+            .map(|v| through_movement(&preds, v, &kind, false))
+            .collect();
+        let csuccs = (0..n)
+            .map(|v| through_movement(&succs, v, &kind, true))
+            .collect();
+        let hops = (0..n)
+            .map(|v| {
+                let (mut h, mut w) = (0u8, v);
+                while (h as usize) < MOVEMENT_DEPTH && !kind[w].computes() {
+                    match preds[w].first() {
+                        Some(p) => {
+                            h += 1;
+                            w = p.layer as usize;
+                        }
+                        None => break,
+                    }
+                }
+                h
+            })
+            .collect();
+        Side {
+            label: &b.label,
+            layers,
+            kind,
+            cpreds,
+            csuccs,
+            hops,
+            has_graph: !edges.is_empty(),
+        }
+    }
+
+    fn key(&self, c: Link, level: Level) -> Key<'a> {
+        let i = c.layer as usize;
+        let l = &self.layers[i];
+        let (input, output) = (first_dims(&l.inputs), first_dims(&l.outputs));
+        let kind = self.kind[i];
+        match level {
+            Level::Degree => Key {
+                kind,
+                slot: Some(c.slot),
+                input: Some(input),
+                output: Some(output),
+                degree: Some((self.cpreds[i].len(), self.csuccs[i].len())),
+            },
+            Level::Slot => Key {
+                kind,
+                slot: Some(c.slot),
+                input: Some(input),
+                output: Some(output),
+                degree: None,
+            },
+            Level::Shapes => Key {
+                kind,
+                slot: None,
+                input: Some(input),
+                output: Some(output),
+                degree: None,
+            },
+            // A fused trailing op (Conv + MaxPool) changes the output, not what the layer reads.
+            Level::Input => Key {
+                kind,
+                slot: None,
+                input: Some(input),
+                output: None,
+                degree: None,
+            },
+        }
+    }
+}
+
+/// The first of `consumer`'s inputs that `producer` writes (`u16::MAX` when the edge came from a
+/// buffer the export names differently).
+fn input_slot(producer: &LayerView, consumer: &LayerView) -> u16 {
+    consumer
+        .inputs
+        .iter()
+        .position(|t| !t.name.is_empty() && producer.outputs.iter().any(|o| o.name == t.name))
+        .map_or(u16::MAX, |p| p.min(u16::MAX as usize - 1) as u16)
+}
+
+fn first_dims(tensors: &[crate::analysis::TensorView]) -> Option<&[i64]> {
+    tensors.first().and_then(|t| t.dims.as_deref())
+}
+
+/// `v`'s nearest computing neighbours along `adj`, passing through reformat/copy and Q/DQ layers.
+/// Forward, a link keeps the final consumer's slot; backward, the slot through which `v` reads.
+fn through_movement(adj: &[Vec<Link>], v: usize, kind: &[Kind], forward: bool) -> Vec<Link> {
+    let mut out: Vec<Link> = Vec::new();
+    let mut stack: Vec<(Link, usize)> = adj[v]
+        .iter()
+        .take(NEIGHBOUR_CAP)
+        .rev()
+        .map(|l| (*l, 1))
+        .collect();
+    let mut steps = 0;
+    while let Some((link, depth)) = stack.pop() {
+        steps += 1;
+        if out.len() >= NEIGHBOUR_CAP || steps > 4 * NEIGHBOUR_CAP {
+            break;
+        }
+        let w = link.layer as usize;
+        if w == v {
+            continue;
+        }
+        if kind[w].computes() {
+            if !out.iter().any(|o| o.layer == link.layer) {
+                out.push(link);
+            }
+        } else if depth < MOVEMENT_DEPTH {
+            for next in adj[w].iter().take(NEIGHBOUR_CAP).rev() {
+                let slot = if forward { next.slot } else { link.slot };
+                stack.push((
+                    Link {
+                        layer: next.layer,
+                        slot,
+                    },
+                    depth + 1,
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// How much of a layer's place a candidate key compares, finest first.
+#[derive(Debug, Clone, Copy)]
+enum Level {
+    /// Family, input slot, first input and output shapes, numbers of computing producers and
+    /// consumers.
+    Degree,
+    /// Without the numbers of neighbours (fusion differs between builds).
+    Slot,
+    /// Family and shapes only.
+    Shapes,
+    /// Family and first input shape only.
+    Input,
+}
+
+const POSITION_LEVELS: [Level; 4] = [Level::Degree, Level::Slot, Level::Shapes, Level::Input];
+const SEED_LEVELS: [Level; 3] = [Level::Degree, Level::Shapes, Level::Input];
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Key<'a> {
+    kind: Kind,
+    slot: Option<u16>,
+    input: Option<Option<&'a [i64]>>,
+    output: Option<Option<&'a [i64]>>,
+    degree: Option<(usize, usize)>,
+}
+
+/// The alignment under construction.
+struct Alignment {
+    a_to_b: Vec<Option<(u32, Method)>>,
+    b_to_a: Vec<Option<u32>>,
+    /// Why a layer may stay unmatched: it had several equally good candidates.
+    ambiguous_a: Vec<Option<String>>,
+    ambiguous_b: Vec<Option<String>>,
+}
+
+impl Alignment {
+    fn free_a(&self, x: u32) -> bool {
+        self.a_to_b[x as usize].is_none()
+    }
+
+    fn free_b(&self, y: u32) -> bool {
+        self.b_to_a[y as usize].is_none()
+    }
+
+    fn link(&mut self, x: u32, y: u32, method: Method) -> bool {
+        if !self.free_a(x) || !self.free_b(y) {
+            return false;
+        }
+        self.a_to_b[x as usize] = Some((y, method));
+        self.b_to_a[y as usize] = Some(x);
+        true
+    }
+}
+
+/// Pairs the free candidates that are alone in their group on both sides, comparing each level's
+/// key in turn, and appends the new pairs to `new`. Candidates that still share the coarsest group
+/// with others on both sides are marked ambiguous (`place` says where). Returns whether any were.
+#[allow(clippy::too_many_arguments)]
+fn match_groups<'a>(
+    sa: &Side<'a>,
+    sb: &Side<'a>,
+    al: &mut Alignment,
+    ca: &[Link],
+    cb: &[Link],
+    levels: &[Level],
+    method: Method,
+    place: &dyn Fn() -> String,
+    new: &mut Vec<(u32, u32)>,
+) -> bool {
+    let mut ca: Vec<Link> = ca.iter().filter(|c| al.free_a(c.layer)).copied().collect();
+    let mut cb: Vec<Link> = cb.iter().filter(|c| al.free_b(c.layer)).copied().collect();
+    // Per key: [count in a, a candidate in a, count in b, a candidate in b].
+    let mut groups: HashMap<Key<'a>, [u32; 4]> = HashMap::new();
+    let Some(&last) = levels.last() else {
+        return false;
+    };
+    for &level in levels {
+        if ca.is_empty() || cb.is_empty() {
+            return false;
+        }
+        count(sa, sb, &ca, &cb, level, &mut groups);
+        for c in &ca {
+            if let Some(g) = groups.get(&sa.key(*c, level))
+                && g[0] == 1
+                && g[2] == 1
+                && al.link(g[1], g[3], method)
+            {
+                new.push((g[1], g[3]));
+            }
+        }
+        ca.retain(|c| al.free_a(c.layer));
+        cb.retain(|c| al.free_b(c.layer));
+    }
+    if ca.is_empty() || cb.is_empty() {
+        return false;
+    }
+    count(sa, sb, &ca, &cb, last, &mut groups);
+    let mut any = false;
+    for (side, cands, other) in [(sa, &ca, false), (sb, &cb, true)] {
+        for c in cands.iter() {
+            let Some(g) = groups.get(&side.key(*c, last)) else {
+                continue;
+            };
+            if g[0] == 0 || g[2] == 0 {
+                continue;
+            }
+            any = true;
+            let slot = if other {
+                &mut al.ambiguous_b[c.layer as usize]
+            } else {
+                &mut al.ambiguous_a[c.layer as usize]
+            };
+            if slot.is_none() {
+                *slot = Some(format!(
+                    "{} {} layer(s) in `{}` and {} in `{}` fit equally well {}",
+                    g[0],
+                    side.kind[c.layer as usize].describe(),
+                    sa.label,
+                    g[2],
+                    sb.label,
+                    place()
+                ));
+            }
+        }
+    }
+    any
+}
+
+fn count<'a>(
+    sa: &Side<'a>,
+    sb: &Side<'a>,
+    ca: &[Link],
+    cb: &[Link],
+    level: Level,
+    groups: &mut HashMap<Key<'a>, [u32; 4]>,
+) {
+    groups.clear();
+    for c in ca {
+        let g = groups.entry(sa.key(*c, level)).or_insert([0; 4]);
+        g[0] += 1;
+        g[1] = c.layer;
+    }
+    for c in cb {
+        let g = groups.entry(sb.key(*c, level)).or_insert([0; 4]);
+        g[2] += 1;
+        g[3] = c.layer;
+    }
+}
+
+/// Aligns the computing neighbours of every aligned pair in `queue`, and of every pair that
+/// creates, until nothing changes. Each pair is looked at once, and again (at most `REVISITS`
+/// times) when a neighbour of it was aligned after it left an ambiguity.
+fn propagate(sa: &Side, sb: &Side, al: &mut Alignment, mut queue: VecDeque<(u32, u32)>) {
+    let n = sa.layers.len();
+    let mut pending = vec![false; n];
+    let mut visits = vec![0u8; n];
+    let mut new = Vec::new();
+    while let Some((x, y)) = queue.pop_front() {
+        let (xi, yi) = (x as usize, y as usize);
+        visits[xi] = visits[xi].saturating_add(1);
+        new.clear();
+        let place = || format!("next to `{}`", short_plain(&sa.layers[xi].name));
+        let mut left = false;
+        for (na, nb) in [
+            (&sa.cpreds[xi], &sb.cpreds[yi]),
+            (&sa.csuccs[xi], &sb.csuccs[yi]),
+        ] {
+            left |= match_groups(
+                sa,
+                sb,
+                al,
+                na,
+                nb,
+                &POSITION_LEVELS,
+                Method::Position,
+                &place,
+                &mut new,
+            );
+        }
+        pending[xi] = left;
+        for &(u, v) in &new {
+            queue.push_back((u, v));
+            for link in sa.cpreds[u as usize].iter().chain(&sa.csuccs[u as usize]) {
+                let w = link.layer as usize;
+                if pending[w]
+                    && visits[w] <= REVISITS
+                    && let Some((t, _)) = al.a_to_b[w]
+                {
+                    pending[w] = false;
+                    queue.push_back((w as u32, t));
+                }
+            }
+        }
+    }
+}
+
+/// Pass 1: identical names of the same kind. A name used k times in both builds pairs its
+/// occurrences in order; one used a different number of times is left to the later passes.
+fn by_name(sa: &Side, sb: &Side, al: &mut Alignment) {
+    let mut in_b: HashMap<&str, (usize, VecDeque<u32>)> = HashMap::with_capacity(sb.layers.len());
+    for l in sb.layers {
+        let e = in_b.entry(l.name.as_str()).or_default();
+        e.0 += 1;
+        e.1.push_back(l.index);
+    }
+    let mut in_a: HashMap<&str, usize> = HashMap::with_capacity(sa.layers.len());
+    for l in sa.layers {
+        *in_a.entry(l.name.as_str()).or_default() += 1;
+    }
+    for (i, l) in sa.layers.iter().enumerate() {
+        let Some((total, queue)) = in_b.get_mut(l.name.as_str()) else {
+            continue;
+        };
+        if in_a.get(l.name.as_str()) != Some(total) {
+            continue;
+        }
+        if let Some(j) = queue.pop_front()
+            && sa.kind[i] == sb.kind[j as usize]
+        {
+            al.link(i as u32, j, Method::Name);
+        }
+    }
+}
+
+/// Pass 2: shared source nodes, where each layer is the other's only best candidate of its kind.
+/// Reformat/copy layers are left to their places in the graph (their sources are the tensors
+/// they copy, which one build may copy in a different place).
+fn by_origin(sa: &Side, sb: &Side, al: &mut Alignment) {
+    let in_b = origin_index(sb, &|j| al.free_b(j));
+    let in_a = origin_index(sa, &|i| al.free_a(i));
+    let mut scores: HashMap<u32, usize> = HashMap::new();
+    let mut best = |l: &LayerView, kind: Kind, index: &HashMap<&str, Vec<u32>>, other: &Side| {
+        scores.clear();
         for o in &l.origins {
-            let v = by_origin.entry(o.as_str()).or_default();
-            if v.len() < ORIGIN_FANOUT {
+            for &j in index.get(o.as_str()).into_iter().flatten() {
+                if other.kind[j as usize] == kind {
+                    *scores.entry(j).or_default() += 1;
+                }
+            }
+        }
+        let (mut top, mut top_score, mut tie) = (None, 0, false);
+        for (&j, &s) in &scores {
+            if s > top_score {
+                (top, top_score, tie) = (Some(j), s, false);
+            } else if s == top_score {
+                tie = true;
+            }
+        }
+        if tie { None } else { top }
+    };
+    let best_b: Vec<Option<u32>> = sa
+        .layers
+        .iter()
+        .map(|l| {
+            let kind = sa.kind[l.index as usize];
+            if al.free_a(l.index) && kind != Kind::Movement {
+                best(l, kind, &in_b, sb)
+            } else {
+                None
+            }
+        })
+        .collect();
+    let best_a: Vec<Option<u32>> = sb
+        .layers
+        .iter()
+        .map(|l| {
+            let kind = sb.kind[l.index as usize];
+            if al.free_b(l.index) && kind != Kind::Movement {
+                best(l, kind, &in_a, sa)
+            } else {
+                None
+            }
+        })
+        .collect();
+    for (i, j) in best_b.iter().enumerate() {
+        if let Some(j) = *j
+            && best_a[j as usize] == Some(i as u32)
+        {
+            al.link(i as u32, j, Method::Origin);
+        }
+    }
+}
+
+/// Free layers (not reformat/copy) by source node, at most `ORIGIN_FANOUT` per node.
+fn origin_index<'a>(s: &Side<'a>, free: &dyn Fn(u32) -> bool) -> HashMap<&'a str, Vec<u32>> {
+    let mut by: HashMap<&'a str, Vec<u32>> = HashMap::new();
+    for l in s.layers {
+        if !free(l.index) || s.kind[l.index as usize] == Kind::Movement {
+            continue;
+        }
+        for o in &l.origins {
+            let v = by.entry(o.as_str()).or_default();
+            if v.len() < ORIGIN_FANOUT && v.last() != Some(&l.index) {
                 v.push(l.index);
             }
         }
     }
-    let mut scores: HashMap<u32, usize> = HashMap::new();
-    for (i, l) in la.iter().enumerate() {
-        if match_a[i].is_some() {
-            continue;
-        }
-        scores.clear();
-        for o in &l.origins {
-            for j in by_origin.get(o.as_str()).into_iter().flatten() {
-                if !taken_b[*j as usize] {
-                    *scores.entry(*j).or_default() += 1;
-                }
+    by
+}
+
+/// Where a reformat/copy or Q/DQ layer sits: between which (aligned) computing layers, through
+/// which slots. `None` while a neighbour is unaligned, or for a layer with no computing neighbour.
+type PlaceKey = (Kind, Vec<(u32, u16)>, Vec<(u32, u16)>);
+
+fn place_key(s: &Side, i: usize, to_a: &dyn Fn(u32) -> Option<u32>) -> Option<PlaceKey> {
+    let ends = |links: &[Link]| -> Option<Vec<(u32, u16)>> {
+        let mut v = links
+            .iter()
+            .map(|l| to_a(l.layer).map(|a| (a, l.slot)))
+            .collect::<Option<Vec<_>>>()?;
+        v.sort_unstable();
+        Some(v)
+    };
+    let (p, c) = (ends(&s.cpreds[i])?, ends(&s.csuccs[i])?);
+    (!p.is_empty() || !c.is_empty()).then_some((s.kind[i], p, c))
+}
+
+/// Last pass: a reformat/copy or Q/DQ layer pairs with one of its kind that sits between the same
+/// aligned computing layers; never by type and shape alone. Where both builds have a row of such
+/// layers of one length there, they pair in row order; rows of different lengths stay unmatched as
+/// ambiguous.
+fn by_place(sa: &Side, sb: &Side, al: &mut Alignment) {
+    // Per place: the layers of a, the layers of b, each with its distance down the row.
+    type Row = Vec<(u8, u32)>;
+    let mut groups: HashMap<PlaceKey, (Row, Row)> = HashMap::new();
+    let mut order: Vec<PlaceKey> = Vec::new();
+    for i in 0..sa.layers.len() {
+        if al.free_a(i as u32)
+            && !sa.kind[i].computes()
+            && let Some(k) = place_key(sa, i, &|x| (!al.free_a(x)).then_some(x))
+        {
+            let g = groups.entry(k.clone()).or_default();
+            if g.0.is_empty() {
+                order.push(k);
             }
-        }
-        if let Some((&j, _)) = scores.iter().max_by(|x, y| x.1.cmp(y.1).then(y.0.cmp(x.0))) {
-            match_a[i] = Some((j, Method::Origin));
-            taken_b[j as usize] = true;
+            g.0.push((sa.hops[i], i as u32));
         }
     }
-    drop(by_origin);
-
-    // 3. same family and output shape, in order
-    let mut by_sig: HashMap<_, VecDeque<u32>> = HashMap::new();
-    for l in lb.iter().filter(|l| !taken_b[l.index as usize]) {
-        by_sig.entry(signature(l)).or_default().push_back(l.index);
+    for j in 0..sb.layers.len() {
+        if al.free_b(j as u32)
+            && !sb.kind[j].computes()
+            && let Some(k) = place_key(sb, j, &|y| al.b_to_a[y as usize])
+            && let Some(g) = groups.get_mut(&k)
+        {
+            g.1.push((sb.hops[j], j as u32));
+        }
     }
-    for (i, l) in la.iter().enumerate() {
-        if match_a[i].is_some() {
+    for k in &order {
+        let Some((xs, ys)) = groups.get_mut(k) else {
+            continue;
+        };
+        if ys.is_empty() {
             continue;
         }
-        if let Some(j) = by_sig.get_mut(&signature(l)).and_then(VecDeque::pop_front) {
-            match_a[i] = Some((j, Method::Signature));
-            taken_b[j as usize] = true;
+        xs.sort_unstable();
+        ys.sort_unstable();
+        let rows_agree = xs.len() == ys.len()
+            && xs.iter().zip(ys.iter()).all(|(x, y)| x.0 == y.0)
+            && xs.windows(2).all(|w| w[0].0 < w[1].0);
+        if xs.len() == 1 && ys.len() == 1 || rows_agree {
+            for (x, y) in xs.iter().zip(ys.iter()) {
+                al.link(x.1, y.1, Method::Position);
+            }
+            continue;
+        }
+        let detail = format!(
+            "{} {} layer(s) in `{}` and {} in `{}` sit between the same aligned layers",
+            xs.len(),
+            k.0.describe(),
+            sa.label,
+            ys.len(),
+            sb.label
+        );
+        for x in xs.iter() {
+            al.ambiguous_a[x.1 as usize].get_or_insert_with(|| detail.clone());
+        }
+        for y in ys.iter() {
+            al.ambiguous_b[y.1 as usize].get_or_insert_with(|| detail.clone());
         }
     }
+}
 
+/// Aligns the layers of two builds of one model. Passes, in order:
+/// 1. identical names (same kind);
+/// 2. shared source nodes, where each is the other's only best candidate;
+/// 3. graph position: from the pairs so far and from the graph's first and last computing
+///    layers, the computing neighbours of each aligned pair (seen through reformat/copy and Q/DQ
+///    layers) pair up when exactly one on each side fits (same family, input slot, shapes);
+/// 4. a family and shapes that only one unaligned layer on each side has, then 3 again from there;
+/// 5. reformat/copy and Q/DQ layers by the aligned computing layers around them.
+///
+/// Several equally good candidates leave a layer unmatched, with the reason.
+pub fn align(a: &Backend, b: &Backend) -> Pair {
+    let (sa, sb) = (Side::new(a), Side::new(b));
+    let (la, lb) = (&a.layers, &b.layers);
+    let mut al = Alignment {
+        a_to_b: vec![None; la.len()],
+        b_to_a: vec![None; lb.len()],
+        ambiguous_a: vec![None; la.len()],
+        ambiguous_b: vec![None; lb.len()],
+    };
+    by_name(&sa, &sb, &mut al);
+    by_origin(&sa, &sb, &mut al);
+
+    if sa.has_graph && sb.has_graph {
+        let mut new = Vec::new();
+        let ends = |s: &Side, adj: &[Vec<Link>]| -> Vec<Link> {
+            (0..s.layers.len())
+                .filter(|&i| s.kind[i].computes() && adj[i].is_empty())
+                .map(|i| Link {
+                    layer: i as u32,
+                    slot: 0,
+                })
+                .collect()
+        };
+        for (ea, eb, what) in [
+            (
+                ends(&sa, &sa.cpreds),
+                ends(&sb, &sb.cpreds),
+                "among the first layers",
+            ),
+            (
+                ends(&sa, &sa.csuccs),
+                ends(&sb, &sb.csuccs),
+                "among the last layers",
+            ),
+        ] {
+            match_groups(
+                &sa,
+                &sb,
+                &mut al,
+                &ea,
+                &eb,
+                &SEED_LEVELS,
+                Method::Position,
+                &|| what.to_owned(),
+                &mut new,
+            );
+        }
+        // Every pair so far (names, sources, the graph's ends) is a starting point.
+        let queue: VecDeque<(u32, u32)> = al
+            .a_to_b
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| m.map(|(j, _)| (i as u32, j)))
+            .collect();
+        propagate(&sa, &sb, &mut al, queue);
+    }
+
+    for _ in 0..SIGNATURE_ROUNDS {
+        let free = |s: &Side, free: &dyn Fn(u32) -> bool| -> Vec<Link> {
+            (0..s.layers.len() as u32)
+                .filter(|&i| free(i) && s.kind[i as usize].computes())
+                .map(|i| Link { layer: i, slot: 0 })
+                .collect()
+        };
+        let (ca, cb) = (free(&sa, &|i| al.free_a(i)), free(&sb, &|j| al.free_b(j)));
+        let mut new = Vec::new();
+        match_groups(
+            &sa,
+            &sb,
+            &mut al,
+            &ca,
+            &cb,
+            &[Level::Shapes],
+            Method::Signature,
+            &|| "by family and shapes".to_owned(),
+            &mut new,
+        );
+        if new.is_empty() || !(sa.has_graph && sb.has_graph) {
+            break;
+        }
+        propagate(&sa, &sb, &mut al, new.into_iter().collect());
+    }
+    by_place(&sa, &sb, &mut al);
+
+    let match_a = &al.a_to_b;
     let mut rows = Vec::with_capacity(la.len().max(lb.len()));
-    let mut counts = [0usize; 3];
+    let mut counts = [0usize; 4];
     let mut changes = Vec::new();
     let (mut precision_changes, mut tactic_changes) = (0, 0);
+    let (mut ambiguous_a, mut ambiguous_b) = (0, 0);
     for (i, m) in match_a.iter().enumerate() {
         let x = &la[i];
         match m {
@@ -284,7 +925,8 @@ pub fn align(a: &Backend, b: &Backend) -> Pair {
                 counts[match method {
                     Method::Name => 0,
                     Method::Origin => 1,
-                    _ => 2,
+                    Method::Position => 2,
+                    _ => 3,
                 }] += 1;
                 let precision_changed =
                     x.precision.is_some() && y.precision.is_some() && x.precision != y.precision;
@@ -322,23 +964,31 @@ pub fn align(a: &Backend, b: &Backend) -> Pair {
                     precision_changed,
                     tactic_changed,
                     delta_ms,
+                    reason: None,
                 });
             }
-            None => rows.push(AlignedRow {
-                a: Some(x.index),
-                b: None,
-                method: Method::Unmatched,
-                precision_changed: false,
-                tactic_changed: false,
-                delta_ms: None,
-            }),
+            None => {
+                let reason = unmatched_reason(&sa, i, al.ambiguous_a[i].take(), sb.label);
+                ambiguous_a += usize::from(reason.code == UnmatchedCode::Ambiguous);
+                rows.push(AlignedRow {
+                    a: Some(x.index),
+                    b: None,
+                    method: Method::Unmatched,
+                    precision_changed: false,
+                    tactic_changed: false,
+                    delta_ms: None,
+                    reason: Some(reason),
+                });
+            }
         }
     }
     let unmatched_a = match_a.iter().filter(|m| m.is_none()).count();
     let mut unmatched_b = 0;
-    for (j, taken) in taken_b.iter().enumerate() {
-        if !taken {
+    for j in 0..lb.len() {
+        if al.b_to_a[j].is_none() {
             unmatched_b += 1;
+            let reason = unmatched_reason(&sb, j, al.ambiguous_b[j].take(), sa.label);
+            ambiguous_b += usize::from(reason.code == UnmatchedCode::Ambiguous);
             rows.push(AlignedRow {
                 a: None,
                 b: Some(j as u32),
@@ -346,6 +996,7 @@ pub fn align(a: &Backend, b: &Backend) -> Pair {
                 precision_changed: false,
                 tactic_changed: false,
                 delta_ms: None,
+                reason: Some(reason),
             });
         }
     }
@@ -354,13 +1005,52 @@ pub fn align(a: &Backend, b: &Backend) -> Pair {
         b: b.label.clone(),
         matched_by_name: counts[0],
         matched_by_origin: counts[1],
-        matched_by_signature: counts[2],
+        matched_by_position: counts[2],
+        matched_by_signature: counts[3],
         unmatched_a,
         unmatched_b,
+        ambiguous_a,
+        ambiguous_b,
         precision_changes,
         tactic_changes,
         changes,
         rows,
+    }
+}
+
+fn unmatched_reason(s: &Side, i: usize, ambiguous: Option<String>, other: &str) -> Unmatched {
+    match ambiguous {
+        Some(detail) => Unmatched {
+            code: UnmatchedCode::Ambiguous,
+            detail,
+        },
+        None => Unmatched {
+            code: UnmatchedCode::NoCounterpart,
+            detail: match s.kind[i] {
+                Kind::Compute(f) => format!(
+                    "no {} layer in `{other}` with this name, source nodes or place in the graph",
+                    f.as_str()
+                ),
+                k => format!(
+                    "no {} layer in `{other}` with this name or between the same aligned layers",
+                    k.describe()
+                ),
+            },
+        },
+    }
+}
+
+/// A name for a sentence: at most 60 characters, control characters replaced.
+fn short_plain(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .take(60)
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .collect();
+    if name.chars().count() > 60 {
+        format!("{s}…")
+    } else {
+        s
     }
 }
 
