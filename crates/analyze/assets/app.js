@@ -69,13 +69,16 @@
   // crates/analyze/src/pack.rs); this rebuilds exactly the records that analysis.json holds.
   function unpackLayers(p) {
     var S = p.strings, out = new Array(p.count), t = 0;
+    var dimsById = {};
     function str(i) { return i < 0 ? null : S[i]; }
+    function dims(i) {
+      if (i < 0) { return null; }
+      if (!dimsById[i]) { dimsById[i] = S[i] === "" ? [] : S[i].split(",").map(Number); }
+      return dimsById[i].slice();
+    }
     function tensors(ids) {
       var list = [];
-      for (var k = 0; k + 2 < ids.length; k += 3) {
-        var d = str(ids[k + 1]);
-        list.push({ name: S[ids[k]], dims: d === null ? null : d === "" ? [] : d.split(",").map(Number), format: str(ids[k + 2]) });
-      }
+      for (var k = 0; k + 2 < ids.length; k += 3) { list.push({ name: S[ids[k]], dims: dims(ids[k + 1]), format: str(ids[k + 2]) }); }
       return list;
     }
     for (var i = 0; i < p.count; i++) {
@@ -468,7 +471,7 @@
     for (var i = 0; i < rows.length; i++) { rows[i].classList.remove("selected"); }
     var row = $("layer-table").querySelector('tr[data-layer="' + index + '"]');
     if (row) { row.classList.add("selected"); }
-    if (graphInfo() && graphInfo().big) { state.graph.focus = index; renderGraph(); } else { highlightGraphNode(); }
+    if (graphInfo() && graphInfo().big) { state.graph.focus = index; drawGraphWhenSeen(); } else { highlightGraphNode(); }
   }
 
   // ---------- graph ----------
@@ -700,6 +703,25 @@
   function backendByLabel(label) { return backends.filter(function (b) { return b.label === label; })[0]; }
 
   // ---------- wiring ----------
+  // A large backend's graph is the costliest panel to draw and sits far below the fold: it is drawn
+  // when the panel comes near the viewport, not as part of the first render (docs/performance.md).
+  var LAZY_GRAPH_LAYERS = 1000;
+  var graphSeen = typeof IntersectionObserver !== "function";
+  var graphWaiting = false;
+  function drawGraphWhenSeen() {
+    if (graphSeen || current().layers.length <= LAZY_GRAPH_LAYERS) { renderGraph(); return; }
+    if (graphWaiting) { return; }
+    graphWaiting = true;
+    clear($("graph")).appendChild(el("p", { class: "muted" }, "The graph is drawn when this panel is scrolled into view."));
+    var observer = new IntersectionObserver(function (entries) {
+      if (!entries.some(function (e) { return e.isIntersecting; })) { return; }
+      observer.disconnect();
+      graphSeen = true;
+      graphWaiting = false;
+      renderGraph();
+    }, { rootMargin: "300px" });
+    observer.observe($("graph-panel"));
+  }
   function selectBackend(i) {
     state.backend = i;
     state.selected = null;
@@ -720,7 +742,7 @@
     if (isTimed(b)) { state.sortKey = "share"; state.sortAsc = false; } else { state.sortKey = "index"; state.sortAsc = true; }
     renderLayerTable();
     renderDetails();
-    renderGraph();
+    drawGraphWhenSeen();
   }
 
   try {
