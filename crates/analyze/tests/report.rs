@@ -105,7 +105,13 @@ fn the_folder_holds_the_app_data_once_and_packed() {
         let packed = serde_json::to_string(packed).expect("json");
         for l in &b.layers {
             let quoted = serde_json::to_string(&l.name).expect("json");
-            assert_eq!(packed.matches(&quoted).count(), 1, "{} ({})", l.name, b.label);
+            assert_eq!(
+                packed.matches(&quoted).count(),
+                1,
+                "{} ({})",
+                l.name,
+                b.label
+            );
         }
     }
     // The app's data is far smaller than the analysis it carries.
