@@ -64,6 +64,46 @@
   var familyColors = {};
 
   var DATA = window.TRTMC_REPORT;
+
+  // data.js packs each backend's layer records into columns over one string table (see
+  // crates/analyze/src/pack.rs); this rebuilds exactly the records that analysis.json holds.
+  function unpackLayers(p) {
+    var S = p.strings, out = new Array(p.count), t = 0;
+    var dimsById = {};
+    function str(i) { return i < 0 ? null : S[i]; }
+    function dims(i) {
+      if (i < 0) { return null; }
+      if (!dimsById[i]) { dimsById[i] = S[i] === "" ? [] : S[i].split(",").map(Number); }
+      return dimsById[i].slice();
+    }
+    function tensors(ids) {
+      var list = [];
+      for (var k = 0; k + 2 < ids.length; k += 3) { list.push({ name: S[ids[k]], dims: dims(ids[k + 1]), format: str(ids[k + 2]) }); }
+      return list;
+    }
+    for (var i = 0; i < p.count; i++) {
+      var name = S[p.name[i]], origins = p.origins[i];
+      var l = {
+        index: p.index ? p.index[i] : i, name: name, raw_type: S[p.raw_type[i]], type: S[p.type[i]], family: S[p.family[i]],
+        family_from_name: p.family_from_name ? p.family_from_name.charAt(i) === "1" : false,
+        parameter_type: str(p.parameter_type[i]), precision: str(p.precision[i]), output_precision: str(p.output_precision[i]),
+        tactic: str(p.tactic[i]), stream: p.stream ? p.stream[i] : null
+      };
+      if (p.subgraph && p.subgraph[i] !== null) { l.subgraph = p.subgraph[i]; }
+      l.origins = origins === 0 ? name.split(" + ") : origins.map(function (x) { return S[x]; });
+      l.inputs = tensors(p.inputs[i]);
+      l.outputs = tensors(p.outputs[i]);
+      l.tags = p.tags[i] < 0 ? [] : S[p.tags[i]].split("\u001f");
+      l.timing = null;
+      if (p.timed.charAt(i) === "1") {
+        l.timing = { time_ms: p.time_ms[t], avg_ms: p.avg_ms[t], median_ms: p.median_ms[t], percentage: p.percentage[t] };
+        t++;
+      }
+      out[i] = l;
+    }
+    return out;
+  }
+
   function fail(msg) {
     var b = $("load-error");
     b.hidden = false;
@@ -71,6 +111,9 @@
     finish();
   }
   function finish() {
+    // Milliseconds from navigation start until the first render is laid out (docs/performance.md).
+    void document.body.offsetHeight;
+    document.body.setAttribute("data-report-ms", String(Math.round(performance.now())));
     document.body.setAttribute("data-report-ready", "true");
     document.body.setAttribute("data-report-errors", String(errors.length));
     $("self-check").textContent = "ready errors=" + errors.length + " imgs=" + document.getElementsByTagName("img").length +
@@ -78,6 +121,13 @@
   }
   if (!DATA || !DATA.analysis || !Array.isArray(DATA.analysis.backends)) {
     fail("The report data (data.js) is missing or unreadable. Re-create the report with `trtmc-bench analyze package`.");
+    return;
+  }
+  try {
+    DATA.analysis.backends.forEach(function (b) { if (b.layers && b.layers.packed === 1) { b.layers = unpackLayers(b.layers); } });
+  } catch (e) {
+    errors.push(String(e && e.stack ? e.stack : e));
+    fail("The report data (data.js) could not be unpacked: " + e + ". Re-create the report with `trtmc-bench analyze package`.");
     return;
   }
   var A = DATA.analysis;
@@ -421,7 +471,7 @@
     for (var i = 0; i < rows.length; i++) { rows[i].classList.remove("selected"); }
     var row = $("layer-table").querySelector('tr[data-layer="' + index + '"]');
     if (row) { row.classList.add("selected"); }
-    if (graphInfo() && graphInfo().big) { state.graph.focus = index; renderGraph(); } else { highlightGraphNode(); }
+    if (graphInfo() && graphInfo().big) { state.graph.focus = index; drawGraphWhenSeen(); } else { highlightGraphNode(); }
   }
 
   // ---------- graph ----------
@@ -662,6 +712,25 @@
   function backendByLabel(label) { return backends.filter(function (b) { return b.label === label; })[0]; }
 
   // ---------- wiring ----------
+  // A large backend's graph is the costliest panel to draw and sits far below the fold: it is drawn
+  // when the panel comes near the viewport, not as part of the first render (docs/performance.md).
+  var LAZY_GRAPH_LAYERS = 1000;
+  var graphSeen = typeof IntersectionObserver !== "function";
+  var graphWaiting = false;
+  function drawGraphWhenSeen() {
+    if (graphSeen || current().layers.length <= LAZY_GRAPH_LAYERS) { renderGraph(); return; }
+    if (graphWaiting) { return; }
+    graphWaiting = true;
+    clear($("graph")).appendChild(el("p", { class: "muted" }, "The graph is drawn when this panel is scrolled into view."));
+    var observer = new IntersectionObserver(function (entries) {
+      if (!entries.some(function (e) { return e.isIntersecting; })) { return; }
+      observer.disconnect();
+      graphSeen = true;
+      graphWaiting = false;
+      renderGraph();
+    }, { rootMargin: "300px" });
+    observer.observe($("graph-panel"));
+  }
   function selectBackend(i) {
     state.backend = i;
     state.selected = null;
@@ -682,7 +751,7 @@
     if (isTimed(b)) { state.sortKey = "share"; state.sortAsc = false; } else { state.sortKey = "index"; state.sortAsc = true; }
     renderLayerTable();
     renderDetails();
-    renderGraph();
+    drawGraphWhenSeen();
   }
 
   try {

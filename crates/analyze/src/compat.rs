@@ -2,9 +2,10 @@
 //! 1.0, so report apps built for that format can read our results; and reading such a file back
 //! for re-packaging.
 //!
-//! Layer records are copied verbatim when they already satisfy that format's layer shape; other
-//! records (names-only exports, records with missing or mistyped fields) are written in a
-//! normalized form built from what was read.
+//! Layer records are copied verbatim when they already satisfy that format's layer shape (keys,
+//! order, numbers and strings as written; only the whitespace between tokens is dropped, as the
+//! rest of the file has none); other records (names-only exports, records with missing or
+//! mistyped fields) are written in a normalized form built from what was read.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -185,6 +186,9 @@ struct IssueOut {
 /// A layer in the published format: verbatim when possible.
 struct LayerOut<'a>(&'a LayerView, Option<&'a RawValue>);
 
+/// A layer record as written: the verbatim JSON with no whitespace between tokens.
+type Verbatim = Option<Box<RawValue>>;
+
 #[derive(Serialize)]
 #[allow(non_snake_case)]
 struct NormalizedLayer<'a> {
@@ -242,7 +246,7 @@ fn normalized_tensors(ts: &[crate::analysis::TensorView]) -> Vec<NormalizedTenso
         .collect()
 }
 
-struct Layers<'a>(&'a [LayerView], &'a [Option<&'a RawValue>]);
+struct Layers<'a>(&'a [LayerView], &'a [Verbatim]);
 
 impl Serialize for Layers<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -268,14 +272,16 @@ struct Record<'a> {
     layer: LayerOut<'a>,
 }
 
-struct Records<'a>(&'a [LayerView], &'a [Option<&'a RawValue>]);
+struct Records<'a>(&'a [LayerView], &'a [Verbatim]);
 
-fn verbatim<'a>(raws: &[Option<&'a RawValue>], i: usize) -> Option<&'a RawValue> {
-    raws.get(i).copied().flatten()
+fn verbatim(raws: &[Verbatim], i: usize) -> Option<&RawValue> {
+    raws.get(i).and_then(Option::as_deref)
 }
 
-/// The records exactly as written, checked once, for layers and records alike.
-fn verbatim_records(b: &Backend) -> Vec<Option<&RawValue>> {
+/// The records as written, checked and stripped of whitespace once, for layers and records
+/// alike. trtexec indents its layer records: copied with their indentation they would be a large
+/// part of the file, twice over.
+fn verbatim_records(b: &Backend) -> Vec<Verbatim> {
     let Some(source) = &b.source else {
         return Vec::new();
     };
@@ -283,9 +289,35 @@ fn verbatim_records(b: &Backend) -> Vec<Option<&RawValue>> {
         .iter()
         .map(|l| {
             let range = l.raw.clone().filter(|_| l.verbatim_ok)?;
-            serde_json::from_str::<&RawValue>(source.get(range)?).ok()
+            RawValue::from_string(without_whitespace(source.get(range)?)).ok()
         })
         .collect()
+}
+
+/// `json` without the whitespace between its tokens (strings are copied as they are). The result
+/// is checked as JSON by the caller.
+fn without_whitespace(json: &str) -> String {
+    let mut out = Vec::with_capacity(json.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for &c in json.as_bytes() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if c == b'\\' {
+                escaped = true;
+            } else if c == b'"' {
+                in_string = false;
+            }
+        } else if matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
+            continue;
+        } else if c == b'"' {
+            in_string = true;
+        }
+        out.push(c);
+    }
+    // Only ASCII whitespace was removed, between tokens, so the bytes are still UTF-8.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 impl Serialize for Records<'_> {
@@ -399,7 +431,7 @@ fn engines(b: &Backend) -> Option<EnginesOut<'_>> {
     })
 }
 
-fn result<'a>(a: &'a Analysis, b: &'a Backend, raws: &'a [Option<&'a RawValue>]) -> Result<'a> {
+fn result<'a>(a: &'a Analysis, b: &'a Backend, raws: &'a [Verbatim]) -> Result<'a> {
     let failure = || {
         let mut v = validation(b);
         v.status = "failed";
@@ -498,8 +530,7 @@ fn result<'a>(a: &'a Analysis, b: &'a Backend, raws: &'a [Option<&'a RawValue>])
 impl Analysis {
     /// Writes `analyze-data.json` (published schema_version 1.0).
     pub fn write_analyze_data<W: std::io::Write>(&self, w: W) -> serde_json::Result<()> {
-        let raws: Vec<Vec<Option<&RawValue>>> =
-            self.backends.iter().map(verbatim_records).collect();
+        let raws: Vec<Vec<Verbatim>> = self.backends.iter().map(verbatim_records).collect();
         let doc = Doc {
             schema_version: "1.0",
             folder: self.input.folder.as_deref(),
@@ -672,4 +703,23 @@ pub(crate) fn read_analyze_data(path: &Path) -> std::result::Result<RecordedDoc,
         model_name: doc.model_name,
         backends,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whitespace_goes_between_tokens_only() {
+        let text = "{\n  \"Name\" : \"a \\\" b\\\\\",\t\"Inputs\": [ 1, 2 ],\r\n \"K\":\"x  y\" }";
+        let out = without_whitespace(text);
+        assert_eq!(
+            out,
+            "{\"Name\":\"a \\\" b\\\\\",\"Inputs\":[1,2],\"K\":\"x  y\"}"
+        );
+        let a: serde_json::Value = serde_json::from_str(text).expect("json");
+        let b: serde_json::Value = serde_json::from_str(&out).expect("json");
+        assert_eq!(a, b);
+        assert_eq!(without_whitespace("\"é ∑\" "), "\"é ∑\"");
+    }
 }

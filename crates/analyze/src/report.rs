@@ -1,12 +1,12 @@
 //! Packaging a report: one self-contained folder that opens from `file://` with no server and no
-//! network (index.html, app.js, styles.css, data.js, analysis.json, analyze-data.json and, when
-//! given, analyze.md).
+//! network (index.html, app.js, styles.css, data.js, analyze-data.json and, when given,
+//! analyze.md). The app reads its data from data.js only; analysis.json is `analyze --output`'s
+//! file and is not repeated in the folder.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use pulldown_cmark::{CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
-use serde::Serialize;
 
 use crate::analysis::Analysis;
 
@@ -32,7 +32,6 @@ pub struct PackageOptions {
 pub struct Packaged {
     pub report_dir: PathBuf,
     pub index: PathBuf,
-    pub analysis_json: PathBuf,
     pub analyze_data_json: PathBuf,
     pub analyze_md: Option<PathBuf>,
     /// Things the user should know (e.g. analyze.md lacks a `## Details` section).
@@ -156,13 +155,9 @@ fn write_file(
     trtmc_core::fsutil::write_atomic_with(path, write).map_err(io_err(path))
 }
 
-#[derive(Serialize)]
-struct ReportData<'a> {
-    analysis: &'a Analysis,
-    analyze_md_html: Option<&'a str>,
-}
-
-/// Writes the browser app and `data.js` into `dir` (which must exist).
+/// Writes the browser app and `data.js` into `dir` (which must exist). `data.js` is the report
+/// app's only copy of the analysis: `window.TRTMC_REPORT = {"analysis": …, "analyze_md_html": …}`
+/// with every backend's layer records in the packed form of pack.rs.
 fn write_app(dir: &Path, analysis: &Analysis, md_html: Option<&str>) -> Result<(), PackageError> {
     for (name, text) in [
         ("index.html", INDEX_HTML),
@@ -174,15 +169,11 @@ fn write_app(dir: &Path, analysis: &Analysis, md_html: Option<&str>) -> Result<(
     }
     let path = dir.join("data.js");
     write_file(&path, |w| {
-        w.write_all(b"window.TRTMC_REPORT = ")?;
-        serde_json::to_writer(
-            &mut *w,
-            &ReportData {
-                analysis,
-                analyze_md_html: md_html,
-            },
-        )?;
-        w.write_all(b";\n")
+        w.write_all(b"window.TRTMC_REPORT = {\"analysis\":")?;
+        crate::write::write_analysis(&mut *w, analysis, &crate::pack::packed_layers)?;
+        w.write_all(b",\"analyze_md_html\":")?;
+        serde_json::to_writer(&mut *w, &md_html)?;
+        w.write_all(b"};\n")
     })
 }
 
@@ -206,8 +197,6 @@ pub fn package(analysis: &Analysis, opts: &PackageOptions) -> Result<Packaged, P
     let dir = choose_report_dir(analysis, opts)?;
     let md = opts.analyze_md.as_deref().map(read_markdown).transpose()?;
     std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
-    let analysis_json = dir.join("analysis.json");
-    write_file(&analysis_json, |w| Ok(analysis.write_json(w)?))?;
     let analyze_data_json = dir.join("analyze-data.json");
     write_file(&analyze_data_json, |w| Ok(analysis.write_analyze_data(w)?))?;
     finish(
@@ -215,14 +204,14 @@ pub fn package(analysis: &Analysis, opts: &PackageOptions) -> Result<Packaged, P
         analysis,
         opts.analyze_md.as_deref(),
         md,
-        analysis_json,
         analyze_data_json,
     )
 }
 
 /// Re-packages the report folder that holds `analyze_data` (an analyze-data.json, ours or another
 /// tool's): the analysis is derived again from it, the app and data are rewritten, and the
-/// analyze-data.json itself is left as it is.
+/// analyze-data.json itself is left as it is. An analysis.json that an earlier version put in the
+/// folder is rewritten too, so that it never contradicts the report.
 pub fn repackage(
     analysis: &Analysis,
     analyze_data: &Path,
@@ -233,8 +222,10 @@ pub fn repackage(
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
     let md = analyze_md.map(read_markdown).transpose()?;
-    let analysis_json = dir.join("analysis.json");
-    write_file(&analysis_json, |w| Ok(analysis.write_json(w)?))?;
+    let old_analysis_json = dir.join("analysis.json");
+    if old_analysis_json.is_file() {
+        write_file(&old_analysis_json, |w| Ok(analysis.write_json(w)?))?;
+    }
     // Keep an analyze.md that is already in the folder unless a new one is given.
     let existing = dir.join("analyze.md");
     let (md_path, md) = match (analyze_md, md) {
@@ -244,14 +235,7 @@ pub fn repackage(
         }
         _ => (None, None),
     };
-    finish(
-        dir.clone(),
-        analysis,
-        md_path,
-        md,
-        analysis_json,
-        analyze_data.to_owned(),
-    )
+    finish(dir.clone(), analysis, md_path, md, analyze_data.to_owned())
 }
 
 fn finish(
@@ -259,7 +243,6 @@ fn finish(
     analysis: &Analysis,
     md_source: Option<&Path>,
     md: Option<(String, Vec<String>)>,
-    analysis_json: PathBuf,
     analyze_data_json: PathBuf,
 ) -> Result<Packaged, PackageError> {
     let mut warnings = Vec::new();
@@ -285,7 +268,6 @@ fn finish(
     Ok(Packaged {
         index: dir.join("index.html"),
         report_dir: dir,
-        analysis_json,
         analyze_data_json,
         analyze_md: md_out,
         warnings,

@@ -14,10 +14,22 @@ use crate::read::{IntOrStr, Tensor};
 type Result = std::io::Result<()>;
 
 pub(crate) fn analysis<W: Write>(w: &mut W, a: &Analysis) -> serde_json::Result<()> {
-    write_analysis(w, a).map_err(serde_json::Error::io)
+    write_analysis(w, a, &|w, layers| {
+        w.write_all(b"[")?;
+        layer_list(w, layers)?;
+        w.write_all(b"]")
+    })
+    .map_err(serde_json::Error::io)
 }
 
-fn write_analysis<W: Write>(w: &mut W, a: &Analysis) -> Result {
+/// Writes the analysis with each backend's `layers` value written by `layers`: the list of records
+/// (analysis.json) or the report app's packed form (data.js, see pack.rs). Everything else is
+/// written the same way for both, so a field added to the analysis reaches both files.
+pub(crate) fn write_analysis<W: Write, F: Fn(&mut W, &[LayerView]) -> Result>(
+    w: &mut W,
+    a: &Analysis,
+    layers: &F,
+) -> Result {
     let Analysis {
         schema,
         generator,
@@ -38,7 +50,7 @@ fn write_analysis<W: Write>(w: &mut W, a: &Analysis) -> Result {
         if i > 0 {
             w.write_all(b",")?;
         }
-        backend(w, b)?;
+        backend(w, b, layers)?;
     }
     w.write_all(b"]")?;
     more(w, "comparisons", comparisons)?;
@@ -46,7 +58,11 @@ fn write_analysis<W: Write>(w: &mut W, a: &Analysis) -> Result {
     Ok(())
 }
 
-fn backend<W: Write>(w: &mut W, b: &Backend) -> Result {
+fn backend<W: Write, F: Fn(&mut W, &[LayerView]) -> Result>(
+    w: &mut W,
+    b: &Backend,
+    write_layers: &F,
+) -> Result {
     // Destructured so that a new field fails to compile here instead of going missing.
     let Backend {
         label,
@@ -81,9 +97,8 @@ fn backend<W: Write>(w: &mut W, b: &Backend) -> Result {
     more(w, "end_to_end", end_to_end)?;
     more(w, "model", model)?;
     more(w, "engines", engines)?;
-    w.write_all(b",\"layers\":[")?;
-    layer_list(w, layers)?;
-    w.write_all(b"]")?;
+    w.write_all(b",\"layers\":")?;
+    write_layers(w, layers)?;
     more(w, "graph", graph)?;
     more(w, "breakdowns", breakdowns)?;
     more(w, "hot_layers", hot_layers)?;
@@ -294,7 +309,7 @@ fn opt_string<W: Write>(w: &mut W, s: Option<&str>) -> Result {
 }
 
 /// A JSON string: copied whole when nothing in it needs escaping, else escaped by serde_json.
-fn string<W: Write>(w: &mut W, s: &str) -> Result {
+pub(crate) fn string<W: Write>(w: &mut W, s: &str) -> Result {
     if needs_escape(s.as_bytes()) {
         return Ok(serde_json::to_writer(&mut *w, s)?);
     }
@@ -334,7 +349,7 @@ fn needs_escape(s: &[u8]) -> bool {
 }
 
 /// Decimal digits of `v` in `buf`.
-fn itoa(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
+pub(crate) fn itoa(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut i = buf.len();
     loop {
         i -= 1;

@@ -1,6 +1,7 @@
 //! The packaged report in headless Chromium (Debian package `chromium`): it renders from file://
 //! with no console errors, shows every panel, draws the ~400-layer ControlNet graph, writes a
-//! screenshot, and shows an XSS probe layer name as text.
+//! screenshot, and shows an XSS probe layer name as text; the packed layer data in data.js unpacks
+//! to exactly the analysis (analysis.json); a large graph is drawn only once its panel is in view.
 //!
 //! Fails when Chromium is missing, unless TRTMC_SKIP_BROWSER=1. TRTMC_CHROMIUM names the binary.
 
@@ -90,16 +91,24 @@ fn probe_inputs(dir: &Path) {
     std::fs::write(dir.join("profile_probe.json"), profile.to_string()).expect("write");
 }
 
-#[test]
-fn report_renders_in_headless_chromium() {
+/// Chromium, or None when it is missing and TRTMC_SKIP_BROWSER=1 (else the test fails).
+fn chromium_or_skip() -> Option<PathBuf> {
     let Some(bin) = chromium() else {
         if std::env::var_os("TRTMC_SKIP_BROWSER").is_some_and(|v| v == "1") {
             eprintln!("skipping: chromium not found and TRTMC_SKIP_BROWSER=1");
-            return;
+            return None;
         }
         panic!(
             "chromium not found: install Debian's `chromium` package (or set TRTMC_CHROMIUM, or TRTMC_SKIP_BROWSER=1 to skip)"
         );
+    };
+    Some(bin)
+}
+
+#[test]
+fn report_renders_in_headless_chromium() {
+    let Some(bin) = chromium_or_skip() else {
+        return;
     };
     let work = tempfile::tempdir().expect("tempdir");
 
@@ -225,5 +234,227 @@ fn report_renders_in_headless_chromium() {
     assert!(
         dom.contains("mnist-cnn: 2 backends"),
         "comparison panel lists the MNIST builds"
+    );
+}
+
+/// Numbers as f64, so that `3` (JavaScript) and `3.0` (serde_json) compare equal.
+fn numbers_as_f64(v: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) => n.as_f64().map_or(Value::Null, Value::from),
+        Value::Array(list) => Value::Array(list.into_iter().map(numbers_as_f64).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, numbers_as_f64(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// What app.js made of data.js: the report folder gets a copy of index.html that also loads a
+/// script writing `window.TRTMC_REPORT.analysis` (unpacked by app.js) into the page as JSON.
+fn unpacked_in_chromium(bin: &Path, report: &Path, profile: &Path) -> serde_json::Value {
+    let html = std::fs::read_to_string(report.join("index.html")).expect("index");
+    let html = html.replace(
+        "<script src=\"app.js\"></script>",
+        "<script src=\"app.js\"></script>\n<script src=\"dump.js\"></script>",
+    );
+    std::fs::write(report.join("dump.html"), html).expect("dump.html");
+    std::fs::write(
+        report.join("dump.js"),
+        "var pre = document.createElement('pre'); pre.id = 'unpacked';\n\
+         pre.textContent = JSON.stringify(window.TRTMC_REPORT.analysis);\n\
+         document.body.appendChild(pre);\n",
+    )
+    .expect("dump.js");
+    let url = format!("file://{}", report.join("dump.html").display());
+    let (dom, _) = run_chromium(bin, profile, &["--dump-dom"], &url);
+    assert!(
+        dom.contains("data-report-errors=\"0\""),
+        "page errors: {}",
+        dom.split("self-check").nth(1).unwrap_or("")
+    );
+    assert!(
+        dom.contains("data-report-ms=\""),
+        "the page marks when it is usable"
+    );
+    let text = dom
+        .split("<pre id=\"unpacked\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</pre>").next())
+        .expect("the unpacked analysis in the page");
+    let text = text
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&nbsp;", "\u{a0}")
+        .replace("&amp;", "&");
+    serde_json::from_str(&text).expect("unpacked analysis as JSON")
+}
+
+#[test]
+fn packed_data_unpacks_to_the_analysis() {
+    let Some(bin) = chromium_or_skip() else {
+        return;
+    };
+    let work = tempfile::tempdir().expect("tempdir");
+    let probe = work.path().join("probe");
+    std::fs::create_dir(&probe).expect("mkdir");
+    probe_inputs(&probe);
+    let fixtures = common::fixtures_dir();
+    for (i, folder) in [probe, fixtures.join("trex"), fixtures.join("trtexec-other")]
+        .into_iter()
+        .enumerate()
+    {
+        let a = common::analyze(Inputs::Folder(folder.clone()));
+        let report = package(
+            &a,
+            &PackageOptions {
+                report_dir: Some(work.path().join(format!("report-{i}"))),
+                ..Default::default()
+            },
+        )
+        .expect("packaged");
+        let unpacked = unpacked_in_chromium(
+            &bin,
+            &report.report_dir,
+            &work.path().join(format!("profile-{i}")),
+        );
+        let mut expected = Vec::new();
+        a.write_json(&mut expected).expect("analysis.json");
+        let expected: serde_json::Value = serde_json::from_slice(&expected).expect("json");
+        // Spot checks first, for a readable failure: layer counts, names, timings.
+        for (b, (x, y)) in a.backends.iter().zip(
+            expected["backends"]
+                .as_array()
+                .expect("backends")
+                .iter()
+                .zip(unpacked["backends"].as_array().expect("backends")),
+        ) {
+            assert_eq!(
+                y["layers"].as_array().map(Vec::len),
+                Some(b.layers.len()),
+                "{}",
+                b.label
+            );
+            assert_eq!(
+                x["layers"][0]["name"], y["layers"][0]["name"],
+                "{}",
+                b.label
+            );
+            assert_eq!(
+                numbers_as_f64(x["layers"][0]["timing"].clone()),
+                numbers_as_f64(y["layers"][0]["timing"].clone()),
+                "{}",
+                b.label
+            );
+        }
+        if i == 0 {
+            assert_eq!(unpacked["backends"][0]["layers"][1]["name"], PROBE);
+        }
+        assert!(
+            numbers_as_f64(unpacked) == numbers_as_f64(expected),
+            "{}: the unpacked analysis differs from analysis.json",
+            folder.display()
+        );
+    }
+}
+
+/// A chain of `copies` ResNet18 fp16 builds (36 layers each), as scripts/gen-large-engine.py.
+fn large_inputs(dir: &Path, copies: usize) {
+    let fixtures = common::fixtures_dir().join("trex");
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(fixtures.join(name)).expect("read"))
+            .expect("json")
+    };
+    let doc = read("resnet18-pt-a100-fp16.layers.json");
+    let profile = read("resnet18-pt-a100-fp16.profile.json");
+    let first_in = doc["Bindings"][0].as_str().expect("binding").to_owned();
+    let last_out = doc["Bindings"]
+        .as_array()
+        .and_then(|b| b.last())
+        .and_then(|b| b.as_str())
+        .expect("binding")
+        .to_owned();
+    let mut layers = Vec::new();
+    let mut records = vec![profile[0].clone()];
+    for i in 0..copies {
+        let rename = |name: &str| {
+            if i > 0 && name == first_in {
+                format!("c{}/{last_out}", i - 1)
+            } else {
+                format!("c{i}/{name}")
+            }
+        };
+        for layer in doc["Layers"].as_array().expect("layers") {
+            let mut l = layer.clone();
+            l["Name"] = format!("c{i}/{}", layer["Name"].as_str().expect("name")).into();
+            for key in ["Inputs", "Outputs"] {
+                for t in l[key].as_array_mut().expect("tensors") {
+                    t["Name"] = rename(t["Name"].as_str().expect("tensor")).into();
+                }
+            }
+            layers.push(l);
+        }
+        for r in profile.as_array().expect("profile").iter().skip(1) {
+            let mut r = r.clone();
+            r["name"] = format!("c{i}/{}", r["name"].as_str().expect("name")).into();
+            records.push(r);
+        }
+    }
+    let doc = serde_json::json!({"Layers": layers, "Bindings": [first_in, format!("c{}/{last_out}", copies - 1)]});
+    std::fs::write(dir.join("layers_x.json"), doc.to_string()).expect("write");
+    std::fs::write(
+        dir.join("profile_x.json"),
+        serde_json::Value::Array(records).to_string(),
+    )
+    .expect("write");
+}
+
+#[test]
+fn a_large_graph_is_drawn_when_its_panel_is_in_view() {
+    let Some(bin) = chromium_or_skip() else {
+        return;
+    };
+    let work = tempfile::tempdir().expect("tempdir");
+    let inputs = work.path().join("large");
+    std::fs::create_dir(&inputs).expect("mkdir");
+    large_inputs(&inputs, 40);
+    let a = common::analyze(Inputs::Folder(inputs));
+    assert_eq!(a.backends[0].layers.len(), 1440);
+    let report = package(
+        &a,
+        &PackageOptions {
+            report_dir: Some(work.path().join("report")),
+            ..Default::default()
+        },
+    )
+    .expect("packaged");
+    let url = format!("file://{}", report.index.display());
+    // A small window: the graph panel is far below, so the first render leaves it for later.
+    let (dom, _) = run_chromium(
+        &bin,
+        &work.path().join("profile-a"),
+        &["--window-size=800,600", "--dump-dom"],
+        &url,
+    );
+    assert!(dom.contains("data-report-errors=\"0\""), "page errors");
+    assert!(
+        dom.contains("showing 300 of 1440 matching"),
+        "the layer table is drawn"
+    );
+    assert_eq!(dom.matches("class=\"node").count(), 0, "no graph yet");
+    assert!(dom.contains("drawn when this panel is scrolled into view"));
+    // A window tall enough to show the graph panel: it is drawn.
+    let (dom, _) = run_chromium(
+        &bin,
+        &work.path().join("profile-b"),
+        &["--window-size=1400,20000", "--dump-dom"],
+        &url,
+    );
+    assert!(dom.contains("data-report-errors=\"0\""), "page errors");
+    assert!(
+        dom.matches("class=\"node").count() > 0,
+        "the graph is drawn once its panel is in view"
     );
 }

@@ -30,17 +30,11 @@ fn a_report_folder_is_self_contained() {
         "app.js",
         "styles.css",
         "data.js",
-        "analysis.json",
         "analyze-data.json",
     ] {
         assert!(p.report_dir.join(f).is_file(), "{f}");
     }
-    let data = std::fs::read_to_string(p.report_dir.join("data.js")).expect("data.js");
-    let json = data
-        .strip_prefix("window.TRTMC_REPORT = ")
-        .and_then(|d| d.trim_end().strip_suffix(';'))
-        .expect("data.js shape");
-    let v: serde_json::Value = serde_json::from_str(json).expect("embedded JSON");
+    let v = report_data(&p.report_dir);
     assert_eq!(v["analysis"]["schema"], "trtmc.analysis/v1");
     assert!(v["analyze_md_html"].is_null());
     // No network: the page references only files in the folder.
@@ -58,6 +52,74 @@ fn a_report_folder_is_self_contained() {
         !std::fs::read_to_string(p.report_dir.join("app.js"))
             .expect("app")
             .contains("fetch(")
+    );
+}
+
+/// The JSON inside data.js (`window.TRTMC_REPORT = {...};`).
+fn report_data(dir: &std::path::Path) -> serde_json::Value {
+    let data = std::fs::read_to_string(dir.join("data.js")).expect("data.js");
+    let json = data
+        .strip_prefix("window.TRTMC_REPORT = ")
+        .and_then(|d| d.trim_end().strip_suffix(';'))
+        .expect("data.js shape");
+    serde_json::from_str(json).expect("embedded JSON")
+}
+
+#[test]
+fn the_folder_holds_the_app_data_once_and_packed() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let a = analyze(Inputs::Folder(fixtures_dir().join("trex")));
+    let p = package(&a, &opts(out.path())).expect("packaged");
+    let mut files: Vec<String> = std::fs::read_dir(&p.report_dir)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    // No analysis.json beside data.js: the app reads data.js, `analyze --output` writes analysis.json.
+    assert_eq!(
+        files,
+        [
+            "analyze-data.json",
+            "app.js",
+            "data.js",
+            "index.html",
+            "styles.css"
+        ]
+    );
+    let data = std::fs::read_to_string(p.report_dir.join("data.js")).expect("data.js");
+    let v = report_data(&p.report_dir);
+    let mut full = Vec::new();
+    a.write_json(&mut full).expect("analysis.json");
+    let full: serde_json::Value = serde_json::from_slice(&full).expect("json");
+    for (i, b) in a.backends.iter().enumerate() {
+        let packed = &v["analysis"]["backends"][i]["layers"];
+        assert_eq!(packed["packed"], 1, "{}", b.label);
+        assert_eq!(packed["count"], b.layers.len(), "{}", b.label);
+        // Everything but the layer records is as in analysis.json.
+        let mut ours = v["analysis"]["backends"][i].clone();
+        let mut theirs = full["backends"][i].clone();
+        ours["layers"] = serde_json::Value::Null;
+        theirs["layers"] = serde_json::Value::Null;
+        assert_eq!(ours, theirs, "{}", b.label);
+        // Each layer name once in the backend's layer data (its string table).
+        let packed = serde_json::to_string(packed).expect("json");
+        for l in &b.layers {
+            let quoted = serde_json::to_string(&l.name).expect("json");
+            assert_eq!(
+                packed.matches(&quoted).count(),
+                1,
+                "{} ({})",
+                l.name,
+                b.label
+            );
+        }
+    }
+    // The app's data is far smaller than the analysis it carries.
+    let analysis_len = serde_json::to_vec(&full).expect("json").len();
+    assert!(
+        data.len() * 2 < analysis_len,
+        "data.js {} bytes, analysis.json {analysis_len} bytes",
+        data.len()
     );
 }
 
@@ -168,9 +230,22 @@ fn repackaging_from_analyze_data_reproduces_the_analysis() {
 
     let md = out.path().join("a.md");
     std::fs::write(&md, "## Summary\nx\n## Details\ny\n").expect("md");
+    // A folder packaged by an earlier version holds an analysis.json: it is brought up to date.
+    let old_analysis = p.report_dir.join("analysis.json");
+    std::fs::write(&old_analysis, "{}").expect("old analysis.json");
     let r = repackage(&again, &p.analyze_data_json, Some(&md)).expect("repackaged");
     assert_eq!(r.report_dir, p.report_dir);
     assert!(r.report_dir.join("analyze.md").is_file());
+    let mut fresh = Vec::new();
+    again.write_json(&mut fresh).expect("analysis");
+    assert_eq!(std::fs::read(&old_analysis).expect("rewritten"), fresh);
+    assert_eq!(
+        report_data(&r.report_dir)["analysis"]["backends"]
+            .as_array()
+            .expect("backends")
+            .len(),
+        again.backends.len()
+    );
     assert_eq!(
         std::fs::read(&p.analyze_data_json).expect("kept"),
         before,

@@ -114,8 +114,62 @@ fn the_validators_reject_broken_documents() {
     assert!(!ours.is_valid(&analysis));
 }
 
+/// Whether `json` has whitespace outside its strings.
+fn has_whitespace_between_tokens(json: &[u8]) -> bool {
+    let (mut in_string, mut escaped) = (false, false);
+    for &c in json {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if c == b'\\' {
+                escaped = true;
+            } else if c == b'"' {
+                in_string = false;
+            }
+        } else if c == b'"' {
+            in_string = true;
+        } else if c.is_ascii_whitespace() {
+            return true;
+        }
+    }
+    false
+}
+
 #[test]
-fn verbatim_layer_records_are_kept_byte_for_byte() {
+fn verbatim_layer_records_are_kept_without_indentation() {
+    // trtexec indents its records; analyze-data.json holds them with the same values, no whitespace.
+    let source = fixture("trtexec-other/controlnet-sd15-trt86.layers.json");
+    let text = std::fs::read(&source).expect("read");
+    assert!(
+        has_whitespace_between_tokens(&text),
+        "the fixture is indented"
+    );
+    let a = analyze(Inputs::Folder(fixtures_dir().join("trtexec-other")));
+    let mut written = Vec::new();
+    a.write_analyze_data(&mut written).expect("write");
+    assert!(!has_whitespace_between_tokens(&written));
+    let source: Value = serde_json::from_slice(&text).expect("json");
+    let doc: Value = serde_json::from_slice(&written).expect("json");
+    let cn = doc["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|r| r["label"] == "controlnet-sd15-trt86")
+        .expect("controlnet");
+    let layers = source["Layers"].as_array().expect("layers");
+    assert_eq!(cn["layers"].as_array().expect("layers"), layers);
+    // Each record's layer is the same record again.
+    for r in cn["records"].as_array().expect("records") {
+        let l = layers
+            .iter()
+            .find(|l| l["Name"] == r["name"])
+            .expect("the record's layer");
+        assert_eq!(&r["layer"], l);
+    }
+}
+
+#[test]
+fn verbatim_layer_records_keep_their_unknown_keys() {
     let (_, doc) = outputs(Inputs::Folder(fixtures_dir().join("trtexec-other")));
     let cn = doc["results"]
         .as_array()

@@ -189,12 +189,13 @@ fn package_writes_named_reports_and_repackages() {
         "app.js",
         "styles.css",
         "data.js",
-        "analysis.json",
         "analyze-data.json",
         "analyze.md",
     ] {
         assert!(report.join(f).is_file(), "{f}");
     }
+    // The app's data is in data.js only: no analysis.json copy in the folder.
+    assert!(!report.join("analysis.json").exists());
     // Same name again: a collision suffix.
     let out = bin().args(args(&[])).output().expect("run");
     assert_eq!(out.status.code(), Some(0));
@@ -214,9 +215,9 @@ fn package_writes_named_reports_and_repackages() {
     assert_eq!(out.status.code(), Some(6), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("not empty"));
 
-    // Re-package from the analyze-data.json: analysis.json is rewritten, analyze-data.json kept.
+    // Re-package from the analyze-data.json: data.js is rewritten, analyze-data.json kept.
     let before = std::fs::read(report.join("analyze-data.json")).expect("read");
-    std::fs::remove_file(report.join("analysis.json")).expect("rm");
+    std::fs::remove_file(report.join("data.js")).expect("rm");
     let data = report.join("analyze-data.json");
     let out = run(&[
         "analyze",
@@ -225,7 +226,8 @@ fn package_writes_named_reports_and_repackages() {
         data.to_str().expect("path"),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(report.join("analysis.json").is_file());
+    assert!(report.join("data.js").is_file());
+    assert!(!report.join("analysis.json").exists());
     assert_eq!(std::fs::read(&data).expect("read"), before);
     assert!(
         std::fs::read_to_string(report.join("data.js"))

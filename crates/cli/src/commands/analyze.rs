@@ -382,7 +382,6 @@ fn package(args: PackageArgs) -> CliResult {
     let lines = [
         format!("report_dir: {}", packaged.report_dir.display()),
         format!("index: {}", packaged.index.display()),
-        format!("analysis: {}", packaged.analysis_json.display()),
         format!("analyze_data: {}", packaged.analyze_data_json.display()),
     ];
     for line in lines.iter().chain(
