@@ -485,7 +485,8 @@
     return out.sort(function (a, b) { return a - b; });
   }
 
-  // Layered layout of the nodes (ascending layer indices): longest-path ranks; an edge that jumps
+  // Layered layout of the nodes (ascending layer indices): longest-path ranks, then each layer pulled
+  // down next to its first consumer; an edge that jumps
   // ranks (a residual connection) runs through one thin dummy item per rank it passes, so it gets a
   // lane beside the main line instead of being drawn over it; two barycentre sweeps order each rank.
   // The ranks are then cut into columns that run alternately down and up (a snake), the number of
@@ -501,6 +502,13 @@
       rankOf[v] = r;
       rankCount = Math.max(rankCount, r + 1);
     });
+    // Then each layer as late as its consumers allow: a side input (a constant, an embedding's
+    // projection) sits beside the layer it feeds, not in an ever wider first rank.
+    for (var ni = nodes.length - 1; ni >= 0; ni--) {
+      var v = nodes[ni], latest = Infinity;
+      g.succ[v].forEach(function (w) { if (inSet[w] && w > v) { latest = Math.min(latest, rankOf[w] - 1); } });
+      if (latest !== Infinity && latest > rankOf[v]) { rankOf[v] = latest; }
+    }
     var rows = [], items = {}, serial = 0;
     for (var r = 0; r < rankCount; r++) { rows.push([]); }
     function addItem(layer, rank) {
@@ -634,8 +642,8 @@
     return d + segment(lay, prev, b, skip);
   }
 
-  // A layer name that fits `width` pixels of the label font: reformat copies by their consumer,
-  // paths by their last parts, anything else cut at the end.
+  // A layer name that fits `width` pixels of the label font: reformat copies by the layer they feed
+  // (→) or read (←), paths by their last parts, anything else cut at the end.
   var measureCtx = null;
   function textWidth(t) {
     if (!measureCtx) { measureCtx = document.createElement("canvas").getContext("2d"); }
@@ -653,8 +661,8 @@
     return t.slice(0, lo) + "…";
   }
   function compactName(name, width) {
-    var m = /^Reformatting CopyNode for Input Tensor (\d+) to (.*)$/.exec(name);
-    if (m) { name = "reformat→" + m[2]; }
+    var m = /^Reformatting CopyNode for (Input|Output) Tensor \d+ to (.*)$/.exec(name);
+    if (m) { name = (m[1] === "Input" ? "reformat→" : "reformat←") + m[2]; }
     if (textWidth(name) > width && name.indexOf("/") >= 0) {
       var parts = name.split("/").filter(function (p) { return p; }), tail = parts.pop() || "";
       while (parts.length && textWidth("…/" + parts[parts.length - 1] + "/" + tail) <= width) { tail = parts.pop() + "/" + tail; }
