@@ -568,12 +568,14 @@
         var width = cols.reduce(function (s, lanes) { return s + lanes.reduce(function (a, x) { return a + (x || 0); }, 0); }, 0) + (cols.length - 1) * COL_GAP;
         return { per: per, cols: cols, width: width, height: per * pitch - style.gap + 2 * TURN };
       }
-      var best = null;
-      for (var k = 1; k <= Math.max(1, rankCount); k++) {
+      // Only column counts that change the ranks per column are worth trying (about 2√ranks).
+      var best = null, k = 1;
+      while (true) {
         var cand = columnsFor(k);
         cand.scale = Math.min(availW / cand.width, availH / cand.height, MAX_SCALE);
         if (!best || cand.scale > best.scale + 1e-9) { best = cand; }
-        if (cand.per === 1) { break; }
+        if (cand.per <= 1) { break; }
+        k = Math.ceil(rankCount / (cand.per - 1));
       }
       best.style = style;
       best.pitch = pitch;
@@ -748,7 +750,7 @@
   // #graph, for the Chromium test: the smallest label size, nodes outside the view, and skip edges
   // that run over a main edge or through a layer that is not their end.
   function recordGraphMetrics() {
-    var box = $("graph"), area = box.getBoundingClientRect(), lay = state.graph.layout;
+    var box = $("graph"), area = box.getBoundingClientRect(), lay = state.graph.layout, root = box.querySelector("svg");
     var minPx = Infinity, offscreen = 0, rects = {};
     var nodeEls = box.querySelectorAll("g.node");
     for (var i = 0; i < nodeEls.length; i++) {
@@ -758,6 +760,7 @@
       var texts = nodeEls[i].querySelectorAll("text");
       for (var j = 0; j < texts.length; j++) {
         var m = texts[j].getScreenCTM();
+        if (!m || root.classList.contains("no-labels")) { minPx = 0; continue; }
         minPx = Math.min(minPx, parseFloat(window.getComputedStyle(texts[j]).fontSize) * Math.sqrt(m.a * m.a + m.b * m.b));
       }
     }
@@ -816,9 +819,13 @@
     return Math.sqrt(x * x + y * y);
   }
 
+  // Labels smaller than this on screen are a grey smear: they are hidden until the user zooms in.
+  var LABEL_MIN_PX = 6;
   function applyTransform() {
-    var view = $("graph").querySelector("g.view");
-    if (view) { view.setAttribute("transform", "translate(" + state.graph.tx + "," + state.graph.ty + ") scale(" + state.graph.scale + ")"); }
+    var root = $("graph").querySelector("svg"), view = root && root.querySelector("g.view");
+    if (!view) { return; }
+    view.setAttribute("transform", "translate(" + state.graph.tx + "," + state.graph.ty + ") scale(" + state.graph.scale + ")");
+    root.classList.toggle("no-labels", 12 * state.graph.scale < LABEL_MIN_PX);
   }
   function fitGraph() {
     var lay = state.graph.layout, box = $("graph");
@@ -832,24 +839,47 @@
     state.graph.ty = Math.max(10, (h - lay.height * state.graph.scale) / 2);
     applyTransform();
   }
-  function zoom(f) { state.graph.scale = Math.min(Math.max(state.graph.scale * f, 0.02), 6); applyTransform(); }
+  // Zooms about a point of the view (the pointer, or the middle for the buttons), which stays put.
+  function zoom(f, cx, cy) {
+    var box = $("graph"), g = state.graph;
+    if (cx === undefined) { cx = (box.clientWidth || 900) / 2; cy = (box.clientHeight || 500) / 2; }
+    var s = Math.min(Math.max(g.scale * f, 0.02), 6);
+    g.tx = cx - (cx - g.tx) * s / g.scale;
+    g.ty = cy - (cy - g.ty) * s / g.scale;
+    g.scale = s;
+    applyTransform();
+  }
   function wirePanZoom(root) {
-    var drag = null;
-    root.addEventListener("mousedown", function (e) { drag = { x: e.clientX, y: e.clientY, tx: state.graph.tx, ty: state.graph.ty }; });
-    window.addEventListener("mouseup", function () { drag = null; });
+    root.addEventListener("mousedown", function (e) { state.graph.drag = { x: e.clientX, y: e.clientY, tx: state.graph.tx, ty: state.graph.ty }; });
     root.addEventListener("mousemove", function (e) {
+      var drag = state.graph.drag;
       if (!drag) { return; }
       state.graph.tx = drag.tx + e.clientX - drag.x; state.graph.ty = drag.ty + e.clientY - drag.y; applyTransform();
     });
-    root.addEventListener("wheel", function (e) { e.preventDefault(); zoom(e.deltaY < 0 ? 1.15 : 1 / 1.15); }, { passive: false });
+    root.addEventListener("wheel", function (e) {
+      e.preventDefault();
+      var r = root.getBoundingClientRect();
+      zoom(e.deltaY < 0 ? 1.15 : 1 / 1.15, e.clientX - r.left, e.clientY - r.top);
+    }, { passive: false });
   }
+  // Marks the selected layer and, when it is outside the view, pans to it.
   function highlightGraphNode() {
-    var nodes = $("graph").querySelectorAll("g.node");
+    var box = $("graph"), nodes = box.querySelectorAll("g.node"), hit = null;
     for (var i = 0; i < nodes.length; i++) {
-      nodes[i].classList.toggle("selected", String(state.selected) === nodes[i].getAttribute("data-layer"));
+      var on = String(state.selected) === nodes[i].getAttribute("data-layer");
+      nodes[i].classList.toggle("selected", on);
+      if (on) { hit = nodes[i]; }
+    }
+    if (!hit) { return; }
+    var area = box.getBoundingClientRect(), r = hit.getBoundingClientRect();
+    if (r.left < area.left || r.right > area.right || r.top < area.top || r.bottom > area.bottom) {
+      state.graph.tx += area.left + area.width / 2 - (r.left + r.width / 2);
+      state.graph.ty += area.top + area.height / 2 - (r.top + r.height / 2);
+      applyTransform();
     }
   }
   function wireGraph() {
+    window.addEventListener("mouseup", function () { state.graph.drag = null; });
     $("graph-zoom-in").addEventListener("click", function () { zoom(1.25); });
     $("graph-zoom-out").addEventListener("click", function () { zoom(0.8); });
     $("graph-fit").addEventListener("click", fitGraph);
