@@ -447,7 +447,7 @@
 
   // Level of detail: two-line nodes (name; type and share) when the whole graph fits readably with
   // them, else one-line nodes with a shortened name, as wide as the view allows (the full name is in
-  // the tooltip and the details). Label sizes are those of styles.css (.graph svg text.node-name / .node-sub).
+  // the tooltip and the details). Label sizes are those of styles.css (.graph svg text.layer-name / .layer-sub).
   var NODE_STYLES = [
     { name: "full", W: 184, H: 36, gap: 14, minScale: 0.96 }, // keeps the 10.5 px second line >= 10 px
     { name: "compact", W: 220, H: 18, gap: 9, minScale: 0.86 }, // keeps the 12 px names >= 10 px
@@ -720,13 +720,13 @@
         // The layer's share of time as a bar along the node's foot.
         node.appendChild(svg("rect", { class: "share", y: lay.H - 3, width: Math.max(1, lay.W * l.timing.percentage / maxShare), height: 3 }));
       }
-      var label = svg("text", { class: "node-name", x: 5, y: lay.style.name === "full" ? 14 : 13 });
+      var label = svg("text", { class: "layer-name", x: 5, y: lay.style.name === "full" ? 14 : 13 });
       label.textContent = compactName(l.name, lay.W - 10);
       var title = svg("title");
       title.textContent = l.name + " (" + l.type + (l.timing ? ", " + fmtPct(l.timing.percentage) : "") + ")";
       node.appendChild(title); node.appendChild(label);
       if (lay.style.name === "full") {
-        var sub = svg("text", { class: "node-sub", x: 5, y: 29 });
+        var sub = svg("text", { class: "layer-sub", x: 5, y: 29 });
         sub.textContent = short(l.type, 16) + (l.timing ? " · " + fmtPct(l.timing.percentage) : "");
         node.appendChild(sub);
       }
