@@ -690,6 +690,7 @@
       status = nodes.length + " of " + b.layers.length + " layers around " + short(b.layers[center].name, 60) +
         (g.big ? " (large graph: showing a neighbourhood; pick a layer or search to move)" : "");
     }
+    if (!nodes.length) { box.appendChild(el("p", { class: "muted" }, "No layers to draw.")); $("graph-status").textContent = ""; return; }
     var lay = layout(nodes, g, (box.clientWidth || 900) - 40, (box.clientHeight || 500) - 40);
     $("graph-status").textContent = status + " · " + lay.columns + (lay.columns === 1 ? " column" : " columns, alternately down and up") +
       (lay.style.name === "compact" ? " · short names (hover or select a layer for the full name)" : "");
