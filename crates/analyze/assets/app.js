@@ -740,7 +740,12 @@
       sw.style.background = familyColor(f);
       legend.appendChild(el("span", { "data-family": f }, [sw, f]));
     });
-    legend.appendChild(el("span", { class: "muted" }, "· skip connections: lanes beside the main line" + (lay.edges.some(function (e) { return e.kind === "long"; }) ? "; long-range and backward edges: dashed arcs" : "")));
+    if (lay.edges.some(function (e) { return e.kind === "skip"; })) {
+      legend.appendChild(el("span", { class: "muted" }, [el("span", { class: "swatch edge-skip" }), "skip connection, in a lane beside the main line"]));
+    }
+    if (lay.edges.some(function (e) { return e.kind === "long"; })) {
+      legend.appendChild(el("span", { class: "muted" }, [el("span", { class: "swatch edge-long" }), "long-range or backward edge"]));
+    }
     state.graph.layout = lay;
     fitGraph();
     wirePanZoom(root);
