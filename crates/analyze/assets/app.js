@@ -655,7 +655,7 @@
     return measureCtx ? measureCtx.measureText(t).width : t.length * 7.2;
   }
   function fitText(t, width) {
-    if (t.length * 9 <= width) { return t; } // no 12 px glyph is wider than 9 px: fits unmeasured
+    if (t.length * 12 <= width) { return t; } // no glyph is wider than 1 em: fits unmeasured
     var full = textWidth(t);
     if (full <= width) { return t; }
     // Start from the proportional cut and step: two or three measurements instead of a search.
