@@ -61,7 +61,6 @@
     if (!palette[name]) { palette[name] = COLORS[Object.keys(palette).length % COLORS.length]; }
     return palette[name];
   }
-  var familyColors = {};
 
   var DATA = window.TRTMC_REPORT;
 
@@ -265,7 +264,7 @@
     top.forEach(function (l) {
       var fill = el("div", { class: "bar-fill" });
       fill.style.width = Math.max(0.5, 100 * l.timing.percentage / max) + "%";
-      fill.style.background = colorFor(l.family, familyColors);
+      fill.style.background = familyColor(l.family);
       box.appendChild(el("div", { class: "bar", title: l.name, onclick: function () { selectLayer(l.index); } }, [
         el("span", { class: "bar-name" }, l.name), el("div", { class: "bar-track" }, fill), el("span", { class: "bar-value" }, fmtPct(l.timing.percentage))
       ]));
@@ -287,7 +286,7 @@
       var v = timed ? (x.percentage || 0) : x.count;
       var part = el("span", { title: x.name + ": " + (timed ? fmtPct(x.percentage) : x.count + " layers") });
       part.style.width = (100 * v / total) + "%";
-      part.style.background = colorFor(x.name, palette);
+      part.style.background = breakdownColor(x.name, palette);
       stack.appendChild(part);
     });
     chart.appendChild(stack);
@@ -299,7 +298,7 @@
         el("td", { class: "num" }, fmtMs(x.avg_ms)),
         el("td", { class: "num" }, timed ? fmtPct(x.percentage) : (100 * x.count / total).toFixed(1) + "% of layers")
       ]));
-      table.lastChild.querySelector(".swatch").style.background = colorFor(x.name, palette);
+      table.lastChild.querySelector(".swatch").style.background = breakdownColor(x.name, palette);
     });
     if (b.breakdowns.concentration.length) {
       conc.appendChild(el("tr", null, [el("th", null, "category"), el("th", { class: "num" }, "layers"), el("th", { class: "num" }, "share"), el("th", null, "flag")]));
@@ -475,6 +474,42 @@
   }
 
   // ---------- graph ----------
+  // One colour per family in every report: fixed for the families trtmc-analyze names (classify.rs
+  // `Family`, plus ONNX operator families), derived from a hash of the name for any other. Never
+  // from the order families appear in: that gave a family another colour in the next report.
+  var FAMILY_COLORS = {
+    convolution: "#6fa8dc", gemm: "#8e7cc3", matmul: "#8e7cc3", attention: "#c27ba0", pooling: "#76b7b2",
+    pointwise: "#f6b26b", elementwise: "#f6b26b", activation: "#f9cb9c", reduction: "#d9a441", softmax: "#e06666",
+    normalization: "#93c47d", reformat: "#c9b79c", quant_dequant: "#ffd966", shuffle: "#a4c2f4", shape: "#d5a6bd",
+    reshape: "#d5a6bd", cast: "#b4a7d6", gather: "#76a5af", copy: "#cfc7bb", resize: "#9fc5e8", constant: "#e8e3d5",
+    noop: "#dddddd", myelin: "#d4a373", kgen: "#a2c4c9", plugin: "#ea9999", train_station: "#b0b8c4", sync: "#a9a9a9",
+    other: "#c4c4c4"
+  };
+  function breakdownColor(name, palette) { return state.breakdownKey === "by_family" ? familyColor(name) : colorFor(name, palette); }
+  function familyColor(name) {
+    var key = String(name || "other").toLowerCase();
+    if (Object.prototype.hasOwnProperty.call(FAMILY_COLORS, key)) { return FAMILY_COLORS[key]; }
+    var h = 2166136261; // FNV-1a: the same name gives the same colour in every report
+    for (var i = 0; i < key.length; i++) { h = Math.imul(h ^ key.charCodeAt(i), 16777619) >>> 0; }
+    // Light tones only, so the dark node labels stay readable in both themes.
+    return "hsl(" + (h % 360) + ", 55%, " + (62 + (h >>> 9) % 12) + "%)";
+  }
+
+  // Level of detail: two-line nodes (name; type and share) when the whole graph fits readably with
+  // them, else one-line nodes with a shortened name, as wide as the view allows (the full name is in
+  // the tooltip and the details). Label sizes are those of styles.css (.graph svg text.layer-name / .layer-sub).
+  var NODE_STYLES = [
+    { name: "full", W: 184, H: 36, gap: 14, minScale: 0.96 }, // keeps the 10.5 px second line >= 10 px
+    { name: "compact", W: 220, H: 18, gap: 9, minScale: 0.86 }, // keeps the 12 px names >= 10 px
+    { name: "compact", W: 170, H: 18, gap: 9, minScale: 0.86 },
+    { name: "compact", W: 128, H: 18, gap: 9, minScale: 0 }
+  ];
+  var LABEL_FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif';
+  var MAX_SCALE = 1.2, DUMMY_W = 14, COL_GAP = 44, TURN = 16, SKIP_PORT = 14;
+  // Skips over more ranks than this get no lane of their own (a lane per rank would widen every
+  // column); they are drawn as dashed arcs beside the nodes instead.
+  var SKIP_LANE_LIMIT = 16;
+
   var graphCache = {};
   function graphInfo() {
     var b = current();
@@ -500,39 +535,194 @@
     return out.sort(function (a, b) { return a - b; });
   }
 
-  // Layered layout: longest-path ranks, then two barycentre sweeps to reduce crossings.
-  function layout(nodes, g) {
-    var inSet = {}; nodes.forEach(function (v) { inSet[v] = true; });
-    var rank = {};
+  // Layered layout of the nodes (ascending layer indices): longest-path ranks, then each layer pulled
+  // down next to its first consumer; an edge that jumps
+  // ranks (a residual connection) runs through one thin dummy item per rank it passes, so it gets a
+  // lane beside the main line instead of being drawn over it; two barycentre sweeps order each rank.
+  // The ranks are then cut into columns that run alternately down and up (a snake), the number of
+  // columns chosen so the whole graph fits the view at the largest scale. Upward columns are
+  // mirrored (main line on the right), so at each turn the skip lanes nest inside or around the main
+  // line's U-turn instead of crossing it.
+  function layout(nodes, g, availW, availH) {
+    var inSet = {}, rankOf = {}, rankCount = 0;
+    nodes.forEach(function (v) { inSet[v] = true; });
     nodes.forEach(function (v) {
       var r = 0;
-      g.pred[v].forEach(function (p) { if (inSet[p] && p < v && rank[p] !== undefined) { r = Math.max(r, rank[p] + 1); } });
-      rank[v] = r;
+      g.pred[v].forEach(function (p) { if (inSet[p] && p < v) { r = Math.max(r, rankOf[p] + 1); } });
+      rankOf[v] = r;
+      rankCount = Math.max(rankCount, r + 1);
     });
-    var ranks = [];
-    nodes.forEach(function (v) { (ranks[rank[v]] = ranks[rank[v]] || []).push(v); });
-    var pos = {};
-    ranks.forEach(function (row) { row.forEach(function (v, i) { pos[v] = i; }); });
+    // Then each layer as late as its consumers allow: a side input (a constant, an embedding's
+    // projection) sits beside the layer it feeds, not in an ever wider first rank.
+    for (var ni = nodes.length - 1; ni >= 0; ni--) {
+      var v = nodes[ni], latest = Infinity;
+      g.succ[v].forEach(function (w) { if (inSet[w] && w > v) { latest = Math.min(latest, rankOf[w] - 1); } });
+      if (latest !== Infinity && latest > rankOf[v]) { rankOf[v] = latest; }
+    }
+    var rows = [], items = {}, serial = 0;
+    for (var r = 0; r < rankCount; r++) { rows.push([]); }
+    function addItem(layer, rank) {
+      var it = { layer: layer, rank: rank, dummy: layer === null, serial: serial++, preds: [], pos: 0 };
+      rows[rank].push(it);
+      return it;
+    }
+    nodes.forEach(function (v) { items[v] = addItem(v, rankOf[v]); });
+    var edges = [], seenEdge = {};
+    nodes.forEach(function (v) {
+      g.succ[v].forEach(function (w) {
+        var key = v + ">" + w;
+        if (!inSet[w] || w === v || seenEdge[key]) { return; }
+        seenEdge[key] = true;
+        var span = rankOf[w] - rankOf[v], e = { from: v, to: w, span: span, via: [] };
+        if (w < v || span > SKIP_LANE_LIMIT) {
+          e.kind = "long";
+        } else {
+          e.kind = span === 1 ? "main" : "skip";
+          var prev = items[v];
+          for (var k = rankOf[v] + 1; k < rankOf[w]; k++) {
+            var d = addItem(null, k);
+            d.preds.push(prev);
+            e.via.push(d);
+            prev = d;
+          }
+          items[w].preds.push(prev);
+        }
+        edges.push(e);
+      });
+    });
+    rows.forEach(function (row) { row.forEach(function (it, i) { it.pos = i; }); });
     for (var sweep = 0; sweep < 2; sweep++) {
-      ranks.forEach(function (row, r) {
-        if (r === 0) { return; }
-        var bary = {};
-        row.forEach(function (v) {
-          var ps = g.pred[v].filter(function (p) { return inSet[p] && rank[p] < r; });
-          bary[v] = ps.length ? ps.reduce(function (s, p) { return s + pos[p]; }, 0) / ps.length : pos[v];
+      rows.forEach(function (row, rank) {
+        if (rank === 0) { return; }
+        row.forEach(function (it) {
+          it.bary = it.preds.length ? it.preds.reduce(function (s, p) { return s + p.pos; }, 0) / it.preds.length : it.pos;
         });
-        row.sort(function (a, b) { return bary[a] - bary[b] || a - b; });
-        row.forEach(function (v, i) { pos[v] = i; });
+        // Ties go to real layers, so the main line keeps the first lane and skips run beside it.
+        row.sort(function (a, b) { return a.bary - b.bary || (a.dummy - b.dummy) || a.serial - b.serial; });
+        row.forEach(function (it, i) { it.pos = i; });
       });
     }
-    var W = 170, H = 34, GX = 24, GY = 30, coords = {}, width = 0;
-    ranks.forEach(function (row, r) {
-      var rowWidth = row.length * (W + GX);
-      width = Math.max(width, rowWidth);
-      row.forEach(function (v, i) { coords[v] = { x: i * (W + GX), y: r * (H + GY), rowWidth: rowWidth }; });
+
+    function place(style) {
+      function widthOf(it) { return it.dummy ? DUMMY_W : style.W; }
+      var pitch = style.H + style.gap;
+      function columnsFor(k) {
+        var per = Math.ceil(rankCount / k), cols = [];
+        for (var c = 0; c * per < rankCount; c++) {
+          var lanes = [];
+          for (var rr = c * per; rr < Math.min(rankCount, (c + 1) * per); rr++) {
+            rows[rr].forEach(function (it) { lanes[it.pos] = Math.max(lanes[it.pos] || 0, widthOf(it)); });
+          }
+          cols.push(lanes);
+        }
+        var width = cols.reduce(function (s, lanes) { return s + lanes.reduce(function (a, x) { return a + (x || 0); }, 0); }, 0) + (cols.length - 1) * COL_GAP;
+        return { per: per, cols: cols, width: width, height: per * pitch - style.gap + 2 * TURN };
+      }
+      // Only column counts that change the ranks per column are worth trying (about 2√ranks).
+      var best = null, k = 1;
+      while (true) {
+        var cand = columnsFor(k);
+        cand.scale = Math.min(availW / cand.width, availH / cand.height, MAX_SCALE);
+        if (!best || cand.scale > best.scale + 1e-9) { best = cand; }
+        if (cand.per <= 1) { break; }
+        k = Math.ceil(rankCount / (cand.per - 1));
+      }
+      best.style = style;
+      best.pitch = pitch;
+      return best;
+    }
+    var plan = null;
+    for (var si = 0; si < NODE_STYLES.length; si++) {
+      plan = place(NODE_STYLES[si]);
+      if (plan.scale >= NODE_STYLES[si].minScale) { break; }
+    }
+    var st = plan.style, colX = [], x0 = 0;
+    plan.cols.forEach(function (lanes) {
+      var offsets = [], acc = 0;
+      lanes.forEach(function (w, i) { offsets[i] = acc; acc += w || 0; });
+      colX.push({ x: x0, offsets: offsets, lanes: lanes, width: acc });
+      x0 += acc + COL_GAP;
     });
-    nodes.forEach(function (v) { coords[v].x += (width - coords[v].rowWidth) / 2; });
-    return { coords: coords, width: width, height: ranks.length * (H + GY), W: W, H: H, inSet: inSet };
+    rows.forEach(function (row, rank) {
+      var c = Math.floor(rank / plan.per), i = rank - c * plan.per;
+      var down = c % 2 === 0, line = down ? i : plan.per - 1 - i;
+      row.forEach(function (it) {
+        var col = colX[c], start = col.x + col.offsets[it.pos], w = it.dummy ? DUMMY_W : st.W;
+        it.column = c; it.down = down;
+        // A dummy sits at the side of its lane nearer the main line.
+        it.x = down ? start : col.x + col.width - col.offsets[it.pos] - (it.dummy ? w : col.lanes[it.pos]);
+        it.y = TURN + line * plan.pitch;
+      });
+    });
+    return { items: items, edges: edges, inSet: inSet, width: plan.width, height: plan.height, W: st.W, H: st.H, style: st,
+      columns: plan.cols.length, ranks: rankCount };
+  }
+
+  // Where an edge leaves or enters an item: the side facing the column's direction; skips use a
+  // port near the edge on the lanes' side, so they leave the node apart from the main line.
+  function port(lay, it, out, skip) {
+    var skipX = it.down ? lay.W - SKIP_PORT : SKIP_PORT;
+    var x = it.dummy ? it.x + DUMMY_W / 2 : it.x + (skip ? skipX : lay.W / 2);
+    return { x: x, y: it.y + (out === it.down ? lay.H : 0) };
+  }
+  function segment(lay, a, b, skip) {
+    var p = port(lay, a, true, skip), q = port(lay, b, false, skip);
+    if (a.column === b.column) {
+      var my = (p.y + q.y) / 2;
+      return " C" + p.x + "," + my + " " + q.x + "," + my + " " + q.x + "," + q.y;
+    }
+    // Into the next column: a U-turn below (or above) the end of the column, deeper the wider it is,
+    // so the nested turns of the main line and its skips never cross.
+    var t = (a.down ? 1 : -1) * TURN * (0.55 + 0.7 * Math.min(1, Math.abs(q.x - p.x) / (2 * lay.W + 2 * COL_GAP)));
+    return " C" + p.x + "," + (p.y + t) + " " + q.x + "," + (q.y + t) + " " + q.x + "," + q.y;
+  }
+  function edgePath(lay, e) {
+    var a = lay.items[e.from], b = lay.items[e.to];
+    if (e.kind === "long") {
+      // Beside the nodes, out of the right edge and back into it.
+      var x1 = a.x + lay.W, y1 = a.y + lay.H / 2, x2 = b.x + lay.W, y2 = b.y + lay.H / 2, bulge = 36 + Math.min(60, Math.abs(y2 - y1) / 8);
+      return "M" + x1 + "," + y1 + " C" + (x1 + bulge) + "," + y1 + " " + (x2 + bulge) + "," + y2 + " " + x2 + "," + y2;
+    }
+    var skip = e.kind === "skip", start = port(lay, a, true, skip), d = "M" + start.x + "," + start.y, prev = a;
+    e.via.forEach(function (it) {
+      d += segment(lay, prev, it, skip);
+      // Straight through the rank the skip passes.
+      var out = port(lay, it, true, skip);
+      d += " L" + out.x + "," + out.y;
+      prev = it;
+    });
+    return d + segment(lay, prev, b, skip);
+  }
+
+  // A layer name that fits `width` pixels of the label font: reformat copies by the layer they feed
+  // (→) or read (←), paths by their last parts, anything else cut at the end.
+  var measureCtx = null;
+  function textWidth(t) {
+    if (!measureCtx) {
+      measureCtx = document.createElement("canvas").getContext("2d");
+      if (measureCtx) { measureCtx.font = LABEL_FONT; }
+    }
+    return measureCtx ? measureCtx.measureText(t).width : t.length * 7.2;
+  }
+  function fitText(t, width) {
+    if (t.length * 12 <= width) { return t; } // no glyph is wider than 1 em: fits unmeasured
+    var full = textWidth(t);
+    if (full <= width) { return t; }
+    // Start from the proportional cut and step: two or three measurements instead of a search.
+    var n = Math.max(1, Math.floor(t.length * width / full));
+    while (n > 1 && textWidth(t.slice(0, n) + "…") > width) { n--; }
+    while (n + 1 < t.length && textWidth(t.slice(0, n + 1) + "…") <= width) { n++; }
+    return t.slice(0, n) + "…";
+  }
+  function compactName(name, width) {
+    var m = /^Reformatting CopyNode for (Input|Output) Tensor \d+ to (.*)$/.exec(name);
+    if (m) { name = (m[1] === "Input" ? "reformat→" : "reformat←") + m[2]; }
+    if (textWidth(name) > width && name.indexOf("/") >= 0) {
+      var parts = name.split("/").filter(function (p) { return p; }), tail = parts.pop() || "";
+      while (parts.length && textWidth("…/" + parts[parts.length - 1] + "/" + tail) <= width) { tail = parts.pop() + "/" + tail; }
+      name = "…/" + tail;
+    }
+    return fitText(name, width);
   }
 
   function renderGraph() {
@@ -542,90 +732,212 @@
     var g = graphInfo();
     if (!g) { box.appendChild(el("p", { class: "muted" }, "No graph: the export has no tensors (names only) or the backend failed.")); $("graph-status").textContent = ""; return; }
     var radius = parseInt($("graph-radius").value, 10);
-    var nodes;
+    var nodes, status;
     if (!g.big && (radius === 0 || state.graph.focus === null)) {
       nodes = b.layers.map(function (l) { return l.index; });
-      $("graph-status").textContent = "all " + nodes.length + " layers";
+      status = "all " + nodes.length + " layers";
     } else {
       var center = state.graph.focus !== null ? state.graph.focus : (b.hot_layers[0] !== undefined ? b.hot_layers[0] : 0);
       nodes = neighbourhood(g, center, radius === 0 ? 1000000 : radius);
-      $("graph-status").textContent = nodes.length + " of " + b.layers.length + " layers around " + short(b.layers[center].name, 60) +
+      status = nodes.length + " of " + b.layers.length + " layers around " + short(b.layers[center].name, 60) +
         (g.big ? " (large graph: showing a neighbourhood; pick a layer or search to move)" : "");
     }
-    var lay = layout(nodes, g);
+    if (!nodes.length) { box.appendChild(el("p", { class: "muted" }, "No layers to draw.")); $("graph-status").textContent = ""; return; }
+    var lay = layout(nodes, g, (box.clientWidth || 900) - 40, (box.clientHeight || 500) - 40);
+    $("graph-status").textContent = status + " · " + lay.columns + (lay.columns === 1 ? " column" : " columns, alternately down and up") +
+      (lay.style.name === "compact" ? " · short names (hover or select a layer for the full name)" : "");
     var root = svg("svg", { role: "img", "aria-label": "layer graph" });
+    var defs = svg("defs");
+    var marker = svg("marker", { id: "graph-arrow", viewBox: "0 0 8 8", refX: 7, refY: 4, markerWidth: 7, markerHeight: 7, orient: "auto" });
+    marker.appendChild(svg("path", { d: "M0,0 L8,4 L0,8 z", class: "arrow" }));
+    defs.appendChild(marker);
+    root.appendChild(defs);
     var view = svg("g", { class: "view" });
     root.appendChild(view);
     var edges = svg("g");
-    nodes.forEach(function (v) {
-      g.succ[v].forEach(function (w) {
-        if (!lay.inSet[w]) { return; }
-        var a = lay.coords[v], c = lay.coords[w];
-        var x1 = a.x + lay.W / 2, y1 = a.y + lay.H, x2 = c.x + lay.W / 2, y2 = c.y, my = (y1 + y2) / 2;
-        edges.appendChild(svg("path", { class: "edge", d: "M" + x1 + "," + y1 + " C" + x1 + "," + my + " " + x2 + "," + my + " " + x2 + "," + y2 }));
-      });
+    // Main edges first, skips above them, so a crossing never hides a skip.
+    var order = { main: 0, long: 1, skip: 2 };
+    lay.edges.slice().sort(function (x, y) { return order[x.kind] - order[y.kind]; }).forEach(function (e) {
+      edges.appendChild(svg("path", { class: "edge " + e.kind + (e.kind === "long" ? " skip" : ""), d: edgePath(lay, e), "marker-end": "url(#graph-arrow)",
+        "data-from": e.from, "data-to": e.to }));
     });
     view.appendChild(edges);
-    var used = {};
+    var used = {}, maxShare = 0;
+    nodes.forEach(function (v) { var t = b.layers[v].timing; if (t && t.percentage > maxShare) { maxShare = t.percentage; } });
     nodes.forEach(function (v) {
-      var l = b.layers[v], c = lay.coords[v];
+      var l = b.layers[v], it = lay.items[v];
       used[l.family] = true;
-      var node = svg("g", { class: "node" + (state.selected === v ? " selected" : ""), "data-layer": v, transform: "translate(" + c.x + "," + c.y + ")" });
-      node.appendChild(svg("rect", { width: lay.W, height: lay.H, rx: 5, fill: colorFor(l.family, familyColors), "fill-opacity": 0.85 }));
-      var label = svg("text", { x: 6, y: 14 });
-      label.textContent = short(l.name, 26);
-      var sub = svg("text", { x: 6, y: 28 });
-      sub.textContent = short(l.type, 16) + (l.timing ? " · " + fmtPct(l.timing.percentage) : "");
+      var node = svg("g", { class: "node" + (state.selected === v ? " selected" : ""), "data-layer": v, "data-family": l.family, transform: "translate(" + it.x + "," + it.y + ")" });
+      node.appendChild(svg("rect", { width: lay.W, height: lay.H, rx: 4, fill: familyColor(l.family) }));
+      if (l.timing && maxShare > 0) {
+        // The layer's share of time as a bar along the node's foot.
+        node.appendChild(svg("rect", { class: "share", y: lay.H - 3, width: Math.max(1, lay.W * l.timing.percentage / maxShare), height: 3 }));
+      }
+      var label = svg("text", { class: "layer-name", x: 5, y: lay.style.name === "full" ? 14 : 13 });
+      label.textContent = compactName(l.name, lay.W - 10);
       var title = svg("title");
-      title.textContent = l.name + " (" + l.type + ")";
-      node.appendChild(title); node.appendChild(label); node.appendChild(sub);
+      title.textContent = l.name + " (" + l.type + (l.timing ? ", " + fmtPct(l.timing.percentage) : "") + ")";
+      node.appendChild(title); node.appendChild(label);
+      if (lay.style.name === "full") {
+        var sub = svg("text", { class: "layer-sub", x: 5, y: 29 });
+        sub.textContent = short(l.type, 16) + (l.timing ? " · " + fmtPct(l.timing.percentage) : "");
+        node.appendChild(sub);
+      }
       node.addEventListener("click", function (e) { e.stopPropagation(); selectLayer(v); });
       view.appendChild(node);
     });
     box.appendChild(root);
     Object.keys(used).sort().forEach(function (f) {
       var sw = el("span", { class: "swatch" });
-      sw.style.background = colorFor(f, familyColors);
-      legend.appendChild(el("span", null, [sw, f]));
+      sw.style.background = familyColor(f);
+      legend.appendChild(el("span", { "data-family": f }, [sw, f]));
     });
+    if (lay.edges.some(function (e) { return e.kind === "skip"; })) {
+      legend.appendChild(el("span", { class: "muted" }, [el("span", { class: "swatch edge-skip" }), "skip connection, in a lane beside the main line"]));
+    }
+    if (lay.edges.some(function (e) { return e.kind === "long"; })) {
+      legend.appendChild(el("span", { class: "muted" }, [el("span", { class: "swatch edge-long" }), "long-range or backward edge"]));
+    }
     state.graph.layout = lay;
     fitGraph();
     wirePanZoom(root);
+    if (/(^|&)check=graph(&|$)/.test(window.location.search.slice(1))) { recordGraphMetrics(); }
   }
 
+  // Test hook (?check=graph): measures the drawn graph in screen pixels and records the numbers on
+  // #graph, for the Chromium test: the smallest label size, nodes outside the view, and skip edges
+  // that run over a main edge or through a layer that is not their end.
+  function recordGraphMetrics() {
+    var box = $("graph"), area = box.getBoundingClientRect(), lay = state.graph.layout, root = box.querySelector("svg");
+    var minPx = Infinity, offscreen = 0, rects = {};
+    var nodeEls = box.querySelectorAll("g.node");
+    for (var i = 0; i < nodeEls.length; i++) {
+      var r = nodeEls[i].querySelector("rect").getBoundingClientRect();
+      rects[nodeEls[i].getAttribute("data-layer")] = r;
+      if (r.left < area.left - 0.5 || r.top < area.top - 0.5 || r.right > area.right + 0.5 || r.bottom > area.bottom + 0.5) { offscreen++; }
+      var texts = nodeEls[i].querySelectorAll("text");
+      for (var j = 0; j < texts.length; j++) {
+        var m = texts[j].getScreenCTM();
+        if (!m || root.classList.contains("no-labels")) { minPx = 0; continue; }
+        minPx = Math.min(minPx, parseFloat(window.getComputedStyle(texts[j]).fontSize) * Math.sqrt(m.a * m.a + m.b * m.b));
+      }
+    }
+    function samples(path) {
+      var m = path.getScreenCTM(), len = path.getTotalLength(), pts = [];
+      for (var d = 0; d <= len; d += 1.5) {
+        var p = path.getPointAtLength(d);
+        pts.push({ x: m.a * p.x + m.c * p.y + m.e, y: m.b * p.x + m.d * p.y + m.f });
+      }
+      return pts;
+    }
+    // Main edges as short screen segments in an 8 px grid.
+    var grid = {}, CELL = 8, TOL = 1.5;
+    var mains = box.querySelectorAll("path.edge.main");
+    for (i = 0; i < mains.length; i++) {
+      var pts = samples(mains[i]);
+      for (j = 1; j < pts.length; j++) {
+        var key = Math.floor(pts[j].x / CELL) + "," + Math.floor(pts[j].y / CELL);
+        (grid[key] = grid[key] || []).push([pts[j - 1], pts[j]]);
+      }
+    }
+    function nearMain(p) {
+      for (var gx = Math.floor(p.x / CELL) - 1; gx <= Math.floor(p.x / CELL) + 1; gx++) {
+        for (var gy = Math.floor(p.y / CELL) - 1; gy <= Math.floor(p.y / CELL) + 1; gy++) {
+          var segs = grid[gx + "," + gy] || [];
+          for (var s = 0; s < segs.length; s++) { if (distToSegment(p, segs[s][0], segs[s][1]) < TOL) { return true; } }
+        }
+      }
+      return false;
+    }
+    function inside(p, r, pad) { return p.x > r.left - pad && p.x < r.right + pad && p.y > r.top - pad && p.y < r.bottom + pad; }
+    var skips = box.querySelectorAll("path.edge.skip"), overlapping = 0, badList = [];
+    for (i = 0; i < skips.length; i++) {
+      var from = rects[skips[i].getAttribute("data-from")], to = rects[skips[i].getAttribute("data-to")];
+      var bad = samples(skips[i]).some(function (p) {
+        if (inside(p, from, 4) || inside(p, to, 4)) { return false; }
+        if (nearMain(p)) { return true; }
+        return Object.keys(rects).some(function (k) { return inside(p, rects[k], 0); });
+      });
+      if (bad) { overlapping++; badList.push(skips[i].getAttribute("data-from") + ">" + skips[i].getAttribute("data-to")); }
+    }
+    box.setAttribute("data-label-px", minPx.toFixed(2));
+    box.setAttribute("data-offscreen", String(offscreen));
+    box.setAttribute("data-nodes", String(nodeEls.length));
+    box.setAttribute("data-skip-edges", String(skips.length));
+    box.setAttribute("data-skip-overlaps", String(overlapping));
+    box.setAttribute("data-skip-overlap-edges", badList.join(" "));
+    box.setAttribute("data-columns", String(lay.columns));
+    box.setAttribute("data-detail", lay.style.name);
+    box.setAttribute("data-page-top", String(Math.round(area.top + window.scrollY)));
+  }
+  function distToSegment(p, a, b) {
+    var dx = b.x - a.x, dy = b.y - a.y, len2 = dx * dx + dy * dy;
+    var t = len2 ? Math.max(0, Math.min(1, ((p.x - a.x) * dx + (p.y - a.y) * dy) / len2)) : 0;
+    var x = a.x + t * dx - p.x, y = a.y + t * dy - p.y;
+    return Math.sqrt(x * x + y * y);
+  }
+
+  // Labels smaller than this on screen are a grey smear: they are hidden until the user zooms in.
+  var LABEL_MIN_PX = 6;
   function applyTransform() {
-    var view = $("graph").querySelector("g.view");
-    if (view) { view.setAttribute("transform", "translate(" + state.graph.tx + "," + state.graph.ty + ") scale(" + state.graph.scale + ")"); }
+    var root = $("graph").querySelector("svg"), view = root && root.querySelector("g.view");
+    if (!view) { return; }
+    view.setAttribute("transform", "translate(" + state.graph.tx + "," + state.graph.ty + ") scale(" + state.graph.scale + ")");
+    root.classList.toggle("no-labels", 12 * state.graph.scale < LABEL_MIN_PX);
   }
   function fitGraph() {
     var lay = state.graph.layout, box = $("graph");
     if (!lay) { return; }
     var w = box.clientWidth || 900, h = box.clientHeight || 500;
-    // Whole graph when it fits legibly; otherwise start at the top, readable, and let the user pan.
-    var s = Math.min(w / (lay.width + 40), h / (lay.height + 40), 1.2);
+    // The layout chose its columns for this view; past the floor (a neighbourhood of a huge graph)
+    // start at the top, and let the user pan.
+    var s = Math.min((w - 40) / lay.width, (h - 40) / lay.height, MAX_SCALE);
     state.graph.scale = Math.max(s, 0.35);
     state.graph.tx = Math.max(10, (w - lay.width * state.graph.scale) / 2);
-    state.graph.ty = 20;
+    state.graph.ty = Math.max(10, (h - lay.height * state.graph.scale) / 2);
     applyTransform();
   }
-  function zoom(f) { state.graph.scale = Math.min(Math.max(state.graph.scale * f, 0.02), 6); applyTransform(); }
+  // Zooms about a point of the view (the pointer, or the middle for the buttons), which stays put.
+  function zoom(f, cx, cy) {
+    var box = $("graph"), g = state.graph;
+    if (cx === undefined) { cx = (box.clientWidth || 900) / 2; cy = (box.clientHeight || 500) / 2; }
+    var s = Math.min(Math.max(g.scale * f, 0.02), 6);
+    g.tx = cx - (cx - g.tx) * s / g.scale;
+    g.ty = cy - (cy - g.ty) * s / g.scale;
+    g.scale = s;
+    applyTransform();
+  }
   function wirePanZoom(root) {
-    var drag = null;
-    root.addEventListener("mousedown", function (e) { drag = { x: e.clientX, y: e.clientY, tx: state.graph.tx, ty: state.graph.ty }; });
-    window.addEventListener("mouseup", function () { drag = null; });
+    root.addEventListener("mousedown", function (e) { state.graph.drag = { x: e.clientX, y: e.clientY, tx: state.graph.tx, ty: state.graph.ty }; });
     root.addEventListener("mousemove", function (e) {
+      var drag = state.graph.drag;
       if (!drag) { return; }
       state.graph.tx = drag.tx + e.clientX - drag.x; state.graph.ty = drag.ty + e.clientY - drag.y; applyTransform();
     });
-    root.addEventListener("wheel", function (e) { e.preventDefault(); zoom(e.deltaY < 0 ? 1.15 : 1 / 1.15); }, { passive: false });
+    root.addEventListener("wheel", function (e) {
+      e.preventDefault();
+      var r = root.getBoundingClientRect();
+      zoom(e.deltaY < 0 ? 1.15 : 1 / 1.15, e.clientX - r.left, e.clientY - r.top);
+    }, { passive: false });
   }
+  // Marks the selected layer and, when it is outside the view, pans to it.
   function highlightGraphNode() {
-    var nodes = $("graph").querySelectorAll("g.node");
+    var box = $("graph"), nodes = box.querySelectorAll("g.node"), hit = null;
     for (var i = 0; i < nodes.length; i++) {
-      nodes[i].classList.toggle("selected", String(state.selected) === nodes[i].getAttribute("data-layer"));
+      var on = String(state.selected) === nodes[i].getAttribute("data-layer");
+      nodes[i].classList.toggle("selected", on);
+      if (on) { hit = nodes[i]; }
+    }
+    if (!hit) { return; }
+    var area = box.getBoundingClientRect(), r = hit.getBoundingClientRect();
+    if (r.left < area.left || r.right > area.right || r.top < area.top || r.bottom > area.bottom) {
+      state.graph.tx += area.left + area.width / 2 - (r.left + r.width / 2);
+      state.graph.ty += area.top + area.height / 2 - (r.top + r.height / 2);
+      applyTransform();
     }
   }
   function wireGraph() {
+    window.addEventListener("mouseup", function () { state.graph.drag = null; });
     $("graph-zoom-in").addEventListener("click", function () { zoom(1.25); });
     $("graph-zoom-out").addEventListener("click", function () { zoom(0.8); });
     $("graph-fit").addEventListener("click", fitGraph);

@@ -64,6 +64,199 @@ fn run_chromium(bin: &Path, profile: &Path, extra: &[&str], url: &str) -> (Strin
     )
 }
 
+/// The attributes of the first start tag that contains `marker` (e.g. `<div id="graph"`).
+fn tag_attributes(dom: &str, marker: &str) -> std::collections::BTreeMap<String, String> {
+    let start = dom
+        .find(marker)
+        .unwrap_or_else(|| panic!("{marker} not in the page"));
+    let tag = &dom[start..start + dom[start..].find('>').expect("tag end")];
+    let mut attrs = std::collections::BTreeMap::new();
+    for part in tag.split("\" ") {
+        if let Some((k, v)) = part.rsplit_once("=\"") {
+            let key = k.rsplit(' ').next().unwrap_or(k).to_owned();
+            attrs.insert(key, v.trim_end_matches('"').to_owned());
+        }
+    }
+    attrs
+}
+
+/// family -> the fills of its graph nodes, read from the dumped DOM.
+fn family_fills(
+    dom: &str,
+) -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    let mut fills = std::collections::BTreeMap::<_, std::collections::BTreeSet<_>>::new();
+    for node in dom.split("<g class=\"node").skip(1) {
+        let value = |name: &str| {
+            let at = node.find(name).map(|i| i + name.len())?;
+            Some(node[at..at + node[at..].find('"')?].to_owned())
+        };
+        let family = value("data-family=\"").expect("node family");
+        let fill = value("fill=\"").expect("node fill");
+        fills.entry(family).or_default().insert(fill);
+    }
+    fills
+}
+
+/// Edges that jump ranks in every layering: a longer path joins their ends (residual connections).
+fn forced_skip_edges(edges: &[[u32; 2]], layers: usize) -> usize {
+    let mut succ = vec![Vec::new(); layers];
+    for e in edges {
+        succ[e[0] as usize].push(e[1] as usize);
+    }
+    edges
+        .iter()
+        .filter(|e| {
+            let (from, to) = (e[0] as usize, e[1] as usize);
+            // Longest path from `from` to each later layer, in index (topological) order.
+            let mut longest = vec![None::<usize>; layers];
+            longest[from] = Some(0);
+            for v in from..to {
+                let Some(len) = longest[v] else { continue };
+                for &w in &succ[v] {
+                    if w > v && w <= to {
+                        longest[w] = Some(longest[w].map_or(len + 1, |l| l.max(len + 1)));
+                    }
+                }
+            }
+            longest[to].is_some_and(|l| l > 1)
+        })
+        .count()
+}
+
+fn package_trex(stem: &str, dir: &Path) -> (trtmc_analyze::Analysis, PathBuf) {
+    let layers = common::fixture(&format!("trex/{stem}.layers.json"));
+    let profile = common::fixture(&format!("trex/{stem}.profile.json"));
+    let a = common::analyze(common::data(&layers, Some(&profile)));
+    let report = package(
+        &a,
+        &PackageOptions {
+            report_dir: Some(dir.to_owned()),
+            ..Default::default()
+        },
+    )
+    .expect("packaged");
+    (a, report.index)
+}
+
+/// Issue 16: the whole graph of an 85-layer MobileNetV2 (ten residual blocks) fits the view with
+/// labels of at least 10 px on screen, every residual skip runs in a lane of its own (never over a
+/// main edge or through a layer), and a family has the same colour in two different reports. The
+/// page measures itself (`?check=graph`); the screenshot is kept under Cargo's target tmp folder.
+#[test]
+fn graph_is_readable_at_fit() {
+    let Some(bin) = chromium() else {
+        if std::env::var_os("TRTMC_SKIP_BROWSER").is_some_and(|v| v == "1") {
+            eprintln!("skipping: chromium not found and TRTMC_SKIP_BROWSER=1");
+            return;
+        }
+        panic!("chromium not found (set TRTMC_CHROMIUM, or TRTMC_SKIP_BROWSER=1 to skip)");
+    };
+    let work = tempfile::tempdir().expect("tempdir");
+    let mut fills_by_report = Vec::new();
+    for (stem, min_layers) in [
+        ("mobilenet-qat-titanrtx-trt82", 80),
+        ("resnet18-pt-a100-fp16", 30),
+    ] {
+        let (a, index) = package_trex(stem, &work.path().join(stem));
+        let backend = &a.backends[0];
+        let graph = backend.graph.as_ref().expect("the export has tensors");
+        let layers = backend.layers.len();
+        assert!(layers >= min_layers, "{stem}: {layers} layers");
+        let url = format!("file://{}?check=graph", index.display());
+        let (dom, _) = run_chromium(
+            &bin,
+            &work.path().join(format!("profile-{stem}")),
+            &["--window-size=1400,1000", "--dump-dom"],
+            &url,
+        );
+        assert!(
+            dom.contains("data-report-errors=\"0\""),
+            "{stem}: page errors: {}",
+            dom.split("self-check").nth(1).unwrap_or("")
+        );
+        let m = tag_attributes(&dom, "<div id=\"graph\"");
+        let num = |k: &str| -> f64 {
+            m.get(k)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{stem}: no {k} measured: {m:?}"))
+        };
+        assert_eq!(
+            num("data-nodes") as usize,
+            layers,
+            "{stem}: every layer is drawn at fit: {m:?}"
+        );
+        assert_eq!(
+            num("data-offscreen"),
+            0.0,
+            "{stem}: the whole graph is in view at fit: {m:?}"
+        );
+        assert!(
+            num("data-label-px") >= 10.0,
+            "{stem}: node labels of at least 10 px on screen at fit: {m:?}"
+        );
+        let forced = forced_skip_edges(&graph.edges, layers);
+        assert!(
+            forced >= 5,
+            "{stem}: the fixture has residual skips ({forced})"
+        );
+        assert!(
+            num("data-skip-edges") as usize >= forced,
+            "{stem}: every residual skip is drawn as a skip ({forced}): {m:?}"
+        );
+        assert_eq!(
+            num("data-skip-overlaps"),
+            0.0,
+            "{stem}: no skip edge runs over a main edge or through a layer: {m:?}"
+        );
+        let fills = family_fills(&dom);
+        for (family, set) in &fills {
+            assert_eq!(set.len(), 1, "{stem}: one colour for {family}: {set:?}");
+        }
+        fills_by_report.push(fills);
+
+        // The screenshot, tall enough to show the graph panel (an artefact to look at, not compared).
+        let top = num("data-page-top") as u32;
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("analyze-graph");
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let shot = dir.join(format!("{stem}-graph-fit.png"));
+        let _ = std::fs::remove_file(&shot);
+        run_chromium(
+            &bin,
+            &work.path().join(format!("profile-{stem}-shot")),
+            &[
+                &format!("--window-size=1400,{}", top + 640),
+                &format!("--screenshot={}", shot.display()),
+            ],
+            &url,
+        );
+        let png = std::fs::read(&shot).expect("screenshot written");
+        assert!(
+            png.starts_with(b"\x89PNG") && png.len() > 20_000,
+            "screenshot of {} bytes",
+            png.len()
+        );
+        eprintln!("{stem}: graph at fit {m:?}; screenshot {}", shot.display());
+    }
+    let (mobilenet, resnet) = (&fills_by_report[0], &fills_by_report[1]);
+    let shared: Vec<_> = mobilenet
+        .keys()
+        .filter(|f| resnet.contains_key(*f))
+        .collect();
+    assert!(shared.len() >= 3, "families in both reports: {shared:?}");
+    for family in shared {
+        assert_eq!(
+            mobilenet[family], resnet[family],
+            "{family} has one colour in both reports"
+        );
+    }
+    assert_eq!(
+        mobilenet["convolution"].iter().next().map(String::as_str),
+        Some("#6fa8dc"),
+        "convolution has its fixed colour (docs/analyze.md)"
+    );
+    assert_ne!(mobilenet["convolution"], mobilenet["quant_dequant"]);
+}
+
 /// A backend folder whose first layer is named like an XSS probe.
 fn probe_inputs(dir: &Path) {
     let fixtures = common::fixtures_dir().join("trex");
