@@ -17,6 +17,7 @@ pub mod discover;
 pub mod findings;
 pub mod graph;
 pub mod identity;
+pub mod provenance;
 pub mod read;
 pub mod report;
 pub mod serve;

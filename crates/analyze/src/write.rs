@@ -50,6 +50,7 @@ fn backend<W: Write>(w: &mut W, b: &Backend) -> Result {
     // Destructured so that a new field fails to compile here instead of going missing.
     let Backend {
         label,
+        runtime,
         sources,
         validation,
         export,
@@ -70,6 +71,7 @@ fn backend<W: Write>(w: &mut W, b: &Backend) -> Result {
     } = b;
     w.write_all(b"{")?;
     field(w, "label", label)?;
+    more(w, "runtime", runtime)?;
     more(w, "sources", sources)?;
     more(w, "validation", validation)?;
     more(w, "export", export)?;
