@@ -567,6 +567,7 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
             model: &model,
             graph: graph_view.as_ref(),
             names_only,
+            runtime: runtime.name,
         })
     };
     Backend {
