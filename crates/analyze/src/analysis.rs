@@ -568,6 +568,12 @@ impl Analysis {
                     t.average_inference_ms
                 ));
             }
+            // What wrote the files: the TensorRT era, or the CPU runtime.
+            match (b.export.as_ref().and_then(|e| e.era.as_ref()), &b.runtime) {
+                (Some(era), _) => line.push_str(&format!("; {} export", era.label)),
+                (None, Some(r)) => line.push_str(&format!("; {} profile", r.display_name)),
+                (None, None) => {}
+            }
             if let Some(first) = b
                 .validation
                 .messages

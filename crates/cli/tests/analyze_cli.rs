@@ -65,7 +65,7 @@ fn folder_analysis_prints_json_and_a_summary() {
     assert_eq!(doc["backends"].as_array().map(Vec::len), Some(7));
     let summary = text(&out.stderr);
     assert!(
-        summary.contains("resnet18-pt-a100-fp16: passed, layer_profile, 36 layers, 1.0168 ms"),
+        summary.contains("resnet18-pt-a100-fp16: passed, layer_profile, 36 layers, 1.0168 ms per inference (sum of layer averages); TensorRT 8.4–8.x export"),
         "{summary}"
     );
 }
