@@ -950,7 +950,12 @@ fn warn_few_iterations(n: u64, runtime: Runtime, v: &mut Validator) {
             "the profile covers only {n} iteration(s) (fewer than {FEW_ITERATIONS}): each layer's time is {n} sample(s), so small layers' shares and medians are noise; {how}"
         ),
     );
-    if let Some(check) = v.checks.iter_mut().rev().find(|c| c.name == "iteration_count") {
+    if let Some(check) = v
+        .checks
+        .iter_mut()
+        .rev()
+        .find(|c| c.name == "iteration_count")
+    {
         check.status = CheckStatus::Warning;
         check.detail = format!("{}; fewer than {FEW_ITERATIONS} iterations", check.detail);
     }

@@ -491,10 +491,10 @@ pub fn onnx_op_family(op: &str) -> Option<Family> {
         "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Max" | "Min" | "Sum" | "Mean" | "Relu"
         | "LeakyRelu" | "PRelu" | "Sigmoid" | "HardSigmoid" | "HardSwish" | "Tanh" | "Exp"
         | "Log" | "Sqrt" | "Rsqrt" | "Reciprocal" | "Recip" | "Abs" | "Neg" | "Erf" | "Gelu"
-        | "FastGelu" | "BiasGelu" | "QuickGelu" | "Elu" | "Selu" | "Celu" | "Mish"
-        | "Softplus" | "Softsign" | "Silu" | "Swish" | "Clip" | "Where" | "Equal" | "Less"
-        | "Greater" | "LessOrEqual" | "GreaterOrEqual" | "And" | "Or" | "Not" | "Xor" | "Sin"
-        | "Cos" | "Floor" | "Ceil" | "Round" | "Sign" | "Mod" | "IsNaN" | "IsInf" | "BitShift"
+        | "FastGelu" | "BiasGelu" | "QuickGelu" | "Elu" | "Selu" | "Celu" | "Mish" | "Softplus"
+        | "Softsign" | "Silu" | "Swish" | "Clip" | "Where" | "Equal" | "Less" | "Greater"
+        | "LessOrEqual" | "GreaterOrEqual" | "And" | "Or" | "Not" | "Xor" | "Sin" | "Cos"
+        | "Floor" | "Ceil" | "Round" | "Sign" | "Mod" | "IsNaN" | "IsInf" | "BitShift"
         | "BinChain" | "BinOp" | "TypedBinOp" | "ElementWiseOp" | "MapScalar" | "Square"
         | "BiasAdd" | "BiasSplitGelu" | "ThresholdedRelu" => Family::Pointwise,
         _ => return None,

@@ -27,7 +27,10 @@ impl Runtime {
 
     /// A runtime named by a `runtime` key or a file label (`layers_<label>.json`).
     fn from_name(name: &str) -> Option<Runtime> {
-        let lower = name.trim().to_ascii_lowercase().replace([' ', '-', '_'], "");
+        let lower = name
+            .trim()
+            .to_ascii_lowercase()
+            .replace([' ', '-', '_'], "");
         match lower.as_str() {
             "tensorrt" | "trt" | "trtexec" => Some(Runtime::Tensorrt),
             "tract" => Some(Runtime::Tract),
@@ -88,7 +91,10 @@ pub fn detect_runtime(label: &str, info: &LayerInfo, profile: Option<&Profile>) 
     };
     for (what, value) in [
         ("the layer-info file", info.runtime.as_deref()),
-        ("the profile header", profile.and_then(|p| p.runtime.as_deref())),
+        (
+            "the profile header",
+            profile.and_then(|p| p.runtime.as_deref()),
+        ),
     ] {
         if let Some(value) = value {
             match Runtime::from_name(value) {
@@ -258,7 +264,11 @@ fn era_facts(info: &LayerInfo, profile: Option<&Profile>, metadata: &[String]) -
         return facts;
     }
     let has_type = |t: &str| detailed.iter().any(|l| l.layer_type.as_deref() == Some(t));
-    let tensors = || detailed.iter().flat_map(|l| l.inputs.iter().chain(&l.outputs));
+    let tensors = || {
+        detailed
+            .iter()
+            .flat_map(|l| l.inputs.iter().chain(&l.outputs))
+    };
     if detailed.iter().any(|l| {
         l.origin
             .as_deref()
@@ -400,7 +410,10 @@ pub fn infer_era(info: &LayerInfo, profile: Option<&Profile>, metadata: &[String
             hi = new_hi;
             evidence.push(f.text.clone());
         } else {
-            set_aside.push(format!("{} — set aside: stronger evidence says otherwise", f.text));
+            set_aside.push(format!(
+                "{} — set aside: stronger evidence says otherwise",
+                f.text
+            ));
         }
     }
     let label = if conflict {

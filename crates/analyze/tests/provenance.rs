@@ -233,7 +233,10 @@ fn truncated_layer_profile_and_times_files_say_where_they_end_and_what_to_export
         "--exportLayerInfo",
     );
     // Between records: right after a complete layer object.
-    let after_record = layer_text.find("\n  }").map(|i| i + 4).expect("end of record");
+    let after_record = layer_text
+        .find("\n  }")
+        .map(|i| i + 4)
+        .expect("end of record");
     let cut = truncated_copy(&layers, dir.path(), "layers_b.json", after_record);
     let a = analyze(data(&cut, Some(&profile)));
     assert_truncation(
@@ -248,7 +251,11 @@ fn truncated_layer_profile_and_times_files_say_where_they_end_and_what_to_export
     let profile_text = text(&profile);
     let second_line = profile_text.match_indices("\n,").nth(1).expect("records").0;
     for (name, at, place) in [
-        ("inside", profile_text.find("Relu_1").expect("name"), "inside a string"),
+        (
+            "inside",
+            profile_text.find("Relu_1").expect("name"),
+            "inside a string",
+        ),
         ("between", second_line, "between records"),
     ] {
         let cut = truncated_copy(&profile, dir.path(), &format!("profile_{name}.json"), at);
@@ -268,7 +275,10 @@ fn truncated_layer_profile_and_times_files_say_where_they_end_and_what_to_export
     // Times are optional: a cut-off file is a warning with the same facts.
     let times_text = text(&times);
     let at = times_text.len() / 2;
-    let at = (0..=at).rev().find(|i| times_text.is_char_boundary(*i)).expect("boundary");
+    let at = (0..=at)
+        .rev()
+        .find(|i| times_text.is_char_boundary(*i))
+        .expect("boundary");
     let cut = truncated_copy(&times, dir.path(), "times_cut.json", at);
     let a = analyze(Inputs::Data(vec![DataSpec {
         layers: layers.clone(),
@@ -283,8 +293,16 @@ fn truncated_layer_profile_and_times_files_say_where_they_end_and_what_to_export
         .iter()
         .find(|m| m.code == "times_unreadable")
         .expect("times warning");
-    assert!(warning.message.contains("--exportTimes"), "{}", warning.message);
-    assert!(warning.message.contains(&format!("at byte {at} ")), "{}", warning.message);
+    assert!(
+        warning.message.contains("--exportTimes"),
+        "{}",
+        warning.message
+    );
+    assert!(
+        warning.message.contains(&format!("at byte {at} ")),
+        "{}",
+        warning.message
+    );
 }
 
 #[test]

@@ -234,7 +234,11 @@ fn assert_cpu_backend(b: &serde_json::Value, rt: &str) {
     assert_eq!(runtime["name"], rt, "{runtime}");
     assert_eq!(
         runtime["display_name"],
-        if rt == "tract" { "tract" } else { "ONNX Runtime" }
+        if rt == "tract" {
+            "tract"
+        } else {
+            "ONNX Runtime"
+        }
     );
     assert!(
         runtime["evidence"][0]

@@ -587,7 +587,10 @@ fn case_article(
         meta.push_text(" · ");
         meta.push(&el(
             "a",
-            &[("href", &href_for_path(profile)), ("class", "profile-report")],
+            &[
+                ("href", &href_for_path(profile)),
+                ("class", "profile-report"),
+            ],
             &text("per-layer profile report"),
         ));
     }

@@ -1107,9 +1107,10 @@ fn package_profile(profile: &mut CaseProfile, dir: &Path, dir_name: &str, model:
             .and_then(|r| Path::new(r).file_name())
             .map(|name| dir.join(name))
     };
-    let (Some(layers), Some(layer_profile)) =
-        (in_case(&profile.layer_info), in_case(&profile.layer_profile))
-    else {
+    let (Some(layers), Some(layer_profile)) = (
+        in_case(&profile.layer_info),
+        in_case(&profile.layer_profile),
+    ) else {
         return;
     };
     let request = trtmc_analyze::Request {

@@ -11,7 +11,8 @@ use serde_json::value::RawValue;
 
 use super::loose::{IntOrStr, LCow, LDims, LIntOrStr, LList, LObj, LPresent, LStr, Slot};
 use super::{
-    Export, FormatError, describe_object_keys, describe_record_keys, first_byte, invalid_json, line_col,
+    Export, FormatError, describe_object_keys, describe_record_keys, first_byte, invalid_json,
+    line_col,
 };
 
 /// How much the engine inspector wrote.

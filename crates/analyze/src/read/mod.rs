@@ -31,7 +31,9 @@ pub enum FormatError {
     },
     /// The document stops before its end (a copy or write that was cut off), as opposed to a
     /// syntax error inside it.
-    #[error("the file ends early, at byte {bytes} (line {line}, column {column}), {place}: it was cut off while being written or copied; export it again with {reexport}")]
+    #[error(
+        "the file ends early, at byte {bytes} (line {line}, column {column}), {place}: it was cut off while being written or copied; export it again with {reexport}"
+    )]
     Truncated {
         bytes: usize,
         line: usize,

@@ -8,7 +8,9 @@
 use serde::Deserialize;
 
 use super::loose::{LNum, LObj, LStr, Slot};
-use super::{Export, FormatError, describe_object_keys, describe_record_keys, first_byte, invalid_json};
+use super::{
+    Export, FormatError, describe_object_keys, describe_record_keys, first_byte, invalid_json,
+};
 
 /// One per-layer timing record.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -160,7 +160,8 @@ pub fn read_time_records(text: &str) -> Result<Vec<Option<TimeRecord>>, FormatEr
         }
         None => return Err(FormatError::Shape("the file is empty".to_owned())),
     }
-    let raw: Vec<LObj<RawTime>> = serde_json::from_str(text).map_err(|e| invalid_json(text, &e, Export::Times))?;
+    let raw: Vec<LObj<RawTime>> =
+        serde_json::from_str(text).map_err(|e| invalid_json(text, &e, Export::Times))?;
     let mut records = Vec::with_capacity(raw.len());
     for rec in raw {
         let Slot::Value(rec) = rec.0 else {
