@@ -470,3 +470,135 @@ pub fn cpu_families(runtime: Runtime, layers: &[Layer]) -> Vec<Family> {
     }
     families
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::read::read_layer_info;
+
+    fn layers(types: &[(&str, &str)], top: &str) -> LayerInfo {
+        let records: Vec<String> = types
+            .iter()
+            .map(|(name, ty)| {
+                format!(
+                    r#"{{"Name": "{name}", "LayerType": "{ty}", "Inputs": [{{"Name": "{name}:in", "Dimensions": [1], "Format/Datatype": "Float"}}], "Outputs": []}}"#
+                )
+            })
+            .collect();
+        read_layer_info(format!(r#"{{{top}"Layers": [{}]}}"#, records.join(",")))
+            .expect("layer info")
+    }
+
+    #[test]
+    fn files_written_before_the_runtime_key_are_known_by_schema_and_label() {
+        let info = layers(
+            &[("conv", "Conv"), ("relu", "Relu")],
+            r#""schema": "trtmc.layer-info/v1", "#,
+        );
+        let r = detect_runtime("tract", &info, None);
+        assert_eq!(r.name, Runtime::Tract);
+        assert!(r.evidence.iter().any(|e| e.contains("named for \"tract\"")));
+        let r = detect_runtime("ort", &info, None);
+        assert_eq!(r.name, Runtime::Onnxruntime);
+    }
+
+    #[test]
+    fn an_explicit_runtime_key_wins_over_label_and_vocabulary() {
+        let info = layers(
+            &[("conv", "Conv")],
+            r#""schema": "trtmc.layer-info/v1", "runtime": "onnxruntime", "#,
+        );
+        let r = detect_runtime("tract", &info, None);
+        assert_eq!(r.name, Runtime::Onnxruntime);
+        assert_eq!(r.display_name, "ONNX Runtime");
+        assert!(r.evidence[0].contains("\"runtime\": \"onnxruntime\""));
+    }
+
+    #[test]
+    fn operator_vocabulary_tells_cpu_runtimes_from_tensorrt() {
+        let ort = layers(&[("a", "Conv"), ("b", "MaxPool"), ("c", "Gemm")], "");
+        assert_eq!(detect_runtime("x", &ort, None).name, Runtime::Onnxruntime);
+        let tract = layers(
+            &[
+                ("a.pad", "Pad"),
+                ("a.lazyIm2col", "LazyIm2col"),
+                ("a.matmatmul", "OptMatMul"),
+            ],
+            "",
+        );
+        assert_eq!(detect_runtime("x", &tract, None).name, Runtime::Tract);
+        let trt = layers(&[("a", "CaskConvolution"), ("b", "Reformat")], "");
+        let r = detect_runtime("x", &trt, None);
+        assert_eq!(r.name, Runtime::Tensorrt);
+        assert!(r.evidence.iter().any(|e| e.contains("trtexec export")));
+    }
+
+    #[test]
+    fn onnx_and_tract_operators_have_families() {
+        for (op, family) in [
+            ("Conv", Family::Convolution),
+            ("ConvTranspose", Family::Convolution),
+            ("FusedConv", Family::Convolution),
+            ("QLinearConv", Family::Convolution),
+            ("MatMul", Family::Gemm),
+            ("Gemm", Family::Gemm),
+            ("OptMatMul", Family::Gemm),
+            ("Add", Family::Pointwise),
+            ("Relu", Family::Pointwise),
+            ("Sigmoid", Family::Pointwise),
+            ("OptMaxByScalar", Family::Pointwise),
+            ("OptBinChain(Add+Max)", Family::Pointwise),
+            ("BatchNormalization", Family::Normalization),
+            ("LayerNormalization", Family::Normalization),
+            ("MaxPool", Family::Pooling),
+            ("GlobalAveragePool", Family::Pooling),
+            ("OptMaxPool", Family::Pooling),
+            ("Reshape", Family::Shuffle),
+            ("Transpose", Family::Shuffle),
+            ("Flatten", Family::Shuffle),
+            ("IntoShape", Family::Shuffle),
+            ("Softmax", Family::Softmax),
+            ("Concat", Family::Copy),
+            ("Reduce<Sum>", Family::Reduction),
+            ("QuantizeLinear", Family::QuantDequant),
+        ] {
+            assert_eq!(classify::onnx_op_family(op), Some(family), "{op}");
+        }
+        assert_eq!(classify::onnx_op_family("CaskConvolution"), None);
+        assert_eq!(classify::onnx_op_family("Reformat"), None);
+    }
+
+    #[test]
+    fn tract_lowered_convolutions_count_as_convolutions() {
+        let info = layers(
+            &[
+                ("n0.pad", "Pad"),
+                ("n0.lazyIm2col", "LazyIm2col"),
+                ("n0.matmatmul", "OptMatMul"),
+                ("n0.reshape_group", "IntoShape"),
+                ("n5_conv_6.pack_a", "OptMatMulPack"),
+                ("fc.matmatmul", "OptMatMul"),
+                ("relu", "OptMaxByScalar"),
+            ],
+            "",
+        );
+        let families = cpu_families(Runtime::Tract, &info.layers);
+        assert_eq!(
+            families,
+            [
+                Family::Convolution,
+                Family::Convolution,
+                Family::Convolution,
+                Family::Convolution,
+                Family::Convolution,
+                Family::Gemm,
+                Family::Pointwise
+            ]
+        );
+        // ONNX Runtime's names are its own nodes: no regrouping.
+        assert_eq!(
+            cpu_families(Runtime::Onnxruntime, &info.layers)[0],
+            Family::Copy
+        );
+    }
+}
