@@ -162,8 +162,11 @@ pub struct ExportInfo {
     pub root: crate::read::RootShape,
     pub bindings: Option<Vec<String>>,
     pub profile_has_median: Option<bool>,
-    /// Facts that date the export ("tensors have no Location: TensorRT 8.2-era").
+    /// The era's evidence as plain lines (the facts used, then those set aside); empty for
+    /// runtimes other than TensorRT.
     pub version_hints: Vec<String>,
+    /// The TensorRT release range the export's fields allow, with the evidence (TensorRT only).
+    pub era: Option<crate::provenance::Era>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -313,6 +316,8 @@ pub struct GraphView {
 #[derive(Debug, Clone, Serialize)]
 pub struct Backend {
     pub label: String,
+    /// The runtime that wrote the files and why (`None` when the layer info could not be read).
+    pub runtime: Option<crate::provenance::RuntimeInfo>,
     pub sources: Sources,
     pub validation: BackendValidation,
     pub export: Option<ExportInfo>,
@@ -562,6 +567,12 @@ impl Analysis {
                     ", {:.4} ms per inference (sum of layer averages)",
                     t.average_inference_ms
                 ));
+            }
+            // What wrote the files: the TensorRT era, or the CPU runtime.
+            match (b.export.as_ref().and_then(|e| e.era.as_ref()), &b.runtime) {
+                (Some(era), _) => line.push_str(&format!("; {} export", era.label)),
+                (None, Some(r)) => line.push_str(&format!("; {} profile", r.display_name)),
+                (None, None) => {}
             }
             if let Some(first) = b
                 .validation

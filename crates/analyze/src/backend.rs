@@ -14,6 +14,7 @@ use crate::classify::{self, Family};
 use crate::discover::BackendFiles;
 use crate::findings::{self, Findings};
 use crate::identity::{CategorySignals, Confidence};
+use crate::provenance::{self, Runtime};
 use crate::read::{self, HeaderCount, Layer, LayerInfo, Profile, ProfileRecord, Times, Verbosity};
 
 /// A backend's files, read but not yet validated.
@@ -162,6 +163,7 @@ impl Validator {
 fn empty_backend(label: String, sources: Sources, v: Validator) -> Backend {
     Backend {
         label,
+        runtime: None,
         sources,
         validation: v.finish(Mode::Unusable),
         export: None,
@@ -311,6 +313,14 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
             minor.len()
         ),
     );
+    let profile_read = profile.as_ref().and_then(|p| p.as_ref().ok());
+    let runtime = provenance::detect_runtime(&label, &info, profile_read);
+    // TensorRT exports are dated; the era rules mean nothing for other runtimes.
+    let era = (runtime.name == Runtime::Tensorrt)
+        .then(|| provenance::infer_era(&info, profile_read, &sources.metadata));
+    // CPU runtimes name ONNX (or tract) operators; their families are decided up front.
+    let cpu_families = (runtime.name != Runtime::Tensorrt)
+        .then(|| provenance::cpu_families(runtime.name, &info.layers));
     let mut signals = CategorySignals {
         names_only,
         ..CategorySignals::default()
@@ -321,6 +331,10 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
     let (graph, derived, duplicates) = if info.layers.len() >= crate::PARALLEL_LAYERS {
         let split = info.layers.len() * 3 / 5;
         let (head, tail) = info.layers.split_at(split);
+        let (head_families, tail_families) = match &cpu_families {
+            Some(f) => (Some(&f[..split]), Some(&f[split..])),
+            None => (None, None),
+        };
         std::thread::scope(|s| {
             let other = s.spawn(|| {
                 let graph = (!names_only).then(|| crate::graph::build(&info.layers));
@@ -328,11 +342,11 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
                     names_only,
                     ..CategorySignals::default()
                 };
-                let derived = derive_views(tail, &mut local);
+                let derived = derive_views(tail, tail_families, &mut local);
                 (graph, derived, local)
             });
             let duplicates = duplicate_names(&info.layers);
-            let mut derived = derive_views(head, &mut signals);
+            let mut derived = derive_views(head, head_families, &mut signals);
             let (graph, more, local) = other
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -343,7 +357,7 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
     } else {
         (
             (!names_only).then(|| crate::graph::build(&info.layers)),
-            derive_views(&info.layers, &mut signals),
+            derive_views(&info.layers, cpu_families.as_deref(), &mut signals),
             duplicate_names(&info.layers),
         )
     };
@@ -358,7 +372,6 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
         );
     }
 
-    let export_hints = version_hints(&info);
     if let Some(g) = &graph {
         check_graph(g, &info.layers, &mut v);
     } else {
@@ -441,6 +454,9 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
             if join_profile(&mut layers, &p.records, &mut v) && p.problems.is_empty() {
                 joined = true;
                 let (c, source) = infer_count(&p, &mut v);
+                if let Some(n) = c.filter(|n| *n < FEW_ITERATIONS) {
+                    warn_few_iterations(n, runtime.name, &mut v);
+                }
                 count = c;
                 count_source = source;
                 timing = Some(check_timing(&p.records, count, &mut v));
@@ -531,7 +547,11 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
         root,
         bindings,
         profile_has_median,
-        version_hints: export_hints,
+        version_hints: era
+            .as_ref()
+            .map(|e| e.evidence.iter().chain(&e.set_aside).cloned().collect())
+            .unwrap_or_default(),
+        era,
     };
     let findings = if mode == Mode::Unusable {
         Findings::default()
@@ -547,10 +567,12 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
             model: &model,
             graph: graph_view.as_ref(),
             names_only,
+            runtime: runtime.name,
         })
     };
     Backend {
         label,
+        runtime: Some(runtime),
         sources,
         validation: v.finish(mode),
         export: Some(export),
@@ -600,12 +622,25 @@ struct Derived {
     output_precision: Option<&'static str>,
 }
 
-fn derive_views(layers: &[Layer], signals: &mut CategorySignals) -> Vec<Derived> {
-    layers.iter().map(|l| derive_view(l, signals)).collect()
+/// `families`: the layers' families when already decided (CPU runtimes), else TensorRT's rules.
+fn derive_views(
+    layers: &[Layer],
+    families: Option<&[Family]>,
+    signals: &mut CategorySignals,
+) -> Vec<Derived> {
+    layers
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let family = families
+                .and_then(|f| f.get(i).copied())
+                .unwrap_or_else(|| classify::family(l));
+            derive_view(l, family, signals)
+        })
+        .collect()
 }
 
-fn derive_view(l: &Layer, signals: &mut CategorySignals) -> Derived {
-    let family = classify::family(l);
+fn derive_view(l: &Layer, family: Family, signals: &mut CategorySignals) -> Derived {
     let attention_like = !l.names_only && classify::looks_like_attention(l);
     signals.count_family(family, attention_like);
     signals.scan(&l.name);
@@ -896,6 +931,36 @@ fn infer_count(p: &Profile, v: &mut Validator) -> (Option<u64>, CountSource) {
     }
 }
 
+/// Profiles of fewer iterations than this get a warning: each layer's time is that few samples.
+const FEW_ITERATIONS: u64 = 10;
+
+/// Warns (never fails) about a profile of few iterations, and marks the count check.
+fn warn_few_iterations(n: u64, runtime: Runtime, v: &mut Validator) {
+    let how = match runtime {
+        Runtime::Tensorrt => {
+            "profile again with more iterations (trtexec --iterations=N, or a longer --duration, with --exportProfile)"
+        }
+        Runtime::Tract | Runtime::Onnxruntime => {
+            "profile again with more iterations (trtmc-bench run --profile --profile-iterations N)"
+        }
+    };
+    v.warning(
+        "few_iterations",
+        format!(
+            "the profile covers only {n} iteration(s) (fewer than {FEW_ITERATIONS}): each layer's time is {n} sample(s), so small layers' shares and medians are noise; {how}"
+        ),
+    );
+    if let Some(check) = v
+        .checks
+        .iter_mut()
+        .rev()
+        .find(|c| c.name == "iteration_count")
+    {
+        check.status = CheckStatus::Warning;
+        check.detail = format!("{}; fewer than {FEW_ITERATIONS} iterations", check.detail);
+    }
+}
+
 fn check_timing(records: &[ProfileRecord], count: Option<u64>, v: &mut Validator) -> Timing {
     let total_time_ms: f64 = records.iter().filter_map(|r| r.time_ms).sum();
     let average_inference_ms: f64 = records.iter().filter_map(|r| r.average_ms).sum();
@@ -937,45 +1002,6 @@ fn check_timing(records: &[ProfileRecord], count: Option<u64>, v: &mut Validator
         median_sum_ms,
         total_percentage,
     }
-}
-
-fn version_hints(info: &LayerInfo) -> Vec<String> {
-    let mut hints = Vec::new();
-    if info.verbosity == Verbosity::NamesOnly {
-        hints.push(
-            "names only: the engine was built without --profilingVerbosity=detailed".to_owned(),
-        );
-        return hints;
-    }
-    let detailed: Vec<&Layer> = info.layers.iter().filter(|l| !l.names_only).collect();
-    let has_type = |t: &str| detailed.iter().any(|l| l.layer_type.as_deref() == Some(t));
-    let any_location = detailed
-        .iter()
-        .any(|l| l.inputs.iter().chain(&l.outputs).any(|t| t.has_location));
-    if !any_location {
-        hints.push("no tensor has `Location`: a TensorRT 8.2-era export (or one made only of Myelin kernels)".to_owned());
-    }
-    if detailed
-        .iter()
-        .any(|l| l.stream_id.is_some() || l.metadata.is_some())
-    {
-        hints.push("layers carry StreamId / Metadata: TensorRT 8.6 or newer".to_owned());
-    }
-    if has_type("kgen") || has_type("gemm") || has_type("shape_call") {
-        hints.push(
-            "Myelin kernels are listed one by one (kgen / gemm / shape_call): TensorRT 10 or newer"
-                .to_owned(),
-        );
-    }
-    if has_type("Myelin") {
-        hints.push("opaque Myelin regions ({ForeignNode[…]}): TensorRT 8.x".to_owned());
-    }
-    if detailed.iter().any(|l| {
-        l.layer_type.as_deref() == Some("Scale") && classify::family(l) == Family::QuantDequant
-    }) {
-        hints.push("Q/DQ appears as Scale layers: a TensorRT 8.2-era export".to_owned());
-    }
-    hints
 }
 
 static BLOCK_PREFIXES: std::sync::LazyLock<Option<aho_corasick::AhoCorasick>> =

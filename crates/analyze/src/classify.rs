@@ -426,6 +426,91 @@ pub fn family(layer: &Layer) -> Family {
     Family::Other
 }
 
+/// The family of an ONNX operator type (ONNX Runtime's kernels) or of an operator of tract's
+/// plans (`OptMatMul`, `OptMaxByScalar`, `Reduce<Sum>`, `OptBinChain(Add+Max)`, …); `None` for a
+/// name neither uses.
+pub fn onnx_op_family(op: &str) -> Option<Family> {
+    // `Reduce<Sum>` and `OptBinChain(Add+Max)` carry their details after the base name.
+    let base = op.split(['<', '(']).next().unwrap_or(op).trim();
+    let mut base = base;
+    for prefix in ["Opt", "Fused", "QLinear", "Nhwc", "Lir"] {
+        if let Some(rest) = base.strip_prefix(prefix)
+            && rest.starts_with(|c: char| c.is_ascii_uppercase())
+        {
+            base = rest;
+        }
+    }
+    for suffix in ["ByScalar", "Unicast", "Unary", "Integer", "NBits"] {
+        if let Some(rest) = base.strip_suffix(suffix)
+            && !rest.is_empty()
+        {
+            base = rest;
+        }
+    }
+    Some(match base {
+        "Conv" | "ConvTranspose" | "DepthWise" | "Deconv" => Family::Convolution,
+        "MatMul" | "Gemm" | "EinSum" | "Einsum" | "MatMatMul" => Family::Gemm,
+        "Attention" | "MultiHeadAttention" | "GroupQueryAttention" | "PackedAttention" => {
+            Family::Attention
+        }
+        "MaxPool" | "AveragePool" | "GlobalAveragePool" | "GlobalMaxPool" | "LpPool"
+        | "GlobalLpPool" | "SumPool" | "MaxRoiPool" | "RoiAlign" => Family::Pooling,
+        "Softmax" | "LogSoftmax" | "Hardmax" => Family::Softmax,
+        "BatchNormalization"
+        | "LayerNormalization"
+        | "InstanceNormalization"
+        | "GroupNormalization"
+        | "LpNormalization"
+        | "MeanVarianceNormalization"
+        | "SkipLayerNormalization"
+        | "SimplifiedLayerNormalization"
+        | "SkipSimplifiedLayerNormalization"
+        | "EmbedLayerNormalization"
+        | "RMSNormalization"
+        | "LRN"
+        | "LayerNorm"
+        | "RmsNorm" => Family::Normalization,
+        "Reduce" | "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin" | "ReduceProd"
+        | "ReduceL1" | "ReduceL2" | "ReduceLogSum" | "ReduceLogSumExp" | "ReduceSumSquare"
+        | "ArgMax" | "ArgMin" | "TopK" | "CumSum" => Family::Reduction,
+        "Reshape" | "Transpose" | "Flatten" | "Squeeze" | "Unsqueeze" | "IntoShape" | "AxisOp"
+        | "AddAxis" | "RmAxis" | "Move" | "DepthToSpace" | "SpaceToDepth" | "Expand"
+        | "MultiBroadcastTo" | "Tile" | "ReorderInput" | "ReorderOutput" | "MatMulPack" => {
+            Family::Shuffle
+        }
+        "Shape" | "Size" | "ConstantOfShape" | "Range" => Family::Shape,
+        "Concat" | "TypedConcat" | "Slice" | "Split" | "Pad" | "Downsample" | "LazyIm2col"
+        | "Im2col" => Family::Copy,
+        "Gather" | "GatherElements" | "GatherND" | "GatherNd" | "ScatterND" | "ScatterNd"
+        | "ScatterElements" | "OneHot" | "Compress" | "NonZero" => Family::Gather,
+        "Cast" | "CastLike" => Family::Cast,
+        "Resize" | "Upsample" => Family::Resize,
+        "Constant" | "Const" => Family::Constant,
+        "Identity" | "Dropout" => Family::NoOp,
+        "QuantizeLinear" | "DequantizeLinear" | "DynamicQuantizeLinear" => Family::QuantDequant,
+        "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Max" | "Min" | "Sum" | "Mean" | "Relu"
+        | "LeakyRelu" | "PRelu" | "Sigmoid" | "HardSigmoid" | "HardSwish" | "Tanh" | "Exp"
+        | "Log" | "Sqrt" | "Rsqrt" | "Reciprocal" | "Recip" | "Abs" | "Neg" | "Erf" | "Gelu"
+        | "FastGelu" | "BiasGelu" | "QuickGelu" | "Elu" | "Selu" | "Celu" | "Mish" | "Softplus"
+        | "Softsign" | "Silu" | "Swish" | "Clip" | "Where" | "Equal" | "Less" | "Greater"
+        | "LessOrEqual" | "GreaterOrEqual" | "And" | "Or" | "Not" | "Xor" | "Sin" | "Cos"
+        | "Floor" | "Ceil" | "Round" | "Sign" | "Mod" | "IsNaN" | "IsInf" | "BitShift"
+        | "BinChain" | "BinOp" | "TypedBinOp" | "ElementWiseOp" | "MapScalar" | "Square"
+        | "BiasAdd" | "BiasSplitGelu" | "ThresholdedRelu" => Family::Pointwise,
+        _ => return None,
+    })
+}
+
+/// The family of a layer of a CPU runtime's profile: its operator type first, then the
+/// TensorRT rules (which also know `Reshape`, `Softmax`, …).
+pub fn cpu_family(layer: &Layer) -> Family {
+    layer
+        .layer_type
+        .as_deref()
+        .and_then(onnx_op_family)
+        .unwrap_or_else(|| family(layer))
+}
+
 fn io_dtypes_differ(layer: &Layer) -> bool {
     let i = layer
         .inputs

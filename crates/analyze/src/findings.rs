@@ -46,6 +46,8 @@ pub(crate) struct Input<'a> {
     pub model: &'a crate::analysis::BackendModel,
     pub graph: Option<&'a GraphView>,
     pub names_only: bool,
+    /// TensorRT's engine-level findings (engines, fused residual inputs) only apply to it.
+    pub runtime: crate::provenance::Runtime,
 }
 
 pub fn fmt_ms(ms: f64) -> String {
@@ -546,7 +548,21 @@ fn fusion_findings(input: &Input, b: &mut Builder) {
             .iter()
             .filter(|l| l.tags.contains(&"activation") || l.origins.len() > 1)
             .count();
-        let residual = convs.iter().filter(|l| l.inputs.len() >= 2).count();
+        // CPU runtimes list weights as inputs: only tensors another layer writes are residuals.
+        let external: Vec<&str> = match (input.runtime, input.graph) {
+            (crate::provenance::Runtime::Tensorrt, _) | (_, None) => Vec::new(),
+            (_, Some(g)) => g.external_inputs.iter().map(String::as_str).collect(),
+        };
+        let residual = convs
+            .iter()
+            .filter(|l| {
+                l.inputs
+                    .iter()
+                    .filter(|t| !external.contains(&t.name.as_str()))
+                    .count()
+                    >= 2
+            })
+            .count();
         b.fact(format!("{} convolution layer(s): {with_act} fuse other ops (activation, bias, Q/DQ), {residual} take a second input (fused residual add)", convs.len()));
         if with_act * 2 >= convs.len() && with_act > 0 {
             b.positive(format!(
@@ -681,7 +697,9 @@ fn partition_findings(input: &Input, b: &mut Builder) {
             Confidence::Medium,
             Vec::new(),
         ),
-        Some(1) => b.positive(format!("one engine ({})", e.source)),
+        Some(1) if input.runtime == crate::provenance::Runtime::Tensorrt => {
+            b.positive(format!("one engine ({})", e.source))
+        }
         _ => {}
     }
 }
@@ -783,6 +801,7 @@ mod tests {
             model: &m,
             graph: None,
             names_only: false,
+            runtime: crate::provenance::Runtime::Tensorrt,
         })
     }
 

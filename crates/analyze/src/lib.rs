@@ -18,6 +18,7 @@ pub mod findings;
 pub mod graph;
 pub mod identity;
 mod pack;
+pub mod provenance;
 pub mod read;
 pub mod report;
 pub mod serve;

@@ -66,6 +66,7 @@ fn backend<W: Write, F: Fn(&mut W, &[LayerView]) -> Result>(
     // Destructured so that a new field fails to compile here instead of going missing.
     let Backend {
         label,
+        runtime,
         sources,
         validation,
         export,
@@ -86,6 +87,7 @@ fn backend<W: Write, F: Fn(&mut W, &[LayerView]) -> Result>(
     } = b;
     w.write_all(b"{")?;
     field(w, "label", label)?;
+    more(w, "runtime", runtime)?;
     more(w, "sources", sources)?;
     more(w, "validation", validation)?;
     more(w, "export", export)?;

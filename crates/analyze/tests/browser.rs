@@ -368,6 +368,15 @@ fn report_renders_in_headless_chromium() {
         !dom.contains("id=\"analysis-panel\" hidden"),
         "the written analysis is shown"
     );
+    // The title follows the runtime; the Summary dates the export and says from what.
+    assert!(
+        dom.contains("TensorRT analysis report</h1>"),
+        "runtime title"
+    );
+    assert!(
+        dom.contains("Export era: TensorRT 8.4–8.x — from: profile records carry medianMs"),
+        "era with its evidence in the Summary"
+    );
 
     // 2. Console: no errors or CSP refusals while loading, and a screenshot.
     let shot = work.path().join("report.png");

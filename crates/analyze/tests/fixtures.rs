@@ -168,10 +168,11 @@ fn trex_folder_reads_every_backend_with_its_facts() {
     let old = backend(&a, "mobilenet-qat-titanrtx-trt82");
     let export = old.export.as_ref().expect("export");
     assert_eq!(export.profile_has_median, Some(false));
-    assert!(
-        export.version_hints.iter().any(|h| h.contains("8.2-era")),
+    assert_eq!(
+        export.era.as_ref().expect("era").label,
+        "TensorRT 8.2 or older",
         "{:?}",
-        export.version_hints
+        export.era
     );
     assert!(
         export

@@ -184,6 +184,108 @@ fn tract_and_onnxruntime_profiles_of_one_model_pass_analyze_side_by_side() {
         labels.contains(&"tract") && labels.contains(&"onnxruntime"),
         "{labels:?}"
     );
+    for b in backends {
+        let rt = b["label"].as_str().expect("label");
+        assert_cpu_backend(b, rt);
+    }
+    // Side by side, the package is titled for both runtimes (app.js runtimeTitle reads these).
+    let names: Vec<&str> = backends
+        .iter()
+        .map(|b| b["runtime"]["display_name"].as_str().expect("name"))
+        .collect();
+    assert!(
+        names.contains(&"tract") && names.contains(&"ONNX Runtime"),
+        "{names:?}"
+    );
+
+    // Each run packaged its own profile, and its report.html links the package.
+    for (dir, rt) in [(&tract, "tract"), (&ort, "onnxruntime")] {
+        let out_dir = dir.parent().expect("result dir");
+        let result = read_json(&out_dir.join("result.json"));
+        let case = &result["cases"][0];
+        let link = case["profile"]["report"].as_str().expect("profile.report");
+        assert_eq!(
+            link,
+            format!(
+                "{}/profile-report/index.html",
+                case["dir"].as_str().expect("dir")
+            )
+        );
+        assert!(out_dir.join(link).is_file(), "{rt}: {link} exists");
+        let html = std::fs::read_to_string(out_dir.join("report.html")).expect("report.html");
+        assert!(
+            html.contains(&format!("href=\"{link}\"")),
+            "{rt}: report.html links {link}"
+        );
+        let packaged = read_json(&dir.join("profile-report/analysis.json"));
+        assert_valid("analysis.schema.json", &packaged);
+        let b = &packaged["backends"][0];
+        assert_cpu_backend(b, rt);
+        assert_eq!(packaged["model"]["name"], "tiny-cnn", "{rt}");
+        let index = std::fs::read_to_string(dir.join("profile-report/index.html")).expect("index");
+        assert!(!index.contains("TensorRT analysis report"), "{rt}");
+    }
+}
+
+/// A CPU runtime's backend: its runtime with evidence, no TensorRT era, convolutions in the
+/// convolution family carrying the time, and a CNN category.
+fn assert_cpu_backend(b: &serde_json::Value, rt: &str) {
+    let runtime = &b["runtime"];
+    assert_eq!(runtime["name"], rt, "{runtime}");
+    assert_eq!(
+        runtime["display_name"],
+        if rt == "tract" {
+            "tract"
+        } else {
+            "ONNX Runtime"
+        }
+    );
+    assert!(
+        runtime["evidence"][0]
+            .as_str()
+            .expect("evidence")
+            .contains(&format!("\"runtime\": \"{rt}\"")),
+        "{runtime}"
+    );
+    assert!(b["export"]["era"].is_null(), "{rt}: no TensorRT era");
+    assert_eq!(b["export"]["version_hints"], serde_json::json!([]), "{rt}");
+    assert!(
+        !b.to_string().contains("8.2-era"),
+        "{rt}: no TensorRT 8.2 label"
+    );
+    let layers = b["layers"].as_array().expect("layers");
+    // ONNX Runtime runs Conv kernels; tract lowers each into pad / im2col / matmul parts.
+    let conv_type = if rt == "tract" { "OptMatMul" } else { "Conv" };
+    let convs: Vec<&serde_json::Value> = layers
+        .iter()
+        .filter(|l| l["type"] == conv_type && l["family"] == "convolution")
+        .collect();
+    assert!(convs.len() >= 4, "{rt}: {} convolutions", convs.len());
+    let families = b["breakdowns"]["by_family"].as_array().expect("families");
+    assert_eq!(families[0]["name"], "convolution", "{rt}: {families:?}");
+    let share = families[0]["percentage"].as_f64().expect("share");
+    assert!(share >= 60.0, "{rt}: convolutions take {share}%");
+    assert!(
+        families
+            .iter()
+            .all(|f| f["name"] != "other" || f["percentage"].as_f64() < Some(5.0)),
+        "{rt}: little time in `other`: {families:?}"
+    );
+    assert_eq!(
+        b["model"]["category"], "CNN / convolutional vision model",
+        "{rt}: {}",
+        b["model"]
+    );
+    // Four profiled iterations: a warning, not a failure.
+    assert_eq!(b["validation"]["status"], "passed");
+    assert!(
+        b["validation"]["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .any(|m| m["code"] == "few_iterations" && m["level"] == "warning"),
+        "{rt}"
+    );
 }
 
 #[test]

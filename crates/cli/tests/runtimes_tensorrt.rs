@@ -729,5 +729,13 @@ fn profiles_of_tract_onnxruntime_and_tensorrt_load_in_analyze_side_by_side() {
             "{}",
             b["label"]
         );
+        // Each backend knows the runtime that wrote it; only TensorRT's export is dated.
+        assert_eq!(b["runtime"]["name"], b["label"], "{}", b["runtime"]);
+        assert_eq!(
+            b["export"]["era"].is_null(),
+            b["label"] != "tensorrt",
+            "{}",
+            b["export"]
+        );
     }
 }

@@ -122,6 +122,10 @@ pub struct CaseEntry {
     pub validity: Validity,
     /// Why the observations are missing from plots and trend, when they are.
     pub observations_note: Option<String>,
+    /// The analyze report of the case's per-layer profile (`run --profile`), relative to the
+    /// report's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_report: Option<String>,
 }
 
 impl CaseEntry {
@@ -207,6 +211,7 @@ pub fn build(
     let mut latencies = Vec::new();
     for (ri, loaded) in runs.into_iter().enumerate() {
         let run = loaded.run;
+        let run_path = loaded.path.clone();
         entries.push(RunEntry {
             result: join(&loaded.path, "result.json"),
             report: loaded.has_report.then(|| join(&loaded.path, "report.html")),
@@ -276,6 +281,11 @@ pub fn build(
                 trend,
                 validity,
                 observations_note: note,
+                profile_report: c
+                    .profile
+                    .as_ref()
+                    .and_then(|p| p.report.as_deref())
+                    .map(|r| join(&run_path, r)),
             });
         }
     }

@@ -583,6 +583,17 @@ fn case_article(
     }
     meta.push_text("directory ");
     meta.push(&el("code", &[], &text(&c.dir)));
+    if let Some(profile) = &c.profile_report {
+        meta.push_text(" · ");
+        meta.push(&el(
+            "a",
+            &[
+                ("href", &href_for_path(profile)),
+                ("class", "profile-report"),
+            ],
+            &text("per-layer profile report"),
+        ));
+    }
     meta.push_text(&format!(
         " · {} · {} · {}",
         c.operation,

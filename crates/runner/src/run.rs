@@ -716,10 +716,14 @@ fn finish_case(
         )
     };
     let profile = match options.profile {
-        Some(iterations) if status == CaseStatus::Completed => Some(match rt.self_timed() {
-            Some(timer) => profile_self_timed(timer, p, &dir, &dir_name, iterations),
-            None => profile_in_worker(p, &dir, &dir_name, options, iterations),
-        }),
+        Some(iterations) if status == CaseStatus::Completed => {
+            let mut profile = match rt.self_timed() {
+                Some(timer) => profile_self_timed(timer, p, &dir, &dir_name, iterations),
+                None => profile_in_worker(p, &dir, &dir_name, options, iterations),
+            };
+            package_profile(&mut profile, &dir, &dir_name, &p.profile.name);
+            Some(profile)
+        }
         _ => None,
     };
     let result = CaseResult {
@@ -1100,6 +1104,50 @@ fn profile_failed(iterations: u64, error: String, log: Option<String>) -> CasePr
         layer_info: None,
         layer_profile: None,
         log,
+        report: None,
+        report_error: None,
+    }
+}
+
+/// Folder of a case's packaged profile report, inside the case directory.
+pub const PROFILE_REPORT_DIR: &str = "profile-report";
+
+/// Packages a completed profiling pass as an `analyze` report in `<case>/profile-report/`, so the
+/// run report can link it. A failure is recorded beside the profile and fails nothing: the
+/// profile files stay and `analyze` can read them later.
+fn package_profile(profile: &mut CaseProfile, dir: &Path, dir_name: &str, model: &str) {
+    if profile.status != CaseStatus::Completed {
+        return;
+    }
+    let in_case = |rel: &Option<String>| {
+        rel.as_deref()
+            .and_then(|r| Path::new(r).file_name())
+            .map(|name| dir.join(name))
+    };
+    let (Some(layers), Some(layer_profile)) = (
+        in_case(&profile.layer_info),
+        in_case(&profile.layer_profile),
+    ) else {
+        return;
+    };
+    let request = trtmc_analyze::Request {
+        inputs: trtmc_analyze::Inputs::Data(vec![trtmc_analyze::DataSpec {
+            layers,
+            profile: Some(layer_profile),
+            times: None,
+        }]),
+        model_name: Some(model.to_owned()),
+    };
+    let options = trtmc_analyze::report::PackageOptions {
+        report_dir: Some(dir.join(PROFILE_REPORT_DIR)),
+        ..Default::default()
+    };
+    let packaged = trtmc_analyze::analyze(&request)
+        .map_err(|e| e.to_string())
+        .and_then(|a| trtmc_analyze::report::package(&a, &options).map_err(|e| e.to_string()));
+    match packaged {
+        Ok(_) => profile.report = Some(format!("{dir_name}/{PROFILE_REPORT_DIR}/index.html")),
+        Err(e) => profile.report_error = Some(format!("the profile could not be packaged: {e}")),
     }
 }
 
@@ -1154,6 +1202,8 @@ fn profile_in_worker(
                 layer_info: Some(layer_info),
                 layer_profile: Some(layer_profile),
                 log,
+                report: None,
+                report_error: None,
             }
         }
         _ => profile_failed(
@@ -1193,6 +1243,8 @@ fn profile_self_timed(
             layer_info: rel(&files.layer_info),
             layer_profile: rel(&files.profile),
             log,
+            report: None,
+            report_error: None,
         },
         Err(e) => profile_failed(
             iterations,

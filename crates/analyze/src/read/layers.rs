@@ -11,7 +11,8 @@ use serde_json::value::RawValue;
 
 use super::loose::{IntOrStr, LCow, LDims, LIntOrStr, LList, LObj, LPresent, LStr, Slot};
 use super::{
-    FormatError, describe_object_keys, describe_record_keys, first_byte, invalid_json, line_col,
+    Export, FormatError, describe_object_keys, describe_record_keys, first_byte, invalid_json,
+    line_col,
 };
 
 /// How much the engine inspector wrote.
@@ -90,6 +91,10 @@ pub struct LayerInfo {
     pub bindings: Option<Vec<String>>,
     /// File-level remarks (not errors).
     pub notes: Vec<String>,
+    /// Top-level `schema` and `runtime`: trtmc's own exports of other runtimes carry them
+    /// (`trtmc.layer-info/v1`); trtexec writes neither.
+    pub schema: Option<String>,
+    pub runtime: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -159,25 +164,24 @@ fn read_layer_info_via(text: super::Text, scan: bool) -> Result<LayerInfo, Forma
     // The scanner finds the records; a record it let through with a syntax error makes the typed
     // parse give up, and serde_json then reads the whole document and names the error.
     let fast = match scan.then(|| super::scan::split(text)).flatten() {
-        Some((RootShape::List, records, _))
+        Some((RootShape::List, records, _, _))
             if check_list_kind(records.first().copied()).is_err() =>
         {
             None
         }
-        Some((root, records, bindings)) => {
-            parse_records(text, &records).map(|parsed| (root, parsed, bindings))
-        }
+        Some((root, records, bindings, producer)) => parse_records(text, &records)
+            .map(|parsed| (root, parsed, bindings, producer.map(json_string))),
         None => None,
     };
-    let (root, parsed, bindings) = match fast {
+    let (root, parsed, bindings, [schema, runtime]) = match fast {
         Some(found) => found,
         None => {
-            let (root, records, bindings) = split_document(text)?;
+            let (root, records, bindings, producer) = split_document(text)?;
             let records: Vec<&str> = records.iter().map(|r| r.get()).collect();
             let parsed = parse_records(text, &records).ok_or_else(|| {
                 FormatError::Shape("a layer record could not be parsed".to_owned())
             })?;
-            (root, parsed, bindings.map(RawValue::get))
+            (root, parsed, bindings.map(RawValue::get), producer)
         }
     };
     let (layers, objects, strings) = parsed;
@@ -217,7 +221,14 @@ fn read_layer_info_via(text: super::Text, scan: bool) -> Result<LayerInfo, Forma
         layers,
         bindings,
         notes,
+        schema,
+        runtime,
     })
+}
+
+/// A raw JSON value as a string, when it is one.
+fn json_string(raw: Option<&str>) -> Option<String> {
+    raw.and_then(|r| serde_json::from_str(r).ok())
 }
 
 type Records<'a> = Vec<&'a RawValue>;
@@ -330,6 +341,8 @@ fn read_records(text: &str, records: &[&str], first_index: usize) -> Option<Pars
 struct TopLevel<'a> {
     layers: Option<Slot<Records<'a>>>,
     bindings: Option<&'a RawValue>,
+    /// `schema` and `runtime`, when strings.
+    producer: [Option<String>; 2],
     keys: Vec<String>,
 }
 
@@ -345,12 +358,15 @@ impl<'de> Deserialize<'de> for TopLevel<'de> {
                 let mut top = TopLevel {
                     layers: None,
                     bindings: None,
+                    producer: [None, None],
                     keys: Vec::new(),
                 };
                 while let Some(key) = map.next_key::<String>()? {
                     match key.as_str() {
                         "Layers" => top.layers = Some(map.next_value::<RecordList>()?.0),
                         "Bindings" => top.bindings = Some(map.next_value()?),
+                        "schema" => top.producer[0] = map.next_value::<LStr>()?.0.into_value(),
+                        "runtime" => top.producer[1] = map.next_value::<LStr>()?.0.into_value(),
                         _ => {
                             map.next_value::<IgnoredAny>()?;
                         }
@@ -409,13 +425,26 @@ impl<'de> Deserialize<'de> for RecordList<'de> {
     }
 }
 
-/// Finds the layer records and the bindings in either top-level shape.
-fn split_document(text: &str) -> Result<(RootShape, Records<'_>, Option<&RawValue>), FormatError> {
+/// What [`split_document`] finds: the shape, the records, the bindings, `schema` and `runtime`.
+type Document<'a> = (
+    RootShape,
+    Records<'a>,
+    Option<&'a RawValue>,
+    [Option<String>; 2],
+);
+
+/// Finds the layer records, the bindings and the producer keys in either top-level shape.
+fn split_document(text: &str) -> Result<Document<'_>, FormatError> {
     match first_byte(text) {
         Some(b'{') => {
-            let top: TopLevel = serde_json::from_str(text).map_err(|e| invalid_json(text, &e))?;
+            let top: TopLevel = serde_json::from_str(text).map_err(|e| invalid_json(text, &e, Export::LayerInfo))?;
             match top.layers {
-                Some(Slot::Value(records)) => Ok((RootShape::Object, records, top.bindings)),
+                Some(Slot::Value(records)) => Ok((
+                    RootShape::Object,
+                    records,
+                    top.bindings,
+                    top.producer,
+                )),
                 Some(_) => Err(FormatError::Shape("`Layers` is not a list".to_owned())),
                 None => Err(FormatError::WrongKind {
                     expected: "a layer-info export (no `Layers` key)",
@@ -424,12 +453,12 @@ fn split_document(text: &str) -> Result<(RootShape, Records<'_>, Option<&RawValu
             }
         }
         Some(b'[') => {
-            let records: Records = serde_json::from_str(text).map_err(|e| invalid_json(text, &e))?;
+            let records: Records = serde_json::from_str(text).map_err(|e| invalid_json(text, &e, Export::LayerInfo))?;
             check_list_kind(records.first().map(|r| r.get()))?;
-            Ok((RootShape::List, records, None))
+            Ok((RootShape::List, records, None, [None, None]))
         }
         Some(_) => match serde_json::from_str::<serde::de::IgnoredAny>(text) {
-            Err(e) => Err(invalid_json(text, &e)),
+            Err(e) => Err(invalid_json(text, &e, Export::LayerInfo)),
             Ok(_) => Err(FormatError::Shape(
                 "the document is a single JSON value, not an object with `Layers` or a list of layers".to_owned(),
             )),

@@ -29,6 +29,18 @@ pub enum FormatError {
         detail: String,
         hint: Option<String>,
     },
+    /// The document stops before its end (a copy or write that was cut off), as opposed to a
+    /// syntax error inside it.
+    #[error(
+        "the file ends early, at byte {bytes} (line {line}, column {column}), {place}: it was cut off while being written or copied; export it again with {reexport}"
+    )]
+    Truncated {
+        bytes: usize,
+        line: usize,
+        column: usize,
+        place: &'static str,
+        reexport: &'static str,
+    },
     #[error("this is not {expected}: {found}")]
     WrongKind {
         expected: &'static str,
@@ -163,8 +175,47 @@ pub fn bytes_to_text(bytes: Vec<u8>) -> (String, Option<String>) {
     text
 }
 
+/// Which export a document was read as, for the re-export instruction of a truncated file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Export {
+    LayerInfo,
+    Profile,
+    Times,
+}
+
+impl Export {
+    fn reexport(self) -> &'static str {
+        match self {
+            Export::LayerInfo => {
+                "trtexec --exportLayerInfo=FILE (from an engine built with --profilingVerbosity=detailed)"
+            }
+            Export::Profile => "trtexec --exportProfile=FILE",
+            Export::Times => "trtexec --exportTimes=FILE",
+        }
+    }
+}
+
 /// Turns a serde_json syntax error into a [`FormatError`] with a hint where one is likely.
-fn invalid_json(text: &str, err: &serde_json::Error) -> FormatError {
+fn invalid_json(text: &str, err: &serde_json::Error, export: Export) -> FormatError {
+    // An end of input inside the document is a cut-off file, not a broken name: unescaped
+    // quotes and control characters make syntax errors before the end.
+    if err.is_eof() && !looks_like_log(text) {
+        let place = if err.to_string().starts_with("EOF while parsing a string") {
+            "inside a string"
+        } else {
+            match text.trim_end().as_bytes().last() {
+                Some(b'}' | b',') | None => "between records",
+                _ => "inside a record",
+            }
+        };
+        return FormatError::Truncated {
+            bytes: text.len(),
+            line: err.line(),
+            column: err.column(),
+            place,
+            reexport: export.reexport(),
+        };
+    }
     let detail = err.to_string();
     // serde_json appends " at line L column C"; the position is reported separately.
     let detail = match detail.rfind(" at line ") {

@@ -8,7 +8,9 @@
 use serde::Deserialize;
 
 use super::loose::{LNum, LObj, LStr, Slot};
-use super::{FormatError, describe_object_keys, describe_record_keys, first_byte, invalid_json};
+use super::{
+    Export, FormatError, describe_object_keys, describe_record_keys, first_byte, invalid_json,
+};
 
 /// One per-layer timing record.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -37,6 +39,10 @@ pub struct Profile {
     pub problems: Vec<String>,
     /// Set when the strict JSON parse failed and trtexec's line layout was used instead.
     pub recovered_from: Option<String>,
+    /// `schema` and `runtime` of the header record: trtmc's own profiles of other runtimes carry
+    /// them (`trtmc.layer-profile/v1`, `tract`); trtexec writes neither.
+    pub schema: Option<String>,
+    pub runtime: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -51,6 +57,8 @@ struct RawRecord {
     median_ms: LNum,
     percentage: LNum,
     count: LNum,
+    schema: LStr,
+    runtime: LStr,
     // Keys that tell other documents apart.
     #[serde(rename = "latencyMs")]
     latency_ms: LNum,
@@ -82,7 +90,11 @@ pub fn read_profile(text: &str) -> Result<Profile, FormatError> {
     let records: Vec<LObj<RawRecord>> = match serde_json::from_str(text) {
         Ok(records) => records,
         Err(err) => {
-            let error = invalid_json(text, &err);
+            let error = invalid_json(text, &err, Export::Profile);
+            // A cut-off file is reported as such, not read as far as it goes.
+            if matches!(error, FormatError::Truncated { .. }) {
+                return Err(error);
+            }
             return match recover_trtexec_layout(text) {
                 Some(mut profile) => {
                     profile.recovered_from = Some(error.to_string());
@@ -97,7 +109,7 @@ pub fn read_profile(text: &str) -> Result<Profile, FormatError> {
 
 fn strict_error(text: &str) -> FormatError {
     match serde_json::from_str::<serde::de::IgnoredAny>(text) {
-        Err(e) => invalid_json(text, &e),
+        Err(e) => invalid_json(text, &e, Export::Profile),
         Ok(_) => FormatError::Shape("the document is not a list of profile records".to_owned()),
     }
 }
@@ -106,10 +118,12 @@ fn convert(records: Vec<LObj<RawRecord>>) -> Result<Profile, FormatError> {
     let mut profile = Profile::default();
     let mut iter = records.into_iter().enumerate().peekable();
     // The header is the first record when it has `count` and no `name`.
-    if let Some((_, LObj(Slot::Value(first)))) = iter.peek()
+    if let Some((_, LObj(Slot::Value(first)))) = iter.peek_mut()
         && first.name.0.is_missing()
         && !first.count.0.is_missing()
     {
+        profile.schema = std::mem::take(&mut first.schema).0.into_value();
+        profile.runtime = std::mem::take(&mut first.runtime).0.into_value();
         profile.header = Some(match first.count.0 {
             Slot::Value(c) if c >= 1.0 && c.fract() == 0.0 && c < 9.0e15 => {
                 HeaderCount::Valid(c as u64)

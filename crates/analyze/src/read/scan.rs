@@ -19,14 +19,19 @@ pub(super) type Spans<'a> = Vec<&'a str>;
 /// Nesting beyond this goes to serde_json (whose limit is 128 for the whole document).
 const MAX_DEPTH: usize = 100;
 
-/// The document's shape, its layer records and its `Bindings` value, or `None` to use serde_json.
-pub(super) fn split(text: &str) -> Option<(RootShape, Spans<'_>, Option<&str>)> {
+/// Top-level `schema` and `runtime` values (raw JSON), which trtmc's own exports carry.
+pub(super) type Producer<'a> = [Option<&'a str>; 2];
+
+/// The document's shape, its layer records, its `Bindings` value and its [`Producer`] values, or
+/// `None` to use serde_json.
+pub(super) fn split(text: &str) -> Option<(RootShape, Spans<'_>, Option<&str>, Producer<'_>)> {
     let b = text.as_bytes();
     let p = skip_ws(b, 0);
     match b.get(p)? {
         b'{' => {
             let mut layers = None;
             let mut bindings = None;
+            let mut producer: Producer = [None, None];
             let mut p = skip_ws(b, p + 1);
             loop {
                 if b.get(p) != Some(&b'"') {
@@ -62,6 +67,11 @@ pub(super) fn split(text: &str) -> Option<(RootShape, Spans<'_>, Option<&str>)> 
                         }
                         bindings = Some(value);
                     }
+                    match key {
+                        "schema" => producer[0] = Some(value),
+                        "runtime" => producer[1] = Some(value),
+                        _ => {}
+                    }
                     p = end;
                 }
                 p = skip_ws(b, p);
@@ -74,11 +84,11 @@ pub(super) fn split(text: &str) -> Option<(RootShape, Spans<'_>, Option<&str>)> 
                     _ => return None,
                 }
             }
-            (skip_ws(b, p) == b.len()).then_some((RootShape::Object, layers?, bindings))
+            (skip_ws(b, p) == b.len()).then_some((RootShape::Object, layers?, bindings, producer))
         }
         b'[' => {
             let (records, next) = list(text, p)?;
-            (skip_ws(b, next) == b.len()).then_some((RootShape::List, records, None))
+            (skip_ws(b, next) == b.len()).then_some((RootShape::List, records, None, [None, None]))
         }
         _ => None,
     }
@@ -201,16 +211,18 @@ mod tests {
 
     #[test]
     fn finds_records_in_both_shapes() {
-        let (root, spans, bindings) =
-            split(r#" {"Layers": [{"a": "}]\"x"}, "n" ,{"b":[1,{"c":2}]}], "Bindings": ["x"]} "#)
-                .expect("scans");
+        let (root, spans, bindings, producer) = split(
+            r#" {"Layers": [{"a": "}]\"x"}, "n" ,{"b":[1,{"c":2}]}], "Bindings": ["x"], "runtime": "tract"} "#,
+        )
+        .expect("scans");
+        assert_eq!(producer, [None, Some(r#""tract""#)]);
         assert_eq!(root, RootShape::Object);
         assert_eq!(
             spans,
             [r#"{"a": "}]\"x"}"#, r#""n""#, r#"{"b":[1,{"c":2}]}"#]
         );
         assert_eq!(bindings, Some(r#"["x"]"#));
-        let (root, spans, _) = split("[]").expect("scans");
+        let (root, spans, _, _) = split("[]").expect("scans");
         assert_eq!((root, spans.len()), (RootShape::List, 0));
     }
 

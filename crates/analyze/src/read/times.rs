@@ -4,7 +4,7 @@ use serde::Deserialize;
 use trtmc_core::stats::{percentile_nearest_rank_sorted, percentile_sorted};
 
 use super::loose::{LNum, LObj, LStr, Slot};
-use super::{FormatError, describe_object_keys, first_byte, invalid_json};
+use super::{Export, FormatError, describe_object_keys, first_byte, invalid_json};
 
 /// Summary statistics of one per-iteration quantity, in milliseconds.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -141,7 +141,7 @@ pub fn read_time_records(text: &str) -> Result<Vec<Option<TimeRecord>>, FormatEr
             let keys = super::layers::object_keys(text);
             if keys.is_empty() {
                 return Err(match serde_json::from_str::<serde::de::IgnoredAny>(text) {
-                    Err(e) => invalid_json(text, &e),
+                    Err(e) => invalid_json(text, &e, Export::Times),
                     Ok(_) => FormatError::Shape("the document is an empty object".to_owned()),
                 });
             }
@@ -152,7 +152,7 @@ pub fn read_time_records(text: &str) -> Result<Vec<Option<TimeRecord>>, FormatEr
         }
         Some(_) => {
             return Err(match serde_json::from_str::<serde::de::IgnoredAny>(text) {
-                Err(e) => invalid_json(text, &e),
+                Err(e) => invalid_json(text, &e, Export::Times),
                 Ok(_) => {
                     FormatError::Shape("the document is not a list of timing records".to_owned())
                 }
@@ -160,7 +160,8 @@ pub fn read_time_records(text: &str) -> Result<Vec<Option<TimeRecord>>, FormatEr
         }
         None => return Err(FormatError::Shape("the file is empty".to_owned())),
     }
-    let raw: Vec<LObj<RawTime>> = serde_json::from_str(text).map_err(|e| invalid_json(text, &e))?;
+    let raw: Vec<LObj<RawTime>> =
+        serde_json::from_str(text).map_err(|e| invalid_json(text, &e, Export::Times))?;
     let mut records = Vec::with_capacity(raw.len());
     for rec in raw {
         let Slot::Value(rec) = rec.0 else {

@@ -254,6 +254,13 @@ pub struct CaseProfile {
     pub layer_info: Option<String>,
     pub layer_profile: Option<String>,
     pub log: Option<String>,
+    /// The `analyze` report of the two files (`<case>/profile-report/index.html`), linked from
+    /// report.html; absent in results written before it existed.
+    #[serde(default)]
+    pub report: Option<String>,
+    /// Why the profile could not be packaged (the profile files are still there).
+    #[serde(default)]
+    pub report_error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -7,7 +7,8 @@
 //!   `--profilingVerbosity=detailed` (`{"Layers": [{Name, LayerType, Inputs, Outputs, …}], "Bindings": […]}`)
 //!   and `profile_<runtime>.json` in the shape of `--exportProfile`
 //!   (`[{"count": N}, {name, timeMs, averageMs, medianMs, percentage}, …]`). Each carries a `schema` key
-//!   (`trtmc.layer-info/v1`, `trtmc.layer-profile/v1`) that trtexec's readers ignore.
+//!   (`trtmc.layer-info/v1`, `trtmc.layer-profile/v1`) and the `runtime` that trtexec's readers
+//!   ignore and `analyze` reads to label the backend.
 //! - [`pass`]: the profiling pass of the worker, run after (never inside) the timed run.
 //! - [`ort_trace`]: ONNX Runtime's Chrome-trace profile turned into a [`LayerProfile`].
 
@@ -108,6 +109,7 @@ pub fn layer_info_json(profile: &LayerProfile) -> Value {
         .collect();
     json!({
         "schema": LAYER_INFO_SCHEMA,
+        "runtime": profile.runtime,
         "Layers": layers,
         "Bindings": profile.bindings,
     })
@@ -241,6 +243,7 @@ mod tests {
     fn layer_document_has_trtexec_keys_and_keeps_extras() {
         let doc = layer_info_json(&sample());
         assert_eq!(doc["Bindings"], json!(["x", "y"]));
+        assert_eq!(doc["runtime"], "tract");
         let conv = &doc["Layers"][0];
         assert_eq!(conv["Name"], "conv");
         assert_eq!(conv["LayerType"], "Conv");
