@@ -284,6 +284,7 @@ fn truncated_layer_profile_and_times_files_say_where_they_end_and_what_to_export
         layers: layers.clone(),
         profile: Some(profile.clone()),
         times: Some(cut),
+        label: None,
     }]));
     let b = &a.backends[0];
     assert!(b.passed());

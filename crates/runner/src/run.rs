@@ -1135,6 +1135,7 @@ fn package_profile(profile: &mut CaseProfile, dir: &Path, dir_name: &str, model:
             layers,
             profile: Some(layer_profile),
             times: None,
+            label: None,
         }]),
         model_name: Some(model.to_owned()),
     };
