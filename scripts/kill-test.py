@@ -165,9 +165,10 @@ class Scenario:
             text = f.read().decode(errors="replace")
         return proc.returncode, text[-4000:]
 
-    def kill(self, args, kill_no, logname, extra_env=None):
-        """Starts `args` and kills it as planned. Returns the plan's description, or None when the
-        command ended before the kill."""
+    def kill(self, args, kill_no, logname, extra_env=None, share=1.0):
+        """Starts `args` and kills it as planned: at a random moment of the first `share` of an
+        uninterrupted command's time, or at a file event. Returns the plan's description, or None when
+        the command ended before the kill."""
         tag = self.new_tag()
         at_event = self.rng.random() < 0.5 and self.events
         group = self.rng.random() >= 0.33
@@ -177,7 +178,7 @@ class Scenario:
             plan = f"at {event}"
         else:
             event = None
-            delay = self.rng.uniform(0.02, max(0.05, self.expected_s * 0.95))
+            delay = self.rng.uniform(0.02, max(0.05, self.expected_s * share * 0.95))
             plan = f"at {delay:.2f} s"
         proc, out = self.start(args, tag, logname, extra_env)
         started = time.monotonic()
@@ -443,6 +444,10 @@ class Matrix(Scenario):
 
     def event_predicate(self, event):
         m = self.out
+        attempts = os.path.join(m, "rows", "*", "attempt-*")
+        if os.path.isdir(os.path.join(m, "rows")) and event in ("M created", "rows/ created"):
+            # A resume: these exist already; kill when it starts its first attempt instead.
+            return self.appeared(attempts, glob.glob(attempts))
         if event == "M created":
             return lambda: os.path.exists(m)
         if event == "plan temporary created":
@@ -499,8 +504,10 @@ class Matrix(Scenario):
         kills = 0
         after = set()
         for step in range(2):
-            args = self.resume_args() if os.path.exists(self.out) else self.run_args()
-            if self.kill(args, kill_no + kills, "matrix.log") is None:
+            resume = os.path.exists(self.out)
+            args = self.resume_args() if resume else self.run_args()
+            # A resume has less left to do than a whole run.
+            if self.kill(args, kill_no + kills, "matrix.log", share=0.5 if resume else 1.0) is None:
                 continue
             kills += 1
             self.check_rows(kill_no + kills - 1, "after the kill")
@@ -596,7 +603,8 @@ class Tune(Scenario):
             args = self.continue_args() if self.has_header() else self.tune_args()
             if not self.has_header():
                 shutil.rmtree(self.out, ignore_errors=True)  # nothing was recorded: start afresh
-            if self.kill(args, kill_no + kills, "tune.log") is None:
+            share = 0.5 if "--continue" in args else 1.0
+            if self.kill(args, kill_no + kills, "tune.log", share=share) is None:
                 continue
             kills += 1
             lines = self.complete_lines()
@@ -698,7 +706,7 @@ def print_summary(all_stats):
     log("")
     log("| command | kills | at file events | at random times | orchestrator only | ended before "
         "the kill | kills that left temporaries | not removed by the next command | violations | "
-        "s per kill |")
+        "s per kill (with the command that finishes) |")
     log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for s in all_stats:
         events = sum(s.at_event.values())
