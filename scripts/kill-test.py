@@ -103,6 +103,7 @@ class Stats:
         self.orchestrator_only = 0
         self.missed = 0  # the command ended before the planned kill (not counted as a kill)
         self.violations = []
+        self.notes = []  # what is not a violation but worth knowing
         self.leftovers_found = 0  # kills after which temporaries of the dead process were found
         self.leftovers_kept = 0  # … and the next command that met them did not remove them
         self.seconds = 0.0
@@ -377,7 +378,8 @@ class BundleBuild(Scenario):
         before = self.snapshot(self.cache)
         if self.kill(self.args(rebuild), kill_no, "bundle.log") is None:
             return False
-        for bundle in glob.glob(os.path.join(self.cache, "*", "*.bundle")):
+        bundles = glob.glob(os.path.join(self.cache, "*", "*.bundle"))
+        for bundle in bundles:
             if not os.path.isfile(os.path.join(bundle, "bundle.json")):
                 self.stats.violation(kill_no, f"after the kill a bundle without bundle.json is in "
                                               f"place: {bundle}")
@@ -385,6 +387,13 @@ class BundleBuild(Scenario):
         code, text = self.finish(self.args(False), "bundle.log")
         if code != 0:
             self.stats.violation(kill_no, f"the next run exited {code}: {text[-300:]}")
+        elif bundles and (self.snapshot(self.cache) - before) & (after - before):
+            # The next run found the bundle cached and built nothing: the next build must clean up.
+            self.stats.notes.append((kill_no, "a run that found the bundle cached kept the killed "
+                                              "build's temporaries; checked after a --rebuild instead"))
+            code, text = self.finish(self.args(True), "bundle.log")
+            if code != 0:
+                self.stats.violation(kill_no, f"the --rebuild after it exited {code}: {text[-300:]}")
         self.leftovers(kill_no, self.cache, before, after)
         if not rebuild and kill_no > 1:
             shutil.rmtree(os.path.join(self.work, f"cache-{kill_no - 2}"), ignore_errors=True)
@@ -717,6 +726,9 @@ def print_summary(all_stats):
         if s.at_event:
             log(f"{s.name}: kills by file event: "
                 + ", ".join(f"{k} {v}" for k, v in sorted(s.at_event.items())))
+    for s in all_stats:
+        for kill, what in s.notes:
+            log(f"note {s.name} kill {kill}: {what}")
     for s in all_stats:
         for kill, what in s.violations:
             log(f"FAIL {s.name} kill {kill}: {what}")
