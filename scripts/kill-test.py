@@ -571,9 +571,9 @@ class Tune(Scenario):
         return [self.bin, "tune", "--continue", "--cache", self.cache]
 
     def event_predicate(self, event):
-        if event == "cache created":
+        if event == "cache created" and not os.path.exists(self.cache):
             return lambda: os.path.exists(self.cache)
-        if event == "cache line appended":
+        if event in ("cache created", "cache line appended"):  # --continue: the cache exists
             start = self.complete_lines()
             return lambda: len(self.complete_lines()) > len(start)
         tmp = os.path.join(self.bundles, "*", ".tmp-tune-*")
