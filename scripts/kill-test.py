@@ -556,11 +556,11 @@ class Tune(Scenario):
     each search route evaluated once, no cache line lost, tuning-summary.json written."""
 
     name = "tune/--continue"
-    events = ["cache created", "cache line appended", "tune bundle .tmp- created"]
+    events = ["cache created", "cache line appended", "bundle .tmp- created"]
 
     def setup(self):
         self.episode = 0
-        self.bundles = os.path.join(self.work, "bundles")
+        self.bundles = os.path.join(self.work, "bundles-0")
 
     def tune_args(self):
         return [self.bin, "tune", "--model", "tiny-cnn", "--runtime", "tract", "--routes",
@@ -576,7 +576,7 @@ class Tune(Scenario):
         if event in ("cache created", "cache line appended"):  # --continue: the cache exists
             start = self.complete_lines()
             return lambda: len(self.complete_lines()) > len(start)
-        tmp = os.path.join(self.bundles, "*", ".tmp-tune-*")
+        tmp = os.path.join(self.bundles, "*", ".tmp-*")
         return self.appeared(tmp, glob.glob(tmp))
 
     def complete_lines(self):
@@ -604,6 +604,8 @@ class Tune(Scenario):
         self.episode += 1
         self.out = os.path.join(self.work, f"T-{self.episode}")
         self.cache = os.path.join(self.out, "tuning-cache.jsonl")
+        # A bundle cache of its own, so that every episode builds (a window for the build event).
+        self.bundles = os.path.join(self.work, f"bundles-{self.episode}")
         kept = []
         kills = 0
         bundles_before = self.snapshot(self.bundles)
@@ -638,6 +640,7 @@ class Tune(Scenario):
             self.stats.violation(last, f"`tune{' --continue' if '--continue' in args else ''}` after "
                                        f"the kills exited {code}: "
                                        f"{text.strip().splitlines()[-1][:300] if text.strip() else ''}")
+            shutil.rmtree(self.bundles, ignore_errors=True)
             return kills
         lines = self.complete_lines()
         if lines[:len(kept)] != kept:
@@ -657,6 +660,7 @@ class Tune(Scenario):
         self.leftovers(last, self.out, set(), after)
         self.leftovers(last, self.bundles, bundles_before, bundles_after)
         shutil.rmtree(self.out, ignore_errors=True)
+        shutil.rmtree(self.bundles, ignore_errors=True)
         return kills
 
 
