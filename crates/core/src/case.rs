@@ -109,6 +109,13 @@ pub const WARMUP_SHARE_OF_BUDGET: f64 = 0.2;
 pub const LONGEST_S: f64 = 7.0 * 24.0 * 3600.0;
 /// The most timed calls or warm-up calls a case may ask for.
 pub const MOST_CALLS: u64 = 100_000_000;
+/// The largest value of a request field that binds a build dimension (`request.batch_size`,
+/// `request.frames`): one call's inputs beyond it do not fit in a machine's memory, and a bundle built
+/// for it could never be loaded.
+pub const MOST_BOUND_DIM: i64 = 4096;
+/// The largest build dimension (`build.dims.<name>`, `--dim`, an element of `build.shapes.<input>`,
+/// `build.kv_cache_length`).
+pub const MOST_DIMENSION: i64 = 1 << 20;
 
 /// Command-line measurement flags (they win over everything else).
 #[derive(Debug, Clone, Default)]
@@ -288,8 +295,12 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
                     op.name
                 ));
             }
-            if n < 1 {
-                return Err(format!("request.{} must be at least 1, got {n}", f.name));
+            if !(1..=MOST_BOUND_DIM).contains(&n) {
+                return Err(format!(
+                    "{} request.{}={n}: give a whole number from 1 to {MOST_BOUND_DIM} (it binds the model's `{dim}` dimension; a bundle built for more could not be loaded)",
+                    describe_source(v.source),
+                    f.name
+                ));
             }
             build.insert(format!("dims.{dim}"), Sourced::new(json!(n), v.source));
         }
@@ -421,28 +432,50 @@ fn stopping_rule(m: &mut Measure) -> Result<(), String> {
         }
     }
     if m.iterations.value == 0 {
-        return Err("--iterations must be at least 1".into());
+        return Err(format!(
+            "{} 0: give at least 1 call",
+            MeasureField::Iterations.named(m.iterations.source)
+        ));
     }
-    for (flag, n) in [
-        ("--iterations", m.iterations.value),
-        ("--warmup", m.warmup.value),
+    for (field, sourced) in [
+        (MeasureField::Iterations, &m.iterations),
+        (MeasureField::Warmup, &m.warmup),
     ] {
-        if n > MOST_CALLS {
+        if sourced.value > MOST_CALLS {
             return Err(format!(
-                "{flag} {n} is more than the {MOST_CALLS} calls a case may make; bound the run by time instead (--duration / --max-duration)"
+                "{} {} is more than the {MOST_CALLS} calls a case may make; bound the run by time instead (--duration / --max-duration)",
+                field.named(sourced.source),
+                sourced.value
             ));
         }
     }
     let seconds = [
-        ("--duration", Some(m.min_duration_s.value), 0.0),
-        ("--max-duration", m.max_duration_s.value, f64::MIN_POSITIVE),
-        ("--timeout", Some(m.timeout_s.value), f64::MIN_POSITIVE),
+        (
+            MeasureField::Duration,
+            Some(m.min_duration_s.value),
+            m.min_duration_s.source,
+            0.0,
+        ),
+        (
+            MeasureField::MaxDuration,
+            m.max_duration_s.value,
+            m.max_duration_s.source,
+            f64::MIN_POSITIVE,
+        ),
+        (
+            MeasureField::Timeout,
+            Some(m.timeout_s.value),
+            m.timeout_s.source,
+            f64::MIN_POSITIVE,
+        ),
     ];
-    for (flag, value, least) in seconds {
+    for (field, value, source, least) in seconds {
         let Some(v) = value else { continue };
         if !v.is_finite() || v < least || v > LONGEST_S {
             return Err(format!(
-                "{flag} {v}: give seconds {} and at most {LONGEST_S} (one week)",
+                "{} {}: give seconds {} and at most {LONGEST_S} (one week)",
+                field.named(source),
+                number_text(v),
                 if least > 0.0 { "above 0" } else { "from 0" }
             ));
         }
@@ -456,6 +489,43 @@ fn stopping_rule(m: &mut Measure) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// A measurement setting, named in a message as the user wrote it: a flag, a plan field or a field
+/// of the test case.
+#[derive(Debug, Clone, Copy)]
+enum MeasureField {
+    Warmup,
+    Iterations,
+    Duration,
+    MaxDuration,
+    Timeout,
+}
+
+impl MeasureField {
+    fn named(self, source: Source) -> String {
+        let (flag, plan, case) = match self {
+            MeasureField::Warmup => ("--warmup", "warmup", "warmup"),
+            MeasureField::Iterations => ("--iterations", "iterations", "iterations"),
+            MeasureField::Duration => ("--duration", "duration", "min_duration_s"),
+            MeasureField::MaxDuration => ("--max-duration", "max_duration", "max_duration_s"),
+            MeasureField::Timeout => ("--timeout", "timeout", "timeout_s"),
+        };
+        match source {
+            Source::Plan => format!("plan field `{plan}:`"),
+            Source::Case | Source::Manifest => format!("test case field `measure.{case}`"),
+            _ => flag.to_string(),
+        }
+    }
+}
+
+/// A number as a person reads it: `1e300` rather than three hundred digits.
+fn number_text(v: f64) -> String {
+    if v.is_finite() && v.abs() >= 1e15 {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
 }
 
 fn apply_measure(m: &mut Measure, f: &MeasureFlags, source: Source) {
@@ -497,7 +567,7 @@ fn apply_override(
         "build" => {
             let value = match rest {
                 "precision" => json!(o.value.trim()),
-                "kv_cache_length" => json!(parse_int(&o.value).map_err(context)?),
+                "kv_cache_length" => json!(parse_dimension(&o.value).map_err(context)?),
                 "optimization_level" => json!(parse_optimization_level(&o.value).map_err(context)?),
                 // TensorRT's build recipe (runtime tensorrt checks the values against its trtexec).
                 "route" => json!(o.value.split_whitespace().collect::<Vec<_>>().join(" ")),
@@ -507,7 +577,7 @@ fn apply_override(
                 "max_aux_streams" if o.value.trim() == "auto" => json!("auto"),
                 "max_aux_streams" => json!(parse_int(&o.value).map_err(context)?),
                 _ if rest.starts_with("dims.") && rest.len() > 5 => {
-                    json!(parse_int(&o.value).map_err(context)?)
+                    json!(parse_dimension(&o.value).map_err(context)?)
                 }
                 _ if rest.starts_with("shapes.") && rest.len() > 7 => {
                     json!(parse_shape(&o.value).map_err(context)?)
@@ -544,7 +614,10 @@ fn describe_source(s: Source) -> &'static str {
         Source::Set => "--set",
         Source::Sweep => "--sweep",
         Source::Plan => "plan",
-        _ => "setting",
+        Source::Case => "test case",
+        Source::Manifest => "MODEL.toml",
+        Source::Cli => "--shape/--dim",
+        Source::Default => "default",
     }
 }
 
@@ -560,6 +633,16 @@ fn parse_optimization_level(text: &str) -> Result<&str, String> {
             "expected one of {}, got `{text}`",
             OPTIMIZATION_LEVELS.join(", ")
         ))
+    }
+}
+
+/// A build dimension: a whole number from 1 to [`MOST_DIMENSION`].
+fn parse_dimension(text: &str) -> Result<i64, String> {
+    match parse_int(text) {
+        Ok(n) if (1..=MOST_DIMENSION).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a whole number from 1 to {MOST_DIMENSION}, got `{text}`"
+        )),
     }
 }
 
@@ -615,8 +698,10 @@ pub fn parse_shape(text: &str) -> Result<Vec<i64>, String> {
     }
     text.split('x')
         .map(|d| match d.trim().parse::<i64>() {
-            Ok(v) if v >= 0 => Ok(v),
-            _ => Err(format!("`{text}` is not a shape like 1x3x224x224")),
+            Ok(v) if (0..=MOST_DIMENSION).contains(&v) => Ok(v),
+            _ => Err(format!(
+                "`{text}` is not a shape like 1x3x224x224 (each dimension a whole number from 0 to {MOST_DIMENSION})"
+            )),
         })
         .collect()
 }
@@ -690,6 +775,10 @@ impl SweepAxis {
     }
 }
 
+/// The most points a sweep may have (the product of its axes' value counts): each point is a case, so a
+/// larger product is a typo, and it is refused before a single point is expanded.
+pub const MOST_SWEEP_POINTS: usize = 10_000;
+
 /// The Cartesian product of sweep axes, first axis varying slowest. No axes → one empty point.
 pub fn sweep_points(axes: &[SweepAxis]) -> Result<Vec<Vec<Override>>, String> {
     let mut keys = std::collections::BTreeSet::new();
@@ -700,6 +789,17 @@ pub fn sweep_points(axes: &[SweepAxis]) -> Result<Vec<Vec<Override>>, String> {
                 a.key
             ));
         }
+    }
+    let count = axes
+        .iter()
+        .try_fold(1usize, |n, a| n.checked_mul(a.values.len()))
+        .filter(|n| *n <= MOST_SWEEP_POINTS);
+    if count.is_none() {
+        let sizes: Vec<String> = axes.iter().map(|a| a.values.len().to_string()).collect();
+        return Err(format!(
+            "the sweep has {} points, more than the {MOST_SWEEP_POINTS} a run may have; sweep fewer values (or split the sweep into several runs)",
+            sizes.join(" × ")
+        ));
     }
     let mut points: Vec<Vec<Override>> = vec![Vec::new()];
     for axis in axes {

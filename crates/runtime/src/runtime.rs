@@ -200,8 +200,14 @@ pub trait Runtime: Send + Sync {
     }
     /// Checks the values of its build settings before anything is built (a route against the installed
     /// tool's knob database, say); `Err` names the setting, the allowed values and the tool's version.
-    fn check_build_values(&self, _settings: &BTreeMap<String, Value>) -> Result<(), String> {
-        Ok(())
+    /// By default the values of the declared build settings (see [`check_declared_values`]).
+    fn check_build_values(&self, settings: &BTreeMap<String, Value>) -> Result<(), String> {
+        check_declared_values(
+            self.name(),
+            self.settings(),
+            SettingSection::Build,
+            settings,
+        )
     }
     /// The external commands a build into `bundle_dir` and a timed run of `iterations` would execute
     /// (`run --dry-run`); empty for runtimes that run in-process. `onnx` is `None` when the model file
@@ -289,7 +295,89 @@ pub fn check_settings(rt: &dyn Runtime, settings: &BTreeMap<String, Value>) -> R
             ));
         }
     }
+    check_declared_values(rt.name(), rt.settings(), SettingSection::Runtime, settings)
+}
+
+/// The largest value an open integer range (`[1|2|...]`) of a declared setting takes: thread and
+/// stream counts beyond it are typos, and a worker asked for a million threads fails after the build.
+pub const OPEN_RANGE_MOST: i64 = 1024;
+
+/// Checks the values of `settings` (all of one `section`) that `runtime` declares in `decls` against
+/// each declaration's allowed values, before anything is built or loaded: a listed value exactly, an
+/// open integer range `[N|N+1|...]` as a whole number from N to [`OPEN_RANGE_MOST`], a switch as true
+/// or false. The declared default always passes; free-form declarations (TensorRT's build route) are
+/// left to the runtime's own check.
+pub fn check_declared_values(
+    runtime: &str,
+    decls: &[SettingDecl],
+    section: SettingSection,
+    settings: &BTreeMap<String, Value>,
+) -> Result<(), String> {
+    for (name, value) in settings {
+        let Some(decl) = decls
+            .iter()
+            .find(|d| d.section == section && d.name == name)
+        else {
+            continue;
+        };
+        let text = match value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        if text == decl.default {
+            continue;
+        }
+        let option = format!("-{name}");
+        let Ok(allowed) =
+            trtmc_trtexec::parse_allowed_values(&option, &format!("{option}={}", decl.allowed))
+        else {
+            continue;
+        };
+        let key = format!("{}.{name}", section.prefix());
+        match allowed {
+            trtmc_trtexec::KnobValues::OpenRange(examples) => {
+                let least = examples
+                    .first()
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .unwrap_or(0);
+                if !value
+                    .as_i64()
+                    .is_some_and(|n| (least..=OPEN_RANGE_MOST).contains(&n))
+                {
+                    return Err(format!(
+                        "{key}={text}: runtime `{runtime}` takes a whole number from {least} to {OPEN_RANGE_MOST} (e.g. {key}={})",
+                        decl.default
+                    ));
+                }
+            }
+            trtmc_trtexec::KnobValues::Listed(values) => {
+                if !values.contains(&text) {
+                    return Err(format!(
+                        "{key}={text}: runtime `{runtime}` takes {} (e.g. {key}={})",
+                        one_of(&values),
+                        decl.default
+                    ));
+                }
+            }
+            unbounded @ trtmc_trtexec::KnobValues::Unbounded(_) => {
+                if !unbounded.accepts(&text) {
+                    return Err(format!(
+                        "{key}={text}: runtime `{runtime}` takes {}",
+                        unbounded.render()
+                    ));
+                }
+            }
+        }
+    }
     Ok(())
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn one_of(values: &[String]) -> String {
+    match values.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => values.join(""),
+    }
 }
 
 /// Reads a positive integer setting.

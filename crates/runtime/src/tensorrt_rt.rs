@@ -68,6 +68,14 @@ static SETTINGS: &[SettingDecl] = &[
     },
     SettingDecl {
         section: SettingSection::Build,
+        name: "precision",
+        help: "the reduced precision the builder may choose (trtexec --fp16/--bf16/--int8/--fp8/--best; TensorRT before 11.0, 11.x takes the model's types)",
+        default: "fp32",
+        allowed: "[fp32|fp16|bf16|int8|fp8|best]",
+        tunable: false,
+    },
+    SettingDecl {
+        section: SettingSection::Build,
         name: "builder_optimization_level",
         help: "trtexec --builderOptimizationLevel: how hard the builder searches for tactics (higher: longer builds, possibly faster engines)",
         default: "3",
@@ -646,6 +654,7 @@ impl Runtime for TensorrtRuntime {
     }
 
     fn check_build_values(&self, settings: &BTreeMap<String, Value>) -> Result<(), String> {
+        crate::runtime::check_declared_values(NAME, SETTINGS, SettingSection::Build, settings)?;
         let trtexec = self.trtexec()?;
         let version = trtexec.version();
         if let Some(route) = settings.get("route") {
