@@ -285,6 +285,25 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
                 f.name, op.name, f.help
             ));
         }
+        if let (Some((least, most)), Some(v)) = (f.range, request.get(f.name))
+            && !v
+                .value
+                .as_i64()
+                .is_some_and(|n| (least..=most).contains(&n))
+        {
+            let why = match f.binds_dim {
+                Some(dim) => format!(
+                    " (it binds the model's `{dim}` dimension; a bundle built for more could not be loaded)"
+                ),
+                None => String::new(),
+            };
+            return Err(format!(
+                "{} request.{}={}: give a whole number from {least} to {most}{why}",
+                describe_source(v.source),
+                f.name,
+                v.value
+            ));
+        }
         if let Some(dim) = f.binds_dim
             && let Some(v) = request.get(f.name)
         {
@@ -293,13 +312,6 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
                 return Err(format!(
                     "operation `{}` has no batch API: request.batch_size={n} is rejected instead of being simulated with sequential calls",
                     op.name
-                ));
-            }
-            if !(1..=MOST_BOUND_DIM).contains(&n) {
-                return Err(format!(
-                    "{} request.{}={n}: give a whole number from 1 to {MOST_BOUND_DIM} (it binds the model's `{dim}` dimension; a bundle built for more could not be loaded)",
-                    describe_source(v.source),
-                    f.name
                 ));
             }
             build.insert(format!("dims.{dim}"), Sourced::new(json!(n), v.source));
@@ -952,7 +964,7 @@ mod tests {
             timeout_s: Some(1e20),
             ..Default::default()
         });
-        assert!(e.contains("--timeout 100000000000000000000"), "{e}");
+        assert!(e.contains("--timeout 1e20"), "{e}");
         assert!(e.contains("one week"), "{e}");
         let e = refused(MeasureFlags {
             min_duration_s: Some(f64::NAN),
@@ -983,6 +995,95 @@ mod tests {
             ..Default::default()
         });
         assert!(e.contains("--max-duration 0"), "{e}");
+    }
+
+    #[test]
+    fn limits_name_the_field_as_written_and_the_declared_range() {
+        let (_t, c) = catalog();
+        let p = c.require("g").expect("g");
+        let refused = |input: ResolveInput<'_>| resolve(p, &input).err().unwrap_or_default();
+        // A plan's field is named as the plan spells it, and a huge number stays readable.
+        let e = refused(ResolveInput {
+            plan_measure: MeasureFlags {
+                timeout_s: Some(1e300),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        assert!(e.starts_with("plan field `timeout:` 1e300:"), "{e}");
+        let e = refused(ResolveInput {
+            plan_measure: MeasureFlags {
+                warmup: Some(MOST_CALLS + 1),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        assert!(e.starts_with("plan field `warmup:` 100000001"), "{e}");
+        // An operation's declared range of an integer request field, from wherever the value came.
+        let set = |text: &str| ResolveInput {
+            sets: vec![Override::parse(text, Source::Set).expect("set")],
+            ..Default::default()
+        };
+        let e = refused(set("request.max_new_tokens=1000000000000"));
+        assert!(
+            e.contains(
+                "--set request.max_new_tokens=1000000000000: give a whole number from 1 to 1048576"
+            ),
+            "{e}"
+        );
+        assert!(refused(set("request.top_k=-1")).contains("from 0 to"));
+        assert!(resolve(p, &set("request.top_k=0")).is_ok());
+        // Build dimensions are whole numbers within MOST_DIMENSION.
+        let e = refused(set("build.kv_cache_length=0"));
+        assert!(e.contains("from 1 to 1048576"), "{e}");
+        assert!(refused(set("build.dims.seq=99999999999")).contains("build.dims.seq"));
+        assert!(parse_shape("1x99999999").is_err());
+    }
+
+    #[test]
+    fn a_batch_binding_field_is_bounded_by_its_declaration() {
+        let op = operations::operation("classify").expect("classify");
+        let batch = op.field("batch_size").expect("batch_size");
+        assert_eq!(batch.range, Some((1, MOST_BOUND_DIM)));
+        assert_eq!(batch.binds_dim, Some("batch"));
+        // Every declared range holds its own default, so a default case always resolves.
+        for op in operations::operations() {
+            for f in op.fields {
+                if let (Some((least, most)), Some(default)) = (f.range, f.default) {
+                    let v = default().as_i64().expect("integer default");
+                    assert!((least..=most).contains(&v), "{}.{}", op.name, f.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_oversized_sweep_is_refused_before_it_is_expanded() {
+        let axis = |key: &str, n: usize| SweepAxis {
+            key: key.into(),
+            values: (0..n).map(|v| v.to_string()).collect(),
+        };
+        assert_eq!(
+            sweep_points(&[axis("request.a", 100), axis("request.b", 100)])
+                .expect("10,000 points")
+                .len(),
+            MOST_SWEEP_POINTS
+        );
+        let e = sweep_points(&[
+            axis("request.a", 100),
+            axis("request.b", 100),
+            axis("request.c", 2),
+        ])
+        .expect_err("20,000 points");
+        assert!(
+            e.contains("100 × 100 × 2 points") && e.contains("10000"),
+            "{e}"
+        );
+        // A product beyond usize is refused, not overflowed.
+        let huge: Vec<SweepAxis> = (0..20)
+            .map(|i| axis(&format!("request.k{i}"), 100))
+            .collect();
+        assert!(sweep_points(&huge).is_err());
     }
 
     #[test]

@@ -519,4 +519,30 @@ rows:
             let _ = parse_suite(text);
         }
     }
+
+    #[test]
+    fn numeric_fields_of_suites_and_environments_are_bounded() {
+        let env = |extra: &str| {
+            parse_environment(&format!(
+                "name: e\nbundle_cache: /c\nresults_root: /r\n{extra}"
+            ))
+        };
+        assert!(env("").is_ok());
+        for (extra, says) in [
+            ("free_storage_gib: -5", "free_storage_gib: give GiB from 0"),
+            ("free_storage_gib: .nan", "free_storage_gib"),
+            (
+                "reference_threads: 0",
+                "reference_threads: give from 1 to 1024",
+            ),
+            ("slurm: {timeout_s: 1e300}", "slurm.timeout_s"),
+            ("slurm: {poll_s: 0}", "slurm.poll_s"),
+        ] {
+            let e = env(extra).expect_err(extra);
+            assert!(e.contains(says), "{extra}: {e}");
+        }
+        let e = parse_suite(&format!("{SUITE}measure: {{warmup: 1000000000000}}\n"))
+            .expect_err("huge warmup");
+        assert!(e.contains("measure.warmup 1000000000000"), "{e}");
+    }
 }

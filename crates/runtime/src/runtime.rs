@@ -426,3 +426,89 @@ pub fn check_build_settings(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn one(key: &str, value: Value) -> BTreeMap<String, Value> {
+        BTreeMap::from([(key.to_string(), value)])
+    }
+
+    #[test]
+    fn declared_values_are_checked_by_the_declaring_runtime() {
+        let tract = runtime("tract").expect("tract");
+        let ort = runtime("onnxruntime").expect("onnxruntime");
+        let runtime_values =
+            |rt: &dyn Runtime, key: &str, value: Value| check_settings(rt, &one(key, value));
+        assert_eq!(runtime_values(tract.as_ref(), "threads", json!(4)), Ok(()));
+        for bad in [
+            json!(0),
+            json!(-3),
+            json!("abc"),
+            json!(2.5),
+            json!(OPEN_RANGE_MOST + 1),
+        ] {
+            let e = runtime_values(tract.as_ref(), "threads", bad.clone()).expect_err("refused");
+            assert!(
+                e.contains("runtime.threads=") && e.contains("from 1 to 1024"),
+                "{bad}: {e}"
+            );
+        }
+        assert_eq!(
+            runtime_values(ort.as_ref(), "intra_spinning", json!(false)),
+            Ok(())
+        );
+        let e = runtime_values(ort.as_ref(), "execution_mode", json!("fast")).expect_err("listed");
+        assert!(e.contains("sequential or parallel"), "{e}");
+        // Build settings: the default check is the declaration's, precision included.
+        assert_eq!(
+            tract.check_build_values(&one("precision", json!("fp16"))),
+            Ok(())
+        );
+        let e = tract
+            .check_build_values(&one("precision", json!("fp7")))
+            .expect_err("fp7");
+        assert!(
+            e.contains("build.precision=fp7") && e.contains("fp32 or fp16"),
+            "{e}"
+        );
+        let e = ort
+            .check_build_values(&one("precision", json!("fp16")))
+            .expect_err("ort builds fp32 only");
+        assert!(e.contains("takes fp32"), "{e}");
+        let e = ort
+            .check_build_values(&one("optimization_level", json!("max")))
+            .expect_err("level");
+        assert!(e.contains("disable, basic, extended, layout or all"), "{e}");
+    }
+
+    #[test]
+    fn a_default_and_a_free_form_declaration_pass_the_declared_check() {
+        let trt = runtime("tensorrt").expect("tensorrt");
+        let decls = trt.settings();
+        // `auto` is max_aux_streams' default though not in `[0|1|2|...]`; a route is free text.
+        for (key, value) in [
+            ("max_aux_streams", json!("auto")),
+            ("max_aux_streams", json!(2)),
+            ("route", json!("-kgen:tiling=1")),
+            ("precision", json!("int8")),
+        ] {
+            assert_eq!(
+                check_declared_values("tensorrt", decls, SettingSection::Build, &one(key, value)),
+                Ok(()),
+                "{key}"
+            );
+        }
+        let e = check_declared_values(
+            "tensorrt",
+            decls,
+            SettingSection::Build,
+            &one("builder_optimization_level", json!(9)),
+        )
+        .expect_err("level 9");
+        assert!(e.contains("0, 1, 2, 3, 4 or 5"), "{e}");
+    }
+}

@@ -654,7 +654,6 @@ impl Runtime for TensorrtRuntime {
     }
 
     fn check_build_values(&self, settings: &BTreeMap<String, Value>) -> Result<(), String> {
-        crate::runtime::check_declared_values(NAME, SETTINGS, SettingSection::Build, settings)?;
         let trtexec = self.trtexec()?;
         let version = trtexec.version();
         if let Some(route) = settings.get("route") {
@@ -688,7 +687,9 @@ impl Runtime for TensorrtRuntime {
                 ));
             }
         }
-        build_flags(settings).map(|_| ())
+        build_flags(settings)?;
+        // What the flags above leave unchecked (build.precision) against the declarations.
+        crate::runtime::check_declared_values(NAME, SETTINGS, SettingSection::Build, settings)
     }
 
     fn build(

@@ -395,4 +395,49 @@ mod tests {
         };
         assert_eq!(c.validate().expect_err("bad").option, "budget_s");
     }
+
+    #[test]
+    fn flags_are_bounded_and_named_as_typed() {
+        let refused = |flags: ConfigFlags| flags.to_config().expect_err("refused");
+        // Beyond a week is refused before anything turns it into a Duration (which would panic).
+        let e = refused(ConfigFlags {
+            route_timeout_s: Some(1e20),
+            ..ConfigFlags::default()
+        });
+        assert!(e.starts_with("--route-timeout 1e20 is out of range"), "{e}");
+        assert!(e.contains("604800"), "{e}");
+        let e = refused(ConfigFlags {
+            timeout_s: Some(f64::NAN),
+            ..ConfigFlags::default()
+        });
+        assert!(e.starts_with("--timeout NaN"), "{e}");
+        let e = refused(ConfigFlags {
+            route_budget_s: Some(1e300),
+            ..ConfigFlags::default()
+        });
+        assert!(e.starts_with("--route-budget 1e300"), "{e}");
+        let e = refused(ConfigFlags {
+            warmup: Some(MOST_CALLS + 1),
+            ..ConfigFlags::default()
+        });
+        assert!(e.starts_with("--warmup 100000001"), "{e}");
+        // A negative budget still means none, as with trtexec.
+        let c = ConfigFlags {
+            timeout_s: Some(-1.0),
+            route_budget_s: Some(-1.0),
+            ..ConfigFlags::default()
+        }
+        .to_config()
+        .expect("negative: none");
+        assert_eq!((c.budget_s, c.route_budget_s), (None, None));
+        let c = ConfigFlags {
+            timeout_s: Some(WEEK),
+            ..ConfigFlags::default()
+        }
+        .to_config()
+        .expect("a week");
+        assert!(c.budget().is_some());
+    }
+
+    const WEEK: f64 = 604_800.0;
 }
