@@ -167,9 +167,9 @@ impl ConfigFlags {
         c.max_routes = self.max_routes;
         c.route_timeout_s = self.route_timeout_s;
         // A negative budget means none; NaN is kept, for `validate` to refuse.
-        c.budget_s = self.timeout_s.filter(|t| !(*t < 0.0));
+        c.budget_s = self.timeout_s.filter(|t| t.is_nan() || *t >= 0.0);
         if let Some(b) = self.route_budget_s {
-            c.route_budget_s = (!(b < 0.0)).then_some(b);
+            c.route_budget_s = (b.is_nan() || b >= 0.0).then_some(b);
         }
         if let Some(f) = self.early_stop_factor {
             c.early_stop_factor = (f != 0.0).then_some(f);
@@ -299,7 +299,7 @@ impl TuneConfig {
         ] {
             // Above a week is a typo (and beyond what a `Duration` holds near 1e20).
             if let Some(v) = value
-                && !(v.is_finite() && v >= 0.0 && v <= trtmc_core::case::LONGEST_S)
+                && !(0.0..=trtmc_core::case::LONGEST_S).contains(&v)
             {
                 return bad(
                     option,
