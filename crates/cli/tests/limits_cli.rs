@@ -319,3 +319,58 @@ proptest! {
         prop_assert!(nothing_in(&cache), "{args:?} wrote into the bundle cache");
     }
 }
+
+#[test]
+fn matrix_check_refuses_a_setting_value_and_an_environment_limit_before_measuring() {
+    let t = tempfile::tempdir().expect("tmp");
+    let model = t.path().join("catalog/tiny-cnn");
+    std::fs::create_dir_all(&model).expect("mkdir");
+    for f in ["MODEL.toml", "e2e.toml"] {
+        std::fs::copy(repo_root().join("catalog/tiny-cnn").join(f), model.join(f)).expect("copy");
+    }
+    let env = |extra: &str| {
+        let path = t.path().join("env.yaml");
+        std::fs::write(
+            &path,
+            format!(
+                "name: test\nbundle_cache: {}\nresults_root: {}\n{extra}",
+                t.path().join("bundles").display(),
+                t.path().join("results").display()
+            ),
+        )
+        .expect("env");
+        path
+    };
+    let suite = t.path().join("suite.yaml");
+    std::fs::write(
+        &suite,
+        "name: s\nrows:\n  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: single\n    candidate: {runtime: tract, set: {runtime.threads: 0}}\n    reference: {backend: \"trtmc:tract\"}\n",
+    )
+    .expect("suite");
+    let check = |env: &Path| {
+        run(&[
+            "matrix",
+            "check",
+            suite.to_str().expect("utf-8"),
+            "--environment",
+            env.to_str().expect("utf-8"),
+            "--manifest-root",
+            t.path().join("catalog").to_str().expect("utf-8"),
+        ])
+    };
+    let out = check(&env(""));
+    let err = format!("{}{}", stdout(&out), stderr(&out));
+    assert_eq!(code(&out), 3, "{err}");
+    assert!(
+        err.contains("runtime.threads=0") && err.contains("from 1 to 1024"),
+        "{err}"
+    );
+    let out = check(&env("free_storage_gib: -5\n"));
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("free_storage_gib: give GiB from 0"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!t.path().join("results").exists() && !t.path().join("bundles").exists());
+}
