@@ -708,15 +708,30 @@ pub fn parse_shape(text: &str) -> Result<Vec<i64>, String> {
     if text.is_empty() || text == "scalar" {
         return Ok(Vec::new());
     }
-    text.split('x')
+    let dims: Vec<i64> = text
+        .split('x')
         .map(|d| match d.trim().parse::<i64>() {
             Ok(v) if (0..=MOST_DIMENSION).contains(&v) => Ok(v),
             _ => Err(format!(
                 "`{text}` is not a shape like 1x3x224x224 (each dimension a whole number from 0 to {MOST_DIMENSION})"
             )),
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    // Each dimension may be large, not all at once: one tensor of the shape must fit in memory.
+    if dims
+        .iter()
+        .try_fold(1i64, |n, d| n.checked_mul(*d))
+        .is_none_or(|n| n > MOST_SHAPE_ELEMENTS)
+    {
+        return Err(format!(
+            "`{text}` has more than {MOST_SHAPE_ELEMENTS} elements (2³¹): one tensor of it could not be allocated"
+        ));
+    }
+    Ok(dims)
 }
+
+/// The most elements of a shape given with `build.shapes.<input>` / `--shape`.
+pub const MOST_SHAPE_ELEMENTS: i64 = 1 << 31;
 
 /// Parses a value given on the command line according to the declared field kind.
 pub fn parse_typed(kind: FieldKind, text: &str) -> Result<Value, String> {
@@ -1038,6 +1053,8 @@ mod tests {
         assert!(e.contains("from 1 to 1048576"), "{e}");
         assert!(refused(set("build.dims.seq=99999999999")).contains("build.dims.seq"));
         assert!(parse_shape("1x99999999").is_err());
+        assert!(parse_shape("1048576x1048576").is_err());
+        assert_eq!(parse_shape("1024x1024x1024").map(|d| d.len()), Ok(3));
     }
 
     #[test]
