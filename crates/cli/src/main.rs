@@ -9,6 +9,7 @@ mod catalog_root;
 mod ci;
 mod commands;
 mod exit;
+mod numbers;
 mod progress;
 mod runtime_dirs;
 mod summary;

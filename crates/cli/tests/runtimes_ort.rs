@@ -300,7 +300,8 @@ fn bad_settings_are_input_errors_naming_the_fix() {
         "{}",
         stderr(&out)
     );
-    // A setting the worker rejects at load fails the case (exit 5) with the reason.
+    // A value the runtime's declaration does not allow is refused while resolving (exit 3), before
+    // any build or worker: no result directory.
     let out_dir = tmp.path().join("bad-mode");
     let out = bench(
         tmp.path(),
@@ -320,14 +321,14 @@ fn bad_settings_are_input_errors_naming_the_fix() {
         ],
         &[],
     );
-    assert_eq!(code(&out), 5, "{}", stderr(&out));
-    let doc = read_json(&out_dir.join("result.json"));
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
     assert!(
-        doc["cases"][0]["error"]
-            .as_str()
-            .expect("error")
-            .contains("sequential or parallel")
+        stderr(&out).contains("runtime.execution_mode=fastest")
+            && stderr(&out).contains("sequential or parallel"),
+        "{}",
+        stderr(&out)
     );
+    assert!(!out_dir.exists());
 }
 
 #[test]

@@ -109,6 +109,13 @@ pub const WARMUP_SHARE_OF_BUDGET: f64 = 0.2;
 pub const LONGEST_S: f64 = 7.0 * 24.0 * 3600.0;
 /// The most timed calls or warm-up calls a case may ask for.
 pub const MOST_CALLS: u64 = 100_000_000;
+/// The largest value of a request field that binds a build dimension (`request.batch_size`,
+/// `request.frames`): one call's inputs beyond it do not fit in a machine's memory, and a bundle built
+/// for it could never be loaded.
+pub const MOST_BOUND_DIM: i64 = 4096;
+/// The largest build dimension (`build.dims.<name>`, `--dim`, an element of `build.shapes.<input>`,
+/// `build.kv_cache_length`).
+pub const MOST_DIMENSION: i64 = 1 << 20;
 
 /// Command-line measurement flags (they win over everything else).
 #[derive(Debug, Clone, Default)]
@@ -278,6 +285,25 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
                 f.name, op.name, f.help
             ));
         }
+        if let (Some((least, most)), Some(v)) = (f.range, request.get(f.name))
+            && !v
+                .value
+                .as_i64()
+                .is_some_and(|n| (least..=most).contains(&n))
+        {
+            let why = match f.binds_dim {
+                Some(dim) => format!(
+                    " (it binds the model's `{dim}` dimension; a bundle built for more could not be loaded)"
+                ),
+                None => String::new(),
+            };
+            return Err(format!(
+                "{} request.{}={}: give a whole number from {least} to {most}{why}",
+                describe_source(v.source),
+                f.name,
+                v.value
+            ));
+        }
         if let Some(dim) = f.binds_dim
             && let Some(v) = request.get(f.name)
         {
@@ -287,9 +313,6 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
                     "operation `{}` has no batch API: request.batch_size={n} is rejected instead of being simulated with sequential calls",
                     op.name
                 ));
-            }
-            if n < 1 {
-                return Err(format!("request.{} must be at least 1, got {n}", f.name));
             }
             build.insert(format!("dims.{dim}"), Sourced::new(json!(n), v.source));
         }
@@ -421,28 +444,50 @@ fn stopping_rule(m: &mut Measure) -> Result<(), String> {
         }
     }
     if m.iterations.value == 0 {
-        return Err("--iterations must be at least 1".into());
+        return Err(format!(
+            "{} 0: give at least 1 call",
+            MeasureField::Iterations.named(m.iterations.source)
+        ));
     }
-    for (flag, n) in [
-        ("--iterations", m.iterations.value),
-        ("--warmup", m.warmup.value),
+    for (field, sourced) in [
+        (MeasureField::Iterations, &m.iterations),
+        (MeasureField::Warmup, &m.warmup),
     ] {
-        if n > MOST_CALLS {
+        if sourced.value > MOST_CALLS {
             return Err(format!(
-                "{flag} {n} is more than the {MOST_CALLS} calls a case may make; bound the run by time instead (--duration / --max-duration)"
+                "{} {} is more than the {MOST_CALLS} calls a case may make; bound the run by time instead (--duration / --max-duration)",
+                field.named(sourced.source),
+                sourced.value
             ));
         }
     }
     let seconds = [
-        ("--duration", Some(m.min_duration_s.value), 0.0),
-        ("--max-duration", m.max_duration_s.value, f64::MIN_POSITIVE),
-        ("--timeout", Some(m.timeout_s.value), f64::MIN_POSITIVE),
+        (
+            MeasureField::Duration,
+            Some(m.min_duration_s.value),
+            m.min_duration_s.source,
+            0.0,
+        ),
+        (
+            MeasureField::MaxDuration,
+            m.max_duration_s.value,
+            m.max_duration_s.source,
+            f64::MIN_POSITIVE,
+        ),
+        (
+            MeasureField::Timeout,
+            Some(m.timeout_s.value),
+            m.timeout_s.source,
+            f64::MIN_POSITIVE,
+        ),
     ];
-    for (flag, value, least) in seconds {
+    for (field, value, source, least) in seconds {
         let Some(v) = value else { continue };
         if !v.is_finite() || v < least || v > LONGEST_S {
             return Err(format!(
-                "{flag} {v}: give seconds {} and at most {LONGEST_S} (one week)",
+                "{} {}: give seconds {} and at most {LONGEST_S} (one week)",
+                field.named(source),
+                number_text(v),
                 if least > 0.0 { "above 0" } else { "from 0" }
             ));
         }
@@ -456,6 +501,43 @@ fn stopping_rule(m: &mut Measure) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// A measurement setting, named in a message as the user wrote it: a flag, a plan field or a field
+/// of the test case.
+#[derive(Debug, Clone, Copy)]
+enum MeasureField {
+    Warmup,
+    Iterations,
+    Duration,
+    MaxDuration,
+    Timeout,
+}
+
+impl MeasureField {
+    fn named(self, source: Source) -> String {
+        let (flag, plan, case) = match self {
+            MeasureField::Warmup => ("--warmup", "warmup", "warmup"),
+            MeasureField::Iterations => ("--iterations", "iterations", "iterations"),
+            MeasureField::Duration => ("--duration", "duration", "min_duration_s"),
+            MeasureField::MaxDuration => ("--max-duration", "max_duration", "max_duration_s"),
+            MeasureField::Timeout => ("--timeout", "timeout", "timeout_s"),
+        };
+        match source {
+            Source::Plan => format!("plan field `{plan}:`"),
+            Source::Case | Source::Manifest => format!("test case field `measure.{case}`"),
+            _ => flag.to_string(),
+        }
+    }
+}
+
+/// A number as a person reads it: `1e300` rather than three hundred digits.
+fn number_text(v: f64) -> String {
+    if v.is_finite() && v.abs() >= 1e15 {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
 }
 
 fn apply_measure(m: &mut Measure, f: &MeasureFlags, source: Source) {
@@ -497,7 +579,7 @@ fn apply_override(
         "build" => {
             let value = match rest {
                 "precision" => json!(o.value.trim()),
-                "kv_cache_length" => json!(parse_int(&o.value).map_err(context)?),
+                "kv_cache_length" => json!(parse_dimension(&o.value).map_err(context)?),
                 "optimization_level" => json!(parse_optimization_level(&o.value).map_err(context)?),
                 // TensorRT's build recipe (runtime tensorrt checks the values against its trtexec).
                 "route" => json!(o.value.split_whitespace().collect::<Vec<_>>().join(" ")),
@@ -507,7 +589,7 @@ fn apply_override(
                 "max_aux_streams" if o.value.trim() == "auto" => json!("auto"),
                 "max_aux_streams" => json!(parse_int(&o.value).map_err(context)?),
                 _ if rest.starts_with("dims.") && rest.len() > 5 => {
-                    json!(parse_int(&o.value).map_err(context)?)
+                    json!(parse_dimension(&o.value).map_err(context)?)
                 }
                 _ if rest.starts_with("shapes.") && rest.len() > 7 => {
                     json!(parse_shape(&o.value).map_err(context)?)
@@ -544,7 +626,10 @@ fn describe_source(s: Source) -> &'static str {
         Source::Set => "--set",
         Source::Sweep => "--sweep",
         Source::Plan => "plan",
-        _ => "setting",
+        Source::Case => "test case",
+        Source::Manifest => "MODEL.toml",
+        Source::Cli => "--shape/--dim",
+        Source::Default => "default",
     }
 }
 
@@ -560,6 +645,16 @@ fn parse_optimization_level(text: &str) -> Result<&str, String> {
             "expected one of {}, got `{text}`",
             OPTIMIZATION_LEVELS.join(", ")
         ))
+    }
+}
+
+/// A build dimension: a whole number from 1 to [`MOST_DIMENSION`].
+fn parse_dimension(text: &str) -> Result<i64, String> {
+    match parse_int(text) {
+        Ok(n) if (1..=MOST_DIMENSION).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a whole number from 1 to {MOST_DIMENSION}, got `{text}`"
+        )),
     }
 }
 
@@ -613,13 +708,30 @@ pub fn parse_shape(text: &str) -> Result<Vec<i64>, String> {
     if text.is_empty() || text == "scalar" {
         return Ok(Vec::new());
     }
-    text.split('x')
+    let dims: Vec<i64> = text
+        .split('x')
         .map(|d| match d.trim().parse::<i64>() {
-            Ok(v) if v >= 0 => Ok(v),
-            _ => Err(format!("`{text}` is not a shape like 1x3x224x224")),
+            Ok(v) if (0..=MOST_DIMENSION).contains(&v) => Ok(v),
+            _ => Err(format!(
+                "`{text}` is not a shape like 1x3x224x224 (each dimension a whole number from 0 to {MOST_DIMENSION})"
+            )),
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    // Each dimension may be large, not all at once: one tensor of the shape must fit in memory.
+    if dims
+        .iter()
+        .try_fold(1i64, |n, d| n.checked_mul(*d))
+        .is_none_or(|n| n > MOST_SHAPE_ELEMENTS)
+    {
+        return Err(format!(
+            "`{text}` has more than {MOST_SHAPE_ELEMENTS} elements (2³¹): one tensor of it could not be allocated"
+        ));
+    }
+    Ok(dims)
 }
+
+/// The most elements of a shape given with `build.shapes.<input>` / `--shape`.
+pub const MOST_SHAPE_ELEMENTS: i64 = 1 << 31;
 
 /// Parses a value given on the command line according to the declared field kind.
 pub fn parse_typed(kind: FieldKind, text: &str) -> Result<Value, String> {
@@ -690,6 +802,10 @@ impl SweepAxis {
     }
 }
 
+/// The most points a sweep may have (the product of its axes' value counts): each point is a case, so a
+/// larger product is a typo, and it is refused before a single point is expanded.
+pub const MOST_SWEEP_POINTS: usize = 10_000;
+
 /// The Cartesian product of sweep axes, first axis varying slowest. No axes → one empty point.
 pub fn sweep_points(axes: &[SweepAxis]) -> Result<Vec<Vec<Override>>, String> {
     let mut keys = std::collections::BTreeSet::new();
@@ -700,6 +816,17 @@ pub fn sweep_points(axes: &[SweepAxis]) -> Result<Vec<Vec<Override>>, String> {
                 a.key
             ));
         }
+    }
+    let count = axes
+        .iter()
+        .try_fold(1usize, |n, a| n.checked_mul(a.values.len()))
+        .filter(|n| *n <= MOST_SWEEP_POINTS);
+    if count.is_none() {
+        let sizes: Vec<String> = axes.iter().map(|a| a.values.len().to_string()).collect();
+        return Err(format!(
+            "the sweep has {} points, more than the {MOST_SWEEP_POINTS} a run may have; sweep fewer values (or split the sweep into several runs)",
+            sizes.join(" × ")
+        ));
     }
     let mut points: Vec<Vec<Override>> = vec![Vec::new()];
     for axis in axes {
@@ -852,7 +979,7 @@ mod tests {
             timeout_s: Some(1e20),
             ..Default::default()
         });
-        assert!(e.contains("--timeout 100000000000000000000"), "{e}");
+        assert!(e.contains("--timeout 1e20"), "{e}");
         assert!(e.contains("one week"), "{e}");
         let e = refused(MeasureFlags {
             min_duration_s: Some(f64::NAN),
@@ -883,6 +1010,97 @@ mod tests {
             ..Default::default()
         });
         assert!(e.contains("--max-duration 0"), "{e}");
+    }
+
+    #[test]
+    fn limits_name_the_field_as_written_and_the_declared_range() {
+        let (_t, c) = catalog();
+        let p = c.require("g").expect("g");
+        let refused = |input: ResolveInput<'_>| resolve(p, &input).err().unwrap_or_default();
+        // A plan's field is named as the plan spells it, and a huge number stays readable.
+        let e = refused(ResolveInput {
+            plan_measure: MeasureFlags {
+                timeout_s: Some(1e300),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        assert!(e.starts_with("plan field `timeout:` 1e300:"), "{e}");
+        let e = refused(ResolveInput {
+            plan_measure: MeasureFlags {
+                warmup: Some(MOST_CALLS + 1),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        assert!(e.starts_with("plan field `warmup:` 100000001"), "{e}");
+        // An operation's declared range of an integer request field, from wherever the value came.
+        let set = |text: &str| ResolveInput {
+            sets: vec![Override::parse(text, Source::Set).expect("set")],
+            ..Default::default()
+        };
+        let e = refused(set("request.max_new_tokens=1000000000000"));
+        assert!(
+            e.contains(
+                "--set request.max_new_tokens=1000000000000: give a whole number from 1 to 1048576"
+            ),
+            "{e}"
+        );
+        assert!(refused(set("request.top_k=-1")).contains("from 0 to"));
+        assert!(resolve(p, &set("request.top_k=0")).is_ok());
+        // Build dimensions are whole numbers within MOST_DIMENSION.
+        let e = refused(set("build.kv_cache_length=0"));
+        assert!(e.contains("from 1 to 1048576"), "{e}");
+        assert!(refused(set("build.dims.seq=99999999999")).contains("build.dims.seq"));
+        assert!(parse_shape("1x99999999").is_err());
+        assert!(parse_shape("1048576x1048576").is_err());
+        assert_eq!(parse_shape("1024x1024x1024").map(|d| d.len()), Ok(3));
+    }
+
+    #[test]
+    fn a_batch_binding_field_is_bounded_by_its_declaration() {
+        let op = operations::operation("classify").expect("classify");
+        let batch = op.field("batch_size").expect("batch_size");
+        assert_eq!(batch.range, Some((1, MOST_BOUND_DIM)));
+        assert_eq!(batch.binds_dim, Some("batch"));
+        // Every declared range holds its own default, so a default case always resolves.
+        for op in operations::operations() {
+            for f in op.fields {
+                if let (Some((least, most)), Some(default)) = (f.range, f.default) {
+                    let v = default().as_i64().expect("integer default");
+                    assert!((least..=most).contains(&v), "{}.{}", op.name, f.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_oversized_sweep_is_refused_before_it_is_expanded() {
+        let axis = |key: &str, n: usize| SweepAxis {
+            key: key.into(),
+            values: (0..n).map(|v| v.to_string()).collect(),
+        };
+        assert_eq!(
+            sweep_points(&[axis("request.a", 100), axis("request.b", 100)])
+                .expect("10,000 points")
+                .len(),
+            MOST_SWEEP_POINTS
+        );
+        let e = sweep_points(&[
+            axis("request.a", 100),
+            axis("request.b", 100),
+            axis("request.c", 2),
+        ])
+        .expect_err("20,000 points");
+        assert!(
+            e.contains("100 × 100 × 2 points") && e.contains("10000"),
+            "{e}"
+        );
+        // A product beyond usize is refused, not overflowed.
+        let huge: Vec<SweepAxis> = (0..20)
+            .map(|i| axis(&format!("request.k{i}"), 100))
+            .collect();
+        assert!(sweep_points(&huge).is_err());
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub struct FieldDecl {
     pub help: &'static str,
     /// Build dimension this field binds (shape-affecting): changing it needs another bundle.
     pub binds_dim: Option<&'static str>,
+    /// The least and the most an integer field takes, both included, checked at resolution before any
+    /// build or worker (a worker asked for 10¹² tokens would fail allocating them); `None`: any integer.
+    pub range: Option<(i64, i64)>,
 }
 
 /// How a throughput metric counts its items per call.
@@ -165,6 +168,7 @@ const SEED: FieldDecl = FieldDecl {
     default: Some(|| int(0)),
     help: "seed of synthesized inputs",
     binds_dim: None,
+    range: None,
 };
 
 const BATCH: FieldDecl = FieldDecl {
@@ -173,6 +177,7 @@ const BATCH: FieldDecl = FieldDecl {
     default: Some(|| int(1)),
     help: "items processed by one call (binds the model's `batch` dimension)",
     binds_dim: Some("batch"),
+    range: Some((1, crate::case::MOST_BOUND_DIM)),
 };
 
 const IMAGE: FieldDecl = FieldDecl {
@@ -181,6 +186,7 @@ const IMAGE: FieldDecl = FieldDecl {
     default: Some(|| Value::from("synthetic")),
     help: "`synthetic` (seeded noise) or an image file (PNG) relative to MODEL.toml",
     binds_dim: None,
+    range: None,
 };
 
 const AUDIO: FieldDecl = FieldDecl {
@@ -189,6 +195,7 @@ const AUDIO: FieldDecl = FieldDecl {
     default: None,
     help: "a mono 16-bit PCM WAV file relative to MODEL.toml (decoded before the timed region)",
     binds_dim: None,
+    range: None,
 };
 
 const SAMPLE_RATE: FieldDecl = FieldDecl {
@@ -197,6 +204,7 @@ const SAMPLE_RATE: FieldDecl = FieldDecl {
     default: Some(|| int(16_000)),
     help: "samples per second the model consumes or produces (a WAV input must match it)",
     binds_dim: None,
+    range: Some((1, 1_000_000)),
 };
 
 const FRAME_SAMPLES: FieldDecl = FieldDecl {
@@ -205,6 +213,7 @@ const FRAME_SAMPLES: FieldDecl = FieldDecl {
     default: Some(|| int(160)),
     help: "samples per acoustic frame of the model; audio is zero-padded to a whole number of frames",
     binds_dim: None,
+    range: Some((1, 1 << 20)),
 };
 
 const STEPS: FieldDecl = FieldDecl {
@@ -213,6 +222,7 @@ const STEPS: FieldDecl = FieldDecl {
     default: Some(|| int(4)),
     help: "denoising steps per call (one denoiser run each)",
     binds_dim: None,
+    range: Some((1, 10_000)),
 };
 
 const IMAGE_PER_S: ThroughputDecl = ThroughputDecl {
@@ -240,6 +250,7 @@ const GENERATE_FIELDS: [FieldDecl; 6] = [
         default: None,
         help: "prompt text",
         binds_dim: None,
+        range: None,
     },
     FieldDecl {
         name: "max_new_tokens",
@@ -247,6 +258,7 @@ const GENERATE_FIELDS: [FieldDecl; 6] = [
         default: Some(|| int(32)),
         help: "tokens generated per call (exactly: end-of-sequence does not stop early)",
         binds_dim: None,
+        range: Some((1, 1 << 20)),
     },
     FieldDecl {
         name: "do_sample",
@@ -254,6 +266,7 @@ const GENERATE_FIELDS: [FieldDecl; 6] = [
         default: Some(|| Value::Bool(false)),
         help: "sample instead of greedy argmax",
         binds_dim: None,
+        range: None,
     },
     FieldDecl {
         name: "temperature",
@@ -261,6 +274,7 @@ const GENERATE_FIELDS: [FieldDecl; 6] = [
         default: Some(|| Value::from(1.0)),
         help: "sampling temperature",
         binds_dim: None,
+        range: None,
     },
     FieldDecl {
         name: "top_k",
@@ -268,6 +282,7 @@ const GENERATE_FIELDS: [FieldDecl; 6] = [
         default: Some(|| int(0)),
         help: "sample among the k most likely tokens (0 = all)",
         binds_dim: None,
+        range: Some((0, 1 << 20)),
     },
     FieldDecl {
         name: "seed",
@@ -275,6 +290,7 @@ const GENERATE_FIELDS: [FieldDecl; 6] = [
         default: Some(|| int(-1)),
         help: "sampling seed; -1 is the pipeline default used by greedy cases",
         binds_dim: None,
+        range: None,
     },
 ];
 
@@ -344,6 +360,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 default: None,
                 help: "texts to embed; the batch cycles through them",
                 binds_dim: None,
+                range: None,
             },
         ],
         throughputs: &[
@@ -410,6 +427,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 default: Some(|| int(32)),
                 help: "side of the square image the vision encoder sees (cut into its patches)",
                 binds_dim: None,
+                range: Some((1, 16_384)),
             },
         ],
         throughputs: &GENERATE_THROUGHPUTS,
@@ -436,6 +454,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 default: Some(|| Value::from(0.5)),
                 help: "a box counts as a detection when its best class score passes this",
                 binds_dim: None,
+                range: None,
             },
         ],
         throughputs: &[REQUEST_PER_S, IMAGE_PER_S],
@@ -503,6 +522,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 default: None,
                 help: "the query every document is scored against",
                 binds_dim: None,
+                range: None,
             },
             FieldDecl {
                 name: "documents",
@@ -510,6 +530,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 default: None,
                 help: "documents to score; the batch cycles through them",
                 binds_dim: None,
+                range: None,
             },
         ],
         throughputs: &[
@@ -543,6 +564,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 default: Some(|| int(0)),
                 help: "streaming chunk length in milliseconds; 0 transcribes the whole file in one pass",
                 binds_dim: None,
+                range: Some((0, 3_600_000)),
             },
         ],
         throughputs: &[
@@ -582,6 +604,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 default: Some(|| int(64)),
                 help: "latent frames per call (the model's hop length of samples each)",
                 binds_dim: None,
+                range: Some((1, 1 << 20)),
             },
             SAMPLE_RATE,
         ],
@@ -684,6 +707,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 default: Some(|| int(8)),
                 help: "frames per video (binds the model's `batch` dimension: all frames denoise together)",
                 binds_dim: Some("batch"),
+                range: Some((1, crate::case::MOST_BOUND_DIM)),
             },
         ],
         throughputs: &[
@@ -768,6 +792,7 @@ static OPERATIONS: &[OperationDecl] = &[
             default: Some(|| int(100)),
             help: "microseconds to sleep per call",
             binds_dim: None,
+            range: None,
         }],
         throughputs: &[REQUEST_PER_S],
         headline_throughput: "request/s",
@@ -789,6 +814,7 @@ static OPERATIONS: &[OperationDecl] = &[
             default: Some(|| int(3)),
             help: "calls before the abort",
             binds_dim: None,
+            range: None,
         }],
         throughputs: &[REQUEST_PER_S],
         headline_throughput: "request/s",
@@ -810,6 +836,7 @@ static OPERATIONS: &[OperationDecl] = &[
             default: Some(|| int(3)),
             help: "calls before hanging",
             binds_dim: None,
+            range: None,
         }],
         throughputs: &[REQUEST_PER_S],
         headline_throughput: "request/s",

@@ -62,3 +62,90 @@ fn mutated_catalog_and_plan_inputs_never_panic() {
         "the mutations reach both valid and invalid profiles: {statuses:?}"
     );
 }
+
+/// Numbers as a hostile user types them, plus random ones of every magnitude.
+fn hostile_f64(rng: &mut ChaCha8Rng) -> f64 {
+    const SPECIAL: &[f64] = &[
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::MAX,
+        f64::MIN,
+        f64::MIN_POSITIVE,
+        f64::EPSILON,
+        -0.0,
+        0.0,
+        -1.0,
+        1e20,
+        1e300,
+        1e-320,
+        604_800.0,
+        604_800.000_001,
+    ];
+    match rng.random_range(0..3) {
+        0 => SPECIAL[rng.random_range(0..SPECIAL.len())],
+        1 => f64::from_bits(rng.random()),
+        _ => 10f64.powi(rng.random_range(-20..30)) * rng.random_range(-2.0..2.0),
+    }
+}
+
+fn hostile_u64(rng: &mut ChaCha8Rng) -> u64 {
+    match rng.random_range(0..3) {
+        0 => [0, 1, u64::MAX, 100_000_000, 100_000_001][rng.random_range(0..5)],
+        1 => rng.random(),
+        _ => rng.random_range(0..1_000),
+    }
+}
+
+#[test]
+fn every_accepted_measurement_fits_its_limits_and_a_duration() {
+    use trtmc_core::case::{LONGEST_S, MOST_CALLS, MeasureFlags, ResolveInput};
+    let profile =
+        trtmc_core::catalog::profile_from_text(Path::new("x/MODEL.toml"), SEEDS[0], &|_| {
+            Ok(SEEDS[2].to_string())
+        });
+    assert!(profile.status.is_ready(), "{}", profile.status.label());
+    let mut rng = ChaCha8Rng::seed_from_u64(0x1117);
+    let mut accepted = 0;
+    for _ in 0..20_000 {
+        let mut flags = || MeasureFlags {
+            warmup: rng.random_bool(0.5).then(|| hostile_u64(&mut rng)),
+            iterations: rng.random_bool(0.5).then(|| hostile_u64(&mut rng)),
+            min_duration_s: rng.random_bool(0.5).then(|| hostile_f64(&mut rng)),
+            max_duration_s: rng.random_bool(0.5).then(|| hostile_f64(&mut rng)),
+            timeout_s: rng.random_bool(0.5).then(|| hostile_f64(&mut rng)),
+        };
+        let input = ResolveInput {
+            plan_measure: flags(),
+            flags: flags(),
+            ..Default::default()
+        };
+        let Ok(case) = trtmc_core::case::resolve(&profile, &input) else {
+            continue;
+        };
+        accepted += 1;
+        let m = &case.measure;
+        assert!(
+            m.warmup.value <= MOST_CALLS && m.iterations.value <= MOST_CALLS,
+            "{m:?}"
+        );
+        for seconds in [
+            Some(m.min_duration_s.value),
+            m.max_duration_s.value,
+            Some(m.timeout_s.value),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            assert!(seconds <= LONGEST_S, "{m:?}");
+            assert!(
+                std::time::Duration::try_from_secs_f64(seconds).is_ok(),
+                "{m:?}"
+            );
+        }
+    }
+    assert!(
+        accepted > 100,
+        "only {accepted} accepted: the generator is too hostile to test much"
+    );
+}

@@ -541,6 +541,19 @@ fn plan_row(
     if let Err(e) = cand_rt.supports_operation(&candidate.operation) {
         bad(Kind::Config, format!("candidate: {e}"));
     }
+    // Setting values against the runtime's declarations, as `run` checks them before any build.
+    if let Err(e) =
+        runtime::check_settings(cand_rt.as_ref(), &candidate.runtime_values()).and_then(|()| {
+            runtime::check_declared_values(
+                cand_rt.name(),
+                cand_rt.settings(),
+                runtime::SettingSection::Build,
+                &candidate.build_values(),
+            )
+        })
+    {
+        bad(Kind::Config, format!("candidate: {e}"));
+    }
     let backend = row.reference.backend.as_str();
     let (reference_boundary, ref_runtime) = if backend == ORT_PYTHON {
         if !ORT_PYTHON_OPERATIONS.contains(&candidate.operation.as_str()) {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use trtmc_core::case::{LONGEST_S, MOST_CALLS};
 
 /// Recorded in results.json, so typed with the matrix documents in core.
 pub use trtmc_core::artifacts::matrix::{Expanded, SlurmSettings, Thresholds};
@@ -168,6 +169,12 @@ pub fn parse_suite(text: &str) -> Result<Suite, String> {
             t.confidence
         ));
     }
+    if t.min_samples > MOST_CALLS || t.min_rounds > MOST_CALLS {
+        return Err(format!(
+            "thresholds.min_samples and min_rounds take at most {MOST_CALLS} (got {} and {})",
+            t.min_samples, t.min_rounds
+        ));
+    }
     if t.min_samples < 2 {
         return Err("thresholds.min_samples must be at least 2".into());
     }
@@ -199,6 +206,11 @@ pub fn parse_suite(text: &str) -> Result<Suite, String> {
         ] {
             if what == "iterations" && n == Some(0) {
                 return Err(format!("row `{id}`: {what} must be at least 1"));
+            }
+            if let Some(n) = n.filter(|n| *n > MOST_CALLS) {
+                return Err(format!(
+                    "row `{id}`: measure.{what} {n} is more than the {MOST_CALLS} calls a case may make"
+                ));
             }
         }
         if !(1..=100).contains(&row.rounds(&suite)) {
@@ -288,8 +300,38 @@ pub fn parse_environment(text: &str) -> Result<Environment, String> {
     {
         return Err(format!("schema `{s}` is not `{ENVIRONMENT_SCHEMA}`"));
     }
+    if !(env.free_storage_gib.is_finite()
+        && (0.0..=MOST_STORAGE_GIB).contains(&env.free_storage_gib))
+    {
+        return Err(format!(
+            "free_storage_gib: give GiB from 0 to {MOST_STORAGE_GIB}, got {}",
+            env.free_storage_gib
+        ));
+    }
+    if !(1..=MOST_REFERENCE_THREADS).contains(&env.reference_threads) {
+        return Err(format!(
+            "reference_threads: give from 1 to {MOST_REFERENCE_THREADS}, got {}",
+            env.reference_threads
+        ));
+    }
+    let slurm = &env.slurm;
+    for (field, value, most) in [
+        ("slurm.poll_s", slurm.poll_s, 3600.0),
+        ("slurm.timeout_s", slurm.timeout_s, LONGEST_S),
+    ] {
+        if !(value.is_finite() && value > 0.0 && value <= most) {
+            return Err(format!(
+                "{field}: give seconds above 0 and at most {most}, got {value}"
+            ));
+        }
+    }
     Ok(env)
 }
+
+/// The most free storage an environment may require (a petabyte): more is a typo.
+const MOST_STORAGE_GIB: f64 = 1_048_576.0;
+/// The most intra-op threads of the Python reference.
+const MOST_REFERENCE_THREADS: u64 = 1024;
 
 /// Expands `${NAME}` and `${NAME:-default}` from `lookup`; an unset name without default is an error
 /// naming it.
@@ -476,5 +518,31 @@ rows:
         for text in ["", ":", "rows: 3", "name: [", "\u{0}", "rows: []\nname: x"] {
             let _ = parse_suite(text);
         }
+    }
+
+    #[test]
+    fn numeric_fields_of_suites_and_environments_are_bounded() {
+        let env = |extra: &str| {
+            parse_environment(&format!(
+                "name: e\nbundle_cache: /c\nresults_root: /r\n{extra}"
+            ))
+        };
+        assert!(env("").is_ok());
+        for (extra, says) in [
+            ("free_storage_gib: -5", "free_storage_gib: give GiB from 0"),
+            ("free_storage_gib: .nan", "free_storage_gib"),
+            (
+                "reference_threads: 0",
+                "reference_threads: give from 1 to 1024",
+            ),
+            ("slurm: {timeout_s: 1e300}", "slurm.timeout_s"),
+            ("slurm: {poll_s: 0}", "slurm.poll_s"),
+        ] {
+            let e = env(extra).expect_err(extra);
+            assert!(e.contains(says), "{extra}: {e}");
+        }
+        let e = parse_suite(&format!("{SUITE}measure: {{warmup: 1000000000000}}\n"))
+            .expect_err("huge warmup");
+        assert!(e.contains("measure.warmup 1000000000000"), "{e}");
     }
 }

@@ -59,6 +59,14 @@ static SETTINGS: &[SettingDecl] = &[
         tunable: true,
     },
     SettingDecl {
+        section: SettingSection::Build,
+        name: "precision",
+        help: "fp32 only: the CPU provider runs the model's own types (export the model in another precision instead)",
+        default: "fp32",
+        allowed: "[fp32]",
+        tunable: false,
+    },
+    SettingDecl {
         section: SettingSection::Runtime,
         name: "threads",
         help: "the thread knob every runtime has: here the intra-op pool's threads (intra_threads wins when both are given)",

@@ -200,8 +200,14 @@ pub trait Runtime: Send + Sync {
     }
     /// Checks the values of its build settings before anything is built (a route against the installed
     /// tool's knob database, say); `Err` names the setting, the allowed values and the tool's version.
-    fn check_build_values(&self, _settings: &BTreeMap<String, Value>) -> Result<(), String> {
-        Ok(())
+    /// By default the values of the declared build settings (see [`check_declared_values`]).
+    fn check_build_values(&self, settings: &BTreeMap<String, Value>) -> Result<(), String> {
+        check_declared_values(
+            self.name(),
+            self.settings(),
+            SettingSection::Build,
+            settings,
+        )
     }
     /// The external commands a build into `bundle_dir` and a timed run of `iterations` would execute
     /// (`run --dry-run`); empty for runtimes that run in-process. `onnx` is `None` when the model file
@@ -289,7 +295,89 @@ pub fn check_settings(rt: &dyn Runtime, settings: &BTreeMap<String, Value>) -> R
             ));
         }
     }
+    check_declared_values(rt.name(), rt.settings(), SettingSection::Runtime, settings)
+}
+
+/// The largest value an open integer range (`[1|2|...]`) of a declared setting takes: thread and
+/// stream counts beyond it are typos, and a worker asked for a million threads fails after the build.
+pub const OPEN_RANGE_MOST: i64 = 1024;
+
+/// Checks the values of `settings` (all of one `section`) that `runtime` declares in `decls` against
+/// each declaration's allowed values, before anything is built or loaded: a listed value exactly, an
+/// open integer range `[N|N+1|...]` as a whole number from N to [`OPEN_RANGE_MOST`], a switch as true
+/// or false. The declared default always passes; free-form declarations (TensorRT's build route) are
+/// left to the runtime's own check.
+pub fn check_declared_values(
+    runtime: &str,
+    decls: &[SettingDecl],
+    section: SettingSection,
+    settings: &BTreeMap<String, Value>,
+) -> Result<(), String> {
+    for (name, value) in settings {
+        let Some(decl) = decls
+            .iter()
+            .find(|d| d.section == section && d.name == name)
+        else {
+            continue;
+        };
+        let text = match value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        if text == decl.default {
+            continue;
+        }
+        let option = format!("-{name}");
+        let Ok(allowed) =
+            trtmc_trtexec::parse_allowed_values(&option, &format!("{option}={}", decl.allowed))
+        else {
+            continue;
+        };
+        let key = format!("{}.{name}", section.prefix());
+        match allowed {
+            trtmc_trtexec::KnobValues::OpenRange(examples) => {
+                let least = examples
+                    .first()
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .unwrap_or(0);
+                if !value
+                    .as_i64()
+                    .is_some_and(|n| (least..=OPEN_RANGE_MOST).contains(&n))
+                {
+                    return Err(format!(
+                        "{key}={text}: runtime `{runtime}` takes a whole number from {least} to {OPEN_RANGE_MOST} (e.g. {key}={})",
+                        decl.default
+                    ));
+                }
+            }
+            trtmc_trtexec::KnobValues::Listed(values) => {
+                if !values.contains(&text) {
+                    return Err(format!(
+                        "{key}={text}: runtime `{runtime}` takes {} (e.g. {key}={})",
+                        one_of(&values),
+                        decl.default
+                    ));
+                }
+            }
+            unbounded @ trtmc_trtexec::KnobValues::Unbounded(_) => {
+                if !unbounded.accepts(&text) {
+                    return Err(format!(
+                        "{key}={text}: runtime `{runtime}` takes {}",
+                        unbounded.render()
+                    ));
+                }
+            }
+        }
+    }
     Ok(())
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn one_of(values: &[String]) -> String {
+    match values.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => values.join(""),
+    }
 }
 
 /// Reads a positive integer setting.
@@ -337,4 +425,90 @@ pub fn check_build_settings(
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn one(key: &str, value: Value) -> BTreeMap<String, Value> {
+        BTreeMap::from([(key.to_string(), value)])
+    }
+
+    #[test]
+    fn declared_values_are_checked_by_the_declaring_runtime() {
+        let tract = runtime("tract").expect("tract");
+        let ort = runtime("onnxruntime").expect("onnxruntime");
+        let runtime_values =
+            |rt: &dyn Runtime, key: &str, value: Value| check_settings(rt, &one(key, value));
+        assert_eq!(runtime_values(tract.as_ref(), "threads", json!(4)), Ok(()));
+        for bad in [
+            json!(0),
+            json!(-3),
+            json!("abc"),
+            json!(2.5),
+            json!(OPEN_RANGE_MOST + 1),
+        ] {
+            let e = runtime_values(tract.as_ref(), "threads", bad.clone()).expect_err("refused");
+            assert!(
+                e.contains("runtime.threads=") && e.contains("from 1 to 1024"),
+                "{bad}: {e}"
+            );
+        }
+        assert_eq!(
+            runtime_values(ort.as_ref(), "intra_spinning", json!(false)),
+            Ok(())
+        );
+        let e = runtime_values(ort.as_ref(), "execution_mode", json!("fast")).expect_err("listed");
+        assert!(e.contains("sequential or parallel"), "{e}");
+        // Build settings: the default check is the declaration's, precision included.
+        assert_eq!(
+            tract.check_build_values(&one("precision", json!("fp16"))),
+            Ok(())
+        );
+        let e = tract
+            .check_build_values(&one("precision", json!("fp7")))
+            .expect_err("fp7");
+        assert!(
+            e.contains("build.precision=fp7") && e.contains("fp32 or fp16"),
+            "{e}"
+        );
+        let e = ort
+            .check_build_values(&one("precision", json!("fp16")))
+            .expect_err("ort builds fp32 only");
+        assert!(e.contains("takes fp32"), "{e}");
+        let e = ort
+            .check_build_values(&one("optimization_level", json!("max")))
+            .expect_err("level");
+        assert!(e.contains("disable, basic, extended, layout or all"), "{e}");
+    }
+
+    #[test]
+    fn a_default_and_a_free_form_declaration_pass_the_declared_check() {
+        let trt = runtime("tensorrt").expect("tensorrt");
+        let decls = trt.settings();
+        // `auto` is max_aux_streams' default though not in `[0|1|2|...]`; a route is free text.
+        for (key, value) in [
+            ("max_aux_streams", json!("auto")),
+            ("max_aux_streams", json!(2)),
+            ("route", json!("-kgen:tiling=1")),
+            ("precision", json!("int8")),
+        ] {
+            assert_eq!(
+                check_declared_values("tensorrt", decls, SettingSection::Build, &one(key, value)),
+                Ok(()),
+                "{key}"
+            );
+        }
+        let e = check_declared_values(
+            "tensorrt",
+            decls,
+            SettingSection::Build,
+            &one("builder_optimization_level", json!(9)),
+        )
+        .expect_err("level 9");
+        assert!(e.contains("0, 1, 2, 3, 4 or 5"), "{e}");
+    }
 }

@@ -68,6 +68,14 @@ static SETTINGS: &[SettingDecl] = &[
     },
     SettingDecl {
         section: SettingSection::Build,
+        name: "precision",
+        help: "the reduced precision the builder may choose (trtexec --fp16/--bf16/--int8/--fp8/--best; TensorRT before 11.0, 11.x takes the model's types)",
+        default: "fp32",
+        allowed: "[fp32|fp16|bf16|int8|fp8|best]",
+        tunable: false,
+    },
+    SettingDecl {
+        section: SettingSection::Build,
         name: "builder_optimization_level",
         help: "trtexec --builderOptimizationLevel: how hard the builder searches for tactics (higher: longer builds, possibly faster engines)",
         default: "3",
@@ -679,7 +687,9 @@ impl Runtime for TensorrtRuntime {
                 ));
             }
         }
-        build_flags(settings).map(|_| ())
+        build_flags(settings)?;
+        // What the flags above leave unchecked (build.precision) against the declarations.
+        crate::runtime::check_declared_values(NAME, SETTINGS, SettingSection::Build, settings)
     }
 
     fn build(

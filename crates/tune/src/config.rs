@@ -166,9 +166,10 @@ impl ConfigFlags {
         c.min_effect = self.min_effect.unwrap_or(c.min_effect);
         c.max_routes = self.max_routes;
         c.route_timeout_s = self.route_timeout_s;
-        c.budget_s = self.timeout_s.filter(|t| *t >= 0.0);
+        // A negative budget means none; NaN is kept, for `validate` to refuse.
+        c.budget_s = self.timeout_s.filter(|t| t.is_nan() || *t >= 0.0);
         if let Some(b) = self.route_budget_s {
-            c.route_budget_s = (b >= 0.0).then_some(b);
+            c.route_budget_s = (b.is_nan() || b >= 0.0).then_some(b);
         }
         if let Some(f) = self.early_stop_factor {
             c.early_stop_factor = (f != 0.0).then_some(f);
@@ -198,11 +199,34 @@ impl ConfigFlags {
             spec.per_tensor_epsilon.insert(name.trim().to_string(), eps);
         }
         c.accuracy = spec;
-        c.validate()
-            .map_err(|e| format!("{e} (see trtmc-bench tune --help)"))?;
+        c.validate().map_err(|e| {
+            format!(
+                "{} {} is out of range: {} (see trtmc-bench tune --help)",
+                flag_of(e.option),
+                e.value,
+                e.expected
+            )
+        })?;
         Ok(c)
     }
 }
+
+/// The command-line flag of a configuration option, for messages about what the user typed.
+fn flag_of(option: &str) -> String {
+    match option {
+        "budget_s" => "--timeout".into(),
+        "route_timeout_s" => "--route-timeout".into(),
+        "route_budget_s" => "--route-budget".into(),
+        "warmup_calls" => "--warmup".into(),
+        "final_calls_per_pass" => "--final-calls".into(),
+        "epsilon" => "--accuracy-threshold".into(),
+        "per_tensor_epsilon" => "--tensor-threshold".into(),
+        other => format!("--{}", other.replace('_', "-")),
+    }
+}
+
+/// The most calls of one kind a tuning option may ask for per route (as `run --iterations`).
+pub const MOST_CALLS: usize = trtmc_core::case::MOST_CALLS as usize;
 
 impl TuneConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -243,6 +267,21 @@ impl TuneConfig {
                 return bad(option, "0".into(), "at least 1");
             }
         }
+        for (option, value) in [
+            ("calls", self.calls),
+            ("warmup_calls", self.warmup_calls),
+            ("race_round_calls", self.race_round_calls),
+            ("final_passes", self.final_passes),
+            ("final_calls_per_pass", self.final_calls_per_pass),
+        ] {
+            if value > MOST_CALLS {
+                return bad(
+                    option,
+                    value.to_string(),
+                    "at most 100000000 calls; bound the search by time instead (--route-budget, --timeout)",
+                );
+            }
+        }
         if self.max_finalists < 2 {
             return bad(
                 "max_finalists",
@@ -258,13 +297,18 @@ impl TuneConfig {
             ("budget_s", self.budget_s),
             ("route_budget_s", self.route_budget_s),
         ] {
+            // Above a week is a typo (and beyond what a `Duration` holds near 1e20).
             if let Some(v) = value
-                && !(v.is_finite() && v >= 0.0)
+                && !(0.0..=trtmc_core::case::LONGEST_S).contains(&v)
             {
                 return bad(
                     option,
-                    v.to_string(),
-                    "a finite number of seconds, at least 0",
+                    if v.is_finite() && v.abs() >= 1e15 {
+                        format!("{v:e}")
+                    } else {
+                        v.to_string()
+                    },
+                    "seconds from 0 to 604800 (one week); a negative --timeout or --route-budget means none",
                 );
             }
         }
@@ -351,4 +395,49 @@ mod tests {
         };
         assert_eq!(c.validate().expect_err("bad").option, "budget_s");
     }
+
+    #[test]
+    fn flags_are_bounded_and_named_as_typed() {
+        let refused = |flags: ConfigFlags| flags.to_config().expect_err("refused");
+        // Beyond a week is refused before anything turns it into a Duration (which would panic).
+        let e = refused(ConfigFlags {
+            route_timeout_s: Some(1e20),
+            ..ConfigFlags::default()
+        });
+        assert!(e.starts_with("--route-timeout 1e20 is out of range"), "{e}");
+        assert!(e.contains("604800"), "{e}");
+        let e = refused(ConfigFlags {
+            timeout_s: Some(f64::NAN),
+            ..ConfigFlags::default()
+        });
+        assert!(e.starts_with("--timeout NaN"), "{e}");
+        let e = refused(ConfigFlags {
+            route_budget_s: Some(1e300),
+            ..ConfigFlags::default()
+        });
+        assert!(e.starts_with("--route-budget 1e300"), "{e}");
+        let e = refused(ConfigFlags {
+            warmup: Some(MOST_CALLS + 1),
+            ..ConfigFlags::default()
+        });
+        assert!(e.starts_with("--warmup 100000001"), "{e}");
+        // A negative budget still means none, as with trtexec.
+        let c = ConfigFlags {
+            timeout_s: Some(-1.0),
+            route_budget_s: Some(-1.0),
+            ..ConfigFlags::default()
+        }
+        .to_config()
+        .expect("negative: none");
+        assert_eq!((c.budget_s, c.route_budget_s), (None, None));
+        let c = ConfigFlags {
+            timeout_s: Some(WEEK),
+            ..ConfigFlags::default()
+        }
+        .to_config()
+        .expect("a week");
+        assert!(c.budget().is_some());
+    }
+
+    const WEEK: f64 = 604_800.0;
 }

@@ -71,7 +71,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PATH")]
     pub inputs: Option<PathBuf>,
     /// Seed of the synthesized inputs (default: request.seed of the case when it has one, else 0).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count)]
     pub seed: Option<u64>,
     /// Binds a symbolic input dimension for the synthesized inputs: NAME=VALUE (repeatable).
     #[arg(long = "dim", value_name = "NAME=VALUE")]
@@ -80,13 +80,28 @@ pub struct CompareArgs {
     #[arg(long, default_value = "l0", value_name = "NAME")]
     pub algorithm: String,
     /// Absolute tolerance of l0: an element differs when |a - r| > atol + rtol·|r|.
-    #[arg(long, default_value_t = 1e-4, value_name = "X")]
+    #[arg(
+        long,
+        default_value_t = 1e-4,
+        value_name = "X",
+        allow_negative_numbers = true
+    )]
     pub atol: f64,
     /// Relative tolerance of l0.
-    #[arg(long, default_value_t = 1e-3, value_name = "X")]
+    #[arg(
+        long,
+        default_value_t = 1e-3,
+        value_name = "X",
+        allow_negative_numbers = true
+    )]
     pub rtol: f64,
     /// Largest passing loss per tensor (l0: the fraction of differing elements).
-    #[arg(long, default_value_t = 0.0, value_name = "X")]
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        value_name = "X",
+        allow_negative_numbers = true
+    )]
     pub epsilon: f64,
     /// Write the agreement (schema trtmc.output-agreement/v1) to this file.
     #[arg(short, long, value_name = "FILE")]
@@ -308,10 +323,11 @@ fn parse_dims(dims: &[String]) -> CliResult<BTreeMap<String, i64>> {
                 .trim()
                 .parse()
                 .ok()
-                .filter(|v| *v >= 0)
+                .filter(|v| (0..=trtmc_core::case::MOST_DIMENSION).contains(v))
                 .ok_or_else(|| {
                     CliError::input(format!(
-                        "--dim {d}: `{value}` is not a non-negative integer"
+                        "--dim {d}: `{value}` is not a whole number from 0 to {}",
+                        trtmc_core::case::MOST_DIMENSION
                     ))
                 })?;
             Ok((name.trim().to_string(), v))

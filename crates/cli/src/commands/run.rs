@@ -57,29 +57,29 @@ pub struct RunArgs {
     /// Split each case's measurement into N rounds, one worker process per case per round, the cases
     /// interleaved (A B, B A, …), and compare every case with the baseline over the paired rounds
     /// (default: 10 when there is more than one case, else 1).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
     pub rounds: Option<usize>,
     /// The case the others are compared with: its number in the summary (default 1, the first).
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
     pub baseline: usize,
     /// Warm-up calls before timing (default: the operation's, e.g. 5 for generation, 50 for encoders,
     /// cut short once they take a fifth of the time budget).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count)]
     pub warmup: Option<u64>,
     /// Timed calls, exactly (default: at least the operation's count, e.g. 50 for generation, 500 for
     /// encoders, for at least 1 s, within the time budget).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count)]
     pub iterations: Option<u64>,
     /// Keep timing until at least this many seconds have passed (and --iterations calls are done).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub duration: Option<f64>,
     /// Time budget of each case's timed loop: it stops here even before --iterations calls, keeping
     /// what it timed (default: the operation's budget, e.g. 30 s, when --iterations is not given).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub max_duration: Option<f64>,
     /// Stop a case's worker after this many seconds (default 600); the calls it timed are kept and the
     /// case is recorded as interrupted.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub timeout: Option<f64>,
     /// Result directory; replaced only if empty or a previous trtmc result (default: a new timestamped one).
     #[arg(short, long, value_name = "DIR")]
@@ -116,7 +116,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub profile: bool,
     /// Operation calls of the profiling pass (after the case's warm-up calls).
-    #[arg(long, value_name = "N", default_value_t = trtmc_runner::run::DEFAULT_PROFILE_ITERATIONS, requires = "profile")]
+    #[arg(long, value_name = "N", default_value_t = trtmc_runner::run::DEFAULT_PROFILE_ITERATIONS, requires = "profile", allow_negative_numbers = true, value_parser = crate::numbers::count)]
     pub profile_iterations: u64,
     /// The trtexec executable of the tensorrt runtime (default: trtexec on PATH, then /usr/src/tensorrt/bin).
     #[arg(long, value_name = "PATH")]
@@ -187,8 +187,12 @@ pub fn execute(args: RunArgs) -> CliResult {
         .map(|s| SweepAxis::parse(s))
         .collect::<Result<_, _>>()
         .map_err(CliError::input)?;
-    if args.profile && args.profile_iterations == 0 {
-        return Err(CliError::input("--profile-iterations must be at least 1"));
+    if args.profile && !(1..=trtmc_core::case::MOST_CALLS).contains(&args.profile_iterations) {
+        return Err(CliError::input(format!(
+            "--profile-iterations {}: give from 1 to {} calls",
+            args.profile_iterations,
+            trtmc_core::case::MOST_CALLS
+        )));
     }
 
     // One selection per runtime asked for (none: the profile's own).
@@ -284,10 +288,9 @@ pub fn execute(args: RunArgs) -> CliResult {
     };
     let planned = runner::plan_cases(&catalog, &selections, &bundle, &test_hooks)?;
     let rounds = match args.rounds {
-        Some(0) => return Err(CliError::input("--rounds must be at least 1")),
-        Some(n) if n > MOST_ROUNDS => {
+        Some(n) if n == 0 || n > MOST_ROUNDS => {
             return Err(CliError::input(format!(
-                "--rounds {n} is more than {MOST_ROUNDS}: each round starts one worker per case"
+                "--rounds {n}: give from 1 to {MOST_ROUNDS} rounds (each round starts one worker per case)"
             )));
         }
         Some(n) => n,

@@ -57,6 +57,9 @@ pub fn execute(args: TuneArgs) -> CliResult {
         Some(m) => Some(resolve_base(&args, m, &runtime_name)?),
         None => None,
     };
+    if let Some(base) = &base {
+        check_fixed_settings(rt.as_ref(), base)?;
+    }
     let knob_set =
         orchestrate::knob_database(rt.as_ref(), base.as_ref()).map_err(CliError::from)?;
     if let Some(filter) = &args.help_routes {
@@ -169,6 +172,21 @@ fn load_model(args: &TuneArgs) -> CliResult<Option<Model>> {
     Model::load(&choice, &trtmc_core::test_hooks::TestHooks::from_env())
         .map(Some)
         .map_err(CliError::from)
+}
+
+/// The case's own and `--set` build and runtime settings, checked against the runtime's declarations
+/// before any route is built (exit 3).
+fn check_fixed_settings(rt: &dyn runtime::Runtime, base: &ResolvedCase) -> CliResult {
+    runtime::check_build_settings(rt.name(), &base.build_values(), &rt.build_settings())
+        .map_err(|e| input_err(e.to_string()))?;
+    runtime::check_declared_values(
+        rt.name(),
+        rt.settings(),
+        runtime::SettingSection::Build,
+        &base.build_values(),
+    )
+    .map_err(input_err)?;
+    runtime::check_settings(rt, &base.runtime_values()).map_err(input_err)
 }
 
 fn resolve_base(args: &TuneArgs, model: &Model, runtime_name: &str) -> CliResult<ResolvedCase> {

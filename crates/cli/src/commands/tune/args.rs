@@ -76,7 +76,7 @@ pub struct TuneArgs {
     )]
     pub timeout: Option<f64>,
     /// Limit for one route's build, inference or measurement; the route's process is killed past it.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub route_timeout: Option<f64>,
     /// Seconds of search measurement per route: the calls that fit are made and kept, none is killed
     /// (default 10; -1: none, every route gets --calls).
@@ -84,10 +84,10 @@ pub struct TuneArgs {
     pub route_budget: Option<f64>,
     /// Stop a route after its 3 probe calls when each is above FACTOR × the best route's statistic so
     /// far (status eliminated; default 5; 0: never).
-    #[arg(long, value_name = "FACTOR")]
+    #[arg(long, value_name = "FACTOR", allow_negative_numbers = true)]
     pub early_stop_factor: Option<f64>,
     /// Build and evaluate at most N routes (all phases together).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
     pub max_routes: Option<usize>,
     /// Statistic routes are ranked on: p50 (default), p95, mean or throughput.
     #[arg(long, value_name = "STAT")]
@@ -120,19 +120,19 @@ pub struct TuneArgs {
     #[arg(long, visible_alias = "saveAllEngines")]
     pub save_all: bool,
     /// Steady-state calls per route (racing: the most a route gets); default 100.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
     pub calls: Option<usize>,
     /// Warm-up calls before a route's first measurement; default 5.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
     pub warmup: Option<usize>,
     /// Calls per route per racing round; default 5.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
     pub race_round_calls: Option<usize>,
     /// Interleaved head-to-head passes over the finalists; default 5.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
     pub final_passes: Option<usize>,
     /// Calls per finalist per head-to-head pass; default 10.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
     pub final_calls: Option<usize>,
     /// Confidence of every interval; default 0.95.
     #[arg(long, value_name = "P")]
@@ -163,12 +163,15 @@ pub struct TuneArgs {
     #[arg(long, value_name = "PATH")]
     pub bundle_cache: Option<PathBuf>,
     /// Most route workers kept loaded at once (least recently used stopped first); default 8.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
     pub live_workers: Option<usize>,
     /// No per-iteration progress on stderr.
     #[arg(short, long)]
     pub quiet: bool,
 }
+
+/// The most route workers `--live-workers` may keep loaded at once.
+const MOST_LIVE_WORKERS: usize = 64;
 
 /// Re-parses the argument vector stored in a cache header.
 #[derive(Debug, clap::Parser)]
@@ -276,6 +279,13 @@ impl TuneArgs {
     }
 
     pub(super) fn config(&self) -> CliResult<TuneConfig> {
+        if let Some(n) = self.live_workers
+            && !(1..=MOST_LIVE_WORKERS).contains(&n)
+        {
+            return Err(input_err(format!(
+                "--live-workers {n}: give from 1 to {MOST_LIVE_WORKERS} (each live worker holds a loaded model)"
+            )));
+        }
         ConfigFlags {
             search: self.search.clone(),
             objective: self.objective.clone(),

@@ -1,0 +1,43 @@
+//! Value parsers of the numeric flags. A count's flag takes a whole number: `--warmup -1` says that
+//! negative values are not allowed (clap alone would read `-1` as a flag and advise `-- -1`), and a
+//! number too large for any count says so. Each limit (calls, rounds, seconds) is checked where the
+//! value is resolved, with a message naming it (docs/run.md, "Limits").
+
+/// A count (`--warmup`, `--iterations`, `--rounds`, …): a whole number, 0 or more.
+pub fn count(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    if t.starts_with('-') {
+        return Err("negative values are not allowed: give a whole number, 0 or more".into());
+    }
+    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("expected a whole number such as 10".into());
+    }
+    t.parse::<u64>()
+        .map_err(|_| "far larger than any limit (see docs/run.md, \"Limits\")".into())
+}
+
+/// [`count`] as a `usize`.
+pub fn count_usize(text: &str) -> Result<usize, String> {
+    count(text).and_then(|n| {
+        usize::try_from(n).map_err(|_| "far larger than any limit on this machine".into())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_say_what_is_wrong_with_them() {
+        assert_eq!(count("12"), Ok(12));
+        assert_eq!(count(" 0 "), Ok(0));
+        assert!(count("-1").expect_err("negative").contains("negative"));
+        assert!(count("1e5").expect_err("exponent").contains("whole number"));
+        assert!(count("").is_err());
+        assert!(
+            count("99999999999999999999999")
+                .expect_err("huge")
+                .contains("larger than any limit")
+        );
+    }
+}
