@@ -858,7 +858,11 @@ fn a_cache_with_a_cut_off_header_gets_one_remedy_from_a_new_tune_and_from_contin
         assert!(err.contains(&remedy), "{what}: {err}");
         assert!(!err.contains("resume it with --continue"), "{what}: {err}");
     }
-    assert_eq!(std::fs::read(&cache).expect("cache"), torn, "the cache was touched");
+    assert_eq!(
+        std::fs::read(&cache).expect("cache"),
+        torn,
+        "the cache was touched"
+    );
 }
 
 /// A full search over the uncapped limit is refused before the reference route is built: no bundle,

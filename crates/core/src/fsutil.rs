@@ -425,7 +425,9 @@ mod tests {
 
     /// The pid of a process that has exited and been reaped.
     fn dead_pid() -> u32 {
-        let mut child = std::process::Command::new("true").spawn().expect("spawn true");
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .expect("spawn true");
         let pid = child.id();
         child.wait().expect("reap");
         pid
@@ -452,8 +454,14 @@ mod tests {
             atomic_temporary_owner(n).or_else(|| staging_owner(n))
         });
         assert_eq!(removed, 2);
-        assert!(!dead_file.exists() && !dead_dir.exists(), "dead owner's temporaries stay");
-        assert!(live_file.exists() && live_dir.exists(), "a live owner's temporaries went");
+        assert!(
+            !dead_file.exists() && !dead_dir.exists(),
+            "dead owner's temporaries stay"
+        );
+        assert!(
+            live_file.exists() && live_dir.exists(),
+            "a live owner's temporaries went"
+        );
         assert!(t.path().join("results.json").exists(), "a real file went");
     }
 
@@ -469,7 +477,10 @@ mod tests {
         std::fs::write(&file, "half").expect("write");
         // Written by the (running) sleeper as far as times tell: it is kept.
         assert!(owner_may_be_alive(pid, SystemTime::now()));
-        assert_eq!(remove_stale_temporaries(t.path(), atomic_temporary_owner), 0);
+        assert_eq!(
+            remove_stale_temporaries(t.path(), atomic_temporary_owner),
+            0
+        );
         // Last changed a minute before the sleeper started: its pid was reused, the owner is gone.
         let old = SystemTime::now() - Duration::from_secs(60);
         File::options()

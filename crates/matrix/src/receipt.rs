@@ -114,11 +114,9 @@ fn same_revision(a: &str, b: &str) -> bool {
         None => (r.to_ascii_lowercase(), false),
     };
     let ((a, a_dirty), (b, b_dirty)) = (split(a), split(b));
-    let is_commit = |c: &str| c.len() >= MIN_COMMIT_CHARS && c.bytes().all(|b| b.is_ascii_hexdigit());
-    a_dirty == b_dirty
-        && is_commit(&a)
-        && is_commit(&b)
-        && (a.starts_with(&b) || b.starts_with(&a))
+    let is_commit =
+        |c: &str| c.len() >= MIN_COMMIT_CHARS && c.bytes().all(|b| b.is_ascii_hexdigit());
+    a_dirty == b_dirty && is_commit(&a) && is_commit(&b) && (a.starts_with(&b) || b.starts_with(&a))
 }
 
 #[cfg(test)]
@@ -187,9 +185,15 @@ mod tests {
         let run = "97a453d13fd1";
         let mut r = receipt();
         r.revision = full.into();
-        assert!(validate(&r, run, &consumed()).is_ok(), "full receipt, short run");
+        assert!(
+            validate(&r, run, &consumed()).is_ok(),
+            "full receipt, short run"
+        );
         r.revision = run.into();
-        assert!(validate(&r, full, &consumed()).is_ok(), "short receipt, full run");
+        assert!(
+            validate(&r, full, &consumed()).is_ok(),
+            "short receipt, full run"
+        );
         r.revision = "97a453d".into();
         assert!(validate(&r, run, &consumed()).is_ok(), "7 characters");
         r.revision = format!("{full}-dirty");

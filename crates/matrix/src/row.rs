@@ -723,7 +723,11 @@ mod tests {
         let results = serde_json::to_vec_pretty(&read).expect("serialize");
         let reread: RowResult = serde_json::from_slice(&results).expect("parse");
         for (i, (a, b)) in values.iter().zip(&reread.round_loads).enumerate() {
-            assert_eq!(a.to_bits(), b.to_bits(), "value {i}: {a:e} came back as {b:e}");
+            assert_eq!(
+                a.to_bits(),
+                b.to_bits(),
+                "value {i}: {a:e} came back as {b:e}"
+            );
         }
     }
 }

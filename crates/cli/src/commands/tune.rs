@@ -142,15 +142,12 @@ fn resume(args: TuneArgs) -> CliResult {
     let mut stored = stored.args;
     stored.cache = Some(cache_path.clone());
     stored.quiet = args.quiet;
-    let runtime_name = stored
-        .runtime
-        .clone()
-        .ok_or_else(|| {
-            input_err(format!(
-                "the tuning cache header names no --runtime; {}",
-                trtmc_tune::cache::start_over(&cache_path)
-            ))
-        })?;
+    let runtime_name = stored.runtime.clone().ok_or_else(|| {
+        input_err(format!(
+            "the tuning cache header names no --runtime; {}",
+            trtmc_tune::cache::start_over(&cache_path)
+        ))
+    })?;
     open_runtime(&runtime_name, stored.trtexec.as_deref())
         .and_then(|rt| rt.availability())
         .map_err(|e| CliError::new(ExitCode::Environment, e))?;
