@@ -289,6 +289,36 @@ fn bundles_are_reused_for_request_changes_and_rebuilt_for_shape_changes() {
         "{}",
         stdout(&found)
     );
+    // --rebuild means a new build, never the bundle below the root; with --bundle it is refused.
+    let rebuild_plan = run(&[
+        "run",
+        "--model",
+        "tiny-cnn",
+        "--bundle-cache",
+        other_cache.to_str().expect("utf8"),
+        "--bundle-root",
+        root.to_str().expect("utf8"),
+        "--rebuild",
+        "--dry-run",
+    ]);
+    assert_eq!(code(&rebuild_plan), 0, "{}", stderr(&rebuild_plan));
+    assert!(
+        stdout(&rebuild_plan).contains("would build")
+            && !stdout(&rebuild_plan).contains("found below --bundle-root"),
+        "{}",
+        stdout(&rebuild_plan)
+    );
+    let both = run(&[
+        "run",
+        "--model",
+        "tiny-cnn",
+        "--bundle",
+        &bundle_path,
+        "--rebuild",
+        "--dry-run",
+    ]);
+    assert_eq!(code(&both), 2, "{}", stderr(&both));
+    assert!(stderr(&both).contains("--bundle"), "{}", stderr(&both));
 
     let rebuilt = run(&[
         "run",
@@ -342,6 +372,20 @@ fn two_runs_building_the_same_key_at_once_share_one_bundle() {
             .spawn()
             .expect("spawn")
     };
+    // Build folders that killed builds left: a dead process's goes, a live one's (this test's) stays.
+    let dead = {
+        let mut child = std::process::Command::new("true").spawn().expect("spawn");
+        let pid = child.id();
+        child.wait().expect("reap");
+        pid
+    };
+    let runtime_dir = e.cache.join("tract");
+    let dead_folder = runtime_dir.join(format!(".tmp-0123456789abcdef-{dead}"));
+    let live_folder = runtime_dir.join(format!(".tmp-0123456789abcdef-{}", std::process::id()));
+    for folder in [&dead_folder, &live_folder] {
+        std::fs::create_dir_all(folder).expect("mkdir");
+        std::fs::write(folder.join("build.log"), "half a build").expect("write");
+    }
     let (mut a, mut b) = (spawn("x"), spawn("y"));
     assert!(a.wait().expect("wait").success());
     assert!(b.wait().expect("wait").success());
@@ -354,7 +398,10 @@ fn two_runs_building_the_same_key_at_once_share_one_bundle() {
                 .to_string()
         })
         .collect();
-    assert!(origins.contains(&"built".to_string()), "{origins:?}");
+    // Only one built it: the other reused it, whether it waited for the build or came after it.
+    let mut sorted = origins.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["built", "cache_hit"], "{origins:?}");
     let bundles: Vec<_> = std::fs::read_dir(e.cache.join("tract"))
         .expect("ls")
         .flatten()
@@ -365,9 +412,15 @@ fn two_runs_building_the_same_key_at_once_share_one_bundle() {
         1,
         "{bundles:?}"
     );
-    assert!(
-        !bundles.iter().any(|n| n.starts_with(".tmp")),
-        "no half-built bundle left: {bundles:?}"
+    let temporaries: Vec<&String> = bundles.iter().filter(|n| n.starts_with(".tmp")).collect();
+    assert_eq!(
+        temporaries,
+        [&live_folder
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned()],
+        "no half-built bundle left but the live one: {bundles:?}"
     );
 }
 
