@@ -895,3 +895,36 @@ fn an_oversized_full_search_is_refused_before_anything_is_built() {
     assert!(!out_dir.exists(), "the output directory was created");
     assert!(!tmp.path().join("bundles").exists(), "a bundle was built");
 }
+
+/// A tune killed while it wrote its summary left `.tuning-summary.json.tmp-PID` in its output
+/// directory: the next tune there removes it (its process is dead) instead of refusing the directory.
+#[test]
+fn a_dead_tunes_half_written_summary_does_not_block_the_next_tune() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dead = {
+        let mut child = Command::new("true").spawn().expect("spawn");
+        let pid = child.id();
+        child.wait().expect("reap");
+        pid
+    };
+    let out_dir = tmp.path().join("out");
+    std::fs::create_dir(&out_dir).expect("mkdir");
+    let leftover = out_dir.join(format!(".tuning-summary.json.tmp-{dead}"));
+    std::fs::write(&leftover, "{\"sch").expect("write");
+    let mut args = vec![
+        "--model",
+        "tiny-cnn",
+        "--runtime",
+        "tract",
+        "--routes",
+        "-threads=1",
+        "-o",
+        s(&out_dir),
+        "--quiet",
+    ];
+    args.extend_from_slice(QUICK);
+    let out = tune(tmp.path(), &args);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!leftover.exists(), "the dead tune's temporary stayed");
+    assert!(out_dir.join("tuning-summary.json").is_file());
+}

@@ -428,8 +428,7 @@ fn build_missing(
 ) -> Result<(), RunError> {
     // Each bundle path once, with the origin its build ended with.
     let mut done: Vec<(PathBuf, BundleOrigin)> = Vec::new();
-    for i in 0..planned.len() {
-        let p = &planned[i];
+    for p in planned.iter_mut() {
         let Some(plan) = &p.bundle else { continue };
         if !plan.needs_build {
             continue;
@@ -451,7 +450,7 @@ fn build_missing(
             }
         };
         // A run that lost the build race to another one reused its bundle: say so in result.json.
-        if let Some(plan) = &mut planned[i].bundle {
+        if let Some(plan) = &mut p.bundle {
             plan.origin = origin;
         }
     }
