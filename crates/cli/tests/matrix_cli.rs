@@ -892,6 +892,32 @@ fn preparation_receipts_are_checked_and_a_matching_one_shows_built() {
         );
         assert!(read_json(&out.join("results.json"))["preparation_receipt"].is_null());
     }
+    // The run records the 12-character commit; a receipt with the full 40-character one is the same
+    // revision (where this checkout can spell it out).
+    let (commit, dirty) = match revision.strip_suffix("-dirty") {
+        Some(c) => (c, "-dirty"),
+        None => (revision.as_str(), ""),
+    };
+    let full = Command::new("git")
+        .args([
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{commit}^{{commit}}"),
+        ])
+        .current_dir(repo_root())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    if let Some(full) = full {
+        assert_eq!(full.len(), 40, "{full}");
+        let o = attach(&receipt(
+            &format!("{full}{dirty}"),
+            serde_json::json!([rec(&bundle, 2.5.into())]),
+        ));
+        assert_eq!(code(&o), 0, "the full commit: {}", stderr(&o));
+    }
     let o = attach(&receipt(
         &revision,
         serde_json::json!([rec(&bundle, 2.5.into())]),
