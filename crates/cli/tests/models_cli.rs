@@ -424,6 +424,75 @@ fn two_runs_building_the_same_key_at_once_share_one_bundle() {
     );
 }
 
+/// The race made certain: a run plans a build, then waits on the key's lock while "another run" (this
+/// test, holding the lock) puts the finished bundle in place. The waiting run must reuse it and record
+/// `cache_hit`, not `built`, and must not rebuild it.
+#[test]
+fn a_run_that_waited_for_another_build_records_a_cache_hit() {
+    let e = env();
+    let (first, dir) = run_model(
+        &e,
+        "tiny-cnn",
+        "first",
+        &["--iterations", "2", "--warmup", "0"],
+    );
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let bundle = read_json(&dir.join("result.json"))["cases"][0]["bundle"].clone();
+    assert_eq!(bundle["origin"], "built");
+    let path = PathBuf::from(bundle["path"].as_str().expect("path"));
+    let key = bundle["key"].as_str().expect("key");
+    let manifest = std::fs::read(path.join("bundle.json")).expect("manifest");
+    let aside = e.root.join("finished-elsewhere");
+    std::fs::rename(&path, &aside).expect("move the bundle aside");
+
+    let lock = std::fs::File::create(e.cache.join(".locks").join(format!("{key}.lock")))
+        .expect("lock file");
+    lock.lock().expect("lock");
+    let log = e.root.join("second.log");
+    let mut second = std::process::Command::new(BIN)
+        .args(["run", "--model", "tiny-cnn", "--bundle-cache"])
+        .arg(&e.cache)
+        .args(["--iterations", "2", "--warmup", "0", "-o"])
+        .arg(e.root.join("second"))
+        .env_remove("TRTMC_MANIFEST_ROOT")
+        .env("TRTMC_TEST", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("building")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the second run never started its build"
+        );
+        assert!(
+            second.try_wait().expect("wait").is_none(),
+            "the second run ended early"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The other build finishes: its bundle appears, then its lock is released.
+    std::fs::rename(&aside, &path).expect("put the bundle in place");
+    drop(lock);
+    assert!(
+        second.wait().expect("wait").success(),
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    let reused = read_json(&e.root.join("second/result.json"))["cases"][0]["bundle"].clone();
+    assert_eq!(reused["origin"], "cache_hit", "{reused}");
+    assert_eq!(reused["path"], bundle["path"]);
+    assert_eq!(
+        std::fs::read(path.join("bundle.json")).expect("manifest"),
+        manifest,
+        "the waiting run rebuilt the bundle"
+    );
+}
+
 #[test]
 fn tiny_encoder_reports_vectors_and_elements() {
     let e = env();
