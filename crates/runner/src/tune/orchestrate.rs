@@ -319,6 +319,8 @@ where
 {
     let (plan, prepared, mut writer, previous) = match start {
         Start::New(plan) => {
+            // Before the cache file and the reference build.
+            plan.check_space()?;
             let prepared = prepare(request)?;
             let header = CacheHeader::new(
                 plan.config.clone(),
