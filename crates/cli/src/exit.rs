@@ -132,6 +132,7 @@ impl From<trtmc_matrix::Error> for CliError {
         use trtmc_matrix::plan::Kind;
         let code = match &e {
             E::NotARunDirectory { .. }
+            | E::HalfCreated { .. }
             | E::MalformedPlan { .. }
             | E::UnknownExecutor { .. }
             | E::RevisionMismatch { .. }
@@ -153,7 +154,10 @@ impl From<trtmc_matrix::Error> for CliError {
             | E::SlurmNoJobId { .. }
             | E::SlurmPoll { .. }
             | E::SlurmTimeout { .. } => ExitCode::Environment,
-            E::OutputNotEmpty { .. } | E::CreateDir { .. } | E::Write { .. } => ExitCode::Output,
+            E::OutputNotEmpty { .. }
+            | E::OutputRefused { .. }
+            | E::CreateDir { .. }
+            | E::Write { .. } => ExitCode::Output,
         };
         Self::classified(code, &e)
     }

@@ -892,6 +892,32 @@ fn preparation_receipts_are_checked_and_a_matching_one_shows_built() {
         );
         assert!(read_json(&out.join("results.json"))["preparation_receipt"].is_null());
     }
+    // The run records the 12-character commit; a receipt with the full 40-character one is the same
+    // revision (where this checkout can spell it out).
+    let (commit, dirty) = match revision.strip_suffix("-dirty") {
+        Some(c) => (c, "-dirty"),
+        None => (revision.as_str(), ""),
+    };
+    let full = Command::new("git")
+        .args([
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{commit}^{{commit}}"),
+        ])
+        .current_dir(repo_root())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    if let Some(full) = full {
+        assert_eq!(full.len(), 40, "{full}");
+        let o = attach(&receipt(
+            &format!("{full}{dirty}"),
+            serde_json::json!([rec(&bundle, 2.5.into())]),
+        ));
+        assert_eq!(code(&o), 0, "the full commit: {}", stderr(&o));
+    }
     let o = attach(&receipt(
         &revision,
         serde_json::json!([rec(&bundle, 2.5.into())]),
@@ -992,4 +1018,123 @@ fn slurm_job_array_runs_rows_reports_failed_tasks_and_resumes() {
         "row 0 kept"
     );
     assert_lights_match_ratios(&results);
+}
+
+/// The pid of a process that has exited and been reaped.
+fn dead_pid() -> u32 {
+    let mut child = Command::new("true").spawn().expect("spawn true");
+    let pid = child.id();
+    child.wait().expect("reap");
+    pid
+}
+
+/// `-o` and run directories after kills: what an interrupted creation left (rows/ and the plan's
+/// temporary, no plan) is named with the command that removes it by `resume` and cleared by `run -o`;
+/// symlinks, files and unrelated directories are refused without pointing to `matrix resume`; the
+/// temporaries of dead processes are removed by the next resume, a live process's kept; a row's figures
+/// reach results.json bit for bit.
+#[test]
+fn run_directories_half_created_refused_and_swept_of_dead_temporaries() {
+    let _one_at_a_time = measuring();
+    let s = setup("");
+    let rows = "  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: single\n    candidate: {runtime: onnxruntime}\n    reference: {backend: \"trtmc:onnxruntime\"}\n    measure: {rounds: 1}\n";
+    let suite_path = suite(&s, "dirs", rows);
+    let dead = dead_pid();
+
+    // What a kill -9 right after creation left with an earlier version.
+    let out = s.dir.path().join("run");
+    std::fs::create_dir_all(out.join("rows")).expect("mkdir");
+    std::fs::write(out.join(format!(".matrix-run.json.tmp-{dead}")), "{\"sch").expect("write");
+    let o = matrix(&s, &["resume", &p(&out)], &[]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("`rm -r -- {}`", p(&out))),
+        "{}",
+        stderr(&o)
+    );
+    let staging_left = s.dir.path().join(format!(".run.staging-{dead}"));
+    std::fs::create_dir(&staging_left).expect("mkdir");
+    let o = run_suite(&s, &suite_path, &out, &[], &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(out.join("matrix-run.json").is_file());
+    assert!(
+        !staging_left.exists(),
+        "a killed creation's staging directory stayed"
+    );
+    let names: Vec<String> = std::fs::read_dir(&out)
+        .expect("ls")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!names.iter().any(|n| n.starts_with('.')), "{names:?}");
+
+    // A directory that holds a run: resume is the advice.
+    let o = run_suite(&s, &suite_path, &out, &[], &[]);
+    assert_eq!(code(&o), 6, "{}", stderr(&o));
+    assert!(stderr(&o).contains("matrix resume"), "{}", stderr(&o));
+
+    // A symlink, a file, an unrelated directory: refused, and resume is not suggested.
+    let real = s.dir.path().join("real");
+    std::fs::create_dir(&real).expect("mkdir");
+    let link = s.dir.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).expect("symlink");
+    let file = s.dir.path().join("file");
+    std::fs::write(&file, "x").expect("write");
+    let photos = s.dir.path().join("photos");
+    std::fs::create_dir(&photos).expect("mkdir");
+    std::fs::write(photos.join("cat.jpg"), "x").expect("write");
+    for (target, needle) in [
+        (&link, "symlink"),
+        (&file, "is a file"),
+        (&photos, "holds no matrix run"),
+    ] {
+        let o = run_suite(&s, &suite_path, target, &[], &[]);
+        assert_eq!(code(&o), 6, "{needle}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{needle}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("resume"), "{needle}: {}", stderr(&o));
+    }
+    assert_eq!(
+        std::fs::read_dir(&real).expect("ls").count(),
+        0,
+        "written through the symlink"
+    );
+
+    // Temporaries: a dead process's are removed by resume, a live one's (this test's) kept.
+    let live = std::process::id();
+    let dead_results = out.join(format!(".results.json.tmp-{dead}"));
+    let dead_report = out.join(format!(".report.html.tmp-{dead}"));
+    let dead_row = out.join("rows").join(format!(".000.json.tmp-{dead}"));
+    let live_results = out.join(format!(".results.json.tmp-{live}"));
+    for f in [&dead_results, &dead_report, &dead_row, &live_results] {
+        std::fs::write(f, "half").expect("write");
+    }
+    // A row figure with a long mantissa, as a row file holds it.
+    let row_path = out.join("rows/000.json");
+    let mut row = read_json(&row_path);
+    let awkward: [f64; 4] = [
+        0.1 + 0.2,
+        2.638_344_616_030_823e-256,
+        1.0 / 3.0,
+        9.007_199_254_740_993e15,
+    ];
+    row["round_loads"] = serde_json::json!(awkward);
+    std::fs::write(&row_path, serde_json::to_vec(&row).expect("json")).expect("write row");
+    let o = matrix(&s, &["resume", &p(&out)], &[]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    for f in [&dead_results, &dead_report, &dead_row] {
+        assert!(!f.exists(), "{} stayed", f.display());
+    }
+    assert!(
+        live_results.exists(),
+        "a live process's temporary was removed"
+    );
+    let results = read_json(&out.join("results.json"));
+    let loads: Vec<u64> = results["rows"][0]["round_loads"]
+        .as_array()
+        .expect("round_loads")
+        .iter()
+        .map(|v| v.as_f64().expect("number").to_bits())
+        .collect();
+    let expected: Vec<u64> = awkward.iter().map(|v| v.to_bits()).collect();
+    assert_eq!(loads, expected, "results.json differs from the row");
 }

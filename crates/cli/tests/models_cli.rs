@@ -289,6 +289,36 @@ fn bundles_are_reused_for_request_changes_and_rebuilt_for_shape_changes() {
         "{}",
         stdout(&found)
     );
+    // --rebuild means a new build, never the bundle below the root; with --bundle it is refused.
+    let rebuild_plan = run(&[
+        "run",
+        "--model",
+        "tiny-cnn",
+        "--bundle-cache",
+        other_cache.to_str().expect("utf8"),
+        "--bundle-root",
+        root.to_str().expect("utf8"),
+        "--rebuild",
+        "--dry-run",
+    ]);
+    assert_eq!(code(&rebuild_plan), 0, "{}", stderr(&rebuild_plan));
+    assert!(
+        stdout(&rebuild_plan).contains("would build")
+            && !stdout(&rebuild_plan).contains("found below --bundle-root"),
+        "{}",
+        stdout(&rebuild_plan)
+    );
+    let both = run(&[
+        "run",
+        "--model",
+        "tiny-cnn",
+        "--bundle",
+        &bundle_path,
+        "--rebuild",
+        "--dry-run",
+    ]);
+    assert_eq!(code(&both), 2, "{}", stderr(&both));
+    assert!(stderr(&both).contains("--bundle"), "{}", stderr(&both));
 
     let rebuilt = run(&[
         "run",
@@ -342,6 +372,20 @@ fn two_runs_building_the_same_key_at_once_share_one_bundle() {
             .spawn()
             .expect("spawn")
     };
+    // Build folders that killed builds left: a dead process's goes, a live one's (this test's) stays.
+    let dead = {
+        let mut child = std::process::Command::new("true").spawn().expect("spawn");
+        let pid = child.id();
+        child.wait().expect("reap");
+        pid
+    };
+    let runtime_dir = e.cache.join("tract");
+    let dead_folder = runtime_dir.join(format!(".tmp-0123456789abcdef-{dead}"));
+    let live_folder = runtime_dir.join(format!(".tmp-0123456789abcdef-{}", std::process::id()));
+    for folder in [&dead_folder, &live_folder] {
+        std::fs::create_dir_all(folder).expect("mkdir");
+        std::fs::write(folder.join("build.log"), "half a build").expect("write");
+    }
     let (mut a, mut b) = (spawn("x"), spawn("y"));
     assert!(a.wait().expect("wait").success());
     assert!(b.wait().expect("wait").success());
@@ -354,7 +398,10 @@ fn two_runs_building_the_same_key_at_once_share_one_bundle() {
                 .to_string()
         })
         .collect();
-    assert!(origins.contains(&"built".to_string()), "{origins:?}");
+    // Only one built it: the other reused it, whether it waited for the build or came after it.
+    let mut sorted = origins.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["built", "cache_hit"], "{origins:?}");
     let bundles: Vec<_> = std::fs::read_dir(e.cache.join("tract"))
         .expect("ls")
         .flatten()
@@ -365,9 +412,84 @@ fn two_runs_building_the_same_key_at_once_share_one_bundle() {
         1,
         "{bundles:?}"
     );
+    let temporaries: Vec<&String> = bundles.iter().filter(|n| n.starts_with(".tmp")).collect();
+    assert_eq!(
+        temporaries,
+        [&live_folder
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned()],
+        "no half-built bundle left but the live one: {bundles:?}"
+    );
+}
+
+/// The race made certain: a run plans a build, then waits on the key's lock while "another run" (this
+/// test, holding the lock) puts the finished bundle in place. The waiting run must reuse it and record
+/// `cache_hit`, not `built`, and must not rebuild it.
+#[test]
+fn a_run_that_waited_for_another_build_records_a_cache_hit() {
+    let e = env();
+    let (first, dir) = run_model(
+        &e,
+        "tiny-cnn",
+        "first",
+        &["--iterations", "2", "--warmup", "0"],
+    );
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let bundle = read_json(&dir.join("result.json"))["cases"][0]["bundle"].clone();
+    assert_eq!(bundle["origin"], "built");
+    let path = PathBuf::from(bundle["path"].as_str().expect("path"));
+    let key = bundle["key"].as_str().expect("key");
+    let manifest = std::fs::read(path.join("bundle.json")).expect("manifest");
+    let aside = e.root.join("finished-elsewhere");
+    std::fs::rename(&path, &aside).expect("move the bundle aside");
+
+    let lock = std::fs::File::create(e.cache.join(".locks").join(format!("{key}.lock")))
+        .expect("lock file");
+    lock.lock().expect("lock");
+    let log = e.root.join("second.log");
+    let mut second = std::process::Command::new(BIN)
+        .args(["run", "--model", "tiny-cnn", "--bundle-cache"])
+        .arg(&e.cache)
+        .args(["--iterations", "2", "--warmup", "0", "-o"])
+        .arg(e.root.join("second"))
+        .env_remove("TRTMC_MANIFEST_ROOT")
+        .env("TRTMC_TEST", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("spawn");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("building")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the second run never started its build"
+        );
+        assert!(
+            second.try_wait().expect("wait").is_none(),
+            "the second run ended early"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The other build finishes: its bundle appears, then its lock is released.
+    std::fs::rename(&aside, &path).expect("put the bundle in place");
+    drop(lock);
     assert!(
-        !bundles.iter().any(|n| n.starts_with(".tmp")),
-        "no half-built bundle left: {bundles:?}"
+        second.wait().expect("wait").success(),
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    let reused = read_json(&e.root.join("second/result.json"))["cases"][0]["bundle"].clone();
+    assert_eq!(reused["origin"], "cache_hit", "{reused}");
+    assert_eq!(reused["path"], bundle["path"]);
+    assert_eq!(
+        std::fs::read(path.join("bundle.json")).expect("manifest"),
+        manifest,
+        "the waiting run rebuilt the bundle"
     );
 }
 

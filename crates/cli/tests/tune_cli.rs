@@ -823,3 +823,108 @@ fn the_run_line_printed_by_tune_onnx_reuses_the_tuned_bundle() {
     let tuned = read_json(&saved.join("tuned-route.json"));
     assert_eq!(case["bundle"]["path"], tuned["source_bundle"], "{tuned}");
 }
+
+/// A tuning cache whose header line was cut off (a tune killed as it started): a new tune and
+/// `--continue` both call it damaged and name the same commands, and neither touches it.
+#[test]
+fn a_cache_with_a_cut_off_header_gets_one_remedy_from_a_new_tune_and_from_continue() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let cache = tmp.path().join("cut.jsonl");
+    let torn = br#"{"tuner_version":"trtmc 0.1","accuracy_algo"#;
+    std::fs::write(&cache, torn).expect("write");
+    let out_dir = tmp.path().join("out");
+    let fresh = tune(
+        tmp.path(),
+        &[
+            "--model",
+            "tiny-cnn",
+            "--runtime",
+            "tract",
+            "--routes",
+            "-threads=1",
+            "--cache",
+            s(&cache),
+            "-o",
+            s(&out_dir),
+            "--quiet",
+        ],
+    );
+    let resumed = tune(tmp.path(), &["--continue", "--cache", s(&cache)]);
+    let remedy = format!("`rm {}`", s(&cache));
+    for (what, out) in [("new tune", &fresh), ("--continue", &resumed)] {
+        assert_eq!(code(out), 3, "{what}: {}", stderr(out));
+        let err = stderr(out);
+        assert!(err.contains("cannot be continued"), "{what}: {err}");
+        assert!(err.contains(&remedy), "{what}: {err}");
+        assert!(!err.contains("resume it with --continue"), "{what}: {err}");
+    }
+    assert_eq!(
+        std::fs::read(&cache).expect("cache"),
+        torn,
+        "the cache was touched"
+    );
+}
+
+/// A full search over the uncapped limit is refused before the reference route is built: no bundle,
+/// no cache, no output directory.
+#[test]
+fn an_oversized_full_search_is_refused_before_anything_is_built() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let list = |n: usize| (1..=n).map(|v| v.to_string()).collect::<Vec<_>>().join("|");
+    // 400 × 300 routes: over the 100,000 a full search takes without --max-routes.
+    let expression = format!("-threads=[{}] -test:sleep_us=[0|{}]", list(400), list(299));
+    let out_dir = tmp.path().join("out");
+    let out = tune(
+        tmp.path(),
+        &[
+            "--model",
+            "tiny-cnn",
+            "--runtime",
+            "tract",
+            "--routes",
+            &expression,
+            "--search",
+            "full",
+            "-o",
+            s(&out_dir),
+            "--quiet",
+        ],
+    );
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--max-routes"), "{}", stderr(&out));
+    assert!(!out_dir.exists(), "the output directory was created");
+    assert!(!tmp.path().join("bundles").exists(), "a bundle was built");
+}
+
+/// A tune killed while it wrote its summary left `.tuning-summary.json.tmp-PID` in its output
+/// directory: the next tune there removes it (its process is dead) instead of refusing the directory.
+#[test]
+fn a_dead_tunes_half_written_summary_does_not_block_the_next_tune() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dead = {
+        let mut child = Command::new("true").spawn().expect("spawn");
+        let pid = child.id();
+        child.wait().expect("reap");
+        pid
+    };
+    let out_dir = tmp.path().join("out");
+    std::fs::create_dir(&out_dir).expect("mkdir");
+    let leftover = out_dir.join(format!(".tuning-summary.json.tmp-{dead}"));
+    std::fs::write(&leftover, "{\"sch").expect("write");
+    let mut args = vec![
+        "--model",
+        "tiny-cnn",
+        "--runtime",
+        "tract",
+        "--routes",
+        "-threads=1",
+        "-o",
+        s(&out_dir),
+        "--quiet",
+    ];
+    args.extend_from_slice(QUICK);
+    let out = tune(tmp.path(), &args);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!leftover.exists(), "the dead tune's temporary stayed");
+    assert!(out_dir.join("tuning-summary.json").is_file());
+}

@@ -5,10 +5,15 @@
 //! slot holds either the complete old result or the complete new one; elsewhere two renames are used.
 //! A slot is only ever replaced when it is empty or holds a recognized trtmc result; anything else, and
 //! any symlink, is refused. Results are never merged.
+//!
+//! Every temporary carries its owner's pid in its name (`.NAME.tmp-PID`, `.NAME.staging-PID`); a killed
+//! process's are removed by the next command that meets them ([`remove_stale_temporaries`]), once the
+//! pid is known to be dead or reused.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 /// Writes `bytes` to `path` through a temporary sibling, fsync and rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -231,23 +236,103 @@ fn exchange(_a: &Path, _b: &Path) -> std::io::Result<()> {
 /// Removes staging directories of this slot left by processes that no longer run (a killed run).
 fn remove_stale_staging(parent: &Path, name: &str) {
     let prefix = format!(".{name}.staging-");
-    let Ok(entries) = std::fs::read_dir(parent) else {
-        return;
+    remove_stale_temporaries(parent, |file_name| {
+        staging_owner(file_name.strip_prefix(&prefix).map(|_| file_name)?)
+    });
+}
+
+/// The pid in the name of an output slot's staging directory (`.NAME.staging-PID`, `….old`).
+pub fn staging_owner(file_name: &str) -> Option<u32> {
+    let (_, pid) = file_name.strip_prefix('.')?.rsplit_once(".staging-")?;
+    pid.trim_end_matches(".old").parse().ok()
+}
+
+/// The pid in the name of an atomic write's temporary (`.NAME.tmp-PID`, see [`write_atomic`]).
+pub fn atomic_temporary_owner(file_name: &str) -> Option<u32> {
+    let (_, pid) = file_name.strip_prefix('.')?.rsplit_once(".tmp-")?;
+    pid.parse().ok()
+}
+
+/// Removes the entries of `dir` that `owner` names a pid for (files or whole directories) whose
+/// owning process no longer runs ([`owner_may_be_alive`]); returns how many it removed. Temporaries of
+/// a live process, and anything `owner` does not recognise, are kept.
+pub fn remove_stale_temporaries(dir: &Path, owner: impl Fn(&str) -> Option<u32>) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
     };
+    let mut removed = 0;
     for entry in entries.flatten() {
-        let file_name = entry.file_name().to_string_lossy().into_owned();
-        let Some(rest) = file_name.strip_prefix(&prefix) else {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = owner(&name) else { continue };
+        let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
             continue;
         };
-        let pid = rest.trim_end_matches(".old");
-        let alive = pid
-            .parse::<u32>()
-            .map(|p| Path::new(&format!("/proc/{p}")).exists())
-            .unwrap_or(true);
-        if !alive {
-            let _ = std::fs::remove_dir_all(entry.path());
+        let changed = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+        if owner_may_be_alive(pid, changed) {
+            continue;
         }
+        let gone = if meta.is_dir() {
+            std::fs::remove_dir_all(entry.path())
+        } else {
+            std::fs::remove_file(entry.path())
+        };
+        removed += usize::from(gone.is_ok());
     }
+    removed
+}
+
+/// Whether process `pid`, named as the owner of a temporary last changed at `changed`, may still be
+/// writing it. `false` only when it certainly is not: no such process, a zombie, or a process that
+/// started after the temporary was last changed (its pid was reused by someone else). Where processes
+/// cannot be inspected (no /proc), every owner is taken as alive and nothing is removed.
+pub fn owner_may_be_alive(pid: u32, changed: SystemTime) -> bool {
+    pid == std::process::id() || process_alive_since(pid, changed)
+}
+
+#[cfg(target_os = "linux")]
+fn process_alive_since(pid: u32, changed: SystemTime) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        // No such process, unless /proc itself is missing.
+        return !Path::new("/proc/self/stat").exists();
+    };
+    // The fields after the command name, which may itself hold spaces and parentheses: the first is
+    // field 3 (state), so field 22 (start time in clock ticks after boot) is the 20th.
+    let Some((_, fields)) = stat.rsplit_once(')') else {
+        return true;
+    };
+    let fields: Vec<&str> = fields.split_whitespace().collect();
+    if matches!(fields.first(), Some(&"Z" | &"X")) {
+        return false;
+    }
+    let (Some(ticks), Some(boot)) = (
+        fields.get(19).and_then(|f| f.parse::<u64>().ok()),
+        boot_time(),
+    ) else {
+        return true;
+    };
+    let per_second = rustix::param::clock_ticks_per_second().max(1);
+    let started = boot + Duration::from_secs_f64(ticks as f64 / per_second as f64);
+    // The boot time is in whole seconds: a process that started within that rounding counts as the
+    // owner (kept rather than removed).
+    started <= changed + Duration::from_secs(2)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn process_alive_since(_pid: u32, _changed: SystemTime) -> bool {
+    true
+}
+
+/// When the machine booted (`btime` of /proc/stat).
+#[cfg(target_os = "linux")]
+fn boot_time() -> Option<SystemTime> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let secs = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
 }
 
 /// A fresh directory `<parent>/<stem>` (with `-2`, `-3`, … when taken), created exclusively.
@@ -336,6 +421,78 @@ mod tests {
         let empty = t.path().join("empty");
         std::fs::create_dir(&empty).expect("mkdir");
         assert!(OutputSlot::prepare(&empty, "result.json", PREFIXES).is_ok());
+    }
+
+    /// The pid of a process that has exited and been reaped.
+    fn dead_pid() -> u32 {
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .expect("spawn true");
+        let pid = child.id();
+        child.wait().expect("reap");
+        pid
+    }
+
+    #[test]
+    fn temporaries_of_dead_owners_are_removed_and_live_ones_kept() {
+        let t = tempfile::tempdir().expect("tmp");
+        let dead = dead_pid();
+        let own = std::process::id();
+        let dead_file = t.path().join(format!(".results.json.tmp-{dead}"));
+        let live_file = t.path().join(format!(".results.json.tmp-{own}"));
+        let dead_dir = t.path().join(format!(".out.staging-{dead}"));
+        let live_dir = t.path().join(format!(".out.staging-{own}"));
+        for f in [&dead_file, &live_file] {
+            std::fs::write(f, "half").expect("write");
+        }
+        for d in [&dead_dir, &live_dir] {
+            std::fs::create_dir(d).expect("mkdir");
+            std::fs::write(d.join("result.json"), "{}").expect("write");
+        }
+        std::fs::write(t.path().join("results.json"), "{}").expect("write");
+        let removed = remove_stale_temporaries(t.path(), |n| {
+            atomic_temporary_owner(n).or_else(|| staging_owner(n))
+        });
+        assert_eq!(removed, 2);
+        assert!(
+            !dead_file.exists() && !dead_dir.exists(),
+            "dead owner's temporaries stay"
+        );
+        assert!(
+            live_file.exists() && live_dir.exists(),
+            "a live owner's temporaries went"
+        );
+        assert!(t.path().join("results.json").exists(), "a real file went");
+    }
+
+    #[test]
+    fn a_live_process_that_started_after_the_temporary_does_not_own_it() {
+        let t = tempfile::tempdir().expect("tmp");
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("spawn sleep");
+        let pid = sleeper.id();
+        let file = t.path().join(format!(".report.html.tmp-{pid}"));
+        std::fs::write(&file, "half").expect("write");
+        // Written by the (running) sleeper as far as times tell: it is kept.
+        assert!(owner_may_be_alive(pid, SystemTime::now()));
+        assert_eq!(
+            remove_stale_temporaries(t.path(), atomic_temporary_owner),
+            0
+        );
+        // Last changed a minute before the sleeper started: its pid was reused, the owner is gone.
+        let old = SystemTime::now() - Duration::from_secs(60);
+        File::options()
+            .write(true)
+            .open(&file)
+            .and_then(|f| f.set_modified(old))
+            .expect("set mtime");
+        let removed = remove_stale_temporaries(t.path(), atomic_temporary_owner);
+        let _ = sleeper.kill();
+        let _ = sleeper.wait();
+        assert_eq!(removed, 1);
+        assert!(!file.exists());
     }
 
     #[test]

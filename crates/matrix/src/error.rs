@@ -19,6 +19,14 @@ pub enum Error {
         run: PathBuf,
         source: std::io::Error,
     },
+    /// A directory an interrupted `matrix run` of an earlier version left without its plan.
+    #[error(
+        "{} holds what an interrupted `matrix run` left before it wrote its plan ({}): nothing ran in it, so there is nothing to resume; remove it with `{}` or give it to `matrix run -o` again, which clears it",
+        run.display(),
+        crate::runner::PLAN_FILE,
+        trtmc_core::text::shell_line(&["rm".into(), "-r".into(), "--".into(), run.display().to_string()])
+    )]
+    HalfCreated { run: PathBuf },
     /// The plan file does not parse.
     #[error("{} is not a matrix plan", path.display())]
     MalformedPlan {
@@ -79,13 +87,16 @@ pub enum Error {
     SlurmTimeout { job: String, timeout_s: f64 },
 
     // --- the run directory cannot be made or written (exit 6) ---
-    /// `-o` names a directory with content.
+    /// `-o` names the directory of an existing run.
     #[error(
-        "{} exists and is not empty: give a new directory, or continue that run with `matrix resume {}`",
+        "{} already holds a matrix run: continue it with `{}`, or give a new directory",
         dir.display(),
-        dir.display()
+        trtmc_core::text::shell_line(&["trtmc-bench".into(), "matrix".into(), "resume".into(), dir.display().to_string()])
     )]
     OutputNotEmpty { dir: PathBuf },
+    /// `-o` names something a run cannot be created in (a symlink, a file, an unrelated directory).
+    #[error("cannot create the matrix run in {}: {reason}", dir.display())]
+    OutputRefused { dir: PathBuf, reason: String },
     #[error("cannot create {}", path.display())]
     CreateDir {
         path: PathBuf,

@@ -38,7 +38,7 @@ pub fn validate(r: &Receipt, revision: &str, consumed: &Consumed) -> Result<(), 
             r.scope
         ));
     }
-    if r.revision != revision {
+    if !same_revision(&r.revision, revision) {
         return Err(format!(
             "revision mismatch: the receipt is for `{}`, the run was made by `{revision}`; prepare the bundles with the run's exact revision",
             r.revision
@@ -99,6 +99,26 @@ pub fn validate(r: &Receipt, revision: &str, consumed: &Consumed) -> Result<(), 
     Ok(())
 }
 
+/// Shortest abbreviation of a commit that names it (git's default `--short`).
+const MIN_COMMIT_CHARS: usize = 7;
+
+/// Whether two revision strings name the same build: equal, or commits (with the same `-dirty`
+/// marker) where one is an abbreviation of the other of at least [`MIN_COMMIT_CHARS`] characters, so a
+/// receipt may carry the full 40-character commit of a run recorded with its 12-character form.
+fn same_revision(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    let split = |r: &str| match r.strip_suffix("-dirty") {
+        Some(commit) => (commit.to_ascii_lowercase(), true),
+        None => (r.to_ascii_lowercase(), false),
+    };
+    let ((a, a_dirty), (b, b_dirty)) = (split(a), split(b));
+    let is_commit =
+        |c: &str| c.len() >= MIN_COMMIT_CHARS && c.bytes().all(|b| b.is_ascii_hexdigit());
+    a_dirty == b_dirty && is_commit(&a) && is_commit(&b) && (a.starts_with(&b) || b.starts_with(&a))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,5 +177,31 @@ mod tests {
                 .unwrap_err()
                 .contains("scope")
         );
+    }
+
+    #[test]
+    fn full_and_abbreviated_commits_of_one_revision_match() {
+        let full = "97a453d13fd1c0ffee0123456789abcdef012345";
+        let run = "97a453d13fd1";
+        let mut r = receipt();
+        r.revision = full.into();
+        assert!(
+            validate(&r, run, &consumed()).is_ok(),
+            "full receipt, short run"
+        );
+        r.revision = run.into();
+        assert!(
+            validate(&r, full, &consumed()).is_ok(),
+            "short receipt, full run"
+        );
+        r.revision = "97a453d".into();
+        assert!(validate(&r, run, &consumed()).is_ok(), "7 characters");
+        r.revision = format!("{full}-dirty");
+        assert!(validate(&r, &format!("{run}-dirty"), &consumed()).is_ok());
+        for other in ["97a453", "97a453d13fd2", "97a453d13fd1-dirty", "unknown"] {
+            r.revision = other.into();
+            let e = validate(&r, run, &consumed()).expect_err(other);
+            assert!(e.contains("revision mismatch"), "{other}: {e}");
+        }
     }
 }

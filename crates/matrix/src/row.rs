@@ -667,3 +667,67 @@ fn run_python_reference(
         result_file: ctx.rel(&result_path),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Finite doubles spread over the whole range, many with 17 significant digits: the numbers a
+    /// parser without exact float parsing gets wrong in the last digit.
+    fn awkward_floats() -> Vec<f64> {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut out = vec![0.1 + 0.2, 1.0 / 3.0, 2.638_344_616_030_823e-256, 5e-324];
+        while out.len() < 20_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let x = f64::from_bits(state);
+            if x.is_finite() {
+                out.push(x);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn row_figures_reach_the_results_document_bit_for_bit() {
+        let t = tempfile::tempdir().expect("tmp");
+        let values = awkward_floats();
+        let row = RowResult {
+            schema: ROW_SCHEMA.into(),
+            index: 0,
+            id: "r".into(),
+            entry: "e".into(),
+            model: "m".into(),
+            testcase: "c".into(),
+            status: RowStatus::Failed,
+            message: None,
+            comparison: None,
+            candidate: None,
+            reference: None,
+            resolved_settings: BTreeMap::new(),
+            commands: Vec::new(),
+            preparation: None,
+            round_loads: values.clone(),
+            attempt_dir: String::new(),
+            executor: "local".into(),
+            slurm_task: None,
+            host: String::new(),
+            started: String::new(),
+            finished: String::new(),
+        };
+        std::fs::create_dir_all(rows_dir(t.path())).expect("mkdir");
+        trtmc_core::fsutil::write_json_atomic(&row_file(t.path(), 0), &row).expect("write");
+        // finalize: read the row back, write it into results.json, which readers parse again.
+        let read = read_row(t.path(), 0).expect("row reads back");
+        let results = serde_json::to_vec_pretty(&read).expect("serialize");
+        let reread: RowResult = serde_json::from_slice(&results).expect("parse");
+        for (i, (a, b)) in values.iter().zip(&reread.round_loads).enumerate() {
+            assert_eq!(
+                a.to_bits(),
+                b.to_bits(),
+                "value {i}: {a:e} came back as {b:e}"
+            );
+        }
+    }
+}

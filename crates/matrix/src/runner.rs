@@ -41,11 +41,79 @@ pub use trtmc_core::artifacts::matrix::{
 
 pub fn read_plan(run: &Path) -> Result<Plan, MatrixError> {
     let path = run.join(PLAN_FILE);
-    let bytes = std::fs::read(&path).map_err(|source| Error::NotARunDirectory {
-        run: run.to_path_buf(),
-        source,
+    let bytes = std::fs::read(&path).map_err(|source| {
+        if half_created(run).is_some() {
+            Error::HalfCreated {
+                run: run.to_path_buf(),
+            }
+        } else {
+            Error::NotARunDirectory {
+                run: run.to_path_buf(),
+                source,
+            }
+        }
     })?;
     serde_json::from_slice(&bytes).map_err(|source| Error::MalformedPlan { path, source })
+}
+
+/// What an interrupted creation by an earlier version left in `dir` (an empty `rows/` and the plan's
+/// atomic-write temporaries, but no plan), or `None` when `dir` holds anything else. Runs made now
+/// are assembled beside their directory and moved into place whole, so they never look like this.
+fn half_created(dir: &Path) -> Option<Vec<PathBuf>> {
+    if !std::fs::symlink_metadata(dir).ok()?.is_dir() || dir.join(PLAN_FILE).exists() {
+        return None;
+    }
+    let plan_temporary = format!(".{PLAN_FILE}.tmp-");
+    let mut leftovers = Vec::new();
+    for entry in std::fs::read_dir(dir).ok()? {
+        let entry = entry.ok()?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        let empty_rows = name == "rows"
+            && std::fs::read_dir(&path).is_ok_and(|mut entries| entries.next().is_none());
+        if !empty_rows && !name.starts_with(&plan_temporary) {
+            return None;
+        }
+        leftovers.push(path);
+    }
+    (!leftovers.is_empty()).then_some(leftovers)
+}
+
+/// Removes the temporaries that killed matrix processes left in `run` (`.results.json.tmp-PID`,
+/// `.report.html.tmp-PID`, a leaf run's `.NAME.staging-PID`, …) once their owner is known to be dead.
+/// Rows are written by the row's own process, which under Slurm runs on another machine whose pids are
+/// not ours to judge: their folders are only swept when every row ran here (`local`).
+fn remove_stale_temporaries(run: &Path, rows_ran_here: bool) {
+    use trtmc_core::fsutil::{atomic_temporary_owner, staging_owner};
+    let sweep = |dir: &Path| {
+        trtmc_core::fsutil::remove_stale_temporaries(dir, |name| {
+            atomic_temporary_owner(name).or_else(|| staging_owner(name))
+        });
+    };
+    sweep(run);
+    sweep(&run.join("slurm"));
+    if !rows_ran_here {
+        return;
+    }
+    let rows = row::rows_dir(run);
+    sweep(&rows);
+    let subdirs = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for row_dir in subdirs(&rows) {
+        sweep(&row_dir);
+        for attempt in subdirs(&row_dir) {
+            sweep(&attempt);
+        }
+    }
 }
 
 fn slurm_jobs(run: &Path) -> Vec<SlurmJob> {
@@ -123,20 +191,27 @@ pub fn finalize(run: &Path) -> Result<Results, MatrixError> {
     Ok(results)
 }
 
-/// Creates the run directory (a new one below the results root, or `output` if new or empty) and
-/// writes the plan.
+/// Creates the run directory (a new one below the results root, or `output` if new or empty) with its
+/// plan and `rows/`. The directory is assembled in a hidden sibling and renamed into place whole, so a
+/// run directory that exists always holds its plan and can be resumed, whenever a kill comes.
 pub fn create(plan: &Plan, output: Option<&Path>) -> Result<PathBuf, MatrixError> {
     let dir = match output {
         Some(d) => {
-            if d.exists()
-                && std::fs::read_dir(d)
-                    .map(|mut r| r.next().is_some())
-                    .unwrap_or(true)
-            {
-                return Err(Error::OutputNotEmpty {
-                    dir: d.to_path_buf(),
-                });
-            }
+            check_output(d)?;
+            let staging = assemble(plan, d)?;
+            move_into_place(&staging, d).map_err(|source| match source.kind() {
+                std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::DirectoryNotEmpty => {
+                    Error::OutputRefused {
+                        dir: d.to_path_buf(),
+                        reason: "something was written into it while the run was being created"
+                            .into(),
+                    }
+                }
+                _ => Error::CreateDir {
+                    path: d.to_path_buf(),
+                    source,
+                },
+            })?;
             d.to_path_buf()
         }
         None => {
@@ -144,17 +219,161 @@ pub fn create(plan: &Plan, output: Option<&Path>) -> Result<PathBuf, MatrixError
             let root = &plan.environment.results_root;
             std::fs::create_dir_all(root).map_err(Error::create_dir(root))?;
             let stem = format!("matrix-{stamp}");
-            trtmc_core::fsutil::create_unique_dir(root, &stem)
-                .map_err(Error::create_dir(root.join(stem)))?
+            let staging = assemble(plan, &root.join(&stem))?;
+            place_uniquely(&staging, root, &stem).map_err(Error::create_dir(root.join(stem)))?
         }
     };
-    let rows = row::rows_dir(&dir);
-    std::fs::create_dir_all(&rows).map_err(Error::create_dir(rows))?;
-    let plan_path = dir.join(PLAN_FILE);
-    write_json_atomic(&plan_path, plan).map_err(Error::write(plan_path))?;
     let dir = crate::plan::absolute(&dir);
     finalize(&dir)?;
     Ok(dir)
+}
+
+/// Refuses an `-o` that cannot take a new run: a symlink (as `run -o` does), a file, a directory with
+/// content. Only a directory that holds a run is pointed to `matrix resume`; what an interrupted
+/// creation left (no plan, nothing ran) is cleared once its creator is dead.
+fn check_output(dir: &Path) -> Result<(), MatrixError> {
+    let refuse = |reason: String| Error::OutputRefused {
+        dir: dir.to_path_buf(),
+        reason,
+    };
+    let Ok(meta) = std::fs::symlink_metadata(dir) else {
+        return Ok(());
+    };
+    if meta.file_type().is_symlink() {
+        return Err(refuse(
+            "it is a symlink; a matrix run is never written through one (pass the real directory or a new path)"
+                .into(),
+        ));
+    }
+    if !meta.is_dir() {
+        return Err(refuse(
+            "it is a file, not a directory (give a new or empty directory)".into(),
+        ));
+    }
+    let mut entries =
+        std::fs::read_dir(dir).map_err(|e| refuse(format!("it cannot be read: {e}")))?;
+    if entries.next().is_none() {
+        return Ok(());
+    }
+    if dir.join(PLAN_FILE).exists() {
+        return match read_plan(dir) {
+            Ok(_) => Err(Error::OutputNotEmpty {
+                dir: dir.to_path_buf(),
+            }),
+            Err(e) => Err(refuse(format!(
+                "its {PLAN_FILE} is not a plan this program can resume ({}); give a new or empty directory",
+                e.message()
+            ))),
+        };
+    }
+    let Some(leftovers) = half_created(dir) else {
+        return Err(refuse(format!(
+            "it is not empty and holds no matrix run (no {PLAN_FILE}); give a new or empty directory"
+        )));
+    };
+    for path in &leftovers {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if let Some(pid) = trtmc_core::fsutil::atomic_temporary_owner(&name) {
+            let changed = std::fs::symlink_metadata(path)
+                .and_then(|m| m.modified())
+                .unwrap_or(std::time::SystemTime::UNIX_EPOCH);
+            if trtmc_core::fsutil::owner_may_be_alive(pid, changed) {
+                return Err(refuse(format!(
+                    "process {pid} is creating a matrix run in it (give another directory)"
+                )));
+            }
+        }
+    }
+    for path in &leftovers {
+        let removed = if path.is_dir() {
+            std::fs::remove_dir(path)
+        } else {
+            std::fs::remove_file(path)
+        };
+        removed.map_err(|e| {
+            refuse(format!(
+                "what an interrupted matrix run left in it cannot be removed ({}: {e})",
+                path.display()
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// Writes the plan, then `rows/`, into a fresh hidden sibling of `target` (`.NAME.staging-PID`), after
+/// removing the siblings that killed creations left.
+fn assemble(plan: &Plan, target: &Path) -> Result<PathBuf, MatrixError> {
+    let parent = target
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "matrix".into());
+    std::fs::create_dir_all(parent).map_err(Error::create_dir(parent))?;
+    // This name's killed creations, and those of runs named by the results root's default stem.
+    let own = format!(".{name}.staging-");
+    trtmc_core::fsutil::remove_stale_temporaries(parent, |entry| {
+        let ours = entry.starts_with(&own) || entry.starts_with(".matrix-");
+        trtmc_core::fsutil::staging_owner(entry).filter(|_| ours)
+    });
+    let staging = parent.join(format!(".{name}.staging-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir(&staging).map_err(Error::create_dir(&staging))?;
+    let filled = (|| {
+        let plan_path = staging.join(PLAN_FILE);
+        write_json_atomic(&plan_path, plan).map_err(Error::write(plan_path))?;
+        let rows = row::rows_dir(&staging);
+        std::fs::create_dir(&rows).map_err(Error::create_dir(rows))
+    })();
+    filled.inspect_err(|_| {
+        let _ = std::fs::remove_dir_all(&staging);
+    })?;
+    Ok(staging)
+}
+
+/// Renames the assembled `staging` to `target`, which must be absent or an empty directory (the rename
+/// fails on a directory with content); the staging directory is removed when it fails.
+fn move_into_place(staging: &Path, target: &Path) -> std::io::Result<()> {
+    std::fs::rename(staging, target).inspect_err(|_| {
+        let _ = std::fs::remove_dir_all(staging);
+    })
+}
+
+/// Moves `staging` to `<root>/<stem>` (or `-2`, `-3`, … when taken).
+fn place_uniquely(staging: &Path, root: &Path, stem: &str) -> std::io::Result<PathBuf> {
+    for n in 1..10_000 {
+        let candidate = if n == 1 {
+            root.join(stem)
+        } else {
+            root.join(format!("{stem}-{n}"))
+        };
+        if std::fs::symlink_metadata(&candidate).is_ok() {
+            continue;
+        }
+        match std::fs::rename(staging, &candidate) {
+            Ok(()) => return Ok(candidate),
+            // Another run took the name in between.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::AlreadyExists | std::io::ErrorKind::DirectoryNotEmpty
+                ) => {}
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(staging);
+                return Err(e);
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(staging);
+    Err(std::io::Error::other(format!(
+        "no free directory name for {stem} in {}",
+        root.display()
+    )))
 }
 
 /// Rows still to run: no result, or a result that is not final (failed, incomplete).
@@ -204,6 +423,7 @@ pub fn execute(
     {
         plan.exe = exe;
     }
+    remove_stale_temporaries(run, plan.executor == "local" && executor == "local");
     plan.executor = executor.into();
     let pending = pending_rows(&plan, run);
     match executor {
@@ -308,6 +528,7 @@ pub enum TaskOutcome {
 /// `matrix report`: validates and attaches a preparation receipt (if given), rewrites the results.
 pub fn report(run: &Path, receipt_path: Option<&Path>) -> Result<Results, MatrixError> {
     let plan = read_plan(run)?;
+    remove_stale_temporaries(run, false);
     if let Some(path) = receipt_path {
         let mut consumed = receipt::Consumed::new();
         for pr in &plan.rows {

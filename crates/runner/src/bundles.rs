@@ -5,7 +5,8 @@
 //! and version, the machine architecture and the runtime's target. Request-only changes therefore reuse a
 //! bundle; shape-affecting changes get a new entry. Builds take an exclusive file lock on the key and
 //! build into a temporary directory that is renamed into place, so two runs building the same key at
-//! once never corrupt the cache: the second waits and then reuses the first one's bundle.
+//! once never corrupt the cache: the second waits and then reuses the first one's bundle (and records it
+//! as a cache hit). A build removes the temporary directories that killed builds left behind.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -127,7 +128,9 @@ pub fn plan(
             reason,
         })?;
     let key = cache_key(profile, &source.identity, build_settings, rt);
-    for root in &options.roots {
+    // `--rebuild` builds the managed-cache entry anew; a matching bundle below a root is left alone.
+    let roots: &[PathBuf] = if options.rebuild { &[] } else { &options.roots };
+    for root in roots {
         if let Some(found) = find_below(root, &key) {
             return Ok(BundlePlan {
                 key: Some(key),
@@ -196,7 +199,8 @@ fn find_below(root: &Path, key: &str) -> Option<PathBuf> {
     walk(root, key, 4)
 }
 
-/// Builds the planned bundle (under the key's lock) unless another process finished it meanwhile.
+/// Builds the planned bundle (under the key's lock) unless another process finished it meanwhile:
+/// `Built` when this process built it, `CacheHit` when it waited for another one's build and reuses it.
 pub fn build(
     profile: &Profile,
     build_settings: &BTreeMap<String, Value>,
@@ -204,7 +208,7 @@ pub fn build(
     plan: &BundlePlan,
     options: &BundleOptions,
     command_line: &[String],
-) -> Result<(), BundleError> {
+) -> Result<BundleOrigin, BundleError> {
     let unbuildable = |what| Error::UnbuildablePlan {
         bundle: plan.path.clone(),
         what,
@@ -232,13 +236,15 @@ pub fn build(
     let lock = File::create(&lock_path).map_err(cache_io("create", &lock_path))?;
     lock.lock().map_err(cache_io("lock", &lock_path))?;
 
+    remove_stale_build_folders(parent);
     let cached_commit = || {
         sources::resolve(profile, &options.cache_root)
             .ok()
             .and_then(|s| s.commit)
     };
     if is_current(&plan.path, key, cached_commit().as_deref()) && !options.rebuild {
-        return Ok(());
+        // Another run built this key while we waited for the lock.
+        return Ok(BundleOrigin::CacheHit);
     }
     let onnx =
         sources::materialize(profile, &options.cache_root).map_err(|reason| Error::Source {
@@ -283,7 +289,18 @@ pub fn build(
         let _ = std::fs::remove_dir_all(&old);
     }
     std::fs::rename(&tmp, &plan.path).map_err(cache_io("move the new bundle into", &plan.path))?;
-    Ok(())
+    Ok(BundleOrigin::Built)
+}
+
+/// Removes the build folders (`.tmp-KEY-PID`, a tune's `.tmp-tune-KEY-PID`) and set-aside old bundles
+/// (`.old-KEY-PID`) that killed builds left in a runtime's cache directory; a live builder's are kept.
+pub fn remove_stale_build_folders(runtime_dir: &Path) {
+    trtmc_core::fsutil::remove_stale_temporaries(runtime_dir, |name| {
+        let rest = name
+            .strip_prefix(".tmp-")
+            .or_else(|| name.strip_prefix(".old-"))?;
+        rest.rsplit_once('-')?.1.parse().ok()
+    });
 }
 
 /// The manifest of the bundle in `dir`.

@@ -268,7 +268,7 @@ pub fn execute(
     progress: &dyn Progress,
 ) -> Result<RunOutcome, RunError> {
     let boundary = timing_boundary(&planned)?;
-    build_missing(&planned, options, progress)?;
+    build_missing(&mut planned, options, progress)?;
     fetch_tokenizers(&mut planned)?;
 
     let target = match &options.output {
@@ -439,26 +439,43 @@ pub(crate) fn fetch_tokenizers(planned: &mut [PlannedCase]) -> Result<(), RunErr
 }
 
 fn build_missing(
-    planned: &[PlannedCase],
+    planned: &mut [PlannedCase],
     options: &RunOptions,
     progress: &dyn Progress,
 ) -> Result<(), RunError> {
-    let mut built: Vec<PathBuf> = Vec::new();
-    for p in planned {
+    // Each bundle path once, with the origin its build ended with.
+    let mut done: Vec<(PathBuf, BundleOrigin)> = Vec::new();
+    for p in planned.iter_mut() {
         let Some(plan) = &p.bundle else { continue };
-        if !plan.needs_build || built.contains(&plan.path) {
+        if !plan.needs_build {
+            // A cache hit still clears what killed builds left beside its bundle.
+            if plan.origin == BundleOrigin::CacheHit
+                && let Some(dir) = plan.path.parent()
+            {
+                bundles::remove_stale_build_folders(dir);
+            }
             continue;
         }
-        let rt = runtime_named(&p.resolved.runtime.value, &options.bundle.runtimes)?;
-        build_reported(
-            p,
-            plan,
-            rt.as_ref(),
-            &options.bundle,
-            &options.command_line,
-            progress,
-        )?;
-        built.push(plan.path.clone());
+        let origin = match done.iter().find(|(path, _)| path == &plan.path) {
+            Some((_, origin)) => *origin,
+            None => {
+                let rt = runtime_named(&p.resolved.runtime.value, &options.bundle.runtimes)?;
+                let origin = build_reported(
+                    p,
+                    plan,
+                    rt.as_ref(),
+                    &options.bundle,
+                    &options.command_line,
+                    progress,
+                )?;
+                done.push((plan.path.clone(), origin));
+                origin
+            }
+        };
+        // A run that lost the build race to another one reused its bundle: say so in result.json.
+        if let Some(plan) = &mut p.bundle {
+            plan.origin = origin;
+        }
     }
     Ok(())
 }
@@ -472,14 +489,14 @@ pub(crate) fn build_reported(
     options: &BundleOptions,
     command_line: &[String],
     progress: &dyn Progress,
-) -> Result<(), RunError> {
+) -> Result<BundleOrigin, RunError> {
     progress.report(Event::BuildStarted {
         model: &p.profile.name,
         runtime: rt.name(),
         path: &plan.path,
     });
     let started = Instant::now();
-    bundles::build(
+    let origin = bundles::build(
         &p.profile,
         &p.resolved.build_values(),
         rt,
@@ -491,7 +508,7 @@ pub(crate) fn build_reported(
         model: &p.profile.name,
         seconds: started.elapsed().as_secs_f64(),
     });
-    Ok(())
+    Ok(origin)
 }
 
 /// A case being measured: its directory and what its rounds measured so far.

@@ -237,17 +237,24 @@ pub enum CacheError {
     )]
     Exists { path: PathBuf },
     #[error(
-        "tuning cache {path} is empty or has no header line; it cannot be continued, start a new tune"
+        "tuning cache {path} is empty or has no complete header line (a tune killed while it started), so it \
+         cannot be continued; {}",
+        start_over(path)
     )]
     NoHeader { path: PathBuf },
-    #[error("tuning cache {path}, line 1 (header): {message}")]
+    #[error(
+        "tuning cache {path}, line 1 (header): {message}; it cannot be continued; {}",
+        start_over(path)
+    )]
     BadHeader { path: PathBuf, message: String },
     #[error(
-        "tuning cache {path} has schema '{found}', this tuner reads '{CACHE_SCHEMA}'; start a new tune"
+        "tuning cache {path} has schema '{found}', this tuner reads '{CACHE_SCHEMA}'; {}",
+        start_over(path)
     )]
     WrongSchema { path: PathBuf, found: String },
     #[error(
-        "tuning cache {path}, line {line}: {message}; the file was edited or damaged, start a new tune"
+        "tuning cache {path}, line {line}: {message}; the file was edited or damaged; {}",
+        start_over(path)
     )]
     BadLine {
         path: PathBuf,
@@ -262,6 +269,21 @@ pub enum CacheError {
     FingerprintMismatch { differences: Vec<FieldDifference> },
 }
 
+/// What to do with a cache that cannot be continued: the same words from a new tune and from
+/// `--continue`, naming the commands that clear the way.
+pub fn start_over(path: &Path) -> String {
+    let quoted = |p: &Path| trtmc_core::text::shell_line(&[p.display().to_string()]);
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(".damaged");
+    format!(
+        "move it aside (`mv {} {}`) or delete it (`rm {}`) and start the tune again, or give the new tune \
+         another --cache",
+        quoted(path),
+        quoted(Path::new(&aside)),
+        quoted(path)
+    )
+}
+
 /// Appends iteration lines to a cache file.
 #[derive(Debug)]
 pub struct CacheWriter {
@@ -270,11 +292,15 @@ pub struct CacheWriter {
 }
 
 impl CacheWriter {
-    /// Create a new cache with its header. Refuses an existing non-empty file.
+    /// Create a new cache with its header. Refuses an existing non-empty file: one that `--continue`
+    /// can resume says so, one it cannot (damaged, no header) says what `--continue` would say.
     pub fn create(path: &Path, header: &CacheHeader) -> Result<Self, CacheError> {
         if std::fs::metadata(path).is_ok_and(|m| m.len() > 0) {
-            return Err(CacheError::Exists {
-                path: path.to_path_buf(),
+            return Err(match read(path) {
+                Ok(_) | Err(CacheError::Io { .. }) => CacheError::Exists {
+                    path: path.to_path_buf(),
+                },
+                Err(not_continuable) => not_continuable,
             });
         }
         let io = |source| CacheError::Io {

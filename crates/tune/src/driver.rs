@@ -156,6 +156,23 @@ impl TunePlan {
             config: header.options.clone(),
         })
     }
+
+    /// Refuses a `full` or `racing` search whose space is over [`MAX_UNCAPPED_ROUTES`] without
+    /// `--max-routes`: checked before anything is built (the CLI asks before it writes the cache).
+    pub fn check_space(&self) -> Result<(), TuneError> {
+        let config = &self.config;
+        if matches!(config.search, SearchOrder::Full | SearchOrder::Racing)
+            && config.max_routes.is_none()
+            && FullSpace::new(&self.expression)
+                .len()
+                .is_none_or(|n| n > MAX_UNCAPPED_ROUTES)
+        {
+            return Err(TuneError::SpaceTooLarge {
+                count: search::planned_count(config.search, &self.expression, &self.knobs),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// Called with every iteration as it is folded in: `true` when it was replayed from the cache.
@@ -489,6 +506,8 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
         let config = self.config;
         let expr = &self.plan.expression;
         let knobs = &self.plan.knobs;
+        // Before the reference route: an oversized search must not build anything first.
+        self.plan.check_space()?;
         if self.reference_source.is_default_route() {
             let route = search::default_route(expr, knobs);
             self.step(Phase::Reference, &route, None, |d| {
@@ -504,16 +523,6 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
             SearchOrder::Mixed => Phase::Mixed1,
             SearchOrder::Racing => Phase::Racing,
         };
-        if matches!(config.search, SearchOrder::Full | SearchOrder::Racing)
-            && config.max_routes.is_none()
-        {
-            let len = FullSpace::new(expr).len();
-            if len.is_none_or(|n| n > MAX_UNCAPPED_ROUTES) {
-                return Err(TuneError::SpaceTooLarge {
-                    count: search::planned_count(config.search, expr, knobs),
-                });
-            }
-        }
         let routes = search::planned_routes(config.search, expr, knobs, config.max_routes);
         self.planned = routes.len();
         let first_calls = if config.search == SearchOrder::Racing {

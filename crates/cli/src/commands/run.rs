@@ -96,8 +96,9 @@ pub struct RunArgs {
     /// Fail instead of building when no bundle exists.
     #[arg(long, conflicts_with = "rebuild")]
     pub no_build: bool,
-    /// Rebuild the managed-cache bundle even if a compatible one exists.
-    #[arg(long)]
+    /// Rebuild the managed-cache bundle even if a compatible one exists (a match below --bundle-root is
+    /// not used then).
+    #[arg(long, conflicts_with = "bundle")]
     pub rebuild: bool,
     /// Print the resolved plan and bundle paths without building or loading anything.
     #[arg(long)]

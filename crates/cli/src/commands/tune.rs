@@ -100,6 +100,8 @@ pub fn execute(args: TuneArgs) -> CliResult {
         expression,
         config,
     };
+    // Refused here, before the output directory, the cache or any route's bundle exists.
+    plan.check_space().map_err(|e| input_err(e.to_string()))?;
     let out_dir = orchestrate::prepare_output(args.output.as_deref()).map_err(CliError::from)?;
     let cache_path = args
         .cache
@@ -134,18 +136,21 @@ fn resume(args: TuneArgs) -> CliResult {
     let header = orchestrate::read_cache_header(&cache_path).map_err(CliError::from)?;
     let stored = Stored::try_parse_from(header.argv.iter().skip(1)).map_err(|e| {
         input_err(format!(
-            "tuning cache {}: the stored command line no longer parses ({}); start a new tune",
+            "tuning cache {}: the stored command line no longer parses ({}); {}",
             cache_path.display(),
-            e.to_string().lines().next().unwrap_or_default()
+            e.to_string().lines().next().unwrap_or_default(),
+            trtmc_tune::cache::start_over(&cache_path)
         ))
     })?;
     let mut stored = stored.args;
     stored.cache = Some(cache_path.clone());
     stored.quiet = args.quiet;
-    let runtime_name = stored
-        .runtime
-        .clone()
-        .ok_or_else(|| input_err("the tuning cache header names no --runtime; start a new tune"))?;
+    let runtime_name = stored.runtime.clone().ok_or_else(|| {
+        input_err(format!(
+            "the tuning cache header names no --runtime; {}",
+            trtmc_tune::cache::start_over(&cache_path)
+        ))
+    })?;
     open_runtime(&runtime_name, stored.trtexec.as_deref())
         .and_then(|rt| rt.availability())
         .map_err(|e| CliError::new(ExitCode::Environment, e))?;

@@ -162,6 +162,7 @@ fn build_inner(request: &ChildRequest) -> anyhow::Result<Response> {
     if let Some(parent) = tmp.parent() {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create {}", parent.display()))?;
+        crate::bundles::remove_stale_build_folders(parent);
     }
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;

@@ -16,7 +16,9 @@ use serde_json::Value;
 use trtmc_core::accuracy::Tensor;
 use trtmc_core::case::{self, Override, ResolveInput, ResolvedCase};
 use trtmc_core::catalog::{Catalog, ModelSource, Profile};
-use trtmc_core::fsutil::{write_atomic, write_json_atomic};
+use trtmc_core::fsutil::{
+    atomic_temporary_owner, remove_stale_temporaries, write_atomic, write_json_atomic,
+};
 use trtmc_runtime::runtime::Runtime;
 use trtmc_tune::cache::{self, CacheHeader, CacheWriter, Fingerprint, IterationRecord};
 use trtmc_tune::summary::{ChosenRoute, TuneContext, TuneSummary};
@@ -196,6 +198,8 @@ pub fn prepare_output(output: Option<&Path>) -> Result<PathBuf, TuneRunError> {
         Ok(m) if m.file_type().is_symlink() => return Err(refuse("it is a symlink".into())),
         Ok(m) if !m.is_dir() => return Err(refuse("it is a file".into())),
         Ok(_) => {
+            // A killed tune's half-written summary or report is not "something a tune did not write".
+            remove_stale_temporaries(&dir, atomic_temporary_owner);
             let entries: Vec<String> = std::fs::read_dir(&dir)
                 .map_err(|e| refuse(format!("it cannot be read: {e}")))?
                 .flatten()
@@ -315,6 +319,8 @@ where
 {
     let (plan, prepared, mut writer, previous) = match start {
         Start::New(plan) => {
+            // Before the cache file and the reference build.
+            plan.check_space()?;
             let prepared = prepare(request)?;
             let header = CacheHeader::new(
                 plan.config.clone(),
@@ -336,6 +342,7 @@ where
                 path: out_dir.clone(),
                 source,
             })?;
+            remove_stale_temporaries(out_dir, atomic_temporary_owner);
             let prepared = prepare(request)?;
             header
                 .check_fingerprint(&prepared.fingerprint)
