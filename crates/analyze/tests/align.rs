@@ -7,7 +7,7 @@ mod common;
 use std::collections::{BinaryHeap, HashMap};
 use std::path::Path;
 
-use common::{analyze, data, fixture};
+use common::{analyze, chained_resnets, data, fixture};
 use proptest::prelude::*;
 use trtmc_analyze::analysis::{Backend, LayerView};
 use trtmc_analyze::classify::Family;
@@ -673,43 +673,6 @@ fn indistinguishable_layers_stay_unmatched_as_ambiguous() {
     );
 }
 
-/// `copies` ResNet18 fp16 builds chained into one engine, as scripts/bench-analyze.sh builds its
-/// 14,400-layer case (each copy reads the previous one's output).
-fn chained_resnets(copies: usize) -> serde_json::Value {
-    let doc: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(fixture("trex/resnet18-pt-a100-fp16.layers.json"))
-            .expect("fixture"),
-    )
-    .expect("json");
-    let bindings = doc["Bindings"].as_array().expect("bindings");
-    let first_in = bindings[0].as_str().expect("input").to_owned();
-    let last_out = bindings[bindings.len() - 1]
-        .as_str()
-        .expect("output")
-        .to_owned();
-    let mut layers = Vec::new();
-    for i in 0..copies {
-        let rename = |name: &str| {
-            if i > 0 && name == first_in {
-                format!("c{}/{last_out}", i - 1)
-            } else {
-                format!("c{i}/{name}")
-            }
-        };
-        for l in doc["Layers"].as_array().expect("layers") {
-            let mut l = l.clone();
-            l["Name"] = format!("c{i}/{}", l["Name"].as_str().unwrap_or("")).into();
-            for key in ["Inputs", "Outputs"] {
-                for t in l[key].as_array_mut().into_iter().flatten() {
-                    t["Name"] = rename(t["Name"].as_str().unwrap_or("")).into();
-                }
-            }
-            layers.push(l);
-        }
-    }
-    serde_json::json!({ "Layers": layers, "Bindings": [first_in, format!("c{}/{last_out}", copies - 1)] })
-}
-
 /// Alignment stays linear: a large engine against itself (names) and against a renamed,
 /// reordered copy (graph position only). `ALIGN_COPIES=400` gives the 14,400-layer case.
 #[test]
@@ -718,7 +681,7 @@ fn large_engines_align_with_themselves_and_their_scrambled_copies() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(60);
-    let doc = chained_resnets(copies);
+    let (doc, _) = chained_resnets(copies);
     let (copy, order) = scrambled(&doc, 11);
     let dir = tempfile::tempdir().expect("tempdir");
     let (path, copy_path) = (

@@ -562,55 +562,11 @@ fn packed_data_unpacks_to_the_analysis() {
     }
 }
 
-/// A chain of `copies` ResNet18 fp16 builds (36 layers each), as scripts/gen-large-engine.py.
+/// A chain of `copies` ResNet18 fp16 builds as `layers_x.json` / `profile_x.json` in `dir`.
 fn large_inputs(dir: &Path, copies: usize) {
-    let fixtures = common::fixtures_dir().join("trex");
-    let read = |name: &str| -> serde_json::Value {
-        serde_json::from_str(&std::fs::read_to_string(fixtures.join(name)).expect("read"))
-            .expect("json")
-    };
-    let doc = read("resnet18-pt-a100-fp16.layers.json");
-    let profile = read("resnet18-pt-a100-fp16.profile.json");
-    let first_in = doc["Bindings"][0].as_str().expect("binding").to_owned();
-    let last_out = doc["Bindings"]
-        .as_array()
-        .and_then(|b| b.last())
-        .and_then(|b| b.as_str())
-        .expect("binding")
-        .to_owned();
-    let mut layers = Vec::new();
-    let mut records = vec![profile[0].clone()];
-    for i in 0..copies {
-        let rename = |name: &str| {
-            if i > 0 && name == first_in {
-                format!("c{}/{last_out}", i - 1)
-            } else {
-                format!("c{i}/{name}")
-            }
-        };
-        for layer in doc["Layers"].as_array().expect("layers") {
-            let mut l = layer.clone();
-            l["Name"] = format!("c{i}/{}", layer["Name"].as_str().expect("name")).into();
-            for key in ["Inputs", "Outputs"] {
-                for t in l[key].as_array_mut().expect("tensors") {
-                    t["Name"] = rename(t["Name"].as_str().expect("tensor")).into();
-                }
-            }
-            layers.push(l);
-        }
-        for r in profile.as_array().expect("profile").iter().skip(1) {
-            let mut r = r.clone();
-            r["name"] = format!("c{i}/{}", r["name"].as_str().expect("name")).into();
-            records.push(r);
-        }
-    }
-    let doc = serde_json::json!({"Layers": layers, "Bindings": [first_in, format!("c{}/{last_out}", copies - 1)]});
+    let (doc, records) = common::chained_resnets(copies);
     std::fs::write(dir.join("layers_x.json"), doc.to_string()).expect("write");
-    std::fs::write(
-        dir.join("profile_x.json"),
-        serde_json::Value::Array(records).to_string(),
-    )
-    .expect("write");
+    std::fs::write(dir.join("profile_x.json"), records.to_string()).expect("write");
 }
 
 #[test]
