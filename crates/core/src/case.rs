@@ -532,7 +532,7 @@ impl MeasureField {
 }
 
 /// A number as a person reads it: `1e300` rather than three hundred digits.
-fn number_text(v: f64) -> String {
+pub fn number_text(v: f64) -> String {
     if v.is_finite() && v.abs() >= 1e15 {
         format!("{v:e}")
     } else {

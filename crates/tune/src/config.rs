@@ -303,11 +303,7 @@ impl TuneConfig {
             {
                 return bad(
                     option,
-                    if v.is_finite() && v.abs() >= 1e15 {
-                        format!("{v:e}")
-                    } else {
-                        v.to_string()
-                    },
+                    trtmc_core::case::number_text(v),
                     "seconds from 0 to 604800 (one week); a negative --timeout or --route-budget means none",
                 );
             }
