@@ -237,12 +237,7 @@ pub fn build(
     lock.lock().map_err(cache_io("lock", &lock_path))?;
 
     remove_stale_build_folders(parent);
-    let cached_commit = || {
-        sources::resolve(profile, &options.cache_root)
-            .ok()
-            .and_then(|s| s.commit)
-    };
-    if is_current(&plan.path, key, cached_commit().as_deref()) && !options.rebuild {
+    if is_current(&plan.path, key, sources::hub_commit(profile).as_deref()) && !options.rebuild {
         // Another run built this key while we waited for the lock.
         return Ok(BundleOrigin::CacheHit);
     }
@@ -252,7 +247,7 @@ pub fn build(
             reason,
         })?;
     // For a hub model downloaded by `materialize` the commit is known only now.
-    let commit = cached_commit();
+    let commit = sources::hub_commit(profile);
     let tmp = parent.join(format!(".tmp-{}-{}", &key[..16], std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(cache_io("create", &tmp))?;

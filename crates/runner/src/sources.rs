@@ -21,6 +21,23 @@ pub struct ResolvedSource {
     pub commit: Option<String>,
 }
 
+/// The commit a hub model's cached revision resolves to (`None` for other sources, or when the file
+/// is not cached); a look at the local cache, without hashing or downloading anything.
+pub fn hub_commit(profile: &Profile) -> Option<String> {
+    let ModelSource::HuggingFace {
+        repo,
+        file,
+        revision,
+    } = &profile.source
+    else {
+        return None;
+    };
+    hub_cached(repo, file, revision)
+        .1
+        .as_deref()
+        .and_then(snapshot_commit)
+}
+
 /// Whether resolving a hub file may download it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fetch {
