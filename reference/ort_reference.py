@@ -13,9 +13,20 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ort_ops  # noqa: E402
 import trtmc_reference as ref  # noqa: E402
 
 INSTALL = "pip install onnxruntime==1.31.1 numpy"
+
+
+def read_calls(request):
+    """The candidate's per-call inputs (`operation_inputs`), or none."""
+    path = request.get("operation_inputs")
+    if not path:
+        return []
+    if not os.path.isabs(path):
+        path = os.path.join(os.path.dirname(os.path.abspath(request["inputs"])), path)
+    return ref.read_call_inputs(path)
 
 
 def execute(request, doc):
@@ -59,24 +70,9 @@ def execute(request, doc):
     onnx_types = {"tensor(float)": "float32", "tensor(float16)": "float16",
                   "tensor(double)": "float64", "tensor(bfloat16)": "bfloat16"}
     doc["precision"] = ref.precision_of(onnx_types.get(t, t) for t in declared.values())
-    names = [o.name for o in session.get_outputs()]
-
     operation = request.get("operation", "infer")
-    if operation not in ("infer", "classify"):
-        raise ref.ReferenceFailure(
-            f"operation {operation!r} has no ONNX Runtime reference here (infer and classify do)")
-
-    if operation == "classify":
-        import numpy as np
-
-        def call():
-            # The public call of `classify`: the forward pass and the top-1 class of each image.
-            outputs = session.run(None, feeds)
-            np.argmax(outputs[0].reshape(outputs[0].shape[0], -1), axis=1)
-            return outputs
-    else:
-        def call():
-            return session.run(None, feeds)
+    ctx = ort_ops.OperationContext(session, feeds, request.get("request") or {}, read_calls(request))
+    call, names = ort_ops.load(operation).prepare(ctx)
 
     warmup_ms, observations, outputs = ref.timed_loop(
         call, int(request["warmup"]), int(request["iterations"]), float(request.get("min_duration_s", 0.0)), names)
@@ -88,6 +84,7 @@ def execute(request, doc):
         "execution_mode": mode,
         "intra_op_num_threads": int(request["threads"]),
         "providers": session.get_providers(),
+        **ctx.notes,
     }
     if request.get("save_outputs"):
         ref.write_tensor_set(request["save_outputs"], "outputs", list(zip(names, outputs)))

@@ -5,7 +5,8 @@ own framework's public API (ONNX Runtime's Python `InferenceSession.run`, PyTorc
 result in the worker's observation protocol:
 
   request  trtmc.reference-request/v1   model, inputs index, operation, warmup, iterations,
-                                        min_duration_s, seed, precision, threads, options, save_outputs
+                                        min_duration_s, seed, precision, threads, options, save_outputs,
+                                        request (the case's values), operation_inputs (per-call inputs)
   result   trtmc.reference-result/v1    status, error, runtime {name, version}, boundary
                                         (public_pipeline_call_wall), precision (what ran),
                                         requested_precision, load_ms, warmup_ms, observations, notes
@@ -88,6 +89,36 @@ def read_tensor_set(index_path, kind="inputs"):
                 f"{e['file']} holds {data.size} values, shape {shape} needs {math.prod(shape)}")
         tensors.append((e["name"], data.reshape(shape)))
     return tensors
+
+
+def read_call_inputs(index_path):
+    """A runner's per-call inputs (`operation-inputs.json`): a list of {"tensors": {name: array},
+    "values": {...}}, one per distinct call; call i uses entry i % len."""
+    import numpy as np
+
+    try:
+        with open(index_path, encoding="utf-8") as f:
+            index = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ReferenceFailure(f"cannot read the operation inputs {index_path}: {e}")
+    calls = index.get("calls") if isinstance(index, dict) else None
+    if not isinstance(calls, list) or not calls:
+        raise ReferenceFailure(f"{index_path} has no `calls` list")
+    base = os.path.dirname(os.path.abspath(index_path))
+    out = []
+    for i, c in enumerate(calls):
+        tensors = {}
+        for e in c.get("tensors", []):
+            dtype = DTYPES.get(e.get("dtype"))
+            if dtype is None:
+                raise ReferenceFailure(f"{index_path}: call {i} tensor {e.get('name')!r} has unknown dtype {e.get('dtype')!r}")
+            shape = [int(d) for d in e["shape"]]
+            data = np.fromfile(os.path.join(base, e["file"]), dtype=np.dtype(dtype))
+            if data.size != math.prod(shape):
+                raise ReferenceFailure(f"{e['file']} holds {data.size} values, shape {shape} needs {math.prod(shape)}")
+            tensors[e["name"]] = data.reshape(shape)
+        out.append({"tensors": tensors, "values": c.get("values") or {}})
+    return out
 
 
 def write_tensor_set(directory, kind, tensors):

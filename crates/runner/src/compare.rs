@@ -232,7 +232,42 @@ pub fn reference_request(
         threads: settings.threads.unwrap_or(threads),
         options,
         save_outputs: None,
+        request: r
+            .request
+            .iter()
+            .map(|(k, v)| (k.clone(), v.value.clone()))
+            .collect(),
+        operation_inputs: None,
     }
+}
+
+/// The candidate runner's per-call inputs (token ids, images, noise, …) written beside the request,
+/// so the reference repeats exactly the candidate's calls; `None` for operations that have none.
+fn save_call_inputs(dir: &Path, side: &Side) -> Result<Option<PathBuf>, RunError> {
+    // One forward pass on the synthesized inputs: nothing more to save, and no model load to pay.
+    if matches!(
+        side.planned.resolved.operation.as_str(),
+        "infer" | "classify"
+    ) {
+        return Ok(None);
+    }
+    let mut worker = crate::run::case_worker_request(&side.planned);
+    worker.bundle = Some(side.bundle.clone());
+    let inputs =
+        trtmc_runtime::worker::reference_inputs(&worker).map_err(|e| RunError::CompareInputs {
+            reason: format!(
+                "preparing the {} inputs of `{}` for the reference: {e:#}",
+                side.planned.resolved.operation, side.planned.profile.name
+            ),
+        })?;
+    if inputs.calls.is_empty() {
+        return Ok(None);
+    }
+    let index = outputs::write_call_inputs(dir, &inputs).map_err(|e| RunError::WriteReference {
+        path: dir.to_path_buf(),
+        reason: format!("{e:#}"),
+    })?;
+    Ok(Some(std::fs::canonicalize(&index).unwrap_or(index)))
 }
 
 /// What [`save_reference_inputs`] wrote.
@@ -267,13 +302,14 @@ pub fn save_reference_inputs(
             reason,
         }
     })?;
-    let request = reference_request(
+    let mut request = reference_request(
         &side.planned,
         std::fs::canonicalize(&model).unwrap_or(model),
         std::fs::canonicalize(&index).unwrap_or_else(|_| index.clone()),
         seed,
         settings,
     );
+    request.operation_inputs = save_call_inputs(dir, side)?;
     let request_path = dir.join(REFERENCE_REQUEST_FILE);
     write_json_atomic(&request_path, &request).map_err(|e| RunError::WriteReference {
         path: request_path.clone(),

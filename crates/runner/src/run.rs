@@ -838,6 +838,11 @@ impl Measured {
     }
 }
 
+/// The worker request of a case's single-round run (what a reference runner repeats).
+pub(crate) fn case_worker_request(p: &PlannedCase) -> WorkerRequest {
+    worker_request(p, Round::ONLY)
+}
+
 /// The worker request of a case (the timed run, or with `profile` set, its profiling pass).
 fn worker_request(p: &PlannedCase, round: Round) -> WorkerRequest {
     let r = &p.resolved;

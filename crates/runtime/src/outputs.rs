@@ -271,6 +271,40 @@ pub fn write_tensor_set(
     Ok(index)
 }
 
+/// The file [`write_call_inputs`] writes.
+pub const CALL_INPUTS_FILE: &str = "operation-inputs.json";
+
+/// Writes a runner's per-call inputs into `dir`: each call's tensors as raw binaries
+/// (`call<i>-<j>.bin`) and an index, `operation-inputs.json`:
+/// `{"calls": [{"tensors": [{"name", "dtype", "shape", "file"}], "values": {…}}]}`.
+/// A reference runner uses `calls[i % len]` for its call `i`.
+pub fn write_call_inputs(
+    dir: &Path,
+    inputs: &crate::ops::ReferenceInputs,
+) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut calls = Vec::with_capacity(inputs.calls.len());
+    for (i, call) in inputs.calls.iter().enumerate() {
+        let mut tensors = Vec::with_capacity(call.tensors.len());
+        for (j, (name, t)) in call.tensors.iter().enumerate() {
+            let file = format!("call{i}-{j}.bin");
+            write_atomic(&dir.join(&file), &le_bytes(t))
+                .with_context(|| format!("cannot write {}", dir.join(&file).display()))?;
+            tensors.push(json!({
+                "name": name,
+                "dtype": t.dtype().name(),
+                "shape": t.shape(),
+                "file": file,
+            }));
+        }
+        calls.push(json!({ "tensors": tensors, "values": call.values }));
+    }
+    let index = dir.join(CALL_INPUTS_FILE);
+    write_json_atomic(&index, &json!({ "calls": calls }))
+        .with_context(|| format!("cannot write {}", index.display()))?;
+    Ok(index)
+}
+
 /// The tensor's elements as little-endian bytes in C order.
 pub fn le_bytes(t: &HostTensor) -> Vec<u8> {
     match t {

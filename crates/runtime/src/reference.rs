@@ -46,6 +46,14 @@ pub struct ReferenceRequest {
     /// Where to save the outputs of the last call (raw binaries + `outputs.json`), if anywhere.
     #[serde(default)]
     pub save_outputs: Option<PathBuf>,
+    /// The resolved case's request values (prompt, max_new_tokens, batch_size, thresholds, …).
+    #[serde(default)]
+    pub request: BTreeMap<String, Value>,
+    /// The operation's per-call inputs as the candidate's runner prepared them
+    /// (`operation-inputs.json`, see [`crate::outputs::write_call_inputs`]); absent for `infer` and
+    /// `classify`, which feed `inputs` to one forward pass per call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation_inputs: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

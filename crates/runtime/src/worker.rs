@@ -45,6 +45,37 @@ pub fn execute_until(request: &WorkerRequest, stop: &AtomicBool) -> WorkerResult
     }
 }
 
+/// The inputs of the request's calls as its runner prepares them (the bundle loaded, no call made), for
+/// a reference runner that must repeat the same calls in another framework.
+pub fn reference_inputs(request: &WorkerRequest) -> anyhow::Result<ops::ReferenceInputs> {
+    let op = operations::operation(&request.operation)
+        .with_context(|| format!("unknown operation `{}`", request.operation))?;
+    let (session, manifest) = load_bundle(request)?;
+    let ctx = RunnerContext {
+        request: &request.request,
+        session,
+        bundle: manifest.as_ref(),
+        manifest_dir: request.manifest_dir.as_deref(),
+        tokenizer: request.tokenizer.as_deref(),
+    };
+    Ok(ops::prepare(op.name, ctx)?.reference_inputs())
+}
+
+type LoadedBundle = (Option<Box<dyn runtime::Session>>, Option<BundleManifest>);
+
+/// The request's bundle loaded by its runtime, with its manifest; nothing for bundle-less operations.
+fn load_bundle(request: &WorkerRequest) -> anyhow::Result<LoadedBundle> {
+    let Some(dir) = &request.bundle else {
+        return Ok((None, None));
+    };
+    let rt = runtime::runtime(&request.runtime).map_err(anyhow::Error::msg)?;
+    let manifest = BundleManifest::read(dir).map_err(anyhow::Error::msg)?;
+    let session = rt
+        .load(dir, &manifest, &request.runtime_settings)
+        .with_context(|| format!("cannot load bundle {}", dir.display()))?;
+    Ok((Some(session), Some(manifest)))
+}
+
 fn runtime_info(name: &str) -> RuntimeInfo {
     match runtime::runtime(name) {
         Ok(rt) => RuntimeInfo {
@@ -66,17 +97,7 @@ fn execute_inner(
     let op = operations::operation(&request.operation)
         .with_context(|| format!("unknown operation `{}`", request.operation))?;
     let load_started = Instant::now();
-    let (session, manifest) = match &request.bundle {
-        None => (None, None),
-        Some(dir) => {
-            let rt = runtime::runtime(&request.runtime).map_err(anyhow::Error::msg)?;
-            let manifest = BundleManifest::read(dir).map_err(anyhow::Error::msg)?;
-            let session = rt
-                .load(dir, &manifest, &request.runtime_settings)
-                .with_context(|| format!("cannot load bundle {}", dir.display()))?;
-            (Some(session), Some(manifest))
-        }
-    };
+    let (session, manifest) = load_bundle(request)?;
     let ctx = RunnerContext {
         request: &request.request,
         session,

@@ -54,6 +54,26 @@ pub trait TimedRunner {
     fn notes(&self) -> BTreeMap<String, Value> {
         BTreeMap::new()
     }
+    /// What a reference runner in another framework needs to repeat these calls exactly (token ids,
+    /// images, noise, …), prepared before timing. Empty: the reference feeds the bundle's synthesized
+    /// inputs to one forward pass per call (`infer`, `classify`).
+    fn reference_inputs(&self) -> ReferenceInputs {
+        ReferenceInputs::default()
+    }
+}
+
+/// The inputs of a runner's calls, for a reference runner: call `i` uses `calls[i % calls.len()]`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReferenceInputs {
+    pub calls: Vec<CallInputs>,
+}
+
+/// One call's inputs: tensors (saved as raw binaries) and plain values (token counts, seeds,
+/// thresholds, …, saved as JSON).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallInputs {
+    pub tensors: Vec<(String, crate::tensor::HostTensor)>,
+    pub values: BTreeMap<String, Value>,
 }
 
 // A borrowed or boxed runner is a runner, so wrappers such as [`Delayed`] take either.
@@ -67,6 +87,9 @@ impl<R: TimedRunner + ?Sized> TimedRunner for &mut R {
     fn notes(&self) -> BTreeMap<String, Value> {
         (**self).notes()
     }
+    fn reference_inputs(&self) -> ReferenceInputs {
+        (**self).reference_inputs()
+    }
 }
 
 impl<R: TimedRunner + ?Sized> TimedRunner for Box<R> {
@@ -78,6 +101,9 @@ impl<R: TimedRunner + ?Sized> TimedRunner for Box<R> {
     }
     fn notes(&self) -> BTreeMap<String, Value> {
         (**self).notes()
+    }
+    fn reference_inputs(&self) -> ReferenceInputs {
+        (**self).reference_inputs()
     }
 }
 

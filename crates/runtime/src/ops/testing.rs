@@ -56,6 +56,9 @@ impl<R: TimedRunner> TimedRunner for Delayed<R> {
         }
         result
     }
+    fn reference_inputs(&self) -> super::ReferenceInputs {
+        self.inner.reference_inputs()
+    }
     fn verify(&mut self) -> anyhow::Result<()> {
         self.inner.verify()
     }
