@@ -13,6 +13,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-10}
+# The catalog model of part 3 (tract bundles of any fixed-shape single-input model work: tiny-cnn gives
+# ~1 ms calls, so a round takes well under a second and many rounds fit in a few minutes).
+MODEL_NAME=${MODEL_NAME:-light-resnet50}
 ITER=${ITER:-30}
 WARMUP=${WARMUP:-5}
 BIN=target/release/trtmc-bench
@@ -52,12 +55,13 @@ for args in (["list", "models"], ["run", "--model", "tiny-gpt", "--dry-run", "--
 PY
 fi
 
-echo "== 3. run vs tract's own loop on light_resnet50 ($ROUNDS interleaved rounds, $WARMUP warm-ups, $ITER timed calls)"
+echo "== 3. run vs tract's own loop on $MODEL_NAME ($ROUNDS interleaved rounds, $WARMUP warm-ups, $ITER timed calls)"
+[ "${LOOP_MODEL:-bundle}" = onnx ] && [ "$MODEL_NAME" != light-resnet50 ] && { echo "bench-run: LOOP_MODEL=onnx needs MODEL_NAME=light-resnet50 (the onnx wheel's file)" >&2; exit 2; }
 MODEL=$(python3 -c 'import onnx,os;print(os.path.join(os.path.dirname(onnx.__file__),"backend/test/data/light/light_resnet50.onnx"))')
-"$BIN" run --model light-resnet50 --bundle-cache "$WORK/cache" --warmup 1 --iterations 1 -q -o "$WORK/build" >/dev/null
-python3 - "$BIN" "$LOOP" "$MODEL" "$WORK" "$ROUNDS" "$WARMUP" "$ITER" "${LOOP_MODEL:-bundle}" <<'PY'
+"$BIN" run --model "$MODEL_NAME" --bundle-cache "$WORK/cache" --warmup 1 --iterations 1 -q -o "$WORK/build" >/dev/null
+python3 - "$BIN" "$LOOP" "$MODEL" "$WORK" "$ROUNDS" "$WARMUP" "$ITER" "${LOOP_MODEL:-bundle}" "$MODEL_NAME" <<'PY'
 import json, os, statistics, subprocess, sys
-bin_, loop, model, work, rounds, warmup, iters, loop_model = sys.argv[1:9]
+bin_, loop, model, work, rounds, warmup, iters, loop_model, model_name = sys.argv[1:10]
 if loop_model == "bundle":
     bundle = json.load(open(f"{work}/build/result.json"))["cases"][0]["bundle"]["path"]
     model = os.path.join(bundle, "model.nnef.tar")
@@ -67,7 +71,7 @@ from round_interval import describe
 ratios, ours, theirs = [], [], []
 def ours_once(r):
     out = f"{work}/r{r}"
-    subprocess.run([bin_, "run", "--model", "light-resnet50", "--bundle-cache", f"{work}/cache", "--warmup", warmup,
+    subprocess.run([bin_, "run", "--model", model_name, "--bundle-cache", f"{work}/cache", "--warmup", warmup,
                     "--iterations", iters, "--telemetry", "off", "-q", "-o", out], check=True, stdout=subprocess.DEVNULL)
     return json.load(open(f"{out}/result.json"))["cases"][0]["metrics"]["latency_ms"]["p50"]
 def theirs_once():
