@@ -72,10 +72,13 @@ def execute(request, doc):
     doc["precision"] = ref.precision_of(onnx_types.get(t, t) for t in declared.values())
     operation = request.get("operation", "infer")
     ctx = ort_ops.OperationContext(session, feeds, request.get("request") or {}, read_calls(request))
-    call, names = ort_ops.load(operation).prepare(ctx)
+    module = ort_ops.load(operation)
+    call, names = module.prepare(ctx)
 
     warmup_ms, observations, outputs = ref.timed_loop(
         call, int(request["warmup"]), int(request["iterations"]), float(request.get("min_duration_s", 0.0)), names)
+    if hasattr(module, "notes"):
+        module.notes(ctx, outputs)
     doc["warmup_ms"] = warmup_ms
     doc["observations"] = observations
     doc["notes"] = {

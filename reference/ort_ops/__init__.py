@@ -4,7 +4,8 @@ Each module defines `prepare(ctx)`, called once before timing, which returns `(c
 `call()` is exactly one public call of the operation (the loop the operation runs around
 `InferenceSession.run`, with the same post-processing as trtmc's runner) and returns its outputs as a
 list of arrays; `names` names them (non-finite values fail the reference; `save_outputs` saves the last
-call's). `ctx` is an `OperationContext`.
+call's). `ctx` is an `OperationContext`. An optional `notes(ctx, outputs)` records facts about the last
+call's outputs after the timed loop, outside the clock.
 """
 
 import importlib
