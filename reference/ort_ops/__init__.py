@@ -22,6 +22,7 @@ class OperationContext:
     calls     the candidate runner's per-call inputs, `[{"tensors": {name: array}, "values": {…}}]`:
               call i uses calls[i % len(calls)] (empty for infer and classify)
     notes     facts for the result's notes (e.g. the output token count)
+    options   the request's runner options (graph_optimization_level, …, test-only knobs)
     """
 
     def __init__(self, session, feeds, request, calls):
@@ -30,6 +31,7 @@ class OperationContext:
         self.request = request
         self.calls = calls
         self.notes = {}
+        self.options = {}
 
     def require_calls(self, operation):
         """The per-call inputs, or a failure saying the request lacks them."""

@@ -107,8 +107,20 @@ fn both_sides(tmp: &Path, model: &str, case: &str) -> Sides {
     let out = bench(
         &tmp.join("cache"),
         &[
-            "run", "--model", model, "--case", case, "--runtime", "onnxruntime", "-o", p(&dir),
-            "-q", "--warmup", "1", "--iterations", "3",
+            "run",
+            "--model",
+            model,
+            "--case",
+            case,
+            "--runtime",
+            "onnxruntime",
+            "-o",
+            p(&dir),
+            "-q",
+            "--warmup",
+            "1",
+            "--iterations",
+            "3",
         ],
     );
     assert_eq!(code(&out), 0, "{model}/{case}: {}", stderr(&out));
@@ -123,7 +135,10 @@ fn both_sides(tmp: &Path, model: &str, case: &str) -> Sides {
         .map(|l| serde_json::from_str(l).expect("json"))
         .collect();
     let sides = Sides {
-        candidate_notes: read_json(&case_dir.join("call-notes.json"))["notes"].clone(),
+        // Runners without notes (forecast) write no call-notes.json.
+        candidate_notes: std::fs::read(case_dir.join("call-notes.json"))
+            .map(|b| serde_json::from_slice::<Value>(&b).expect("call notes")["notes"].clone())
+            .unwrap_or(Value::Null),
         candidate_request: resolved["request"].clone(),
         observations,
         request,
@@ -137,7 +152,10 @@ fn both_sides(tmp: &Path, model: &str, case: &str) -> Sides {
 /// The same workload: the reference ran the candidate's operation on the candidate's resolved request
 /// values, with its seed.
 fn assert_same_workload(s: &Sides, resolved: &Value, model: &str) {
-    assert_eq!(s.request.operation, resolved["operation"].as_str().expect("op"));
+    assert_eq!(
+        s.request.operation,
+        resolved["operation"].as_str().expect("op")
+    );
     assert_eq!(s.reference.notes["operation"], resolved["operation"]);
     let candidate = s.candidate_request.as_object().expect("request");
     assert_eq!(
@@ -173,7 +191,11 @@ fn segment_and_detect_references_post_process_the_same_images_to_the_same_labels
             .map(|v| v.as_u64().expect("count"))
             .sum();
         let batch = if case == "image" { 1 } else { 4 };
-        assert_eq!(total, batch * 32 * 32, "every pixel of every image labelled");
+        assert_eq!(
+            total,
+            batch * 32 * 32,
+            "every pixel of every image labelled"
+        );
     }
     for case in ["image", "batch4"] {
         let s = both_sides(tmp.path(), "tiny-detector", case);
@@ -190,19 +212,32 @@ fn forecast_reference_runs_the_candidates_windows() {
     let s = both_sides(tmp.path(), "tiny-forecaster", "windows16");
     // The saved windows are the candidate's seeded batch: [16, 64, 4].
     let calls = read_json(&s.request_path.with_file_name("operation-inputs.json"));
-    assert_eq!(calls["calls"][0]["tensors"][0]["shape"], serde_json::json!([16, 64, 4]));
+    assert_eq!(
+        calls["calls"][0]["tensors"][0]["shape"],
+        serde_json::json!([16, 64, 4])
+    );
     // The reference's forecasts (saved) agree with one forward pass of the candidate on those windows.
     let py_out = s.request_path.with_file_name("py-out");
     let mut doc = read_json(&s.request_path);
     doc["save_outputs"] = p(&py_out).into();
     std::fs::write(&s.request_path, doc.to_string()).expect("write");
-    let out = python(&s.request_path, &s.request_path.with_file_name("result2.json"));
+    let out = python(
+        &s.request_path,
+        &s.request_path.with_file_name("result2.json"),
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let out = bench(
         &tmp.path().join("cache"),
         &[
-            "compare", "--model", "tiny-forecaster", "--case", "windows16", "--runtime", "tract",
-            "--golden", p(&py_out.join("outputs.json")),
+            "compare",
+            "--model",
+            "tiny-forecaster",
+            "--case",
+            "windows16",
+            "--runtime",
+            "tract",
+            "--golden",
+            p(&py_out.join("outputs.json")),
         ],
     );
     assert_eq!(code(&out), 0, "{}\n{}", stdout(&out), stderr(&out));
@@ -224,7 +259,9 @@ fn transcribe_reference_decodes_the_same_tokens_offline_and_streaming_with_a_fir
         assert!(!ids.is_empty(), "the seeded model emits tokens");
         assert_eq!(
             Tokenizer::Bytes.decode(&ids),
-            s.candidate_notes["transcript"].as_str().expect("transcript"),
+            s.candidate_notes["transcript"]
+                .as_str()
+                .expect("transcript"),
             "{case}: the same greedy CTC decoding"
         );
         assert_eq!(
@@ -270,7 +307,9 @@ fn diffusion_references_denoise_the_saved_noise_to_the_same_latents() {
         assert_eq!(s.candidate_notes["steps"], steps);
         let (py, rs) = (
             s.reference.notes["latent_mean"].as_f64().expect("py mean"),
-            s.candidate_notes["latent_mean"].as_f64().expect("rust mean"),
+            s.candidate_notes["latent_mean"]
+                .as_f64()
+                .expect("rust mean"),
         );
         assert!(
             close(py, rs, 1e-4),
@@ -329,7 +368,9 @@ fn missing_saved_inputs_are_reference_failures_naming_them() {
 
     let index = request_path.with_file_name("operation-inputs.json");
     let mut calls = read_json(&index);
-    let tensors = calls["calls"][0]["tensors"].as_array_mut().expect("tensors");
+    let tensors = calls["calls"][0]["tensors"]
+        .as_array_mut()
+        .expect("tensors");
     assert_eq!(tensors.len(), 4, "four 200 ms chunks of 0.75 s");
     tensors.pop();
     std::fs::write(&index, calls.to_string()).expect("write");
@@ -341,8 +382,8 @@ fn missing_saved_inputs_are_reference_failures_naming_them() {
 
 // --- through `matrix run` ---------------------------------------------------------------------
 
-/// A catalog with the packaged assets, the given repository profiles and extra `(name, MODEL.toml)`
-/// profiles (each given the e2e.toml of `cases_from`).
+/// A catalog with the packaged assets, the given repository profiles and extra `(name, MODEL.toml,
+/// e2e.toml)` profiles.
 fn catalog(dir: &Path, models: &[&str], extra: &[(&str, &str, &str)]) -> PathBuf {
     let root = dir.join("catalog");
     let assets = root.join("assets");
@@ -358,15 +399,11 @@ fn catalog(dir: &Path, models: &[&str], extra: &[(&str, &str, &str)]) -> PathBuf
                 .expect("copy");
         }
     }
-    for (name, manifest, cases_from) in extra {
+    for (name, manifest, cases) in extra {
         let model = root.join(name);
         std::fs::create_dir_all(&model).expect("mkdir");
         std::fs::write(model.join("MODEL.toml"), manifest).expect("write");
-        std::fs::copy(
-            repo_root().join("catalog").join(cases_from).join("e2e.toml"),
-            model.join("e2e.toml"),
-        )
-        .expect("copy");
+        std::fs::write(model.join("e2e.toml"), cases).expect("write");
     }
     root
 }
@@ -402,9 +439,10 @@ fn matrix_run(dir: &Path, catalog: &Path, rows: &str) -> (Output, PathBuf) {
     (out, out_dir)
 }
 
-fn row(model: &str, case: &str, runtime: &str) -> String {
+/// A suite row against the Python reference; `options` are the reference runner's (YAML flow map).
+fn row(entry: &str, model: &str, case: &str, runtime: &str, options: &str) -> String {
     format!(
-        "  - entry: {model}.media\n    model: {model}\n    testcase: {case}\n    candidate: {{runtime: {runtime}}}\n    reference: {{backend: onnxruntime-python}}\n"
+        "  - entry: {entry}\n    model: {model}\n    testcase: {case}\n    candidate: {{runtime: {runtime}}}\n    reference: {{backend: onnxruntime-python, options: {{{options}}}}}\n"
     )
 }
 
@@ -417,9 +455,21 @@ fn matrix_rows_of_media_operations_compare_against_the_python_reference() {
     let models = ["tiny-asr", "tiny-diffusion", "tiny-detector"];
     let cat = catalog(tmp.path(), &models, &[]);
     let rows = [
-        row("tiny-asr", "streaming", "tract"),
-        row("tiny-diffusion", "four-steps", "onnxruntime"),
-        row("tiny-detector", "image", "tract"),
+        row("tiny-asr.transcribe", "tiny-asr", "streaming", "tract", ""),
+        row(
+            "tiny-denoiser.generate_image",
+            "tiny-diffusion",
+            "four-steps",
+            "onnxruntime",
+            "",
+        ),
+        row(
+            "tiny-detector.detect",
+            "tiny-detector",
+            "image",
+            "tract",
+            "",
+        ),
     ]
     .concat();
     let (out, dir) = matrix_run(tmp.path(), &cat, &rows);
@@ -436,35 +486,53 @@ fn matrix_rows_of_media_operations_compare_against_the_python_reference() {
     }
 }
 
-/// References that cannot run the operation: an operation without an ONNX Runtime reference, and a
-/// model lacking the piece the operation needs (a "denoiser" without `sample` and `timestep`). Both are
-/// `failed` rows whose reason names what is missing; neither has a light.
+/// References that cannot run the operation, each a `failed` row whose message names what is missing
+/// or wrong, never a light: a model lacking the piece the operation needs (tiny-cnn given to the
+/// diffusion loop has no `sample` and `timestep` inputs: preparing the reference's inputs fails), and
+/// a reference whose denoised latents are not finite (the test-only `test_noise_scale` option scales
+/// the saved noise to infinity: the check runs on the float latents, before any 8-bit conversion).
 #[test]
 fn a_reference_that_cannot_run_the_operation_is_a_failed_row_naming_what_is_missing() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let sleepy = "name = \"sleepy-cnn\"\nsummary = \"test-only: tiny-cnn under the harness's test_sleep operation\"\ntask_strategy = \"test_sleep\"\nruntime_strategy = \"tract\"\nreference_precision = \"fp32\"\ntest_manifests = [\"e2e.toml\"]\n[source]\nbuiltin = \"tiny-cnn\"\n[build]\nprecision = \"fp32\"\n";
-    let no_denoiser = "name = \"cnn-as-denoiser\"\nsummary = \"test-only: tiny-cnn given to the diffusion loop\"\ntask_strategy = \"image_diffusion\"\nruntime_strategy = \"tract\"\nreference_precision = \"fp32\"\ntest_manifests = [\"e2e.toml\"]\n[source]\nbuiltin = \"tiny-cnn\"\n[build]\nprecision = \"fp32\"\n";
+    let no_denoiser = "name = \"cnn-as-denoiser\"\nfamily = \"tiny-cnn\"\nsummary = \"test-only: tiny-cnn given to the diffusion loop\"\ntask_strategy = \"image_diffusion\"\nruntime_strategy = \"tract\"\nreference_precision = \"fp32\"\ntest_manifests = [\"e2e.toml\"]\n[source]\nbuiltin = \"tiny-cnn\"\n[build]\nprecision = \"fp32\"\n";
+    let cases =
+        "[[case]]\nname = \"four-steps\"\n[case.request]\nbatch_size = 1\nsteps = 4\nseed = 11\n";
     let cat = catalog(
         tmp.path(),
-        &[],
-        &[
-            ("sleepy-cnn", sleepy, "test-sleep"),
-            ("cnn-as-denoiser", no_denoiser, "tiny-diffusion"),
-        ],
+        &["tiny-diffusion"],
+        &[("cnn-as-denoiser", no_denoiser, cases)],
     );
     let rows = [
-        row("sleepy-cnn", "2ms", "tract"),
-        row("cnn-as-denoiser", "four-steps", "tract"),
+        row(
+            "tiny-cnn.generate_image",
+            "cnn-as-denoiser",
+            "four-steps",
+            "tract",
+            "",
+        ),
+        row(
+            "tiny-denoiser.generate_image",
+            "tiny-diffusion",
+            "four-steps",
+            "tract",
+            "test_noise_scale: 1.0e39",
+        ),
     ]
     .concat();
     let (out, dir) = matrix_run(tmp.path(), &cat, &rows);
+    assert_eq!(code(&out), 5, "{}\n{}", stdout(&out), stderr(&out));
     let results = read_json(&dir.join("results.json"));
     let rows = results["rows"].as_array().expect("rows");
-    assert_eq!(rows.len(), 2, "{}\n{}", stdout(&out), stderr(&out));
-    for (r, missing) in rows.iter().zip(["no ONNX Runtime reference", "`sample`"]) {
+    assert_eq!(rows.len(), 2);
+    for (r, named) in rows
+        .iter()
+        .zip([&["`sample`"][..], &["denoised_latents", "non-finite"][..]])
+    {
         assert_eq!(r["status"], "failed", "{r}");
         assert!(r["comparison"]["light"].is_null(), "{r}");
-        let reason = r["reason"].as_str().unwrap_or_default().to_string() + &r.to_string();
-        assert!(reason.contains(missing), "{missing}: {r}");
+        let message = r["message"].as_str().expect("message");
+        for word in named {
+            assert!(message.contains(word), "{word}: {message}");
+        }
     }
 }
