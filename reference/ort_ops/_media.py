@@ -40,9 +40,3 @@ def model_feeds(ctx, call, operation):
             f"tensors ({', '.join(call['tensors']) or 'none'})")
     return {n: call["tensors"][n] for n in declared}
 
-
-def first_output(ctx, operation):
-    outputs = ctx.session.get_outputs()
-    if not outputs:
-        raise ref.ReferenceFailure(f"operation {operation!r}: the model declares no output")
-    return outputs[0].name
