@@ -5,7 +5,9 @@ usage: python3 reference/ort_reference.py REQUEST.json RESULT.json
 
 Options (request `options`): graph_optimization_level disable|basic|extended|layout|all (default all),
 execution_mode sequential|parallel (default sequential), inter_threads (default 1). `threads` sets
-intra_op_num_threads. See trtmc_reference.py for the protocol.
+intra_op_num_threads. Test-only: test_noise_scale multiplies the saved diffusion noise (a value
+beyond float32, e.g. 1e39, makes infinities, to exercise the non-finite check). See trtmc_reference.py
+for the protocol.
 """
 
 import os
@@ -63,19 +65,26 @@ def execute(request, doc):
     doc["load_ms"] = (time.perf_counter_ns() - t0) / 1e6
 
     declared = {i.name: i.type for i in session.get_inputs()}
-    missing = [n for n in declared if n not in dict(inputs)]
-    if missing:
-        raise ref.ReferenceFailure(f"the inputs lack {', '.join(missing)} (given: {', '.join(n for n, _ in inputs)})")
+    calls = read_calls(request)
     feeds = {name: array for name, array in inputs if name in declared}
     onnx_types = {"tensor(float)": "float32", "tensor(float16)": "float16",
                   "tensor(double)": "float64", "tensor(bfloat16)": "bfloat16"}
     doc["precision"] = ref.precision_of(onnx_types.get(t, t) for t in declared.values())
     operation = request.get("operation", "infer")
-    ctx = ort_ops.OperationContext(session, feeds, request.get("request") or {}, read_calls(request))
-    call, names = ort_ops.load(operation).prepare(ctx)
+    ctx = ort_ops.OperationContext(session, feeds, request.get("request") or {}, calls)
+    ctx.options = options
+    module = ort_ops.load(operation)
+    call, names = module.prepare(ctx)
+    # After `prepare`, which names the per-call inputs an operation lacks: an operation with them may
+    # come without bundle inputs (their dimensions unbound), the others need every declared input.
+    missing = [n for n in declared if n not in feeds]
+    if missing and (inputs or not calls):
+        raise ref.ReferenceFailure(f"the inputs lack {', '.join(missing)} (given: {', '.join(n for n, _ in inputs)})")
 
     warmup_ms, observations, outputs = ref.timed_loop(
         call, int(request["warmup"]), int(request["iterations"]), float(request.get("min_duration_s", 0.0)), names)
+    if hasattr(module, "notes"):
+        module.notes(ctx, outputs)
     doc["warmup_ms"] = warmup_ms
     doc["observations"] = observations
     doc["notes"] = {

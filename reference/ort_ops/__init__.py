@@ -4,7 +4,8 @@ Each module defines `prepare(ctx)`, called once before timing, which returns `(c
 `call()` is exactly one public call of the operation (the loop the operation runs around
 `InferenceSession.run`, with the same post-processing as trtmc's runner) and returns its outputs as a
 list of arrays; `names` names them (non-finite values fail the reference; `save_outputs` saves the last
-call's). `ctx` is an `OperationContext`.
+call's). `ctx` is an `OperationContext`. An optional `notes(ctx, outputs)` records facts about the last
+call's outputs after the timed loop, outside the clock.
 """
 
 import importlib
@@ -21,6 +22,7 @@ class OperationContext:
     calls     the candidate runner's per-call inputs, `[{"tensors": {name: array}, "values": {…}}]`:
               call i uses calls[i % len(calls)] (empty for infer and classify)
     notes     facts for the result's notes (e.g. the output token count)
+    options   the request's runner options (graph_optimization_level, …, test-only knobs)
     """
 
     def __init__(self, session, feeds, request, calls):
@@ -29,6 +31,7 @@ class OperationContext:
         self.request = request
         self.calls = calls
         self.notes = {}
+        self.options = {}
 
     def require_calls(self, operation):
         """The per-call inputs, or a failure saying the request lacks them."""

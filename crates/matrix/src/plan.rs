@@ -25,7 +25,19 @@ fn one() -> u64 {
 }
 
 /// Operations `reference/ort_reference.py` implements (its documented contract).
-pub const ORT_PYTHON_OPERATIONS: &[&str] = &["infer", "classify"];
+pub const ORT_PYTHON_OPERATIONS: &[&str] = &[
+    "infer",
+    "classify",
+    // reference/ort_ops/: the media operations' loops around the session.
+    "segment",
+    "detect",
+    "forecast",
+    "transcribe",
+    "generate_audio",
+    "convert_speech",
+    "generate_image",
+    "generate_video",
+];
 
 /// What kind of problem a preflight finding is (it decides the exit code).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -561,7 +573,7 @@ fn plan_row(
                 Kind::Config,
                 format!(
                     "reference `{ORT_PYTHON}` implements {} only, not `{}`: exclude this profile with a reason or pick another reference",
-                    ORT_PYTHON_OPERATIONS.join(" and "),
+                    ORT_PYTHON_OPERATIONS.join(", "),
                     candidate.operation
                 ),
             );

@@ -245,10 +245,7 @@ pub fn reference_request(
 /// so the reference repeats exactly the candidate's calls; `None` for operations that have none.
 fn save_call_inputs(dir: &Path, side: &Side) -> Result<Option<PathBuf>, RunError> {
     // One forward pass on the synthesized inputs: nothing more to save, and no model load to pay.
-    if matches!(
-        side.planned.resolved.operation.as_str(),
-        "infer" | "classify"
-    ) {
+    if feeds_bundle_inputs(&side.planned.resolved.operation) {
         return Ok(None);
     }
     let mut worker = crate::run::case_worker_request(&side.planned);
@@ -268,6 +265,26 @@ fn save_call_inputs(dir: &Path, side: &Side) -> Result<Option<PathBuf>, RunError
         reason: format!("{e:#}"),
     })?;
     Ok(Some(std::fs::canonicalize(&index).unwrap_or(index)))
+}
+
+/// Whether `operation`'s reference feeds the bundle's synthesized inputs (one forward pass per call:
+/// `infer`, `classify`); every other operation's reference repeats the runner's own per-call inputs.
+pub fn feeds_bundle_inputs(operation: &str) -> bool {
+    matches!(operation, "infer" | "classify")
+}
+
+/// The bundle's synthesized inputs for a reference. An operation with per-call inputs whose bundle
+/// cannot synthesize them (unbound symbolic dimensions: an audio length, latent frames) does without:
+/// its reference feeds the runner's prepared inputs instead.
+pub fn reference_bundle_inputs(
+    side: &Side,
+    seed: u64,
+    dims: &BTreeMap<String, i64>,
+) -> Result<TensorSet, RunError> {
+    match side.synthesize_inputs(seed, dims) {
+        Err(_) if !feeds_bundle_inputs(&side.planned.resolved.operation) => Ok(TensorSet::new()),
+        other => other,
+    }
 }
 
 /// What [`save_reference_inputs`] wrote.
@@ -353,7 +370,7 @@ pub fn prepare_reference(
         progress,
     )?;
     let seed = side.case_seed();
-    let inputs = side.synthesize_inputs(seed, &BTreeMap::new())?;
+    let inputs = reference_bundle_inputs(&side, seed, &BTreeMap::new())?;
     save_reference_inputs(
         prep.dir,
         &side,

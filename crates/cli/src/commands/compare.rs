@@ -194,8 +194,13 @@ pub fn execute(args: CompareArgs) -> CliResult {
     let candidate = side(args.runtime.clone())?;
 
     let seed = args.seed.unwrap_or_else(|| candidate.case_seed());
+    // Only saving a reference's inputs: an operation with per-call inputs (audio chunks, noise, …)
+    // needs no forward pass, so no bundle inputs when their dimensions are unbound.
+    let forward_pass =
+        args.against.is_some() || args.golden.is_some() || args.save_outputs.is_some();
     let inputs = match &args.inputs {
         Some(path) => candidate.read_inputs(path),
+        None if !forward_pass => compare::reference_bundle_inputs(&candidate, seed, &dims),
         None => candidate.synthesize_inputs(seed, &dims),
     }?;
 
@@ -213,6 +218,9 @@ pub fn execute(args: CompareArgs) -> CliResult {
             saved.inputs_index.display(),
             saved.request_path.display()
         )?;
+    }
+    if !forward_pass && !compare::feeds_bundle_inputs(&candidate.planned.resolved.operation) {
+        return Ok(());
     }
     let candidate_out = run_side(&candidate, &inputs)?;
     let candidate_label = candidate.label();

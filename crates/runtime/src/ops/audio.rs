@@ -19,7 +19,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
 use super::artifacts::{AudioLayout, audio_input, audio_us};
-use super::{CallRecord, RunnerContext, TimedRunner, check_finite};
+use super::{CallInputs, CallRecord, ReferenceInputs, RunnerContext, TimedRunner, check_finite};
 use crate::runtime::Session;
 use crate::tensor::{Dim, HostTensor, TensorSpec};
 use crate::tokenize::Tokenizer;
@@ -44,6 +44,7 @@ fn reject_batch(ctx: &RunnerContext<'_>, operation: &str) -> anyhow::Result<()> 
 
 pub struct TranscribeRunner {
     session: Box<dyn Session>,
+    input_name: String,
     tokenizer: Tokenizer,
     /// The whole file (offline) or one tensor per chunk (streaming), zero-padded to whole frames.
     chunks: Vec<HostTensor>,
@@ -71,6 +72,7 @@ impl TranscribeRunner {
             bail!("the acoustic model must take one input, the audio");
         };
         let layout = AudioLayout::of(spec, frame)?;
+        let input_name = spec.name.clone();
         let frame = layout.frame;
         let chunk = if chunk_ms == 0 {
             samples.len()
@@ -86,6 +88,7 @@ impl TranscribeRunner {
         let output_specs = session.outputs().to_vec();
         Ok(Self {
             session,
+            input_name,
             tokenizer,
             chunks,
             audio_us: audio_us(samples.len(), rate),
@@ -164,10 +167,31 @@ impl TimedRunner for TranscribeRunner {
             ),
         ])
     }
+
+    /// The chunks as the model takes them (`chunk0`, `chunk1`, …, one for offline), fed under the model's
+    /// input name (`input`), with the CTC blank label.
+    fn reference_inputs(&self) -> ReferenceInputs {
+        let tensors = self
+            .chunks
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (format!("chunk{i}"), c.clone()))
+            .collect();
+        let values = BTreeMap::from([
+            ("input".to_string(), Value::from(self.input_name.clone())),
+            ("chunks".to_string(), Value::from(self.chunks.len())),
+            ("blank".to_string(), Value::from(BLANK)),
+            ("audio_us".to_string(), Value::from(self.audio_us)),
+        ]);
+        ReferenceInputs {
+            calls: vec![CallInputs { tensors, values }],
+        }
+    }
 }
 
 pub struct GenerateAudioRunner {
     session: Box<dyn Session>,
+    input_name: String,
     latents: HostTensor,
     rate: u32,
     samples: usize,
@@ -198,9 +222,11 @@ impl GenerateAudioRunner {
             .map(|_| rng.random_range(-1.0..1.0))
             .collect();
         let latents = HostTensor::F32(ArrayD::from_shape_vec(IxDyn(&[1, frames, width]), values)?);
+        let input_name = spec.name.clone();
         let output_specs = session.outputs().to_vec();
         Ok(Self {
             session,
+            input_name,
             latents,
             rate,
             samples: 0,
@@ -231,10 +257,16 @@ impl TimedRunner for GenerateAudioRunner {
     fn notes(&self) -> BTreeMap<String, Value> {
         BTreeMap::from([("generated_samples".to_string(), Value::from(self.samples))])
     }
+
+    /// The seeded latent frames (drawn with trtmc's own RNG) under the vocoder's input name.
+    fn reference_inputs(&self) -> ReferenceInputs {
+        one_tensor_call(&self.input_name, &self.latents)
+    }
 }
 
 pub struct ConvertSpeechRunner {
     session: Box<dyn Session>,
+    input_name: String,
     audio: HostTensor,
     rate: u32,
     input_us: u64,
@@ -254,9 +286,11 @@ impl ConvertSpeechRunner {
             bail!("the speech-to-speech model must take one input, the audio");
         };
         let audio = AudioLayout::of(spec, frame)?.tensor(&samples)?;
+        let input_name = spec.name.clone();
         let output_specs = session.outputs().to_vec();
         Ok(Self {
             session,
+            input_name,
             audio,
             rate,
             input_us: audio_us(samples.len(), rate),
@@ -287,5 +321,20 @@ impl TimedRunner for ConvertSpeechRunner {
 
     fn notes(&self) -> BTreeMap<String, Value> {
         BTreeMap::from([("generated_samples".to_string(), Value::from(self.generated))])
+    }
+
+    /// The decoded, frame-padded audio under the model's input name.
+    fn reference_inputs(&self) -> ReferenceInputs {
+        one_tensor_call(&self.input_name, &self.audio)
+    }
+}
+
+/// One call fed one tensor, with no other values.
+fn one_tensor_call(name: &str, tensor: &HostTensor) -> ReferenceInputs {
+    ReferenceInputs {
+        calls: vec![CallInputs {
+            tensors: vec![(name.to_string(), tensor.clone())],
+            values: BTreeMap::new(),
+        }],
     }
 }

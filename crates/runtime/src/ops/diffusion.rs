@@ -8,7 +8,7 @@ use anyhow::{Context as _, bail};
 use ndarray::{ArrayD, IxDyn};
 use serde_json::Value;
 
-use super::{CallRecord, RunnerContext, TimedRunner};
+use super::{CallInputs, CallRecord, ReferenceInputs, RunnerContext, TimedRunner};
 use crate::runtime::Session;
 use crate::tensor::{Dim, HostTensor, synthesize};
 
@@ -136,5 +136,20 @@ impl TimedRunner for DiffusionRunner {
             ("steps".to_string(), Value::from(self.steps)),
             ("latent_mean".to_string(), Value::from(mean)),
         ])
+    }
+
+    /// The initial noise (drawn with trtmc's seeded synthesis) and the Euler schedule: `steps` steps of
+    /// dt = 1 / steps from t = 1, `x -= dt * eps(x, t)` in f32.
+    fn reference_inputs(&self) -> ReferenceInputs {
+        ReferenceInputs {
+            calls: vec![CallInputs {
+                tensors: vec![("noise".to_string(), self.noise.clone())],
+                values: BTreeMap::from([
+                    ("steps".to_string(), Value::from(self.steps)),
+                    ("count".to_string(), Value::from(self.count)),
+                    ("video".to_string(), Value::from(self.video)),
+                ]),
+            }],
+        }
     }
 }

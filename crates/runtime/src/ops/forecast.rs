@@ -3,12 +3,13 @@
 
 use anyhow::Context as _;
 
-use super::{CallRecord, RunnerContext, TimedRunner, check_finite};
+use super::{CallInputs, CallRecord, ReferenceInputs, RunnerContext, TimedRunner, check_finite};
 use crate::runtime::Session;
 use crate::tensor::{HostTensor, TensorSpec};
 
 pub struct ForecastRunner {
     session: Box<dyn Session>,
+    input_name: String,
     inputs: Vec<HostTensor>,
     outputs: Vec<HostTensor>,
     output_specs: Vec<TensorSpec>,
@@ -26,9 +27,11 @@ impl ForecastRunner {
             .context("the model declares no input")?;
         let shape = super::artifacts::batch_shape(spec, batch)?;
         let inputs = vec![crate::tensor::synthesize(spec, &shape, seed, 1)?];
+        let input_name = spec.name.clone();
         let output_specs = session.outputs().to_vec();
         Ok(Self {
             session,
+            input_name,
             inputs,
             outputs: Vec::new(),
             output_specs,
@@ -52,5 +55,20 @@ impl TimedRunner for ForecastRunner {
 
     fn verify(&mut self) -> anyhow::Result<()> {
         check_finite(&self.output_specs, &self.outputs)
+    }
+
+    /// The seeded history windows under the model's input name.
+    fn reference_inputs(&self) -> ReferenceInputs {
+        let tensors = self
+            .inputs
+            .first()
+            .map(|t| vec![(self.input_name.clone(), t.clone())])
+            .unwrap_or_default();
+        ReferenceInputs {
+            calls: vec![CallInputs {
+                tensors,
+                values: Default::default(),
+            }],
+        }
     }
 }

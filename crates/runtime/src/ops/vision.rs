@@ -7,13 +7,14 @@ use anyhow::{Context as _, bail};
 use serde_json::Value;
 
 use super::artifacts::image_batch;
-use super::{CallRecord, RunnerContext, TimedRunner, check_finite};
+use super::{CallInputs, CallRecord, ReferenceInputs, RunnerContext, TimedRunner, check_finite};
 use crate::runtime::Session;
 use crate::tensor::{HostTensor, TensorSpec};
 
 /// Session, prepared image batch and the last outputs, shared by the vision runners.
 struct Vision {
     session: Box<dyn Session>,
+    input_name: String,
     inputs: Vec<HostTensor>,
     outputs: Vec<HostTensor>,
     output_specs: Vec<TensorSpec>,
@@ -26,13 +27,32 @@ impl Vision {
         let session = ctx.take_session(operation)?;
         let image = image_batch(ctx, session.as_ref(), batch)?;
         let output_specs = session.outputs().to_vec();
+        let input_name = session
+            .inputs()
+            .first()
+            .map(|s| s.name.clone())
+            .unwrap_or_default();
         Ok(Self {
             session,
+            input_name,
             inputs: vec![image],
             outputs: Vec::new(),
             output_specs,
             batch,
         })
+    }
+
+    /// The prepared image batch (decoded file or seeded noise) under the model's input name, plus the
+    /// operation's post-processing parameters.
+    fn reference_inputs(&self, values: BTreeMap<String, Value>) -> ReferenceInputs {
+        let tensors = self
+            .inputs
+            .first()
+            .map(|t| vec![(self.input_name.clone(), t.clone())])
+            .unwrap_or_default();
+        ReferenceInputs {
+            calls: vec![CallInputs { tensors, values }],
+        }
     }
 
     fn run(&mut self) -> anyhow::Result<&ndarray::ArrayD<f32>> {
@@ -93,6 +113,13 @@ impl TimedRunner for DetectRunner {
 
     fn notes(&self) -> BTreeMap<String, Value> {
         BTreeMap::from([("detections".to_string(), Value::from(self.last_detections))])
+    }
+
+    fn reference_inputs(&self) -> ReferenceInputs {
+        self.vision.reference_inputs(BTreeMap::from([(
+            "score_threshold".to_string(),
+            Value::from(self.threshold),
+        )]))
     }
 }
 
@@ -158,5 +185,9 @@ impl TimedRunner for SegmentRunner {
             "pixels_per_class".to_string(),
             Value::from(self.class_pixels.clone()),
         )])
+    }
+
+    fn reference_inputs(&self) -> ReferenceInputs {
+        self.vision.reference_inputs(BTreeMap::new())
     }
 }

@@ -1,0 +1,42 @@
+"""Shared pieces of the media operations' references (vision, forecast, audio, diffusion)."""
+
+import trtmc_reference as ref
+
+
+def single_call(ctx, operation):
+    """The one call's saved inputs: these runners repeat the same prepared inputs every call."""
+    calls = ctx.require_calls(operation)
+    if len(calls) != 1:
+        raise ref.ReferenceFailure(
+            f"operation {operation!r} repeats one prepared call, the saved inputs hold {len(calls)}")
+    return calls[0]
+
+
+def tensor(call, name, operation):
+    """Saved tensor `name`, or a failure naming it."""
+    if name not in call["tensors"]:
+        raise ref.ReferenceFailure(
+            f"operation {operation!r} needs the saved tensor {name!r} (saved: "
+            f"{', '.join(call['tensors']) or 'none'})")
+    return call["tensors"][name]
+
+
+def value(call, name, operation):
+    """Saved value `name`, or a failure naming it."""
+    if name not in call["values"]:
+        raise ref.ReferenceFailure(
+            f"operation {operation!r} needs the saved value {name!r} (saved: "
+            f"{', '.join(call['values']) or 'none'})")
+    return call["values"][name]
+
+
+def model_feeds(ctx, call, operation):
+    """The saved tensors that feed the model: every declared input must be among them."""
+    declared = [i.name for i in ctx.session.get_inputs()]
+    missing = [n for n in declared if n not in call["tensors"]]
+    if missing:
+        raise ref.ReferenceFailure(
+            f"operation {operation!r}: the model's input(s) {', '.join(missing)} are not among the saved "
+            f"tensors ({', '.join(call['tensors']) or 'none'})")
+    return {n: call["tensors"][n] for n in declared}
+

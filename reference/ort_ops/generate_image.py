@@ -1,0 +1,51 @@
+"""`generate_image`: the diffusion loop of trtmc's runner around the noise predictor. From the initial
+noise trtmc saved (`noise`, its seeded synthesis), `steps` Euler steps in float32: dt = 1 / steps,
+t = 1 - k * dt, x -= dt * eps(sample=x, timestep=[t]).
+
+The call returns the denoised latents as floats: the timed loop checks them for NaN and infinity before
+anything could convert them to 8-bit pixels (where a clamp would hide them), so non-finite latents are a
+reference failure naming `denoised_latents`, never a result."""
+
+import numpy as np
+
+import trtmc_reference as ref
+from ort_ops import _media
+
+
+def prepare(ctx, operation="generate_image"):
+    call_inputs = _media.single_call(ctx, operation)
+    noise = _media.tensor(call_inputs, "noise", operation)
+    steps = int(_media.value(call_inputs, "steps", operation))
+    if steps < 1:
+        raise ref.ReferenceFailure(f"steps must be at least 1, got {steps}")
+    declared = sorted(i.name for i in ctx.session.get_inputs())
+    if declared != ["sample", "timestep"]:
+        raise ref.ReferenceFailure(
+            f"the denoiser must take exactly `sample` and `timestep`; it declares {', '.join(declared)}")
+    if noise.dtype != np.float32:
+        raise ref.ReferenceFailure(f"the saved noise must be float32, got {noise.dtype}")
+    scale = ctx.options.get("test_noise_scale")
+    if scale is not None:
+        # Test-only: a scale beyond float32 turns the noise into infinities (NaN where it is 0).
+        with np.errstate(over="ignore", invalid="ignore"):
+            noise = noise * np.float32(float(scale))
+    dt = np.float32(1.0) / np.float32(steps)
+    timesteps = [np.array([np.float32(1.0) - np.float32(k) * dt], dtype=np.float32) for k in range(steps)]
+    ctx.notes["steps"] = steps
+
+    def call():
+        x = noise.copy()
+        for t in timesteps:
+            eps = ctx.session.run(None, {"sample": x, "timestep": t})[0]
+            if eps.shape != x.shape:
+                raise ref.ReferenceFailure(
+                    f"the denoiser returned shape {list(eps.shape)} for a sample of {list(x.shape)}")
+            x += -dt * eps
+        return [x]
+
+    return call, ["denoised_latents"]
+
+
+def notes(ctx, outputs):
+    """trtmc's `latent_mean` of the last call's latents, computed after the timed loop."""
+    ctx.notes["latent_mean"] = float(np.mean(outputs[0], dtype=np.float64))
