@@ -5,7 +5,7 @@ usage: python3 reference/ort_reference.py REQUEST.json RESULT.json
 
 Options (request `options`): graph_optimization_level disable|basic|extended|layout|all (default all),
 execution_mode sequential|parallel (default sequential), inter_threads (default 1). `threads` sets
-intra_op_num_threads. Test-only: test_noise_scale multiplies the saved diffusion noise (a value
+intra_op_num_threads. Test-only (honoured with TRTMC_TEST=1): test_noise_scale multiplies the saved diffusion noise (a value
 beyond float32, e.g. 1e39, makes infinities, to exercise the non-finite check). See trtmc_reference.py
 for the protocol.
 """

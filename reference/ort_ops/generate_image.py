@@ -6,6 +6,8 @@ The call returns the denoised latents as floats: the timed loop checks them for 
 anything could convert them to 8-bit pixels (where a clamp would hide them), so non-finite latents are a
 reference failure naming `denoised_latents`, never a result."""
 
+import os
+
 import numpy as np
 
 import trtmc_reference as ref
@@ -25,6 +27,8 @@ def prepare(ctx, operation="generate_image"):
     if noise.dtype != np.float32:
         raise ref.ReferenceFailure(f"the saved noise must be float32, got {noise.dtype}")
     scale = ctx.options.get("test_noise_scale")
+    if scale is not None and os.environ.get("TRTMC_TEST") != "1":
+        raise ref.ReferenceFailure("option test_noise_scale is a test hook: it is honoured only with TRTMC_TEST=1")
     if scale is not None:
         # Test-only: a scale beyond float32 turns the noise into infinities (NaN where it is 0).
         with np.errstate(over="ignore", invalid="ignore"):
