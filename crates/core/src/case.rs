@@ -451,8 +451,16 @@ pub fn workload_identity(
         "artifacts": artifact_hashes,
     });
     // Only chat cases carry it, so the identity of every other case stays what it was.
+    // Not where the template was read from (a hub cache path differs from machine to machine), but
+    // its text's hash.
     if let Some(chat) = &case.chat {
-        workload["chat"] = json!(chat);
+        workload["chat"] = json!({
+            "messages": chat.messages,
+            "add_generation_prompt": chat.add_generation_prompt,
+            "template_sha256": chat.template_sha256,
+            "prompt": chat.prompt,
+            "prompt_tokens": chat.prompt_tokens,
+        });
     }
     crate::hash::json_hash(&workload)
 }

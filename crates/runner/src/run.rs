@@ -148,7 +148,7 @@ pub fn plan_cases(
                     plan_measure: sel.plan_measure.clone(),
                     flags: sel.flags.clone(),
                 };
-                let resolved = case::resolve(profile, &input).map_err(|reason| Error::Case {
+                let mut resolved = case::resolve(profile, &input).map_err(|reason| Error::Case {
                     model: profile.name.clone(),
                     reason,
                 })?;
@@ -201,6 +201,23 @@ pub fn plan_cases(
                                 })?,
                         )
                         .clone(),
+                };
+                // A chat case is rendered now, so a missing or broken template stops the run before
+                // any build; one whose hub files are not cached yet keeps its `hub:` tokenizer and is
+                // rendered by `fetch_tokenizers` after their download.
+                let rendered = crate::chat::render_case(
+                    profile,
+                    tokenizer.as_deref(),
+                    sources::Fetch::CacheOnly,
+                    &mut resolved,
+                )
+                .map_err(|reason| Error::Case {
+                    model: profile.name.clone(),
+                    reason,
+                })?;
+                let tokenizer = match rendered {
+                    true => tokenizer,
+                    false => profile.tokenizer.clone(),
                 };
                 planned.push(PlannedCase {
                     profile: Profile {
@@ -268,8 +285,10 @@ pub fn execute(
     progress: &dyn Progress,
 ) -> Result<RunOutcome, RunError> {
     let boundary = timing_boundary(&planned)?;
-    build_missing(&mut planned, options, progress)?;
+    // Tokenizers first: a chat case waiting for its hub template is rendered (or refused) before any
+    // build.
     fetch_tokenizers(&mut planned)?;
+    build_missing(&mut planned, options, progress)?;
 
     let target = match &options.output {
         Some(dir) => dir.clone(),
@@ -428,8 +447,19 @@ pub fn execute(
 pub(crate) fn fetch_tokenizers(planned: &mut [PlannedCase]) -> Result<(), RunError> {
     for p in planned {
         if sources::tokenizer_pending(p.profile.tokenizer.as_deref()) {
-            p.profile.tokenizer = sources::resolve_tokenizer(&p.profile, sources::Fetch::Allowed)
+            let hub = p.profile.clone();
+            p.profile.tokenizer = sources::resolve_tokenizer(&hub, sources::Fetch::Allowed)
                 .map_err(|reason| Error::Tokenizer {
+                    model: p.profile.name.clone(),
+                    reason,
+                })?;
+            crate::chat::render_case(
+                &hub,
+                p.profile.tokenizer.as_deref(),
+                sources::Fetch::Allowed,
+                &mut p.resolved,
+            )
+            .map_err(|reason| Error::Case {
                 model: p.profile.name.clone(),
                 reason,
             })?;

@@ -104,6 +104,15 @@ impl Tokenizer {
         }
     }
 
+    /// The ids a generator is fed for a prompt: a completion prompt gets the start token first; a chat
+    /// prompt is a rendered chat template, which wrote the special tokens it wants (its `bos_token`
+    /// among them) itself, as `transformers`' `apply_chat_template` tokenizes it.
+    pub fn prompt_ids(&self, text: &str, chat: bool) -> anyhow::Result<Vec<i64>> {
+        let mut ids = if chat { Vec::new() } else { vec![self.bos()] };
+        ids.extend(self.encode(text)?);
+        Ok(ids)
+    }
+
     /// Text of `ids`; special tokens are skipped and invalid UTF-8 replaced.
     pub fn decode(&self, ids: &[i64]) -> String {
         match self {
