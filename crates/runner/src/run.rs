@@ -1387,6 +1387,15 @@ pub fn describe_plan(planned: &[PlannedCase], options: &BundleOptions) -> Vec<St
             r.measure.warmup.value,
             r.measure.iterations.value
         ));
+        if let Some(chat) = &r.chat {
+            lines.push(match (&chat.template_source, chat.prompt_tokens) {
+                (Some(template), Some(tokens)) => format!(
+                    "    chat: {tokens} prompt tokens rendered with {template}; identity {}",
+                    r.identity
+                ),
+                _ => "    chat: rendered once the hub tokenizer's files are downloaded".to_string(),
+            });
+        }
         // Runtimes driving an outside tool show the exact commands (trtexec's build and time argv).
         let Some(b) = &p.bundle else { continue };
         let Ok(rt) = runtime::runtime_with(&r.runtime.value, &options.runtimes) else {
