@@ -115,7 +115,16 @@ fn chat_catalog(root: &Path, files: &[(&str, &str)]) {
 
 fn run_chatty(root: &Path, cache: &Path, out: &Path) -> std::process::Output {
     Command::new(BIN)
-        .args(["run", "--model", "chatty", "--iterations", "1", "--warmup", "0", "-q"])
+        .args([
+            "run",
+            "--model",
+            "chatty",
+            "--iterations",
+            "1",
+            "--warmup",
+            "0",
+            "-q",
+        ])
         .arg("--bundle-cache")
         .arg(cache)
         .arg("-o")
@@ -145,7 +154,10 @@ fn a_chat_case_without_a_usable_template_is_refused_before_any_build() {
             && message.contains("request.mode = \"completion\""),
         "{message}"
     );
-    assert!(!cache.exists() && !out.exists(), "nothing built or measured");
+    assert!(
+        !cache.exists() && !out.exists(),
+        "nothing built or measured"
+    );
 
     // The engine's error with the template's line: here the template refuses the conversation.
     chat_catalog(
@@ -163,7 +175,10 @@ fn a_chat_case_without_a_usable_template_is_refused_before_any_build() {
             && message.contains("this model takes no user turns"),
         "{message}"
     );
-    assert!(!cache.exists() && !out.exists(), "nothing built or measured");
+    assert!(
+        !cache.exists() && !out.exists(),
+        "nothing built or measured"
+    );
 
     // tokenizer_config.json's template, as Hugging Face tokenizers ship it, with its special tokens.
     std::fs::remove_file(root.join("chatty/chat_template.jinja")).expect("rm");

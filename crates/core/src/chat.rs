@@ -74,9 +74,10 @@ pub fn template_from_files(
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            Some(serde_json::from_str(&text).map_err(|e| {
-                format!("{} is not JSON: {e}", path.display())
-            })?)
+            Some(
+                serde_json::from_str(&text)
+                    .map_err(|e| format!("{} is not JSON: {e}", path.display()))?,
+            )
         }
     };
     let special = |name: &str| -> Option<String> {
@@ -290,7 +291,10 @@ mod tests {
             role: "user".into(),
             content: "  hi  ".into(),
         }];
-        assert_eq!(render(&t, &messages, true).expect("render"), "<s>\n[USER] hi</s>\n");
+        assert_eq!(
+            render(&t, &messages, true).expect("render"),
+            "<s>\n[USER] hi</s>\n"
+        );
         let wrong = vec![ChatMessage {
             role: "assistant".into(),
             content: "x".into(),
@@ -304,8 +308,12 @@ mod tests {
 
     #[test]
     fn a_template_that_fails_names_the_file_and_line() {
-        let e = render(&template("ok\n{% for m in messages %}\n{{ m.content | nosuchfilter }}\n{% endfor %}"), &turns(), true)
-            .expect_err("unknown filter");
+        let e = render(
+            &template("ok\n{% for m in messages %}\n{{ m.content | nosuchfilter }}\n{% endfor %}"),
+            &turns(),
+            true,
+        )
+        .expect_err("unknown filter");
         assert!(e.starts_with("chat template t.jinja at line 3:"), "{e}");
         let e = render(&template("{% if %}"), &turns(), true).expect_err("syntax");
         assert!(e.contains("at line 1"), "{e}");
@@ -314,23 +322,40 @@ mod tests {
     #[test]
     fn templates_are_found_beside_the_tokenizer_jinja_first() {
         let dir = tempfile::tempdir().expect("tmp");
-        let (jinja, config) = (dir.path().join(TEMPLATE_FILE), dir.path().join(TOKENIZER_CONFIG_FILE));
+        let (jinja, config) = (
+            dir.path().join(TEMPLATE_FILE),
+            dir.path().join(TOKENIZER_CONFIG_FILE),
+        );
         assert_eq!(template_from_files(Some(&jinja), Some(&config)), Ok(None));
-        std::fs::write(&config, r#"{"bos_token": {"content": "<s>"}, "eos_token": "</s>"}"#)
-            .expect("write");
+        std::fs::write(
+            &config,
+            r#"{"bos_token": {"content": "<s>"}, "eos_token": "</s>"}"#,
+        )
+        .expect("write");
         assert_eq!(template_from_files(Some(&jinja), Some(&config)), Ok(None));
         std::fs::write(
             &config,
             r#"{"eos_token": "</s>", "chat_template": [{"name": "tool_use", "template": "T"}, {"name": "default", "template": "D"}]}"#,
         )
         .expect("write");
-        let t = template_from_files(Some(&jinja), Some(&config)).expect("ok").expect("some");
-        assert_eq!((t.text.as_str(), t.eos_token.as_deref()), ("D", Some("</s>")));
+        let t = template_from_files(Some(&jinja), Some(&config))
+            .expect("ok")
+            .expect("some");
+        assert_eq!(
+            (t.text.as_str(), t.eos_token.as_deref()),
+            ("D", Some("</s>"))
+        );
         std::fs::write(&jinja, "J").expect("write");
-        let t = template_from_files(Some(&jinja), Some(&config)).expect("ok").expect("some");
+        let t = template_from_files(Some(&jinja), Some(&config))
+            .expect("ok")
+            .expect("some");
         assert_eq!(t.text, "J");
         assert!(t.source.ends_with(TEMPLATE_FILE), "{}", t.source);
-        assert_eq!(t.eos_token.as_deref(), Some("</s>"), "special tokens still from the config");
+        assert_eq!(
+            t.eos_token.as_deref(),
+            Some("</s>"),
+            "special tokens still from the config"
+        );
         std::fs::write(&config, "{").expect("write");
         assert!(template_from_files(None, Some(&config)).is_err());
     }
@@ -339,7 +364,10 @@ mod tests {
     fn case_checks_name_the_field_and_the_fix() {
         let m = turns();
         let chat = Value::from("chat");
-        assert_eq!(check_case(true, "generate", &m, Some(&chat), false), Ok(true));
+        assert_eq!(
+            check_case(true, "generate", &m, Some(&chat), false),
+            Ok(true)
+        );
         assert_eq!(check_case(true, "generate", &[], None, true), Ok(false));
         let e = check_case(false, "classify", &m, None, false).expect_err("op");
         assert!(e.contains("`messages`") && e.contains("classify"), "{e}");

@@ -105,7 +105,10 @@ fn template_files(
     let beside = |name: &str| {
         sources::hub_tokenizer_sibling(profile, name, fetch).unwrap_or_else(|| dir.join(name))
     };
-    Ok((beside(chat::TEMPLATE_FILE), beside(chat::TOKENIZER_CONFIG_FILE)))
+    Ok((
+        beside(chat::TEMPLATE_FILE),
+        beside(chat::TOKENIZER_CONFIG_FILE),
+    ))
 }
 
 /// The template's origin as resolved-case.json records it: relative to MODEL.toml when it lies in the

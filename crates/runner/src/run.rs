@@ -148,10 +148,11 @@ pub fn plan_cases(
                     plan_measure: sel.plan_measure.clone(),
                     flags: sel.flags.clone(),
                 };
-                let mut resolved = case::resolve(profile, &input).map_err(|reason| Error::Case {
-                    model: profile.name.clone(),
-                    reason,
-                })?;
+                let mut resolved =
+                    case::resolve(profile, &input).map_err(|reason| Error::Case {
+                        model: profile.name.clone(),
+                        reason,
+                    })?;
                 let rt = runtime_named(&resolved.runtime.value, &options.runtimes)?;
                 rt.availability()
                     .map_err(|reason| Error::RuntimeUnavailable {

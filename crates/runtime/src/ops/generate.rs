@@ -352,7 +352,10 @@ impl GenerateRunner {
             );
         }
         let tokenizer = Tokenizer::load(ctx.tokenizer, ctx.manifest_dir)?;
-        let chat = ctx.request.get(trtmc_core::chat::MODE_FIELD).and_then(Value::as_str)
+        let chat = ctx
+            .request
+            .get(trtmc_core::chat::MODE_FIELD)
+            .and_then(Value::as_str)
             == Some(trtmc_core::chat::MODE_CHAT);
         let text = match ctx.request.get(trtmc_core::chat::PROMPT_FIELD) {
             None if chat => bail!(
@@ -362,7 +365,9 @@ impl GenerateRunner {
         };
         let prompt = tokenizer.prompt_ids(text, chat)?;
         if prompt.is_empty() {
-            bail!("the rendered chat prompt has no tokens: the chat template wrote nothing for the case's messages");
+            bail!(
+                "the rendered chat prompt has no tokens: the chat template wrote nothing for the case's messages"
+            );
         }
         let max_new_tokens = ctx.int("max_new_tokens")?;
         if max_new_tokens < 1 {
