@@ -385,4 +385,62 @@ mod tests {
         let e = check_case(true, "generate", &odd, Some(&chat), false).expect_err("role");
         assert!(e.contains("messages[1].role"), "{e}");
     }
+
+    #[test]
+    fn a_chat_case_resolves_without_a_prompt_and_its_rendering_is_its_identity() {
+        use crate::case::{ResolveInput, refresh_identity, resolve};
+        let t = tempfile::tempdir().expect("tmp");
+        let d = t.path().join("g");
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::write(
+            d.join("MODEL.toml"),
+            "name = \"g\"\ntask_strategy = \"text_generation\"\ntest_manifests = [\"c.toml\"]\n[source]\nbuiltin = \"tiny-gpt\"\n",
+        )
+        .expect("write");
+        std::fs::write(
+            d.join("c.toml"),
+            "[[case]]\nname = \"chat\"\nadd_generation_prompt = false\n[case.request]\nmode = \"chat\"\n[[case.messages]]\nrole = \"user\"\ncontent = \"hi\"\n\n[[case]]\nname = \"plain\"\n[case.request]\nprompt = \"hi\"\n",
+        )
+        .expect("write");
+        let catalog = crate::catalog::Catalog::load(t.path()).expect("load");
+        let p = catalog.require("g").expect("g");
+        assert!(p.status.is_ready(), "{:?}", p.status);
+        let case = |name| {
+            resolve(
+                p,
+                &ResolveInput {
+                    case: Some(name),
+                    ..Default::default()
+                },
+            )
+            .expect("resolve")
+        };
+        let mut chat = case("chat");
+        let plain = case("plain");
+        assert!(plain.chat.is_none());
+        assert_eq!(plain.request["mode"].value, MODE_COMPLETION);
+        let c = chat.chat.clone().expect("chat");
+        assert_eq!((c.messages.len(), c.add_generation_prompt), (1, false));
+        assert!(
+            !chat.request.contains_key(PROMPT_FIELD),
+            "rendered by the runner"
+        );
+        let before = chat.identity.clone();
+        if let Some(c) = chat.chat.as_mut() {
+            c.prompt = Some("[user] hi".into());
+            c.prompt_tokens = Some(9);
+        }
+        refresh_identity(p, &mut chat).expect("identity");
+        assert_ne!(
+            chat.identity, before,
+            "the rendered prompt is part of the workload"
+        );
+        // Where the template was read from is not.
+        let rendered = chat.identity.clone();
+        if let Some(c) = chat.chat.as_mut() {
+            c.template_source = Some("/somewhere/else/chat_template.jinja".into());
+        }
+        refresh_identity(p, &mut chat).expect("identity");
+        assert_eq!(chat.identity, rendered);
+    }
 }

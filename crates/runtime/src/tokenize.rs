@@ -185,6 +185,9 @@ mod tests {
         assert_eq!(t.decode(&ids), "héllo");
         assert!(Tokenizer::load(Some("wordpiece"), None).is_err());
         assert_eq!((t.pad(), t.bos(), t.eos()), (PAD, BOS, EOS));
+        // A chat prompt is fed as its template wrote it; a completion gets the start token first.
+        assert_eq!(t.prompt_ids("hi", false).expect("completion"), [BOS, 107, 108]);
+        assert_eq!(t.prompt_ids("hi", true).expect("chat"), [107, 108]);
     }
 
     /// A WordPiece tokenizer.json in the shape BERT checkpoints ship: lower-casing normalizer,
