@@ -118,3 +118,44 @@ fn template_source(profile: &Profile, template: &ChatTemplate) -> String {
         .strip_prefix(profile.dir())
         .map_or_else(|_| template.source.clone(), |rel| rel.display().to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_are_looked_for_beside_the_tokenizer_file_or_the_manifest() {
+        let t = tempfile::tempdir().expect("tmp");
+        let d = t.path().join("m");
+        std::fs::create_dir_all(d.join("tok")).expect("mkdir");
+        std::fs::write(d.join("tok/tokenizer.json"), "{}").expect("write");
+        std::fs::write(
+            d.join("MODEL.toml"),
+            "name = \"m\"\ntask_strategy = \"text_generation\"\ntokenizer = \"file:tok/tokenizer.json\"\ntest_manifests = [\"c.toml\"]\n[source]\nbuiltin = \"tiny-gpt\"\n",
+        )
+        .expect("write");
+        std::fs::write(
+            d.join("c.toml"),
+            "[[case]]\nname = \"c\"\n[case.request]\nprompt = \"x\"\n",
+        )
+        .expect("write");
+        let catalog = trtmc_core::catalog::Catalog::load(t.path()).expect("load");
+        let p = catalog.require("m").expect("m");
+        let (jinja, config) =
+            template_files(p, Some("file:tok/tokenizer.json"), Fetch::CacheOnly).expect("files");
+        assert!(jinja.ends_with("m/tok/chat_template.jinja"), "{jinja:?}");
+        assert!(
+            config.ends_with("m/tok/tokenizer_config.json"),
+            "{config:?}"
+        );
+        let (jinja, _) = template_files(p, Some("bytes"), Fetch::CacheOnly).expect("files");
+        assert!(jinja.ends_with("m/chat_template.jinja"), "{jinja:?}");
+        let template = ChatTemplate {
+            text: String::new(),
+            source: d.join("tok/chat_template.jinja").display().to_string(),
+            bos_token: None,
+            eos_token: None,
+        };
+        assert_eq!(template_source(p, &template), "tok/chat_template.jinja");
+    }
+}

@@ -186,7 +186,10 @@ mod tests {
         assert!(Tokenizer::load(Some("wordpiece"), None).is_err());
         assert_eq!((t.pad(), t.bos(), t.eos()), (PAD, BOS, EOS));
         // A chat prompt is fed as its template wrote it; a completion gets the start token first.
-        assert_eq!(t.prompt_ids("hi", false).expect("completion"), [BOS, 107, 108]);
+        assert_eq!(
+            t.prompt_ids("hi", false).expect("completion"),
+            [BOS, 107, 108]
+        );
         assert_eq!(t.prompt_ids("hi", true).expect("chat"), [107, 108]);
     }
 
