@@ -206,3 +206,88 @@ fn a_chat_case_without_a_usable_template_is_refused_before_any_build() {
         stdout(&dry)
     );
 }
+
+/// A hub model's chat template comes from its repository's `tokenizer_config.json` in the offline hub
+/// cache, beside its `tokenizer.json`; the template's `bos_token` is the tokenizer's special token, so
+/// the worker feeds exactly the rendered prompt's tokens.
+#[test]
+fn a_hub_models_template_is_read_from_the_offline_cache_beside_its_tokenizer() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let commit = "89abcdef0123456789abcdef0123456789abcdef";
+    let repo = tmp.path().join("hf/hub/models--test--chatty");
+    let snapshot = repo.join("snapshots").join(commit);
+    std::fs::create_dir_all(&snapshot).expect("mkdir");
+    std::fs::create_dir_all(repo.join("refs")).expect("mkdir");
+    std::fs::write(repo.join("refs/main"), commit).expect("ref");
+    std::fs::write(
+        snapshot.join("model.onnx"),
+        trtmc_modelgen::generate("tiny-gpt", 1).expect("stand-in decoder"),
+    )
+    .expect("model");
+    // The catalog's WordPiece vocabulary (257 tokens) fits tiny-gpt's embedding table.
+    std::fs::copy(
+        repo_root().join("catalog/assets/wordpiece/tokenizer.json"),
+        snapshot.join("tokenizer.json"),
+    )
+    .expect("tokenizer");
+    std::fs::write(
+        snapshot.join("tokenizer_config.json"),
+        r#"{"bos_token": "[CLS]", "eos_token": "[SEP]", "chat_template": "{{ bos_token }}{% for m in messages %}{{ m.content }}{{ eos_token }}{% endfor %}"}"#,
+    )
+    .expect("config");
+    let root = tmp.path().join("catalog");
+    let dir = root.join("hub-chat");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(
+        dir.join("MODEL.toml"),
+        "name = \"hub-chat\"\ntask_strategy = \"text_generation\"\ntokenizer = \"hub:tokenizer.json\"\ntest_manifests = [\"cases.toml\"]\n[source]\nhf_repo = \"test/chatty\"\nhf_file = \"model.onnx\"\n[build]\nkv_cache_length = 64\n",
+    )
+    .expect("write MODEL.toml");
+    std::fs::write(
+        dir.join("cases.toml"),
+        "[[case]]\nname = \"chat\"\n[case.request]\nmode = \"chat\"\nmax_new_tokens = 2\n[[case.messages]]\nrole = \"user\"\ncontent = \"fast engines\"\n",
+    )
+    .expect("write cases.toml");
+    let out = tmp.path().join("out");
+    let measured = Command::new(BIN)
+        .args([
+            "run",
+            "--model",
+            "hub-chat",
+            "--warmup",
+            "0",
+            "--iterations",
+            "2",
+            "-q",
+        ])
+        .arg("--bundle-cache")
+        .arg(tmp.path().join("cache"))
+        .arg("-o")
+        .arg(&out)
+        .env("TRTMC_MANIFEST_ROOT", &root)
+        .env("HF_HOME", tmp.path().join("hf"))
+        .env("HF_HUB_OFFLINE", "1")
+        .env("TRTMC_TEST", "1")
+        .output()
+        .expect("start trtmc-bench");
+    assert_eq!(code(&measured), 0, "{}", stderr(&measured));
+    let doc = assert_result_dir_valid(&out);
+    let case_dir = out.join(doc["cases"][0]["dir"].as_str().expect("dir"));
+    let resolved = read_json(&case_dir.join("resolved-case.json"));
+    let chat = &resolved["chat"];
+    assert_eq!(chat["prompt"], "[CLS]fast engines[SEP]");
+    assert!(
+        chat["template_source"]
+            .as_str()
+            .is_some_and(|s| s.ends_with(&format!("{commit}/tokenizer_config.json"))),
+        "{chat}"
+    );
+    // [CLS] fast engines [SEP]: the template's special tokens are the tokenizer's, and no start token
+    // is added in front.
+    assert_eq!(chat["prompt_tokens"], 4, "{chat}");
+    let text = std::fs::read_to_string(case_dir.join("observations.jsonl")).expect("obs");
+    for line in text.lines() {
+        let o: serde_json::Value = serde_json::from_str(line).expect("json");
+        assert_eq!(o["input_tokens"], 4, "{line}");
+    }
+}
