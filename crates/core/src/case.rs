@@ -146,6 +146,10 @@ pub struct ResolvedCase {
     pub runtime_settings: BTreeMap<String, Sourced<Value>>,
     pub measure: Measure,
     pub sweep_point: BTreeMap<String, String>,
+    /// A chat case's messages, template and rendered prompt (`request.mode = "chat"`); rendered by the
+    /// runner once the tokenizer's files are at hand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<crate::chat::ChatPrompt>,
     /// SHA-256 of the workload: manifest hash, operation, request, build settings, input artifacts.
     pub identity: String,
 }
@@ -278,7 +282,26 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
     apply_measure(&mut measure, &input.flags, Source::Cli);
     stopping_rule(&mut measure)?;
 
+    let chat = crate::chat::check_case(
+        op.field(crate::chat::MODE_FIELD).is_some(),
+        op.name,
+        &case.messages,
+        request.get(crate::chat::MODE_FIELD).map(|v| &v.value),
+        request.contains_key(crate::chat::PROMPT_FIELD),
+    )?
+    .then(|| crate::chat::ChatPrompt {
+        messages: case.messages.clone(),
+        add_generation_prompt: case.add_generation_prompt.unwrap_or(true),
+        template_source: None,
+        template_sha256: None,
+        prompt: None,
+        prompt_tokens: None,
+    });
     for f in op.fields {
+        // A chat case's prompt is rendered from its messages (by the runner, see `ResolvedCase::chat`).
+        if chat.is_some() && f.name == crate::chat::PROMPT_FIELD {
+            continue;
+        }
         if !request.contains_key(f.name) {
             return Err(format!(
                 "request.{} is required by operation `{}` ({})",
@@ -346,11 +369,21 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
         runtime_settings,
         measure,
         sweep_point,
+        chat,
         identity: String::new(),
     };
-    let artifacts = artifact_hashes(profile, op, &resolved.request)?;
-    resolved.identity = workload_identity(&profile.manifest_hash, &resolved, &artifacts);
+    refresh_identity(profile, &mut resolved)?;
     Ok(resolved)
+}
+
+/// Recomputes a resolved case's workload identity, after the runner filled in what resolving alone
+/// cannot know (a chat case's rendered prompt and its token count).
+pub fn refresh_identity(profile: &Profile, resolved: &mut ResolvedCase) -> Result<(), String> {
+    let op = operations::operation(&resolved.operation)
+        .ok_or_else(|| format!("unknown operation `{}`", resolved.operation))?;
+    let artifacts = artifact_hashes(profile, op, &resolved.request)?;
+    resolved.identity = workload_identity(&profile.manifest_hash, resolved, &artifacts);
+    Ok(())
 }
 
 /// SHA-256 of every artifact input (fields of kind `Artifact` other than `synthetic`), resolved relative to
@@ -409,14 +442,27 @@ pub fn workload_identity(
         .filter(|(k, _)| !RECIPE_BUILD_SETTINGS.contains(&k.as_str()))
         .map(|(k, v)| (k, &v.value))
         .collect();
-    crate::hash::json_hash(&json!({
+    let mut workload = json!({
         "manifest": manifest_hash,
         "model": case.model,
         "operation": case.operation,
         "request": request,
         "build": build,
         "artifacts": artifact_hashes,
-    }))
+    });
+    // Only chat cases carry it, so the identity of every other case stays what it was.
+    // Not where the template was read from (a hub cache path differs from machine to machine), but
+    // its text's hash.
+    if let Some(chat) = &case.chat {
+        workload["chat"] = json!({
+            "messages": chat.messages,
+            "add_generation_prompt": chat.add_generation_prompt,
+            "template_sha256": chat.template_sha256,
+            "prompt": chat.prompt,
+            "prompt_tokens": chat.prompt_tokens,
+        });
+    }
+    crate::hash::json_hash(&workload)
 }
 
 fn case_measure(case: &TestCase) -> MeasureFlags {

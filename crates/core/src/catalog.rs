@@ -163,6 +163,13 @@ pub struct TestCase {
     pub request: BTreeMap<String, Value>,
     #[serde(default)]
     pub measure: MeasureToml,
+    /// The turns of a chat case (`request.mode = "chat"`), rendered with the model's chat template.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<crate::chat::ChatMessage>,
+    /// Whether the template ends the prompt with the assistant's header (`transformers`' flag of
+    /// the same name); true unless the case says otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub add_generation_prompt: Option<bool>,
     /// The manifest file the case came from (filled in on load).
     #[serde(skip_deserializing, default)]
     pub manifest: PathBuf,
@@ -264,6 +271,8 @@ impl Profile {
                 reference_precision: None,
                 request: BTreeMap::new(),
                 measure: Default::default(),
+                messages: Vec::new(),
+                add_generation_prompt: None,
                 manifest: file.clone(),
             }],
             smoke_of: None,
@@ -586,8 +595,17 @@ pub fn check_case_fields(op: &OperationDecl, case: &TestCase) -> Result<(), Stri
         let field = op.field(key).ok_or_else(|| unknown_field(op, key))?;
         operations::check_kind(field.kind, value).map_err(|e| format!("request.{key}: {e}"))?;
     }
+    let chat = crate::chat::check_case(
+        op.field(crate::chat::MODE_FIELD).is_some(),
+        op.name,
+        &case.messages,
+        case.request.get(crate::chat::MODE_FIELD),
+        case.request.contains_key(crate::chat::PROMPT_FIELD),
+    )?;
     for f in op.fields {
-        if f.default.is_none() && !case.request.contains_key(f.name) {
+        // A chat case's prompt is rendered from its messages.
+        let rendered = chat && f.name == crate::chat::PROMPT_FIELD;
+        if f.default.is_none() && !rendered && !case.request.contains_key(f.name) {
             return Err(format!(
                 "request.{} is required by operation `{}` ({})",
                 f.name, op.name, f.help

@@ -5,6 +5,7 @@ pub mod accuracy;
 pub mod artifacts;
 pub mod case;
 pub mod catalog;
+pub mod chat;
 pub mod error_text;
 pub mod fsutil;
 pub mod hash;

@@ -294,6 +294,17 @@ const GENERATE_FIELDS: [FieldDecl; 6] = [
     },
 ];
 
+/// `request.mode` of the text generators: `completion` tokenizes `prompt` as it is, `chat` renders the
+/// case's `messages` with the model's chat template (crate::chat).
+const GENERATION_MODE: FieldDecl = FieldDecl {
+    name: crate::chat::MODE_FIELD,
+    kind: FieldKind::String,
+    default: Some(|| Value::from(crate::chat::MODE_COMPLETION)),
+    help: "`completion` (the raw prompt) or `chat` (the case's messages through the model's chat template)",
+    binds_dim: None,
+    range: None,
+};
+
 const GENERATE_THROUGHPUTS: [ThroughputDecl; 2] = [
     REQUEST_PER_S,
     ThroughputDecl {
@@ -396,6 +407,7 @@ static OPERATIONS: &[OperationDecl] = &[
             GENERATE_FIELDS[3],
             GENERATE_FIELDS[4],
             GENERATE_FIELDS[5],
+            GENERATION_MODE,
             BATCH,
         ],
         throughputs: &GENERATE_THROUGHPUTS,
@@ -419,6 +431,7 @@ static OPERATIONS: &[OperationDecl] = &[
             GENERATE_FIELDS[3],
             GENERATE_FIELDS[4],
             GENERATE_FIELDS[5],
+            GENERATION_MODE,
             BATCH,
             IMAGE,
             FieldDecl {

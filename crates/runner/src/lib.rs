@@ -2,6 +2,7 @@
 //! launches, reduction and result directories. It never prints; the CLI shows progress.
 
 pub mod bundles;
+pub mod chat;
 pub mod compare;
 mod error;
 pub mod interrupt;

@@ -148,10 +148,11 @@ pub fn plan_cases(
                     plan_measure: sel.plan_measure.clone(),
                     flags: sel.flags.clone(),
                 };
-                let resolved = case::resolve(profile, &input).map_err(|reason| Error::Case {
-                    model: profile.name.clone(),
-                    reason,
-                })?;
+                let mut resolved =
+                    case::resolve(profile, &input).map_err(|reason| Error::Case {
+                        model: profile.name.clone(),
+                        reason,
+                    })?;
                 let rt = runtime_named(&resolved.runtime.value, &options.runtimes)?;
                 rt.availability()
                     .map_err(|reason| Error::RuntimeUnavailable {
@@ -201,6 +202,23 @@ pub fn plan_cases(
                                 })?,
                         )
                         .clone(),
+                };
+                // A chat case is rendered now, so a missing or broken template stops the run before
+                // any build; one whose hub files are not cached yet keeps its `hub:` tokenizer and is
+                // rendered by `fetch_tokenizers` after their download.
+                let rendered = crate::chat::render_case(
+                    profile,
+                    tokenizer.as_deref(),
+                    sources::Fetch::CacheOnly,
+                    &mut resolved,
+                )
+                .map_err(|reason| Error::Case {
+                    model: profile.name.clone(),
+                    reason,
+                })?;
+                let tokenizer = match rendered {
+                    true => tokenizer,
+                    false => profile.tokenizer.clone(),
                 };
                 planned.push(PlannedCase {
                     profile: Profile {
@@ -268,8 +286,10 @@ pub fn execute(
     progress: &dyn Progress,
 ) -> Result<RunOutcome, RunError> {
     let boundary = timing_boundary(&planned)?;
-    build_missing(&mut planned, options, progress)?;
+    // Tokenizers first: a chat case waiting for its hub template is rendered (or refused) before any
+    // build.
     fetch_tokenizers(&mut planned)?;
+    build_missing(&mut planned, options, progress)?;
 
     let target = match &options.output {
         Some(dir) => dir.clone(),
@@ -428,8 +448,19 @@ pub fn execute(
 pub(crate) fn fetch_tokenizers(planned: &mut [PlannedCase]) -> Result<(), RunError> {
     for p in planned {
         if sources::tokenizer_pending(p.profile.tokenizer.as_deref()) {
-            p.profile.tokenizer = sources::resolve_tokenizer(&p.profile, sources::Fetch::Allowed)
+            let hub = p.profile.clone();
+            p.profile.tokenizer = sources::resolve_tokenizer(&hub, sources::Fetch::Allowed)
                 .map_err(|reason| Error::Tokenizer {
+                    model: p.profile.name.clone(),
+                    reason,
+                })?;
+            crate::chat::render_case(
+                &hub,
+                p.profile.tokenizer.as_deref(),
+                sources::Fetch::Allowed,
+                &mut p.resolved,
+            )
+            .map_err(|reason| Error::Case {
                 model: p.profile.name.clone(),
                 reason,
             })?;
@@ -1362,6 +1393,15 @@ pub fn describe_plan(planned: &[PlannedCase], options: &BundleOptions) -> Vec<St
             r.measure.warmup.value,
             r.measure.iterations.value
         ));
+        if let Some(chat) = &r.chat {
+            lines.push(match (&chat.template_source, chat.prompt_tokens) {
+                (Some(template), Some(tokens)) => format!(
+                    "    chat: {tokens} prompt tokens rendered with {template}; identity {}",
+                    r.identity
+                ),
+                _ => "    chat: rendered once the hub tokenizer's files are downloaded".to_string(),
+            });
+        }
         // Runtimes driving an outside tool show the exact commands (trtexec's build and time argv).
         let Some(b) = &p.bundle else { continue };
         let Ok(rt) = runtime::runtime_with(&r.runtime.value, &options.runtimes) else {

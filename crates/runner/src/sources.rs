@@ -241,6 +241,30 @@ pub fn resolve_tokenizer(profile: &Profile, fetch: Fetch) -> Result<Option<Strin
     Ok(Some(format!("file:{}", path.display())))
 }
 
+/// A file beside a profile's hub tokenizer in its repository (`tokenizer_config.json`,
+/// `chat_template.jinja`): its path in the cache, downloaded first when `fetch` allows and the hub is
+/// not offline. `None` when the profile's tokenizer is not a hub file, or the file is neither cached
+/// nor downloadable (many repositories have no `chat_template.jinja`).
+pub fn hub_tokenizer_sibling(profile: &Profile, name: &str, fetch: Fetch) -> Option<PathBuf> {
+    let Some(Ok(TokenizerSpec::Hub(tokenizer))) =
+        profile.tokenizer.as_deref().map(TokenizerSpec::parse)
+    else {
+        return None;
+    };
+    let ModelSource::HuggingFace { repo, revision, .. } = &profile.source else {
+        return None;
+    };
+    let file = match tokenizer.rsplit_once('/') {
+        Some((folder, _)) => format!("{folder}/{name}"),
+        None => name.to_owned(),
+    };
+    match hub_cached(repo, &file, revision).1 {
+        Some(path) => Some(path),
+        None if fetch == Fetch::CacheOnly || hf_offline() => None,
+        None => download_hf(repo, &file, revision).ok(),
+    }
+}
+
 /// Does this worker-form tokenizer still wait for a download (a `hub:` spec)?
 pub fn tokenizer_pending(tokenizer: Option<&str>) -> bool {
     tokenizer.is_some_and(|t| matches!(TokenizerSpec::parse(t), Ok(TokenizerSpec::Hub(_))))

@@ -104,6 +104,15 @@ impl Tokenizer {
         }
     }
 
+    /// The ids a generator is fed for a prompt: a completion prompt gets the start token first; a chat
+    /// prompt is a rendered chat template, which wrote the special tokens it wants (its `bos_token`
+    /// among them) itself, as `transformers`' `apply_chat_template` tokenizes it.
+    pub fn prompt_ids(&self, text: &str, chat: bool) -> anyhow::Result<Vec<i64>> {
+        let mut ids = if chat { Vec::new() } else { vec![self.bos()] };
+        ids.extend(self.encode(text)?);
+        Ok(ids)
+    }
+
     /// Text of `ids`; special tokens are skipped and invalid UTF-8 replaced.
     pub fn decode(&self, ids: &[i64]) -> String {
         match self {
@@ -176,6 +185,12 @@ mod tests {
         assert_eq!(t.decode(&ids), "héllo");
         assert!(Tokenizer::load(Some("wordpiece"), None).is_err());
         assert_eq!((t.pad(), t.bos(), t.eos()), (PAD, BOS, EOS));
+        // A chat prompt is fed as its template wrote it; a completion gets the start token first.
+        assert_eq!(
+            t.prompt_ids("hi", false).expect("completion"),
+            [BOS, 107, 108]
+        );
+        assert_eq!(t.prompt_ids("hi", true).expect("chat"), [107, 108]);
     }
 
     /// A WordPiece tokenizer.json in the shape BERT checkpoints ship: lower-casing normalizer,

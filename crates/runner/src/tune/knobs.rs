@@ -212,6 +212,7 @@ mod tests {
                 timeout_s: Sourced::new(1.0, Source::Default),
             },
             sweep_point: BTreeMap::new(),
+            chat: None,
             identity: String::new(),
         }
     }

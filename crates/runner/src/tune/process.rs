@@ -236,7 +236,14 @@ impl ProcessRunner {
             runtime: Some(self.target.runtime.clone()),
             ..ResolveInput::default()
         };
-        let resolved = case::resolve(&self.target.profile, &input)?;
+        let mut resolved = case::resolve(&self.target.profile, &input)?;
+        // A chat case's prompt is its rendered template (the target's tokenizer is already on disk).
+        crate::chat::render_case(
+            &self.target.profile,
+            self.target.profile.tokenizer.as_deref(),
+            crate::sources::Fetch::CacheOnly,
+            &mut resolved,
+        )?;
         runtime::check_settings(self.rt.as_ref(), &resolved.runtime_values())?;
         let options = BundleOptions {
             cache_root: self.options.cache_root.clone(),

@@ -352,8 +352,23 @@ impl GenerateRunner {
             );
         }
         let tokenizer = Tokenizer::load(ctx.tokenizer, ctx.manifest_dir)?;
-        let mut prompt = vec![tokenizer.bos()];
-        prompt.extend(tokenizer.encode(ctx.string("prompt")?)?);
+        let chat = ctx
+            .request
+            .get(trtmc_core::chat::MODE_FIELD)
+            .and_then(Value::as_str)
+            == Some(trtmc_core::chat::MODE_CHAT);
+        let text = match ctx.request.get(trtmc_core::chat::PROMPT_FIELD) {
+            None if chat => bail!(
+                "a chat case reached the worker without its rendered prompt (a runner bug: render it with trtmc_runner::chat before the worker starts)"
+            ),
+            _ => ctx.string(trtmc_core::chat::PROMPT_FIELD)?,
+        };
+        let prompt = tokenizer.prompt_ids(text, chat)?;
+        if prompt.is_empty() {
+            bail!(
+                "the rendered chat prompt has no tokens: the chat template wrote nothing for the case's messages"
+            );
+        }
         let max_new_tokens = ctx.int("max_new_tokens")?;
         if max_new_tokens < 1 {
             bail!("request.max_new_tokens must be at least 1, got {max_new_tokens}");

@@ -1,0 +1,446 @@
+//! Chat test cases: a message list rendered through the model's own chat template, so a chat workload
+//! measures the prompt the model's users send rather than the raw text of the turns.
+//!
+//! A case asks for it with `request.mode = "chat"` and its `messages`; the template comes from the
+//! files beside the tokenizer, as Hugging Face `transformers` reads them: `chat_template.jinja` when
+//! present, else the `chat_template` of `tokenizer_config.json` (whose `bos_token` / `eos_token` the
+//! template sees either way). It is rendered with minijinja and the Python methods of minijinja-contrib
+//! (`.strip()`, `.items()`, …) with the settings `transformers` uses (`trim_blocks`, `lstrip_blocks`,
+//! `raise_exception`).
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The request field that selects the generation mode, and its two values.
+pub const MODE_FIELD: &str = "mode";
+pub const MODE_CHAT: &str = "chat";
+pub const MODE_COMPLETION: &str = "completion";
+/// The request field a chat case's rendered prompt goes to (the one a completion case gives).
+pub const PROMPT_FIELD: &str = "prompt";
+/// The separate template file, which wins over `tokenizer_config.json`'s.
+pub const TEMPLATE_FILE: &str = "chat_template.jinja";
+pub const TOKENIZER_CONFIG_FILE: &str = "tokenizer_config.json";
+/// Roles a message may have.
+pub const ROLES: &[&str] = &["system", "user", "assistant"];
+
+/// One turn of a chat case.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChatMessage {
+    pub role: String,
+    pub content: String,
+}
+
+/// What a chat case resolved to; recorded in resolved-case.json and hashed into the workload identity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatPrompt {
+    pub messages: Vec<ChatMessage>,
+    pub add_generation_prompt: bool,
+    /// Where the template came from (a file path, or `hub:REPO/FILE@REVISION`); `None` until rendered.
+    #[serde(default)]
+    pub template_source: Option<String>,
+    /// SHA-256 of the template text.
+    #[serde(default)]
+    pub template_sha256: Option<String>,
+    /// The rendered prompt: what the worker tokenizes (it is also the case's `request.prompt`).
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// Tokens of the rendered prompt, special tokens of the template included; `None` while a hub
+    /// tokenizer waits for its download (a dry run without a cache).
+    #[serde(default)]
+    pub prompt_tokens: Option<u64>,
+}
+
+/// A chat template with the special tokens it may refer to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatTemplate {
+    pub text: String,
+    /// The file it was read from, as a person finds it.
+    pub source: String,
+    pub bos_token: Option<String>,
+    pub eos_token: Option<String>,
+}
+
+/// The chat template stored beside a tokenizer: `chat_template.jinja` (if given and present), else
+/// `tokenizer_config.json`'s `chat_template`. `Ok(None)` when neither carries one.
+pub fn template_from_files(
+    jinja: Option<&Path>,
+    config: Option<&Path>,
+) -> Result<Option<ChatTemplate>, String> {
+    let config_json: Option<Value> = match config.filter(|p| p.is_file()) {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            Some(
+                serde_json::from_str(&text)
+                    .map_err(|e| format!("{} is not JSON: {e}", path.display()))?,
+            )
+        }
+    };
+    let special = |name: &str| -> Option<String> {
+        match config_json.as_ref()?.get(name)? {
+            Value::String(s) => Some(s.clone()),
+            // An AddedToken written out: {"content": "<s>", "lstrip": false, …}.
+            Value::Object(o) => o.get("content")?.as_str().map(str::to_owned),
+            _ => None,
+        }
+    };
+    let (bos_token, eos_token) = (special("bos_token"), special("eos_token"));
+    if let Some(path) = jinja.filter(|p| p.is_file()) {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        return Ok(Some(ChatTemplate {
+            text,
+            source: path.display().to_string(),
+            bos_token,
+            eos_token,
+        }));
+    }
+    let (Some(path), Some(json)) = (config, &config_json) else {
+        return Ok(None);
+    };
+    let text = match json.get("chat_template") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(s)) => s.clone(),
+        // Several named templates: the one `apply_chat_template` uses without a name.
+        Some(Value::Array(named)) => {
+            let find = |name: &str| {
+                named.iter().find_map(|t| {
+                    (t.get("name")?.as_str()? == name)
+                        .then(|| t.get("template")?.as_str().map(str::to_owned))
+                        .flatten()
+                })
+            };
+            find("default").ok_or_else(|| {
+                let names: Vec<&str> = named
+                    .iter()
+                    .filter_map(|t| t.get("name")?.as_str())
+                    .collect();
+                format!(
+                    "{}: chat_template lists named templates ({}) but none called `default`",
+                    path.display(),
+                    names.join(", ")
+                )
+            })?
+        }
+        Some(other) => {
+            return Err(format!(
+                "{}: chat_template is {other}, expected a string or a list of {{name, template}}",
+                path.display()
+            ));
+        }
+    };
+    Ok(Some(ChatTemplate {
+        text,
+        source: path.display().to_string(),
+        bos_token,
+        eos_token,
+    }))
+}
+
+/// Renders `messages` through `template`. `Err` is the engine's message with the template line.
+pub fn render(
+    template: &ChatTemplate,
+    messages: &[ChatMessage],
+    add_generation_prompt: bool,
+) -> Result<String, String> {
+    let mut env = minijinja::Environment::new();
+    // The settings of transformers' template environment.
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+    minijinja_contrib::add_to_environment(&mut env);
+    env.add_function("raise_exception", raise_exception);
+    let name = "chat_template";
+    env.add_template(name, &template.text)
+        .map_err(|e| engine_error(&template.source, &e))?;
+    let ctx = minijinja::context! {
+        messages => messages,
+        add_generation_prompt => add_generation_prompt,
+        bos_token => template.bos_token.clone().unwrap_or_default(),
+        eos_token => template.eos_token.clone().unwrap_or_default(),
+    };
+    env.get_template(name)
+        .and_then(|t| t.render(ctx))
+        .map_err(|e| engine_error(&template.source, &e))
+}
+
+/// `raise_exception(message)`, the function templates call to refuse a conversation.
+fn raise_exception(message: String) -> Result<String, minijinja::Error> {
+    Err(minijinja::Error::new(
+        minijinja::ErrorKind::InvalidOperation,
+        format!("the template raised an exception: {message}"),
+    ))
+}
+
+fn engine_error(source: &str, e: &minijinja::Error) -> String {
+    let line = e
+        .line()
+        .map(|l| format!(" at line {l}"))
+        .unwrap_or_default();
+    let detail = e
+        .detail()
+        .map(str::to_owned)
+        .unwrap_or_else(|| e.kind().to_string());
+    format!("chat template {source}{line}: {detail}")
+}
+
+/// Checks a case's chat fields against its request and operation; `Ok(true)` for a chat case.
+/// `has_mode`: whether the operation declares `request.mode`.
+pub fn check_case(
+    has_mode: bool,
+    operation: &str,
+    messages: &[ChatMessage],
+    mode: Option<&Value>,
+    prompt_given: bool,
+) -> Result<bool, String> {
+    if !has_mode {
+        return match messages.is_empty() {
+            true => Ok(false),
+            false => Err(format!(
+                "test case field `messages`: operation `{operation}` has no chat mode (only text generation renders a chat template); remove `messages`"
+            )),
+        };
+    }
+    let chat = match mode.and_then(Value::as_str) {
+        Some(MODE_CHAT) => true,
+        Some(MODE_COMPLETION) | None => false,
+        Some(other) => {
+            return Err(format!(
+                "request.mode = `{other}`: give `{MODE_CHAT}` (render `messages` with the model's chat template) or `{MODE_COMPLETION}` (the raw `prompt`)"
+            ));
+        }
+    };
+    if chat && messages.is_empty() {
+        return Err(format!(
+            "request.mode = `{MODE_CHAT}` needs the test case field `messages` (a list of {{role, content}} turns)"
+        ));
+    }
+    if !chat && !messages.is_empty() {
+        return Err(format!(
+            "test case field `messages` is rendered only in chat mode: set request.mode = \"{MODE_CHAT}\" (or remove `messages` and give request.prompt)"
+        ));
+    }
+    if chat && prompt_given {
+        return Err(
+            "request.prompt and `messages` both given: a chat case's prompt is rendered from its messages; remove request.prompt".into(),
+        );
+    }
+    for (i, m) in messages.iter().enumerate() {
+        if !ROLES.contains(&m.role.as_str()) {
+            return Err(format!(
+                "messages[{i}].role = `{}`: give one of {}",
+                m.role,
+                ROLES.join(", ")
+            ));
+        }
+    }
+    Ok(chat)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ChatML template as Qwen and many fine-tunes ship it.
+    const CHATML: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+    fn turns() -> Vec<ChatMessage> {
+        vec![
+            ChatMessage {
+                role: "system".into(),
+                content: "You are terse.".into(),
+            },
+            ChatMessage {
+                role: "user".into(),
+                content: "Name a fox.".into(),
+            },
+        ]
+    }
+
+    fn template(text: &str) -> ChatTemplate {
+        ChatTemplate {
+            text: text.into(),
+            source: "t.jinja".into(),
+            bos_token: Some("<s>".into()),
+            eos_token: Some("</s>".into()),
+        }
+    }
+
+    #[test]
+    fn chatml_renders_the_expected_text_and_honours_add_generation_prompt() {
+        let t = template(CHATML);
+        let expected = "<|im_start|>system\nYou are terse.<|im_end|>\n<|im_start|>user\nName a fox.<|im_end|>\n";
+        assert_eq!(render(&t, &turns(), false).expect("render"), expected);
+        assert_eq!(
+            render(&t, &turns(), true).expect("render"),
+            format!("{expected}<|im_start|>assistant\n")
+        );
+    }
+
+    #[test]
+    fn hf_idioms_render_special_tokens_python_methods_and_block_trimming() {
+        // A Llama-2-like template: bos_token, .strip(), raise_exception on a bad order, and block
+        // tags on their own lines that trim_blocks/lstrip_blocks remove.
+        let text = "{{ bos_token }}\n{% for m in messages %}\n  {% if m.role == 'assistant' and loop.first %}{{ raise_exception('start with a user turn') }}{% endif %}\n[{{ m.role.upper() }}] {{ m.content.strip() }}{{ eos_token }}\n{% endfor %}\n";
+        let t = template(text);
+        let messages = vec![ChatMessage {
+            role: "user".into(),
+            content: "  hi  ".into(),
+        }];
+        assert_eq!(
+            render(&t, &messages, true).expect("render"),
+            "<s>\n[USER] hi</s>\n"
+        );
+        let wrong = vec![ChatMessage {
+            role: "assistant".into(),
+            content: "x".into(),
+        }];
+        let e = render(&t, &wrong, true).expect_err("raise_exception");
+        assert!(
+            e.contains("start with a user turn") && e.contains("t.jinja at line 3"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_template_that_fails_names_the_file_and_line() {
+        let e = render(
+            &template("ok\n{% for m in messages %}\n{{ m.content | nosuchfilter }}\n{% endfor %}"),
+            &turns(),
+            true,
+        )
+        .expect_err("unknown filter");
+        assert!(e.starts_with("chat template t.jinja at line 3:"), "{e}");
+        let e = render(&template("{% if %}"), &turns(), true).expect_err("syntax");
+        assert!(e.contains("at line 1"), "{e}");
+    }
+
+    #[test]
+    fn templates_are_found_beside_the_tokenizer_jinja_first() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let (jinja, config) = (
+            dir.path().join(TEMPLATE_FILE),
+            dir.path().join(TOKENIZER_CONFIG_FILE),
+        );
+        assert_eq!(template_from_files(Some(&jinja), Some(&config)), Ok(None));
+        std::fs::write(
+            &config,
+            r#"{"bos_token": {"content": "<s>"}, "eos_token": "</s>"}"#,
+        )
+        .expect("write");
+        assert_eq!(template_from_files(Some(&jinja), Some(&config)), Ok(None));
+        std::fs::write(
+            &config,
+            r#"{"eos_token": "</s>", "chat_template": [{"name": "tool_use", "template": "T"}, {"name": "default", "template": "D"}]}"#,
+        )
+        .expect("write");
+        let t = template_from_files(Some(&jinja), Some(&config))
+            .expect("ok")
+            .expect("some");
+        assert_eq!(
+            (t.text.as_str(), t.eos_token.as_deref()),
+            ("D", Some("</s>"))
+        );
+        std::fs::write(&jinja, "J").expect("write");
+        let t = template_from_files(Some(&jinja), Some(&config))
+            .expect("ok")
+            .expect("some");
+        assert_eq!(t.text, "J");
+        assert!(t.source.ends_with(TEMPLATE_FILE), "{}", t.source);
+        assert_eq!(
+            t.eos_token.as_deref(),
+            Some("</s>"),
+            "special tokens still from the config"
+        );
+        std::fs::write(&config, "{").expect("write");
+        assert!(template_from_files(None, Some(&config)).is_err());
+    }
+
+    #[test]
+    fn case_checks_name_the_field_and_the_fix() {
+        let m = turns();
+        let chat = Value::from("chat");
+        assert_eq!(
+            check_case(true, "generate", &m, Some(&chat), false),
+            Ok(true)
+        );
+        assert_eq!(check_case(true, "generate", &[], None, true), Ok(false));
+        let e = check_case(false, "classify", &m, None, false).expect_err("op");
+        assert!(e.contains("`messages`") && e.contains("classify"), "{e}");
+        let e = check_case(true, "generate", &[], Some(&chat), false).expect_err("no turns");
+        assert!(e.contains("needs the test case field `messages`"), "{e}");
+        let e = check_case(true, "generate", &m, None, false).expect_err("completion");
+        assert!(e.contains("request.mode = \"chat\""), "{e}");
+        let e = check_case(true, "generate", &m, Some(&chat), true).expect_err("both");
+        assert!(e.contains("remove request.prompt"), "{e}");
+        let e = check_case(true, "generate", &m, Some(&Value::from("dialog")), false)
+            .expect_err("mode");
+        assert!(e.contains("request.mode = `dialog`"), "{e}");
+        let mut odd = turns();
+        odd[1].role = "robot".into();
+        let e = check_case(true, "generate", &odd, Some(&chat), false).expect_err("role");
+        assert!(e.contains("messages[1].role"), "{e}");
+    }
+
+    #[test]
+    fn a_chat_case_resolves_without_a_prompt_and_its_rendering_is_its_identity() {
+        use crate::case::{ResolveInput, refresh_identity, resolve};
+        let t = tempfile::tempdir().expect("tmp");
+        let d = t.path().join("g");
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::write(
+            d.join("MODEL.toml"),
+            "name = \"g\"\ntask_strategy = \"text_generation\"\ntest_manifests = [\"c.toml\"]\n[source]\nbuiltin = \"tiny-gpt\"\n",
+        )
+        .expect("write");
+        std::fs::write(
+            d.join("c.toml"),
+            "[[case]]\nname = \"chat\"\nadd_generation_prompt = false\n[case.request]\nmode = \"chat\"\n[[case.messages]]\nrole = \"user\"\ncontent = \"hi\"\n\n[[case]]\nname = \"plain\"\n[case.request]\nprompt = \"hi\"\n",
+        )
+        .expect("write");
+        let catalog = crate::catalog::Catalog::load(t.path()).expect("load");
+        let p = catalog.require("g").expect("g");
+        assert!(p.status.is_ready(), "{:?}", p.status);
+        let case = |name| {
+            resolve(
+                p,
+                &ResolveInput {
+                    case: Some(name),
+                    ..Default::default()
+                },
+            )
+            .expect("resolve")
+        };
+        let mut chat = case("chat");
+        let plain = case("plain");
+        assert!(plain.chat.is_none());
+        assert_eq!(plain.request["mode"].value, MODE_COMPLETION);
+        let c = chat.chat.clone().expect("chat");
+        assert_eq!((c.messages.len(), c.add_generation_prompt), (1, false));
+        assert!(
+            !chat.request.contains_key(PROMPT_FIELD),
+            "rendered by the runner"
+        );
+        let before = chat.identity.clone();
+        if let Some(c) = chat.chat.as_mut() {
+            c.prompt = Some("[user] hi".into());
+            c.prompt_tokens = Some(9);
+        }
+        refresh_identity(p, &mut chat).expect("identity");
+        assert_ne!(
+            chat.identity, before,
+            "the rendered prompt is part of the workload"
+        );
+        // Where the template was read from is not.
+        let rendered = chat.identity.clone();
+        if let Some(c) = chat.chat.as_mut() {
+            c.template_source = Some("/somewhere/else/chat_template.jinja".into());
+        }
+        refresh_identity(p, &mut chat).expect("identity");
+        assert_eq!(chat.identity, rendered);
+    }
+}

@@ -1,0 +1,161 @@
+//! Rendering a chat case before anything is built: the template beside the profile's tokenizer, the
+//! rendered prompt, its token count, and the identity that covers them (trtmc_core::chat).
+
+use std::path::{Path, PathBuf};
+
+use trtmc_core::case::{self, ResolvedCase, Source, Sourced};
+use trtmc_core::catalog::{Profile, TokenizerSpec};
+use trtmc_core::chat::{self, ChatTemplate};
+use trtmc_runtime::tokenize::Tokenizer;
+
+use crate::sources::{self, Fetch};
+
+/// Fills in a chat case's rendered prompt (`request.prompt`), its token count and template, and
+/// refreshes the workload identity. `tokenizer` is the worker form of the profile's tokenizer
+/// (`bytes`, `file:PATH`, or a `hub:` spec still waiting for its download, in which case nothing is
+/// done yet and `Ok(false)` says so). Other cases are left alone (`Ok(true)`). `Err` says what is
+/// wrong and how to fix it: no template, or a template that fails to render (the engine's message
+/// with the template line).
+pub fn render_case(
+    profile: &Profile,
+    tokenizer: Option<&str>,
+    fetch: Fetch,
+    resolved: &mut ResolvedCase,
+) -> Result<bool, String> {
+    let Some(prompt) = &resolved.chat else {
+        return Ok(true);
+    };
+    if prompt.prompt.is_some() {
+        return Ok(true);
+    }
+    if sources::tokenizer_pending(tokenizer) {
+        return Ok(false);
+    }
+    let (jinja, config) = template_files(profile, tokenizer, fetch)?;
+    let found = chat::template_from_files(Some(&jinja), Some(&config))?;
+    let hub = matches!(
+        profile.tokenizer.as_deref().map(TokenizerSpec::parse),
+        Some(Ok(TokenizerSpec::Hub(_)))
+    );
+    if found.is_none() && hub && fetch == Fetch::CacheOnly && !sources::hf_offline() {
+        // The hub repository's template files may just not be downloaded yet.
+        return Ok(false);
+    }
+    let template = found.ok_or_else(|| {
+            format!(
+                "model `{}` has no chat template, so its case `{}` (request.mode = \"chat\", test case field `messages`) cannot be rendered: looked for {} and the `chat_template` of {}. Put the model's template there, or make the case a completion (request.mode = \"completion\" with request.prompt)",
+                profile.name,
+                resolved.case,
+                jinja.display(),
+                config.display()
+            )
+        })?;
+    let rendered = render(&template, prompt)
+        .map_err(|e| format!("model `{}` case `{}`: {e}", profile.name, resolved.case))?;
+    let tokens = Tokenizer::load(tokenizer, Some(profile.dir()))
+        .and_then(|t| t.prompt_ids(&rendered, true))
+        .map_err(|e| format!("model `{}`: {e:#}", profile.name))?;
+    if tokens.is_empty() {
+        return Err(format!(
+            "model `{}` case `{}`: the chat template {} renders the case's messages as an empty prompt",
+            profile.name, resolved.case, template.source
+        ));
+    }
+    let source = template_source(profile, &template);
+    if let Some(chat) = resolved.chat.as_mut() {
+        chat.template_source = Some(source);
+        chat.template_sha256 = Some(trtmc_core::hash::sha256_hex(template.text.as_bytes()));
+        chat.prompt = Some(rendered.clone());
+        chat.prompt_tokens = Some(tokens.len() as u64);
+    }
+    resolved.request.insert(
+        chat::PROMPT_FIELD.to_string(),
+        Sourced::new(rendered.into(), Source::Case),
+    );
+    case::refresh_identity(profile, resolved)?;
+    Ok(true)
+}
+
+fn render(template: &ChatTemplate, prompt: &chat::ChatPrompt) -> Result<String, String> {
+    chat::render(template, &prompt.messages, prompt.add_generation_prompt)
+}
+
+/// Where `chat_template.jinja` and `tokenizer_config.json` are looked for: beside the tokenizer file
+/// (for a hub tokenizer, its repository's files in the cache, downloaded first when `fetch` allows),
+/// or beside MODEL.toml for the byte tokenizer of the generated models.
+fn template_files(
+    profile: &Profile,
+    tokenizer: Option<&str>,
+    fetch: Fetch,
+) -> Result<(PathBuf, PathBuf), String> {
+    let spec = tokenizer
+        .map(TokenizerSpec::parse)
+        .transpose()
+        .map_err(|e| format!("model `{}`: {e}", profile.name))?;
+    let dir: PathBuf = match spec {
+        Some(TokenizerSpec::File(path)) => profile
+            .dir()
+            .join(path)
+            .parent()
+            .map_or_else(|| profile.dir().to_path_buf(), Path::to_path_buf),
+        None | Some(TokenizerSpec::Bytes) | Some(TokenizerSpec::Hub(_)) => {
+            profile.dir().to_path_buf()
+        }
+    };
+    let beside = |name: &str| {
+        sources::hub_tokenizer_sibling(profile, name, fetch).unwrap_or_else(|| dir.join(name))
+    };
+    Ok((
+        beside(chat::TEMPLATE_FILE),
+        beside(chat::TOKENIZER_CONFIG_FILE),
+    ))
+}
+
+/// The template's origin as resolved-case.json records it: relative to MODEL.toml when it lies in the
+/// catalog (so a result does not carry this machine's paths), else the path (a hub cache file).
+fn template_source(profile: &Profile, template: &ChatTemplate) -> String {
+    Path::new(&template.source)
+        .strip_prefix(profile.dir())
+        .map_or_else(|_| template.source.clone(), |rel| rel.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_are_looked_for_beside_the_tokenizer_file_or_the_manifest() {
+        let t = tempfile::tempdir().expect("tmp");
+        let d = t.path().join("m");
+        std::fs::create_dir_all(d.join("tok")).expect("mkdir");
+        std::fs::write(d.join("tok/tokenizer.json"), "{}").expect("write");
+        std::fs::write(
+            d.join("MODEL.toml"),
+            "name = \"m\"\ntask_strategy = \"text_generation\"\ntokenizer = \"file:tok/tokenizer.json\"\ntest_manifests = [\"c.toml\"]\n[source]\nbuiltin = \"tiny-gpt\"\n",
+        )
+        .expect("write");
+        std::fs::write(
+            d.join("c.toml"),
+            "[[case]]\nname = \"c\"\n[case.request]\nprompt = \"x\"\n",
+        )
+        .expect("write");
+        let catalog = trtmc_core::catalog::Catalog::load(t.path()).expect("load");
+        let p = catalog.require("m").expect("m");
+        let (jinja, config) =
+            template_files(p, Some("file:tok/tokenizer.json"), Fetch::CacheOnly).expect("files");
+        assert!(jinja.ends_with("m/tok/chat_template.jinja"), "{jinja:?}");
+        assert!(
+            config.ends_with("m/tok/tokenizer_config.json"),
+            "{config:?}"
+        );
+        let (jinja, _) = template_files(p, Some("bytes"), Fetch::CacheOnly).expect("files");
+        assert!(jinja.ends_with("m/chat_template.jinja"), "{jinja:?}");
+        let template = ChatTemplate {
+            text: String::new(),
+            source: d.join("tok/chat_template.jinja").display().to_string(),
+            bos_token: None,
+            eos_token: None,
+        };
+        assert_eq!(template_source(p, &template), "tok/chat_template.jinja");
+    }
+}
