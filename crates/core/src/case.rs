@@ -148,6 +148,9 @@ pub struct ResolvedCase {
     pub sweep_point: BTreeMap<String, String>,
     /// SHA-256 of the workload: manifest hash, operation, request, build settings, input artifacts.
     pub identity: String,
+    /// How the request's samples fill each call (cloned or declared batch, rotation across calls).
+    #[serde(default)]
+    pub inputs: CaseInputs,
 }
 
 impl ResolvedCase {
@@ -279,7 +282,7 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
     stopping_rule(&mut measure)?;
 
     for f in op.fields {
-        if !request.contains_key(f.name) {
+        if f.required() && !request.contains_key(f.name) {
             return Err(format!(
                 "request.{} is required by operation `{}` ({})",
                 f.name, op.name, f.help
@@ -318,6 +321,8 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
         }
     }
 
+    let inputs = case_inputs(op, &request)?;
+
     let sweep_point: BTreeMap<String, String> = input
         .sweep_point
         .iter()
@@ -347,6 +352,7 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
         measure,
         sweep_point,
         identity: String::new(),
+        inputs,
     };
     let artifacts = artifact_hashes(profile, op, &resolved.request)?;
     resolved.identity = workload_identity(&profile.manifest_hash, &resolved, &artifacts);
@@ -378,6 +384,32 @@ fn artifact_hashes(
             )
         })?;
         hashes.push(format!("{}={}", f.name, crate::hash::sha256_hex(&bytes)));
+    }
+    // Files a sample names (`samples[1].image`) count like the request's own.
+    let samples = request.get("samples").and_then(|v| v.value.as_array());
+    for (i, sample) in samples.into_iter().flatten().enumerate() {
+        for f in op.fields.iter().filter(|f| f.kind == FieldKind::Artifact) {
+            let Some(rel) = sample.get(f.name).and_then(Value::as_str) else {
+                continue;
+            };
+            if rel == "synthetic" {
+                continue;
+            }
+            let path = profile.dir().join(rel);
+            let bytes = std::fs::read(&path).map_err(|e| {
+                format!(
+                    "request.samples[{i}].{} = `{rel}`: cannot read {} ({e}); give a file relative to {}",
+                    f.name,
+                    path.display(),
+                    profile.manifest.display()
+                )
+            })?;
+            hashes.push(format!(
+                "samples[{i}].{}={}",
+                f.name,
+                crate::hash::sha256_hex(&bytes)
+            ));
+        }
     }
     Ok(hashes)
 }
@@ -417,6 +449,139 @@ pub fn workload_identity(
         "build": build,
         "artifacts": artifact_hashes,
     }))
+}
+
+/// Where the items of a batch come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchSource {
+    /// Every item is one the case lists (a batch of one is its own request).
+    #[default]
+    Declared,
+    /// One request is repeated over a batch of several items.
+    Cloned,
+}
+
+/// How a case's samples fill its calls (resolved-case.json `inputs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseInputs {
+    pub batch_source: BatchSource,
+    /// The request field that lists the samples (`samples`, `texts`, `documents`), when one is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_list: Option<String>,
+    /// How many samples the list holds (1 without a list).
+    pub samples: usize,
+    /// Distinct per-call inputs the calls rotate through, warm-up included: call i uses input
+    /// i mod n. 1: every call sends the same input.
+    pub calls_rotate_over: usize,
+}
+
+impl Default for CaseInputs {
+    fn default() -> Self {
+        Self {
+            batch_source: BatchSource::Declared,
+            sample_list: None,
+            samples: 1,
+            calls_rotate_over: 1,
+        }
+    }
+}
+
+/// Checks the operation's sample list against `request.batch_size` and lays it out: one sample for
+/// every item, one per batch item, or at batch size 1 one per call in rotation. Each sample table may
+/// set only the operation's per-sample fields, every one the same fields, each of its field's kind.
+fn case_inputs(
+    op: &OperationDecl,
+    request: &BTreeMap<String, Sourced<Value>>,
+) -> Result<CaseInputs, String> {
+    let batch = request
+        .get("batch_size")
+        .and_then(|v| v.value.as_i64())
+        .unwrap_or(1)
+        .max(1) as usize;
+    let cloned = if batch > 1 {
+        BatchSource::Cloned
+    } else {
+        BatchSource::Declared
+    };
+    let Some((list, keys)) = operations::sample_list(op.name) else {
+        return Ok(CaseInputs {
+            batch_source: cloned,
+            ..CaseInputs::default()
+        });
+    };
+    let Some(given) = request.get(list) else {
+        return Ok(CaseInputs {
+            batch_source: cloned,
+            ..CaseInputs::default()
+        });
+    };
+    let items = given.value.as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let named = format!("{} request.{list}", describe_source(given.source));
+    if !keys.is_empty() {
+        check_sample_tables(op, &named, items, keys)?;
+    }
+    let n = items.len();
+    let (batch_source, calls_rotate_over) = match n {
+        1 => (cloned, 1),
+        _ if n == batch => (BatchSource::Declared, 1),
+        _ if batch == 1 => (BatchSource::Declared, n),
+        _ => {
+            return Err(format!(
+                "{named} lists {n} samples for request.batch_size={batch}: list one sample per batch item ({batch}), or set request.batch_size=1 to send them one per call in rotation"
+            ));
+        }
+    };
+    Ok(CaseInputs {
+        batch_source,
+        sample_list: Some(list.to_string()),
+        samples: n,
+        calls_rotate_over,
+    })
+}
+
+fn check_sample_tables(
+    op: &OperationDecl,
+    named: &str,
+    items: &[Value],
+    keys: &[&str],
+) -> Result<(), String> {
+    for (i, item) in items.iter().enumerate() {
+        let Some(table) = item.as_object() else {
+            return Err(format!("{named}[{i}] is not a table (e.g. {{ seed = 1 }})"));
+        };
+        if table.is_empty() {
+            return Err(format!(
+                "{named}[{i}] sets nothing; a sample sets {}",
+                keys.join(", ")
+            ));
+        }
+        for (key, value) in table {
+            let field = op
+                .field(key)
+                .filter(|_| keys.contains(&key.as_str()))
+                .ok_or_else(|| {
+                    format!(
+                        "{named}[{i}] sets `{key}`, which is no per-sample field of `{}` (a sample sets {})",
+                        op.name,
+                        keys.join(", ")
+                    )
+                })?;
+            operations::check_kind(field.kind, value)
+                .map_err(|e| format!("{named}[{i}].{key}: {e}"))?;
+        }
+    }
+    // A field that only some samples set (a seed list shorter than the batch) is refused.
+    for key in keys {
+        let set = items.iter().filter(|v| v.get(*key).is_some()).count();
+        if set != 0 && set != items.len() {
+            return Err(format!(
+                "{named}: {set} of {} samples set `{key}`: give every sample its {key}, or none",
+                items.len()
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn case_measure(case: &TestCase) -> MeasureFlags {
@@ -748,6 +913,12 @@ pub fn parse_typed(kind: FieldKind, text: &str) -> Result<Value, String> {
             _ => Err(format!("expected true or false, got `{text}`")),
         },
         FieldKind::String | FieldKind::Artifact => Ok(Value::from(text)),
+        FieldKind::Samples => {
+            let v: Value = serde_json::from_str(t).map_err(|e| {
+                format!("expected a JSON list of tables (e.g. [{{\"seed\":1}},{{\"seed\":2}}]): {e}")
+            })?;
+            operations::check_kind(kind, &v)
+        }
         FieldKind::StringList => {
             if t.starts_with('[') {
                 let v: Value = serde_json::from_str(t)

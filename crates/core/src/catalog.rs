@@ -587,7 +587,7 @@ pub fn check_case_fields(op: &OperationDecl, case: &TestCase) -> Result<(), Stri
         operations::check_kind(field.kind, value).map_err(|e| format!("request.{key}: {e}"))?;
     }
     for f in op.fields {
-        if f.default.is_none() && !case.request.contains_key(f.name) {
+        if f.required() && !case.request.contains_key(f.name) {
             return Err(format!(
                 "request.{} is required by operation `{}` ({})",
                 f.name, op.name, f.help

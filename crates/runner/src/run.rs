@@ -772,6 +772,7 @@ fn finish_case(
             .iter()
             .map(|(k, v)| (k.clone(), v.value.clone()))
             .collect::<BTreeMap<String, Value>>(),
+        batch_source: Some(r.inputs.batch_source),
         files,
         profile,
         rounds,

@@ -172,6 +172,7 @@ mod tests {
             },
             sweep_point: BTreeMap::new(),
             identity: String::new(),
+            inputs: Default::default(),
         }
     }
 

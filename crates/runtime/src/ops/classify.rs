@@ -3,14 +3,15 @@
 use anyhow::Context as _;
 use serde_json::Value;
 
-use super::artifacts::image_batch;
-use super::{CallRecord, RunnerContext, TimedRunner, check_finite};
+use super::artifacts::image_batches;
+use super::{CallRecord, Rotation, RunnerContext, TimedRunner, check_finite};
 use crate::runtime::Session;
 use crate::tensor::{HostTensor, TensorSpec};
 
 pub struct ClassifyRunner {
     session: Box<dyn Session>,
-    inputs: Vec<HostTensor>,
+    /// One image batch per distinct call.
+    inputs: Rotation<HostTensor>,
     outputs: Vec<HostTensor>,
     output_specs: Vec<TensorSpec>,
     batch: usize,
@@ -21,7 +22,7 @@ impl ClassifyRunner {
     pub fn prepare(mut ctx: RunnerContext<'_>) -> anyhow::Result<Self> {
         let batch = ctx.batch_size()?;
         let session = ctx.take_session("classify")?;
-        let inputs = vec![image_batch(&ctx, session.as_ref(), batch)?];
+        let inputs = Rotation::new(image_batches(&ctx, session.as_ref(), batch)?)?;
         let output_specs = session.outputs().to_vec();
         Ok(Self {
             session,
@@ -36,7 +37,8 @@ impl ClassifyRunner {
 
 impl TimedRunner for ClassifyRunner {
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
-        self.outputs = self.session.run(self.inputs.clone())?;
+        let call = self.inputs.next();
+        self.outputs = self.session.run(vec![self.inputs.inputs()[call].clone()])?;
         let logits = self
             .outputs
             .first()
@@ -67,9 +69,11 @@ impl TimedRunner for ClassifyRunner {
     }
 
     fn notes(&self) -> std::collections::BTreeMap<String, Value> {
-        std::collections::BTreeMap::from([(
+        let mut notes = self.inputs.notes();
+        notes.insert(
             "top1_classes".to_string(),
             Value::from(self.last_classes.clone()),
-        )])
+        );
+        notes
     }
 }

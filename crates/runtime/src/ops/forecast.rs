@@ -1,15 +1,17 @@
 //! `forecast`: a batch of seeded history windows [batch, window, channels] in, forecasts
-//! [batch, horizon, channels] out (time-series models and neural operators on sampled fields).
+//! [batch, horizon, channels] out (time-series models and neural operators on sampled fields). With
+//! `request.samples`, each window comes from its own seed.
 
 use anyhow::Context as _;
 
-use super::{CallRecord, RunnerContext, TimedRunner, check_finite};
+use super::{CallRecord, Rotation, RunnerContext, TimedRunner, check_finite};
 use crate::runtime::Session;
 use crate::tensor::{HostTensor, TensorSpec};
 
 pub struct ForecastRunner {
     session: Box<dyn Session>,
-    inputs: Vec<HostTensor>,
+    /// One batch of windows per distinct call.
+    inputs: Rotation<HostTensor>,
     outputs: Vec<HostTensor>,
     output_specs: Vec<TensorSpec>,
     batch: usize,
@@ -18,14 +20,13 @@ pub struct ForecastRunner {
 impl ForecastRunner {
     pub fn prepare(mut ctx: RunnerContext<'_>) -> anyhow::Result<Self> {
         let batch = ctx.batch_size()?;
-        let seed = ctx.int("seed")? as u64;
         let session = ctx.take_session("forecast")?;
         let spec = session
             .inputs()
             .first()
             .context("the model declares no input")?;
         let shape = super::artifacts::batch_shape(spec, batch)?;
-        let inputs = vec![crate::tensor::synthesize(spec, &shape, seed, 1)?];
+        let inputs = Rotation::new(super::artifacts::seeded_batches(&ctx, spec, &shape)?)?;
         let output_specs = session.outputs().to_vec();
         Ok(Self {
             session,
@@ -39,7 +40,8 @@ impl ForecastRunner {
 
 impl TimedRunner for ForecastRunner {
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
-        self.outputs = self.session.run(self.inputs.clone())?;
+        let call = self.inputs.next();
+        self.outputs = self.session.run(vec![self.inputs.inputs()[call].clone()])?;
         let out = self
             .outputs
             .first()
@@ -52,5 +54,9 @@ impl TimedRunner for ForecastRunner {
 
     fn verify(&mut self) -> anyhow::Result<()> {
         check_finite(&self.output_specs, &self.outputs)
+    }
+
+    fn notes(&self) -> std::collections::BTreeMap<String, serde_json::Value> {
+        self.inputs.notes()
     }
 }

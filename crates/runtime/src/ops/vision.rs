@@ -6,15 +6,16 @@ use std::collections::BTreeMap;
 use anyhow::{Context as _, bail};
 use serde_json::Value;
 
-use super::artifacts::image_batch;
-use super::{CallRecord, RunnerContext, TimedRunner, check_finite};
+use super::artifacts::image_batches;
+use super::{CallRecord, Rotation, RunnerContext, TimedRunner, check_finite};
 use crate::runtime::Session;
 use crate::tensor::{HostTensor, TensorSpec};
 
-/// Session, prepared image batch and the last outputs, shared by the vision runners.
+/// Session, prepared image batches and the last outputs, shared by the vision runners.
 struct Vision {
     session: Box<dyn Session>,
-    inputs: Vec<HostTensor>,
+    /// One image batch per distinct call.
+    inputs: Rotation<HostTensor>,
     outputs: Vec<HostTensor>,
     output_specs: Vec<TensorSpec>,
     batch: usize,
@@ -24,11 +25,11 @@ impl Vision {
     fn prepare(ctx: &mut RunnerContext<'_>, operation: &str) -> anyhow::Result<Self> {
         let batch = ctx.batch_size()?;
         let session = ctx.take_session(operation)?;
-        let image = image_batch(ctx, session.as_ref(), batch)?;
+        let inputs = Rotation::new(image_batches(ctx, session.as_ref(), batch)?)?;
         let output_specs = session.outputs().to_vec();
         Ok(Self {
             session,
-            inputs: vec![image],
+            inputs,
             outputs: Vec::new(),
             output_specs,
             batch,
@@ -36,7 +37,8 @@ impl Vision {
     }
 
     fn run(&mut self) -> anyhow::Result<&ndarray::ArrayD<f32>> {
-        self.outputs = self.session.run(self.inputs.clone())?;
+        let call = self.inputs.next();
+        self.outputs = self.session.run(vec![self.inputs.inputs()[call].clone()])?;
         self.outputs
             .first()
             .and_then(HostTensor::as_f32)
@@ -92,7 +94,9 @@ impl TimedRunner for DetectRunner {
     }
 
     fn notes(&self) -> BTreeMap<String, Value> {
-        BTreeMap::from([("detections".to_string(), Value::from(self.last_detections))])
+        let mut notes = self.vision.inputs.notes();
+        notes.insert("detections".to_string(), Value::from(self.last_detections));
+        notes
     }
 }
 
@@ -154,9 +158,11 @@ impl TimedRunner for SegmentRunner {
     }
 
     fn notes(&self) -> BTreeMap<String, Value> {
-        BTreeMap::from([(
+        let mut notes = self.vision.inputs.notes();
+        notes.insert(
             "pixels_per_class".to_string(),
             Value::from(self.class_pixels.clone()),
-        )])
+        );
+        notes
     }
 }
