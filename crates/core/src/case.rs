@@ -571,13 +571,22 @@ fn check_sample_tables(
                 .map_err(|e| format!("{named}[{i}].{key}: {e}"))?;
         }
     }
-    // A field that only some samples set (a seed list shorter than the batch) is refused.
-    for key in keys {
-        let set = items.iter().filter(|v| v.get(*key).is_some()).count();
-        if set != 0 && set != items.len() {
+    // A sample that sets no field falls back to the request's value, except a seed: a seed list that
+    // leaves out some of the samples it seeds (those without an image file) is refused.
+    if keys.contains(&"seed") {
+        let seeded: Vec<&Value> = items
+            .iter()
+            .filter(|v| {
+                v.get("image")
+                    .and_then(Value::as_str)
+                    .is_none_or(|image| image == "synthetic")
+            })
+            .collect();
+        let set = seeded.iter().filter(|v| v.get("seed").is_some()).count();
+        if set != 0 && set != seeded.len() {
             return Err(format!(
-                "{named}: {set} of {} samples set `{key}`: give every sample its {key}, or none",
-                items.len()
+                "{named}: {set} of the {} seeded samples set `seed`: give every seeded sample its seed, or none",
+                seeded.len()
             ));
         }
     }
@@ -915,7 +924,9 @@ pub fn parse_typed(kind: FieldKind, text: &str) -> Result<Value, String> {
         FieldKind::String | FieldKind::Artifact => Ok(Value::from(text)),
         FieldKind::Samples => {
             let v: Value = serde_json::from_str(t).map_err(|e| {
-                format!("expected a JSON list of tables (e.g. [{{\"seed\":1}},{{\"seed\":2}}]): {e}")
+                format!(
+                    "expected a JSON list of tables (e.g. [{{\"seed\":1}},{{\"seed\":2}}]): {e}"
+                )
             })?;
             operations::check_kind(kind, &v)
         }
@@ -1272,6 +1283,192 @@ mod tests {
             .map(|i| axis(&format!("request.k{i}"), 100))
             .collect();
         assert!(sweep_points(&huge).is_err());
+    }
+
+    /// A profile of `task` with one case per `(name, request TOML)`, beside a small file `a.png`.
+    fn sample_catalog(
+        task: &str,
+        builtin: &str,
+        cases: &[(&str, &str)],
+    ) -> (tempfile::TempDir, Catalog) {
+        let t = tempfile::tempdir().expect("tmp");
+        let d = t.path().join("m");
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::write(
+            d.join("MODEL.toml"),
+            format!("name = \"m\"\ntask_strategy = \"{task}\"\ntest_manifests = [\"c.toml\"]\n[source]\nbuiltin = \"{builtin}\"\n"),
+        )
+        .expect("write");
+        std::fs::write(d.join("a.png"), b"one").expect("write");
+        let text: String = cases
+            .iter()
+            .map(|(name, request)| {
+                format!("[[case]]\nname = \"{name}\"\n[case.request]\n{request}\n")
+            })
+            .collect();
+        std::fs::write(d.join("c.toml"), text).expect("write");
+        let c = Catalog::load(t.path()).expect("load");
+        (t, c)
+    }
+
+    fn resolve_case(c: &Catalog, case: &str, sets: &[&str]) -> Result<ResolvedCase, String> {
+        resolve(
+            c.require("m").expect("m"),
+            &ResolveInput {
+                case: Some(case),
+                sets: sets
+                    .iter()
+                    .map(|s| Override::parse(s, Source::Set).expect("set"))
+                    .collect(),
+                ..Default::default()
+            },
+        )
+    }
+
+    #[test]
+    fn declared_samples_fill_a_batch_or_rotate_and_the_identity_covers_each() {
+        let (_t, c) = sample_catalog(
+            "image_diffusion",
+            "tiny-denoiser",
+            &[
+                ("one", "batch_size = 2\nseed = 11"),
+                (
+                    "two",
+                    "batch_size = 2\nsamples = [{ seed = 11 }, { seed = 12 }]",
+                ),
+                (
+                    "turns",
+                    "samples = [{ seed = 11 }, { seed = 12 }, { seed = 13 }]",
+                ),
+            ],
+        );
+        let one = resolve_case(&c, "one", &[]).expect("one");
+        assert_eq!(one.inputs.batch_source, BatchSource::Cloned);
+        assert_eq!(one.inputs.calls_rotate_over, 1);
+        let two = resolve_case(&c, "two", &[]).expect("two");
+        assert_eq!(two.inputs.batch_source, BatchSource::Declared);
+        assert_eq!(two.inputs.sample_list.as_deref(), Some("samples"));
+        assert_eq!((two.inputs.samples, two.inputs.calls_rotate_over), (2, 1));
+        let turns = resolve_case(&c, "turns", &[]).expect("turns");
+        assert_eq!(turns.inputs.batch_source, BatchSource::Declared);
+        assert_eq!(turns.inputs.calls_rotate_over, 3);
+        // Every sample is part of the identity.
+        let other = resolve_case(&c, "two", &[r#"request.samples=[{"seed":11},{"seed":13}]"#])
+            .expect("set");
+        assert_ne!(two.identity, other.identity);
+        assert_eq!(other.request["samples"].source, Source::Set);
+        // resolved-case.json says how the calls are filled.
+        let doc = serde_json::to_value(&turns).expect("json");
+        assert_eq!(doc["inputs"]["calls_rotate_over"], 3);
+        assert_eq!(doc["inputs"]["batch_source"], "declared");
+    }
+
+    #[test]
+    fn samples_that_do_not_fit_the_batch_are_refused_naming_the_field() {
+        let (_t, c) = sample_catalog(
+            "image_diffusion",
+            "tiny-denoiser",
+            &[
+                (
+                    "three",
+                    "batch_size = 2\nsamples = [{ seed = 1 }, { seed = 2 }, { seed = 3 }]",
+                ),
+                (
+                    "gap",
+                    "batch_size = 2\nsamples = [{ seed = 1 }, {}]",
+                ),
+                (
+                    "typo",
+                    "batch_size = 2\nsamples = [{ seed = 1 }, { sed = 2 }]",
+                ),
+                (
+                    "kind",
+                    "batch_size = 2\nsamples = [{ seed = 1 }, { seed = \"two\" }]",
+                ),
+            ],
+        );
+        let e = resolve_case(&c, "three", &[]).expect_err("3 for 2");
+        assert!(
+            e.contains("test case request.samples lists 3 samples for request.batch_size=2"),
+            "{e}"
+        );
+        // A batch size swept past the list is named as the sweep's.
+        let e = resolve_case(&c, "three", &["request.batch_size=4"]).expect_err("3 for 4");
+        assert!(e.contains("request.batch_size=4"), "{e}");
+        let e = resolve_case(&c, "gap", &[]).expect_err("a sample without its seed");
+        assert!(e.contains("request.samples[1] sets nothing"), "{e}");
+        let e = resolve_case(&c, "typo", &[]).expect_err("unknown field");
+        assert!(e.contains("request.samples[1] sets `sed`"), "{e}");
+        let e = resolve_case(&c, "kind", &[]).expect_err("kind");
+        assert!(
+            e.contains("request.samples[1].seed: expected an integer"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn sample_images_are_hashed_and_a_missing_one_is_named() {
+        let (t, c) = sample_catalog(
+            "semantic_segmentation",
+            "tiny-segnet",
+            &[
+                (
+                    "files",
+                    "batch_size = 2\nsamples = [{ image = \"a.png\" }, { image = \"synthetic\", seed = 3 }]",
+                ),
+                (
+                    "missing",
+                    "batch_size = 2\nsamples = [{ image = \"a.png\" }, { image = \"b.png\" }]",
+                ),
+            ],
+        );
+        let before = resolve_case(&c, "files", &[]).expect("files");
+        std::fs::write(t.path().join("m/a.png"), b"two").expect("write");
+        let after = resolve_case(&c, "files", &[]).expect("files");
+        assert_ne!(before.identity, after.identity, "the sample's bytes count");
+        // A seed list that leaves out a seeded (synthetic) sample.
+        let e = resolve_case(
+            &c,
+            "files",
+            &[r#"request.samples=[{"seed":1},{"image":"synthetic"}]"#],
+        )
+        .expect_err("a synthetic sample without its seed");
+        assert!(
+            e.contains("--set request.samples: 1 of the 2 seeded samples set `seed`"),
+            "{e}"
+        );
+        let e = resolve_case(&c, "missing", &[]).expect_err("missing");
+        assert!(e.contains("request.samples[1].image = `b.png`"), "{e}");
+    }
+
+    #[test]
+    fn text_lists_are_one_per_item_or_per_call() {
+        let texts = "texts = [\"a\", \"b\", \"c\", \"d\"]";
+        let (_t, c) = sample_catalog(
+            "sentence_embedding",
+            "tiny-encoder",
+            &[
+                ("rotate", &format!("batch_size = 1\n{texts}")),
+                ("batch", &format!("batch_size = 4\n{texts}")),
+                ("odd", &format!("batch_size = 3\n{texts}")),
+                ("clone", "batch_size = 4\ntexts = [\"a\"]"),
+            ],
+        );
+        let rotate = resolve_case(&c, "rotate", &[]).expect("rotate");
+        assert_eq!(rotate.inputs.calls_rotate_over, 4);
+        assert_eq!(rotate.inputs.sample_list.as_deref(), Some("texts"));
+        let batch = resolve_case(&c, "batch", &[]).expect("batch");
+        assert_eq!(
+            (batch.inputs.batch_source, batch.inputs.calls_rotate_over),
+            (BatchSource::Declared, 1)
+        );
+        let clone = resolve_case(&c, "clone", &[]).expect("clone");
+        assert_eq!(clone.inputs.batch_source, BatchSource::Cloned);
+        let e = resolve_case(&c, "odd", &[]).expect_err("4 for 3");
+        assert!(
+            e.contains("request.texts lists 4 samples for request.batch_size=3"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -34,7 +34,9 @@ impl FieldKind {
             FieldKind::String => "a string",
             FieldKind::StringList => "a list of strings",
             FieldKind::Artifact => "a file path relative to MODEL.toml (or `synthetic`)",
-            FieldKind::Samples => "a list of tables, one per sample (e.g. [{seed = 1}, {seed = 2}])",
+            FieldKind::Samples => {
+                "a list of tables, one per sample (e.g. [{seed = 1}, {seed = 2}])"
+            }
         }
     }
 }

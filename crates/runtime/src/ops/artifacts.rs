@@ -203,7 +203,10 @@ pub(crate) fn seeded_batches(
         return Ok(vec![crate::tensor::synthesize(spec, shape, seed, 1)?]);
     };
     let mut one = shape.to_vec();
-    let batch = one.first().copied().context("a seeded input needs a batch axis")?;
+    let batch = one
+        .first()
+        .copied()
+        .context("a seeded input needs a batch axis")?;
     one[0] = 1;
     let items = samples
         .iter()

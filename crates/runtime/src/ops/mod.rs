@@ -218,7 +218,9 @@ pub(crate) fn sample_requests(
 }
 
 /// Stacks single-item f32 tensors [1, …] into one batch [n, …] along the first axis.
-pub(crate) fn stack_items(items: &[&crate::tensor::HostTensor]) -> anyhow::Result<crate::tensor::HostTensor> {
+pub(crate) fn stack_items(
+    items: &[&crate::tensor::HostTensor],
+) -> anyhow::Result<crate::tensor::HostTensor> {
     let views = items
         .iter()
         .map(|t| {
