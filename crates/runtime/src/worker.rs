@@ -83,6 +83,7 @@ fn execute_inner(
         bundle: manifest.as_ref(),
         manifest_dir: request.manifest_dir.as_deref(),
         tokenizer: request.tokenizer.as_deref(),
+        first_call: request.first_call,
     };
     let mut runner = ops::prepare(op.name, ctx)?;
     let load_ms = load_started.elapsed().as_secs_f64() * 1e3;
@@ -517,6 +518,7 @@ mod tests {
             profile: None,
             test_call_delay_us: None,
             test_call_slowdown_ppm: None,
+            first_call: 0,
         }
     }
 

@@ -181,6 +181,7 @@ pub(crate) fn image_batches(
                 bundle: ctx.bundle,
                 manifest_dir: ctx.manifest_dir,
                 tokenizer: ctx.tokenizer,
+                first_call: ctx.first_call,
             };
             image_item(&sample, spec, &one).with_context(|| format!("request.samples[{i}]"))
         })

@@ -22,7 +22,10 @@ impl ClassifyRunner {
     pub fn prepare(mut ctx: RunnerContext<'_>) -> anyhow::Result<Self> {
         let batch = ctx.batch_size()?;
         let session = ctx.take_session("classify")?;
-        let inputs = Rotation::new(image_batches(&ctx, session.as_ref(), batch)?)?;
+        let inputs = Rotation::new(
+            image_batches(&ctx, session.as_ref(), batch)?,
+            ctx.first_call,
+        )?;
         let output_specs = session.outputs().to_vec();
         Ok(Self {
             session,

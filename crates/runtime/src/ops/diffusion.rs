@@ -68,7 +68,7 @@ impl DiffusionRunner {
                 Dim::Symbol(s) => bail!("denoiser dimension `{s}` is unbound (set build.dims.{s})"),
             });
         }
-        let noise = Rotation::new(seeded_batches(&ctx, spec, &shape)?)?;
+        let noise = Rotation::new(seeded_batches(&ctx, spec, &shape)?, ctx.first_call)?;
         let latents = ArrayD::zeros(IxDyn(&shape));
         Ok(Self {
             session,

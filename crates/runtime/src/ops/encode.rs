@@ -44,7 +44,7 @@ impl EncodeRunner {
             .into_iter()
             .map(|items| items.into_iter().map(|i| texts[i].clone()).collect())
             .collect();
-        let batches = Rotation::new(batches)?;
+        let batches = Rotation::new(batches, ctx.first_call)?;
         let tokenizer = Tokenizer::load(ctx.tokenizer, ctx.manifest_dir)?;
         let session = ctx.take_session("encode")?;
         let input_names: Vec<String> = session.inputs().iter().map(|s| s.name.clone()).collect();

@@ -26,7 +26,10 @@ impl ForecastRunner {
             .first()
             .context("the model declares no input")?;
         let shape = super::artifacts::batch_shape(spec, batch)?;
-        let inputs = Rotation::new(super::artifacts::seeded_batches(&ctx, spec, &shape)?)?;
+        let inputs = Rotation::new(
+            super::artifacts::seeded_batches(&ctx, spec, &shape)?,
+            ctx.first_call,
+        )?;
         let output_specs = session.outputs().to_vec();
         Ok(Self {
             session,

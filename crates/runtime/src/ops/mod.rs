@@ -88,6 +88,8 @@ pub struct RunnerContext<'a> {
     pub bundle: Option<&'a BundleManifest>,
     pub manifest_dir: Option<&'a Path>,
     pub tokenizer: Option<&'a str>,
+    /// The case's calls before this runner's first (earlier rounds): where input rotation resumes.
+    pub first_call: u64,
 }
 
 impl RunnerContext<'_> {
@@ -133,14 +135,15 @@ pub(crate) struct Rotation<T> {
 }
 
 impl<T> Rotation<T> {
-    pub(crate) fn new(inputs: Vec<T>) -> anyhow::Result<Self> {
+    /// The rotation of `inputs` whose next call is the case's call `first_call`.
+    pub(crate) fn new(inputs: Vec<T>, first_call: u64) -> anyhow::Result<Self> {
         if inputs.is_empty() {
             bail!("no inputs to send");
         }
         Ok(Self {
             calls: vec![0; inputs.len()],
+            next: (first_call % inputs.len() as u64) as usize,
             inputs,
-            next: 0,
         })
     }
 

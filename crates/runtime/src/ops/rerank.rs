@@ -47,7 +47,7 @@ impl RerankRunner {
             .into_iter()
             .map(|items| items.into_iter().map(|i| documents[i].clone()).collect())
             .collect();
-        let batches = Rotation::new(batches)?;
+        let batches = Rotation::new(batches, ctx.first_call)?;
         let tokenizer = Tokenizer::load(ctx.tokenizer, ctx.manifest_dir)?;
         let session = ctx.take_session("rerank")?;
         let input_names: Vec<String> = session.inputs().iter().map(|s| s.name.clone()).collect();

@@ -25,7 +25,7 @@ impl Vision {
     fn prepare(ctx: &mut RunnerContext<'_>, operation: &str) -> anyhow::Result<Self> {
         let batch = ctx.batch_size()?;
         let session = ctx.take_session(operation)?;
-        let inputs = Rotation::new(image_batches(ctx, session.as_ref(), batch)?)?;
+        let inputs = Rotation::new(image_batches(ctx, session.as_ref(), batch)?, ctx.first_call)?;
         let output_specs = session.outputs().to_vec();
         Ok(Self {
             session,
