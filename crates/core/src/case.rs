@@ -1373,10 +1373,7 @@ mod tests {
                     "three",
                     "batch_size = 2\nsamples = [{ seed = 1 }, { seed = 2 }, { seed = 3 }]",
                 ),
-                (
-                    "gap",
-                    "batch_size = 2\nsamples = [{ seed = 1 }, {}]",
-                ),
+                ("gap", "batch_size = 2\nsamples = [{ seed = 1 }, {}]"),
                 (
                     "typo",
                     "batch_size = 2\nsamples = [{ seed = 1 }, { sed = 2 }]",
