@@ -12,6 +12,20 @@ def single_call(ctx, operation):
     return calls[0]
 
 
+def rotation(ctx, operation, each):
+    """`each(call_inputs)` prepared for every saved call, served in call order: call i gets entry i % n,
+    as trtmc's runner rotates its declared inputs (one entry when the calls repeat one input)."""
+    prepared = [each(c) for c in ctx.require_calls(operation)]
+    position = [0]
+
+    def next_entry():
+        i = position[0]
+        position[0] = (i + 1) % len(prepared)
+        return prepared[i]
+
+    return next_entry
+
+
 def tensor(call, name, operation):
     """Saved tensor `name`, or a failure naming it."""
     if name not in call["tensors"]:

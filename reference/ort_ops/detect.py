@@ -9,13 +9,12 @@ from ort_ops import _media
 
 
 def prepare(ctx):
-    call_inputs = _media.single_call(ctx, "detect")
-    feeds = _media.model_feeds(ctx, call_inputs, "detect")
-    threshold = np.float32(_media.value(call_inputs, "score_threshold", "detect"))
+    next_feeds = _media.rotation(ctx, "detect", lambda c: _media.model_feeds(ctx, c, "detect"))
+    threshold = np.float32(_media.value(ctx.require_calls("detect")[0], "score_threshold", "detect"))
     names = [o.name for o in ctx.session.get_outputs()]
 
     def call():
-        outputs = ctx.session.run(None, feeds)
+        outputs = ctx.session.run(None, next_feeds())
         per_box = outputs[0].shape[-1] if outputs[0].ndim else 0
         if per_box <= 4:
             raise ref.ReferenceFailure("detections must hold 4 box coordinates plus class scores per box")

@@ -6,11 +6,10 @@ from ort_ops import _media
 
 
 def prepare(ctx):
-    call_inputs = _media.single_call(ctx, "forecast")
-    feeds = _media.model_feeds(ctx, call_inputs, "forecast")
+    next_feeds = _media.rotation(ctx, "forecast", lambda c: _media.model_feeds(ctx, c, "forecast"))
     names = [o.name for o in ctx.session.get_outputs()]
 
     def call():
-        return ctx.session.run(None, feeds)
+        return ctx.session.run(None, next_feeds())
 
     return call, names

@@ -15,30 +15,36 @@ from ort_ops import _media
 
 
 def prepare(ctx, operation="generate_image"):
-    call_inputs = _media.single_call(ctx, operation)
-    noise = _media.tensor(call_inputs, "noise", operation)
-    steps = int(_media.value(call_inputs, "steps", operation))
+    calls = ctx.require_calls(operation)
+    steps = int(_media.value(calls[0], "steps", operation))
     if steps < 1:
         raise ref.ReferenceFailure(f"steps must be at least 1, got {steps}")
     declared = sorted(i.name for i in ctx.session.get_inputs())
     if declared != ["sample", "timestep"]:
         raise ref.ReferenceFailure(
             f"the denoiser must take exactly `sample` and `timestep`; it declares {', '.join(declared)}")
-    if noise.dtype != np.float32:
-        raise ref.ReferenceFailure(f"the saved noise must be float32, got {noise.dtype}")
     scale = ctx.options.get("test_noise_scale")
     if scale is not None and os.environ.get("TRTMC_TEST") != "1":
         raise ref.ReferenceFailure("option test_noise_scale is a test hook: it is honoured only with TRTMC_TEST=1")
-    if scale is not None:
-        # Test-only: a scale beyond float32 turns the noise into infinities (NaN where it is 0).
-        with np.errstate(over="ignore", invalid="ignore"):
-            noise = noise * np.float32(float(scale))
+
+    def initial_noise(call_inputs):
+        noise = _media.tensor(call_inputs, "noise", operation)
+        if noise.dtype != np.float32:
+            raise ref.ReferenceFailure(f"the saved noise must be float32, got {noise.dtype}")
+        if scale is not None:
+            # Test-only: a scale beyond float32 turns the noise into infinities (NaN where it is 0).
+            with np.errstate(over="ignore", invalid="ignore"):
+                noise = noise * np.float32(float(scale))
+        return noise
+
+    # Each distinct call's noise (per-sample seeds), in the runner's call order.
+    next_noise = _media.rotation(ctx, operation, initial_noise)
     dt = np.float32(1.0) / np.float32(steps)
     timesteps = [np.array([np.float32(1.0) - np.float32(k) * dt], dtype=np.float32) for k in range(steps)]
     ctx.notes["steps"] = steps
 
     def call():
-        x = noise.copy()
+        x = next_noise().copy()
         for t in timesteps:
             eps = ctx.session.run(None, {"sample": x, "timestep": t})[0]
             if eps.shape != x.shape:

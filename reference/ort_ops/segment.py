@@ -8,12 +8,11 @@ from ort_ops import _media
 
 
 def prepare(ctx):
-    call_inputs = _media.single_call(ctx, "segment")
-    feeds = _media.model_feeds(ctx, call_inputs, "segment")
+    next_feeds = _media.rotation(ctx, "segment", lambda c: _media.model_feeds(ctx, c, "segment"))
     names = [o.name for o in ctx.session.get_outputs()]
 
     def call():
-        outputs = ctx.session.run(None, feeds)
+        outputs = ctx.session.run(None, next_feeds())
         logits = outputs[0]
         if logits.ndim != 4:
             raise ref.ReferenceFailure(

@@ -152,6 +152,9 @@ pub struct ResolvedCase {
     pub chat: Option<crate::chat::ChatPrompt>,
     /// SHA-256 of the workload: manifest hash, operation, request, build settings, input artifacts.
     pub identity: String,
+    /// How the request's samples fill each call (cloned or declared batch, rotation across calls).
+    #[serde(default)]
+    pub inputs: CaseInputs,
 }
 
 impl ResolvedCase {
@@ -302,7 +305,7 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
         if chat.is_some() && f.name == crate::chat::PROMPT_FIELD {
             continue;
         }
-        if !request.contains_key(f.name) {
+        if f.required() && !request.contains_key(f.name) {
             return Err(format!(
                 "request.{} is required by operation `{}` ({})",
                 f.name, op.name, f.help
@@ -341,6 +344,8 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
         }
     }
 
+    let inputs = case_inputs(op, &request)?;
+
     let sweep_point: BTreeMap<String, String> = input
         .sweep_point
         .iter()
@@ -371,6 +376,7 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
         sweep_point,
         chat,
         identity: String::new(),
+        inputs,
     };
     refresh_identity(profile, &mut resolved)?;
     Ok(resolved)
@@ -411,6 +417,32 @@ fn artifact_hashes(
             )
         })?;
         hashes.push(format!("{}={}", f.name, crate::hash::sha256_hex(&bytes)));
+    }
+    // Files a sample names (`samples[1].image`) count like the request's own.
+    let samples = request.get("samples").and_then(|v| v.value.as_array());
+    for (i, sample) in samples.into_iter().flatten().enumerate() {
+        for f in op.fields.iter().filter(|f| f.kind == FieldKind::Artifact) {
+            let Some(rel) = sample.get(f.name).and_then(Value::as_str) else {
+                continue;
+            };
+            if rel == "synthetic" {
+                continue;
+            }
+            let path = profile.dir().join(rel);
+            let bytes = std::fs::read(&path).map_err(|e| {
+                format!(
+                    "request.samples[{i}].{} = `{rel}`: cannot read {} ({e}); give a file relative to {}",
+                    f.name,
+                    path.display(),
+                    profile.manifest.display()
+                )
+            })?;
+            hashes.push(format!(
+                "samples[{i}].{}={}",
+                f.name,
+                crate::hash::sha256_hex(&bytes)
+            ));
+        }
     }
     Ok(hashes)
 }
@@ -463,6 +495,148 @@ pub fn workload_identity(
         });
     }
     crate::hash::json_hash(&workload)
+}
+
+/// Where the items of a batch come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchSource {
+    /// Every item is one the case lists (a batch of one is its own request).
+    #[default]
+    Declared,
+    /// One request is repeated over a batch of several items.
+    Cloned,
+}
+
+/// How a case's samples fill its calls (resolved-case.json `inputs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseInputs {
+    pub batch_source: BatchSource,
+    /// The request field that lists the samples (`samples`, `texts`, `documents`), when one is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_list: Option<String>,
+    /// How many samples the list holds (1 without a list).
+    pub samples: usize,
+    /// Distinct per-call inputs the calls rotate through, warm-up included: call i uses input
+    /// i mod n. 1: every call sends the same input.
+    pub calls_rotate_over: usize,
+}
+
+impl Default for CaseInputs {
+    fn default() -> Self {
+        Self {
+            batch_source: BatchSource::Declared,
+            sample_list: None,
+            samples: 1,
+            calls_rotate_over: 1,
+        }
+    }
+}
+
+/// Checks the operation's sample list against `request.batch_size` and lays it out: one sample for
+/// every item, one per batch item, or at batch size 1 one per call in rotation. Each sample table may
+/// set only the operation's per-sample fields, every one the same fields, each of its field's kind.
+fn case_inputs(
+    op: &OperationDecl,
+    request: &BTreeMap<String, Sourced<Value>>,
+) -> Result<CaseInputs, String> {
+    let batch = request
+        .get("batch_size")
+        .and_then(|v| v.value.as_i64())
+        .unwrap_or(1)
+        .max(1) as usize;
+    let cloned = if batch > 1 {
+        BatchSource::Cloned
+    } else {
+        BatchSource::Declared
+    };
+    let Some((list, keys)) = operations::sample_list(op.name) else {
+        return Ok(CaseInputs {
+            batch_source: cloned,
+            ..CaseInputs::default()
+        });
+    };
+    let Some(given) = request.get(list) else {
+        return Ok(CaseInputs {
+            batch_source: cloned,
+            ..CaseInputs::default()
+        });
+    };
+    let items = given.value.as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let named = format!("{} request.{list}", describe_source(given.source));
+    if !keys.is_empty() {
+        check_sample_tables(op, &named, items, keys)?;
+    }
+    let n = items.len();
+    let (batch_source, calls_rotate_over) = match n {
+        1 => (cloned, 1),
+        _ if n == batch => (BatchSource::Declared, 1),
+        _ if batch == 1 => (BatchSource::Declared, n),
+        _ => {
+            return Err(format!(
+                "{named} lists {n} samples for request.batch_size={batch}: list one sample per batch item ({batch}), or set request.batch_size=1 to send them one per call in rotation"
+            ));
+        }
+    };
+    Ok(CaseInputs {
+        batch_source,
+        sample_list: Some(list.to_string()),
+        samples: n,
+        calls_rotate_over,
+    })
+}
+
+fn check_sample_tables(
+    op: &OperationDecl,
+    named: &str,
+    items: &[Value],
+    keys: &[&str],
+) -> Result<(), String> {
+    for (i, item) in items.iter().enumerate() {
+        let Some(table) = item.as_object() else {
+            return Err(format!("{named}[{i}] is not a table (e.g. {{ seed = 1 }})"));
+        };
+        if table.is_empty() {
+            return Err(format!(
+                "{named}[{i}] sets nothing; a sample sets {}",
+                keys.join(", ")
+            ));
+        }
+        for (key, value) in table {
+            let field = op
+                .field(key)
+                .filter(|_| keys.contains(&key.as_str()))
+                .ok_or_else(|| {
+                    format!(
+                        "{named}[{i}] sets `{key}`, which is no per-sample field of `{}` (a sample sets {})",
+                        op.name,
+                        keys.join(", ")
+                    )
+                })?;
+            operations::check_kind(field.kind, value)
+                .map_err(|e| format!("{named}[{i}].{key}: {e}"))?;
+        }
+    }
+    // A sample that sets no field falls back to the request's value, except a seed: a seed list that
+    // leaves out some of the samples it seeds (those without an image file) is refused.
+    if keys.contains(&"seed") {
+        let seeded: Vec<&Value> = items
+            .iter()
+            .filter(|v| {
+                v.get("image")
+                    .and_then(Value::as_str)
+                    .is_none_or(|image| image == "synthetic")
+            })
+            .collect();
+        let set = seeded.iter().filter(|v| v.get("seed").is_some()).count();
+        if set != 0 && set != seeded.len() {
+            return Err(format!(
+                "{named}: {set} of the {} seeded samples set `seed`: give every seeded sample its seed, or none",
+                seeded.len()
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn case_measure(case: &TestCase) -> MeasureFlags {
@@ -794,6 +968,14 @@ pub fn parse_typed(kind: FieldKind, text: &str) -> Result<Value, String> {
             _ => Err(format!("expected true or false, got `{text}`")),
         },
         FieldKind::String | FieldKind::Artifact => Ok(Value::from(text)),
+        FieldKind::Samples => {
+            let v: Value = serde_json::from_str(t).map_err(|e| {
+                format!(
+                    "expected a JSON list of tables (e.g. [{{\"seed\":1}},{{\"seed\":2}}]): {e}"
+                )
+            })?;
+            operations::check_kind(kind, &v)
+        }
         FieldKind::StringList => {
             if t.starts_with('[') {
                 let v: Value = serde_json::from_str(t)
@@ -1147,6 +1329,189 @@ mod tests {
             .map(|i| axis(&format!("request.k{i}"), 100))
             .collect();
         assert!(sweep_points(&huge).is_err());
+    }
+
+    /// A profile of `task` with one case per `(name, request TOML)`, beside a small file `a.png`.
+    fn sample_catalog(
+        task: &str,
+        builtin: &str,
+        cases: &[(&str, &str)],
+    ) -> (tempfile::TempDir, Catalog) {
+        let t = tempfile::tempdir().expect("tmp");
+        let d = t.path().join("m");
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::write(
+            d.join("MODEL.toml"),
+            format!("name = \"m\"\ntask_strategy = \"{task}\"\ntest_manifests = [\"c.toml\"]\n[source]\nbuiltin = \"{builtin}\"\n"),
+        )
+        .expect("write");
+        std::fs::write(d.join("a.png"), b"one").expect("write");
+        let text: String = cases
+            .iter()
+            .map(|(name, request)| {
+                format!("[[case]]\nname = \"{name}\"\n[case.request]\n{request}\n")
+            })
+            .collect();
+        std::fs::write(d.join("c.toml"), text).expect("write");
+        let c = Catalog::load(t.path()).expect("load");
+        (t, c)
+    }
+
+    fn resolve_case(c: &Catalog, case: &str, sets: &[&str]) -> Result<ResolvedCase, String> {
+        resolve(
+            c.require("m").expect("m"),
+            &ResolveInput {
+                case: Some(case),
+                sets: sets
+                    .iter()
+                    .map(|s| Override::parse(s, Source::Set).expect("set"))
+                    .collect(),
+                ..Default::default()
+            },
+        )
+    }
+
+    #[test]
+    fn declared_samples_fill_a_batch_or_rotate_and_the_identity_covers_each() {
+        let (_t, c) = sample_catalog(
+            "image_diffusion",
+            "tiny-denoiser",
+            &[
+                ("one", "batch_size = 2\nseed = 11"),
+                (
+                    "two",
+                    "batch_size = 2\nsamples = [{ seed = 11 }, { seed = 12 }]",
+                ),
+                (
+                    "turns",
+                    "samples = [{ seed = 11 }, { seed = 12 }, { seed = 13 }]",
+                ),
+            ],
+        );
+        let one = resolve_case(&c, "one", &[]).expect("one");
+        assert_eq!(one.inputs.batch_source, BatchSource::Cloned);
+        assert_eq!(one.inputs.calls_rotate_over, 1);
+        let two = resolve_case(&c, "two", &[]).expect("two");
+        assert_eq!(two.inputs.batch_source, BatchSource::Declared);
+        assert_eq!(two.inputs.sample_list.as_deref(), Some("samples"));
+        assert_eq!((two.inputs.samples, two.inputs.calls_rotate_over), (2, 1));
+        let turns = resolve_case(&c, "turns", &[]).expect("turns");
+        assert_eq!(turns.inputs.batch_source, BatchSource::Declared);
+        assert_eq!(turns.inputs.calls_rotate_over, 3);
+        // Every sample is part of the identity.
+        let other = resolve_case(&c, "two", &[r#"request.samples=[{"seed":11},{"seed":13}]"#])
+            .expect("set");
+        assert_ne!(two.identity, other.identity);
+        assert_eq!(other.request["samples"].source, Source::Set);
+        // resolved-case.json says how the calls are filled.
+        let doc = serde_json::to_value(&turns).expect("json");
+        assert_eq!(doc["inputs"]["calls_rotate_over"], 3);
+        assert_eq!(doc["inputs"]["batch_source"], "declared");
+    }
+
+    #[test]
+    fn samples_that_do_not_fit_the_batch_are_refused_naming_the_field() {
+        let (_t, c) = sample_catalog(
+            "image_diffusion",
+            "tiny-denoiser",
+            &[
+                (
+                    "three",
+                    "batch_size = 2\nsamples = [{ seed = 1 }, { seed = 2 }, { seed = 3 }]",
+                ),
+                ("gap", "batch_size = 2\nsamples = [{ seed = 1 }, {}]"),
+                (
+                    "typo",
+                    "batch_size = 2\nsamples = [{ seed = 1 }, { sed = 2 }]",
+                ),
+                (
+                    "kind",
+                    "batch_size = 2\nsamples = [{ seed = 1 }, { seed = \"two\" }]",
+                ),
+            ],
+        );
+        let e = resolve_case(&c, "three", &[]).expect_err("3 for 2");
+        assert!(
+            e.contains("test case request.samples lists 3 samples for request.batch_size=2"),
+            "{e}"
+        );
+        // A batch size swept past the list is named as the sweep's.
+        let e = resolve_case(&c, "three", &["request.batch_size=4"]).expect_err("3 for 4");
+        assert!(e.contains("request.batch_size=4"), "{e}");
+        let e = resolve_case(&c, "gap", &[]).expect_err("a sample without its seed");
+        assert!(e.contains("request.samples[1] sets nothing"), "{e}");
+        let e = resolve_case(&c, "typo", &[]).expect_err("unknown field");
+        assert!(e.contains("request.samples[1] sets `sed`"), "{e}");
+        let e = resolve_case(&c, "kind", &[]).expect_err("kind");
+        assert!(
+            e.contains("request.samples[1].seed: expected an integer"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn sample_images_are_hashed_and_a_missing_one_is_named() {
+        let (t, c) = sample_catalog(
+            "semantic_segmentation",
+            "tiny-segnet",
+            &[
+                (
+                    "files",
+                    "batch_size = 2\nsamples = [{ image = \"a.png\" }, { image = \"synthetic\", seed = 3 }]",
+                ),
+                (
+                    "missing",
+                    "batch_size = 2\nsamples = [{ image = \"a.png\" }, { image = \"b.png\" }]",
+                ),
+            ],
+        );
+        let before = resolve_case(&c, "files", &[]).expect("files");
+        std::fs::write(t.path().join("m/a.png"), b"two").expect("write");
+        let after = resolve_case(&c, "files", &[]).expect("files");
+        assert_ne!(before.identity, after.identity, "the sample's bytes count");
+        // A seed list that leaves out a seeded (synthetic) sample.
+        let e = resolve_case(
+            &c,
+            "files",
+            &[r#"request.samples=[{"seed":1},{"image":"synthetic"}]"#],
+        )
+        .expect_err("a synthetic sample without its seed");
+        assert!(
+            e.contains("--set request.samples: 1 of the 2 seeded samples set `seed`"),
+            "{e}"
+        );
+        let e = resolve_case(&c, "missing", &[]).expect_err("missing");
+        assert!(e.contains("request.samples[1].image = `b.png`"), "{e}");
+    }
+
+    #[test]
+    fn text_lists_are_one_per_item_or_per_call() {
+        let texts = "texts = [\"a\", \"b\", \"c\", \"d\"]";
+        let (_t, c) = sample_catalog(
+            "sentence_embedding",
+            "tiny-encoder",
+            &[
+                ("rotate", &format!("batch_size = 1\n{texts}")),
+                ("batch", &format!("batch_size = 4\n{texts}")),
+                ("odd", &format!("batch_size = 3\n{texts}")),
+                ("clone", "batch_size = 4\ntexts = [\"a\"]"),
+            ],
+        );
+        let rotate = resolve_case(&c, "rotate", &[]).expect("rotate");
+        assert_eq!(rotate.inputs.calls_rotate_over, 4);
+        assert_eq!(rotate.inputs.sample_list.as_deref(), Some("texts"));
+        let batch = resolve_case(&c, "batch", &[]).expect("batch");
+        assert_eq!(
+            (batch.inputs.batch_source, batch.inputs.calls_rotate_over),
+            (BatchSource::Declared, 1)
+        );
+        let clone = resolve_case(&c, "clone", &[]).expect("clone");
+        assert_eq!(clone.inputs.batch_source, BatchSource::Cloned);
+        let e = resolve_case(&c, "odd", &[]).expect_err("4 for 3");
+        assert!(
+            e.contains("request.texts lists 4 samples for request.batch_size=3"),
+            "{e}"
+        );
     }
 
     #[test]

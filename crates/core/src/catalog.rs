@@ -605,7 +605,7 @@ pub fn check_case_fields(op: &OperationDecl, case: &TestCase) -> Result<(), Stri
     for f in op.fields {
         // A chat case's prompt is rendered from its messages.
         let rendered = chat && f.name == crate::chat::PROMPT_FIELD;
-        if f.default.is_none() && !rendered && !case.request.contains_key(f.name) {
+        if f.required() && !rendered && !case.request.contains_key(f.name) {
             return Err(format!(
                 "request.{} is required by operation `{}` ({})",
                 f.name, op.name, f.help

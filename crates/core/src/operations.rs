@@ -20,6 +20,9 @@ pub enum FieldKind {
     /// A manifest-relative file (WAV audio, PNG image), or `synthetic`; its bytes are hashed into the case
     /// identity and it is decoded before the timed region.
     Artifact,
+    /// A list of tables, one per sample: the per-item (or, at batch size 1, per-call) inputs of
+    /// [`sample_list`]; each table sets some of the operation's own fields.
+    Samples,
 }
 
 impl FieldKind {
@@ -31,6 +34,9 @@ impl FieldKind {
             FieldKind::String => "a string",
             FieldKind::StringList => "a list of strings",
             FieldKind::Artifact => "a file path relative to MODEL.toml (or `synthetic`)",
+            FieldKind::Samples => {
+                "a list of tables, one per sample (e.g. [{seed = 1}, {seed = 2}])"
+            }
         }
     }
 }
@@ -133,6 +139,14 @@ pub struct OperationDecl {
     pub test_only: bool,
 }
 
+impl FieldDecl {
+    /// Whether a case must give the field: one without a default is required, except a sample list,
+    /// whose absence means the one request is every sample.
+    pub fn required(&self) -> bool {
+        self.default.is_none() && self.kind != FieldKind::Samples
+    }
+}
+
 impl OperationDecl {
     pub fn field(&self, name: &str) -> Option<&FieldDecl> {
         self.fields.iter().find(|f| f.name == name)
@@ -188,6 +202,38 @@ const IMAGE: FieldDecl = FieldDecl {
     binds_dim: None,
     range: None,
 };
+
+const IMAGE_SAMPLES: FieldDecl = FieldDecl {
+    name: "samples",
+    kind: FieldKind::Samples,
+    default: None,
+    help: "one table per batch item (`image`, `seed`); at batch_size 1 the calls rotate through them",
+    binds_dim: None,
+    range: None,
+};
+
+const SEED_SAMPLES: FieldDecl = FieldDecl {
+    name: "samples",
+    kind: FieldKind::Samples,
+    default: None,
+    help: "one table per batch item (`seed`); at batch_size 1 the calls rotate through them",
+    binds_dim: None,
+    range: None,
+};
+
+/// The request field that lists an operation's samples, and the fields one sample may set (none: the
+/// list holds the texts themselves). One entry: every item of every call repeats it (`cloned` when the
+/// batch is larger); `batch_size` entries: one per item of the batch (`declared`); at batch size 1,
+/// several entries rotate across calls (call i uses entry i mod n).
+pub fn sample_list(operation: &str) -> Option<(&'static str, &'static [&'static str])> {
+    match operation {
+        "encode" => Some(("texts", &[])),
+        "rerank" => Some(("documents", &[])),
+        "classify" | "detect" | "segment" => Some(("samples", &["image", "seed"])),
+        "generate_image" | "forecast" => Some(("samples", &["seed"])),
+        _ => None,
+    }
+}
 
 const AUDIO: FieldDecl = FieldDecl {
     name: "audio",
@@ -348,7 +394,7 @@ static OPERATIONS: &[OperationDecl] = &[
     OperationDecl {
         name: "classify",
         summary: "classify a batch of images (top-1 over the logits)",
-        fields: &[BATCH, SEED, IMAGE],
+        fields: &[BATCH, SEED, IMAGE, IMAGE_SAMPLES],
         throughputs: &[REQUEST_PER_S, IMAGE_PER_S],
         headline_throughput: "image/s",
         stages: &[],
@@ -369,7 +415,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 name: "texts",
                 kind: FieldKind::StringList,
                 default: None,
-                help: "texts to embed; the batch cycles through them",
+                help: "texts to embed: one, one per batch item, or (batch_size 1) one per call in rotation",
                 binds_dim: None,
                 range: None,
             },
@@ -461,6 +507,7 @@ static OPERATIONS: &[OperationDecl] = &[
             BATCH,
             SEED,
             IMAGE,
+            IMAGE_SAMPLES,
             FieldDecl {
                 name: "score_threshold",
                 kind: FieldKind::Number,
@@ -488,7 +535,7 @@ static OPERATIONS: &[OperationDecl] = &[
     OperationDecl {
         name: "segment",
         summary: "semantic segmentation of a batch of images (one mask per class, one label per pixel)",
-        fields: &[BATCH, SEED, IMAGE],
+        fields: &[BATCH, SEED, IMAGE, IMAGE_SAMPLES],
         throughputs: &[
             REQUEST_PER_S,
             IMAGE_PER_S,
@@ -541,7 +588,7 @@ static OPERATIONS: &[OperationDecl] = &[
                 name: "documents",
                 kind: FieldKind::StringList,
                 default: None,
-                help: "documents to score; the batch cycles through them",
+                help: "documents to score: one, one per batch item, or (batch_size 1) one per call in rotation",
                 binds_dim: None,
                 range: None,
             },
@@ -692,7 +739,7 @@ static OPERATIONS: &[OperationDecl] = &[
     OperationDecl {
         name: "generate_image",
         summary: "image diffusion: a denoiser looped over request.steps from seeded noise",
-        fields: &[BATCH, SEED, STEPS],
+        fields: &[BATCH, SEED, STEPS, SEED_SAMPLES],
         throughputs: &[REQUEST_PER_S, IMAGE_PER_S],
         headline_throughput: "image/s",
         stages: &[],
@@ -757,7 +804,7 @@ static OPERATIONS: &[OperationDecl] = &[
     OperationDecl {
         name: "forecast",
         summary: "neural operator / time series: a batch of history windows in, forecasts out",
-        fields: &[BATCH, SEED],
+        fields: &[BATCH, SEED, SEED_SAMPLES],
         throughputs: &[
             REQUEST_PER_S,
             ThroughputDecl {
@@ -1112,6 +1159,9 @@ pub fn check_kind(kind: FieldKind, value: &Value) -> Result<Value, String> {
         FieldKind::StringList => value
             .as_array()
             .is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_string)),
+        FieldKind::Samples => value
+            .as_array()
+            .is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_object)),
     };
     if ok {
         Ok(value.clone())

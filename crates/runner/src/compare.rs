@@ -245,7 +245,8 @@ pub fn reference_request(
 /// so the reference repeats exactly the candidate's calls; `None` for operations that have none.
 fn save_call_inputs(dir: &Path, side: &Side) -> Result<Option<PathBuf>, RunError> {
     // One forward pass on the synthesized inputs: nothing more to save, and no model load to pay.
-    if feeds_bundle_inputs(&side.planned.resolved.operation) {
+    // (`classify` saves its image batches: declared images and their rotation are its workload.)
+    if side.planned.resolved.operation == "infer" {
         return Ok(None);
     }
     let mut worker = crate::run::case_worker_request(&side.planned);

@@ -337,6 +337,7 @@ pub fn execute(
             let part = Round {
                 index: round,
                 of: rounds,
+                first_call: run.m.observations.len() as u64 + run.m.warmup_done.unwrap_or(0),
             };
             progress.report(Event::CaseStarted {
                 index: i + 1,
@@ -559,10 +560,16 @@ struct CaseRun {
 struct Round {
     index: usize,
     of: usize,
+    /// Calls the case made in earlier rounds, warm-up included (where input rotation resumes).
+    first_call: u64,
 }
 
 impl Round {
-    const ONLY: Round = Round { index: 0, of: 1 };
+    const ONLY: Round = Round {
+        index: 0,
+        of: 1,
+        first_call: 0,
+    };
 
     /// ` (round 2/10)` for progress lines; nothing for a single round.
     fn label(&self) -> String {
@@ -803,6 +810,7 @@ fn finish_case(
             .iter()
             .map(|(k, v)| (k.clone(), v.value.clone()))
             .collect::<BTreeMap<String, Value>>(),
+        batch_source: Some(r.inputs.batch_source),
         files,
         profile,
         rounds,
@@ -900,6 +908,7 @@ fn worker_request(p: &PlannedCase, round: Round) -> WorkerRequest {
         profile: None,
         test_call_delay_us: None,
         test_call_slowdown_ppm: None,
+        first_call: round.first_call,
     }
 }
 
@@ -1432,13 +1441,24 @@ mod tests {
     fn round_shares_add_up_to_the_count_and_name_their_files() {
         let shares = |calls: u64, of: usize| -> Vec<u64> {
             (0..of)
-                .map(|index| Round { index, of }.share_of_calls(calls))
+                .map(|index| {
+                    Round {
+                        index,
+                        of,
+                        first_call: 0,
+                    }
+                    .share_of_calls(calls)
+                })
                 .collect()
         };
         assert_eq!(shares(25, 10), [3, 3, 3, 3, 3, 2, 2, 2, 2, 2]);
         assert_eq!(shares(25, 10).iter().sum::<u64>(), 25);
         assert_eq!(shares(7, 1), [7]);
-        let r = Round { index: 1, of: 10 };
+        let r = Round {
+            index: 1,
+            of: 10,
+            first_call: 0,
+        };
         assert_eq!(r.file("worker.log"), "worker-r02.log");
         assert_eq!(Round::ONLY.file("worker.log"), "worker.log");
         assert_eq!(r.share_of_seconds(30.0), 3.0);

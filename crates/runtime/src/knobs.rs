@@ -173,6 +173,7 @@ mod tests {
             sweep_point: BTreeMap::new(),
             chat: None,
             identity: String::new(),
+            inputs: Default::default(),
         }
     }
 

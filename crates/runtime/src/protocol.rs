@@ -51,6 +51,10 @@ pub struct WorkerRequest {
     /// in parts per million (a busy wait of that fraction of the call's own duration, after it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test_call_slowdown_ppm: Option<u64>,
+    /// Calls the case made before this worker (earlier rounds, warm-up included): a case that rotates
+    /// its inputs continues the rotation from there rather than restarting it every round.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub first_call: u64,
 }
 
 /// What a profiling pass writes: `layers_<runtime>.json` and `profile_<runtime>.json` into `dir`, from
@@ -124,4 +128,8 @@ impl WorkerResult {
             notes: BTreeMap::new(),
         }
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -57,6 +57,8 @@ pub fn reference_inputs(request: &WorkerRequest) -> anyhow::Result<ops::Referenc
         bundle: manifest.as_ref(),
         manifest_dir: request.manifest_dir.as_deref(),
         tokenizer: request.tokenizer.as_deref(),
+        // The list of every call's inputs does not depend on where the rotation starts.
+        first_call: 0,
     };
     Ok(ops::prepare(op.name, ctx)?.reference_inputs())
 }
@@ -104,6 +106,7 @@ fn execute_inner(
         bundle: manifest.as_ref(),
         manifest_dir: request.manifest_dir.as_deref(),
         tokenizer: request.tokenizer.as_deref(),
+        first_call: request.first_call,
     };
     let mut runner = ops::prepare(op.name, ctx)?;
     let load_ms = load_started.elapsed().as_secs_f64() * 1e3;
@@ -538,6 +541,7 @@ mod tests {
             profile: None,
             test_call_delay_us: None,
             test_call_slowdown_ppm: None,
+            first_call: 0,
         }
     }
 

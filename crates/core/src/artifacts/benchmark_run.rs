@@ -206,6 +206,10 @@ pub struct CaseResult {
     /// Resolved request values (a copy of resolved-case.json's values, for reports).
     #[serde(default)]
     pub request: BTreeMap<String, serde_json::Value>,
+    /// Whether each batch item is a sample the case lists (`declared`) or one request repeated over the
+    /// batch (`cloned`); absent in results written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_source: Option<crate::case::BatchSource>,
     pub files: CaseFiles,
     /// The per-layer profiling pass (`run --profile`), made after the timed run; absent when not asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -391,6 +391,7 @@ impl Served<'_> {
                 bundle: Some(&self.manifest),
                 manifest_dir: self.request.manifest_dir.as_deref(),
                 tokenizer: self.request.tokenizer.as_deref(),
+                first_call: 0,
             };
             let mut runner = ops::prepare(&self.request.operation, ctx)?;
             if self.request.sleep_us > 0 && test_mode() {

@@ -214,6 +214,7 @@ mod tests {
             sweep_point: BTreeMap::new(),
             chat: None,
             identity: String::new(),
+            inputs: Default::default(),
         }
     }
 

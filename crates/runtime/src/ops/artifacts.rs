@@ -152,23 +152,91 @@ pub(crate) fn image_shape(spec: &TensorSpec, batch: usize) -> anyhow::Result<Vec
     batch_shape(spec, batch)
 }
 
-/// The image batch of a vision operation: seeded noise for `synthetic`, otherwise the decoded image file
-/// resized to the input's height and width, scaled to [0, 1], repeated over the batch.
-pub(crate) fn image_batch(
+/// The image batches of a vision operation, one per distinct call. Without `request.samples`: one batch
+/// built from the request, seeded noise for `synthetic`, otherwise the decoded image file resized to
+/// the input's height and width, scaled to [0, 1], repeated over the batch. With samples: each item its
+/// own image or seeded noise (laid out by [`super::sample_layout`]).
+pub(crate) fn image_batches(
     ctx: &RunnerContext<'_>,
     session: &dyn Session,
     batch: usize,
-) -> anyhow::Result<HostTensor> {
+) -> anyhow::Result<Vec<HostTensor>> {
     let spec = session
         .inputs()
         .first()
         .context("the model declares no image input")?;
     let shape = image_shape(spec, batch)?;
-    let seed = ctx.int("seed")? as u64;
-    let Some(path) = artifact_path(ctx, "image")? else {
-        return crate::tensor::synthesize(spec, &shape, seed, 1);
+    let Some(samples) = super::sample_requests(ctx.request)? else {
+        return Ok(vec![image_item(ctx, spec, &shape)?]);
     };
-    decode_image(&path, &shape)
+    let mut one = shape.clone();
+    one[0] = 1;
+    let items = samples
+        .iter()
+        .enumerate()
+        .map(|(i, request)| {
+            let sample = RunnerContext {
+                request,
+                session: None,
+                bundle: ctx.bundle,
+                manifest_dir: ctx.manifest_dir,
+                tokenizer: ctx.tokenizer,
+                first_call: ctx.first_call,
+            };
+            image_item(&sample, spec, &one).with_context(|| format!("request.samples[{i}]"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    super::sample_layout(items.len(), batch)?
+        .iter()
+        .map(|call| super::stack_items(&call.iter().map(|&i| &items[i]).collect::<Vec<_>>()))
+        .collect()
+}
+
+/// Seeded noise batches of `shape` [batch, …], one per distinct call: from `request.seed` for the whole
+/// batch without `request.samples`; with samples, each item from its own seed.
+pub(crate) fn seeded_batches(
+    ctx: &RunnerContext<'_>,
+    spec: &TensorSpec,
+    shape: &[usize],
+) -> anyhow::Result<Vec<HostTensor>> {
+    let Some(samples) = super::sample_requests(ctx.request)? else {
+        let seed = ctx.int("seed")? as u64;
+        return Ok(vec![crate::tensor::synthesize(spec, shape, seed, 1)?]);
+    };
+    let mut one = shape.to_vec();
+    let batch = one
+        .first()
+        .copied()
+        .context("a seeded input needs a batch axis")?;
+    one[0] = 1;
+    let items = samples
+        .iter()
+        .enumerate()
+        .map(|(i, request)| {
+            let seed = request
+                .get("seed")
+                .and_then(serde_json::Value::as_i64)
+                .with_context(|| format!("request.samples[{i}].seed must be an integer"))?;
+            crate::tensor::synthesize(spec, &one, seed as u64, 1)
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    super::sample_layout(items.len(), batch)?
+        .iter()
+        .map(|call| super::stack_items(&call.iter().map(|&i| &items[i]).collect::<Vec<_>>()))
+        .collect()
+}
+
+/// The images of one request at `shape`: seeded noise for `synthetic`, else the decoded file.
+fn image_item(
+    ctx: &RunnerContext<'_>,
+    spec: &TensorSpec,
+    shape: &[usize],
+) -> anyhow::Result<HostTensor> {
+    let seed = ctx.int("seed")? as u64;
+    match artifact_path(ctx, "image")? {
+        None => crate::tensor::synthesize(spec, shape, seed, 1),
+        Some(path) => decode_image(&path, shape),
+    }
 }
 
 /// Decodes an image file, resizes it to `shape` [batch, channels, height, width] (1 or 3 channels),

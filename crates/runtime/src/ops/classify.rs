@@ -3,14 +3,18 @@
 use anyhow::Context as _;
 use serde_json::Value;
 
-use super::artifacts::image_batch;
-use super::{CallRecord, RunnerContext, TimedRunner, check_finite};
+use super::artifacts::image_batches;
+use super::{
+    CallInputs, CallRecord, ReferenceInputs, Rotation, RunnerContext, TimedRunner, check_finite,
+};
 use crate::runtime::Session;
 use crate::tensor::{HostTensor, TensorSpec};
 
 pub struct ClassifyRunner {
     session: Box<dyn Session>,
-    inputs: Vec<HostTensor>,
+    input_name: String,
+    /// One image batch per distinct call.
+    inputs: Rotation<HostTensor>,
     outputs: Vec<HostTensor>,
     output_specs: Vec<TensorSpec>,
     batch: usize,
@@ -21,10 +25,19 @@ impl ClassifyRunner {
     pub fn prepare(mut ctx: RunnerContext<'_>) -> anyhow::Result<Self> {
         let batch = ctx.batch_size()?;
         let session = ctx.take_session("classify")?;
-        let inputs = vec![image_batch(&ctx, session.as_ref(), batch)?];
+        let inputs = Rotation::new(
+            image_batches(&ctx, session.as_ref(), batch)?,
+            ctx.first_call,
+        )?;
         let output_specs = session.outputs().to_vec();
+        let input_name = session
+            .inputs()
+            .first()
+            .map(|s| s.name.clone())
+            .unwrap_or_default();
         Ok(Self {
             session,
+            input_name,
             inputs,
             outputs: Vec::new(),
             output_specs,
@@ -36,7 +49,8 @@ impl ClassifyRunner {
 
 impl TimedRunner for ClassifyRunner {
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
-        self.outputs = self.session.run(self.inputs.clone())?;
+        let call = self.inputs.next();
+        self.outputs = self.session.run(vec![self.inputs.inputs()[call].clone()])?;
         let logits = self
             .outputs
             .first()
@@ -66,10 +80,28 @@ impl TimedRunner for ClassifyRunner {
         check_finite(&self.output_specs, &self.outputs)
     }
 
+    /// The image batch of each distinct call (declared images or seeded noise), under the model's
+    /// input name.
+    fn reference_inputs(&self) -> ReferenceInputs {
+        ReferenceInputs {
+            calls: self
+                .inputs
+                .inputs()
+                .iter()
+                .map(|t| CallInputs {
+                    tensors: vec![(self.input_name.clone(), t.clone())],
+                    values: Default::default(),
+                })
+                .collect(),
+        }
+    }
+
     fn notes(&self) -> std::collections::BTreeMap<String, Value> {
-        std::collections::BTreeMap::from([(
+        let mut notes = self.inputs.notes();
+        notes.insert(
             "top1_classes".to_string(),
             Value::from(self.last_classes.clone()),
-        )])
+        );
+        notes
     }
 }

@@ -1,6 +1,7 @@
 //! `generate_image` and `generate_video`: seeded noise latents [n, channels, h, w] denoised by a noise
 //! predictor (inputs `sample` and `timestep` [1], output the predicted noise) over `request.steps` Euler
-//! steps from t = 1 to t = 0. An image batch is n images; a video is n frames denoised together.
+//! steps from t = 1 to t = 0. An image batch is n images; a video is n frames denoised together. With
+//! `request.samples`, each image's noise comes from its own seed.
 
 use std::collections::BTreeMap;
 
@@ -8,13 +9,15 @@ use anyhow::{Context as _, bail};
 use ndarray::{ArrayD, IxDyn};
 use serde_json::Value;
 
-use super::{CallInputs, CallRecord, ReferenceInputs, RunnerContext, TimedRunner};
+use super::artifacts::seeded_batches;
+use super::{CallInputs, CallRecord, ReferenceInputs, Rotation, RunnerContext, TimedRunner};
 use crate::runtime::Session;
-use crate::tensor::{Dim, HostTensor, synthesize};
+use crate::tensor::{Dim, HostTensor};
 
 pub struct DiffusionRunner {
     session: Box<dyn Session>,
-    noise: HostTensor,
+    /// The starting noise of each distinct call.
+    noise: Rotation<HostTensor>,
     latents: ArrayD<f32>,
     sample_index: usize,
     steps: usize,
@@ -43,7 +46,6 @@ impl DiffusionRunner {
         if steps < 1 {
             bail!("request.steps must be at least 1, got {steps}");
         }
-        let seed = ctx.int("seed")? as u64;
         let session = ctx.take_session(operation)?;
         let inputs = session.inputs();
         let sample_index = inputs
@@ -66,7 +68,7 @@ impl DiffusionRunner {
                 Dim::Symbol(s) => bail!("denoiser dimension `{s}` is unbound (set build.dims.{s})"),
             });
         }
-        let noise = synthesize(spec, &shape, seed, 1)?;
+        let noise = Rotation::new(seeded_batches(&ctx, spec, &shape)?, ctx.first_call)?;
         let latents = ArrayD::zeros(IxDyn(&shape));
         Ok(Self {
             session,
@@ -82,7 +84,8 @@ impl DiffusionRunner {
 
 impl TimedRunner for DiffusionRunner {
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
-        let mut x = match &self.noise {
+        let call = self.noise.next();
+        let mut x = match &self.noise.inputs()[call] {
             HostTensor::F32(a) => a.clone(),
             _ => bail!("the denoiser's `sample` input must be f32"),
         };
@@ -132,24 +135,29 @@ impl TimedRunner for DiffusionRunner {
     fn notes(&self) -> BTreeMap<String, Value> {
         let n = self.latents.len().max(1) as f64;
         let mean = self.latents.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
-        BTreeMap::from([
-            ("steps".to_string(), Value::from(self.steps)),
-            ("latent_mean".to_string(), Value::from(mean)),
-        ])
+        let mut notes = self.noise.notes();
+        notes.insert("steps".to_string(), Value::from(self.steps));
+        notes.insert("latent_mean".to_string(), Value::from(mean));
+        notes
     }
 
     /// The initial noise (drawn with trtmc's seeded synthesis) and the Euler schedule: `steps` steps of
     /// dt = 1 / steps from t = 1, `x -= dt * eps(x, t)` in f32.
     fn reference_inputs(&self) -> ReferenceInputs {
         ReferenceInputs {
-            calls: vec![CallInputs {
-                tensors: vec![("noise".to_string(), self.noise.clone())],
-                values: BTreeMap::from([
-                    ("steps".to_string(), Value::from(self.steps)),
-                    ("count".to_string(), Value::from(self.count)),
-                    ("video".to_string(), Value::from(self.video)),
-                ]),
-            }],
+            calls: self
+                .noise
+                .inputs()
+                .iter()
+                .map(|noise| CallInputs {
+                    tensors: vec![("noise".to_string(), noise.clone())],
+                    values: BTreeMap::from([
+                        ("steps".to_string(), Value::from(self.steps)),
+                        ("count".to_string(), Value::from(self.count)),
+                        ("video".to_string(), Value::from(self.video)),
+                    ]),
+                })
+                .collect(),
         }
     }
 }

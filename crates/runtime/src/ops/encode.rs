@@ -1,9 +1,14 @@
 //! `encode`: a batch of texts in, one embedding vector per text out (tokenization included in the call).
+//! `request.texts` holds one text for every item, one per batch item, or at batch size 1 one per call
+//! in rotation.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Context as _, bail};
 use ndarray::ArrayD;
+use serde_json::Value;
 
-use super::{CallRecord, RunnerContext, TimedRunner, check_finite};
+use super::{CallRecord, Rotation, RunnerContext, TimedRunner, check_finite, sample_layout};
 use crate::runtime::Session;
 use crate::tensor::{Dim, HostTensor, TensorSpec};
 use crate::tokenize::Tokenizer;
@@ -11,7 +16,8 @@ use crate::tokenize::Tokenizer;
 pub struct EncodeRunner {
     session: Box<dyn Session>,
     tokenizer: Tokenizer,
-    texts: Vec<String>,
+    /// The texts of each distinct call.
+    batches: Rotation<Vec<String>>,
     /// Fixed sequence length of the bundle, or `None` when the length follows the batch.
     seq_len: Option<usize>,
     input_names: Vec<String>,
@@ -34,7 +40,11 @@ impl EncodeRunner {
         if texts.is_empty() {
             bail!("request.texts is empty: give at least one text");
         }
-        let texts: Vec<String> = texts.iter().cycle().take(batch).cloned().collect();
+        let batches = sample_layout(texts.len(), batch)?
+            .into_iter()
+            .map(|items| items.into_iter().map(|i| texts[i].clone()).collect())
+            .collect();
+        let batches = Rotation::new(batches, ctx.first_call)?;
         let tokenizer = Tokenizer::load(ctx.tokenizer, ctx.manifest_dir)?;
         let session = ctx.take_session("encode")?;
         let input_names: Vec<String> = session.inputs().iter().map(|s| s.name.clone()).collect();
@@ -67,7 +77,7 @@ impl EncodeRunner {
         Ok(Self {
             session,
             tokenizer,
-            texts,
+            batches,
             seq_len,
             input_names,
             output_index,
@@ -76,14 +86,13 @@ impl EncodeRunner {
         })
     }
 
-    fn tokenize(&self) -> anyhow::Result<(ArrayD<i64>, ArrayD<i64>)> {
+    fn tokenize(&self, texts: &[String]) -> anyhow::Result<(ArrayD<i64>, ArrayD<i64>)> {
         let (bos, eos, pad) = (
             self.tokenizer.bos(),
             self.tokenizer.eos(),
             self.tokenizer.pad(),
         );
-        let rows: Vec<Vec<i64>> = self
-            .texts
+        let rows: Vec<Vec<i64>> = texts
             .iter()
             .map(|t| {
                 let mut ids = vec![bos];
@@ -119,7 +128,10 @@ impl EncodeRunner {
 
 impl TimedRunner for EncodeRunner {
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
-        let (ids, mask) = self.tokenize()?;
+        let call = self.batches.next();
+        let texts = &self.batches.inputs()[call];
+        let items = texts.len();
+        let (ids, mask) = self.tokenize(texts)?;
         let inputs = self
             .input_names
             .iter()
@@ -135,7 +147,7 @@ impl TimedRunner for EncodeRunner {
             .get(self.output_index)
             .context("the encoder returned no embeddings")?;
         let shape = out.shape();
-        record.items = self.texts.len() as u32;
+        record.items = items as u32;
         record.elements_per_item = shape.last().copied().unwrap_or(0) as u32;
         record.input_tokens = ids.len() as u32;
         Ok(())
@@ -143,5 +155,21 @@ impl TimedRunner for EncodeRunner {
 
     fn verify(&mut self) -> anyhow::Result<()> {
         check_finite(&self.output_specs, &self.outputs)
+    }
+
+    /// With rotation: how many calls used each input, and how many of the token sequences the calls
+    /// sent differ (texts that tokenize alike count once).
+    fn notes(&self) -> BTreeMap<String, Value> {
+        let mut notes = self.batches.notes();
+        if !notes.is_empty() {
+            let distinct: BTreeSet<Vec<i64>> = self
+                .batches
+                .used()
+                .filter_map(|texts| self.tokenize(texts).ok())
+                .map(|(ids, _)| ids.into_raw_vec_and_offset().0)
+                .collect();
+            notes.insert("distinct_inputs".into(), Value::from(distinct.len()));
+        }
+        notes
     }
 }

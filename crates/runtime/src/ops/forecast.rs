@@ -1,16 +1,20 @@
 //! `forecast`: a batch of seeded history windows [batch, window, channels] in, forecasts
-//! [batch, horizon, channels] out (time-series models and neural operators on sampled fields).
+//! [batch, horizon, channels] out (time-series models and neural operators on sampled fields). With
+//! `request.samples`, each window comes from its own seed.
 
 use anyhow::Context as _;
 
-use super::{CallInputs, CallRecord, ReferenceInputs, RunnerContext, TimedRunner, check_finite};
+use super::{
+    CallInputs, CallRecord, ReferenceInputs, Rotation, RunnerContext, TimedRunner, check_finite,
+};
 use crate::runtime::Session;
 use crate::tensor::{HostTensor, TensorSpec};
 
 pub struct ForecastRunner {
     session: Box<dyn Session>,
     input_name: String,
-    inputs: Vec<HostTensor>,
+    /// One batch of windows per distinct call.
+    inputs: Rotation<HostTensor>,
     outputs: Vec<HostTensor>,
     output_specs: Vec<TensorSpec>,
     batch: usize,
@@ -19,14 +23,16 @@ pub struct ForecastRunner {
 impl ForecastRunner {
     pub fn prepare(mut ctx: RunnerContext<'_>) -> anyhow::Result<Self> {
         let batch = ctx.batch_size()?;
-        let seed = ctx.int("seed")? as u64;
         let session = ctx.take_session("forecast")?;
         let spec = session
             .inputs()
             .first()
             .context("the model declares no input")?;
         let shape = super::artifacts::batch_shape(spec, batch)?;
-        let inputs = vec![crate::tensor::synthesize(spec, &shape, seed, 1)?];
+        let inputs = Rotation::new(
+            super::artifacts::seeded_batches(&ctx, spec, &shape)?,
+            ctx.first_call,
+        )?;
         let input_name = spec.name.clone();
         let output_specs = session.outputs().to_vec();
         Ok(Self {
@@ -42,7 +48,8 @@ impl ForecastRunner {
 
 impl TimedRunner for ForecastRunner {
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
-        self.outputs = self.session.run(self.inputs.clone())?;
+        let call = self.inputs.next();
+        self.outputs = self.session.run(vec![self.inputs.inputs()[call].clone()])?;
         let out = self
             .outputs
             .first()
@@ -57,18 +64,22 @@ impl TimedRunner for ForecastRunner {
         check_finite(&self.output_specs, &self.outputs)
     }
 
-    /// The seeded history windows under the model's input name.
+    fn notes(&self) -> std::collections::BTreeMap<String, serde_json::Value> {
+        self.inputs.notes()
+    }
+
+    /// The seeded history windows of each distinct call, under the model's input name.
     fn reference_inputs(&self) -> ReferenceInputs {
-        let tensors = self
-            .inputs
-            .first()
-            .map(|t| vec![(self.input_name.clone(), t.clone())])
-            .unwrap_or_default();
         ReferenceInputs {
-            calls: vec![CallInputs {
-                tensors,
-                values: Default::default(),
-            }],
+            calls: self
+                .inputs
+                .inputs()
+                .iter()
+                .map(|t| CallInputs {
+                    tensors: vec![(self.input_name.clone(), t.clone())],
+                    values: Default::default(),
+                })
+                .collect(),
         }
     }
 }

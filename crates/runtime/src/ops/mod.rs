@@ -114,6 +114,8 @@ pub struct RunnerContext<'a> {
     pub bundle: Option<&'a BundleManifest>,
     pub manifest_dir: Option<&'a Path>,
     pub tokenizer: Option<&'a str>,
+    /// The case's calls before this runner's first (earlier rounds): where input rotation resumes.
+    pub first_call: u64,
 }
 
 impl RunnerContext<'_> {
@@ -148,6 +150,118 @@ impl RunnerContext<'_> {
         }
         Ok(n as usize)
     }
+}
+
+/// The inputs a runner prepared for its calls, one per distinct call: call i uses input i mod n (the
+/// warm-up calls count). Remembers how many calls used each input, for the notes.
+pub(crate) struct Rotation<T> {
+    inputs: Vec<T>,
+    calls: Vec<u64>,
+    next: usize,
+}
+
+impl<T> Rotation<T> {
+    /// The rotation of `inputs` whose next call is the case's call `first_call`.
+    pub(crate) fn new(inputs: Vec<T>, first_call: u64) -> anyhow::Result<Self> {
+        if inputs.is_empty() {
+            bail!("no inputs to send");
+        }
+        Ok(Self {
+            calls: vec![0; inputs.len()],
+            next: (first_call % inputs.len() as u64) as usize,
+            inputs,
+        })
+    }
+
+    /// The index in [`Rotation::inputs`] of the next call's input.
+    pub(crate) fn next(&mut self) -> usize {
+        let i = self.next;
+        self.next = (i + 1) % self.inputs.len();
+        self.calls[i] += 1;
+        i
+    }
+
+    /// Every distinct per-call input, in call order.
+    pub(crate) fn inputs(&self) -> &[T] {
+        &self.inputs
+    }
+
+    /// The inputs at least one call has used so far.
+    pub(crate) fn used(&self) -> impl Iterator<Item = &T> {
+        self.inputs
+            .iter()
+            .zip(&self.calls)
+            .filter(|(_, calls)| **calls > 0)
+            .map(|(input, _)| input)
+    }
+
+    /// `calls_per_input` (how many calls used each input) when the calls rotate; nothing otherwise.
+    pub(crate) fn notes(&self) -> BTreeMap<String, Value> {
+        if self.inputs.len() < 2 {
+            return BTreeMap::new();
+        }
+        BTreeMap::from([(
+            "calls_per_input".to_string(),
+            Value::from(self.calls.clone()),
+        )])
+    }
+}
+
+/// The sample indices of each distinct call (case resolution checked the counts; see
+/// `trtmc_core::operations::sample_list`): one sample repeated over the batch, one per batch item, or at
+/// batch size 1 one per call.
+pub(crate) fn sample_layout(samples: usize, batch: usize) -> anyhow::Result<Vec<Vec<usize>>> {
+    Ok(match samples {
+        0 | 1 => vec![vec![0; batch]],
+        n if n == batch => vec![(0..n).collect()],
+        n if batch == 1 => (0..n).map(|i| vec![i]).collect(),
+        n => bail!("{n} samples do not fill batches of {batch}: give one per batch item"),
+    })
+}
+
+/// The tables of `request.samples`, each with the request's own value of every field it does not set.
+/// `None` without a sample list.
+pub(crate) fn sample_requests(
+    request: &BTreeMap<String, Value>,
+) -> anyhow::Result<Option<Vec<BTreeMap<String, Value>>>> {
+    let Some(list) = request.get("samples") else {
+        return Ok(None);
+    };
+    let tables = list
+        .as_array()
+        .context("request.samples must be a list of tables")?;
+    tables
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let t = t
+                .as_object()
+                .with_context(|| format!("request.samples[{i}] must be a table"))?;
+            let mut merged = request.clone();
+            merged.remove("samples");
+            merged.extend(t.iter().map(|(k, v)| (k.clone(), v.clone())));
+            Ok(merged)
+        })
+        .collect::<anyhow::Result<Vec<_>>>()
+        .map(Some)
+}
+
+/// Stacks single-item f32 tensors [1, …] into one batch [n, …] along the first axis.
+pub(crate) fn stack_items(
+    items: &[&crate::tensor::HostTensor],
+) -> anyhow::Result<crate::tensor::HostTensor> {
+    let views = items
+        .iter()
+        .map(|t| {
+            t.as_f32()
+                .map(|a| a.view())
+                .context("per-sample inputs must be f32")
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(crate::tensor::HostTensor::F32(ndarray::concatenate(
+        ndarray::Axis(0),
+        &views,
+    )?))
 }
 
 /// Prepares the runner of `operation`.

@@ -1,5 +1,6 @@
-//! `rerank`: a query and `batch_size` documents in (the batch cycles through `request.documents`), one
-//! relevance score per (query, document) pair out, from one cross-encoder call. Each pair is tokenized as
+//! `rerank`: a query and `batch_size` documents in (`request.documents` holds one document for every
+//! item, one per batch item, or at batch size 1 one per call in rotation), one relevance score per
+//! (query, document) pair out, from one cross-encoder call. Each pair is tokenized as
 //! `BOS query EOS document EOS`, padded to the longest pair (or to the bundle's fixed length); tokenizing
 //! and sorting the documents by score are part of the call.
 
@@ -9,7 +10,7 @@ use anyhow::{Context as _, bail};
 use ndarray::{ArrayD, IxDyn};
 use serde_json::Value;
 
-use super::{CallRecord, RunnerContext, TimedRunner, check_finite};
+use super::{CallRecord, Rotation, RunnerContext, TimedRunner, check_finite, sample_layout};
 use crate::runtime::Session;
 use crate::tensor::{Dim, HostTensor, TensorSpec};
 use crate::tokenize::Tokenizer;
@@ -18,7 +19,8 @@ pub struct RerankRunner {
     session: Box<dyn Session>,
     tokenizer: Tokenizer,
     query: String,
-    documents: Vec<String>,
+    /// The documents of each distinct call.
+    batches: Rotation<Vec<String>>,
     seq_len: Option<usize>,
     input_names: Vec<String>,
     outputs: Vec<HostTensor>,
@@ -41,7 +43,11 @@ impl RerankRunner {
         if documents.is_empty() {
             bail!("request.documents is empty: give at least one document");
         }
-        let documents = documents.iter().cycle().take(batch).cloned().collect();
+        let batches = sample_layout(documents.len(), batch)?
+            .into_iter()
+            .map(|items| items.into_iter().map(|i| documents[i].clone()).collect())
+            .collect();
+        let batches = Rotation::new(batches, ctx.first_call)?;
         let tokenizer = Tokenizer::load(ctx.tokenizer, ctx.manifest_dir)?;
         let session = ctx.take_session("rerank")?;
         let input_names: Vec<String> = session.inputs().iter().map(|s| s.name.clone()).collect();
@@ -66,7 +72,7 @@ impl RerankRunner {
             session,
             tokenizer,
             query,
-            documents,
+            batches,
             seq_len,
             input_names,
             outputs: Vec::new(),
@@ -75,15 +81,17 @@ impl RerankRunner {
         })
     }
 
-    fn tokenize(&self) -> anyhow::Result<(ArrayD<i64>, ArrayD<i64>, ArrayD<i64>)> {
+    fn tokenize(
+        &self,
+        documents: &[String],
+    ) -> anyhow::Result<(ArrayD<i64>, ArrayD<i64>, ArrayD<i64>)> {
         let (bos, eos, pad) = (
             self.tokenizer.bos(),
             self.tokenizer.eos(),
             self.tokenizer.pad(),
         );
         let query = self.tokenizer.encode(&self.query)?;
-        let rows: Vec<(Vec<i64>, usize)> = self
-            .documents
+        let rows: Vec<(Vec<i64>, usize)> = documents
             .iter()
             .map(|d| {
                 let mut ids = vec![bos];
@@ -122,7 +130,10 @@ impl RerankRunner {
 
 impl TimedRunner for RerankRunner {
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
-        let (ids, mask, types) = self.tokenize()?;
+        let call = self.batches.next();
+        let documents = &self.batches.inputs()[call];
+        let count = documents.len();
+        let (ids, mask, types) = self.tokenize(documents)?;
         let tokens = ids.len();
         let mut ids = Some(ids);
         let mut mask = Some(mask);
@@ -149,18 +160,17 @@ impl TimedRunner for RerankRunner {
         let scores = scores
             .as_slice_memory_order()
             .context("scores are not contiguous")?;
-        if scores.len() != self.documents.len() {
+        if scores.len() != count {
             bail!(
-                "the cross-encoder returned {} scores for {} documents",
+                "the cross-encoder returned {} scores for {count} documents",
                 scores.len(),
-                self.documents.len()
             );
         }
         self.ranking.clear();
         self.ranking.extend(0..scores.len());
         self.ranking
             .sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
-        record.items = self.documents.len() as u32;
+        record.items = count as u32;
         record.input_tokens = tokens as u32;
         Ok(())
     }
@@ -170,6 +180,8 @@ impl TimedRunner for RerankRunner {
     }
 
     fn notes(&self) -> BTreeMap<String, Value> {
-        BTreeMap::from([("ranking".to_string(), Value::from(self.ranking.clone()))])
+        let mut notes = self.batches.notes();
+        notes.insert("ranking".to_string(), Value::from(self.ranking.clone()));
+        notes
     }
 }

@@ -6,16 +6,19 @@ use std::collections::BTreeMap;
 use anyhow::{Context as _, bail};
 use serde_json::Value;
 
-use super::artifacts::image_batch;
-use super::{CallInputs, CallRecord, ReferenceInputs, RunnerContext, TimedRunner, check_finite};
+use super::artifacts::image_batches;
+use super::{
+    CallInputs, CallRecord, ReferenceInputs, Rotation, RunnerContext, TimedRunner, check_finite,
+};
 use crate::runtime::Session;
 use crate::tensor::{HostTensor, TensorSpec};
 
-/// Session, prepared image batch and the last outputs, shared by the vision runners.
+/// Session, prepared image batches and the last outputs, shared by the vision runners.
 struct Vision {
     session: Box<dyn Session>,
     input_name: String,
-    inputs: Vec<HostTensor>,
+    /// One image batch per distinct call.
+    inputs: Rotation<HostTensor>,
     outputs: Vec<HostTensor>,
     output_specs: Vec<TensorSpec>,
     batch: usize,
@@ -25,7 +28,7 @@ impl Vision {
     fn prepare(ctx: &mut RunnerContext<'_>, operation: &str) -> anyhow::Result<Self> {
         let batch = ctx.batch_size()?;
         let session = ctx.take_session(operation)?;
-        let image = image_batch(ctx, session.as_ref(), batch)?;
+        let inputs = Rotation::new(image_batches(ctx, session.as_ref(), batch)?, ctx.first_call)?;
         let output_specs = session.outputs().to_vec();
         let input_name = session
             .inputs()
@@ -35,28 +38,33 @@ impl Vision {
         Ok(Self {
             session,
             input_name,
-            inputs: vec![image],
+            inputs,
             outputs: Vec::new(),
             output_specs,
             batch,
         })
     }
 
-    /// The prepared image batch (decoded file or seeded noise) under the model's input name, plus the
+    /// The prepared image batch of each distinct call (decoded files or seeded noise) under the model's
+    /// input name, plus the
     /// operation's post-processing parameters.
     fn reference_inputs(&self, values: BTreeMap<String, Value>) -> ReferenceInputs {
-        let tensors = self
-            .inputs
-            .first()
-            .map(|t| vec![(self.input_name.clone(), t.clone())])
-            .unwrap_or_default();
         ReferenceInputs {
-            calls: vec![CallInputs { tensors, values }],
+            calls: self
+                .inputs
+                .inputs()
+                .iter()
+                .map(|t| CallInputs {
+                    tensors: vec![(self.input_name.clone(), t.clone())],
+                    values: values.clone(),
+                })
+                .collect(),
         }
     }
 
     fn run(&mut self) -> anyhow::Result<&ndarray::ArrayD<f32>> {
-        self.outputs = self.session.run(self.inputs.clone())?;
+        let call = self.inputs.next();
+        self.outputs = self.session.run(vec![self.inputs.inputs()[call].clone()])?;
         self.outputs
             .first()
             .and_then(HostTensor::as_f32)
@@ -112,7 +120,9 @@ impl TimedRunner for DetectRunner {
     }
 
     fn notes(&self) -> BTreeMap<String, Value> {
-        BTreeMap::from([("detections".to_string(), Value::from(self.last_detections))])
+        let mut notes = self.vision.inputs.notes();
+        notes.insert("detections".to_string(), Value::from(self.last_detections));
+        notes
     }
 
     fn reference_inputs(&self) -> ReferenceInputs {
@@ -181,10 +191,12 @@ impl TimedRunner for SegmentRunner {
     }
 
     fn notes(&self) -> BTreeMap<String, Value> {
-        BTreeMap::from([(
+        let mut notes = self.vision.inputs.notes();
+        notes.insert(
             "pixels_per_class".to_string(),
             Value::from(self.class_pixels.clone()),
-        )])
+        );
+        notes
     }
 
     fn reference_inputs(&self) -> ReferenceInputs {

@@ -80,6 +80,7 @@ pub fn execute(
         bundle: Some(&manifest),
         manifest_dir: request.manifest_dir.as_deref(),
         tokenizer: request.tokenizer.as_deref(),
+        first_call: request.first_call,
     };
     let mut runner = ops::prepare(op.name, ctx)?;
     for i in 0..request.warmup {
