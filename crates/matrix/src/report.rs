@@ -38,10 +38,10 @@ fn row_anchor(index: usize) -> String {
 /// column is wide enough to read. Only the last resort (`break-word`) may split a word, and only one
 /// longer than its whole cell.
 const EXTRA_CSS: &str = "#rows th { white-space: normal; }
+#rows th, #rows td { padding: 0.3rem 0.4rem; }
 #rows td.name { overflow-wrap: break-word; min-width: 0; max-width: 22rem; }
-#rows td.name:last-child { min-width: 15rem; }
-#rows td.name:nth-child(2) { min-width: 8rem; }
-#rows td.name:nth-child(10) { min-width: 8rem; }
+#rows td.name:last-child { min-width: 11rem; }
+#rows td.name:nth-child(2), #rows td.name:nth-child(10) { min-width: 7rem; }
 .unplotted { margin: 0.4rem 0 0; padding-left: 1.2rem; }
 .unplotted li { overflow-wrap: break-word; }
 article.row-files { border-top: 1px solid var(--line); padding: 0.5rem 0; }
@@ -666,4 +666,155 @@ fn provenance_section(r: &Results) -> Section {
             ),
         ]),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PROBE: &str = "<script>alert(1)</script>";
+
+    fn row(
+        index: usize,
+        status: &str,
+        comparison: Option<Value>,
+        message: Option<&str>,
+    ) -> RowResult {
+        serde_json::from_value(serde_json::json!({
+            "schema": "trtmc.matrix-row/v1", "index": index,
+            "id": format!("cls.{PROBE}/m/t/tract"), "entry": "cls", "model": PROBE, "testcase": "t",
+            "status": status, "message": message, "comparison": comparison,
+            "candidate": null, "reference": null, "resolved_settings": {}, "commands": [],
+            "preparation": null, "attempt_dir": format!("rows/{index:03}/attempt-1"),
+            "executor": "local", "slurm_task": null, "host": "h", "started": "", "finished": ""
+        }))
+        .expect("a row result")
+    }
+
+    fn comparison(ratio: f64, low: Value, high: Value) -> Value {
+        serde_json::json!({
+            "candidate_p50_ms": 2.0, "reference_p50_ms": 1.0, "ratio": ratio,
+            "method": "paired_rounds_median", "rounds": 2, "ci_low": low, "ci_high": high,
+            "confidence": 0.95, "light": "yellow", "uncertain": true, "note": ""
+        })
+    }
+
+    fn touch(path: &Path) {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, "x").expect("write");
+    }
+
+    #[test]
+    fn rows_without_a_drawable_ratio_say_why() {
+        let failed = row(0, "failed", None, Some("reference failure: no model piece"));
+        assert_eq!(
+            unplotted_reason(&failed).as_deref(),
+            Some("failed: reference failure: no model piece")
+        );
+        // An interval that is not a number cannot be drawn.
+        let mut no_interval = row(
+            1,
+            "compared",
+            Some(comparison(1.2, 1.0.into(), 1.4.into())),
+            None,
+        );
+        if let Some(c) = no_interval.comparison.as_mut() {
+            (c.ci_low, c.ci_high) = (f64::NAN, f64::NAN);
+        }
+        let why = unplotted_reason(&no_interval).expect("not drawable");
+        assert!(why.starts_with("yellow (uncertain): ratio 1.20"), "{why}");
+        let drawn = row(
+            2,
+            "compared",
+            Some(comparison(1.2, 1.0.into(), 1.4.into())),
+            None,
+        );
+        assert_eq!(unplotted_reason(&drawn), None);
+    }
+
+    /// The Python reference's layout: `reference-K.log` beside the attempt, results inside `reference/`.
+    #[test]
+    fn row_files_link_each_round_that_exists_and_nothing_else() {
+        let t = tempfile::tempdir().expect("tmp");
+        let run = t.path();
+        let attempt = run.join("rows/000/attempt-1");
+        for k in 1..=2 {
+            touch(&attempt.join(format!("candidate-{k}.log")));
+            touch(&attempt.join(format!("candidate-{k}/result.json")));
+            touch(&attempt.join(format!("reference-{k}.log")));
+            touch(&attempt.join(format!("reference/reference-result-{k}.json")));
+        }
+        touch(&attempt.join("profile-candidate.log"));
+        touch(&run.join("rows/000.json"));
+        let r = row(
+            0,
+            "compared",
+            Some(comparison(1.2, 1.0.into(), 1.4.into())),
+            None,
+        );
+        let (rounds, others) = attempt_files(run, &r.attempt_dir);
+        assert_eq!(rounds.len(), 2);
+        let second = &rounds[&Some(2)];
+        assert_eq!(
+            second.reference_result.as_deref(),
+            Some("rows/000/attempt-1/reference/reference-result-2.json")
+        );
+        assert_eq!(
+            second.candidate_result.as_deref(),
+            Some("rows/000/attempt-1/candidate-2/result.json")
+        );
+        assert_eq!(others, ["rows/000/attempt-1/profile-candidate.log"]);
+
+        let html = row_files(&r, run, None).into_string();
+        assert!(!html.contains("<script"), "{html}");
+        assert!(html.contains("&lt;script&gt;"));
+        let hrefs: Vec<&str> = html
+            .split("href=\"")
+            .skip(1)
+            .filter_map(|s| s.split('"').next())
+            .collect();
+        assert_eq!(hrefs.len(), 1 + 1 + 2 * 4 + 1, "{hrefs:?}");
+        for href in hrefs {
+            assert!(run.join(href).exists(), "{href} does not exist");
+        }
+        // A row whose files are gone links nothing.
+        let gone = row(7, "failed", None, Some("killed"));
+        let html = row_files(&gone, run, None).into_string();
+        assert!(!html.contains("href="), "{html}");
+        assert!(html.contains("none found in the run directory"));
+    }
+
+    #[test]
+    fn an_explanation_is_read_by_field_name_and_links_its_package() {
+        let t = tempfile::tempdir().expect("tmp");
+        let run = t.path();
+        let r = row(
+            3,
+            "compared",
+            Some(comparison(1.5, 1.4.into(), 1.6.into())),
+            None,
+        );
+        assert_eq!(explanation(&r, run), None, "no row file, no explanation");
+        let mut doc = serde_json::to_value(&r).expect("json");
+        doc["explanation"] = serde_json::json!({
+            "package": "rows/003/explain",
+            "summary": format!("{PROBE} took 80 % of the gap")
+        });
+        std::fs::create_dir_all(run.join("rows")).expect("mkdir");
+        std::fs::write(run.join("rows/003.json"), doc.to_string()).expect("write");
+        touch(&run.join("rows/003/explain/index.html"));
+        let e = explanation(&r, run).expect("read from rows/003.json");
+        let html = explanation_block(&r, run, &e).into_string();
+        assert!(html.contains("id=\"row-003-explanation\""), "{html}");
+        assert!(
+            html.contains("href=\"rows/003/explain/index.html\""),
+            "{html}"
+        );
+        assert!(html.contains("&lt;script&gt;") && !html.contains("<script"));
+        // A package that is not there is named, not linked.
+        let missing = serde_json::json!({"package": "rows/003/nowhere"});
+        let html = explanation_block(&r, run, &missing).into_string();
+        assert!(!html.contains("href="), "{html}");
+        assert!(html.contains("missing"));
+    }
 }

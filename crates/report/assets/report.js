@@ -192,11 +192,14 @@
       if (cell.getClientRects().length && cell.scrollWidth > cell.clientWidth + 1) { overflowing += 1; }
     });
     // Boxes that scroll sideways at this width (a table wider than its panel).
-    var wide = 0;
+    var wide = [];
     Array.prototype.forEach.call(root.querySelectorAll(".scroll, .panel, figure"), function (box) {
-      if (box.getClientRects().length && box.scrollWidth > box.clientWidth + 1) { wide += 1; }
+      if (box.getClientRects().length && box.scrollWidth > box.clientWidth + 1) {
+        wide.push((box.id || box.className) + " " + box.scrollWidth + ">" + box.clientWidth);
+      }
     });
-    body.setAttribute("data-wide-boxes", String(wide));
+    body.setAttribute("data-wide-boxes", String(wide.length));
+    body.setAttribute("data-wide-samples", wide.slice(0, 5).join(" ; "));
     body.setAttribute("data-midword-breaks", String(breaks));
     body.setAttribute("data-midword-samples", samples.join(" ; "));
     body.setAttribute("data-wrapcheck-chars", String(chars));
