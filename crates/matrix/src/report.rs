@@ -1,12 +1,23 @@
-//! report.html of a matrix run, built from the shared report components (crates/report): a row table
-//! with candidate/reference p50, the ratio with its interval and the light, filterable by text, light,
-//! status and bundle preparation.
+//! report.html of a matrix run, built from the shared report components (crates/report): a forest plot
+//! of every row's ratio with its interval over the threshold bands (rows without one listed with the
+//! reason), the row table (candidate/reference p50, ratio, interval, light; filterable by text, light,
+//! status and bundle preparation), and per row its files: the row result, each round's leaf logs and
+//! result files, and its explanation when it has one. Links are made only to files that exist in the run
+//! directory, relative to it, so the page works from file:// wherever the run directory is moved.
 
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
 use trtmc_report::fmt::fmt_num;
-use trtmc_report::html::{Page, Section, banner, key_values, pill, text};
+use trtmc_report::html::{
+    Markup, Page, Section, banner, breakable, el, file_link, key_values, pill, text,
+};
+use trtmc_report::plots::{self, ForestBands, ForestRow};
 use trtmc_report::table::{Cell, Column, Table};
 
-use crate::row::RowStatus;
+use crate::lights::Light;
+use crate::row::{RowResult, RowStatus};
 use crate::runner::{Results, preparation_label};
 
 fn light_class(light: &str) -> &'static str {
@@ -18,9 +29,34 @@ fn light_class(light: &str) -> &'static str {
     }
 }
 
-pub fn render(r: &Results) -> String {
+/// The anchor of a row's files and explanation on the page.
+fn row_anchor(index: usize) -> String {
+    format!("row-{index:03}")
+}
+
+/// Identifiers keep whole words (`<wbr>` marks where they may break); prose wraps at spaces; the note
+/// column is wide enough to read. Only the last resort (`break-word`) may split a word, and only one
+/// longer than its whole cell.
+const EXTRA_CSS: &str = "#rows th { white-space: normal; }
+#rows th, #rows td { padding: 0.3rem 0.4rem; }
+#rows td.name { overflow-wrap: break-word; min-width: 0; max-width: 22rem; }
+#rows td.name:last-child { min-width: 11rem; }
+#rows td.name:nth-child(2), #rows td.name:nth-child(10) { min-width: 7rem; }
+.unplotted { margin: 0.4rem 0 0; padding-left: 1.2rem; }
+.unplotted li { overflow-wrap: break-word; }
+article.row-files { border-top: 1px solid var(--line); padding: 0.5rem 0; }
+article.row-files:first-of-type { border-top: none; }
+article.row-files h3 { display: flex; flex-wrap: wrap; align-items: baseline; gap: 0.5rem; margin: 0.2rem 0; overflow-wrap: break-word; }
+article.row-files p { margin: 0.2rem 0; overflow-wrap: break-word; }
+.files a { margin-right: 0.6rem; }
+table.rounds { width: auto; margin: 0.3rem 0; }
+.explanation { border-left: 3px solid var(--accent); padding: 0.2rem 0.6rem; margin: 0.4rem 0; }";
+
+/// `run` is the run directory the page is written into: links point into it, to files that exist.
+pub fn render(r: &Results, run: &Path) -> String {
     let s = &r.summary;
     let mut page = Page::new("matrix", &format!("performance matrix: {}", r.suite.name));
+    page.extra_css = EXTRA_CSS.into();
     let status_class = match r.exit_code() {
         0 if s.red > 0 => "invalid",
         0 if s.yellow > 0 => "partial",
@@ -34,7 +70,7 @@ pub fn render(r: &Results) -> String {
         ),
         status_class,
     ));
-    page.subtitle.push(text(&format!(
+    page.subtitle.push(breakable(&format!(
         "suite {} · environment {} · executor {} · revision {} ({} build)",
         r.suite.path.display(),
         r.environment.name,
@@ -51,10 +87,153 @@ pub fn render(r: &Results) -> String {
             )),
         ));
     }
+    let explanations: BTreeMap<usize, Value> = r
+        .rows
+        .iter()
+        .filter_map(|row| explanation(row, run).map(|e| (row.index, e)))
+        .collect();
 
+    page.sections
+        .push(Section::new("ratios", "Ratios", forest_section(r)));
+    page.sections.push(Section::new(
+        "rows-panel",
+        "Rows",
+        rows_table(r, &explanations).render(),
+    ));
+    let mut files = Markup::default();
+    for row in &r.rows {
+        files.push(&row_files(row, run, explanations.get(&row.index)));
+    }
+    if r.rows.is_empty() {
+        files.push(&el(
+            "p",
+            &[("class", "muted")],
+            &text("no row has finished yet"),
+        ));
+    }
+    page.sections
+        .push(Section::new("row-files", "Row files", files));
+    page.sections.push(lights_section(r));
+    page.sections.push(provenance_section(r));
+    page.render()
+}
+
+/// Why a row has no mark on the forest plot, or `None` when it has one.
+fn unplotted_reason(row: &RowResult) -> Option<String> {
+    let Some(c) = row
+        .comparison
+        .as_ref()
+        .filter(|_| row.status == RowStatus::Compared)
+    else {
+        return Some(match &row.message {
+            Some(m) => format!("{}: {m}", row.status.label()),
+            None => format!("{}: no ratio", row.status.label()),
+        });
+    };
+    let drawable = plots::forest_drawable(&forest_row(row, c));
+    (!drawable).then(|| {
+        format!(
+            "{}{}: ratio {} with interval [{}, {}] cannot be drawn on a ratio axis",
+            c.light.label(),
+            if c.uncertain { " (uncertain)" } else { "" },
+            fmt_num(c.ratio),
+            fmt_num(c.ci_low),
+            fmt_num(c.ci_high)
+        )
+    })
+}
+
+fn forest_row(row: &RowResult, c: &crate::lights::Comparison) -> ForestRow {
+    ForestRow {
+        label: row.id.clone(),
+        ratio: c.ratio,
+        low: c.ci_low,
+        high: c.ci_high,
+        light: c.light,
+        uncertain: c.uncertain,
+    }
+}
+
+/// The forest plot of every compared row's ratio, and the rows it cannot show, each with its reason.
+fn forest_section(r: &Results) -> Markup {
+    let th = &r.suite.thresholds;
+    let drawn: Vec<ForestRow> = r
+        .rows
+        .iter()
+        .filter(|row| unplotted_reason(row).is_none())
+        .filter_map(|row| row.comparison.as_ref().map(|c| forest_row(row, c)))
+        .collect();
+    let svg = plots::forest(
+        "candidate p50 / reference p50",
+        &drawn,
+        ForestBands {
+            green_max: th.green_max,
+            yellow_max: th.yellow_max,
+        },
+    );
+    let green = format!("green band: up to {}", th.green_max);
+    let yellow = format!("yellow band: up to {}", th.yellow_max);
+    let red = format!("red band: above {}", th.yellow_max);
+    let legend = plots::legend(&[
+        (plots::light_swatch(Light::Green), &green),
+        (plots::light_swatch(Light::Yellow), &yellow),
+        (plots::light_swatch(Light::Red), &red),
+    ]);
+    let mut body = Markup::trusted("<div class=\"plots wide\">");
+    body.push(&plots::figure(
+        "forest",
+        &format!(
+            "ratio of each row with its {:.0} % interval (above 1 the candidate is slower)",
+            th.confidence * 100.0
+        ),
+        &svg,
+        Some(&legend),
+    ));
+    body.push_trusted("</div>");
+    body.push(&el(
+        "p",
+        &[("class", "muted")],
+        &text("One line per row: the dot is the row's ratio, coloured by its light (hollow: uncertain, its interval reaches into another band), the whisker its interval, the grey line parity (1)."),
+    ));
+    let missing: Vec<(&RowResult, String)> = r
+        .rows
+        .iter()
+        .filter_map(|row| unplotted_reason(row).map(|why| (row, why)))
+        .collect();
+    if !missing.is_empty() || !r.pending.is_empty() {
+        body.push(&el(
+            "p",
+            &[("class", "muted")],
+            &text("Not plotted (no ratio with an interval):"),
+        ));
+        let mut list = Markup::trusted("<ul class=\"unplotted\">");
+        for (row, why) in missing {
+            let mut item = el(
+                "a",
+                &[("href", &format!("#{}", row_anchor(row.index)))],
+                &breakable(&row.id),
+            );
+            item.push_trusted(" — ");
+            item.push(&breakable(&why));
+            list.push(&el("li", &[("data-row", &row.index.to_string())], &item));
+        }
+        for p in &r.pending {
+            let mut item = breakable(&p.id);
+            item.push_trusted(" — ");
+            item.push(&text("pending: not run yet"));
+            list.push(&el("li", &[("data-row", &p.index.to_string())], &item));
+        }
+        list.push_trusted("</ul>");
+        body.push(&list);
+    }
+    body
+}
+
+fn rows_table(r: &Results, explanations: &BTreeMap<usize, Value>) -> Table {
     let mut t = Table::new(
         "rows",
         vec![
+            Column::num("row").help("the row's files and explanation are below, under Row files"),
             Column::text("entry"),
             Column::text("model"),
             Column::text("testcase"),
@@ -72,6 +251,7 @@ pub fn render(r: &Results) -> String {
         ],
     );
     let receipt = r.preparation_receipt.as_ref();
+    let ident = |s: &str| Cell::markup(breakable(s), s);
     for row in &r.rows {
         let cand = row
             .candidate
@@ -100,18 +280,36 @@ pub fn render(r: &Results) -> String {
             (Some(c), None) => c.note.clone(),
             _ => String::new(),
         };
+        let mut note_markup = breakable(&note);
+        if explanations.contains_key(&row.index) {
+            if !note.is_empty() {
+                note_markup.push_trusted(" ");
+            }
+            note_markup.push(&el(
+                "a",
+                &[("href", &format!("#{}-explanation", row_anchor(row.index)))],
+                &text("explanation"),
+            ));
+        }
+        let anchor = el(
+            "a",
+            &[("href", &format!("#{}", row_anchor(row.index)))],
+            &text(&format!("{:03}", row.index)),
+        );
         t.push(vec![
-            Cell::text(&row.entry),
-            Cell::text(&row.model),
-            Cell::text(&row.testcase),
-            Cell::text(&cand),
-            Cell::text(&reference),
+            Cell::markup(anchor, &row.index.to_string()),
+            ident(&row.entry),
+            ident(&row.model),
+            ident(&row.testcase),
+            ident(&cand),
+            ident(&reference),
             num(c.map(|c| c.candidate_p50_ms)),
             num(c.map(|c| c.reference_p50_ms)),
             num(c.map(|c| c.ratio)),
             Cell::text(&c.map_or(String::new(), |c| {
+                // No-break spaces keep the interval and the percentage whole.
                 format!(
-                    "[{:.3}, {:.3}] {:.0} %, {} round(s){}",
+                    "[{:.3},\u{a0}{:.3}] {:.0}\u{a0}%, {} round(s){}",
                     c.ci_low,
                     c.ci_high,
                     c.confidence * 100.0,
@@ -122,25 +320,300 @@ pub fn render(r: &Results) -> String {
             Cell::markup(pill(light, light_class(light)), light),
             Cell::text(row.status.label()),
             Cell::markup(text(&prep_text), &prep),
-            Cell::text(&note),
+            Cell::markup(note_markup, &note),
         ]);
     }
     for p in &r.pending {
-        let mut cells = vec![Cell::text(&p.id)];
+        let mut cells = vec![
+            Cell::markup(text(&format!("{:03}", p.index)), &p.index.to_string()),
+            ident(&p.id),
+        ];
         cells.extend((0..9).map(|_| Cell::empty()));
         cells.push(Cell::text("pending"));
         cells.push(Cell::empty());
         cells.push(Cell::empty());
         t.push(cells);
     }
-    page.sections
-        .push(Section::new("rows-panel", "Rows", t.render()));
+    t
+}
+
+/// A path below the run directory, as the report links it (`/`-separated).
+fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{}/{name}", dir.trim_end_matches('/'))
+    }
+}
+
+/// A link to `rel` (relative to the run directory) labelled `label`, or `None` when no such file or
+/// folder exists: the page never links to nothing.
+fn existing_link(run: &Path, rel: &str, label: &str) -> Option<Markup> {
+    (!rel.is_empty() && run.join(rel).exists()).then(|| file_link(rel, &text(label)))
+}
+
+/// `candidate-3` → (`candidate`, Some(3)); `reference` → (`reference`, None).
+fn side_and_round(stem: &str) -> (&str, Option<u32>) {
+    match stem.rsplit_once('-') {
+        Some((side, k)) if !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()) => {
+            (side, k.parse().ok())
+        }
+        _ => (stem, None),
+    }
+}
+
+/// The files of one round of a row's attempt (paths relative to the run directory).
+#[derive(Default)]
+struct RoundFiles {
+    candidate_log: Option<String>,
+    candidate_result: Option<String>,
+    reference_log: Option<String>,
+    reference_result: Option<String>,
+}
+
+/// What the attempt directory holds: per round the leaf logs and result files of both sides
+/// (`candidate-K.log`, `candidate-K/result.json`, `reference-K.log`, `reference-K/result.json` or the
+/// Python reference's `reference/reference-result-K.json`), and any other log (profiling passes, …).
+fn attempt_files(run: &Path, attempt: &str) -> (BTreeMap<Option<u32>, RoundFiles>, Vec<String>) {
+    let mut rounds: BTreeMap<Option<u32>, RoundFiles> = BTreeMap::new();
+    let mut other_logs = Vec::new();
+    if attempt.is_empty() {
+        return (rounds, other_logs);
+    }
+    let dir = run.join(attempt);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    for name in names {
+        let rel = join(attempt, &name);
+        if let Some(stem) = name.strip_suffix(".log") {
+            match side_and_round(stem) {
+                ("candidate", k) => rounds.entry(k).or_default().candidate_log = Some(rel),
+                ("reference", k) => rounds.entry(k).or_default().reference_log = Some(rel),
+                _ => other_logs.push(rel),
+            }
+            continue;
+        }
+        if !dir.join(&name).is_dir() {
+            continue;
+        }
+        let result = join(&rel, "result.json");
+        if run.join(&result).is_file() {
+            match side_and_round(&name) {
+                ("candidate", k) => rounds.entry(k).or_default().candidate_result = Some(result),
+                ("reference", k) => rounds.entry(k).or_default().reference_result = Some(result),
+                _ => {}
+            }
+        }
+        if name == "reference" {
+            // The Python reference writes one result per round into its prepared folder.
+            let inner: Vec<String> = std::fs::read_dir(dir.join(&name))
+                .map(|entries| {
+                    entries
+                        .filter_map(|e| e.ok())
+                        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            for file in inner {
+                if let Some(stem) = file.strip_suffix(".json")
+                    && let ("reference-result", k) = side_and_round(stem)
+                {
+                    rounds.entry(k).or_default().reference_result = Some(join(&rel, &file));
+                }
+            }
+        }
+    }
+    (rounds, other_logs)
+}
+
+/// One row's files: the row result, both sides' result files and the attempt folder, each round's
+/// logs and results, and its explanation.
+fn row_files(row: &RowResult, run: &Path, explanation: Option<&Value>) -> Markup {
+    let anchor = row_anchor(row.index);
+    let mut heading = text(&format!("{:03}", row.index));
+    heading.push(&el("span", &[], &breakable(&row.id)));
+    let light = match (row.status, row.comparison.as_ref()) {
+        (RowStatus::Compared, Some(c)) => c.light.label(),
+        _ => "none",
+    };
+    heading.push(&pill(light, light_class(light)));
+    let mut body = el("h3", &[], &heading);
+
+    let mut summary = row.status.label().to_string();
+    if let Some(c) = &row.comparison {
+        summary.push_str(&format!(
+            " · ratio {:.3} [{:.3}, {:.3}] over {} round(s){}",
+            c.ratio,
+            c.ci_low,
+            c.ci_high,
+            c.rounds,
+            if c.uncertain { ", uncertain" } else { "" }
+        ));
+        if !c.note.is_empty() {
+            summary.push_str(&format!(" · {}", c.note));
+        }
+    }
+    if let Some(m) = &row.message {
+        summary.push_str(&format!(" · {m}"));
+    }
+    body.push(&el("p", &[], &breakable(&summary)));
+
+    let row_file = format!("rows/{:03}.json", row.index);
+    let links: Vec<Markup> = [
+        existing_link(run, &row_file, "row result"),
+        row.candidate
+            .as_ref()
+            .and_then(|s| existing_link(run, &s.result_file, "candidate result (round 1)")),
+        row.reference
+            .as_ref()
+            .and_then(|s| existing_link(run, &s.result_file, "reference result (round 1)")),
+        existing_link(run, &row.attempt_dir, "attempt folder"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let mut files = text("files: ");
+    if links.is_empty() {
+        files.push(&text("none found in the run directory"));
+    }
+    for l in &links {
+        files.push(l);
+    }
+    body.push(&el("p", &[("class", "files")], &files));
+
+    let (rounds, other_logs) = attempt_files(run, &row.attempt_dir);
+    if !rounds.is_empty() {
+        let cell = |rel: &Option<String>, label: &str| -> Markup {
+            let inner = rel
+                .as_deref()
+                .and_then(|p| existing_link(run, p, label))
+                .unwrap_or_else(|| text("–"));
+            el("td", &[], &inner)
+        };
+        let mut table = Markup::trusted(
+            "<table class=\"grid rounds\"><thead><tr><th>round</th><th>candidate log</th><th>candidate result</th><th>reference log</th><th>reference result</th></tr></thead><tbody>",
+        );
+        for (k, f) in &rounds {
+            let round = k.map_or("1".to_string(), |k| k.to_string());
+            table.push_trusted("<tr>");
+            table.push(&el("td", &[("class", "num")], &text(&round)));
+            table.push(&cell(&f.candidate_log, "log"));
+            table.push(&cell(&f.candidate_result, "result.json"));
+            table.push(&cell(&f.reference_log, "log"));
+            table.push(&cell(&f.reference_result, "result"));
+            table.push_trusted("</tr>");
+        }
+        table.push_trusted("</tbody></table>");
+        let mut details = el(
+            "summary",
+            &[],
+            &text(&format!(
+                "leaf logs and results of {} round(s)",
+                rounds.len()
+            )),
+        );
+        details.push(&table);
+        body.push(&el("details", &[], &details));
+    }
+    if !other_logs.is_empty() {
+        let mut more = text("other logs: ");
+        for rel in &other_logs {
+            let name = rel.rsplit('/').next().unwrap_or(rel);
+            if let Some(l) = existing_link(run, rel, name) {
+                more.push(&l);
+            }
+        }
+        body.push(&el("p", &[("class", "files")], &more));
+    }
+    if let Some(e) = explanation {
+        body.push(&explanation_block(row, run, e));
+    }
+    el("article", &[("class", "row-files"), ("id", &anchor)], &body)
+}
+
+/// A row's `explanation` (issue 18: why a yellow or red row is slow, per layer), read by field name so
+/// this page does not depend on its type: from the row itself, or from its `rows/NNN.json` when the
+/// row type in this build does not carry the field yet. `None` when the row has none.
+fn explanation(row: &RowResult, run: &Path) -> Option<Value> {
+    let from_row = serde_json::to_value(row)
+        .ok()
+        .and_then(|mut v| v.get_mut("explanation").map(Value::take));
+    let found = match from_row {
+        Some(e) => e,
+        None => {
+            let bytes = std::fs::read(run.join(format!("rows/{:03}.json", row.index))).ok()?;
+            serde_json::from_slice::<Value>(&bytes)
+                .ok()?
+                .get_mut("explanation")
+                .map(Value::take)?
+        }
+    };
+    (!found.is_null()).then_some(found)
+}
+
+/// THE EXPLANATION BLOCK of a row (`#row-NNN-explanation`, linked from the row table's note): the link
+/// to its analyze package (`explanation.package`, relative to the run directory; a folder links its
+/// `index.html`) and its one-line summary or reason. The per-layer table of the explanation belongs
+/// here too, rendered by the code that writes the explanation.
+fn explanation_block(row: &RowResult, run: &Path, e: &Value) -> Markup {
+    let mut body = el("h4", &[], &text("Explanation"));
+    let line = ["summary", "message", "reason", "error"]
+        .iter()
+        .find_map(|k| e.get(*k).and_then(Value::as_str));
+    if let Some(line) = line {
+        body.push(&el("p", &[], &breakable(line)));
+    }
+    match e.get("package").and_then(Value::as_str) {
+        Some(package) => {
+            let index = join(package, "index.html");
+            let target = if run.join(package).is_dir() && run.join(&index).is_file() {
+                index
+            } else {
+                package.to_string()
+            };
+            let p = existing_link(run, &target, "analyze package of both profiles").unwrap_or_else(
+                || {
+                    let mut missing = text("the analyze package is missing: ");
+                    missing.push(&breakable(package));
+                    missing
+                },
+            );
+            body.push(&el("p", &[("class", "files")], &p));
+        }
+        None => {
+            let row_file = format!("rows/{:03}.json", row.index);
+            let mut p = text("recorded in ");
+            p.push(&existing_link(run, &row_file, &row_file).unwrap_or_else(|| text(&row_file)));
+            body.push(&el("p", &[("class", "files")], &p));
+        }
+    }
+    el(
+        "div",
+        &[
+            ("class", "explanation"),
+            ("id", &format!("{}-explanation", row_anchor(row.index))),
+        ],
+        &body,
+    )
+}
+
+fn lights_section(r: &Results) -> Section {
     let th = &r.suite.thresholds;
-    page.sections.push(Section::new(
+    Section::new(
         "rules",
         "Lights",
         key_values(&[
-            ("green", text(&format!("the whole interval <= {}", th.green_max))),
+            (
+                "green",
+                text(&format!("the whole interval <= {}", th.green_max)),
+            ),
             (
                 "red",
                 text(&format!(
@@ -154,7 +627,9 @@ pub fn render(r: &Results) -> String {
             ("yellow", text("neither green nor red")),
             (
                 "ratio and interval",
-                text("the median of the per-round p50 ratios (candidate and reference alternate, one process per side per round) with its distribution-free interval over rounds; fewer rounds than min_rounds: uncertain, never red"),
+                text(
+                    "the median of the per-round p50 ratios (candidate and reference alternate, one process per side per round) with its distribution-free interval over rounds; fewer rounds than min_rounds: uncertain, never red",
+                ),
             ),
             (
                 "no light",
@@ -164,8 +639,12 @@ pub fn render(r: &Results) -> String {
                 )),
             ),
         ]),
-    ));
-    page.sections.push(Section::new(
+    )
+}
+
+fn provenance_section(r: &Results) -> Section {
+    let receipt = r.preparation_receipt.as_ref();
+    Section::new(
         "provenance",
         "Provenance",
         key_values(&[
@@ -186,6 +665,156 @@ pub fn render(r: &Results) -> String {
                 })),
             ),
         ]),
-    ));
-    page.render()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PROBE: &str = "<script>alert(1)</script>";
+
+    fn row(
+        index: usize,
+        status: &str,
+        comparison: Option<Value>,
+        message: Option<&str>,
+    ) -> RowResult {
+        serde_json::from_value(serde_json::json!({
+            "schema": "trtmc.matrix-row/v1", "index": index,
+            "id": format!("cls.{PROBE}/m/t/tract"), "entry": "cls", "model": PROBE, "testcase": "t",
+            "status": status, "message": message, "comparison": comparison,
+            "candidate": null, "reference": null, "resolved_settings": {}, "commands": [],
+            "preparation": null, "attempt_dir": format!("rows/{index:03}/attempt-1"),
+            "executor": "local", "slurm_task": null, "host": "h", "started": "", "finished": ""
+        }))
+        .expect("a row result")
+    }
+
+    fn comparison(ratio: f64, low: Value, high: Value) -> Value {
+        serde_json::json!({
+            "candidate_p50_ms": 2.0, "reference_p50_ms": 1.0, "ratio": ratio,
+            "method": "paired_rounds_median", "rounds": 2, "ci_low": low, "ci_high": high,
+            "confidence": 0.95, "light": "yellow", "uncertain": true, "note": ""
+        })
+    }
+
+    fn touch(path: &Path) {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, "x").expect("write");
+    }
+
+    #[test]
+    fn rows_without_a_drawable_ratio_say_why() {
+        let failed = row(0, "failed", None, Some("reference failure: no model piece"));
+        assert_eq!(
+            unplotted_reason(&failed).as_deref(),
+            Some("failed: reference failure: no model piece")
+        );
+        // An interval that is not a number cannot be drawn.
+        let mut no_interval = row(
+            1,
+            "compared",
+            Some(comparison(1.2, 1.0.into(), 1.4.into())),
+            None,
+        );
+        if let Some(c) = no_interval.comparison.as_mut() {
+            (c.ci_low, c.ci_high) = (f64::NAN, f64::NAN);
+        }
+        let why = unplotted_reason(&no_interval).expect("not drawable");
+        assert!(why.starts_with("yellow (uncertain): ratio 1.20"), "{why}");
+        let drawn = row(
+            2,
+            "compared",
+            Some(comparison(1.2, 1.0.into(), 1.4.into())),
+            None,
+        );
+        assert_eq!(unplotted_reason(&drawn), None);
+    }
+
+    /// The Python reference's layout: `reference-K.log` beside the attempt, results inside `reference/`.
+    #[test]
+    fn row_files_link_each_round_that_exists_and_nothing_else() {
+        let t = tempfile::tempdir().expect("tmp");
+        let run = t.path();
+        let attempt = run.join("rows/000/attempt-1");
+        for k in 1..=2 {
+            touch(&attempt.join(format!("candidate-{k}.log")));
+            touch(&attempt.join(format!("candidate-{k}/result.json")));
+            touch(&attempt.join(format!("reference-{k}.log")));
+            touch(&attempt.join(format!("reference/reference-result-{k}.json")));
+        }
+        touch(&attempt.join("profile-candidate.log"));
+        touch(&run.join("rows/000.json"));
+        let r = row(
+            0,
+            "compared",
+            Some(comparison(1.2, 1.0.into(), 1.4.into())),
+            None,
+        );
+        let (rounds, others) = attempt_files(run, &r.attempt_dir);
+        assert_eq!(rounds.len(), 2);
+        let second = &rounds[&Some(2)];
+        assert_eq!(
+            second.reference_result.as_deref(),
+            Some("rows/000/attempt-1/reference/reference-result-2.json")
+        );
+        assert_eq!(
+            second.candidate_result.as_deref(),
+            Some("rows/000/attempt-1/candidate-2/result.json")
+        );
+        assert_eq!(others, ["rows/000/attempt-1/profile-candidate.log"]);
+
+        let html = row_files(&r, run, None).into_string();
+        assert!(!html.contains("<script"), "{html}");
+        assert!(html.contains("&lt;script&gt;"));
+        let hrefs: Vec<&str> = html
+            .split("href=\"")
+            .skip(1)
+            .filter_map(|s| s.split('"').next())
+            .collect();
+        assert_eq!(hrefs.len(), 1 + 1 + 2 * 4 + 1, "{hrefs:?}");
+        for href in hrefs {
+            assert!(run.join(href).exists(), "{href} does not exist");
+        }
+        // A row whose files are gone links nothing.
+        let gone = row(7, "failed", None, Some("killed"));
+        let html = row_files(&gone, run, None).into_string();
+        assert!(!html.contains("href="), "{html}");
+        assert!(html.contains("none found in the run directory"));
+    }
+
+    #[test]
+    fn an_explanation_is_read_by_field_name_and_links_its_package() {
+        let t = tempfile::tempdir().expect("tmp");
+        let run = t.path();
+        let r = row(
+            3,
+            "compared",
+            Some(comparison(1.5, 1.4.into(), 1.6.into())),
+            None,
+        );
+        assert_eq!(explanation(&r, run), None, "no row file, no explanation");
+        let mut doc = serde_json::to_value(&r).expect("json");
+        doc["explanation"] = serde_json::json!({
+            "package": "rows/003/explain",
+            "summary": format!("{PROBE} took 80 % of the gap")
+        });
+        std::fs::create_dir_all(run.join("rows")).expect("mkdir");
+        std::fs::write(run.join("rows/003.json"), doc.to_string()).expect("write");
+        touch(&run.join("rows/003/explain/index.html"));
+        let e = explanation(&r, run).expect("read from rows/003.json");
+        let html = explanation_block(&r, run, &e).into_string();
+        assert!(html.contains("id=\"row-003-explanation\""), "{html}");
+        assert!(
+            html.contains("href=\"rows/003/explain/index.html\""),
+            "{html}"
+        );
+        assert!(html.contains("&lt;script&gt;") && !html.contains("<script"));
+        // A package that is not there is named, not linked.
+        let missing = serde_json::json!({"package": "rows/003/nowhere"});
+        let html = explanation_block(&r, run, &missing).into_string();
+        assert!(!html.contains("href="), "{html}");
+        assert!(html.contains("missing"));
+    }
 }

@@ -185,7 +185,7 @@ pub fn finalize(run: &Path) -> Result<Results, MatrixError> {
     };
     let results_path = run.join(RESULTS_FILE);
     write_json_atomic(&results_path, &results).map_err(Error::write(results_path))?;
-    let html = crate::report::render(&results);
+    let html = crate::report::render(&results, run);
     let report_path = run.join(REPORT_FILE);
     write_atomic(&report_path, html.as_bytes()).map_err(Error::write(report_path))?;
     Ok(results)

@@ -154,6 +154,59 @@
     return problems;
   }
 
+  // Layout check for headless browsers (open report.html#wrapcheck at the width to check): walks every
+  // rendered text outside SVG character by character and counts line breaks inside a word, i.e. between
+  // two non-space characters of one text node where the first is not a separator an identifier may break
+  // after (`<wbr>` splits text nodes, so its breaks are not counted). Also counts table cells whose
+  // content is wider than the cell. Recorded as data-midword-breaks, data-midword-samples (the first few,
+  // `before|after`), data-wrapcheck-chars, data-overflowing-cells and data-wide-boxes (scroll boxes,
+  // panels and figures wider than they are shown) on <body>.
+  function wrapCheck() {
+    var breaks = 0, samples = [], chars = 0;
+    var root = document.querySelector("main") || body;
+    var walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    var range = document.createRange();
+    for (var node = walker.nextNode(); node; node = walker.nextNode()) {
+      var parent = node.parentElement;
+      if (!parent || parent.closest("svg, script, style")) { continue; }
+      var s = node.data, lastTop = null, lastHeight = 0;
+      for (var i = 0; i < s.length; i++) {
+        var ch = s.charAt(i);
+        if (/\s/.test(ch)) { lastTop = null; continue; }
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        var rects = range.getClientRects();
+        if (rects.length === 0) { lastTop = null; continue; }
+        chars += 1;
+        var r = rects[rects.length - 1];
+        if (lastTop !== null && r.top > lastTop + lastHeight / 2 && !/[.\-_\/:,=@+)\]}]/.test(s.charAt(i - 1))) {
+          breaks += 1;
+          if (samples.length < 5) { samples.push(s.slice(Math.max(0, i - 12), i) + "|" + s.slice(i, i + 12)); }
+        }
+        lastTop = r.top;
+        lastHeight = r.height;
+      }
+    }
+    var overflowing = 0;
+    Array.prototype.forEach.call(root.querySelectorAll("td, th"), function (cell) {
+      if (cell.getClientRects().length && cell.scrollWidth > cell.clientWidth + 1) { overflowing += 1; }
+    });
+    // Boxes that scroll sideways at this width (a table wider than its panel).
+    var wide = [];
+    Array.prototype.forEach.call(root.querySelectorAll(".scroll, .panel, figure"), function (box) {
+      if (box.getClientRects().length && box.scrollWidth > box.clientWidth + 1) {
+        wide.push((box.id || box.className) + " " + box.scrollWidth + ">" + box.clientWidth);
+      }
+    });
+    body.setAttribute("data-wide-boxes", String(wide.length));
+    body.setAttribute("data-wide-samples", wide.slice(0, 5).join(" ; "));
+    body.setAttribute("data-midword-breaks", String(breaks));
+    body.setAttribute("data-midword-samples", samples.join(" ; "));
+    body.setAttribute("data-wrapcheck-chars", String(chars));
+    body.setAttribute("data-overflowing-cells", String(overflowing));
+  }
+  if (location.hash === "#wrapcheck") { wrapCheck(); }
+
   var rows = 0;
   Array.prototype.forEach.call(document.querySelectorAll("table.grid"), function (t) {
     if (t.tBodies[0]) { rows += t.tBodies[0].rows.length; }

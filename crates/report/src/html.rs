@@ -89,6 +89,39 @@ pub fn text(s: &str) -> Markup {
     Markup(escape(s))
 }
 
+/// Characters after which an identifier may break: `tiny-cnn.classify/tiny-cnn/batch8` wraps after a
+/// dot, hyphen, underscore, slash or colon, never inside `classify`.
+const BREAK_AFTER: &[char] = &['.', '-', '_', '/', ':', ',', '=', '@', '+'];
+
+/// Escaped text with a `<wbr>` (an optional line break) after each of [`BREAK_AFTER`], for identifiers
+/// and paths in narrow cells: the browser breaks them at those points when it must, and never mid-word.
+/// A separator between two digits (`1.039`, `1.31.1`) stays unbroken.
+pub fn breakable(s: &str) -> Markup {
+    let mut out = Markup::default();
+    let mut start = 0;
+    let mut previous = None;
+    let mut chars = s.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let end = i + c.len_utf8();
+        let next = chars.peek().map(|(_, n)| *n);
+        let in_number = previous.is_some_and(|p: char| p.is_ascii_digit())
+            && next.is_some_and(|n| n.is_ascii_digit());
+        previous = Some(c);
+        if BREAK_AFTER.contains(&c) && next.is_some_and(|n| !n.is_whitespace()) && !in_number {
+            escape_into(&mut out.0, &s[start..end]);
+            out.0.push_str("<wbr>");
+            start = end;
+        }
+    }
+    escape_into(&mut out.0, &s[start..]);
+    out
+}
+
+/// A link to a file of the report's folder (`path` relative to it, or absolute) showing `label`.
+pub fn file_link(path: &str, label: &Markup) -> Markup {
+    el("a", &[("href", &href_for_path(path))], label)
+}
+
 /// An element with escaped attribute values around `body`: `el("td", &[("class", "num")], &text("1"))`.
 pub fn el(tag: &str, attrs: &[(&str, &str)], body: &Markup) -> Markup {
     let mut m = open(tag, attrs);
@@ -303,6 +336,30 @@ mod tests {
         assert!(!cell.as_str().contains("<script"), "{cell}");
         assert!(cell.as_str().starts_with("<td title=\"&lt;script"));
         assert_eq!(escape("a\u{1b}[31mb"), "a\u{fffd}[31mb");
+    }
+
+    #[test]
+    fn identifiers_break_only_after_separators_and_stay_escaped() {
+        assert_eq!(
+            breakable("tiny-cnn.classify/single").as_str(),
+            "tiny-<wbr>cnn.<wbr>classify/<wbr>single"
+        );
+        assert_eq!(
+            breakable("a.").as_str(),
+            "a.",
+            "no break after the last character"
+        );
+        assert_eq!(
+            breakable("<b>.x").as_str(),
+            "&lt;b&gt;.<wbr>x",
+            "the text between breaks is escaped"
+        );
+        assert_eq!(breakable("").as_str(), "");
+        assert_eq!(
+            breakable("ratio 1.039, onnxruntime 1.31.1").as_str(),
+            "ratio 1.039, onnxruntime 1.31.1",
+            "numbers stay whole"
+        );
     }
 
     #[test]

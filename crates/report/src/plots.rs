@@ -15,9 +15,11 @@
 //! | [`lines`] | a metric against a swept parameter, one line per series, confidence whiskers |
 //! | [`grouped_bars`] | horizontal bars per group (model·case) and series (runtime·machine), whiskers |
 //! | [`interval_dots_log`] | a point and its interval per group and series on a logarithmic axis (tune routes) |
+//! | [`forest`] | a ratio and its interval per row over green/yellow/red threshold bands (matrix) |
 
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
+use trtmc_core::artifacts::matrix::Light;
 use trtmc_core::stats::{self, TukeyFences};
 
 use crate::fmt::fmt_tick;
@@ -701,6 +703,209 @@ pub fn interval_dots_log(value_label: &str, series: &[String], groups: &[BarGrou
     )
 }
 
+/// One line of a [`forest`] plot: a ratio, its interval, and the light it earned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForestRow {
+    pub label: String,
+    pub ratio: f64,
+    pub low: f64,
+    pub high: f64,
+    pub light: Light,
+    /// The interval reaches into another band: drawn as a hollow mark.
+    pub uncertain: bool,
+}
+
+/// The band edges of a [`forest`] plot: green up to `green_max`, yellow up to `yellow_max`, red above.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ForestBands {
+    pub green_max: f64,
+    pub yellow_max: f64,
+}
+
+/// The colour of a light's mark and band (the palette's green, mustard and red: `.c2`, `.c5`, `.c3`).
+pub fn light_colour(light: Light) -> RGBColor {
+    match light {
+        Light::Green => colour(2),
+        Light::Yellow => colour(5),
+        Light::Red => colour(3),
+    }
+}
+
+/// The legend swatch class of a light (same colours as [`light_colour`]).
+pub fn light_swatch(light: Light) -> &'static str {
+    match light {
+        Light::Green => "c2",
+        Light::Yellow => "c5",
+        Light::Red => "c3",
+    }
+}
+
+/// Ratios a forest axis may label: the round numbers a reader expects on a ratio scale.
+const RATIO_TICKS: [f64; 26] = [
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 0.67, 0.75, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0,
+    4.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0,
+];
+
+/// A row of the forest plot, in SVG user units.
+const FOREST_ROW: u32 = 20;
+
+/// Whether `row` can be drawn on a [`forest`]: a positive finite ratio inside a positive finite
+/// interval (a logarithmic axis has no place for the rest).
+pub fn forest_drawable(row: &ForestRow) -> bool {
+    [row.ratio, row.low, row.high]
+        .iter()
+        .all(|v| v.is_finite() && *v > 0.0)
+        && row.low <= row.ratio
+        && row.ratio <= row.high
+}
+
+/// A forest plot: one line per row (top to bottom in order), its label on the left, its ratio as a dot
+/// coloured by its light (hollow when uncertain), its interval as a whisker, and its numbers on the
+/// right; behind them the green, yellow and red bands of `bands` and a line at 1. The ratio axis is
+/// logarithmic (0.5 and 2 are equally far from 1), labelled at round ratios and the band edges. Rows
+/// [`forest_drawable`] rejects are left out: the caller lists them with their reason.
+pub fn forest(value_label: &str, rows: &[ForestRow], bands: ForestBands) -> Markup {
+    use plotters::coord::combinators::IntoLogRange;
+    let drawn: Vec<&ForestRow> = rows.iter().filter(|r| forest_drawable(r)).collect();
+    if drawn.is_empty() {
+        return Markup::default();
+    }
+    let edges = [bands.green_max, bands.yellow_max]
+        .into_iter()
+        .filter(|v| v.is_finite() && *v > 0.0);
+    let lo = drawn
+        .iter()
+        .map(|r| r.low)
+        .chain(edges.clone())
+        .fold(1.0f64, f64::min)
+        / 1.1;
+    let hi = drawn
+        .iter()
+        .map(|r| r.high)
+        .chain(edges)
+        .fold(1.0f64, f64::max)
+        * 1.15;
+    let n = drawn.len();
+    let height = 64 + FOREST_ROW * n as u32;
+    render(
+        (1100, height),
+        &format!("{value_label} per row with its interval"),
+        |root| {
+            let g = n as f64;
+            let mut chart = ChartBuilder::on(&root)
+                .margin(10)
+                .margin_right(150)
+                .x_label_area_size(36)
+                .y_label_area_size(380)
+                .build_cartesian_2d((lo..hi).log_scale(), 0f64..g)?;
+            // The axes by hand: plotters labels a log axis at its own key points, these ticks are ours.
+            let (x0, y0) = chart.backend_coord(&(lo, 0.0));
+            let (x1, y1) = chart.backend_coord(&(hi, g));
+            root.draw(&PathElement::new(vec![(x0, y1), (x0, y0), (x1, y0)], INK))?;
+            root.draw(&Text::new(
+                format!("{value_label}, log scale"),
+                ((x0 + x1) / 2, y0 + 24),
+                label_font().pos(Pos::new(HPos::Center, VPos::Top)),
+            ))?;
+            // The bands, behind everything else.
+            let band = |from: f64, to: f64, light: Light| {
+                Rectangle::new(
+                    [(from.max(lo), 0.0), (to.min(hi), g)],
+                    light_colour(light).mix(0.16).filled(),
+                )
+            };
+            let (green, yellow) = (
+                bands.green_max.clamp(lo, hi),
+                bands.yellow_max.clamp(lo, hi),
+            );
+            chart.draw_series([
+                band(lo, green, Light::Green),
+                band(green, yellow.max(green), Light::Yellow),
+                band(yellow.max(green), hi, Light::Red),
+            ])?;
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(1.0, 0.0), (1.0, g)],
+                INK.mix(0.5).stroke_width(1),
+            )))?;
+            // Ticks: 1, then the band edges, then round ratios, each only where its label keeps clear of
+            // the ones already placed (the bands show their edges either way; the legend names them).
+            let px = |v: f64| chart.backend_coord(&(v, 0.0)).0;
+            let mut ticks: Vec<f64> = Vec::new();
+            let candidates = [1.0, bands.green_max, bands.yellow_max]
+                .into_iter()
+                .chain(RATIO_TICKS);
+            for t in candidates.filter(|v| *v > lo && *v < hi) {
+                if ticks.iter().all(|k| (px(*k) - px(t)).abs() >= 40) {
+                    ticks.push(t);
+                }
+            }
+            for t in ticks {
+                let (x, y) = chart.backend_coord(&(t, 0.0));
+                root.draw(&PathElement::new(vec![(x, y), (x, y + 5)], INK))?;
+                root.draw(&Text::new(
+                    fmt_tick(t),
+                    (x, y + 7),
+                    label_font().pos(Pos::new(HPos::Center, VPos::Top)),
+                ))?;
+            }
+            for (i, row) in drawn.iter().enumerate() {
+                // Row 0 at the top.
+                let y = g - i as f64 - 0.5;
+                let c = light_colour(row.light);
+                chart.draw_series(std::iter::once(PathElement::new(
+                    vec![(row.low, y), (row.high, y)],
+                    c.stroke_width(2),
+                )))?;
+                let mark = if row.uncertain {
+                    Circle::new((row.ratio, y), 5, c.stroke_width(2))
+                } else {
+                    Circle::new((row.ratio, y), 5, c.filled())
+                };
+                chart.draw_series(std::iter::once(mark))?;
+                let (left, py) = chart.backend_coord(&(lo, y));
+                root.draw(&Text::new(
+                    shorten_middle(&row.label, 62),
+                    (left - 8, py),
+                    label_font().pos(Pos::new(HPos::Right, VPos::Center)),
+                ))?;
+                let (right, _) = chart.backend_coord(&(hi, y));
+                root.draw(&Text::new(
+                    format!(
+                        "{} [{}, {}]",
+                        fmt_ratio(row.ratio),
+                        fmt_ratio(row.low),
+                        fmt_ratio(row.high)
+                    ),
+                    (right + 8, py),
+                    label_font().pos(Pos::new(HPos::Left, VPos::Center)),
+                ))?;
+            }
+            root.present()?;
+            Ok(())
+        },
+    )
+}
+
+/// A ratio with three decimals (the precision lights are decided at).
+fn fmt_ratio(v: f64) -> String {
+    format!("{v:.3}")
+}
+
+/// `s` cut to `max` characters by an ellipsis in the middle, so both the entry and the runtime at the
+/// ends of a row id stay readable.
+fn shorten_middle(s: &str, max: usize) -> String {
+    let count = s.chars().count();
+    if count <= max || max < 3 {
+        return s.to_string();
+    }
+    let head = (max - 1) / 2;
+    let tail = max - 1 - head;
+    let mut out: String = s.chars().take(head).collect();
+    out.push('…');
+    out.extend(s.chars().skip(count - tail));
+    out
+}
+
 /// A legend entry: CSS class of the swatch (`c0` … `c7`, `c-outlier`, `c-median`, `c-warmup`,
 /// `c-throttle`) and its label.
 pub fn legend(entries: &[(&str, &str)]) -> Markup {
@@ -860,6 +1065,42 @@ mod tests {
             Some(&["1".to_string(), probe.to_string()]),
         );
         assert!(!l.as_str().contains("<script") && l.as_str().contains("&lt;script&gt;"));
+    }
+
+    #[test]
+    fn a_forest_draws_one_mark_per_drawable_row_over_the_bands() {
+        let row = |label: &str, ratio: f64, low: f64, high: f64, light, uncertain| ForestRow {
+            label: label.into(),
+            ratio,
+            low,
+            high,
+            light,
+            uncertain,
+        };
+        let rows = [
+            row("a.green/x", 0.98, 0.95, 1.02, Light::Green, false),
+            row("<script>b</script>", 1.18, 1.05, 1.3, Light::Yellow, true),
+            row("c.red", 10.6, 3.9, 16.3, Light::Red, false),
+            row("no interval", 1.2, f64::NAN, f64::NAN, Light::Yellow, true),
+            row("zero", 0.0, 0.0, 0.0, Light::Green, true),
+        ];
+        let bands = ForestBands {
+            green_max: 1.1,
+            yellow_max: 1.25,
+        };
+        assert_eq!(rows.iter().filter(|r| forest_drawable(r)).count(), 3);
+        let svg = forest("candidate / reference", &rows, bands);
+        let svg = svg.as_str();
+        assert_eq!(svg.matches("<circle").count(), 3, "{svg}");
+        assert_eq!(svg.matches("<rect").count(), 3, "three bands: {svg}");
+        assert!(svg.contains("&lt;script&gt;b") && !svg.contains("<script"));
+        assert!(!svg.contains("no interval") && !svg.contains(">zero<"));
+        for tick in [">1<", ">1.25<", ">10<"] {
+            assert!(svg.contains(tick), "tick {tick} missing: {svg}");
+        }
+        assert!(svg.contains("10.600 [3.900, 16.300]"), "{svg}");
+        assert!(forest("r", &rows[3..], bands).is_empty());
+        assert_eq!(shorten_middle("abcdefghij", 5), "ab…ij");
     }
 
     #[test]
