@@ -180,12 +180,15 @@ fn precision_mismatches_and_non_finite_outputs_are_reference_failures() {
     let request: ReferenceRequest = serde_json::from_value(read_json(&fp16)).expect("request");
     assert!(ReferenceResult::read_checked(&result_path, &request).is_err());
 
-    // NaN inputs make NaN logits: a failure, never a result.
-    let inputs = read_json(&request_path.parent().expect("dir").join("inputs.json"));
-    let bin = request_path
-        .parent()
-        .expect("dir")
-        .join(inputs["inputs"][0]["file"].as_str().expect("file"));
+    // NaN inputs make NaN logits: a failure, never a result. `classify` feeds the runner's per-call
+    // image batches (operation-inputs.json), so that is where the NaN goes.
+    let dir = request_path.parent().expect("dir");
+    let calls = read_json(&dir.join("operation-inputs.json"));
+    let bin = dir.join(
+        calls["calls"][0]["tensors"][0]["file"]
+            .as_str()
+            .expect("file"),
+    );
     let mut bytes = std::fs::read(&bin).expect("bin");
     bytes[..4].copy_from_slice(&f32::NAN.to_le_bytes());
     std::fs::write(&bin, bytes).expect("write");
