@@ -100,7 +100,13 @@ pub fn parse_job_id(out: &str) -> Option<String> {
 pub fn is_active(state: &str) -> bool {
     matches!(
         state,
-        "PENDING" | "RUNNING" | "CONFIGURING" | "COMPLETING" | "SUSPENDED" | "REQUEUED" | "RESIZING"
+        "PENDING"
+            | "RUNNING"
+            | "CONFIGURING"
+            | "COMPLETING"
+            | "SUSPENDED"
+            | "REQUEUED"
+            | "RESIZING"
     )
 }
 
@@ -194,7 +200,8 @@ mod tests {
         assert_eq!(squeue[&0].0, "COMPLETED");
         assert_eq!(squeue[&1], ("FAILED".into(), "NonZeroExitCode".into()));
         assert_eq!(squeue.len(), 2);
-        let sacct = parse_sacct("12_0|COMPLETED|0:0\n12_1|CANCELLED by 0|0:9\n12_[2-3]|PENDING|0:0\n");
+        let sacct =
+            parse_sacct("12_0|COMPLETED|0:0\n12_1|CANCELLED by 0|0:9\n12_[2-3]|PENDING|0:0\n");
         assert_eq!(sacct[&1].0, "CANCELLED");
         assert_eq!(sacct.len(), 2);
         assert!(is_active("PENDING") && !is_active("FAILED"));
