@@ -526,15 +526,19 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
             SearchOrder::Racing => Phase::Racing,
         };
         let routes = search::planned_routes(config.search, expr, knobs, config.max_routes);
-        // The reference route and the first round, less what the cache replays.
+        // The reference route and the first round (each route once), less what the cache replays.
         let mut ahead = Vec::new();
         if self.reference_source.is_default_route() {
             ahead.push(search::default_route(expr, knobs));
         }
         ahead.extend(routes.iter().cloned());
+        let mut announced = std::collections::HashSet::new();
         let ahead: Vec<Route> = ahead
             .into_iter()
-            .filter(|r| !self.replays(&r.to_string()))
+            .filter(|r| {
+                let key = r.to_string();
+                !self.replays(&key) && announced.insert(key)
+            })
             .collect();
         self.runner
             .build_ahead(&ahead, config.route_timeout())
