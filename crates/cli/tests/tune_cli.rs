@@ -1092,7 +1092,7 @@ fn slurm_executor_builds_rounds_as_arrays_survives_a_dead_task_and_a_killed_coor
         assert!(
             r["hardware"]
                 .as_str()
-                .is_some_and(|h| h.contains("logical cores")),
+                .is_some_and(|h| h.contains(" CPUs; ")),
             "{r}"
         );
         assert!(

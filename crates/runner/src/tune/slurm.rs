@@ -104,12 +104,21 @@ struct SubmittedJob {
     submitted: String,
 }
 
-/// This machine's hardware as the route results record it: CPU, cores, OS and architecture (the tuning
-/// cache's fingerprint line) and the GPU models (without their serial UUIDs, which differ on identical
-/// nodes).
+/// This machine's hardware as the route results record it: CPU model, the CPUs the machine has (not
+/// the ones a Slurm task may use: a task confined to a few cores is still on the same hardware), OS
+/// and architecture, and the GPU models (without their serial UUIDs, which differ on identical nodes).
 pub fn hardware() -> String {
     let machine = trtmc_core::machine::machine();
-    let mut line = machine.fingerprint_line();
+    let cpus = std::fs::read_to_string("/proc/cpuinfo")
+        .map(|t| t.lines().filter(|l| l.starts_with("processor")).count())
+        .unwrap_or(0);
+    let cpus = if cpus > 0 { cpus } else { machine.logical_cpus };
+    let mut line = format!(
+        "{}; {cpus} CPUs; {} {}",
+        machine.cpu_model,
+        std::env::consts::OS,
+        machine.arch
+    );
     let gpus: Vec<&str> = machine
         .gpus
         .iter()
