@@ -315,6 +315,14 @@ pub fn run(
     // Before the cache, the reference build or any submission.
     check_slurm(request, settings)?;
     let dir = request.output_dir.join(SLURM_DIR);
+    // A new tune in the directory of an earlier one must not take that tune's build results for its own.
+    if matches!(start, Start::New(_)) && dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(|source| TuneRunError::Write {
+            action: "remove",
+            path: dir.clone(),
+            source,
+        })?;
+    }
     run_with(request, start, progress, |target, options| {
         let inner = ProcessRunner::new(target, options).map_err(TuneRunError::Environment)?;
         let options = SlurmOptions {
