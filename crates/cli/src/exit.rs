@@ -116,6 +116,7 @@ impl From<trtmc_runner::tune::orchestrate::TuneRunError> for CliError {
             E::Output(_) | E::Write { .. } => ExitCode::Output,
             // The default route's reference outputs could not be computed: the tune's case failed.
             E::Engine(TuneError::Reference { .. }) => ExitCode::CaseFailed,
+            E::Engine(TuneError::Executor(_)) => ExitCode::Environment,
             E::Engine(TuneError::Cache(trtmc_tune::cache::CacheError::Io { .. })) => {
                 ExitCode::Output
             }

@@ -72,6 +72,9 @@ enum Command {
     /// Internal: a route's child process for `tune` (build or serve one route).
     #[command(hide = true)]
     TuneWorker(commands::tune::TuneWorkerArgs),
+    /// Internal: one Slurm array task of `tune --executor slurm` (builds one route).
+    #[command(hide = true)]
+    TuneTask(commands::tune::TuneTaskArgs),
 }
 
 fn main() {
@@ -88,6 +91,7 @@ fn main() {
         Command::Man(args) => commands::shell::man(args),
         Command::Worker(args) => std::process::exit(commands::worker::execute(args)),
         Command::TuneWorker(args) => std::process::exit(commands::tune::execute_worker(args)),
+        Command::TuneTask(args) => std::process::exit(commands::tune::execute_task(args)),
     };
     if let Err(err) = outcome {
         report_and_exit(err);

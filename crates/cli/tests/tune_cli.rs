@@ -928,3 +928,320 @@ fn a_dead_tunes_half_written_summary_does_not_block_the_next_tune() {
     assert!(!leftover.exists(), "the dead tune's temporary stayed");
     assert!(out_dir.join("tuning-summary.json").is_file());
 }
+
+/// An environment (the matrix's format) for the single-node cluster `.ci/slurm.sh` starts: tasks share
+/// the node (no `--exclusive`, so a round's builds run side by side), and the test's temporary folder,
+/// the checkout (its catalog) and the folder of this trtmc-bench count as shared, since every task runs
+/// on this machine.
+fn slurm_environment(dir: &Path) -> PathBuf {
+    let path = dir.join("slurm-env.yaml");
+    let canonical = |p: &Path| std::fs::canonicalize(p).expect("canonical path");
+    let bin_dir = Path::new(BIN).parent().expect("bin dir").to_path_buf();
+    std::fs::write(
+        &path,
+        format!(
+            "schema: trtmc.perf-environment/v1\nname: slurm-test\nbundle_cache: {0}/bundles\n\
+             results_root: {0}/results\nslurm:\n  exclusive: false\n  poll_s: 0.3\n  timeout_s: 300\n  \
+             shared_paths: [\"{0}\", \"{1}\", \"{2}\"]\n",
+            dir.display(),
+            canonical(&repo_root()).display(),
+            canonical(&bin_dir).display(),
+        ),
+    )
+    .expect("environment");
+    path
+}
+
+/// The checkout's catalog (the embedded one unpacks into the user cache, which the tests do not share).
+fn checkout_catalog() -> String {
+    std::fs::canonicalize(repo_root().join("catalog"))
+        .expect("catalog")
+        .display()
+        .to_string()
+}
+
+/// `true` when the Slurm tests run (TRTMC_TEST_SLURM=1, as CI sets it after starting a cluster); then a
+/// controller that does not answer fails the test instead of skipping it.
+fn slurm_available() -> bool {
+    if std::env::var("TRTMC_TEST_SLURM").as_deref() != Ok("1") {
+        eprintln!(
+            "skipped: set TRTMC_TEST_SLURM=1 with a running Slurm (CI starts one in .ci/run)"
+        );
+        return false;
+    }
+    let ping = Command::new("scontrol").arg("ping").output();
+    assert!(
+        ping.as_ref().is_ok_and(|o| o.status.success()),
+        "TRTMC_TEST_SLURM=1 but `scontrol ping` fails: {ping:?}"
+    );
+    true
+}
+
+fn slurm_jobs(out_dir: &Path) -> Vec<Value> {
+    read_json(&out_dir.join("slurm/jobs.json"))
+        .as_array()
+        .expect("jobs")
+        .clone()
+}
+
+fn job_routes(job: &Value) -> BTreeSet<String> {
+    job["routes"]
+        .as_array()
+        .expect("routes")
+        .iter()
+        .map(|r| r.as_str().expect("route").to_string())
+        .collect()
+}
+
+/// The routes sleep 0, 50 and 100 ms in every call, so `-test:sleep_us=0` wins beyond doubt; the task
+/// of `-test:sleep_us=100000` dies without a result (as one lost with its node). The coordinator is
+/// killed -9 while it follows the first array; `--continue` waits for nothing that is over, resubmits
+/// only the routes without a result file, records the dead task as that route's crash, and ends with
+/// the winner of the local executor.
+#[test]
+fn slurm_executor_builds_rounds_as_arrays_survives_a_dead_task_and_a_killed_coordinator() {
+    if !slurm_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tmp");
+    let env = slurm_environment(tmp.path());
+    let out_dir = tmp.path().join("out");
+    let cache = out_dir.join("tuning-cache.jsonl");
+    let routes = "-test:sleep_us=[0|50000|100000]";
+    let dead = "-test:sleep_us=100000";
+    let catalog = checkout_catalog();
+    let mut args = vec![
+        "--manifest-root",
+        &catalog,
+        "--model",
+        "tiny-cnn",
+        "--runtime",
+        "tract",
+        "--routes",
+        routes,
+        "--search",
+        "full",
+        "--early-stop-factor",
+        "0",
+        "-o",
+        s(&out_dir),
+        "--executor",
+        "slurm",
+        "--environment",
+        s(&env),
+    ];
+    args.extend_from_slice(QUICK);
+    let mut child = tune_cmd(tmp.path(), &args)
+        .env("TRTMC_TEST_TUNE_ABORT_ROUTE", dead)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start");
+    // Kill -9 once the first array is submitted: the coordinator is following it.
+    let jobs_file = out_dir.join("slurm/jobs.json");
+    let started = Instant::now();
+    while !jobs_file.is_file() {
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "the tune ended before it was killed"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no array was submitted"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().expect("kill -9");
+    child.wait().expect("reap");
+    let first = slurm_jobs(&out_dir);
+    assert_eq!(first.len(), 1, "{first:?}");
+    // The reference route is the first round's route -test:sleep_us=0: one task per distinct route.
+    assert_eq!(
+        job_routes(&first[0]),
+        ["-test:sleep_us=0", "-test:sleep_us=50000", dead]
+            .map(String::from)
+            .into(),
+    );
+    let job = first[0]["job"].as_str().expect("job id").to_string();
+    // The array goes on without its coordinator; wait until it is over.
+    let started = Instant::now();
+    loop {
+        let q = Command::new("squeue")
+            .args(["-h", "-j", &job])
+            .output()
+            .expect("squeue");
+        if String::from_utf8_lossy(&q.stdout).trim().is_empty() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the array never ended"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let results = out_dir.join("slurm/routes");
+    let written: Vec<Value> = std::fs::read_dir(&results)
+        .expect("route results")
+        .map(|e| read_json(&e.expect("entry").path()))
+        .collect();
+    assert_eq!(written.len(), 2, "the dead task wrote nothing: {written:?}");
+    for r in &written {
+        assert_eq!(r["schema"], "trtmc.tune-route-result/v1");
+        assert_eq!(r["status"], "built", "{r}");
+        assert!(r["node"].as_str().is_some_and(|n| !n.is_empty()), "{r}");
+        assert!(
+            r["hardware"]
+                .as_str()
+                .is_some_and(|h| h.contains(" CPUs; ")),
+            "{r}"
+        );
+        assert!(
+            r["slurm_task"]
+                .as_str()
+                .is_some_and(|t| t.starts_with(&job)),
+            "{r}"
+        );
+    }
+    // A route whose result is lost is built again; the one that has its result is not.
+    let lost = written
+        .iter()
+        .find(|r| r["route"] == "-test:sleep_us=50000")
+        .expect("result of -test:sleep_us=50000");
+    assert_eq!(lost["route"], "-test:sleep_us=50000");
+    for e in std::fs::read_dir(&results).expect("results") {
+        let path = e.expect("entry").path();
+        if read_json(&path)["route"] == "-test:sleep_us=50000" {
+            std::fs::remove_file(path).expect("lose a result");
+        }
+    }
+
+    let out = tune_cmd(tmp.path(), &["--continue", "--cache", s(&cache)])
+        .env("TRTMC_TEST_TUNE_ABORT_ROUTE", dead)
+        .output()
+        .expect("continue");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let jobs = slurm_jobs(&out_dir);
+    assert_eq!(jobs.len(), 2, "{jobs:?}");
+    assert_eq!(
+        job_routes(&jobs[1]),
+        ["-test:sleep_us=50000", dead].map(String::from).into(),
+        "only the routes without a result are submitted again"
+    );
+    let summary = read_json(&out_dir.join("tuning-summary.json"));
+    let crashed = route(&summary, dead);
+    assert_eq!(crashed["status"], "crashed", "{crashed}");
+    let message = crashed["error_message"].as_str().expect("message");
+    assert!(
+        message.contains(&format!(
+            "Slurm task {}_",
+            jobs[1]["job"].as_str().expect("job")
+        )) && message.contains("without a result"),
+        "{message}"
+    );
+    assert_eq!(route(&summary, "-test:sleep_us=50000")["status"], "ok");
+    assert_eq!(
+        summary["decision"]["kind"], "winner",
+        "{}",
+        summary["decision"]
+    );
+    assert_eq!(summary["decision"]["route"], "-test:sleep_us=0");
+    // Every route evaluated once across the two sessions.
+    let search: Vec<String> = lines(&cache)[1..]
+        .iter()
+        .filter(|l| l["phase"] == "full")
+        .map(|l| l["build_route"].as_str().expect("route").to_string())
+        .collect();
+    assert_eq!(search.len(), 3, "{search:?}");
+
+    // The local executor on the same routes (the dead task's hook only acts in Slurm tasks) picks the
+    // same winner.
+    let local_dir = tmp.path().join("local");
+    let mut local = vec![
+        "--model",
+        "tiny-cnn",
+        "--runtime",
+        "tract",
+        "--routes",
+        routes,
+        "--search",
+        "full",
+        "--early-stop-factor",
+        "0",
+        "-o",
+        s(&local_dir),
+    ];
+    local.extend_from_slice(QUICK);
+    let out = tune(tmp.path(), &local);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let summary = read_json(&local_dir.join("tuning-summary.json"));
+    assert_eq!(summary["decision"]["route"], "-test:sleep_us=0");
+    assert!(!local_dir.join("slurm").exists());
+}
+
+fn tune_strings(tmp: &Path, args: &[String]) -> Output {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    tune(tmp, &args)
+}
+
+/// Refused before anything is submitted: a missing --environment (usage), an output directory in a
+/// node-local folder (exit 3, with the fix), and a machine without the Slurm client (exit 7). None of
+/// these needs a cluster.
+#[test]
+fn slurm_executor_refuses_what_cannot_work_before_submitting() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out_dir = tmp.path().join("out");
+    let catalog = checkout_catalog();
+    let base = [
+        "--manifest-root",
+        &catalog,
+        "--model",
+        "tiny-cnn",
+        "--runtime",
+        "tract",
+        "--routes",
+        "-threads=[1|2]",
+        "-o",
+        s(&out_dir),
+    ];
+    let with = |extra: &[&'static str]| -> Vec<String> {
+        base.iter().chain(extra).map(|a| a.to_string()).collect()
+    };
+    let out = tune_strings(tmp.path(), &with(&["--executor", "slurm"]));
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("--environment"), "{}", stderr(&out));
+
+    // An environment without shared_paths: the temporary folder is node-local.
+    let env = tmp.path().join("env.yaml");
+    std::fs::write(
+        &env,
+        "schema: trtmc.perf-environment/v1\nname: cluster\nbundle_cache: /shared/b\nresults_root: /shared/r\n",
+    )
+    .expect("env");
+    let mut args = with(&["--executor", "slurm", "--environment"]);
+    args.push(s(&env).to_string());
+    let out = tune_strings(tmp.path(), &args);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("local to each node") && err.contains("shared_paths"),
+        "{err}"
+    );
+    assert!(!out_dir.join("slurm").exists() && !out_dir.join("tuning-cache.jsonl").exists());
+
+    // Paths that count as shared, but no Slurm client on PATH: exit 7 before any submission.
+    let env = slurm_environment(tmp.path());
+    let mut args = with(&["--executor", "slurm", "--environment"]);
+    args.push(s(&env).to_string());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = tune_cmd(tmp.path(), &args)
+        .env("PATH", tmp.path())
+        .output()
+        .expect("run");
+    assert_eq!(code(&out), 7, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("`sbatch` is not on PATH"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!out_dir.join("slurm").exists() && !out_dir.join("tuning-cache.jsonl").exists());
+}

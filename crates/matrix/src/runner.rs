@@ -14,8 +14,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
 
 use trtmc_core::fsutil::{write_atomic, write_json_atomic};
 use trtmc_core::test_hooks::TestHooks;
@@ -573,32 +571,6 @@ pub fn preparation_label(r: &RowResult, receipt: Option<&Receipt>) -> (String, O
         _ => "None",
     };
     (label.into(), None)
-}
-
-/// Runs `cmd`, returning stdout, or an error with stderr.
-pub(crate) fn capture(cmd: &mut Command) -> Result<String, String> {
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(format!(
-            "{:?} failed ({}): {}",
-            cmd.get_program(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-pub(crate) fn sleep_until(deadline: Instant, step: Duration) -> bool {
-    let now = Instant::now();
-    if now >= deadline {
-        return false;
-    }
-    std::thread::sleep(step.min(deadline - now));
-    true
 }
 
 pub(crate) fn write_slurm_jobs(run: &Path, jobs: &[SlurmJob]) -> Result<(), MatrixError> {

@@ -1,10 +1,7 @@
 //! The Slurm executor: the pending rows become one job array (one row per task, each task writes its
 //! own row file), the array is followed by polling until no task is left, and tasks that ended without
 //! a row result are recorded as failed rows with their Slurm state. `resume` re-submits just those.
-//!
-//! Task states come from `sacct` when the cluster keeps accounting; without slurmdbd `sacct` answers
-//! "accounting storage is disabled", and the states come from `squeue -t all` (finished jobs stay
-//! visible for `MinJobAge` seconds).
+//! Submitting and reading task states is shared with `tune --executor slurm` (`trtmc_runner::slurm`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,7 +13,8 @@ use trtmc_runner::progress::{Event, Progress};
 use crate::error::{Error, MatrixError};
 use crate::plan::{Plan, PlannedRow};
 use crate::row;
-use crate::runner::{self, SlurmJob, capture};
+use crate::runner::{self, SlurmJob};
+use trtmc_runner::slurm;
 
 pub fn run(
     plan: &Plan,
@@ -53,31 +51,16 @@ pub fn run(
         "exec {} --task \"$SLURM_ARRAY_TASK_ID\"",
         trtmc_core::text::shell_line(&task)
     );
-    let mut cmd = Command::new("sbatch");
-    cmd.arg("--parsable")
-        .arg(format!("--array=0-{}", indices.len() - 1))
-        .arg("--job-name=trtmc-matrix")
-        .arg(format!(
-            "--output={}",
-            dir.join(format!("submit-{n}-task-%a.log")).display()
-        ))
-        .arg(format!("--chdir={}", run.display()));
-    if plan.environment.slurm.exclusive {
-        cmd.arg("--exclusive");
-    }
-    cmd.args(&plan.environment.slurm.sbatch_args)
-        .arg("--wrap")
-        .arg(&wrap);
-    let out = capture(&mut cmd).map_err(|reason| Error::SlurmSubmit { reason })?;
-    let job = out
-        .trim()
-        .split(';')
-        .next()
-        .filter(|j| !j.is_empty() && j.chars().all(|c| c.is_ascii_digit()))
-        .ok_or_else(|| Error::SlurmNoJobId {
-            output: out.trim().to_string(),
-        })?
-        .to_string();
+    let log_pattern = dir.join(format!("submit-{n}-task-%a.log"));
+    let array = slurm::ArrayJob {
+        name: "trtmc-matrix",
+        tasks: indices.len(),
+        log_pattern: &log_pattern,
+        chdir: run,
+        task_command: &wrap,
+    };
+    let job = slurm::submit_array(&array, &plan.environment.slurm)
+        .map_err(|reason| Error::SlurmSubmit { reason })?;
     progress.report(Event::Message(&format!(
         "submitted job array {job} ({} task(s), one row each)",
         indices.len()
@@ -113,18 +96,7 @@ pub fn run(
                 indices.len()
             )));
         }
-        let active = states.values().any(|(s, _)| {
-            matches!(
-                s.as_str(),
-                "PENDING"
-                    | "RUNNING"
-                    | "CONFIGURING"
-                    | "COMPLETING"
-                    | "SUSPENDED"
-                    | "REQUEUED"
-                    | "RESIZING"
-            )
-        });
+        let active = states.values().any(|(s, _)| slurm::is_active(s));
         // An array still pending may be listed as one record (`123_[0-3]`), so also require every
         // task to be known unless all rows are written.
         let all_known = (0..indices.len()).all(|t| states.contains_key(&t));
@@ -148,17 +120,13 @@ pub fn run(
                     format!("{job}_{t}"),
                     format!(
                         "Slurm task {job}_{t} ended {state}{} without a row result (log: slurm/submit-{n}-task-{t}.log); `matrix resume` runs it again",
-                        if reason.is_empty() || reason == "None" {
-                            String::new()
-                        } else {
-                            format!(" ({reason})")
-                        }
+                        slurm::reason_suffix(&reason)
                     ),
                 )?;
             }
             return Ok(());
         }
-        if !runner::sleep_until(deadline, step) {
+        if !slurm::sleep_until(deadline, step) {
             let _ = Command::new("scancel").arg(&job).status();
             return Err(Error::SlurmTimeout {
                 job,
@@ -170,58 +138,8 @@ pub fn run(
 
 /// State and reason of each task of array `job`, by task id.
 fn task_states(job: &str) -> Result<BTreeMap<usize, (String, String)>, MatrixError> {
-    if let Some(states) = sacct_states(job) {
-        return Ok(states);
-    }
-    let out = capture(
-        Command::new("squeue").args(["-h", "-r", "-t", "all", "-j", job, "-o", "%K|%T|%r"]),
-    )
-    .map_err(|reason| Error::SlurmPoll {
+    slurm::task_states(job).map_err(|reason| Error::SlurmPoll {
         job: job.to_string(),
         reason,
-    })?;
-    let mut states = BTreeMap::new();
-    for line in out.lines() {
-        let mut parts = line.trim().splitn(3, '|');
-        let (Some(task), Some(state)) = (parts.next(), parts.next()) else {
-            continue;
-        };
-        if let Ok(t) = task.trim().parse::<usize>() {
-            states.insert(
-                t,
-                (
-                    state.trim().to_string(),
-                    parts.next().unwrap_or("").trim().to_string(),
-                ),
-            );
-        }
-    }
-    Ok(states)
-}
-
-/// `sacct` states when accounting is enabled; `None` when it is not (no slurmdbd).
-fn sacct_states(job: &str) -> Option<BTreeMap<usize, (String, String)>> {
-    let out = Command::new("sacct")
-        .args(["-n", "-P", "-X", "-j", job, "-o", "JobID,State,ExitCode"])
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut states = BTreeMap::new();
-    for line in text.lines() {
-        let f: Vec<&str> = line.split('|').collect();
-        if f.len() < 3 {
-            continue;
-        }
-        let Some((_, task)) = f[0].split_once('_') else {
-            continue;
-        };
-        if let Ok(t) = task.parse::<usize>() {
-            let state = f[1].split_whitespace().next().unwrap_or("").to_string();
-            states.insert(t, (state, format!("exit {}", f[2])));
-        }
-    }
-    (!states.is_empty()).then_some(states)
+    })
 }

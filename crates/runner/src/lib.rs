@@ -10,6 +10,7 @@ pub mod launch;
 pub mod machine;
 pub mod progress;
 pub mod run;
+pub mod slurm;
 pub mod sources;
 pub mod tune;
 pub mod verdicts;

@@ -185,6 +185,7 @@ fn setup(tmp: &Path) -> (TuneRequest, TunePlan) {
         live_workers: 2,
         command_line: vec!["trtmc-bench".into(), "tune".into()],
         worker_exe: PathBuf::from("/nonexistent/trtmc-bench"),
+        slurm: None,
     };
     (request, plan)
 }

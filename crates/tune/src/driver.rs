@@ -110,6 +110,14 @@ pub trait RouteRunner {
         built: &mut Self::Built,
         plan: &MeasurePlan,
     ) -> Result<Timing, RouteError>;
+
+    /// Told, before a round's routes are built one by one, which routes it holds (those not replayed
+    /// from the cache, in route order): a runner that builds elsewhere (Slurm) starts every build of
+    /// the round at once. An error (the executor itself broke: no controller, a refused submission)
+    /// stops the tune. The default does nothing.
+    fn build_ahead(&mut self, _routes: &[Route], _timeout: Option<Duration>) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Where the golden outputs come from.
@@ -218,6 +226,9 @@ pub enum TuneError {
          --search fast or mixed"
     )]
     SpaceTooLarge { count: String },
+    /// The runner's executor failed (a Slurm submission or poll): the routes' builds cannot go on.
+    #[error("{0}")]
+    Executor(String),
     #[error(
         "tuning cache line for iteration {iter} records {found}, but this tune would run {expected} there: the \
          cache belongs to another expression or options; start a new tune"
@@ -508,6 +519,30 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
         let knobs = &self.plan.knobs;
         // Before the reference route: an oversized search must not build anything first.
         self.plan.check_space()?;
+        let first_phase = match config.search {
+            SearchOrder::Fast => Phase::Fast,
+            SearchOrder::Full => Phase::Full,
+            SearchOrder::Mixed => Phase::Mixed1,
+            SearchOrder::Racing => Phase::Racing,
+        };
+        let routes = search::planned_routes(config.search, expr, knobs, config.max_routes);
+        // The reference route and the first round (each route once), less what the cache replays.
+        let mut ahead = Vec::new();
+        if self.reference_source.is_default_route() {
+            ahead.push(search::default_route(expr, knobs));
+        }
+        ahead.extend(routes.iter().cloned());
+        let mut announced = std::collections::HashSet::new();
+        let ahead: Vec<Route> = ahead
+            .into_iter()
+            .filter(|r| {
+                let key = r.to_string();
+                !self.replays(&key) && announced.insert(key)
+            })
+            .collect();
+        self.runner
+            .build_ahead(&ahead, config.route_timeout())
+            .map_err(TuneError::Executor)?;
         if self.reference_source.is_default_route() {
             let route = search::default_route(expr, knobs);
             self.step(Phase::Reference, &route, None, |d| {
@@ -517,13 +552,6 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
                 self.fall_back(&route, message)?;
             }
         }
-        let first_phase = match config.search {
-            SearchOrder::Fast => Phase::Fast,
-            SearchOrder::Full => Phase::Full,
-            SearchOrder::Mixed => Phase::Mixed1,
-            SearchOrder::Racing => Phase::Racing,
-        };
-        let routes = search::planned_routes(config.search, expr, knobs, config.max_routes);
         self.planned = routes.len();
         let first_calls = if config.search == SearchOrder::Racing {
             config.race_round_calls.min(config.calls)
@@ -551,6 +579,13 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
             });
         }
         Ok(self.summary(ties, head_to_head, decision))
+    }
+
+    /// The cache holds the build iteration of route `key` (it is replayed, not built).
+    fn replays(&self, key: &str) -> bool {
+        self.previous
+            .iter()
+            .any(|r| r.round.is_none() && r.build_route == key)
     }
 
     /// Replay the next cached iteration, or run `work` and append its record. `Ok(false)` when skipped
@@ -1094,6 +1129,14 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
         if let Some(a) = allowance {
             routes.truncate(a);
         }
+        let ahead: Vec<Route> = routes
+            .iter()
+            .filter(|r| !self.replays(&r.to_string()))
+            .cloned()
+            .collect();
+        self.runner
+            .build_ahead(&ahead, config.route_timeout())
+            .map_err(TuneError::Executor)?;
         for route in &routes {
             self.step(Phase::Mixed2, route, None, |d| {
                 Ok(d.evaluate(Phase::Mixed2, route, config.calls))

@@ -910,3 +910,98 @@ fn a_route_whose_rivals_were_all_stopped_early_wins_without_a_head_to_head() {
         "no pass spent on a route slower beyond doubt"
     );
 }
+
+/// A runner that builds elsewhere (Slurm) is told each round's routes before they are built one by
+/// one: the first round with the default (reference) route ahead of it, mixed's phase 2 as a second
+/// round, on `--continue` only the routes the cache does not replay, and an executor that breaks stops
+/// the tune before anything is built.
+#[test]
+fn each_round_is_announced_to_the_runner_before_its_builds_less_the_replayed_routes() {
+    let p = plan(
+        3,
+        "-k0=[0|1|2|3] -k1=[0|1|2|3] -k2=[0|1|2|3]",
+        SearchOrder::Mixed,
+    );
+    let mut runner = FakeRunner::new(two_good_knobs);
+    let s = tune(
+        &mut runner,
+        &p,
+        &golden_inputs(),
+        &Reference::DefaultRoute,
+        Session::default(),
+    )
+    .expect("tune runs");
+    let phase = |ph: Phase| -> Vec<String> {
+        s.routes
+            .iter()
+            .filter(|r| r.phase == ph)
+            .map(|r| r.route.clone())
+            .collect()
+    };
+    assert_eq!(runner.ahead.len(), 2, "{:?}", runner.ahead);
+    // The default route is the baseline, announced once.
+    assert_eq!(runner.ahead[0], phase(Phase::Mixed1));
+    assert_eq!(runner.ahead[0][0], "-k0=0 -k1=0 -k2=0");
+    assert_eq!(runner.ahead[1], phase(Phase::Mixed2));
+
+    // Killed after the reference and two routes: the continued tune announces the rest only.
+    let p = plan(3, "-k0=[0|1|2|3] -k1=[0|1|2|3]", SearchOrder::Full);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("cache.jsonl");
+    let mut writer = CacheWriter::create(&path, &header_for(&p)).expect("create");
+    let session = Session {
+        cache: Some(&mut writer),
+        stop_after_new_iterations: Some(3),
+        ..Session::default()
+    };
+    let mut killed = FakeRunner::new(two_good_knobs);
+    tune(
+        &mut killed,
+        &p,
+        &golden_inputs(),
+        &Reference::DefaultRoute,
+        session,
+    )
+    .expect("runs");
+    drop(writer);
+    assert_eq!(
+        killed.ahead[0].len(),
+        16,
+        "the reference route is also the first route"
+    );
+    let full: Vec<String> = FullSpace::new(&p.expression)
+        .take(None)
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    let (content, mut writer) = cache::open_for_continue(&path).expect("continue");
+    let session = Session {
+        cache: Some(&mut writer),
+        previous: content.records,
+        ..Session::default()
+    };
+    let mut resumed = FakeRunner::new(two_good_knobs);
+    tune(
+        &mut resumed,
+        &p,
+        &golden_inputs(),
+        &Reference::DefaultRoute,
+        session,
+    )
+    .expect("runs");
+    // The reference and the first two routes are in the cache (the reference is the first route).
+    assert_eq!(resumed.ahead, vec![full[2..].to_vec()]);
+
+    let mut broken = FakeRunner::new(two_good_knobs);
+    broken.ahead_error = Some("cannot submit the builds to Slurm: sbatch failed".into());
+    let err = tune(
+        &mut broken,
+        &p,
+        &golden_inputs(),
+        &Reference::DefaultRoute,
+        Session::default(),
+    )
+    .expect_err("the executor broke");
+    assert!(matches!(err, trtmc_tune::TuneError::Executor(_)), "{err}");
+    assert_eq!(broken.builds, 0);
+}

@@ -10,6 +10,7 @@ use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
 use clap::Parser as _;
+use trtmc_core::artifacts::matrix::SlurmSettings;
 use trtmc_core::case::ResolvedCase;
 use trtmc_runner::bundles::default_cache_root;
 use trtmc_runner::tune::orchestrate::{
@@ -28,6 +29,20 @@ pub struct TuneWorkerArgs {}
 /// Runs a route's child process; returns its exit code.
 pub fn execute_worker(_args: TuneWorkerArgs) -> i32 {
     trtmc_runner::tune::child::main()
+}
+
+/// `tune-task TASKS --task I`: one Slurm array task of `tune --executor slurm` (never by hand).
+#[derive(Debug, clap::Args)]
+pub struct TuneTaskArgs {
+    /// The task list the coordinator wrote.
+    pub tasks_file: PathBuf,
+    #[arg(long)]
+    pub task: usize,
+}
+
+/// Builds one route of the task list; returns the exit code.
+pub fn execute_task(args: TuneTaskArgs) -> i32 {
+    trtmc_runner::tune::slurm::task_main(&args.tasks_file, args.task)
 }
 
 fn input_err(message: impl Into<String>) -> CliError {
@@ -77,6 +92,18 @@ pub fn execute(args: TuneArgs) -> CliResult {
     let expression = trtmc_tune::expr::parse(&expression_text, &knob_set)
         .map_err(|e| input_err(format!("{e} ({} {})", rt.name(), rt.version())))?;
     let config = args.config()?;
+    // A bad executor choice or environment is refused before the output directory exists.
+    let environment = match &args.environment {
+        Some(path) => Some(crate::catalog_root::shipped(
+            "environment",
+            path,
+            trtmc_share::SHIPPED_ENVIRONMENTS,
+        )?),
+        None => None,
+    };
+    let mut args = args;
+    args.environment = environment;
+    slurm_settings(&args)?;
     if args.dry_run {
         return crate::out::text(&trtmc_tune::search::dry_run(
             config.search,
@@ -236,6 +263,7 @@ fn run_tune(
         live_workers: args.live_workers.unwrap_or(DEFAULT_LIVE_WORKERS),
         command_line: args.canonical_argv(),
         worker_exe,
+        slurm: slurm_settings(args)?,
     };
     let progress = crate::progress::Terminal::new(args.quiet);
     let outcome = orchestrate::run(&request, start, &progress).map_err(CliError::from)?;
@@ -258,6 +286,27 @@ fn run_tune(
         ));
     }
     Ok(())
+}
+
+/// The Slurm settings of `--executor slurm --environment FILE` (the matrix's environment format);
+/// `None` for the local executor.
+fn slurm_settings(args: &TuneArgs) -> CliResult<Option<SlurmSettings>> {
+    let slurm = args.executor.as_deref() == Some("slurm");
+    match (&args.environment, slurm) {
+        (None, false) => Ok(None),
+        (Some(_), false) => Err(CliError::new(
+            ExitCode::Usage,
+            "--environment is read by --executor slurm only: add --executor slurm or drop --environment",
+        )),
+        (None, true) => Err(CliError::new(
+            ExitCode::Usage,
+            "--executor slurm needs --environment FILE (the matrix's environment format, docs/matrix.md; its \
+             `slurm:` section gives sbatch arguments, exclusivity, polling and timeouts)",
+        )),
+        (Some(path), true) => trtmc_matrix::suite::load_environment(path)
+            .map(|env| Some(env.slurm))
+            .map_err(input_err),
+    }
 }
 
 /// The runtime `runtime_name`, driving the trtexec of `--trtexec PATH` when given.

@@ -281,6 +281,13 @@ pub struct SlurmSettings {
     pub poll_s: f64,
     /// Give up waiting for the job array after this many seconds.
     pub timeout_s: f64,
+    /// `tune`: the nodes are the same hardware, so a route built on one node may be timed on another.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub identical_nodes: bool,
+    /// `tune`: folders every node sees; the tune's files must lie below one of them. Empty: anything
+    /// but node-local folders (/tmp, /var/tmp, /dev/shm, /run).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shared_paths: Vec<std::path::PathBuf>,
 }
 
 impl Default for SlurmSettings {
@@ -290,6 +297,8 @@ impl Default for SlurmSettings {
             exclusive: true,
             poll_s: 1.0,
             timeout_s: 3600.0,
+            identical_nodes: false,
+            shared_paths: Vec::new(),
         }
     }
 }

@@ -8,9 +8,11 @@
 //! * [`orchestrate`]: a whole tune, request in, outcome out (output directory, cache, engine, saved
 //!   bundles, summary and report).
 //! * [`protocol`]: the line protocol between the tuner and its children.
+//! * [`slurm`]: `--executor slurm`, each round's builds as one Slurm job array.
 
 pub mod child;
 pub mod knobs;
 pub mod orchestrate;
 pub mod process;
 pub mod protocol;
+pub mod slurm;

@@ -26,7 +26,9 @@ use trtmc_tune::{KnobSet, Reference, RouteRunner, Session, TuneError, TunePlan};
 
 use super::knobs;
 use super::process::{Options as ProcessOptions, ProcessRunner, RouteBundle, Target};
+use super::slurm::{SLURM_DIR, SlurmOptions, SlurmRunner, check_shared_path};
 use crate::progress::{Event, Progress};
+use trtmc_core::artifacts::matrix::SlurmSettings;
 
 pub const SUMMARY_FILE: &str = "tuning-summary.json";
 pub const REPORT_FILE: &str = "tuning-report.html";
@@ -212,6 +214,7 @@ pub fn prepare_output(output: Option<&Path>) -> Result<PathBuf, TuneRunError> {
                 LOG_DIR,
                 WORK_DIR,
                 ALL_BUNDLES_DIR,
+                SLURM_DIR,
             ];
             if let Some(other) = entries.iter().find(|e| !ours.contains(&e.as_str())) {
                 return Err(refuse(format!(
@@ -265,6 +268,8 @@ pub struct TuneRequest {
     pub command_line: Vec<String>,
     /// The executable whose `tune-worker` subcommand runs the routes' child processes.
     pub worker_exe: PathBuf,
+    /// `--executor slurm`: the environment's Slurm settings (builds as job arrays); `None`: local.
+    pub slurm: Option<SlurmSettings>,
 }
 
 /// A new tune with its plan, or the continuation of the one in the request's cache.
@@ -295,15 +300,61 @@ impl BuiltRoutes for ProcessRunner {
     }
 }
 
-/// Runs a tune with the real route runner: one build process and one serving worker per route.
+/// Runs a tune with the real route runner: one build process and one serving worker per route, the
+/// builds as Slurm job arrays with `request.slurm`.
 pub fn run(
     request: &TuneRequest,
     start: Start,
     progress: &dyn Progress,
 ) -> Result<TuneOutcome, TuneRunError> {
+    let Some(settings) = &request.slurm else {
+        return run_with(request, start, progress, |target, options| {
+            ProcessRunner::new(target, options).map_err(TuneRunError::Environment)
+        });
+    };
+    // Before the cache, the reference build or any submission.
+    check_slurm(request, settings)?;
+    let dir = request.output_dir.join(SLURM_DIR);
+    // A new tune in the directory of an earlier one must not take that tune's build results for its own.
+    if matches!(start, Start::New(_)) && dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(|source| TuneRunError::Write {
+            action: "remove",
+            path: dir.clone(),
+            source,
+        })?;
+    }
     run_with(request, start, progress, |target, options| {
-        ProcessRunner::new(target, options).map_err(TuneRunError::Environment)
+        let inner = ProcessRunner::new(target, options).map_err(TuneRunError::Environment)?;
+        let options = SlurmOptions {
+            settings: settings.clone(),
+            exe: request.worker_exe.clone(),
+            dir,
+        };
+        Ok(SlurmRunner::new(inner, options, progress))
     })
+}
+
+/// What `--executor slurm` needs before anything is submitted: the files the tasks read and write on
+/// paths every node sees (else an input error, exit 3), and a reachable controller (else exit 7).
+pub fn check_slurm(request: &TuneRequest, settings: &SlurmSettings) -> Result<(), TuneRunError> {
+    let mut paths = vec![
+        ("the output directory (-o)", request.output_dir.clone()),
+        ("the tuning cache (--cache)", request.cache.clone()),
+        (
+            "the bundle cache (--bundle-cache)",
+            request.bundle_cache.clone(),
+        ),
+        ("the trtmc-bench the tasks run", request.worker_exe.clone()),
+    ];
+    // The tasks read the model's files from its folder (its MODEL.toml's, or the --onnx file's).
+    paths.push((
+        "the model's folder",
+        request.model.profile.dir().to_path_buf(),
+    ));
+    for (what, path) in paths {
+        check_shared_path(what, &path, settings).map_err(input_err)?;
+    }
+    crate::slurm::check_controller().map_err(TuneRunError::Environment)
 }
 
 /// [`run`] with the route runner that `make_runner` makes from the target and the runner's options.

@@ -266,7 +266,7 @@ impl ProcessRunner {
         })
     }
 
-    fn request(&self, mode: ChildMode, info: &RouteBundle) -> ChildRequest {
+    pub(crate) fn request(&self, mode: ChildMode, info: &RouteBundle) -> ChildRequest {
         let r = &info.resolved;
         ChildRequest {
             schema: CHILD_REQUEST_SCHEMA.into(),

@@ -38,6 +38,10 @@ pub struct FakeRunner {
     /// Measurement calls, warm-ups included.
     pub measure_calls: usize,
     pub warmup_calls: usize,
+    /// The routes of every `build_ahead` call, in order.
+    pub ahead: Vec<Vec<String>>,
+    /// `build_ahead` fails with this (an executor that broke).
+    pub ahead_error: Option<String>,
 }
 
 pub fn never() -> Rule {
@@ -63,6 +67,8 @@ impl FakeRunner {
             output_runs: 0,
             measure_calls: 0,
             warmup_calls: 0,
+            ahead: Vec::new(),
+            ahead_error: None,
         }
     }
 
@@ -100,6 +106,15 @@ pub fn reference_outputs() -> Vec<Tensor> {
 
 impl RouteRunner for FakeRunner {
     type Built = Route;
+
+    fn build_ahead(&mut self, routes: &[Route], _timeout: Option<Duration>) -> Result<(), String> {
+        self.ahead
+            .push(routes.iter().map(Route::to_string).collect());
+        match &self.ahead_error {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
 
     fn build(&mut self, route: &Route, _timeout: Option<Duration>) -> Result<Route, RouteError> {
         self.builds += 1;

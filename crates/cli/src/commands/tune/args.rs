@@ -165,6 +165,15 @@ pub struct TuneArgs {
     /// Most route workers kept loaded at once (least recently used stopped first); default 8.
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
     pub live_workers: Option<usize>,
+    /// Where the routes are built: local (default), or slurm (each round's builds as one job array;
+    /// accuracy checks and timing stay on this node).
+    #[arg(long, value_name = "EXECUTOR", value_parser = ["local", "slurm"])]
+    pub executor: Option<String>,
+    /// With --executor slurm: the environment file (YAML, trtmc.perf-environment/v1, the matrix's
+    /// format) whose `slurm:` section gives sbatch arguments, exclusivity, polling and timeouts; or a
+    /// shipped one by name: cpu, gpu.
+    #[arg(long, value_name = "FILE")]
+    pub environment: Option<PathBuf>,
     /// No per-iteration progress on stderr.
     #[arg(short, long)]
     pub quiet: bool,
@@ -248,6 +257,8 @@ impl TuneArgs {
         opt("trtexec", path(&self.trtexec));
         opt("bundle-cache", path(&self.bundle_cache));
         opt("live-workers", num(self.live_workers));
+        opt("executor", self.executor.clone());
+        opt("environment", path(&self.environment));
         v
     }
 

@@ -16,6 +16,8 @@ fn the_canonical_argv_parses_back_to_the_same_options() {
         dims: vec!["batch=1".into()],
         save_all: true,
         output: Some(PathBuf::from("out")),
+        executor: Some("slurm".into()),
+        environment: Some(PathBuf::from("/shared/env.yaml")),
         ..TuneArgs::default()
     };
     let argv = args.canonical_argv();
@@ -26,6 +28,9 @@ fn the_canonical_argv_parses_back_to_the_same_options() {
     assert_eq!(back.routes, args.routes);
     assert_eq!(back.timeout, Some(-1.0));
     assert_eq!(back.dims, vec!["batch=1"]);
+    // `--continue` submits to the same cluster.
+    assert_eq!(back.executor.as_deref(), Some("slurm"));
+    assert_eq!(back.environment, args.environment);
     assert!(
         back.overrides()
             .expect("overrides")
