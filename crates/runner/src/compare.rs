@@ -241,14 +241,19 @@ pub fn reference_request(
     }
 }
 
+/// Whether the reference of `operation` feeds the bundle's synthesized inputs to one forward pass
+/// (`infer`, `classify`). The other operations' references run from the runner's per-call inputs
+/// alone, so nothing is synthesized for them: a decoder's cache or a cross-encoder's sequence axis
+/// has no size to synthesize at.
+pub fn feeds_synthesized_inputs(operation: &str) -> bool {
+    matches!(operation, "infer" | "classify")
+}
+
 /// The candidate runner's per-call inputs (token ids, images, noise, …) written beside the request,
 /// so the reference repeats exactly the candidate's calls; `None` for operations that have none.
 fn save_call_inputs(dir: &Path, side: &Side) -> Result<Option<PathBuf>, RunError> {
     // One forward pass on the synthesized inputs: nothing more to save, and no model load to pay.
-    if matches!(
-        side.planned.resolved.operation.as_str(),
-        "infer" | "classify"
-    ) {
+    if feeds_synthesized_inputs(&side.planned.resolved.operation) {
         return Ok(None);
     }
     let mut worker = crate::run::case_worker_request(&side.planned);
@@ -353,7 +358,11 @@ pub fn prepare_reference(
         progress,
     )?;
     let seed = side.case_seed();
-    let inputs = side.synthesize_inputs(seed, &BTreeMap::new())?;
+    let inputs = if feeds_synthesized_inputs(&side.planned.resolved.operation) {
+        side.synthesize_inputs(seed, &BTreeMap::new())?
+    } else {
+        Vec::new()
+    };
     save_reference_inputs(
         prep.dir,
         &side,

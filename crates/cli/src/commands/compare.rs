@@ -194,8 +194,16 @@ pub fn execute(args: CompareArgs) -> CliResult {
     let candidate = side(args.runtime.clone())?;
 
     let seed = args.seed.unwrap_or_else(|| candidate.case_seed());
+    // Saving the reference inputs of an operation with per-call inputs (generate, encode, …) needs
+    // no forward pass here, nor synthesized inputs (the reference runs from the runner's own).
+    let save_only = args.save_inputs.is_some()
+        && !compare::feeds_synthesized_inputs(&candidate.planned.resolved.operation)
+        && args.against.is_none()
+        && args.golden.is_none()
+        && args.save_outputs.is_none();
     let inputs = match &args.inputs {
         Some(path) => candidate.read_inputs(path),
+        None if save_only => Ok(Vec::new()),
         None => candidate.synthesize_inputs(seed, &dims),
     }?;
 
@@ -213,6 +221,9 @@ pub fn execute(args: CompareArgs) -> CliResult {
             saved.inputs_index.display(),
             saved.request_path.display()
         )?;
+        if save_only {
+            return Ok(());
+        }
     }
     let candidate_out = run_side(&candidate, &inputs)?;
     let candidate_label = candidate.label();

@@ -1,9 +1,12 @@
 //! `encode`: a batch of texts in, one embedding vector per text out (tokenization included in the call).
 
+use std::collections::BTreeMap;
+
 use anyhow::{Context as _, bail};
 use ndarray::ArrayD;
+use serde_json::Value;
 
-use super::{CallRecord, RunnerContext, TimedRunner, check_finite};
+use super::{CallInputs, CallRecord, ReferenceInputs, RunnerContext, TimedRunner, check_finite};
 use crate::runtime::Session;
 use crate::tensor::{Dim, HostTensor, TensorSpec};
 use crate::tokenize::Tokenizer;
@@ -115,20 +118,27 @@ impl EncodeRunner {
             ArrayD::from_shape_vec(shape, mask)?,
         ))
     }
-}
 
-impl TimedRunner for EncodeRunner {
-    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
-        let (ids, mask) = self.tokenize()?;
-        let inputs = self
-            .input_names
+    /// The encoder's inputs in session order: token ids, attention mask, zero token types.
+    fn feeds(&self, ids: &ArrayD<i64>, mask: &ArrayD<i64>) -> Vec<HostTensor> {
+        self.input_names
             .iter()
             .map(|n| match n.as_str() {
                 "input_ids" => HostTensor::I64(ids.clone()),
                 "attention_mask" => HostTensor::I64(mask.clone()),
                 _ => HostTensor::I64(ArrayD::zeros(ids.raw_dim())),
             })
-            .collect();
+            .collect()
+    }
+}
+
+/// How many leading values of each embedding the notes keep (enough to compare with a reference).
+const EMBEDDING_HEAD: usize = 8;
+
+impl TimedRunner for EncodeRunner {
+    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
+        let (ids, mask) = self.tokenize()?;
+        let inputs = self.feeds(&ids, &mask);
         self.outputs = self.session.run(inputs)?;
         let out = self
             .outputs
@@ -143,5 +153,58 @@ impl TimedRunner for EncodeRunner {
 
     fn verify(&mut self) -> anyhow::Result<()> {
         check_finite(&self.output_specs, &self.outputs)
+    }
+
+    /// `embedding_head`: the first values of each item's embedding from the last call.
+    fn notes(&self) -> BTreeMap<String, Value> {
+        let Some(out) = self
+            .outputs
+            .get(self.output_index)
+            .and_then(HostTensor::as_f32)
+        else {
+            return BTreeMap::new();
+        };
+        let width = out.shape().last().copied().unwrap_or(0).max(1);
+        let values: Vec<f32> = out.iter().copied().collect();
+        let heads: Vec<Value> = values
+            .chunks(width)
+            .map(|item| {
+                Value::from(
+                    item.iter()
+                        .take(EMBEDDING_HEAD)
+                        .map(|&x| f64::from(x))
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .collect();
+        BTreeMap::from([("embedding_head".to_string(), Value::from(heads))])
+    }
+
+    /// The tokenized batch as the call feeds it (token ids, not text: a reference needs no
+    /// tokenizer), by the encoder's input names.
+    fn reference_inputs(&self) -> ReferenceInputs {
+        let Ok((ids, mask)) = self.tokenize() else {
+            return ReferenceInputs::default();
+        };
+        let tensors = self
+            .input_names
+            .iter()
+            .cloned()
+            .zip(self.feeds(&ids, &mask))
+            .collect();
+        let values = BTreeMap::from([
+            ("items".to_string(), Value::from(self.texts.len())),
+            (
+                "output".to_string(),
+                Value::from(
+                    self.output_specs
+                        .get(self.output_index)
+                        .map_or("", |s| s.name.as_str()),
+                ),
+            ),
+        ]);
+        ReferenceInputs {
+            calls: vec![CallInputs { tensors, values }],
+        }
     }
 }

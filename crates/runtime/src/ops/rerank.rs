@@ -9,7 +9,7 @@ use anyhow::{Context as _, bail};
 use ndarray::{ArrayD, IxDyn};
 use serde_json::Value;
 
-use super::{CallRecord, RunnerContext, TimedRunner, check_finite};
+use super::{CallInputs, CallRecord, ReferenceInputs, RunnerContext, TimedRunner, check_finite};
 use crate::runtime::Session;
 use crate::tensor::{Dim, HostTensor, TensorSpec};
 use crate::tokenize::Tokenizer;
@@ -118,17 +118,14 @@ impl RerankRunner {
             ArrayD::from_shape_vec(shape, types)?,
         ))
     }
-}
 
-impl TimedRunner for RerankRunner {
-    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
+    /// The tokenized pairs as the cross-encoder's inputs, in session order.
+    fn feeds(&self) -> anyhow::Result<Vec<HostTensor>> {
         let (ids, mask, types) = self.tokenize()?;
-        let tokens = ids.len();
         let mut ids = Some(ids);
         let mut mask = Some(mask);
         let mut types = Some(types);
-        let inputs = self
-            .input_names
+        self.input_names
             .iter()
             .map(|n| match n.as_str() {
                 "input_ids" => ids.take(),
@@ -139,7 +136,14 @@ impl TimedRunner for RerankRunner {
                 t.map(HostTensor::I64)
                     .context("cross-encoder input named twice")
             })
-            .collect::<anyhow::Result<Vec<_>>>()?;
+            .collect()
+    }
+}
+
+impl TimedRunner for RerankRunner {
+    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
+        let inputs = self.feeds()?;
+        let tokens = inputs.first().map_or(0, |t| t.shape().iter().product());
         self.outputs = self.session.run(inputs)?;
         let scores = self
             .outputs
@@ -169,7 +173,30 @@ impl TimedRunner for RerankRunner {
         check_finite(&self.output_specs, &self.outputs)
     }
 
+    /// `ranking` (document indices, best first) and `scores` (per document) of the last call.
     fn notes(&self) -> BTreeMap<String, Value> {
-        BTreeMap::from([("ranking".to_string(), Value::from(self.ranking.clone()))])
+        let scores: Vec<f64> = self
+            .outputs
+            .first()
+            .and_then(HostTensor::as_f32)
+            .map(|s| s.iter().map(|&x| f64::from(x)).collect())
+            .unwrap_or_default();
+        BTreeMap::from([
+            ("ranking".to_string(), Value::from(self.ranking.clone())),
+            ("scores".to_string(), Value::from(scores)),
+        ])
+    }
+
+    /// The tokenized (query, document) pairs as the call feeds them, by input name: a reference
+    /// needs no tokenizer.
+    fn reference_inputs(&self) -> ReferenceInputs {
+        let Ok(feeds) = self.feeds() else {
+            return ReferenceInputs::default();
+        };
+        let tensors = self.input_names.iter().cloned().zip(feeds).collect();
+        let values = BTreeMap::from([("documents".to_string(), Value::from(self.documents.len()))]);
+        ReferenceInputs {
+            calls: vec![CallInputs { tensors, values }],
+        }
     }
 }
