@@ -63,15 +63,16 @@ def execute(request, doc):
     doc["load_ms"] = (time.perf_counter_ns() - t0) / 1e6
 
     declared = {i.name: i.type for i in session.get_inputs()}
+    operation = request.get("operation", "infer")
     missing = [n for n in declared if n not in dict(inputs)]
-    # An operation with per-call inputs (generate, encode, …) feeds those, not the synthesized set.
-    if missing and not request.get("operation_inputs"):
+    # Only infer and classify feed the synthesized set; the other operations feed their per-call inputs
+    # (and say so when the request lacks them).
+    if missing and operation in ("infer", "classify"):
         raise ref.ReferenceFailure(f"the inputs lack {', '.join(missing)} (given: {', '.join(n for n, _ in inputs)})")
     feeds = {name: array for name, array in inputs if name in declared}
     onnx_types = {"tensor(float)": "float32", "tensor(float16)": "float16",
                   "tensor(double)": "float64", "tensor(bfloat16)": "bfloat16"}
     doc["precision"] = ref.precision_of(onnx_types.get(t, t) for t in declared.values())
-    operation = request.get("operation", "infer")
     ctx = ort_ops.OperationContext(session, feeds, request.get("request") or {}, read_calls(request))
     call, names = ort_ops.load(operation).prepare(ctx)
 

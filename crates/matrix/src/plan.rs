@@ -25,7 +25,15 @@ fn one() -> u64 {
 }
 
 /// Operations `reference/ort_reference.py` implements (its documented contract).
-pub const ORT_PYTHON_OPERATIONS: &[&str] = &["infer", "classify"];
+pub const ORT_PYTHON_OPERATIONS: &[&str] = &[
+    "infer",
+    "classify",
+    // The text operations, from the runners' per-call inputs (reference/ort_ops/<operation>.py).
+    "generate",
+    "generate_vl",
+    "encode",
+    "rerank",
+];
 
 /// What kind of problem a preflight finding is (it decides the exit code).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -561,7 +569,7 @@ fn plan_row(
                 Kind::Config,
                 format!(
                     "reference `{ORT_PYTHON}` implements {} only, not `{}`: exclude this profile with a reason or pick another reference",
-                    ORT_PYTHON_OPERATIONS.join(" and "),
+                    ORT_PYTHON_OPERATIONS.join(", "),
                     candidate.operation
                 ),
             );
