@@ -24,4 +24,6 @@ def prepare(ctx):
         return ctx.session.run(None, feeds)
 
     ctx.notes["items"] = int(feeds[declared[0]].shape[0])
+    # The candidate tokenizes inside its call; this reference cannot (no tokenizer here): say so.
+    ctx.notes["tokenization"] = "outside the timed call (the candidate's token ids)"
     return call, names

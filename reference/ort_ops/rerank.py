@@ -35,4 +35,6 @@ def prepare(ctx):
 
     ctx.notes["documents"] = documents
     ctx.notes["ranking"] = ranking
+    # The candidate tokenizes inside its call; this reference cannot (no tokenizer here): say so.
+    ctx.notes["tokenization"] = "outside the timed call (the candidate's token ids)"
     return call, names
