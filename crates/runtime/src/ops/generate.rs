@@ -511,6 +511,56 @@ impl TimedRunner for GenerateRunner {
 mod tests {
     use super::*;
 
+    /// What a reference in another framework does with the saved draws: temperature, the top k
+    /// highest first (ties by id), f32 weights summed in that order, one draw walked through them.
+    fn pick_with_draw(logits: &[f32], temperature: f32, top_k: usize, u: f32) -> usize {
+        let mut kept: Vec<(f32, usize)> = logits
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| (l / temperature, i))
+            .collect();
+        kept.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        kept.truncate(top_k);
+        let max = kept[0].0;
+        let weights: Vec<f32> = kept.iter().map(|p| (p.0 - max).exp()).collect();
+        let mut target = u * weights.iter().sum::<f32>();
+        for (w, p) in weights.iter().zip(&kept) {
+            if target < *w {
+                return p.1;
+            }
+            target -= w;
+        }
+        kept[kept.len() - 1].1
+    }
+
+    #[test]
+    fn the_saved_draws_reproduce_seeded_top_k_sampling() {
+        // Ties (1.0 three times) straddle the top-k cut: the kept set must not depend on the sort.
+        let logits = [0.5, 1.0, 3.0, 1.0, 2.5, 1.0, -1.0, 2.9];
+        let mut sampler = Sampler::new(true, 0.7, 5, 11);
+        let draws = sampler.seeded_draws(40).expect("seeded sampling draws");
+        sampler.restart();
+        let tokens: Vec<usize> = (0..40).map(|_| sampler.next(&logits)).collect();
+        let again: Vec<usize> = draws
+            .iter()
+            .map(|&u| pick_with_draw(&logits, 0.7, 5, u))
+            .collect();
+        assert_eq!(tokens, again);
+        // Kept: 2, 7, 4 and of the tied three the lowest ids, 1 and 3.
+        assert!(
+            tokens.iter().all(|&t| ![0, 5, 6].contains(&t)),
+            "{tokens:?}"
+        );
+        assert!(
+            Sampler::new(false, 0.7, 5, 11).seeded_draws(4).is_none(),
+            "greedy"
+        );
+        assert!(
+            Sampler::new(true, 0.7, 5, -1).seeded_draws(4).is_none(),
+            "unseeded"
+        );
+    }
+
     #[test]
     fn greedy_picks_the_maximum_and_seeded_sampling_repeats() {
         let logits = [0.1, 2.0, 0.3, 1.9];
