@@ -308,23 +308,21 @@ fn a_reference_lacking_what_the_operation_needs_fails_naming_it() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let request = read_json(&dir.join("reference-request.json"));
     let result = tmp.path().join("result.json");
-    let cases: [(&str, Box<dyn Fn(&mut Value)>); 2] = [
-        (
-            "per-call inputs",
-            Box::new(|d: &mut Value| {
-                d.as_object_mut()
-                    .expect("object")
-                    .remove("operation_inputs");
-            }),
-        ),
+    let mut without_inputs = request.clone();
+    without_inputs
+        .as_object_mut()
+        .expect("object")
+        .remove("operation_inputs");
+    let mut text_only_vl = request.clone();
+    text_only_vl["operation"] = "generate_vl".into();
+    let cases = [
+        ("per-call inputs", without_inputs),
         (
             "needs a decoder with an `image_patches` input",
-            Box::new(|d: &mut Value| d["operation"] = "generate_vl".into()),
+            text_only_vl,
         ),
     ];
-    for (needle, edit) in cases {
-        let mut doc = request.clone();
-        edit(&mut doc);
+    for (needle, doc) in cases {
         let path = tmp.path().join("edited.json");
         std::fs::write(&path, doc.to_string()).expect("write");
         let out = python_reference(&path, &result);
