@@ -28,7 +28,12 @@ fn one() -> u64 {
 pub const ORT_PYTHON_OPERATIONS: &[&str] = &[
     "infer",
     "classify",
-    // reference/ort_ops/: the media operations' loops around the session.
+    // The text operations, from the runners' per-call inputs (reference/ort_ops/<operation>.py).
+    "generate",
+    "generate_vl",
+    "encode",
+    "rerank",
+    // The media operations' loops around the session (reference/ort_ops/).
     "segment",
     "detect",
     "forecast",

@@ -426,7 +426,11 @@ fn measure(
 
         // Reference: its own process.
         let side = match &python_request {
-            Some(request) => run_python_reference(plan, pr, request, &suffix, ctx)?,
+            Some(request) => {
+                let side = run_python_reference(plan, pr, request, &suffix, ctx)?;
+                same_output_tokens(ctx, &out, &suffix).map_err(failed)?;
+                side
+            }
             None => {
                 let rt = backend.trim_start_matches(TRTMC_PREFIX);
                 let out = ctx.dir.join(format!("reference{suffix}"));
@@ -485,6 +489,49 @@ fn measure(
         .map_err(|e| (RowStatus::Incomplete, e))?;
     result.comparison = Some(cmp);
     result.status = RowStatus::Compared;
+    Ok(())
+}
+
+/// The output token count per call must be the same on both sides (generation: a reference that
+/// stopped early or ran on would time another workload). Checked where the Python reference records
+/// `output_tokens` in its notes and the candidate's observations count output tokens.
+fn same_output_tokens(ctx: &Ctx<'_>, candidate_out: &Path, suffix: &str) -> Result<(), String> {
+    let reference_path = ctx
+        .dir
+        .join("reference")
+        .join(format!("reference-result{suffix}.json"));
+    let reference: ReferenceResult = read_typed(ctx, &reference_path, REFERENCE_RESULT_SCHEMA)?;
+    let Some(expected) = reference.notes.get("output_tokens").and_then(Value::as_u64) else {
+        return Ok(());
+    };
+    let result: BenchmarkRun = read_typed(
+        ctx,
+        &candidate_out.join("result.json"),
+        BENCHMARK_RUN_SCHEMA,
+    )?;
+    let Some(obs_rel) = result
+        .cases
+        .first()
+        .and_then(|c| c.files.observations.clone())
+    else {
+        return Ok(());
+    };
+    let text = std::fs::read_to_string(candidate_out.join(obs_rel)).map_err(|e| {
+        format!(
+            "cannot read the observations of {}: {e}",
+            ctx.rel(candidate_out)
+        )
+    })?;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let o: Observation = serde_json::from_str(line)
+            .map_err(|e| format!("{} holds a bad observation: {e}", ctx.rel(candidate_out)))?;
+        if let Some(n) = o.output_tokens.filter(|&n| n != expected) {
+            return Err(format!(
+                "output token count differs: the candidate generated {n} tokens in call {}, the reference {expected} per call (not the same workload)",
+                o.iteration
+            ));
+        }
+    }
     Ok(())
 }
 

@@ -8,7 +8,10 @@ use anyhow::{Context as _, bail};
 use ndarray::ArrayD;
 use serde_json::Value;
 
-use super::{CallRecord, Rotation, RunnerContext, TimedRunner, check_finite, sample_layout};
+use super::{
+    CallInputs, CallRecord, ReferenceInputs, Rotation, RunnerContext, TimedRunner, check_finite,
+    sample_layout,
+};
 use crate::runtime::Session;
 use crate::tensor::{Dim, HostTensor, TensorSpec};
 use crate::tokenize::Tokenizer;
@@ -124,7 +127,22 @@ impl EncodeRunner {
             ArrayD::from_shape_vec(shape, mask)?,
         ))
     }
+
+    /// The encoder's inputs in session order: token ids, attention mask, zero token types.
+    fn feeds(&self, ids: &ArrayD<i64>, mask: &ArrayD<i64>) -> Vec<HostTensor> {
+        self.input_names
+            .iter()
+            .map(|n| match n.as_str() {
+                "input_ids" => HostTensor::I64(ids.clone()),
+                "attention_mask" => HostTensor::I64(mask.clone()),
+                _ => HostTensor::I64(ArrayD::zeros(ids.raw_dim())),
+            })
+            .collect()
+    }
 }
+
+/// How many leading values of each embedding the notes keep (enough to compare with a reference).
+const EMBEDDING_HEAD: usize = 8;
 
 impl TimedRunner for EncodeRunner {
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
@@ -132,15 +150,7 @@ impl TimedRunner for EncodeRunner {
         let texts = &self.batches.inputs()[call];
         let items = texts.len();
         let (ids, mask) = self.tokenize(texts)?;
-        let inputs = self
-            .input_names
-            .iter()
-            .map(|n| match n.as_str() {
-                "input_ids" => HostTensor::I64(ids.clone()),
-                "attention_mask" => HostTensor::I64(mask.clone()),
-                _ => HostTensor::I64(ArrayD::zeros(ids.raw_dim())),
-            })
-            .collect();
+        let inputs = self.feeds(&ids, &mask);
         self.outputs = self.session.run(inputs)?;
         let out = self
             .outputs
@@ -157,10 +167,31 @@ impl TimedRunner for EncodeRunner {
         check_finite(&self.output_specs, &self.outputs)
     }
 
-    /// With rotation: how many calls used each input, and how many of the token sequences the calls
-    /// sent differ (texts that tokenize alike count once).
+    /// `embedding_head`: the first values of each item's embedding from the last call. With rotation:
+    /// how many calls used each input, and how many of the token sequences the calls sent differ
+    /// (texts that tokenize alike count once).
     fn notes(&self) -> BTreeMap<String, Value> {
         let mut notes = self.batches.notes();
+        if let Some(out) = self
+            .outputs
+            .get(self.output_index)
+            .and_then(HostTensor::as_f32)
+        {
+            let width = out.shape().last().copied().unwrap_or(0).max(1);
+            let values: Vec<f32> = out.iter().copied().collect();
+            let heads: Vec<Value> = values
+                .chunks(width)
+                .map(|item| {
+                    Value::from(
+                        item.iter()
+                            .take(EMBEDDING_HEAD)
+                            .map(|&x| f64::from(x))
+                            .collect::<Vec<_>>(),
+                    )
+                })
+                .collect();
+            notes.insert("embedding_head".to_string(), Value::from(heads));
+        }
         if !notes.is_empty() {
             let distinct: BTreeSet<Vec<i64>> = self
                 .batches
@@ -171,5 +202,32 @@ impl TimedRunner for EncodeRunner {
             notes.insert("distinct_inputs".into(), Value::from(distinct.len()));
         }
         notes
+    }
+
+    /// Each distinct call's tokenized batch as the call feeds it (token ids, not text: a reference
+    /// needs no tokenizer), by the encoder's input names.
+    fn reference_inputs(&self) -> ReferenceInputs {
+        let output = self
+            .output_specs
+            .get(self.output_index)
+            .map_or("", |s| s.name.as_str());
+        let mut calls = Vec::with_capacity(self.batches.inputs().len());
+        for texts in self.batches.inputs() {
+            let Ok((ids, mask)) = self.tokenize(texts) else {
+                return ReferenceInputs::default();
+            };
+            let tensors = self
+                .input_names
+                .iter()
+                .cloned()
+                .zip(self.feeds(&ids, &mask))
+                .collect();
+            let values = BTreeMap::from([
+                ("items".to_string(), Value::from(texts.len())),
+                ("output".to_string(), Value::from(output)),
+            ]);
+            calls.push(CallInputs { tensors, values });
+        }
+        ReferenceInputs { calls }
     }
 }

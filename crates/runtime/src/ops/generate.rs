@@ -17,7 +17,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
-use super::{CallRecord, RunnerContext, TimedRunner};
+use super::{CallInputs, CallRecord, ReferenceInputs, RunnerContext, TimedRunner};
 use crate::runtime::Session;
 use crate::tensor::{Dim, HostTensor};
 use crate::tokenize::Tokenizer;
@@ -149,8 +149,24 @@ impl Sampler {
         }
     }
 
+    /// Whether [`Sampler::next`] draws a random number (one per token) rather than taking the argmax.
+    pub fn draws(&self) -> bool {
+        self.do_sample && self.temperature > 0.0
+    }
+
+    /// The first `n` uniform draws of a seeded stream, the ones [`Sampler::next`] uses for tokens
+    /// 1..=n of every call; `None` when sampling is greedy or unseeded (the draws then are not
+    /// repeatable).
+    pub fn seeded_draws(&self, n: usize) -> Option<Vec<f32>> {
+        if !self.draws() || self.seed < 0 {
+            return None;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed as u64);
+        Some((0..n).map(|_| rng.random::<f32>()).collect())
+    }
+
     pub fn next(&mut self, logits: &[f32]) -> usize {
-        if !self.do_sample || self.temperature <= 0.0 {
+        if !self.draws() {
             return argmax(logits);
         }
         self.scratch.clear();
@@ -161,9 +177,13 @@ impl Sampler {
                 .map(|(i, &l)| (l / self.temperature, i)),
         );
         if self.top_k > 0 && self.top_k < self.scratch.len() {
-            self.scratch
-                .select_nth_unstable_by(self.top_k - 1, |a, b| b.0.total_cmp(&a.0));
+            // Highest first, ties by token id: the kept tokens and their order (which the draw walks)
+            // are fully determined, so a reference in another framework picks the same token.
+            let order =
+                |a: &(f32, usize), b: &(f32, usize)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+            self.scratch.select_nth_unstable_by(self.top_k - 1, order);
             self.scratch.truncate(self.top_k);
+            self.scratch.sort_unstable_by(order);
         }
         let max = self
             .scratch
@@ -465,11 +485,96 @@ impl TimedRunner for GenerateRunner {
         notes.insert("sampling_seed".into(), Value::from(self.sampler.seed));
         notes
     }
+
+    /// The prompt's token ids (BOS included), the image's patches for `generate_vl`, the sampling
+    /// settings, and for seeded sampling the uniform draws of tokens 1..=max_new_tokens, so a
+    /// reference repeats the same loop and picks the same tokens without a tokenizer or ChaCha8.
+    fn reference_inputs(&self) -> ReferenceInputs {
+        let mut tensors = vec![(
+            "prompt_ids".to_string(),
+            HostTensor::I64(ndarray::Array1::from(self.prompt.clone()).into_dyn()),
+        )];
+        if let Some(image) = &self.image {
+            tensors.push(("image_patches".to_string(), HostTensor::F32(image.clone())));
+        }
+        if let Some(draws) = self.sampler.seeded_draws(self.max_new_tokens) {
+            tensors.push((
+                "sampling_uniforms".to_string(),
+                HostTensor::F32(ndarray::Array1::from(draws).into_dyn()),
+            ));
+        }
+        let values = BTreeMap::from([
+            (
+                "max_new_tokens".to_string(),
+                Value::from(self.max_new_tokens),
+            ),
+            ("do_sample".to_string(), Value::from(self.sampler.do_sample)),
+            (
+                "temperature".to_string(),
+                Value::from(self.sampler.temperature),
+            ),
+            ("top_k".to_string(), Value::from(self.sampler.top_k)),
+            ("seed".to_string(), Value::from(self.sampler.seed)),
+        ]);
+        ReferenceInputs {
+            calls: vec![CallInputs { tensors, values }],
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a reference in another framework does with the saved draws: temperature, the top k
+    /// highest first (ties by id), f32 weights summed in that order, one draw walked through them.
+    fn pick_with_draw(logits: &[f32], temperature: f32, top_k: usize, u: f32) -> usize {
+        let mut kept: Vec<(f32, usize)> = logits
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| (l / temperature, i))
+            .collect();
+        kept.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        kept.truncate(top_k);
+        let max = kept[0].0;
+        let weights: Vec<f32> = kept.iter().map(|p| (p.0 - max).exp()).collect();
+        let mut target = u * weights.iter().sum::<f32>();
+        for (w, p) in weights.iter().zip(&kept) {
+            if target < *w {
+                return p.1;
+            }
+            target -= w;
+        }
+        kept[kept.len() - 1].1
+    }
+
+    #[test]
+    fn the_saved_draws_reproduce_seeded_top_k_sampling() {
+        // Ties (1.0 three times) straddle the top-k cut: the kept set must not depend on the sort.
+        let logits = [0.5, 1.0, 3.0, 1.0, 2.5, 1.0, -1.0, 2.9];
+        let mut sampler = Sampler::new(true, 0.7, 5, 11);
+        let draws = sampler.seeded_draws(40).expect("seeded sampling draws");
+        sampler.restart();
+        let tokens: Vec<usize> = (0..40).map(|_| sampler.next(&logits)).collect();
+        let again: Vec<usize> = draws
+            .iter()
+            .map(|&u| pick_with_draw(&logits, 0.7, 5, u))
+            .collect();
+        assert_eq!(tokens, again);
+        // Kept: 2, 7, 4 and of the tied three the lowest ids, 1 and 3.
+        assert!(
+            tokens.iter().all(|&t| ![0, 5, 6].contains(&t)),
+            "{tokens:?}"
+        );
+        assert!(
+            Sampler::new(false, 0.7, 5, 11).seeded_draws(4).is_none(),
+            "greedy"
+        );
+        assert!(
+            Sampler::new(true, 0.7, 5, -1).seeded_draws(4).is_none(),
+            "unseeded"
+        );
+    }
 
     #[test]
     fn greedy_picks_the_maximum_and_seeded_sampling_repeats() {

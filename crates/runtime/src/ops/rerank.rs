@@ -10,7 +10,10 @@ use anyhow::{Context as _, bail};
 use ndarray::{ArrayD, IxDyn};
 use serde_json::Value;
 
-use super::{CallRecord, Rotation, RunnerContext, TimedRunner, check_finite, sample_layout};
+use super::{
+    CallInputs, CallRecord, ReferenceInputs, Rotation, RunnerContext, TimedRunner, check_finite,
+    sample_layout,
+};
 use crate::runtime::Session;
 use crate::tensor::{Dim, HostTensor, TensorSpec};
 use crate::tokenize::Tokenizer;
@@ -128,18 +131,14 @@ impl RerankRunner {
     }
 }
 
-impl TimedRunner for RerankRunner {
-    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
-        let call = self.batches.next();
-        let documents = &self.batches.inputs()[call];
-        let count = documents.len();
+impl RerankRunner {
+    /// The tokenized (query, document) pairs as the cross-encoder's inputs, in session order.
+    fn feeds(&self, documents: &[String]) -> anyhow::Result<Vec<HostTensor>> {
         let (ids, mask, types) = self.tokenize(documents)?;
-        let tokens = ids.len();
         let mut ids = Some(ids);
         let mut mask = Some(mask);
         let mut types = Some(types);
-        let inputs = self
-            .input_names
+        self.input_names
             .iter()
             .map(|n| match n.as_str() {
                 "input_ids" => ids.take(),
@@ -150,7 +149,17 @@ impl TimedRunner for RerankRunner {
                 t.map(HostTensor::I64)
                     .context("cross-encoder input named twice")
             })
-            .collect::<anyhow::Result<Vec<_>>>()?;
+            .collect()
+    }
+}
+
+impl TimedRunner for RerankRunner {
+    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
+        let call = self.batches.next();
+        let documents = &self.batches.inputs()[call];
+        let count = documents.len();
+        let inputs = self.feeds(documents)?;
+        let tokens = inputs.first().map_or(0, |t| t.shape().iter().product());
         self.outputs = self.session.run(inputs)?;
         let scores = self
             .outputs
@@ -179,9 +188,32 @@ impl TimedRunner for RerankRunner {
         check_finite(&self.output_specs, &self.outputs)
     }
 
+    /// `ranking` (document indices, best first) and `scores` (per document) of the last call.
     fn notes(&self) -> BTreeMap<String, Value> {
         let mut notes = self.batches.notes();
+        let scores: Vec<f64> = self
+            .outputs
+            .first()
+            .and_then(HostTensor::as_f32)
+            .map(|s| s.iter().map(|&x| f64::from(x)).collect())
+            .unwrap_or_default();
         notes.insert("ranking".to_string(), Value::from(self.ranking.clone()));
+        notes.insert("scores".to_string(), Value::from(scores));
         notes
+    }
+
+    /// Each distinct call's tokenized (query, document) pairs as the call feeds them, by input name:
+    /// a reference needs no tokenizer.
+    fn reference_inputs(&self) -> ReferenceInputs {
+        let mut calls = Vec::with_capacity(self.batches.inputs().len());
+        for documents in self.batches.inputs() {
+            let Ok(feeds) = self.feeds(documents) else {
+                return ReferenceInputs::default();
+            };
+            let tensors = self.input_names.iter().cloned().zip(feeds).collect();
+            let values = BTreeMap::from([("documents".to_string(), Value::from(documents.len()))]);
+            calls.push(CallInputs { tensors, values });
+        }
+        ReferenceInputs { calls }
     }
 }
