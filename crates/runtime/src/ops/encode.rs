@@ -172,6 +172,7 @@ impl TimedRunner for EncodeRunner {
     /// (texts that tokenize alike count once).
     fn notes(&self) -> BTreeMap<String, Value> {
         let mut notes = self.batches.notes();
+        let rotating = !notes.is_empty();
         if let Some(out) = self
             .outputs
             .get(self.output_index)
@@ -192,7 +193,7 @@ impl TimedRunner for EncodeRunner {
                 .collect();
             notes.insert("embedding_head".to_string(), Value::from(heads));
         }
-        if !notes.is_empty() {
+        if rotating {
             let distinct: BTreeSet<Vec<i64>> = self
                 .batches
                 .used()
