@@ -232,6 +232,7 @@ pub fn reference_request(
         threads: settings.threads.unwrap_or(threads),
         options,
         save_outputs: None,
+        profile_dir: None,
     }
 }
 

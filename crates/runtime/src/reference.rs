@@ -46,6 +46,10 @@ pub struct ReferenceRequest {
     /// Where to save the outputs of the last call (raw binaries + `outputs.json`), if anywhere.
     #[serde(default)]
     pub save_outputs: Option<PathBuf>,
+    /// Run with the framework's profiler on and write its trace into this folder (named in the result's
+    /// notes as `profile_trace`); the matrix's explanation of a yellow or red row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

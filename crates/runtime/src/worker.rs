@@ -71,9 +71,10 @@ fn execute_inner(
         Some(dir) => {
             let rt = runtime::runtime(&request.runtime).map_err(anyhow::Error::msg)?;
             let manifest = BundleManifest::read(dir).map_err(anyhow::Error::msg)?;
-            let session = rt
+            let mut session = rt
                 .load(dir, &manifest, &request.runtime_settings)
                 .with_context(|| format!("cannot load bundle {}", dir.display()))?;
+            request.apply_test_hooks(session.as_mut())?;
             (Some(session), Some(manifest))
         }
     };
@@ -517,6 +518,7 @@ mod tests {
             profile: None,
             test_call_delay_us: None,
             test_call_slowdown_ppm: None,
+            test_slow_node: None,
         }
     }
 
