@@ -3,11 +3,80 @@
 //! status and bundle preparation.
 
 use trtmc_report::fmt::fmt_num;
-use trtmc_report::html::{Page, Section, banner, key_values, pill, text};
+use trtmc_report::html::{Markup, Page, Section, banner, el, href_for_path, key_values, pill, text};
 use trtmc_report::table::{Cell, Column, Table};
 
-use crate::row::RowStatus;
+use crate::row::{RowResult, RowStatus};
 use crate::runner::{Results, preparation_label};
+
+/// The explanation of one yellow or red row (`None` when it has none): the layers that account for
+/// most of the gap, or why the explanation is missing, and a link to the `analyze` report of both
+/// profiles (paths are relative to the run directory, where report.html is).
+pub fn explanation_block(row: &RowResult) -> Option<Markup> {
+    let e = row.explanation.as_ref()?;
+    let mut m = el(
+        "h3",
+        &[("id", &format!("explanation-{:03}", row.index))],
+        &text(&row.id),
+    );
+    if let Some(why) = &e.missing {
+        m.push(&banner(
+            "warn",
+            &text(&format!("no explanation: {why}")),
+        ));
+    }
+    if let (Some(c), Some(r)) = (e.candidate_ms, e.reference_ms) {
+        m.push(&el(
+            "p",
+            &[("class", "muted")],
+            &text(&format!(
+                "summed layer time per call in the profiling passes: candidate {} ms, reference {} ms, gap {} ms",
+                fmt_num(c),
+                fmt_num(r),
+                fmt_num(c - r)
+            )),
+        ));
+    }
+    if !e.layers.is_empty() {
+        let mut t = Table::new(
+            &format!("explanation-table-{:03}", row.index),
+            vec![
+                Column::text("layer").help("the ONNX node, or the nodes a fusion on either side merged"),
+                Column::num("candidate ms"),
+                Column::num("reference ms"),
+                Column::num("delta ms"),
+                Column::num("share").help("the delta over the whole gap between the two profiles"),
+            ],
+        );
+        for l in &e.layers {
+            t.push(vec![
+                Cell::markup(
+                    el("span", &[("title", &l.nodes.join(", "))], &text(&l.layer)),
+                    &l.layer,
+                ),
+                Cell::num(l.candidate_ms, &fmt_num(l.candidate_ms)),
+                Cell::num(l.reference_ms, &fmt_num(l.reference_ms)),
+                Cell::num(l.delta_ms, &fmt_num(l.delta_ms)),
+                Cell::num(l.share, &format!("{:.0} %", l.share * 100.0)),
+            ]);
+        }
+        m.push(&t.render());
+    }
+    match (&e.report, &e.report_error) {
+        (Some(report), _) => m.push(&el(
+            "p",
+            &[],
+            &el(
+                "a",
+                &[("href", &href_for_path(report))],
+                &text("analyze report of both profiles"),
+            ),
+        )),
+        (None, Some(why)) => m.push(&el("p", &[("class", "muted")], &text(why))),
+        (None, None) => {}
+    }
+    Some(m)
+}
 
 fn light_class(light: &str) -> &'static str {
     match light {
@@ -135,6 +204,14 @@ pub fn render(r: &Results) -> String {
     }
     page.sections
         .push(Section::new("rows-panel", "Rows", t.render()));
+    let explained: Vec<Markup> = r.rows.iter().filter_map(explanation_block).collect();
+    if !explained.is_empty() {
+        page.sections.push(Section::new(
+            "explanations",
+            "Where the time went",
+            Markup::concat(&explained),
+        ));
+    }
     let th = &r.suite.thresholds;
     page.sections.push(Section::new(
         "rules",
