@@ -75,15 +75,14 @@ pub(crate) fn explain(
         return explanation;
     }
     let calls = if fail_reference { 0 } else { PROFILE_CALLS };
-    let sides = profile_run_side(plan, pr, ctx, "candidate", &candidate, PROFILE_CALLS).and_then(
-        |c| {
+    let sides =
+        profile_run_side(plan, pr, ctx, "candidate", &candidate, PROFILE_CALLS).and_then(|c| {
             let r = match python_request {
                 Some(request) => profile_python(plan, pr, ctx, request, calls),
                 None => profile_run_side(plan, pr, ctx, "reference", &reference, calls),
             }?;
             Ok((c, r))
-        },
-    );
+        });
     let (cand, refr) = match sides {
         Ok(s) => s,
         Err(why) => {
@@ -154,8 +153,7 @@ fn profile_run_side(
     let runtime = side.runtime.unwrap_or_default();
     let runtime = runtime.strip_prefix(TRTMC_PREFIX).unwrap_or(runtime);
     let out = ctx.dir.join(format!("profile-{role}"));
-    let mut argv =
-        crate::row::run_argv(plan, pr, runtime, side.set, side.trtexec, 1, &out);
+    let mut argv = crate::row::run_argv(plan, pr, runtime, side.set, side.trtexec, 1, &out);
     argv.extend([
         "--profile".into(),
         "--profile-iterations".into(),
@@ -366,10 +364,7 @@ pub(crate) fn gap_layers(
     reference: &[(String, f64)],
 ) -> Gap {
     let anchors = anchors_of(graph);
-    let (c, r) = (
-        anchored(candidate, &anchors),
-        anchored(reference, &anchors),
-    );
+    let (c, r) = (anchored(candidate, &anchors), anchored(reference, &anchors));
     let set = |side: &[(Option<usize>, &str, f64)]| -> BTreeSet<usize> {
         side.iter().filter_map(|(a, _, _)| *a).collect()
     };
@@ -520,8 +515,16 @@ mod tests {
         let a = anchors_of(&g);
         assert_eq!(anchor("n0_conv_1_conv.matmatmul", &a), Some(0));
         assert_eq!(anchor("n3_maxpool_4", &a), Some(3));
-        assert_eq!(anchor("relu_3_nchwc", &a), Some(2), "an output tensor's name");
-        assert_eq!(anchor("n2_relu_33", &a), None, "no separator after the name");
+        assert_eq!(
+            anchor("relu_3_nchwc", &a),
+            Some(2),
+            "an output tensor's name"
+        );
+        assert_eq!(
+            anchor("n2_relu_33", &a),
+            None,
+            "no separator after the name"
+        );
         assert_eq!(anchor("ReorderOutput", &a), None);
     }
 
@@ -555,7 +558,11 @@ mod tests {
         assert_eq!(fused.nodes.len(), 3);
         assert!((fused.candidate_ms - 1.1).abs() < 1e-9);
         assert!((fused.reference_ms - 0.5).abs() < 1e-9);
-        assert_eq!(gap.layers.len(), 3, "the gemm; not the reorder, faster on the candidate");
+        assert_eq!(
+            gap.layers.len(),
+            3,
+            "the gemm; not the reorder, faster on the candidate"
+        );
         let shares: f64 = gap.layers.iter().map(|l| l.share).sum();
         assert!(shares > 0.99 && shares < 1.01, "{shares}");
     }

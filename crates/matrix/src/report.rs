@@ -3,7 +3,9 @@
 //! status and bundle preparation.
 
 use trtmc_report::fmt::fmt_num;
-use trtmc_report::html::{Markup, Page, Section, banner, el, href_for_path, key_values, pill, text};
+use trtmc_report::html::{
+    Markup, Page, Section, banner, el, href_for_path, key_values, pill, text,
+};
 use trtmc_report::table::{Cell, Column, Table};
 
 use crate::row::{RowResult, RowStatus};
@@ -20,10 +22,7 @@ pub fn explanation_block(row: &RowResult) -> Option<Markup> {
         &text(&row.id),
     );
     if let Some(why) = &e.missing {
-        m.push(&banner(
-            "warn",
-            &text(&format!("no explanation: {why}")),
-        ));
+        m.push(&banner("warn", &text(&format!("no explanation: {why}"))));
     }
     if let (Some(c), Some(r)) = (e.candidate_ms, e.reference_ms) {
         m.push(&el(
@@ -41,7 +40,8 @@ pub fn explanation_block(row: &RowResult) -> Option<Markup> {
         let mut t = Table::new(
             &format!("explanation-table-{:03}", row.index),
             vec![
-                Column::text("layer").help("the ONNX node, or the nodes a fusion on either side merged"),
+                Column::text("layer")
+                    .help("the ONNX node, or the nodes a fusion on either side merged"),
                 Column::num("candidate ms"),
                 Column::num("reference ms"),
                 Column::num("delta ms"),

@@ -66,12 +66,13 @@ pub struct SlowNode {
 
 impl WorkerRequest {
     /// Applies [`WorkerRequest::test_slow_node`] to a freshly loaded session.
-    pub fn apply_test_hooks(&self, session: &mut dyn crate::runtime::Session) -> anyhow::Result<()> {
+    pub fn apply_test_hooks(
+        &self,
+        session: &mut dyn crate::runtime::Session,
+    ) -> anyhow::Result<()> {
         match &self.test_slow_node {
-            Some(slow) => session.slow_node_for_test(
-                &slow.node,
-                std::time::Duration::from_micros(slow.micros),
-            ),
+            Some(slow) => session
+                .slow_node_for_test(&slow.node, std::time::Duration::from_micros(slow.micros)),
             None => Ok(()),
         }
     }
