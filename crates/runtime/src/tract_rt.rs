@@ -443,7 +443,7 @@ impl TractSession {
         values: TVec<TValue>,
         (slow, wait): (usize, Duration),
     ) -> anyhow::Result<TVec<TValue>> {
-        Ok(self.state.run_plan_with_eval(
+        self.state.run_plan_with_eval(
             values,
             |ctx: &EvalContext,
              st: Option<&mut (dyn OpState + 'static)>,
@@ -455,7 +455,7 @@ impl TractSession {
                 }
                 result
             },
-        )?)
+        )
     }
 
     /// One run with every node timed (the profiling path; the timed path is `SimpleState::run`).
