@@ -266,3 +266,63 @@ pub fn render(r: &Results) -> String {
     ));
     page.render()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trtmc_core::artifacts::matrix::{Explanation, GapLayer};
+
+    fn row_with(explanation: Option<Explanation>) -> RowResult {
+        let mut row: RowResult = serde_json::from_value(serde_json::json!({
+            "schema": "trtmc.matrix-row/v1", "index": 3, "id": "e/m/t/tract", "entry": "e",
+            "model": "m", "testcase": "t", "status": "compared", "message": null,
+            "comparison": null, "candidate": null, "reference": null, "resolved_settings": {},
+            "commands": [], "preparation": null, "attempt_dir": "rows/003/attempt-1",
+            "executor": "local", "slurm_task": null, "host": "h", "started": "", "finished": ""
+        }))
+        .expect("a row result");
+        row.explanation = explanation;
+        row
+    }
+
+    #[test]
+    fn the_explanation_block_lists_layers_links_the_report_and_escapes_names() {
+        assert_eq!(explanation_block(&row_with(None)), None);
+        let block = explanation_block(&row_with(Some(Explanation {
+            missing: None,
+            candidate_ms: Some(25.0),
+            reference_ms: Some(5.0),
+            layers: vec![GapLayer {
+                layer: "<n3_maxpool_4>".into(),
+                nodes: vec!["<n3_maxpool_4>".into()],
+                candidate_ms: 20.5,
+                reference_ms: 0.5,
+                delta_ms: 20.0,
+                share: 1.0,
+            }],
+            report: Some("rows/003/attempt-1/explanation-report/index.html".into()),
+            report_error: None,
+            files: Vec::new(),
+        })))
+        .expect("a block");
+        let html = block.as_str();
+        assert!(html.contains("&lt;n3_maxpool_4&gt;") && !html.contains("<n3_maxpool_4>"));
+        assert!(html.contains("100 %"));
+        assert!(html.contains("href=\"rows/003/attempt-1/explanation-report/index.html\""));
+        let missing = explanation_block(&row_with(Some(Explanation {
+            missing: Some("the reference's profiling pass failed: exit code 2".into()),
+            candidate_ms: None,
+            reference_ms: None,
+            layers: Vec::new(),
+            report: None,
+            report_error: None,
+            files: Vec::new(),
+        })))
+        .expect("a block");
+        assert!(
+            missing
+                .as_str()
+                .contains("no explanation: the reference&#39;s profiling pass failed")
+        );
+    }
+}
