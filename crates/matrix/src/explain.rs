@@ -108,7 +108,7 @@ pub(crate) fn explain(
             explanation.layers = gap.layers;
             if explanation.layers.is_empty() {
                 explanation.missing = Some(format!(
-                    "the profiles show no layer slower on the candidate side (candidate {:.3} ms, reference {:.3} ms per call)",
+                    "the profiling passes show no gap to explain: summed layer time per call is {:.3} ms on the candidate, {:.3} ms on the reference (the timed rounds' difference lies outside the layers, or did not reproduce under the profiler)",
                     gap.candidate_ms, gap.reference_ms
                 ));
             }
@@ -357,7 +357,7 @@ fn anchored<'a>(
 
 /// Aligns two profiles (`(layer name, ms per call)`) on `graph` and ranks the groups of nodes by their
 /// share of the gap (candidate total − reference total); the top [`TOP_LAYERS`] slower on the
-/// candidate side are kept.
+/// candidate side are kept, none when the candidate's total is not above the reference's.
 pub(crate) fn gap_layers(
     graph: &[GraphNode],
     candidate: &[(String, f64)],
@@ -398,6 +398,14 @@ pub(crate) fn gap_layers(
     let candidate_ms: f64 = times.iter().map(|t| t.0).sum();
     let reference_ms: f64 = times.iter().map(|t| t.1).sum();
     let gap = candidate_ms - reference_ms;
+    // A candidate no slower under the profiler leaves no gap to share out.
+    if gap <= 0.0 {
+        return Gap {
+            candidate_ms,
+            reference_ms,
+            layers: Vec::new(),
+        };
+    }
     let mut layers: Vec<GapLayer> = times
         .iter()
         .enumerate()
@@ -427,7 +435,7 @@ pub(crate) fn gap_layers(
                 candidate_ms: cm,
                 reference_ms: rm,
                 delta_ms: cm - rm,
-                share: if gap > 0.0 { (cm - rm) / gap } else { 0.0 },
+                share: (cm - rm) / gap,
             }
         })
         .collect();
@@ -583,6 +591,14 @@ mod tests {
             &times(&[("n3_maxpool_4", 2.0)]),
         );
         assert!(none.layers.is_empty());
+        // One layer slower, the whole faster: no gap to share out.
+        let faster = gap_layers(
+            &graph(),
+            &times(&[("n3_maxpool_4", 1.5), ("n4_gemm_5", 0.1)]),
+            &times(&[("n3_maxpool_4", 1.0), ("n4_gemm_5", 2.0)]),
+        );
+        assert!(faster.layers.is_empty());
+        assert!((faster.candidate_ms - 1.6).abs() < 1e-9);
     }
 
     #[test]
