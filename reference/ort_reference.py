@@ -8,6 +8,11 @@ execution_mode sequential|parallel (default sequential), inter_threads (default 
 intra_op_num_threads. Test-only (honoured with TRTMC_TEST=1): test_noise_scale multiplies the saved diffusion noise (a value
 beyond float32, e.g. 1e39, makes infinities, to exercise the non-finite check). See trtmc_reference.py
 for the protocol.
+
+A request with `profile_dir` runs with ONNX Runtime's profiler on (SessionOptions.enable_profiling): the
+trace is written into that folder and named in the result's notes (`profile_trace`, with
+`profile_warmup_runs`, the session runs before the timed calls, which a reader drops). The matrix asks
+for it once per yellow or red row, outside its timed rounds (docs/matrix.md).
 """
 
 import os
@@ -58,6 +63,11 @@ def execute(request, doc):
     if mode not in ("sequential", "parallel"):
         raise ref.ReferenceFailure(f"execution_mode must be sequential or parallel, got {mode!r}")
     so.execution_mode = (ort.ExecutionMode.ORT_PARALLEL if mode == "parallel" else ort.ExecutionMode.ORT_SEQUENTIAL)
+    profile_dir = request.get("profile_dir")
+    if profile_dir:
+        os.makedirs(profile_dir, exist_ok=True)
+        so.enable_profiling = True
+        so.profile_file_prefix = os.path.join(profile_dir, "ort-profile")
 
     inputs = ref.read_tensor_set(request["inputs"])
     t0 = time.perf_counter_ns()
@@ -95,6 +105,9 @@ def execute(request, doc):
         "providers": session.get_providers(),
         **ctx.notes,
     }
+    if profile_dir:
+        doc["notes"]["profile_trace"] = os.path.abspath(session.end_profiling())
+        doc["notes"]["profile_warmup_runs"] = int(request["warmup"])
     if request.get("save_outputs"):
         ref.write_tensor_set(request["save_outputs"], "outputs", list(zip(names, outputs)))
 

@@ -1138,3 +1138,99 @@ fn run_directories_half_created_refused_and_swept_of_dead_temporaries() {
     let expected: Vec<u64> = awkward.iter().map(|v| v.to_bits()).collect();
     assert_eq!(loads, expected, "results.json differs from the row");
 }
+
+/// A yellow or red light explains itself (docs/matrix.md): a tract candidate made slower in one known
+/// node (60 ms after `n3_maxpool_4` in every call, timed and profiled, by the test hook) names that
+/// node first against ONNX Runtime's Python loop, through ORT's profiler, with the analyze report of
+/// both profiles linked from report.html. A profiling pass that fails (the second row's reference, by
+/// the test hook) keeps the light and says why the explanation is missing.
+#[test]
+fn a_red_or_yellow_row_names_the_node_the_candidate_was_slowed_in() {
+    let _one_at_a_time = measuring();
+    let s = setup("");
+    let measure = "    measure: {warmup: 1, iterations: 12, rounds: 2}\n";
+    let rows = format!(
+        "  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: single\n    candidate: {{runtime: tract}}\n    reference: {{backend: onnxruntime-python}}\n{measure}  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: batch8\n    candidate: {{runtime: tract}}\n    reference: {{backend: \"trtmc:tract\"}}\n{measure}"
+    );
+    let suite_path = suite(&s, "explain", &rows);
+    let out = s.dir.path().join("run");
+    let failing_row = "tiny-cnn.classify/tiny-cnn/batch8/tract";
+    let o = run_suite(
+        &s,
+        &suite_path,
+        &out,
+        &[],
+        &[
+            (
+                "TRTMC_TEST_MATRIX_CANDIDATE_SLOW_NODE",
+                "n3_maxpool_4=60000",
+            ),
+            ("TRTMC_TEST_MATRIX_PROFILE_FAIL_ROW", failing_row),
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    let results = read_json(&out.join("results.json"));
+    let _: trtmc_core::artifacts::matrix::Results =
+        assert_document("matrix-results.schema.json", &results);
+    let rows = rows_by_id(&results);
+
+    let explained = &rows[0].1;
+    assert_ne!(explained["comparison"]["light"], "green", "{explained}");
+    let e = &explained["explanation"];
+    assert_eq!(e["missing"], Value::Null, "{e}");
+    let first = &e["layers"][0];
+    assert_eq!(first["layer"], "n3_maxpool_4", "{e}");
+    assert!(first["candidate_ms"].as_f64().unwrap() >= 60.0, "{first}");
+    assert!(first["reference_ms"].as_f64().unwrap() < 5.0, "{first}");
+    let share = first["share"].as_f64().unwrap();
+    assert!(share > 0.5 && share <= 1.0, "{first}");
+    let report = e["report"]
+        .as_str()
+        .expect("the analyze report of both profiles");
+    assert!(out.join(report).is_file(), "{report}");
+    for f in e["files"].as_array().unwrap() {
+        assert!(out.join(f.as_str().unwrap()).is_file(), "{f}");
+    }
+    // The hook slowed the candidate only: its profiling pass carries it, the reference's does not.
+    let commands = explained["commands"].as_array().unwrap();
+    let slowed = |c: &Value| c["env"]["TRTMC_TEST_SLOW_NODE"] == "n3_maxpool_4=60000";
+    let profile_leaf = |c: &&Value| {
+        c["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "--profile")
+    };
+    assert!(commands.iter().filter(profile_leaf).all(slowed));
+    assert!(
+        commands
+            .iter()
+            .filter(|c| c["argv"][1]
+                .as_str()
+                .is_some_and(|a| a.ends_with("ort_reference.py")))
+            .all(|c| !slowed(c))
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
+    assert!(html.contains("Where the time went"));
+    assert!(
+        html.contains(&format!("href=\"{report}\"")),
+        "links {report}"
+    );
+
+    let unexplained = &rows[1].1;
+    assert_eq!(rows[1].0, failing_row);
+    assert_eq!(unexplained["status"], "compared");
+    assert_ne!(
+        unexplained["comparison"]["light"], "green",
+        "the light stays: {unexplained}"
+    );
+    let missing = unexplained["explanation"]["missing"]
+        .as_str()
+        .expect("why the explanation is missing");
+    assert!(
+        missing.contains("the reference's profiling pass failed")
+            && missing.contains("--profile-iterations"),
+        "{missing}"
+    );
+    assert_eq!(unexplained["explanation"]["layers"], serde_json::json!([]));
+}

@@ -28,6 +28,14 @@ pub const MATRIX_CANDIDATE_DELAY_ENV: &str = "TRTMC_TEST_MATRIX_CANDIDATE_DELAY_
 pub const MATRIX_CANDIDATE_SLOWDOWN_ENV: &str = "TRTMC_TEST_MATRIX_CANDIDATE_SLOWDOWN";
 /// A matrix row id whose task dies before writing a result (a crashed Slurm task).
 pub const MATRIX_ABORT_ROW_ENV: &str = "TRTMC_TEST_MATRIX_ABORT_ROW";
+/// `NODE=MICROSECONDS`: tract busy-waits that long right after the graph node whose name starts with
+/// NODE, in every call of `run`'s worker, timed or profiled: a candidate made slower in one known node.
+pub const SLOW_NODE_ENV: &str = "TRTMC_TEST_SLOW_NODE";
+/// `NODE=MICROSECONDS` the matrix passes to its candidates' `run` (timed rounds and profiling pass) as
+/// [`SLOW_NODE_ENV`].
+pub const MATRIX_CANDIDATE_SLOW_NODE_ENV: &str = "TRTMC_TEST_MATRIX_CANDIDATE_SLOW_NODE";
+/// A matrix row id whose reference profiling pass (the explanation of a yellow or red light) fails.
+pub const MATRIX_PROFILE_FAIL_ROW_ENV: &str = "TRTMC_TEST_MATRIX_PROFILE_FAIL_ROW";
 
 /// The hooks of one command, as read from its environment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -42,6 +50,11 @@ pub struct TestHooks {
     pub matrix_candidate_delay_us: Option<String>,
     pub matrix_candidate_slowdown: Option<String>,
     pub matrix_abort_row: Option<String>,
+    /// [`SLOW_NODE_ENV`]: the node name prefix and the busy wait after it.
+    pub slow_node: Option<(String, Duration)>,
+    /// Kept as text: handed on unchanged to the candidates' `run` as [`SLOW_NODE_ENV`].
+    pub matrix_candidate_slow_node: Option<String>,
+    pub matrix_profile_fail_row: Option<String>,
 }
 
 impl TestHooks {
@@ -68,6 +81,9 @@ impl TestHooks {
             matrix_candidate_delay_us: text(MATRIX_CANDIDATE_DELAY_ENV),
             matrix_candidate_slowdown: text(MATRIX_CANDIDATE_SLOWDOWN_ENV),
             matrix_abort_row: text(MATRIX_ABORT_ROW_ENV),
+            slow_node: text(SLOW_NODE_ENV).as_deref().and_then(parse_slow_node),
+            matrix_candidate_slow_node: text(MATRIX_CANDIDATE_SLOW_NODE_ENV),
+            matrix_profile_fail_row: text(MATRIX_PROFILE_FAIL_ROW_ENV),
         }
     }
 
@@ -88,6 +104,13 @@ impl TestHooks {
             profile.manifest.display()
         ))
     }
+}
+
+/// `NODE=MICROSECONDS` (the node name prefix must not be empty).
+fn parse_slow_node(text: &str) -> Option<(String, Duration)> {
+    let (node, us) = text.rsplit_once('=')?;
+    let us: u64 = us.trim().parse().ok()?;
+    (!node.is_empty()).then(|| (node.to_string(), Duration::from_micros(us)))
 }
 
 #[cfg(test)]
@@ -137,6 +160,17 @@ mod tests {
         assert_eq!(h.pause_before_commit, Some(Duration::from_millis(5)));
         assert_eq!(h.matrix_candidate_delay_us.as_deref(), Some("7"));
         assert_eq!(h.matrix_abort_row, None, "an empty value is no hook");
+        let slow = hooks(&[(TEST_ENV, "1"), (SLOW_NODE_ENV, "n3_maxpool_4=2500")]);
+        assert_eq!(
+            slow.slow_node,
+            Some(("n3_maxpool_4".to_string(), Duration::from_micros(2500)))
+        );
+        assert_eq!(
+            hooks(&[(TEST_ENV, "1"), (SLOW_NODE_ENV, "=5")]).slow_node,
+            None,
+            "a node is named"
+        );
+        assert_eq!(hooks(&[(SLOW_NODE_ENV, "a=5")]).slow_node, None);
         assert_eq!(
             hooks(&[(TEST_ENV, "1"), (CALL_DELAY_ENV, "soon")]).call_delay,
             None

@@ -10,6 +10,7 @@
 //! | [`plan`] | the preflight (`matrix check`) and the plan it produces |
 //! | [`row`] | one row: leaf commands, contract checks, the light |
 //! | [`lights`] | green / yellow / red from the ratio and its interval |
+//! | [`explain`] | a yellow or red row's per-layer profiles of both sides, aligned by ONNX node |
 //! | [`runner`] | run directories, results.json, local executor, resume, receipts attached |
 //! | [`slurm`] | the Slurm job-array executor |
 //! | [`receipt`] | bundle-preparation receipts |
@@ -17,6 +18,7 @@
 //! | [`junit`] | the run as JUnit XML (`--export-junit`) |
 
 mod error;
+pub mod explain;
 pub mod junit;
 pub mod lights;
 pub mod plan;

@@ -5,10 +5,9 @@
 //! result files, and its explanation when it has one. Links are made only to files that exist in the run
 //! directory, relative to it, so the page works from file:// wherever the run directory is moved.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use serde_json::Value;
 use trtmc_report::fmt::fmt_num;
 use trtmc_report::html::{
     Markup, Page, Section, banner, breakable, el, file_link, key_values, pill, text,
@@ -19,6 +18,77 @@ use trtmc_report::table::{Cell, Column, Table};
 use crate::lights::Light;
 use crate::row::{RowResult, RowStatus};
 use crate::runner::{Results, preparation_label};
+use trtmc_core::artifacts::matrix::Explanation;
+
+/// What a yellow or red row's explanation says: the layers that account for most of the gap (or why
+/// the explanation is missing) and a link to the `analyze` report of both profiles, when it exists
+/// (paths are relative to the run directory, where report.html is).
+fn explanation_content(row: &RowResult, run: &Path, e: &Explanation) -> Markup {
+    let mut m = el("h4", &[], &text("Where the time went"));
+    if let Some(why) = &e.missing {
+        m.push(&banner(
+            "warn",
+            &breakable(&format!("no explanation: {why}")),
+        ));
+    }
+    if let (Some(c), Some(r)) = (e.candidate_ms, e.reference_ms) {
+        m.push(&el(
+            "p",
+            &[("class", "muted")],
+            &text(&format!(
+                "summed layer time per call in the profiling passes: candidate {} ms, reference {} ms, gap {} ms",
+                fmt_num(c),
+                fmt_num(r),
+                fmt_num(c - r)
+            )),
+        ));
+    }
+    if !e.layers.is_empty() {
+        let mut t = Table::new(
+            &format!("explanation-table-{:03}", row.index),
+            vec![
+                Column::text("layer")
+                    .help("the ONNX node, or the nodes a fusion on either side merged"),
+                Column::num("candidate ms"),
+                Column::num("reference ms"),
+                Column::num("delta ms"),
+                Column::num("share").help("the delta over the whole gap between the two profiles"),
+            ],
+        );
+        for l in &e.layers {
+            t.push(vec![
+                Cell::markup(
+                    el("span", &[("title", &l.nodes.join(", "))], &text(&l.layer)),
+                    &l.layer,
+                ),
+                Cell::num(l.candidate_ms, &fmt_num(l.candidate_ms)),
+                Cell::num(l.reference_ms, &fmt_num(l.reference_ms)),
+                Cell::num(l.delta_ms, &fmt_num(l.delta_ms)),
+                Cell::num(l.share, &format!("{:.0} %", l.share * 100.0)),
+            ]);
+        }
+        m.push(&t.render());
+    }
+    match (&e.report, &e.report_error) {
+        (Some(report), _) => {
+            let link = existing_link(run, report, "analyze report of both profiles")
+                .unwrap_or_else(|| {
+                    let mut missing = text("the analyze report is missing: ");
+                    missing.push(&breakable(report));
+                    missing
+                });
+            m.push(&el("p", &[("class", "files")], &link));
+        }
+        (None, Some(why)) => m.push(&el("p", &[("class", "muted")], &breakable(why))),
+        (None, None) => {
+            let row_file = format!("rows/{:03}.json", row.index);
+            let mut p = text("recorded in ");
+            p.push(&existing_link(run, &row_file, &row_file).unwrap_or_else(|| text(&row_file)));
+            m.push(&el("p", &[("class", "files")], &p));
+        }
+    }
+    m
+}
 
 fn light_class(light: &str) -> &'static str {
     match light {
@@ -87,10 +157,11 @@ pub fn render(r: &Results, run: &Path) -> String {
             )),
         ));
     }
-    let explanations: BTreeMap<usize, Value> = r
+    let explanations: BTreeSet<usize> = r
         .rows
         .iter()
-        .filter_map(|row| explanation(row, run).map(|e| (row.index, e)))
+        .filter(|row| row.explanation.is_some())
+        .map(|row| row.index)
         .collect();
 
     page.sections
@@ -102,7 +173,7 @@ pub fn render(r: &Results, run: &Path) -> String {
     ));
     let mut files = Markup::default();
     for row in &r.rows {
-        files.push(&row_files(row, run, explanations.get(&row.index)));
+        files.push(&row_files(row, run, row.explanation.as_ref()));
     }
     if r.rows.is_empty() {
         files.push(&el(
@@ -229,7 +300,7 @@ fn forest_section(r: &Results) -> Markup {
     body
 }
 
-fn rows_table(r: &Results, explanations: &BTreeMap<usize, Value>) -> Table {
+fn rows_table(r: &Results, explanations: &BTreeSet<usize>) -> Table {
     let mut t = Table::new(
         "rows",
         vec![
@@ -281,7 +352,7 @@ fn rows_table(r: &Results, explanations: &BTreeMap<usize, Value>) -> Table {
             _ => String::new(),
         };
         let mut note_markup = breakable(&note);
-        if explanations.contains_key(&row.index) {
+        if explanations.contains(&row.index) {
             if !note.is_empty() {
                 note_markup.push_trusted(" ");
             }
@@ -435,7 +506,7 @@ fn attempt_files(run: &Path, attempt: &str) -> (BTreeMap<Option<u32>, RoundFiles
 
 /// One row's files: the row result, both sides' result files and the attempt folder, each round's
 /// logs and results, and its explanation.
-fn row_files(row: &RowResult, run: &Path, explanation: Option<&Value>) -> Markup {
+fn row_files(row: &RowResult, run: &Path, explanation: Option<&Explanation>) -> Markup {
     let anchor = row_anchor(row.index);
     let mut heading = text(&format!("{:03}", row.index));
     heading.push(&el("span", &[], &breakable(&row.id)));
@@ -538,69 +609,15 @@ fn row_files(row: &RowResult, run: &Path, explanation: Option<&Value>) -> Markup
     el("article", &[("class", "row-files"), ("id", &anchor)], &body)
 }
 
-/// A row's `explanation` (issue 18: why a yellow or red row is slow, per layer), read by field name so
-/// this page does not depend on its type: from the row itself, or from its `rows/NNN.json` when the
-/// row type in this build does not carry the field yet. `None` when the row has none.
-fn explanation(row: &RowResult, run: &Path) -> Option<Value> {
-    let from_row = serde_json::to_value(row)
-        .ok()
-        .and_then(|mut v| v.get_mut("explanation").map(Value::take));
-    let found = match from_row {
-        Some(e) => e,
-        None => {
-            let bytes = std::fs::read(run.join(format!("rows/{:03}.json", row.index))).ok()?;
-            serde_json::from_slice::<Value>(&bytes)
-                .ok()?
-                .get_mut("explanation")
-                .map(Value::take)?
-        }
-    };
-    (!found.is_null()).then_some(found)
-}
-
-/// THE EXPLANATION BLOCK of a row (`#row-NNN-explanation`, linked from the row table's note): the link
-/// to its analyze package (`explanation.package`, relative to the run directory; a folder links its
-/// `index.html`) and its one-line summary or reason. The per-layer table of the explanation belongs
-/// here too, rendered by the code that writes the explanation.
-fn explanation_block(row: &RowResult, run: &Path, e: &Value) -> Markup {
-    let mut body = el("h4", &[], &text("Explanation"));
-    let line = ["summary", "message", "reason", "error"]
-        .iter()
-        .find_map(|k| e.get(*k).and_then(Value::as_str));
-    if let Some(line) = line {
-        body.push(&el("p", &[], &breakable(line)));
-    }
-    match e.get("package").and_then(Value::as_str) {
-        Some(package) => {
-            let index = join(package, "index.html");
-            let target = if run.join(package).is_dir() && run.join(&index).is_file() {
-                index
-            } else {
-                package.to_string()
-            };
-            let p = existing_link(run, &target, "analyze package of both profiles").unwrap_or_else(
-                || {
-                    let mut missing = text("the analyze package is missing: ");
-                    missing.push(&breakable(package));
-                    missing
-                },
-            );
-            body.push(&el("p", &[("class", "files")], &p));
-        }
-        None => {
-            let row_file = format!("rows/{:03}.json", row.index);
-            let mut p = text("recorded in ");
-            p.push(&existing_link(run, &row_file, &row_file).unwrap_or_else(|| text(&row_file)));
-            body.push(&el("p", &[("class", "files")], &p));
-        }
-    }
+/// The explanation block of a row (`#row-NNN-explanation`, linked from the row table's note).
+fn explanation_block(row: &RowResult, run: &Path, e: &Explanation) -> Markup {
     el(
         "div",
         &[
             ("class", "explanation"),
             ("id", &format!("{}-explanation", row_anchor(row.index))),
         ],
-        &body,
+        &explanation_content(row, run, e),
     )
 }
 
@@ -671,6 +688,7 @@ fn provenance_section(r: &Results) -> Section {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     const PROBE: &str = "<script>alert(1)</script>";
 
@@ -783,38 +801,76 @@ mod tests {
         assert!(!html.contains("href="), "{html}");
         assert!(html.contains("none found in the run directory"));
     }
+}
+
+#[cfg(test)]
+mod explanation_tests {
+    use super::*;
+    use trtmc_core::artifacts::matrix::GapLayer;
+
+    fn row_with(explanation: Option<Explanation>) -> RowResult {
+        let mut row: RowResult = serde_json::from_value(serde_json::json!({
+            "schema": "trtmc.matrix-row/v1", "index": 3, "id": "e/m/t/tract", "entry": "e",
+            "model": "m", "testcase": "t", "status": "compared", "message": null,
+            "comparison": null, "candidate": null, "reference": null, "resolved_settings": {},
+            "commands": [], "preparation": null, "attempt_dir": "rows/003/attempt-1",
+            "executor": "local", "slurm_task": null, "host": "h", "started": "", "finished": ""
+        }))
+        .expect("a row result");
+        row.explanation = explanation;
+        row
+    }
 
     #[test]
-    fn an_explanation_is_read_by_field_name_and_links_its_package() {
+    fn the_explanation_block_lists_layers_links_the_report_and_escapes_names() {
         let t = tempfile::tempdir().expect("tmp");
         let run = t.path();
-        let r = row(
-            3,
-            "compared",
-            Some(comparison(1.5, 1.4.into(), 1.6.into())),
-            None,
-        );
-        assert_eq!(explanation(&r, run), None, "no row file, no explanation");
-        let mut doc = serde_json::to_value(&r).expect("json");
-        doc["explanation"] = serde_json::json!({
-            "package": "rows/003/explain",
-            "summary": format!("{PROBE} took 80 % of the gap")
-        });
-        std::fs::create_dir_all(run.join("rows")).expect("mkdir");
-        std::fs::write(run.join("rows/003.json"), doc.to_string()).expect("write");
-        touch(&run.join("rows/003/explain/index.html"));
-        let e = explanation(&r, run).expect("read from rows/003.json");
-        let html = explanation_block(&r, run, &e).into_string();
+        let report = "rows/003/attempt-1/explanation-report/index.html";
+        std::fs::create_dir_all(run.join("rows/003/attempt-1/explanation-report")).expect("mkdir");
+        std::fs::write(run.join(report), "<html></html>").expect("write");
+        let e = Explanation {
+            missing: None,
+            candidate_ms: Some(25.0),
+            reference_ms: Some(5.0),
+            layers: vec![GapLayer {
+                layer: "<n3_maxpool_4>".into(),
+                nodes: vec!["<n3_maxpool_4>".into()],
+                candidate_ms: 20.5,
+                reference_ms: 0.5,
+                delta_ms: 20.0,
+                share: 1.0,
+            }],
+            report: Some(report.into()),
+            report_error: None,
+            files: Vec::new(),
+        };
+        let row = row_with(Some(e.clone()));
+        let html = explanation_block(&row, run, &e).into_string();
         assert!(html.contains("id=\"row-003-explanation\""), "{html}");
+        assert!(html.contains("&lt;n3_maxpool_4&gt;") && !html.contains("<n3_maxpool_4>"));
+        assert!(html.contains("100 %"));
+        assert!(html.contains(&format!("href=\"{report}\"")), "{html}");
+        // A report that is not there is named, not linked.
+        let gone = Explanation {
+            report: Some("rows/003/nowhere/index.html".into()),
+            ..e
+        };
+        let html = explanation_block(&row, run, &gone).into_string();
+        assert!(!html.contains("href=\"rows/003/nowhere"), "{html}");
+        assert!(html.contains("missing"));
+        let missing = Explanation {
+            missing: Some("the reference's profiling pass failed: exit code 2".into()),
+            candidate_ms: None,
+            reference_ms: None,
+            layers: Vec::new(),
+            report: None,
+            report_error: None,
+            files: Vec::new(),
+        };
+        let html = explanation_block(&row, run, &missing).into_string();
         assert!(
-            html.contains("href=\"rows/003/explain/index.html\""),
+            html.contains("no explanation: the reference&#39;s profiling pass failed"),
             "{html}"
         );
-        assert!(html.contains("&lt;script&gt;") && !html.contains("<script"));
-        // A package that is not there is named, not linked.
-        let missing = serde_json::json!({"package": "rows/003/nowhere"});
-        let html = explanation_block(&r, run, &missing).into_string();
-        assert!(!html.contains("href="), "{html}");
-        assert!(html.contains("missing"));
     }
 }

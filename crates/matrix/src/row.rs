@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use trtmc_core::artifacts::{BENCHMARK_RUN_SCHEMA, BenchmarkRun, CaseStatus, Observation};
 use trtmc_core::case::{RESOLVED_CASE_SCHEMA, ResolvedCase};
 use trtmc_core::catalog::Catalog;
-use trtmc_core::test_hooks::{CALL_DELAY_ENV, CALL_SLOWDOWN_ENV, TestHooks};
+use trtmc_core::test_hooks::{CALL_DELAY_ENV, CALL_SLOWDOWN_ENV, SLOW_NODE_ENV, TestHooks};
 use trtmc_runner::bundles::BundleOptions;
 use trtmc_runner::compare::{self, ReferencePreparation, ReferenceSettings};
 use trtmc_runner::progress::Silent;
@@ -60,14 +60,14 @@ fn attempt_dir(run: &Path, index: usize) -> Result<PathBuf, String> {
     Err("no free attempt directory".into())
 }
 
-struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     run: &'a Path,
-    dir: PathBuf,
+    pub(crate) dir: PathBuf,
     commands: Vec<LeafCommand>,
 }
 
 impl Ctx<'_> {
-    fn rel(&self, p: &Path) -> String {
+    pub(crate) fn rel(&self, p: &Path) -> String {
         p.strip_prefix(self.run)
             .unwrap_or(p)
             .to_string_lossy()
@@ -76,7 +76,7 @@ impl Ctx<'_> {
 
     /// Runs a leaf command with its output in `log`, records it, and returns an error naming it on
     /// failure.
-    fn leaf(
+    pub(crate) fn leaf(
         &mut self,
         argv: Vec<String>,
         env: BTreeMap<String, String>,
@@ -92,7 +92,7 @@ impl Ctx<'_> {
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]).envs(&env).stdout(file).stderr(err);
         // The delay hooks reach only the leaf they are meant for.
-        for hook in [CALL_DELAY_ENV, CALL_SLOWDOWN_ENV] {
+        for hook in [CALL_DELAY_ENV, CALL_SLOWDOWN_ENV, SLOW_NODE_ENV] {
             if !env.contains_key(hook) {
                 cmd.env_remove(hook);
             }
@@ -139,7 +139,7 @@ fn set_args(set: &BTreeMap<String, Value>) -> Vec<String> {
 }
 
 /// `trtmc-bench run` of one side into `out`.
-fn run_argv(
+pub(crate) fn run_argv(
     plan: &Plan,
     pr: &PlannedRow,
     runtime: &str,
@@ -189,7 +189,7 @@ fn run_argv(
 
 /// Reads a JSON document of `trtmc-bench run` through its type: a missing or renamed field is an error
 /// naming the file and the field, never a default that would compare equal on both sides.
-fn read_typed<T: serde::de::DeserializeOwned>(
+pub(crate) fn read_typed<T: serde::de::DeserializeOwned>(
     ctx: &Ctx<'_>,
     path: &Path,
     schema: &str,
@@ -319,6 +319,7 @@ pub fn execute(
         commands: Vec::new(),
         preparation: None,
         round_loads: Vec::new(),
+        explanation: None,
         attempt_dir: String::new(),
         executor: plan.executor.clone(),
         slurm_task,
@@ -376,6 +377,9 @@ fn measure(
     }
     if let Some(fraction) = &test_hooks.matrix_candidate_slowdown {
         env.insert(CALL_SLOWDOWN_ENV.to_string(), fraction.clone());
+    }
+    if let Some(slow) = &test_hooks.matrix_candidate_slow_node {
+        env.insert(SLOW_NODE_ENV.to_string(), slow.clone());
     }
     let backend = row.reference.backend.as_str();
     let python_request = if backend == ORT_PYTHON {
@@ -487,8 +491,31 @@ fn measure(
     }
     let cmp = lights::compare(&candidate_rounds, &reference_rounds, &plan.suite.thresholds)
         .map_err(|e| (RowStatus::Incomplete, e))?;
+    let light = cmp.light;
     result.comparison = Some(cmp);
     result.status = RowStatus::Compared;
+    // Outside the timed rounds: a yellow or red light says where the time went.
+    if light != lights::Light::Green {
+        result.explanation = Some(crate::explain::explain(
+            plan,
+            pr,
+            ctx,
+            crate::explain::SideRun {
+                runtime: Some(&row.candidate.runtime),
+                set: &row.candidate.set,
+                trtexec: row.candidate.trtexec.as_deref(),
+                env,
+            },
+            crate::explain::SideRun {
+                runtime: Some(backend),
+                set: &row.reference.set,
+                trtexec: row.reference.trtexec.as_deref(),
+                env: BTreeMap::new(),
+            },
+            python_request.as_deref(),
+            test_hooks.matrix_profile_fail_row.as_deref() == Some(pr.id.as_str()),
+        ));
+    }
     Ok(())
 }
 
@@ -577,7 +604,7 @@ fn short(h: &str) -> &str {
 }
 
 /// The source model file a row consumes (materialized in the bundle cache's sources).
-fn model_path(plan: &Plan, pr: &PlannedRow) -> String {
+pub(crate) fn model_path(plan: &Plan, pr: &PlannedRow) -> String {
     let Ok(catalog) = Catalog::load(&plan.catalog_root) else {
         return String::new();
     };
@@ -756,6 +783,7 @@ mod tests {
             commands: Vec::new(),
             preparation: None,
             round_loads: values.clone(),
+            explanation: None,
             attempt_dir: String::new(),
             executor: "local".into(),
             slurm_task: None,

@@ -606,6 +606,7 @@ pub(crate) fn write_failed_row(
         commands: Vec::new(),
         preparation: None,
         round_loads: Vec::new(),
+        explanation: None,
         attempt_dir: String::new(),
         executor: plan.executor.clone(),
         slurm_task: Some(task),

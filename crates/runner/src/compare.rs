@@ -238,6 +238,7 @@ pub fn reference_request(
             .map(|(k, v)| (k.clone(), v.value.clone()))
             .collect(),
         operation_inputs: None,
+        profile_dir: None,
     }
 }
 

@@ -909,7 +909,20 @@ fn worker_request(p: &PlannedCase, round: Round) -> WorkerRequest {
         test_call_delay_us: None,
         test_call_slowdown_ppm: None,
         first_call: round.first_call,
+        test_slow_node: None,
     }
+}
+
+/// The slow-node test hook of `run` (`TRTMC_TEST_SLOW_NODE`), for the worker's timed run and profile.
+fn slow_node(options: &RunOptions) -> Option<trtmc_runtime::protocol::SlowNode> {
+    options
+        .test_hooks
+        .slow_node
+        .as_ref()
+        .map(|(node, wait)| trtmc_runtime::protocol::SlowNode {
+            node: node.clone(),
+            micros: wait.as_micros() as u64,
+        })
 }
 
 /// How a worker launch ended.
@@ -1010,6 +1023,7 @@ fn measure_in_worker(
     let request = WorkerRequest {
         test_call_delay_us: options.test_hooks.call_delay.map(|d| d.as_micros() as u64),
         test_call_slowdown_ppm: options.test_hooks.call_slowdown_ppm,
+        test_slow_node: slow_node(options),
         ..worker_request(p, round)
     };
     let timeout_s = p.resolved.measure.timeout_s.value;
@@ -1228,6 +1242,7 @@ fn profile_in_worker(
         dir: dir.to_path_buf(),
         iterations,
     });
+    request.test_slow_node = slow_node(options);
     let (end, _) = launch_worker(
         &request,
         dir,

@@ -55,6 +55,31 @@ pub struct WorkerRequest {
     /// its inputs continues the rotation from there rather than restarting it every round.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub first_call: u64,
+    /// Test hook (set only under `TRTMC_TEST=1`): a busy wait after one graph node in every call,
+    /// timed or profiled (the matrix's candidate made slower in one known node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_slow_node: Option<SlowNode>,
+}
+
+/// A busy wait of `micros` right after the first graph node whose name starts with `node`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlowNode {
+    pub node: String,
+    pub micros: u64,
+}
+
+impl WorkerRequest {
+    /// Applies [`WorkerRequest::test_slow_node`] to a freshly loaded session.
+    pub fn apply_test_hooks(
+        &self,
+        session: &mut dyn crate::runtime::Session,
+    ) -> anyhow::Result<()> {
+        match &self.test_slow_node {
+            Some(slow) => session
+                .slow_node_for_test(&slow.node, std::time::Duration::from_micros(slow.micros)),
+            None => Ok(()),
+        }
+    }
 }
 
 /// What a profiling pass writes: `layers_<runtime>.json` and `profile_<runtime>.json` into `dir`, from

@@ -54,6 +54,10 @@ pub struct ReferenceRequest {
     /// `classify`, which feed `inputs` to one forward pass per call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operation_inputs: Option<PathBuf>,
+    /// Run with the framework's profiler on and write its trace into this folder (named in the result's
+    /// notes as `profile_trace`); the matrix's explanation of a yellow or red row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -87,6 +87,12 @@ pub trait Session {
     fn profile_finish(&mut self) -> anyhow::Result<LayerProfile> {
         bail!("this session was not loaded for per-layer profiling")
     }
+    /// Test hook (`TRTMC_TEST_SLOW_NODE`): busy-wait `wait` right after the first graph node whose
+    /// name starts with `node`, in every run.
+    fn slow_node_for_test(&mut self, node: &str, wait: std::time::Duration) -> anyhow::Result<()> {
+        let _ = wait;
+        bail!("this runtime has no per-node test hook (slow node `{node}`); tract has")
+    }
 }
 
 /// What a runtime that times itself (its own tool owns the timed loop) is asked to do.

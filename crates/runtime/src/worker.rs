@@ -72,9 +72,10 @@ fn load_bundle(request: &WorkerRequest) -> anyhow::Result<LoadedBundle> {
     };
     let rt = runtime::runtime(&request.runtime).map_err(anyhow::Error::msg)?;
     let manifest = BundleManifest::read(dir).map_err(anyhow::Error::msg)?;
-    let session = rt
+    let mut session = rt
         .load(dir, &manifest, &request.runtime_settings)
         .with_context(|| format!("cannot load bundle {}", dir.display()))?;
+    request.apply_test_hooks(session.as_mut())?;
     Ok((Some(session), Some(manifest)))
 }
 
@@ -542,6 +543,7 @@ mod tests {
             test_call_delay_us: None,
             test_call_slowdown_ppm: None,
             first_call: 0,
+            test_slow_node: None,
         }
     }
 

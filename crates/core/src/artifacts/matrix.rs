@@ -101,6 +101,9 @@ pub struct RowResult {
     /// The machine's 1-minute load average read before each round (`/proc/loadavg`; empty elsewhere).
     #[serde(default)]
     pub round_loads: Vec<f64>,
+    /// Where the time went, for a yellow or red row whose sides can both profile (docs/matrix.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<Explanation>,
     /// The attempt's working directory, relative to the run directory.
     pub attempt_dir: String,
     pub executor: String,
@@ -108,6 +111,42 @@ pub struct RowResult {
     pub host: String,
     pub started: String,
     pub finished: String,
+}
+
+/// A yellow or red row's explanation: one per-layer profiling pass per side, outside the timed rounds,
+/// aligned by ONNX node. `layers` is empty when `missing` says why there is no explanation; the light
+/// stays whatever the timed rounds gave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Explanation {
+    /// Why the explanation is missing (a side cannot profile, a profiling pass failed); `None` when
+    /// `layers` holds it.
+    pub missing: Option<String>,
+    /// Summed per-call layer time of each side's profiling pass, milliseconds.
+    pub candidate_ms: Option<f64>,
+    pub reference_ms: Option<f64>,
+    /// The layers that account for most of the gap, largest share first.
+    pub layers: Vec<GapLayer>,
+    /// The `analyze` report of both profiles (`index.html`), relative to the run directory.
+    pub report: Option<String>,
+    /// Why the two profiles could not be packaged (the explanation above still stands).
+    pub report_error: Option<String>,
+    /// Each side's profile files (`layers_*.json`, `profile_*.json`), relative to the run directory.
+    pub files: Vec<String>,
+}
+
+/// One aligned layer: the ONNX nodes both sides' layers came from, and their per-call times.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GapLayer {
+    /// The ONNX node, or the first and last of the nodes a fusion on either side merged.
+    pub layer: String,
+    /// Every ONNX node in the group, in graph order.
+    pub nodes: Vec<String>,
+    pub candidate_ms: f64,
+    pub reference_ms: f64,
+    /// candidate_ms − reference_ms.
+    pub delta_ms: f64,
+    /// delta_ms as a fraction of the whole gap (the candidate's total minus the reference's).
+    pub share: f64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

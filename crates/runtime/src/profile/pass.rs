@@ -59,7 +59,7 @@ pub fn execute(
     let manifest = BundleManifest::read(bundle_dir).map_err(anyhow::Error::msg)?;
     std::fs::create_dir_all(&pass.dir)
         .with_context(|| format!("cannot create {}", pass.dir.display()))?;
-    let session = rt
+    let mut session = rt
         .load_profiling(bundle_dir, &manifest, &request.runtime_settings, &pass.dir)
         .with_context(|| {
             format!(
@@ -67,6 +67,7 @@ pub fn execute(
                 bundle_dir.display()
             )
         })?;
+    request.apply_test_hooks(session.as_mut())?;
     let inputs = session.inputs().to_vec();
     let outputs = session.outputs().to_vec();
     let shared = Rc::new(RefCell::new(session));
