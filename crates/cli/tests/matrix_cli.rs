@@ -429,7 +429,7 @@ fn lights_match_ratios_aa_is_green_and_an_injected_slowdown_is_red() {
     let _one_at_a_time = measuring();
     let s = setup("");
     let rows = format!(
-        "{ROW_ORT}  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: batch8\n    candidate: {{runtime: onnxruntime}}\n    reference: {{backend: \"trtmc:onnxruntime\"}}\n    measure: {{iterations: 60, rounds: 20}}\n"
+        "{ROW_ORT}  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: batch8\n    candidate: {{runtime: onnxruntime}}\n    reference: {{backend: \"trtmc:onnxruntime\"}}\n    measure: {{iterations: 150, rounds: 30}}\n"
     );
     let suite_path = suite(&s, "small", &rows);
     let out = s.dir.path().join("run1");

@@ -157,8 +157,20 @@ fn the_matrix_report_has_a_forest_plot_working_links_and_no_mid_word_breaks_at_1
     lengthen_names(&run.join("rows/000.json"));
     let mut row1 = read_json(&run.join("rows/001.json"));
     row1["explanation"] = serde_json::json!({
-        "package": "rows/001/explain",
-        "summary": format!("layer {PROBE} takes most of the gap"),
+        "missing": null,
+        "candidate_ms": 2.5,
+        "reference_ms": 0.5,
+        "layers": [{
+            "layer": format!("layer {PROBE}"),
+            "nodes": [format!("layer {PROBE}")],
+            "candidate_ms": 2.25,
+            "reference_ms": 0.25,
+            "delta_ms": 2.0,
+            "share": 1.0,
+        }],
+        "report": "rows/001/explain/index.html",
+        "report_error": null,
+        "files": [],
     });
     std::fs::write(run.join("rows/001.json"), row1.to_string()).expect("write");
     std::fs::create_dir_all(run.join("rows/001/explain")).expect("mkdir");
