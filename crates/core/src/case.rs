@@ -305,7 +305,8 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
         if chat.is_some() && f.name == crate::chat::PROMPT_FIELD {
             continue;
         }
-        if f.required() && !request.contains_key(f.name) {
+        if f.required() && !request.contains_key(f.name) && !every_sample_sets(op, &request, f.name)
+        {
             return Err(format!(
                 "request.{} is required by operation `{}` ({})",
                 f.name, op.name, f.help
@@ -567,6 +568,23 @@ fn case_inputs(
     if !keys.is_empty() {
         check_sample_tables(op, &named, items, keys)?;
     }
+    // A chat case renders one prompt from its messages; a sample's own prompt would bypass the template.
+    let chat = request
+        .get(crate::chat::MODE_FIELD)
+        .and_then(|v| v.value.as_str())
+        == Some(crate::chat::MODE_CHAT);
+    if chat
+        && let Some(i) = items
+            .iter()
+            .position(|v| v.get(crate::chat::PROMPT_FIELD).is_some())
+    {
+        return Err(format!(
+            "{named}[{i}] sets `{}` in a chat case (request.{}={}): a chat case renders one prompt from its messages; its samples may set only `seed`",
+            crate::chat::PROMPT_FIELD,
+            crate::chat::MODE_FIELD,
+            crate::chat::MODE_CHAT
+        ));
+    }
     let n = items.len();
     let (batch_source, calls_rotate_over) = match n {
         1 => (cloned, 1),
@@ -584,6 +602,25 @@ fn case_inputs(
         samples: n,
         calls_rotate_over,
     })
+}
+
+/// Whether the operation's sample list is given and every one of its tables sets `field` (a required
+/// request field is then not needed at the top level).
+fn every_sample_sets(
+    op: &OperationDecl,
+    request: &BTreeMap<String, Sourced<Value>>,
+    field: &str,
+) -> bool {
+    let Some((list, keys)) = operations::sample_list(op.name) else {
+        return false;
+    };
+    keys.contains(&field)
+        && request
+            .get(list)
+            .and_then(|v| v.value.as_array())
+            .is_some_and(|items| {
+                !items.is_empty() && items.iter().all(|item| item.get(field).is_some())
+            })
 }
 
 fn check_sample_tables(

@@ -212,6 +212,15 @@ const IMAGE_SAMPLES: FieldDecl = FieldDecl {
     range: None,
 };
 
+const PROMPT_SAMPLES: FieldDecl = FieldDecl {
+    name: "samples",
+    kind: FieldKind::Samples,
+    default: None,
+    help: "prompts and seeds (`prompt`, `seed`) the calls rotate through (call i uses sample i mod n)",
+    binds_dim: None,
+    range: None,
+};
+
 const SEED_SAMPLES: FieldDecl = FieldDecl {
     name: "samples",
     kind: FieldKind::Samples,
@@ -231,6 +240,7 @@ pub fn sample_list(operation: &str) -> Option<(&'static str, &'static [&'static 
         "rerank" => Some(("documents", &[])),
         "classify" | "detect" | "segment" => Some(("samples", &["image", "seed"])),
         "generate_image" | "forecast" => Some(("samples", &["seed"])),
+        "generate" | "generate_vl" => Some(("samples", &["prompt", "seed"])),
         _ => None,
     }
 }
@@ -455,6 +465,7 @@ static OPERATIONS: &[OperationDecl] = &[
             GENERATE_FIELDS[5],
             GENERATION_MODE,
             BATCH,
+            PROMPT_SAMPLES,
         ],
         throughputs: &GENERATE_THROUGHPUTS,
         headline_throughput: "output token/s",
@@ -479,6 +490,7 @@ static OPERATIONS: &[OperationDecl] = &[
             GENERATE_FIELDS[5],
             GENERATION_MODE,
             BATCH,
+            PROMPT_SAMPLES,
             IMAGE,
             FieldDecl {
                 name: "image_size",
