@@ -221,6 +221,15 @@ const PROMPT_SAMPLES: FieldDecl = FieldDecl {
     range: None,
 };
 
+const AUDIO_SAMPLES: FieldDecl = FieldDecl {
+    name: "samples",
+    kind: FieldKind::Samples,
+    default: None,
+    help: "recordings (`audio`) the calls rotate through (call i uses sample i mod n)",
+    binds_dim: None,
+    range: None,
+};
+
 const SEED_SAMPLES: FieldDecl = FieldDecl {
     name: "samples",
     kind: FieldKind::Samples,
@@ -241,6 +250,7 @@ pub fn sample_list(operation: &str) -> Option<(&'static str, &'static [&'static 
         "classify" | "detect" | "segment" => Some(("samples", &["image", "seed"])),
         "generate_image" | "forecast" => Some(("samples", &["seed"])),
         "generate" | "generate_vl" => Some(("samples", &["prompt", "seed"])),
+        "transcribe" | "convert_speech" => Some(("samples", &["audio"])),
         _ => None,
     }
 }
@@ -628,6 +638,7 @@ static OPERATIONS: &[OperationDecl] = &[
         summary: "speech to text: CTC acoustic model over a WAV file, offline or in streaming chunks",
         fields: &[
             AUDIO,
+            AUDIO_SAMPLES,
             SAMPLE_RATE,
             FRAME_SAMPLES,
             FieldDecl {
@@ -713,7 +724,7 @@ static OPERATIONS: &[OperationDecl] = &[
     OperationDecl {
         name: "convert_speech",
         summary: "speech to speech: a WAV file in, a converted waveform out",
-        fields: &[AUDIO, SAMPLE_RATE, FRAME_SAMPLES],
+        fields: &[AUDIO, AUDIO_SAMPLES, SAMPLE_RATE, FRAME_SAMPLES],
         throughputs: &[
             REQUEST_PER_S,
             ThroughputDecl {
