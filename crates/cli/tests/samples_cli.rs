@@ -344,3 +344,50 @@ fn generate_rotates_its_declared_prompts_and_seeds_across_calls() {
         "{notes}"
     );
 }
+
+/// Audio operations rotate their declared recordings: the packaged 0.75 s WAV file and one second of
+/// synthetic audio alternate, and each call counts its own recording's length.
+#[test]
+fn audio_operations_rotate_their_declared_recordings_across_calls() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let recordings = r#"request.samples=[{"audio":"../assets/speech.wav"},{"audio":"synthetic"}]"#;
+    for (model, case) in [("tiny-asr", "offline"), ("tiny-voice", "speech")] {
+        let (cases, dir) = run_cases(
+            tmp.path(),
+            model,
+            model,
+            "4",
+            &["--case", case, "--set", recordings],
+        );
+        let case = &cases[0];
+        let notes = worker_notes(&dir, case);
+        assert_eq!(
+            notes["calls_per_input"],
+            serde_json::json!([2, 2]),
+            "{model}: {notes}"
+        );
+        let resolved = case_file(&dir, case, "resolved-case.json");
+        assert_eq!(
+            resolved["inputs"]["calls_rotate_over"], 2,
+            "{model}: {resolved}"
+        );
+        let observations = std::fs::read_to_string(
+            dir.join(case["dir"].as_str().expect("dir"))
+                .join("observations.jsonl"),
+        )
+        .expect("observations");
+        let audio_us: Vec<u64> = observations
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).expect("observation")["counts"]["audio_us"]
+                    .as_u64()
+                    .expect("audio_us")
+            })
+            .collect();
+        assert_eq!(
+            audio_us,
+            [750_000, 1_000_000, 750_000, 1_000_000],
+            "{model}"
+        );
+    }
+}
