@@ -606,21 +606,29 @@ fn case_inputs(
 
 /// Whether the operation's sample list is given and every one of its tables sets `field` (a required
 /// request field is then not needed at the top level).
-fn every_sample_sets(
+pub(crate) fn every_sample_sets(
     op: &OperationDecl,
     request: &BTreeMap<String, Sourced<Value>>,
     field: &str,
 ) -> bool {
-    let Some((list, keys)) = operations::sample_list(op.name) else {
+    operations::sample_list(op.name).is_some_and(|(list, _)| {
+        every_listed_sample_sets(op, request.get(list).map(|v| &v.value), field)
+    })
+}
+
+/// [`every_sample_sets`] given the sample list's value.
+pub(crate) fn every_listed_sample_sets(
+    op: &OperationDecl,
+    list: Option<&Value>,
+    field: &str,
+) -> bool {
+    let Some((_, keys)) = operations::sample_list(op.name) else {
         return false;
     };
     keys.contains(&field)
-        && request
-            .get(list)
-            .and_then(|v| v.value.as_array())
-            .is_some_and(|items| {
-                !items.is_empty() && items.iter().all(|item| item.get(field).is_some())
-            })
+        && list.and_then(Value::as_array).is_some_and(|items| {
+            !items.is_empty() && items.iter().all(|item| item.get(field).is_some())
+        })
 }
 
 fn check_sample_tables(
@@ -1406,6 +1414,27 @@ mod tests {
                 ..Default::default()
             },
         )
+    }
+
+    #[test]
+    fn generation_samples_stand_in_for_the_prompt_when_each_sets_one() {
+        let (_t, c) = sample_catalog(
+            "text_generation",
+            "tiny-gpt",
+            &[(
+                "prompts",
+                "samples = [{ prompt = \"a\" }, { prompt = \"b\" }]",
+            )],
+        );
+        let prompts = resolve_case(&c, "prompts", &[]).expect("every sample sets the prompt");
+        assert_eq!(prompts.inputs.calls_rotate_over, 2);
+        let e = resolve_case(
+            &c,
+            "prompts",
+            &[r#"request.samples=[{"prompt":"a"},{"seed":2}]"#],
+        )
+        .expect_err("one sample lacks a prompt");
+        assert!(e.contains("request.prompt is required"), "{e}");
     }
 
     #[test]
