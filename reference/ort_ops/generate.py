@@ -12,12 +12,14 @@ case uses the candidate's saved draws (`sampling_uniforms`), so both pick the sa
 Per-call inputs (`compare --save-inputs`): tensors `prompt_ids` (BOS included), `image_patches`
 (generate_vl), `sampling_uniforms` (seeded sampling); values max_new_tokens, do_sample, temperature,
 top_k, seed. Notes: output_tokens (tokens per call, which the matrix checks against the candidate's),
-generated_tokens (last call), sampling_seed.
+generated_tokens (last call), sampling_seed (last call). One saved entry per declared sample: the
+calls rotate through them (call i uses entry i % n), as the runner does.
 """
 
 import numpy as np
 
 import trtmc_reference as ref
+from ort_ops import _media
 
 MASKED = np.float32(-1e9)
 KNOWN = ("input_ids", "position_ids", "attention_mask", "attention_bias", "image_patches")
@@ -94,8 +96,8 @@ class Sampler:
         return int(order[-1])
 
 
-def prepare(ctx, operation="generate"):
-    call_inputs = ctx.require_calls(operation)[0]
+def call_sample(call_inputs, operation, patch_dim):
+    """One saved call's prompt ids, max_new_tokens, image patches (generate_vl), sampler and seed."""
     tensors, values = call_inputs["tensors"], call_inputs["values"]
     if "prompt_ids" not in tensors:
         raise ref.ReferenceFailure(f"the per-call inputs of `{operation}` lack `prompt_ids` (the prompt's token ids)")
@@ -106,7 +108,6 @@ def prepare(ctx, operation="generate"):
         raise ref.ReferenceFailure(f"the per-call inputs of `{operation}` lack an integer `max_new_tokens`")
     if max_new_tokens < 1:
         raise ref.ReferenceFailure(f"max_new_tokens must be at least 1, got {max_new_tokens}")
-    names, outputs, cache_spec, patch_dim = decoder_io(ctx.session, operation)
     image = None
     if operation == "generate_vl":
         if patch_dim is None:
@@ -124,12 +125,21 @@ def prepare(ctx, operation="generate"):
                 f"seeded sampling needs {max_new_tokens} saved draws (`sampling_uniforms`), "
                 f"the per-call inputs hold {0 if uniforms is None else uniforms.size}")
         sampler.uniforms = uniforms.astype(np.float32).reshape(-1)
+    return prompt, max_new_tokens, image, sampler, seed
+
+
+def prepare(ctx, operation="generate"):
+    names, outputs, cache_spec, patch_dim = decoder_io(ctx.session, operation)
+    # One saved entry per declared sample (prompt and seed): call i uses entry i % n, as the runner does.
+    next_sample = _media.rotation(ctx, operation, lambda c: call_sample(c, operation, patch_dim))
     logits_index = outputs.index("logits")
     present_index = {name: outputs.index(present) for name, present, _, _, _ in cache_spec}
     empty_patches = np.zeros((1, 0, patch_dim or 0), dtype=np.float32)
     last = []
 
     def call():
+        prompt, max_new_tokens, image, sampler, seed = next_sample()
+        ctx.notes["sampling_seed"] = seed
         tokens = []
         cache = {name: np.zeros((1, heads, 0, dim), dtype=dtype) for name, _, heads, dim, dtype in cache_spec}
         step_ids = prompt
@@ -166,6 +176,5 @@ def prepare(ctx, operation="generate"):
         ctx.notes["output_tokens"] = len(tokens)
         return [np.array(tokens, dtype=np.int64)]
 
-    ctx.notes["sampling_seed"] = seed
     ctx.notes["generated_tokens"] = last
     return call, ["tokens"]

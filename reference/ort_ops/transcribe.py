@@ -2,7 +2,9 @@
 the CTC acoustic model in order, greedy CTC decoding (arg-max label per frame, repeats collapsed across
 chunk boundaries, blanks dropped) after every chunk, as trtmc's runner does inside its call.
 
-Notes: `token_ids` of the last call, `chunks`, and `first_partial_ms` (call start to the first chunk's
+With several declared recordings the saved inputs hold one call each and the calls rotate through them.
+
+Notes: `token_ids` and `chunks` of the last call, and `first_partial_ms` (call start to the first chunk's
 partial transcript) of every call in order, warm-ups first."""
 
 import time
@@ -13,25 +15,33 @@ import trtmc_reference as ref
 from ort_ops import _media
 
 
+def recording(call_inputs, op):
+    """One saved call's chunks, in order."""
+    count = int(_media.value(call_inputs, "chunks", op))
+    chunks = [_media.tensor(call_inputs, f"chunk{i}", op) for i in range(count)]
+    if not chunks:
+        raise ref.ReferenceFailure("transcribe needs at least one saved audio chunk")
+    return chunks
+
+
 def prepare(ctx):
     op = "transcribe"
-    call_inputs = _media.single_call(ctx, op)
-    input_name = _media.value(call_inputs, "input", op)
-    count = int(_media.value(call_inputs, "chunks", op))
-    blank = int(_media.value(call_inputs, "blank", op))
+    first = ctx.require_calls(op)[0]
+    input_name = _media.value(first, "input", op)
+    blank = int(_media.value(first, "blank", op))
     declared = [i.name for i in ctx.session.get_inputs()]
     if declared != [input_name]:
         raise ref.ReferenceFailure(
             f"the acoustic model must take one input, {input_name!r}; it declares {', '.join(declared)}")
-    chunks = [_media.tensor(call_inputs, f"chunk{i}", op) for i in range(count)]
-    if not chunks:
-        raise ref.ReferenceFailure("transcribe needs at least one saved audio chunk")
+    # One saved entry per declared recording: call i transcribes entry i % n, as the runner does.
+    next_chunks = _media.rotation(ctx, op, lambda c: recording(c, op))
     names = [o.name for o in ctx.session.get_outputs()]
     first_partial_ms = []
-    ctx.notes["chunks"] = count
     ctx.notes["first_partial_ms"] = first_partial_ms
 
     def call():
+        chunks = next_chunks()
+        ctx.notes["chunks"] = len(chunks)
         started = time.perf_counter_ns()
         tokens = []
         prev = blank

@@ -57,21 +57,25 @@ struct Sides {
 
 /// Saves the reference inputs of `model`/`case` (the runner as `runtime` prepares it) and returns the
 /// request, cut to 1 warm-up and 3 timed calls.
-fn save_inputs(tmp: &Path, model: &str, case: &str, runtime: &str) -> PathBuf {
+fn save_inputs(tmp: &Path, model: &str, case: &str, runtime: &str, sets: &[&str]) -> PathBuf {
     let dir = tmp.join(format!("ref-{model}-{case}"));
     let out = bench(
         &tmp.join("cache"),
         &[
-            "compare",
-            "--model",
-            model,
-            "--case",
-            case,
-            "--runtime",
-            runtime,
-            "--save-inputs",
-            p(&dir),
-        ],
+            &[
+                "compare",
+                "--model",
+                model,
+                "--case",
+                case,
+                "--runtime",
+                runtime,
+                "--save-inputs",
+                p(&dir),
+            ],
+            overrides_of(sets).as_slice(),
+        ]
+        .concat(),
     );
     assert_eq!(code(&out), 0, "{model}/{case}: {}", stderr(&out));
     let path = dir.join("reference-request.json");
@@ -89,9 +93,14 @@ fn save_inputs(tmp: &Path, model: &str, case: &str, runtime: &str) -> PathBuf {
 }
 
 fn both_sides(tmp: &Path, model: &str, case: &str) -> Sides {
+    both_sides_with(tmp, model, case, &[])
+}
+
+/// [`both_sides`] with `sets` (`--set` overrides) given to both sides.
+fn both_sides_with(tmp: &Path, model: &str, case: &str, sets: &[&str]) -> Sides {
     // ONNX Runtime on both sides: the outputs agree to rounding, so post-processed results (labels,
     // detections, CTC tokens) are equal.
-    let request_path = save_inputs(tmp, model, case, "onnxruntime");
+    let request_path = save_inputs(tmp, model, case, "onnxruntime", sets);
     let result_path = request_path.with_file_name("result.json");
     let out = python(&request_path, &result_path);
     assert_eq!(code(&out), 0, "{model}/{case}: {}", stderr(&out));
@@ -108,21 +117,25 @@ fn both_sides(tmp: &Path, model: &str, case: &str) -> Sides {
     let out = bench(
         &tmp.join("cache"),
         &[
-            "run",
-            "--model",
-            model,
-            "--case",
-            case,
-            "--runtime",
-            "onnxruntime",
-            "-o",
-            p(&dir),
-            "-q",
-            "--warmup",
-            "1",
-            "--iterations",
-            "3",
-        ],
+            &[
+                "run",
+                "--model",
+                model,
+                "--case",
+                case,
+                "--runtime",
+                "onnxruntime",
+                "-o",
+                p(&dir),
+                "-q",
+                "--warmup",
+                "1",
+                "--iterations",
+                "3",
+            ],
+            overrides_of(sets).as_slice(),
+        ]
+        .concat(),
     );
     assert_eq!(code(&out), 0, "{model}/{case}: {}", stderr(&out));
     let doc = read_json(&dir.join("result.json"));
@@ -282,6 +295,50 @@ fn transcribe_reference_decodes_the_same_tokens_offline_and_streaming_with_a_fir
     }
 }
 
+/// `--set` arguments for each override.
+fn overrides_of<'a>(sets: &[&'a str]) -> Vec<&'a str> {
+    sets.iter().flat_map(|s| ["--set", *s]).collect()
+}
+
+/// Declared recordings rotate on both sides: the saved inputs hold one call per recording, and after one
+/// warm-up and three timed calls (recordings 0, 1, 0, 1) the reference's last call is the second
+/// recording's (1 s of synthetic audio: 5 chunks of 200 ms, where the 0.75 s file has 4).
+#[test]
+fn audio_references_rotate_the_declared_recordings() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let recordings = r#"request.samples=[{"audio":"../assets/speech.wav"},{"audio":"synthetic"}]"#;
+    let s = both_sides_with(tmp.path(), "tiny-asr", "streaming", &[recordings]);
+    let saved = read_json(s.request.operation_inputs.as_deref().expect("saved inputs"));
+    assert_eq!(saved["calls"].as_array().expect("calls").len(), 2);
+    assert_eq!(
+        s.candidate_notes["calls_per_input"],
+        serde_json::json!([2, 2])
+    );
+    assert_eq!(s.candidate_notes["chunks"], 5);
+    assert_eq!(s.reference.notes["chunks"], 5, "the reference rotated");
+    let ids: Vec<i64> = s.reference.notes["token_ids"]
+        .as_array()
+        .expect("token ids")
+        .iter()
+        .map(|v| v.as_i64().expect("id"))
+        .collect();
+    assert_eq!(
+        Tokenizer::Bytes.decode(&ids),
+        s.candidate_notes["transcript"]
+            .as_str()
+            .expect("transcript")
+    );
+    let s = both_sides_with(tmp.path(), "tiny-voice", "speech", &[recordings]);
+    assert_eq!(
+        s.candidate_notes["calls_per_input"],
+        serde_json::json!([2, 2])
+    );
+    assert_eq!(
+        s.reference.notes["generated_samples"],
+        s.candidate_notes["generated_samples"]
+    );
+}
+
 #[test]
 fn audio_references_generate_and_convert_the_same_samples() {
     let tmp = tempfile::tempdir().expect("tmp");
@@ -325,7 +382,7 @@ fn diffusion_references_denoise_the_saved_noise_to_the_same_latents() {
 #[test]
 fn non_finite_diffusion_latents_fail_the_reference_before_image_conversion() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let request_path = save_inputs(tmp.path(), "tiny-diffusion", "four-steps", "tract");
+    let request_path = save_inputs(tmp.path(), "tiny-diffusion", "four-steps", "tract", &[]);
     let calls = read_json(&request_path.with_file_name("operation-inputs.json"));
     let noise = &calls["calls"][0]["tensors"][0];
     assert_eq!(noise["name"], "noise");
@@ -352,7 +409,7 @@ fn non_finite_diffusion_latents_fail_the_reference_before_image_conversion() {
 #[test]
 fn missing_saved_inputs_are_reference_failures_naming_them() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let request_path = save_inputs(tmp.path(), "tiny-asr", "streaming", "tract");
+    let request_path = save_inputs(tmp.path(), "tiny-asr", "streaming", "tract", &[]);
     let result_path = request_path.with_file_name("result.json");
 
     let mut doc = read_json(&request_path);

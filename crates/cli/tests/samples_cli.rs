@@ -264,5 +264,130 @@ fn sample_lists_that_do_not_fit_the_batch_exit_3_naming_the_field_before_any_bui
         &["request.batch_size=3"],
         "request.texts lists 4 samples for request.batch_size=3",
     );
+    // A chat case renders one prompt from its messages: a sample's own prompt is refused.
+    refused(
+        "tiny-gpt",
+        "chat",
+        &[r#"request.samples=[{"prompt":"a"},{"prompt":"b"}]"#],
+        "request.samples[0] sets `prompt` in a chat case",
+    );
     assert!(walk_files(&cache).is_empty(), "nothing was built");
+}
+
+/// Generation rotates its declared prompts and seeds: call i sends sample i mod n (the observations'
+/// prompt lengths follow the rotation), and a chat case may rotate seeds over its one rendered prompt.
+#[test]
+fn generate_rotates_its_declared_prompts_and_seeds_across_calls() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (cases, dir) = run_cases(
+        tmp.path(),
+        "prompts",
+        "tiny-gpt",
+        "6",
+        &[
+            "--case",
+            "sampled",
+            "--set",
+            "request.max_new_tokens=2",
+            "--set",
+            r#"request.samples=[{"prompt":"a","seed":1},{"prompt":"bbbb","seed":2},{"prompt":"ccccccc","seed":3}]"#,
+        ],
+    );
+    let case = &cases[0];
+    let notes = worker_notes(&dir, case);
+    assert_eq!(
+        notes["calls_per_input"],
+        serde_json::json!([2, 2, 2]),
+        "{notes}"
+    );
+    assert_eq!(notes["sampling_seed"], 3, "the last call's seed: {notes}");
+    let resolved = case_file(&dir, case, "resolved-case.json");
+    assert_eq!(resolved["inputs"]["calls_rotate_over"], 3, "{resolved}");
+    assert_eq!(resolved["inputs"]["sample_list"], "samples");
+    let observations = std::fs::read_to_string(
+        dir.join(case["dir"].as_str().expect("dir"))
+            .join("observations.jsonl"),
+    )
+    .expect("observations");
+    let lengths: Vec<i64> = observations
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).expect("observation")["input_tokens"]
+                .as_i64()
+                .expect("input_tokens")
+        })
+        .collect();
+    assert_eq!(lengths.len(), 6);
+    // Byte tokens: each prompt's length apart, in call order, twice round.
+    assert_eq!(lengths[1] - lengths[0], 3, "{lengths:?}");
+    assert_eq!(lengths[2] - lengths[0], 6, "{lengths:?}");
+    assert_eq!(lengths[..3], lengths[3..], "{lengths:?}");
+
+    let (cases, dir) = run_cases(
+        tmp.path(),
+        "chat",
+        "tiny-gpt",
+        "4",
+        &[
+            "--case",
+            "chat",
+            "--set",
+            "request.max_new_tokens=2",
+            "--set",
+            r#"request.samples=[{"seed":5},{"seed":6}]"#,
+        ],
+    );
+    let notes = worker_notes(&dir, &cases[0]);
+    assert_eq!(
+        notes["calls_per_input"],
+        serde_json::json!([2, 2]),
+        "{notes}"
+    );
+}
+
+/// Audio operations rotate their declared recordings: the packaged 0.75 s WAV file and one second of
+/// synthetic audio alternate, and each call counts its own recording's length.
+#[test]
+fn audio_operations_rotate_their_declared_recordings_across_calls() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let recordings = r#"request.samples=[{"audio":"../assets/speech.wav"},{"audio":"synthetic"}]"#;
+    for (model, case) in [("tiny-asr", "offline"), ("tiny-voice", "speech")] {
+        let (cases, dir) = run_cases(
+            tmp.path(),
+            model,
+            model,
+            "4",
+            &["--case", case, "--set", recordings],
+        );
+        let case = &cases[0];
+        let notes = worker_notes(&dir, case);
+        assert_eq!(
+            notes["calls_per_input"],
+            serde_json::json!([2, 2]),
+            "{model}: {notes}"
+        );
+        let resolved = case_file(&dir, case, "resolved-case.json");
+        assert_eq!(
+            resolved["inputs"]["calls_rotate_over"], 2,
+            "{model}: {resolved}"
+        );
+        let observations = std::fs::read_to_string(
+            dir.join(case["dir"].as_str().expect("dir"))
+                .join("observations.jsonl"),
+        )
+        .expect("observations");
+        let audio_us: Vec<u64> = observations
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).expect("observation")["counts"]["audio_us"]
+                    .as_u64()
+                    .expect("audio_us")
+            })
+            .collect();
+        assert_eq!(
+            audio_us,
+            [750_000, 1_000_000, 750_000, 1_000_000],
+            "{model}"
+        );
+    }
 }

@@ -52,21 +52,31 @@ struct Pair {
 /// `compare --save-inputs` for `model`/`case` on `runtime`, the Python reference on that request
 /// (2 timed calls), then the candidate's `run` with the same counts.
 fn measure_both(tmp: &Path, model: &str, case: &str, runtime: &str) -> Pair {
+    measure_both_with(tmp, model, case, runtime, &[])
+}
+
+/// [`measure_both`] with `sets` (`--set` overrides) given to both sides.
+fn measure_both_with(tmp: &Path, model: &str, case: &str, runtime: &str, sets: &[&str]) -> Pair {
     let cache = tmp.join("cache");
     let dir = tmp.join(format!("ref-{model}-{case}"));
+    let overrides: Vec<&str> = sets.iter().flat_map(|s| ["--set", s]).collect();
     let out = bench(
         &cache,
         &[
-            "compare",
-            "--model",
-            model,
-            "--case",
-            case,
-            "--runtime",
-            runtime,
-            "--save-inputs",
-            &p(&dir),
-        ],
+            &[
+                "compare",
+                "--model",
+                model,
+                "--case",
+                case,
+                "--runtime",
+                runtime,
+                "--save-inputs",
+                &p(&dir),
+            ],
+            overrides.as_slice(),
+        ]
+        .concat(),
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let request_path = dir.join("reference-request.json");
@@ -93,23 +103,27 @@ fn measure_both(tmp: &Path, model: &str, case: &str, runtime: &str) -> Pair {
     let out = bench(
         &cache,
         &[
-            "run",
-            "--model",
-            model,
-            "--case",
-            case,
-            "--runtime",
-            runtime,
-            "--warmup",
-            "1",
-            "--iterations",
-            "2",
-            "--duration",
-            "0",
-            "-q",
-            "-o",
-            &p(&run_dir),
-        ],
+            &[
+                "run",
+                "--model",
+                model,
+                "--case",
+                case,
+                "--runtime",
+                runtime,
+                "--warmup",
+                "1",
+                "--iterations",
+                "2",
+                "--duration",
+                "0",
+                "-q",
+                "-o",
+                &p(&run_dir),
+            ],
+            overrides.as_slice(),
+        ]
+        .concat(),
     );
     assert_eq!(code(&out), 0, "{}\n{}", stdout(&out), stderr(&out));
     let candidate_case = case_dirs(&run_dir).into_iter().next().expect("a case");
@@ -219,6 +233,49 @@ fn the_generate_reference_picks_the_candidates_tokens_greedy_and_seeded() {
             assert!(tokens.windows(2).filter(|w| w[0] != w[1]).count() > 8);
         }
     }
+}
+
+/// Declared samples (prompt and seed each) rotate on both sides: the saved inputs hold one call per
+/// sample, and after one warm-up and two timed calls (samples 0, 1, 2) the reference's last call picks
+/// the candidate's tokens for the third sample, not the first.
+#[test]
+fn the_generate_reference_rotates_the_declared_samples() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let pair = measure_both_with(
+        tmp.path(),
+        "tiny-gpt",
+        "sampled",
+        "onnxruntime",
+        &[
+            "request.max_new_tokens=6",
+            r#"request.samples=[{"prompt":"Once upon a time","seed":4},{"prompt":"Hi","seed":9},{"prompt":"The end.","seed":7}]"#,
+        ],
+    );
+    pair.assert_same_workload();
+    let inputs = read_json(&PathBuf::from(
+        pair.request["operation_inputs"].as_str().expect("path"),
+    ));
+    let calls = inputs["calls"].as_array().expect("calls");
+    assert_eq!(calls.len(), 3, "one saved call per sample");
+    assert_eq!(calls[0]["values"]["seed"], 4);
+    assert_eq!(calls[1]["values"]["seed"], 9);
+    let notes = pair.candidate_notes();
+    assert_eq!(
+        notes["calls_per_input"],
+        serde_json::json!([1, 1, 1]),
+        "{notes}"
+    );
+    assert_eq!(notes["sampling_seed"], 7);
+    assert_eq!(pair.reference.notes["sampling_seed"], 7);
+    assert_eq!(
+        pair.reference.notes["generated_tokens"],
+        notes["generated_tokens"]
+    );
+    let observations = pair.candidate_observations();
+    assert_ne!(
+        observations[0]["input_tokens"], observations[1]["input_tokens"],
+        "the timed calls send both prompts"
+    );
 }
 
 /// The image's patches reach the prefill: the reference on the packaged picture repeats the
@@ -430,7 +487,8 @@ fn matrix_rows_of_the_text_operations_compare_and_a_reference_that_cannot_fails_
     for f in ["ort_reference.py", "trtmc_reference.py"] {
         std::fs::copy(repo_root().join("reference").join(f), broken.join(f)).expect("copy");
     }
-    for f in ["__init__.py", "generate.py"] {
+    // generate.py rotates its saved calls with _media's helper.
+    for f in ["__init__.py", "_media.py", "generate.py"] {
         let text = std::fs::read_to_string(repo_root().join("reference/ort_ops").join(f))
             .expect("read")
             .replace(

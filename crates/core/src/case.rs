@@ -305,7 +305,8 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
         if chat.is_some() && f.name == crate::chat::PROMPT_FIELD {
             continue;
         }
-        if f.required() && !request.contains_key(f.name) {
+        if f.required() && !request.contains_key(f.name) && !every_sample_sets(op, &request, f.name)
+        {
             return Err(format!(
                 "request.{} is required by operation `{}` ({})",
                 f.name, op.name, f.help
@@ -567,6 +568,23 @@ fn case_inputs(
     if !keys.is_empty() {
         check_sample_tables(op, &named, items, keys)?;
     }
+    // A chat case renders one prompt from its messages; a sample's own prompt would bypass the template.
+    let chat = request
+        .get(crate::chat::MODE_FIELD)
+        .and_then(|v| v.value.as_str())
+        == Some(crate::chat::MODE_CHAT);
+    if chat
+        && let Some(i) = items
+            .iter()
+            .position(|v| v.get(crate::chat::PROMPT_FIELD).is_some())
+    {
+        return Err(format!(
+            "{named}[{i}] sets `{}` in a chat case (request.{}={}): a chat case renders one prompt from its messages; its samples may set only `seed`",
+            crate::chat::PROMPT_FIELD,
+            crate::chat::MODE_FIELD,
+            crate::chat::MODE_CHAT
+        ));
+    }
     let n = items.len();
     let (batch_source, calls_rotate_over) = match n {
         1 => (cloned, 1),
@@ -584,6 +602,33 @@ fn case_inputs(
         samples: n,
         calls_rotate_over,
     })
+}
+
+/// Whether the operation's sample list is given and every one of its tables sets `field` (a required
+/// request field is then not needed at the top level).
+pub(crate) fn every_sample_sets(
+    op: &OperationDecl,
+    request: &BTreeMap<String, Sourced<Value>>,
+    field: &str,
+) -> bool {
+    operations::sample_list(op.name).is_some_and(|(list, _)| {
+        every_listed_sample_sets(op, request.get(list).map(|v| &v.value), field)
+    })
+}
+
+/// [`every_sample_sets`] given the sample list's value.
+pub(crate) fn every_listed_sample_sets(
+    op: &OperationDecl,
+    list: Option<&Value>,
+    field: &str,
+) -> bool {
+    let Some((_, keys)) = operations::sample_list(op.name) else {
+        return false;
+    };
+    keys.contains(&field)
+        && list.and_then(Value::as_array).is_some_and(|items| {
+            !items.is_empty() && items.iter().all(|item| item.get(field).is_some())
+        })
 }
 
 fn check_sample_tables(
@@ -1369,6 +1414,27 @@ mod tests {
                 ..Default::default()
             },
         )
+    }
+
+    #[test]
+    fn generation_samples_stand_in_for_the_prompt_when_each_sets_one() {
+        let (_t, c) = sample_catalog(
+            "text_generation",
+            "tiny-gpt",
+            &[(
+                "prompts",
+                "samples = [{ prompt = \"a\" }, { prompt = \"b\" }]",
+            )],
+        );
+        let prompts = resolve_case(&c, "prompts", &[]).expect("every sample sets the prompt");
+        assert_eq!(prompts.inputs.calls_rotate_over, 2);
+        let e = resolve_case(
+            &c,
+            "prompts",
+            &[r#"request.samples=[{"prompt":"a"},{"seed":2}]"#],
+        )
+        .expect_err("one sample lacks a prompt");
+        assert!(e.contains("request.prompt is required"), "{e}");
     }
 
     #[test]

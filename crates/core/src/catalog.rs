@@ -605,7 +605,10 @@ pub fn check_case_fields(op: &OperationDecl, case: &TestCase) -> Result<(), Stri
     for f in op.fields {
         // A chat case's prompt is rendered from its messages.
         let rendered = chat && f.name == crate::chat::PROMPT_FIELD;
-        if f.required() && !rendered && !case.request.contains_key(f.name) {
+        let sampled = operations::sample_list(op.name).is_some_and(|(list, _)| {
+            crate::case::every_listed_sample_sets(op, case.request.get(list), f.name)
+        });
+        if f.required() && !rendered && !sampled && !case.request.contains_key(f.name) {
             return Err(format!(
                 "request.{} is required by operation `{}` ({})",
                 f.name, op.name, f.help

@@ -212,6 +212,24 @@ const IMAGE_SAMPLES: FieldDecl = FieldDecl {
     range: None,
 };
 
+const PROMPT_SAMPLES: FieldDecl = FieldDecl {
+    name: "samples",
+    kind: FieldKind::Samples,
+    default: None,
+    help: "prompts and seeds (`prompt`, `seed`) the calls rotate through (call i uses sample i mod n)",
+    binds_dim: None,
+    range: None,
+};
+
+const AUDIO_SAMPLES: FieldDecl = FieldDecl {
+    name: "samples",
+    kind: FieldKind::Samples,
+    default: None,
+    help: "recordings (`audio`) the calls rotate through (call i uses sample i mod n)",
+    binds_dim: None,
+    range: None,
+};
+
 const SEED_SAMPLES: FieldDecl = FieldDecl {
     name: "samples",
     kind: FieldKind::Samples,
@@ -231,6 +249,8 @@ pub fn sample_list(operation: &str) -> Option<(&'static str, &'static [&'static 
         "rerank" => Some(("documents", &[])),
         "classify" | "detect" | "segment" => Some(("samples", &["image", "seed"])),
         "generate_image" | "forecast" => Some(("samples", &["seed"])),
+        "generate" | "generate_vl" => Some(("samples", &["prompt", "seed"])),
+        "transcribe" | "convert_speech" => Some(("samples", &["audio"])),
         _ => None,
     }
 }
@@ -455,6 +475,7 @@ static OPERATIONS: &[OperationDecl] = &[
             GENERATE_FIELDS[5],
             GENERATION_MODE,
             BATCH,
+            PROMPT_SAMPLES,
         ],
         throughputs: &GENERATE_THROUGHPUTS,
         headline_throughput: "output token/s",
@@ -479,6 +500,7 @@ static OPERATIONS: &[OperationDecl] = &[
             GENERATE_FIELDS[5],
             GENERATION_MODE,
             BATCH,
+            PROMPT_SAMPLES,
             IMAGE,
             FieldDecl {
                 name: "image_size",
@@ -616,6 +638,7 @@ static OPERATIONS: &[OperationDecl] = &[
         summary: "speech to text: CTC acoustic model over a WAV file, offline or in streaming chunks",
         fields: &[
             AUDIO,
+            AUDIO_SAMPLES,
             SAMPLE_RATE,
             FRAME_SAMPLES,
             FieldDecl {
@@ -701,7 +724,7 @@ static OPERATIONS: &[OperationDecl] = &[
     OperationDecl {
         name: "convert_speech",
         summary: "speech to speech: a WAV file in, a converted waveform out",
-        fields: &[AUDIO, SAMPLE_RATE, FRAME_SAMPLES],
+        fields: &[AUDIO, AUDIO_SAMPLES, SAMPLE_RATE, FRAME_SAMPLES],
         throughputs: &[
             REQUEST_PER_S,
             ThroughputDecl {

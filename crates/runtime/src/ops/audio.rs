@@ -19,7 +19,9 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
 use super::artifacts::{AudioLayout, audio_input, audio_us};
-use super::{CallInputs, CallRecord, ReferenceInputs, RunnerContext, TimedRunner, check_finite};
+use super::{
+    CallInputs, CallRecord, ReferenceInputs, Rotation, RunnerContext, TimedRunner, check_finite,
+};
 use crate::runtime::Session;
 use crate::tensor::{Dim, HostTensor, TensorSpec};
 use crate::tokenize::Tokenizer;
@@ -42,13 +44,44 @@ fn reject_batch(ctx: &RunnerContext<'_>, operation: &str) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// The decoded audio of each sample of `request.samples` (each `audio` a WAV file or `synthetic`), or
+/// of `request.audio` without a list: the calls rotate through them.
+fn audio_samples(ctx: &RunnerContext<'_>, rate: u32) -> anyhow::Result<Vec<Vec<f32>>> {
+    let Some(samples) = super::sample_requests(ctx.request)? else {
+        return Ok(vec![audio_input(ctx, rate)?]);
+    };
+    samples
+        .iter()
+        .enumerate()
+        .map(|(i, request)| {
+            let sample = RunnerContext {
+                request,
+                session: None,
+                bundle: ctx.bundle,
+                manifest_dir: ctx.manifest_dir,
+                tokenizer: ctx.tokenizer,
+                first_call: ctx.first_call,
+            };
+            audio_input(&sample, rate).with_context(|| format!("request.samples[{i}]"))
+        })
+        .collect()
+}
+
+/// One transcription input: the whole file (offline) or one tensor per chunk (streaming), zero-padded
+/// to whole frames, and the audio's length.
+struct Recording {
+    chunks: Vec<HostTensor>,
+    audio_us: u64,
+}
+
 pub struct TranscribeRunner {
     session: Box<dyn Session>,
     input_name: String,
     tokenizer: Tokenizer,
-    /// The whole file (offline) or one tensor per chunk (streaming), zero-padded to whole frames.
-    chunks: Vec<HostTensor>,
-    audio_us: u64,
+    /// One recording per distinct call.
+    recordings: Rotation<Recording>,
+    /// The recording of the last call.
+    last: usize,
     tokens: Vec<i64>,
     outputs: Vec<HostTensor>,
     output_specs: Vec<TensorSpec>,
@@ -65,7 +98,7 @@ impl TranscribeRunner {
                 "request.chunk_ms must be 0 (offline) or a positive chunk length, got {chunk_ms}"
             );
         }
-        let samples = audio_input(&ctx, rate)?;
+        let audio = audio_samples(&ctx, rate)?;
         let tokenizer = Tokenizer::load(ctx.tokenizer, ctx.manifest_dir)?;
         let session = ctx.take_session("transcribe")?;
         let [spec] = session.inputs() else {
@@ -74,24 +107,34 @@ impl TranscribeRunner {
         let layout = AudioLayout::of(spec, frame)?;
         let input_name = spec.name.clone();
         let frame = layout.frame;
-        let chunk = if chunk_ms == 0 {
-            samples.len()
-        } else {
-            // Whole frames per chunk, at least one.
-            let n = (chunk_ms as usize * rate as usize / 1000).div_ceil(frame) * frame;
-            n.max(frame)
-        };
-        let chunks = samples
-            .chunks(chunk)
-            .map(|c| layout.tensor(c))
+        let recordings = audio
+            .iter()
+            .map(|samples| {
+                let chunk = if chunk_ms == 0 {
+                    samples.len()
+                } else {
+                    // Whole frames per chunk, at least one.
+                    let n = (chunk_ms as usize * rate as usize / 1000).div_ceil(frame) * frame;
+                    n.max(frame)
+                };
+                let chunks = samples
+                    .chunks(chunk)
+                    .map(|c| layout.tensor(c))
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                Ok(Recording {
+                    chunks,
+                    audio_us: audio_us(samples.len(), rate),
+                })
+            })
             .collect::<anyhow::Result<Vec<_>>>()?;
+        let recordings = Rotation::new(recordings, ctx.first_call)?;
         let output_specs = session.outputs().to_vec();
         Ok(Self {
             session,
             input_name,
             tokenizer,
-            chunks,
-            audio_us: audio_us(samples.len(), rate),
+            last: 0,
+            recordings,
             tokens: Vec::new(),
             outputs: Vec::new(),
             output_specs,
@@ -127,11 +170,13 @@ fn ctc_greedy(logits: &ArrayD<f32>, prev: &mut i64, tokens: &mut Vec<i64>) -> an
 
 impl TimedRunner for TranscribeRunner {
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
+        self.last = self.recordings.next();
+        let recording = &self.recordings.inputs()[self.last];
         let started = Instant::now();
         let mut first_partial = 0u64;
         self.tokens.clear();
         let mut prev = BLANK;
-        for (i, chunk) in self.chunks.iter().enumerate() {
+        for (i, chunk) in recording.chunks.iter().enumerate() {
             self.outputs = self.session.run(vec![chunk.clone()])?;
             let logits = self
                 .outputs
@@ -145,7 +190,7 @@ impl TimedRunner for TranscribeRunner {
         }
         record.items = 1;
         record.output_tokens = self.tokens.len() as u32;
-        record.counts[0] = self.audio_us;
+        record.counts[0] = recording.audio_us;
         record.stages_ns[0] = first_partial;
         Ok(())
     }
@@ -154,38 +199,49 @@ impl TimedRunner for TranscribeRunner {
         check_finite(&self.output_specs, &self.outputs)
     }
 
+    /// The last call's transcript, chunk count and audio length; `calls_per_input` when calls rotate.
     fn notes(&self) -> BTreeMap<String, Value> {
-        BTreeMap::from([
+        let recording = &self.recordings.inputs()[self.last];
+        let mut notes = self.recordings.notes();
+        notes.extend([
             (
                 "transcript".to_string(),
                 Value::from(self.tokenizer.decode(&self.tokens)),
             ),
-            ("chunks".to_string(), Value::from(self.chunks.len())),
+            ("chunks".to_string(), Value::from(recording.chunks.len())),
             (
                 "audio_seconds".to_string(),
-                Value::from(self.audio_us as f64 / 1e6),
+                Value::from(recording.audio_us as f64 / 1e6),
             ),
-        ])
+        ]);
+        notes
     }
 
-    /// The chunks as the model takes them (`chunk0`, `chunk1`, …, one for offline), fed under the model's
-    /// input name (`input`), with the CTC blank label.
+    /// Per recording (one entry per distinct call): the chunks as the model takes them (`chunk0`,
+    /// `chunk1`, …, one for offline), fed under the model's input name (`input`), with the CTC blank
+    /// label.
     fn reference_inputs(&self) -> ReferenceInputs {
-        let tensors = self
-            .chunks
+        let calls = self
+            .recordings
+            .inputs()
             .iter()
-            .enumerate()
-            .map(|(i, c)| (format!("chunk{i}"), c.clone()))
+            .map(|recording| {
+                let tensors = recording
+                    .chunks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| (format!("chunk{i}"), c.clone()))
+                    .collect();
+                let values = BTreeMap::from([
+                    ("input".to_string(), Value::from(self.input_name.clone())),
+                    ("chunks".to_string(), Value::from(recording.chunks.len())),
+                    ("blank".to_string(), Value::from(BLANK)),
+                    ("audio_us".to_string(), Value::from(recording.audio_us)),
+                ]);
+                CallInputs { tensors, values }
+            })
             .collect();
-        let values = BTreeMap::from([
-            ("input".to_string(), Value::from(self.input_name.clone())),
-            ("chunks".to_string(), Value::from(self.chunks.len())),
-            ("blank".to_string(), Value::from(BLANK)),
-            ("audio_us".to_string(), Value::from(self.audio_us)),
-        ]);
-        ReferenceInputs {
-            calls: vec![CallInputs { tensors, values }],
-        }
+        ReferenceInputs { calls }
     }
 }
 
@@ -267,9 +323,9 @@ impl TimedRunner for GenerateAudioRunner {
 pub struct ConvertSpeechRunner {
     session: Box<dyn Session>,
     input_name: String,
-    audio: HostTensor,
+    /// One (frame-padded audio, its length in µs) per distinct call.
+    audio: Rotation<(HostTensor, u64)>,
     rate: u32,
-    input_us: u64,
     generated: usize,
     outputs: Vec<HostTensor>,
     output_specs: Vec<TensorSpec>,
@@ -280,12 +336,17 @@ impl ConvertSpeechRunner {
         reject_batch(&ctx, "convert_speech")?;
         let rate = positive(&ctx, "sample_rate")? as u32;
         let frame = positive(&ctx, "frame_samples")?;
-        let samples = audio_input(&ctx, rate)?;
+        let recordings = audio_samples(&ctx, rate)?;
         let session = ctx.take_session("convert_speech")?;
         let [spec] = session.inputs() else {
             bail!("the speech-to-speech model must take one input, the audio");
         };
-        let audio = AudioLayout::of(spec, frame)?.tensor(&samples)?;
+        let layout = AudioLayout::of(spec, frame)?;
+        let audio = recordings
+            .iter()
+            .map(|samples| Ok((layout.tensor(samples)?, audio_us(samples.len(), rate))))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let audio = Rotation::new(audio, ctx.first_call)?;
         let input_name = spec.name.clone();
         let output_specs = session.outputs().to_vec();
         Ok(Self {
@@ -293,7 +354,6 @@ impl ConvertSpeechRunner {
             input_name,
             audio,
             rate,
-            input_us: audio_us(samples.len(), rate),
             generated: 0,
             outputs: Vec::new(),
             output_specs,
@@ -303,14 +363,16 @@ impl ConvertSpeechRunner {
 
 impl TimedRunner for ConvertSpeechRunner {
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
-        self.outputs = self.session.run(vec![self.audio.clone()])?;
+        let call = self.audio.next();
+        let (audio, input_us) = &self.audio.inputs()[call];
+        self.outputs = self.session.run(vec![audio.clone()])?;
         let out = self
             .outputs
             .first()
             .context("the model returned no audio")?;
         self.generated = out.shape().iter().product();
         record.items = 1;
-        record.counts[0] = self.input_us;
+        record.counts[0] = *input_us;
         record.counts[1] = audio_us(self.generated, self.rate);
         Ok(())
     }
@@ -320,12 +382,24 @@ impl TimedRunner for ConvertSpeechRunner {
     }
 
     fn notes(&self) -> BTreeMap<String, Value> {
-        BTreeMap::from([("generated_samples".to_string(), Value::from(self.generated))])
+        let mut notes = self.audio.notes();
+        notes.insert("generated_samples".to_string(), Value::from(self.generated));
+        notes
     }
 
-    /// The decoded, frame-padded audio under the model's input name.
+    /// The decoded, frame-padded audio of each distinct call under the model's input name.
     fn reference_inputs(&self) -> ReferenceInputs {
-        one_tensor_call(&self.input_name, &self.audio)
+        ReferenceInputs {
+            calls: self
+                .audio
+                .inputs()
+                .iter()
+                .map(|(audio, _)| CallInputs {
+                    tensors: vec![(self.input_name.clone(), audio.clone())],
+                    values: BTreeMap::new(),
+                })
+                .collect(),
+        }
     }
 }
 

@@ -17,7 +17,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::Value;
 
-use super::{CallInputs, CallRecord, ReferenceInputs, RunnerContext, TimedRunner};
+use super::{CallInputs, CallRecord, ReferenceInputs, Rotation, RunnerContext, TimedRunner};
 use crate::runtime::Session;
 use crate::tensor::{Dim, HostTensor};
 use crate::tokenize::Tokenizer;
@@ -346,11 +346,18 @@ fn generate_with(
     })
 }
 
+/// One declared sample: its prompt's token ids (BOS included) and its sampling seed.
+struct GenerateSample {
+    prompt: Vec<i64>,
+    seed: i64,
+}
+
 pub struct GenerateRunner {
     session: Box<dyn Session>,
     io: DecoderIo,
     tokenizer: Tokenizer,
-    prompt: Vec<i64>,
+    /// One prompt and sampling seed per distinct call.
+    samples: Rotation<GenerateSample>,
     max_new_tokens: usize,
     sampler: Sampler,
     last: Option<GenerationOutput>,
@@ -377,17 +384,42 @@ impl GenerateRunner {
             .get(trtmc_core::chat::MODE_FIELD)
             .and_then(Value::as_str)
             == Some(trtmc_core::chat::MODE_CHAT);
-        let text = match ctx.request.get(trtmc_core::chat::PROMPT_FIELD) {
-            None if chat => bail!(
-                "a chat case reached the worker without its rendered prompt (a runner bug: render it with trtmc_runner::chat before the worker starts)"
-            ),
-            _ => ctx.string(trtmc_core::chat::PROMPT_FIELD)?,
-        };
-        let prompt = tokenizer.prompt_ids(text, chat)?;
-        if prompt.is_empty() {
+        if chat && ctx.request.get(trtmc_core::chat::PROMPT_FIELD).is_none() {
             bail!(
-                "the rendered chat prompt has no tokens: the chat template wrote nothing for the case's messages"
+                "a chat case reached the worker without its rendered prompt (a runner bug: render it with trtmc_runner::chat before the worker starts)"
             );
+        }
+        // One (prompt ids, seed) per sample; case resolution refused sample prompts in chat mode, so a
+        // chat case's samples all carry the rendered prompt.
+        let requests =
+            super::sample_requests(ctx.request)?.unwrap_or_else(|| vec![ctx.request.clone()]);
+        let mut samples = Vec::with_capacity(requests.len());
+        for (i, request) in requests.iter().enumerate() {
+            let field = |name: &str| {
+                if ctx.request.contains_key("samples") {
+                    format!("request.samples[{i}].{name}")
+                } else {
+                    format!("request.{name}")
+                }
+            };
+            let text = request
+                .get(trtmc_core::chat::PROMPT_FIELD)
+                .and_then(Value::as_str)
+                .with_context(|| format!("{} must be a string", field("prompt")))?;
+            let prompt = tokenizer.prompt_ids(text, chat)?;
+            if prompt.is_empty() {
+                bail!(
+                    "{} has no tokens (for a chat case: the chat template wrote nothing for the case's messages)",
+                    field("prompt")
+                );
+            }
+            let seed = match request.get("seed") {
+                None => -1,
+                Some(v) => v
+                    .as_i64()
+                    .with_context(|| format!("{} must be an integer", field("seed")))?,
+            };
+            samples.push(GenerateSample { prompt, seed });
         }
         let max_new_tokens = ctx.int("max_new_tokens")?;
         if max_new_tokens < 1 {
@@ -410,7 +442,6 @@ impl GenerateRunner {
             .and_then(Value::as_i64)
             .unwrap_or(0)
             .max(0) as usize;
-        let seed = ctx.int("seed")?;
         let session = ctx.take_session(operation)?;
         let io = DecoderIo::discover(session.as_ref())?;
         let image = match (vision, io.patches) {
@@ -426,21 +457,23 @@ impl GenerateRunner {
             .and_then(|b| b.build_settings.get("kv_cache_length"))
             .and_then(Value::as_u64)
             .map(|n| n as usize);
+        let longest = samples.iter().map(|s| s.prompt.len()).max().unwrap_or(0);
         if let Some(limit) = limit
-            && image_tokens + prompt.len() + max_new_tokens > limit
+            && image_tokens + longest + max_new_tokens > limit
         {
             bail!(
-                "image ({image_tokens} patches) + prompt ({} tokens) + max_new_tokens ({max_new_tokens}) exceeds the KV-cache length {limit} of the bundle (shorten the prompt, lower request.max_new_tokens, or raise build.kv_cache_length)",
-                prompt.len()
+                "image ({image_tokens} patches) + prompt ({longest} tokens) + max_new_tokens ({max_new_tokens}) exceeds the KV-cache length {limit} of the bundle (shorten the prompt, lower request.max_new_tokens, or raise build.kv_cache_length)"
             );
         }
+        let first_seed = samples[0].seed;
+        let samples = Rotation::new(samples, ctx.first_call)?;
         Ok(Self {
             session,
             io,
             tokenizer,
-            prompt,
+            samples,
             max_new_tokens,
-            sampler: Sampler::new(do_sample, temperature, top_k, seed),
+            sampler: Sampler::new(do_sample, temperature, top_k, first_seed),
             last: None,
             image,
         })
@@ -449,19 +482,22 @@ impl GenerateRunner {
 
 impl TimedRunner for GenerateRunner {
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
+        let call = self.samples.next();
+        let sample = &self.samples.inputs()[call];
+        self.sampler.seed = sample.seed;
         let started = Instant::now();
         let out = generate_with(
             self.session.as_mut(),
             &self.io,
             self.image.as_ref(),
-            &self.prompt,
+            &sample.prompt,
             self.max_new_tokens,
             &mut self.sampler,
             started,
         )?;
         let total = started.elapsed().as_nanos() as u64;
         record.items = 1;
-        record.input_tokens = self.prompt.len() as u32;
+        record.input_tokens = sample.prompt.len() as u32;
         // Image patches occupy cache positions but are not text tokens.
         record.output_tokens = out.tokens.len() as u32;
         record.stages_ns = [
@@ -474,7 +510,7 @@ impl TimedRunner for GenerateRunner {
     }
 
     fn notes(&self) -> BTreeMap<String, Value> {
-        let mut notes = BTreeMap::new();
+        let mut notes = self.samples.notes();
         if let Some(out) = &self.last {
             notes.insert(
                 "generated_text".into(),
@@ -486,39 +522,49 @@ impl TimedRunner for GenerateRunner {
         notes
     }
 
-    /// The prompt's token ids (BOS included), the image's patches for `generate_vl`, the sampling
-    /// settings, and for seeded sampling the uniform draws of tokens 1..=max_new_tokens, so a
-    /// reference repeats the same loop and picks the same tokens without a tokenizer or ChaCha8.
+    /// Per sample (one entry per distinct call): the prompt's token ids (BOS included), the image's
+    /// patches for `generate_vl`, the sampling settings, and for seeded sampling the uniform draws of
+    /// tokens 1..=max_new_tokens, so a reference repeats the same loop and picks the same tokens
+    /// without a tokenizer or ChaCha8.
     fn reference_inputs(&self) -> ReferenceInputs {
-        let mut tensors = vec![(
-            "prompt_ids".to_string(),
-            HostTensor::I64(ndarray::Array1::from(self.prompt.clone()).into_dyn()),
-        )];
-        if let Some(image) = &self.image {
-            tensors.push(("image_patches".to_string(), HostTensor::F32(image.clone())));
-        }
-        if let Some(draws) = self.sampler.seeded_draws(self.max_new_tokens) {
-            tensors.push((
-                "sampling_uniforms".to_string(),
-                HostTensor::F32(ndarray::Array1::from(draws).into_dyn()),
-            ));
-        }
-        let values = BTreeMap::from([
-            (
-                "max_new_tokens".to_string(),
-                Value::from(self.max_new_tokens),
-            ),
-            ("do_sample".to_string(), Value::from(self.sampler.do_sample)),
-            (
-                "temperature".to_string(),
-                Value::from(self.sampler.temperature),
-            ),
-            ("top_k".to_string(), Value::from(self.sampler.top_k)),
-            ("seed".to_string(), Value::from(self.sampler.seed)),
-        ]);
-        ReferenceInputs {
-            calls: vec![CallInputs { tensors, values }],
-        }
+        let calls = self
+            .samples
+            .inputs()
+            .iter()
+            .map(|sample| {
+                let mut tensors = vec![(
+                    "prompt_ids".to_string(),
+                    HostTensor::I64(ndarray::Array1::from(sample.prompt.clone()).into_dyn()),
+                )];
+                if let Some(image) = &self.image {
+                    tensors.push(("image_patches".to_string(), HostTensor::F32(image.clone())));
+                }
+                let sampler = Sampler::new(
+                    self.sampler.do_sample,
+                    self.sampler.temperature,
+                    self.sampler.top_k,
+                    sample.seed,
+                );
+                if let Some(draws) = sampler.seeded_draws(self.max_new_tokens) {
+                    tensors.push((
+                        "sampling_uniforms".to_string(),
+                        HostTensor::F32(ndarray::Array1::from(draws).into_dyn()),
+                    ));
+                }
+                let values = BTreeMap::from([
+                    (
+                        "max_new_tokens".to_string(),
+                        Value::from(self.max_new_tokens),
+                    ),
+                    ("do_sample".to_string(), Value::from(sampler.do_sample)),
+                    ("temperature".to_string(), Value::from(sampler.temperature)),
+                    ("top_k".to_string(), Value::from(sampler.top_k)),
+                    ("seed".to_string(), Value::from(sample.seed)),
+                ]);
+                CallInputs { tensors, values }
+            })
+            .collect();
+        ReferenceInputs { calls }
     }
 }
 
