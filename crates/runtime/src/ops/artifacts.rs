@@ -175,14 +175,7 @@ pub(crate) fn image_batches(
         .iter()
         .enumerate()
         .map(|(i, request)| {
-            let sample = RunnerContext {
-                request,
-                session: None,
-                bundle: ctx.bundle,
-                manifest_dir: ctx.manifest_dir,
-                tokenizer: ctx.tokenizer,
-                first_call: ctx.first_call,
-            };
+            let sample = ctx.for_sample(request);
             image_item(&sample, spec, &one).with_context(|| format!("request.samples[{i}]"))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;

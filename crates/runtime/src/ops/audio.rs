@@ -54,14 +54,7 @@ fn audio_samples(ctx: &RunnerContext<'_>, rate: u32) -> anyhow::Result<Vec<Vec<f
         .iter()
         .enumerate()
         .map(|(i, request)| {
-            let sample = RunnerContext {
-                request,
-                session: None,
-                bundle: ctx.bundle,
-                manifest_dir: ctx.manifest_dir,
-                tokenizer: ctx.tokenizer,
-                first_call: ctx.first_call,
-            };
+            let sample = ctx.for_sample(request);
             audio_input(&sample, rate).with_context(|| format!("request.samples[{i}]"))
         })
         .collect()

@@ -119,6 +119,22 @@ pub struct RunnerContext<'a> {
 }
 
 impl RunnerContext<'_> {
+    /// The context of one declared sample (`request.samples[i]` with the request's other values): its
+    /// inputs are prepared from it, never run, so it has no session.
+    pub(crate) fn for_sample<'s>(
+        &'s self,
+        request: &'s BTreeMap<String, Value>,
+    ) -> RunnerContext<'s> {
+        RunnerContext {
+            request,
+            session: None,
+            bundle: self.bundle,
+            manifest_dir: self.manifest_dir,
+            tokenizer: self.tokenizer,
+            first_call: self.first_call,
+        }
+    }
+
     pub fn take_session(&mut self, operation: &str) -> anyhow::Result<Box<dyn Session>> {
         self.session
             .take()
