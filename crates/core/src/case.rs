@@ -401,48 +401,35 @@ fn artifact_hashes(
     request: &BTreeMap<String, Sourced<Value>>,
 ) -> Result<Vec<String>, String> {
     let mut hashes = Vec::new();
-    for f in op.fields.iter().filter(|f| f.kind == FieldKind::Artifact) {
-        let Some(rel) = request.get(f.name).and_then(|v| v.value.as_str()) else {
-            continue;
-        };
+    // `field = rel` → `label=sha256`, where `label` is how the request names the file.
+    let mut hash_file = |label: String, rel: &str| -> Result<(), String> {
         if rel == "synthetic" {
-            continue;
+            return Ok(());
         }
         let path = profile.dir().join(rel);
         let bytes = std::fs::read(&path).map_err(|e| {
             format!(
-                "request.{} = `{rel}`: cannot read {} ({e}); give a file relative to {}",
-                f.name,
+                "request.{label} = `{rel}`: cannot read {} ({e}); give a file relative to {}",
                 path.display(),
                 profile.manifest.display()
             )
         })?;
-        hashes.push(format!("{}={}", f.name, crate::hash::sha256_hex(&bytes)));
+        hashes.push(format!("{label}={}", crate::hash::sha256_hex(&bytes)));
+        Ok(())
+    };
+    let artifacts = || op.fields.iter().filter(|f| f.kind == FieldKind::Artifact);
+    for f in artifacts() {
+        if let Some(rel) = request.get(f.name).and_then(|v| v.value.as_str()) {
+            hash_file(f.name.to_string(), rel)?;
+        }
     }
     // Files a sample names (`samples[1].image`) count like the request's own.
     let samples = request.get("samples").and_then(|v| v.value.as_array());
     for (i, sample) in samples.into_iter().flatten().enumerate() {
-        for f in op.fields.iter().filter(|f| f.kind == FieldKind::Artifact) {
-            let Some(rel) = sample.get(f.name).and_then(Value::as_str) else {
-                continue;
-            };
-            if rel == "synthetic" {
-                continue;
+        for f in artifacts() {
+            if let Some(rel) = sample.get(f.name).and_then(Value::as_str) {
+                hash_file(format!("samples[{i}].{}", f.name), rel)?;
             }
-            let path = profile.dir().join(rel);
-            let bytes = std::fs::read(&path).map_err(|e| {
-                format!(
-                    "request.samples[{i}].{} = `{rel}`: cannot read {} ({e}); give a file relative to {}",
-                    f.name,
-                    path.display(),
-                    profile.manifest.display()
-                )
-            })?;
-            hashes.push(format!(
-                "samples[{i}].{}={}",
-                f.name,
-                crate::hash::sha256_hex(&bytes)
-            ));
         }
     }
     Ok(hashes)

@@ -4,9 +4,7 @@ use anyhow::Context as _;
 use serde_json::Value;
 
 use super::artifacts::image_batches;
-use super::{
-    CallInputs, CallRecord, ReferenceInputs, Rotation, RunnerContext, TimedRunner, check_finite,
-};
+use super::{CallRecord, ReferenceInputs, Rotation, RunnerContext, TimedRunner, check_finite};
 use crate::runtime::Session;
 use crate::tensor::{HostTensor, TensorSpec};
 
@@ -83,17 +81,8 @@ impl TimedRunner for ClassifyRunner {
     /// The image batch of each distinct call (declared images or seeded noise), under the model's
     /// input name.
     fn reference_inputs(&self) -> ReferenceInputs {
-        ReferenceInputs {
-            calls: self
-                .inputs
-                .inputs()
-                .iter()
-                .map(|t| CallInputs {
-                    tensors: vec![(self.input_name.clone(), t.clone())],
-                    values: Default::default(),
-                })
-                .collect(),
-        }
+        self.inputs
+            .reference_inputs(&self.input_name, &Default::default())
     }
 
     fn notes(&self) -> std::collections::BTreeMap<String, Value> {

@@ -4,9 +4,7 @@
 
 use anyhow::Context as _;
 
-use super::{
-    CallInputs, CallRecord, ReferenceInputs, Rotation, RunnerContext, TimedRunner, check_finite,
-};
+use super::{CallRecord, ReferenceInputs, Rotation, RunnerContext, TimedRunner, check_finite};
 use crate::runtime::Session;
 use crate::tensor::{HostTensor, TensorSpec};
 
@@ -70,16 +68,7 @@ impl TimedRunner for ForecastRunner {
 
     /// The seeded history windows of each distinct call, under the model's input name.
     fn reference_inputs(&self) -> ReferenceInputs {
-        ReferenceInputs {
-            calls: self
-                .inputs
-                .inputs()
-                .iter()
-                .map(|t| CallInputs {
-                    tensors: vec![(self.input_name.clone(), t.clone())],
-                    values: Default::default(),
-                })
-                .collect(),
-        }
+        self.inputs
+            .reference_inputs(&self.input_name, &Default::default())
     }
 }

@@ -223,6 +223,27 @@ impl<T> Rotation<T> {
     }
 }
 
+impl Rotation<crate::tensor::HostTensor> {
+    /// Every distinct call's input as a reference runner's call inputs: the tensor under `name`, with
+    /// `values` (the operation's post-processing parameters) beside it.
+    pub(crate) fn reference_inputs(
+        &self,
+        name: &str,
+        values: &BTreeMap<String, Value>,
+    ) -> ReferenceInputs {
+        ReferenceInputs {
+            calls: self
+                .inputs
+                .iter()
+                .map(|t| CallInputs {
+                    tensors: vec![(name.to_string(), t.clone())],
+                    values: values.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// The sample indices of each distinct call (case resolution checked the counts; see
 /// `trtmc_core::operations::sample_list`): one sample repeated over the batch, one per batch item, or at
 /// batch size 1 one per call.

@@ -7,9 +7,7 @@ use anyhow::{Context as _, bail};
 use serde_json::Value;
 
 use super::artifacts::image_batches;
-use super::{
-    CallInputs, CallRecord, ReferenceInputs, Rotation, RunnerContext, TimedRunner, check_finite,
-};
+use super::{CallRecord, ReferenceInputs, Rotation, RunnerContext, TimedRunner, check_finite};
 use crate::runtime::Session;
 use crate::tensor::{HostTensor, TensorSpec};
 
@@ -49,17 +47,7 @@ impl Vision {
     /// input name, plus the
     /// operation's post-processing parameters.
     fn reference_inputs(&self, values: BTreeMap<String, Value>) -> ReferenceInputs {
-        ReferenceInputs {
-            calls: self
-                .inputs
-                .inputs()
-                .iter()
-                .map(|t| CallInputs {
-                    tensors: vec![(self.input_name.clone(), t.clone())],
-                    values: values.clone(),
-                })
-                .collect(),
-        }
+        self.inputs.reference_inputs(&self.input_name, &values)
     }
 
     fn run(&mut self) -> anyhow::Result<&ndarray::ArrayD<f32>> {
