@@ -15,7 +15,11 @@ def single_call(ctx, operation):
 def rotation(ctx, operation, each):
     """`each(call_inputs)` prepared for every saved call, served in call order: call i gets entry i % n,
     as trtmc's runner rotates its declared inputs (one entry when the calls repeat one input)."""
-    prepared = [each(c) for c in ctx.require_calls(operation)]
+    return cycle([each(c) for c in ctx.require_calls(operation)])
+
+
+def cycle(prepared):
+    """Serves `prepared` in order, from the start again after the last entry."""
     position = [0]
 
     def next_entry():

@@ -344,6 +344,81 @@ fn the_rerank_reference_gives_the_candidates_scores_and_ranking() {
     }
 }
 
+/// encode and rerank tokenize inside the reference's timed call, as the candidate does (the
+/// WordPiece tokenizer.json through the Python `tokenizers` package); texts that tokenize to other ids
+/// than the candidate fed are a reference failure naming the tensor; without the package the
+/// reference exits 7 with the install command.
+#[test]
+fn the_text_references_tokenize_inside_their_call_and_refuse_other_ids() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    for (model, case) in [("tiny-encoder", "batch4"), ("tiny-reranker", "documents8")] {
+        let pair = measure_both(tmp.path(), model, case, "onnxruntime");
+        let tokenization = pair.reference.notes["tokenization"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            tokenization.starts_with("inside the timed call (tokenizers 0.22")
+                && tokenization.contains("wordpiece/tokenizer.json"),
+            "{model}: {tokenization}"
+        );
+        let request_path = PathBuf::from(pair.request["inputs"].as_str().expect("inputs"))
+            .with_file_name("reference-request.json");
+        let inputs_path = PathBuf::from(
+            pair.request["operation_inputs"]
+                .as_str()
+                .expect("operation inputs"),
+        );
+        let inputs_path = if inputs_path.is_absolute() {
+            inputs_path
+        } else {
+            request_path.with_file_name(inputs_path)
+        };
+        let saved = std::fs::read_to_string(&inputs_path).expect("operation inputs");
+        let mut edited: Value = serde_json::from_str(&saved).expect("json");
+        let texts = &mut edited["calls"][0]["values"]["texts"][0];
+        assert!(texts.is_string(), "{model}: texts saved: {saved}");
+        *texts = format!("{} and more words", texts.as_str().unwrap_or_default()).into();
+        std::fs::write(&inputs_path, edited.to_string()).expect("write");
+        let result = tmp.path().join(format!("{model}-edited.json"));
+        let out = python_reference(&request_path, &result);
+        assert_eq!(code(&out), 1, "{model}: {}", stderr(&out));
+        let doc = read_json(&result);
+        let error = doc["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("input_ids") && error.contains("differs from the candidate's"),
+            "{model}: {doc}"
+        );
+        std::fs::write(&inputs_path, saved).expect("restore");
+
+        // No `tokenizers` package: a module of that name that fails to import, first on the path.
+        let blocked = tmp.path().join("blocked/tokenizers");
+        std::fs::create_dir_all(&blocked).expect("mkdir");
+        std::fs::write(
+            blocked.join("__init__.py"),
+            "raise ImportError('hidden by the test')\n",
+        )
+        .expect("write");
+        let python = std::env::var("TRTMC_PYTHON").unwrap_or_else(|_| "python3".into());
+        let out = Command::new(python)
+            .arg(repo_root().join("reference/ort_reference.py"))
+            .arg(&request_path)
+            .arg(&result)
+            .env("PYTHONPATH", tmp.path().join("blocked"))
+            .output()
+            .expect("start python3");
+        assert_eq!(code(&out), 7, "{model}: {}", stderr(&out));
+        let error = read_json(&result)["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            error.contains("pip install tokenizers=="),
+            "{model}: {error}"
+        );
+    }
+}
+
 /// A request without the per-call inputs, and a text-only decoder asked for `generate_vl`: reference
 /// failures that say what is missing.
 #[test]

@@ -183,6 +183,18 @@ pub struct ReferenceSettings {
     pub options: BTreeMap<String, Value>,
 }
 
+/// The reference's minimum timed duration, by the run's stopping rule (docs/run.md): a count the caller
+/// sets is what runs, with no default minimum duration, as the candidate's `run --iterations N` does;
+/// a duration the case or the user set still holds.
+fn min_duration_s(r: &trtmc_core::case::ResolvedCase, settings: &ReferenceSettings) -> f64 {
+    let m = &r.measure.min_duration_s;
+    if settings.iterations.is_some() && m.source == trtmc_core::case::Source::Default {
+        0.0
+    } else {
+        m.value
+    }
+}
+
 /// The request the Python reference runners execute for `planned`: the same operation, warm-ups,
 /// iterations, seed and precision as the resolved case, unless `settings` says otherwise.
 ///
@@ -226,7 +238,7 @@ pub fn reference_request(
         operation: r.operation.clone(),
         warmup: settings.warmup.unwrap_or(r.measure.warmup.value),
         iterations: settings.iterations.unwrap_or(r.measure.iterations.value),
-        min_duration_s: r.measure.min_duration_s.value,
+        min_duration_s: min_duration_s(r, settings),
         seed,
         precision: settings.precision.clone().unwrap_or(precision),
         threads: settings.threads.unwrap_or(threads),
@@ -495,7 +507,7 @@ mod tests {
     fn reference_settings_replace_the_case_values_and_add_options() {
         let tmp = tempfile::tempdir().expect("tmp");
         let catalog = tiny_cnn_catalog(tmp.path());
-        let planned = resolved(&catalog, "onnxruntime", &["build.optimization_level=basic"]);
+        let mut planned = resolved(&catalog, "onnxruntime", &["build.optimization_level=basic"]);
         let settings = ReferenceSettings {
             warmup: Some(3),
             iterations: Some(20),
@@ -511,6 +523,13 @@ mod tests {
         assert_eq!(request.iterations, 20);
         assert_eq!(request.precision, "fp16");
         assert_eq!(request.threads, 2);
+        // A set count is what runs (the candidate's `run --iterations` gets no default minimum
+        // duration either); the case's default would stretch each reference round to a second.
+        assert_eq!(request.min_duration_s, 0.0);
+        assert!(planned.resolved.measure.min_duration_s.value > 0.0);
+        planned.resolved.measure.min_duration_s = trtmc_core::case::Sourced::new(2.5, Source::Set);
+        let request = reference_request(&planned, "m".into(), "i".into(), 0, &settings);
+        assert_eq!(request.min_duration_s, 2.5, "a duration someone set still holds");
         assert_eq!(
             request.options,
             BTreeMap::from([

@@ -42,6 +42,8 @@ pub enum Tokenizer {
 #[derive(Debug, Clone)]
 pub struct FileTokenizer {
     inner: tokenizers::Tokenizer,
+    /// The file, absolute: a reference runner reads the same one.
+    path: std::path::PathBuf,
     bos: i64,
     eos: i64,
     pad: i64,
@@ -88,6 +90,21 @@ impl Tokenizer {
             Tokenizer::Bytes => PAD,
             Tokenizer::File(f) => f.pad,
         }
+    }
+
+    /// What a reference runner needs to tokenize as this tokenizer does: `{"kind": "bytes"}` or
+    /// `{"kind": "file", "path": ABSOLUTE}`, with the `bos`, `eos` and `pad` ids the runners add.
+    pub fn reference_spec(&self) -> serde_json::Value {
+        let mut spec = match self {
+            Tokenizer::Bytes => serde_json::json!({"kind": "bytes"}),
+            Tokenizer::File(f) => {
+                serde_json::json!({"kind": "file", "path": f.path.to_string_lossy()})
+            }
+        };
+        spec["bos"] = self.bos().into();
+        spec["eos"] = self.eos().into();
+        spec["pad"] = self.pad().into();
+        spec
     }
 
     /// Token ids of `text`, without special tokens.
@@ -164,6 +181,7 @@ impl FileTokenizer {
         let pad = find("padding", PAD_TOKENS).unwrap_or(eos);
         Ok(Self {
             inner,
+            path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
             bos,
             eos,
             pad,
@@ -185,6 +203,10 @@ mod tests {
         assert_eq!(t.decode(&ids), "héllo");
         assert!(Tokenizer::load(Some("wordpiece"), None).is_err());
         assert_eq!((t.pad(), t.bos(), t.eos()), (PAD, BOS, EOS));
+        assert_eq!(
+            t.reference_spec(),
+            serde_json::json!({"kind": "bytes", "bos": BOS, "eos": EOS, "pad": PAD})
+        );
         // A chat prompt is fed as its template wrote it; a completion gets the start token first.
         assert_eq!(
             t.prompt_ids("hi", false).expect("completion"),
@@ -234,6 +256,14 @@ mod tests {
         assert_eq!(ids, vec![4, 5, 6, 7, 8, 9]);
         assert_eq!(t.encode("zebra").expect("encode"), vec![3], "unknown word");
         assert_eq!(t.decode(&[1, 4, 5, 6, 2]), "fast engines");
+        // A reference runner is told the same file (absolute) and special ids.
+        let spec = t.reference_spec();
+        assert_eq!(spec["kind"], "file");
+        assert_eq!(
+            spec["path"].as_str().map(Path::new),
+            Some(dir.path().join("tokenizer.json").as_path())
+        );
+        assert_eq!((&spec["bos"], &spec["eos"], &spec["pad"]), (&1.into(), &2.into(), &0.into()));
         // An absolute path ignores the manifest directory.
         let abs = format!("file:{}", dir.path().join("tokenizer.json").display());
         assert!(Tokenizer::load(Some(&abs), Some(Path::new("/nonexistent"))).is_ok());

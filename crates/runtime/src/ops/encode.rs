@@ -205,8 +205,9 @@ impl TimedRunner for EncodeRunner {
         notes
     }
 
-    /// Each distinct call's tokenized batch as the call feeds it (token ids, not text: a reference
-    /// needs no tokenizer), by the encoder's input names.
+    /// Each distinct call's tokenized batch as the call feeds it, by the encoder's input names, with
+    /// its texts, the tokenizer and the sequence length: a reference tokenizes inside its timed call,
+    /// as this runner does, and checks its token ids against these.
     fn reference_inputs(&self) -> ReferenceInputs {
         let output = self
             .output_specs
@@ -226,6 +227,9 @@ impl TimedRunner for EncodeRunner {
             let values = BTreeMap::from([
                 ("items".to_string(), Value::from(texts.len())),
                 ("output".to_string(), Value::from(output)),
+                ("texts".to_string(), Value::from(texts.clone())),
+                ("tokenizer".to_string(), self.tokenizer.reference_spec()),
+                ("seq_len".to_string(), Value::from(self.seq_len)),
             ]);
             calls.push(CallInputs { tensors, values });
         }

@@ -202,8 +202,9 @@ impl TimedRunner for RerankRunner {
         notes
     }
 
-    /// Each distinct call's tokenized (query, document) pairs as the call feeds them, by input name:
-    /// a reference needs no tokenizer.
+    /// Each distinct call's tokenized (query, document) pairs as the call feeds them, by input name,
+    /// with the query, the documents, the tokenizer and the sequence length: a reference tokenizes
+    /// inside its timed call, as this runner does, and checks its token ids against these.
     fn reference_inputs(&self) -> ReferenceInputs {
         let mut calls = Vec::with_capacity(self.batches.inputs().len());
         for documents in self.batches.inputs() {
@@ -211,7 +212,13 @@ impl TimedRunner for RerankRunner {
                 return ReferenceInputs::default();
             };
             let tensors = self.input_names.iter().cloned().zip(feeds).collect();
-            let values = BTreeMap::from([("documents".to_string(), Value::from(documents.len()))]);
+            let values = BTreeMap::from([
+                ("documents".to_string(), Value::from(documents.len())),
+                ("query".to_string(), Value::from(self.query.as_str())),
+                ("texts".to_string(), Value::from(documents.clone())),
+                ("tokenizer".to_string(), self.tokenizer.reference_spec()),
+                ("seq_len".to_string(), Value::from(self.seq_len)),
+            ]);
             calls.push(CallInputs { tensors, values });
         }
         ReferenceInputs { calls }
