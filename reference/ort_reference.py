@@ -92,7 +92,8 @@ def execute(request, doc):
         raise ref.ReferenceFailure(f"the inputs lack {', '.join(missing)} (given: {', '.join(n for n, _ in inputs)})")
 
     warmup_ms, observations, outputs = ref.timed_loop(
-        call, int(request["warmup"]), int(request["iterations"]), float(request.get("min_duration_s", 0.0)), names)
+        call, int(request["warmup"]), int(request["iterations"]), float(request.get("min_duration_s", 0.0)), names,
+        int(ctx.items))
     if hasattr(module, "notes"):
         module.notes(ctx, outputs)
     doc["warmup_ms"] = warmup_ms

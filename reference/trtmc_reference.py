@@ -162,8 +162,9 @@ def check_finite(outputs, names):
                 f"output {name!r} holds {bad} non-finite value(s): a reference failure, not a result")
 
 
-def timed_loop(call, warmup, iterations, min_duration_s, names):
-    """Warm-ups, then timed calls until both `iterations` and `min_duration_s` are reached.
+def timed_loop(call, warmup, iterations, min_duration_s, names, items=1):
+    """Warm-ups, then timed calls until both `iterations` and `min_duration_s` are reached; each
+    observation records `items`, the items one call handles.
 
     `call()` is one framework call and returns its outputs (a list of arrays, in `names` order); it is
     the only thing between the two clock reads. Returns (warmup_ms, observations, last outputs)."""
@@ -181,7 +182,7 @@ def timed_loop(call, warmup, iterations, min_duration_s, names):
         t0 = time.perf_counter_ns()
         outputs = call()
         t1 = time.perf_counter_ns()
-        observations.append({"iteration": len(observations), "start_ns": t0 - origin, "wall_ns": t1 - t0, "items": 1})
+        observations.append({"iteration": len(observations), "start_ns": t0 - origin, "wall_ns": t1 - t0, "items": items})
         check_finite(outputs, names)
         if len(observations) >= iterations and t1 - origin >= min_ns:
             return warmup_ms, observations, outputs

@@ -22,6 +22,8 @@ class OperationContext:
     calls     the candidate runner's per-call inputs, `[{"tensors": {name: array}, "values": {…}}]`:
               call i uses calls[i % len(calls)] (empty for infer and classify)
     notes     facts for the result's notes (e.g. the output token count)
+    items     the items one call handles (a batch's images, texts, documents), recorded with every
+              observation as trtmc's runner records them; 1 unless the operation's module sets it
     options   the request's runner options (graph_optimization_level, …, test-only knobs)
     """
 
@@ -32,6 +34,7 @@ class OperationContext:
         self.calls = calls
         self.notes = {}
         self.options = {}
+        self.items = 1
 
     def require_calls(self, operation):
         """The per-call inputs, or a failure saying the request lacks them."""

@@ -30,6 +30,12 @@ def cycle(prepared):
     return next_entry
 
 
+def batch(feeds):
+    """The batch size of a call's feeds: the first dimension of its first tensor (1 for a scalar)."""
+    first = next(iter(feeds.values()), None)
+    return int(first.shape[0]) if first is not None and first.ndim else 1
+
+
 def tensor(call, name, operation):
     """Saved tensor `name`, or a failure naming it."""
     if name not in call["tensors"]:

@@ -11,9 +11,11 @@ def prepare(ctx):
     # saved without per-call inputs feeds the synthesized inputs.
     if ctx.calls:
         next_feeds = _media.rotation(ctx, "classify", lambda c: _media.model_feeds(ctx, c, "classify"))
+        ctx.items = _media.batch(_media.model_feeds(ctx, ctx.calls[0], "classify"))
     else:
         def next_feeds():
             return ctx.feeds
+        ctx.items = _media.batch(ctx.feeds)
 
     def call():
         outputs = ctx.session.run(None, next_feeds())

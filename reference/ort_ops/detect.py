@@ -10,6 +10,7 @@ from ort_ops import _media
 
 def prepare(ctx):
     next_feeds = _media.rotation(ctx, "detect", lambda c: _media.model_feeds(ctx, c, "detect"))
+    ctx.items = _media.batch(_media.model_feeds(ctx, ctx.require_calls("detect")[0], "detect"))
     threshold = np.float32(_media.value(ctx.require_calls("detect")[0], "score_threshold", "detect"))
     names = [o.name for o in ctx.session.get_outputs()]
 

@@ -7,6 +7,7 @@ from ort_ops import _media
 
 def prepare(ctx):
     next_feeds = _media.rotation(ctx, "forecast", lambda c: _media.model_feeds(ctx, c, "forecast"))
+    ctx.items = _media.batch(_media.model_feeds(ctx, ctx.require_calls("forecast")[0], "forecast"))
     names = [o.name for o in ctx.session.get_outputs()]
 
     def call():

@@ -42,6 +42,9 @@ def prepare(ctx, operation="generate_image"):
     dt = np.float32(1.0) / np.float32(steps)
     timesteps = [np.array([np.float32(1.0) - np.float32(k) * dt], dtype=np.float32) for k in range(steps)]
     ctx.notes["steps"] = steps
+    # Images per call as trtmc counts them (the noise batch); a video is one item of many frames.
+    if operation == "generate_image":
+        ctx.items = _media.batch({"noise": _media.tensor(calls[0], "noise", operation)})
 
     def call():
         x = next_noise().copy()

@@ -34,7 +34,7 @@ def prepare(ctx):
         ranking[:] = np.argsort(-scores, kind="stable").tolist()
         return outputs
 
-    ctx.notes["documents"] = counts[0]
+    ctx.notes["documents"] = ctx.items = counts[0]
     ctx.notes["ranking"] = ranking
     ctx.notes["tokenization"] = f"inside the timed call ({tokenizer})"
     return call, names

@@ -9,6 +9,7 @@ from ort_ops import _media
 
 def prepare(ctx):
     next_feeds = _media.rotation(ctx, "segment", lambda c: _media.model_feeds(ctx, c, "segment"))
+    ctx.items = _media.batch(_media.model_feeds(ctx, ctx.require_calls("segment")[0], "segment"))
     names = [o.name for o in ctx.session.get_outputs()]
 
     def call():

@@ -209,7 +209,22 @@ fn rows_by_id(results: &Value) -> Vec<(String, Value)> {
 }
 
 #[test]
-fn the_checked_in_release_suite_passes_check() {
+fn the_checked_in_release_suites_pass_check() {
+    // The full suite: the same rows with release-grade counts.
+    let o = run(&[
+        "matrix",
+        "check",
+        &p(&repo_root().join("benchmarks/performance/release-full.yaml")),
+        "--environment",
+        &p(&repo_root().join("benchmarks/performance/environments/cpu.yaml")),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let full = stdout(&o);
+    assert!(
+        full.contains("densenet121.classify/light-densenet121/single/tract"),
+        "{full}"
+    );
+    assert!(!full.contains("warning:"), "{full}");
     let o = run(&[
         "matrix",
         "check",
@@ -219,6 +234,17 @@ fn the_checked_in_release_suite_passes_check() {
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let out = stdout(&o);
+    // The two suites hold the same rows (the row id starts each row's line).
+    let row_ids = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("  ")?.split_whitespace().next())
+            .filter(|word| word.contains('/'))
+            .map(str::to_string)
+            .collect()
+    };
+    let (quick_ids, full_ids) = (row_ids(&out), row_ids(&full));
+    assert!(quick_ids.len() >= 30, "{out}");
+    assert_eq!(quick_ids, full_ids, "release.yaml and release-full.yaml rows");
     assert!(out.contains("passes the preflight"), "{out}");
     assert!(
         out.contains("resnet50.classify/light-resnet50/single/tract"),

@@ -143,11 +143,16 @@ fn both_sides_with(tmp: &Path, model: &str, case: &str, sets: &[&str]) -> Sides 
     assert_eq!(case_doc["status"], "completed", "{case_doc}");
     let case_dir = dir.join(case_doc["dir"].as_str().expect("dir"));
     let resolved = read_json(&case_dir.join("resolved-case.json"));
-    let observations = std::fs::read_to_string(case_dir.join("observations.jsonl"))
+    let observations: Vec<Value> = std::fs::read_to_string(case_dir.join("observations.jsonl"))
         .expect("observations")
         .lines()
         .map(|l| serde_json::from_str(l).expect("json"))
         .collect();
+    // Both sides count the items of a call alike (a batch's images, a video as one item).
+    let items = observations[0]["items"].as_u64().unwrap_or(1);
+    for o in &reference.observations {
+        assert_eq!(o.items.unwrap_or(1), items, "{model}/{case}: items per call");
+    }
     let sides = Sides {
         // Runners without notes (forecast) write no call-notes.json.
         candidate_notes: std::fs::read(case_dir.join("call-notes.json"))

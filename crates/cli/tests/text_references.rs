@@ -161,7 +161,13 @@ impl Pair {
             .collect();
         assert_eq!(self.request["request"], Value::Object(values));
         assert_eq!(self.reference.observations.len(), 2);
-        assert_eq!(self.candidate_observations().len(), 2);
+        let candidate = self.candidate_observations();
+        assert_eq!(candidate.len(), 2);
+        // Both sides count the items of a call alike (texts, documents; 1 per generation).
+        let items = candidate[0]["items"].as_u64().unwrap_or(1);
+        for o in &self.reference.observations {
+            assert_eq!(o.items.unwrap_or(1), items, "items per call");
+        }
     }
 
     /// The reference's saved output `name` as f32 values.

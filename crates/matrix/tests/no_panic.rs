@@ -4,6 +4,7 @@
 
 const SEEDS: &[&str] = &[
     include_str!("../../../benchmarks/performance/release.yaml"),
+    include_str!("../../../benchmarks/performance/release-full.yaml"),
     include_str!("../../../benchmarks/performance/environments/cpu.yaml"),
     r#"{"schema": "trtmc.perf-bundle-preparation/v1", "scope": "test_task", "revision": "abc",
         "records": [{"model": "/m.onnx", "bundle": "/b", "action": "built", "build_seconds": 1.5}]}"#,

@@ -84,6 +84,7 @@ pub fn reference_dir() -> Result<PathBuf, &'static UnpackError> {
 /// `matrix check` accepts in place of a path.
 pub const SHIPPED_SUITES: &[(&str, &str)] = &[
     ("release", "benchmarks/performance/release.yaml"),
+    ("release-full", "benchmarks/performance/release-full.yaml"),
     ("gpu", "benchmarks/performance/gpu.yaml"),
 ];
 pub const SHIPPED_ENVIRONMENTS: &[(&str, &str)] = &[

@@ -179,10 +179,16 @@ fn list_suites() -> CliResult {
                 .iter()
                 .map(|(name, path)| (name, "environment", path)),
         );
+    let width = trtmc_share::SHIPPED_SUITES
+        .iter()
+        .chain(trtmc_share::SHIPPED_ENVIRONMENTS)
+        .map(|(name, _)| name.chars().count())
+        .max()
+        .unwrap_or(0);
     for (name, kind, path) in rows {
         outln!(
             "{}  {:<11}  {}",
-            pad_right(name, 7),
+            pad_right(name, width),
             kind,
             root.join(path).display()
         )?;
