@@ -244,7 +244,10 @@ fn the_checked_in_release_suites_pass_check() {
     };
     let (quick_ids, full_ids) = (row_ids(&out), row_ids(&full));
     assert!(quick_ids.len() >= 30, "{out}");
-    assert_eq!(quick_ids, full_ids, "release.yaml and release-full.yaml rows");
+    assert_eq!(
+        quick_ids, full_ids,
+        "release.yaml and release-full.yaml rows"
+    );
     assert!(out.contains("passes the preflight"), "{out}");
     assert!(
         out.contains("resnet50.classify/light-resnet50/single/tract"),

@@ -151,7 +151,11 @@ fn both_sides_with(tmp: &Path, model: &str, case: &str, sets: &[&str]) -> Sides 
     // Both sides count the items of a call alike (a batch's images, a video as one item).
     let items = observations[0]["items"].as_u64().unwrap_or(1);
     for o in &reference.observations {
-        assert_eq!(o.items.unwrap_or(1), items, "{model}/{case}: items per call");
+        assert_eq!(
+            o.items.unwrap_or(1),
+            items,
+            "{model}/{case}: items per call"
+        );
     }
     let sides = Sides {
         // Runners without notes (forecast) write no call-notes.json.

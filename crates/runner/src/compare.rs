@@ -529,7 +529,10 @@ mod tests {
         assert!(planned.resolved.measure.min_duration_s.value > 0.0);
         planned.resolved.measure.min_duration_s = trtmc_core::case::Sourced::new(2.5, Source::Set);
         let request = reference_request(&planned, "m".into(), "i".into(), 0, &settings);
-        assert_eq!(request.min_duration_s, 2.5, "a duration someone set still holds");
+        assert_eq!(
+            request.min_duration_s, 2.5,
+            "a duration someone set still holds"
+        );
         assert_eq!(
             request.options,
             BTreeMap::from([

@@ -263,7 +263,10 @@ mod tests {
             spec["path"].as_str().map(Path::new),
             Some(dir.path().join("tokenizer.json").as_path())
         );
-        assert_eq!((&spec["bos"], &spec["eos"], &spec["pad"]), (&1.into(), &2.into(), &0.into()));
+        assert_eq!(
+            (&spec["bos"], &spec["eos"], &spec["pad"]),
+            (&1.into(), &2.into(), &0.into())
+        );
         // An absolute path ignores the manifest directory.
         let abs = format!("file:{}", dir.path().join("tokenizer.json").display());
         assert!(Tokenizer::load(Some(&abs), Some(Path::new("/nonexistent"))).is_ok());
