@@ -287,7 +287,7 @@ fn the_shipped_suite_is_checked_by_name_from_anywhere() {
     assert_eq!(code(&o), 3, "{}", stderr(&o));
     let err = stderr(&o);
     assert!(
-        err.contains("no-such-suite") && err.contains("release, gpu"),
+        err.contains("no-such-suite") && err.contains("release, release-full, gpu"),
         "{err}"
     );
 }

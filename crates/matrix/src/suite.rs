@@ -213,8 +213,20 @@ pub fn parse_suite(text: &str) -> Result<Suite, String> {
                 ));
             }
         }
-        if !(1..=100).contains(&row.rounds(&suite)) {
+        let rounds = row.rounds(&suite);
+        if !(1..=100).contains(&rounds) {
             return Err(format!("row `{id}`: rounds must be between 1 and 100"));
+        }
+        // Each round times ceil(iterations / rounds) calls: fewer than min_samples in all can never
+        // give a light, so say so before anything runs.
+        if let Some(n) = row.iterations(&suite) {
+            let timed = n.div_ceil(rounds) * rounds;
+            let least = suite.thresholds.min_samples;
+            if timed < least {
+                return Err(format!(
+                    "row `{id}`: {timed} timed call(s) per side ({n} iterations over {rounds} round(s)) are fewer than thresholds.min_samples {least}, so the row could never get a light: raise its measure.iterations to at least {least} or lower min_samples"
+                ));
+            }
         }
     }
     Ok(suite)
@@ -502,6 +514,26 @@ rows:
         assert!(parse_suite(&bad).unwrap_err().contains("green_max"));
         let backend = SUITE.replace("onnxruntime-python", "nope");
         assert!(parse_suite(&backend).unwrap_err().contains("unknown"));
+        // Fewer timed calls than min_samples could never give a light (12 over 6 rounds; 7 over 3
+        // rounds times 3 per round, 9 in all).
+        for (measure, timed) in [
+            ("{iterations: 12, rounds: 6}", 12),
+            ("{iterations: 7, rounds: 3}", 9),
+        ] {
+            let few = format!("{SUITE}    measure: {measure}\n")
+                .replace("name: t", "name: t\nthresholds: {min_samples: 20}");
+            let e = parse_suite(&few).expect_err(measure);
+            assert!(
+                e.contains(&format!("{timed} timed call(s)")) && e.contains("at least 20"),
+                "{e}"
+            );
+        }
+        let enough = format!("{SUITE}    measure: {{iterations: 19, rounds: 5}}\n")
+            .replace("name: t", "name: t\nthresholds: {min_samples: 20}");
+        assert!(
+            parse_suite(&enough).is_ok(),
+            "4 per round over 5 rounds: 20"
+        );
     }
 
     #[test]
