@@ -210,30 +210,25 @@ fn rows_by_id(results: &Value) -> Vec<(String, Value)> {
 
 #[test]
 fn the_checked_in_release_suites_pass_check() {
+    let check = |suite: &str| {
+        let o = run(&[
+            "matrix",
+            "check",
+            &p(&repo_root().join("benchmarks/performance").join(suite)),
+            "--environment",
+            &p(&repo_root().join("benchmarks/performance/environments/cpu.yaml")),
+        ]);
+        assert_eq!(code(&o), 0, "{suite}: {}", stderr(&o));
+        stdout(&o)
+    };
     // The full suite: the same rows with release-grade counts.
-    let o = run(&[
-        "matrix",
-        "check",
-        &p(&repo_root().join("benchmarks/performance/release-full.yaml")),
-        "--environment",
-        &p(&repo_root().join("benchmarks/performance/environments/cpu.yaml")),
-    ]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let full = stdout(&o);
+    let full = check("release-full.yaml");
     assert!(
         full.contains("densenet121.classify/light-densenet121/single/tract"),
         "{full}"
     );
     assert!(!full.contains("warning:"), "{full}");
-    let o = run(&[
-        "matrix",
-        "check",
-        &p(&repo_root().join("benchmarks/performance/release.yaml")),
-        "--environment",
-        &p(&repo_root().join("benchmarks/performance/environments/cpu.yaml")),
-    ]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let out = stdout(&o);
+    let out = check("release.yaml");
     // The two suites hold the same rows (the row id starts each row's line).
     let row_ids = |text: &str| -> Vec<String> {
         text.lines()
