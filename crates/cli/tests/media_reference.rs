@@ -17,28 +17,6 @@ use serde_json::Value;
 use trtmc_runtime::reference::{ReferenceRequest, ReferenceResult};
 use trtmc_runtime::tokenize::Tokenizer;
 
-fn bench(cache: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .arg("--bundle-cache")
-        .arg(cache)
-        .env_remove("TRTMC_MANIFEST_ROOT")
-        .env("TRTMC_TEST", "1")
-        .output()
-        .expect("start trtmc-bench")
-}
-
-fn python(request: &Path, result: &Path) -> Output {
-    let python = std::env::var("TRTMC_PYTHON").unwrap_or_else(|_| "python3".into());
-    Command::new(python)
-        .arg(repo_root().join("reference/ort_reference.py"))
-        .arg(request)
-        .arg(result)
-        .env("TRTMC_TEST", "1")
-        .output()
-        .expect("start python3")
-}
-
 fn p(path: &Path) -> &str {
     path.to_str().expect("utf8")
 }
@@ -59,7 +37,7 @@ struct Sides {
 /// request, cut to 1 warm-up and 3 timed calls.
 fn save_inputs(tmp: &Path, model: &str, case: &str, runtime: &str, sets: &[&str]) -> PathBuf {
     let dir = tmp.join(format!("ref-{model}-{case}"));
-    let out = bench(
+    let out = bench_cached(
         &tmp.join("cache"),
         &[
             &[
@@ -102,7 +80,7 @@ fn both_sides_with(tmp: &Path, model: &str, case: &str, sets: &[&str]) -> Sides 
     // detections, CTC tokens) are equal.
     let request_path = save_inputs(tmp, model, case, "onnxruntime", sets);
     let result_path = request_path.with_file_name("result.json");
-    let out = python(&request_path, &result_path);
+    let out = ort_reference(&request_path, &result_path, &[]);
     assert_eq!(code(&out), 0, "{model}/{case}: {}", stderr(&out));
     assert_valid("reference-result.schema.json", &read_json(&result_path));
     let request: ReferenceRequest =
@@ -114,7 +92,7 @@ fn both_sides_with(tmp: &Path, model: &str, case: &str, sets: &[&str]) -> Sides 
     assert_eq!(reference.boundary, "public_pipeline_call_wall");
 
     let dir = tmp.join(format!("run-{model}-{case}"));
-    let out = bench(
+    let out = bench_cached(
         &tmp.join("cache"),
         &[
             &[
@@ -244,12 +222,13 @@ fn forecast_reference_runs_the_candidates_windows() {
     let mut doc = read_json(&s.request_path);
     doc["save_outputs"] = p(&py_out).into();
     std::fs::write(&s.request_path, doc.to_string()).expect("write");
-    let out = python(
+    let out = ort_reference(
         &s.request_path,
         &s.request_path.with_file_name("result2.json"),
+        &[],
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let out = bench(
+    let out = bench_cached(
         &tmp.path().join("cache"),
         &[
             "compare",
@@ -400,7 +379,7 @@ fn non_finite_diffusion_latents_fail_the_reference_before_image_conversion() {
     bytes[..4].copy_from_slice(&f32::INFINITY.to_le_bytes());
     std::fs::write(&bin, bytes).expect("write");
     let result_path = request_path.with_file_name("result.json");
-    let out = python(&request_path, &result_path);
+    let out = ort_reference(&request_path, &result_path, &[]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     let doc = read_json(&result_path);
     assert_valid("reference-result.schema.json", &doc);
@@ -425,7 +404,7 @@ fn missing_saved_inputs_are_reference_failures_naming_them() {
     doc["operation_inputs"] = Value::Null;
     let bare = request_path.with_file_name("bare.json");
     std::fs::write(&bare, doc.to_string()).expect("write");
-    let out = python(&bare, &result_path);
+    let out = ort_reference(&bare, &result_path, &[]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     let error = read_json(&result_path)["error"].clone();
     assert!(
@@ -441,7 +420,7 @@ fn missing_saved_inputs_are_reference_failures_naming_them() {
     assert_eq!(tensors.len(), 4, "four 200 ms chunks of 0.75 s");
     tensors.pop();
     std::fs::write(&index, calls.to_string()).expect("write");
-    let out = python(&request_path, &result_path);
+    let out = ort_reference(&request_path, &result_path, &[]);
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     let error = read_json(&result_path)["error"].clone();
     assert!(error.as_str().expect("error").contains("chunk3"), "{error}");

@@ -5,26 +5,14 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use common::*;
-
-fn bench(cache: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .arg("--bundle-cache")
-        .arg(cache)
-        .env_remove("TRTMC_MANIFEST_ROOT")
-        .env_remove("ORT_DYLIB_PATH")
-        .env("TRTMC_TEST", "1")
-        .output()
-        .expect("start trtmc-bench")
-}
 
 /// Runs `model` on `runtime` with `--profile` and returns the case directory.
 fn profiled_run(tmp: &Path, model: &str, runtime: &str, iterations: &str) -> PathBuf {
     let out_dir = tmp.join(format!("{model}-{runtime}"));
-    let out = bench(
+    let out = bench_cached(
         &tmp.join("cache"),
         &[
             "run",
@@ -314,7 +302,7 @@ fn generate_profiles_through_the_same_runner_and_a_failed_pass_keeps_the_timed_r
     // Profiling a model without a bundle (the test-only noop) fails the pass, not the timed run.
     let out_dir = tmp.path().join("noop");
     let catalog = test_catalog();
-    let out = bench(
+    let out = bench_cached(
         &tmp.path().join("cache"),
         &[
             "run",

@@ -8,33 +8,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use common::*;
 use serde_json::Value;
 use trtmc_runtime::reference::{ReferenceRequest, ReferenceResult};
-
-fn bench(cache: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .arg("--bundle-cache")
-        .arg(cache)
-        .env_remove("TRTMC_MANIFEST_ROOT")
-        .env_remove("ORT_DYLIB_PATH")
-        .env("TRTMC_TEST", "1")
-        .output()
-        .expect("start trtmc-bench")
-}
-
-fn python_reference(request: &Path, result: &Path) -> Output {
-    let python = std::env::var("TRTMC_PYTHON").unwrap_or_else(|_| "python3".into());
-    Command::new(python)
-        .arg(repo_root().join("reference/ort_reference.py"))
-        .arg(request)
-        .arg(result)
-        .output()
-        .expect("start python3")
-}
 
 fn p(path: &Path) -> String {
     path.to_str().expect("utf8").to_string()
@@ -60,7 +38,7 @@ fn measure_both_with(tmp: &Path, model: &str, case: &str, runtime: &str, sets: &
     let cache = tmp.join("cache");
     let dir = tmp.join(format!("ref-{model}-{case}"));
     let overrides: Vec<&str> = sets.iter().flat_map(|s| ["--set", s]).collect();
-    let out = bench(
+    let out = bench_cached(
         &cache,
         &[
             &[
@@ -92,7 +70,7 @@ fn measure_both_with(tmp: &Path, model: &str, case: &str, runtime: &str, sets: &
     request["save_outputs"] = p(&dir.join("py-out")).into();
     std::fs::write(&request_path, request.to_string()).expect("write");
     let result_path = dir.join("result.json");
-    let out = python_reference(&request_path, &result_path);
+    let out = ort_reference(&request_path, &result_path, &[]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_valid("reference-result.schema.json", &read_json(&result_path));
     let typed: ReferenceRequest = serde_json::from_value(request.clone()).expect("request");
@@ -100,7 +78,7 @@ fn measure_both_with(tmp: &Path, model: &str, case: &str, runtime: &str, sets: &
         ReferenceResult::read_checked(&result_path, &typed).expect("the contract holds");
 
     let run_dir = tmp.join(format!("run-{model}-{case}"));
-    let out = bench(
+    let out = bench_cached(
         &cache,
         &[
             &[
@@ -387,7 +365,7 @@ fn the_text_references_tokenize_inside_their_call_and_refuse_other_ids() {
         *texts = format!("{} and more words", texts.as_str().unwrap_or_default()).into();
         std::fs::write(&inputs_path, edited.to_string()).expect("write");
         let result = tmp.path().join(format!("{model}-edited.json"));
-        let out = python_reference(&request_path, &result);
+        let out = ort_reference(&request_path, &result, &[]);
         assert_eq!(code(&out), 1, "{model}: {}", stderr(&out));
         let doc = read_json(&result);
         let error = doc["error"].as_str().unwrap_or_default();
@@ -405,14 +383,11 @@ fn the_text_references_tokenize_inside_their_call_and_refuse_other_ids() {
             "raise ImportError('hidden by the test')\n",
         )
         .expect("write");
-        let python = std::env::var("TRTMC_PYTHON").unwrap_or_else(|_| "python3".into());
-        let out = Command::new(python)
-            .arg(repo_root().join("reference/ort_reference.py"))
-            .arg(&request_path)
-            .arg(&result)
-            .env("PYTHONPATH", tmp.path().join("blocked"))
-            .output()
-            .expect("start python3");
+        let out = ort_reference(
+            &request_path,
+            &result,
+            &[("PYTHONPATH", &tmp.path().join("blocked"))],
+        );
         assert_eq!(code(&out), 7, "{model}: {}", stderr(&out));
         let error = read_json(&result)["error"]
             .as_str()
@@ -431,7 +406,7 @@ fn the_text_references_tokenize_inside_their_call_and_refuse_other_ids() {
 fn a_reference_lacking_what_the_operation_needs_fails_naming_it() {
     let tmp = tempfile::tempdir().expect("tmp");
     let dir = tmp.path().join("ref");
-    let out = bench(
+    let out = bench_cached(
         &tmp.path().join("cache"),
         &[
             "compare",
@@ -463,7 +438,7 @@ fn a_reference_lacking_what_the_operation_needs_fails_naming_it() {
     for (needle, doc) in cases {
         let path = tmp.path().join("edited.json");
         std::fs::write(&path, doc.to_string()).expect("write");
-        let out = python_reference(&path, &result);
+        let out = ort_reference(&path, &result, &[]);
         assert_eq!(code(&out), 1, "{}", stderr(&out));
         let doc = read_json(&result);
         assert_valid("reference-result.schema.json", &doc);

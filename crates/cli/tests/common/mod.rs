@@ -25,6 +25,34 @@ pub fn run(args: &[&str]) -> Output {
         .expect("start trtmc-bench")
 }
 
+/// [`run`] with `--bundle-cache CACHE` (the bundles a test's runs share), and without an ONNX Runtime
+/// library path from the caller's environment.
+pub fn bench_cached(cache: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .arg("--bundle-cache")
+        .arg(cache)
+        .env_remove("TRTMC_MANIFEST_ROOT")
+        .env_remove("ORT_DYLIB_PATH")
+        .env("TRTMC_TEST", "1")
+        .output()
+        .expect("start trtmc-bench")
+}
+
+/// The ONNX Runtime Python reference (`reference/ort_reference.py REQUEST RESULT`) under
+/// `$TRTMC_PYTHON` (default python3), with TRTMC_TEST=1 (its test hooks) and `env` added.
+pub fn ort_reference(request: &Path, result: &Path, env: &[(&str, &Path)]) -> Output {
+    let python = std::env::var("TRTMC_PYTHON").unwrap_or_else(|_| "python3".into());
+    Command::new(python)
+        .arg(repo_root().join("reference/ort_reference.py"))
+        .arg(request)
+        .arg(result)
+        .env("TRTMC_TEST", "1")
+        .envs(env.iter().copied())
+        .output()
+        .expect("start python3")
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
