@@ -19,31 +19,7 @@ fn run_cases(
     calls: &str,
     extra: &[&str],
 ) -> (Vec<Value>, PathBuf) {
-    let dir = root.join(out);
-    let cache = root.join("cache");
-    let mut args = vec![
-        "run",
-        "--model",
-        model,
-        "--bundle-cache",
-        cache.to_str().expect("utf8"),
-        "-o",
-        dir.to_str().expect("utf8"),
-        "-q",
-        "--warmup",
-        "0",
-        "--iterations",
-        calls,
-    ];
-    args.extend_from_slice(extra);
-    let out = run(&args);
-    assert_eq!(code(&out), 0, "{model}: {}", stderr(&out));
-    let doc = assert_result_dir_valid(&dir);
-    let cases = doc["cases"].as_array().expect("cases").clone();
-    for case in &cases {
-        assert_eq!(case["status"], "completed", "{case}");
-    }
-    (cases, dir)
+    run_completed(root, out, model, ("0", calls), extra)
 }
 
 fn case_file(dir: &Path, case: &Value, file: &str) -> Value {

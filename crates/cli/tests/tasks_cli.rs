@@ -24,31 +24,7 @@ fn env() -> Env {
 /// Runs `model` (its default case unless `extra` names one) with 3 timed calls; returns the result
 /// document's cases and the result directory.
 fn run_model(e: &Env, model: &str, extra: &[&str]) -> (Vec<Value>, PathBuf) {
-    let dir = e.root.join(format!("out-{model}"));
-    let cache = e.root.join("cache");
-    let mut args = vec![
-        "run",
-        "--model",
-        model,
-        "--bundle-cache",
-        cache.to_str().expect("utf8"),
-        "-o",
-        dir.to_str().expect("utf8"),
-        "-q",
-        "--warmup",
-        "1",
-        "--iterations",
-        "3",
-    ];
-    args.extend_from_slice(extra);
-    let out = run(&args);
-    assert_eq!(code(&out), 0, "{model}: {}", stderr(&out));
-    let doc = assert_result_dir_valid(&dir);
-    let cases = doc["cases"].as_array().expect("cases").clone();
-    for case in &cases {
-        assert_eq!(case["status"], "completed", "{case}");
-    }
-    (cases, dir)
+    run_completed(&e.root, &format!("out-{model}"), model, ("1", "3"), extra)
 }
 
 fn named<'a>(case: &'a Value, list: &str, name: &str) -> &'a Value {

@@ -53,6 +53,43 @@ pub fn ort_reference(request: &Path, result: &Path, env: &[(&str, &Path)]) -> Ou
         .expect("start python3")
 }
 
+/// `run --model MODEL -q` into `root/OUT` with `warmup` and `calls` timed calls, the bundles cached in
+/// `root/cache`, and `extra` arguments; checks the result directory against its schemas and that every
+/// case completed. Returns the result document's cases and the result directory.
+pub fn run_completed(
+    root: &Path,
+    out: &str,
+    model: &str,
+    (warmup, calls): (&str, &str),
+    extra: &[&str],
+) -> (Vec<serde_json::Value>, PathBuf) {
+    let dir = root.join(out);
+    let cache = root.join("cache");
+    let mut args = vec![
+        "run",
+        "--model",
+        model,
+        "--bundle-cache",
+        cache.to_str().expect("utf8"),
+        "-o",
+        dir.to_str().expect("utf8"),
+        "-q",
+        "--warmup",
+        warmup,
+        "--iterations",
+        calls,
+    ];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    assert_eq!(code(&o), 0, "{model}: {}", stderr(&o));
+    let doc = assert_result_dir_valid(&dir);
+    let cases = doc["cases"].as_array().expect("cases").clone();
+    for case in &cases {
+        assert_eq!(case["status"], "completed", "{case}");
+    }
+    (cases, dir)
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
