@@ -102,7 +102,8 @@ def text_calls(ctx, operation, tokenize):
 
         def feeds(tok=tok, values=values):
             arrays = tokenize(tok, values)
-            return {n: arrays[n] for n in declared}
+            # Any other input the encoder declares gets zeros, as the encode runner feeds it.
+            return {n: arrays[n] if n in arrays else np.zeros_like(arrays["input_ids"]) for n in declared}
 
         ours = feeds()
         for name in declared:
