@@ -36,38 +36,7 @@ struct Sides {
 /// Saves the reference inputs of `model`/`case` (the runner as `runtime` prepares it) and returns the
 /// request, cut to 1 warm-up and 3 timed calls.
 fn save_inputs(tmp: &Path, model: &str, case: &str, runtime: &str, sets: &[&str]) -> PathBuf {
-    let dir = tmp.join(format!("ref-{model}-{case}"));
-    let out = bench_cached(
-        &tmp.join("cache"),
-        &[
-            &[
-                "compare",
-                "--model",
-                model,
-                "--case",
-                case,
-                "--runtime",
-                runtime,
-                "--save-inputs",
-                p(&dir),
-            ],
-            overrides_of(sets).as_slice(),
-        ]
-        .concat(),
-    );
-    assert_eq!(code(&out), 0, "{model}/{case}: {}", stderr(&out));
-    let path = dir.join("reference-request.json");
-    let mut doc = read_json(&path);
-    assert_valid("reference-request.schema.json", &doc);
-    assert!(
-        doc["operation_inputs"].is_string(),
-        "{model}: the runner's per-call inputs are saved: {doc}"
-    );
-    doc["iterations"] = 3.into();
-    doc["warmup"] = 1.into();
-    doc["min_duration_s"] = 0.0.into();
-    std::fs::write(&path, doc.to_string()).expect("write");
-    path
+    save_reference_inputs(tmp, (model, case, runtime), sets, (1, 3))
 }
 
 fn both_sides(tmp: &Path, model: &str, case: &str) -> Sides {
@@ -284,10 +253,6 @@ fn transcribe_reference_decodes_the_same_tokens_offline_and_streaming_with_a_fir
 }
 
 /// `--set` arguments for each override.
-fn overrides_of<'a>(sets: &[&'a str]) -> Vec<&'a str> {
-    sets.iter().flat_map(|s| ["--set", *s]).collect()
-}
-
 /// Declared recordings rotate on both sides: the saved inputs hold one call per recording, and after one
 /// warm-up and three timed calls (recordings 0, 1, 0, 1) the reference's last call is the second
 /// recording's (1 s of synthetic audio: 5 chunks of 200 ms, where the 0.75 s file has 4).

@@ -36,37 +36,9 @@ fn measure_both(tmp: &Path, model: &str, case: &str, runtime: &str) -> Pair {
 /// [`measure_both`] with `sets` (`--set` overrides) given to both sides.
 fn measure_both_with(tmp: &Path, model: &str, case: &str, runtime: &str, sets: &[&str]) -> Pair {
     let cache = tmp.join("cache");
-    let dir = tmp.join(format!("ref-{model}-{case}"));
-    let overrides: Vec<&str> = sets.iter().flat_map(|s| ["--set", s]).collect();
-    let out = bench_cached(
-        &cache,
-        &[
-            &[
-                "compare",
-                "--model",
-                model,
-                "--case",
-                case,
-                "--runtime",
-                runtime,
-                "--save-inputs",
-                &p(&dir),
-            ],
-            overrides.as_slice(),
-        ]
-        .concat(),
-    );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let request_path = dir.join("reference-request.json");
+    let request_path = save_reference_inputs(tmp, (model, case, runtime), sets, (1, 2));
+    let dir = request_path.parent().expect("dir").to_path_buf();
     let mut request = read_json(&request_path);
-    assert_valid("reference-request.schema.json", &request);
-    assert!(
-        request["operation_inputs"].is_string(),
-        "the per-call inputs are named: {request}"
-    );
-    request["iterations"] = 2.into();
-    request["warmup"] = 1.into();
-    request["min_duration_s"] = 0.0.into();
     request["save_outputs"] = p(&dir.join("py-out")).into();
     std::fs::write(&request_path, request.to_string()).expect("write");
     let result_path = dir.join("result.json");
@@ -99,7 +71,7 @@ fn measure_both_with(tmp: &Path, model: &str, case: &str, runtime: &str, sets: &
                 "-o",
                 &p(&run_dir),
             ],
-            overrides.as_slice(),
+            overrides_of(sets).as_slice(),
         ]
         .concat(),
     );

@@ -20,7 +20,7 @@ use serde_json::Value;
 use trtmc_core::artifacts::matrix::{Explanation, GapLayer};
 use trtmc_core::artifacts::{BENCHMARK_RUN_SCHEMA, BenchmarkRun, CaseStatus};
 use trtmc_runtime::profile::ort_trace::GraphNode;
-use trtmc_runtime::reference::{REFERENCE_RESULT_SCHEMA, ReferenceResult};
+use trtmc_runtime::reference::REFERENCE_RESULT_SCHEMA;
 
 use crate::plan::{Plan, PlannedRow};
 use crate::row::Ctx;
@@ -60,15 +60,7 @@ pub(crate) fn explain(
     python_request: Option<&Path>,
     fail_reference: bool,
 ) -> Explanation {
-    let mut explanation = Explanation {
-        missing: None,
-        candidate_ms: None,
-        reference_ms: None,
-        layers: Vec::new(),
-        report: None,
-        report_error: None,
-        files: Vec::new(),
-    };
+    let mut explanation = Explanation::default();
     let backend = pr.row.reference.backend.as_str();
     if let Some(why) = cannot_profile(&pr.row.candidate.runtime, backend) {
         explanation.missing = Some(why);
@@ -226,20 +218,13 @@ fn profile_python(
     trtmc_core::fsutil::write_json_atomic(&profile_request, &request)
         .map_err(|e| failed(format!("cannot write {}: {e}", ctx.rel(&profile_request))))?;
     let result_path = dir.join("profile-result.json");
-    let argv = vec![
-        plan.environment.python.clone(),
-        plan.environment
-            .reference_dir
-            .join("ort_reference.py")
-            .to_string_lossy()
-            .into_owned(),
-        profile_request.to_string_lossy().into_owned(),
-        result_path.to_string_lossy().into_owned(),
-    ];
-    let ran = ctx.leaf(argv, BTreeMap::new(), "profile-reference.log");
-    let result: Option<ReferenceResult> = std::fs::read(&result_path)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
+    let (ran, result) = crate::row::run_ort_reference(
+        plan,
+        ctx,
+        &profile_request,
+        &result_path,
+        "profile-reference.log",
+    );
     let result = match (ran, result) {
         (Ok(()), Some(r)) if r.schema == REFERENCE_RESULT_SCHEMA => r,
         (_, Some(r)) if r.error.is_some() => {

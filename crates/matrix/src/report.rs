@@ -841,8 +841,7 @@ mod explanation_tests {
                 share: 1.0,
             }],
             report: Some(report.into()),
-            report_error: None,
-            files: Vec::new(),
+            ..Default::default()
         };
         let row = row_with(Some(e.clone()));
         let html = explanation_block(&row, run, &e).into_string();
@@ -860,12 +859,7 @@ mod explanation_tests {
         assert!(html.contains("missing"));
         let missing = Explanation {
             missing: Some("the reference's profiling pass failed: exit code 2".into()),
-            candidate_ms: None,
-            reference_ms: None,
-            layers: Vec::new(),
-            report: None,
-            report_error: None,
-            files: Vec::new(),
+            ..Default::default()
         };
         let html = explanation_block(&row, run, &missing).into_string();
         assert!(

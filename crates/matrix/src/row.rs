@@ -667,6 +667,32 @@ fn message(e: RunError) -> String {
     e.message()
 }
 
+/// Runs `ort_reference.py REQUEST RESULT` as a leaf command logged to `log`; returns how the command
+/// ended and the result it wrote, if readable (a failing reference still writes one saying why).
+pub(crate) fn run_ort_reference(
+    plan: &Plan,
+    ctx: &mut Ctx<'_>,
+    request: &Path,
+    result: &Path,
+    log: &str,
+) -> (Result<(), String>, Option<ReferenceResult>) {
+    let argv = vec![
+        plan.environment.python.clone(),
+        plan.environment
+            .reference_dir
+            .join("ort_reference.py")
+            .to_string_lossy()
+            .into_owned(),
+        request.to_string_lossy().into_owned(),
+        result.to_string_lossy().into_owned(),
+    ];
+    let ran = ctx.leaf(argv, BTreeMap::new(), log);
+    let doc = std::fs::read(result)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    (ran, doc)
+}
+
 /// One round of the Python reference runner on the prepared request.
 fn run_python_reference(
     plan: &Plan,
@@ -677,20 +703,13 @@ fn run_python_reference(
 ) -> Result<Side, (RowStatus, String)> {
     let dir = ctx.dir.join("reference");
     let result_path = dir.join(format!("reference-result{suffix}.json"));
-    let argv = vec![
-        plan.environment.python.clone(),
-        plan.environment
-            .reference_dir
-            .join("ort_reference.py")
-            .to_string_lossy()
-            .into_owned(),
-        req_path.to_string_lossy().into_owned(),
-        result_path.to_string_lossy().into_owned(),
-    ];
-    let ran = ctx.leaf(argv, BTreeMap::new(), &format!("reference{suffix}.log"));
-    let doc: Option<ReferenceResult> = std::fs::read(&result_path)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
+    let (ran, doc) = run_ort_reference(
+        plan,
+        ctx,
+        req_path,
+        &result_path,
+        &format!("reference{suffix}.log"),
+    );
     let Some(r) = doc else {
         return Err(failed(match ran {
             Err(e) => e,

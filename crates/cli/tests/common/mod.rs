@@ -39,6 +39,55 @@ pub fn bench_cached(cache: &Path, args: &[&str]) -> Output {
         .expect("start trtmc-bench")
 }
 
+/// `--set` arguments for each override in `sets`.
+pub fn overrides_of<'a>(sets: &[&'a str]) -> Vec<&'a str> {
+    sets.iter().flat_map(|s| ["--set", *s]).collect()
+}
+
+/// `compare --save-inputs TMP/ref-MODEL-CASE` for `model`/`case` as `runtime`'s runner prepares it (the
+/// bundles cached in `TMP/cache`), with `sets` overrides; checks the request against its schema and
+/// that it names the runner's per-call inputs, then cuts it to `warmup` and `calls` timed calls.
+/// Returns the request's path.
+pub fn save_reference_inputs(
+    tmp: &Path,
+    (model, case, runtime): (&str, &str, &str),
+    sets: &[&str],
+    (warmup, calls): (u64, u64),
+) -> PathBuf {
+    let dir = tmp.join(format!("ref-{model}-{case}"));
+    let out = bench_cached(
+        &tmp.join("cache"),
+        &[
+            &[
+                "compare",
+                "--model",
+                model,
+                "--case",
+                case,
+                "--runtime",
+                runtime,
+                "--save-inputs",
+                dir.to_str().expect("utf8"),
+            ],
+            overrides_of(sets).as_slice(),
+        ]
+        .concat(),
+    );
+    assert_eq!(code(&out), 0, "{model}/{case}: {}", stderr(&out));
+    let path = dir.join("reference-request.json");
+    let mut doc = read_json(&path);
+    assert_valid("reference-request.schema.json", &doc);
+    assert!(
+        doc["operation_inputs"].is_string(),
+        "{model}: the runner's per-call inputs are saved: {doc}"
+    );
+    doc["iterations"] = calls.into();
+    doc["warmup"] = warmup.into();
+    doc["min_duration_s"] = 0.0.into();
+    std::fs::write(&path, doc.to_string()).expect("write");
+    path
+}
+
 /// The ONNX Runtime Python reference (`reference/ort_reference.py REQUEST RESULT`) under
 /// `$TRTMC_PYTHON` (default python3), with TRTMC_TEST=1 (its test hooks) and `env` added.
 pub fn ort_reference(request: &Path, result: &Path, env: &[(&str, &Path)]) -> Output {

@@ -116,7 +116,7 @@ pub struct RowResult {
 /// A yellow or red row's explanation: one per-layer profiling pass per side, outside the timed rounds,
 /// aligned by ONNX node. `layers` is empty when `missing` says why there is no explanation; the light
 /// stays whatever the timed rounds gave.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Explanation {
     /// Why the explanation is missing (a side cannot profile, a profiling pass failed); `None` when
     /// `layers` holds it.
