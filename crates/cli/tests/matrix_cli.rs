@@ -14,7 +14,7 @@ mod xmllint;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use serde_json::Value;
@@ -775,17 +775,12 @@ fn kill_during_run_then_resume_runs_every_row_exactly_once() {
         .spawn()
         .expect("spawn");
     let first = out.join("rows/000.json");
-    let deadline = Instant::now() + Duration::from_secs(300);
-    while !first.exists() {
-        assert!(Instant::now() < deadline, "the first row never finished");
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the run ended before it could be killed"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.kill().expect("kill -9");
-    child.wait().unwrap();
+    kill_9_when(
+        &mut child,
+        Duration::from_secs(300),
+        "the first row to finish",
+        || first.exists(),
+    );
     let before = std::fs::read(&first).unwrap();
     let partial = read_json(&out.join("results.json"));
     assert!(

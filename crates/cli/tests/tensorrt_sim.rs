@@ -428,23 +428,12 @@ fn identical_routes_tie_and_kill_9_then_continue_builds_every_route_once() {
         .stderr(Stdio::null())
         .spawn()
         .expect("start");
-    let started = Instant::now();
-    loop {
-        let done = std::fs::read_to_string(&cache)
-            .map(|t| t.lines().count())
-            .unwrap_or(0);
-        if done >= 4 {
-            break;
-        }
-        assert!(
-            child.try_wait().expect("wait").is_none(),
-            "the tune ended before it was killed"
-        );
-        assert!(started.elapsed() < Duration::from_secs(300), "no progress");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.kill().expect("kill -9");
-    child.wait().expect("reap");
+    kill_9_when(
+        &mut child,
+        Duration::from_secs(300),
+        "four lines in the tuning cache",
+        || cache_lines(&cache) >= 4,
+    );
     let o = sim
         .cmd("110100", &["tune", "--continue", "--cache", s(&cache)])
         .env("TRTMC_SIM_CONFIG", &config)

@@ -539,26 +539,12 @@ fn kill_9_during_a_tune_then_continue_ends_with_the_same_winner_and_every_iterat
         .spawn()
         .expect("start");
     // Wait until the reference and two routes are in the cache (header + 3 lines), then kill -9.
-    let started = Instant::now();
-    loop {
-        let done = std::fs::read_to_string(&cache)
-            .map(|t| t.lines().count())
-            .unwrap_or(0);
-        if done >= 4 {
-            break;
-        }
-        assert!(
-            child.try_wait().expect("wait").is_none(),
-            "the tune ended before it was killed"
-        );
-        assert!(
-            started.elapsed() < Duration::from_secs(600),
-            "the tune made no progress"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.kill().expect("kill -9");
-    child.wait().expect("reap");
+    kill_9_when(
+        &mut child,
+        Duration::from_secs(600),
+        "the reference and two routes in the cache",
+        || cache_lines(&cache) >= 4,
+    );
     let before = iterations(&cache);
     assert!(before.len() >= 3, "{before:?}");
     // A torn last line, as a write cut short by the kill would leave.
@@ -1039,20 +1025,12 @@ fn slurm_executor_builds_rounds_as_arrays_survives_a_dead_task_and_a_killed_coor
         .expect("start");
     // Kill -9 once the first array is submitted: the coordinator is following it.
     let jobs_file = out_dir.join("slurm/jobs.json");
-    let started = Instant::now();
-    while !jobs_file.is_file() {
-        assert!(
-            child.try_wait().expect("wait").is_none(),
-            "the tune ended before it was killed"
-        );
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "no array was submitted"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.kill().expect("kill -9");
-    child.wait().expect("reap");
+    kill_9_when(
+        &mut child,
+        Duration::from_secs(120),
+        "the first array's submission",
+        || jobs_file.is_file(),
+    );
     let first = slurm_jobs(&out_dir);
     assert_eq!(first.len(), 1, "{first:?}");
     // The reference route is the first round's route -test:sleep_us=0: one task per distinct route.

@@ -139,6 +139,37 @@ pub fn run_completed(
     (cases, dir)
 }
 
+/// Lines in a file so far (0 while it does not exist): progress of an append-only log.
+pub fn cache_lines(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+/// Waits until `ready()` holds while `child` still runs, then kills it with SIGKILL and reaps it. The
+/// child ending first, or `timeout` passing (`waiting_for` says what for), fails the test.
+pub fn kill_9_when(
+    child: &mut std::process::Child,
+    timeout: std::time::Duration,
+    waiting_for: &str,
+    mut ready: impl FnMut() -> bool,
+) {
+    let started = std::time::Instant::now();
+    while !ready() {
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "the command ended before it was killed (waiting for {waiting_for})"
+        );
+        assert!(
+            started.elapsed() < timeout,
+            "waited {timeout:?} for {waiting_for}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().expect("kill -9");
+    child.wait().expect("reap");
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
