@@ -47,16 +47,10 @@ struct Setup {
 fn setup(extra_env: &str) -> Setup {
     let dir = tempfile::tempdir().expect("tmp");
     let catalog = catalog(dir.path());
-    let env = dir.path().join("env.yaml");
-    std::fs::write(
-        &env,
-        format!(
-            "schema: trtmc.perf-environment/v1\nname: test\nexecutables: [python3]\nbundle_cache: {}\nresults_root: {}\nfree_storage_gib: 0\nslurm: {{poll_s: 0.5, timeout_s: 600}}\n{extra_env}",
-            dir.path().join("bundles").display(),
-            dir.path().join("results").display()
-        ),
-    )
-    .expect("write env");
+    let env = write_matrix_environment(
+        dir.path(),
+        &format!("slurm: {{poll_s: 0.5, timeout_s: 600}}\n{extra_env}"),
+    );
     Setup { dir, catalog, env }
 }
 

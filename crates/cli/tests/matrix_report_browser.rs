@@ -116,17 +116,7 @@ fn the_matrix_report_has_a_forest_plot_working_links_and_no_mid_word_breaks_at_1
         "import sys\nprint('reference failure: this model needs a piece the reference does not have')\nsys.exit(3)\n",
     )
     .expect("write");
-    let env = dir.join("env.yaml");
-    std::fs::write(
-        &env,
-        format!(
-            "schema: trtmc.perf-environment/v1\nname: test\nexecutables: [python3]\nbundle_cache: {}\nresults_root: {}\nfree_storage_gib: 0\nreference_dir: {}\n",
-            p(&dir.join("bundles")),
-            p(&dir.join("results")),
-            p(&fake)
-        ),
-    )
-    .expect("write env");
+    let env = write_matrix_environment(dir, &format!("reference_dir: {}\n", p(&fake)));
     let suite = dir.join("report.yaml");
     std::fs::write(
         &suite,

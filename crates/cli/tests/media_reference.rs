@@ -420,16 +420,7 @@ fn catalog(dir: &Path, models: &[&str], extra: &[(&str, &str, &str)]) -> PathBuf
 }
 
 fn matrix_run(dir: &Path, catalog: &Path, rows: &str) -> (Output, PathBuf) {
-    let env = dir.join("env.yaml");
-    std::fs::write(
-        &env,
-        format!(
-            "schema: trtmc.perf-environment/v1\nname: test\nexecutables: [python3]\nbundle_cache: {}\nresults_root: {}\nfree_storage_gib: 0\n",
-            dir.join("bundles").display(),
-            dir.join("results").display()
-        ),
-    )
-    .expect("write env");
+    let env = write_matrix_environment(dir, "");
     let suite = dir.join("suite.yaml");
     std::fs::write(
         &suite,

@@ -449,17 +449,7 @@ fn matrix_setup(dir: &Path, models: &[&str], reference_dir: &Path) -> (PathBuf, 
         let f = f.expect("entry").path();
         std::fs::copy(&f, assets.join(f.file_name().expect("name"))).expect("copy");
     }
-    let env = dir.join("env.yaml");
-    std::fs::write(
-        &env,
-        format!(
-            "schema: trtmc.perf-environment/v1\nname: test\nexecutables: [python3]\nbundle_cache: {}\nresults_root: {}\nfree_storage_gib: 0\nreference_dir: {}\n",
-            p(&dir.join("bundles")),
-            p(&dir.join("results")),
-            p(reference_dir),
-        ),
-    )
-    .expect("write env");
+    let env = write_matrix_environment(dir, &format!("reference_dir: {}\n", p(reference_dir)));
     (catalog, env)
 }
 

@@ -139,6 +139,22 @@ pub fn run_completed(
     (cases, dir)
 }
 
+/// A matrix environment for tests, `DIR/env.yaml`: bundles and results below `dir`, python3, no free
+/// storage needed, and `extra` YAML lines after those (e.g. `reference_dir: …`). Returns its path.
+pub fn write_matrix_environment(dir: &Path, extra: &str) -> PathBuf {
+    let env = dir.join("env.yaml");
+    std::fs::write(
+        &env,
+        format!(
+            "schema: trtmc.perf-environment/v1\nname: test\nexecutables: [python3]\nbundle_cache: {}\nresults_root: {}\nfree_storage_gib: 0\n{extra}",
+            dir.join("bundles").display(),
+            dir.join("results").display()
+        ),
+    )
+    .expect("write env");
+    env
+}
+
 /// Lines in a file so far (0 while it does not exist): progress of an append-only log.
 pub fn cache_lines(path: &Path) -> usize {
     std::fs::read_to_string(path)
