@@ -115,7 +115,8 @@ def text_calls(ctx, operation, tokenize):
                 raise ref.ReferenceFailure(
                     f"operation {operation!r}, call {index}: the reference's {name} ({tok.name}) differs "
                     f"from the candidate's (shapes {list(ours[name].shape)} and {list(saved.shape)}): the "
-                    "two tokenizers disagree, so the two sides would not run the same workload")
+                    "two tokenizers disagree, so the two sides would not run the same workload; use the "
+                    f"tokenizers version trtmc uses ({TOKENIZERS_INSTALL})")
         prepared.append(feeds)
     description = "; ".join(sorted(t.name for t in tokenizers.values()))
     return prepared, description
