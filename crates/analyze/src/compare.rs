@@ -1231,6 +1231,7 @@ pub fn align(a: &Backend, b: &Backend) -> Pair {
                 precision_changed: false,
                 tactic_changed: false,
                 delta_ms: None,
+                evidence: None,
                 reason: Some(reason),
             });
         }
