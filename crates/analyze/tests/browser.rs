@@ -374,8 +374,15 @@ fn report_renders_in_headless_chromium() {
         "runtime title"
     );
     assert!(
-        dom.contains("Export era: TensorRT 8.4–8.x — from: profile records carry medianMs"),
-        "era with its evidence in the Summary"
+        dom.contains(": TensorRT 8.4–8.x — from: profile records carry medianMs")
+            && dom.contains("Export era of "),
+        "era of the selected build, named, with its evidence in the Summary"
+    );
+    // Every build's era in its own row of the summary table (issue 36).
+    assert!(dom.contains(">export era</th>"), "era column");
+    assert!(
+        dom.contains(">TensorRT 8.4–8.x</td>"),
+        "the era in the backend's row"
     );
 
     // 2. Console: no errors or CSP refusals while loading, and a screenshot.
