@@ -499,7 +499,9 @@ pub fn analyze_with(request: &Request, options: &Options) -> Result<Analysis, An
 
     let first = match mode {
         InputMode::Data => "the first --data given",
-        InputMode::Folder => "the first in the folder's order (by label); choose another with --baseline",
+        InputMode::Folder => {
+            "the first in the folder's order (by label); choose another with --baseline"
+        }
         InputMode::AnalyzeData => "the first backend of analyze-data.json",
     };
     let comparisons = compare::compare_all(

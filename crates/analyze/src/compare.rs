@@ -846,30 +846,31 @@ fn by_origin(sa: &Side, sb: &Side, al: &mut Alignment) {
     let in_a = origin_index(sa, &|i| al.free_a(i));
     let mut scores: HashMap<u32, usize> = HashMap::new();
     // The only best candidate of layer `i` of `me` in `other`, if any.
-    let mut best = |me: &Side, i: usize, index: &HashMap<&str, Vec<u32>>, other: &Side, a_side: bool| {
-        scores.clear();
-        for o in me.layers[i].origins.iter().filter(|o| telling(o)) {
-            for &j in index.get(o.as_str()).into_iter().flatten() {
-                let fits = if a_side {
-                    compatible(me, i, other, j as usize)
-                } else {
-                    compatible(other, j as usize, me, i)
-                };
-                if fits {
-                    *scores.entry(j).or_default() += 1;
+    let mut best =
+        |me: &Side, i: usize, index: &HashMap<&str, Vec<u32>>, other: &Side, a_side: bool| {
+            scores.clear();
+            for o in me.layers[i].origins.iter().filter(|o| telling(o)) {
+                for &j in index.get(o.as_str()).into_iter().flatten() {
+                    let fits = if a_side {
+                        compatible(me, i, other, j as usize)
+                    } else {
+                        compatible(other, j as usize, me, i)
+                    };
+                    if fits {
+                        *scores.entry(j).or_default() += 1;
+                    }
                 }
             }
-        }
-        let (mut top, mut top_score, mut tie) = (None, 0, false);
-        for (&j, &s) in &scores {
-            if s > top_score {
-                (top, top_score, tie) = (Some(j), s, false);
-            } else if s == top_score {
-                tie = true;
+            let (mut top, mut top_score, mut tie) = (None, 0, false);
+            for (&j, &s) in &scores {
+                if s > top_score {
+                    (top, top_score, tie) = (Some(j), s, false);
+                } else if s == top_score {
+                    tie = true;
+                }
             }
-        }
-        if tie { None } else { top }
-    };
+            if tie { None } else { top }
+        };
     let best_b: Vec<Option<u32>> = (0..sa.layers.len())
         .map(|i| {
             if al.free_a(i as u32) && sa.kind[i] != Kind::Movement {
@@ -1008,7 +1009,11 @@ fn by_place(sa: &Side, sb: &Side, al: &mut Alignment) {
             };
             for (n, (x, y)) in xs.iter().zip(ys.iter()).enumerate() {
                 let evidence = if xs.len() == 1 {
-                    format!("the only {} layer between aligned {}", k.0.describe(), place(x.1))
+                    format!(
+                        "the only {} layer between aligned {}",
+                        k.0.describe(),
+                        place(x.1)
+                    )
                 } else {
                     format!(
                         "number {} of a row of {} {} layers between aligned {}",

@@ -586,7 +586,9 @@ fn trex_checks(input: &Input, b: &mut Builder) {
     if !unaligned.is_empty() {
         let ls: Vec<&LayerView> = unaligned.iter().map(|u| u.0).collect();
         let ch = |x: Option<i64>| x.map_or("?".to_owned(), |x| x.to_string());
-        let all_first_inputs = unaligned.iter().all(|u| u.2.is_some_and(|c| c <= 4) && u.3.is_some_and(|k| k % u.1 == 0));
+        let all_first_inputs = unaligned
+            .iter()
+            .all(|u| u.2.is_some_and(|c| c <= 4) && u.3.is_some_and(|k| k % u.1 == 0));
         b.issue(
             "conv_channels_unaligned",
             score(&ls, 4.0),

@@ -375,7 +375,9 @@ where
                 *heads.entry(head).or_default() += 1;
             }
         }
-        let (head, count) = heads.into_iter().max_by_key(|(h, c)| (*c, std::cmp::Reverse(*h)))?;
+        let (head, count) = heads
+            .into_iter()
+            .max_by_key(|(h, c)| (*c, std::cmp::Reverse(*h)))?;
         if total < 2 || (count as f64) < 0.9 * total as f64 {
             return None;
         }

@@ -43,7 +43,7 @@ fn tensor_bytes(t: &TensorView) -> Option<f64> {
     let size = element_bytes(precision_of(t.format.as_deref()?)?)?;
     // Dynamic dimensions (-1) have no size.
     dims.iter()
-        .try_fold(1.0, |n, &d| (d >= 0).then(|| n * d as f64))
+        .try_fold(1.0, |n, &d| (d >= 0).then_some(n * d as f64))
         .map(|n| n * size)
 }
 
@@ -53,7 +53,11 @@ pub fn footprint(layers: &[LayerView]) -> Option<Memory> {
         .iter()
         .map(|l| {
             let parts = [l.weights.as_ref(), l.bias.as_ref()];
-            let known: Vec<f64> = parts.iter().flatten().filter_map(|w| blob_bytes(w)).collect();
+            let known: Vec<f64> = parts
+                .iter()
+                .flatten()
+                .filter_map(|w| blob_bytes(w))
+                .collect();
             (!known.is_empty()).then(|| known.iter().sum::<f64>().ceil() as u64)
         })
         .collect();
@@ -69,7 +73,11 @@ pub fn footprint(layers: &[LayerView]) -> Option<Memory> {
             (!known.is_empty()).then(|| known.iter().sum::<f64>().ceil() as u64)
         })
         .collect();
-    if weights_bytes.iter().chain(&activation_bytes).all(Option::is_none) {
+    if weights_bytes
+        .iter()
+        .chain(&activation_bytes)
+        .all(Option::is_none)
+    {
         return None;
     }
     Some(Memory {

@@ -774,7 +774,10 @@ fn add_fused_into_main_path(doc: &serde_json::Value) -> (serde_json::Value, Vec<
         new_short["Outputs"] = serde_json::json!([link_tensor.clone()]);
         new_short["Activation"] = serde_json::json!("NONE");
         new_short["HasReLU"] = serde_json::json!(0);
-        new_main["Name"] = serde_json::json!(format!("{} + {add}", layers[m]["Name"].as_str().expect("name")));
+        new_main["Name"] = serde_json::json!(format!(
+            "{} + {add}",
+            layers[m]["Name"].as_str().expect("name")
+        ));
         new_main["Inputs"]
             .as_array_mut()
             .expect("inputs")
@@ -801,11 +804,20 @@ fn add_fused_into_main_path(doc: &serde_json::Value) -> (serde_json::Value, Vec<
     (out, twin, swaps)
 }
 
-/// The convolution parameters alignment must never mix: kernel, stride, groups, channels.
-fn conv_signature(l: &LayerView) -> Option<(Vec<i64>, Vec<i64>, Option<i64>, Option<i64>, Option<i64>)> {
+/// The convolution parameters alignment must never mix: kernel, stride, groups, input and output
+/// channels.
+type ConvSignature = (Vec<i64>, Vec<i64>, Option<i64>, Option<i64>, Option<i64>);
+
+fn conv_signature(l: &LayerView) -> Option<ConvSignature> {
     let c = l.conv.as_ref()?;
     let in_channels = l.inputs.first()?.dims.as_ref()?.get(1).copied();
-    Some((c.kernel.clone(), c.stride.clone(), c.groups, in_channels, c.out_maps))
+    Some((
+        c.kernel.clone(),
+        c.stride.clone(),
+        c.groups,
+        in_channels,
+        c.out_maps,
+    ))
 }
 
 fn read_doc(path: &Path) -> serde_json::Value {
@@ -854,7 +866,11 @@ fn a_residual_add_fused_into_another_convolution_pairs_every_convolution_with_it
     let (a, b) = (layers_only(&path), layers_only(&other_path));
     // The names (and so the add's source nodes) are kept: `Conv_15 + Add_17 + Relu_18` here,
     // `Conv_16 + Add_17 + Relu_18` there.
-    assert!(b.layers.iter().any(|l| l.name == "Conv_15 + Add_17 + Relu_18"));
+    assert!(
+        b.layers
+            .iter()
+            .any(|l| l.name == "Conv_15 + Add_17 + Relu_18")
+    );
     assert!(b.layers.iter().any(|l| l.name == "Conv_16"));
     let p = align(&a, &b);
     assert_kinds_agree(&a, &b, &p);
@@ -866,11 +882,17 @@ fn a_residual_add_fused_into_another_convolution_pairs_every_convolution_with_it
     let short = row("Conv_16 + Add_17 + Relu_18");
     assert_eq!(short.method, Method::Signature);
     assert!(
-        short.evidence.as_deref().is_some_and(|e| e.contains("1×1 /2×2, 64→128")),
+        short
+            .evidence
+            .as_deref()
+            .is_some_and(|e| e.contains("1×1 /2×2, 64→128")),
         "{:?}",
         short.evidence
     );
-    assert_eq!(row("Conv_3 + Relu_4").evidence.as_deref(), Some("the same name"));
+    assert_eq!(
+        row("Conv_3 + Relu_4").evidence.as_deref(),
+        Some("the same name")
+    );
 
     // The same pair with every layer and tensor renamed and the order shuffled: the graph alone.
     for seed in [1, 2, 3] {

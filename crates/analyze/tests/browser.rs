@@ -676,7 +676,10 @@ fn path_named_resnet(dir: &Path) -> PathBuf {
         let new = match name.strip_prefix(copy) {
             Some(rest) => {
                 let (head, consumer) = rest.split_once(" to ").expect("a copy names its consumer");
-                let consumer = renamed.get(consumer).cloned().unwrap_or(consumer.to_owned());
+                let consumer = renamed
+                    .get(consumer)
+                    .cloned()
+                    .unwrap_or(consumer.to_owned());
                 format!("{copy}{head} to {consumer}")
             }
             None => renamed[&name].clone(),
@@ -740,7 +743,11 @@ fn no_two_graph_labels_are_equal_at_fit() {
     ] {
         engines.push((stem.to_owned(), fixture(layers), profile.map(fixture)));
     }
-    engines.push(("resnet-paths".to_owned(), path_named_resnet(work.path()), None));
+    engines.push((
+        "resnet-paths".to_owned(),
+        path_named_resnet(work.path()),
+        None,
+    ));
     for (stem, layers, profile) in engines {
         let a = common::analyze(common::data(&layers, profile.as_deref()));
         let backend = &a.backends[0];
@@ -774,8 +781,14 @@ fn no_two_graph_labels_are_equal_at_fit() {
             assert!(seen.insert(label.clone()), "{stem}: `{label}` twice");
             let name = &backend.layers[*layer].name;
             if name.starts_with("Reformatting CopyNode for ") {
-                let shown = label.split_once(' ').filter(|(t, _)| t.starts_with('#')).map_or(label.as_str(), |(_, r)| r);
-                assert!(shown.starts_with("reformat"), "{stem}: {name} shown as `{label}`");
+                let shown = label
+                    .split_once(' ')
+                    .filter(|(t, _)| t.starts_with('#'))
+                    .map_or(label.as_str(), |(_, r)| r);
+                assert!(
+                    shown.starts_with("reformat"),
+                    "{stem}: {name} shown as `{label}`"
+                );
             }
         }
         if stem == "resnet-paths" {
@@ -811,7 +824,10 @@ fn folding_noops_keeps_the_sums_and_memory_columns_show() {
             &["--window-size=1400,1000", "--dump-dom"],
             &url,
         );
-        assert!(dom.contains("data-report-errors=\"0\""), "{query}: page errors");
+        assert!(
+            dom.contains("data-report-errors=\"0\""),
+            "{query}: page errors"
+        );
         let m = tag_attributes(&dom, "<p id=\"layer-sum\"");
         let num = |k: &str| -> f64 {
             m.get(k)
@@ -819,10 +835,19 @@ fn folding_noops_keeps_the_sums_and_memory_columns_show() {
                 .unwrap_or_else(|| panic!("{query}: no {k}: {m:?}"))
         };
         sums.push((num("data-rows"), num("data-sum-avg"), num("data-sum-pct")));
-        assert!(dom.contains(">weights</th>") && dom.contains(">activations</th>"), "{query}: memory columns");
+        assert!(
+            dom.contains(">weights</th>") && dom.contains(">activations</th>"),
+            "{query}: memory columns"
+        );
     }
     let (plain, folded) = (sums[0], sums[1]);
     assert_eq!((plain.0, folded.0), (73.0, 72.0));
-    assert!((plain.1 - folded.1).abs() < 1e-9, "Σ avg {plain:?} vs {folded:?}");
-    assert!((plain.2 - folded.2).abs() < 1e-9, "Σ share {plain:?} vs {folded:?}");
+    assert!(
+        (plain.1 - folded.1).abs() < 1e-9,
+        "Σ avg {plain:?} vs {folded:?}"
+    );
+    assert!(
+        (plain.2 - folded.2).abs() < 1e-9,
+        "Σ share {plain:?} vs {folded:?}"
+    );
 }

@@ -706,8 +706,14 @@ fn negative_or_non_finite_times_fail_naming_the_layer() {
         .expect("averageMs")
         .trim()
         .to_owned();
-    for (bad, what) in [(format!("-{avg}"), "negative `averageMs`"), ("nan".to_owned(), "not a finite number")] {
-        let edited = line.replace(&format!("\"averageMs\" : {avg}"), &format!("\"averageMs\" : {bad}"));
+    for (bad, what) in [
+        (format!("-{avg}"), "negative `averageMs`"),
+        ("nan".to_owned(), "not a finite number"),
+    ] {
+        let edited = line.replace(
+            &format!("\"averageMs\" : {avg}"),
+            &format!("\"averageMs\" : {bad}"),
+        );
         let profile = edited_profile(dir.path(), line, &edited);
         let a = analyze(data(&layers, Some(&profile)));
         let b = &a.backends[0];
@@ -715,7 +721,8 @@ fn negative_or_non_finite_times_fail_naming_the_layer() {
         assert!(b.timing.is_none(), "{bad}: no timing from a broken profile");
         let errs = errors(b);
         assert!(
-            errs.iter().any(|e| e.contains("MaxPool_2") && e.contains(what)),
+            errs.iter()
+                .any(|e| e.contains("MaxPool_2") && e.contains(what)),
             "{bad}: {errs:?}"
         );
     }
@@ -746,14 +753,20 @@ fn the_model_name_comes_from_the_layer_names_before_the_folder() {
     let a = analyze(data(&layers, None));
     assert_eq!(a.model.name.as_deref(), Some("resnet50"), "{:?}", a.model);
     assert!(
-        a.model.evidence.iter().any(|e| e.contains("start with `resnet50/`")),
+        a.model
+            .evidence
+            .iter()
+            .any(|e| e.contains("start with `resnet50/`")),
         "{:?}",
         a.model.evidence
     );
     // Without the common scope the folder names it, as before.
     let plain = dir.join("layers_fp32.json");
     std::fs::copy(fixture("trex/resnet18-pt-a100-fp32.layers.json"), &plain).expect("copy");
-    assert_eq!(analyze(data(&plain, None)).model.name.as_deref(), Some("pair"));
+    assert_eq!(
+        analyze(data(&plain, None)).model.name.as_deref(),
+        Some("pair")
+    );
 }
 
 /// Issue 36: the baseline is the first `--data` given (said so), and `--baseline LABEL` picks
@@ -768,12 +781,18 @@ fn the_baseline_is_the_first_data_given_or_the_one_chosen() {
         label: None,
     };
     let request = Request {
-        inputs: Inputs::Data(vec![spec("resnet18-pt-a100-qat"), spec("resnet18-pt-a100-fp16")]),
+        inputs: Inputs::Data(vec![
+            spec("resnet18-pt-a100-qat"),
+            spec("resnet18-pt-a100-fp16"),
+        ]),
         model_name: None,
     };
     let a = trtmc_analyze::analyze(&request).expect("analysis");
     let c = &a.comparisons[0];
-    assert_eq!(c.baseline, "resnet18-pt-a100-qat", "not alphabetical: the first given");
+    assert_eq!(
+        c.baseline, "resnet18-pt-a100-qat",
+        "not alphabetical: the first given"
+    );
     assert_eq!(c.baseline_reason, "the first --data given");
     let chosen = trtmc_analyze::analyze_with(
         &request,
@@ -795,7 +814,10 @@ fn the_baseline_is_the_first_data_given_or_the_one_chosen() {
     match wrong {
         Err(e @ AnalyzeError::UnknownBaseline { .. }) => {
             let msg = e.to_string();
-            assert!(msg.contains("\"int8\"") && msg.contains("resnet18-pt-a100-fp16"), "{msg}");
+            assert!(
+                msg.contains("\"int8\"") && msg.contains("resnet18-pt-a100-fp16"),
+                "{msg}"
+            );
         }
         other => panic!("expected UnknownBaseline, got {:?}", other.map(|_| ())),
     }
