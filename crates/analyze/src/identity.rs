@@ -969,4 +969,24 @@ mod tests {
         s.count_family(Family::Convolution, false);
         assert_eq!(s.decide().category, category::DIFFUSION);
     }
+
+    #[test]
+    fn the_layer_names_common_scope_names_the_model_only_when_every_build_agrees() {
+        let prefix = |builds: &[&[&str]]| {
+            layer_name_prefix(builds.iter().map(|b| b.iter().copied())).map(|p| p.name)
+        };
+        let resnet: &[&str] = &[
+            "resnet50/conv1/Conv2D",
+            "resnet50/res2a/Relu",
+            "Reformatting CopyNode for Input Tensor 0 to resnet50/res2a/Relu",
+        ];
+        assert_eq!(prefix(&[resnet, resnet]).as_deref(), Some("resnet50"));
+        // A generic scope names no model; builds that disagree name none.
+        assert_eq!(prefix(&[&["model/a", "model/b"]]), None);
+        assert_eq!(prefix(&[resnet, &["vgg16/a", "vgg16/b"]]), None);
+        // Under 90 % of the names (one of three here) is no common scope.
+        assert_eq!(prefix(&[&["yolo/a", "b", "c"]]), None);
+        // A leading `/` (PyTorch exports) is skipped.
+        assert_eq!(prefix(&[&["/bert/embeddings/Add", "/bert/encoder/MatMul"]]).as_deref(), Some("bert"));
+    }
 }
