@@ -987,6 +987,9 @@ mod tests {
         // Under 90 % of the names (one of three here) is no common scope.
         assert_eq!(prefix(&[&["yolo/a", "b", "c"]]), None);
         // A leading `/` (PyTorch exports) is skipped.
-        assert_eq!(prefix(&[&["/bert/embeddings/Add", "/bert/encoder/MatMul"]]).as_deref(), Some("bert"));
+        assert_eq!(
+            prefix(&[&["/bert/embeddings/Add", "/bert/encoder/MatMul"]]).as_deref(),
+            Some("bert")
+        );
     }
 }

@@ -419,8 +419,8 @@ fn baseline_is_the_first_data_given_or_the_one_named() {
         f("resnet18-pt-a100-qat.profile.json"),
     );
     let base = [
-        "analyze", "--quiet", "--data", &qat, &qat_p, "--label", "qat", "--data", &fp16,
-        &fp16_p, "--label", "fp16",
+        "analyze", "--quiet", "--data", &qat, &qat_p, "--label", "qat", "--data", &fp16, &fp16_p,
+        "--label", "fp16",
     ];
     for (extra, baseline, reason) in [
         (None, "qat", "the first --data given"),
@@ -451,6 +451,9 @@ fn baseline_is_the_first_data_given_or_the_one_named() {
     let out = run(&args);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     let err = text(&out.stderr);
-    assert!(err.contains("--baseline \"int8\"") && err.contains("qat, fp16"), "{err}");
+    assert!(
+        err.contains("--baseline \"int8\"") && err.contains("qat, fp16"),
+        "{err}"
+    );
     assert!(out.stdout.is_empty(), "nothing written on a usage error");
 }

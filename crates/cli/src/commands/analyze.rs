@@ -159,7 +159,8 @@ impl clap::Args for DataGroups {
 #[derive(Debug, clap::Subcommand)]
 pub enum AnalyzeCommand {
     /// Analyze one input folder (or --data files) and write one self-contained report folder.
-    Package(PackageArgs),
+    // Boxed: the package options are most of the enum's size.
+    Package(Box<PackageArgs>),
     /// Serve a report folder on the loopback interface for a browser preview.
     Serve(ServeArgs),
 }
@@ -203,7 +204,7 @@ pub struct ServeArgs {
 
 pub fn execute(args: AnalyzeArgs) -> CliResult {
     match args.command {
-        Some(AnalyzeCommand::Package(p)) => package(p),
+        Some(AnalyzeCommand::Package(p)) => package(*p),
         Some(AnalyzeCommand::Serve(s)) => serve(s),
         None => {
             args.fail_on
