@@ -17,7 +17,9 @@
   var SVG_NS = "http://www.w3.org/2000/svg";
 
   var state = { backend: 0, sortKey: "index", sortAsc: true, rowsShown: ROW_PAGE, selected: null, breakdownKey: "by_type",
-    graph: { scale: 1, tx: 0, ty: 0, focus: null } };
+    graph: { scale: 1, tx: 0, ty: 0, focus: null },
+    // ?fold=noops starts with NoOps folded (the Chromium test reads the table that way).
+    foldNoops: /(^|&)fold=noops(&|$)/.test(window.location.search.slice(1)) };
 
   function $(id) { return document.getElementById(id); }
 
@@ -53,6 +55,12 @@
   function fmtMs(v) {
     if (v === null || v === undefined || !isFinite(v)) { return "–"; }
     return Math.abs(v) < 0.01 ? v.toFixed(4) + " ms" : v.toFixed(3) + " ms";
+  }
+  function fmtBytes(v) {
+    if (v === null || v === undefined || !isFinite(v)) { return "–"; }
+    if (v >= 1048576) { return (v / 1048576).toFixed(2) + " MiB"; }
+    if (v >= 1024) { return (v / 1024).toFixed(1) + " KiB"; }
+    return v + " B";
   }
   function fmtPct(v) { return v === null || v === undefined || !isFinite(v) ? "–" : v.toFixed(2) + "%"; }
   function short(s, n) { s = String(s === undefined || s === null ? "" : s); return s.length > n ? s.slice(0, n - 1) + "…" : s; }
@@ -178,12 +186,17 @@
 
   function renderSummary() {
     var box = clear($("summary"));
-    var head = el("tr", null, ["backend", "status", "mode", "layers", "Σ avg per inference", "iterations", "largest layer", "model category"].map(function (h, i) {
+    var head = el("tr", null, ["backend", "status", "mode", "layers", "Σ avg per inference", "iterations", "largest layer", "model category", "export era"].map(function (h, i) {
       return el("th", { class: i === 3 || i === 4 ? "num" : null }, h);
     }));
     var rows = backends.map(function (b, i) {
       var top = b.hot_layers.length ? b.layers[b.hot_layers[0]] : null;
       var cat = b.model ? b.model.category + " (" + b.model.confidence + ")" : "–";
+      // Every build's era in its own row: builds compared side by side may come from different
+      // TensorRT versions.
+      var era = b.export && b.export.era;
+      var eraCell = era ? el("td", { title: era.evidence.join("; ") }, era.label + (era.conflict ? " (conflicting evidence)" : "")) :
+        el("td", { class: "muted" }, b.runtime && b.runtime.name !== "tensorrt" ? b.runtime.display_name : "–");
       return el("tr", { class: "clickable" + (i === state.backend ? " selected" : ""), onclick: function () { selectBackend(i); } }, [
         el("td", { class: "name" }, b.label),
         el("td", { class: "status-" + b.validation.status }, b.validation.status),
@@ -192,7 +205,8 @@
         el("td", { class: "num" }, b.timing ? fmtMs(b.timing.average_inference_ms) : "–"),
         el("td", null, b.count ? b.count + " (" + b.count_source.replace(/_/g, " ") + ")" : "–"),
         el("td", { class: "name" }, top && top.timing ? short(top.name, 80) + " · " + fmtPct(top.timing.percentage) : "–"),
-        el("td", null, cat)
+        el("td", null, cat),
+        eraCell
       ]);
     });
     box.appendChild(el("table", { class: "grid" }, [el("thead", null, head), el("tbody", null, rows)]));
@@ -214,7 +228,7 @@
     }
     if (b.export && b.export.era) {
       var era = b.export.era;
-      box.appendChild(el("p", { class: "muted" }, "Export era: " + era.label + (era.evidence.length ? " — from: " + era.evidence.join("; ") : "") +
+      box.appendChild(el("p", { class: "muted" }, "Export era of " + b.label + ": " + era.label + (era.evidence.length ? " — from: " + era.evidence.join("; ") : "") +
         (era.set_aside.length ? " — " + era.set_aside.join("; ") : "")));
     }
   }
@@ -365,27 +379,84 @@
     return true;
   }
 
+  // NoOps folded as TREx folds them: each NoOp row is hidden and its times are added to the
+  // computing layer that writes its input (else the one that reads its output), so every sum over
+  // the table stays the same. Returns {hidden: {index: true}, extra: {index: timing}, count}.
+  var foldCache = { backend: null, fold: null };
+  function noopFold(b) {
+    if (foldCache.backend === b) { return foldCache.fold; }
+    var preds = {}, succs = {}, hidden = {}, extra = {}, count = 0;
+    ((b.graph && b.graph.edges) || []).forEach(function (e) {
+      (preds[e[1]] = preds[e[1]] || []).push(e[0]);
+      (succs[e[0]] = succs[e[0]] || []).push(e[1]);
+    });
+    function isNoop(i) { return b.layers[i].raw_type === "NoOp"; }
+    function reach(start, adj) {
+      var seen = {}, stack = (adj[start] || []).slice();
+      while (stack.length) {
+        var v = stack.shift();
+        if (seen[v]) { continue; }
+        seen[v] = true;
+        if (!isNoop(v)) { return v; }
+        stack = stack.concat(adj[v] || []);
+      }
+      return null;
+    }
+    b.layers.forEach(function (l) {
+      if (!isNoop(l.index)) { return; }
+      var into = reach(l.index, preds);
+      if (into === null) { into = reach(l.index, succs); }
+      if (into === null) { return; }
+      hidden[l.index] = true;
+      count++;
+      if (l.timing) {
+        var x = extra[into] = extra[into] || { time_ms: 0, avg_ms: 0, median_ms: 0, percentage: 0, noops: 0 };
+        x.time_ms += l.timing.time_ms; x.avg_ms += l.timing.avg_ms; x.percentage += l.timing.percentage;
+        x.median_ms += l.timing.median_ms === null ? 0 : l.timing.median_ms;
+        x.noops++;
+      }
+    });
+    foldCache = { backend: b, fold: { hidden: hidden, extra: extra, count: count } };
+    return foldCache.fold;
+  }
+  // A layer's timing as the table shows it: with the folded NoOps' times when folding.
+  function shownTiming(l) {
+    if (!state.foldNoops || !l.timing) { return l.timing; }
+    var x = noopFold(current()).extra[l.index];
+    if (!x) { return l.timing; }
+    return { time_ms: l.timing.time_ms + x.time_ms, avg_ms: l.timing.avg_ms + x.avg_ms, percentage: l.timing.percentage + x.percentage,
+      median_ms: l.timing.median_ms === null ? null : l.timing.median_ms + x.median_ms };
+  }
+  function memoryOf(l, key) {
+    var m = current().memory;
+    return m && m[key][l.index] !== null && m[key][l.index] !== undefined ? m[key][l.index] : null;
+  }
   var COLUMNS = [
     { key: "index", label: "#", num: true, get: function (l) { return l.index; } },
     { key: "name", label: "name", get: function (l) { return l.name; } },
     { key: "type", label: "type", get: function (l) { return l.type; } },
     { key: "precision", label: "precision", get: function (l) { return l.precision || ""; } },
-    { key: "avg", label: "avg", num: true, get: function (l) { return l.timing ? l.timing.avg_ms : -1; } },
-    { key: "median", label: "median", num: true, get: function (l) { return l.timing && l.timing.median_ms !== null ? l.timing.median_ms : -1; } },
-    { key: "share", label: "share", num: true, get: function (l) { return l.timing ? l.timing.percentage : -1; } },
+    { key: "avg", label: "avg", num: true, get: function (l) { var t = shownTiming(l); return t ? t.avg_ms : -1; } },
+    { key: "median", label: "median", num: true, get: function (l) { var t = shownTiming(l); return t && t.median_ms !== null ? t.median_ms : -1; } },
+    { key: "share", label: "share", num: true, get: function (l) { var t = shownTiming(l); return t ? t.percentage : -1; } },
+    { key: "weights", label: "weights", num: true, memory: true, get: function (l) { var v = memoryOf(l, "weights_bytes"); return v === null ? -1 : v; } },
+    { key: "activations", label: "activations", num: true, memory: true, get: function (l) { var v = memoryOf(l, "activation_bytes"); return v === null ? -1 : v; } },
     { key: "tactic", label: "tactic", get: function (l) { return l.tactic || ""; } }
   ];
 
   function renderLayerTable() {
     var b = current();
     var t = clear($("layer-table"));
-    var head = el("tr", null, COLUMNS.map(function (c) {
+    // The memory columns exist where the export lists weights or tensor sizes.
+    var columns = COLUMNS.filter(function (c) { return !c.memory || b.memory; });
+    var fold = state.foldNoops ? noopFold(b) : null;
+    var head = el("tr", null, columns.map(function (c) {
       var cls = (c.num ? "num " : "") + (state.sortKey === c.key ? "sorted" + (state.sortAsc ? " asc" : "") : "");
       return el("th", { class: cls, scope: "col", onclick: function () { sortBy(c.key); } }, c.label);
     }));
     t.appendChild(el("thead", null, head));
-    var col = COLUMNS.filter(function (c) { return c.key === state.sortKey; })[0] || COLUMNS[0];
-    var rows = b.layers.filter(matches);
+    var col = columns.filter(function (c) { return c.key === state.sortKey; })[0] || columns[0];
+    var rows = b.layers.filter(function (l) { return !(fold && fold.hidden[l.index]) && matches(l); });
     rows.sort(function (x, y) {
       var a = col.get(x), c = col.get(y);
       var r = a < c ? -1 : a > c ? 1 : x.index - y.index;
@@ -393,21 +464,36 @@
     });
     var body = el("tbody");
     rows.slice(0, state.rowsShown).forEach(function (l) {
-      body.appendChild(el("tr", { class: "clickable" + (state.selected === l.index ? " selected" : ""), "data-layer": l.index, onclick: function () { selectLayer(l.index); } }, [
+      var tm = shownTiming(l), folded = fold && fold.extra[l.index];
+      var cells = [
         el("td", { class: "num" }, String(l.index)),
-        el("td", { class: "name" }, l.name),
+        el("td", { class: "name" }, folded ? [l.name, el("span", { class: "muted" }, " (+" + folded.noops + " NoOp)")] : l.name),
         el("td", null, l.type),
         el("td", null, l.precision || "–"),
-        el("td", { class: "num" }, l.timing ? fmtMs(l.timing.avg_ms) : "–"),
-        el("td", { class: "num" }, l.timing && l.timing.median_ms !== null ? fmtMs(l.timing.median_ms) : "–"),
-        el("td", { class: "num" }, l.timing ? fmtPct(l.timing.percentage) : "–"),
-        el("td", { class: "tactic" }, l.tactic || "–")
-      ]));
+        el("td", { class: "num" }, tm ? fmtMs(tm.avg_ms) : "–"),
+        el("td", { class: "num" }, tm && tm.median_ms !== null ? fmtMs(tm.median_ms) : "–"),
+        el("td", { class: "num" }, tm ? fmtPct(tm.percentage) : "–")
+      ];
+      if (b.memory) {
+        cells.push(el("td", { class: "num" }, fmtBytes(memoryOf(l, "weights_bytes"))));
+        cells.push(el("td", { class: "num" }, fmtBytes(memoryOf(l, "activation_bytes"))));
+      }
+      cells.push(el("td", { class: "tactic" }, l.tactic || "–"));
+      body.appendChild(el("tr", { class: "clickable" + (state.selected === l.index ? " selected" : ""), "data-layer": l.index, onclick: function () { selectLayer(l.index); } }, cells));
     });
     t.appendChild(body);
     var shown = Math.min(rows.length, state.rowsShown);
-    $("layer-count").textContent = "showing " + shown + " of " + rows.length + " matching (" + b.layers.length + " layers)" +
+    $("layer-count").textContent = "showing " + shown + " of " + rows.length + " matching (" + b.layers.length + " layers" +
+      (fold ? ", " + fold.count + " NoOp" + (fold.count === 1 ? "" : "s") + " folded" : "") + ")" +
       (filters.only ? " · limited to: " + filters.onlyTitle : "");
+    // The sums over every matching row (not only those shown): folding NoOps leaves them unchanged.
+    var sumAvg = 0, sumPct = 0, timed = 0;
+    rows.forEach(function (l) { var tm = shownTiming(l); if (tm) { sumAvg += tm.avg_ms; sumPct += tm.percentage; timed++; } });
+    var sum = $("layer-sum");
+    sum.textContent = timed ? "Σ over the " + rows.length + " matching layers: " + fmtMs(sumAvg) + " average, " + fmtPct(sumPct) + " of time" : "";
+    sum.setAttribute("data-rows", String(rows.length));
+    sum.setAttribute("data-sum-avg", String(sumAvg));
+    sum.setAttribute("data-sum-pct", String(sumPct));
     $("layer-more").hidden = rows.length <= state.rowsShown;
   }
 
@@ -441,6 +527,8 @@
     $("filter-family").addEventListener("change", function (e) { filters.family = e.target.value; renderLayerTable(); });
     $("filter-precision").addEventListener("change", function (e) { filters.precision = e.target.value; renderLayerTable(); });
     $("filter-min").addEventListener("input", function (e) { filters.min = parseFloat(e.target.value) || 0; renderLayerTable(); });
+    $("fold-noops").checked = state.foldNoops;
+    $("fold-noops").addEventListener("change", function (e) { state.foldNoops = e.target.checked; renderLayerTable(); });
     $("filter-clear").addEventListener("click", function () {
       filters = { text: "", type: "", family: "", precision: "", min: 0, only: null, onlyTitle: "" };
       $("layer-search").value = ""; $("filter-min").value = "0";
@@ -731,15 +819,45 @@
     while (n + 1 < t.length && textWidth(t.slice(0, n + 1) + "…") <= width) { n++; }
     return t.slice(0, n) + "…";
   }
-  function compactName(name, width) {
-    var m = /^Reformatting CopyNode for (Input|Output) Tensor \d+ to (.*)$/.exec(name);
-    if (m) { name = (m[1] === "Input" ? "reformat→" : "reformat←") + m[2]; }
-    if (textWidth(name) > width && name.indexOf("/") >= 0) {
-      var parts = name.split("/").filter(function (p) { return p; }), tail = parts.pop() || "";
-      while (parts.length && textWidth("…/" + parts[parts.length - 1] + "/" + tail) <= width) { tail = parts.pop() + "/" + tail; }
-      name = "…/" + tail;
+  // A reformat copy's name as `reformat→X` (input of X) or `reformat←X` (output of X): the prefix
+  // and the rest, so that shortening the rest never drops the prefix.
+  function splitReformat(name) {
+    var m = /^Reformatting CopyNode for (Input|Output) Tensor (\d+) to (.*)$/.exec(name);
+    if (!m) { return { prefix: "", rest: name }; }
+    return { prefix: "reformat" + (m[2] === "0" ? "" : m[2]) + (m[1] === "Input" ? "→" : "←"), rest: m[3] };
+  }
+  // Labels that tell the drawn layers apart (nodes: layer indexes; returns index → label). Each is
+  // the shortest tail of the name's `/` path that no other drawn layer's label ends with, the
+  // reformat prefix kept; layers whose whole names agree get their index. A label cut to fit
+  // `width` that meets another one after the cut starts with the layer index instead.
+  function distinctLabels(nodes, layers, width) {
+    var split = {}, tails = {}, labels = {};
+    function tail(v, k) {
+      var s = split[v], parts = s.parts;
+      return s.prefix + (k < parts.length ? "…/" : "") + parts.slice(parts.length - k).join("/");
     }
-    return fitText(name, width);
+    nodes.forEach(function (v) {
+      var r = splitReformat(layers[v].name);
+      var parts = r.rest.split("/").filter(function (p) { return p; });
+      if (!parts.length) { parts = [r.rest]; }
+      split[v] = { prefix: r.prefix, parts: parts };
+      for (var k = 1; k <= parts.length; k++) { var t = tail(v, k); tails[t] = (tails[t] || 0) + 1; }
+    });
+    nodes.forEach(function (v) {
+      var n = split[v].parts.length, k = 1;
+      while (k < n && tails[tail(v, k)] > 1) { k++; }
+      var t = tail(v, k);
+      labels[v] = tails[t] > 1 ? t + " #" + v : t;
+    });
+    var fitted = {}, seen = {};
+    nodes.forEach(function (v) { fitted[v] = fitText(labels[v], width); seen[fitted[v]] = (seen[fitted[v]] || 0) + 1; });
+    nodes.forEach(function (v) {
+      if (seen[fitted[v]] > 1) {
+        var tag = "#" + v + " ";
+        fitted[v] = tag + fitText(labels[v], Math.max(1, width - textWidth(tag)));
+      }
+    });
+    return fitted;
   }
 
   function renderGraph() {
@@ -781,6 +899,7 @@
     view.appendChild(edges);
     var used = {}, maxShare = 0;
     nodes.forEach(function (v) { var t = b.layers[v].timing; if (t && t.percentage > maxShare) { maxShare = t.percentage; } });
+    var labels = distinctLabels(nodes, b.layers, lay.W - 10);
     nodes.forEach(function (v) {
       var l = b.layers[v], it = lay.items[v];
       used[l.family] = true;
@@ -791,7 +910,7 @@
         node.appendChild(svg("rect", { class: "share", y: lay.H - 3, width: Math.max(1, lay.W * l.timing.percentage / maxShare), height: 3 }));
       }
       var label = svg("text", { class: "layer-name", x: 5, y: lay.style.name === "full" ? 14 : 13 });
-      label.textContent = compactName(l.name, lay.W - 10);
+      label.textContent = labels[v];
       var title = svg("title");
       title.textContent = l.name + " (" + l.type + (l.timing ? ", " + fmtPct(l.timing.percentage) : "") + ")";
       node.appendChild(title); node.appendChild(label);
@@ -877,6 +996,15 @@
       });
       if (bad) { overlapping++; badList.push(skips[i].getAttribute("data-from") + ">" + skips[i].getAttribute("data-to")); }
     }
+    // Labels shown more than once among the drawn nodes (the graph must tell layers apart).
+    var byText = {}, duplicates = [];
+    for (i = 0; i < nodeEls.length; i++) {
+      var name = nodeEls[i].querySelector("text.layer-name"), text = name ? name.textContent : "";
+      if (byText[text] !== undefined) { duplicates.push(text); }
+      byText[text] = true;
+    }
+    box.setAttribute("data-duplicate-labels", String(duplicates.length));
+    box.setAttribute("data-duplicate-label-list", duplicates.slice(0, 5).join(" | "));
     box.setAttribute("data-label-px", minPx.toFixed(2));
     box.setAttribute("data-offscreen", String(offscreen));
     box.setAttribute("data-nodes", String(nodeEls.length));
@@ -974,7 +1102,8 @@
     var comps = A.comparisons || [];
     if (!comps.length) { box.appendChild(el("p", { class: "muted" }, "Comparison needs at least two usable backends or builds of one model.")); return; }
     comps.forEach(function (c) {
-      box.appendChild(el("h3", null, (c.model ? c.model + ": " : "") + c.backends.length + " backends, baseline " + c.baseline));
+      box.appendChild(el("h3", null, (c.model ? c.model + ": " : "") + c.backends.length + " backends, baseline " + c.baseline +
+        (c.baseline_reason ? " (" + c.baseline_reason + ")" : "")));
       var totals = el("table", { class: "grid" }, el("tr", null, ["backend", "mode", "layers", "Σ avg", "Δ vs baseline", "speed-up", "precision mix"].map(function (h, i) {
         return el("th", { class: i >= 2 && i <= 5 ? "num" : null }, h);
       })));
@@ -1034,7 +1163,9 @@
   // An unmatched row says why: "unmatched: ambiguous" (several equally good candidates) or
   // "unmatched: no counterpart", with the detail as a tooltip and below.
   function howCell(r) {
-    if (r.method !== "unmatched" || !r.reason) { return el("td", null, r.method); }
+    if (r.method !== "unmatched" || !r.reason) {
+      return el("td", { title: r.evidence || "" }, r.evidence ? [el("span", null, r.method), el("div", { class: "muted" }, r.evidence)] : r.method);
+    }
     var code = r.reason.code.replace("_", " ");
     return el("td", { title: r.reason.detail }, [el("span", null, "unmatched: " + code), el("div", { class: "muted" }, r.reason.detail)]);
   }

@@ -33,6 +33,14 @@ pub struct Request {
     pub model_name: Option<String>,
 }
 
+/// Choices that change how the backends are compared, not what is read.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--baseline LABEL`: the backend every other one is compared with (default: the first
+    /// `--data` given, or the first in folder order).
+    pub baseline: Option<String>,
+}
+
 /// Nothing structured can be emitted (the caller exits nonzero).
 #[derive(Debug, thiserror::Error)]
 pub enum AnalyzeError {
@@ -42,6 +50,8 @@ pub enum AnalyzeError {
     NoData,
     #[error("{path}: {message}")]
     AnalyzeData { path: PathBuf, message: String },
+    #[error("--baseline {label:?} names no backend; the backends are: {}", .labels.join(", "))]
+    UnknownBaseline { label: String, labels: Vec<String> },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -271,6 +281,15 @@ pub struct LayerView {
     pub raw: Option<std::ops::Range<usize>>,
     #[serde(skip)]
     pub verbatim_ok: bool,
+    /// A convolution's kernel, stride, groups and output maps, for telling convolutions apart
+    /// when aligning builds and for the channel-alignment check.
+    #[serde(skip)]
+    pub conv: Option<crate::read::ConvFields>,
+    /// `Weights` and `Bias` (element type and count), where the export lists them.
+    #[serde(skip)]
+    pub weights: Option<crate::read::WeightCount>,
+    #[serde(skip)]
+    pub bias: Option<crate::read::WeightCount>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -334,6 +353,8 @@ pub struct Backend {
     pub layers: Vec<LayerView>,
     pub graph: Option<GraphView>,
     pub breakdowns: Option<Breakdowns>,
+    /// Per-layer weights and activations, where the export has the fields.
+    pub memory: Option<crate::memory::Memory>,
     /// Layer indices by time share, largest first.
     pub hot_layers: Vec<u32>,
     pub findings: Findings,
@@ -369,14 +390,15 @@ pub(crate) struct Context {
 
 /// Runs the whole analysis. Fails only when nothing structured can be produced.
 pub fn analyze(request: &Request) -> Result<Analysis, AnalyzeError> {
+    analyze_with(request, &Options::default())
+}
+
+/// [`analyze`] with comparison choices (`--baseline`).
+pub fn analyze_with(request: &Request, options: &Options) -> Result<Analysis, AnalyzeError> {
     let (mode, folder, ignored, engine_files, loaded, recorded_name) = match &request.inputs {
         Inputs::Folder(folder) => {
             let d = discover::discover(folder)?;
-            let loaded = d
-                .backends
-                .iter()
-                .map(backend::load_files)
-                .collect::<Vec<_>>();
+            let loaded = load_all(&d.backends);
             (
                 InputMode::Folder,
                 Some(d.folder),
@@ -393,7 +415,7 @@ pub fn analyze(request: &Request) -> Result<Analysis, AnalyzeError> {
             let files = discover::from_data(specs);
             let folder = common_parent(&files);
             let engine_files = folder.as_deref().map(engine_files_in).unwrap_or_default();
-            let loaded = files.iter().map(backend::load_files).collect::<Vec<_>>();
+            let loaded = load_all(&files);
             (
                 InputMode::Data,
                 folder,
@@ -428,8 +450,19 @@ pub fn analyze(request: &Request) -> Result<Analysis, AnalyzeError> {
     };
 
     let labels: Vec<String> = loaded.iter().map(|l| l.label.clone()).collect();
+    if let Some(label) = options.baseline.as_ref().filter(|l| !labels.contains(l)) {
+        return Err(AnalyzeError::UnknownBaseline {
+            label: label.clone(),
+            labels,
+        });
+    }
     let explicit = request.model_name.as_deref().or(recorded_name.as_deref());
-    let identity = identity::infer(explicit, folder.as_deref(), &labels);
+    let prefix = identity::layer_name_prefix(loaded.iter().filter_map(|l| match &l.layers {
+        Some(Ok(info)) => Some(info.layers.iter().map(|x| x.name.as_str())),
+        _ => None,
+    }));
+    let identity =
+        identity::infer_with_prefix(explicit, folder.as_deref(), &labels, prefix.as_ref());
     let config = folder.as_deref().and_then(|f| {
         identity::config_paths(f)
             .into_iter()
@@ -464,7 +497,19 @@ pub fn analyze(request: &Request) -> Result<Analysis, AnalyzeError> {
             .collect()
     };
 
-    let comparisons = compare::compare_all(&backends, ctx.identity.name.as_deref());
+    let first = match mode {
+        InputMode::Data => "the first --data given",
+        InputMode::Folder => {
+            "the first in the folder's order (by label); choose another with --baseline"
+        }
+        InputMode::AnalyzeData => "the first backend of analyze-data.json",
+    };
+    let comparisons = compare::compare_all(
+        &backends,
+        ctx.identity.name.as_deref(),
+        options.baseline.as_deref(),
+        first,
+    );
     let passed = backends.iter().filter(|b| b.passed()).count();
     let failed = backends.len() - passed;
     let mut warnings = Vec::new();
@@ -502,6 +547,26 @@ pub fn analyze(request: &Request) -> Result<Analysis, AnalyzeError> {
         },
         backends,
         comparisons,
+    })
+}
+
+/// Reads and parses every backend's files, each backend on a thread of its own (a two-build
+/// comparison uses both cores of a small machine; within a backend the profile is read beside
+/// the layer file too).
+fn load_all(files: &[BackendFiles]) -> Vec<backend::Loaded> {
+    if files.len() < 2 {
+        return files.iter().map(backend::load_files).collect();
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = files
+            .iter()
+            .map(|f| s.spawn(move || backend::load_files(f)))
+            .collect();
+        handles
+            .into_iter()
+            .zip(files)
+            .map(|(h, f)| h.join().unwrap_or_else(|_| backend::load_files(f)))
+            .collect()
     })
 }
 

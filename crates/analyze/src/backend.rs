@@ -178,6 +178,7 @@ fn empty_backend(label: String, sources: Sources, v: Validator) -> Backend {
         layers: Vec::new(),
         graph: None,
         breakdowns: None,
+        memory: None,
         hot_layers: Vec::new(),
         findings: Findings::default(),
         source: None,
@@ -427,13 +428,15 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
                     format!("the profile is not valid JSON ({why}); trtexec writes names unescaped, so its {} records were recovered from trtexec's one-record-per-line layout", p.records.len()),
                 );
             }
-            if !p.problems.is_empty() {
+            let mut problems = p.problems.clone();
+            problems.extend(negative_times(&p.records));
+            if !problems.is_empty() {
                 v.error(
                     "profile_records",
                     format!(
                         "{} profile record problem(s): {}",
-                        p.problems.len(),
-                        p.problems
+                        problems.len(),
+                        problems
                             .iter()
                             .take(5)
                             .cloned()
@@ -444,14 +447,14 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
             }
             v.check(
                 "profile",
-                if p.problems.is_empty() {
+                if problems.is_empty() {
                     CheckStatus::Passed
                 } else {
                     CheckStatus::Failed
                 },
                 format!("{} records", p.records.len()),
             );
-            if join_profile(&mut layers, &p.records, &mut v) && p.problems.is_empty() {
+            if join_profile(&mut layers, &p.records, &mut v) && problems.is_empty() {
                 joined = true;
                 let (c, source) = infer_count(&p, &mut v);
                 if let Some(n) = c.filter(|n| *n < FEW_ITERATIONS) {
@@ -590,6 +593,11 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
         } else {
             breakdowns
         },
+        memory: if mode == Mode::Unusable || names_only {
+            None
+        } else {
+            crate::memory::footprint(&layers)
+        },
         hot_layers: hot,
         layers,
         findings,
@@ -682,6 +690,9 @@ fn layer_view(index: u32, l: Layer, d: Derived) -> LayerView {
         timing: None,
         raw: l.raw,
         verbatim_ok: l.verbatim_ok,
+        conv: l.conv,
+        weights: l.weights,
+        bias: l.bias,
         name: l.name,
     }
 }
@@ -781,6 +792,27 @@ fn check_graph(g: &crate::graph::Graph, layers: &[Layer], v: &mut Validator) {
 
 /// Joins profile records to layers by position when the names line up, else by name in order.
 /// Returns true when every layer and every record found its partner.
+/// A time or share below zero is no measurement: one problem per field, naming the layer.
+fn negative_times(records: &[ProfileRecord]) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in records {
+        for (key, value) in [
+            ("timeMs", r.time_ms),
+            ("averageMs", r.average_ms),
+            ("medianMs", r.median_ms),
+            ("percentage", r.percentage),
+        ] {
+            if let Some(x) = value.filter(|x| *x < 0.0) {
+                out.push(format!(
+                    "layer `{}` has a negative `{key}` ({x}): a layer's time cannot be below zero; export the profile again (trtexec --exportProfile=FILE)",
+                    r.name
+                ));
+            }
+        }
+    }
+    out
+}
+
 fn join_profile(layers: &mut [LayerView], records: &[ProfileRecord], v: &mut Validator) -> bool {
     let timing = |r: &ProfileRecord| LayerTiming {
         time_ms: r.time_ms.unwrap_or(0.0),

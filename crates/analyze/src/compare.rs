@@ -80,6 +80,10 @@ pub struct AlignedRow {
     pub tactic_changed: bool,
     /// b's average minus a's, when both are profiled.
     pub delta_ms: Option<f64>,
+    /// Matched rows only: what the pair was found by (the shared name, source nodes, signature or
+    /// aligned neighbour).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
     /// Unmatched rows only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<Unmatched>,
@@ -110,6 +114,9 @@ pub struct Comparison {
     /// The model these backends are builds of, as far as their labels tell.
     pub model: Option<String>,
     pub baseline: String,
+    /// Why that backend is the baseline: `--baseline LABEL`, the first `--data` given, or the
+    /// first in the folder's (alphabetical) order.
+    pub baseline_reason: String,
     pub backends: Vec<String>,
     pub totals: Vec<TotalRow>,
     pub by_type: Vec<TypeRow>,
@@ -121,11 +128,24 @@ pub struct Comparison {
 /// Groups usable backends by model and compares each group of two or more. With a known model
 /// name every backend is a build of that model; otherwise the model is read from each label
 /// (`resnet18-fp16` and `resnet18-int8` form one group, `mobilenet-qat` another).
-pub fn compare_all(backends: &[Backend], model_name: Option<&str>) -> Vec<Comparison> {
-    let usable: Vec<&Backend> = backends
+///
+/// `baseline` names the backend every other one is compared with (`--baseline LABEL`); without
+/// one it is the first of its group, and `default_reason` says why that one is first.
+pub fn compare_all(
+    backends: &[Backend],
+    model_name: Option<&str>,
+    baseline: Option<&str>,
+    default_reason: &str,
+) -> Vec<Comparison> {
+    let mut usable: Vec<&Backend> = backends
         .iter()
         .filter(|b| b.passed() && !b.layers.is_empty())
         .collect();
+    // The chosen baseline goes first; the others keep their order.
+    if let Some(pos) = baseline.and_then(|l| usable.iter().position(|b| b.label == l)) {
+        let chosen = usable.remove(pos);
+        usable.insert(0, chosen);
+    }
     let mut groups: Vec<(Option<String>, Vec<&Backend>)> = Vec::new();
     for b in usable {
         let key = match model_name {
@@ -140,12 +160,19 @@ pub fn compare_all(backends: &[Backend], model_name: Option<&str>) -> Vec<Compar
     groups
         .into_iter()
         .filter(|(_, m)| m.len() >= 2)
-        .map(|(model, members)| compare(model, &members))
+        .map(|(model, members)| {
+            let reason = if baseline == Some(members[0].label.as_str()) {
+                "chosen with --baseline".to_owned()
+            } else {
+                default_reason.to_owned()
+            };
+            compare(model, &members, reason)
+        })
         .collect()
 }
 
 /// Compares every backend of one group with the first one.
-fn compare(model: Option<String>, usable: &[&Backend]) -> Comparison {
+fn compare(model: Option<String>, usable: &[&Backend], baseline_reason: String) -> Comparison {
     let base = usable[0];
     let base_time = base.timing.as_ref().map(|t| t.average_inference_ms);
     let totals = usable
@@ -168,10 +195,26 @@ fn compare(model: Option<String>, usable: &[&Backend]) -> Comparison {
         .collect();
     let by_type = type_rows(usable, |l| l.report_type.to_string());
     let by_family = type_rows(usable, |l| l.family.as_str().to_owned());
-    let pairs = usable[1..].iter().map(|b| align(base, b)).collect();
+    // Each pair is independent: align them on threads of their own.
+    let pairs = if usable.len() > 2 {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = usable[1..]
+                .iter()
+                .map(|b| s.spawn(move || align(base, b)))
+                .collect();
+            handles
+                .into_iter()
+                .zip(&usable[1..])
+                .map(|(h, b)| h.join().unwrap_or_else(|_| align(base, b)))
+                .collect()
+        })
+    } else {
+        usable[1..].iter().map(|b| align(base, b)).collect()
+    };
     Comparison {
         model,
         baseline: base.label.clone(),
+        baseline_reason,
         backends: usable.iter().map(|b| b.label.clone()).collect(),
         totals,
         by_type,
@@ -272,6 +315,57 @@ impl Kind {
     }
 }
 
+/// What tells one convolution from another whatever was fused into it: kernel, strides, groups,
+/// input and output channels. (The output shape, which a fused trailing pooling changes, is part of
+/// the keys instead.)
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ConvSig {
+    kernel: Vec<i64>,
+    stride: Vec<i64>,
+    groups: Option<i64>,
+    in_channels: Option<i64>,
+    out_channels: Option<i64>,
+}
+
+impl ConvSig {
+    fn of(l: &LayerView) -> Option<ConvSig> {
+        if l.family != Family::Convolution {
+            return None;
+        }
+        let c = l.conv.as_ref()?;
+        let channels = |t: &[crate::analysis::TensorView]| first_dims(t)?.get(1).copied();
+        Some(ConvSig {
+            kernel: c.kernel.clone(),
+            stride: c.stride.clone(),
+            groups: c.groups,
+            in_channels: channels(&l.inputs),
+            out_channels: c.out_maps.or_else(|| channels(&l.outputs)),
+        })
+    }
+
+    /// `3×3 /2, 64→128 channels`.
+    fn describe(&self) -> String {
+        let join = |v: &[i64]| {
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join("×")
+        };
+        let ch = |c: Option<i64>| c.map_or("?".to_owned(), |c| c.to_string());
+        let mut s = format!(
+            "{} /{}, {}→{} channels",
+            join(&self.kernel),
+            join(&self.stride),
+            ch(self.in_channels),
+            ch(self.out_channels)
+        );
+        if let Some(g) = self.groups.filter(|&g| g != 1) {
+            s.push_str(&format!(", {g} groups"));
+        }
+        s
+    }
+}
+
 /// A neighbour, and the input slot through which the edge's consumer reads it.
 #[derive(Debug, Clone, Copy)]
 struct Link {
@@ -290,11 +384,13 @@ struct Side<'a> {
     csuccs: Vec<Vec<Link>>,
     /// For the other layers: how many of them lie in a row up to the computing producer.
     hops: Vec<u8>,
+    /// Each convolution's [`ConvSig`], as an id shared by both builds.
+    sig: Vec<Option<u32>>,
     has_graph: bool,
 }
 
 impl<'a> Side<'a> {
-    fn new(b: &'a Backend) -> Side<'a> {
+    fn new(b: &'a Backend, sigs: &mut HashMap<ConvSig, u32>) -> Side<'a> {
         let layers = b.layers.as_slice();
         let n = layers.len();
         let kind: Vec<Kind> = layers.iter().map(Kind::of).collect();
@@ -331,6 +427,13 @@ impl<'a> Side<'a> {
                 h
             })
             .collect();
+        let sig = layers
+            .iter()
+            .map(|l| {
+                let next = sigs.len() as u32;
+                ConvSig::of(l).map(|s| *sigs.entry(s).or_insert(next))
+            })
+            .collect();
         Side {
             label: &b.label,
             layers,
@@ -338,6 +441,7 @@ impl<'a> Side<'a> {
             cpreds,
             csuccs,
             hops,
+            sig,
             has_graph: !edges.is_empty(),
         }
     }
@@ -347,9 +451,13 @@ impl<'a> Side<'a> {
         let l = &self.layers[i];
         let (input, output) = (first_dims(&l.inputs), first_dims(&l.outputs));
         let kind = self.kind[i];
+        // Every level compares the convolution signature: position never pairs convolutions
+        // that differ in kernel, stride or channels.
+        let sig = self.sig[i];
         match level {
             Level::Degree => Key {
                 kind,
+                sig,
                 slot: Some(c.slot),
                 input: Some(input),
                 output: Some(output),
@@ -357,6 +465,7 @@ impl<'a> Side<'a> {
             },
             Level::Slot => Key {
                 kind,
+                sig,
                 slot: Some(c.slot),
                 input: Some(input),
                 output: Some(output),
@@ -364,6 +473,7 @@ impl<'a> Side<'a> {
             },
             Level::Shapes => Key {
                 kind,
+                sig,
                 slot: None,
                 input: Some(input),
                 output: Some(output),
@@ -372,6 +482,7 @@ impl<'a> Side<'a> {
             // A fused trailing op (Conv + MaxPool) changes the output, not what the layer reads.
             Level::Input => Key {
                 kind,
+                sig,
                 slot: None,
                 input: Some(input),
                 output: None,
@@ -379,6 +490,16 @@ impl<'a> Side<'a> {
             },
         }
     }
+}
+
+/// Whether layer `i` of `sa` may pair with layer `j` of `sb`: the same kind, and for two
+/// convolutions with parameters the same signature.
+fn compatible(sa: &Side, i: usize, sb: &Side, j: usize) -> bool {
+    sa.kind[i] == sb.kind[j]
+        && match (sa.sig[i], sb.sig[j]) {
+            (Some(x), Some(y)) => x == y,
+            _ => true,
+        }
 }
 
 /// The first of `consumer`'s inputs that `producer` writes (`u16::MAX` when the edge came from a
@@ -436,7 +557,7 @@ fn through_movement(adj: &[Vec<Link>], v: usize, kind: &[Kind], forward: bool) -
 }
 
 /// How much of a layer's place a candidate key compares, finest first.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Level {
     /// Family, input slot, first input and output shapes, numbers of computing producers and
     /// consumers.
@@ -449,12 +570,25 @@ enum Level {
     Input,
 }
 
+impl Level {
+    /// What the only candidate on each side shared, for a pair's evidence.
+    fn describe(self) -> &'static str {
+        match self {
+            Level::Degree => "family, input slot, shapes and numbers of neighbours",
+            Level::Slot => "family, input slot and shapes",
+            Level::Shapes => "family and shapes",
+            Level::Input => "family and input shape",
+        }
+    }
+}
+
 const POSITION_LEVELS: [Level; 4] = [Level::Degree, Level::Slot, Level::Shapes, Level::Input];
 const SEED_LEVELS: [Level; 3] = [Level::Degree, Level::Shapes, Level::Input];
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct Key<'a> {
     kind: Kind,
+    sig: Option<u32>,
     slot: Option<u16>,
     input: Option<Option<&'a [i64]>>,
     output: Option<Option<&'a [i64]>>,
@@ -464,6 +598,8 @@ struct Key<'a> {
 /// The alignment under construction.
 struct Alignment {
     a_to_b: Vec<Option<(u32, Method)>>,
+    /// Per layer of a: what its pair was found by.
+    evidence: Vec<Option<String>>,
     b_to_a: Vec<Option<u32>>,
     /// Why a layer may stay unmatched: it had several equally good candidates.
     ambiguous_a: Vec<Option<String>>,
@@ -479,11 +615,12 @@ impl Alignment {
         self.b_to_a[y as usize].is_none()
     }
 
-    fn link(&mut self, x: u32, y: u32, method: Method) -> bool {
+    fn link(&mut self, x: u32, y: u32, method: Method, evidence: String) -> bool {
         if !self.free_a(x) || !self.free_b(y) {
             return false;
         }
         self.a_to_b[x as usize] = Some((y, method));
+        self.evidence[x as usize] = Some(evidence);
         self.b_to_a[y as usize] = Some(x);
         true
     }
@@ -520,8 +657,14 @@ fn match_groups<'a>(
             if let Some(g) = groups.get(&sa.key(*c, level))
                 && g[0] == 1
                 && g[2] == 1
-                && al.link(g[1], g[3], method)
+                && al.free_a(g[1])
+                && al.free_b(g[3])
             {
+                let mut evidence = format!("the only fit by {} {}", level.describe(), place());
+                if let Some(sig) = ConvSig::of(&sa.layers[g[1] as usize]) {
+                    evidence.push_str(&format!(" (convolution {})", sig.describe()));
+                }
+                al.link(g[1], g[3], method, evidence);
                 new.push((g[1], g[3]));
             }
         }
@@ -631,6 +774,38 @@ fn propagate(sa: &Side, sb: &Side, al: &mut Alignment, mut queue: VecDeque<(u32,
     }
 }
 
+/// Pass 2: a convolution whose signature (kernel, strides, groups, channels, input and output
+/// shapes) only one unaligned convolution of each build has. It comes before the source nodes: a
+/// residual add fused into the shortcut convolution in one build and into the main-path one in
+/// the other puts the add's node on two different convolutions.
+fn by_signature(sa: &Side, sb: &Side, al: &mut Alignment) {
+    let convs = |s: &Side, free: &dyn Fn(u32) -> bool| -> Vec<Link> {
+        (0..s.layers.len() as u32)
+            .filter(|&i| free(i) && s.sig[i as usize].is_some())
+            .map(|i| Link { layer: i, slot: 0 })
+            .collect()
+    };
+    let (ca, cb) = (convs(sa, &|i| al.free_a(i)), convs(sb, &|j| al.free_b(j)));
+    if ca.is_empty() || cb.is_empty() {
+        return;
+    }
+    let mut new = Vec::new();
+    match_groups(
+        sa,
+        sb,
+        al,
+        &ca,
+        &cb,
+        &[Level::Shapes],
+        Method::Signature,
+        &|| "among the unaligned convolutions".to_owned(),
+        &mut new,
+    );
+    // Convolutions that share a signature are left to the later passes, not marked ambiguous yet.
+    al.ambiguous_a.fill(None);
+    al.ambiguous_b.fill(None);
+}
+
 /// Pass 1: identical names of the same kind. A name used k times in both builds pairs its
 /// occurrences in order; one used a different number of times is left to the later passes.
 fn by_name(sa: &Side, sb: &Side, al: &mut Alignment) {
@@ -652,58 +827,63 @@ fn by_name(sa: &Side, sb: &Side, al: &mut Alignment) {
             continue;
         }
         if let Some(j) = queue.pop_front()
-            && sa.kind[i] == sb.kind[j as usize]
+            && compatible(sa, i, sb, j as usize)
         {
-            al.link(i as u32, j, Method::Name);
+            al.link(i as u32, j, Method::Name, "the same name".to_owned());
         }
     }
 }
 
-/// Pass 2: shared source nodes, where each layer is the other's only best candidate of its kind.
-/// Reformat/copy layers are left to their places in the graph (their sources are the tensors
-/// they copy, which one build may copy in a different place).
+/// Pass 3: shared source nodes, where each layer is the other's only best candidate of its kind
+/// (and signature). A node that several layers of one build carry (an add fused into one
+/// convolution here and another there, a shared quantizer) is evidence for none of them alone.
+/// Reformat/copy layers are left to their places in the graph (their sources are the tensors they
+/// copy, which one build may copy in a different place).
 fn by_origin(sa: &Side, sb: &Side, al: &mut Alignment) {
+    let (uses_a, uses_b) = (origin_uses(sa), origin_uses(sb));
+    let telling = |o: &str| uses_a.get(o) == Some(&1) && uses_b.get(o) == Some(&1);
     let in_b = origin_index(sb, &|j| al.free_b(j));
     let in_a = origin_index(sa, &|i| al.free_a(i));
     let mut scores: HashMap<u32, usize> = HashMap::new();
-    let mut best = |l: &LayerView, kind: Kind, index: &HashMap<&str, Vec<u32>>, other: &Side| {
-        scores.clear();
-        for o in &l.origins {
-            for &j in index.get(o.as_str()).into_iter().flatten() {
-                if other.kind[j as usize] == kind {
-                    *scores.entry(j).or_default() += 1;
+    // The only best candidate of layer `i` of `me` in `other`, if any.
+    let mut best =
+        |me: &Side, i: usize, index: &HashMap<&str, Vec<u32>>, other: &Side, a_side: bool| {
+            scores.clear();
+            for o in me.layers[i].origins.iter().filter(|o| telling(o)) {
+                for &j in index.get(o.as_str()).into_iter().flatten() {
+                    let fits = if a_side {
+                        compatible(me, i, other, j as usize)
+                    } else {
+                        compatible(other, j as usize, me, i)
+                    };
+                    if fits {
+                        *scores.entry(j).or_default() += 1;
+                    }
                 }
             }
-        }
-        let (mut top, mut top_score, mut tie) = (None, 0, false);
-        for (&j, &s) in &scores {
-            if s > top_score {
-                (top, top_score, tie) = (Some(j), s, false);
-            } else if s == top_score {
-                tie = true;
+            let (mut top, mut top_score, mut tie) = (None, 0, false);
+            for (&j, &s) in &scores {
+                if s > top_score {
+                    (top, top_score, tie) = (Some(j), s, false);
+                } else if s == top_score {
+                    tie = true;
+                }
             }
-        }
-        if tie { None } else { top }
-    };
-    let best_b: Vec<Option<u32>> = sa
-        .layers
-        .iter()
-        .map(|l| {
-            let kind = sa.kind[l.index as usize];
-            if al.free_a(l.index) && kind != Kind::Movement {
-                best(l, kind, &in_b, sb)
+            if tie { None } else { top }
+        };
+    let best_b: Vec<Option<u32>> = (0..sa.layers.len())
+        .map(|i| {
+            if al.free_a(i as u32) && sa.kind[i] != Kind::Movement {
+                best(sa, i, &in_b, sb, true)
             } else {
                 None
             }
         })
         .collect();
-    let best_a: Vec<Option<u32>> = sb
-        .layers
-        .iter()
-        .map(|l| {
-            let kind = sb.kind[l.index as usize];
-            if al.free_b(l.index) && kind != Kind::Movement {
-                best(l, kind, &in_a, sa)
+    let best_a: Vec<Option<u32>> = (0..sb.layers.len())
+        .map(|j| {
+            if al.free_b(j as u32) && sb.kind[j] != Kind::Movement {
+                best(sb, j, &in_a, sa, false)
             } else {
                 None
             }
@@ -713,9 +893,32 @@ fn by_origin(sa: &Side, sb: &Side, al: &mut Alignment) {
         if let Some(j) = *j
             && best_a[j as usize] == Some(i as u32)
         {
-            al.link(i as u32, j, Method::Origin);
+            let theirs = &sb.layers[j as usize].origins;
+            let shared: Vec<&str> = sa.layers[i]
+                .origins
+                .iter()
+                .filter(|o| telling(o) && theirs.contains(o))
+                .map(|o| o.as_str())
+                .take(4)
+                .collect();
+            let evidence = format!("shared source nodes: {}", short_plain(&shared.join(", ")));
+            al.link(i as u32, j, Method::Origin, evidence);
         }
     }
+}
+
+/// How many computing and Q/DQ layers carry each source node.
+fn origin_uses<'a>(s: &Side<'a>) -> HashMap<&'a str, u32> {
+    let mut uses: HashMap<&'a str, u32> = HashMap::new();
+    for (i, l) in s.layers.iter().enumerate() {
+        if s.kind[i] == Kind::Movement {
+            continue;
+        }
+        for o in &l.origins {
+            *uses.entry(o.as_str()).or_default() += 1;
+        }
+    }
+    uses
 }
 
 /// Free layers (not reformat/copy) by source node, at most `ORIGIN_FANOUT` per node.
@@ -795,8 +998,32 @@ fn by_place(sa: &Side, sb: &Side, al: &mut Alignment) {
             && xs.iter().zip(ys.iter()).all(|(x, y)| x.0 == y.0)
             && xs.windows(2).all(|w| w[0].0 < w[1].0);
         if xs.len() == 1 && ys.len() == 1 || rows_agree {
-            for (x, y) in xs.iter().zip(ys.iter()) {
-                al.link(x.1, y.1, Method::Position);
+            let place = |x: u32| {
+                let ends: Vec<String> = sa.cpreds[x as usize]
+                    .iter()
+                    .chain(&sa.csuccs[x as usize])
+                    .take(2)
+                    .map(|l| format!("`{}`", short_plain(&sa.layers[l.layer as usize].name)))
+                    .collect();
+                ends.join(" and ")
+            };
+            for (n, (x, y)) in xs.iter().zip(ys.iter()).enumerate() {
+                let evidence = if xs.len() == 1 {
+                    format!(
+                        "the only {} layer between aligned {}",
+                        k.0.describe(),
+                        place(x.1)
+                    )
+                } else {
+                    format!(
+                        "number {} of a row of {} {} layers between aligned {}",
+                        n + 1,
+                        xs.len(),
+                        k.0.describe(),
+                        place(x.1)
+                    )
+                };
+                al.link(x.1, y.1, Method::Position, evidence);
             }
             continue;
         }
@@ -818,25 +1045,36 @@ fn by_place(sa: &Side, sb: &Side, al: &mut Alignment) {
 }
 
 /// Aligns the layers of two builds of one model. Passes, in order:
-/// 1. identical names (same kind);
-/// 2. shared source nodes, where each is the other's only best candidate;
-/// 3. graph position: from the pairs so far and from the graph's first and last computing
+/// 1. identical names (same kind and convolution signature);
+/// 2. a convolution signature with shapes that one unaligned convolution on each side has;
+/// 3. shared source nodes carried by one layer per build, where each is the other's only best
+///    candidate of the same signature;
+/// 4. graph position: from the pairs so far and from the graph's first and last computing
 ///    layers, the computing neighbours of each aligned pair (seen through reformat/copy and Q/DQ
 ///    layers) pair up when exactly one on each side fits (same family, input slot, shapes);
-/// 4. a family and shapes that only one unaligned layer on each side has, then 3 again from there;
-/// 5. reformat/copy and Q/DQ layers by the aligned computing layers around them.
+/// 5. a family and shapes that only one unaligned layer on each side has, then 4 again from there;
+/// 6. reformat/copy and Q/DQ layers by the aligned computing layers around them.
 ///
 /// Several equally good candidates leave a layer unmatched, with the reason.
 pub fn align(a: &Backend, b: &Backend) -> Pair {
-    let (sa, sb) = (Side::new(a), Side::new(b));
+    let mut sigs = HashMap::new();
+    let (mut sa, mut sb) = (Side::new(a, &mut sigs), Side::new(b, &mut sigs));
+    // Signatures tell convolutions apart only when both exports have them (trtexec's detailed
+    // records do; ONNX Runtime and tract profiles do not).
+    if sa.sig.iter().all(Option::is_none) || sb.sig.iter().all(Option::is_none) {
+        sa.sig.fill(None);
+        sb.sig.fill(None);
+    }
     let (la, lb) = (&a.layers, &b.layers);
     let mut al = Alignment {
         a_to_b: vec![None; la.len()],
+        evidence: vec![None; la.len()],
         b_to_a: vec![None; lb.len()],
         ambiguous_a: vec![None; la.len()],
         ambiguous_b: vec![None; lb.len()],
     };
     by_name(&sa, &sb, &mut al);
+    by_signature(&sa, &sb, &mut al);
     by_origin(&sa, &sb, &mut al);
 
     if sa.has_graph && sb.has_graph {
@@ -901,7 +1139,7 @@ pub fn align(a: &Backend, b: &Backend) -> Pair {
             &cb,
             &[Level::Shapes],
             Method::Signature,
-            &|| "by family and shapes".to_owned(),
+            &|| "among the unaligned layers".to_owned(),
             &mut new,
         );
         if new.is_empty() || !(sa.has_graph && sb.has_graph) {
@@ -964,6 +1202,7 @@ pub fn align(a: &Backend, b: &Backend) -> Pair {
                     precision_changed,
                     tactic_changed,
                     delta_ms,
+                    evidence: al.evidence[i].take(),
                     reason: None,
                 });
             }
@@ -977,6 +1216,7 @@ pub fn align(a: &Backend, b: &Backend) -> Pair {
                     precision_changed: false,
                     tactic_changed: false,
                     delta_ms: None,
+                    evidence: None,
                     reason: Some(reason),
                 });
             }
@@ -996,6 +1236,7 @@ pub fn align(a: &Backend, b: &Backend) -> Pair {
                 precision_changed: false,
                 tactic_changed: false,
                 delta_ms: None,
+                evidence: None,
                 reason: Some(reason),
             });
         }

@@ -134,9 +134,10 @@ pub(crate) fn derive(input: &Input) -> Findings {
             );
         }
     };
-    let structure: [Section; 4] = [
+    let structure: [Section; 5] = [
         structure_facts,
         tactic_findings,
+        trex_checks,
         fusion_findings,
         partition_findings,
     ];
@@ -521,6 +522,176 @@ fn tactic_findings(input: &Input, b: &mut Builder) {
     }
 }
 
+/// The channel multiple a convolution needs for tensor-core kernels at its input precision (the
+/// multiples TREx's linter checks: 16 for 8-bit types, 8 for 16-bit ones; TF32 needs 4).
+pub fn tensor_core_multiple(precision: &str) -> Option<i64> {
+    match precision {
+        "INT8" | "FP8" => Some(16),
+        "FP16" | "BF16" => Some(8),
+        "FP32" => Some(4),
+        _ => None,
+    }
+}
+
+/// A convolution's input and output channels (`C`, `K`) where the record has its parameters.
+pub fn conv_channels(l: &LayerView) -> Option<(Option<i64>, Option<i64>)> {
+    let conv = l.conv.as_ref()?;
+    let channels = |t: &[crate::analysis::TensorView]| -> Option<i64> {
+        t.first()?.dims.as_ref()?.get(1).copied().filter(|c| *c > 0)
+    };
+    Some((
+        channels(&l.inputs),
+        conv.out_maps.or_else(|| channels(&l.outputs)),
+    ))
+}
+
+/// The checks of TREx's linter (`trex/lint.py`), each an issue with the layers as evidence:
+/// channels off the tensor-core multiple, INT8 convolutions writing float, reformats that convert
+/// the data type, and Quantize/Dequantize left as separate `Scale` layers (TensorRT 8.2 era).
+fn trex_checks(input: &Input, b: &mut Builder) {
+    if input.names_only || input.runtime != crate::provenance::Runtime::Tensorrt {
+        return;
+    }
+    let timed = input.mode == Mode::LayerProfile;
+    let share = |ls: &[&LayerView]| ls.iter().map(|l| pct(l)).sum::<f64>();
+    let score = |ls: &[&LayerView], weight: f64| if timed { share(ls) + weight } else { weight };
+    let share_note = |ls: &[&LayerView]| {
+        if timed {
+            format!(", {:.1}% of time", share(ls))
+        } else {
+            String::new()
+        }
+    };
+    let examples = |ls: &[&LayerView], what: &dyn Fn(&LayerView) -> String| -> String {
+        let mut e: Vec<String> = ls.iter().take(3).map(|l| what(l)).collect();
+        if ls.len() > 3 {
+            e.push(format!("{} more", ls.len() - 3));
+        }
+        e.join("; ")
+    };
+    let indexes = |ls: &[&LayerView]| ls.iter().map(|l| l.index).take(50).collect::<Vec<u32>>();
+
+    // Channels off the tensor-core multiple of the convolution's precision.
+    let unaligned: Vec<(&LayerView, i64, Option<i64>, Option<i64>)> = input
+        .layers
+        .iter()
+        .filter(|l| l.family == Family::Convolution)
+        .filter_map(|l| {
+            let (c, k) = conv_channels(l)?;
+            let m = tensor_core_multiple(l.precision?)?;
+            let off = |x: Option<i64>| x.filter(|x| x % m != 0);
+            (off(c).is_some() || off(k).is_some()).then_some((l, m, c, k))
+        })
+        .collect();
+    if !unaligned.is_empty() {
+        let ls: Vec<&LayerView> = unaligned.iter().map(|u| u.0).collect();
+        let ch = |x: Option<i64>| x.map_or("?".to_owned(), |x| x.to_string());
+        let all_first_inputs = unaligned
+            .iter()
+            .all(|u| u.2.is_some_and(|c| c <= 4) && u.3.is_some_and(|k| k % u.1 == 0));
+        b.issue(
+            "conv_channels_unaligned",
+            score(&ls, 4.0),
+            "Convolution channels not aligned to the tensor-core multiple".to_owned(),
+            vec![
+                format!("{} convolution(s) with input (C) or output (K) channels that are not a multiple of 16 (INT8/FP8), 8 (FP16/BF16) or 4 (TF32) at their precision{}", ls.len(), share_note(&ls)),
+                format!("e.g. {}", examples(&ls, &|l| {
+                    let u = unaligned.iter().find(|u| u.0.index == l.index).expect("listed");
+                    format!("{} {} C={} K={} (multiple {})", name(l), l.precision.unwrap_or("?"), ch(u.2), ch(u.3), u.1)
+                })),
+            ],
+            if all_first_inputs {
+                "only layers reading a few channels (an image's RGB input) are off the multiple; TensorRT pads them and this is expected"
+            } else {
+                "misaligned channels make TensorRT pad the tensors or fall back to kernels without tensor cores"
+            },
+            "pad the channel counts in the model to the multiple (e.g. 1000 → 1008 classes) and compare the layers' tactics and times",
+            if all_first_inputs { Confidence::Low } else { Confidence::Medium },
+            indexes(&ls),
+        );
+    }
+
+    // INT8 convolutions that write a float tensor.
+    let float_out: Vec<&LayerView> = input
+        .layers
+        .iter()
+        .filter(|l| {
+            l.family == Family::Convolution
+                && l.precision == Some("INT8")
+                && l.output_precision.is_some_and(|p| p != "INT8")
+        })
+        .collect();
+    if !float_out.is_empty() {
+        b.issue(
+            "int8_conv_float_output",
+            score(&float_out, 3.0),
+            "Quantized convolutions with float outputs".to_owned(),
+            vec![
+                format!("{} convolution(s) read INT8 and write a floating-point tensor{}", float_out.len(), share_note(&float_out)),
+                format!("e.g. {}", examples(&float_out, &|l| format!("{} INT8 → {}", name(l), l.output_precision.unwrap_or("?")))),
+            ],
+            "no quantize follows these convolutions in the graph (a missing Q/DQ pair after them, or a consumer that must read float), so they write wider data than INT8",
+            "check the ONNX graph for a QuantizeLinear after each listed convolution's output (and after residual adds); the last layer writing float is normal",
+            Confidence::Medium,
+            indexes(&float_out),
+        );
+    }
+
+    // Reformats that change the data type, not only the layout.
+    let converting: Vec<&LayerView> = input
+        .layers
+        .iter()
+        .filter(|l| {
+            (l.family == Family::Reformat || &*l.raw_type == "Slice")
+                && l.precision.is_some()
+                && l.output_precision.is_some()
+                && l.precision != l.output_precision
+        })
+        .collect();
+    if !converting.is_empty() {
+        b.issue(
+            "reformat_converts_type",
+            score(&converting, 2.0),
+            "Reformat layers convert data types".to_owned(),
+            vec![
+                format!("{} reformat layer(s) change the data type, not only the layout{}", converting.len(), share_note(&converting)),
+                format!("e.g. {}", examples(&converting, &|l| format!("{} {} → {}", name(l), l.precision.unwrap_or("?"), l.output_precision.unwrap_or("?")))),
+            ],
+            "neighbouring layers run at different precisions, so TensorRT converts between them (at the engine's inputs and outputs this is the price of float bindings)",
+            "give the inputs and outputs the engine's precision (trtexec --inputIOFormats/--outputIOFormats) or let the neighbours share one precision",
+            Confidence::Medium,
+            indexes(&converting),
+        );
+    }
+
+    // Quantize/Dequantize left as their own Scale layers (TensorRT 8.2 era): INT8 on one side only.
+    let unfused: Vec<&LayerView> = input
+        .layers
+        .iter()
+        .filter(|l| {
+            &*l.raw_type == "Scale"
+                && l.precision.is_some()
+                && l.output_precision.is_some()
+                && (l.precision == Some("INT8")) != (l.output_precision == Some("INT8"))
+        })
+        .collect();
+    if !unfused.is_empty() {
+        b.issue(
+            "unfused_quantize",
+            score(&unfused, 2.0),
+            "Unfused Quantize/Dequantize layers".to_owned(),
+            vec![
+                format!("{} Scale layer(s) with INT8 on exactly one side run as kernels of their own{}", unfused.len(), share_note(&unfused)),
+                format!("e.g. {}", examples(&unfused, &|l| format!("{} {} → {}", name(l), l.precision.unwrap_or("?"), l.output_precision.unwrap_or("?")))),
+            ],
+            "TensorRT could not fuse these Q/DQ nodes into the neighbouring convolution or element-wise layer (a Q/DQ placement it does not support)",
+            "move each Q/DQ pair to directly around the layer it quantizes (TensorRT's Q/DQ placement rules) and rebuild",
+            Confidence::Medium,
+            indexes(&unfused),
+        );
+    }
+}
+
 /// Whether a layer is a fused Q/K/V projection.
 fn is_qkv_fused(l: &LayerView) -> bool {
     let text = format!("{} {}", l.name, l.origins.join(" ")).to_ascii_lowercase();
@@ -743,6 +914,9 @@ mod tests {
             }),
             raw: None,
             verbatim_ok: true,
+            conv: None,
+            weights: None,
+            bias: None,
         }
     }
 

@@ -325,6 +325,91 @@ pub fn load_config(path: &Path) -> Option<serde_json::Map<String, serde_json::Va
 
 /// Infers the model identity from an explicit name, config files, the folder name and input labels.
 pub fn infer(explicit: Option<&str>, folder: Option<&Path>, labels: &[String]) -> ModelIdentity {
+    infer_with_prefix(explicit, folder, labels, None)
+}
+
+/// A model name that the layer names carry: the first part of their `/` paths.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayerPrefix {
+    pub name: String,
+    pub evidence: String,
+}
+
+/// Words a graph's top scope is often called that name no model.
+const GENERIC_SCOPES: [&str; 12] = [
+    "model",
+    "module",
+    "network",
+    "net",
+    "graph",
+    "main",
+    "root",
+    "sequential",
+    "backbone",
+    "features",
+    "layers",
+    "body",
+];
+
+/// The first `/` part that at least 90 % of every build's layer names start with (`resnet50/…` in
+/// a TensorFlow export), reformat copies aside; `None` when the builds disagree, when the names
+/// have no common top scope, or when it is a generic word (`model`, `module`, …).
+pub fn layer_name_prefix<'a, B, N>(builds: B) -> Option<LayerPrefix>
+where
+    B: Iterator<Item = N>,
+    N: Iterator<Item = &'a str>,
+{
+    let mut agreed: Option<String> = None;
+    let (mut builds_seen, mut total_names) = (0usize, 0usize);
+    for names in builds {
+        let mut heads: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        let mut total = 0usize;
+        for name in names {
+            if name.is_empty() || name.starts_with("Reformatting CopyNode for ") {
+                continue;
+            }
+            total += 1;
+            if let Some((head, _)) = name.trim_start_matches('/').split_once('/')
+                && !head.trim().is_empty()
+            {
+                *heads.entry(head).or_default() += 1;
+            }
+        }
+        let (head, count) = heads
+            .into_iter()
+            .max_by_key(|(h, c)| (*c, std::cmp::Reverse(*h)))?;
+        if total < 2 || (count as f64) < 0.9 * total as f64 {
+            return None;
+        }
+        match &agreed {
+            Some(a) if a != head => return None,
+            Some(_) => {}
+            None => agreed = Some(head.to_owned()),
+        }
+        builds_seen += 1;
+        total_names += total;
+    }
+    let head = agreed?;
+    if GENERIC_SCOPES.contains(&head.to_lowercase().as_str()) {
+        return None;
+    }
+    let name = clean_name(&head)?;
+    Some(LayerPrefix {
+        evidence: format!(
+            "the layer names start with `{head}/` ({total_names} names in {builds_seen} build(s))"
+        ),
+        name,
+    })
+}
+
+/// [`infer`] with a name read from the layer names, which ranks above the folder name (a
+/// comparison folder is often named for the comparison, not the model).
+pub fn infer_with_prefix(
+    explicit: Option<&str>,
+    folder: Option<&Path>,
+    labels: &[String],
+    prefix: Option<&LayerPrefix>,
+) -> ModelIdentity {
     let mut candidates = Vec::new();
     if let Some(raw) = explicit {
         // The user's word is kept as typed (only surrounding space trimmed, no stopword filtering).
@@ -361,6 +446,15 @@ pub fn infer(explicit: Option<&str>, folder: Option<&Path>, labels: &[String]) -
                 });
             }
         }
+    }
+    if let Some(p) = prefix {
+        candidates.push(NameGuess {
+            name: p.name.clone(),
+            confidence: Confidence::Medium,
+            evidence: p.evidence.clone(),
+        });
+    }
+    if let Some(folder) = folder {
         let parts: Vec<String> = folder
             .components()
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
@@ -403,7 +497,8 @@ pub fn infer(explicit: Option<&str>, folder: Option<&Path>, labels: &[String]) -
         .iter()
         .max_by_key(|c| c.confidence)
         .filter(|c| c.confidence >= Confidence::Medium);
-    // Among equally confident candidates the earlier source wins (explicit, config, folder, files).
+    // Among equally confident candidates the earlier source wins (explicit, config, layer names,
+    // folder, files).
     let best = best.and_then(|b| candidates.iter().find(|c| c.confidence == b.confidence));
     let (name, confidence, evidence) = match best {
         Some(b) => (
@@ -873,5 +968,28 @@ mod tests {
         s.scan("/time_embed/time_embed.0/Gemm");
         s.count_family(Family::Convolution, false);
         assert_eq!(s.decide().category, category::DIFFUSION);
+    }
+
+    #[test]
+    fn the_layer_names_common_scope_names_the_model_only_when_every_build_agrees() {
+        let prefix = |builds: &[&[&str]]| {
+            layer_name_prefix(builds.iter().map(|b| b.iter().copied())).map(|p| p.name)
+        };
+        let resnet: &[&str] = &[
+            "resnet50/conv1/Conv2D",
+            "resnet50/res2a/Relu",
+            "Reformatting CopyNode for Input Tensor 0 to resnet50/res2a/Relu",
+        ];
+        assert_eq!(prefix(&[resnet, resnet]).as_deref(), Some("resnet50"));
+        // A generic scope names no model; builds that disagree name none.
+        assert_eq!(prefix(&[&["model/a", "model/b"]]), None);
+        assert_eq!(prefix(&[resnet, &["vgg16/a", "vgg16/b"]]), None);
+        // Under 90 % of the names (one of three here) is no common scope.
+        assert_eq!(prefix(&[&["yolo/a", "b", "c"]]), None);
+        // A leading `/` (PyTorch exports) is skipped.
+        assert_eq!(
+            prefix(&[&["/bert/embeddings/Add", "/bert/encoder/MatMul"]]).as_deref(),
+            Some("bert")
+        );
     }
 }

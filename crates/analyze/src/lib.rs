@@ -17,6 +17,7 @@ pub mod discover;
 pub mod findings;
 pub mod graph;
 pub mod identity;
+pub mod memory;
 mod pack;
 pub mod provenance;
 pub mod read;
@@ -24,7 +25,9 @@ pub mod report;
 pub mod serve;
 mod write;
 
-pub use analysis::{Analysis, AnalyzeError, Inputs, Request, SCHEMA, analyze};
+pub use analysis::{
+    Analysis, AnalyzeError, Inputs, Options, Request, SCHEMA, analyze, analyze_with,
+};
 
 /// From this many layers on, reading, classifying, finding and writing split their work between two
 /// threads; below it a second thread costs more than it saves.

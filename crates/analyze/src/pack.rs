@@ -155,6 +155,9 @@ fn columns<'a>(strings: &mut Strings<'a>, layers: &'a [LayerView]) -> Columns<'a
             timing,
             raw: _,
             verbatim_ok: _,
+            conv: _,
+            weights: _,
+            bias: _,
         } = l;
         c.index.push(*index);
         c.name.push(strings.id(Cow::Borrowed(name)));

@@ -81,6 +81,7 @@ fn backend<W: Write, F: Fn(&mut W, &[LayerView]) -> Result>(
         layers,
         graph,
         breakdowns,
+        memory,
         hot_layers,
         findings,
         source: _,
@@ -103,6 +104,7 @@ fn backend<W: Write, F: Fn(&mut W, &[LayerView]) -> Result>(
     write_layers(w, layers)?;
     more(w, "graph", graph)?;
     more(w, "breakdowns", breakdowns)?;
+    more(w, "memory", memory)?;
     more(w, "hot_layers", hot_layers)?;
     more(w, "findings", findings)?;
     w.write_all(b"}")?;
@@ -177,6 +179,9 @@ fn layer<W: Write>(w: &mut W, l: &LayerView) -> Result {
         timing,
         raw: _,
         verbatim_ok: _,
+        conv: _,
+        weights: _,
+        bias: _,
     } = l;
     w.write_all(b"{\"index\":")?;
     w.write_all(itoa(u64::from(*index), &mut [0; 20]))?;

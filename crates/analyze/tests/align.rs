@@ -178,7 +178,14 @@ fn fp16_vs_qat_pairs_convolutions_by_position_and_no_reformat_with_a_convolution
             .family
             == Family::QuantDequant)
     );
-    assert!(p.matched_by_position >= 20, "{}", p.matched_by_position);
+    // Names differ: convolutions whose signature is unique pair by it, the rest by position.
+    assert!(
+        p.matched_by_position + p.matched_by_signature >= 20,
+        "{} + {}",
+        p.matched_by_position,
+        p.matched_by_signature
+    );
+    assert!(p.matched_by_signature >= 1, "{}", p.matched_by_signature);
 }
 
 #[test]
@@ -713,4 +720,236 @@ fn large_engines_align_with_themselves_and_their_scrambled_copies() {
         .filter(|r| r.a.is_none() || r.b != Some(twin[r.a.unwrap_or(0) as usize]))
         .count();
     assert_eq!(wrong, 0, "{:?}", (p.matched_by_position, p.unmatched_a));
+}
+
+/// `doc` (a ResNet build) with the residual add of every downsampling block fused into the
+/// main-path convolution instead of the shortcut convolution, as another build (or another
+/// TensorRT version) may fuse it. Returns the new document and, per layer of `doc`, the index of
+/// its twin in the new one (the convolution that computes the same ONNX Conv).
+/// Also returns how many blocks were changed (none in a build that already fuses the add into the
+/// main path).
+fn add_fused_into_main_path(doc: &serde_json::Value) -> (serde_json::Value, Vec<usize>, usize) {
+    let mut layers = doc["Layers"].as_array().expect("Layers").clone();
+    let is_conv = |l: &serde_json::Value| {
+        l["LayerType"]
+            .as_str()
+            .is_some_and(|t| t.contains("Convolution"))
+    };
+    let mut twin: Vec<usize> = (0..layers.len()).collect();
+    let mut swaps = 0;
+    let mut sc = 0;
+    while sc < layers.len() {
+        let l = &layers[sc];
+        let shortcut = is_conv(l)
+            && l["Kernel"] == serde_json::json!([1, 1])
+            && l["Stride"] == serde_json::json!([2, 2])
+            && l["Inputs"].as_array().is_some_and(|i| i.len() == 2);
+        let residual = l["Inputs"][1]["Name"].as_str().unwrap_or("").to_owned();
+        let main = layers.iter().position(|m| {
+            m["Outputs"]
+                .as_array()
+                .is_some_and(|o| o.iter().any(|t| t["Name"] == residual.as_str()))
+        });
+        let Some(m) = main.filter(|&m| shortcut && is_conv(&layers[m]) && m < sc) else {
+            sc += 1;
+            continue;
+        };
+        let name = layers[sc]["Name"].as_str().expect("name").to_owned();
+        let parts: Vec<&str> = name.split(" + ").collect();
+        let conv_part = parts
+            .iter()
+            .position(|p| p.starts_with("Conv_"))
+            .expect("a Conv_ part");
+        let (own, add) = (
+            parts[..=conv_part].join(" + "),
+            parts[conv_part + 1..].join(" + "),
+        );
+        let link = format!("shortcut_of_{own}");
+        let mut new_short = layers[sc].clone();
+        let mut new_main = layers[m].clone();
+        let mut link_tensor = layers[sc]["Outputs"][0].clone();
+        link_tensor["Name"] = serde_json::json!(link);
+        new_short["Name"] = serde_json::json!(own);
+        new_short["Inputs"] = serde_json::json!([layers[sc]["Inputs"][0].clone()]);
+        new_short["Outputs"] = serde_json::json!([link_tensor.clone()]);
+        new_short["Activation"] = serde_json::json!("NONE");
+        new_short["HasReLU"] = serde_json::json!(0);
+        new_main["Name"] = serde_json::json!(format!(
+            "{} + {add}",
+            layers[m]["Name"].as_str().expect("name")
+        ));
+        new_main["Inputs"]
+            .as_array_mut()
+            .expect("inputs")
+            .push(link_tensor);
+        new_main["Outputs"] = layers[sc]["Outputs"].clone();
+        new_main["Activation"] = serde_json::json!("RELU");
+        new_main["HasReLU"] = serde_json::json!(1);
+        // The shortcut now runs before the main-path convolution that reads it.
+        layers[m] = new_main;
+        layers.remove(sc);
+        layers.insert(m, new_short);
+        for t in twin.iter_mut() {
+            if *t == sc {
+                *t = m;
+            } else if *t >= m && *t < sc {
+                *t += 1;
+            }
+        }
+        swaps += 1;
+        sc += 1;
+    }
+    let mut out = doc.clone();
+    out["Layers"] = serde_json::Value::Array(layers);
+    (out, twin, swaps)
+}
+
+/// The convolution parameters alignment must never mix: kernel, stride, groups, input and output
+/// channels.
+type ConvSignature = (Vec<i64>, Vec<i64>, Option<i64>, Option<i64>, Option<i64>);
+
+fn conv_signature(l: &LayerView) -> Option<ConvSignature> {
+    let c = l.conv.as_ref()?;
+    let in_channels = l.inputs.first()?.dims.as_ref()?.get(1).copied();
+    Some((
+        c.kernel.clone(),
+        c.stride.clone(),
+        c.groups,
+        in_channels,
+        c.out_maps,
+    ))
+}
+
+fn read_doc(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("json")
+}
+
+/// Every convolution of `a` pairs with its twin in `b` (`twin_in_b[i]`), and the pairs say why.
+fn assert_conv_twins(a: &Backend, b: &Backend, p: &Pair, twin_in_b: &[usize]) {
+    for l in a.layers.iter().filter(|l| l.family == Family::Convolution) {
+        let row = p
+            .rows
+            .iter()
+            .find(|r| r.a == Some(l.index))
+            .expect("a row per layer");
+        let want = &b.layers[twin_in_b[l.index as usize]];
+        let got = row.b.map(|j| b.layers[j as usize].name.as_str());
+        assert_eq!(
+            got,
+            Some(want.name.as_str()),
+            "{} paired by {:?} ({:?}; {:?})",
+            l.name,
+            row.method,
+            row.evidence,
+            row.reason
+        );
+        assert!(
+            row.evidence.as_deref().is_some_and(|e| !e.is_empty()),
+            "{} ↔ {}: no evidence",
+            l.name,
+            want.name
+        );
+    }
+}
+
+/// The issue-36 case: one build fused each downsampling block's residual add into the shortcut
+/// convolution, the other into the main-path convolution. The add's source nodes sit on two
+/// different convolutions; the signatures (1×1 /2 against 3×3 /1) tell them apart.
+#[test]
+fn a_residual_add_fused_into_another_convolution_pairs_every_convolution_with_its_twin() {
+    let path = fixture("trex/resnet18-pt-a100-fp16.layers.json");
+    let (other, twin, swaps) = add_fused_into_main_path(&read_doc(&path));
+    assert_eq!(swaps, 3, "one downsampling block per stage 2-4");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let other_path = dir.path().join("main-path-add.layers.json");
+    std::fs::write(&other_path, other.to_string()).expect("write");
+    let (a, b) = (layers_only(&path), layers_only(&other_path));
+    // The names (and so the add's source nodes) are kept: `Conv_15 + Add_17 + Relu_18` here,
+    // `Conv_16 + Add_17 + Relu_18` there.
+    assert!(
+        b.layers
+            .iter()
+            .any(|l| l.name == "Conv_15 + Add_17 + Relu_18")
+    );
+    assert!(b.layers.iter().any(|l| l.name == "Conv_16"));
+    let p = align(&a, &b);
+    assert_kinds_agree(&a, &b, &p);
+    assert_conv_twins(&a, &b, &p, &twin);
+    let row = |name: &str| {
+        let i = a.layers.iter().position(|l| l.name == name).expect("layer") as u32;
+        p.rows.iter().find(|r| r.a == Some(i)).expect("row").clone()
+    };
+    let short = row("Conv_16 + Add_17 + Relu_18");
+    assert_eq!(short.method, Method::Signature);
+    assert!(
+        short
+            .evidence
+            .as_deref()
+            .is_some_and(|e| e.contains("1×1 /2×2, 64→128")),
+        "{:?}",
+        short.evidence
+    );
+    assert_eq!(
+        row("Conv_3 + Relu_4").evidence.as_deref(),
+        Some("the same name")
+    );
+
+    // The same pair with every layer and tensor renamed and the order shuffled: the graph alone.
+    for seed in [1, 2, 3] {
+        let (scr, order) = scrambled(&other, seed);
+        let scr_path = dir.path().join(format!("scrambled-{seed}.layers.json"));
+        std::fs::write(&scr_path, scr.to_string()).expect("write");
+        let c = layers_only(&scr_path);
+        let mut pos = vec![0usize; order.len()];
+        for (p, &i) in order.iter().enumerate() {
+            pos[i] = p;
+        }
+        let twin_in_c: Vec<usize> = twin.iter().map(|&t| pos[t]).collect();
+        let p = align(&a, &c);
+        assert_kinds_agree(&a, &c, &p);
+        assert_conv_twins(&a, &c, &p, &twin_in_c);
+    }
+}
+
+const RESNETS: [&str; 5] = [
+    "trex/resnet18-pt-a100-fp16.layers.json",
+    "trex/resnet18-pt-a100-fp32.layers.json",
+    "trex/resnet18-pt-a100-qat.layers.json",
+    "trex/resnet18-pt-a100-qat-residual.layers.json",
+    "trex/resnet18-pt-a100-qat-residual-qgap.layers.json",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// Whatever the two builds (any two ResNet18 fixtures, the add fused into either convolution,
+    /// names kept or scrambled), no pair joins convolutions of different kernel, stride, groups or
+    /// channels.
+    #[test]
+    fn no_pair_joins_different_convolution_signatures(
+        first in 0..RESNETS.len(),
+        second in 0..RESNETS.len(),
+        move_add in any::<bool>(),
+        scramble in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let a = layers_only(&fixture(RESNETS[first]));
+        let mut doc = read_doc(&fixture(RESNETS[second]));
+        if move_add {
+            doc = add_fused_into_main_path(&doc).0;
+        }
+        if scramble {
+            doc = scrambled(&doc, seed).0;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("other.layers.json");
+        std::fs::write(&path, doc.to_string()).expect("write");
+        let b = layers_only(&path);
+        let p = align(&a, &b);
+        for (x, y, how) in matched(&a, &b, &p) {
+            if let (Some(sx), Some(sy)) = (conv_signature(x), conv_signature(y)) {
+                prop_assert_eq!(sx, sy, "{} ↔ {} ({:?})", &x.name, &y.name, how);
+            }
+        }
+    }
 }

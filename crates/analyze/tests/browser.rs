@@ -374,8 +374,15 @@ fn report_renders_in_headless_chromium() {
         "runtime title"
     );
     assert!(
-        dom.contains("Export era: TensorRT 8.4–8.x — from: profile records carry medianMs"),
-        "era with its evidence in the Summary"
+        dom.contains(": TensorRT 8.4–8.x — from: profile records carry medianMs")
+            && dom.contains("Export era of "),
+        "era of the selected build, named, with its evidence in the Summary"
+    );
+    // Every build's era in its own row of the summary table (issue 36).
+    assert!(dom.contains(">export era</th>"), "era column");
+    assert!(
+        dom.contains(">TensorRT 8.4–8.x</td>"),
+        "the era in the backend's row"
     );
 
     // 2. Console: no errors or CSP refusals while loading, and a screenshot.
@@ -614,5 +621,233 @@ fn a_large_graph_is_drawn_when_its_panel_is_in_view() {
     assert!(
         dom.matches("class=\"node").count() > 0,
         "the graph is drawn once its panel is in view"
+    );
+}
+
+/// `(layer index, label)` of every drawn graph node, read from the dumped DOM.
+fn node_labels(dom: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for part in dom.split("<g class=\"node").skip(1) {
+        let Some(layer) = part
+            .split("data-layer=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .and_then(|v| v.parse().ok())
+        else {
+            continue;
+        };
+        let label = part
+            .split("class=\"layer-name\"")
+            .nth(1)
+            .and_then(|r| r.split_once('>'))
+            .and_then(|(_, r)| r.split("</text>").next())
+            .unwrap_or("")
+            .to_owned();
+        out.push((layer, label));
+    }
+    out
+}
+
+/// The ResNet18 fp16 build with TensorFlow-style path names, as in the ResNet-50 export of
+/// issue 36 where most names end in `/Relu` or `/Conv2D` (reformat copies renamed to match).
+fn path_named_resnet(dir: &Path) -> PathBuf {
+    let path = common::fixture("trex/resnet18-pt-a100-fp16.layers.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json");
+    let layers = doc["Layers"].as_array_mut().expect("layers");
+    let copy = "Reformatting CopyNode for ";
+    let mut renamed = std::collections::HashMap::new();
+    for (i, l) in layers.iter().enumerate() {
+        let name = l["Name"].as_str().expect("name");
+        if name.starts_with(copy) {
+            continue;
+        }
+        let last = if name.contains("Relu") {
+            "Relu"
+        } else if name.starts_with("Conv") {
+            "Conv2D"
+        } else {
+            "BiasAdd"
+        };
+        renamed.insert(name.to_owned(), format!("resnet18/block_{}/{last}", i / 4));
+    }
+    for l in layers.iter_mut() {
+        let name = l["Name"].as_str().expect("name").to_owned();
+        let new = match name.strip_prefix(copy) {
+            Some(rest) => {
+                let (head, consumer) = rest.split_once(" to ").expect("a copy names its consumer");
+                let consumer = renamed
+                    .get(consumer)
+                    .cloned()
+                    .unwrap_or(consumer.to_owned());
+                format!("{copy}{head} to {consumer}")
+            }
+            None => renamed[&name].clone(),
+        };
+        l["Name"] = serde_json::json!(new);
+    }
+    let out = dir.join("resnet-paths.layers.json");
+    std::fs::write(&out, doc.to_string()).expect("write");
+    out
+}
+
+/// Issue 36: on every fixture engine with a graph (and on path-named layers where most names end
+/// alike), no two drawn node labels at Fit are equal, and every reformat copy keeps its
+/// `reformat→` / `reformat←` prefix.
+#[test]
+fn no_two_graph_labels_are_equal_at_fit() {
+    let Some(bin) = chromium_or_skip() else {
+        return;
+    };
+    let work = tempfile::tempdir().expect("tempdir");
+    let fixture = |rel: &str| common::fixture(rel);
+    let mut engines: Vec<(String, PathBuf, Option<PathBuf>)> = [
+        "mobilenet-qat-titanrtx",
+        "mobilenet-qat-titanrtx-trt82",
+        "resnet18-pt-a100-fp16",
+        "resnet18-pt-a100-fp32",
+        "resnet18-pt-a100-qat",
+        "resnet18-pt-a100-qat-residual",
+        "resnet18-pt-a100-qat-residual-qgap",
+    ]
+    .into_iter()
+    .map(|stem| {
+        (
+            stem.to_owned(),
+            fixture(&format!("trex/{stem}.layers.json")),
+            Some(fixture(&format!("trex/{stem}.profile.json"))),
+        )
+    })
+    .collect();
+    for (stem, layers, profile) in [
+        (
+            "controlnet",
+            "trtexec-other/controlnet-sd15-trt86.layers.json",
+            Some("trtexec-other/controlnet-sd15-trt86.profile.json"),
+        ),
+        (
+            "mnist-10.14",
+            "trtexec-other/mnist-cnn-trt10.14-rtx6000ada.layers.json",
+            None,
+        ),
+        (
+            "mnist-10.16",
+            "trtexec-other/mnist-cnn-trt10.16-h100.layers.json",
+            None,
+        ),
+        (
+            "trt10.16-detailed",
+            "trtexec-logs/trt10.16_exportLayerInfo_detailed.json",
+            None,
+        ),
+    ] {
+        engines.push((stem.to_owned(), fixture(layers), profile.map(fixture)));
+    }
+    engines.push((
+        "resnet-paths".to_owned(),
+        path_named_resnet(work.path()),
+        None,
+    ));
+    for (stem, layers, profile) in engines {
+        let a = common::analyze(common::data(&layers, profile.as_deref()));
+        let backend = &a.backends[0];
+        let index = package(
+            &a,
+            &PackageOptions {
+                report_dir: Some(work.path().join(&stem)),
+                ..Default::default()
+            },
+        )
+        .expect("packaged")
+        .index;
+        let url = format!("file://{}?check=graph", index.display());
+        let (dom, _) = run_chromium(
+            &bin,
+            &work.path().join(format!("profile-{stem}")),
+            &["--window-size=1400,1000", "--dump-dom"],
+            &url,
+        );
+        let m = tag_attributes(&dom, "<div id=\"graph\"");
+        assert_eq!(
+            m.get("data-duplicate-labels").map(String::as_str),
+            Some("0"),
+            "{stem}: equal labels at fit: {m:?}"
+        );
+        let labels = node_labels(&dom);
+        assert!(labels.len() >= 5, "{stem}: {} nodes drawn", labels.len());
+        let mut seen = std::collections::HashSet::new();
+        for (layer, label) in &labels {
+            assert!(!label.is_empty(), "{stem}: layer {layer} has no label");
+            assert!(seen.insert(label.clone()), "{stem}: `{label}` twice");
+            let name = &backend.layers[*layer].name;
+            if name.starts_with("Reformatting CopyNode for ") {
+                let shown = label
+                    .split_once(' ')
+                    .filter(|(t, _)| t.starts_with('#'))
+                    .map_or(label.as_str(), |(_, r)| r);
+                assert!(
+                    shown.starts_with("reformat"),
+                    "{stem}: {name} shown as `{label}`"
+                );
+            }
+        }
+        if stem == "resnet-paths" {
+            // The names alone end alike; the labels do not.
+            let relu = labels.iter().filter(|(_, l)| l.ends_with("/Relu")).count();
+            assert!(relu >= 5, "labels: {labels:?}");
+        }
+    }
+}
+
+/// Issue 36: folding NoOps (as TREx does) hides their rows and keeps the table's sums: the
+/// MobileNet QAT engine shows 72 layers folded (TREx's count) against 73, with the same Σ average
+/// and Σ share; the memory columns are there because the export lists weights and tensors.
+#[test]
+fn folding_noops_keeps_the_sums_and_memory_columns_show() {
+    let Some(bin) = chromium_or_skip() else {
+        return;
+    };
+    let work = tempfile::tempdir().expect("tempdir");
+    let (a, index) = package_trex("mobilenet-qat-titanrtx", &work.path().join("report"));
+    let noops = a.backends[0]
+        .layers
+        .iter()
+        .filter(|l| &*l.raw_type == "NoOp")
+        .count();
+    assert_eq!(noops, 1);
+    let mut sums = Vec::new();
+    for (i, query) in ["", "?fold=noops"].into_iter().enumerate() {
+        let url = format!("file://{}{query}", index.display());
+        let (dom, _) = run_chromium(
+            &bin,
+            &work.path().join(format!("profile-{i}")),
+            &["--window-size=1400,1000", "--dump-dom"],
+            &url,
+        );
+        assert!(
+            dom.contains("data-report-errors=\"0\""),
+            "{query}: page errors"
+        );
+        let m = tag_attributes(&dom, "<p id=\"layer-sum\"");
+        let num = |k: &str| -> f64 {
+            m.get(k)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{query}: no {k}: {m:?}"))
+        };
+        sums.push((num("data-rows"), num("data-sum-avg"), num("data-sum-pct")));
+        assert!(
+            dom.contains(">weights</th>") && dom.contains(">activations</th>"),
+            "{query}: memory columns"
+        );
+    }
+    let (plain, folded) = (sums[0], sums[1]);
+    assert_eq!((plain.0, folded.0), (73.0, 72.0));
+    assert!(
+        (plain.1 - folded.1).abs() < 1e-9,
+        "Σ avg {plain:?} vs {folded:?}"
+    );
+    assert!(
+        (plain.2 - folded.2).abs() < 1e-9,
+        "Σ share {plain:?} vs {folded:?}"
     );
 }

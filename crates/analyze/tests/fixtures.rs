@@ -674,3 +674,151 @@ fn large_exports_read_on_two_threads_keep_order_and_totals() {
         "analysis.json written on two threads differs from serde_json's"
     );
 }
+
+/// The fp16 ResNet18 profile with `from` replaced by `to` once (the records are trtexec's
+/// one-per-line layout, so the text edit hits one record).
+fn edited_profile(dir: &Path, from: &str, to: &str) -> PathBuf {
+    let text = std::fs::read_to_string(fixture("trex/resnet18-pt-a100-fp16.profile.json"))
+        .expect("profile");
+    assert!(text.contains(from), "{from} not in the profile");
+    let out = dir.join("edited.profile.json");
+    std::fs::write(&out, text.replacen(from, to, 1)).expect("write");
+    out
+}
+
+/// Issue 36: a negative or non-finite time is an error that names the layer, and the backend
+/// fails validation instead of passing with a nonsense share.
+#[test]
+fn negative_or_non_finite_times_fail_naming_the_layer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let layers = fixture("trex/resnet18-pt-a100-fp16.layers.json");
+    let text = std::fs::read_to_string(fixture("trex/resnet18-pt-a100-fp16.profile.json"))
+        .expect("profile");
+    // The MaxPool record's averageMs, whatever its digits.
+    let line = text
+        .lines()
+        .find(|l| l.contains("\"name\" : \"MaxPool_2\""))
+        .expect("MaxPool_2 record");
+    let avg = line
+        .split("\"averageMs\" : ")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .expect("averageMs")
+        .trim()
+        .to_owned();
+    for (bad, what) in [
+        (format!("-{avg}"), "negative `averageMs`"),
+        ("nan".to_owned(), "not a finite number"),
+    ] {
+        let edited = line.replace(
+            &format!("\"averageMs\" : {avg}"),
+            &format!("\"averageMs\" : {bad}"),
+        );
+        let profile = edited_profile(dir.path(), line, &edited);
+        let a = analyze(data(&layers, Some(&profile)));
+        let b = &a.backends[0];
+        assert_eq!(b.validation.status, Status::Failed, "{bad}");
+        assert!(b.timing.is_none(), "{bad}: no timing from a broken profile");
+        let errs = errors(b);
+        assert!(
+            errs.iter()
+                .any(|e| e.contains("MaxPool_2") && e.contains(what)),
+            "{bad}: {errs:?}"
+        );
+    }
+}
+
+/// Issue 36: the model name comes from the layer names' common top scope before the folder's
+/// name (a comparison folder is named for the comparison).
+#[test]
+fn the_model_name_comes_from_the_layer_names_before_the_folder() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let dir = work.path().join("pair");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let mut doc: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("trex/resnet18-pt-a100-fp16.layers.json")).expect("read"),
+    )
+    .expect("json");
+    let copy = "Reformatting CopyNode for ";
+    for l in doc["Layers"].as_array_mut().expect("layers") {
+        let name = l["Name"].as_str().expect("name").to_owned();
+        let new = match name.strip_prefix(copy).and_then(|r| r.split_once(" to ")) {
+            Some((head, consumer)) => format!("{copy}{head} to resnet50/{consumer}"),
+            None => format!("resnet50/{name}"),
+        };
+        l["Name"] = serde_json::json!(new);
+    }
+    let layers = dir.join("layers_fp16.json");
+    std::fs::write(&layers, doc.to_string()).expect("write");
+    let a = analyze(data(&layers, None));
+    assert_eq!(a.model.name.as_deref(), Some("resnet50"), "{:?}", a.model);
+    assert!(
+        a.model
+            .evidence
+            .iter()
+            .any(|e| e.contains("start with `resnet50/`")),
+        "{:?}",
+        a.model.evidence
+    );
+    // Without the common scope the folder names it, as before.
+    let plain = dir.join("layers_fp32.json");
+    std::fs::copy(fixture("trex/resnet18-pt-a100-fp32.layers.json"), &plain).expect("copy");
+    assert_eq!(
+        analyze(data(&plain, None)).model.name.as_deref(),
+        Some("pair")
+    );
+}
+
+/// Issue 36: the baseline is the first `--data` given (said so), and `--baseline LABEL` picks
+/// another; an unknown label is refused with the labels there are.
+#[test]
+fn the_baseline_is_the_first_data_given_or_the_one_chosen() {
+    let dir = fixtures_dir().join("trex");
+    let spec = |stem: &str| trtmc_analyze::DataSpec {
+        layers: dir.join(format!("{stem}.layers.json")),
+        profile: Some(dir.join(format!("{stem}.profile.json"))),
+        times: None,
+        label: None,
+    };
+    let request = Request {
+        inputs: Inputs::Data(vec![
+            spec("resnet18-pt-a100-qat"),
+            spec("resnet18-pt-a100-fp16"),
+        ]),
+        model_name: None,
+    };
+    let a = trtmc_analyze::analyze(&request).expect("analysis");
+    let c = &a.comparisons[0];
+    assert_eq!(
+        c.baseline, "resnet18-pt-a100-qat",
+        "not alphabetical: the first given"
+    );
+    assert_eq!(c.baseline_reason, "the first --data given");
+    let chosen = trtmc_analyze::analyze_with(
+        &request,
+        &trtmc_analyze::Options {
+            baseline: Some("resnet18-pt-a100-fp16".to_owned()),
+        },
+    )
+    .expect("analysis");
+    let c = &chosen.comparisons[0];
+    assert_eq!(c.baseline, "resnet18-pt-a100-fp16");
+    assert_eq!(c.baseline_reason, "chosen with --baseline");
+    assert_eq!(c.pairs[0].b, "resnet18-pt-a100-qat");
+    let wrong = trtmc_analyze::analyze_with(
+        &request,
+        &trtmc_analyze::Options {
+            baseline: Some("int8".to_owned()),
+        },
+    );
+    match wrong {
+        Err(e @ AnalyzeError::UnknownBaseline { .. }) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains("\"int8\"") && msg.contains("resnet18-pt-a100-fp16"),
+                "{msg}"
+            );
+        }
+        other => panic!("expected UnknownBaseline, got {:?}", other.map(|_| ())),
+    }
+}

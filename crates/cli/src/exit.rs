@@ -202,8 +202,14 @@ pub type CliResult<T = ()> = Result<T, CliError>;
 
 impl From<trtmc_analyze::AnalyzeError> for CliError {
     fn from(e: trtmc_analyze::AnalyzeError) -> Self {
-        // Every variant is about the inputs: a folder without exports, a malformed file.
-        Self::classified(ExitCode::Input, &e)
+        match e {
+            // A --baseline that names no backend is a wrong command line.
+            trtmc_analyze::AnalyzeError::UnknownBaseline { .. } => {
+                Self::new(ExitCode::Usage, e.to_string())
+            }
+            // Every other variant is about the inputs: a folder without exports, a malformed file.
+            _ => Self::classified(ExitCode::Input, &e),
+        }
     }
 }
 

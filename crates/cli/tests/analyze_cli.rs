@@ -404,3 +404,56 @@ fn labels_name_their_data_groups_and_model_names_stay_verbatim() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
 }
+
+/// Issue 36: the comparison's baseline is the first --data given, `--baseline LABEL` picks
+/// another (the report says which rule chose it), and a label that names no backend is a usage
+/// error (exit 2) listing the labels.
+#[test]
+fn baseline_is_the_first_data_given_or_the_one_named() {
+    let trex = fixtures().join("trex");
+    let f = |name: &str| trex.join(name).display().to_string();
+    let (fp16, fp16_p, qat, qat_p) = (
+        f("resnet18-pt-a100-fp16.layers.json"),
+        f("resnet18-pt-a100-fp16.profile.json"),
+        f("resnet18-pt-a100-qat.layers.json"),
+        f("resnet18-pt-a100-qat.profile.json"),
+    );
+    let base = [
+        "analyze", "--quiet", "--data", &qat, &qat_p, "--label", "qat", "--data", &fp16, &fp16_p,
+        "--label", "fp16",
+    ];
+    for (extra, baseline, reason) in [
+        (None, "qat", "the first --data given"),
+        (Some("fp16"), "fp16", "chosen with --baseline"),
+    ] {
+        let mut args = base.to_vec();
+        if let Some(label) = extra {
+            args.extend(["--baseline", label]);
+        }
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let c = &doc["comparisons"][0];
+        assert_eq!(c["baseline"], baseline);
+        assert_eq!(c["baseline_reason"], reason);
+        // Matched rows say what they were found by.
+        let rows = c["pairs"][0]["rows"].as_array().expect("rows");
+        assert!(
+            rows.iter()
+                .filter(|r| r["method"] != "unmatched")
+                .all(|r| r["evidence"].as_str().is_some_and(|e| !e.is_empty())),
+            "every pair has evidence"
+        );
+        valid(&repo().join("schemas/analysis.schema.json"), &doc).expect("schema");
+    }
+    let mut args = base.to_vec();
+    args.extend(["--baseline", "int8"]);
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("--baseline \"int8\"") && err.contains("qat, fp16"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "nothing written on a usage error");
+}

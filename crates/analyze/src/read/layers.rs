@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::loose::{IntOrStr, LCow, LDims, LIntOrStr, LList, LObj, LPresent, LStr, Slot};
+use super::loose::{IntOrStr, LCow, LDims, LIntOrStr, LList, LNum, LObj, LPresent, LStr, Slot};
 use super::{
     Export, FormatError, describe_object_keys, describe_record_keys, first_byte, invalid_json,
     line_col,
@@ -75,8 +75,29 @@ pub struct Layer {
     pub verbatim_ok: bool,
     /// True when the export held only this layer's name.
     pub names_only: bool,
+    /// A convolution's `Kernel`, `Stride`, `Groups` and `OutMaps` (detailed exports).
+    pub conv: Option<ConvFields>,
+    /// `Weights` and `Bias` as `(Type, Count)`, where the export lists them.
+    pub weights: Option<WeightCount>,
+    pub bias: Option<WeightCount>,
     /// What was wrong with this record (missing or mistyped fields).
     pub problems: Vec<String>,
+}
+
+/// The parameters that tell one convolution from another (with the input and output shapes).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct ConvFields {
+    pub kernel: Vec<i64>,
+    pub stride: Vec<i64>,
+    pub groups: Option<i64>,
+    pub out_maps: Option<i64>,
+}
+
+/// A weights or bias blob: its element type as written (`Int8`, `Half`, `Float`, …) and count.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct WeightCount {
+    pub dtype: String,
+    pub count: f64,
 }
 
 /// A parsed `--exportLayerInfo` document.
@@ -145,6 +166,45 @@ struct RawLayer<'a> {
     plugin_type: LStr,
     #[serde(rename = "_trtmc_names_only")]
     names_only_marker: LPresent,
+    #[serde(rename = "Kernel")]
+    kernel: LDims,
+    #[serde(rename = "Stride")]
+    stride: LDims,
+    #[serde(rename = "Groups")]
+    groups: LNum,
+    #[serde(rename = "OutMaps")]
+    out_maps: LNum,
+    #[serde(rename = "Weights")]
+    weights: LObj<RawWeights>,
+    #[serde(rename = "Bias")]
+    bias: LObj<RawWeights>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RawWeights {
+    #[serde(rename = "Type")]
+    dtype: LStr,
+    #[serde(rename = "Count")]
+    count: LNum,
+}
+
+impl RawWeights {
+    fn into_count(self) -> Option<WeightCount> {
+        match (self.dtype.0, self.count.0) {
+            (Slot::Value(dtype), Slot::Value(count)) if count >= 0.0 => {
+                Some(WeightCount { dtype, count })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// An integer-valued number field.
+fn whole(n: LNum) -> Option<i64> {
+    n.0.into_value()
+        .filter(|v| v.fract() == 0.0 && v.abs() < 9.0e15)
+        .map(|v| v as i64)
 }
 
 /// Reads an `--exportLayerInfo` document.
@@ -593,7 +653,16 @@ fn read_layer_object(
     if rec.tactic_name.0.is_wrong() || rec.stream_id.0.is_wrong() {
         verbatim_ok = false;
     }
+    let conv = rec.kernel.0.into_value().map(|kernel| ConvFields {
+        kernel,
+        stride: rec.stride.0.into_value().unwrap_or_default(),
+        groups: whole(rec.groups),
+        out_maps: whole(rec.out_maps),
+    });
     Some(Layer {
+        conv,
+        weights: rec.weights.0.into_value().and_then(RawWeights::into_count),
+        bias: rec.bias.0.into_value().and_then(RawWeights::into_count),
         name,
         layer_type,
         parameter_type: rec.parameter_type.0.value().map(|p| interner.get(p)),

@@ -13,7 +13,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use layers::{
-    Layer, LayerInfo, RootShape, Tensor, Verbosity, read_layer_info, read_layer_text,
+    ConvFields, Layer, LayerInfo, RootShape, Tensor, Verbosity, WeightCount, read_layer_info,
+    read_layer_text,
 };
 pub use loose::IntOrStr;
 pub use profile::{HeaderCount, Profile, ProfileRecord, read_profile};

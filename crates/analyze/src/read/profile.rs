@@ -170,7 +170,7 @@ fn convert(records: Vec<LObj<RawRecord>>) -> Result<Profile, FormatError> {
                 _ => {
                     profile
                         .problems
-                        .push(format!("profile record `{name}` has no numeric `{key}`"));
+                        .push(format!("profile record `{name}` has no finite numeric `{key}` (a number such as 0.0123; not a string, null, NaN or infinity)"));
                     None
                 }
             }
@@ -225,18 +225,32 @@ fn recover_trtexec_layout(text: &str) -> Option<Profile> {
             name,
             ..ProfileRecord::default()
         };
+        let mut not_finite = false;
         for field in rest[split + 3..].split(", ") {
             let (key, value) = field.split_once(" : ")?;
-            let value: f64 = value.trim().parse().ok().filter(|v: &f64| v.is_finite())?;
-            match key.trim() {
-                "\"timeMs\"" => rec.time_ms = Some(value),
-                "\"averageMs\"" => rec.average_ms = Some(value),
-                "\"medianMs\"" => rec.median_ms = Some(value),
-                "\"percentage\"" => rec.percentage = Some(value),
+            // C++ streams print `nan` and `inf`, which Rust parses too.
+            let value: f64 = value.trim().parse().ok()?;
+            let slot = match key.trim() {
+                "\"timeMs\"" => &mut rec.time_ms,
+                "\"averageMs\"" => &mut rec.average_ms,
+                "\"medianMs\"" => &mut rec.median_ms,
+                "\"percentage\"" => &mut rec.percentage,
                 _ => return None,
+            };
+            if value.is_finite() {
+                *slot = Some(value);
+            } else {
+                not_finite = true;
+                profile.problems.push(format!(
+                    "profile record `{}` has `{}` = {value}, not a finite number",
+                    rec.name,
+                    key.trim().trim_matches('"')
+                ));
             }
         }
-        if rec.time_ms.is_none() || rec.average_ms.is_none() || rec.percentage.is_none() {
+        if !not_finite
+            && (rec.time_ms.is_none() || rec.average_ms.is_none() || rec.percentage.is_none())
+        {
             return None;
         }
         profile.records.push(rec);

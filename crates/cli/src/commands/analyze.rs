@@ -49,6 +49,10 @@ pub struct InputArgs {
     /// Model name; wins over names inferred from config files, the folder and file names.
     #[arg(long, value_name = "NAME")]
     pub model_name: Option<String>,
+    /// The backend every other one is compared with (its label); default: the first --data given,
+    /// or the first in folder order.
+    #[arg(long, value_name = "LABEL")]
+    pub baseline: Option<String>,
 }
 
 /// `--data LAYERS [PROFILE [TIMES]]`, repeatable, kept as one group of paths per occurrence
@@ -155,7 +159,8 @@ impl clap::Args for DataGroups {
 #[derive(Debug, clap::Subcommand)]
 pub enum AnalyzeCommand {
     /// Analyze one input folder (or --data files) and write one self-contained report folder.
-    Package(PackageArgs),
+    // Boxed: the package options are most of the enum's size.
+    Package(Box<PackageArgs>),
     /// Serve a report folder on the loopback interface for a browser preview.
     Serve(ServeArgs),
 }
@@ -199,7 +204,7 @@ pub struct ServeArgs {
 
 pub fn execute(args: AnalyzeArgs) -> CliResult {
     match args.command {
-        Some(AnalyzeCommand::Package(p)) => package(p),
+        Some(AnalyzeCommand::Package(p)) => package(*p),
         Some(AnalyzeCommand::Serve(s)) => serve(s),
         None => {
             args.fail_on
@@ -215,7 +220,10 @@ pub fn execute(args: AnalyzeArgs) -> CliResult {
     }
 }
 
-fn request(input: InputArgs) -> CliResult<Request> {
+fn request(input: InputArgs) -> CliResult<(Request, trtmc_analyze::Options)> {
+    let options = trtmc_analyze::Options {
+        baseline: input.baseline.clone(),
+    };
     let DataGroups { groups, labels } = input.data;
     let inputs = match (input.folder, groups.is_empty()) {
         (Some(folder), true) => Inputs::Folder(folder),
@@ -248,14 +256,17 @@ fn request(input: InputArgs) -> CliResult<Request> {
             ));
         }
     };
-    Ok(Request {
-        inputs,
-        model_name: input.model_name,
-    })
+    Ok((
+        Request {
+            inputs,
+            model_name: input.model_name,
+        },
+        options,
+    ))
 }
 
-fn run_analysis(request: &Request) -> CliResult<Analysis> {
-    Ok(trtmc_analyze::analyze(request)?)
+fn run_analysis(request: &Request, options: &trtmc_analyze::Options) -> CliResult<Analysis> {
+    Ok(trtmc_analyze::analyze_with(request, options)?)
 }
 
 fn print_summary(analysis: &Analysis) {
@@ -298,8 +309,8 @@ fn analyze_to_json(
     quiet: bool,
     fail_on: &crate::ci::FailOnArgs,
 ) -> CliResult {
-    let request = request(input)?;
-    let analysis = run_analysis(&request)?;
+    let (request, options) = request(input)?;
+    let analysis = run_analysis(&request, &options)?;
     // The two documents are independent: write them on two threads.
     let (ours, theirs) = std::thread::scope(|s| {
         let theirs = analyze_data
@@ -357,13 +368,17 @@ fn package(args: PackageArgs) -> CliResult {
                 inputs: Inputs::AnalyzeData(path.clone()),
                 model_name: args.input.model_name.clone(),
             };
-            let analysis = run_analysis(&request)?;
+            let options = trtmc_analyze::Options {
+                baseline: args.input.baseline.clone(),
+            };
+            let analysis = run_analysis(&request, &options)?;
             print_summary(&analysis);
             verdict = crate::ci::after_analyze(&analysis, &args.fail_on);
             trtmc_analyze::report::repackage(&analysis, path, args.analyze_md.as_deref())?
         }
         None => {
-            let analysis = run_analysis(&request(args.input)?)?;
+            let (request, options) = request(args.input)?;
+            let analysis = run_analysis(&request, &options)?;
             print_summary(&analysis);
             verdict = crate::ci::after_analyze(&analysis, &args.fail_on);
             let opts = PackageOptions {
