@@ -513,11 +513,11 @@ fn run_takes_a_checked_route_and_dry_run_prints_trtexecs_commands() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let text = stdout(&o);
     assert!(
-        text.contains("build: ") && text.contains("--setBuildRoute=-kgen:tiling=1"),
+        text.contains("build (in ") && text.contains("--setBuildRoute=-kgen:tiling=1"),
         "{text}"
     );
     assert!(
-        text.contains("time: ") && text.contains("--loadEngine="),
+        text.contains("time (in the case folder): ") && text.contains("--loadEngine="),
         "{text}"
     );
     assert!(
@@ -564,6 +564,91 @@ fn run_takes_a_checked_route_and_dry_run_prints_trtexecs_commands() {
     }
     assert!(p50[0] < p50[1] * 0.95, "{p50:?}");
     assert_eq!(sim.invocations("build").len(), 2);
+}
+
+/// The argv the simulator recorded for its last call of `mode` whose argv has `needle`, as the shell
+/// line `run --dry-run` prints.
+fn recorded_line(sim: &Sim, mode: &str, needle: &str) -> String {
+    let call = sim
+        .invocations(mode)
+        .into_iter()
+        .rev()
+        .find(|c| c["argv"].to_string().contains(needle))
+        .unwrap_or_else(|| panic!("no {mode} call with {needle}"));
+    let mut argv = vec![s(&sim.trtexec).to_string()];
+    argv.extend(
+        call["argv"]
+            .as_array()
+            .expect("argv")
+            .iter()
+            .map(|a| a.as_str().expect("text").to_string()),
+    );
+    trtmc_core::text::shell_line(&argv)
+}
+
+/// The command line of a `run --dry-run` line starting with `prefix` (`build (in `, `time (in `).
+fn dry_run_line(text: &str, prefix: &str) -> String {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no `{prefix}` line in {text}"));
+    line.split_once("): ")
+        .map(|(_, command)| command.to_string())
+        .unwrap_or_else(|| panic!("{line}"))
+}
+
+#[test]
+fn dry_run_prints_exactly_the_argv_the_run_executes() {
+    let sim = Sim::new();
+    let catalog = repo_root().join("benchmarks/performance/catalog-gpu");
+    let onnx_model = ["--onnx", s(&sim.onnx), "--set", "build.dims.batch=1"];
+    let generated_model = ["--manifest-root", s(&catalog), "--model", "cnn-infer"];
+    let mut checked = 0;
+    for (model, route) in [
+        (&onnx_model[..], None),
+        (&onnx_model[..], Some("build.route=-kgen:tiling=1")),
+        (&generated_model[..], None),
+        (&generated_model[..], Some("build.route=-kgen:tiling=2")),
+    ] {
+        let mut args = vec![
+            "run",
+            "--runtime",
+            "tensorrt",
+            "--trtexec",
+            s(&sim.trtexec),
+            "--bundle-cache",
+            s(&sim.bundles),
+            "--iterations",
+            "30",
+        ];
+        args.extend_from_slice(model);
+        if let Some(route) = route {
+            args.extend(["--set", route]);
+        }
+        let mut dry = args.clone();
+        dry.push("--dry-run");
+        let o = sim.run("110100", &dry);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let planned = stdout(&o);
+        let out = sim.path(&format!("run{checked}"));
+        args.extend(["-o", s(&out)]);
+        let o = sim.run("110100", &args);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        assert_eq!(
+            dry_run_line(&planned, "build (in "),
+            recorded_line(&sim, "build", "--saveEngine="),
+            "{model:?} {route:?}"
+        );
+        assert_eq!(
+            dry_run_line(&planned, "time (in "),
+            recorded_line(&sim, "infer", "--exportTimes="),
+            "{model:?} {route:?}"
+        );
+        checked += 1;
+    }
+    // Each real run built its own engine: the dry runs built nothing.
+    assert_eq!(sim.invocations("build").len(), checked);
 }
 
 #[test]
