@@ -247,5 +247,5 @@ const PINNED: &[(&str, u64)] = &[
     ("tiny-denoiser", 0x4357_caba_4647_23e7),
     ("tiny-forecaster", 0x89f1_4e4c_ed0f_87bd),
     ("tiny-vlm", 0x1941_eb09_8b8c_bd10),
-    ("resnet18", 0x0),
+    ("resnet18", 0xf362_aa7f_2493_36e9),
 ];
