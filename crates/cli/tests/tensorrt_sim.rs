@@ -317,6 +317,19 @@ fn crashed_hung_failed_and_inaccurate_routes_are_excluded_with_their_reasons() {
         .filter(|p| p.file_name().is_some_and(|n| n == "trtexec-build.log"))
         .collect();
     assert!(logs.len() >= 3, "{logs:?}");
+    // The crashed and failed routes' reasons name only logs that exist: the route's own log and
+    // the kept copies of trtexec's, never the build folder that is gone.
+    for reason in [crashed.to_string(), failed.to_string()] {
+        let named: Vec<&str> = reason
+            .split(|c: char| c.is_whitespace() || "()'\"`\\".contains(c))
+            .map(|w| w.trim_end_matches(['.', ',', ':', ';']))
+            .filter(|w| w.contains('/') && w.ends_with(".log"))
+            .collect();
+        assert!(!named.is_empty(), "{reason}");
+        for log in named {
+            assert!(Path::new(log).is_file(), "{log} is named but missing");
+        }
+    }
     // The hung trtexec was killed with its worker: no simulator is left running.
     std::thread::sleep(Duration::from_millis(200));
     let ps = Command::new("ps")
