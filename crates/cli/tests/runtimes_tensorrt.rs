@@ -752,3 +752,78 @@ fn profiles_of_tract_onnxruntime_and_tensorrt_load_in_analyze_side_by_side() {
         );
     }
 }
+
+/// The GPU CUDA uses is the first of `CUDA_VISIBLE_DEVICES`: telemetry samples it as typed fields,
+/// and the result's machine description marks it; no GPU UUID reaches the result files.
+#[test]
+fn telemetry_and_provenance_follow_cuda_visible_devices_and_hide_uuids() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    write_script(
+        &bin.join("nvidia-smi"),
+        &format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\ncase \"$*\" in\n\
+             \x20 -L) echo 'GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-11111111-2222-3333-4444-555555555555)'; \
+             echo 'GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-66666666-2222-3333-4444-555555555555)' ;;\n\
+             \x20 *--id=1*) echo 'NVIDIA H100 80GB HBM3, 97, 1234, 1980, 54, [N/A]' ;;\n\
+             \x20 *) echo 'NVIDIA A100-SXM4-80GB, 0, 0, 210, 30, 50.5' ;;\nesac\n",
+            tmp.path().join("smi-calls").display()
+        ),
+    );
+    let out_dir = tmp.path().join("out");
+    let out = Command::new(BIN)
+        .args(["run", "--manifest-root"])
+        .arg(test_catalog())
+        .args([
+            "--model",
+            "test-noop",
+            "--iterations",
+            "20",
+            "--telemetry",
+            "on",
+            "-q",
+            "-o",
+        ])
+        .arg(&out_dir)
+        .env_remove("TRTMC_MANIFEST_ROOT")
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env("CUDA_VISIBLE_DEVICES", "1,0")
+        .output()
+        .expect("run");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = assert_result_dir_valid(&out_dir);
+    let gpus = doc["provenance"]["machine"]["gpus"]
+        .as_array()
+        .expect("gpus");
+    assert_eq!(gpus.len(), 2, "{gpus:?}");
+    assert!(
+        gpus[1]
+            .as_str()
+            .expect("text")
+            .ends_with("(CUDA_VISIBLE_DEVICES: device 0)"),
+        "{gpus:?}"
+    );
+    let case_dir = out_dir.join(doc["cases"][0]["dir"].as_str().expect("dir"));
+    let telemetry = read_json(&case_dir.join("telemetry.json"));
+    let _: trtmc_core::artifacts::Telemetry = assert_document("telemetry.schema.json", &telemetry);
+    let gpu = &telemetry["samples"][0]["gpu"];
+    assert_eq!(gpu["name"], "NVIDIA H100 80GB HBM3", "{telemetry}");
+    assert_eq!(gpu["utilization_percent"], 97.0);
+    assert_eq!(gpu["power_w"], serde_json::Value::Null);
+    for file in walk_files(&out_dir) {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        assert!(
+            !text.contains("GPU-11111111") && !text.contains("GPU-66666666"),
+            "{} holds a GPU UUID",
+            file.display()
+        );
+    }
+}

@@ -95,7 +95,7 @@ pub fn hide_gpu_uuids(line: &str) -> String {
         let end = rest[at..]
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '/'))
             .map_or(rest.len(), |n| at + n);
-        let digest = crate::hash::sha256_hex(rest[at..end].as_bytes());
+        let digest = crate::hash::sha256_hex(&rest.as_bytes()[at..end]);
         out.push_str(&rest[..at]);
         out.push_str("uuid-sha256:");
         out.push_str(&digest[..12]);
