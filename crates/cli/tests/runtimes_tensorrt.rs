@@ -787,6 +787,7 @@ fn telemetry_and_provenance_follow_cuda_visible_devices_and_hide_uuids() {
         ])
         .arg(&out_dir)
         .env_remove("TRTMC_MANIFEST_ROOT")
+        .env("TRTMC_TEST", "1")
         .env(
             "PATH",
             format!(

@@ -658,6 +658,22 @@ fn dry_run_prints_exactly_the_argv_the_run_executes() {
             recorded_line(&sim, "infer", "--exportTimes="),
             "{model:?} {route:?}"
         );
+        // The route trtexec reported it used is kept with the engine and the timed case.
+        let result = read_json(&out.join("result.json"));
+        let case = &result["cases"][0];
+        let bundle = PathBuf::from(case["bundle"]["path"].as_str().expect("bundle"));
+        let used = route.map(|r| r.trim_start_matches("build.route="));
+        let build = read_json(&bundle.join("tensorrt-build.json"));
+        assert_eq!(build["route_used"].as_str(), used, "{build}");
+        let notes = read_json(
+            &out.join(case["dir"].as_str().expect("dir"))
+                .join("timing-notes.json"),
+        );
+        assert_eq!(
+            notes["notes"]["trtexec_build_route_used"].as_str(),
+            used,
+            "{notes}"
+        );
         checked += 1;
     }
     // Each real run built its own engine: the dry runs built nothing.

@@ -835,6 +835,7 @@ impl Runtime for TensorrtRuntime {
                 "shapes": shapes,
                 "engine_built_s": timings.engine_built_s,
                 "build_timings": timings,
+                "route_used": built.log.tuning.build_route,
             }),
         )?;
         let inputs = declared_in
@@ -1066,6 +1067,13 @@ impl SelfTimed for TensorrtRuntime {
             json!(trtexec.version().to_string()),
         );
         notes.insert("trtexec_argv".into(), json!(argv));
+        // The route trtexec said it built the engine with (11.1+), from the bundle's build record.
+        if let Some(route) = build_record(r.bundle_dir)
+            .ok()
+            .and_then(|doc| doc["route_used"].as_str().map(String::from))
+        {
+            notes.insert("trtexec_build_route_used".into(), json!(route));
+        }
         if let Some(summary) = output.log.summary() {
             notes.insert("trtexec_summary".into(), serde_json::to_value(summary)?);
         }
