@@ -680,6 +680,29 @@ fn dry_run_prints_exactly_the_argv_the_run_executes() {
     assert_eq!(sim.invocations("build").len(), checked);
 }
 
+/// As trtexec's logger does, the simulator prints warnings on stderr and information on stdout.
+#[test]
+fn simulated_warnings_go_to_stderr() {
+    let sim = Sim::new();
+    let engine = sim.path("m.plan");
+    let out = Command::new(&sim.trtexec)
+        .arg(format!("--onnx={}", s(&sim.onnx)))
+        .arg(format!("--saveEngine={}", s(&engine)))
+        .args(["--shapes=image:1x3x64x64", "--useCudaGraph", "--skipInference"])
+        .env_remove("TRTMC_STANDIN_LOG")
+        .env("TRTMC_SIM_VERSION", "110100")
+        .output()
+        .expect("simulator");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("] [W] --useCudaGraph is deprecated"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stdout(&out).contains("] [W] "), "{}", stdout(&out));
+    assert!(stdout(&out).contains("] [I] "), "{}", stdout(&out));
+}
+
 #[test]
 fn a_matrix_row_compares_two_tensorrt_builds() {
     let sim = Sim::new();
