@@ -688,7 +688,11 @@ fn simulated_warnings_go_to_stderr() {
     let out = Command::new(&sim.trtexec)
         .arg(format!("--onnx={}", s(&sim.onnx)))
         .arg(format!("--saveEngine={}", s(&engine)))
-        .args(["--shapes=image:1x3x64x64", "--useCudaGraph", "--skipInference"])
+        .args([
+            "--shapes=image:1x3x64x64",
+            "--useCudaGraph",
+            "--skipInference",
+        ])
         .env_remove("TRTMC_STANDIN_LOG")
         .env("TRTMC_SIM_VERSION", "110100")
         .output()
