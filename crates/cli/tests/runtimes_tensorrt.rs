@@ -71,7 +71,8 @@ impl Phase {
 
 /// A folder with a `trtexec` script that picks the phase from the argv (build: --onnx=, profile:
 /// --exportProfile=, time: --loadEngine=, else the --help probe) and execs the stand-in with that
-/// phase's recording; each phase's argv lands in argv-<phase>.json.
+/// phase's recording; each phase's argv lands in argv-<phase>.json, the folder it ran in in
+/// cwd-<phase>.txt.
 struct FakeTrtexec {
     dir: tempfile::TempDir,
 }
@@ -95,7 +96,7 @@ impl FakeTrtexec {
             std::fs::write(dir.path().join(format!("env-{name}.sh")), env).expect("env");
         }
         let script = format!(
-            "#!/bin/sh\nDIR='{}'\ncase \" $* \" in\n  *\" --onnx=\"*) phase=build ;;\n  *\" --exportProfile=\"*) phase=profile ;;\n  *\" --loadEngine=\"*) phase=time ;;\n  *) phase=help ;;\nesac\nTRTMC_STANDIN_ARGV=\"$DIR/argv-$phase.json\"\nexport TRTMC_STANDIN_ARGV\n. \"$DIR/env-$phase.sh\"\nexec '{}' \"$@\"\n",
+            "#!/bin/sh\nDIR='{}'\ncase \" $* \" in\n  *\" --onnx=\"*) phase=build ;;\n  *\" --exportProfile=\"*) phase=profile ;;\n  *\" --loadEngine=\"*) phase=time ;;\n  *) phase=help ;;\nesac\nTRTMC_STANDIN_ARGV=\"$DIR/argv-$phase.json\"\nexport TRTMC_STANDIN_ARGV\npwd > \"$DIR/cwd-$phase.txt\"\n. \"$DIR/env-$phase.sh\"\nexec '{}' \"$@\"\n",
             dir.path().display(),
             standin().display()
         );
@@ -135,6 +136,13 @@ impl FakeTrtexec {
 
     fn path(&self) -> PathBuf {
         self.dir.path().join("trtexec")
+    }
+
+    /// The folder the last run of `phase` ran in.
+    fn cwd(&self, phase: &str) -> PathBuf {
+        let text = std::fs::read_to_string(self.dir.path().join(format!("cwd-{phase}.txt")))
+            .unwrap_or_else(|e| panic!("no {phase} run: {e}"));
+        PathBuf::from(text.trim_end())
     }
 
     fn argv(&self, phase: &str) -> Vec<String> {
@@ -208,8 +216,9 @@ fn build_time_and_profile_send_exactly_this_argv_and_read_what_trtexec_printed()
     let p = |d: &Path, f: &str| d.join(f).display().to_string();
 
     assert_eq!(fake.argv("help"), ["--help"]);
-    // The bundle is built in `.tmp-<key>-<pid>` beside its cache folder and renamed into place.
-    let build_dir = build_dir_of(&fake.argv("build"));
+    // The bundle is built in `.tmp-<key>-<pid>` beside its cache folder and renamed into place;
+    // trtexec runs inside it and names its files relative to it.
+    let build_dir = fake.cwd("build");
     assert_eq!(build_dir.parent(), bundle.parent());
     assert!(
         build_dir
@@ -224,18 +233,17 @@ fn build_time_and_profile_send_exactly_this_argv_and_read_what_trtexec_printed()
         fake.argv("build"),
         [
             format!("--onnx={}", onnx.display()),
-            format!("--saveEngine={}", p(&build_dir, "model.plan")),
+            "--saveEngine=model.plan".into(),
             "--shapes=image:1x3x64x64".into(),
             "--profilingVerbosity=detailed".into(),
-            format!(
-                "--exportLayerInfo={}",
-                p(&build_dir, "layers_tensorrt.json")
-            ),
+            "--exportLayerInfo=layers_tensorrt.json".into(),
             "--skipInference".into(),
         ]
     );
-    // The result is written in `.<name>.staging-<pid>` beside `-o` and renamed when complete.
-    let staged_case = staged_case_dir(&fake.argv("time"));
+    // The result is written in `.<name>.staging-<pid>` beside `-o` and renamed when complete;
+    // trtexec times and profiles inside the staged case folder.
+    let staged_case = fake.cwd("time");
+    assert_eq!(fake.cwd("profile"), staged_case);
     assert_eq!(staged_case.file_name(), case_dir.file_name());
     let staging = staged_case.parent().expect("staging");
     assert_eq!(staging.parent(), out_dir.parent());
@@ -258,7 +266,7 @@ fn build_time_and_profile_send_exactly_this_argv_and_read_what_trtexec_printed()
             "--noDataTransfers".into(),
             "--useSpinWait".into(),
             "--useCudaGraph".into(),
-            format!("--exportTimes={}", p(&staged_case, "times_tensorrt.json")),
+            "--exportTimes=times_tensorrt.json".into(),
         ]
     );
     assert_eq!(
@@ -272,14 +280,8 @@ fn build_time_and_profile_send_exactly_this_argv_and_read_what_trtexec_printed()
             "--useSpinWait".into(),
             "--useCudaGraph".into(),
             "--separateProfileRun".into(),
-            format!(
-                "--exportProfile={}",
-                p(&staged_case, "profile_tensorrt.json")
-            ),
-            format!(
-                "--exportLayerInfo={}",
-                p(&staged_case, "layers_tensorrt.json")
-            ),
+            "--exportProfile=profile_tensorrt.json".into(),
+            "--exportLayerInfo=layers_tensorrt.json".into(),
         ]
     );
 
@@ -368,22 +370,14 @@ fn build_time_and_profile_send_exactly_this_argv_and_read_what_trtexec_printed()
     );
 }
 
-/// The folder of `--saveEngine=` in a build argv.
-fn build_dir_of(argv: &[String]) -> PathBuf {
-    let engine = argv
-        .iter()
-        .find_map(|a| a.strip_prefix("--saveEngine="))
-        .expect("--saveEngine");
-    Path::new(engine).parent().expect("dir").to_path_buf()
-}
-
-/// The case folder of `--exportTimes=` in a time argv.
-fn staged_case_dir(argv: &[String]) -> PathBuf {
-    let times = argv
-        .iter()
-        .find_map(|a| a.strip_prefix("--exportTimes="))
-        .expect("--exportTimes");
-    Path::new(times).parent().expect("case dir").to_path_buf()
+/// The `*.log` paths a message names.
+fn logs_named_in(message: &str) -> Vec<String> {
+    message
+        .split(|c: char| c.is_whitespace() || "()'\"`".contains(c))
+        .map(|w| w.trim_end_matches(['.', ',', ':', ';']))
+        .filter(|w| w.contains('/') && w.ends_with(".log"))
+        .map(String::from)
+        .collect()
 }
 
 #[test]
@@ -581,6 +575,16 @@ fn a_missing_or_failing_trtexec_is_a_clear_error_with_its_exit_code() {
         "{}",
         stderr(&out)
     );
+    // Every log the message names exists after the command: the build log and trtexec's own,
+    // kept beside the cache entry (the build folder is gone).
+    let named = logs_named_in(&stderr(&out));
+    assert!(
+        named.iter().any(|l| l.ends_with(".trtexec-build.log")),
+        "{named:?}"
+    );
+    for log in &named {
+        assert!(Path::new(log).is_file(), "{log} is named but missing");
+    }
 
     // A failing timed run: the case fails (exit 5) and trtexec's log is kept.
     let fake = FakeTrtexec::new(
@@ -624,6 +628,15 @@ fn a_missing_or_failing_trtexec_is_a_clear_error_with_its_exit_code() {
         "{}",
         case["error"]
     );
+    // The message names trtexec's log where it is after the run: in the committed result folder.
+    let named = logs_named_in(case["error"].as_str().expect("error"));
+    assert!(!named.is_empty(), "{}", case["error"]);
+    for log in &named {
+        assert!(
+            Path::new(log).is_file() && !log.contains(".staging-"),
+            "{log} is named but missing"
+        );
+    }
     let log = out_dir.join(case["files"]["worker_log"].as_str().expect("trtexec's log"));
     assert!(
         log.ends_with("trtexec-time.log") && log.is_file(),
@@ -736,6 +749,82 @@ fn profiles_of_tract_onnxruntime_and_tensorrt_load_in_analyze_side_by_side() {
             b["label"] != "tensorrt",
             "{}",
             b["export"]
+        );
+    }
+}
+
+/// The GPU CUDA uses is the first of `CUDA_VISIBLE_DEVICES`: telemetry samples it as typed fields,
+/// and the result's machine description marks it; no GPU UUID reaches the result files.
+#[test]
+fn telemetry_and_provenance_follow_cuda_visible_devices_and_hide_uuids() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).expect("mkdir");
+    write_script(
+        &bin.join("nvidia-smi"),
+        &format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\ncase \"$*\" in\n\
+             \x20 -L) echo 'GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-11111111-2222-3333-4444-555555555555)'; \
+             echo 'GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-66666666-2222-3333-4444-555555555555)' ;;\n\
+             \x20 *--id=1*) echo 'NVIDIA H100 80GB HBM3, 97, 1234, 1980, 54, [N/A]' ;;\n\
+             \x20 *) echo 'NVIDIA A100-SXM4-80GB, 0, 0, 210, 30, 50.5' ;;\nesac\n",
+            tmp.path().join("smi-calls").display()
+        ),
+    );
+    let out_dir = tmp.path().join("out");
+    let out = Command::new(BIN)
+        .args(["run", "--manifest-root"])
+        .arg(test_catalog())
+        .args([
+            "--model",
+            "test-noop",
+            "--iterations",
+            "20",
+            "--telemetry",
+            "on",
+            "-q",
+            "-o",
+        ])
+        .arg(&out_dir)
+        .env_remove("TRTMC_MANIFEST_ROOT")
+        .env("TRTMC_TEST", "1")
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env("CUDA_VISIBLE_DEVICES", "1,0")
+        .output()
+        .expect("run");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = assert_result_dir_valid(&out_dir);
+    let gpus = doc["provenance"]["machine"]["gpus"]
+        .as_array()
+        .expect("gpus");
+    assert_eq!(gpus.len(), 2, "{gpus:?}");
+    assert!(
+        gpus[1]
+            .as_str()
+            .expect("text")
+            .ends_with("(CUDA_VISIBLE_DEVICES: device 0)"),
+        "{gpus:?}"
+    );
+    let case_dir = out_dir.join(doc["cases"][0]["dir"].as_str().expect("dir"));
+    let telemetry = read_json(&case_dir.join("telemetry.json"));
+    let _: trtmc_core::artifacts::Telemetry = assert_document("telemetry.schema.json", &telemetry);
+    let gpu = &telemetry["samples"][0]["gpu"];
+    assert_eq!(gpu["name"], "NVIDIA H100 80GB HBM3", "{telemetry}");
+    assert_eq!(gpu["utilization_percent"], 97.0);
+    assert_eq!(gpu["power_w"], serde_json::Value::Null);
+    for file in walk_files(&out_dir) {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        assert!(
+            !text.contains("GPU-11111111") && !text.contains("GPU-66666666"),
+            "{} holds a GPU UUID",
+            file.display()
         );
     }
 }

@@ -317,6 +317,19 @@ fn crashed_hung_failed_and_inaccurate_routes_are_excluded_with_their_reasons() {
         .filter(|p| p.file_name().is_some_and(|n| n == "trtexec-build.log"))
         .collect();
     assert!(logs.len() >= 3, "{logs:?}");
+    // The crashed and failed routes' reasons name only logs that exist: the route's own log and
+    // the kept copies of trtexec's, never the build folder that is gone.
+    for reason in [crashed.to_string(), failed.to_string()] {
+        let named: Vec<&str> = reason
+            .split(|c: char| c.is_whitespace() || "()'\"`\\".contains(c))
+            .map(|w| w.trim_end_matches(['.', ',', ':', ';']))
+            .filter(|w| w.contains('/') && w.ends_with(".log"))
+            .collect();
+        assert!(!named.is_empty(), "{reason}");
+        for log in named {
+            assert!(Path::new(log).is_file(), "{log} is named but missing");
+        }
+    }
     // The hung trtexec was killed with its worker: no simulator is left running.
     std::thread::sleep(Duration::from_millis(200));
     let ps = Command::new("ps")
@@ -513,11 +526,11 @@ fn run_takes_a_checked_route_and_dry_run_prints_trtexecs_commands() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let text = stdout(&o);
     assert!(
-        text.contains("build: ") && text.contains("--setBuildRoute=-kgen:tiling=1"),
+        text.contains("build (in ") && text.contains("--setBuildRoute=-kgen:tiling=1"),
         "{text}"
     );
     assert!(
-        text.contains("time: ") && text.contains("--loadEngine="),
+        text.contains("time (in the case folder): ") && text.contains("--loadEngine="),
         "{text}"
     );
     assert!(
@@ -564,6 +577,134 @@ fn run_takes_a_checked_route_and_dry_run_prints_trtexecs_commands() {
     }
     assert!(p50[0] < p50[1] * 0.95, "{p50:?}");
     assert_eq!(sim.invocations("build").len(), 2);
+}
+
+/// The argv the simulator recorded for its last call of `mode` whose argv has `needle`, as the shell
+/// line `run --dry-run` prints.
+fn recorded_line(sim: &Sim, mode: &str, needle: &str) -> String {
+    let call = sim
+        .invocations(mode)
+        .into_iter()
+        .rev()
+        .find(|c| c["argv"].to_string().contains(needle))
+        .unwrap_or_else(|| panic!("no {mode} call with {needle}"));
+    let mut argv = vec![s(&sim.trtexec).to_string()];
+    argv.extend(
+        call["argv"]
+            .as_array()
+            .expect("argv")
+            .iter()
+            .map(|a| a.as_str().expect("text").to_string()),
+    );
+    trtmc_core::text::shell_line(&argv)
+}
+
+/// The command line of a `run --dry-run` line starting with `prefix` (`build (in `, `time (in `).
+fn dry_run_line(text: &str, prefix: &str) -> String {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no `{prefix}` line in {text}"));
+    line.split_once("): ")
+        .map(|(_, command)| command.to_string())
+        .unwrap_or_else(|| panic!("{line}"))
+}
+
+#[test]
+fn dry_run_prints_exactly_the_argv_the_run_executes() {
+    let sim = Sim::new();
+    let catalog = repo_root().join("benchmarks/performance/catalog-gpu");
+    let onnx_model = ["--onnx", s(&sim.onnx), "--set", "build.dims.batch=1"];
+    let generated_model = ["--manifest-root", s(&catalog), "--model", "cnn-infer"];
+    let mut checked = 0;
+    for (model, route) in [
+        (&onnx_model[..], None),
+        (&onnx_model[..], Some("build.route=-kgen:tiling=1")),
+        (&generated_model[..], None),
+        (&generated_model[..], Some("build.route=-kgen:tiling=2")),
+    ] {
+        let mut args = vec![
+            "run",
+            "--runtime",
+            "tensorrt",
+            "--trtexec",
+            s(&sim.trtexec),
+            "--bundle-cache",
+            s(&sim.bundles),
+            "--iterations",
+            "30",
+        ];
+        args.extend_from_slice(model);
+        if let Some(route) = route {
+            args.extend(["--set", route]);
+        }
+        let mut dry = args.clone();
+        dry.push("--dry-run");
+        let o = sim.run("110100", &dry);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let planned = stdout(&o);
+        let out = sim.path(&format!("run{checked}"));
+        args.extend(["-o", s(&out)]);
+        let o = sim.run("110100", &args);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        assert_eq!(
+            dry_run_line(&planned, "build (in "),
+            recorded_line(&sim, "build", "--saveEngine="),
+            "{model:?} {route:?}"
+        );
+        assert_eq!(
+            dry_run_line(&planned, "time (in "),
+            recorded_line(&sim, "infer", "--exportTimes="),
+            "{model:?} {route:?}"
+        );
+        // The route trtexec reported it used is kept with the engine and the timed case.
+        let result = read_json(&out.join("result.json"));
+        let case = &result["cases"][0];
+        let bundle = PathBuf::from(case["bundle"]["path"].as_str().expect("bundle"));
+        let used = route.map(|r| r.trim_start_matches("build.route="));
+        let build = read_json(&bundle.join("tensorrt-build.json"));
+        assert_eq!(build["route_used"].as_str(), used, "{build}");
+        let notes = read_json(
+            &out.join(case["dir"].as_str().expect("dir"))
+                .join("timing-notes.json"),
+        );
+        assert_eq!(
+            notes["notes"]["trtexec_build_route_used"].as_str(),
+            used,
+            "{notes}"
+        );
+        checked += 1;
+    }
+    // Each real run built its own engine: the dry runs built nothing.
+    assert_eq!(sim.invocations("build").len(), checked);
+}
+
+/// As trtexec's logger does, the simulator prints warnings on stderr and information on stdout.
+#[test]
+fn simulated_warnings_go_to_stderr() {
+    let sim = Sim::new();
+    let engine = sim.path("m.plan");
+    let out = Command::new(&sim.trtexec)
+        .arg(format!("--onnx={}", s(&sim.onnx)))
+        .arg(format!("--saveEngine={}", s(&engine)))
+        .args([
+            "--shapes=image:1x3x64x64",
+            "--useCudaGraph",
+            "--skipInference",
+        ])
+        .env_remove("TRTMC_STANDIN_LOG")
+        .env("TRTMC_SIM_VERSION", "110100")
+        .output()
+        .expect("simulator");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("] [W] --useCudaGraph is deprecated"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stdout(&out).contains("] [W] "), "{}", stdout(&out));
+    assert!(stdout(&out).contains("] [I] "), "{}", stdout(&out));
 }
 
 #[test]

@@ -10,7 +10,8 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
 }
 
 /// Describes this machine: host, OS and kernel, CPU model and count, memory, and the GPUs `nvidia-smi -L`
-/// lists (none when it is not on `PATH`).
+/// lists (none when it is not on `PATH`), their UUIDs hashed ([`hide_gpu_uuids`]) and the ones
+/// `CUDA_VISIBLE_DEVICES` selects marked.
 pub fn machine() -> MachineInfo {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
     let os_release = read("/etc/os-release");
@@ -34,15 +35,10 @@ pub fn machine() -> MachineInfo {
         .find_map(|l| l.strip_prefix("MemTotal:"))
         .and_then(|r| r.split_whitespace().next()?.parse::<u64>().ok())
         .map(|kib| kib * 1024);
+    let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
     let gpus = find_program("nvidia-smi")
         .and_then(|smi| std::process::Command::new(smi).arg("-L").output().ok())
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .map(str::to_string)
-                .filter(|l| !l.is_empty())
-                .collect()
-        })
+        .map(|o| gpu_listing(&String::from_utf8_lossy(&o.stdout), visible.as_deref()))
         .unwrap_or_default();
     MachineInfo {
         hostname: read("/proc/sys/kernel/hostname").trim().to_string(),
@@ -59,6 +55,80 @@ pub fn machine() -> MachineInfo {
         memory_bytes,
         gpus,
     }
+}
+
+/// The devices `CUDA_VISIBLE_DEVICES` makes visible, in CUDA's order, as `nvidia-smi --id=` values
+/// (indices, `GPU-…`/`MIG-…` UUIDs). `None`: the variable is unset, every GPU is visible. CUDA stops
+/// reading the list at the first entry it cannot use, and an empty list (or `-1`) hides every GPU.
+pub fn cuda_visible_devices(value: Option<&str>) -> Option<Vec<String>> {
+    let value = value?;
+    let mut ids = Vec::new();
+    for item in value.split(',').map(str::trim) {
+        let valid = !item.is_empty()
+            && (item.bytes().all(|b| b.is_ascii_digit())
+                || item.starts_with("GPU-")
+                || item.starts_with("MIG-"));
+        if !valid {
+            break;
+        }
+        ids.push(item.to_string());
+    }
+    Some(ids)
+}
+
+/// The device a CUDA program started here runs on (CUDA's device 0): the first device
+/// `CUDA_VISIBLE_DEVICES` names, else GPU `0`; `None` when the variable hides every GPU.
+pub fn selected_gpu(cuda_visible_devices: Option<&str>) -> Option<String> {
+    match self::cuda_visible_devices(cuda_visible_devices) {
+        None => Some("0".into()),
+        Some(ids) => ids.into_iter().next(),
+    }
+}
+
+/// `nvidia-smi -L` lines (`GPU 0: NAME (UUID: GPU-…)`) with every UUID replaced by the first 12 hex
+/// digits of its SHA-256 (`uuid-sha256:…`): results are shared, a device's serial identity is not,
+/// and the hash still tells two cards apart.
+pub fn hide_gpu_uuids(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = ["GPU-", "MIG-"].iter().filter_map(|p| rest.find(p)).min() {
+        let end = rest[at..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '/'))
+            .map_or(rest.len(), |n| at + n);
+        let digest = crate::hash::sha256_hex(&rest.as_bytes()[at..end]);
+        out.push_str(&rest[..at]);
+        out.push_str("uuid-sha256:");
+        out.push_str(&digest[..12]);
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The GPUs of an `nvidia-smi -L` listing, UUIDs hidden, the ones `CUDA_VISIBLE_DEVICES` selects
+/// marked `(CUDA_VISIBLE_DEVICES: device N)`, none marked when it is unset.
+fn gpu_listing(listing: &str, visible: Option<&str>) -> Vec<String> {
+    let selected = cuda_visible_devices(visible);
+    listing
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let index = line
+                .strip_prefix("GPU ")
+                .and_then(|r| r.split(':').next())
+                .map(str::trim);
+            let device = selected.as_ref().and_then(|ids| {
+                ids.iter().position(|id| {
+                    Some(id.as_str()) == index || (id.len() > 4 && line.contains(id.as_str()))
+                })
+            });
+            let hidden = hide_gpu_uuids(line);
+            match device {
+                Some(n) => format!("{hidden} (CUDA_VISIBLE_DEVICES: device {n})"),
+                None => hidden,
+            }
+        })
+        .collect()
 }
 
 impl MachineInfo {
@@ -87,6 +157,39 @@ mod tests {
         assert_eq!(find_program(sh.to_str().expect("utf8")), Some(sh));
         assert_eq!(find_program("/definitely/not/python"), None);
         assert_eq!(find_program("trtmc-no-such-program"), None);
+    }
+
+    #[test]
+    fn gpu_uuids_are_hashed_and_the_visible_devices_marked() {
+        let listing = "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-0b1c2d3e-1111-2222-3333-444455556666)\n\
+                       GPU 1: NVIDIA A100-SXM4-80GB (UUID: GPU-99999999-1111-2222-3333-444455556666)\n";
+        let plain = gpu_listing(listing, None);
+        assert_eq!(plain.len(), 2);
+        assert!(
+            plain
+                .iter()
+                .all(|l| !l.contains("GPU-") && l.contains("uuid-sha256:"))
+        );
+        assert_ne!(plain[0], plain[1], "two cards stay apart");
+        assert!(plain[0].starts_with("GPU 0: NVIDIA A100-SXM4-80GB (UUID: uuid-sha256:"));
+        let picked = gpu_listing(listing, Some("1"));
+        assert!(
+            picked[1].ends_with("(CUDA_VISIBLE_DEVICES: device 0)"),
+            "{picked:?}"
+        );
+        assert!(!picked[0].contains("CUDA_VISIBLE_DEVICES"));
+        let by_uuid = gpu_listing(listing, Some("GPU-99999999-1111-2222-3333-444455556666,0"));
+        assert!(by_uuid[1].ends_with("device 0)") && by_uuid[0].ends_with("device 1)"));
+
+        assert_eq!(selected_gpu(None).as_deref(), Some("0"));
+        assert_eq!(selected_gpu(Some("2,3")).as_deref(), Some("2"));
+        assert_eq!(selected_gpu(Some("")), None);
+        assert_eq!(selected_gpu(Some("-1")), None);
+        assert_eq!(
+            cuda_visible_devices(Some("1,x,2")),
+            Some(vec!["1".to_string()])
+        );
+        assert_eq!(selected_gpu(Some("MIG-abc")).as_deref(), Some("MIG-abc"));
     }
 
     #[test]

@@ -501,6 +501,13 @@ fn plan_row(
         );
         return None;
     }
+    if let Some(why) = trtmc_runner::sources::missing_prerequisite(profile) {
+        bad(
+            Kind::Machine,
+            format!("model `{}` cannot be built here: {why}", row.model),
+        );
+        return None;
+    }
     if profile.case(&row.testcase).is_none() {
         let names: Vec<&str> = profile.cases.iter().map(|c| c.name.as_str()).collect();
         bad(

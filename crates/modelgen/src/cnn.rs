@@ -4,6 +4,15 @@
 //! basic block (16->16, identity shortcut)
 //! basic block (16->32, stride 2, 1x1 strided projection shortcut) -> [32,16,16]
 //! GlobalAveragePool, Flatten, Gemm(32->10) -> logits
+//!
+//! `resnet18`: the ResNet-18 architecture (He et al. 2016, 11.7 M parameters) at ImageNet size,
+//! built from the same blocks, for runtimes whose speed only shows on a realistic workload (the
+//! default model of the GPU suite). Every weight is an initializer, so TensorRT's ONNX parser sees
+//! constant weights.
+//!
+//! stem conv7x7(3->64, stride 2)+BN+ReLU, MaxPool 3x3 stride 2 -> [64,56,56]
+//! four stages of two basic blocks: 64, 128 (stride 2), 256 (stride 2), 512 (stride 2) -> [512,7,7]
+//! GlobalAveragePool, Flatten, Gemm(512->1000) -> logits
 
 use tract_onnx::pb::tensor_proto::DataType;
 
@@ -53,6 +62,74 @@ pub(crate) fn build(seed: u64) -> Vec<u8> {
     g.finish(
         "tiny_cnn",
         "trtmc tiny-cnn: seeded ResNet-style classifier, 3x64x64 -> 10 logits",
+    )
+}
+
+pub(crate) const RESNET18_CLASSES: usize = 1000;
+pub(crate) const RESNET18_IMAGE: i64 = 224;
+
+pub(crate) fn build_resnet18(seed: u64) -> Vec<u8> {
+    let mut g = Graph::new(seed);
+    let image = g.input(
+        "image",
+        DataType::Float,
+        &[
+            Dim::Param("batch"),
+            Dim::Fixed(3),
+            Dim::Fixed(RESNET18_IMAGE),
+            Dim::Fixed(RESNET18_IMAGE),
+        ],
+    );
+    let x = conv_bn(&mut g, &image, "stem", 3, 64, 7, 2);
+    let x = g.op("Relu", &[&x], vec![]);
+    let mut x = g.op(
+        "MaxPool",
+        &[&x],
+        vec![
+            attr_ints("kernel_shape", &[3, 3]),
+            attr_ints("strides", &[2, 2]),
+            attr_ints("pads", &[1, 1, 1, 1]),
+        ],
+    );
+    let mut channels = 64;
+    for (stage, width) in [64, 128, 256, 512].into_iter().enumerate() {
+        let stride = if stage == 0 { 1 } else { 2 };
+        x = basic_block(
+            &mut g,
+            &x,
+            &format!("layer{}.0", stage + 1),
+            channels,
+            width,
+            stride,
+        );
+        x = basic_block(
+            &mut g,
+            &x,
+            &format!("layer{}.1", stage + 1),
+            width,
+            width,
+            1,
+        );
+        channels = width;
+    }
+    let x = g.op("GlobalAveragePool", &[&x], vec![]);
+    let x = g.op("Flatten", &[&x], vec![attr_int("axis", 1)]);
+    let w = g.weight(
+        "fc.weight",
+        &[RESNET18_CLASSES, channels],
+        scaled_bound(1.0, channels),
+    );
+    let b = g.weight("fc.bias", &[RESNET18_CLASSES], 0.05);
+    let logits = g.op("Gemm", &[&x, &w, &b], vec![attr_int("transB", 1)]);
+    g.output(
+        &logits,
+        "logits",
+        DataType::Float,
+        &[Dim::Param("batch"), Dim::Fixed(RESNET18_CLASSES as i64)],
+    );
+    g.finish(
+        "resnet18",
+        "trtmc resnet18: seeded ResNet-18 classifier, 3x224x224 -> 1000 logits",
     )
 }
 

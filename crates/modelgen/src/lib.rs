@@ -8,6 +8,7 @@
 //! | name | task | inputs | outputs |
 //! |---|---|---|---|
 //! | `tiny-cnn` | classify | `image` f32 [batch, 3, 64, 64] | `logits` f32 [batch, 10] |
+//! | `resnet18` | classify | `image` f32 [batch, 3, 224, 224] | `logits` f32 [batch, 1000] |
 //! | `tiny-encoder` | encode | `input_ids`, `attention_mask` i64 [batch, seq] | `last_hidden_state` f32 [batch, seq, 64], `embeddings` f32 [batch, 64] (unit L2 norm) |
 //! | `tiny-gpt` | generate | see [`DecoderSpec`] | `logits` f32 [1, seq, 259], `present.{i}.key/value` |
 //!
@@ -212,6 +213,12 @@ const MODELS: &[BuiltinModel] = &[
             input("past_key_values.1.value", "f32", &[1, 4, 0, 16]),
         ],
     },
+    BuiltinModel {
+        name: "resnet18",
+        description: "ResNet-18 image classifier at ImageNet size (11.7 M parameters, 47 MB): 3x224x224 image to 1000 logits; a realistic GPU workload",
+        task: Task::Classify,
+        inputs: &[input("image", "f32", &[1, 3, 224, 224])],
+    },
 ];
 
 /// Every model [`generate`] knows, in a stable order.
@@ -224,6 +231,7 @@ pub fn builtin_models() -> &'static [BuiltinModel] {
 pub fn generate(name: &str, seed: u64) -> Result<Vec<u8>> {
     Ok(match name {
         "tiny-cnn" => cnn::build(seed),
+        "resnet18" => cnn::build_resnet18(seed),
         "tiny-encoder" => encoder::build(seed),
         "tiny-gpt" => gpt::build(seed),
         "tiny-segnet" => tasks::segnet(seed),

@@ -168,6 +168,56 @@ fn gpt_prefill_outputs_logits_and_cache() {
     assert!(max_abs_diff(&values(&other), &l) > 1e-3);
 }
 
+/// The GPU suite's default model: ResNet-18 at ImageNet size, every weight a constant initializer
+/// (no node computes a weight, unlike the onnx wheel's light_resnet50), well-scaled logits.
+#[test]
+fn resnet18_is_imagenet_sized_with_constant_weights() {
+    use prost::Message as _;
+    let bytes = generate("resnet18", DEFAULT_SEED).unwrap();
+    let model = tract_onnx::pb::ModelProto::decode(bytes.as_slice()).unwrap();
+    let graph = model.graph.unwrap();
+    let parameters: usize = graph
+        .initializer
+        .iter()
+        .map(|t| t.dims.iter().product::<i64>() as usize)
+        .sum();
+    // ResNet-18: 11,689,512 parameters, plus BatchNorm's running statistics (9,600).
+    assert_eq!(parameters, 11_689_512 + 9_600, "{parameters}");
+    let ops: std::collections::BTreeSet<&str> =
+        graph.node.iter().map(|n| n.op_type.as_str()).collect();
+    assert!(
+        !ops.contains("ConstantOfShape") && !ops.contains("Constant"),
+        "{ops:?}"
+    );
+    let initializers: std::collections::BTreeSet<&str> =
+        graph.initializer.iter().map(|t| t.name.as_str()).collect();
+    for node in graph
+        .node
+        .iter()
+        .filter(|n| n.op_type == "Conv" || n.op_type == "Gemm")
+    {
+        assert!(
+            initializers.contains(node.input[1].as_str()),
+            "{}",
+            node.name
+        );
+    }
+    assert_eq!(
+        graph.node.iter().filter(|n| n.op_type == "Conv").count(),
+        20
+    );
+
+    let plan = load(&bytes).unwrap();
+    let image = f32_tensor(&[1, 3, 224, 224], pseudo_random(3 * 224 * 224, 3));
+    let out = run(&plan, vec![image]).unwrap();
+    assert_eq!(out[0].shape(), &[1, 1000]);
+    let logits = values(&out[0]);
+    assert!(logits.iter().all(|x| x.is_finite()));
+    let spread = std_dev(&logits);
+    // Residual sums grow the activations with depth (ONNX Runtime: spread about 18 on uniform input).
+    assert!((0.05..100.0).contains(&spread), "logit spread {spread}");
+}
+
 /// Pins the exact bytes of each model at the default seed, so a change to the generator (or to
 /// a dependency's encoding or random stream) is noticed: it changes every model a user has
 /// benchmarked. Update the digests deliberately when the models are meant to change.
@@ -198,4 +248,5 @@ const PINNED: &[(&str, u64)] = &[
     ("tiny-denoiser", 0x4357_caba_4647_23e7),
     ("tiny-forecaster", 0x89f1_4e4c_ed0f_87bd),
     ("tiny-vlm", 0x1941_eb09_8b8c_bd10),
+    ("resnet18", 0xf362_aa7f_2493_36e9),
 ];

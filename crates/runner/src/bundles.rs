@@ -262,19 +262,24 @@ pub fn build(
         source_commit: commit.as_deref(),
     };
     if let Err(e) = build_bundle(rt, &build_plan, &tmp) {
-        let log = tmp.join(BUILD_LOG);
-        let kept = parent.join(format!(
-            "failed-{}-{}.build.log",
-            sanitize(&profile.name),
-            &key[..16]
-        ));
-        let _ = std::fs::rename(&log, &kept);
+        let stem = format!("failed-{}-{}", sanitize(&profile.name), &key[..16]);
+        let kept = parent.join(format!("{stem}.build.log"));
+        let moved = keep_failed_build_logs(&tmp, parent, &stem);
         let _ = std::fs::remove_dir_all(&tmp);
+        // The messages named the logs in the build folder, which is gone: name the kept copies.
+        let renamed = |text: &str| {
+            moved.iter().fold(text.to_string(), |t, (from, to)| {
+                t.replace(&from.display().to_string(), &to.display().to_string())
+            })
+        };
+        if let Ok(text) = std::fs::read_to_string(&kept) {
+            let _ = trtmc_core::fsutil::write_atomic(&kept, renamed(&text).as_bytes());
+        }
         return Err(Error::BuildFailed {
             model: profile.name.clone(),
             runtime: rt.name().to_string(),
             log: kept,
-            source: e,
+            source: anyhow::anyhow!(renamed(&format!("{e:#}"))),
         });
     }
     if plan.path.exists() {
@@ -285,6 +290,31 @@ pub fn build(
     }
     std::fs::rename(&tmp, &plan.path).map_err(cache_io("move the new bundle into", &plan.path))?;
     Ok(BundleOrigin::Built)
+}
+
+/// Moves the logs of a failed build out of its folder `tmp` into `parent`: the bundle's build log to
+/// `STEM.build.log`, every other `*.log` (the runtime tool's own, e.g. trtexec's) to `STEM.NAME`.
+/// Returns (old path, kept path) of each.
+fn keep_failed_build_logs(tmp: &Path, parent: &Path, stem: &str) -> Vec<(PathBuf, PathBuf)> {
+    let mut moved = Vec::new();
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return moved;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".log") {
+            continue;
+        }
+        let kept = if name == BUILD_LOG {
+            parent.join(format!("{stem}.build.log"))
+        } else {
+            parent.join(format!("{stem}.{name}"))
+        };
+        if std::fs::rename(entry.path(), &kept).is_ok() {
+            moved.push((entry.path(), kept));
+        }
+    }
+    moved
 }
 
 /// Removes the build folders (`.tmp-KEY-PID`, a tune's `.tmp-tune-KEY-PID`) and set-aside old bundles

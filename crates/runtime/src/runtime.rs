@@ -95,6 +95,14 @@ pub trait Session {
     }
 }
 
+/// The timed loop of one run of a case as `run` will start it, for [`Runtime::describe_commands`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TimedPlan {
+    pub warmup: u64,
+    pub iterations: u64,
+    pub min_duration_s: f64,
+}
+
 /// What a runtime that times itself (its own tool owns the timed loop) is asked to do.
 pub struct SelfTimedRequest<'a> {
     pub bundle_dir: &'a Path,
@@ -215,16 +223,16 @@ pub trait Runtime: Send + Sync {
             settings,
         )
     }
-    /// The external commands a build into `bundle_dir` and a timed run of `iterations` would execute
-    /// (`run --dry-run`); empty for runtimes that run in-process. `onnx` is `None` when the model file
-    /// is only produced at build time.
+    /// The external commands a build into `bundle_dir` and the timed run `timed` would execute
+    /// (`run --dry-run`), each exactly as it will be started; empty for runtimes that run
+    /// in-process. `onnx` is `None` when the model file is only produced at build time.
     fn describe_commands(
         &self,
         _onnx: Option<&Path>,
         _build: &BTreeMap<String, Value>,
         _runtime: &BTreeMap<String, Value>,
         _bundle_dir: &Path,
-        _iterations: u64,
+        _timed: &TimedPlan,
     ) -> Result<Vec<String>, String> {
         Ok(Vec::new())
     }

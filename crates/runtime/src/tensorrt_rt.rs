@@ -39,7 +39,7 @@ use crate::outputs::{from_tensor, le_bytes};
 use crate::profile::{ExportFiles, export_paths};
 use crate::runtime::{
     BuildOutput, BuildStep, Runtime, SelfTimed, SelfTimedRequest, SelfTimedRun, Session,
-    SettingDecl, SettingSection, check_build_settings,
+    SettingDecl, SettingSection, TimedPlan, check_build_settings,
 };
 use crate::tensor::{DType, Dim, HostTensor, TensorSpec};
 
@@ -54,6 +54,8 @@ pub const PROFILE_LOG: &str = "trtexec-profile.log";
 pub const OUTPUTS_LOG: &str = "trtexec-outputs.log";
 /// trtexec's `--exportOutput` of the accuracy run, in the case directory.
 pub const OUTPUTS_FILE: &str = "outputs_tensorrt.json";
+/// trtexec's `--exportTimes` of the timed run, in the case directory.
+pub const TIMES_FILE: &str = "times_tensorrt.json";
 /// Engine builds may take long on big models; this bounds a hung trtexec.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(4 * 3600);
 
@@ -500,39 +502,113 @@ fn spec(d: &Declared, shape: Option<&TensorShape>) -> anyhow::Result<TensorSpec>
     })
 }
 
-/// GPU name and compute capability from nvidia-smi, which engines are tied to.
+/// GPU name and compute capability from nvidia-smi, which engines are tied to: of the device CUDA
+/// will use (the first of `CUDA_VISIBLE_DEVICES`, else GPU 0).
 fn gpu_target() -> String {
-    let out = std::process::Command::new("nvidia-smi")
-        .args(["--query-gpu=name,compute_cap", "--format=csv,noheader"])
-        .output();
-    match out {
-        Ok(o) if o.status.success() => {
-            let text = String::from_utf8_lossy(&o.stdout);
-            let first = text.lines().next().unwrap_or("").trim();
-            let cleaned: String = first
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || c == '.' {
-                        c
-                    } else {
-                        '-'
-                    }
-                })
-                .collect();
-            format!("gpu-{cleaned}")
-        }
-        _ => "gpu-unknown".into(),
+    match trtmc_core::machine::find_program("nvidia-smi") {
+        Some(smi) => gpu_target_with(&smi, std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref()),
+        None => "gpu-unknown".into(),
     }
 }
 
-/// The engine build a bundle's settings ask for, into `out_dir`.
+/// [`gpu_target`] asking `smi` with `CUDA_VISIBLE_DEVICES` = `visible`. Drivers older than 510 have
+/// no `compute_cap` query field: the capability then comes from the GPU's name
+/// ([`compute_capability_of`]), or is `cc-unknown`.
+fn gpu_target_with(smi: &Path, visible: Option<&str>) -> String {
+    let Some(device) = trtmc_core::machine::selected_gpu(visible) else {
+        return "gpu-none-visible".into();
+    };
+    let query = |fields: &str| -> Option<String> {
+        let out = std::process::Command::new(smi)
+            .arg(format!("--id={device}"))
+            .arg(format!("--query-gpu={fields}"))
+            .arg("--format=csv,noheader")
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text.lines().next().unwrap_or("").trim();
+        (out.status.success() && !line.is_empty()).then(|| line.to_string())
+    };
+    let identity = match query("name,compute_cap") {
+        Some(line) => line,
+        None => match query("name") {
+            Some(name) => {
+                let cc = compute_capability_of(&name).unwrap_or("cc-unknown");
+                format!("{name}, {cc}")
+            }
+            None => return "gpu-unknown".into(),
+        },
+    };
+    let cleaned: String = identity
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("gpu-{cleaned}")
+}
+
+/// The compute capability of a data-centre or desktop NVIDIA GPU from its name, for drivers that
+/// cannot report it (NVIDIA's CUDA GPUs table); `None` for names not listed.
+fn compute_capability_of(name: &str) -> Option<&'static str> {
+    const MODELS: &[(&str, &str)] = &[
+        ("B200", "10.0"),
+        ("B100", "10.0"),
+        ("GB200", "10.0"),
+        ("H200", "9.0"),
+        ("H100", "9.0"),
+        ("GH200", "9.0"),
+        ("H800", "9.0"),
+        ("L4", "8.9"),
+        ("L40", "8.9"),
+        ("L40S", "8.9"),
+        ("A100", "8.0"),
+        ("A800", "8.0"),
+        ("A30", "8.0"),
+        ("A10", "8.6"),
+        ("A10G", "8.6"),
+        ("A40", "8.6"),
+        ("A16", "8.6"),
+        ("A2", "8.6"),
+        ("T4", "7.5"),
+        ("V100", "7.0"),
+        ("V100S", "7.0"),
+        ("P100", "6.0"),
+        ("P40", "6.1"),
+        ("P4", "6.1"),
+    ];
+    let words: Vec<&str> = name.split([' ', '-']).filter(|w| !w.is_empty()).collect();
+    if let Some((_, cc)) = MODELS.iter().find(|(model, _)| words.contains(model)) {
+        return Some(cc);
+    }
+    // GeForce RTX NNNN: the series is the first digit.
+    let rtx = words.iter().position(|w| *w == "RTX")?;
+    let series = words.get(rtx + 1)?;
+    if series.len() != 4 || !series.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    match &series[..1] {
+        "5" => Some("12.0"),
+        "4" => Some("8.9"),
+        "3" => Some("8.6"),
+        "2" => Some("7.5"),
+        _ => None,
+    }
+}
+
+/// The engine build a bundle's settings ask for. trtexec runs inside the (temporary) bundle folder,
+/// so the engine and layer files are named relative to it and the argv is the same wherever the
+/// folder is staged.
 fn build_request(
     onnx: &Path,
     settings: &BTreeMap<String, Value>,
     shapes: Option<&[TensorShape]>,
-    out_dir: &Path,
 ) -> anyhow::Result<BuildRequest> {
-    let mut request = BuildRequest::new(onnx, out_dir.join(ENGINE));
+    let mut request = BuildRequest::new(onnx, ENGINE);
     request.shapes = match shapes {
         None => BuildShapes::Model,
         Some(s) => BuildShapes::Static(s.to_vec()),
@@ -543,7 +619,7 @@ fn build_request(
     request.builder_optimization_level = flags.builder_optimization_level;
     request.tiling_optimization_level = flags.tiling_optimization_level;
     request.max_aux_streams = flags.max_aux_streams;
-    request.layer_info = Some(export_paths(out_dir, NAME).layer_info);
+    request.layer_info = Some(export_paths(Path::new(""), NAME).layer_info);
     Ok(request)
 }
 
@@ -704,12 +780,13 @@ impl Runtime for TensorrtRuntime {
         let trtexec = self.require()?;
         let (declared_in, declared_out) = declared_io(onnx)?;
         let shapes = bound_shapes(&declared_in, settings)?;
-        let request = build_request(onnx, settings, shapes.as_deref(), out_dir)?;
+        let request = build_request(onnx, settings, shapes.as_deref())?;
         let argv = request.args(trtexec.version())?;
         let log_path = out_dir.join(BUILD_LOG);
         let started = Instant::now();
         // The typed error travels on, so that a tuner can tell a crashed build from a refused one.
         let built = trtexec
+            .in_dir(out_dir)
             .build(&request, &log_path, BUILD_TIMEOUT)
             .map_err(anyhow::Error::new)?;
         let wall_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -758,6 +835,7 @@ impl Runtime for TensorrtRuntime {
                 "shapes": shapes,
                 "engine_built_s": timings.engine_built_s,
                 "build_timings": timings,
+                "route_used": built.log.tuning.build_route,
             }),
         )?;
         let inputs = declared_in
@@ -796,32 +874,35 @@ impl Runtime for TensorrtRuntime {
         )
     }
 
-    /// The trtexec command lines of the build and of one timed run.
+    /// The trtexec command lines of the build and of the timed run, each exactly the argv `run`
+    /// starts (trtexec runs in the bundle folder to build and in the case folder to time, so files
+    /// without a folder land there).
     fn describe_commands(
         &self,
         onnx: Option<&Path>,
         build: &BTreeMap<String, Value>,
         runtime: &BTreeMap<String, Value>,
         bundle_dir: &Path,
-        iterations: u64,
+        timed: &TimedPlan,
     ) -> Result<Vec<String>, String> {
         let trtexec = self.trtexec()?;
         let version = trtexec.version();
         let text = |e: anyhow::Error| format!("{e:#}");
-        let (onnx, shapes) = match onnx {
-            Some(p) => {
-                let (inputs, _) = declared_io(p).map_err(text)?;
-                (p.to_path_buf(), bound_shapes(&inputs, build).map_err(text)?)
-            }
-            None => (bundle_dir.join("model.onnx"), None),
+        let Some(onnx) = onnx else {
+            return Err(
+                "the model file is produced at build time, so its shapes are not known yet".into(),
+            );
         };
-        let request = build_request(&onnx, build, shapes.as_deref(), bundle_dir).map_err(text)?;
-        let mut time = TimeRequest::new(bundle_dir.join(ENGINE));
-        time.shapes = shapes.unwrap_or_default();
-        time.iterations = Some(clamp_u32(iterations.max(1)));
-        time.duration_s = Some(0);
-        time.behaviour = behaviour(runtime).map_err(text)?;
-        time.export_times = Some(PathBuf::from(format!("<case dir>/times_{NAME}.json")));
+        let (inputs, _) = declared_io(onnx).map_err(text)?;
+        let shapes = bound_shapes(&inputs, build).map_err(text)?;
+        let request = build_request(onnx, build, shapes.as_deref()).map_err(text)?;
+        let time = time_request(
+            bundle_dir.join(ENGINE),
+            shapes.unwrap_or_default(),
+            runtime,
+            timed,
+        )
+        .map_err(text)?;
         let line = |args: Vec<String>| {
             let mut argv = vec![trtexec.path().display().to_string()];
             argv.extend(args);
@@ -829,11 +910,12 @@ impl Runtime for TensorrtRuntime {
         };
         Ok(vec![
             format!(
-                "build: {}",
+                "build (in {}): {}",
+                bundle_dir.display(),
                 line(request.args(version).map_err(|e| e.to_string())?)
             ),
             format!(
-                "time:  {}",
+                "time (in the case folder): {}",
                 line(time.args(version).map_err(|e| e.to_string())?)
             ),
         ])
@@ -874,20 +956,34 @@ impl Runtime for TensorrtRuntime {
     }
 }
 
-/// A timing run of the bundle's engine with the shapes it was built for and the case's loop behaviour.
+/// The timed run of a case: `engine` with `shapes` (those it was built for), the case's loop
+/// (trtexec's own 200 ms warm-up unless the case asks for none; the minimum duration rounded up to
+/// whole seconds) and loop behaviour, its queries exported to `times_tensorrt.json` in the folder
+/// trtexec runs in. `run` and `run --dry-run` both build it here.
 fn time_request(
-    r: &SelfTimedRequest<'_>,
-    warm_up_ms: Option<u32>,
-    iterations: u64,
-    duration_s: u32,
+    engine: PathBuf,
+    shapes: Vec<TensorShape>,
+    settings: &BTreeMap<String, Value>,
+    timed: &TimedPlan,
 ) -> anyhow::Result<TimeRequest> {
-    let mut request = TimeRequest::new(r.bundle_dir.join(&r.manifest.artifact));
-    request.shapes = run_shapes(r.bundle_dir)?;
-    request.warm_up_ms = warm_up_ms;
-    request.iterations = Some(clamp_u32(iterations.max(1)));
-    request.duration_s = Some(duration_s);
-    request.behaviour = behaviour(r.settings)?;
+    let mut request = TimeRequest::new(engine);
+    request.shapes = shapes;
+    request.warm_up_ms = (timed.warmup == 0).then_some(0);
+    request.iterations = Some(clamp_u32(timed.iterations.max(1)));
+    request.duration_s = Some(timed.min_duration_s.max(0.0).ceil() as u32);
+    request.behaviour = behaviour(settings)?;
+    request.export_times = Some(PathBuf::from(TIMES_FILE));
     Ok(request)
+}
+
+/// A timing run of the bundle's engine with the shapes it was built for, for `r`.
+fn time_request_of(r: &SelfTimedRequest<'_>, timed: &TimedPlan) -> anyhow::Result<TimeRequest> {
+    time_request(
+        r.bundle_dir.join(&r.manifest.artifact),
+        run_shapes(r.bundle_dir)?,
+        r.settings,
+        timed,
+    )
 }
 
 /// One of trtexec's warnings under its performance summary, as a sentence.
@@ -932,16 +1028,18 @@ impl SelfTimed for TensorrtRuntime {
         self.supports_operation(r.operation)
             .map_err(anyhow::Error::msg)?;
         let trtexec = self.require()?;
-        let mut request = time_request(
+        let request = time_request_of(
             r,
-            (r.warmup == 0).then_some(0),
-            r.iterations,
-            r.min_duration_s.max(0.0).ceil() as u32,
+            &TimedPlan {
+                warmup: r.warmup,
+                iterations: r.iterations,
+                min_duration_s: r.min_duration_s,
+            },
         )?;
-        let times_path = r.case_dir.join(format!("times_{NAME}.json"));
-        request.export_times = Some(times_path.clone());
+        let times_path = r.case_dir.join(TIMES_FILE);
         let argv = request.args(trtexec.version())?;
         let output = trtexec
+            .in_dir(r.case_dir)
             .time(&request, &r.case_dir.join(TIME_LOG), r.timeout)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let queries = read_times(&times_path).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -969,6 +1067,13 @@ impl SelfTimed for TensorrtRuntime {
             json!(trtexec.version().to_string()),
         );
         notes.insert("trtexec_argv".into(), json!(argv));
+        // The route trtexec said it built the engine with (11.1+), from the bundle's build record.
+        if let Some(route) = build_record(r.bundle_dir)
+            .ok()
+            .and_then(|doc| doc["route_used"].as_str().map(String::from))
+        {
+            notes.insert("trtexec_build_route_used".into(), json!(route));
+        }
         if let Some(summary) = output.log.summary() {
             notes.insert("trtexec_summary".into(), serde_json::to_value(summary)?);
         }
@@ -982,7 +1087,7 @@ impl SelfTimed for TensorrtRuntime {
             .unwrap_or_default();
         Ok(SelfTimedRun {
             observations,
-            files: vec![TIME_LOG.into(), format!("times_{NAME}.json")],
+            files: vec![TIME_LOG.into(), TIMES_FILE.into()],
             notes,
             warnings,
         })
@@ -995,7 +1100,9 @@ impl SelfTimed for TensorrtRuntime {
         inputs: &[(String, HostTensor)],
     ) -> anyhow::Result<Vec<(String, HostTensor)>> {
         let trtexec = self.require()?;
-        let dir = r.case_dir.join("inputs_tensorrt");
+        // trtexec runs in the case folder: the input files are named relative to it.
+        let folder = Path::new("inputs_tensorrt");
+        let dir = r.case_dir.join(folder);
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
         let mut load = Vec::with_capacity(r.manifest.inputs.len());
@@ -1015,16 +1122,27 @@ impl SelfTimed for TensorrtRuntime {
                     spec.name
                 );
             }
-            let file = dir.join(format!("input-{i}.bin"));
+            let name = format!("input-{i}.bin");
+            let file = dir.join(&name);
             write_atomic(&file, &le_bytes(tensor))
                 .with_context(|| format!("cannot write {}", file.display()))?;
-            load.push((spec.name.clone(), file));
+            load.push((spec.name.clone(), folder.join(name)));
         }
-        let mut request = time_request(r, Some(0), 1, 0)?;
+        // One query, no warm-up, nothing timed.
+        let mut request = time_request_of(
+            r,
+            &TimedPlan {
+                warmup: 0,
+                iterations: 1,
+                min_duration_s: 0.0,
+            },
+        )?;
+        request.export_times = None;
         request.load_inputs = load;
         let exported = r.case_dir.join(OUTPUTS_FILE);
-        request.export_output = Some(exported.clone());
+        request.export_output = Some(PathBuf::from(OUTPUTS_FILE));
         trtexec
+            .in_dir(r.case_dir)
             .time(&request, &r.case_dir.join(OUTPUTS_LOG), r.timeout)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let tensors = read_outputs(&exported).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -1052,16 +1170,17 @@ impl SelfTimed for TensorrtRuntime {
     fn profile(&self, r: &SelfTimedRequest<'_>, iterations: u64) -> anyhow::Result<ExportFiles> {
         let trtexec = self.require()?;
         let files = export_paths(r.case_dir, NAME);
-        let mut request = ProfileRequest::new(
-            r.bundle_dir.join(&r.manifest.artifact),
-            files.profile.clone(),
-        );
+        // trtexec runs in the case folder: the exports are named relative to it.
+        let named = export_paths(Path::new(""), NAME);
+        let mut request =
+            ProfileRequest::new(r.bundle_dir.join(&r.manifest.artifact), named.profile);
         request.shapes = run_shapes(r.bundle_dir)?;
         request.iterations = Some(clamp_u32(iterations.max(1)));
         request.duration_s = Some(0);
         request.behaviour = behaviour(r.settings)?;
-        request.export_layer_info = Some(files.layer_info.clone());
+        request.export_layer_info = Some(named.layer_info);
         trtexec
+            .in_dir(r.case_dir)
             .profile(&request, &r.case_dir.join(PROFILE_LOG), r.timeout)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         Ok(files)
@@ -1124,6 +1243,52 @@ mod tests {
         let b = behaviour(&s("cuda_graph", json!(false))).expect("behaviour");
         assert!(!b.cuda_graph && b.spin_wait && !b.data_transfers);
         assert!(behaviour(&s("spin_wait", json!("sometimes"))).is_err());
+    }
+
+    /// A fake nvidia-smi of a driver without the `compute_cap` field; it records its arguments.
+    #[cfg(unix)]
+    fn old_nvidia_smi(dir: &Path) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt as _;
+        let args = dir.join("smi-args");
+        let script = format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\n\
+             case \"$*\" in\n  *compute_cap*) echo 'Field \"compute_cap\" is not a valid field to query.'; exit 2 ;;\n\
+               *--id=1*) echo 'Tesla T4' ;;\n  *) echo 'NVIDIA A100-SXM4-40GB' ;;\nesac\n",
+            args.display()
+        );
+        let path = dir.join("nvidia-smi");
+        std::fs::write(&path, script).expect("write fake nvidia-smi");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        path
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_gpu_target_falls_back_to_the_name_and_follows_cuda_visible_devices() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let smi = old_nvidia_smi(tmp.path());
+        assert_eq!(
+            gpu_target_with(&smi, None),
+            "gpu-NVIDIA-A100-SXM4-40GB--8.0"
+        );
+        assert_eq!(gpu_target_with(&smi, Some("1,0")), "gpu-Tesla-T4--7.5");
+        assert_eq!(gpu_target_with(&smi, Some("")), "gpu-none-visible");
+        let asked = std::fs::read_to_string(tmp.path().join("smi-args")).expect("args");
+        assert!(
+            asked.contains("--id=0 --query-gpu=name,compute_cap"),
+            "{asked}"
+        );
+        assert!(
+            asked.contains("--id=1 --query-gpu=name --format"),
+            "{asked}"
+        );
+        assert_eq!(compute_capability_of("NVIDIA H200"), Some("9.0"));
+        assert_eq!(compute_capability_of("NVIDIA A10"), Some("8.6"));
+        assert_eq!(
+            compute_capability_of("NVIDIA GeForce RTX 4090"),
+            Some("8.9")
+        );
+        assert_eq!(compute_capability_of("NVIDIA Mystery 9"), None);
     }
 
     /// A stand-in trtexec printing TensorRT `version`'s banner, and for `--helpBuildRoute` the

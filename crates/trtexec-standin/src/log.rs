@@ -1,5 +1,5 @@
-//! What the simulator prints: trtexec's `[MM/DD/YYYY-HH:MM:SS] [I] message` lines (errors on
-//! stderr, everything else on stdout, as trtexec's logger does), the `&&&&` status lines, and
+//! What the simulator prints: trtexec's `[MM/DD/YYYY-HH:MM:SS] [I] message` lines (warnings and
+//! errors on stderr, info and verbose on stdout, as trtexec's logger does), the `&&&&` status lines, and
 //! numbers in C++ stream notation.
 
 use std::io::{BufWriter, Stdout, Write};
@@ -57,7 +57,9 @@ impl Log {
         } else {
             format!("[{stamp}] [{severity}] {message}")
         };
-        if matches!(severity, 'E' | 'F') {
+        // samples/common/logging.h: severities above kINFO (warning, error, internal error) go to
+        // std::cerr.
+        if matches!(severity, 'W' | 'E' | 'F') {
             let _ = self.out.flush();
             let mut err = std::io::stderr().lock();
             let _ = writeln!(err, "{text}");

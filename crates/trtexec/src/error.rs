@@ -89,12 +89,15 @@ pub enum TrtexecError {
     InvalidRequest(String),
 
     /// trtexec ran and reported failure.
-    #[error("trtexec failed ({status}).{errors} Full log: {log}", errors = format_errors(.errors))]
+    #[error("trtexec failed ({status}).{errors} Full log: {log}", errors = format_errors(.errors, .tail))]
     Failed {
         /// "exit status 1", "'&&&& FAILED' with exit status 0", "killed by a signal", ...
         status: String,
-        /// The last meaningful `[E]` lines of the log.
+        /// The last meaningful error lines of the log (`[E]`, `[F]`, `Cuda failure …`).
         errors: Vec<String>,
+        /// When the log has no error line: its last lines, so that the message still shows how
+        /// trtexec ended.
+        tail: Vec<String>,
         /// The captured log.
         log: PathBuf,
     },
@@ -143,12 +146,16 @@ pub enum TrtexecError {
     },
 }
 
-fn format_errors(errors: &[String]) -> String {
-    if errors.is_empty() {
-        return " The log has no [E] lines.".to_string();
-    }
-    let mut text = String::from(" Last errors:");
-    for line in errors {
+fn format_errors(errors: &[String], tail: &[String]) -> String {
+    let (mut text, lines) = match (errors.is_empty(), tail.is_empty()) {
+        (false, _) => (String::from(" Last errors:"), errors),
+        (true, false) => (
+            String::from(" The log has no error line; it ends with:"),
+            tail,
+        ),
+        (true, true) => return " The log is empty.".to_string(),
+    };
+    for line in lines {
         text.push_str("\n  ");
         text.push_str(line);
     }

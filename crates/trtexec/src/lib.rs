@@ -87,10 +87,13 @@ pub use knobs::{
     AllowedValuesError, KnobDatabase, KnobOption, KnobValues, parse_allowed_values,
     parse_knob_database,
 };
-pub use log::{ParsedLog, RunStatus, StatusLine, parse_log, parse_status_line};
+pub use log::{
+    ParsedLog, RunStatus, StatusLine, is_unmarked_failure, parse_log, parse_status_line,
+};
 pub use outputs::{OutputTensor, parse_outputs, read_outputs};
 pub use runner::{
     RunOutput, Trtexec, detect_version, find_executable, find_executable_in, run_process,
+    run_process_in,
 };
 pub use summary::{Percentile, PerformanceSummary, StatLine, SummaryForm, SummaryWarning};
 pub use version::TrtexecVersion;

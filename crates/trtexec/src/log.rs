@@ -294,7 +294,8 @@ pub struct ParsedLog {
     pub accuracy: Vec<AccuracyLoss>,
     /// Tuner output.
     pub tuning: TuningLog,
-    /// Messages of `[E]` and `[F]` lines.
+    /// Messages of `[E]` and `[F]` lines, and the failure lines trtexec and the C++ runtime print
+    /// without a severity ([`is_unmarked_failure`]: `Cuda failure …`, an uncaught exception).
     pub errors: Vec<String>,
     /// Messages of `[W]` lines outside the performance summary.
     pub warnings: Vec<String>,
@@ -334,6 +335,26 @@ impl ParsedLog {
         let start = meaningful.len().saturating_sub(count);
         meaningful[start..].iter().map(|e| e.to_string()).collect()
     }
+}
+
+/// A failure line printed without a `[E]`/`[F]` severity. trtexec's CUDA checks
+/// (`samples/common/safeCommon.h`) write `Cuda failure at FILE:LINE: message` (`Cuda failure: N` in
+/// older releases) straight to stderr; a C++ exception nobody caught ends the process with
+/// `terminate called after throwing …` and `what(): …`; the loader refuses a missing TensorRT library
+/// with `error while loading shared libraries`; a failed `assert` prints `Assertion … failed`.
+pub fn is_unmarked_failure(line: &str) -> bool {
+    const STARTS: &[&str] = &[
+        "Cuda failure",
+        "CUDA failure",
+        "CUDA error",
+        "Cuda error",
+        "terminate called",
+        "what():",
+        "Segmentation fault",
+    ];
+    STARTS.iter().any(|s| line.starts_with(s))
+        || line.contains("error while loading shared libraries")
+        || (line.contains("Assertion") && line.ends_with("failed."))
 }
 
 /// Parses a whole trtexec log.
@@ -381,6 +402,11 @@ impl Parser {
         if trimmed.starts_with("&&&& ") {
             self.close_section();
             self.status(trimmed);
+            return;
+        }
+        if severity.is_none() && is_unmarked_failure(trimmed) {
+            self.close_section();
+            self.log.errors.push(trimmed.to_string());
             return;
         }
         if self.continue_section(severity, message) {

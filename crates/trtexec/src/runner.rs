@@ -30,6 +30,10 @@ const ERROR_LINES: usize = 5;
 pub struct Trtexec {
     path: PathBuf,
     version: TrtexecVersion,
+    /// The folder trtexec runs in ([`Trtexec::in_dir`]); relative paths of a request are relative
+    /// to it. `None`: this process's current directory.
+    #[serde(skip, default)]
+    work_dir: Option<PathBuf>,
 }
 
 /// One finished trtexec run.
@@ -74,7 +78,11 @@ impl Trtexec {
     pub fn locate(explicit: Option<&Path>) -> Result<Self> {
         let path = find_executable(explicit)?;
         let version = detect_version(&path, VERSION_PROBE_TIMEOUT)?;
-        Ok(Self { path, version })
+        Ok(Self {
+            path,
+            version,
+            work_dir: None,
+        })
     }
 
     /// A trtexec whose version is already known (no probe is run).
@@ -82,6 +90,25 @@ impl Trtexec {
         Self {
             path: path.into(),
             version,
+            work_dir: None,
+        }
+    }
+
+    /// The same trtexec, run inside `dir`: a request may then name its files relative to `dir`
+    /// (`--saveEngine=model.plan`, `--exportTimes=times.json`), so its argv does not depend on
+    /// where a result or bundle folder is staged before it is moved into place.
+    pub fn in_dir(&self, dir: impl Into<PathBuf>) -> Self {
+        Self {
+            work_dir: Some(dir.into()),
+            ..self.clone()
+        }
+    }
+
+    /// `path` as trtexec sees it: relative paths are relative to its working folder.
+    fn resolve(&self, path: &Path) -> PathBuf {
+        match &self.work_dir {
+            Some(dir) if path.is_relative() => dir.join(path),
+            _ => path.to_path_buf(),
         }
     }
 
@@ -99,7 +126,13 @@ impl Trtexec {
     /// not start, times out, exits nonzero, prints `&&&& FAILED`, or prints no trtexec banner or
     /// final status.
     pub fn run(&self, args: &[String], log_path: &Path, timeout: Duration) -> Result<RunOutput> {
-        let output = run_process(&self.path, args, log_path, timeout)?;
+        let output = run_process_in(
+            &self.path,
+            args,
+            log_path,
+            timeout,
+            self.work_dir.as_deref(),
+        )?;
         check_outcome(output)
     }
 
@@ -112,9 +145,13 @@ impl Trtexec {
     ) -> Result<RunOutput> {
         let args = request.args(&self.version)?;
         let output = self.run(&args, log_path, timeout)?;
-        require_file("the engine", &request.engine, log_path)?;
+        require_file("the engine", &self.resolve(&request.engine), log_path)?;
         if let Some(layer_info) = &request.layer_info {
-            require_file("the --exportLayerInfo file", layer_info, log_path)?;
+            require_file(
+                "the --exportLayerInfo file",
+                &self.resolve(layer_info),
+                log_path,
+            )?;
         }
         Ok(output)
     }
@@ -130,7 +167,7 @@ impl Trtexec {
         let output = self.run(&args, log_path, timeout)?;
         output.require_summary()?;
         if let Some(times) = &request.export_times {
-            require_file("the --exportTimes file", times, log_path)?;
+            require_file("the --exportTimes file", &self.resolve(times), log_path)?;
         }
         Ok(output)
     }
@@ -146,14 +183,18 @@ impl Trtexec {
         let output = self.run(&args, log_path, timeout)?;
         require_file(
             "the --exportProfile file",
-            &request.export_profile,
+            &self.resolve(&request.export_profile),
             log_path,
         )?;
         if let Some(layer_info) = &request.export_layer_info {
-            require_file("the --exportLayerInfo file", layer_info, log_path)?;
+            require_file(
+                "the --exportLayerInfo file",
+                &self.resolve(layer_info),
+                log_path,
+            )?;
         }
         if let Some(times) = &request.export_times {
-            require_file("the --exportTimes file", times, log_path)?;
+            require_file("the --exportTimes file", &self.resolve(times), log_path)?;
         }
         Ok(output)
     }
@@ -163,7 +204,13 @@ impl Trtexec {
     /// ended is reported only when the log holds no database to read.
     pub fn knob_database(&self, log_path: &Path, timeout: Duration) -> Result<KnobDatabase> {
         let args = help_build_route_args(&self.version)?;
-        let ran = run_process(&self.path, &args, log_path, timeout);
+        let ran = run_process_in(
+            &self.path,
+            &args,
+            log_path,
+            timeout,
+            self.work_dir.as_deref(),
+        );
         let parsed = read_log(log_path).and_then(|text| parse_knob_database(&text));
         match (parsed, ran) {
             (Ok(database), _) => Ok(database),
@@ -352,6 +399,17 @@ pub fn run_process(
     log_path: &Path,
     timeout: Duration,
 ) -> Result<RunOutput> {
+    run_process_in(program, args, log_path, timeout, None)
+}
+
+/// [`run_process`] with the child's working folder `work_dir` (`None`: ours).
+pub fn run_process_in(
+    program: &Path,
+    args: &[String],
+    log_path: &Path,
+    timeout: Duration,
+    work_dir: Option<&Path>,
+) -> Result<RunOutput> {
     let log_file = File::create(log_path).map_err(|source| TrtexecError::Io {
         action: "create the log",
         path: log_path.to_path_buf(),
@@ -363,9 +421,12 @@ pub fn run_process(
         source,
     })?;
     let started = Instant::now();
+    let mut cmd = command(program);
+    if let Some(dir) = work_dir {
+        cmd.current_dir(dir);
+    }
     let mut child = spawn(
-        command(program)
-            .args(args)
+        cmd.args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::from(log_file))
             .stderr(Stdio::from(err_file)),
@@ -414,11 +475,28 @@ fn check_outcome(output: RunOutput) -> Result<RunOutput> {
 }
 
 fn failure(output: &RunOutput, status: String) -> TrtexecError {
+    let errors = output.log.last_errors(ERROR_LINES);
+    let tail = if errors.is_empty() {
+        last_lines(&output.log_path, ERROR_LINES)
+    } else {
+        Vec::new()
+    };
     TrtexecError::Failed {
         status,
-        errors: output.log.last_errors(ERROR_LINES),
+        errors,
+        tail,
         log: output.log_path.clone(),
     }
+}
+
+/// The last `count` non-empty lines of a log (none when it cannot be read).
+fn last_lines(path: &Path, count: usize) -> Vec<String> {
+    let text = read_log(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(count)..]
+        .iter()
+        .map(|l| l.trim_end().to_string())
+        .collect()
 }
 
 fn describe_exit(code: Option<i32>) -> String {

@@ -275,6 +275,46 @@ fn timing_run_on_10_16_sends_the_recorded_command_and_reads_times() {
     assert_eq!(times.len(), 3698);
 }
 
+/// In a working folder, relative export paths are trtexec's (its current folder) and ours alike:
+/// the argv names `times.json`, the file lands in the folder and is found there.
+#[test]
+fn a_run_in_a_folder_names_its_files_relative_to_it() {
+    let standin =
+        Standin::recorded("trt10.16_loadEngine_cudagraph_spinwait_nodatatransfers_verbose.log")
+            .with(
+                "TRTMC_STANDIN_TIMES",
+                fixture("trex/resnet18-pt-a100-fp16.timing.json").display(),
+            );
+    let trtexec = Trtexec::locate(Some(&standin.install())).expect("stand-in");
+    let folder = standin.path("case");
+    std::fs::create_dir_all(&folder).expect("mkdir");
+    let mut request = TimeRequest::new("model-trained.trt");
+    request.export_times = Some("times.json".into());
+    trtexec
+        .in_dir(&folder)
+        .time(&request, &standin.path("time.log"), TIMEOUT)
+        .expect("time");
+    assert!(
+        standin
+            .argv()
+            .contains(&"--exportTimes=times.json".to_string())
+    );
+    assert!(folder.join("times.json").is_file());
+    assert!(
+        !std::env::current_dir()
+            .expect("cwd")
+            .join("times.json")
+            .exists()
+    );
+    // Out of the folder, the same request misses its file (it went to trtexec's current folder).
+    request.export_times = Some("elsewhere/times.json".into());
+    let err = trtexec
+        .in_dir(&folder)
+        .time(&request, &standin.path("time2.log"), TIMEOUT)
+        .expect_err("no such folder");
+    assert!(err.to_string().contains("elsewhere"), "{err}");
+}
+
 #[test]
 fn timing_run_on_11_1_sends_no_flags_for_its_defaults() {
     let standin = Standin::recorded("trt11.1_tuneBuildRoutes_fast_run_head.log");
@@ -382,6 +422,7 @@ fn failed_build_quotes_the_last_error_lines() {
         status,
         errors,
         log,
+        ..
     } = &err
     else {
         panic!("expected Failed, got {err}");
@@ -405,6 +446,22 @@ fn failed_build_quotes_the_last_error_lines() {
     );
     // The [E] lines went to stderr and still reached the log.
     assert!(read(&log_path).contains("[E] Engine set up failed"));
+
+    // A CUDA failure has no [E] and no final status: the message quotes it all the same.
+    let standin =
+        Standin::new(&data("trt11.1_synthetic_cuda_failure.log")).with("TRTMC_STANDIN_EXIT", 134);
+    let trtexec = Trtexec::with_version(standin.install(), TrtexecVersion::new(11, 1, 0));
+    let err = trtexec
+        .run(&[], &standin.path("time.log"), TIMEOUT)
+        .expect_err("CUDA failure");
+    let message = err.to_string();
+    assert!(
+        message.contains("exit status 134")
+            && message.contains(
+                "Last errors:\n  Cuda failure at samples/common/sampleDevice.h:304: out of memory"
+            ),
+        "{message}"
+    );
 
     // '&&&& FAILED' alone is a failure even with exit status 0.
     let standin =

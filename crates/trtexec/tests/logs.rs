@@ -524,6 +524,32 @@ fn unknown_option_on_11_1_synthetic() {
 }
 
 #[test]
+fn cuda_failure_without_a_severity_is_an_error_line_synthetic() {
+    let log = parse_log(&read(&data("trt11.1_synthetic_cuda_failure.log")));
+    assert_eq!(
+        log.outcome(),
+        None,
+        "the process aborted before a final status"
+    );
+    assert_eq!(
+        log.errors,
+        ["Cuda failure at samples/common/sampleDevice.h:304: out of memory"]
+    );
+    // The other unmarked failure forms; ordinary lines are not failures.
+    for line in [
+        "Cuda failure: 2",
+        "terminate called after throwing an instance of 'std::runtime_error'",
+        "what():  Failed to create object",
+        "trtexec: error while loading shared libraries: libnvinfer.so.11: cannot open shared object file: No such file or directory",
+    ] {
+        assert!(trtmc_trtexec::is_unmarked_failure(line), "{line}");
+    }
+    for line in ["Engine loaded in 0.0213 sec.", "CUDA Graph: Enabled"] {
+        assert!(!trtmc_trtexec::is_unmarked_failure(line), "{line}");
+    }
+}
+
+#[test]
 fn truncated_summary_is_reported_as_a_problem() {
     let text = log_text("trt10.16_onnx_build_and_bench_default.log");
     let cut: Vec<&str> = text

@@ -71,9 +71,24 @@ pub fn execute(args: ListArgs) -> CliResult {
             }
         })
         .collect();
-    let status = |i: usize, p: &trtmc_core::catalog::Profile| match missing[i].as_slice() {
-        [] => p.status.label(),
-        files => format!("ready, needs download ({})", files.join(", ")),
+    // A profile whose model file comes from a package this machine lacks says how to install it.
+    let prerequisite: Vec<Option<String>> = catalog
+        .profiles
+        .iter()
+        .map(|p| {
+            p.status
+                .is_ready()
+                .then(|| trtmc_runner::sources::missing_prerequisite(p))
+                .flatten()
+        })
+        .collect();
+    let status = |i: usize, p: &trtmc_core::catalog::Profile| match (
+        &prerequisite[i],
+        missing[i].as_slice(),
+    ) {
+        (Some(why), _) => format!("missing prerequisite: {why}"),
+        (None, []) => p.status.label(),
+        (None, files) => format!("ready, needs download ({})", files.join(", ")),
     };
     match format {
         ListFormat::Json => {
@@ -81,13 +96,17 @@ pub fn execute(args: ListArgs) -> CliResult {
                 .profiles
                 .iter()
                 .zip(&missing)
-                .map(|(p, missing)| ModelEntry {
+                .enumerate()
+                .map(|(i, (p, missing))| ModelEntry {
                     name: p.name.clone(),
                     family: p.family.clone(),
                     task_strategy: p.task_strategy.clone(),
                     operation: p.operation.clone(),
                     runtime_strategy: p.runtime_strategy.clone(),
-                    status: p.status.label(),
+                    status: match &prerequisite[i] {
+                        Some(why) => format!("missing prerequisite: {why}"),
+                        None => p.status.label(),
+                    },
                     needs_download: missing.clone(),
                     cases: p.cases.iter().map(|c| c.name.clone()).collect(),
                     manifest: p.manifest.clone(),

@@ -311,7 +311,7 @@ pub fn execute(args: RunArgs) -> CliResult {
             planned.len(),
             bundle.cache_root.display()
         )?;
-        for line in runner::describe_plan(&planned, &bundle) {
+        for line in runner::describe_plan(&planned, &bundle, rounds) {
             outln!("{line}")?;
         }
         return Ok(());

@@ -23,6 +23,62 @@ pub struct TelemetrySample {
     pub rss_bytes: Option<u64>,
     /// Current clock of CPU 0 where readable.
     pub cpu_mhz: Option<f64>,
-    /// nvidia-smi's one-line report, where present.
-    pub gpu: Option<String>,
+    /// The GPU CUDA uses (the first of `CUDA_VISIBLE_DEVICES`), from nvidia-smi, where present.
+    pub gpu: Option<GpuSample>,
+}
+
+/// One nvidia-smi reading of a GPU; a field the driver does not report (`[N/A]`, `[Not Supported]`)
+/// is `None`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuSample {
+    pub name: String,
+    pub utilization_percent: Option<f64>,
+    pub memory_used_mib: Option<f64>,
+    pub sm_clock_mhz: Option<f64>,
+    pub temperature_c: Option<f64>,
+    pub power_w: Option<f64>,
+}
+
+impl GpuSample {
+    /// The nvidia-smi query fields, in the order [`GpuSample::parse`] reads them.
+    pub const QUERY: &'static str =
+        "--query-gpu=name,utilization.gpu,memory.used,clocks.sm,temperature.gpu,power.draw";
+    /// The format that goes with [`GpuSample::QUERY`].
+    pub const FORMAT: &'static str = "--format=csv,noheader,nounits";
+
+    /// The first line of `nvidia-smi QUERY FORMAT`; `None` when it has no name.
+    pub fn parse(output: &str) -> Option<Self> {
+        let line = output.lines().next()?.trim();
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        let name = fields.first().filter(|n| !n.is_empty())?.to_string();
+        let number = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
+        Some(Self {
+            name,
+            utilization_percent: number(1),
+            memory_used_mib: number(2),
+            sm_clock_mhz: number(3),
+            temperature_c: number(4),
+            power_w: number(5),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpu_samples_are_typed_and_unreported_fields_are_none() {
+        let s = GpuSample::parse("NVIDIA H100 80GB HBM3, 97, 1234, 1980, 54, 612.31\n")
+            .expect("sample");
+        assert_eq!(s.name, "NVIDIA H100 80GB HBM3");
+        assert_eq!(s.utilization_percent, Some(97.0));
+        assert_eq!(s.memory_used_mib, Some(1234.0));
+        assert_eq!(s.sm_clock_mhz, Some(1980.0));
+        assert_eq!(s.temperature_c, Some(54.0));
+        assert_eq!(s.power_w, Some(612.31));
+        let old = GpuSample::parse("Tesla K80, 0, 0, 562, 30, [Not Supported]").expect("sample");
+        assert_eq!(old.power_w, None);
+        assert_eq!(GpuSample::parse(""), None);
+    }
 }

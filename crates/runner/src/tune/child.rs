@@ -101,10 +101,21 @@ fn build(request: &ChildRequest) -> Response {
     }
     match build_inner(request) {
         Ok(response) => response,
-        Err(e) => Response {
-            crashed: tool_crashed(&e),
-            ..Response::failed(format!("{e:#}"))
-        },
+        Err(e) => {
+            // The build folder is gone; its logs were copied into the route's tool folder.
+            let mut message = format!("{e:#}");
+            if let (Some(tmp), Some(tool_dir)) = (
+                build_folder(&request.bundle, &request.key, std::process::id()),
+                &request.tool_dir,
+            ) {
+                message =
+                    message.replace(&tmp.display().to_string(), &tool_dir.display().to_string());
+            }
+            Response {
+                crashed: tool_crashed(&e),
+                ..Response::failed(message)
+            }
+        }
     }
 }
 
