@@ -108,12 +108,14 @@ impl Ctx<'_> {
         });
         match status {
             Ok(s) if s.success() => Ok(()),
+            // The cause first (the end of the log: the command's own error line), so the row's
+            // summary line leads with it; the command and its log after.
             Ok(s) => Err(format!(
-                "`{}` exited with {} (log: {}): {}",
+                "{} (`{}` exited with {}; log: {})",
+                tail(&log_path),
                 trtmc_core::text::shell_line(&argv),
                 s.code().map_or("a signal".into(), |c| format!("code {c}")),
                 self.rel(&log_path),
-                tail(&log_path)
             )),
             Err(e) => Err(format!("cannot start `{}`: {e}", argv[0])),
         }
