@@ -1301,10 +1301,35 @@ fn package_profile(profile: &mut CaseProfile, dir: &Path, dir_name: &str, model:
     };
     let packaged = trtmc_analyze::analyze(&request)
         .map_err(|e| e.to_string())
-        .and_then(|a| trtmc_analyze::report::package(&a, &options).map_err(|e| e.to_string()));
+        .and_then(|mut a| {
+            // The case directory is still in the staging folder, which the commit renames: the
+            // report names its sources relative to itself (`../layers_tract.json`), a path that stays.
+            relative_sources(&mut a, dir);
+            trtmc_analyze::report::package(&a, &options).map_err(|e| e.to_string())
+        });
     match packaged {
         Ok(_) => profile.report = Some(format!("{dir_name}/{PROFILE_REPORT_DIR}/index.html")),
         Err(e) => profile.report_error = Some(format!("the profile could not be packaged: {e}")),
+    }
+}
+
+/// Rewrites the source paths an analysis records (below `case_dir`) relative to the report folder
+/// inside it.
+fn relative_sources(analysis: &mut trtmc_analyze::Analysis, case_dir: &Path) {
+    let relative = |path: &mut String| {
+        if let Ok(rest) = Path::new(path.as_str()).strip_prefix(case_dir) {
+            *path = Path::new("..").join(rest).display().to_string();
+        }
+    };
+    if let Some(folder) = analysis.input.folder.as_mut() {
+        relative(folder);
+    }
+    for b in &mut analysis.backends {
+        let s = &mut b.sources;
+        for path in [&mut s.layers, &mut s.profile, &mut s.times].into_iter().flatten() {
+            relative(path);
+        }
+        s.metadata.iter_mut().for_each(relative);
     }
 }
 

@@ -22,7 +22,11 @@ pub fn check_graph(onnx: &Path, newest_opset: Option<i64>) -> anyhow::Result<()>
         .with_context(|| format!("cannot read the graph of {file}"))?;
     if let Some(newest) = newest_opset {
         for o in &proto.opset_import {
-            let domain = if o.domain.is_empty() { "ai.onnx" } else { &o.domain };
+            let domain = if o.domain.is_empty() {
+                "ai.onnx"
+            } else {
+                &o.domain
+            };
             if domain == "ai.onnx" && o.version > newest {
                 bail!(
                     "{file} imports opset {} of the ONNX domain, newer than any ONNX release knows (the newest is {newest}): export the model with an existing opset",
@@ -100,7 +104,10 @@ mod tests {
         })
         .expect_err("a panic is an error");
         let text = format!("{e:#}");
-        assert!(text.contains("runtime `tract` crashed while building the model"), "{text}");
+        assert!(
+            text.contains("runtime `tract` crashed while building the model"),
+            "{text}"
+        );
         assert!(text.contains("no entry found for key"), "{text}");
         assert_eq!(
             catch_runtime_panic("tract", "loading", || Ok(7)).expect("no panic"),

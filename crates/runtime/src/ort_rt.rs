@@ -1052,12 +1052,9 @@ fn without_weight_inputs(
     graph.input.retain(|i| !weights.contains(&i.name));
     let dropped = before - graph.input.len();
     let inputs = graph.input.iter().map(|i| i.name.clone()).collect();
-    let external_data = graph
-        .initializer
-        .iter()
-        .any(|t| {
-            t.data_location == Some(tract_onnx::pb::tensor_proto::DataLocation::External as i32)
-        });
+    let external_data = graph.initializer.iter().any(|t| {
+        t.data_location == Some(tract_onnx::pb::tensor_proto::DataLocation::External as i32)
+    });
     if dropped == 0 {
         return Ok(SourceGraph {
             inputs,

@@ -325,14 +325,14 @@ fn nnef_safe(model: &mut TypedModel) -> anyhow::Result<NnefNames> {
         .properties
         .iter()
         .filter(|(key, value)| {
-            let text_ok = match value.as_slice::<String>() {
+            let text_ok = match value.to_plain_array_view::<String>() {
                 Ok(texts) => texts.iter().all(|t| is_nnef_string(t)),
                 Err(_) => true,
             };
             // The model's name becomes the NNEF graph's identifier when tract thinks it is one.
             let name_ok = key.as_str() != tract_core::model::TRACT_NAME
                 || value
-                    .as_slice::<String>()
+                    .to_plain_array_view::<String>()
                     .is_ok_and(|t| t.iter().all(|n| is_nnef_identifier(n)));
             !(is_nnef_string(key) && text_ok && name_ok)
         })

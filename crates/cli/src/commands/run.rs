@@ -349,6 +349,18 @@ pub fn execute(args: RunArgs) -> CliResult {
             outln!("{line}")?;
         }
     }
+    if args.format.is_none() {
+        // `--profile`: where each case's per-layer report is (it is not part of report.html).
+        for c in &outcome.run.cases {
+            if let Some(report) = c.profile.as_ref().and_then(|p| p.report.as_ref()) {
+                outln!(
+                    "profile report of case {}: {}",
+                    c.dir,
+                    outcome.dir.join(report).display()
+                )?;
+            }
+        }
+    }
     let fail_on = crate::ci::after_run(&outcome.run, &outcome.dir, &args.ci)?;
     let count = |status| {
         outcome
@@ -463,7 +475,13 @@ fn failure_causes(run: &trtmc_core::artifacts::BenchmarkRun) -> String {
     run.cases
         .iter()
         .filter(|c| c.status == CaseStatus::Failed)
-        .map(|c| format!("{}: {}", c.dir, c.error.as_deref().unwrap_or("no error recorded")))
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c.dir,
+                c.error.as_deref().unwrap_or("no error recorded")
+            )
+        })
         .collect::<Vec<_>>()
         .join("; ")
 }
