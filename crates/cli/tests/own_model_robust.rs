@@ -434,9 +434,19 @@ fn only_cases_of_one_workload_get_a_verdict_unless_the_baseline_is_explicit() {
     let (out, dir) = bench_run(tmp.path(), "plain", &args(&[]));
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc = assert_result_dir_valid(&dir);
-    assert_eq!(doc["comparisons"].as_array().map_or(0, Vec::len), 0, "{doc}");
+    assert_eq!(
+        doc["comparisons"].as_array().map_or(0, Vec::len),
+        0,
+        "{doc}"
+    );
     assert!(
-        stdout(&out).contains("no verdict for case 2 (tiny-cnn): it measures a different workload than case 1 (tiny-encoder); give --baseline 1"),
+        stdout(&out).contains("no verdict for case 2 (tiny-cnn "),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains("it measures a different workload than case 1 (tiny-encoder ")
+            && stdout(&out).contains("give --baseline 1 to compare them anyway"),
         "{}",
         stdout(&out)
     );
@@ -641,4 +651,172 @@ fn the_spread_advice_names_telemetry_json_only_when_it_was_written() {
             assert!(out_dir.join(&case_dir).join("telemetry.json").is_file());
         }
     }
+}
+
+/// What a terminal shows after a program wrote `output` to it: a small emulator of the controls the
+/// progress bars use (carriage return, cursor up/down/column, erase line and below).
+const SCREEN: &str = r#"
+import os, pty, re, struct, sys, fcntl, termios
+pid, fd = pty.fork()
+if pid == 0:
+    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 160, 0, 0))
+    os.execvp(sys.argv[1], sys.argv[1:])
+raw = b""
+while True:
+    try:
+        chunk = os.read(fd, 65536)
+    except OSError:
+        break
+    if not chunk:
+        break
+    raw += chunk
+_, status = os.waitpid(pid, 0)
+screen, row, col = [""], 0, 0
+data = raw.decode("utf-8", "replace")
+i = 0
+while i < len(data):
+    c = data[i]
+    if c == "\x1b":
+        m = re.match(r"\x1b\[([?0-9;]*)([A-Za-z])", data[i:])
+        if m:
+            p, cmd = m.group(1), m.group(2)
+            n = int(p) if p.isdigit() else 1
+            while len(screen) <= row:
+                screen.append("")
+            if cmd == "A":
+                row = max(0, row - n)
+            elif cmd == "B":
+                row += n
+            elif cmd == "G":
+                col = n - 1
+            elif cmd == "C":
+                col += n
+            elif cmd == "D":
+                col = max(0, col - n)
+            elif cmd == "K":
+                screen[row] = "" if p == "2" else screen[row][:col]
+            elif cmd == "J":
+                screen = screen[: row + 1]
+                screen[row] = screen[row][:col]
+            i += len(m.group(0))
+            continue
+        i += 1
+        continue
+    if c == "\r":
+        col = 0
+    elif c == "\n":
+        row, col = row + 1, 0
+    else:
+        while len(screen) <= row:
+            screen.append("")
+        line = screen[row].ljust(col)
+        screen[row] = line[:col] + c + line[col + 1 :]
+        col += 1
+    i += 1
+print("\n".join(l.rstrip() for l in screen))
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+
+/// On a terminal a rounds run leaves no stale progress line behind and prints every case's finish
+/// line (issue 31: one stale line per round, and the second case's finish line was missing).
+#[test]
+#[cfg(unix)]
+fn a_rounds_run_on_a_terminal_leaves_no_stale_line_and_finishes_every_case() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out_dir = tmp.path().join("r");
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(SCREEN)
+        .arg(BIN)
+        .args([
+            "run",
+            "--manifest-root",
+            test_catalog().to_str().expect("utf8"),
+            "--model",
+            "test-sleep",
+            "--sweep",
+            "request.sleep_us=20000,30000",
+            "--warmup",
+            "0",
+            "--iterations",
+            "6",
+            "--rounds",
+            "3",
+            "-o",
+            out_dir.to_str().expect("utf8"),
+        ])
+        .env("TRTMC_TEST", "1")
+        .env("TERM", "xterm")
+        .env_remove("TRTMC_MANIFEST_ROOT")
+        .output()
+        .expect("python3");
+    let screen = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{screen}\n{}", stderr(&out));
+    assert!(
+        !screen.contains("(round "),
+        "a round's progress line stayed on the screen:\n{screen}"
+    );
+    for case in ["[1] test-sleep", "[2] test-sleep"] {
+        assert!(
+            screen
+                .lines()
+                .any(|l| l.starts_with(case) && l.contains("calls, p50")),
+            "{case} has no finish line:\n{screen}"
+        );
+    }
+}
+
+/// A model name too long for the summary's column is shortened between words, its first and last
+/// words kept around an ellipsis (issue 31: names were cut mid-word, and OCR models that differ only
+/// in `det`/`rec` near the end looked the same).
+#[test]
+fn long_model_names_are_shortened_between_words_in_the_summary() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let name = "ch_PP-OCRv4_server_det_infer_with_extra_words";
+    std::fs::write(
+        tmp.path().join(format!("{name}.onnx")),
+        trtmc_modelgen::generate("tiny-cnn", 3).expect("model"),
+    )
+    .expect("write");
+    let onnx = tmp.path().join(format!("{name}.onnx"));
+    let (out, _) = bench_run(
+        tmp.path(),
+        "r",
+        &[
+            "--onnx",
+            onnx.to_str().expect("utf8"),
+            "--shape",
+            "image:1x3x64x64",
+            "--runtime",
+            "tract",
+            "--warmup",
+            "1",
+            "--iterations",
+            "3",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .unwrap_or_else(|| panic!("no row for case 1: {text}"));
+    let cell = row
+        .trim_start()
+        .split("  ")
+        .map(str::trim)
+        .find(|c| c.contains('…'))
+        .unwrap_or_else(|| panic!("the name is not shortened: {row}"));
+    let (head, tail) = cell.split_once('…').expect("ellipsis");
+    let separator = |c: char| matches!(c, '-' | '_' | '.');
+    assert!(
+        name.starts_with(head) && (head.is_empty() || head.ends_with(separator)),
+        "{cell}: the head ends between words"
+    );
+    assert!(
+        name.ends_with(tail)
+            && name[..name.len() - tail.len()].ends_with(separator)
+            && !tail.is_empty(),
+        "{cell}: the tail starts between words"
+    );
 }

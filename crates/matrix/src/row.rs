@@ -767,6 +767,35 @@ fn run_python_reference(
 mod tests {
     use super::*;
 
+    /// A failed command's message leads with the end of its log (a failed `run` ends with the
+    /// causes of its failed cases), so a failed row's summary line gives its cause first.
+    #[test]
+    fn a_failed_command_leads_with_its_cause() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let mut ctx = Ctx {
+            run: tmp.path(),
+            dir: tmp.path().to_path_buf(),
+            commands: Vec::new(),
+        };
+        let argv = [
+            "sh",
+            "-c",
+            "echo table; echo 'error: 1 of 1 case(s) failed (001-m: boom)' >&2; exit 5",
+        ];
+        let e = ctx
+            .leaf(
+                argv.iter().map(|a| a.to_string()).collect(),
+                BTreeMap::new(),
+                "leaf.log",
+            )
+            .expect_err("exit 5");
+        assert!(
+            e.starts_with("table | error: 1 of 1 case(s) failed (001-m: boom) (`sh -c"),
+            "{e}"
+        );
+        assert!(e.contains("exited with code 5; log: leaf.log)"), "{e}");
+    }
+
     /// Finite doubles spread over the whole range, many with 17 significant digits: the numbers a
     /// parser without exact float parsing gets wrong in the last digit.
     fn awkward_floats() -> Vec<f64> {

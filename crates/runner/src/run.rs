@@ -1326,7 +1326,10 @@ fn relative_sources(analysis: &mut trtmc_analyze::Analysis, case_dir: &Path) {
     }
     for b in &mut analysis.backends {
         let s = &mut b.sources;
-        for path in [&mut s.layers, &mut s.profile, &mut s.times].into_iter().flatten() {
+        for path in [&mut s.layers, &mut s.profile, &mut s.times]
+            .into_iter()
+            .flatten()
+        {
             relative(path);
         }
         s.metadata.iter_mut().for_each(relative);

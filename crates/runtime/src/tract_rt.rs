@@ -847,4 +847,142 @@ mod tests {
     fn target_names_the_architecture() {
         assert!(cpu_target().starts_with(&format!("cpu-{}", std::env::consts::ARCH)));
     }
+
+    #[test]
+    fn profiled_names_get_their_onnx_names_back_by_the_longest_renamed_prefix() {
+        let names = NnefNames {
+            renamed: BTreeMap::from([
+                ("p2o_Conv_58".to_string(), "p2o.Conv.58".to_string()),
+                (
+                    "p2o_Conv_58_bias".to_string(),
+                    "p2o.Conv.58.bias".to_string(),
+                ),
+            ]),
+            ..NnefNames::default()
+        };
+        assert_eq!(names.original("p2o_Conv_58"), "p2o.Conv.58");
+        assert_eq!(
+            names.original("p2o_Conv_58.matmatmul"),
+            "p2o.Conv.58.matmatmul"
+        );
+        assert_eq!(names.original("p2o_Conv_58_bias.0"), "p2o.Conv.58.bias.0");
+        assert_eq!(
+            names.original("p2o_Conv_580"),
+            "p2o_Conv_580",
+            "not a prefix"
+        );
+        assert_eq!(names.original("relu_3"), "relu_3");
+    }
+
+    /// A one-input model `x → Neg → Relu → y` whose tensor and node names, doc strings and metadata
+    /// are `texts`, as bytes of an ONNX file.
+    fn named_model(texts: &[String; 6]) -> Vec<u8> {
+        use prost::Message as _;
+        use tract_onnx::pb;
+        let [input, neg, relu, output, key, value] = texts;
+        let (input, mid, output) = (format!("{input}i"), format!("{neg}m"), format!("{output}o"));
+        let tensor = |name: &str| pb::ValueInfoProto {
+            name: name.to_string(),
+            r#type: Some(pb::TypeProto {
+                value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor {
+                    elem_type: pb::tensor_proto::DataType::Float as i32,
+                    shape: Some(pb::TensorShapeProto {
+                        dim: [1, 4]
+                            .into_iter()
+                            .map(|d| pb::tensor_shape_proto::Dimension {
+                                value: Some(pb::tensor_shape_proto::dimension::Value::DimValue(d)),
+                                ..Default::default()
+                            })
+                            .collect(),
+                    }),
+                })),
+                ..Default::default()
+            }),
+            doc_string: value.clone(),
+        };
+        let node = |op: &str, name: String, from: &str, to: &str| pb::NodeProto {
+            input: vec![from.to_string()],
+            output: vec![to.to_string()],
+            name,
+            op_type: op.into(),
+            doc_string: key.clone(),
+            ..Default::default()
+        };
+        pb::ModelProto {
+            ir_version: 8,
+            opset_import: vec![pb::OperatorSetIdProto {
+                domain: String::new(),
+                version: 17,
+            }],
+            producer_name: value.clone(),
+            doc_string: value.clone(),
+            graph: Some(pb::GraphProto {
+                node: vec![
+                    node("Neg", format!("{neg}n"), &input, &mid),
+                    node("Relu", format!("{relu}r"), &mid, &output),
+                ],
+                name: key.clone(),
+                input: vec![tensor(&input)],
+                output: vec![tensor(&output)],
+                doc_string: value.clone(),
+                ..Default::default()
+            }),
+            metadata_props: vec![
+                pb::StringStringEntryProto {
+                    key: key.clone(),
+                    value: value.clone(),
+                },
+                pb::StringStringEntryProto {
+                    key: format!("{value}2"),
+                    value: key.clone(),
+                },
+            ],
+            ..Default::default()
+        }
+        .encode_to_vec()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        /// Whatever the names and metadata, the bundle builds, loads and computes `relu(-x)`.
+        #[test]
+        fn any_names_and_metadata_make_a_bundle_that_loads_and_runs(
+            texts in proptest::array::uniform6(proptest::prelude::any::<String>())
+        ) {
+            let tmp = tempfile::tempdir().expect("tmp");
+            let onnx = tmp.path().join("model.onnx");
+            std::fs::write(&onnx, named_model(&texts)).expect("write");
+            let dir = tmp.path().join("bundle");
+            std::fs::create_dir_all(&dir).expect("mkdir");
+            let settings = BTreeMap::new();
+            let plan = crate::bundle::BuildPlan {
+                key: "k",
+                model: "m",
+                onnx: &onnx,
+                settings: &settings,
+                command_line: &[],
+                created: "now",
+                source_commit: None,
+            };
+            let manifest = crate::bundle::build_bundle(&TractRuntime, &plan, &dir)
+                .map_err(|e| proptest::test_runner::TestCaseError::fail(format!("build: {e:#}")))?;
+            proptest::prop_assert_eq!(&manifest.inputs[0].name, &format!("{}i", texts[0]));
+            proptest::prop_assert_eq!(&manifest.outputs[0].name, &format!("{}o", texts[3]));
+            let mut session = TractRuntime
+                .load(&dir, &manifest, &settings)
+                .map_err(|e| proptest::test_runner::TestCaseError::fail(format!("load: {e:#}")))?;
+            let x = ndarray::ArrayD::from_shape_vec(vec![1, 4], vec![-2.0f32, -1.0, 0.5, 3.0])
+                .expect("shape");
+            let out = session
+                .run(vec![HostTensor::F32(x)])
+                .map_err(|e| proptest::test_runner::TestCaseError::fail(format!("run: {e:#}")))?;
+            match &out[0] {
+                HostTensor::F32(y) => proptest::prop_assert_eq!(
+                    y.iter().copied().collect::<Vec<f32>>(),
+                    vec![2.0, 1.0, 0.0, 0.0]
+                ),
+                _ => proptest::prop_assert!(false, "not f32"),
+            }
+        }
+    }
 }

@@ -458,11 +458,13 @@ fn other_workloads(run: &trtmc_core::artifacts::BenchmarkRun, baseline: usize) -
         })
         .map(|(i, c)| {
             format!(
-                "no verdict for case {} ({}): it measures a different workload than case {} ({}); give --baseline {} to compare them anyway",
+                "no verdict for case {} ({} {}): it measures a different workload than case {} ({} {}); give --baseline {} to compare them anyway",
                 i + 1,
                 c.model,
+                c.label,
                 baseline + 1,
                 base.model,
+                base.label,
                 baseline + 1
             )
         })
