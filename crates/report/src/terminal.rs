@@ -55,7 +55,7 @@ pub fn clean_name(s: &str, max: usize) -> String {
     for head in heads {
         for &tail in cuts.iter().filter(|&&t| t >= head) {
             let kept = width(&out[..head]) + width(&out[tail..]);
-            if kept + 1 <= max && best.is_none_or(|(k, _, _)| kept > k) {
+            if kept < max && best.is_none_or(|(k, _, _)| kept > k) {
                 best = Some((kept, head, tail));
             }
         }

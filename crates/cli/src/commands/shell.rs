@@ -42,11 +42,12 @@ pub fn completions(args: CompletionsArgs) -> CliResult {
         clap_complete::generate(args.shell, &mut cmd, BASH_NAME, &mut script);
         String::from_utf8_lossy(&script)
             .lines()
-            .map(|line| match line.trim_start().starts_with("complete -F ") {
-                true => line
-                    .strip_suffix(&format!(" {BASH_NAME}"))
-                    .map_or_else(|| line.to_string(), |l| format!("{l} {BIN}")),
-                false => line.to_string(),
+            .map(|line| {
+                let registration = line.trim_start().starts_with("complete -F ");
+                match line.strip_suffix(&format!(" {BASH_NAME}")) {
+                    Some(rest) if registration => format!("{rest} {BIN}"),
+                    _ => line.to_string(),
+                }
             })
             .collect::<Vec<_>>()
             .join("\n")
