@@ -502,6 +502,9 @@ pub(crate) fn fetch_tokenizers(planned: &mut [PlannedCase]) -> Result<(), RunErr
     Ok(())
 }
 
+/// How a bundle build ended: its origin, or its build log and failure (for the cases sharing it).
+type BuildEnd = Result<BundleOrigin, (PathBuf, String)>;
+
 /// Builds the bundles the cases miss; returns, per case, the failure of its build (a runtime that
 /// cannot build the model fails that case only). Errors of the cache itself stop the run.
 fn build_missing(
@@ -509,8 +512,8 @@ fn build_missing(
     options: &RunOptions,
     progress: &dyn Progress,
 ) -> Result<Vec<Option<RunError>>, RunError> {
-    // Each bundle path once, with the origin its build ended with, or its build log and failure.
-    let mut done: Vec<(PathBuf, Result<BundleOrigin, (PathBuf, String)>)> = Vec::new();
+    // Each bundle path once, with how its build ended.
+    let mut done: Vec<(PathBuf, BuildEnd)> = Vec::new();
     let mut failures: Vec<Option<RunError>> = Vec::with_capacity(planned.len());
     for p in planned.iter_mut() {
         failures.push(None);
