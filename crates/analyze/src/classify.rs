@@ -447,8 +447,14 @@ pub fn onnx_op_family(op: &str) -> Option<Family> {
             base = rest;
         }
     }
+    // Every convolution kernel, grouped and depthwise ones included, is a convolution: tract's
+    // `DepthWiseConv`, `DirectSpatialConv`, `BlockedConv`, ONNX Runtime's `NhwcFusedConv`, …
+    if base.ends_with("Conv") {
+        return Some(Family::Convolution);
+    }
     Some(match base {
-        "Conv" | "ConvTranspose" | "DepthWise" | "Deconv" => Family::Convolution,
+        "Conv" | "ConvTranspose" | "DepthWise" | "Deconv" | "DeconvSum" | "DepthwiseDeconv"
+        | "conv_nhwc" | "ConvInteger" => Family::Convolution,
         "MatMul" | "Gemm" | "EinSum" | "Einsum" | "MatMatMul" => Family::Gemm,
         "Attention" | "MultiHeadAttention" | "GroupQueryAttention" | "PackedAttention" => {
             Family::Attention

@@ -561,6 +561,16 @@ mod tests {
             ("Concat", Family::Copy),
             ("Reduce<Sum>", Family::Reduction),
             ("QuantizeLinear", Family::QuantDequant),
+            // Grouped and depthwise convolutions as each runtime names their kernels.
+            ("DepthWiseConv", Family::Convolution),
+            ("DirectSpatialConv", Family::Convolution),
+            ("BlockedConv", Family::Convolution),
+            ("conv_nhwc", Family::Convolution),
+            ("DepthwiseDeconv", Family::Convolution),
+            ("NhwcFusedConv", Family::Convolution),
+            ("FusedConv", Family::Convolution),
+            ("QLinearConv", Family::Convolution),
+            ("ConvInteger", Family::Convolution),
         ] {
             assert_eq!(classify::onnx_op_family(op), Some(family), "{op}");
         }

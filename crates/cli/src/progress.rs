@@ -51,7 +51,11 @@ impl Terminal {
         bar.set_message(message);
         bar.enable_steady_tick(Duration::from_millis(120));
         if let Ok(mut slot) = self.current.lock() {
-            *slot = Some(bar);
+            // A round ends with no event of its own: its bar is erased when the next one starts,
+            // instead of staying on the screen as a stale line.
+            if let Some(previous) = slot.replace(bar) {
+                previous.finish_and_clear();
+            }
         }
     }
 
@@ -63,11 +67,14 @@ impl Terminal {
             eprintln!("{message}");
             return;
         }
+        // The running bar (if any: the cases of a rounds run finish after their last round, one
+        // after the other) gives way to the finish line, which is always printed.
         if let Ok(mut slot) = self.current.lock()
             && let Some(bar) = slot.take()
         {
-            bar.finish_with_message(message);
+            bar.finish_and_clear();
         }
+        eprintln!("{message}");
     }
 
     /// A case's worker reported: the bar shows calls done of expected, elapsed, ETA and running p50.

@@ -391,6 +391,9 @@ pub(crate) fn gap_layers(
             layers: Vec::new(),
         };
     }
+    // Shares are of the summed slowdowns, not of the net gap: where some groups run faster on the
+    // candidate the slower ones add up to more than the gap, and a share above 100 % explains nothing.
+    let slowdowns: f64 = times.iter().map(|(cm, rm)| (cm - rm).max(0.0)).sum();
     let mut layers: Vec<GapLayer> = times
         .iter()
         .enumerate()
@@ -420,7 +423,7 @@ pub(crate) fn gap_layers(
                 candidate_ms: cm,
                 reference_ms: rm,
                 delta_ms: cm - rm,
-                share: (cm - rm) / gap,
+                share: (cm - rm) / slowdowns,
             }
         })
         .collect();
@@ -545,7 +548,10 @@ mod tests {
         assert_eq!(first.layer, "n3_maxpool_4");
         assert_eq!(first.nodes, vec!["n3_maxpool_4"]);
         assert!((first.delta_ms - 4.9).abs() < 1e-9);
-        assert!((first.share - 4.9 / 5.55).abs() < 1e-9);
+        assert!(
+            (first.share - 4.9 / 5.6).abs() < 1e-9,
+            "of the slowdowns (4.9 + 0.6 + 0.1), not of the net gap"
+        );
         let fused = &gap.layers[1];
         assert_eq!(fused.layer, "n0_conv_1 … n2_relu_3");
         assert_eq!(fused.nodes.len(), 3);
@@ -584,6 +590,21 @@ mod tests {
         );
         assert!(faster.layers.is_empty());
         assert!((faster.candidate_ms - 1.6).abs() < 1e-9);
+    }
+
+    /// A group much faster on the candidate leaves a small net gap; the slower groups' shares are of
+    /// the slowdowns, never above 100 % (issue 31 saw 579 %).
+    #[test]
+    fn no_share_is_above_the_whole() {
+        let gap = gap_layers(
+            &graph(),
+            &times(&[("n0_conv_1", 1.0), ("n3_maxpool_4", 5.0)]),
+            &times(&[("n0_conv_1", 4.5), ("n3_maxpool_4", 1.0)]),
+        );
+        assert!((gap.candidate_ms - gap.reference_ms - 0.5).abs() < 1e-9);
+        assert_eq!(gap.layers.len(), 1);
+        assert!((gap.layers[0].share - 1.0).abs() < 1e-9, "{:?}", gap.layers);
+        assert!((gap.layers[0].delta_ms - 4.0).abs() < 1e-9);
     }
 
     #[test]

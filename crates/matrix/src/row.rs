@@ -108,12 +108,14 @@ impl Ctx<'_> {
         });
         match status {
             Ok(s) if s.success() => Ok(()),
+            // The cause first (the end of the log: the command's own error line), so the row's
+            // summary line leads with it; the command and its log after.
             Ok(s) => Err(format!(
-                "`{}` exited with {} (log: {}): {}",
+                "{} (`{}` exited with {}; log: {})",
+                tail(&log_path),
                 trtmc_core::text::shell_line(&argv),
                 s.code().map_or("a signal".into(), |c| format!("code {c}")),
                 self.rel(&log_path),
-                tail(&log_path)
             )),
             Err(e) => Err(format!("cannot start `{}`: {e}", argv[0])),
         }
@@ -764,6 +766,35 @@ fn run_python_reference(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A failed command's message leads with the end of its log (a failed `run` ends with the
+    /// causes of its failed cases), so a failed row's summary line gives its cause first.
+    #[test]
+    fn a_failed_command_leads_with_its_cause() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let mut ctx = Ctx {
+            run: tmp.path(),
+            dir: tmp.path().to_path_buf(),
+            commands: Vec::new(),
+        };
+        let argv = [
+            "sh",
+            "-c",
+            "echo table; echo 'error: 1 of 1 case(s) failed (001-m: boom)' >&2; exit 5",
+        ];
+        let e = ctx
+            .leaf(
+                argv.iter().map(|a| a.to_string()).collect(),
+                BTreeMap::new(),
+                "leaf.log",
+            )
+            .expect_err("exit 5");
+        assert!(
+            e.starts_with("table | error: 1 of 1 case(s) failed (001-m: boom) (`sh -c"),
+            "{e}"
+        );
+        assert!(e.contains("exited with code 5; log: leaf.log)"), "{e}");
+    }
 
     /// Finite doubles spread over the whole range, many with 17 significant digits: the numbers a
     /// parser without exact float parsing gets wrong in the last digit.

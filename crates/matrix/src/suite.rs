@@ -191,7 +191,9 @@ pub fn parse_suite(text: &str) -> Result<Suite, String> {
         let id = row.id();
         if let Some(first) = seen.insert(id.clone(), i) {
             return Err(format!(
-                "rows {first} and {i} are both `{id}`: each (entry, model, testcase, candidate runtime) may appear once"
+                "rows {} and {} (counting from 1) are both `{id}`: each (entry, model, testcase, candidate runtime) may appear once",
+                first + 1,
+                i + 1
             ));
         }
         let b = &row.reference.backend;

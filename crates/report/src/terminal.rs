@@ -34,6 +34,41 @@ pub fn clean(s: &str, max: usize) -> String {
     short
 }
 
+/// `s` shortened to `max` terminal columns like [`clean`], but between words where it can: the first
+/// words and the last ones around an ellipsis (`ch_PP-OCRv4_det_infer` → `ch_…det_infer`), so that
+/// names sharing a prefix stay apart and no word is cut; a name with no such cut falls back to
+/// [`clean`].
+pub fn clean_name(s: &str, max: usize) -> String {
+    let out = clean(s, usize::MAX);
+    if width(&out) <= max {
+        return out;
+    }
+    let is_separator = |c: char| matches!(c, '-' | '_' | '.' | ' ' | '/' | ':' | '·');
+    // Byte offsets just after each separator: a head may end there, a tail may start there.
+    let cuts: Vec<usize> = out
+        .char_indices()
+        .filter(|(_, c)| is_separator(*c))
+        .map(|(i, c)| i + c.len_utf8())
+        .collect();
+    let heads = std::iter::once(0).chain(cuts.iter().copied());
+    let mut best: Option<(usize, usize, usize)> = None;
+    for head in heads {
+        for &tail in cuts.iter().filter(|&&t| t >= head) {
+            let kept = width(&out[..head]) + width(&out[tail..]);
+            if kept < max && best.is_none_or(|(k, _, _)| kept > k) {
+                best = Some((kept, head, tail));
+            }
+        }
+    }
+    match best {
+        // Keep at least half of what fits, else a plain cut says more.
+        Some((kept, head, tail)) if kept * 2 >= max.saturating_sub(1) => {
+            format!("{}…{}", &out[..head], &out[tail..])
+        }
+        _ => clean(&out, max),
+    }
+}
+
 /// Terminal columns `s` takes: a CJK character or an emoji takes two, a combining mark none.
 pub fn width(s: &str) -> usize {
     UnicodeWidthStr::width(s)
@@ -88,6 +123,8 @@ const FIT_STAGES: [(Fit, usize); 4] = [
 struct Column {
     title: String,
     cells: Vec<String>,
+    /// The names in full, for a column shortened between words when fitted (`Fit::Name`).
+    full: Vec<String>,
     right: bool,
     fit: Fit,
 }
@@ -97,16 +134,35 @@ impl Column {
         Column {
             title: title.into(),
             cells,
+            full: Vec::new(),
             right: false,
             fit,
+        }
+    }
+    /// Names at most `cap` columns wide, shortened between words ([`clean_name`]).
+    fn names(title: &str, full: Vec<String>, cap: usize) -> Self {
+        Column {
+            title: title.into(),
+            cells: full.iter().map(|n| clean_name(n, cap)).collect(),
+            full,
+            right: false,
+            fit: Fit::Name,
         }
     }
     fn num(title: &str, cells: Vec<String>) -> Self {
         Column {
             title: title.into(),
             cells,
+            full: Vec::new(),
             right: true,
             fit: Fit::Fixed,
+        }
+    }
+    /// The cell of `row` in `columns` terminal columns.
+    fn cell(&self, row: usize, columns: usize) -> String {
+        match self.full.get(row) {
+            Some(full) => clean_name(full, columns.min(width(&self.cells[row]))),
+            None => clean(&self.cells[row], columns),
         }
     }
     fn width(&self) -> usize {
@@ -128,31 +184,22 @@ pub fn table_with(report: &CollectionReport, layout: Layout) -> String {
     let distinctions = distinctions(report);
     // Caps for names before fitting: the wide table's are the historic ones.
     let cap = |wide_cap: usize| if wide { wide_cap } else { wide_cap.min(40) };
-    let text_cells = |f: &dyn Fn(&CaseEntry) -> String, max: usize| -> Vec<String> {
-        cases.iter().map(|c| clean(&f(c), max)).collect()
-    };
+    let names = |f: &dyn Fn(&CaseEntry) -> String| -> Vec<String> { cases.iter().map(f).collect() };
     let mut columns = vec![
         Column::num("#", (1..=cases.len()).map(|i| i.to_string()).collect()),
-        Column::text(
-            "model",
-            text_cells(&|c| c.model.clone(), cap(32)),
-            Fit::Name,
-        ),
-        Column::text("case", text_cells(&|c| c.label.clone(), cap(40)), Fit::Name),
-        Column::text(
+        Column::names("model", names(&|c| c.model.clone()), cap(32)),
+        Column::names("case", names(&|c| c.label.clone()), cap(40)),
+        Column::names(
             "runtime",
-            text_cells(
-                &|c| format!("{} {}", c.runtime.name, c.runtime.version),
-                cap(20),
-            ),
-            Fit::Name,
+            names(&|c| format!("{} {}", c.runtime.name, c.runtime.version)),
+            cap(20),
         ),
     ];
     if machines.len() > 1 {
-        columns.push(Column::text(
+        columns.push(Column::names(
             "machine",
-            text_cells(&|c| c.machine.clone(), cap(20)),
-            Fit::Name,
+            names(&|c| c.machine.clone()),
+            cap(20),
         ));
     }
     if distinctions.iter().any(|d| !d.is_empty()) {
@@ -235,14 +282,18 @@ pub fn table_with(report: &CollectionReport, layout: Layout) -> String {
     if !wide {
         fit(&columns, &mut widths, MAX_WIDTH);
     }
-    let line = |cells: Vec<&str>| -> String {
+    // `None`: the titles; `Some(row)`: that row's cells.
+    let line = |row: Option<usize>| -> String {
         let mut s = String::new();
-        let last = cells.len().saturating_sub(1);
-        for (i, ((cell, col), &w)) in cells.iter().zip(&columns).zip(&widths).enumerate() {
+        let last = columns.len().saturating_sub(1);
+        for (i, (col, &w)) in columns.iter().zip(&widths).enumerate() {
             if i > 0 {
                 s.push_str("  ");
             }
-            let cell = clean(cell, w);
+            let cell = match row {
+                Some(row) => col.cell(row, w),
+                None => clean(&col.title, w),
+            };
             let pad = " ".repeat(w.saturating_sub(width(&cell)));
             if col.right {
                 s.push_str(&pad);
@@ -257,11 +308,9 @@ pub fn table_with(report: &CollectionReport, layout: Layout) -> String {
         s.push('\n');
         s
     };
-    let mut out = line(columns.iter().map(|c| c.title.as_str()).collect());
+    let mut out = line(None);
     for row in 0..cases.len() {
-        out.push_str(&line(
-            columns.iter().map(|c| c.cells[row].as_str()).collect(),
-        ));
+        out.push_str(&line(Some(row)));
     }
     let wrap_at = if wide { usize::MAX } else { MAX_WIDTH };
     for (i, c) in cases.iter().enumerate() {
@@ -561,6 +610,22 @@ mod tests {
         assert_eq!(at(lines[2], "default"), col, "{text}");
         assert_eq!(at(lines[1], "VALID"), at(lines[0], "validity"), "{text}");
         assert_eq!(at(lines[2], "VALID"), at(lines[0], "validity"), "{text}");
+    }
+
+    #[test]
+    fn names_are_shortened_between_words() {
+        assert_eq!(clean_name("ch_PP-OCRv4_det_infer", 14), "ch_…det_infer");
+        assert_eq!(clean_name("ch_PP-OCRv4_rec_infer", 14), "ch_…rec_infer");
+        assert_eq!(clean_name("tiny-cnn", 14), "tiny-cnn");
+        assert_eq!(
+            clean_name("tiny-encoder-multilingual-base", 12),
+            "tiny-…base"
+        );
+        // One long word: no cut between words fits, so the plain cut.
+        assert_eq!(clean_name("abcdefghijklmnop", 6), "abcde…");
+        for max in 1..30 {
+            assert!(width(&clean_name("ch_PP-OCRv4_det_infer", max)) <= max.max(1));
+        }
     }
 
     #[test]

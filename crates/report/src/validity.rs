@@ -221,10 +221,12 @@ pub fn assess(
                     detail: "not measured".into(),
                 });
             }
-            recommendations.push(format!(
-                "read {}/worker.log, fix the failure and run the case again",
-                case.dir
-            ));
+            // The log the case recorded (a rounds run's `worker-rNN.log`), only when the worker wrote one
+            // with something in it; otherwise the failure above is all there is.
+            recommendations.push(match &case.files.worker_log {
+                Some(log) => format!("read {log}, fix the failure and run the case again"),
+                None => "fix the failure named above and run the case again".into(),
+            });
             return (
                 Validity {
                     valid: false,
@@ -310,10 +312,10 @@ pub fn assess(
         detail: format!("{how} (limit {} %)", fmt_pct(policy.max_cv)),
     });
     if !steady {
-        recommendations.push(
-            "latency varies too much: close other programs, pin threads (taskset), raise --warmup, or check telemetry.json for throttling"
-                .into(),
-        );
+        recommendations.push(format!(
+            "latency varies too much: close other programs, pin threads (taskset), raise --warmup, or {}",
+            telemetry_advice(case)
+        ));
     }
 
     let trend = latencies.as_deref().and_then(Trend::analyze);
@@ -334,10 +336,10 @@ pub fn assess(
                 "sustained slowdown: latency rose {} % from call {from} to the end (throttling or a competing process)",
                 fmt_pct(t.slowdown)
             ));
-            recommendations.push(
-                "check telemetry.json (run with --telemetry on), set the CPU governor to performance, or let the machine cool down between runs"
-                    .into(),
-            );
+            recommendations.push(format!(
+                "{}, set the CPU governor to performance, or let the machine cool down between runs",
+                telemetry_advice(case)
+            ));
         }
         if t.mild_outliers + t.severe_outliers > 0 {
             notes.push(format!(
@@ -361,6 +363,15 @@ pub fn assess(
         },
         trend,
     )
+}
+
+/// Where to look for throttling: the case's telemetry.json when the run wrote one (it does by default
+/// only where nvidia-smi exists), else how to get one.
+fn telemetry_advice(case: &CaseResult) -> String {
+    match &case.files.telemetry {
+        Some(file) => format!("check {file} for throttling"),
+        None => "run again with --telemetry on and check the case's telemetry.json for throttling (CPU load and clocks)".into(),
+    }
 }
 
 /// Latencies in milliseconds, in call order.

@@ -21,7 +21,7 @@ use trtmc_core::operations;
 use trtmc_core::result::reduce;
 use trtmc_core::stats::PERCENTILE_METHOD;
 use trtmc_core::test_hooks::TestHooks;
-use trtmc_runtime::bundle::BundleManifest;
+use trtmc_runtime::bundle::{BUNDLE_FILE, BundleManifest};
 use trtmc_runtime::protocol::{
     ProfilePass, WORKER_REQUEST_SCHEMA, WorkerRequest, WorkerResult, WorkerStatus,
 };
@@ -84,6 +84,9 @@ pub struct RunOptions {
     pub rounds: usize,
     /// The case (index into the plan, from 0) the others are compared with, when there are rounds.
     pub baseline: usize,
+    /// `--baseline` was given: every case is compared with it, whatever workload each measured;
+    /// otherwise only the cases of the baseline's workload are.
+    pub baseline_explicit: bool,
 }
 
 /// Errors that stop a run before any case is measured: the runner's one error type (kept under this
@@ -277,6 +280,9 @@ fn runtime_named(
 pub struct RunOutcome {
     pub dir: PathBuf,
     pub run: BenchmarkRun,
+    /// Cases whose bundle build failed (their directories; each is a failed case with its cause),
+    /// while other cases were measured.
+    pub build_failed: Vec<String>,
 }
 
 /// Builds missing bundles, measures every case, writes and commits the result directory.
@@ -289,7 +295,22 @@ pub fn execute(
     // Tokenizers first: a chat case waiting for its hub template is rendered (or refused) before any
     // build.
     fetch_tokenizers(&mut planned)?;
-    build_missing(&mut planned, options, progress)?;
+    // A build that fails fails its case only; the others are still measured. When every case's build
+    // failed there is nothing to measure: the first failure is the run's.
+    let mut build_errors = build_missing(&mut planned, options, progress)?;
+    if !build_errors.is_empty()
+        && build_errors.iter().all(Option::is_some)
+        && let Some(first) = build_errors.iter_mut().find_map(Option::take)
+    {
+        return Err(first);
+    }
+    let build_failed: Vec<String> = planned
+        .iter()
+        .zip(&build_errors)
+        .enumerate()
+        .filter(|(_, (_, e))| e.is_some())
+        .map(|(i, (p, _))| case_dir_name(i + 1, &p.profile.name, &p.resolved))
+        .collect();
 
     let target = match &options.output {
         Some(dir) => dir.clone(),
@@ -331,6 +352,11 @@ pub fn execute(
                 Some(run) => run,
                 empty => empty.insert(start_case(i + 1, p, slot.staging(), slot.target())?),
             };
+            if let Some(e) = build_errors.get_mut(i).and_then(Option::take) {
+                // Reported as a failed case with its cause; the build log is named in the message.
+                run.m.error = Some(e.message());
+                run.stopped = true;
+            }
             if run.stopped {
                 continue;
             }
@@ -356,6 +382,7 @@ pub fn execute(
     let mut cases = Vec::with_capacity(total);
     let mut observations_by_case = Vec::with_capacity(total);
     let mut not_run = Vec::new();
+
     for (i, p) in planned.iter().enumerate() {
         let done = match finished[i].take() {
             Some(done) => Some(done),
@@ -399,6 +426,7 @@ pub fn execute(
             &cases,
             &by_dir,
             &case_dir_name(options.baseline + 1, &b.profile.name, &b.resolved),
+            options.baseline_explicit,
         ),
         _ => Vec::new(),
     };
@@ -442,7 +470,11 @@ pub fn execute(
         dir: target.clone(),
         reason,
     })?;
-    Ok(RunOutcome { dir, run })
+    Ok(RunOutcome {
+        dir,
+        run,
+        build_failed,
+    })
 }
 
 /// Downloads the hub tokenizers that planning left as `hub:` specs (planning never downloads).
@@ -470,14 +502,21 @@ pub(crate) fn fetch_tokenizers(planned: &mut [PlannedCase]) -> Result<(), RunErr
     Ok(())
 }
 
+/// How a bundle build ended: its origin, or its build log and failure (for the cases sharing it).
+type BuildEnd = Result<BundleOrigin, (PathBuf, String)>;
+
+/// Builds the bundles the cases miss; returns, per case, the failure of its build (a runtime that
+/// cannot build the model fails that case only). Errors of the cache itself stop the run.
 fn build_missing(
     planned: &mut [PlannedCase],
     options: &RunOptions,
     progress: &dyn Progress,
-) -> Result<(), RunError> {
-    // Each bundle path once, with the origin its build ended with.
-    let mut done: Vec<(PathBuf, BundleOrigin)> = Vec::new();
+) -> Result<Vec<Option<RunError>>, RunError> {
+    // Each bundle path once, with how its build ended.
+    let mut done: Vec<(PathBuf, BuildEnd)> = Vec::new();
+    let mut failures: Vec<Option<RunError>> = Vec::with_capacity(planned.len());
     for p in planned.iter_mut() {
+        failures.push(None);
         let Some(plan) = &p.bundle else { continue };
         if !plan.needs_build {
             // A cache hit still clears what killed builds left beside its bundle.
@@ -488,28 +527,50 @@ fn build_missing(
             }
             continue;
         }
-        let origin = match done.iter().find(|(path, _)| path == &plan.path) {
-            Some((_, origin)) => *origin,
+        let built = match done.iter().find(|(path, _)| path == &plan.path) {
+            Some((_, origin)) => origin.clone().map_err(|(log, cause)| Error::BuildFailed {
+                model: p.profile.name.clone(),
+                runtime: p.resolved.runtime.value.clone(),
+                log,
+                source: anyhow::Error::msg(cause),
+            }),
             None => {
                 let rt = runtime_named(&p.resolved.runtime.value, &options.bundle.runtimes)?;
-                let origin = build_reported(
+                let built = build_reported(
                     p,
                     plan,
                     rt.as_ref(),
                     &options.bundle,
                     &options.command_line,
                     progress,
-                )?;
-                done.push((plan.path.clone(), origin));
-                origin
+                );
+                let record = match &built {
+                    Ok(origin) => Ok(*origin),
+                    Err(Error::BuildFailed { log, source, .. }) => {
+                        Err((log.clone(), format!("{source:#}")))
+                    }
+                    Err(e) => Err((PathBuf::new(), e.message())),
+                };
+                done.push((plan.path.clone(), record));
+                built
             }
+        };
+        let origin = match built {
+            Ok(origin) => origin,
+            Err(e @ (Error::BuildFailed { .. } | Error::NoBundle { .. })) => {
+                if let Some(f) = failures.last_mut() {
+                    *f = Some(e);
+                }
+                continue;
+            }
+            Err(e) => return Err(e),
         };
         // A run that lost the build race to another one reused its bundle: say so in result.json.
         if let Some(plan) = &mut p.bundle {
             plan.origin = origin;
         }
     }
-    Ok(())
+    Ok(failures)
 }
 
 /// Builds `plan` for the planned case, telling `progress` when the build starts and how long it took
@@ -718,8 +779,9 @@ fn finish_case(
     } = run;
     let rel = |f: &str| format!("{dir_name}/{f}");
     let bundle_ref: Option<BundleRef> = match &p.bundle {
-        Some(plan) => Some(bundles::bundle_ref(plan)?),
-        None => None,
+        // A case whose build failed has no bundle to refer to.
+        Some(plan) if plan.path.join(BUNDLE_FILE).is_file() => Some(bundles::bundle_ref(plan)?),
+        _ => None,
     };
     let rt = runtime_named(&r.runtime.value, &options.bundle.runtimes)?;
     let rt_info = match &bundle_ref {
@@ -752,6 +814,13 @@ fn finish_case(
         operation: r.operation.clone(),
     })?;
     let keep = |f: &Option<String>| f.as_ref().filter(|f| dir.join(f).exists()).map(|f| rel(f));
+    // A log is named only when the worker wrote something into it (the failure advice sends the user
+    // there; an empty file is no help).
+    let keep_log = |f: &Option<String>| {
+        f.as_ref()
+            .filter(|f| std::fs::metadata(dir.join(f)).is_ok_and(|m| m.len() > 0))
+            .map(|f| rel(f))
+    };
     let (status, metrics, files) = if m.error.is_some() {
         (
             CaseStatus::Failed,
@@ -759,7 +828,7 @@ fn finish_case(
             CaseFiles {
                 resolved_case: rel(RESOLVED_CASE_FILE),
                 observations: None,
-                worker_log: keep(&m.log),
+                worker_log: keep_log(&m.log),
                 telemetry: m.telemetry.clone(),
                 worker_request: keep(&m.request_file),
                 worker_result: keep(&m.result_file),
@@ -784,7 +853,7 @@ fn finish_case(
             CaseFiles {
                 resolved_case: rel(RESOLVED_CASE_FILE),
                 observations: Some(rel(OBSERVATIONS_FILE)),
-                worker_log: keep(&m.log),
+                worker_log: keep_log(&m.log),
                 telemetry: m.telemetry.clone(),
                 worker_request: None,
                 worker_result: None,
@@ -893,12 +962,26 @@ impl Measured {
             (Some(a), Some(b)) => Some(a + b),
             (a, b) => a.or(b),
         };
-        self.stopped_by = round.stopped_by.or(self.stopped_by);
+        self.stopped_by = stronger_stop(self.stopped_by, round.stopped_by);
         self.log = round.log.or(self.log.take());
         self.telemetry = round.telemetry.or(self.telemetry.take());
         self.request_file = round.request_file.or(self.request_file.take());
         self.result_file = round.result_file.or(self.result_file.take());
     }
+}
+
+/// What ended a case's loop, from what ended its rounds: the strongest reason any round gave (a
+/// signal, then `--timeout`, then the time budget, then its own rule), so a round that ran out of its
+/// time budget keeps the case's fewer calls allowed whichever round came last.
+fn stronger_stop(a: Option<LoopStop>, b: Option<LoopStop>) -> Option<LoopStop> {
+    let rank = |s: &Option<LoopStop>| match s {
+        None => 0,
+        Some(LoopStop::Complete) => 1,
+        Some(LoopStop::Budget) => 2,
+        Some(LoopStop::Timeout) => 3,
+        Some(LoopStop::Signal) => 4,
+    };
+    if rank(&b) > rank(&a) { b } else { a }
 }
 
 /// The worker request of a case's single-round run (what a reference runner repeats).
@@ -1245,10 +1328,38 @@ fn package_profile(profile: &mut CaseProfile, dir: &Path, dir_name: &str, model:
     };
     let packaged = trtmc_analyze::analyze(&request)
         .map_err(|e| e.to_string())
-        .and_then(|a| trtmc_analyze::report::package(&a, &options).map_err(|e| e.to_string()));
+        .and_then(|mut a| {
+            // The case directory is still in the staging folder, which the commit renames: the
+            // report names its sources relative to itself (`../layers_tract.json`), a path that stays.
+            relative_sources(&mut a, dir);
+            trtmc_analyze::report::package(&a, &options).map_err(|e| e.to_string())
+        });
     match packaged {
         Ok(_) => profile.report = Some(format!("{dir_name}/{PROFILE_REPORT_DIR}/index.html")),
         Err(e) => profile.report_error = Some(format!("the profile could not be packaged: {e}")),
+    }
+}
+
+/// Rewrites the source paths an analysis records (below `case_dir`) relative to the report folder
+/// inside it.
+fn relative_sources(analysis: &mut trtmc_analyze::Analysis, case_dir: &Path) {
+    let relative = |path: &mut String| {
+        if let Ok(rest) = Path::new(path.as_str()).strip_prefix(case_dir) {
+            *path = Path::new("..").join(rest).display().to_string();
+        }
+    };
+    if let Some(folder) = analysis.input.folder.as_mut() {
+        relative(folder);
+    }
+    for b in &mut analysis.backends {
+        let s = &mut b.sources;
+        for path in [&mut s.layers, &mut s.profile, &mut s.times]
+            .into_iter()
+            .flatten()
+        {
+            relative(path);
+        }
+        s.metadata.iter_mut().for_each(relative);
     }
 }
 
@@ -1526,5 +1637,23 @@ mod tests {
         assert_eq!(r.file("worker.log"), "worker-r02.log");
         assert_eq!(Round::ONLY.file("worker.log"), "worker.log");
         assert_eq!(r.share_of_seconds(30.0), 3.0);
+    }
+
+    /// A middle round that ran out of its time budget keeps the case's fewer calls allowed, whichever
+    /// round came last (the lost verdict of issue 31).
+    #[test]
+    fn merged_rounds_keep_a_budget_stop_of_any_round() {
+        let round = |stop| Measured {
+            stopped_by: Some(stop),
+            ..Default::default()
+        };
+        let mut m = Measured::default();
+        for stop in [LoopStop::Complete, LoopStop::Budget, LoopStop::Complete] {
+            m.absorb(round(stop));
+        }
+        assert_eq!(m.stopped_by, Some(LoopStop::Budget));
+        m.absorb(round(LoopStop::Signal));
+        m.absorb(round(LoopStop::Budget));
+        assert_eq!(m.stopped_by, Some(LoopStop::Signal));
     }
 }

@@ -77,11 +77,14 @@ fn value_text(v: &serde_json::Value) -> String {
 }
 
 /// Every completed case with rounds against the baseline case (`baseline`: its directory), labelled by
-/// `labels` (per case directory). Nothing when the baseline has no rounds.
+/// `labels` (per case directory). Nothing when the baseline has no rounds. Only the cases of the
+/// baseline's workload (its identity) are compared, unless `any_workload` (an explicit `--baseline`):
+/// one model's time says nothing about another's.
 pub fn compare(
     cases: &[CaseResult],
     labels: &BTreeMap<String, String>,
     baseline: &str,
+    any_workload: bool,
 ) -> Vec<Comparison> {
     let Some(base) = cases.iter().find(|c| c.dir == baseline) else {
         return Vec::new();
@@ -94,6 +97,7 @@ pub fn compare(
     cases
         .iter()
         .filter(|c| c.dir != base.dir && c.status == CaseStatus::Completed)
+        .filter(|c| any_workload || c.identity == base.identity)
         .filter_map(|c| {
             let p50: Vec<f64> = c.rounds.iter().map(|r| r.p50_ms).collect();
             let ratio = intervals::paired_ratio(&p50, &base_p50, CONFIDENCE)?;

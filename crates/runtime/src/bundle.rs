@@ -90,7 +90,9 @@ pub fn build_bundle(
     dir: &Path,
 ) -> anyhow::Result<BundleManifest> {
     let started = Instant::now();
-    let outcome = rt.build(plan.onnx, plan.settings, dir);
+    let outcome = crate::guard::catch_runtime_panic(rt.name(), "building the bundle", || {
+        rt.build(plan.onnx, plan.settings, dir)
+    });
     let seconds = started.elapsed().as_secs_f64();
     let mut log = vec![
         format!(

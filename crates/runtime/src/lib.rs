@@ -9,10 +9,12 @@
 //! - [`outputs`]: one forward pass with named outputs, for output agreement between runtimes.
 //! - [`reference`]: the request/result protocol of the Python reference runners in `reference/`.
 //! - [`bundle`]: bundle directories with their build evidence.
+//! - [`guard`]: the runtime boundary (graphs no runtime can run, a runtime's panic as an error).
 //! - [`ops`]: one timed runner per public operation.
 //! - [`worker`] and [`protocol`]: the isolated process that owns the timed loop.
 
 pub mod bundle;
+pub mod guard;
 pub mod knobs;
 pub mod ops;
 pub mod ort_rt;

@@ -38,6 +38,8 @@ use crate::runtime::{
 use crate::tensor::{DType, Dim, HostTensor, TensorSpec};
 
 pub const ARTIFACT: &str = "model.ort.onnx";
+/// The external data file of the optimized model of a source model with external data.
+pub const EXTERNAL_WEIGHTS: &str = "model.ort.weights.bin";
 pub const SESSION_FILE: &str = "ort-session.json";
 pub const SESSION_SCHEMA: &str = "trtmc.ort-session/v1";
 /// The raw Chrome trace of a profiling pass, kept beside the exports (open it in a trace viewer).
@@ -692,6 +694,8 @@ impl Runtime for OrtRuntime {
             })
         };
 
+        // ONNX Runtime refuses an unknown opset itself, but would time a graph with no outputs.
+        crate::guard::check_graph(onnx, None)?;
         let t = Instant::now();
         let overrides = dimension_overrides(onnx, settings, &mut log)?;
         timed("bind_dimensions", t);
@@ -700,16 +704,32 @@ impl Runtime for OrtRuntime {
         let SourceGraph {
             inputs: true_inputs,
             copy: source,
+            external_data,
         } = without_weight_inputs(onnx, out_dir, &mut log)?;
         timed("drop_weight_inputs", t);
 
         let artifact = out_dir.join(ARTIFACT);
         let t = Instant::now();
-        let optimized = builder(level, &overrides)?
+        let mut optimizer = builder(level, &overrides)?
             .with_intra_threads(1)
             .map_err(ort_err)?
             .with_optimized_model_path(&artifact)
-            .map_err(ort_err)?
+            .map_err(ort_err)?;
+        if external_data {
+            // ONNX Runtime would save the optimized model pointing at the source's weight file by its
+            // relative name, which the bundle folder lacks: it writes the weights into the bundle instead.
+            optimizer = optimizer
+                .with_config_entry(
+                    "session.optimized_model_external_initializers_file_name",
+                    EXTERNAL_WEIGHTS,
+                )
+                .map_err(ort_err)?;
+            log.push(format!(
+                "{} keeps weights in external data files: the optimized model's weights are saved as {EXTERNAL_WEIGHTS} in the bundle",
+                onnx.display()
+            ));
+        }
+        let optimized = optimizer
             .commit_from_file(source.as_deref().unwrap_or(onnx))
             .map_err(ort_err)
             .with_context(|| format!("ONNX Runtime cannot optimize {}", onnx.display()));
@@ -1004,6 +1024,8 @@ impl Session for OrtModel {
 struct SourceGraph {
     inputs: std::collections::HashSet<String>,
     copy: Option<PathBuf>,
+    /// Some weight lives in an external data file beside the model (`weights.bin`).
+    external_data: bool,
 }
 
 /// Models of ONNX IR < 4 must list their weights as graph inputs too; ORT's optimizers fold those weights
@@ -1030,8 +1052,15 @@ fn without_weight_inputs(
     graph.input.retain(|i| !weights.contains(&i.name));
     let dropped = before - graph.input.len();
     let inputs = graph.input.iter().map(|i| i.name.clone()).collect();
+    let external_data = graph.initializer.iter().any(|t| {
+        t.data_location == Some(tract_onnx::pb::tensor_proto::DataLocation::External as i32)
+    });
     if dropped == 0 {
-        return Ok(SourceGraph { inputs, copy: None });
+        return Ok(SourceGraph {
+            inputs,
+            copy: None,
+            external_data,
+        });
     }
     let ir_version = proto.ir_version;
     proto.ir_version = proto.ir_version.max(4);
@@ -1046,6 +1075,7 @@ fn without_weight_inputs(
     Ok(SourceGraph {
         inputs,
         copy: Some(copy),
+        external_data,
     })
 }
 

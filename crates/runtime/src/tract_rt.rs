@@ -17,6 +17,7 @@ use tract_core::plan::{EvalContext, SimpleState};
 use tract_nnef::prelude::*;
 use tract_onnx::prelude::{InferenceFact, InferenceModelExt, TDim};
 use tract_onnx::tract_hir::infer::Factoid;
+use trtmc_core::fsutil::write_json_atomic;
 
 mod nnef_ext;
 
@@ -37,6 +38,10 @@ use crate::tensor::{DType, Dim, HostTensor, TensorSpec};
 /// The tract version compiled in (pinned in the workspace Cargo.toml; checked by a test).
 pub const TRACT_VERSION: &str = "0.23.9";
 pub const ARTIFACT: &str = "model.nnef.tar";
+/// The bundle's record of the names it changed so that NNEF can hold them (the NNEF name → the ONNX
+/// name), and of the model properties it dropped; profiles report the ONNX names through it.
+pub const NAMES_FILE: &str = "nnef-names.json";
+pub const NAMES_SCHEMA: &str = "trtmc.nnef-names/v1";
 
 pub struct TractRuntime;
 
@@ -96,6 +101,7 @@ impl Runtime for TractRuntime {
             })
         };
 
+        crate::guard::check_graph(onnx, Some(crate::guard::NEWEST_ONNX_OPSET))?;
         let t = Instant::now();
         let mut model = tract_onnx::onnx()
             .model_for_path(onnx)
@@ -137,6 +143,24 @@ impl Runtime for TractRuntime {
 
         let inputs = specs(&decluttered, true)?;
         let outputs = specs(&decluttered, false)?;
+        let t = Instant::now();
+        // Names and metadata are the model author's free text; NNEF holds ASCII identifiers and
+        // quote-free strings, so what it cannot hold is renamed (and recorded) or dropped.
+        let names = nnef_safe(&mut decluttered)?;
+        if !names.renamed.is_empty() {
+            log.push(format!(
+                "{} node or tensor name(s) renamed to NNEF identifiers (the ONNX names are kept in {NAMES_FILE})",
+                names.renamed.len()
+            ));
+        }
+        if !names.dropped_properties.is_empty() {
+            log.push(format!(
+                "model metadata NNEF cannot hold left out of the bundle: {}",
+                names.dropped_properties.join(", ")
+            ));
+        }
+        write_json_atomic(&out_dir.join(NAMES_FILE), &names)?;
+        timed("nnef_names", t);
         let t = Instant::now();
         let file = std::fs::File::create(out_dir.join(ARTIFACT))?;
         nnef_ext::framework().write_to_tar(&decluttered, std::io::BufWriter::new(file))?;
@@ -190,6 +214,138 @@ impl Runtime for TractRuntime {
     }
 }
 
+/// What [`nnef_safe`] changed: the NNEF names it gave (to the ONNX names they replace) and the model
+/// properties it left out.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct NnefNames {
+    pub schema: String,
+    pub renamed: BTreeMap<String, String>,
+    pub dropped_properties: Vec<String>,
+}
+
+impl NnefNames {
+    /// The record of a bundle (empty for a bundle built before it was written).
+    fn read(bundle_dir: &Path) -> anyhow::Result<NnefNames> {
+        let path = bundle_dir.join(NAMES_FILE);
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .with_context(|| format!("malformed {}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(NnefNames::default()),
+            Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+        }
+    }
+
+    /// `name` with the longest renamed prefix (the whole name, or one followed by `_` or `.`: tract
+    /// names the steps of a node `<node>.<step>`) given back its ONNX name.
+    pub fn original(&self, name: &str) -> String {
+        let ends = name
+            .char_indices()
+            .filter(|(_, c)| matches!(c, '_' | '.'))
+            .map(|(i, _)| i)
+            .chain([name.len()]);
+        let mut found = None;
+        for end in ends {
+            if let Some(original) = self.renamed.get(&name[..end]) {
+                found = Some((end, original));
+            }
+        }
+        match found {
+            Some((end, original)) => format!("{original}{}", &name[end..]),
+            None => name.to_string(),
+        }
+    }
+}
+
+/// An NNEF identifier: ASCII letters, digits and `_`, not starting with a digit (tract's parser takes
+/// no more; its writer lets other letters through and mangles the rest without avoiding collisions).
+fn is_nnef_identifier(name: &str) -> bool {
+    name.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A string tract's NNEF writer quotes so that its parser reads it back unchanged: no `'` (written
+/// unescaped, it ends the literal) and nothing Rust's debug format escapes other than `"` and `\`.
+fn is_nnef_string(text: &str) -> bool {
+    text.chars()
+        .all(|c| c != '\'' && (c == '"' || c == '\\' || c.escape_debug().count() == 1))
+}
+
+/// Makes `model` writable as NNEF and readable back: every node name and output label that is not an
+/// NNEF identifier gets one (`p2o.Conv.58` → `p2o_Conv_58`, unique), and the properties whose key or
+/// text NNEF cannot hold (ONNX doc strings and metadata_props are free text) are dropped.
+fn nnef_safe(model: &mut TypedModel) -> anyhow::Result<NnefNames> {
+    let mut names = NnefNames {
+        schema: NAMES_SCHEMA.into(),
+        ..NnefNames::default()
+    };
+    let mut taken: std::collections::HashSet<String> = model
+        .nodes
+        .iter()
+        .map(|n| n.name.clone())
+        .chain(model.outlet_labels.values().cloned())
+        .filter(|n| is_nnef_identifier(n))
+        .collect();
+    let mut rename = |name: &str, taken: &mut std::collections::HashSet<String>| -> String {
+        let mut base: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        if !base.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+            base.insert(0, '_');
+        }
+        let mut candidate = base.clone();
+        let mut n = 2;
+        while taken.contains(&candidate) {
+            candidate = format!("{base}_{n}");
+            n += 1;
+        }
+        taken.insert(candidate.clone());
+        names.renamed.insert(candidate.clone(), name.to_string());
+        candidate
+    };
+    for node in &mut model.nodes {
+        if !is_nnef_identifier(&node.name) {
+            node.name = rename(&node.name, &mut taken);
+        }
+    }
+    let mut labels: Vec<(OutletId, String)> = model
+        .outlet_labels
+        .iter()
+        .filter(|(_, label)| !is_nnef_identifier(label))
+        .map(|(o, label)| (*o, label.clone()))
+        .collect();
+    labels.sort();
+    for (outlet, label) in labels {
+        let safe = rename(&label, &mut taken);
+        model.set_outlet_label(outlet, safe)?;
+    }
+    let unsafe_keys: Vec<String> = model
+        .properties
+        .iter()
+        .filter(|(key, value)| {
+            let text_ok = match value.to_plain_array_view::<String>() {
+                Ok(texts) => texts.iter().all(|t| is_nnef_string(t)),
+                Err(_) => true,
+            };
+            // The model's name becomes the NNEF graph's identifier when tract thinks it is one.
+            let name_ok = key.as_str() != tract_core::model::TRACT_NAME
+                || value
+                    .to_plain_array_view::<String>()
+                    .is_ok_and(|t| t.iter().all(|n| is_nnef_identifier(n)));
+            !(is_nnef_string(key) && text_ok && name_ok)
+        })
+        .map(|(key, _)| key.clone())
+        .collect();
+    for key in &unsafe_keys {
+        model.properties.remove(key);
+    }
+    names.dropped_properties = unsafe_keys;
+    names.dropped_properties.sort();
+    Ok(names)
+}
+
 /// Loads a bundle; `profiling` times every node of every run (tract's `run_plan_with_eval` hook).
 fn load_session(
     bundle_dir: &Path,
@@ -218,6 +374,7 @@ fn load_session(
         outputs: manifest.outputs.clone(),
         profiler: profiling.then(TractProfiler::default),
         slow_node: None,
+        names: NnefNames::read(bundle_dir)?,
     })
 }
 
@@ -378,6 +535,8 @@ struct TractSession {
     profiler: Option<TractProfiler>,
     /// Test hook: the plan node after which every run busy-waits, and how long.
     slow_node: Option<(usize, Duration)>,
+    /// The ONNX names of what the bundle renamed: profiles report those.
+    names: NnefNames,
 }
 
 /// Shapes and element types of a node's inputs and outputs, as they ran.
@@ -600,7 +759,7 @@ impl Session for TractSession {
                 .enumerate()
                 .map(|(i, o)| {
                     tensor(
-                        tensor_name(model, *o),
+                        self.names.original(&tensor_name(model, *o)),
                         seen_in.get(i),
                         model.outlet_fact(*o).ok(),
                     )
@@ -610,14 +769,14 @@ impl Session for TractSession {
                 .map(|slot| {
                     let o = OutletId::new(id, slot);
                     tensor(
-                        tensor_name(model, o),
+                        self.names.original(&tensor_name(model, o)),
                         seen_out.get(slot),
                         model.outlet_fact(o).ok(),
                     )
                 })
                 .collect();
             layers.push(ProfiledLayer {
-                name: node.name.clone(),
+                name: self.names.original(&node.name),
                 layer_type: op,
                 inputs,
                 outputs,
@@ -687,5 +846,143 @@ mod tests {
     #[test]
     fn target_names_the_architecture() {
         assert!(cpu_target().starts_with(&format!("cpu-{}", std::env::consts::ARCH)));
+    }
+
+    #[test]
+    fn profiled_names_get_their_onnx_names_back_by_the_longest_renamed_prefix() {
+        let names = NnefNames {
+            renamed: BTreeMap::from([
+                ("p2o_Conv_58".to_string(), "p2o.Conv.58".to_string()),
+                (
+                    "p2o_Conv_58_bias".to_string(),
+                    "p2o.Conv.58.bias".to_string(),
+                ),
+            ]),
+            ..NnefNames::default()
+        };
+        assert_eq!(names.original("p2o_Conv_58"), "p2o.Conv.58");
+        assert_eq!(
+            names.original("p2o_Conv_58.matmatmul"),
+            "p2o.Conv.58.matmatmul"
+        );
+        assert_eq!(names.original("p2o_Conv_58_bias.0"), "p2o.Conv.58.bias.0");
+        assert_eq!(
+            names.original("p2o_Conv_580"),
+            "p2o_Conv_580",
+            "not a prefix"
+        );
+        assert_eq!(names.original("relu_3"), "relu_3");
+    }
+
+    /// A one-input model `x → Neg → Relu → y` whose tensor and node names, doc strings and metadata
+    /// are `texts`, as bytes of an ONNX file.
+    fn named_model(texts: &[String; 6]) -> Vec<u8> {
+        use prost::Message as _;
+        use tract_onnx::pb;
+        let [input, neg, relu, output, key, value] = texts;
+        let (input, mid, output) = (format!("{input}i"), format!("{neg}m"), format!("{output}o"));
+        let tensor = |name: &str| pb::ValueInfoProto {
+            name: name.to_string(),
+            r#type: Some(pb::TypeProto {
+                value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor {
+                    elem_type: pb::tensor_proto::DataType::Float as i32,
+                    shape: Some(pb::TensorShapeProto {
+                        dim: [1, 4]
+                            .into_iter()
+                            .map(|d| pb::tensor_shape_proto::Dimension {
+                                value: Some(pb::tensor_shape_proto::dimension::Value::DimValue(d)),
+                                ..Default::default()
+                            })
+                            .collect(),
+                    }),
+                })),
+                ..Default::default()
+            }),
+            doc_string: value.clone(),
+        };
+        let node = |op: &str, name: String, from: &str, to: &str| pb::NodeProto {
+            input: vec![from.to_string()],
+            output: vec![to.to_string()],
+            name,
+            op_type: op.into(),
+            doc_string: key.clone(),
+            ..Default::default()
+        };
+        pb::ModelProto {
+            ir_version: 8,
+            opset_import: vec![pb::OperatorSetIdProto {
+                domain: String::new(),
+                version: 17,
+            }],
+            producer_name: value.clone(),
+            doc_string: value.clone(),
+            graph: Some(pb::GraphProto {
+                node: vec![
+                    node("Neg", format!("{neg}n"), &input, &mid),
+                    node("Relu", format!("{relu}r"), &mid, &output),
+                ],
+                name: key.clone(),
+                input: vec![tensor(&input)],
+                output: vec![tensor(&output)],
+                doc_string: value.clone(),
+                ..Default::default()
+            }),
+            metadata_props: vec![
+                pb::StringStringEntryProto {
+                    key: key.clone(),
+                    value: value.clone(),
+                },
+                pb::StringStringEntryProto {
+                    key: format!("{value}2"),
+                    value: key.clone(),
+                },
+            ],
+            ..Default::default()
+        }
+        .encode_to_vec()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        /// Whatever the names and metadata, the bundle builds, loads and computes `relu(-x)`.
+        #[test]
+        fn any_names_and_metadata_make_a_bundle_that_loads_and_runs(
+            texts in proptest::array::uniform6(proptest::prelude::any::<String>())
+        ) {
+            let tmp = tempfile::tempdir().expect("tmp");
+            let onnx = tmp.path().join("model.onnx");
+            std::fs::write(&onnx, named_model(&texts)).expect("write");
+            let dir = tmp.path().join("bundle");
+            std::fs::create_dir_all(&dir).expect("mkdir");
+            let settings = BTreeMap::new();
+            let plan = crate::bundle::BuildPlan {
+                key: "k",
+                model: "m",
+                onnx: &onnx,
+                settings: &settings,
+                command_line: &[],
+                created: "now",
+                source_commit: None,
+            };
+            let manifest = crate::bundle::build_bundle(&TractRuntime, &plan, &dir)
+                .map_err(|e| proptest::test_runner::TestCaseError::fail(format!("build: {e:#}")))?;
+            proptest::prop_assert_eq!(&manifest.inputs[0].name, &format!("{}i", texts[0]));
+            proptest::prop_assert_eq!(&manifest.outputs[0].name, &format!("{}o", texts[3]));
+            let mut session = TractRuntime
+                .load(&dir, &manifest, &settings)
+                .map_err(|e| proptest::test_runner::TestCaseError::fail(format!("load: {e:#}")))?;
+            let x = ndarray::ArrayD::from_shape_vec(vec![1, 4], vec![-2.0f32, -1.0, 0.5, 3.0])
+                .expect("shape");
+            let out = session
+                .run(vec![HostTensor::F32(x)])
+                .map_err(|e| proptest::test_runner::TestCaseError::fail(format!("run: {e:#}")))?;
+            match &out[0] {
+                HostTensor::F32(y) => proptest::prop_assert_eq!(
+                    y.iter().copied().collect::<Vec<f32>>(),
+                    vec![2.0, 1.0, 0.0, 0.0]
+                ),
+                _ => proptest::prop_assert!(false, "not f32"),
+            }
+        }
     }
 }

@@ -499,7 +499,21 @@ pub fn main_with_files(request_path: &Path, result_path: &Path, watchdog: Watchd
     };
     watchdog.start(&stop);
     let result = match request {
-        Ok(r) => execute_until(&r, &stop),
+        // A runtime that panics on a model fails the case with its message instead of exit 101.
+        Ok(r) => {
+            crate::guard::catch_runtime_panic(&r.runtime, "loading or running the model", || {
+                Ok(execute_until(&r, &stop))
+            })
+            .unwrap_or_else(|e| {
+                WorkerResult::failed(
+                    RuntimeInfo {
+                        name: r.runtime.clone(),
+                        version: "unknown".into(),
+                    },
+                    format!("{e:#}"),
+                )
+            })
+        }
         Err(e) => WorkerResult::failed(
             RuntimeInfo {
                 name: "unknown".into(),

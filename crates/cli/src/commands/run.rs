@@ -59,9 +59,10 @@ pub struct RunArgs {
     /// (default: 10 when there is more than one case, else 1).
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
     pub rounds: Option<usize>,
-    /// The case the others are compared with: its number in the summary (default 1, the first).
-    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
-    pub baseline: usize,
+    /// The case the others are compared with: its number in the summary (default 1, the first, and then
+    /// only cases of its workload get a verdict; given, every case is compared with it).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
+    pub baseline: Option<usize>,
     /// Warm-up calls before timing (default: the operation's, e.g. 5 for generation, 50 for encoders,
     /// cut short once they take a fifth of the time budget).
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count)]
@@ -298,10 +299,10 @@ pub fn execute(args: RunArgs) -> CliResult {
         None if planned.len() > 1 => DEFAULT_ROUNDS,
         None => 1,
     };
-    if args.baseline == 0 || args.baseline > planned.len() {
+    let baseline = args.baseline.unwrap_or(1);
+    if baseline == 0 || baseline > planned.len() {
         return Err(CliError::input(format!(
-            "--baseline {}: give a case number from 1 to {} (the # column of the summary)",
-            args.baseline,
+            "--baseline {baseline}: give a case number from 1 to {} (the # column of the summary)",
             planned.len()
         )));
     }
@@ -337,11 +338,29 @@ pub fn execute(args: RunArgs) -> CliResult {
         profile: args.profile.then_some(args.profile_iterations),
         test_hooks,
         rounds,
-        baseline: args.baseline - 1,
+        baseline: baseline - 1,
+        baseline_explicit: args.baseline.is_some(),
     };
     let progress = crate::progress::Terminal::new(args.quiet);
     let outcome = runner::execute(planned, &options, &progress)?;
     crate::summary::after_run(&outcome.run, &outcome.dir, args.format, &args.exports)?;
+    if args.format.is_none() && rounds > 1 && args.baseline.is_none() {
+        for line in other_workloads(&outcome.run, baseline - 1) {
+            outln!("{line}")?;
+        }
+    }
+    if args.format.is_none() {
+        // `--profile`: where each case's per-layer report is (it is not part of report.html).
+        for c in &outcome.run.cases {
+            if let Some(report) = c.profile.as_ref().and_then(|p| p.report.as_ref()) {
+                outln!(
+                    "profile report of case {}: {}",
+                    c.dir,
+                    outcome.dir.join(report).display()
+                )?;
+            }
+        }
+    }
     let fail_on = crate::ci::after_run(&outcome.run, &outcome.dir, &args.ci)?;
     let count = |status| {
         outcome
@@ -378,12 +397,25 @@ pub fn execute(args: RunArgs) -> CliResult {
             ),
         ));
     }
+    if !outcome.build_failed.is_empty() {
+        return Err(CliError::new(
+            ExitCode::Build,
+            format!(
+                "{} of {} case(s) have no bundle, their build failed ({}): the other cases were measured and the result is in {}",
+                outcome.build_failed.len(),
+                outcome.run.cases.len(),
+                failure_causes(&outcome.run),
+                outcome.dir.display()
+            ),
+        ));
+    }
     if failed > 0 {
         return Err(CliError::new(
             ExitCode::CaseFailed,
             format!(
-                "{failed} of {} case(s) failed; their worker logs and protocol files are kept in {}",
+                "{failed} of {} case(s) failed ({}); their worker logs and protocol files are kept in {}",
                 outcome.run.cases.len(),
+                failure_causes(&outcome.run),
                 outcome.dir.display()
             ),
         ));
@@ -410,4 +442,48 @@ pub fn execute(args: RunArgs) -> CliResult {
         ));
     }
     fail_on.map_or(Ok(()), Err)
+}
+
+/// Why the completed cases outside the baseline's workload got no verdict (a different model, request
+/// or input computes something else: its time says nothing about the baseline's), one line each.
+fn other_workloads(run: &trtmc_core::artifacts::BenchmarkRun, baseline: usize) -> Vec<String> {
+    let Some(base) = run.cases.get(baseline) else {
+        return Vec::new();
+    };
+    run.cases
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| {
+            *i != baseline && c.status == CaseStatus::Completed && c.identity != base.identity
+        })
+        .map(|(i, c)| {
+            format!(
+                "no verdict for case {} ({} {}): it measures a different workload than case {} ({} {}); give --baseline {} to compare them anyway",
+                i + 1,
+                c.model,
+                c.label,
+                baseline + 1,
+                base.model,
+                base.label,
+                baseline + 1
+            )
+        })
+        .collect()
+}
+
+/// `001-tiny-cnn-single: <its error>; …` for the failed cases: the message that ends a run names each
+/// cause (a matrix row quotes this line as the reason the row failed).
+fn failure_causes(run: &trtmc_core::artifacts::BenchmarkRun) -> String {
+    run.cases
+        .iter()
+        .filter(|c| c.status == CaseStatus::Failed)
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c.dir,
+                c.error.as_deref().unwrap_or("no error recorded")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }

@@ -28,12 +28,50 @@ pub struct ManArgs {
     pub dir: Option<PathBuf>,
 }
 
+/// The program's name on the command line.
+const BIN: &str = "trtmc-bench";
+/// The name bash's script is generated for: clap_complete's bash generator spells a hyphenated name
+/// two different ways inside the script (the subcommand arms never match, so nothing completes after
+/// the subcommand), so it gets one without a hyphen and the `complete` lines are pointed at [`BIN`].
+const BASH_NAME: &str = "trtmc_bench";
+
 pub fn completions(args: CompletionsArgs) -> CliResult {
-    let mut cmd = crate::Cli::command();
+    let mut cmd = completed_commands();
     let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut cmd, "trtmc-bench", &mut script);
-    crate::out::text(&String::from_utf8_lossy(&script))?;
+    let text = if args.shell == Shell::Bash {
+        clap_complete::generate(args.shell, &mut cmd, BASH_NAME, &mut script);
+        String::from_utf8_lossy(&script)
+            .lines()
+            .map(|line| {
+                let registration = line.trim_start().starts_with("complete -F ");
+                match line.strip_suffix(&format!(" {BASH_NAME}")) {
+                    Some(rest) if registration => format!("{rest} {BIN}"),
+                    _ => line.to_string(),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\n"
+    } else {
+        clap_complete::generate(args.shell, &mut cmd, BIN, &mut script);
+        String::from_utf8_lossy(&script).into_owned()
+    };
+    crate::out::text(&text)?;
     Ok(())
+}
+
+/// The commands completions offer: every command but the hidden internal ones (`worker`,
+/// `tune-worker`, `tune-task`), which clap_complete would list.
+fn completed_commands() -> clap::Command {
+    let full = crate::Cli::command();
+    let visible: Vec<clap::Command> = full
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set())
+        .cloned()
+        .collect();
+    clap::Command::new(BIN)
+        .version(env!("CARGO_PKG_VERSION"))
+        .subcommands(visible)
 }
 
 pub fn man(args: ManArgs) -> CliResult {
