@@ -15,7 +15,7 @@ Every check is trtmc's (Polygraphy's element-wise rule: an element fails beyond 
 --rtol x |expected|) with the backend tests' own tolerances, atol 1e-7 and rtol 1e-3.
 
 Usage: scripts/conformance.py [--bin target/release/trtmc-bench] [--tract-check PATH]
-                              [--json out.json] [--only SUBSTRING] [--jobs 1]
+                              [--json out.json] [--only SUBSTRING] [--reuse previous.json]
 Needs python3 with onnx, numpy and onnxruntime, a trtmc-bench build and the tract_check example
 (cargo build --release -p trtmc-runtime --example tract_check). Not a test: it prints a summary and
 writes per-model outcomes to --json.
@@ -141,7 +141,13 @@ def main():
     ap.add_argument("--tract-check", default=None)
     ap.add_argument("--json", default=None)
     ap.add_argument("--only", default=None)
+    ap.add_argument("--reuse", default=None,
+                    help="a previous --json: keep its outcomes and run only what it lacks (tract_api 'not run')")
     args = ap.parse_args()
+    previous = {}
+    if args.reuse:
+        with open(args.reuse) as f:
+            previous = {r["model"]: r for r in json.load(f)["models"]}
     target = os.path.dirname(args.bin)
     tract_check = args.tract_check or os.path.join(target, "examples", "tract_check")
     data = backend_data()
@@ -158,12 +164,16 @@ def main():
                 missing.append(name)
                 continue
             tds = sets[0]
-            row = {"model": name, "ops": op_types(model)}
-            row["ort_python"] = run_json([sys.executable, "-c", ORT_ONE, model, tds, str(ATOL), str(RTOL)])
-            row["tract_api"] = run_json([tract_check, model, tds, str(ATOL), str(RTOL)])
+            row = previous.get(name) or {"model": name, "ops": op_types(model)}
+            if "ort_python" not in row:
+                row["ort_python"] = run_json([sys.executable, "-c", ORT_ONE, model, tds, str(ATOL), str(RTOL)])
+            if row.get("tract_api", {}).get("status", "not run") == "not run":
+                row["tract_api"] = (run_json([tract_check, model, tds, str(ATOL), str(RTOL)])
+                                    if os.path.exists(tract_check) else {"status": "not run", "message": "no tract_check"})
             with tempfile.TemporaryDirectory() as tmp:
                 for rt in ["tract", "onnxruntime"]:
-                    row[f"trtmc_{rt}"] = trtmc(args.bin, model, tds, rt, os.path.join(tmp, rt))
+                    if f"trtmc_{rt}" not in row:
+                        row[f"trtmc_{rt}"] = trtmc(args.bin, model, tds, rt, os.path.join(tmp, rt))
             rows.append(row)
             print(f"{name:60} ort-py {row['ort_python']['status']:8} trtmc-ort {row['trtmc_onnxruntime']['status']:8} "
                   f"tract-api {row['tract_api']['status']:8} trtmc-tract {row['trtmc_tract']['status']}", flush=True)

@@ -93,8 +93,9 @@ pub struct OutputCheck {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorstElement {
     pub index: Vec<usize>,
-    pub got: f64,
-    pub expected: f64,
+    /// `None` when not a finite number (JSON has no NaN or infinity).
+    pub got: Option<f64>,
+    pub expected: Option<f64>,
 }
 
 impl OutputCheck {
@@ -108,11 +109,14 @@ impl OutputCheck {
             .as_ref()
             .map(|w| {
                 let index: Vec<String> = w.index.iter().map(usize::to_string).collect();
+                let value = |v: Option<f64>| {
+                    v.map_or_else(|| "a non-finite value".to_string(), |v| v.to_string())
+                };
                 format!(
                     "; worst element [{}]: got {}, expected {}",
                     index.join(","),
-                    w.got,
-                    w.expected
+                    value(w.got),
+                    value(w.expected)
                 )
             })
             .unwrap_or_default();
@@ -202,8 +206,8 @@ pub fn check_output(
     }
     check.worst = worst.map(|(i, _, _)| WorstElement {
         index: unravel(i, shape),
-        got: got[i],
-        expected: expected[i],
+        got: Some(got[i]).filter(|v| v.is_finite()),
+        expected: Some(expected[i]).filter(|v| v.is_finite()),
     });
     check.passed = check.mismatches == 0;
     check
@@ -243,7 +247,7 @@ mod tests {
         assert_eq!(c.mismatches, 1);
         let w = c.worst.as_ref().expect("worst");
         assert_eq!(w.index, vec![1, 1]);
-        assert_eq!((w.got, w.expected), (9.0, 3.0));
+        assert_eq!((w.got, w.expected), (Some(9.0), Some(3.0)));
         assert_eq!(c.max_abs_error, Some(6.0));
         assert_eq!(c.max_rel_error, Some(2.0));
         assert!(

@@ -144,6 +144,15 @@ impl HostTensor {
         }
     }
 
+    /// The elements as f64, exactly (for checking outputs against expected values).
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        match self {
+            HostTensor::F64(a) => a.iter().copied().collect(),
+            HostTensor::I64(a) => a.iter().map(|&x| x as f64).collect(),
+            other => other.to_f32_vec().into_iter().map(f64::from).collect(),
+        }
+    }
+
     /// The elements as f32 (for output comparison).
     pub fn to_f32_vec(&self) -> Vec<f32> {
         match self {

@@ -180,7 +180,7 @@ impl TimedRunner for InferRunner {
                     );
                 };
                 let got = &self.outputs[k];
-                let values: Vec<f64> = got.to_f32_vec().into_iter().map(f64::from).collect();
+                let values = got.to_f64_vec();
                 self.checks.push(check_output(
                     &want.name,
                     set,
