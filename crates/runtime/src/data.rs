@@ -728,7 +728,7 @@ mod tests {
         ];
         let none = BTreeMap::new();
         let ok = set(&[("x", "f32", vec![2, 3]), ("sr", "i64", vec![])]);
-        check_sets(&[ok.clone()], DataKind::Inputs, &model, &none).expect("fits");
+        check_sets(std::slice::from_ref(&ok), DataKind::Inputs, &model, &none).expect("fits");
         let e = check_sets(
             &[set(&[("x", "f64", vec![2, 3]), ("sr", "i64", vec![])])],
             DataKind::Inputs,
