@@ -155,6 +155,10 @@ pub struct ResolvedCase {
     /// How the request's samples fill each call (cloned or declared batch, rotation across calls).
     #[serde(default)]
     pub inputs: CaseInputs,
+    /// The case's own input data and expected outputs (`run --inputs`, `--check-outputs`); absent:
+    /// inputs are synthesized (docs/run.md, "Your own model").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<crate::data::CaseData>,
 }
 
 impl ResolvedCase {
@@ -378,6 +382,7 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
         chat,
         identity: String::new(),
         inputs,
+        data: None,
     };
     refresh_identity(profile, &mut resolved)?;
     Ok(resolved)
@@ -481,6 +486,10 @@ pub fn workload_identity(
             "prompt": chat.prompt,
             "prompt_tokens": chat.prompt_tokens,
         });
+    }
+    // Only cases with their own input data carry it, so every other identity stays what it was.
+    if let Some(data) = &case.data {
+        workload["input_data"] = data.identity_part();
     }
     crate::hash::json_hash(&workload)
 }

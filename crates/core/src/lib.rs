@@ -6,6 +6,7 @@ pub mod artifacts;
 pub mod case;
 pub mod catalog;
 pub mod chat;
+pub mod data;
 pub mod error_text;
 pub mod fsutil;
 pub mod hash;

@@ -126,9 +126,67 @@ pub struct CaseEntry {
     /// report's directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_report: Option<String>,
+    /// The shapes each input was fed in (result.json `input_shapes`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub input_shapes: BTreeMap<String, Vec<Vec<usize>>>,
+    /// The outputs checked against `--check-outputs` (result.json `output_check`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output_check: Vec<trtmc_core::data::OutputCheck>,
 }
 
 impl CaseEntry {
+    /// `x 1x3x224x224, mask 1x8` (a scalar as `scalar`; shapes that varied joined with `|`).
+    pub fn input_shapes_text(&self) -> String {
+        self.input_shapes
+            .iter()
+            .map(|(name, shapes)| {
+                let shapes: Vec<String> = shapes
+                    .iter()
+                    .map(|s| {
+                        if s.is_empty() {
+                            "scalar".to_string()
+                        } else {
+                            s.iter().map(usize::to_string).collect::<Vec<_>>().join("x")
+                        }
+                    })
+                    .collect();
+                format!("{name} {}", shapes.join("|"))
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// `outputs match (3 checked, max abs 1.2e-07, max rel 3.4e-06)`, or which ones do not.
+    pub fn output_check_text(&self) -> Option<String> {
+        if self.output_check.is_empty() {
+            return None;
+        }
+        let max = |f: &dyn Fn(&trtmc_core::data::OutputCheck) -> Option<f64>| {
+            self.output_check
+                .iter()
+                .map(f)
+                .try_fold(0.0f64, |m, v| v.map(|v| m.max(v)))
+                .map_or_else(|| "NaN".to_string(), |v| format!("{v:.1e}"))
+        };
+        let failed: Vec<&str> = self
+            .output_check
+            .iter()
+            .filter(|c| !c.passed)
+            .map(|c| c.output.as_str())
+            .collect();
+        let how = format!(
+            "{} checked, max abs error {}, max rel error {}",
+            self.output_check.len(),
+            max(&|c| c.max_abs_error),
+            max(&|c| c.max_rel_error)
+        );
+        Some(if failed.is_empty() {
+            format!("outputs match ({how})")
+        } else {
+            format!("outputs DIFFER: {} ({how})", failed.join(", "))
+        })
+    }
+
     /// A throughput by name (`request/s` exists for every operation).
     pub fn throughput(&self, name: &str) -> Option<&Throughput> {
         self.throughputs.iter().find(|t| t.name == name)
@@ -286,6 +344,8 @@ pub fn build(
                     .as_ref()
                     .and_then(|p| p.report.as_deref())
                     .map(|r| join(&run_path, r)),
+                input_shapes: c.input_shapes.clone(),
+                output_check: c.output_check.clone(),
             });
         }
     }

@@ -610,6 +610,15 @@ fn case_article(
         meta.push_text(&format!(" · load {} ms (excluded)", fmt_num(load)));
     }
     m.push(&el("p", &[("class", "muted")], &meta));
+    if !c.input_shapes.is_empty() {
+        let mut io = Markup::default();
+        io.push_text("inputs ");
+        io.push(&el("code", &[], &text(&c.input_shapes_text())));
+        if let Some(check) = c.output_check_text() {
+            io.push_text(&format!(" · {check}"));
+        }
+        m.push(&el("p", &[("class", "case-inputs")], &io));
+    }
     if let Some(e) = &c.error {
         m.push(&banner("error", &text(e)));
     }

@@ -334,6 +334,21 @@ pub fn table_with(report: &CollectionReport, layout: Layout) -> String {
             ));
         }
     }
+    // What an `infer` case fed and, with --check-outputs, how its outputs compared.
+    for (i, c) in cases.iter().enumerate() {
+        if c.input_shapes.is_empty() && c.output_check.is_empty() {
+            continue;
+        }
+        let mut what = format!("inputs {}", c.input_shapes_text());
+        if let Some(check) = c.output_check_text() {
+            what.push_str(&format!(" · {check}"));
+        }
+        out.push_str(&wrap(
+            &format!("{:>3}  {}", i + 1, clean(&what, 400)),
+            "     ",
+            wrap_at,
+        ));
+    }
     // Each recommendation once, with the cases it applies to: a sweep of 50 short cases gets one line
     // saying "add --duration", not fifty.
     let mut advice: Vec<(&str, Vec<usize>)> = Vec::new();

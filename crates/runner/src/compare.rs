@@ -448,6 +448,7 @@ mod tests {
             profile,
             resolved,
             bundle: None,
+            inputs: Vec::new(),
         }
     }
 

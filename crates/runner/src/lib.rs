@@ -8,6 +8,7 @@ mod error;
 pub mod interrupt;
 pub mod launch;
 pub mod machine;
+pub mod model_inputs;
 pub mod progress;
 pub mod run;
 pub mod slurm;

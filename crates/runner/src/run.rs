@@ -64,6 +64,12 @@ pub struct Selection {
     pub sets: Vec<Override>,
     pub sweeps: Vec<SweepAxis>,
     pub flags: MeasureFlags,
+    /// `--inputs`: data sets fed instead of synthesized inputs (`infer` cases; several rotate).
+    pub inputs: Vec<String>,
+    /// `--check-outputs`: the expected outputs of those data sets.
+    pub check_outputs: Vec<String>,
+    /// `--atol`, `--rtol` of the output check (default: Polygraphy's, 1e-5 each).
+    pub tolerance: Option<(f64, f64)>,
 }
 
 #[derive(Debug, Clone)]
@@ -98,6 +104,8 @@ pub struct PlannedCase {
     pub profile: Profile,
     pub resolved: ResolvedCase,
     pub bundle: Option<BundlePlan>,
+    /// The model's inputs as the case feeds them (`infer` cases whose model file is at hand).
+    pub inputs: Vec<crate::model_inputs::InputLine>,
 }
 
 /// Resolves every selection into cases and plans their bundles; nothing is built or loaded. A profile of a
@@ -156,6 +164,16 @@ pub fn plan_cases(
                         model: profile.name.clone(),
                         reason,
                     })?;
+                let inputs =
+                    crate::model_inputs::settle(profile, sel, &mut resolved, &options.cache_root)
+                        .map_err(|reason| Error::Case {
+                        model: profile.name.clone(),
+                        reason,
+                    })?;
+                case::refresh_identity(profile, &mut resolved).map_err(|reason| Error::Case {
+                    model: profile.name.clone(),
+                    reason,
+                })?;
                 let rt = runtime_named(&resolved.runtime.value, &options.runtimes)?;
                 rt.availability()
                     .map_err(|reason| Error::RuntimeUnavailable {
@@ -230,6 +248,7 @@ pub fn plan_cases(
                     },
                     resolved,
                     bundle,
+                    inputs,
                 });
             }
         }
@@ -810,6 +829,21 @@ fn finish_case(
         ));
     }
 
+    // Outputs that differ from `--check-outputs` fail the case (exit 5), naming the worst element.
+    if m.error.is_none()
+        && let Some(data) = &r.data
+    {
+        let failed: Vec<String> = m
+            .output_check
+            .iter()
+            .filter(|c| !c.passed)
+            .map(|c| c.describe_failure(data.atol, data.rtol))
+            .collect();
+        if !failed.is_empty() {
+            m.error = Some(failed.join("; "));
+        }
+    }
+
     let op = operations::operation(&r.operation).ok_or_else(|| Error::UnknownOperation {
         operation: r.operation.clone(),
     })?;
@@ -907,6 +941,8 @@ fn finish_case(
         files,
         profile,
         rounds,
+        input_shapes: m.input_shapes,
+        output_check: m.output_check,
     };
     Ok((result, m.observations))
 }
@@ -930,6 +966,10 @@ struct Measured {
     warmup_done: Option<u64>,
     /// Why the case stopped before its rule ended it (its observations are kept).
     interrupted: Option<String>,
+    /// The shapes the calls fed each input in (`infer`).
+    input_shapes: BTreeMap<String, Vec<Vec<usize>>>,
+    /// `--check-outputs`: each data set's outputs against the expected ones.
+    output_check: Vec<trtmc_core::data::OutputCheck>,
 }
 
 impl Measured {
@@ -967,6 +1007,24 @@ impl Measured {
         self.telemetry = round.telemetry.or(self.telemetry.take());
         self.request_file = round.request_file.or(self.request_file.take());
         self.result_file = round.result_file.or(self.result_file.take());
+        for (name, shapes) in round.input_shapes {
+            let seen = self.input_shapes.entry(name).or_default();
+            for shape in shapes {
+                if !seen.contains(&shape) {
+                    seen.push(shape);
+                }
+            }
+        }
+        // A set is checked in the first round that uses it.
+        for check in round.output_check {
+            if !self
+                .output_check
+                .iter()
+                .any(|c| c.set == check.set && c.output == check.output)
+            {
+                self.output_check.push(check);
+            }
+        }
     }
 }
 
@@ -1017,6 +1075,7 @@ fn worker_request(p: &PlannedCase, round: Round) -> WorkerRequest {
         test_call_slowdown_ppm: None,
         first_call: round.first_call,
         test_slow_node: None,
+        data: r.data.clone(),
     }
 }
 
@@ -1185,6 +1244,16 @@ fn measure_in_worker(
             return m;
         }
     };
+    // `infer`'s input shapes and output checks become typed fields of result.json.
+    if let Some(shapes) = res.notes.get(trtmc_runtime::ops::INPUT_SHAPES_NOTE) {
+        m.input_shapes = serde_json::from_value(shapes.clone()).unwrap_or_default();
+    }
+    if let Some(checks) = res.notes.get(trtmc_runtime::ops::OUTPUT_CHECK_NOTE) {
+        match serde_json::from_value(checks.clone()) {
+            Ok(checks) => m.output_check = checks,
+            Err(e) => m.error = Some(format!("the worker's output check is malformed: {e}")),
+        }
+    }
     // What the last call produced (transcript, generated text, ranking): evidence, not metrics.
     if !res.notes.is_empty() {
         let doc = CallNotes {
@@ -1568,6 +1637,29 @@ pub fn describe_plan(
             r.measure.warmup.value,
             r.measure.iterations.value
         ));
+        for input in &p.inputs {
+            lines.push(format!(
+                "    input `{}` {} fed {}: {}",
+                input.name, input.declared, input.fed, input.source
+            ));
+            if let Some(note) = &input.note {
+                lines.push(format!("    note: {note}"));
+            }
+        }
+        if let Some(data) = &r.data
+            && !data.expected.is_empty()
+        {
+            lines.push(format!(
+                "    outputs checked against {} (--atol {} --rtol {})",
+                data.expected
+                    .iter()
+                    .map(|s| s.source.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                data.atol,
+                data.rtol
+            ));
+        }
         if let Some(chat) = &r.chat {
             lines.push(match (&chat.template_source, chat.prompt_tokens) {
                 (Some(template), Some(tokens)) => format!(

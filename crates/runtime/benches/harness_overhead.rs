@@ -48,6 +48,7 @@ fn harness_loop(calls: usize) -> (Vec<f64>, f64) {
         manifest_dir: None,
         tokenizer: None,
         first_call: 0,
+        data: None,
     };
     let mut runner = ops::prepare("test_noop", ctx).expect("noop runner");
     let started = Instant::now();

@@ -6,6 +6,7 @@
 //! - [`ort_rt`]: ONNX Runtime, loaded from `libonnxruntime` at run time.
 //! - [`tensorrt_rt`]: TensorRT through NVIDIA's `trtexec` (a runtime that times itself).
 //! - [`profile`]: per-layer profiles in trtexec's export shapes, and the profiling pass.
+//! - [`data`]: a case's own input data and expected outputs (`run --inputs`, `--check-outputs`).
 //! - [`outputs`]: one forward pass with named outputs, for output agreement between runtimes.
 //! - [`reference`]: the request/result protocol of the Python reference runners in `reference/`.
 //! - [`bundle`]: bundle directories with their build evidence.
@@ -14,6 +15,7 @@
 //! - [`worker`] and [`protocol`]: the isolated process that owns the timed loop.
 
 pub mod bundle;
+pub mod data;
 pub mod guard;
 pub mod knobs;
 pub mod ops;

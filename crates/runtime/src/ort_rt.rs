@@ -543,9 +543,12 @@ fn dimension_overrides(
                 .map(String::as_str)
                 .unwrap_or("");
             if symbol.is_empty() {
-                bail!(
-                    "input `{input}` axis {axis} is dynamic without a name; ONNX Runtime binds dimensions by name only (name it in the model, e.g. with onnx's update_inputs_outputs_dims)"
-                );
+                // ONNX Runtime binds dimensions by name only: an unnamed one stays dynamic in the
+                // optimized model and takes the shape of the tensors fed at run time.
+                log.push(format!(
+                    "input `{input}` axis {axis}: dynamic without a name, left dynamic (fed as {want})"
+                ));
+                continue;
             }
             match overrides.get(symbol) {
                 Some(&v) if v != want => bail!(
@@ -565,6 +568,7 @@ fn dtype_of(ty: TensorElementType) -> Option<DType> {
     Some(match ty {
         TensorElementType::Float32 => DType::F32,
         TensorElementType::Float16 => DType::F16,
+        TensorElementType::Float64 => DType::F64,
         TensorElementType::Int64 => DType::I64,
         TensorElementType::Int32 => DType::I32,
         TensorElementType::Bool => DType::Bool,
@@ -925,6 +929,9 @@ impl Session for OrtModel {
                 HostTensor::F32(a) => TensorRef::from_array_view(a.view())
                     .map_err(ort_err)?
                     .into(),
+                HostTensor::F64(a) => TensorRef::from_array_view(a.view())
+                    .map_err(ort_err)?
+                    .into(),
                 HostTensor::I64(a) => TensorRef::from_array_view(a.view())
                     .map_err(ort_err)?
                     .into(),
@@ -958,6 +965,9 @@ impl Session for OrtModel {
                 Ok(match ty {
                     TensorElementType::Float32 => {
                         HostTensor::F32(v.try_extract_array::<f32>().map_err(ort_err)?.to_owned())
+                    }
+                    TensorElementType::Float64 => {
+                        HostTensor::F64(v.try_extract_array::<f64>().map_err(ort_err)?.to_owned())
                     }
                     TensorElementType::Int64 => {
                         HostTensor::I64(v.try_extract_array::<i64>().map_err(ort_err)?.to_owned())

@@ -139,6 +139,7 @@ pub fn run_session(
 fn element_type(t: &HostTensor) -> ElementType {
     match t {
         HostTensor::F32(_) => ElementType::F32,
+        HostTensor::F64(_) => ElementType::F64,
         HostTensor::I64(_) => ElementType::I64,
         HostTensor::I32(_) => ElementType::I32,
         HostTensor::Bool(_) => ElementType::Bool,
@@ -166,6 +167,7 @@ pub fn from_tensor(t: &Tensor, dtype: DType) -> anyhow::Result<HostTensor> {
             dim,
             v.iter().map(|&x| x as f32).collect(),
         )?),
+        DType::F64 => HostTensor::F64(ArrayD::from_shape_vec(dim, v.clone())?),
         DType::I64 => HostTensor::I64(ArrayD::from_shape_vec(
             dim,
             v.iter().map(|&x| x as i64).collect(),
@@ -309,6 +311,7 @@ pub fn write_call_inputs(
 pub fn le_bytes(t: &HostTensor) -> Vec<u8> {
     match t {
         HostTensor::F32(a) => a.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        HostTensor::F64(a) => a.iter().flat_map(|x| x.to_le_bytes()).collect(),
         HostTensor::I64(a) => a.iter().flat_map(|x| x.to_le_bytes()).collect(),
         HostTensor::I32(a) => a.iter().flat_map(|x| x.to_le_bytes()).collect(),
         HostTensor::Bool(a) => a.iter().map(|&x| u8::from(x)).collect(),

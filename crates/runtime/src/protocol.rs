@@ -59,6 +59,9 @@ pub struct WorkerRequest {
     /// timed or profiled (the matrix's candidate made slower in one known node).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test_slow_node: Option<SlowNode>,
+    /// The case's own input data and expected outputs (`run --inputs`, `--check-outputs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<trtmc_core::data::CaseData>,
 }
 
 /// A busy wait of `micros` right after the first graph node whose name starts with `node`.

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 pub enum DType {
     F32,
     F16,
+    F64,
     I64,
     I32,
     Bool,
@@ -22,6 +23,7 @@ impl DType {
         match self {
             DType::F32 => "f32",
             DType::F16 => "f16",
+            DType::F64 => "f64",
             DType::I64 => "i64",
             DType::I32 => "i32",
             DType::Bool => "bool",
@@ -95,6 +97,7 @@ impl TensorSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub enum HostTensor {
     F32(ArrayD<f32>),
+    F64(ArrayD<f64>),
     I64(ArrayD<i64>),
     I32(ArrayD<i32>),
     Bool(ArrayD<bool>),
@@ -105,6 +108,7 @@ impl HostTensor {
     pub fn shape(&self) -> &[usize] {
         match self {
             HostTensor::F32(a) => a.shape(),
+            HostTensor::F64(a) => a.shape(),
             HostTensor::I64(a) => a.shape(),
             HostTensor::I32(a) => a.shape(),
             HostTensor::Bool(a) => a.shape(),
@@ -115,6 +119,7 @@ impl HostTensor {
     pub fn dtype(&self) -> DType {
         match self {
             HostTensor::F32(_) => DType::F32,
+            HostTensor::F64(_) => DType::F64,
             HostTensor::I64(_) => DType::I64,
             HostTensor::I32(_) => DType::I32,
             HostTensor::Bool(_) => DType::Bool,
@@ -134,7 +139,17 @@ impl HostTensor {
     pub fn is_finite(&self) -> bool {
         match self {
             HostTensor::F32(a) => a.iter().all(|x| x.is_finite()),
+            HostTensor::F64(a) => a.iter().all(|x| x.is_finite()),
             _ => true,
+        }
+    }
+
+    /// The elements as f64, exactly (for checking outputs against expected values).
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        match self {
+            HostTensor::F64(a) => a.iter().copied().collect(),
+            HostTensor::I64(a) => a.iter().map(|&x| x as f64).collect(),
+            other => other.to_f32_vec().into_iter().map(f64::from).collect(),
         }
     }
 
@@ -142,6 +157,7 @@ impl HostTensor {
     pub fn to_f32_vec(&self) -> Vec<f32> {
         match self {
             HostTensor::F32(a) => a.iter().copied().collect(),
+            HostTensor::F64(a) => a.iter().map(|&x| x as f32).collect(),
             HostTensor::I64(a) => a.iter().map(|&x| x as f32).collect(),
             HostTensor::I32(a) => a.iter().map(|&x| x as f32).collect(),
             HostTensor::Bool(a) => a.iter().map(|&x| f32::from(u8::from(x))).collect(),
@@ -165,6 +181,10 @@ pub fn synthesize(
         DType::F32 | DType::F16 => HostTensor::F32(ArrayD::from_shape_vec(
             dim,
             (0..n).map(|_| rng.random_range(-1.0f32..1.0)).collect(),
+        )?),
+        DType::F64 => HostTensor::F64(ArrayD::from_shape_vec(
+            dim,
+            (0..n).map(|_| rng.random_range(-1.0f64..1.0)).collect(),
         )?),
         DType::I64 => HostTensor::I64(ArrayD::from_shape_vec(
             dim,

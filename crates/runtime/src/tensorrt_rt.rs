@@ -367,68 +367,7 @@ fn precisions(settings: &BTreeMap<String, Value>) -> anyhow::Result<Vec<Precisio
     })
 }
 
-/// A declared model input or output, read from the ONNX file.
-#[derive(Debug, Clone)]
-struct Declared {
-    name: String,
-    dtype: Option<DType>,
-    dims: Vec<Dim>,
-}
-
-fn declared_io(onnx: &Path) -> anyhow::Result<(Vec<Declared>, Vec<Declared>)> {
-    use tract_onnx::pb::tensor_shape_proto::dimension::Value as DimValue;
-    use tract_onnx::pb::type_proto::Value as TypeValue;
-    use tract_onnx::prelude::Framework as _;
-    let proto = tract_onnx::onnx()
-        .proto_model_for_path(onnx)
-        .with_context(|| format!("cannot read {}", onnx.display()))?;
-    let graph = proto
-        .graph
-        .with_context(|| format!("{} has no graph", onnx.display()))?;
-    let initializers: Vec<&str> = graph.initializer.iter().map(|t| t.name.as_str()).collect();
-    let convert = |v: &tract_onnx::pb::ValueInfoProto| -> Declared {
-        let mut dtype = None;
-        let mut dims = Vec::new();
-        if let Some(TypeValue::TensorType(t)) = v.r#type.as_ref().and_then(|t| t.value.as_ref()) {
-            dtype = onnx_dtype(t.elem_type);
-            if let Some(shape) = &t.shape {
-                for (axis, d) in shape.dim.iter().enumerate() {
-                    dims.push(match &d.value {
-                        Some(DimValue::DimValue(n)) => Dim::Fixed(*n),
-                        Some(DimValue::DimParam(p)) if !p.is_empty() => Dim::Symbol(p.clone()),
-                        _ => Dim::Symbol(format!("{}_dim{axis}", v.name)),
-                    });
-                }
-            }
-        }
-        Declared {
-            name: v.name.clone(),
-            dtype,
-            dims,
-        }
-    };
-    let inputs = graph
-        .input
-        .iter()
-        .filter(|v| !initializers.contains(&v.name.as_str()))
-        .map(convert)
-        .collect();
-    let outputs = graph.output.iter().map(convert).collect();
-    Ok((inputs, outputs))
-}
-
-/// ONNX `TensorProto.DataType` numbers.
-fn onnx_dtype(elem_type: i32) -> Option<DType> {
-    Some(match elem_type {
-        1 => DType::F32,
-        2 => DType::U8,
-        6 => DType::I32,
-        7 => DType::I64,
-        9 => DType::Bool,
-        10 => DType::F16,
-        _ => return None,
-    })
-}
+use crate::data::{Declared, declared_io};
 
 /// Concrete input shapes from `build.shapes.<input>` and `build.dims.<symbol>`; `None` when the model's
 /// own shapes are static and nothing was asked.
@@ -1194,7 +1133,10 @@ mod tests {
     fn declared(name: &str, dims: Vec<Dim>) -> Declared {
         Declared {
             name: name.into(),
+            elem_type: 1,
             dtype: Some(DType::F32),
+            has_shape: true,
+            unnamed: vec![false; dims.len()],
             dims,
         }
     }

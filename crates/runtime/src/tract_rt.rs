@@ -493,6 +493,7 @@ fn dtype_of(dt: DatumType) -> Option<DType> {
     Some(match dt {
         DatumType::F32 => DType::F32,
         DatumType::F16 => DType::F16,
+        DatumType::F64 => DType::F64,
         DatumType::I64 => DType::I64,
         DatumType::I32 => DType::I32,
         DatumType::Bool => DType::Bool,
@@ -802,6 +803,7 @@ impl Session for TractSession {
 fn to_tract(t: HostTensor, dtype: DType) -> anyhow::Result<Tensor> {
     let tensor = match t {
         HostTensor::F32(a) => a.into_tensor(),
+        HostTensor::F64(a) => a.into_tensor(),
         HostTensor::I64(a) => a.into_tensor(),
         HostTensor::I32(a) => a.into_tensor(),
         HostTensor::Bool(a) => a.into_tensor(),
@@ -819,6 +821,7 @@ fn from_tract(t: Tensor) -> anyhow::Result<HostTensor> {
         DatumType::F16 => {
             HostTensor::F32(t.cast_to::<f32>()?.into_owned().into_plain_array::<f32>()?)
         }
+        DatumType::F64 => HostTensor::F64(t.into_plain_array::<f64>()?),
         DatumType::I64 => HostTensor::I64(t.into_plain_array::<i64>()?),
         DatumType::I32 => HostTensor::I32(t.into_plain_array::<i32>()?),
         DatumType::Bool => HostTensor::Bool(t.into_plain_array::<bool>()?),

@@ -59,6 +59,7 @@ pub fn reference_inputs(request: &WorkerRequest) -> anyhow::Result<ops::Referenc
         tokenizer: request.tokenizer.as_deref(),
         // The list of every call's inputs does not depend on where the rotation starts.
         first_call: 0,
+        data: request.data.as_ref(),
     };
     Ok(ops::prepare(op.name, ctx)?.reference_inputs())
 }
@@ -108,6 +109,7 @@ fn execute_inner(
         manifest_dir: request.manifest_dir.as_deref(),
         tokenizer: request.tokenizer.as_deref(),
         first_call: request.first_call,
+        data: request.data.as_ref(),
     };
     let mut runner = ops::prepare(op.name, ctx)?;
     let load_ms = load_started.elapsed().as_secs_f64() * 1e3;
@@ -558,6 +560,7 @@ mod tests {
             test_call_slowdown_ppm: None,
             first_call: 0,
             test_slow_node: None,
+            data: None,
         }
     }
 

@@ -319,7 +319,9 @@ impl Cursor<'_> {
     }
 }
 
-fn decode(data: &[u8], dtype: ElementType, big_endian: bool) -> Vec<f64> {
+/// Values of `dtype` packed in `data` (little-endian unless `big_endian`), widened to f64; a trailing
+/// partial element is ignored (callers check the length).
+pub fn decode(data: &[u8], dtype: ElementType, big_endian: bool) -> Vec<f64> {
     let size = dtype.size();
     data.chunks_exact(size)
         .map(|chunk| {

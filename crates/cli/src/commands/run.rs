@@ -38,9 +38,26 @@ pub struct RunArgs {
     /// repeat to compare several files.
     #[arg(long, value_name = "PATH", conflicts_with_all = ["models", "plan"])]
     pub onnx: Vec<PathBuf>,
-    /// Shape of a dynamic input, trtexec style: NAME:1x3x224x224 (repeatable).
+    /// Shape of a dynamic input, trtexec style: NAME:1x3x224x224 (repeatable). A dynamic dimension
+    /// neither this nor --inputs sets is 1.
     #[arg(long = "shape", value_name = "NAME:DIMS")]
     pub shapes: Vec<String>,
+    /// Feed this data instead of synthesized inputs: an .npz, a folder of NAME.npy or of ONNX
+    /// input_N.pb files (a folder of test_data_set_* folders: one set each), or trtexec's
+    /// name:file.bin list. Repeat for several sets; the calls rotate over them.
+    #[arg(long = "inputs", value_name = "PATH")]
+    pub inputs: Vec<String>,
+    /// Check the outputs of each --inputs set against these (same formats, output_N.pb in ONNX test
+    /// folders); a mismatch fails the case (exit 5).
+    #[arg(long = "check-outputs", value_name = "PATH", requires = "inputs")]
+    pub check_outputs: Vec<String>,
+    /// Absolute tolerance of --check-outputs (Polygraphy's meaning: an element fails when it is beyond
+    /// both --atol and --rtol).
+    #[arg(long, value_name = "X", requires = "check_outputs", default_value_t = trtmc_core::data::DEFAULT_ATOL)]
+    pub atol: f64,
+    /// Relative tolerance of --check-outputs, against |expected|.
+    #[arg(long, value_name = "X", requires = "check_outputs", default_value_t = trtmc_core::data::DEFAULT_RTOL)]
+    pub rtol: f64,
     /// Named case to run (repeatable; cases are independent runs, never combined).
     #[arg(long = "case", value_name = "NAME")]
     pub cases: Vec<String>,
@@ -166,6 +183,31 @@ fn add_onnx_profile(
     Ok(name)
 }
 
+/// Data specs with their paths made absolute (a run may change directory before the worker reads
+/// them); a trtexec `name:file` list is kept as given but for its files.
+fn absolute_specs(specs: &[String]) -> Vec<String> {
+    let absolute = |path: &str| {
+        std::path::absolute(path)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| path.to_string())
+    };
+    specs
+        .iter()
+        .map(|spec| {
+            if std::path::Path::new(spec).exists() || !spec.contains(':') {
+                return absolute(spec);
+            }
+            spec.split(',')
+                .map(|item| match item.rsplit_once(':') {
+                    Some((name, file)) => format!("{name}:{}", absolute(file)),
+                    None => item.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect()
+}
+
 pub fn execute(args: RunArgs) -> CliResult {
     crate::runtime_dirs::apply(&args.runtime_dirs)?;
     let command_line: Vec<String> = std::env::args().collect();
@@ -197,6 +239,16 @@ pub fn execute(args: RunArgs) -> CliResult {
         )));
     }
 
+    for (flag, value) in [("--atol", args.atol), ("--rtol", args.rtol)] {
+        if !(value.is_finite() && value >= 0.0) {
+            return Err(CliError::input(format!(
+                "{flag} {value}: give a tolerance of 0 or more"
+            )));
+        }
+    }
+    let inputs = absolute_specs(&args.inputs);
+    let check_outputs = absolute_specs(&args.check_outputs);
+
     // One selection per runtime asked for (none: the profile's own).
     let runtimes: Vec<Option<String>> = if args.runtimes.is_empty() {
         vec![None]
@@ -214,6 +266,9 @@ pub fn execute(args: RunArgs) -> CliResult {
                 sets: sets.clone(),
                 sweeps: sweeps.clone(),
                 flags: flags.clone(),
+                inputs: inputs.clone(),
+                check_outputs: check_outputs.clone(),
+                tolerance: Some((args.atol, args.rtol)),
                 ..Default::default()
             })
             .collect()
@@ -262,6 +317,9 @@ pub fn execute(args: RunArgs) -> CliResult {
                         sets: sets.clone(),
                         sweeps: entry_sweeps.clone(),
                         flags: flags.clone(),
+                        inputs: inputs.clone(),
+                        check_outputs: check_outputs.clone(),
+                        tolerance: Some((args.atol, args.rtol)),
                     });
                 }
             }
@@ -305,6 +363,17 @@ pub fn execute(args: RunArgs) -> CliResult {
             "--baseline {baseline}: give a case number from 1 to {} (the # column of the summary)",
             planned.len()
         )));
+    }
+    // Dimensions left dynamic were set to 1: one line each, naming the --shape that chooses them.
+    if !args.dry_run && !args.quiet {
+        let notes: std::collections::BTreeSet<&String> = planned
+            .iter()
+            .flat_map(|p| &p.inputs)
+            .filter_map(|i| i.note.as_ref())
+            .collect();
+        for note in notes {
+            eprintln!("note: {note}");
+        }
     }
     if args.dry_run {
         outln!(

@@ -217,6 +217,12 @@ pub struct CaseResult {
     /// Each round's calls and median when the run interleaved its cases in rounds (`run --rounds`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rounds: Vec<RoundStat>,
+    /// The shapes each input was fed in (one per distinct shape the calls used), `infer` cases.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub input_shapes: BTreeMap<String, Vec<Vec<usize>>>,
+    /// Each output of each data set checked against `--check-outputs` (absent when not asked).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output_check: Vec<crate::data::OutputCheck>,
 }
 
 /// One round of a case: one worker process, interleaved with the other cases' rounds.

@@ -403,6 +403,7 @@ impl Served<'_> {
                 manifest_dir: self.request.manifest_dir.as_deref(),
                 tokenizer: self.request.tokenizer.as_deref(),
                 first_call: 0,
+                data: None,
             };
             let mut runner = ops::prepare(&self.request.operation, ctx)?;
             if self.request.sleep_us > 0 && test_mode() {

@@ -215,6 +215,7 @@ mod tests {
             chat: None,
             identity: String::new(),
             inputs: Default::default(),
+            data: None,
         }
     }
 

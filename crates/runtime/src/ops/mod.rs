@@ -25,7 +25,7 @@ use crate::bundle::BundleManifest;
 use crate::runtime::Session;
 
 pub use generate::{GenerationOutput, generate_tokens};
-pub use infer::synthesize_all;
+pub use infer::{INPUT_SHAPES_NOTE, OUTPUT_CHECK_NOTE, synthesize_all};
 pub use testing::Delayed;
 
 /// What a call reports besides its wall time. Fixed-size, so recording it costs no allocation.
@@ -116,6 +116,8 @@ pub struct RunnerContext<'a> {
     pub tokenizer: Option<&'a str>,
     /// The case's calls before this runner's first (earlier rounds): where input rotation resumes.
     pub first_call: u64,
+    /// The case's own input data and expected outputs (`infer` only).
+    pub data: Option<&'a trtmc_core::data::CaseData>,
 }
 
 impl RunnerContext<'_> {
@@ -132,6 +134,7 @@ impl RunnerContext<'_> {
             manifest_dir: self.manifest_dir,
             tokenizer: self.tokenizer,
             first_call: self.first_call,
+            data: self.data,
         }
     }
 

@@ -82,6 +82,7 @@ pub fn execute(
         manifest_dir: request.manifest_dir.as_deref(),
         tokenizer: request.tokenizer.as_deref(),
         first_call: request.first_call,
+        data: request.data.as_ref(),
     };
     let mut runner = ops::prepare(op.name, ctx)?;
     for i in 0..request.warmup {

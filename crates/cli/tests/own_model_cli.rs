@@ -1,0 +1,538 @@
+//! Your own model through the real binary (docs/run.md, "Your own model"): real inputs (`--inputs`
+//! in every format), checked outputs (`--check-outputs`, `--atol`, `--rtol`), dynamic dimensions on
+//! every runtime, and the inputs `--dry-run` lists — on the onnx wheel's backend test models.
+//! Needs python3 with onnx, numpy and onnxruntime (scripts/test installs them).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::*;
+
+/// The onnx wheel's backend test model folder `group/name` (model.onnx, test_data_set_0).
+fn backend_model(group_and_name: &str) -> PathBuf {
+    let dir = python(
+        "import onnx, os; print(os.path.dirname(onnx.__file__))",
+        &[],
+    );
+    let folder = PathBuf::from(dir.trim())
+        .join("backend/test/data")
+        .join(group_and_name);
+    assert!(
+        folder.join("model.onnx").is_file(),
+        "the onnx wheel lacks {}",
+        folder.display()
+    );
+    folder
+}
+
+/// Runs a python3 script with `args` (sys.argv[1:]); its stdout.
+fn python(script: &str, args: &[&Path]) -> String {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("python3 must be installed (scripts/test installs onnx and numpy)");
+    assert!(
+        out.status.success(),
+        "python3 failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// trtmc-bench with a private bundle cache under `tmp`.
+fn bench(tmp: &Path, args: &[&str]) -> Output {
+    bench_cached(&tmp.join("cache"), args)
+}
+
+fn model_of(folder: &Path) -> String {
+    folder.join("model.onnx").display().to_string()
+}
+
+fn set_of(folder: &Path) -> String {
+    folder.join("test_data_set_0").display().to_string()
+}
+
+/// Writes `name.npz` under `dir` from the backend folder's test_data_set_0 tensors (inputs or
+/// outputs by `prefix`), each transformed by the python expression `transform` of `a` (the array;
+/// `bump(a)` adds 1 to its element 5).
+fn npz_from_set(dir: &Path, name: &str, folder: &Path, prefix: &str, transform: &str) -> PathBuf {
+    let file = dir.join(name);
+    let script = format!(
+        r#"
+import glob, os, sys
+import numpy as np, onnx
+from onnx import numpy_helper
+def bump(a):
+    a = a.copy()
+    a.flat[5] += 1.0
+    return a
+m = onnx.load(os.path.join(sys.argv[1], "model.onnx"))
+init = {{i.name for i in m.graph.initializer}}
+names = [v.name for v in (m.graph.input if "{prefix}" == "input_" else m.graph.output) if v.name not in init]
+arrays = {{}}
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "test_data_set_0", "{prefix}*.pb"))):
+    t = onnx.TensorProto()
+    t.ParseFromString(open(f, "rb").read())
+    n = int(os.path.basename(f)[len("{prefix}"):-3])
+    a = numpy_helper.to_array(t)
+    arrays[t.name or names[n]] = {transform}
+np.savez(sys.argv[2], **arrays)
+"#
+    );
+    python(&script, &[folder, &file]);
+    file
+}
+
+fn only_case(doc: &serde_json::Value) -> &serde_json::Value {
+    &doc["cases"][0]
+}
+
+/// `run --onnx M/model.onnx --inputs M/test_data_set_0 --check-outputs M/test_data_set_0` on each
+/// runtime given, in one result directory `out`.
+fn run_backend_model(tmp: &Path, folder: &Path, runtimes: &[&str], out: &Path) -> Output {
+    let (model, set) = (model_of(folder), set_of(folder));
+    let mut args = vec![
+        "run",
+        "--onnx",
+        &model,
+        "--inputs",
+        &set,
+        "--check-outputs",
+        &set,
+        "--rounds",
+        "1",
+        "--warmup",
+        "1",
+        "--iterations",
+        "3",
+        "-o",
+        out.to_str().expect("utf-8"),
+    ];
+    for rt in runtimes {
+        args.extend(["--runtime", rt]);
+    }
+    bench(tmp, &args)
+}
+
+#[test]
+fn backend_models_run_their_own_inputs_with_checked_outputs_on_both_runtimes() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    // Its int64 `shape` input says what to expand to: synthesized values would time another workload.
+    // (tract refuses it: an Expand whose output rank depends on an input's values.)
+    let folder = backend_model("simple/test_expand_shape_model1");
+    let out_dir = tmp.path().join("expand");
+    let out = run_backend_model(tmp.path(), &folder, &["onnxruntime"], &out_dir);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = assert_result_dir_valid(&out_dir);
+    let case = only_case(&doc);
+    let checks = case["output_check"].as_array().expect("output_check");
+    assert_eq!(checks.len(), 1, "{case}");
+    assert_eq!(checks[0]["output"], "Y");
+    assert_eq!(checks[0]["passed"], true, "{case}");
+    assert_eq!(
+        checks[0]["elements"], 3,
+        "the data's shape, not a synthesized one"
+    );
+    // The shapes fed are the data's: X [1,3,1] and the 2-element `shape`.
+    assert_eq!(case["input_shapes"]["X"], serde_json::json!([[1, 3, 1]]));
+    assert_eq!(case["input_shapes"]["shape"], serde_json::json!([[2]]));
+    let resolved = read_json(
+        &out_dir
+            .join(case["dir"].as_str().expect("dir"))
+            .join("resolved-case.json"),
+    );
+    let set = &resolved["data"]["inputs"][0];
+    assert_eq!(set["format"], "onnx-pb");
+    assert_eq!(set["source"], set_of(&folder));
+    assert_eq!(set["tensors"][1]["name"], "shape");
+    assert_eq!(resolved["data"]["expected"][0]["tensors"][0]["name"], "Y");
+    assert_eq!(resolved["data"]["atol"], 1e-5);
+    let summary = stdout(&out);
+    assert!(summary.contains("inputs X 1x3x1, shape 2"), "{summary}");
+    assert!(summary.contains("outputs match (1 checked"), "{summary}");
+    let html = std::fs::read_to_string(out_dir.join("report.html")).expect("report.html");
+    assert!(
+        html.contains("class=\"case-inputs\""),
+        "the report shows the inputs fed"
+    );
+
+    let folder = backend_model("pytorch-converted/test_Conv2d");
+    let out_dir = tmp.path().join("conv");
+    let out = run_backend_model(tmp.path(), &folder, &["tract", "onnxruntime"], &out_dir);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = assert_result_dir_valid(&out_dir);
+    for case in doc["cases"].as_array().expect("cases") {
+        assert_eq!(case["output_check"][0]["output"], "3", "{case}");
+        assert_eq!(case["output_check"][0]["passed"], true, "{case}");
+        assert_eq!(case["input_shapes"]["0"], serde_json::json!([[2, 3, 7, 5]]));
+    }
+}
+
+#[test]
+fn a_mismatch_fails_the_case_naming_the_output_and_its_worst_element() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let folder = backend_model("pytorch-converted/test_Conv2d");
+    // The expected output with one element moved by 1.
+    let wrong = npz_from_set(tmp.path(), "wrong.npz", &folder, "output_", "bump(a)");
+    let out_dir = tmp.path().join("out");
+    let out = bench(
+        tmp.path(),
+        &[
+            "run",
+            "--onnx",
+            &model_of(&folder),
+            "--inputs",
+            &set_of(&folder),
+            "--check-outputs",
+            wrong.to_str().expect("utf-8"),
+            "--iterations",
+            "2",
+            "--warmup",
+            "0",
+            "-o",
+            out_dir.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(code(&out), 5, "{}", stderr(&out));
+    let doc = read_json(&out_dir.join("result.json"));
+    let case = only_case(&doc);
+    let error = case["error"].as_str().expect("error");
+    assert!(
+        error.contains("output `3` (set 0) differs from the expected outputs in 1 of")
+            && error.contains("worst element [0,0,1,1]"),
+        "{error}"
+    );
+    let check = &case["output_check"][0];
+    assert_eq!(check["passed"], false);
+    assert_eq!(check["mismatches"], 1);
+    assert_eq!(check["worst"]["index"], serde_json::json!([0, 0, 1, 1]));
+    // A wide enough tolerance accepts it: --atol is Polygraphy's absolute tolerance.
+    let out = bench(
+        tmp.path(),
+        &[
+            "run",
+            "--onnx",
+            &model_of(&folder),
+            "--inputs",
+            &set_of(&folder),
+            "--check-outputs",
+            wrong.to_str().expect("utf-8"),
+            "--atol",
+            "1.5",
+            "--iterations",
+            "2",
+            "--warmup",
+            "0",
+            "-o",
+            tmp.path().join("out2").to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}
+
+#[test]
+fn data_that_does_not_fit_the_model_is_refused_before_any_build() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let folder = backend_model("pytorch-converted/test_Conv2d");
+    let model = model_of(&folder);
+    let cases: [(&str, &str, &str); 3] = [
+        (
+            "f64.npz",
+            "a.astype('float64')",
+            "input `0`: the model wants f32[2,3,7,5], the data gives f64[2,3,7,5]",
+        ),
+        (
+            "short.npz",
+            "a[:, :, :6, :]",
+            "the data gives f32[2,3,6,5] (axis 2 is fixed at 7)",
+        ),
+        ("renamed.npz", "a", "renamed"),
+    ];
+    for (name, transform, expected) in cases {
+        let file = npz_from_set(tmp.path(), name, &folder, "input_", transform);
+        if name == "renamed.npz" {
+            python(
+                "import numpy as np, sys; d = dict(np.load(sys.argv[1])); np.savez(sys.argv[1], image=d['0'])",
+                &[&file],
+            );
+        }
+        let out = bench(
+            tmp.path(),
+            &[
+                "run",
+                "--onnx",
+                &model,
+                "--inputs",
+                file.to_str().expect("utf-8"),
+            ],
+        );
+        assert_eq!(code(&out), 3, "{name}: {}", stderr(&out));
+        let err = stderr(&out);
+        if name == "renamed.npz" {
+            assert!(
+                err.contains("`image` is not an input of the model")
+                    && err.contains("Its inputs: 0"),
+                "{err}"
+            );
+        } else {
+            assert!(err.contains(expected), "{name}: {err}");
+        }
+        assert!(
+            !tmp.path().join("cache/tract").exists(),
+            "nothing is built before the data is checked"
+        );
+    }
+    // Expected outputs need the inputs they came from.
+    let out = bench(
+        tmp.path(),
+        &["run", "--onnx", &model, "--check-outputs", &set_of(&folder)],
+    );
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+}
+
+/// A model with a named (`batch`) and an unnamed dynamic dimension: y = relu(x) + relu(z).
+fn dynamic_model(dir: &Path) -> PathBuf {
+    let file = dir.join("dynamic.onnx");
+    python(
+        r#"
+import sys, onnx
+from onnx import helper, TensorProto
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])
+z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [None, 3])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 3])
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["rx"]), helper.make_node("Relu", ["z"], ["rz"]),
+                       helper.make_node("Add", ["rx", "rz"], ["y"])], "dyn", [x, z], [y])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+m.ir_version = 8
+onnx.checker.check_model(m)
+onnx.save(m, sys.argv[1])
+"#,
+        &[&file],
+    );
+    file
+}
+
+#[test]
+fn dry_run_lists_every_input_and_a_shape_naming_no_input_is_refused() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let model = dynamic_model(tmp.path());
+    let model = model.to_str().expect("utf-8");
+    let out = bench(tmp.path(), &["run", "--onnx", model, "--dry-run"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let plan = stdout(&out);
+    assert!(
+        plan.contains(
+            "input `x` f32[?batch,3] fed 1x3: synthesized: floats uniform in [-1, 1), seed 0"
+        ),
+        "{plan}"
+    );
+    assert!(plan.contains("input `z` f32[?,3] fed 1x3"), "{plan}");
+    assert!(
+        plan.contains(
+            "note: input `x`: dynamic `batch` (axis 0) set to 1; choose with --shape x:1x3"
+        ),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("note: input `z`: dynamic axis 0 set to 1; choose with --shape z:1x3"),
+        "{plan}"
+    );
+    let out = bench(
+        tmp.path(),
+        &["run", "--onnx", model, "--shape", "zz:2x3", "--dry-run"],
+    );
+    assert_eq!(code(&out), 3, "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("has no input `zz`. Did you mean `z`?"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn unnamed_dynamic_dimensions_run_on_every_runtime_in_the_shape_asked_for() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let model = dynamic_model(tmp.path());
+    let model = model.to_str().expect("utf-8");
+    let run = |extra: &[&str], out: &str| {
+        let mut args = vec![
+            "run",
+            "--onnx",
+            model,
+            "--runtime",
+            "tract",
+            "--runtime",
+            "onnxruntime",
+            "--rounds",
+            "1",
+            "--warmup",
+            "1",
+            "--iterations",
+            "3",
+            "-o",
+            out,
+        ];
+        args.extend_from_slice(extra);
+        bench(tmp.path(), &args)
+    };
+    let first = tmp.path().join("ones");
+    let out = run(&[], first.to_str().expect("utf-8"));
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out)
+            .contains("note: input `z`: dynamic axis 0 set to 1; choose with --shape z:1x3"),
+        "{}",
+        stderr(&out)
+    );
+    let doc = read_json(&first.join("result.json"));
+    for case in doc["cases"].as_array().expect("cases") {
+        assert_eq!(
+            case["input_shapes"]["z"],
+            serde_json::json!([[1, 3]]),
+            "{case}"
+        );
+    }
+    let second = tmp.path().join("fours");
+    let out = run(
+        &["--shape", "x:4x3", "--shape", "z:4x3"],
+        second.to_str().expect("utf-8"),
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = read_json(&second.join("result.json"));
+    for case in doc["cases"].as_array().expect("cases") {
+        assert_eq!(case["status"], "completed", "{case}");
+        assert_eq!(
+            case["input_shapes"]["x"],
+            serde_json::json!([[4, 3]]),
+            "{case}"
+        );
+        assert_eq!(
+            case["input_shapes"]["z"],
+            serde_json::json!([[4, 3]]),
+            "{case}"
+        );
+    }
+}
+
+#[test]
+fn several_data_sets_rotate_across_calls_and_join_the_workload_identity() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let folder = backend_model("pytorch-converted/test_Conv2d");
+    let a = npz_from_set(tmp.path(), "a.npz", &folder, "input_", "a");
+    let b = npz_from_set(tmp.path(), "b.npz", &folder, "input_", "a * 2")
+        .display()
+        .to_string();
+    // The same values as a folder of NAME.npy files: another format, the same tensors.
+    let npy = tmp.path().join("npy");
+    std::fs::create_dir_all(&npy).expect("npy folder");
+    python(
+        "import numpy as np, sys; np.save(sys.argv[2] + '/0.npy', np.load(sys.argv[1])['0'])",
+        &[&a, &npy],
+    );
+    let a = a.display().to_string();
+    let model = model_of(&folder);
+    let identity = |inputs: &[&str], out: &str| {
+        let mut args = vec![
+            "run",
+            "--onnx",
+            &model,
+            "--warmup",
+            "0",
+            "--iterations",
+            "4",
+            "-o",
+            out,
+        ];
+        for i in inputs {
+            args.extend(["--inputs", i]);
+        }
+        let o = bench(tmp.path(), &args);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let doc = read_json(&Path::new(out).join("result.json"));
+        (
+            doc["cases"][0]["identity"]
+                .as_str()
+                .expect("identity")
+                .to_string(),
+            doc,
+        )
+    };
+    let (two, doc) = identity(&[&a, &b], tmp.path().join("two").to_str().expect("utf-8"));
+    let dir = tmp
+        .path()
+        .join("two")
+        .join(doc["cases"][0]["dir"].as_str().expect("dir"));
+    let notes = read_json(&dir.join("call-notes.json"));
+    assert_eq!(
+        notes["notes"]["calls_per_input"],
+        serde_json::json!([2, 2]),
+        "{notes}"
+    );
+    let resolved = read_json(&dir.join("resolved-case.json"));
+    assert_eq!(resolved["inputs"]["calls_rotate_over"], 2);
+    assert_eq!(
+        resolved["data"]["inputs"].as_array().expect("sets").len(),
+        2
+    );
+    let (one, _) = identity(&[&a], tmp.path().join("one").to_str().expect("utf-8"));
+    let (npy_one, _) = identity(
+        &[npy.to_str().expect("utf-8")],
+        tmp.path().join("npy-run").to_str().expect("utf-8"),
+    );
+    let (synthesized, _) = identity(&[], tmp.path().join("none").to_str().expect("utf-8"));
+    assert_ne!(two, one, "every data set is part of the identity");
+    assert_ne!(
+        one, synthesized,
+        "given data is another workload than synthesized inputs"
+    );
+    assert_ne!(npy_one, synthesized);
+}
+
+#[test]
+fn trtexec_load_inputs_raw_files_feed_the_model() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let folder = backend_model("pytorch-converted/test_Conv2d");
+    let raw = tmp.path().join("input0.bin");
+    python(
+        "import onnx, sys\nfrom onnx import numpy_helper\nt = onnx.TensorProto(); t.ParseFromString(open(sys.argv[1], 'rb').read())\nnumpy_helper.to_array(t).astype('<f4').tofile(sys.argv[2])",
+        &[&folder.join("test_data_set_0/input_0.pb"), &raw],
+    );
+    let spec = format!("'0':{}", raw.display());
+    let out = bench(
+        tmp.path(),
+        &[
+            "run",
+            "--onnx",
+            &model_of(&folder),
+            "--inputs",
+            &spec,
+            "--check-outputs",
+            &set_of(&folder),
+            "--warmup",
+            "0",
+            "--iterations",
+            "2",
+            "-o",
+            tmp.path().join("out").to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = read_json(&tmp.path().join("out/result.json"));
+    assert_eq!(only_case(&doc)["output_check"][0]["passed"], true);
+    // A raw file of the wrong size names the input and the bytes it needs.
+    std::fs::write(&raw, [0u8; 12]).expect("short file");
+    let out = bench(
+        tmp.path(),
+        &["run", "--onnx", &model_of(&folder), "--inputs", &spec],
+    );
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("holds 12 bytes; `0` as f32[2, 3, 7, 5] needs 840"),
+        "{}",
+        stderr(&out)
+    );
+}

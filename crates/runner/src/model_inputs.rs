@@ -1,0 +1,300 @@
+//! The inputs of an `infer` case, settled before any build: the model's declared inputs read from its
+//! ONNX file, `--shape` checked against them, the case's own data (`--inputs`, `--check-outputs`) read
+//! and checked, and every dimension left dynamic pinned (to the data's shape, else to 1, as trtexec
+//! does) so each runtime builds and feeds the same shapes.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{Value, json};
+use trtmc_core::case::{ResolvedCase, Source, Sourced};
+use trtmc_core::catalog::Profile;
+use trtmc_core::data::{CaseData, DEFAULT_ATOL, DEFAULT_RTOL, DataSetRecord};
+use trtmc_runtime::data::{DataKind, Declared, check_sets, declared_io, locate, shape_text};
+use trtmc_runtime::tensor::{DType, Dim};
+
+use crate::run::Selection;
+use crate::sources;
+
+/// One input of a planned case, for `--dry-run` and the run's notes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputLine {
+    pub name: String,
+    /// Element type and declared shape, dynamic dimensions marked `?name` (`?` when unnamed).
+    pub declared: String,
+    /// The shape fed (`varies` when data sets differ).
+    pub fed: String,
+    /// Where the values come from: the data sets, or how they are synthesized.
+    pub source: String,
+    /// The line a user should read: dimensions set to 1 and the `--shape` that chooses them.
+    pub note: Option<String>,
+}
+
+/// Settles the inputs of `resolved` (an `infer` case of `profile`): may pin `build.shapes.<input>`
+/// and set `resolved.data`. `Err` is an input error (exit 3) naming the input, what the model wants
+/// and what was given.
+pub(crate) fn settle(
+    profile: &Profile,
+    sel: &Selection,
+    resolved: &mut ResolvedCase,
+    cache_root: &Path,
+) -> Result<Vec<InputLine>, String> {
+    let given_data = !sel.inputs.is_empty() || !sel.check_outputs.is_empty();
+    if resolved.operation != "infer" {
+        if given_data {
+            return Err(format!(
+                "--inputs and --check-outputs feed a model's own inputs (operation `infer`, e.g. a model given with --onnx); model `{}` runs operation `{}`, which prepares its own",
+                profile.name, resolved.operation
+            ));
+        }
+        return Ok(Vec::new());
+    }
+    if !sel.check_outputs.is_empty() && sel.inputs.is_empty() {
+        return Err(
+            "--check-outputs needs the inputs the expected outputs were computed from: give --inputs too"
+                .into(),
+        );
+    }
+    let local = sources::resolve(profile, cache_root)
+        .ok()
+        .and_then(|s| s.path);
+    let model_file = match local {
+        Some(path) => path,
+        None if given_data => sources::materialize(profile, cache_root)?,
+        // A hub model not downloaded yet: its inputs are known after the build.
+        None => return Ok(Vec::new()),
+    };
+    let (inputs, outputs) = match declared_io(&model_file) {
+        Ok(io) => io,
+        Err(e) if given_data => {
+            return Err(format!(
+                "cannot read the inputs {} declares: {e:#}",
+                model_file.display()
+            ));
+        }
+        // The build reports what is wrong with the file.
+        Err(_) => return Ok(Vec::new()),
+    };
+
+    let build = resolved.build_values();
+    let shapes: BTreeMap<String, Vec<i64>> = build
+        .iter()
+        .filter_map(|(k, v)| {
+            let name = k.strip_prefix("shapes.")?;
+            let dims = v
+                .as_array()?
+                .iter()
+                .map(Value::as_i64)
+                .collect::<Option<_>>()?;
+            Some((name.to_string(), dims))
+        })
+        .collect();
+    for name in shapes.keys() {
+        if !inputs.iter().any(|d| &d.name == name) {
+            let close = trtmc_core::text::closest(name, inputs.iter().map(|d| d.name.as_str()))
+                .map(|c| format!(" Did you mean `{c}`?"))
+                .unwrap_or_default();
+            return Err(format!(
+                "--shape {name}:…: model `{}` has no input `{name}`.{close} Its inputs: {}",
+                profile.name,
+                described(&inputs)
+            ));
+        }
+    }
+    let dims: BTreeMap<String, i64> = build
+        .iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix("dims.")?.to_string(), v.as_i64()?)))
+        .collect();
+
+    let data = if given_data {
+        Some(read_data(sel, &inputs, &outputs, &shapes)?)
+    } else {
+        None
+    };
+
+    let mut lines = Vec::with_capacity(inputs.len());
+    for (i, d) in inputs.iter().enumerate() {
+        let declared = marked(d);
+        let mut note = None;
+        let data_shapes: Vec<&Vec<usize>> = data
+            .iter()
+            .flat_map(|c| &c.inputs)
+            .filter_map(|set| set.tensors.iter().find(|t| t.name == d.name))
+            .map(|t| &t.shape)
+            .collect();
+        let dynamic = d.has_shape && d.dims.iter().any(|x| matches!(x, Dim::Symbol(_)));
+        let (fed, pin, pin_source): (String, Option<Vec<i64>>, Source) =
+            if let Some(s) = shapes.get(&d.name) {
+                (shape_text(s), None, Source::Cli)
+            } else if let Some(first) = data_shapes.first() {
+                let first: Vec<i64> = first.iter().map(|&n| n as i64).collect();
+                if data_shapes
+                    .iter()
+                    .all(|s| s.iter().map(|&n| n as i64).eq(first.iter().copied()))
+                {
+                    (shape_text(&first), dynamic.then_some(first), Source::Cli)
+                } else {
+                    ("varies by data set".into(), None, Source::Cli)
+                }
+            } else if !d.has_shape {
+                ("as the model gives".into(), None, Source::Default)
+            } else {
+                let mut defaulted = Vec::new();
+                let concrete: Vec<i64> = d
+                    .dims
+                    .iter()
+                    .zip(&d.unnamed)
+                    .enumerate()
+                    .map(|(axis, (dim, &unnamed))| match dim {
+                        Dim::Fixed(n) => *n,
+                        Dim::Symbol(s) => match dims.get(s) {
+                            Some(&v) if !unnamed => v,
+                            _ => {
+                                defaulted.push(if unnamed {
+                                    format!("axis {axis}")
+                                } else {
+                                    format!("`{s}` (axis {axis})")
+                                });
+                                1
+                            }
+                        },
+                    })
+                    .collect();
+                if !defaulted.is_empty() {
+                    note = Some(format!(
+                        "input `{}`: dynamic {} set to 1; choose with --shape {}:{}",
+                        d.name,
+                        defaulted.join(", "),
+                        d.name,
+                        shape_text(&concrete)
+                    ));
+                }
+                let pin = (!defaulted.is_empty()).then(|| concrete.clone());
+                (shape_text(&concrete), pin, Source::Default)
+            };
+        if let Some(shape) = pin {
+            resolved.build.insert(
+                format!("shapes.{}", d.name),
+                Sourced::new(json!(shape), pin_source),
+            );
+        }
+        let seed = resolved
+            .request_value("seed")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let source = match &data {
+            Some(c) => sets_text(&c.inputs),
+            None => synthesized(d, seed + i as i64),
+        };
+        lines.push(InputLine {
+            name: d.name.clone(),
+            declared,
+            fed,
+            source,
+            note,
+        });
+    }
+    if let Some(data) = data {
+        resolved.inputs.calls_rotate_over = data.inputs.len();
+        resolved.data = Some(data);
+    }
+    Ok(lines)
+}
+
+/// Reads and checks `--inputs` and `--check-outputs`.
+fn read_data(
+    sel: &Selection,
+    inputs: &[Declared],
+    outputs: &[Declared],
+    shapes: &BTreeMap<String, Vec<i64>>,
+) -> Result<CaseData, String> {
+    let read = |specs: &[String], kind: DataKind, declared: &[Declared]| {
+        let mut sets: Vec<DataSetRecord> = Vec::new();
+        for spec in specs {
+            sets.extend(
+                locate(spec, kind, declared, shapes)?
+                    .into_iter()
+                    .map(|(record, _)| record),
+            );
+        }
+        check_sets(&sets, kind, declared, shapes)?;
+        Ok::<_, String>(sets)
+    };
+    let input_sets = read(&sel.inputs, DataKind::Inputs, inputs)?;
+    let expected = read(&sel.check_outputs, DataKind::Outputs, outputs)?;
+    if !expected.is_empty() && expected.len() != input_sets.len() {
+        return Err(format!(
+            "--inputs gives {} data set(s) and --check-outputs {}: give one expected set per input set, in the same order",
+            input_sets.len(),
+            expected.len()
+        ));
+    }
+    let (atol, rtol) = sel.tolerance.unwrap_or((DEFAULT_ATOL, DEFAULT_RTOL));
+    Ok(CaseData {
+        inputs: input_sets,
+        expected,
+        atol,
+        rtol,
+    })
+}
+
+/// `f32[?batch,3,?]`: dynamic dimensions marked with `?`, by name when they have one.
+fn marked(d: &Declared) -> String {
+    if !d.has_shape {
+        return format!(
+            "{}[shape not declared]",
+            trtmc_runtime::data::onnx_type_name(d.elem_type)
+        );
+    }
+    let dims: Vec<String> = d
+        .dims
+        .iter()
+        .zip(&d.unnamed)
+        .map(|(dim, &unnamed)| match dim {
+            Dim::Fixed(n) => n.to_string(),
+            Dim::Symbol(_) if unnamed => "?".into(),
+            Dim::Symbol(s) => format!("?{s}"),
+        })
+        .collect();
+    format!(
+        "{}[{}]",
+        trtmc_runtime::data::onnx_type_name(d.elem_type),
+        dims.join(",")
+    )
+}
+
+fn described(inputs: &[Declared]) -> String {
+    inputs
+        .iter()
+        .map(|d| format!("{} {}", d.name, marked(d)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn sets_text(sets: &[DataSetRecord]) -> String {
+    let first = sets
+        .first()
+        .map(|s| format!("{} ({})", s.source, s.format))
+        .unwrap_or_default();
+    match sets.len() {
+        1 => format!("data set {first}"),
+        n => format!("{n} data sets rotating across calls, first {first}"),
+    }
+}
+
+/// How `infer` synthesizes an input of `d`'s type (`trtmc_runtime::tensor::synthesize`).
+fn synthesized(d: &Declared, seed: i64) -> String {
+    let values = match d.dtype {
+        Some(DType::F32 | DType::F16 | DType::F64) => "floats uniform in [-1, 1)",
+        Some(DType::I64 | DType::I32) => "integers uniform in [0, 100)",
+        Some(DType::Bool) => "booleans, each true with probability 1/2",
+        Some(DType::U8) => "bytes uniform in [0, 255]",
+        None => {
+            return format!(
+                "none: trtmc's runners do not handle {} inputs",
+                trtmc_runtime::data::onnx_type_name(d.elem_type)
+            );
+        }
+    };
+    format!("synthesized: {values}, seed {seed}")
+}
