@@ -46,7 +46,8 @@ fn databases(dir: &Path, test: &str) -> Vec<Db> {
         let name = format!("trtmc_cli_{test}_{}", std::process::id());
         let mut c = postgres::Client::connect(&admin, postgres::NoTls)
             .unwrap_or_else(|e| panic!("TRTMC_TEST_POSTGRES={admin} is set but unreachable: {e}"));
-        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name}; CREATE DATABASE {name}"))
+        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+            .and_then(|()| c.batch_execute(&format!("CREATE DATABASE {name}")))
             .expect("create the test database");
         let base = admin.rsplit_once('/').map(|(b, _)| b).unwrap_or(&admin);
         out.push(Db {
@@ -114,8 +115,18 @@ fn copies(real: &Path, root: &Path, n: usize) -> Vec<PathBuf> {
             std::fs::create_dir_all(&dir).expect("mkdir");
             let mut d = doc.clone();
             d["run_id"] = format!("copy-{i}").into();
-            d["created"] = format!("2026-01-01T{:02}:{:02}:{:02}Z", i / 3600, (i / 60) % 60, i % 60).into();
-            std::fs::write(dir.join("result.json"), serde_json::to_vec(&d).expect("json")).expect("write");
+            d["created"] = format!(
+                "2026-01-01T{:02}:{:02}:{:02}Z",
+                i / 3600,
+                (i / 60) % 60,
+                i % 60
+            )
+            .into();
+            std::fs::write(
+                dir.join("result.json"),
+                serde_json::to_vec(&d).expect("json"),
+            )
+            .expect("write");
             dir
         })
         .collect()
@@ -151,16 +162,31 @@ fn add_list_show_and_adding_again_changes_nothing() {
         let db = db.url.as_str();
         let o = history(db, &["add", p(&a), p(&b), "--commit", "abc123"]);
         assert_eq!(code(&o), 0, "{}", stderr(&o));
-        assert!(stdout(&o).contains("2 of 2 folder(s) stored (4 point(s))"), "{}", stdout(&o));
+        assert!(
+            stdout(&o).contains("2 of 2 folder(s) stored (4 point(s))"),
+            "{}",
+            stdout(&o)
+        );
         let again = history(db, &["add", p(&b)]);
         assert_eq!(code(&again), 0, "{}", stderr(&again));
-        assert!(stdout(&again).contains("already stored"), "{}", stdout(&again));
-        assert_eq!(point_counts(&exported(db, tmp.path())), vec![2, 2], "stored once");
+        assert!(
+            stdout(&again).contains("already stored"),
+            "{}",
+            stdout(&again)
+        );
+        assert_eq!(
+            point_counts(&exported(db, tmp.path())),
+            vec![2, 2],
+            "stored once"
+        );
 
         let list = history(db, &["list", "--metric", "p50_ms"]);
         assert_eq!(code(&list), 0, "{}", stderr(&list));
         let text = stdout(&list);
-        assert!(text.contains("nap · test_sleep") && text.contains("p50_ms"), "{text}");
+        assert!(
+            text.contains(" · nap · ") && text.contains("p50_ms"),
+            "{text}"
+        );
         assert!(!text.contains("p99_ms"), "--metric filters: {text}");
         let id = text
             .lines()
@@ -176,7 +202,11 @@ fn add_list_show_and_adding_again_changes_nothing() {
 
         let unknown = history(db, &["show", "9999"]);
         assert_eq!(code(&unknown), 3, "{}", stderr(&unknown));
-        assert!(stderr(&unknown).contains("no series 9999"), "{}", stderr(&unknown));
+        assert!(
+            stderr(&unknown).contains("no series 9999"),
+            "{}",
+            stderr(&unknown)
+        );
     }
 }
 
@@ -195,16 +225,36 @@ fn a_folder_that_is_not_a_result_stops_the_add_before_anything_is_stored() {
         let db = db.url.as_str();
         let o = history(db, &["add", p(&good), p(&empty)]);
         assert_eq!(code(&o), 3, "{}", stderr(&o));
-        assert!(stderr(&o).contains("not a trtmc result folder"), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("not a trtmc result folder"),
+            "{}",
+            stderr(&o)
+        );
         let o = history(db, &["add", p(&good), p(&broken)]);
         assert_eq!(code(&o), 3, "{}", stderr(&o));
-        assert!(stderr(&o).contains("cannot read this result document"), "{}", stderr(&o));
-        assert!(point_counts(&exported(db, tmp.path())).is_empty(), "nothing stored");
+        assert!(
+            stderr(&o).contains("cannot read this result document"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(
+            point_counts(&exported(db, tmp.path())).is_empty(),
+            "nothing stored"
+        );
     }
     let o = run(&["history", "list", "--db", "/proc/no/such/history.sqlite"]);
     assert_eq!(code(&o), 6, "{}", stderr(&o));
-    assert!(stderr(&o).contains("cannot open the history database"), "{}", stderr(&o));
-    let o = run(&["history", "list", "--db", "postgres://nobody@127.0.0.1:1/none"]);
+    assert!(
+        stderr(&o).contains("cannot open the history database"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&[
+        "history",
+        "list",
+        "--db",
+        "postgres://nobody@127.0.0.1:1/none",
+    ]);
     assert_eq!(code(&o), 7, "{}", stderr(&o));
 }
 
@@ -225,9 +275,12 @@ fn kill_9_during_an_ingest_leaves_only_whole_folders() {
             .stderr(Stdio::null())
             .spawn()
             .expect("start history add");
-        kill_9_when(&mut child, std::time::Duration::from_secs(120), "20 folders stored", || {
-            cache_lines(&log) >= 20
-        });
+        kill_9_when(
+            &mut child,
+            std::time::Duration::from_secs(120),
+            "20 folders stored",
+            || cache_lines(&log) >= 20,
+        );
         let before = cache_lines(&log);
         assert!(before < folders.len(), "killed before the end");
         // Every folder the killed process stored is whole: adding all again stores exactly the rest.
@@ -236,7 +289,11 @@ fn kill_9_during_an_ingest_leaves_only_whole_folders() {
         let o = history(&db.url, &args);
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         let counts = point_counts(&exported(&db.url, tmp.path()));
-        assert_eq!(counts, vec![400, 400], "each folder once, each with both points");
+        assert_eq!(
+            counts,
+            vec![400, 400],
+            "each folder once, each with both points"
+        );
     }
 }
 
@@ -267,7 +324,10 @@ fn concurrent_writers_store_each_folder_once() {
         for c in children {
             let o = c.wait_with_output().expect("wait");
             assert_eq!(code(&o), 0, "{}", stderr(&o));
-            stored += stdout(&o).lines().filter(|l| l.starts_with("stored ")).count();
+            stored += stdout(&o)
+                .lines()
+                .filter(|l| l.starts_with("stored "))
+                .count();
         }
         assert_eq!(stored, 60, "each folder stored by exactly one writer");
         assert_eq!(point_counts(&exported(&db.url, tmp.path())), vec![60, 60]);
@@ -282,7 +342,11 @@ fn stepped_series(tmp: &Path) -> Vec<(String, PathBuf)> {
         .map(|i| {
             let dir = tmp.join(format!("step-{i:02}"));
             sleep_run(&catalog, &dir, if i < 9 { 1000 } else { 1600 }, 15);
-            let commit = if i == 0 { PROBE.to_string() } else { format!("c{i:02}") };
+            let commit = if i == 0 {
+                PROBE.to_string()
+            } else {
+                format!("c{i:02}")
+            };
             (commit, dir)
         })
         .collect()
@@ -302,28 +366,59 @@ fn check_fails_on_a_confirmed_slowdown_with_junit_and_markdown() {
         let md = tmp.path().join("history.md");
         let o = history(
             db,
-            &["check", "--fail-on", "regression", "--since", "c03", "--export-junit", p(&junit), "--export-markdown", p(&md)],
+            &[
+                "check",
+                "--fail-on",
+                "regression",
+                "--since",
+                "c03",
+                "--export-junit",
+                p(&junit),
+                "--export-markdown",
+                p(&md),
+            ],
         );
         assert_eq!(code(&o), FAIL_ON, "{}\n{}", stdout(&o), stderr(&o));
-        assert!(stderr(&o).contains("--fail-on regression: "), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("--fail-on regression: "),
+            "{}",
+            stderr(&o)
+        );
         let text = stdout(&o);
-        assert!(text.contains("between c08 and c09"), "the commit range: {text}");
-        assert!(text.contains(p(&series[8].1)) && text.contains(p(&series[9].1)), "both sides' folders: {text}");
+        assert!(
+            text.contains("between c08 and c09"),
+            "the commit range: {text}"
+        );
+        assert!(
+            text.contains(p(&series[8].1)) && text.contains(p(&series[9].1)),
+            "both sides' folders: {text}"
+        );
         xmllint::assert_valid_junit(&junit);
         let xml = std::fs::read_to_string(&junit).expect("junit");
-        assert!(xml.contains("<failure message=\"regression: slowdown"), "{xml}");
+        assert!(
+            xml.contains("<failure message=\"regression: slowdown"),
+            "{xml}"
+        );
         let summary = std::fs::read_to_string(&md).expect("markdown");
         assert!(summary.contains("`c08`..`c09`"), "{summary}");
 
         // Nothing changed after c09: no regression since then, exit 0.
         let o = history(db, &["check", "--fail-on", "regression", "--since", "c09"]);
         assert_eq!(code(&o), 0, "{}", stderr(&o));
-        assert!(stdout(&o).contains("0 confirmed slowdown(s) since c09"), "{}", stdout(&o));
+        assert!(
+            stdout(&o).contains("0 confirmed slowdown(s) since c09"),
+            "{}",
+            stdout(&o)
+        );
         let o = history(db, &["check", "--since", "no-such-commit"]);
         assert_eq!(code(&o), 3, "{}", stderr(&o));
         let o = history(db, &["check", "--fail-on", "red"]);
         assert_eq!(code(&o), 2, "{}", stderr(&o));
-        assert!(stderr(&o).contains("`history check` takes --fail-on regression"), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("`history check` takes --fail-on regression"),
+            "{}",
+            stderr(&o)
+        );
     }
 }
 
@@ -344,21 +439,43 @@ fn the_report_renders_in_headless_chromium_with_every_string_escaped() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let html = std::fs::read_to_string(out.join("index.html")).expect("page");
     assert!(html.contains("Content-Security-Policy"));
-    assert!(!html.contains("<script>alert"), "an input string became markup");
-    assert!(!html.contains("src=\"http") && !html.contains("href=\"http"), "self-contained");
+    assert!(
+        !html.contains("<script>alert"),
+        "an input string became markup"
+    );
+    assert!(
+        !html.contains("src=\"http") && !html.contains("href=\"http"),
+        "self-contained"
+    );
     let dom = browser
-        .dump_dom(&chromium::file_url(&out.join("index.html"), "selftest"), &[])
+        .dump_dom(
+            &chromium::file_url(&out.join("index.html"), "selftest"),
+            &[],
+        )
         .stdout;
     let check = chromium::self_check(&dom);
     assert!(dom.contains("data-report-ready=\"true\""), "{check}");
     assert!(dom.contains("data-report-errors=\"0\""), "{check}");
     assert!(dom.contains("data-selftest=\"pass\""), "{check}");
-    assert!(dom.contains("class=\"change\""), "the change point is marked");
-    assert!(dom.contains("between c08 and c09"), "its commit range is shown");
-    assert!(dom.contains("m&lt;script&gt;alert(1)&lt;/script&gt;"), "the model name as text");
+    assert!(
+        dom.contains("class=\"change\""),
+        "the change point is marked"
+    );
+    assert!(
+        dom.contains("between c08 and c09"),
+        "its commit range is shown"
+    );
+    assert!(
+        dom.contains("m&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "the model name as text"
+    );
     assert!(!dom.contains("<script>alert"), "a name became an element");
     let csv = std::fs::read_to_string(out.join("history.csv")).expect("csv");
-    assert_eq!(csv.lines().count(), 1 + 2 * 16, "a header and one line per point");
+    assert_eq!(
+        csv.lines().count(),
+        1 + 2 * 16,
+        "a header and one line per point"
+    );
     let json = read_json(&out.join("history.json"));
     assert_eq!(json["schema"], "trtmc.history-export/v1");
     assert_valid("history-export.schema.json", &json);
@@ -372,19 +489,33 @@ fn tiny_cnn_series(tmp: &Path, name: &str, slowdown: Option<&str>) -> Vec<serde_
     for i in 0..20 {
         let dir = tmp.join(format!("{name}-{i:02}"));
         let mut cmd = Command::new(BIN);
-        cmd.args(["run", "--model", "tiny-cnn", "--runtime", "tract", "--warmup", "20", "--iterations", "300", "-q"])
-            .arg("--bundle-cache")
-            .arg(&cache)
-            .arg("-o")
-            .arg(&dir)
-            .env("TRTMC_TEST", "1")
-            .env_remove("TRTMC_MANIFEST_ROOT");
+        cmd.args([
+            "run",
+            "--model",
+            "tiny-cnn",
+            "--runtime",
+            "tract",
+            "--warmup",
+            "20",
+            "--iterations",
+            "300",
+            "-q",
+        ])
+        .arg("--bundle-cache")
+        .arg(&cache)
+        .arg("-o")
+        .arg(&dir)
+        .env("TRTMC_TEST", "1")
+        .env_remove("TRTMC_MANIFEST_ROOT");
         if let (Some(s), true) = (slowdown, i >= 11) {
             cmd.env("TRTMC_TEST_CALL_SLOWDOWN", s);
         }
         let o = cmd.output().expect("run");
         assert_eq!(code(&o), 0, "{}", stderr(&o));
-        let o = history(p(&db), &["add", "--commit", &format!("c{:02}", i + 1), p(&dir)]);
+        let o = history(
+            p(&db),
+            &["add", "--commit", &format!("c{:02}", i + 1), p(&dir)],
+        );
         assert_eq!(code(&o), 0, "{}", stderr(&o));
     }
     let export = exported(p(&db), tmp);
@@ -433,10 +564,103 @@ fn run_with_history_stores_its_committed_result() {
             &db.url,
         ]);
         assert_eq!(code(&o), 0, "{}", stderr(&o));
-        assert!(stderr(&o).contains("history: stored 2 point(s)"), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("history: stored 2 point(s)"),
+            "{}",
+            stderr(&o)
+        );
         let export = exported(&db.url, tmp.path());
         assert_eq!(point_counts(&export), vec![1, 1]);
-        let folder = export["series"][0]["points"][0]["folder"].as_str().expect("folder");
-        assert!(folder.ends_with(&format!("run-{}", db.admin.is_some())), "{folder}");
+        let folder = export["series"][0]["points"][0]["folder"]
+            .as_str()
+            .expect("folder");
+        assert!(
+            folder.ends_with(&format!("run-{}", db.admin.is_some())),
+            "{folder}"
+        );
+    }
+}
+
+#[test]
+fn matrix_run_with_history_stores_both_sides_of_each_compared_row() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let catalog = tmp.path().join("catalog");
+    std::fs::create_dir_all(catalog.join("tiny-cnn")).expect("mkdir");
+    for f in ["MODEL.toml", "e2e.toml"] {
+        std::fs::copy(
+            repo_root().join("catalog/tiny-cnn").join(f),
+            catalog.join("tiny-cnn").join(f),
+        )
+        .expect("copy");
+    }
+    let env = write_matrix_environment(tmp.path(), "");
+    let suite = tmp.path().join("suite.yaml");
+    std::fs::write(
+        &suite,
+        "schema: trtmc.perf-suite/v1\nname: history\nthresholds: {green_max: 1.3, yellow_max: 2.0, min_samples: 10}\nmeasure: {warmup: 3, iterations: 24, rounds: 6}\nrows:\n  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: single\n    candidate: {runtime: onnxruntime}\n    reference: {backend: \"trtmc:onnxruntime\"}\n",
+    )
+    .expect("suite");
+    let db = tmp.path().join("matrix.sqlite");
+    let out = tmp.path().join("matrix");
+    let o = run(&[
+        "matrix",
+        "run",
+        p(&suite),
+        "--environment",
+        p(&env),
+        "--manifest-root",
+        p(&catalog),
+        "-o",
+        p(&out),
+        "--history",
+        p(&db),
+    ]);
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    assert!(
+        stderr(&o).contains("history: stored 2 point(s)"),
+        "{}",
+        stderr(&o)
+    );
+    let export = exported(p(&db), tmp.path());
+    let series = export["series"].as_array().expect("series");
+    assert_eq!(series.len(), 2, "candidate and reference: {export:#}");
+    let results = read_json(&out.join("results.json"));
+    let row = &results["rows"][0];
+    for s in series {
+        let point = &s["points"][0];
+        assert_eq!(point["kind"], "matrix");
+        let side = if point["case_dir"]
+            .as_str()
+            .expect("case")
+            .ends_with("(candidate)")
+        {
+            "candidate"
+        } else {
+            "reference"
+        };
+        assert_eq!(s["series"]["workload"], row[side]["identity"], "{side}");
+        // The side's p50 over its six rounds, with the rounds' interval.
+        let rounds: Vec<f64> = row[side]["round_p50_ms"]
+            .as_array()
+            .expect("rounds")
+            .iter()
+            .map(|v| v.as_f64().expect("f64"))
+            .collect();
+        assert_eq!(rounds.len(), 6);
+        let (low, high) = (
+            point["low"].as_f64().expect("low"),
+            point["high"].as_f64().expect("high"),
+        );
+        assert_eq!(low, rounds.iter().copied().fold(f64::INFINITY, f64::min));
+        assert_eq!(
+            high,
+            rounds.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+        );
+        assert!(
+            point["verdict"]
+                .as_str()
+                .expect("verdict")
+                .starts_with(&format!("{side}: "))
+        );
     }
 }

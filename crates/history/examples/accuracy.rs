@@ -19,7 +19,9 @@ fn normal(rng: &mut ChaCha8Rng) -> f64 {
 
 fn main() {
     let rule = Rule::default();
-    println!("| noise (CV) | series | true changes | detected | correct | precision | recall | recall of steps ≥ 20 % |");
+    println!(
+        "| noise (CV) | series | true changes | detected | correct | precision | recall | recall of steps ≥ 20 % |"
+    );
     println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
     for noise in [0.01, 0.03, 0.05, 0.10] {
         let mut rng = ChaCha8Rng::seed_from_u64(38);
@@ -39,14 +41,25 @@ fn main() {
             for &a in &at {
                 let size: f64 = rng.random_range(0.08..0.40);
                 let up = rng.random_bool(0.5);
-                changes.push((a, if up { Direction::Slowdown } else { Direction::Speedup }, size));
+                changes.push((
+                    a,
+                    if up {
+                        Direction::Slowdown
+                    } else {
+                        Direction::Speedup
+                    },
+                    size,
+                ));
             }
             let values: Vec<f64> = (0..60)
                 .map(|i| {
-                    let l = changes.iter().filter(|(a, ..)| i >= *a).fold(1.0, |l, (_, d, s)| match d {
-                        Direction::Slowdown => l * (1.0 + s),
-                        Direction::Speedup => l / (1.0 + s),
-                    });
+                    let l = changes
+                        .iter()
+                        .filter(|(a, ..)| i >= *a)
+                        .fold(1.0, |l, (_, d, s)| match d {
+                            Direction::Slowdown => l * (1.0 + s),
+                            Direction::Speedup => l / (1.0 + s),
+                        });
                     let outlier = if rng.random_bool(0.03) { 1.5 } else { 1.0 };
                     l * outlier * (1.0 + noise * normal(&mut rng)).max(0.05)
                 })
@@ -56,18 +69,31 @@ fn main() {
             found += detected.len();
             correct += detected
                 .iter()
-                .filter(|d| changes.iter().any(|(a, dir, _)| d.at.abs_diff(*a) <= 2 && d.direction == *dir))
+                .filter(|d| {
+                    changes
+                        .iter()
+                        .any(|(a, dir, _)| d.at.abs_diff(*a) <= 2 && d.direction == *dir)
+                })
                 .count();
             for (a, dir, s) in &changes {
                 if *s >= 0.2 {
                     big += 1;
-                    if detected.iter().any(|d| d.at.abs_diff(*a) <= 2 && d.direction == *dir) {
+                    if detected
+                        .iter()
+                        .any(|d| d.at.abs_diff(*a) <= 2 && d.direction == *dir)
+                    {
                         big_found += 1;
                     }
                 }
             }
         }
-        let ratio = |a: usize, b: usize| if b == 0 { f64::NAN } else { a as f64 / b as f64 };
+        let ratio = |a: usize, b: usize| {
+            if b == 0 {
+                f64::NAN
+            } else {
+                a as f64 / b as f64
+            }
+        };
         println!(
             "| {:.0} % | {series} | {truth} | {found} | {correct} | {:.3} | {:.3} | {:.3} |",
             noise * 100.0,

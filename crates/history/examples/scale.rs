@@ -67,7 +67,10 @@ fn main() {
                 })
                 .expect("ingest");
         }
-        eprintln!("filled {SERIES} series × {POINTS} points in {:.1} s", started.elapsed().as_secs_f64());
+        eprintln!(
+            "filled {SERIES} series × {POINTS} points in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
     }
     for _ in 0..repeats {
         let started = Instant::now();
@@ -75,6 +78,9 @@ fn main() {
         let seconds = started.elapsed().as_secs_f64();
         let changes: usize = analyzed.iter().map(|a| a.changes.len()).sum();
         let points: usize = analyzed.iter().map(|a| a.points.len()).sum();
-        println!("{} series, {points} points, {changes} changes: {seconds:.2} s", analyzed.len());
+        println!(
+            "{} series, {points} points, {changes} changes: {seconds:.2} s",
+            analyzed.len()
+        );
     }
 }

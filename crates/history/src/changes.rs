@@ -146,8 +146,8 @@ pub fn best_split(x: &[f64], min: usize) -> Option<usize> {
     let mut best: Option<(usize, f64)> = None;
     for tau in min..=n - min {
         let (p, q) = (tau as f64, (n - tau) as f64);
-        let energy = 2.0 * between / (p * q) - left / (p * (p - 1.0) / 2.0)
-            - right / (q * (q - 1.0) / 2.0);
+        let energy =
+            2.0 * between / (p * q) - left / (p * (p - 1.0) / 2.0) - right / (q * (q - 1.0) / 2.0);
         let stat = p * q / n as f64 * energy;
         if best.is_none_or(|(_, s)| stat > s) {
             best = Some((tau, stat));
@@ -174,6 +174,12 @@ pub fn best_split(x: &[f64], min: usize) -> Option<usize> {
 
 /// The confirmed change points of `values` in order, each compared with the segments between its
 /// neighbouring change points.
+///
+/// Candidates come from recursive bisection: E-divisive splits a segment where the energy statistic
+/// is largest, and both sides are searched again unless the split showed the sides equal (the ratio's
+/// interval wholly inside the green band). Then the weakest candidate that the rule does not confirm
+/// is dropped, one at a time (its neighbours' segments grow, so their intervals narrow), until every
+/// remaining one is confirmed.
 pub fn detect(values: &[f64], rule: &Rule) -> Vec<Change> {
     if values.iter().any(|v| !v.is_finite()) {
         return Vec::new();
@@ -182,18 +188,25 @@ pub fn detect(values: &[f64], rule: &Rule) -> Vec<Change> {
     let mut cuts = Vec::new();
     divide(values, 0, min, rule, &mut cuts);
     cuts.sort_unstable();
-    // Judge each cut against its neighbours' segments; drop the ones that no longer hold, until the
-    // set is stable.
     loop {
-        let changes = judge(values, &cuts, rule);
-        if changes.len() == cuts.len() {
-            return changes;
+        let judged = judge(values, &cuts, rule);
+        let weakest = judged
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, confirmed))| !confirmed)
+            .min_by(|a, b| a.1.0.strength.total_cmp(&b.1.0.strength))
+            .map(|(i, _)| i);
+        match weakest {
+            Some(i) => {
+                cuts.remove(i);
+            }
+            None => return judged.into_iter().filter_map(|(j, _)| j.change).collect(),
         }
-        cuts = changes.iter().map(|c| c.at).collect();
     }
 }
 
-/// Recursive bisection: split where E-divisive says, keep the split when the ratio rule confirms it.
+/// Recursive bisection: split where E-divisive says; search both sides unless the split showed them
+/// equal.
 fn divide(x: &[f64], offset: usize, min: usize, rule: &Rule, cuts: &mut Vec<usize>) {
     let Some(tau) = best_split(x, min) else {
         return;
@@ -201,7 +214,7 @@ fn divide(x: &[f64], offset: usize, min: usize, rule: &Rule, cuts: &mut Vec<usiz
     let Some(ratio) = segment_ratio(&x[..tau], &x[tau..], rule) else {
         return;
     };
-    if confirmed(&ratio, rule).is_none() {
+    if ratio.low >= 1.0 / rule.green_max && ratio.high <= rule.green_max {
         return;
     }
     cuts.push(offset + tau);
@@ -209,23 +222,40 @@ fn divide(x: &[f64], offset: usize, min: usize, rule: &Rule, cuts: &mut Vec<usiz
     divide(&x[tau..], offset + tau, min, rule, cuts);
 }
 
-fn judge(values: &[f64], cuts: &[usize], rule: &Rule) -> Vec<Change> {
+/// A candidate cut judged against its neighbours' segments.
+struct Judged {
+    /// How far the ratio's interval lies outside the band (log scale; negative when it does not).
+    strength: f64,
+    change: Option<Change>,
+}
+
+fn judge(values: &[f64], cuts: &[usize], rule: &Rule) -> Vec<(Judged, bool)> {
     let mut out = Vec::new();
     for (i, &at) in cuts.iter().enumerate() {
         let start = if i == 0 { 0 } else { cuts[i - 1] };
         let end = cuts.get(i + 1).copied().unwrap_or(values.len());
         let Some(ratio) = segment_ratio(&values[start..at], &values[at..end], rule) else {
+            out.push((
+                Judged {
+                    strength: f64::NEG_INFINITY,
+                    change: None,
+                },
+                false,
+            ));
             continue;
         };
-        if let Some(direction) = confirmed(&ratio, rule) {
-            out.push(Change {
-                at,
-                before_start: start,
-                after_end: end,
-                ratio,
-                direction,
-            });
-        }
+        let strength = (ratio.low / rule.green_max)
+            .ln()
+            .max((1.0 / rule.green_max / ratio.high).ln());
+        let change = confirmed(&ratio, rule).map(|direction| Change {
+            at,
+            before_start: start,
+            after_end: end,
+            ratio,
+            direction,
+        });
+        let ok = change.is_some();
+        out.push((Judged { strength, change }, ok));
     }
     out
 }
@@ -270,7 +300,10 @@ mod tests {
         let direct = |tau: usize| {
             let (a, b) = x.split_at(tau);
             let mean = |s: f64, k: f64| s / k;
-            let between: f64 = a.iter().map(|p| b.iter().map(|q| (p - q).abs()).sum::<f64>()).sum();
+            let between: f64 = a
+                .iter()
+                .map(|p| b.iter().map(|q| (p - q).abs()).sum::<f64>())
+                .sum();
             let within = |s: &[f64]| {
                 let mut t = 0.0;
                 for i in 0..s.len() {
@@ -283,7 +316,9 @@ mod tests {
             let (p, q) = (a.len() as f64, b.len() as f64);
             p * q / (p + q) * (2.0 * mean(between, p * q) - within(a) - within(b))
         };
-        let best = (4..=16).max_by(|&i, &j| direct(i).total_cmp(&direct(j))).expect("a split");
+        let best = (4..=16)
+            .max_by(|&i, &j| direct(i).total_cmp(&direct(j)))
+            .expect("a split");
         assert_eq!(best_split(&x, 4), Some(best));
     }
 

@@ -103,7 +103,11 @@ pub fn boundaries(series: &[Series]) -> Vec<Boundary> {
         let Some(p) = previous else { continue };
         let mut changed = Vec::new();
         if p.key.workload != s.key.workload {
-            changed.push(format!("workload {} → {}", short(&p.key.workload), short(&s.key.workload)));
+            changed.push(format!(
+                "workload {} → {}",
+                short(&p.key.workload),
+                short(&s.key.workload)
+            ));
         }
         if p.key.runtime_version != s.key.runtime_version {
             changed.push(format!(
@@ -112,7 +116,10 @@ pub fn boundaries(series: &[Series]) -> Vec<Boundary> {
             ));
         }
         if p.key.machine != s.key.machine {
-            changed.push(format!("machine {} → {}", p.key.machine_name, s.key.machine_name));
+            changed.push(format!(
+                "machine {} → {}",
+                p.key.machine_name, s.key.machine_name
+            ));
         }
         out.push(Boundary {
             from_series: p.id,

@@ -51,7 +51,9 @@ pub enum Error {
         source: Source,
     },
     /// `history show SERIES` with an id no series has.
-    #[error("no series {id} in the history database {db}; `trtmc-bench history list` shows the series")]
+    #[error(
+        "no series {id} in the history database {db}; `trtmc-bench history list` shows the series"
+    )]
     UnknownSeries { db: String, id: i64 },
     /// `--since REF` naming a commit no point has.
     #[error(

@@ -172,7 +172,11 @@ fn run_folder(dir: &Path, doc: BenchmarkRun, digest: String, commit: Option<&str
         let verdict = if metrics.warnings.is_empty() {
             case.status.label().to_string()
         } else {
-            format!("{} ({} warning(s))", case.status.label(), metrics.warnings.len())
+            format!(
+                "{} ({} warning(s))",
+                case.status.label(),
+                metrics.warnings.len()
+            )
         };
         let ci = metrics.p50_ci_ms.as_ref();
         points.push(NewPoint {

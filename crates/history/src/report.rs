@@ -67,7 +67,13 @@ fn csv_text(analyzed: &[Analyzed]) -> String {
                 .changes
                 .iter()
                 .find(|f| f.change.at == i)
-                .map(|f| format!("{} x{:.4}", f.change.direction.label(), f.change.ratio.ratio))
+                .map(|f| {
+                    format!(
+                        "{} x{:.4}",
+                        f.change.direction.label(),
+                        f.change.ratio.ratio
+                    )
+                })
                 .unwrap_or_default();
             let fields = [
                 a.series.id.to_string(),
@@ -158,7 +164,13 @@ fn chart(a: &Analyzed) -> Markup {
                 y(hv)
             );
         }
-        let _ = write!(path, "{}{:.1},{:.1}", if i == 0 { "M" } else { " L" }, x(i), y(p.estimate));
+        let _ = write!(
+            path,
+            "{}{:.1},{:.1}",
+            if i == 0 { "M" } else { " L" },
+            x(i),
+            y(p.estimate)
+        );
     }
     let _ = write!(svg, "<path d=\"{path}\" fill=\"none\" stroke=\"#3b7dd8\"/>");
     for (i, p) in a.points.iter().enumerate() {
@@ -233,7 +245,8 @@ fn render(analyzed: &[Analyzed], boundaries: &[Boundary], rule: &Rule, db: &str)
             Cell::markup(chart(a), ""),
         ]);
     }
-    page.sections.push(Section::new("series", "Series", table.render()));
+    page.sections
+        .push(Section::new("series", "Series", table.render()));
     page.footer = text("history.csv and history.json beside this page hold every point.");
     page.render()
 }

@@ -194,7 +194,12 @@ fn shown(db: &str) -> String {
         (Some(scheme), Some(at)) if at > scheme => {
             let credentials = &db[scheme + 3..at];
             match credentials.find(':') {
-                Some(colon) => format!("{}{}:…{}", &db[..scheme + 3], &credentials[..colon], &db[at..]),
+                Some(colon) => format!(
+                    "{}{}:…{}",
+                    &db[..scheme + 3],
+                    &credentials[..colon],
+                    &db[at..]
+                ),
                 None => db.to_string(),
             }
         }
@@ -210,19 +215,22 @@ impl Store {
     /// Opens (creating when needed) the database `db` and brings its schema up to date.
     pub fn open(db: &str) -> Result<Store, Error> {
         let conn = if is_postgres(db) {
-            let client = postgres::Client::connect(db, postgres::NoTls).map_err(|e| Error::Connect {
-                db: shown(db),
-                source: Box::new(e),
-            })?;
+            let client =
+                postgres::Client::connect(db, postgres::NoTls).map_err(|e| Error::Connect {
+                    db: shown(db),
+                    source: Box::new(e),
+                })?;
             Conn::Postgres {
                 client: Box::new(client),
                 prepared: HashMap::new(),
             }
         } else {
-            Conn::Sqlite(open_sqlite(Path::new(db)).map_err(|source| Error::OpenFile {
-                db: db.to_string(),
-                source,
-            })?)
+            Conn::Sqlite(
+                open_sqlite(Path::new(db)).map_err(|source| Error::OpenFile {
+                    db: db.to_string(),
+                    source,
+                })?,
+            )
         };
         let mut store = Store {
             db: shown(db),
@@ -263,7 +271,12 @@ impl Store {
     }
 
     /// Runs one statement and returns its rows.
-    fn query(&mut self, what: &str, sql: &'static str, params: &[Value]) -> Result<Vec<Vec<Value>>, Error> {
+    fn query(
+        &mut self,
+        what: &str,
+        sql: &'static str,
+        params: &[Value],
+    ) -> Result<Vec<Vec<Value>>, Error> {
         let dialect = self.dialect();
         let result: Result<Vec<Vec<Value>>, BoxError> = match &mut self.conn {
             Conn::Sqlite(c) => query_sqlite(c, &dialect.adapt(sql), params).map_err(|e| e.into()),
@@ -301,7 +314,11 @@ impl Store {
             "SELECT MAX(version) FROM trtmc_history_migrations",
             &[],
         )?;
-        let found = rows.first().and_then(|r| r.first()).map(Value::int).unwrap_or(0);
+        let found = rows
+            .first()
+            .and_then(|r| r.first())
+            .map(Value::int)
+            .unwrap_or(0);
         if found > SCHEMA_VERSION {
             return Err(Error::NewerSchema {
                 db: self.db.clone(),
@@ -327,7 +344,11 @@ impl Store {
             "SELECT MAX(version) FROM trtmc_history_migrations",
             &[],
         )?;
-        Ok(rows.first().and_then(|r| r.first()).map(Value::int).unwrap_or(0))
+        Ok(rows
+            .first()
+            .and_then(|r| r.first())
+            .map(Value::int)
+            .unwrap_or(0))
     }
 
     /// Stores `folder` in one transaction: all its points or, when its digest is already stored,
@@ -374,7 +395,11 @@ impl Store {
             return Ok(Ingested::AlreadyStored);
         };
         for point in &folder.points {
-            let series = match self.series_ids.get(&point.key).or(new_series.get(&point.key)) {
+            let series = match self
+                .series_ids
+                .get(&point.key)
+                .or(new_series.get(&point.key))
+            {
                 Some(id) => *id,
                 None => {
                     let id = self.series_id(&point.key)?;
@@ -632,14 +657,17 @@ fn query_postgres(
         for (i, column) in row.columns().iter().enumerate() {
             let t = column.type_();
             values.push(if *t == Type::INT8 {
-                row.try_get::<_, Option<i64>>(i)?.map_or(Value::Null, Value::Int)
+                row.try_get::<_, Option<i64>>(i)?
+                    .map_or(Value::Null, Value::Int)
             } else if *t == Type::INT4 {
                 row.try_get::<_, Option<i32>>(i)?
                     .map_or(Value::Null, |v| Value::Int(v.into()))
             } else if *t == Type::FLOAT8 {
-                row.try_get::<_, Option<f64>>(i)?.map_or(Value::Null, Value::Real)
+                row.try_get::<_, Option<f64>>(i)?
+                    .map_or(Value::Null, Value::Real)
             } else if *t == Type::TEXT || *t == Type::VARCHAR {
-                row.try_get::<_, Option<String>>(i)?.map_or(Value::Null, Value::Text)
+                row.try_get::<_, Option<String>>(i)?
+                    .map_or(Value::Null, Value::Text)
             } else {
                 Value::Null
             });

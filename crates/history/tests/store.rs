@@ -38,7 +38,8 @@ fn databases(dir: &std::path::Path, test: &str) -> Vec<Db> {
         let name = format!("trtmc_{test}_{}", std::process::id());
         let mut c = postgres::Client::connect(&admin, postgres::NoTls)
             .unwrap_or_else(|e| panic!("TRTMC_TEST_POSTGRES={admin} is set but unreachable: {e}"));
-        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name}; CREATE DATABASE {name}"))
+        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+            .and_then(|()| c.batch_execute(&format!("CREATE DATABASE {name}")))
             .expect("create the test database");
         let base = admin.rsplit_once('/').map(|(b, _)| b).unwrap_or(&admin);
         out.push(Db {
@@ -91,11 +92,17 @@ fn a_folder_is_stored_once_and_its_points_come_back_in_order() {
         assert_eq!(store.schema_version().expect("version"), SCHEMA_VERSION);
         for i in 0..5 {
             let f = folder(i, 1.0 + i as f64, "1");
-            assert_eq!(store.ingest(&f).expect("ingest"), Ingested::Stored { points: 1 });
+            assert_eq!(
+                store.ingest(&f).expect("ingest"),
+                Ingested::Stored { points: 1 }
+            );
         }
         // Again, from another connection: nothing changes.
         let mut again = Store::open(&db.url).expect("reopen");
-        assert_eq!(again.ingest(&folder(2, 3.0, "1")).expect("ingest"), Ingested::AlreadyStored);
+        assert_eq!(
+            again.ingest(&folder(2, 3.0, "1")).expect("ingest"),
+            Ingested::AlreadyStored
+        );
         assert_eq!(again.counts().expect("counts"), (5, 5));
         let series = again.series().expect("series");
         assert_eq!(series.len(), 1);
@@ -105,7 +112,10 @@ fn a_folder_is_stored_once_and_its_points_come_back_in_order() {
         assert_eq!(estimates, vec![1.0, 2.0, 3.0, 4.0, 5.0]);
         assert_eq!(points[4].commit, "c004");
         assert_eq!(points[4].low, Some(5.0 * 0.99));
-        assert!(matches!(again.points(9999), Err(Error::UnknownSeries { id: 9999, .. })));
+        assert!(matches!(
+            again.points(9999),
+            Err(Error::UnknownSeries { id: 9999, .. })
+        ));
     }
 }
 
@@ -122,11 +132,18 @@ fn a_new_runtime_version_starts_a_new_series_with_a_boundary() {
         }
         let analyzed = check::analyze(&mut store, &Rule::default()).expect("analyze");
         assert_eq!(analyzed.len(), 2, "two series, never one line");
-        assert!(analyzed.iter().all(|a| a.points.len() == 4 && a.changes.is_empty()));
+        assert!(
+            analyzed
+                .iter()
+                .all(|a| a.points.len() == 4 && a.changes.is_empty())
+        );
         let series: Vec<_> = analyzed.iter().map(|a| a.series.clone()).collect();
         let b = check::boundaries(&series);
         assert_eq!(b.len(), 1);
-        assert_eq!(b[0].changed, vec!["tract version 0.23.8 → 0.23.9".to_string()]);
+        assert_eq!(
+            b[0].changed,
+            vec!["tract version 0.23.8 → 0.23.9".to_string()]
+        );
     }
 }
 
@@ -143,11 +160,29 @@ fn a_step_in_a_stored_series_is_a_regression_since_the_commit_before_it() {
         let found = &analyzed[0].changes;
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].change.at, 11);
-        assert_eq!((found[0].last_good_commit.as_str(), found[0].first_changed_commit.as_str()), ("c010", "c011"));
-        assert_eq!(found[0].after_folders.first().map(String::as_str), Some("results/011"));
+        assert_eq!(
+            (
+                found[0].last_good_commit.as_str(),
+                found[0].first_changed_commit.as_str()
+            ),
+            ("c010", "c011")
+        );
+        assert_eq!(
+            found[0].after_folders.first().map(String::as_str),
+            Some("results/011")
+        );
         assert_eq!(check::regressions(&analyzed, None).expect("all").len(), 1);
-        assert_eq!(check::regressions(&analyzed, Some("c005")).expect("since").len(), 1);
-        assert!(check::regressions(&analyzed, Some("c011")).expect("since").is_empty());
+        assert_eq!(
+            check::regressions(&analyzed, Some("c005"))
+                .expect("since")
+                .len(),
+            1
+        );
+        assert!(
+            check::regressions(&analyzed, Some("c011"))
+                .expect("since")
+                .is_empty()
+        );
         assert!(matches!(
             check::regressions(&analyzed, Some("nope")),
             Err(Error::UnknownCommit { .. })
@@ -169,7 +204,9 @@ fn concurrent_writers_store_every_folder_once() {
                     let mut stored = 0;
                     for k in 0..40 {
                         let i = (k * 7 + w * 11) % 40;
-                        if let Ingested::Stored { .. } = store.ingest(&folder(i, 1.0, "1")).expect("ingest") {
+                        if let Ingested::Stored { .. } =
+                            store.ingest(&folder(i, 1.0, "1")).expect("ingest")
+                        {
                             stored += 1;
                         }
                     }
@@ -225,9 +262,14 @@ fn a_database_of_a_newer_schema_is_refused() {
 
 #[test]
 fn an_unreachable_server_is_a_connect_error_without_the_password() {
-    let e = Store::open("postgres://bench:secret@127.0.0.1:1/trtmc").err().expect("refused");
+    let e = Store::open("postgres://bench:secret@127.0.0.1:1/trtmc")
+        .err()
+        .expect("refused");
     assert!(matches!(e, Error::Connect { .. }), "{e:?}");
     let text = e.to_string();
-    assert!(text.contains("postgres://bench:…@127.0.0.1:1/trtmc"), "{text}");
+    assert!(
+        text.contains("postgres://bench:…@127.0.0.1:1/trtmc"),
+        "{text}"
+    );
     assert!(!text.contains("secret"), "{text}");
 }

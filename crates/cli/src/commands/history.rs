@@ -62,7 +62,9 @@ impl DbArgs {
         let db = match &self.db {
             Some(db) => db.clone(),
             None => trtmc_history::default_db().ok_or_else(|| {
-                CliError::input("no user data folder for the default history database: pass --db PATH")
+                CliError::input(
+                    "no user data folder for the default history database: pass --db PATH",
+                )
             })?,
         };
         Ok(Store::open(&db)?)
@@ -177,7 +179,12 @@ pub fn execute(args: HistoryArgs) -> CliResult {
 
 /// Ingests `dirs` into `store`: every folder is read first, so a folder that is not a result stops
 /// the command before anything is stored. Prints one line per folder unless `quiet`.
-pub fn ingest_folders(store: &mut Store, dirs: &[PathBuf], commit: Option<&str>, quiet: bool) -> CliResult {
+pub fn ingest_folders(
+    store: &mut Store,
+    dirs: &[PathBuf],
+    commit: Option<&str>,
+    quiet: bool,
+) -> CliResult {
     let folders = dirs
         .iter()
         .map(|d| ingest::read_folder(d, commit))
@@ -191,7 +198,9 @@ pub fn ingest_folders(store: &mut Store, dirs: &[PathBuf], commit: Option<&str>,
         }
         if !quiet {
             match outcome {
-                Ingested::Stored { points: n } => outln!("stored {n} point(s): {}", folder.path.display())?,
+                Ingested::Stored { points: n } => {
+                    outln!("stored {n} point(s): {}", folder.path.display())?
+                }
                 Ingested::AlreadyStored => outln!("already stored: {}", folder.path.display())?,
             }
         }
@@ -263,7 +272,10 @@ fn list(args: ListArgs) -> CliResult {
     };
     let shown: Vec<&Analyzed> = analyzed.iter().filter(keep).collect();
     if shown.is_empty() {
-        outln!("no series in {} matches; `trtmc-bench history add DIR` stores results", store.name())?;
+        outln!(
+            "no series in {} matches; `trtmc-bench history add DIR` stores results",
+            store.name()
+        )?;
         return Ok(());
     }
     let names: Vec<String> = shown.iter().map(|a| series_name(a)).collect();
@@ -276,7 +288,11 @@ fn list(args: ListArgs) -> CliResult {
         "machine"
     )?;
     for (a, name) in shown.iter().zip(&names) {
-        let last = a.changes.last().map(change_line).unwrap_or_else(|| "none".into());
+        let last = a
+            .changes
+            .last()
+            .map(change_line)
+            .unwrap_or_else(|| "none".into());
         outln!(
             "{:>5}  {}  {:>6}  {:<12}  {}",
             a.series.id,
@@ -313,7 +329,13 @@ fn show(args: ShowArgs) -> CliResult {
     let a = check::analyze_series(series, points, &rule);
     let k = &a.series.key;
     outln!("series {}: {}", a.series.id, series_name(&a))?;
-    outln!("workload {}  operation {}  machine {} ({})", k.workload, k.operation, k.machine, k.machine_name)?;
+    outln!(
+        "workload {}  operation {}  machine {} ({})",
+        k.workload,
+        k.operation,
+        k.machine,
+        k.machine_name
+    )?;
     for (i, p) in a.points.iter().enumerate() {
         if let Some(f) = a.changes.iter().find(|f| f.change.at == i) {
             outln!("      ── {}", change_line(f))?;
@@ -344,27 +366,56 @@ fn check_command(args: CheckArgs) -> CliResult {
     let analyzed = check::analyze(&mut store, &rule)?;
     let regressions = check::regressions(&analyzed, args.since.as_deref())?;
     if let Some(path) = &args.export_junit {
-        write_file(path, junit(&analyzed, &regressions, args.since.as_deref()).to_xml().as_bytes())?;
+        write_file(
+            path,
+            junit(&analyzed, &regressions, args.since.as_deref())
+                .to_xml()
+                .as_bytes(),
+        )?;
     }
     if let Some(path) = &args.export_markdown {
-        write_file(path, markdown(&analyzed, &regressions, args.since.as_deref()).as_bytes())?;
+        write_file(
+            path,
+            markdown(&analyzed, &regressions, args.since.as_deref()).as_bytes(),
+        )?;
     }
     outln!(
         "{} series, {} confirmed slowdown(s){}",
         analyzed.len(),
         regressions.len(),
-        args.since.as_ref().map(|s| format!(" since {s}")).unwrap_or_default()
+        args.since
+            .as_ref()
+            .map(|s| format!(" since {s}"))
+            .unwrap_or_default()
     )?;
     for (a, f) in &regressions {
-        outln!("  series {}: {}: {}", a.series.id, series_name(a), change_line(f))?;
-        outln!("    before: {}", f.before_folders.last().cloned().unwrap_or_default())?;
-        outln!("    after:  {}", f.after_folders.first().cloned().unwrap_or_default())?;
+        outln!(
+            "  series {}: {}: {}",
+            a.series.id,
+            series_name(a),
+            change_line(f)
+        )?;
+        outln!(
+            "    before: {}",
+            f.before_folders.last().cloned().unwrap_or_default()
+        )?;
+        outln!(
+            "    after:  {}",
+            f.after_folders.first().cloned().unwrap_or_default()
+        )?;
     }
     if !args.fail_on.fail_on.is_empty() && !regressions.is_empty() {
         let names: Vec<String> = regressions
             .iter()
             .take(3)
-            .map(|(a, f)| format!("series {} {} (×{:.3})", a.series.id, series_name(a), f.change.ratio.ratio))
+            .map(|(a, f)| {
+                format!(
+                    "series {} {} (×{:.3})",
+                    a.series.id,
+                    series_name(a),
+                    f.change.ratio.ratio
+                )
+            })
             .collect();
         return Err(CliError::new(
             ExitCode::FailOn,
@@ -372,7 +423,11 @@ fn check_command(args: CheckArgs) -> CliResult {
                 "--fail-on regression: {} confirmed slowdown(s): {}{}",
                 regressions.len(),
                 names.join(", "),
-                if regressions.len() > 3 { " and more" } else { "" }
+                if regressions.len() > 3 {
+                    " and more"
+                } else {
+                    ""
+                }
             ),
         ));
     }
@@ -380,8 +435,12 @@ fn check_command(args: CheckArgs) -> CliResult {
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> CliResult {
-    trtmc_core::fsutil::write_atomic(path, bytes)
-        .map_err(|e| CliError::new(ExitCode::Output, format!("cannot write {}: {e}", path.display())))
+    trtmc_core::fsutil::write_atomic(path, bytes).map_err(|e| {
+        CliError::new(
+            ExitCode::Output,
+            format!("cannot write {}: {e}", path.display()),
+        )
+    })
 }
 
 fn junit(analyzed: &[Analyzed], regressions: &[(&Analyzed, &Found)], since: Option<&str>) -> Suite {
@@ -416,8 +475,13 @@ fn junit(analyzed: &[Analyzed], regressions: &[(&Analyzed, &Found)], since: Opti
                 name: format!("series {}: {}", a.series.id, series_name(a)),
                 time_s: None,
                 outcome,
-                system_out: (!a.changes.is_empty())
-                    .then(|| a.changes.iter().map(change_line).collect::<Vec<_>>().join("\n")),
+                system_out: (!a.changes.is_empty()).then(|| {
+                    a.changes
+                        .iter()
+                        .map(change_line)
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                }),
             }
         })
         .collect();
@@ -437,12 +501,18 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
 
-fn markdown(analyzed: &[Analyzed], regressions: &[(&Analyzed, &Found)], since: Option<&str>) -> String {
+fn markdown(
+    analyzed: &[Analyzed],
+    regressions: &[(&Analyzed, &Found)],
+    since: Option<&str>,
+) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
         "## trtmc history check{}\n\n{} series, **{} confirmed slowdown(s)**.\n",
-        since.map(|r| format!(" since `{}`", cell(r))).unwrap_or_default(),
+        since
+            .map(|r| format!(" since `{}`", cell(r)))
+            .unwrap_or_default(),
         analyzed.len(),
         regressions.len()
     );
