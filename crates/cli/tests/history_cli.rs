@@ -85,25 +85,36 @@ fn sleep_catalog(dir: &Path) -> PathBuf {
     root
 }
 
-/// One real `run` of the sleeping model: `calls` timed calls of `sleep_us` each, into `out`.
-fn sleep_run(catalog: &Path, out: &Path, sleep_us: u32, calls: u32) {
-    let o = run(&[
+/// One real `run` of the sleeping model: `calls` timed calls of `sleep_us` each, into `out`; with
+/// `slowdown`, every timed call is made that fraction slower by the run's test hook (the same
+/// workload, slower).
+fn sleep_run_slowed(catalog: &Path, out: &Path, sleep_us: u32, calls: u32, slowdown: Option<&str>) {
+    let mut cmd = Command::new(BIN);
+    cmd.args([
         "run",
         "--manifest-root",
         p(catalog),
         "--model",
         "m<script>alert(1)</script>\"'",
+    ])
+    .args([
         "--set",
         &format!("request.sleep_us={sleep_us}"),
         "--warmup",
         "2",
-        "--iterations",
-        &calls.to_string(),
-        "-o",
-        p(out),
-        "-q",
-    ]);
+    ])
+    .args(["--iterations", &calls.to_string(), "-o", p(out), "-q"])
+    .env_remove("TRTMC_MANIFEST_ROOT")
+    .env("TRTMC_TEST", "1");
+    if let Some(s) = slowdown {
+        cmd.env("TRTMC_TEST_CALL_SLOWDOWN", s);
+    }
+    let o = cmd.output().expect("run");
     assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
+
+fn sleep_run(catalog: &Path, out: &Path, sleep_us: u32, calls: u32) {
+    sleep_run_slowed(catalog, out, sleep_us, calls, None);
 }
 
 /// `n` copies of a real run's result folder, each a distinct result (its own run id and time).
@@ -334,14 +345,15 @@ fn concurrent_writers_store_each_folder_once() {
     }
 }
 
-/// Sixteen runs of the sleeping model, the last seven 60 % slower, labelled with commits; the first
+/// Sixteen runs of the sleeping model, the last seven 60 % slower (the call-slowdown hook: the same
+/// workload, so one series), labelled with commits; the first
 /// commit is an XSS probe.
 fn stepped_series(tmp: &Path) -> Vec<(String, PathBuf)> {
     let catalog = sleep_catalog(tmp);
     (0..16)
         .map(|i| {
             let dir = tmp.join(format!("step-{i:02}"));
-            sleep_run(&catalog, &dir, if i < 9 { 1000 } else { 1600 }, 15);
+            sleep_run_slowed(&catalog, &dir, 1000, 15, (i >= 9).then_some("0.6"));
             let commit = if i == 0 {
                 PROBE.to_string()
             } else {
@@ -623,11 +635,14 @@ fn matrix_run_with_history_stores_both_sides_of_each_compared_row() {
     );
     let export = exported(p(&db), tmp.path());
     let series = export["series"].as_array().expect("series");
-    assert_eq!(series.len(), 2, "candidate and reference: {export:#}");
+    // Both sides measured the same workload on the same runtime, version and machine: one series,
+    // one point per side.
+    assert_eq!(series.len(), 1, "{export:#}");
+    let points = series[0]["points"].as_array().expect("points");
+    assert_eq!(points.len(), 2, "candidate and reference: {export:#}");
     let results = read_json(&out.join("results.json"));
     let row = &results["rows"][0];
-    for s in series {
-        let point = &s["points"][0];
+    for point in points {
         assert_eq!(point["kind"], "matrix");
         let side = if point["case_dir"]
             .as_str()
@@ -638,7 +653,10 @@ fn matrix_run_with_history_stores_both_sides_of_each_compared_row() {
         } else {
             "reference"
         };
-        assert_eq!(s["series"]["workload"], row[side]["identity"], "{side}");
+        assert_eq!(
+            series[0]["series"]["workload"], row[side]["identity"],
+            "{side}"
+        );
         // The side's p50 over its six rounds, with the rounds' interval.
         let rounds: Vec<f64> = row[side]["round_p50_ms"]
             .as_array()
