@@ -27,6 +27,8 @@ pub enum FailOn {
     Red,
     /// `analyze`: a backend that is unusable (failed validation).
     Unusable,
+    /// `history check`: a confirmed slowdown (since `--since`).
+    Regression,
 }
 
 impl FailOn {
@@ -36,6 +38,7 @@ impl FailOn {
             FailOn::Yellow => "yellow",
             FailOn::Red => "red",
             FailOn::Unusable => "unusable",
+            FailOn::Regression => "regression",
         }
     }
 }
@@ -45,7 +48,8 @@ impl FailOn {
 pub struct FailOnArgs {
     /// Exit 9 (after writing everything) when a condition is met; repeatable or comma-separated.
     /// run: invalid (a case INVALID, failed or interrupted); matrix: yellow (a yellow or red row),
-    /// red (a red row); analyze: unusable (a backend failed validation).
+    /// red (a red row); analyze: unusable (a backend failed validation); history check: regression
+    /// (a confirmed slowdown).
     #[arg(
         long = "fail-on",
         value_enum,

@@ -127,6 +127,22 @@ impl From<trtmc_runner::tune::orchestrate::TuneRunError> for CliError {
     }
 }
 
+impl From<trtmc_history::Error> for CliError {
+    fn from(e: trtmc_history::Error) -> Self {
+        use trtmc_history::Error as E;
+        let code = match &e {
+            E::NewerSchema { .. }
+            | E::NotAResult { .. }
+            | E::Document { .. }
+            | E::UnknownSeries { .. }
+            | E::UnknownCommit { .. } => ExitCode::Input,
+            E::Connect { .. } => ExitCode::Environment,
+            E::OpenFile { .. } | E::Database { .. } | E::Write { .. } => ExitCode::Output,
+        };
+        Self::classified(code, &e)
+    }
+}
+
 impl From<trtmc_matrix::Error> for CliError {
     fn from(e: trtmc_matrix::Error) -> Self {
         use trtmc_matrix::Error as E;

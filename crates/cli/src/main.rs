@@ -62,6 +62,8 @@ enum Command {
     Tune(Box<commands::tune::TuneArgs>),
     /// Release performance matrix: candidate runtimes against reference backends, with traffic lights.
     Matrix(commands::matrix::MatrixArgs),
+    /// Remember results in a database; series, change points across commits, a CI gate.
+    History(commands::history::HistoryArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(commands::shell::CompletionsArgs),
     /// Print the man page (roff), or write one page per subcommand with --dir.
@@ -87,6 +89,7 @@ fn main() {
         Command::Report(args) => commands::report::execute(args),
         Command::Tune(args) => commands::tune::execute(*args),
         Command::Matrix(args) => commands::matrix::execute(args),
+        Command::History(args) => commands::history::execute(args),
         Command::Completions(args) => commands::shell::completions(args),
         Command::Man(args) => commands::shell::man(args),
         Command::Worker(args) => std::process::exit(commands::worker::execute(args)),

@@ -72,6 +72,10 @@ pub struct RunArgs {
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub ci: crate::ci::CiArgs,
+    /// Also store the results in this history database (a SQLite path or postgres:// URL) once
+    /// results.json is written (docs/history.md).
+    #[arg(long, value_name = "DB")]
+    pub history: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -127,7 +131,12 @@ fn preflight(args: &SuiteArgs) -> CliResult<plan::Plan> {
 /// The conditions `matrix run`, `resume` and `report` take.
 const FAIL_ON: &[crate::ci::FailOn] = &[crate::ci::FailOn::Yellow, crate::ci::FailOn::Red];
 
-fn finish(run: &Path, results: Results, ci: &crate::ci::CiArgs) -> CliResult {
+fn finish(
+    run: &Path,
+    results: Results,
+    ci: &crate::ci::CiArgs,
+    history: Option<&str>,
+) -> CliResult {
     let s = &results.summary;
     outln!(
         "{} row(s): {} green, {} yellow, {} red, {} contract mismatch, {} failed, {} incomplete, {} pending",
@@ -146,6 +155,9 @@ fn finish(run: &Path, results: Results, ci: &crate::ci::CiArgs) -> CliResult {
     outln!("results: {}", run.join(runner::RESULTS_FILE).display())?;
     outln!("report:  {}", run.join(runner::REPORT_FILE).display())?;
     let fail_on = crate::ci::after_matrix(&results, run, ci)?;
+    if let Some(db) = history {
+        crate::commands::history::remember(db, run)?;
+    }
     match results.exit_code() {
         0 => fail_on.map_or(Ok(()), Err),
         8 => Err(CliError::new(
@@ -216,7 +228,7 @@ pub fn execute(args: MatrixArgs) -> CliResult {
                 &Terminal::new(false),
                 &TestHooks::from_env(),
             )?;
-            finish(&run, results, &a.ci)
+            finish(&run, results, &a.ci, a.history.as_deref())
         }
         MatrixCommand::Resume(a) => {
             a.ci.fail_on.check("matrix resume", FAIL_ON)?;
@@ -226,12 +238,12 @@ pub fn execute(args: MatrixArgs) -> CliResult {
                 &Terminal::new(false),
                 &TestHooks::from_env(),
             )?;
-            finish(&a.run_dir, results, &a.ci)
+            finish(&a.run_dir, results, &a.ci, None)
         }
         MatrixCommand::Report(a) => {
             a.ci.fail_on.check("matrix report", FAIL_ON)?;
             let results = runner::report(&a.run_dir, a.preparation_receipt.as_deref())?;
-            finish(&a.run_dir, results, &a.ci)
+            finish(&a.run_dir, results, &a.ci, None)
         }
         MatrixCommand::Task(a) => {
             match runner::task(&a.run_dir, &a.tasks_file, a.task, &TestHooks::from_env())? {

@@ -1,5 +1,6 @@
 pub mod analyze;
 pub mod compare;
+pub mod history;
 pub mod list;
 pub mod matrix;
 pub mod report;

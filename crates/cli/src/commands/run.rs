@@ -156,6 +156,10 @@ pub struct RunArgs {
     pub format: Option<crate::commands::report::ExportFormat>,
     #[command(flatten)]
     pub ci: crate::ci::CiArgs,
+    /// Also store the result in this history database (a SQLite path or postgres:// URL) once it is
+    /// committed (docs/history.md).
+    #[arg(long, value_name = "DB")]
+    pub history: Option<String>,
 }
 
 /// Rounds when several cases are compared and `--rounds` is not given: enough for a 95 % interval
@@ -431,6 +435,9 @@ pub fn execute(args: RunArgs) -> CliResult {
         }
     }
     let fail_on = crate::ci::after_run(&outcome.run, &outcome.dir, &args.ci)?;
+    if let Some(db) = &args.history {
+        crate::commands::history::remember(db, &outcome.dir)?;
+    }
     let count = |status| {
         outcome
             .run

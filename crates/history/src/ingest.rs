@@ -1,0 +1,291 @@
+//! Reading one result folder into the points it contributes (no database involved).
+//!
+//! A point is one result: its estimate, its interval when the result has one, its count of timed
+//! calls and its verdict. Its series key is what it measured (the workload identity trtmc records for
+//! every case and matrix side), with which runtime and version, on which machine, and which metric: a
+//! change in any of them starts another series, never a jump inside one.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use trtmc_core::artifacts::matrix::{Results, RowStatus, Side};
+use trtmc_core::artifacts::{BenchmarkRun, CaseStatus, MachineInfo};
+use trtmc_core::intervals;
+
+use crate::Error;
+
+/// The p50 latency of a case or matrix side, milliseconds (lower is better).
+pub const METRIC_P50: &str = "p50_ms";
+/// The p99 latency of a case, milliseconds (lower is better; no interval).
+pub const METRIC_P99: &str = "p99_ms";
+
+/// The confidence of the intervals computed here (a matrix side's p50 over its rounds), as everywhere.
+const CONFIDENCE: f64 = 0.95;
+
+/// What a series measures: one workload on one runtime version on one machine, one metric.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct SeriesKey {
+    /// The workload identity trtmc records (hash of the resolved case).
+    pub workload: String,
+    pub model: String,
+    /// The case label (`single`, `single[batch_size=4]`) or the matrix test case.
+    pub label: String,
+    pub operation: String,
+    pub runtime: String,
+    pub runtime_version: String,
+    /// [`machine_fingerprint`] of the machine.
+    pub machine: String,
+    /// The machine for people (CPU model, CPUs, GPUs).
+    pub machine_name: String,
+    pub metric: String,
+}
+
+/// One point before it is stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewPoint {
+    pub key: SeriesKey,
+    /// The case (`001-tiny-cnn-single`) or matrix row id within the folder.
+    pub case_dir: String,
+    pub estimate: f64,
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+    pub confidence: Option<f64>,
+    /// Timed calls behind the estimate.
+    pub count: i64,
+    /// `completed`, `interrupted`, or a matrix light.
+    pub verdict: String,
+}
+
+/// What a folder holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Run,
+    Matrix,
+}
+
+impl Kind {
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::Run => "run",
+            Kind::Matrix => "matrix",
+        }
+    }
+}
+
+/// One folder, read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Folder {
+    pub kind: Kind,
+    /// SHA-256 of the folder's document: the same result ingested twice is stored once.
+    pub digest: String,
+    pub path: PathBuf,
+    /// When the result was created (RFC 3339, from the document).
+    pub created: String,
+    /// The commit the result belongs to: the program revision of its provenance, unless the caller
+    /// names one (`history add --commit`).
+    pub commit: String,
+    pub points: Vec<NewPoint>,
+}
+
+/// A stable short fingerprint of the machine: OS, architecture, CPU model and count, memory and
+/// GPUs. The host name is left out, so identical nodes of a cluster share their series.
+pub fn machine_fingerprint(m: &MachineInfo) -> String {
+    let text = format!(
+        "{}\n{}\n{}\n{}\n{}\n{}",
+        m.os,
+        m.arch,
+        m.cpu_model,
+        m.logical_cpus,
+        m.memory_bytes.map(|b| b.to_string()).unwrap_or_default(),
+        m.gpus.join("\n")
+    );
+    hex::encode(&Sha256::digest(text.as_bytes())[..6])
+}
+
+fn machine_name(m: &MachineInfo) -> String {
+    let mut s = format!("{} × {}", m.cpu_model, m.logical_cpus);
+    for g in &m.gpus {
+        s.push_str(", ");
+        s.push_str(g);
+    }
+    s
+}
+
+/// Reads `dir` (a `run` or `matrix run` result folder); `commit` overrides the recorded revision.
+pub fn read_folder(dir: &Path, commit: Option<&str>) -> Result<Folder, Error> {
+    let run = dir.join("result.json");
+    let matrix = dir.join("results.json");
+    if run.is_file() {
+        let (bytes, digest) = read_document(&run)?;
+        let doc: BenchmarkRun = parse(&run, &bytes)?;
+        Ok(run_folder(dir, doc, digest, commit))
+    } else if matrix.is_file() {
+        let (bytes, digest) = read_document(&matrix)?;
+        let doc: Results = parse(&matrix, &bytes)?;
+        Ok(matrix_folder(dir, doc, digest, commit))
+    } else {
+        Err(Error::NotAResult {
+            dir: dir.to_path_buf(),
+        })
+    }
+}
+
+fn read_document(path: &Path) -> Result<(Vec<u8>, String), Error> {
+    let bytes = std::fs::read(path).map_err(|e| Error::Document {
+        path: path.to_path_buf(),
+        source: Box::new(e),
+    })?;
+    let digest = hex::encode(Sha256::digest(&bytes));
+    Ok((bytes, digest))
+}
+
+fn parse<T: serde::de::DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T, Error> {
+    serde_json::from_slice(bytes).map_err(|e| Error::Document {
+        path: path.to_path_buf(),
+        source: Box::new(e),
+    })
+}
+
+fn run_folder(dir: &Path, doc: BenchmarkRun, digest: String, commit: Option<&str>) -> Folder {
+    let machine = machine_fingerprint(&doc.provenance.machine);
+    let name = machine_name(&doc.provenance.machine);
+    let mut points = Vec::new();
+    for case in &doc.cases {
+        // A failed case has no statistics; an interrupted one keeps partial ones, marked as such.
+        let (Some(metrics), false) = (&case.metrics, case.status == CaseStatus::Failed) else {
+            continue;
+        };
+        let key = |metric: &str| SeriesKey {
+            workload: case.identity.clone(),
+            model: case.model.clone(),
+            label: case.label.clone(),
+            operation: case.operation.clone(),
+            runtime: case.runtime.name.clone(),
+            runtime_version: case.runtime.version.clone(),
+            machine: machine.clone(),
+            machine_name: name.clone(),
+            metric: metric.into(),
+        };
+        let count = metrics.latency_ms.count as i64;
+        let verdict = if metrics.warnings.is_empty() {
+            case.status.label().to_string()
+        } else {
+            format!(
+                "{} ({} warning(s))",
+                case.status.label(),
+                metrics.warnings.len()
+            )
+        };
+        let ci = metrics.p50_ci_ms.as_ref();
+        points.push(NewPoint {
+            key: key(METRIC_P50),
+            case_dir: case.dir.clone(),
+            estimate: metrics.latency_ms.p50,
+            low: ci.map(|c| c.low),
+            high: ci.map(|c| c.high),
+            confidence: ci.map(|c| c.confidence),
+            count,
+            verdict: verdict.clone(),
+        });
+        points.push(NewPoint {
+            key: key(METRIC_P99),
+            case_dir: case.dir.clone(),
+            estimate: metrics.latency_ms.p99,
+            low: None,
+            high: None,
+            confidence: None,
+            count,
+            verdict,
+        });
+    }
+    Folder {
+        kind: Kind::Run,
+        digest,
+        path: dir.to_path_buf(),
+        created: doc.created,
+        commit: commit
+            .map(str::to_string)
+            .unwrap_or(doc.provenance.program.revision),
+        points,
+    }
+}
+
+fn matrix_folder(dir: &Path, doc: Results, digest: String, commit: Option<&str>) -> Folder {
+    let machine = machine_fingerprint(&doc.machine);
+    let name = machine_name(&doc.machine);
+    let mut points = Vec::new();
+    for row in &doc.rows {
+        if row.status != RowStatus::Compared {
+            continue;
+        }
+        let light = row
+            .comparison
+            .as_ref()
+            .map(|c| c.light.label().to_string())
+            .unwrap_or_default();
+        for (role, side) in [("candidate", &row.candidate), ("reference", &row.reference)] {
+            let Some(side) = side else { continue };
+            if let Some(p) = side_point(row.model.as_str(), &row.testcase, side) {
+                points.push(NewPoint {
+                    key: SeriesKey {
+                        machine: machine.clone(),
+                        machine_name: name.clone(),
+                        ..p.key
+                    },
+                    case_dir: format!("{} ({role})", row.id),
+                    verdict: format!("{role}: {light}"),
+                    ..p
+                });
+            }
+        }
+    }
+    Folder {
+        kind: Kind::Matrix,
+        digest,
+        path: dir.to_path_buf(),
+        created: doc.created,
+        commit: commit.map(str::to_string).unwrap_or(doc.program.revision),
+        points,
+    }
+}
+
+/// A matrix side's p50: the median of its rounds' p50 with the rounds' interval, or of its calls when
+/// it has no rounds recorded.
+fn side_point(model: &str, testcase: &str, side: &Side) -> Option<NewPoint> {
+    let values = if side.round_p50_ms.is_empty() {
+        &side.samples_ms
+    } else {
+        &side.round_p50_ms
+    };
+    let (estimate, low, high, confidence) = match intervals::median(values, CONFIDENCE) {
+        Some(ri) => (
+            ri.interval.estimate,
+            Some(ri.interval.low),
+            Some(ri.interval.high),
+            Some(ri.interval.confidence),
+        ),
+        None => (*values.first()?, None, None, None),
+    };
+    Some(NewPoint {
+        key: SeriesKey {
+            workload: side.identity.clone(),
+            model: model.into(),
+            label: testcase.into(),
+            operation: side.backend.clone(),
+            runtime: side.runtime.clone(),
+            runtime_version: side.version.clone(),
+            machine: String::new(),
+            machine_name: String::new(),
+            metric: METRIC_P50.into(),
+        },
+        case_dir: String::new(),
+        estimate,
+        low,
+        high,
+        confidence,
+        count: side.samples_ms.len() as i64,
+        verdict: String::new(),
+    })
+}
