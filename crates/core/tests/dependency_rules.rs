@@ -42,14 +42,24 @@ fn allowed_from_docs() -> BTreeMap<String, Option<BTreeSet<String>>> {
 
 /// Every `name` between backticks in a cell.
 fn backticked(cell: &str) -> BTreeSet<String> {
-    cell.split('`').skip(1).step_by(2).map(str::to_string).collect()
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
 }
 
 /// `crate -> trtmc crates among its normal (not dev) dependencies`, from `cargo metadata`.
 fn actual_graph() -> BTreeMap<String, BTreeSet<String>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let output = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
         .current_dir(workspace_root())
         .output()
         .expect("cargo metadata starts");
@@ -62,7 +72,10 @@ fn actual_graph() -> BTreeMap<String, BTreeSet<String>> {
         serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON");
     let mut graph = BTreeMap::new();
     for package in metadata["packages"].as_array().expect("packages is a list") {
-        let name = package["name"].as_str().expect("a package has a name").to_string();
+        let name = package["name"]
+            .as_str()
+            .expect("a package has a name")
+            .to_string();
         let deps = package["dependencies"]
             .as_array()
             .expect("dependencies is a list")

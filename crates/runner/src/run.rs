@@ -1674,14 +1674,28 @@ pub fn describe_plan(
         let Ok(rt) = runtime::runtime_with(&r.runtime.value, &options.runtimes) else {
             continue;
         };
-        let onnx = sources::planned_model_file(&p.profile, &options.cache_root)
-            .ok()
-            .flatten();
         let timed = runtime::TimedPlan {
             warmup: r.measure.warmup.value,
             iterations: first.share_of_calls(r.measure.iterations.value),
             min_duration_s: first.share_of_seconds(r.measure.min_duration_s.value),
         };
+        // A runtime that runs in-process has no commands: ask before producing the model file, so
+        // a dry run of one builds and generates nothing.
+        let in_process = rt
+            .describe_commands(
+                None,
+                &r.build_values(),
+                &r.runtime_values(),
+                &b.path,
+                &timed,
+            )
+            .is_ok_and(|commands| commands.is_empty());
+        if in_process {
+            continue;
+        }
+        let onnx = sources::planned_model_file(&p.profile, &options.cache_root)
+            .ok()
+            .flatten();
         match rt.describe_commands(
             onnx.as_deref(),
             &r.build_values(),

@@ -824,14 +824,16 @@ impl Runtime for TensorrtRuntime {
         bundle_dir: &Path,
         timed: &TimedPlan,
     ) -> Result<Vec<String>, String> {
-        let trtexec = self.trtexec()?;
-        let version = trtexec.version();
-        let text = |e: anyhow::Error| format!("{e:#}");
+        // Before probing trtexec: `run --dry-run` first asks with no model file whether a runtime
+        // has commands at all.
         let Some(onnx) = onnx else {
             return Err(
                 "the model file is produced at build time, so its shapes are not known yet".into(),
             );
         };
+        let trtexec = self.trtexec()?;
+        let version = trtexec.version();
+        let text = |e: anyhow::Error| format!("{e:#}");
         let (inputs, _) = declared_io(onnx).map_err(text)?;
         let shapes = bound_shapes(&inputs, build).map_err(text)?;
         let request = build_request(onnx, build, shapes.as_deref()).map_err(text)?;
