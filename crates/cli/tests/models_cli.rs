@@ -949,6 +949,9 @@ fn several_onnx_files_and_plan_entries_run_side_by_side() {
         "10",
         "--warmup",
         "1",
+        // Two models are two workloads: a verdict between them only when the baseline is explicit.
+        "--baseline",
+        "1",
         "-q",
         "-o",
         dir.to_str().expect("utf8"),
