@@ -20,12 +20,14 @@ fn normal(rng: &mut ChaCha8Rng) -> f64 {
 fn main() {
     let rule = Rule::default();
     println!(
-        "| noise (CV) | series | true changes | detected | correct | precision | recall | recall of steps ≥ 20 % |"
+        "| noise (CV) | series | true changes | detected | correct | precision | recall | recall of steps ≥ 20 % | series without a step: with a report |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for noise in [0.01, 0.03, 0.05, 0.10] {
         let mut rng = ChaCha8Rng::seed_from_u64(38);
         let (mut truth, mut found, mut correct, mut big, mut big_found) = (0, 0, 0, 0, 0);
+        // Series without any step, and those of them where something was reported (false alarms).
+        let (mut flat, mut flat_alarms) = (0, 0);
         let series = 1000;
         for _ in 0..series {
             let steps = rng.random_range(0..=2usize);
@@ -66,6 +68,12 @@ fn main() {
                 .collect();
             let detected = detect(&values, &rule);
             truth += changes.len();
+            if changes.is_empty() {
+                flat += 1;
+                if !detected.is_empty() {
+                    flat_alarms += 1;
+                }
+            }
             found += detected.len();
             correct += detected
                 .iter()
@@ -95,7 +103,7 @@ fn main() {
             }
         };
         println!(
-            "| {:.0} % | {series} | {truth} | {found} | {correct} | {:.3} | {:.3} | {:.3} |",
+            "| {:.0} % | {series} | {truth} | {found} | {correct} | {:.3} | {:.3} | {:.3} | {flat_alarms} of {flat} |",
             noise * 100.0,
             ratio(correct, found),
             ratio(correct, truth),
