@@ -133,6 +133,7 @@ impl From<trtmc_history::Error> for CliError {
         let code = match &e {
             E::NewerSchema { .. }
             | E::NotAResult { .. }
+            | E::Incomplete { .. }
             | E::Document { .. }
             | E::UnknownSeries { .. }
             | E::UnknownCommit { .. } => ExitCode::Input,

@@ -682,3 +682,116 @@ fn matrix_run_with_history_stores_both_sides_of_each_compared_row() {
         );
     }
 }
+
+#[test]
+fn tune_with_history_stores_each_measured_route_as_its_own_series() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out = tmp.path().join("tune");
+    let cache = tmp.path().join("bundles");
+    let o = bench_cached(
+        &cache,
+        &[
+            "tune",
+            "--model",
+            "tiny-cnn",
+            "--runtime",
+            "tract",
+            "--routes",
+            "-threads=[1|2]",
+            "--search",
+            "full",
+            "--calls",
+            "8",
+            "--warmup",
+            "1",
+            "--final-passes",
+            "6",
+            "--final-calls",
+            "3",
+            "--race-round-calls",
+            "4",
+            "-o",
+            p(&out),
+            "--quiet",
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let summary = read_json(&out.join("tuning-summary.json"));
+    let context = &summary["context"];
+    assert!(context["created"].as_str().is_some(), "{context:#}");
+    assert!(context["program"]["revision"].as_str().is_some());
+    let eligible: Vec<&serde_json::Value> = summary["routes"]
+        .as_array()
+        .expect("routes")
+        .iter()
+        .filter(|r| r["eligible"] == true)
+        .collect();
+    assert!(eligible.len() >= 2, "{summary:#}");
+    for db in databases(tmp.path(), "tune") {
+        let o = history(&db.url, &["add", p(&out)]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let export = exported(&db.url, tmp.path());
+        let series = export["series"].as_array().expect("series");
+        // One series per measured route, each holding the route's cost with its interval.
+        assert_eq!(series.len(), eligible.len(), "{export:#}");
+        for route in &eligible {
+            let label = format!("route {}", route["route"].as_str().expect("route"));
+            let s = series
+                .iter()
+                .find(|s| s["series"]["label"] == label.as_str())
+                .unwrap_or_else(|| panic!("no series {label}: {export:#}"));
+            let point = &s["points"][0];
+            assert_eq!(point["kind"], "tune");
+            let estimate = if route["head_to_head"].is_object() {
+                &route["head_to_head"]
+            } else {
+                &route["search"]
+            };
+            assert_eq!(point["estimate"], estimate["cost"]["estimate"], "{label}");
+            assert_eq!(point["low"], estimate["cost"]["low"], "{label}");
+            assert_eq!(s["series"]["model"], "tiny-cnn");
+            assert_eq!(s["series"]["runtime"], "tract");
+        }
+        // The same folder again is stored once.
+        let o = history(&db.url, &["add", p(&out)]);
+        assert!(stdout(&o).contains("already stored"), "{}", stdout(&o));
+    }
+    // `tune --history` stores on completion, as `run --history` does.
+    let db = tmp.path().join("flag.sqlite");
+    let again = tmp.path().join("tune-again");
+    let o = bench_cached(
+        &cache,
+        &[
+            "tune",
+            "--model",
+            "tiny-cnn",
+            "--runtime",
+            "tract",
+            "--routes",
+            "-threads=[1|2]",
+            "--search",
+            "full",
+            "--calls",
+            "8",
+            "--warmup",
+            "1",
+            "--final-passes",
+            "6",
+            "--final-calls",
+            "3",
+            "--race-round-calls",
+            "4",
+            "-o",
+            p(&again),
+            "--quiet",
+            "--history",
+            p(&db),
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("history: stored {} point(s)", eligible.len())),
+        "{}",
+        stderr(&o)
+    );
+}

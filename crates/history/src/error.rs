@@ -39,10 +39,16 @@ pub enum Error {
     },
     /// A folder given to `history add` holds no result trtmc can ingest.
     #[error(
-        "{}: not a trtmc result folder (no result.json of `run` nor results.json of `matrix run`); give the folder `run -o` or `matrix run -o` wrote",
+        "{}: not a trtmc result folder (no result.json of `run`, results.json of `matrix run` nor tuning-summary.json of `tune`); give the folder `run -o`, `matrix run -o` or `tune -o` wrote",
         dir.display()
     )]
     NotAResult { dir: PathBuf },
+    /// A result document without a part the history needs.
+    #[error("{}: this result has no `{missing}` (written by an older trtmc?); run it again with this version", path.display())]
+    Incomplete {
+        path: PathBuf,
+        missing: &'static str,
+    },
     /// A result document that cannot be read or parsed.
     #[error("{}: cannot read this result document; is the folder complete?", path.display())]
     Document {

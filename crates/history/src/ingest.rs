@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use trtmc_core::artifacts::matrix::{Results, RowStatus, Side};
-use trtmc_core::artifacts::{BenchmarkRun, CaseStatus, MachineInfo};
+use trtmc_core::artifacts::{BenchmarkRun, CaseStatus, MachineInfo, TuneSummary};
 use trtmc_core::intervals;
 
 use crate::Error;
@@ -19,6 +19,8 @@ use crate::Error;
 pub const METRIC_P50: &str = "p50_ms";
 /// The p99 latency of a case, milliseconds (lower is better; no interval).
 pub const METRIC_P99: &str = "p99_ms";
+/// The file of a `tune -o` folder the history reads.
+pub const TUNE_SUMMARY_FILE: &str = "tuning-summary.json";
 
 /// The confidence of the intervals computed here (a matrix side's p50 over its rounds), as everywhere.
 const CONFIDENCE: f64 = 0.95;
@@ -63,6 +65,7 @@ pub struct NewPoint {
 pub enum Kind {
     Run,
     Matrix,
+    Tune,
 }
 
 impl Kind {
@@ -70,6 +73,7 @@ impl Kind {
         match self {
             Kind::Run => "run",
             Kind::Matrix => "matrix",
+            Kind::Tune => "tune",
         }
     }
 }
@@ -113,11 +117,17 @@ fn machine_name(m: &MachineInfo) -> String {
     s
 }
 
-/// Reads `dir` (a `run` or `matrix run` result folder); `commit` overrides the recorded revision.
+/// Reads `dir` (a `run`, `matrix run` or `tune` result folder); `commit` overrides the recorded
+/// revision.
 pub fn read_folder(dir: &Path, commit: Option<&str>) -> Result<Folder, Error> {
     let run = dir.join("result.json");
     let matrix = dir.join("results.json");
-    if run.is_file() {
+    let tune = dir.join(TUNE_SUMMARY_FILE);
+    if tune.is_file() {
+        let (bytes, digest) = read_document(&tune)?;
+        let doc: TuneSummary = parse(&tune, &bytes)?;
+        tune_folder(dir, &tune, doc, digest, commit)
+    } else if run.is_file() {
         let (bytes, digest) = read_document(&run)?;
         let doc: BenchmarkRun = parse(&run, &bytes)?;
         Ok(run_folder(dir, doc, digest, commit))
@@ -249,6 +259,95 @@ fn matrix_folder(dir: &Path, doc: Results, digest: String, commit: Option<&str>)
         commit: commit.map(str::to_string).unwrap_or(doc.program.revision),
         points,
     }
+}
+
+/// A tune's points: one per route that passed the accuracy gate and was measured, its objective as
+/// a cost in milliseconds with its interval (head-to-head when the route reached it, else the search
+/// estimate). A route is its own workload, so each route's series follows that build across commits.
+fn tune_folder(
+    dir: &Path,
+    file: &Path,
+    doc: TuneSummary,
+    digest: String,
+    commit: Option<&str>,
+) -> Result<Folder, Error> {
+    let Some(context) = doc.context.as_ref() else {
+        return Err(Error::Incomplete {
+            path: file.to_path_buf(),
+            missing: "context",
+        });
+    };
+    let (machine, machine_name) = match &context.machine_info {
+        Some(m) => (machine_fingerprint(m), machine_name(m)),
+        // Summaries from before the machine was recorded in full: its one-line description.
+        None => (
+            hex::encode(&Sha256::digest(context.machine.as_bytes())[..6]),
+            context.machine.clone(),
+        ),
+    };
+    let chosen = doc.decision.route.as_deref();
+    let mut points = Vec::new();
+    for route in doc.routes.iter().filter(|r| r.eligible) {
+        let Some(estimate) = route.head_to_head.as_ref().or(route.search.as_ref()) else {
+            continue;
+        };
+        let workload = hex::encode(Sha256::digest(
+            format!(
+                "{}\n{}\n{}\n{}",
+                context.model_sha256, context.operation, context.measurement, route.route
+            )
+            .as_bytes(),
+        ));
+        let verdict = if chosen == Some(route.route.as_str()) {
+            "chosen"
+        } else if route.tied_with_best {
+            "tied with the chosen"
+        } else if route.finalist {
+            "finalist"
+        } else {
+            "eligible"
+        };
+        points.push(NewPoint {
+            key: SeriesKey {
+                workload,
+                model: context.model.clone(),
+                label: format!("route {}", route.route),
+                operation: context.operation.clone(),
+                runtime: context.runtime.clone(),
+                runtime_version: context.runtime_version.clone(),
+                machine: machine.clone(),
+                machine_name: machine_name.clone(),
+                metric: format!("tune_{}_cost_ms", estimate.statistic.name()),
+            },
+            case_dir: format!("iteration {}", route.iter),
+            estimate: estimate.cost.estimate,
+            low: Some(estimate.cost.low),
+            high: Some(estimate.cost.high),
+            confidence: Some(estimate.cost.confidence),
+            count: estimate.samples as i64,
+            verdict: verdict.into(),
+        });
+    }
+    let created = match &context.created {
+        Some(c) => c.clone(),
+        None => std::fs::metadata(file)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| jiff::Timestamp::try_from(t).ok())
+            .map(|t| t.to_string())
+            .unwrap_or_default(),
+    };
+    Ok(Folder {
+        kind: Kind::Tune,
+        digest,
+        path: dir.to_path_buf(),
+        created,
+        commit: commit
+            .map(str::to_string)
+            .or_else(|| context.program.as_ref().map(|p| p.revision.clone()))
+            .unwrap_or_else(|| "unknown".into()),
+        points,
+    })
 }
 
 /// A matrix side's p50: the median of its rounds' p50 with the rounds' interval, or of its calls when

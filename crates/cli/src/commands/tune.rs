@@ -285,6 +285,9 @@ fn run_tune(
             ),
         ));
     }
+    if let (Some(db), Some(dir)) = (&args.history, outcome.summary_file.parent()) {
+        crate::commands::history::remember(db, dir)?;
+    }
     Ok(())
 }
 

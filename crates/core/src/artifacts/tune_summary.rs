@@ -79,6 +79,15 @@ pub struct TuneContext {
     /// Other files written by the tune (report, saved bundles), by role.
     #[serde(default)]
     pub files: BTreeMap<String, String>,
+    /// When the tune ended (RFC 3339); absent in summaries written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<String>,
+    /// The program that tuned (its revision places the tune in a history of commits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<super::ProgramInfo>,
+    /// The machine as `run` records it (the history's machine fingerprint is taken from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_info: Option<super::MachineInfo>,
 }
 
 /// A route resolved to runtime settings: what to pass to `run` to get the same build and session.

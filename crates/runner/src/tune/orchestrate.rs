@@ -738,6 +738,9 @@ where
         cache: Some(absolute(&request.cache).display().to_string()),
         chosen: chosen_route,
         files: context_files,
+        created: Some(jiff::Timestamp::now().to_string()),
+        program: Some(crate::machine::program()),
+        machine_info: Some(trtmc_core::machine::machine()),
     });
     let summary_path = out_dir.join(SUMMARY_FILE);
     write_json_atomic(&summary_path, &summary).map_err(|source| TuneRunError::Write {

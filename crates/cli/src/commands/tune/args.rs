@@ -67,6 +67,10 @@ pub struct TuneArgs {
     /// Output directory (summary, report, default cache, logs); default trtmc-results/tune-<time>.
     #[arg(short, long, value_name = "DIR")]
     pub output: Option<PathBuf>,
+    /// Also store the tune's measured routes in this history database (a SQLite path or postgres://
+    /// URL) once its summary is written (docs/history.md).
+    #[arg(long, value_name = "DB")]
+    pub history: Option<String>,
     /// Budget of the whole tune in seconds (checked before each iteration; -1: none).
     #[arg(
         long,
