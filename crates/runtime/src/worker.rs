@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use trtmc_core::artifacts::{LoopStop, Observation, RuntimeInfo};
-use trtmc_core::operations;
 
 use crate::bundle::BundleManifest;
 use crate::ops::{self, CallRecord, RunnerContext, TimedRunner};
@@ -48,8 +47,7 @@ pub fn execute_until(request: &WorkerRequest, stop: &AtomicBool) -> WorkerResult
 /// The inputs of the request's calls as its runner prepares them (the bundle loaded, no call made), for
 /// a reference runner that must repeat the same calls in another framework.
 pub fn reference_inputs(request: &WorkerRequest) -> anyhow::Result<ops::ReferenceInputs> {
-    let op = operations::operation(&request.operation)
-        .with_context(|| format!("unknown operation `{}`", request.operation))?;
+    let operation = ops::requested(&request.operation)?;
     let (session, manifest) = load_bundle(request)?;
     let ctx = RunnerContext {
         request: &request.request,
@@ -61,7 +59,7 @@ pub fn reference_inputs(request: &WorkerRequest) -> anyhow::Result<ops::Referenc
         first_call: 0,
         data: request.data.as_ref(),
     };
-    Ok(ops::prepare(op.name, ctx)?.reference_inputs())
+    Ok(ops::prepare(operation, ctx)?.reference_inputs())
 }
 
 type LoadedBundle = (Option<Box<dyn runtime::Session>>, Option<BundleManifest>);
@@ -98,8 +96,7 @@ fn execute_inner(
     runtime_info: RuntimeInfo,
     stop: &AtomicBool,
 ) -> anyhow::Result<WorkerResult> {
-    let op = operations::operation(&request.operation)
-        .with_context(|| format!("unknown operation `{}`", request.operation))?;
+    let operation = ops::requested(&request.operation)?;
     let load_started = Instant::now();
     let (session, manifest) = load_bundle(request)?;
     let ctx = RunnerContext {
@@ -111,7 +108,7 @@ fn execute_inner(
         first_call: request.first_call,
         data: request.data.as_ref(),
     };
-    let mut runner = ops::prepare(op.name, ctx)?;
+    let mut runner = ops::prepare(operation, ctx)?;
     let load_ms = load_started.elapsed().as_secs_f64() * 1e3;
 
     let mut progress = ProgressFile::new(request.progress_file.clone());
@@ -178,6 +175,7 @@ fn execute_inner(
         )?,
     };
     let records = ended.calls;
+    let op = operation.decl();
     let stage_names: Vec<&str> = op.stages.iter().map(|s| s.name).collect();
     let counter_names: Vec<&str> = op.counters.iter().map(|c| c.name).collect();
     let observations = records
