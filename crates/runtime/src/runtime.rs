@@ -255,9 +255,24 @@ pub trait Runtime: Send + Sync {
     }
 }
 
+/// How one runtime is made from this process's options.
+type MakeRuntime = fn(&RuntimeOptions) -> Box<dyn Runtime>;
+
+/// Every runtime compiled into this program, by name: the one list [`runtime_names`] and
+/// [`runtime_with`] read.
+const RUNTIMES: &[(&str, MakeRuntime)] = &[
+    ("tract", |_| Box::new(crate::tract_rt::TractRuntime)),
+    ("onnxruntime", |_| Box::new(crate::ort_rt::OrtRuntime)),
+    ("tensorrt", |options| {
+        Box::new(crate::tensorrt_rt::TensorrtRuntime::new(
+            options.trtexec.clone(),
+        ))
+    }),
+];
+
 /// Runtimes compiled into this program.
-pub fn runtime_names() -> &'static [&'static str] {
-    &["tract", "onnxruntime", "tensorrt"]
+pub fn runtime_names() -> Vec<&'static str> {
+    RUNTIMES.iter().map(|(name, _)| *name).collect()
 }
 
 /// How this process finds the runtimes' external tools; passed down from the command line.
@@ -275,14 +290,10 @@ pub fn runtime(name: &str) -> Result<Box<dyn Runtime>, String> {
 
 /// The runtime called `name`, finding its tools as `options` say.
 pub fn runtime_with(name: &str, options: &RuntimeOptions) -> Result<Box<dyn Runtime>, String> {
-    match name {
-        "tract" => Ok(Box::new(crate::tract_rt::TractRuntime)),
-        "onnxruntime" => Ok(Box::new(crate::ort_rt::OrtRuntime)),
-        "tensorrt" => Ok(Box::new(crate::tensorrt_rt::TensorrtRuntime::new(
-            options.trtexec.clone(),
-        ))),
-        other => Err(format!(
-            "unknown runtime `{other}` (known: {})",
+    match RUNTIMES.iter().find(|(known, _)| *known == name) {
+        Some((_, make)) => Ok(make(options)),
+        None => Err(format!(
+            "unknown runtime `{name}` (known: {})",
             runtime_names().join(", ")
         )),
     }
@@ -449,6 +460,18 @@ mod tests {
 
     fn one(key: &str, value: Value) -> BTreeMap<String, Value> {
         BTreeMap::from([(key.to_string(), value)])
+    }
+
+    #[test]
+    fn every_listed_runtime_is_made_under_its_own_name() {
+        assert_eq!(runtime_names(), ["tract", "onnxruntime", "tensorrt"]);
+        for name in runtime_names() {
+            assert_eq!(runtime(name).expect("listed").name(), name);
+        }
+        assert_eq!(
+            runtime("mxnet").err().as_deref(),
+            Some("unknown runtime `mxnet` (known: tract, onnxruntime, tensorrt)")
+        );
     }
 
     #[test]

@@ -160,7 +160,8 @@ fn execute_inner(
             );
         }
     };
-    let ended = match (request.test_call_delay_us, request.test_call_slowdown_ppm) {
+    let hooks = request.hooks.clone().unwrap_or_default();
+    let ended = match (hooks.call_delay_us, hooks.call_slowdown_ppm) {
         (None, None) => timed_loop_until(runner.as_mut(), &rule, stop, &mut report)?,
         // Test hooks (the matrix's injected slowdowns): the delay is part of each call.
         (delay_us, slowdown_ppm) => timed_loop_until(
@@ -554,10 +555,8 @@ mod tests {
             max_duration_s: None,
             progress_file: None,
             profile: None,
-            test_call_delay_us: None,
-            test_call_slowdown_ppm: None,
             first_call: 0,
-            test_slow_node: None,
+            hooks: None,
             data: None,
         }
     }
@@ -698,7 +697,10 @@ mod tests {
         let mut req = request("test_sleep", 1, 5);
         req.request
             .insert("sleep_us".into(), serde_json::json!(20_000));
-        req.test_call_slowdown_ppm = Some(500_000);
+        req.hooks = Some(crate::protocol::WorkerHooks {
+            call_slowdown_ppm: Some(500_000),
+            ..Default::default()
+        });
         let r = execute(&req);
         assert_eq!(r.status, WorkerStatus::Ok, "{:?}", r.error);
         // A 20 ms call made 50 % slower: at least 30 ms, however long the sleep overshot.
@@ -716,7 +718,10 @@ mod tests {
     #[test]
     fn the_requested_test_delay_is_inside_every_timed_call_only() {
         let mut req = request("test_noop", 2, 5);
-        req.test_call_delay_us = Some(3000);
+        req.hooks = Some(crate::protocol::WorkerHooks {
+            call_delay_us: Some(3000),
+            ..Default::default()
+        });
         let r = execute(&req);
         assert_eq!(r.status, WorkerStatus::Ok, "{:?}", r.error);
         assert_eq!(r.observations.len(), 5);

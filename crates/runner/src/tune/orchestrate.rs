@@ -762,9 +762,6 @@ where
 
 fn chosen_settings(info: &RouteBundle, saved: Option<String>) -> ChosenRoute {
     let mut other = BTreeMap::new();
-    if let Some(f) = &info.settings.fault {
-        other.insert("test.fault".into(), f.clone());
-    }
     if info.settings.sleep_us > 0 {
         other.insert("test.sleep_us".into(), info.settings.sleep_us.to_string());
     }
