@@ -15,41 +15,7 @@ use crate::knobs::{KnobError, KnobSetting, KnobSource};
 use crate::profile::{ExportFiles, LayerProfile};
 use crate::tensor::{HostTensor, TensorSpec};
 
-/// Where a setting lives in a case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SettingSection {
-    /// `build.<name>`: fixed when the bundle is built (part of the bundle key).
-    Build,
-    /// `runtime.<name>`: applied when the bundle is loaded.
-    Runtime,
-}
-
-impl SettingSection {
-    /// The key prefix in a case: `build` or `runtime`.
-    pub fn prefix(self) -> &'static str {
-        match self {
-            SettingSection::Build => "build",
-            SettingSection::Runtime => "runtime",
-        }
-    }
-}
-
-/// A setting a runtime understands (`--set build.<name>=…` / `--set runtime.<name>=…`): the one
-/// declaration the setting checks, the help and the tuning knobs (`tune --help-routes`) come from.
-#[derive(Debug, Clone, Serialize)]
-pub struct SettingDecl {
-    pub section: SettingSection,
-    pub name: &'static str,
-    pub help: &'static str,
-    /// The runtime's own default: what applies when no case sets it.
-    pub default: &'static str,
-    /// The values it takes, in getAllBuildRoutes' notation after the `=`: `[a|b]`, an open integer
-    /// range `[1|2|...]`, `[true|false]` for a switch (its knob says `on`/`off`, as Myelin's do).
-    pub allowed: &'static str,
-    /// Offered to `tune` as the knob `-<name>`.
-    pub tunable: bool,
-}
+pub use trtmc_core::settings::{SettingDecl, SettingSection};
 
 /// One timed build step, for build-timing.json.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -460,6 +426,26 @@ mod tests {
 
     fn one(key: &str, value: Value) -> BTreeMap<String, Value> {
         BTreeMap::from([(key.to_string(), value)])
+    }
+
+    /// The build settings every runtime declares as its recipe are exactly those the workload identity
+    /// leaves out (`trtmc_core::case::RECIPE_BUILD_SETTINGS`).
+    #[test]
+    fn the_declared_recipe_settings_are_the_ones_the_workload_identity_leaves_out() {
+        let mut declared = std::collections::BTreeSet::new();
+        for name in runtime_names() {
+            for decl in runtime(name).expect("listed").settings() {
+                if decl.recipe {
+                    assert_eq!(decl.section, SettingSection::Build, "{name}: {}", decl.name);
+                    declared.insert(decl.name);
+                }
+            }
+        }
+        let listed: std::collections::BTreeSet<&str> = trtmc_core::case::RECIPE_BUILD_SETTINGS
+            .iter()
+            .copied()
+            .collect();
+        assert_eq!(declared, listed);
     }
 
     #[test]

@@ -53,6 +53,7 @@ static SETTINGS: &[SettingDecl] = &[
         default: "1",
         allowed: "[1|2|...]",
         tunable: true,
+        recipe: false,
     },
     SettingDecl {
         section: SettingSection::Build,
@@ -61,6 +62,7 @@ static SETTINGS: &[SettingDecl] = &[
         default: "fp32",
         allowed: "[fp32|fp16]",
         tunable: true,
+        recipe: true,
     },
 ];
 
