@@ -924,54 +924,97 @@ pub fn adapter(task_strategy: &str) -> Option<&'static TaskAdapter> {
     ADAPTERS.iter().find(|a| a.task_strategy == task_strategy)
 }
 
-/// The operation a task strategy runs, or a message listing the known strategies.
-pub fn operation_for_task(task_strategy: &str) -> Result<&'static OperationDecl, String> {
-    let adapter = adapter(task_strategy).ok_or_else(|| {
-        let known: Vec<&str> = ADAPTERS
+/// A task strategy no adapter maps; `known` lists the strategies a user may name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown task_strategy `{task_strategy}` (known: {})", known.join(", "))]
+pub struct UnknownTask {
+    pub task_strategy: String,
+    pub known: Vec<&'static str>,
+}
+
+/// A value that is not of the kind its field declares.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("expected {}, got {got}", expected.describe())]
+pub struct KindMismatch {
+    pub expected: FieldKind,
+    pub got: Value,
+}
+
+/// What [`validate`] finds wrong with the tables.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TableError {
+    #[error("operation `{0}` is declared twice")]
+    DuplicateOperation(&'static str),
+    #[error("operation `{operation}` declares field `{field}` twice")]
+    DuplicateField {
+        operation: &'static str,
+        field: &'static str,
+    },
+    #[error("default of `{operation}.{field}` is not {}", kind.describe())]
+    DefaultOfOtherKind {
+        operation: &'static str,
+        field: &'static str,
+        kind: FieldKind,
+    },
+    #[error("operation `{0}` declares more than {MAX_COUNTERS} counters or {MAX_STAGES} stages")]
+    TooManyCountersOrStages(&'static str),
+    #[error("operation `{operation}` counts undeclared counter `{counter}`")]
+    UndeclaredCounter {
+        operation: &'static str,
+        counter: &'static str,
+    },
+    #[error("operation `{operation}` names undeclared headline throughput `{headline}`")]
+    UndeclaredHeadline {
+        operation: &'static str,
+        headline: &'static str,
+    },
+    #[error("operation `{0}` has zero default iterations")]
+    ZeroIterations(&'static str),
+    #[error("task_strategy `{0}` is mapped twice")]
+    DuplicateTask(&'static str),
+}
+
+/// The operation a task strategy runs, or an error listing the known strategies.
+pub fn operation_for_task(task_strategy: &str) -> Result<&'static OperationDecl, UnknownTask> {
+    let adapter = adapter(task_strategy).ok_or_else(|| UnknownTask {
+        task_strategy: task_strategy.to_string(),
+        known: ADAPTERS
             .iter()
             .filter(|a| !a.task_strategy.starts_with("test_"))
             .map(|a| a.task_strategy)
-            .collect();
-        format!(
-            "unknown task_strategy `{task_strategy}` (known: {})",
-            known.join(", ")
-        )
+            .collect(),
     })?;
     Ok(adapter.operation.decl())
 }
 
 /// Checks what the types cannot: unique names, field defaults of the declared kind, counted counters
 /// declared, one adapter per task. Called at start-up and by the tests.
-pub fn validate() -> Result<(), String> {
+pub fn validate() -> Result<(), TableError> {
     let mut names = std::collections::BTreeSet::new();
     for op in OPERATIONS {
         if !names.insert(op.name) {
-            return Err(format!("operation `{}` is declared twice", op.name));
+            return Err(TableError::DuplicateOperation(op.name));
         }
         let mut fields = std::collections::BTreeSet::new();
         for f in op.fields {
             if !fields.insert(f.name) {
-                return Err(format!(
-                    "operation `{}` declares field `{}` twice",
-                    op.name, f.name
-                ));
+                return Err(TableError::DuplicateField {
+                    operation: op.name,
+                    field: f.name,
+                });
             }
             if let Some(default) = f.default
                 && check_kind(f.kind, &default()).is_err()
             {
-                return Err(format!(
-                    "default of `{}.{}` is not {}",
-                    op.name,
-                    f.name,
-                    f.kind.describe()
-                ));
+                return Err(TableError::DefaultOfOtherKind {
+                    operation: op.name,
+                    field: f.name,
+                    kind: f.kind,
+                });
             }
         }
         if op.counters.len() > MAX_COUNTERS || op.stages.len() > MAX_STAGES {
-            return Err(format!(
-                "operation `{}` declares more than {MAX_COUNTERS} counters or {MAX_STAGES} stages",
-                op.name
-            ));
+            return Err(TableError::TooManyCountersOrStages(op.name));
         }
         let counted = op
             .throughputs
@@ -982,10 +1025,10 @@ pub fn validate() -> Result<(), String> {
             if let ItemCount::Counter(name) = count
                 && op.counter_index(name).is_none()
             {
-                return Err(format!(
-                    "operation `{}` counts undeclared counter `{name}`",
-                    op.name
-                ));
+                return Err(TableError::UndeclaredCounter {
+                    operation: op.name,
+                    counter: name,
+                });
             }
         }
         if !op
@@ -993,32 +1036,26 @@ pub fn validate() -> Result<(), String> {
             .iter()
             .any(|t| t.name == op.headline_throughput)
         {
-            return Err(format!(
-                "operation `{}` names undeclared headline throughput `{}`",
-                op.name, op.headline_throughput
-            ));
+            return Err(TableError::UndeclaredHeadline {
+                operation: op.name,
+                headline: op.headline_throughput,
+            });
         }
         if op.default_iterations == 0 {
-            return Err(format!(
-                "operation `{}` has zero default iterations",
-                op.name
-            ));
+            return Err(TableError::ZeroIterations(op.name));
         }
     }
     let mut tasks = std::collections::BTreeSet::new();
     for a in ADAPTERS {
         if !tasks.insert(a.task_strategy) {
-            return Err(format!(
-                "task_strategy `{}` is mapped twice",
-                a.task_strategy
-            ));
+            return Err(TableError::DuplicateTask(a.task_strategy));
         }
     }
     Ok(())
 }
 
 /// Checks (and for integral numbers, normalizes) a value against a field kind.
-pub fn check_kind(kind: FieldKind, value: &Value) -> Result<Value, String> {
+pub fn check_kind(kind: FieldKind, value: &Value) -> Result<Value, KindMismatch> {
     let ok = match kind {
         FieldKind::Integer => value.as_i64().is_some(),
         FieldKind::Number => value.as_f64().is_some_and(f64::is_finite),
@@ -1034,7 +1071,10 @@ pub fn check_kind(kind: FieldKind, value: &Value) -> Result<Value, String> {
     if ok {
         Ok(value.clone())
     } else {
-        Err(format!("expected {}, got {value}", kind.describe()))
+        Err(KindMismatch {
+            expected: kind,
+            got: value.clone(),
+        })
     }
 }
 
@@ -1055,7 +1095,9 @@ mod tests {
                 a.operation.name()
             );
         }
-        let err = operation_for_task("telepathy").expect_err("unknown");
+        let err = operation_for_task("telepathy")
+            .expect_err("unknown")
+            .to_string();
         assert!(
             err.contains("text_generation") && !err.contains("test_crash"),
             "{err}"
@@ -1113,7 +1155,21 @@ mod tests {
     fn kinds_reject_mismatched_values() {
         assert!(check_kind(FieldKind::Integer, &Value::from(3)).is_ok());
         assert!(check_kind(FieldKind::Integer, &Value::from(3.5)).is_err());
-        assert!(check_kind(FieldKind::StringList, &serde_json::json!(["a", 1])).is_err());
+        assert_eq!(
+            check_kind(FieldKind::StringList, &serde_json::json!(["a", 1]))
+                .expect_err("mixed list")
+                .to_string(),
+            r#"expected a list of strings, got ["a",1]"#
+        );
+        assert_eq!(
+            TableError::DefaultOfOtherKind {
+                operation: "infer",
+                field: "seed",
+                kind: FieldKind::Integer
+            }
+            .to_string(),
+            "default of `infer.seed` is not an integer"
+        );
         assert!(check_kind(FieldKind::Number, &Value::from(2)).is_ok());
     }
 

@@ -111,21 +111,34 @@ impl TestHooks {
 
     /// Refuses a profile whose operation belongs to the test suite (crash, hang, no-op, …) unless the
     /// test harness runs this process.
-    pub fn check_operation(&self, profile: &Profile) -> Result<(), String> {
+    pub fn check_operation(&self, profile: &Profile) -> Result<(), TestOnlyOperation> {
         let Some(op) = profile.operation.as_deref().and_then(operations::operation) else {
             return Ok(());
         };
         if !op.test_only || self.enabled {
             return Ok(());
         }
-        Err(format!(
-            "model `{}` (task_strategy `{}`) runs `{}`, a test-only operation of trtmc's own test suite; it runs only under the test harness ({TEST_ENV}=1). Pick another task_strategy in {}",
-            profile.name,
-            profile.task_strategy,
-            op.name,
-            profile.manifest.display()
-        ))
+        Err(TestOnlyOperation {
+            model: profile.name.clone(),
+            task_strategy: profile.task_strategy.clone(),
+            operation: op.name,
+            manifest: profile.manifest.clone(),
+        })
     }
+}
+
+/// A model whose operation belongs to the test suite, outside the test harness.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "model `{model}` (task_strategy `{task_strategy}`) runs `{operation}`, a test-only operation of trtmc's own test suite; it runs only under the test harness ({TEST_ENV}=1). Pick another task_strategy in {}",
+    manifest.display()
+)]
+pub struct TestOnlyOperation {
+    pub model: String,
+    pub task_strategy: String,
+    pub operation: &'static str,
+    /// The model's MODEL.toml.
+    pub manifest: std::path::PathBuf,
 }
 
 /// `NODE=MICROSECONDS` (the node name prefix must not be empty).
@@ -231,7 +244,8 @@ mod tests {
         assert!(crash.status.is_ready(), "{:?}", crash.status);
         let message = TestHooks::default()
             .check_operation(&crash)
-            .expect_err("refused");
+            .expect_err("refused")
+            .to_string();
         assert!(
             message.contains("model `p`")
                 && message.contains("`test_crash`, a test-only operation")

@@ -116,7 +116,9 @@ pub fn plan_cases(
     options: &BundleOptions,
     test_hooks: &TestHooks,
 ) -> Result<Vec<PlannedCase>, RunError> {
-    operations::validate().map_err(|reason| Error::OperationTable { reason })?;
+    operations::validate().map_err(|e| Error::OperationTable {
+        reason: e.to_string(),
+    })?;
     if options.explicit.is_some() && selections.len() > 1 {
         return Err(Error::ExplicitBundleForManyModels);
     }
@@ -136,9 +138,9 @@ pub fn plan_cases(
         }
         test_hooks
             .check_operation(profile)
-            .map_err(|reason| Error::TestOnlyOperation {
+            .map_err(|e| Error::TestOnlyOperation {
                 model: profile.name.clone(),
-                reason,
+                reason: e.to_string(),
             })?;
         // Resolved after the model source, whose absence is the first thing to report.
         let mut tokenizer: Option<Option<String>> = None;

@@ -127,7 +127,9 @@ impl Model {
                 profile.status.label()
             )));
         }
-        test_hooks.check_operation(&profile).map_err(input_err)?;
+        test_hooks
+            .check_operation(&profile)
+            .map_err(|e| input_err(e.to_string()))?;
         Ok(Model {
             profile,
             catalog_root: Some(root.clone()),
