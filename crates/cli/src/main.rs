@@ -80,6 +80,8 @@ enum Command {
 }
 
 fn main() {
+    // The test suite's hooks, read once for the whole process (all off unless TRTMC_TEST=1).
+    trtmc_core::test_hooks::TestHooks::install(trtmc_core::test_hooks::TestHooks::from_env());
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Run(args) => commands::run::execute(*args),

@@ -296,7 +296,7 @@ fn slow_round_worker(dir: &Path, delay_us: u64) -> PathBuf {
     write_script(
         &wrapper,
         &format!(
-            "#!/bin/sh\npython3 - \"$@\" <<'EOF'\nimport json, sys\nargs = sys.argv[1:]\nreq = args[args.index('--request') + 1]\nif '-r02' in req:\n    d = json.load(open(req))\n    d['test_call_delay_us'] = {delay_us}\n    json.dump(d, open(req, 'w'))\nEOF\nexec {BIN:?} \"$@\"\n",
+            "#!/bin/sh\npython3 - \"$@\" <<'EOF'\nimport json, sys\nargs = sys.argv[1:]\nreq = args[args.index('--request') + 1]\nif '-r02' in req:\n    d = json.load(open(req))\n    d.setdefault('hooks', {{}})['call_delay_us'] = {delay_us}\n    json.dump(d, open(req, 'w'))\nEOF\nexec {BIN:?} \"$@\"\n",
         ),
     );
     wrapper

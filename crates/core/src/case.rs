@@ -1015,13 +1015,13 @@ pub fn parse_typed(kind: FieldKind, text: &str) -> Result<Value, String> {
                     "expected a JSON list of tables (e.g. [{{\"seed\":1}},{{\"seed\":2}}]): {e}"
                 )
             })?;
-            operations::check_kind(kind, &v)
+            operations::check_kind(kind, &v).map_err(|e| e.to_string())
         }
         FieldKind::StringList => {
             if t.starts_with('[') {
                 let v: Value = serde_json::from_str(t)
                     .map_err(|e| format!("expected a JSON list of strings: {e}"))?;
-                operations::check_kind(kind, &v)
+                operations::check_kind(kind, &v).map_err(|e| e.to_string())
             } else {
                 Ok(Value::Array(
                     t.split('|').map(|s| Value::from(s.to_string())).collect(),

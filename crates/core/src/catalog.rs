@@ -490,7 +490,7 @@ pub fn profile_from_text(
     let operation = match operations::operation_for_task(&parsed.task_strategy) {
         Ok(op) => Some(op),
         Err(e) => {
-            problems.push(e);
+            problems.push(e.to_string());
             None
         }
     };

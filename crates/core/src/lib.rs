@@ -17,6 +17,7 @@ pub mod plan;
 pub mod python;
 pub mod result;
 pub mod runtime_dirs;
+pub mod settings;
 pub mod stats;
 pub mod test_hooks;
 pub mod text;

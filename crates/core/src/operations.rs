@@ -2,8 +2,10 @@
 //! metrics it reports, and the task adapters that map a profile's `task_strategy` onto an operation.
 //!
 //! Extension is by data: a new task that reuses an existing operation is one [`TaskAdapter`] entry; a new
-//! public capability is one [`OperationDecl`] plus one timed runner in the runtime crate. [`validate`]
-//! checks the tables at start-up so a dangling reference fails before any model is touched.
+//! public capability is one [`Operation`] variant with its [`OperationDecl`] (one line of
+//! `declare_operations!`) plus one timed runner in the runtime crate, whose exhaustive match does not
+//! compile without it. [`validate`] checks what the compiler cannot (unique names, defaults of the
+//! declared kind, counters that exist) at start-up, before any model is touched.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -137,6 +139,9 @@ pub struct OperationDecl {
     pub default_max_duration_s: f64,
     /// Operations used only by the test suite (crash, hang, no-op) are hidden from user listings.
     pub test_only: bool,
+    /// The request field listing the operation's samples and what one sample sets ([`sample_list`]).
+    #[serde(skip)]
+    pub sample_list: Option<(&'static str, &'static [&'static str])>,
 }
 
 impl FieldDecl {
@@ -162,36 +167,69 @@ impl OperationDecl {
 #[derive(Debug, Clone, Serialize)]
 pub struct TaskAdapter {
     pub task_strategy: &'static str,
-    pub operation: &'static str,
+    pub operation: Operation,
     pub summary: &'static str,
 }
-
-const REQUEST_PER_S: ThroughputDecl = ThroughputDecl {
-    name: "request/s",
-    unit: "1/s",
-    count: ItemCount::Call,
-};
 
 fn int(v: i64) -> Value {
     Value::from(v)
 }
 
-const SEED: FieldDecl = FieldDecl {
-    name: "seed",
+/// The base of every field declaration below: no default, no bound dimension, any integer.
+const FIELD: FieldDecl = FieldDecl {
+    name: "",
     kind: FieldKind::Integer,
-    default: Some(|| int(0)),
-    help: "seed of synthesized inputs",
+    default: None,
+    help: "",
     binds_dim: None,
     range: None,
 };
 
+/// The `samples` list of an operation (see [`sample_list`]), with what one table of it holds.
+const fn samples(help: &'static str) -> FieldDecl {
+    FieldDecl {
+        name: "samples",
+        kind: FieldKind::Samples,
+        help,
+        ..FIELD
+    }
+}
+
+/// A count of items per second (`1/s`).
+const fn per_second(name: &'static str, count: ItemCount) -> ThroughputDecl {
+    ThroughputDecl {
+        name,
+        unit: "1/s",
+        count,
+    }
+}
+
+/// A counter of whole things (detections, masks, frames): one base unit is one thing.
+const fn count_of(name: &'static str, help: &'static str) -> CounterDecl {
+    CounterDecl {
+        name,
+        scale: 1.0,
+        help,
+    }
+}
+
+const REQUEST_PER_S: ThroughputDecl = per_second("request/s", ItemCount::Call);
+const IMAGE_PER_S: ThroughputDecl = per_second("image/s", ItemCount::Items);
+
+const SEED: FieldDecl = FieldDecl {
+    name: "seed",
+    default: Some(|| int(0)),
+    help: "seed of synthesized inputs",
+    ..FIELD
+};
+
 const BATCH: FieldDecl = FieldDecl {
     name: "batch_size",
-    kind: FieldKind::Integer,
     default: Some(|| int(1)),
     help: "items processed by one call (binds the model's `batch` dimension)",
     binds_dim: Some("batch"),
     range: Some((1, crate::case::MOST_BOUND_DIM)),
+    ..FIELD
 };
 
 const IMAGE: FieldDecl = FieldDecl {
@@ -199,103 +237,73 @@ const IMAGE: FieldDecl = FieldDecl {
     kind: FieldKind::Artifact,
     default: Some(|| Value::from("synthetic")),
     help: "`synthetic` (seeded noise) or an image file (PNG) relative to MODEL.toml",
-    binds_dim: None,
-    range: None,
+    ..FIELD
 };
 
-const IMAGE_SAMPLES: FieldDecl = FieldDecl {
-    name: "samples",
-    kind: FieldKind::Samples,
-    default: None,
-    help: "one table per batch item (`image`, `seed`); at batch_size 1 the calls rotate through them",
-    binds_dim: None,
-    range: None,
-};
-
-const PROMPT_SAMPLES: FieldDecl = FieldDecl {
-    name: "samples",
-    kind: FieldKind::Samples,
-    default: None,
-    help: "prompts and seeds (`prompt`, `seed`) the calls rotate through (call i uses sample i mod n)",
-    binds_dim: None,
-    range: None,
-};
-
-const AUDIO_SAMPLES: FieldDecl = FieldDecl {
-    name: "samples",
-    kind: FieldKind::Samples,
-    default: None,
-    help: "recordings (`audio`) the calls rotate through (call i uses sample i mod n)",
-    binds_dim: None,
-    range: None,
-};
-
-const SEED_SAMPLES: FieldDecl = FieldDecl {
-    name: "samples",
-    kind: FieldKind::Samples,
-    default: None,
-    help: "one table per batch item (`seed`); at batch_size 1 the calls rotate through them",
-    binds_dim: None,
-    range: None,
-};
+const IMAGE_SAMPLES: FieldDecl = samples(
+    "one table per batch item (`image`, `seed`); at batch_size 1 the calls rotate through them",
+);
+const PROMPT_SAMPLES: FieldDecl = samples(
+    "prompts and seeds (`prompt`, `seed`) the calls rotate through (call i uses sample i mod n)",
+);
+const AUDIO_SAMPLES: FieldDecl =
+    samples("recordings (`audio`) the calls rotate through (call i uses sample i mod n)");
+const SEED_SAMPLES: FieldDecl =
+    samples("one table per batch item (`seed`); at batch_size 1 the calls rotate through them");
 
 /// The request field that lists an operation's samples, and the fields one sample may set (none: the
 /// list holds the texts themselves). One entry: every item of every call repeats it (`cloned` when the
 /// batch is larger); `batch_size` entries: one per item of the batch (`declared`); at batch size 1,
 /// several entries rotate across calls (call i uses entry i mod n).
 pub fn sample_list(operation: &str) -> Option<(&'static str, &'static [&'static str])> {
-    match operation {
-        "encode" => Some(("texts", &[])),
-        "rerank" => Some(("documents", &[])),
-        "classify" | "detect" | "segment" => Some(("samples", &["image", "seed"])),
-        "generate_image" | "forecast" => Some(("samples", &["seed"])),
-        "generate" | "generate_vl" => Some(("samples", &["prompt", "seed"])),
-        "transcribe" | "convert_speech" => Some(("samples", &["audio"])),
-        _ => None,
-    }
+    self::operation(operation).and_then(|op| op.sample_list)
 }
+
+const IMAGE_SAMPLE_LIST: Option<(&str, &[&str])> = Some(("samples", &["image", "seed"]));
+const SEED_SAMPLE_LIST: Option<(&str, &[&str])> = Some(("samples", &["seed"]));
+const PROMPT_SAMPLE_LIST: Option<(&str, &[&str])> = Some(("samples", &["prompt", "seed"]));
+const AUDIO_SAMPLE_LIST: Option<(&str, &[&str])> = Some(("samples", &["audio"]));
 
 const AUDIO: FieldDecl = FieldDecl {
     name: "audio",
     kind: FieldKind::Artifact,
-    default: None,
     help: "a mono 16-bit PCM WAV file relative to MODEL.toml (decoded before the timed region)",
-    binds_dim: None,
-    range: None,
+    ..FIELD
 };
 
 const SAMPLE_RATE: FieldDecl = FieldDecl {
     name: "sample_rate",
-    kind: FieldKind::Integer,
     default: Some(|| int(16_000)),
     help: "samples per second the model consumes or produces (a WAV input must match it)",
-    binds_dim: None,
     range: Some((1, 1_000_000)),
+    ..FIELD
 };
 
 const FRAME_SAMPLES: FieldDecl = FieldDecl {
     name: "frame_samples",
-    kind: FieldKind::Integer,
     default: Some(|| int(160)),
     help: "samples per acoustic frame of the model; audio is zero-padded to a whole number of frames",
-    binds_dim: None,
     range: Some((1, 1 << 20)),
+    ..FIELD
 };
 
 const STEPS: FieldDecl = FieldDecl {
     name: "steps",
-    kind: FieldKind::Integer,
     default: Some(|| int(4)),
     help: "denoising steps per call (one denoiser run each)",
-    binds_dim: None,
     range: Some((1, 10_000)),
+    ..FIELD
 };
 
-const IMAGE_PER_S: ThroughputDecl = ThroughputDecl {
-    name: "image/s",
-    unit: "1/s",
-    count: ItemCount::Items,
-};
+/// `after_calls` of the test operations that fail on purpose (crash, hang).
+const fn after_calls(help: &'static str) -> FieldDecl {
+    FieldDecl {
+        name: "after_calls",
+        default: Some(|| int(3)),
+        help,
+        ..FIELD
+    }
+}
 
 const AUDIO_US: CounterDecl = CounterDecl {
     name: "audio_us",
@@ -303,82 +311,76 @@ const AUDIO_US: CounterDecl = CounterDecl {
     help: "audio consumed or produced by the call, microseconds",
 };
 
+const AUDIO_S_PER_S: ThroughputDecl = ThroughputDecl {
+    name: "audio s/s",
+    unit: "s/s",
+    count: ItemCount::Counter("audio_us"),
+};
+
+const OUTPUT_TOKEN_PER_S: ThroughputDecl = per_second("output token/s", ItemCount::OutputTokens);
+
 const REAL_TIME_FACTOR: RatioDecl = RatioDecl {
     name: "real-time factor",
     unit: "s/s",
     per: ItemCount::Counter("audio_us"),
 };
 
-const GENERATE_FIELDS: [FieldDecl; 6] = [
+/// The request of the text generators (`generate`, `generate_vl`); the latter adds its image.
+const GENERATE_FIELDS: [FieldDecl; 9] = [
     FieldDecl {
         name: "prompt",
         kind: FieldKind::String,
-        default: None,
         help: "prompt text",
-        binds_dim: None,
-        range: None,
+        ..FIELD
     },
     FieldDecl {
         name: "max_new_tokens",
-        kind: FieldKind::Integer,
         default: Some(|| int(32)),
         help: "tokens generated per call (exactly: end-of-sequence does not stop early)",
-        binds_dim: None,
         range: Some((1, 1 << 20)),
+        ..FIELD
     },
     FieldDecl {
         name: "do_sample",
         kind: FieldKind::Bool,
         default: Some(|| Value::Bool(false)),
         help: "sample instead of greedy argmax",
-        binds_dim: None,
-        range: None,
+        ..FIELD
     },
     FieldDecl {
         name: "temperature",
         kind: FieldKind::Number,
         default: Some(|| Value::from(1.0)),
         help: "sampling temperature",
-        binds_dim: None,
-        range: None,
+        ..FIELD
     },
     FieldDecl {
         name: "top_k",
-        kind: FieldKind::Integer,
         default: Some(|| int(0)),
         help: "sample among the k most likely tokens (0 = all)",
-        binds_dim: None,
         range: Some((0, 1 << 20)),
+        ..FIELD
     },
     FieldDecl {
         name: "seed",
-        kind: FieldKind::Integer,
         default: Some(|| int(-1)),
         help: "sampling seed; -1 is the pipeline default used by greedy cases",
-        binds_dim: None,
-        range: None,
+        ..FIELD
     },
+    // `request.mode`: `completion` tokenizes `prompt` as it is, `chat` renders the case's `messages`
+    // with the model's chat template (crate::chat).
+    FieldDecl {
+        name: crate::chat::MODE_FIELD,
+        kind: FieldKind::String,
+        default: Some(|| Value::from(crate::chat::MODE_COMPLETION)),
+        help: "`completion` (the raw prompt) or `chat` (the case's messages through the model's chat template)",
+        ..FIELD
+    },
+    BATCH,
+    PROMPT_SAMPLES,
 ];
 
-/// `request.mode` of the text generators: `completion` tokenizes `prompt` as it is, `chat` renders the
-/// case's `messages` with the model's chat template (crate::chat).
-const GENERATION_MODE: FieldDecl = FieldDecl {
-    name: crate::chat::MODE_FIELD,
-    kind: FieldKind::String,
-    default: Some(|| Value::from(crate::chat::MODE_COMPLETION)),
-    help: "`completion` (the raw prompt) or `chat` (the case's messages through the model's chat template)",
-    binds_dim: None,
-    range: None,
-};
-
-const GENERATE_THROUGHPUTS: [ThroughputDecl; 2] = [
-    REQUEST_PER_S,
-    ThroughputDecl {
-        name: "output token/s",
-        unit: "1/s",
-        count: ItemCount::OutputTokens,
-    },
-];
+const GENERATE_THROUGHPUTS: [ThroughputDecl; 2] = [REQUEST_PER_S, OUTPUT_TOKEN_PER_S];
 
 const GENERATE_STAGES: [StageDecl; 3] = [
     StageDecl {
@@ -395,38 +397,92 @@ const GENERATE_STAGES: [StageDecl; 3] = [
     },
 ];
 
-static OPERATIONS: &[OperationDecl] = &[
-    OperationDecl {
+/// The base of every operation below: one request per call, counted in request/s, no stages, counters
+/// or ratios, no batch API, 50 warm-up and at least 500 timed calls within 30 s.
+const OPERATION: OperationDecl = OperationDecl {
+    name: "",
+    summary: "",
+    fields: &[],
+    throughputs: &[REQUEST_PER_S],
+    headline_throughput: "request/s",
+    stages: &[],
+    counters: &[],
+    ratios: &[],
+    batch_api: false,
+    default_warmup: 50,
+    default_iterations: 500,
+    default_max_duration_s: 30.0,
+    test_only: false,
+    sample_list: None,
+};
+
+/// The base of the operations whose calls take long (generation, audio): 5 warm-up, 50 timed calls.
+const LONG_CALLS: OperationDecl = OperationDecl {
+    default_warmup: 5,
+    default_iterations: 50,
+    ..OPERATION
+};
+
+/// The base of the diffusion operations (a call is many denoiser runs): 1 warm-up, 5 timed calls.
+const DIFFUSION: OperationDecl = OperationDecl {
+    default_warmup: 1,
+    default_iterations: 5,
+    ..OPERATION
+};
+
+/// The base of the image operations that take a batch of images (`classify`, `detect`, `segment`).
+const IMAGE_BATCH: OperationDecl = OperationDecl {
+    throughputs: &[REQUEST_PER_S, IMAGE_PER_S],
+    headline_throughput: "image/s",
+    batch_api: true,
+    sample_list: IMAGE_SAMPLE_LIST,
+    ..OPERATION
+};
+
+/// The base of the test suite's failing operations (crash, hang, NaN): a few calls are enough.
+const FAILING_TEST: OperationDecl = OperationDecl {
+    default_warmup: 1,
+    default_iterations: 10,
+    test_only: true,
+    ..OPERATION
+};
+
+/// Declares [`Operation`] and its table at once: one line per operation, its variant and its
+/// declaration, so a variant without a declaration (or the reverse) cannot be written.
+macro_rules! declare_operations {
+    ($($(#[doc = $doc:literal])* $variant:ident => $decl:expr,)+) => {
+        /// Every operation a worker can time. Its name on the command line and in documents is
+        /// [`Operation::name`]; what it takes and reports is [`Operation::decl`]. The runtime's runners
+        /// match on it exhaustively, so an operation without a runner does not compile.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Operation {
+            $($(#[doc = $doc])* $variant,)+
+        }
+
+        impl Operation {
+            /// Every operation, in declaration order.
+            pub const ALL: &'static [Operation] = &[$(Operation::$variant,)+];
+        }
+
+        /// The declarations, in the order of [`Operation`]'s variants.
+        static OPERATIONS: &[OperationDecl] = &[$($decl,)+];
+    };
+}
+
+declare_operations! {
+    Infer => OperationDecl {
         name: "infer",
         summary: "one forward pass over synthesized inputs of the declared shapes",
         fields: &[SEED],
-        throughputs: &[REQUEST_PER_S],
-        headline_throughput: "request/s",
-        stages: &[],
-        counters: &[],
-        ratios: &[],
-        batch_api: false,
-        default_warmup: 50,
-        default_iterations: 500,
-        default_max_duration_s: 30.0,
-        test_only: false,
+        ..OPERATION
     },
-    OperationDecl {
+    Classify => OperationDecl {
         name: "classify",
         summary: "classify a batch of images (top-1 over the logits)",
         fields: &[BATCH, SEED, IMAGE, IMAGE_SAMPLES],
-        throughputs: &[REQUEST_PER_S, IMAGE_PER_S],
-        headline_throughput: "image/s",
-        stages: &[],
-        counters: &[],
-        ratios: &[],
-        batch_api: true,
-        default_warmup: 50,
-        default_iterations: 500,
-        default_max_duration_s: 30.0,
-        test_only: false,
+        ..IMAGE_BATCH
     },
-    OperationDecl {
+    Encode => OperationDecl {
         name: "encode",
         summary: "embed a batch of texts into vectors",
         fields: &[
@@ -434,61 +490,31 @@ static OPERATIONS: &[OperationDecl] = &[
             FieldDecl {
                 name: "texts",
                 kind: FieldKind::StringList,
-                default: None,
                 help: "texts to embed: one, one per batch item, or (batch_size 1) one per call in rotation",
-                binds_dim: None,
-                range: None,
+                ..FIELD
             },
         ],
         throughputs: &[
             REQUEST_PER_S,
-            ThroughputDecl {
-                name: "vector/s",
-                unit: "1/s",
-                count: ItemCount::Items,
-            },
-            ThroughputDecl {
-                name: "element/s",
-                unit: "1/s",
-                count: ItemCount::Elements,
-            },
+            per_second("vector/s", ItemCount::Items),
+            per_second("element/s", ItemCount::Elements),
         ],
         headline_throughput: "vector/s",
-        stages: &[],
-        counters: &[],
-        ratios: &[],
         batch_api: true,
-        default_warmup: 50,
-        default_iterations: 500,
-        default_max_duration_s: 30.0,
-        test_only: false,
+        sample_list: Some(("texts", &[])),
+        ..OPERATION
     },
-    OperationDecl {
+    Generate => OperationDecl {
         name: "generate",
         summary: "generate text from a prompt with the KV cache (greedy or seeded sampling)",
-        fields: &[
-            GENERATE_FIELDS[0],
-            GENERATE_FIELDS[1],
-            GENERATE_FIELDS[2],
-            GENERATE_FIELDS[3],
-            GENERATE_FIELDS[4],
-            GENERATE_FIELDS[5],
-            GENERATION_MODE,
-            BATCH,
-            PROMPT_SAMPLES,
-        ],
+        fields: &GENERATE_FIELDS,
         throughputs: &GENERATE_THROUGHPUTS,
         headline_throughput: "output token/s",
         stages: &GENERATE_STAGES,
-        counters: &[],
-        ratios: &[],
-        batch_api: false,
-        default_warmup: 5,
-        default_iterations: 50,
-        default_max_duration_s: 30.0,
-        test_only: false,
+        sample_list: PROMPT_SAMPLE_LIST,
+        ..LONG_CALLS
     },
-    OperationDecl {
+    GenerateVl => OperationDecl {
         name: "generate_vl",
         summary: "vision-language generation: an image and a prompt in, text out through the KV cache",
         fields: &[
@@ -498,31 +524,25 @@ static OPERATIONS: &[OperationDecl] = &[
             GENERATE_FIELDS[3],
             GENERATE_FIELDS[4],
             GENERATE_FIELDS[5],
-            GENERATION_MODE,
-            BATCH,
-            PROMPT_SAMPLES,
+            GENERATE_FIELDS[6],
+            GENERATE_FIELDS[7],
+            GENERATE_FIELDS[8],
             IMAGE,
             FieldDecl {
                 name: "image_size",
-                kind: FieldKind::Integer,
                 default: Some(|| int(32)),
                 help: "side of the square image the vision encoder sees (cut into its patches)",
-                binds_dim: None,
                 range: Some((1, 16_384)),
+                ..FIELD
             },
         ],
         throughputs: &GENERATE_THROUGHPUTS,
         headline_throughput: "output token/s",
         stages: &GENERATE_STAGES,
-        counters: &[],
-        ratios: &[],
-        batch_api: false,
-        default_warmup: 5,
-        default_iterations: 50,
-        default_max_duration_s: 30.0,
-        test_only: false,
+        sample_list: PROMPT_SAMPLE_LIST,
+        ..LONG_CALLS
     },
-    OperationDecl {
+    Detect => OperationDecl {
         name: "detect",
         summary: "detect objects in a batch of images (boxes with class scores)",
         fields: &[
@@ -535,65 +555,35 @@ static OPERATIONS: &[OperationDecl] = &[
                 kind: FieldKind::Number,
                 default: Some(|| Value::from(0.5)),
                 help: "a box counts as a detection when its best class score passes this",
-                binds_dim: None,
-                range: None,
+                ..FIELD
             },
         ],
-        throughputs: &[REQUEST_PER_S, IMAGE_PER_S],
-        headline_throughput: "image/s",
-        stages: &[],
-        counters: &[CounterDecl {
-            name: "detections",
-            scale: 1.0,
-            help: "boxes whose best class score passes request.score_threshold",
-        }],
-        ratios: &[],
-        batch_api: true,
-        default_warmup: 50,
-        default_iterations: 500,
-        default_max_duration_s: 30.0,
-        test_only: false,
+        counters: &[count_of(
+            "detections",
+            "boxes whose best class score passes request.score_threshold",
+        )],
+        ..IMAGE_BATCH
     },
-    OperationDecl {
+    Segment => OperationDecl {
         name: "segment",
         summary: "semantic segmentation of a batch of images (one mask per class, one label per pixel)",
         fields: &[BATCH, SEED, IMAGE, IMAGE_SAMPLES],
         throughputs: &[
             REQUEST_PER_S,
             IMAGE_PER_S,
-            ThroughputDecl {
-                name: "mask/s",
-                unit: "1/s",
-                count: ItemCount::Counter("masks"),
-            },
-            ThroughputDecl {
-                name: "mask pixel/s",
-                unit: "1/s",
-                count: ItemCount::Counter("mask_pixels"),
-            },
+            per_second("mask/s", ItemCount::Counter("masks")),
+            per_second("mask pixel/s", ItemCount::Counter("mask_pixels")),
         ],
-        headline_throughput: "image/s",
-        stages: &[],
         counters: &[
-            CounterDecl {
-                name: "masks",
-                scale: 1.0,
-                help: "class masks produced (images x classes)",
-            },
-            CounterDecl {
-                name: "mask_pixels",
-                scale: 1.0,
-                help: "pixels of all masks produced (masks x height x width)",
-            },
+            count_of("masks", "class masks produced (images x classes)"),
+            count_of(
+                "mask_pixels",
+                "pixels of all masks produced (masks x height x width)",
+            ),
         ],
-        ratios: &[],
-        batch_api: true,
-        default_warmup: 50,
-        default_iterations: 500,
-        default_max_duration_s: 30.0,
-        test_only: false,
+        ..IMAGE_BATCH
     },
-    OperationDecl {
+    Rerank => OperationDecl {
         name: "rerank",
         summary: "score documents against a query with a cross-encoder (one batch call)",
         fields: &[
@@ -601,39 +591,23 @@ static OPERATIONS: &[OperationDecl] = &[
             FieldDecl {
                 name: "query",
                 kind: FieldKind::String,
-                default: None,
                 help: "the query every document is scored against",
-                binds_dim: None,
-                range: None,
+                ..FIELD
             },
             FieldDecl {
                 name: "documents",
                 kind: FieldKind::StringList,
-                default: None,
                 help: "documents to score: one, one per batch item, or (batch_size 1) one per call in rotation",
-                binds_dim: None,
-                range: None,
+                ..FIELD
             },
         ],
-        throughputs: &[
-            REQUEST_PER_S,
-            ThroughputDecl {
-                name: "document/s",
-                unit: "1/s",
-                count: ItemCount::Items,
-            },
-        ],
+        throughputs: &[REQUEST_PER_S, per_second("document/s", ItemCount::Items)],
         headline_throughput: "document/s",
-        stages: &[],
-        counters: &[],
-        ratios: &[],
         batch_api: true,
-        default_warmup: 50,
-        default_iterations: 500,
-        default_max_duration_s: 30.0,
-        test_only: false,
+        sample_list: Some(("documents", &[])),
+        ..OPERATION
     },
-    OperationDecl {
+    Transcribe => OperationDecl {
         name: "transcribe",
         summary: "speech to text: CTC acoustic model over a WAV file, offline or in streaming chunks",
         fields: &[
@@ -643,26 +617,13 @@ static OPERATIONS: &[OperationDecl] = &[
             FRAME_SAMPLES,
             FieldDecl {
                 name: "chunk_ms",
-                kind: FieldKind::Integer,
                 default: Some(|| int(0)),
                 help: "streaming chunk length in milliseconds; 0 transcribes the whole file in one pass",
-                binds_dim: None,
                 range: Some((0, 3_600_000)),
+                ..FIELD
             },
         ],
-        throughputs: &[
-            REQUEST_PER_S,
-            ThroughputDecl {
-                name: "audio s/s",
-                unit: "s/s",
-                count: ItemCount::Counter("audio_us"),
-            },
-            ThroughputDecl {
-                name: "output token/s",
-                unit: "1/s",
-                count: ItemCount::OutputTokens,
-            },
-        ],
+        throughputs: &[REQUEST_PER_S, AUDIO_S_PER_S, OUTPUT_TOKEN_PER_S],
         headline_throughput: "audio s/s",
         stages: &[StageDecl {
             name: "first_partial",
@@ -670,58 +631,34 @@ static OPERATIONS: &[OperationDecl] = &[
         }],
         counters: &[AUDIO_US],
         ratios: &[REAL_TIME_FACTOR],
-        batch_api: false,
-        default_warmup: 5,
-        default_iterations: 50,
-        default_max_duration_s: 30.0,
-        test_only: false,
+        sample_list: AUDIO_SAMPLE_LIST,
+        ..LONG_CALLS
     },
-    OperationDecl {
+    GenerateAudio => OperationDecl {
         name: "generate_audio",
         summary: "audio generation: a vocoder turns seeded latent frames into a waveform",
         fields: &[
             SEED,
             FieldDecl {
                 name: "frames",
-                kind: FieldKind::Integer,
                 default: Some(|| int(64)),
                 help: "latent frames per call (the model's hop length of samples each)",
-                binds_dim: None,
                 range: Some((1, 1 << 20)),
+                ..FIELD
             },
             SAMPLE_RATE,
         ],
         throughputs: &[
             REQUEST_PER_S,
-            ThroughputDecl {
-                name: "audio s/s",
-                unit: "s/s",
-                count: ItemCount::Counter("audio_us"),
-            },
-            ThroughputDecl {
-                name: "sample/s",
-                unit: "1/s",
-                count: ItemCount::Counter("samples"),
-            },
+            AUDIO_S_PER_S,
+            per_second("sample/s", ItemCount::Counter("samples")),
         ],
         headline_throughput: "audio s/s",
-        stages: &[],
-        counters: &[
-            AUDIO_US,
-            CounterDecl {
-                name: "samples",
-                scale: 1.0,
-                help: "audio samples generated",
-            },
-        ],
+        counters: &[AUDIO_US, count_of("samples", "audio samples generated")],
         ratios: &[REAL_TIME_FACTOR],
-        batch_api: false,
-        default_warmup: 5,
-        default_iterations: 50,
-        default_max_duration_s: 30.0,
-        test_only: false,
+        ..LONG_CALLS
     },
-    OperationDecl {
+    ConvertSpeech => OperationDecl {
         name: "convert_speech",
         summary: "speech to speech: a WAV file in, a converted waveform out",
         fields: &[AUDIO, AUDIO_SAMPLES, SAMPLE_RATE, FRAME_SAMPLES],
@@ -729,8 +666,7 @@ static OPERATIONS: &[OperationDecl] = &[
             REQUEST_PER_S,
             ThroughputDecl {
                 name: "consumed audio s/s",
-                unit: "s/s",
-                count: ItemCount::Counter("audio_us"),
+                ..AUDIO_S_PER_S
             },
             ThroughputDecl {
                 name: "generated audio s/s",
@@ -739,7 +675,6 @@ static OPERATIONS: &[OperationDecl] = &[
             },
         ],
         headline_throughput: "consumed audio s/s",
-        stages: &[],
         counters: &[
             AUDIO_US,
             CounterDecl {
@@ -750,35 +685,27 @@ static OPERATIONS: &[OperationDecl] = &[
         ],
         ratios: &[RatioDecl {
             name: "input real-time factor",
-            unit: "s/s",
-            per: ItemCount::Counter("audio_us"),
+            ..REAL_TIME_FACTOR
         }],
-        batch_api: false,
-        default_warmup: 5,
-        default_iterations: 50,
-        default_max_duration_s: 30.0,
-        test_only: false,
+        sample_list: AUDIO_SAMPLE_LIST,
+        ..LONG_CALLS
     },
-    OperationDecl {
+    GenerateImage => OperationDecl {
         name: "generate_image",
         summary: "image diffusion: a denoiser looped over request.steps from seeded noise",
         fields: &[BATCH, SEED, STEPS, SEED_SAMPLES],
         throughputs: &[REQUEST_PER_S, IMAGE_PER_S],
         headline_throughput: "image/s",
-        stages: &[],
-        counters: &[],
         ratios: &[RatioDecl {
             name: "s/image",
             unit: "s",
             per: ItemCount::Items,
         }],
         batch_api: true,
-        default_warmup: 1,
-        default_iterations: 5,
-        default_max_duration_s: 30.0,
-        test_only: false,
+        sample_list: SEED_SAMPLE_LIST,
+        ..DIFFUSION
     },
-    OperationDecl {
+    GenerateVideo => OperationDecl {
         name: "generate_video",
         summary: "video diffusion: a denoiser looped over request.steps on all frames of a clip",
         fields: &[
@@ -786,270 +713,198 @@ static OPERATIONS: &[OperationDecl] = &[
             STEPS,
             FieldDecl {
                 name: "frames",
-                kind: FieldKind::Integer,
                 default: Some(|| int(8)),
                 help: "frames per video (binds the model's `batch` dimension: all frames denoise together)",
                 binds_dim: Some("batch"),
                 range: Some((1, crate::case::MOST_BOUND_DIM)),
+                ..FIELD
             },
         ],
         throughputs: &[
             REQUEST_PER_S,
-            ThroughputDecl {
-                name: "video/s",
-                unit: "1/s",
-                count: ItemCount::Items,
-            },
-            ThroughputDecl {
-                name: "frame/s",
-                unit: "1/s",
-                count: ItemCount::Counter("frames"),
-            },
+            per_second("video/s", ItemCount::Items),
+            per_second("frame/s", ItemCount::Counter("frames")),
         ],
         headline_throughput: "video/s",
-        stages: &[],
-        counters: &[CounterDecl {
-            name: "frames",
-            scale: 1.0,
-            help: "video frames generated",
-        }],
+        counters: &[count_of("frames", "video frames generated")],
         ratios: &[RatioDecl {
             name: "s/video",
             unit: "s",
             per: ItemCount::Items,
         }],
-        batch_api: false,
-        default_warmup: 1,
-        default_iterations: 5,
-        default_max_duration_s: 30.0,
-        test_only: false,
+        ..DIFFUSION
     },
-    OperationDecl {
+    Forecast => OperationDecl {
         name: "forecast",
         summary: "neural operator / time series: a batch of history windows in, forecasts out",
         fields: &[BATCH, SEED, SEED_SAMPLES],
         throughputs: &[
             REQUEST_PER_S,
-            ThroughputDecl {
-                name: "window/s",
-                unit: "1/s",
-                count: ItemCount::Items,
-            },
-            ThroughputDecl {
-                name: "forecast element/s",
-                unit: "1/s",
-                count: ItemCount::Elements,
-            },
+            per_second("window/s", ItemCount::Items),
+            per_second("forecast element/s", ItemCount::Elements),
         ],
         headline_throughput: "window/s",
-        stages: &[],
-        counters: &[],
-        ratios: &[],
         batch_api: true,
-        default_warmup: 50,
-        default_iterations: 500,
-        default_max_duration_s: 30.0,
-        test_only: false,
+        sample_list: SEED_SAMPLE_LIST,
+        ..OPERATION
     },
-    OperationDecl {
+    TestNoop => OperationDecl {
         name: "test_noop",
         summary: "does nothing (measures the harness itself)",
-        fields: &[],
-        throughputs: &[REQUEST_PER_S],
-        headline_throughput: "request/s",
-        stages: &[],
-        counters: &[],
-        ratios: &[],
-        batch_api: false,
-        default_warmup: 50,
-        default_iterations: 500,
-        default_max_duration_s: 30.0,
         test_only: true,
+        ..OPERATION
     },
-    OperationDecl {
+    TestSleep => OperationDecl {
         name: "test_sleep",
         summary: "sleeps for request.sleep_us (a known delay)",
         fields: &[FieldDecl {
             name: "sleep_us",
-            kind: FieldKind::Integer,
             default: Some(|| int(100)),
             help: "microseconds to sleep per call",
-            binds_dim: None,
-            range: None,
+            ..FIELD
         }],
-        throughputs: &[REQUEST_PER_S],
-        headline_throughput: "request/s",
-        stages: &[],
-        counters: &[],
-        ratios: &[],
-        batch_api: false,
-        default_warmup: 5,
-        default_iterations: 50,
-        default_max_duration_s: 30.0,
         test_only: true,
+        ..LONG_CALLS
     },
-    OperationDecl {
+    TestCrash => OperationDecl {
         name: "test_crash",
         summary: "aborts the worker process after request.after_calls calls",
-        fields: &[FieldDecl {
-            name: "after_calls",
-            kind: FieldKind::Integer,
-            default: Some(|| int(3)),
-            help: "calls before the abort",
-            binds_dim: None,
-            range: None,
-        }],
-        throughputs: &[REQUEST_PER_S],
-        headline_throughput: "request/s",
-        stages: &[],
-        counters: &[],
-        ratios: &[],
-        batch_api: false,
-        default_warmup: 1,
-        default_iterations: 10,
-        default_max_duration_s: 30.0,
-        test_only: true,
+        fields: &[after_calls("calls before the abort")],
+        ..FAILING_TEST
     },
-    OperationDecl {
+    TestHang => OperationDecl {
         name: "test_hang",
         summary: "blocks forever after request.after_calls calls",
-        fields: &[FieldDecl {
-            name: "after_calls",
-            kind: FieldKind::Integer,
-            default: Some(|| int(3)),
-            help: "calls before hanging",
-            binds_dim: None,
-            range: None,
-        }],
-        throughputs: &[REQUEST_PER_S],
-        headline_throughput: "request/s",
-        stages: &[],
-        counters: &[],
-        ratios: &[],
-        batch_api: false,
-        default_warmup: 1,
-        default_iterations: 10,
-        default_max_duration_s: 30.0,
-        test_only: true,
+        fields: &[after_calls("calls before hanging")],
+        ..FAILING_TEST
     },
-    OperationDecl {
+    TestNan => OperationDecl {
         name: "test_nan",
         summary: "returns a non-finite output on every call",
-        fields: &[],
-        throughputs: &[REQUEST_PER_S],
-        headline_throughput: "request/s",
-        stages: &[],
-        counters: &[],
-        ratios: &[],
-        batch_api: false,
-        default_warmup: 1,
-        default_iterations: 10,
-        default_max_duration_s: 30.0,
-        test_only: true,
+        ..FAILING_TEST
     },
-];
+}
+
+impl Operation {
+    /// What the operation takes and reports.
+    pub fn decl(self) -> &'static OperationDecl {
+        // The table holds one declaration per variant, in variant order (the macro writes both).
+        &OPERATIONS[self as usize]
+    }
+
+    /// The operation's name on the command line and in documents (`infer`, `generate`, …).
+    pub fn name(self) -> &'static str {
+        self.decl().name
+    }
+
+    /// The operation named `name`.
+    pub fn from_name(name: &str) -> Option<Operation> {
+        Operation::ALL.iter().copied().find(|op| op.name() == name)
+    }
+}
+
+impl std::fmt::Display for Operation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for Operation {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+/// Declares a task adapter: the task strategy, the operation it runs, and what the model does.
+const fn adapt(
+    task_strategy: &'static str,
+    operation: Operation,
+    summary: &'static str,
+) -> TaskAdapter {
+    TaskAdapter {
+        task_strategy,
+        operation,
+        summary,
+    }
+}
 
 static ADAPTERS: &[TaskAdapter] = &[
-    TaskAdapter {
-        task_strategy: "onnx_inference",
-        operation: "infer",
-        summary: "any ONNX model",
-    },
-    TaskAdapter {
-        task_strategy: "image_classification",
-        operation: "classify",
-        summary: "image in, class logits out",
-    },
-    TaskAdapter {
-        task_strategy: "vision_language_generation",
-        operation: "generate_vl",
-        summary: "image + prompt in, text out (image encoder in front of a KV-cache decoder)",
-    },
-    TaskAdapter {
-        task_strategy: "object_detection",
-        operation: "detect",
-        summary: "image in, boxes with class scores out",
-    },
-    TaskAdapter {
-        task_strategy: "semantic_segmentation",
-        operation: "segment",
-        summary: "image in, per-class mask logits out",
-    },
-    TaskAdapter {
-        task_strategy: "reranking",
-        operation: "rerank",
-        summary: "query and documents in, one relevance score per document",
-    },
-    TaskAdapter {
-        task_strategy: "speech_transcription",
-        operation: "transcribe",
-        summary: "WAV audio in, CTC token logits out, greedy CTC decoding",
-    },
-    TaskAdapter {
-        task_strategy: "audio_generation",
-        operation: "generate_audio",
-        summary: "latent frames in, waveform out (vocoder)",
-    },
-    TaskAdapter {
-        task_strategy: "speech_to_speech",
-        operation: "convert_speech",
-        summary: "WAV audio in, converted waveform out",
-    },
-    TaskAdapter {
-        task_strategy: "image_diffusion",
-        operation: "generate_image",
-        summary: "noise predictor looped over denoising steps",
-    },
-    TaskAdapter {
-        task_strategy: "video_diffusion",
-        operation: "generate_video",
-        summary: "noise predictor over all frames of a clip, looped over steps",
-    },
-    TaskAdapter {
-        task_strategy: "time_series_forecasting",
-        operation: "forecast",
-        summary: "history window in, forecast horizon out",
-    },
-    TaskAdapter {
-        task_strategy: "neural_operator",
-        operation: "forecast",
-        summary: "sampled input field in, predicted field out",
-    },
-    TaskAdapter {
-        task_strategy: "sentence_embedding",
-        operation: "encode",
-        summary: "texts in, one vector per text",
-    },
-    TaskAdapter {
-        task_strategy: "text_generation",
-        operation: "generate",
-        summary: "decoder-only language model with a KV cache",
-    },
-    TaskAdapter {
-        task_strategy: "test_noop",
-        operation: "test_noop",
-        summary: "harness overhead",
-    },
-    TaskAdapter {
-        task_strategy: "test_sleep",
-        operation: "test_sleep",
-        summary: "known delay",
-    },
-    TaskAdapter {
-        task_strategy: "test_crash",
-        operation: "test_crash",
-        summary: "worker crash",
-    },
-    TaskAdapter {
-        task_strategy: "test_hang",
-        operation: "test_hang",
-        summary: "worker hang",
-    },
-    TaskAdapter {
-        task_strategy: "test_nan",
-        operation: "test_nan",
-        summary: "non-finite output",
-    },
+    adapt("onnx_inference", Operation::Infer, "any ONNX model"),
+    adapt(
+        "image_classification",
+        Operation::Classify,
+        "image in, class logits out",
+    ),
+    adapt(
+        "vision_language_generation",
+        Operation::GenerateVl,
+        "image + prompt in, text out (image encoder in front of a KV-cache decoder)",
+    ),
+    adapt(
+        "object_detection",
+        Operation::Detect,
+        "image in, boxes with class scores out",
+    ),
+    adapt(
+        "semantic_segmentation",
+        Operation::Segment,
+        "image in, per-class mask logits out",
+    ),
+    adapt(
+        "reranking",
+        Operation::Rerank,
+        "query and documents in, one relevance score per document",
+    ),
+    adapt(
+        "speech_transcription",
+        Operation::Transcribe,
+        "WAV audio in, CTC token logits out, greedy CTC decoding",
+    ),
+    adapt(
+        "audio_generation",
+        Operation::GenerateAudio,
+        "latent frames in, waveform out (vocoder)",
+    ),
+    adapt(
+        "speech_to_speech",
+        Operation::ConvertSpeech,
+        "WAV audio in, converted waveform out",
+    ),
+    adapt(
+        "image_diffusion",
+        Operation::GenerateImage,
+        "noise predictor looped over denoising steps",
+    ),
+    adapt(
+        "video_diffusion",
+        Operation::GenerateVideo,
+        "noise predictor over all frames of a clip, looped over steps",
+    ),
+    adapt(
+        "time_series_forecasting",
+        Operation::Forecast,
+        "history window in, forecast horizon out",
+    ),
+    adapt(
+        "neural_operator",
+        Operation::Forecast,
+        "sampled input field in, predicted field out",
+    ),
+    adapt(
+        "sentence_embedding",
+        Operation::Encode,
+        "texts in, one vector per text",
+    ),
+    adapt(
+        "text_generation",
+        Operation::Generate,
+        "decoder-only language model with a KV cache",
+    ),
+    adapt("test_noop", Operation::TestNoop, "harness overhead"),
+    adapt("test_sleep", Operation::TestSleep, "known delay"),
+    adapt("test_crash", Operation::TestCrash, "worker crash"),
+    adapt("test_hang", Operation::TestHang, "worker hang"),
+    adapt("test_nan", Operation::TestNan, "non-finite output"),
 ];
 
 pub fn operations() -> &'static [OperationDecl] {
@@ -1060,67 +915,106 @@ pub fn adapters() -> &'static [TaskAdapter] {
     ADAPTERS
 }
 
+/// The declaration of the operation named `name`.
 pub fn operation(name: &str) -> Option<&'static OperationDecl> {
-    OPERATIONS.iter().find(|op| op.name == name)
+    Operation::from_name(name).map(Operation::decl)
 }
 
 pub fn adapter(task_strategy: &str) -> Option<&'static TaskAdapter> {
     ADAPTERS.iter().find(|a| a.task_strategy == task_strategy)
 }
 
-/// The operation a task strategy runs, or a message listing the known strategies.
-pub fn operation_for_task(task_strategy: &str) -> Result<&'static OperationDecl, String> {
-    let adapter = adapter(task_strategy).ok_or_else(|| {
-        let known: Vec<&str> = ADAPTERS
+/// A task strategy no adapter maps; `known` lists the strategies a user may name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown task_strategy `{task_strategy}` (known: {})", known.join(", "))]
+pub struct UnknownTask {
+    pub task_strategy: String,
+    pub known: Vec<&'static str>,
+}
+
+/// A value that is not of the kind its field declares.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("expected {}, got {got}", expected.describe())]
+pub struct KindMismatch {
+    pub expected: FieldKind,
+    pub got: Value,
+}
+
+/// What [`validate`] finds wrong with the tables.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TableError {
+    #[error("operation `{0}` is declared twice")]
+    DuplicateOperation(&'static str),
+    #[error("operation `{operation}` declares field `{field}` twice")]
+    DuplicateField {
+        operation: &'static str,
+        field: &'static str,
+    },
+    #[error("default of `{operation}.{field}` is not {}", kind.describe())]
+    DefaultOfOtherKind {
+        operation: &'static str,
+        field: &'static str,
+        kind: FieldKind,
+    },
+    #[error("operation `{0}` declares more than {MAX_COUNTERS} counters or {MAX_STAGES} stages")]
+    TooManyCountersOrStages(&'static str),
+    #[error("operation `{operation}` counts undeclared counter `{counter}`")]
+    UndeclaredCounter {
+        operation: &'static str,
+        counter: &'static str,
+    },
+    #[error("operation `{operation}` names undeclared headline throughput `{headline}`")]
+    UndeclaredHeadline {
+        operation: &'static str,
+        headline: &'static str,
+    },
+    #[error("operation `{0}` has zero default iterations")]
+    ZeroIterations(&'static str),
+    #[error("task_strategy `{0}` is mapped twice")]
+    DuplicateTask(&'static str),
+}
+
+/// The operation a task strategy runs, or an error listing the known strategies.
+pub fn operation_for_task(task_strategy: &str) -> Result<&'static OperationDecl, UnknownTask> {
+    let adapter = adapter(task_strategy).ok_or_else(|| UnknownTask {
+        task_strategy: task_strategy.to_string(),
+        known: ADAPTERS
             .iter()
             .filter(|a| !a.task_strategy.starts_with("test_"))
             .map(|a| a.task_strategy)
-            .collect();
-        format!(
-            "unknown task_strategy `{task_strategy}` (known: {})",
-            known.join(", ")
-        )
+            .collect(),
     })?;
-    operation(adapter.operation).ok_or_else(|| {
-        format!(
-            "task_strategy `{task_strategy}` maps to unknown operation `{}`",
-            adapter.operation
-        )
-    })
+    Ok(adapter.operation.decl())
 }
 
-/// Checks the tables: unique names, every adapter's operation declared, field defaults of the declared
-/// kind. Called at start-up and by the tests.
-pub fn validate() -> Result<(), String> {
+/// Checks what the types cannot: unique names, field defaults of the declared kind, counted counters
+/// declared, one adapter per task. Called at start-up and by the tests.
+pub fn validate() -> Result<(), TableError> {
     let mut names = std::collections::BTreeSet::new();
     for op in OPERATIONS {
         if !names.insert(op.name) {
-            return Err(format!("operation `{}` is declared twice", op.name));
+            return Err(TableError::DuplicateOperation(op.name));
         }
         let mut fields = std::collections::BTreeSet::new();
         for f in op.fields {
             if !fields.insert(f.name) {
-                return Err(format!(
-                    "operation `{}` declares field `{}` twice",
-                    op.name, f.name
-                ));
+                return Err(TableError::DuplicateField {
+                    operation: op.name,
+                    field: f.name,
+                });
             }
             if let Some(default) = f.default
                 && check_kind(f.kind, &default()).is_err()
             {
-                return Err(format!(
-                    "default of `{}.{}` is not {}",
-                    op.name,
-                    f.name,
-                    f.kind.describe()
-                ));
+                return Err(TableError::DefaultOfOtherKind {
+                    operation: op.name,
+                    field: f.name,
+                    kind: f.kind,
+                });
             }
         }
         if op.counters.len() > MAX_COUNTERS || op.stages.len() > MAX_STAGES {
-            return Err(format!(
-                "operation `{}` declares more than {MAX_COUNTERS} counters or {MAX_STAGES} stages",
-                op.name
-            ));
+            return Err(TableError::TooManyCountersOrStages(op.name));
         }
         let counted = op
             .throughputs
@@ -1131,10 +1025,10 @@ pub fn validate() -> Result<(), String> {
             if let ItemCount::Counter(name) = count
                 && op.counter_index(name).is_none()
             {
-                return Err(format!(
-                    "operation `{}` counts undeclared counter `{name}`",
-                    op.name
-                ));
+                return Err(TableError::UndeclaredCounter {
+                    operation: op.name,
+                    counter: name,
+                });
             }
         }
         if !op
@@ -1142,38 +1036,26 @@ pub fn validate() -> Result<(), String> {
             .iter()
             .any(|t| t.name == op.headline_throughput)
         {
-            return Err(format!(
-                "operation `{}` names undeclared headline throughput `{}`",
-                op.name, op.headline_throughput
-            ));
+            return Err(TableError::UndeclaredHeadline {
+                operation: op.name,
+                headline: op.headline_throughput,
+            });
         }
         if op.default_iterations == 0 {
-            return Err(format!(
-                "operation `{}` has zero default iterations",
-                op.name
-            ));
+            return Err(TableError::ZeroIterations(op.name));
         }
     }
     let mut tasks = std::collections::BTreeSet::new();
     for a in ADAPTERS {
         if !tasks.insert(a.task_strategy) {
-            return Err(format!(
-                "task_strategy `{}` is mapped twice",
-                a.task_strategy
-            ));
-        }
-        if operation(a.operation).is_none() {
-            return Err(format!(
-                "task_strategy `{}` maps to undeclared operation `{}`",
-                a.task_strategy, a.operation
-            ));
+            return Err(TableError::DuplicateTask(a.task_strategy));
         }
     }
     Ok(())
 }
 
 /// Checks (and for integral numbers, normalizes) a value against a field kind.
-pub fn check_kind(kind: FieldKind, value: &Value) -> Result<Value, String> {
+pub fn check_kind(kind: FieldKind, value: &Value) -> Result<Value, KindMismatch> {
     let ok = match kind {
         FieldKind::Integer => value.as_i64().is_some(),
         FieldKind::Number => value.as_f64().is_some_and(f64::is_finite),
@@ -1189,7 +1071,10 @@ pub fn check_kind(kind: FieldKind, value: &Value) -> Result<Value, String> {
     if ok {
         Ok(value.clone())
     } else {
-        Err(format!("expected {}, got {value}", kind.describe()))
+        Err(KindMismatch {
+            expected: kind,
+            got: value.clone(),
+        })
     }
 }
 
@@ -1207,10 +1092,12 @@ mod tests {
         for a in adapters() {
             assert_eq!(
                 operation_for_task(a.task_strategy).expect("op").name,
-                a.operation
+                a.operation.name()
             );
         }
-        let err = operation_for_task("telepathy").expect_err("unknown");
+        let err = operation_for_task("telepathy")
+            .expect_err("unknown")
+            .to_string();
         assert!(
             err.contains("text_generation") && !err.contains("test_crash"),
             "{err}"
@@ -1218,10 +1105,71 @@ mod tests {
     }
 
     #[test]
+    fn every_variant_has_its_own_declaration_and_name() {
+        assert_eq!(Operation::ALL.len(), operations().len());
+        for (i, op) in Operation::ALL.iter().enumerate() {
+            assert_eq!(*op as usize, i);
+            assert!(std::ptr::eq(op.decl(), &operations()[i]));
+            assert_eq!(Operation::from_name(op.name()), Some(*op));
+            assert_eq!(operation(op.name()).map(|d| d.name), Some(op.name()));
+        }
+        assert_eq!(Operation::from_name("telepathy"), None);
+        assert_eq!(Operation::GenerateVl.to_string(), "generate_vl");
+        assert_eq!(
+            serde_json::to_value(Operation::ConvertSpeech).expect("json"),
+            Value::from("convert_speech")
+        );
+    }
+
+    #[test]
+    fn sample_lists_are_declared_with_their_operation() {
+        let none: &[&str] = &[];
+        assert_eq!(sample_list("encode"), Some(("texts", none)));
+        assert_eq!(sample_list("rerank"), Some(("documents", none)));
+        for op in ["classify", "detect", "segment"] {
+            assert_eq!(
+                sample_list(op),
+                Some(("samples", &["image", "seed"][..])),
+                "{op}"
+            );
+        }
+        for op in ["generate_image", "forecast"] {
+            assert_eq!(sample_list(op), Some(("samples", &["seed"][..])), "{op}");
+        }
+        for op in ["generate", "generate_vl"] {
+            assert_eq!(
+                sample_list(op),
+                Some(("samples", &["prompt", "seed"][..])),
+                "{op}"
+            );
+        }
+        for op in ["transcribe", "convert_speech"] {
+            assert_eq!(sample_list(op), Some(("samples", &["audio"][..])), "{op}");
+        }
+        for op in ["infer", "generate_audio", "generate_video", "test_noop"] {
+            assert_eq!(sample_list(op), None, "{op}");
+        }
+    }
+
+    #[test]
     fn kinds_reject_mismatched_values() {
         assert!(check_kind(FieldKind::Integer, &Value::from(3)).is_ok());
         assert!(check_kind(FieldKind::Integer, &Value::from(3.5)).is_err());
-        assert!(check_kind(FieldKind::StringList, &serde_json::json!(["a", 1])).is_err());
+        assert_eq!(
+            check_kind(FieldKind::StringList, &serde_json::json!(["a", 1]))
+                .expect_err("mixed list")
+                .to_string(),
+            r#"expected a list of strings, got ["a",1]"#
+        );
+        assert_eq!(
+            TableError::DefaultOfOtherKind {
+                operation: "infer",
+                field: "seed",
+                kind: FieldKind::Integer
+            }
+            .to_string(),
+            "default of `infer.seed` is not an integer"
+        );
         assert!(check_kind(FieldKind::Number, &Value::from(2)).is_ok());
     }
 

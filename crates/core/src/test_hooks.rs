@@ -1,10 +1,13 @@
 //! Hooks of trtmc's own test suite: injected delays, pauses and aborts, and the test-only operations.
 //!
-//! Every hook is read once, at the start of a command, and only when `TRTMC_TEST=1`; otherwise all of them
-//! are off whatever else the environment holds, so a stray variable can never change a user's measurement
-//! or run a test operation. A hook meant for the worker travels in its request (the worker protocol);
-//! the matrix hands its candidate delay to the candidate's own `trtmc-bench run`, which reads it here.
+//! Every hook is read once, in `main` ([`TestHooks::install`]), and only when `TRTMC_TEST=1`; otherwise all
+//! of them are off whatever else the environment holds, so a stray variable can never change a user's
+//! measurement or run a test operation. Everything else asks [`TestHooks::current`]; nothing reads a
+//! `TRTMC_TEST*` variable itself. A hook meant for the worker travels in its request as one optional
+//! value (the worker protocol's `test_hooks`); the matrix hands its candidate delay to the candidate's own
+//! `trtmc-bench run`, which reads it here.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::catalog::Profile;
@@ -36,6 +39,11 @@ pub const SLOW_NODE_ENV: &str = "TRTMC_TEST_SLOW_NODE";
 pub const MATRIX_CANDIDATE_SLOW_NODE_ENV: &str = "TRTMC_TEST_MATRIX_CANDIDATE_SLOW_NODE";
 /// A matrix row id whose reference profiling pass (the explanation of a yellow or red light) fails.
 pub const MATRIX_PROFILE_FAIL_ROW_ENV: &str = "TRTMC_TEST_MATRIX_PROFILE_FAIL_ROW";
+/// A tune route whose Slurm task dies before writing a result (a crashed array task).
+pub const TUNE_ABORT_ROUTE_ENV: &str = "TRTMC_TEST_TUNE_ABORT_ROUTE";
+
+/// This process's hooks, read once ([`TestHooks::install`] in `main`, else on first use).
+static CURRENT: OnceLock<TestHooks> = OnceLock::new();
 
 /// The hooks of one command, as read from its environment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -55,6 +63,7 @@ pub struct TestHooks {
     /// Kept as text: handed on unchanged to the candidates' `run` as [`SLOW_NODE_ENV`].
     pub matrix_candidate_slow_node: Option<String>,
     pub matrix_profile_fail_row: Option<String>,
+    pub tune_abort_route: Option<String>,
 }
 
 impl TestHooks {
@@ -84,26 +93,52 @@ impl TestHooks {
             slow_node: text(SLOW_NODE_ENV).as_deref().and_then(parse_slow_node),
             matrix_candidate_slow_node: text(MATRIX_CANDIDATE_SLOW_NODE_ENV),
             matrix_profile_fail_row: text(MATRIX_PROFILE_FAIL_ROW_ENV),
+            tune_abort_route: text(TUNE_ABORT_ROUTE_ENV),
         }
+    }
+
+    /// Makes `hooks` this process's hooks ([`TestHooks::current`]); `main` calls it first, with
+    /// [`TestHooks::from_env`]. A second call keeps the first value.
+    pub fn install(hooks: TestHooks) -> &'static TestHooks {
+        CURRENT.get_or_init(|| hooks)
+    }
+
+    /// This process's hooks: what `main` installed (read from the environment on first use where no
+    /// `main` ran, as in unit tests).
+    pub fn current() -> &'static TestHooks {
+        CURRENT.get_or_init(Self::from_env)
     }
 
     /// Refuses a profile whose operation belongs to the test suite (crash, hang, no-op, …) unless the
     /// test harness runs this process.
-    pub fn check_operation(&self, profile: &Profile) -> Result<(), String> {
+    pub fn check_operation(&self, profile: &Profile) -> Result<(), TestOnlyOperation> {
         let Some(op) = profile.operation.as_deref().and_then(operations::operation) else {
             return Ok(());
         };
         if !op.test_only || self.enabled {
             return Ok(());
         }
-        Err(format!(
-            "model `{}` (task_strategy `{}`) runs `{}`, a test-only operation of trtmc's own test suite; it runs only under the test harness ({TEST_ENV}=1). Pick another task_strategy in {}",
-            profile.name,
-            profile.task_strategy,
-            op.name,
-            profile.manifest.display()
-        ))
+        Err(TestOnlyOperation {
+            model: profile.name.clone(),
+            task_strategy: profile.task_strategy.clone(),
+            operation: op.name,
+            manifest: profile.manifest.clone(),
+        })
     }
+}
+
+/// A model whose operation belongs to the test suite, outside the test harness.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "model `{model}` (task_strategy `{task_strategy}`) runs `{operation}`, a test-only operation of trtmc's own test suite; it runs only under the test harness ({TEST_ENV}=1). Pick another task_strategy in {}",
+    manifest.display()
+)]
+pub struct TestOnlyOperation {
+    pub model: String,
+    pub task_strategy: String,
+    pub operation: &'static str,
+    /// The model's MODEL.toml.
+    pub manifest: std::path::PathBuf,
 }
 
 /// `NODE=MICROSECONDS` (the node name prefix must not be empty).
@@ -135,6 +170,7 @@ mod tests {
             (CALL_SLOWDOWN_ENV, "0.3"),
             (MATRIX_CANDIDATE_SLOWDOWN_ENV, "0.3"),
             (MATRIX_ABORT_ROW_ENV, "row"),
+            (TUNE_ABORT_ROUTE_ENV, "route"),
         ];
         assert_eq!(hooks(&set), TestHooks::default());
         let mut other = set.to_vec();
@@ -160,6 +196,14 @@ mod tests {
         assert_eq!(h.pause_before_commit, Some(Duration::from_millis(5)));
         assert_eq!(h.matrix_candidate_delay_us.as_deref(), Some("7"));
         assert_eq!(h.matrix_abort_row, None, "an empty value is no hook");
+        assert_eq!(
+            hooks(&[(TEST_ENV, "1"), (TUNE_ABORT_ROUTE_ENV, "-threads=2")]).tune_abort_route,
+            Some("-threads=2".to_string())
+        );
+        assert_eq!(
+            hooks(&[(TUNE_ABORT_ROUTE_ENV, "-threads=2")]).tune_abort_route,
+            None
+        );
         let slow = hooks(&[(TEST_ENV, "1"), (SLOW_NODE_ENV, "n3_maxpool_4=2500")]);
         assert_eq!(
             slow.slow_node,
@@ -200,7 +244,8 @@ mod tests {
         assert!(crash.status.is_ready(), "{:?}", crash.status);
         let message = TestHooks::default()
             .check_operation(&crash)
-            .expect_err("refused");
+            .expect_err("refused")
+            .to_string();
         assert!(
             message.contains("model `p`")
                 && message.contains("`test_crash`, a test-only operation")

@@ -116,7 +116,9 @@ pub fn plan_cases(
     options: &BundleOptions,
     test_hooks: &TestHooks,
 ) -> Result<Vec<PlannedCase>, RunError> {
-    operations::validate().map_err(|reason| Error::OperationTable { reason })?;
+    operations::validate().map_err(|e| Error::OperationTable {
+        reason: e.to_string(),
+    })?;
     if options.explicit.is_some() && selections.len() > 1 {
         return Err(Error::ExplicitBundleForManyModels);
     }
@@ -136,9 +138,9 @@ pub fn plan_cases(
         }
         test_hooks
             .check_operation(profile)
-            .map_err(|reason| Error::TestOnlyOperation {
+            .map_err(|e| Error::TestOnlyOperation {
                 model: profile.name.clone(),
-                reason,
+                reason: e.to_string(),
             })?;
         // Resolved after the model source, whose absence is the first thing to report.
         let mut tokenizer: Option<Option<String>> = None;
@@ -1071,24 +1073,31 @@ fn worker_request(p: &PlannedCase, round: Round) -> WorkerRequest {
         max_duration_s: m.max_duration_s.value.map(|s| round.share_of_seconds(s)),
         progress_file: None,
         profile: None,
-        test_call_delay_us: None,
-        test_call_slowdown_ppm: None,
         first_call: round.first_call,
-        test_slow_node: None,
+        hooks: None,
         data: r.data.clone(),
     }
 }
 
-/// The slow-node test hook of `run` (`TRTMC_TEST_SLOW_NODE`), for the worker's timed run and profile.
-fn slow_node(options: &RunOptions) -> Option<trtmc_runtime::protocol::SlowNode> {
-    options
-        .test_hooks
-        .slow_node
-        .as_ref()
-        .map(|(node, wait)| trtmc_runtime::protocol::SlowNode {
-            node: node.clone(),
-            micros: wait.as_micros() as u64,
-        })
+/// The test hooks `run` hands its worker: the slow node (`TRTMC_TEST_SLOW_NODE`) to the timed run and
+/// the profile, the call delay and slowdown to the timed run only. `None` when none is set.
+fn worker_hooks(options: &RunOptions, timed: bool) -> Option<trtmc_runtime::protocol::WorkerHooks> {
+    let test = &options.test_hooks;
+    let hooks = trtmc_runtime::protocol::WorkerHooks {
+        call_delay_us: test
+            .call_delay
+            .filter(|_| timed)
+            .map(|d| d.as_micros() as u64),
+        call_slowdown_ppm: test.call_slowdown_ppm.filter(|_| timed),
+        slow_node: test
+            .slow_node
+            .as_ref()
+            .map(|(node, wait)| trtmc_runtime::protocol::SlowNode {
+                node: node.clone(),
+                micros: wait.as_micros() as u64,
+            }),
+    };
+    (hooks != Default::default()).then_some(hooks)
 }
 
 /// How a worker launch ended.
@@ -1187,9 +1196,7 @@ fn measure_in_worker(
     show: &dyn Fn(&trtmc_runtime::protocol::WorkerProgress),
 ) -> Measured {
     let request = WorkerRequest {
-        test_call_delay_us: options.test_hooks.call_delay.map(|d| d.as_micros() as u64),
-        test_call_slowdown_ppm: options.test_hooks.call_slowdown_ppm,
-        test_slow_node: slow_node(options),
+        hooks: worker_hooks(options, true),
         ..worker_request(p, round)
     };
     let timeout_s = p.resolved.measure.timeout_s.value;
@@ -1446,7 +1453,7 @@ fn profile_in_worker(
         dir: dir.to_path_buf(),
         iterations,
     });
-    request.test_slow_node = slow_node(options);
+    request.hooks = worker_hooks(options, false);
     let (end, _) = launch_worker(
         &request,
         dir,

@@ -50,7 +50,8 @@ fn harness_loop(calls: usize) -> (Vec<f64>, f64) {
         first_call: 0,
         data: None,
     };
-    let mut runner = ops::prepare("test_noop", ctx).expect("noop runner");
+    let mut runner =
+        ops::prepare(trtmc_core::operations::Operation::TestNoop, ctx).expect("noop runner");
     let started = Instant::now();
     let timed = timed_loop(runner.as_mut(), calls as u64, Duration::ZERO).expect("timed loop");
     let per_iteration = started.elapsed().as_nanos() as f64 / calls as f64;

@@ -59,6 +59,7 @@ static SETTINGS: &[SettingDecl] = &[
         default: "all",
         allowed: "[disable|basic|extended|layout|all]",
         tunable: true,
+        recipe: true,
     },
     SettingDecl {
         section: SettingSection::Build,
@@ -67,6 +68,7 @@ static SETTINGS: &[SettingDecl] = &[
         default: "fp32",
         allowed: "[fp32]",
         tunable: false,
+        recipe: true,
     },
     SettingDecl {
         section: SettingSection::Runtime,
@@ -76,6 +78,7 @@ static SETTINGS: &[SettingDecl] = &[
         allowed: "[1|2|...]",
         // intra_threads is the tunable name; one knob, one route.
         tunable: false,
+        recipe: false,
     },
     SettingDecl {
         section: SettingSection::Runtime,
@@ -84,6 +87,7 @@ static SETTINGS: &[SettingDecl] = &[
         default: "1",
         allowed: "[1|2|...]",
         tunable: true,
+        recipe: false,
     },
     SettingDecl {
         section: SettingSection::Runtime,
@@ -92,6 +96,7 @@ static SETTINGS: &[SettingDecl] = &[
         default: "1",
         allowed: "[1|2|...]",
         tunable: true,
+        recipe: false,
     },
     SettingDecl {
         section: SettingSection::Runtime,
@@ -100,6 +105,7 @@ static SETTINGS: &[SettingDecl] = &[
         default: "sequential",
         allowed: "[sequential|parallel]",
         tunable: true,
+        recipe: false,
     },
     SettingDecl {
         section: SettingSection::Runtime,
@@ -108,6 +114,7 @@ static SETTINGS: &[SettingDecl] = &[
         default: "true",
         allowed: "[true|false]",
         tunable: true,
+        recipe: false,
     },
     SettingDecl {
         section: SettingSection::Runtime,
@@ -116,6 +123,7 @@ static SETTINGS: &[SettingDecl] = &[
         default: "true",
         allowed: "[true|false]",
         tunable: true,
+        recipe: false,
     },
     SettingDecl {
         section: SettingSection::Runtime,
@@ -124,6 +132,7 @@ static SETTINGS: &[SettingDecl] = &[
         default: "true",
         allowed: "[true|false]",
         tunable: true,
+        recipe: false,
     },
 ];
 

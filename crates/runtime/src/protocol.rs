@@ -44,24 +44,33 @@ pub struct WorkerRequest {
     /// A per-layer profiling pass instead of a timed run (`run --profile`, always after the timed run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfilePass>,
-    /// Test hook (set only under `TRTMC_TEST=1`): microseconds of waiting added to every timed call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub test_call_delay_us: Option<u64>,
-    /// Test hook (set only under `TRTMC_TEST=1`): every timed call is made slower by this fraction,
-    /// in parts per million (a busy wait of that fraction of the call's own duration, after it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub test_call_slowdown_ppm: Option<u64>,
     /// Calls the case made before this worker (earlier rounds, warm-up included): a case that rotates
     /// its inputs continues the rotation from there rather than restarting it every round.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub first_call: u64,
-    /// Test hook (set only under `TRTMC_TEST=1`): a busy wait after one graph node in every call,
-    /// timed or profiled (the matrix's candidate made slower in one known node).
+    /// The test suite's hooks, set only under `TRTMC_TEST=1` and absent from every other request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub test_slow_node: Option<SlowNode>,
+    pub hooks: Option<WorkerHooks>,
     /// The case's own input data and expected outputs (`run --inputs`, `--check-outputs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<trtmc_core::data::CaseData>,
+}
+
+/// What the test suite asks of a worker (`trtmc_core::test_hooks`), carried as one optional value.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerHooks {
+    /// Microseconds of waiting added to every timed call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_delay_us: Option<u64>,
+    /// Every timed call is made slower by this fraction, in parts per million (a busy wait of that
+    /// fraction of the call's own duration, after it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_slowdown_ppm: Option<u64>,
+    /// A busy wait after one graph node in every call, timed or profiled (the matrix's candidate made
+    /// slower in one known node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_node: Option<SlowNode>,
 }
 
 /// A busy wait of `micros` right after the first graph node whose name starts with `node`.
@@ -72,12 +81,12 @@ pub struct SlowNode {
 }
 
 impl WorkerRequest {
-    /// Applies [`WorkerRequest::test_slow_node`] to a freshly loaded session.
+    /// Applies the slow node of [`WorkerRequest::hooks`] to a freshly loaded session.
     pub fn apply_test_hooks(
         &self,
         session: &mut dyn crate::runtime::Session,
     ) -> anyhow::Result<()> {
-        match &self.test_slow_node {
+        match self.hooks.as_ref().and_then(|h| h.slow_node.as_ref()) {
             Some(slow) => session
                 .slow_node_for_test(&slow.node, std::time::Duration::from_micros(slow.micros)),
             None => Ok(()),

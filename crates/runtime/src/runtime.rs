@@ -15,41 +15,7 @@ use crate::knobs::{KnobError, KnobSetting, KnobSource};
 use crate::profile::{ExportFiles, LayerProfile};
 use crate::tensor::{HostTensor, TensorSpec};
 
-/// Where a setting lives in a case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SettingSection {
-    /// `build.<name>`: fixed when the bundle is built (part of the bundle key).
-    Build,
-    /// `runtime.<name>`: applied when the bundle is loaded.
-    Runtime,
-}
-
-impl SettingSection {
-    /// The key prefix in a case: `build` or `runtime`.
-    pub fn prefix(self) -> &'static str {
-        match self {
-            SettingSection::Build => "build",
-            SettingSection::Runtime => "runtime",
-        }
-    }
-}
-
-/// A setting a runtime understands (`--set build.<name>=…` / `--set runtime.<name>=…`): the one
-/// declaration the setting checks, the help and the tuning knobs (`tune --help-routes`) come from.
-#[derive(Debug, Clone, Serialize)]
-pub struct SettingDecl {
-    pub section: SettingSection,
-    pub name: &'static str,
-    pub help: &'static str,
-    /// The runtime's own default: what applies when no case sets it.
-    pub default: &'static str,
-    /// The values it takes, in getAllBuildRoutes' notation after the `=`: `[a|b]`, an open integer
-    /// range `[1|2|...]`, `[true|false]` for a switch (its knob says `on`/`off`, as Myelin's do).
-    pub allowed: &'static str,
-    /// Offered to `tune` as the knob `-<name>`.
-    pub tunable: bool,
-}
+pub use trtmc_core::settings::{SettingDecl, SettingSection};
 
 /// One timed build step, for build-timing.json.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -255,9 +221,24 @@ pub trait Runtime: Send + Sync {
     }
 }
 
+/// How one runtime is made from this process's options.
+type MakeRuntime = fn(&RuntimeOptions) -> Box<dyn Runtime>;
+
+/// Every runtime compiled into this program, by name: the one list [`runtime_names`] and
+/// [`runtime_with`] read.
+const RUNTIMES: &[(&str, MakeRuntime)] = &[
+    ("tract", |_| Box::new(crate::tract_rt::TractRuntime)),
+    ("onnxruntime", |_| Box::new(crate::ort_rt::OrtRuntime)),
+    ("tensorrt", |options| {
+        Box::new(crate::tensorrt_rt::TensorrtRuntime::new(
+            options.trtexec.clone(),
+        ))
+    }),
+];
+
 /// Runtimes compiled into this program.
-pub fn runtime_names() -> &'static [&'static str] {
-    &["tract", "onnxruntime", "tensorrt"]
+pub fn runtime_names() -> Vec<&'static str> {
+    RUNTIMES.iter().map(|(name, _)| *name).collect()
 }
 
 /// How this process finds the runtimes' external tools; passed down from the command line.
@@ -275,14 +256,10 @@ pub fn runtime(name: &str) -> Result<Box<dyn Runtime>, String> {
 
 /// The runtime called `name`, finding its tools as `options` say.
 pub fn runtime_with(name: &str, options: &RuntimeOptions) -> Result<Box<dyn Runtime>, String> {
-    match name {
-        "tract" => Ok(Box::new(crate::tract_rt::TractRuntime)),
-        "onnxruntime" => Ok(Box::new(crate::ort_rt::OrtRuntime)),
-        "tensorrt" => Ok(Box::new(crate::tensorrt_rt::TensorrtRuntime::new(
-            options.trtexec.clone(),
-        ))),
-        other => Err(format!(
-            "unknown runtime `{other}` (known: {})",
+    match RUNTIMES.iter().find(|(known, _)| *known == name) {
+        Some((_, make)) => Ok(make(options)),
+        None => Err(format!(
+            "unknown runtime `{name}` (known: {})",
             runtime_names().join(", ")
         )),
     }
@@ -449,6 +426,38 @@ mod tests {
 
     fn one(key: &str, value: Value) -> BTreeMap<String, Value> {
         BTreeMap::from([(key.to_string(), value)])
+    }
+
+    /// The build settings every runtime declares as its recipe are exactly those the workload identity
+    /// leaves out (`trtmc_core::case::RECIPE_BUILD_SETTINGS`).
+    #[test]
+    fn the_declared_recipe_settings_are_the_ones_the_workload_identity_leaves_out() {
+        let mut declared = std::collections::BTreeSet::new();
+        for name in runtime_names() {
+            for decl in runtime(name).expect("listed").settings() {
+                if decl.recipe {
+                    assert_eq!(decl.section, SettingSection::Build, "{name}: {}", decl.name);
+                    declared.insert(decl.name);
+                }
+            }
+        }
+        let listed: std::collections::BTreeSet<&str> = trtmc_core::case::RECIPE_BUILD_SETTINGS
+            .iter()
+            .copied()
+            .collect();
+        assert_eq!(declared, listed);
+    }
+
+    #[test]
+    fn every_listed_runtime_is_made_under_its_own_name() {
+        assert_eq!(runtime_names(), ["tract", "onnxruntime", "tensorrt"]);
+        for name in runtime_names() {
+            assert_eq!(runtime(name).expect("listed").name(), name);
+        }
+        assert_eq!(
+            runtime("mxnet").err().as_deref(),
+            Some("unknown runtime `mxnet` (known: tract, onnxruntime, tensorrt)")
+        );
     }
 
     #[test]

@@ -67,6 +67,7 @@ static SETTINGS: &[SettingDecl] = &[
         default: "",
         allowed: "-knob=value ...",
         tunable: false,
+        recipe: true,
     },
     SettingDecl {
         section: SettingSection::Build,
@@ -75,6 +76,7 @@ static SETTINGS: &[SettingDecl] = &[
         default: "fp32",
         allowed: "[fp32|fp16|bf16|int8|fp8|best]",
         tunable: false,
+        recipe: true,
     },
     SettingDecl {
         section: SettingSection::Build,
@@ -83,6 +85,7 @@ static SETTINGS: &[SettingDecl] = &[
         default: "3",
         allowed: "[0|1|2|3|4|5]",
         tunable: false,
+        recipe: true,
     },
     SettingDecl {
         section: SettingSection::Build,
@@ -91,6 +94,7 @@ static SETTINGS: &[SettingDecl] = &[
         default: "0",
         allowed: "[0|1|2|3]",
         tunable: false,
+        recipe: true,
     },
     SettingDecl {
         section: SettingSection::Build,
@@ -99,6 +103,7 @@ static SETTINGS: &[SettingDecl] = &[
         default: "auto",
         allowed: "[0|1|2|...]",
         tunable: false,
+        recipe: true,
     },
     SettingDecl {
         section: SettingSection::Runtime,
@@ -107,6 +112,7 @@ static SETTINGS: &[SettingDecl] = &[
         default: "true",
         allowed: "[true|false]",
         tunable: false,
+        recipe: false,
     },
     SettingDecl {
         section: SettingSection::Runtime,
@@ -115,6 +121,7 @@ static SETTINGS: &[SettingDecl] = &[
         default: "true",
         allowed: "[true|false]",
         tunable: false,
+        recipe: false,
     },
     SettingDecl {
         section: SettingSection::Runtime,
@@ -123,6 +130,7 @@ static SETTINGS: &[SettingDecl] = &[
         default: "false",
         allowed: "[true|false]",
         tunable: false,
+        recipe: false,
     },
 ];
 

@@ -31,7 +31,6 @@ use crate::bundle::BundleManifest;
 use crate::profile::{LayerProfile, LayerTensor, ProfiledLayer, trt_datatype};
 use crate::runtime::{
     BuildOutput, BuildStep, Runtime, Session, SettingDecl, SettingSection, check_build_settings,
-    positive_setting,
 };
 use crate::tensor::{DType, Dim, HostTensor, TensorSpec};
 
@@ -53,6 +52,7 @@ static SETTINGS: &[SettingDecl] = &[
         default: "1",
         allowed: "[1|2|...]",
         tunable: true,
+        recipe: false,
     },
     SettingDecl {
         section: SettingSection::Build,
@@ -61,6 +61,7 @@ static SETTINGS: &[SettingDecl] = &[
         default: "fp32",
         allowed: "[fp32|fp16]",
         tunable: true,
+        recipe: true,
     },
 ];
 
@@ -346,6 +347,31 @@ fn nnef_safe(model: &mut TypedModel) -> anyhow::Result<NnefNames> {
     Ok(names)
 }
 
+/// tract's `runtime.*` settings, decoded once where a session is loaded (case resolution checked their
+/// values against [`SETTINGS`] already).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TractSettings {
+    /// Threads of the matrix-multiplication executor; 1 is tract's single-threaded path.
+    #[serde(default = "TractSettings::single_thread")]
+    threads: std::num::NonZeroUsize,
+}
+
+impl TractSettings {
+    fn single_thread() -> std::num::NonZeroUsize {
+        std::num::NonZeroUsize::MIN
+    }
+
+    fn decode(settings: &BTreeMap<String, Value>) -> anyhow::Result<Self> {
+        let object = settings
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        serde_json::from_value(Value::Object(object))
+            .context("tract's runtime settings (runtime.threads, a positive integer)")
+    }
+}
+
 /// Loads a bundle; `profiling` times every node of every run (tract's `run_plan_with_eval` hook).
 fn load_session(
     bundle_dir: &Path,
@@ -353,7 +379,7 @@ fn load_session(
     settings: &BTreeMap<String, Value>,
     profiling: bool,
 ) -> anyhow::Result<TractSession> {
-    let threads = positive_setting(settings, "threads", 1)?;
+    let threads = TractSettings::decode(settings)?.threads.get();
     let path = bundle_dir.join(&manifest.artifact);
     let model = nnef_ext::framework()
         .model_for_path(&path)
@@ -833,6 +859,32 @@ fn from_tract(t: Tensor) -> anyhow::Result<HostTensor> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runtime_settings_decode_once_into_their_struct() {
+        let decode = |pairs: &[(&str, Value)]| {
+            TractSettings::decode(
+                &pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.clone()))
+                    .collect(),
+            )
+        };
+        assert_eq!(decode(&[]).expect("default").threads.get(), 1);
+        assert_eq!(
+            decode(&[("threads", Value::from(4))])
+                .expect("4")
+                .threads
+                .get(),
+            4
+        );
+        assert!(decode(&[("threads", Value::from(0))]).is_err());
+        let unknown = decode(&[("intra_threads", Value::from(2))]).expect_err("not tract's");
+        assert!(
+            format!("{unknown:#}").contains("intra_threads"),
+            "{unknown:#}"
+        );
+    }
 
     #[test]
     fn pinned_version_matches_the_lockfile() {

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use trtmc_core::artifacts::{LoopStop, Observation, RuntimeInfo};
-use trtmc_core::operations;
 
 use crate::bundle::BundleManifest;
 use crate::ops::{self, CallRecord, RunnerContext, TimedRunner};
@@ -48,8 +47,7 @@ pub fn execute_until(request: &WorkerRequest, stop: &AtomicBool) -> WorkerResult
 /// The inputs of the request's calls as its runner prepares them (the bundle loaded, no call made), for
 /// a reference runner that must repeat the same calls in another framework.
 pub fn reference_inputs(request: &WorkerRequest) -> anyhow::Result<ops::ReferenceInputs> {
-    let op = operations::operation(&request.operation)
-        .with_context(|| format!("unknown operation `{}`", request.operation))?;
+    let operation = ops::requested(&request.operation)?;
     let (session, manifest) = load_bundle(request)?;
     let ctx = RunnerContext {
         request: &request.request,
@@ -61,7 +59,7 @@ pub fn reference_inputs(request: &WorkerRequest) -> anyhow::Result<ops::Referenc
         first_call: 0,
         data: request.data.as_ref(),
     };
-    Ok(ops::prepare(op.name, ctx)?.reference_inputs())
+    Ok(ops::prepare(operation, ctx)?.reference_inputs())
 }
 
 type LoadedBundle = (Option<Box<dyn runtime::Session>>, Option<BundleManifest>);
@@ -98,8 +96,7 @@ fn execute_inner(
     runtime_info: RuntimeInfo,
     stop: &AtomicBool,
 ) -> anyhow::Result<WorkerResult> {
-    let op = operations::operation(&request.operation)
-        .with_context(|| format!("unknown operation `{}`", request.operation))?;
+    let operation = ops::requested(&request.operation)?;
     let load_started = Instant::now();
     let (session, manifest) = load_bundle(request)?;
     let ctx = RunnerContext {
@@ -111,7 +108,7 @@ fn execute_inner(
         first_call: request.first_call,
         data: request.data.as_ref(),
     };
-    let mut runner = ops::prepare(op.name, ctx)?;
+    let mut runner = ops::prepare(operation, ctx)?;
     let load_ms = load_started.elapsed().as_secs_f64() * 1e3;
 
     let mut progress = ProgressFile::new(request.progress_file.clone());
@@ -163,7 +160,8 @@ fn execute_inner(
             );
         }
     };
-    let ended = match (request.test_call_delay_us, request.test_call_slowdown_ppm) {
+    let hooks = request.hooks.clone().unwrap_or_default();
+    let ended = match (hooks.call_delay_us, hooks.call_slowdown_ppm) {
         (None, None) => timed_loop_until(runner.as_mut(), &rule, stop, &mut report)?,
         // Test hooks (the matrix's injected slowdowns): the delay is part of each call.
         (delay_us, slowdown_ppm) => timed_loop_until(
@@ -178,6 +176,7 @@ fn execute_inner(
         )?,
     };
     let records = ended.calls;
+    let op = operation.decl();
     let stage_names: Vec<&str> = op.stages.iter().map(|s| s.name).collect();
     let counter_names: Vec<&str> = op.counters.iter().map(|c| c.name).collect();
     let observations = records
@@ -556,10 +555,8 @@ mod tests {
             max_duration_s: None,
             progress_file: None,
             profile: None,
-            test_call_delay_us: None,
-            test_call_slowdown_ppm: None,
             first_call: 0,
-            test_slow_node: None,
+            hooks: None,
             data: None,
         }
     }
@@ -700,7 +697,10 @@ mod tests {
         let mut req = request("test_sleep", 1, 5);
         req.request
             .insert("sleep_us".into(), serde_json::json!(20_000));
-        req.test_call_slowdown_ppm = Some(500_000);
+        req.hooks = Some(crate::protocol::WorkerHooks {
+            call_slowdown_ppm: Some(500_000),
+            ..Default::default()
+        });
         let r = execute(&req);
         assert_eq!(r.status, WorkerStatus::Ok, "{:?}", r.error);
         // A 20 ms call made 50 % slower: at least 30 ms, however long the sleep overshot.
@@ -718,7 +718,10 @@ mod tests {
     #[test]
     fn the_requested_test_delay_is_inside_every_timed_call_only() {
         let mut req = request("test_noop", 2, 5);
-        req.test_call_delay_us = Some(3000);
+        req.hooks = Some(crate::protocol::WorkerHooks {
+            call_delay_us: Some(3000),
+            ..Default::default()
+        });
         let r = execute(&req);
         assert_eq!(r.status, WorkerStatus::Ok, "{:?}", r.error);
         assert_eq!(r.observations.len(), 5);

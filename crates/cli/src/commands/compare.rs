@@ -186,7 +186,7 @@ pub fn execute(args: CompareArgs) -> CliResult {
             selection,
             &bundle_options,
             &command_line,
-            &TestHooks::from_env(),
+            TestHooks::current(),
             &BuildNotice,
         )
         .map_err(CliError::from)

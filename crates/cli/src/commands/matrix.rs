@@ -226,7 +226,7 @@ pub fn execute(args: MatrixArgs) -> CliResult {
                 &run,
                 &plan.executor,
                 &Terminal::new(false),
-                &TestHooks::from_env(),
+                TestHooks::current(),
             )?;
             finish(&run, results, &a.ci, a.history.as_deref())
         }
@@ -236,7 +236,7 @@ pub fn execute(args: MatrixArgs) -> CliResult {
                 &a.run_dir,
                 a.executor.as_deref(),
                 &Terminal::new(false),
-                &TestHooks::from_env(),
+                TestHooks::current(),
             )?;
             finish(&a.run_dir, results, &a.ci, None)
         }
@@ -246,7 +246,7 @@ pub fn execute(args: MatrixArgs) -> CliResult {
             finish(&a.run_dir, results, &a.ci, None)
         }
         MatrixCommand::Task(a) => {
-            match runner::task(&a.run_dir, &a.tasks_file, a.task, &TestHooks::from_env())? {
+            match runner::task(&a.run_dir, &a.tasks_file, a.task, TestHooks::current())? {
                 TaskOutcome::RowWritten => Ok(()),
                 // Test only (TRTMC_TEST=1): die without a row result, as a task killed by Slurm would.
                 TaskOutcome::AbortedForTest => std::process::exit(9),

@@ -215,7 +215,7 @@ fn absolute_specs(specs: &[String]) -> Vec<String> {
 pub fn execute(args: RunArgs) -> CliResult {
     crate::runtime_dirs::apply(&args.runtime_dirs)?;
     let command_line: Vec<String> = std::env::args().collect();
-    let test_hooks = TestHooks::from_env();
+    let test_hooks = TestHooks::current().clone();
     crate::summary::check_exports(&args.exports)?;
     args.ci
         .fail_on

@@ -201,7 +201,7 @@ fn load_model(args: &TuneArgs) -> CliResult<Option<Model>> {
         },
         (None, None) => return Ok(None),
     };
-    Model::load(&choice, &trtmc_core::test_hooks::TestHooks::from_env())
+    Model::load(&choice, trtmc_core::test_hooks::TestHooks::current())
         .map(Some)
         .map_err(CliError::from)
 }

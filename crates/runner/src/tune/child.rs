@@ -405,7 +405,7 @@ impl Served<'_> {
                 first_call: 0,
                 data: None,
             };
-            let mut runner = ops::prepare(&self.request.operation, ctx)?;
+            let mut runner = ops::prepare(ops::requested(&self.request.operation)?, ctx)?;
             if self.request.sleep_us > 0 && test_mode() {
                 runner = Box::new(ops::Delayed {
                     inner: runner,

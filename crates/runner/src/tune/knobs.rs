@@ -10,11 +10,12 @@ use trtmc_tune::expr::Route;
 use trtmc_tune::knobs::{KnobDatabase, KnobOption};
 
 /// Set to `1` by the test harness; only then do the `-test:*` knobs exist and act.
-pub const TEST_ENV: &str = "TRTMC_TEST";
+pub use trtmc_core::test_hooks::TEST_ENV;
 
-/// True when this process runs under the test harness (`TRTMC_TEST=1`).
+/// True when this process runs under the test harness: the hooks `main` read say so
+/// (`trtmc_core::test_hooks`; nothing here reads the environment).
 pub fn test_mode() -> bool {
-    std::env::var(TEST_ENV).is_ok_and(|v| v == "1")
+    trtmc_core::test_hooks::TestHooks::current().enabled
 }
 
 /// Knob name prefix of the test-only knobs.

@@ -127,7 +127,9 @@ impl Model {
                 profile.status.label()
             )));
         }
-        test_hooks.check_operation(&profile).map_err(input_err)?;
+        test_hooks
+            .check_operation(&profile)
+            .map_err(|e| input_err(e.to_string()))?;
         Ok(Model {
             profile,
             catalog_root: Some(root.clone()),
@@ -765,9 +767,6 @@ where
 
 fn chosen_settings(info: &RouteBundle, saved: Option<String>) -> ChosenRoute {
     let mut other = BTreeMap::new();
-    if let Some(f) = &info.settings.fault {
-        other.insert("test.fault".into(), f.clone());
-    }
     if info.settings.sleep_us > 0 {
         other.insert("test.sleep_us".into(), info.settings.sleep_us.to_string());
     }

@@ -29,7 +29,6 @@ use trtmc_core::fsutil::write_json_atomic;
 use trtmc_tune::expr::Route;
 use trtmc_tune::{MeasurePlan, RouteError, RouteRunner, Timing};
 
-use super::knobs::test_mode;
 use super::orchestrate::BuiltRoutes;
 use super::process::{Built, ProcessRunner, RouteBundle};
 use super::protocol::{ChildMode, ChildRequest, Response};
@@ -43,7 +42,7 @@ pub const ROUTE_RESULT_SCHEMA: &str = "trtmc.tune-route-result/v1";
 const TASKS_SCHEMA: &str = "trtmc.tune-slurm-tasks/v1";
 /// Test only (with `TRTMC_TEST=1`): the task of this route aborts before it writes its result, as a
 /// task killed with its node would.
-pub const ABORT_ROUTE_ENV: &str = "TRTMC_TEST_TUNE_ABORT_ROUTE";
+pub use trtmc_core::test_hooks::TUNE_ABORT_ROUTE_ENV as ABORT_ROUTE_ENV;
 
 /// How a route's build task ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -521,7 +520,8 @@ pub fn task_main(tasks_file: &Path, task: usize) -> i32 {
     };
     let node = node_name();
     eprintln!("tune-task {task}: route {} on {node}", spec.route);
-    if test_mode() && std::env::var(ABORT_ROUTE_ENV).is_ok_and(|r| r == spec.route) {
+    let abort_route = &trtmc_core::test_hooks::TestHooks::current().tune_abort_route;
+    if abort_route.as_deref() == Some(spec.route.as_str()) {
         eprintln!("tune-task: {ABORT_ROUTE_ENV} names this route: aborting without a result");
         std::process::abort();
     }

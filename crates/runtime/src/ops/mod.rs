@@ -23,6 +23,7 @@ use serde_json::Value;
 
 use crate::bundle::BundleManifest;
 use crate::runtime::Session;
+use trtmc_core::operations::Operation;
 
 pub use generate::{GenerationOutput, generate_tokens};
 pub use infer::{INPUT_SHAPES_NOTE, OUTPUT_CHECK_NOTE, synthesize_all};
@@ -304,54 +305,39 @@ pub(crate) fn stack_items(
     )?))
 }
 
-/// Prepares the runner of `operation`.
-pub fn prepare(operation: &str, ctx: RunnerContext<'_>) -> anyhow::Result<Box<dyn TimedRunner>> {
+/// Prepares the runner of `operation`. The match is exhaustive: a new [`Operation`] does not compile
+/// until it has its runner here.
+pub fn prepare(
+    operation: Operation,
+    ctx: RunnerContext<'_>,
+) -> anyhow::Result<Box<dyn TimedRunner>> {
     Ok(match operation {
-        "infer" => Box::new(infer::InferRunner::prepare(ctx)?),
-        "classify" => Box::new(classify::ClassifyRunner::prepare(ctx)?),
-        "encode" => Box::new(encode::EncodeRunner::prepare(ctx)?),
-        "generate" => Box::new(generate::GenerateRunner::prepare(ctx)?),
-        "generate_vl" => Box::new(generate::GenerateRunner::prepare_with(ctx, true)?),
-        "detect" => Box::new(vision::DetectRunner::prepare(ctx)?),
-        "segment" => Box::new(vision::SegmentRunner::prepare(ctx)?),
-        "rerank" => Box::new(rerank::RerankRunner::prepare(ctx)?),
-        "transcribe" => Box::new(audio::TranscribeRunner::prepare(ctx)?),
-        "generate_audio" => Box::new(audio::GenerateAudioRunner::prepare(ctx)?),
-        "convert_speech" => Box::new(audio::ConvertSpeechRunner::prepare(ctx)?),
-        "generate_image" => Box::new(diffusion::DiffusionRunner::prepare(ctx, false)?),
-        "generate_video" => Box::new(diffusion::DiffusionRunner::prepare(ctx, true)?),
-        "forecast" => Box::new(forecast::ForecastRunner::prepare(ctx)?),
-        "test_noop" => Box::new(testing::Noop),
-        "test_sleep" => Box::new(testing::Sleep::prepare(&ctx)?),
-        "test_crash" => Box::new(testing::Crash::prepare(&ctx)?),
-        "test_hang" => Box::new(testing::Hang::prepare(&ctx)?),
-        "test_nan" => Box::new(testing::Nan),
-        other => bail!("no timed runner for operation `{other}`"),
+        Operation::Infer => Box::new(infer::InferRunner::prepare(ctx)?),
+        Operation::Classify => Box::new(classify::ClassifyRunner::prepare(ctx)?),
+        Operation::Encode => Box::new(encode::EncodeRunner::prepare(ctx)?),
+        Operation::Generate => Box::new(generate::GenerateRunner::prepare(ctx)?),
+        Operation::GenerateVl => Box::new(generate::GenerateRunner::prepare_with(ctx, true)?),
+        Operation::Detect => Box::new(vision::DetectRunner::prepare(ctx)?),
+        Operation::Segment => Box::new(vision::SegmentRunner::prepare(ctx)?),
+        Operation::Rerank => Box::new(rerank::RerankRunner::prepare(ctx)?),
+        Operation::Transcribe => Box::new(audio::TranscribeRunner::prepare(ctx)?),
+        Operation::GenerateAudio => Box::new(audio::GenerateAudioRunner::prepare(ctx)?),
+        Operation::ConvertSpeech => Box::new(audio::ConvertSpeechRunner::prepare(ctx)?),
+        Operation::GenerateImage => Box::new(diffusion::DiffusionRunner::prepare(ctx, false)?),
+        Operation::GenerateVideo => Box::new(diffusion::DiffusionRunner::prepare(ctx, true)?),
+        Operation::Forecast => Box::new(forecast::ForecastRunner::prepare(ctx)?),
+        Operation::TestNoop => Box::new(testing::Noop),
+        Operation::TestSleep => Box::new(testing::Sleep::prepare(&ctx)?),
+        Operation::TestCrash => Box::new(testing::Crash::prepare(&ctx)?),
+        Operation::TestHang => Box::new(testing::Hang::prepare(&ctx)?),
+        Operation::TestNan => Box::new(testing::Nan),
     })
 }
 
-/// Every operation the registry declares has a runner here (checked by the tests).
-pub const RUNNERS: &[&str] = &[
-    "infer",
-    "classify",
-    "encode",
-    "generate",
-    "generate_vl",
-    "detect",
-    "segment",
-    "rerank",
-    "transcribe",
-    "generate_audio",
-    "convert_speech",
-    "generate_image",
-    "generate_video",
-    "forecast",
-    "test_noop",
-    "test_sleep",
-    "test_crash",
-    "test_hang",
-    "test_nan",
-];
+/// The operation a worker request names, or an error naming it.
+pub fn requested(name: &str) -> anyhow::Result<Operation> {
+    Operation::from_name(name).with_context(|| format!("unknown operation `{name}`"))
+}
 
 /// Fails when any output holds NaN or infinity, naming the output.
 pub(crate) fn check_finite(
@@ -371,14 +357,33 @@ pub(crate) fn check_finite(
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
+    use trtmc_core::operations::Operation;
+
+    /// The ONNX Runtime references (`reference/ort_ops/<operation>.py`) are exactly the public
+    /// operations: none missing, none for an operation that does not exist (the test operations have
+    /// none: they time nothing a reference could repeat).
     #[test]
-    fn every_declared_operation_has_a_runner() {
-        for op in trtmc_core::operations::operations() {
-            assert!(
-                super::RUNNERS.contains(&op.name),
-                "no runner for {}",
-                op.name
-            );
-        }
+    fn the_python_references_are_the_public_operations() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../reference/ort_ops");
+        let modules: BTreeSet<String> = std::fs::read_dir(&dir)
+            .expect("reference/ort_ops")
+            .map(|entry| {
+                entry
+                    .expect("entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .filter(|f| !f.starts_with('_'))
+            .filter_map(|f| f.strip_suffix(".py").map(str::to_string))
+            .collect();
+        let public: BTreeSet<String> = Operation::ALL
+            .iter()
+            .filter(|op| !op.decl().test_only)
+            .map(|op| op.name().to_string())
+            .collect();
+        assert_eq!(modules, public);
     }
 }

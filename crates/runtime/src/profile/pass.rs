@@ -10,7 +10,6 @@ use std::rc::Rc;
 use anyhow::Context as _;
 use serde_json::json;
 use trtmc_core::artifacts::RuntimeInfo;
-use trtmc_core::operations;
 
 use crate::bundle::BundleManifest;
 use crate::ops::{self, CallRecord, RunnerContext};
@@ -46,8 +45,7 @@ pub fn execute(
     pass: &ProfilePass,
     runtime_info: RuntimeInfo,
 ) -> anyhow::Result<WorkerResult> {
-    let op = operations::operation(&request.operation)
-        .with_context(|| format!("unknown operation `{}`", request.operation))?;
+    let operation = ops::requested(&request.operation)?;
     let bundle_dir = request
         .bundle
         .as_deref()
@@ -84,7 +82,7 @@ pub fn execute(
         first_call: request.first_call,
         data: request.data.as_ref(),
     };
-    let mut runner = ops::prepare(op.name, ctx)?;
+    let mut runner = ops::prepare(operation, ctx)?;
     for i in 0..request.warmup {
         runner
             .call(&mut CallRecord::default())
