@@ -20,3 +20,4 @@ pub mod runtime_dirs;
 pub mod stats;
 pub mod test_hooks;
 pub mod text;
+pub mod validity;

@@ -9,25 +9,24 @@
 //! | completed | the case ran to the end of its stopping rule (an interrupted case keeps partial statistics) | |
 //! | samples | timed calls ≥ `min_samples`: enough for the median and its interval over 10 blocks of calls | 10 |
 //! | min duration | the timed loop ran ≥ `min_duration_s` (first call start to last call end) | 1 s |
-//! | spread | robust CV of the latency (1.4826 × MAD / median, [`trtmc_core::stats::robust_cv`]) ≤ `max_cv`; the plain CV when the observations are not at hand | 10 % ([`trtmc_core::result::NOISY_CV`]) |
+//! | spread | robust CV of the latency (1.4826 × MAD / median, [`crate::stats::robust_cv`]) ≤ `max_cv`; the plain CV when the observations are not at hand | 10 % ([`crate::result::NOISY_CV`]) |
 //!
 //! The spread is robust because the verdict is about the median the summary leads with: a few slow
 //! calls (a timer interrupt on a sub-millisecond call) triple the CV of a run whose median is steady to a
 //! per cent; they are reported as outliers instead, and the plain CV stays in every table.
 //!
 //! A tail percentile resting on too few calls is not a verdict either: p-th percentile needs
-//! n × (1 − p) ≥ 1 calls ([`trtmc_core::stats::percentile_supported`]); tables mark the others.
+//! n × (1 − p) ≥ 1 calls ([`crate::stats::percentile_supported`]); tables mark the others.
 //!
 //! Notes (reported with recommendations, not part of the verdict): warm-up drift (the first calls are
 //! slower than the median), a sustained slowdown later in the run (throttling or a competing process), and
 //! Tukey outliers (mild: beyond 1.5 IQR, severe: beyond 3 IQR).
 
 use serde::{Deserialize, Serialize};
-use trtmc_core::artifacts::{CaseResult, CaseStatus, Observation};
-use trtmc_core::result::NOISY_CV;
-use trtmc_core::stats::{self, TukeyFences};
-
-use crate::fmt::{fmt_num, fmt_pct};
+use crate::artifacts::{CaseResult, CaseStatus, Observation};
+use crate::result::NOISY_CV;
+use crate::stats::{self, TukeyFences};
+use crate::text::{fmt_num, fmt_pct};
 
 /// Thresholds of the verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -261,7 +260,7 @@ pub fn assess(
     }
     let unsupported: Vec<&str> = [(90.0, "p90"), (95.0, "p95"), (99.0, "p99")]
         .into_iter()
-        .filter(|&(p, _)| !trtmc_core::stats::percentile_supported(p, n as usize))
+        .filter(|&(p, _)| !crate::stats::percentile_supported(p, n as usize))
         .map(|(_, name)| name)
         .collect();
     if !unsupported.is_empty() {
@@ -296,10 +295,10 @@ pub fn assess(
     let cv = metrics.latency_ms.cv;
     let (spread, how) = match latencies.as_deref() {
         Some(l) if !l.is_empty() => (
-            trtmc_core::stats::robust_cv(l),
+            crate::stats::robust_cv(l),
             format!(
                 "robust CV (MAD) {} %, plain CV {} %",
-                fmt_pct(trtmc_core::stats::robust_cv(l)),
+                fmt_pct(crate::stats::robust_cv(l)),
                 fmt_pct(cv)
             ),
         ),
