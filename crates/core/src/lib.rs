@@ -21,3 +21,4 @@ pub mod stats;
 pub mod test_hooks;
 pub mod text;
 pub mod validity;
+pub mod verdicts;
