@@ -1299,8 +1299,14 @@ fn rows_add_rounds_until_decided_or_their_budget_is_spent() {
         "{c}"
     );
     // Two planned looks share the 5 % error.
-    assert!((c["look_confidence"].as_f64().unwrap() - 0.975).abs() < 1e-12, "{c}");
-    assert_eq!(by_rounds["resolved_settings"]["looks"], serde_json::json!([8, 12]));
+    assert!(
+        (c["look_confidence"].as_f64().unwrap() - 0.975).abs() < 1e-12,
+        "{c}"
+    );
+    assert_eq!(
+        by_rounds["resolved_settings"]["looks"],
+        serde_json::json!([8, 12])
+    );
     // Round 1: the candidate first; round 2: the reference first.
     let outputs: Vec<String> = by_rounds["commands"]
         .as_array()
@@ -1356,7 +1362,11 @@ fn rows_add_rounds_until_decided_or_their_budget_is_spent() {
     let results = read_json(&out.join("results.json"));
     assert_lights_match_ratios(&results);
     let c = &results["rows"][0]["comparison"];
-    assert_eq!((c["light"].as_str(), c["rounds"].as_u64()), (Some("red"), Some(8)), "{c}");
+    assert_eq!(
+        (c["light"].as_str(), c["rounds"].as_u64()),
+        (Some("red"), Some(8)),
+        "{c}"
+    );
     assert_eq!(c["stopped_by"], "decided");
     assert_eq!(c["uncertain"], false);
     assert_eq!(

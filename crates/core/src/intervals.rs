@@ -223,7 +223,10 @@ mod tests {
         let l = Looks::plan(8, 40, 0.95);
         assert_eq!(l.at, vec![8, 12, 18, 27, 40]);
         assert!((l.per_look - 0.99).abs() < 1e-12);
-        assert_eq!((l.next(8), l.next(27), l.next(40)), (Some(12), Some(40), None));
+        assert_eq!(
+            (l.next(8), l.next(27), l.next(40)),
+            (Some(12), Some(40), None)
+        );
         assert!(l.is_look(18) && !l.is_look(19));
         // No extension: one look at the full confidence.
         let fixed = Looks::plan(30, 30, 0.95);

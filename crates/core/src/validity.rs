@@ -22,11 +22,11 @@
 //! the run (throttling or a competing process), and Tukey outliers (mild: beyond 1.5 IQR, severe:
 //! beyond 3 IQR).
 
-use serde::{Deserialize, Serialize};
 use crate::artifacts::{CaseResult, CaseStatus, Observation};
 use crate::result::NOISY_CV;
 use crate::stats::{self, TukeyFences};
 use crate::text::{fmt_num, fmt_pct};
+use serde::{Deserialize, Serialize};
 
 /// The half-width, as a fraction of the p50, within which the p50's 95 % interval must lie for the p50
 /// to count as pinned down (VALID) and at which `run`'s default stopping rule stops measuring.
@@ -431,6 +431,77 @@ pub fn latencies_ms(observations: &[Observation]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `walls_ms[i]` is call i's wall time; calls start 10 ms apart (a 2 s run for 200 calls).
+    fn observations(walls_ms: impl Iterator<Item = f64>) -> Vec<Observation> {
+        walls_ms
+            .enumerate()
+            .map(|(i, ms)| Observation {
+                iteration: i as u64,
+                start_ns: i as u64 * 10_000_000,
+                wall_ns: (ms * 1e6) as u64,
+                ..Default::default()
+            })
+            .collect()
+    }
+
+    /// A completed case of these calls, built through JSON so later fields with defaults do not break it.
+    fn completed(obs: &[Observation]) -> CaseResult {
+        let op = crate::operations::operation("test_sleep").expect("op");
+        serde_json::from_value(serde_json::json!({
+            "dir": "001-m", "model": "m", "case": "default", "label": "default",
+            "task_strategy": "test_sleep", "operation": "test_sleep",
+            "runtime": {"name": "tract", "version": "0.23.9"},
+            "status": "completed", "error": null, "identity": "0".repeat(64), "bundle": null,
+            "measurement": {"warmup": 2, "iterations": obs.len(), "min_duration_s": 0.0,
+                "max_duration_s": 30.0, "observations": obs.len(), "load_ms": null},
+            "metrics": crate::result::reduce(op, obs),
+            "sweep_point": {}, "request": {},
+            "files": {"resolved_case": "r.json", "observations": "o.jsonl", "worker_log": null, "telemetry": null}
+        }))
+        .expect("a valid case")
+    }
+
+    #[test]
+    fn a_noisy_run_whose_p50_is_pinned_down_is_valid_with_a_noisy_note() {
+        // Each block of 20 calls holds ten at 1.0 ms and ten at 1.5 ms: every block's median is 1.25 ms
+        // (the p50 is pinned down exactly) while the robust CV is about 30 %.
+        let obs = observations((0..200).map(|i| if i % 10 < 5 { 1.0 } else { 1.5 }));
+        let (v, _) = assess(&completed(&obs), Some(&obs), &Policy::default());
+        assert!(v.valid, "{v:?}");
+        assert!(
+            v.notes.iter().any(|n| n.starts_with("noisy: robust CV")),
+            "{v:?}"
+        );
+        assert!(
+            v.recommendations
+                .iter()
+                .any(|r| r.starts_with("latency varies too much")),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn a_drifting_p50_is_invalid_and_the_fix_is_named() {
+        // Calls slow down steadily from 1 ms to 3 ms: the blocks' medians spread, the p50 is not pinned.
+        let obs = observations((0..200).map(|i| 1.0 + f64::from(i) / 100.0));
+        let (v, _) = assess(&completed(&obs), Some(&obs), &Policy::default());
+        assert!(!v.valid);
+        let failures = v.failures();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert!(failures[0].starts_with("p50 pinned down: the p50's 95 % interval reaches ±"));
+        assert!(
+            v.recommendations
+                .iter()
+                .any(|r| r.contains("raise --max-duration (now 30 s)")),
+            "{v:?}"
+        );
+        assert!(
+            p50_half_width(&obs.iter().map(|o| o.wall_ns as f64).collect::<Vec<_>>())
+                .is_some_and(|h| h > P50_HALF_WIDTH)
+        );
+        assert_eq!(p50_half_width(&[1.0, 2.0]), None);
+    }
 
     fn steady(n: usize, ms: f64) -> Vec<f64> {
         // Deterministic ±2 % wobble.

@@ -174,7 +174,9 @@ mod tests {
         assert!(!green.uncertain);
         assert_eq!((green.rounds, green.method.as_str()), (10, METHOD));
         assert_eq!(
-            compare(&rounds(1.18, 10, 10, 0.01), &r, &t, t.confidence).unwrap().light,
+            compare(&rounds(1.18, 10, 10, 0.01), &r, &t, t.confidence)
+                .unwrap()
+                .light,
             Light::Yellow
         );
         let red = compare(&rounds(2.0, 10, 10, 0.01), &r, &t, t.confidence).unwrap();
@@ -203,20 +205,48 @@ mod tests {
     #[test]
     fn too_few_samples_get_no_light() {
         let t = Thresholds::default();
-        assert!(compare(&rounds(1.0, 1, 3, 0.0), &rounds(1.0, 1, 30, 0.0), &t, t.confidence).is_err());
-        assert!(compare(&rounds(1.0, 3, 10, 0.0), &rounds(1.0, 2, 15, 0.0), &t, t.confidence).is_err());
+        assert!(
+            compare(
+                &rounds(1.0, 1, 3, 0.0),
+                &rounds(1.0, 1, 30, 0.0),
+                &t,
+                t.confidence
+            )
+            .is_err()
+        );
+        assert!(
+            compare(
+                &rounds(1.0, 3, 10, 0.0),
+                &rounds(1.0, 2, 15, 0.0),
+                &t,
+                t.confidence
+            )
+            .is_err()
+        );
     }
 
     #[test]
     fn too_few_rounds_are_never_red_nor_a_confident_green() {
         let t = Thresholds::default();
-        let slow = compare(&rounds(2.0, 3, 20, 0.0), &rounds(1.0, 3, 20, 0.0), &t, t.confidence).unwrap();
+        let slow = compare(
+            &rounds(2.0, 3, 20, 0.0),
+            &rounds(1.0, 3, 20, 0.0),
+            &t,
+            t.confidence,
+        )
+        .unwrap();
         assert_eq!(slow.light, Light::Yellow);
         assert!(
             slow.uncertain && slow.note.contains("min_rounds"),
             "{slow:?}"
         );
-        let same = compare(&rounds(1.0, 1, 40, 0.0), &rounds(1.0, 1, 40, 0.0), &t, t.confidence).unwrap();
+        let same = compare(
+            &rounds(1.0, 1, 40, 0.0),
+            &rounds(1.0, 1, 40, 0.0),
+            &t,
+            t.confidence,
+        )
+        .unwrap();
         assert_eq!(same.light, Light::Green);
         assert!(same.uncertain);
         assert_eq!((same.rounds, same.method.as_str()), (1, METHOD_ONE_ROUND));

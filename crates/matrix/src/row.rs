@@ -407,7 +407,9 @@ fn measure(
         .resolved_settings
         .insert("looks".into(), json!(looks.at));
     if let Some(s) = pr.max_seconds {
-        result.resolved_settings.insert("max_seconds".into(), json!(s));
+        result
+            .resolved_settings
+            .insert("max_seconds".into(), json!(s));
     }
     let started = Instant::now();
     let mut k = 0usize;

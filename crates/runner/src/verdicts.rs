@@ -189,7 +189,8 @@ mod tests {
         );
         assert!(verdict("b", "a", 1.02, 0.97, 1.08, 10, true).contains("no difference shown"));
         assert!(
-            verdict("b", "a", 1.0, 0.99, 1.01, 10, true).starts_with("b and a ran the same within 2 %"),
+            verdict("b", "a", 1.0, 0.99, 1.01, 10, true)
+                .starts_with("b and a ran the same within 2 %"),
             "{}",
             verdict("b", "a", 1.0, 0.99, 1.01, 10, true)
         );

@@ -758,9 +758,13 @@ mod tests {
             ms: [vec![1; 8], vec![5; 8]].concat(),
             i: 0,
         };
-        let end =
-            timed_loop_until(&mut bimodal, &unbounded, &AtomicBool::new(false), &mut |_, _| {})
-                .expect("loop");
+        let end = timed_loop_until(
+            &mut bimodal,
+            &unbounded,
+            &AtomicBool::new(false),
+            &mut |_, _| {},
+        )
+        .expect("loop");
         assert_eq!(end.calls.len(), 10);
     }
 

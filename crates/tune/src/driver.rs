@@ -1426,9 +1426,8 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
             && standing.len() >= 2
             && looks.is_look(passes_done)
             && standing.iter().all(|k| {
-                self.state(k).is_some_and(|s| {
-                    s.finals.len() >= passes_done * config.final_calls_per_pass
-                })
+                self.state(k)
+                    .is_some_and(|s| s.finals.len() >= passes_done * config.final_calls_per_pass)
             });
         let based_on = if complete {
             "interleaved_passes"

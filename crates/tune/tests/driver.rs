@@ -277,7 +277,9 @@ fn identical_routes_tie_despite_a_two_level_process_effect() {
         // Identical routes stay undecided (their interval reaches past 1 + min_effect under this
         // noise), so the passes run to the looks' end: 10, 15, 20.
         assert!(
-            [10, 15, 20].map(|n| 2 * n).contains(&runner.fresh_processes),
+            [10, 15, 20]
+                .map(|n| 2 * n)
+                .contains(&runner.fresh_processes),
             "every head-to-head pass of both finalists asks for a fresh process, and passes stop at a look: {}",
             runner.fresh_processes
         );
