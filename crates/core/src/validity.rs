@@ -335,8 +335,7 @@ pub fn assess(
     if !pinned {
         recommendations.push(match case.measurement.max_duration_s {
             Some(max) => format!(
-                "measure longer so the p50 settles: raise --max-duration (now {} s) or add --duration; a run with its default count keeps measuring until the p50 is pinned down or its budget is spent",
-                fmt_num(max)
+                "measure longer so the p50 settles: raise --max-duration (now {max} s) or add --duration; a run with its default count keeps measuring until the p50 is pinned down or its budget is spent"
             ),
             _ => "measure longer so the p50 settles: add --duration, or drop --iterations so the run measures until the p50 is pinned down (within --max-duration)".into(),
         });
@@ -356,7 +355,7 @@ pub fn assess(
     };
     if spread > policy.max_cv {
         notes.push(format!(
-            "noisy: {how}, above {} %; the p50 above rests on the verdict's interval, the tail percentiles move with the noise",
+            "noisy: {how}, above {} %: the tail percentiles move with the noise; the verdict rests on the p50's interval",
             fmt_pct(policy.max_cv)
         ));
         recommendations.push(format!(
