@@ -376,7 +376,11 @@ pub fn timed_loop_until(
             };
             let n = calls.len() as u64;
             if elapsed >= max {
-                return Ok(LoopEnd { calls, stopped_by });
+                // The minimums held but the budget ended the loop before the p50 was pinned down.
+                return Ok(LoopEnd {
+                    calls,
+                    stopped_by: LoopStop::Budget,
+                });
             }
             if n >= next_pin_check {
                 if p50_pinned(&calls, half_width) {
@@ -739,6 +743,7 @@ mod tests {
             .expect("loop");
         let last = end.calls.last().expect("calls");
         assert!(end.calls.len() > 20, "{}", end.calls.len());
+        assert_eq!(end.stopped_by, LoopStop::Budget);
         assert!(last.start + last.wall >= Duration::from_millis(600));
         // Steady calls are pinned down at once (a loose target, for a loaded test machine).
         let loose = LoopRule {
