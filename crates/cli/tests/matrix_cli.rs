@@ -1249,3 +1249,128 @@ fn a_red_or_yellow_row_names_the_node_the_candidate_was_slowed_in() {
     );
     assert_eq!(unexplained["explanation"]["layers"], serde_json::json!([]));
 }
+
+/// Sequential rounds (docs/matrix.md#sequential-rounds): a row whose light is decided at its first look
+/// stops there; a row whose interval keeps holding `green_max` stops at its budget, `max_rounds` or
+/// `max_seconds`, and says which and after how many rounds. Rounds alternate who goes first.
+#[test]
+fn rows_add_rounds_until_decided_or_their_budget_is_spent() {
+    let _one_at_a_time = measuring();
+    let s = setup("");
+    // green_max 1.0: an A/A interval always holds it, so these rows can never decide.
+    let row = |testcase: &str, measure: &str| {
+        format!(
+            "  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: {testcase}\n    candidate: {{runtime: onnxruntime}}\n    reference: {{backend: \"trtmc:onnxruntime\"}}\n    measure: {measure}\n"
+        )
+    };
+    let undecidable = s.dir.path().join("undecidable.yaml");
+    std::fs::write(
+        &undecidable,
+        format!(
+            "schema: trtmc.perf-suite/v1\nname: undecidable\nthresholds: {{green_max: 1.0, yellow_max: 2.0, min_samples: 10}}\nmeasure: {{warmup: 2, iterations: 16, rounds: 8, max_rounds: 40}}\nrows:\n{}{}",
+            row("single", "{max_rounds: 12}"),
+            row("batch8", "{max_seconds: 1}"),
+        ),
+    )
+    .expect("write suite");
+    let out = s.dir.path().join("undecided");
+    let o = run_suite(&s, &undecidable, &out, &[], &[]);
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    let results = read_json(&out.join("results.json"));
+    let _: trtmc_core::artifacts::matrix::Results =
+        assert_document("matrix-results.schema.json", &results);
+    assert_lights_match_ratios(&results);
+    let rows = rows_by_id(&results);
+    let by_rounds = &rows
+        .iter()
+        .find(|(id, _)| id.contains("/single/"))
+        .expect("single row")
+        .1;
+    let c = &by_rounds["comparison"];
+    assert_eq!(c["rounds"], 12, "looks at 8 and 12 rounds: {c}");
+    assert_eq!(c["stopped_by"], "max_rounds", "{c}");
+    assert_eq!(c["uncertain"], true);
+    assert_ne!(c["light"], "red");
+    assert!(
+        c["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("undecided after 12 rounds: max_rounds (12) ran out"),
+        "{c}"
+    );
+    // Two planned looks share the 5 % error.
+    assert!(
+        (c["look_confidence"].as_f64().unwrap() - 0.975).abs() < 1e-12,
+        "{c}"
+    );
+    assert_eq!(
+        by_rounds["resolved_settings"]["looks"],
+        serde_json::json!([8, 12])
+    );
+    // Round 1: the candidate first; round 2: the reference first.
+    let outputs: Vec<String> = by_rounds["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["argv"][1] == "run")
+        .map(|c| {
+            let argv = c["argv"].as_array().unwrap();
+            let o = argv[argv.len() - 1].as_str().unwrap();
+            o.rsplit('/').next().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(
+        &outputs[..4],
+        ["candidate-1", "reference-1", "reference-2", "candidate-2"],
+        "{outputs:?}"
+    );
+    let by_time = &rows
+        .iter()
+        .find(|(id, _)| id.contains("/batch8/"))
+        .expect("batch8 row")
+        .1;
+    let c = &by_time["comparison"];
+    assert_eq!(c["stopped_by"], "max_seconds", "{c}");
+    assert_eq!(c["rounds"], 8, "no second look fits in 1 s: {c}");
+    assert!(
+        c["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("undecided after 8 rounds: max_seconds (1 s)"),
+        "{c}"
+    );
+
+    // A 20 ms slowdown of a sub-millisecond model is red at the first look: 8 of up to 40 rounds.
+    let decided = s.dir.path().join("decided.yaml");
+    std::fs::write(
+        &decided,
+        format!(
+            "schema: trtmc.perf-suite/v1\nname: decided\nthresholds: {{green_max: 1.3, yellow_max: 2.0, min_samples: 10}}\nmeasure: {{warmup: 2, iterations: 16, rounds: 8, max_rounds: 40}}\nrows:\n{}",
+            row("single", "{}"),
+        ),
+    )
+    .expect("write suite");
+    let out = s.dir.path().join("decided");
+    let o = run_suite(
+        &s,
+        &decided,
+        &out,
+        &[],
+        &[("TRTMC_TEST_MATRIX_CANDIDATE_DELAY_US", "20000")],
+    );
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    let results = read_json(&out.join("results.json"));
+    assert_lights_match_ratios(&results);
+    let c = &results["rows"][0]["comparison"];
+    assert_eq!(
+        (c["light"].as_str(), c["rounds"].as_u64()),
+        (Some("red"), Some(8)),
+        "{c}"
+    );
+    assert_eq!(c["stopped_by"], "decided");
+    assert_eq!(c["uncertain"], false);
+    assert_eq!(
+        results["rows"][0]["resolved_settings"]["looks"],
+        serde_json::json!([8, 12, 18, 27, 40])
+    );
+}

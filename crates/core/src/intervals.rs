@@ -81,6 +81,51 @@ pub fn median(values: &[f64], confidence: f64) -> Option<RoundInterval> {
     })
 }
 
+/// A fixed schedule of looks for a comparison that adds rounds until it is decided: looks at `first`
+/// rounds, then each time the rounds have grown by half (at least by 2), and last at `most`. The error
+/// `1 - confidence` is split evenly between the looks (Bonferroni), so every look's interval is computed
+/// at `per_look` and the chance that any look's interval misses the true median stays at most
+/// `1 - confidence`, however early the comparison stops (docs/statistics.md, *Sequential rounds*).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Looks {
+    /// Round counts at which the interval is computed and the comparison may stop, ascending.
+    pub at: Vec<usize>,
+    /// The confidence of each look's interval.
+    pub per_look: f64,
+}
+
+impl Looks {
+    /// The schedule from `first` to `most` rounds (`most` at or below `first`: a single look at `first`,
+    /// at the full confidence).
+    pub fn plan(first: usize, most: usize, confidence: f64) -> Looks {
+        let first = first.max(1);
+        let most = most.max(first);
+        let mut at = vec![first];
+        let mut n = first;
+        while n < most {
+            n = (n + (n / 2).max(2)).min(most);
+            at.push(n);
+        }
+        let per_look = 1.0 - (1.0 - confidence) / at.len() as f64;
+        Looks { at, per_look }
+    }
+
+    /// Whether `rounds` is one of the planned looks.
+    pub fn is_look(&self, rounds: usize) -> bool {
+        self.at.contains(&rounds)
+    }
+
+    /// The look after `rounds`, if any.
+    pub fn next(&self, rounds: usize) -> Option<usize> {
+        self.at.iter().copied().find(|&n| n > rounds)
+    }
+
+    /// The last planned look.
+    pub fn last(&self) -> usize {
+        self.at.last().copied().unwrap_or(1)
+    }
+}
+
 /// Ratio `a / b` from paired rounds: `a[i]` and `b[i]` are the statistic of round `i` on each side.
 /// The estimate is the median of the per-round ratios. `None` when the sides have different round
 /// counts, fewer than two rounds, or a non-positive `b`.
@@ -171,6 +216,25 @@ mod tests {
         let i = median(&ratios, 0.95).expect("interval");
         assert!(i.interval.contains(1.0));
         assert!(i.interval.high < 1.02 && i.interval.low > 0.98, "{i:?}");
+    }
+
+    #[test]
+    fn looks_grow_by_half_and_split_the_error() {
+        let l = Looks::plan(8, 40, 0.95);
+        assert_eq!(l.at, vec![8, 12, 18, 27, 40]);
+        assert!((l.per_look - 0.99).abs() < 1e-12);
+        assert_eq!(
+            (l.next(8), l.next(27), l.next(40)),
+            (Some(12), Some(40), None)
+        );
+        assert!(l.is_look(18) && !l.is_look(19));
+        // No extension: one look at the full confidence.
+        let fixed = Looks::plan(30, 30, 0.95);
+        assert_eq!((fixed.at.clone(), fixed.per_look), (vec![30], 0.95));
+        assert_eq!(Looks::plan(6, 3, 0.95).at, vec![6]);
+        // Every look of the shipped schedule can reach its confidence ([min, max] of 8 covers 99.2 %).
+        let first = median(&(0..8).map(f64::from).collect::<Vec<_>>(), l.per_look).expect("look");
+        assert!(first.trusted(MIN_ROUNDS), "{first:?}");
     }
 
     #[test]

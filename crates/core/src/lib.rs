@@ -21,3 +21,5 @@ pub mod settings;
 pub mod stats;
 pub mod test_hooks;
 pub mod text;
+pub mod validity;
+pub mod verdicts;

@@ -34,6 +34,36 @@ fn shell_word(arg: &str) -> std::borrow::Cow<'_, str> {
     shlex::try_quote(arg).unwrap_or_else(|_| arg.into())
 }
 
+/// A value with a sensible number of significant digits for tables (`–` for non-finite values).
+pub fn fmt_num(v: f64) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else if a >= 0.001 {
+        format!("{v:.4}")
+    } else {
+        format!("{v:.3e}")
+    }
+}
+
+/// A fraction as a percentage with one decimal (`0.034` → `3.4`).
+pub fn fmt_pct(fraction: f64) -> String {
+    if fraction.is_finite() {
+        format!("{:.1}", fraction * 100.0)
+    } else {
+        "–".into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

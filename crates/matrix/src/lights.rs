@@ -1,12 +1,12 @@
 //! Traffic lights from the candidate/reference p50 ratio and its interval over paired rounds (rule:
 //! docs/matrix.md#lights, method: docs/statistics.md).
 
-use trtmc_core::{intervals, stats};
+use trtmc_core::{intervals, stats, verdicts};
 
 use crate::suite::Thresholds;
 
 /// The light is recorded in every row result; its type lives with the matrix documents in core.
-pub use trtmc_core::artifacts::matrix::{Comparison, Light};
+pub use trtmc_core::artifacts::matrix::{Comparison, Light, StopReason};
 
 /// How every comparison computes its ratio and interval (recorded as `Comparison::method`).
 pub const METHOD: &str = "paired_rounds_median";
@@ -15,16 +15,17 @@ pub const METHOD_ONE_ROUND: &str = "blocks_of_one_round_median";
 
 /// Compares the timed calls (milliseconds) of both sides, round by round: `candidate[i]` and
 /// `reference[i]` were measured next to each other. The ratio is the median of the per-round p50
-/// ratios, with its distribution-free interval (`trtmc_core::intervals`). `Err` is an incomplete
+/// ratios, with its distribution-free interval (`trtmc_core::intervals`) at `look_confidence` (the
+/// suite's confidence, or its share at one look of a row that adds rounds). `Err` is an incomplete
 /// measurement (too few samples, a zero reference), which gets no light.
 ///
-/// Each light is a claim the interval backs (docs/matrix.md#lights): green when the whole interval is
-/// at most `green_max` (shown within tolerance), red when the ratio is above `yellow_max` and the whole
-/// interval above `green_max` (a slowdown shown), yellow otherwise.
+/// The light is the claim the interval backs (`trtmc_core::verdicts::light`, docs/matrix.md#lights);
+/// `uncertain` when the interval does not decide it. The caller records why the row stopped.
 pub fn compare(
     candidate: &[Vec<f64>],
     reference: &[Vec<f64>],
     t: &Thresholds,
+    look_confidence: f64,
 ) -> Result<Comparison, String> {
     let pooled_c: Vec<f64> = candidate.concat();
     let pooled_r: Vec<f64> = reference.concat();
@@ -67,56 +68,30 @@ pub fn compare(
     let paired = intervals::paired_ratio(
         &intervals::per_round(&c_units, stats::median),
         &intervals::per_round(&r_units, stats::median),
-        t.confidence,
+        look_confidence,
     )
     .ok_or("a reference round has a zero p50, or too few calls to pair: no ratio; check the reference side's observations or raise measure.iterations")?;
     let trusted = rounds >= 2 && paired.trusted(t.min_rounds as usize);
     let ci = paired.interval;
     let ratio = ci.estimate;
-    let (light, mut notes) = if !trusted {
-        let light = if ratio <= t.green_max {
-            Light::Green
-        } else {
-            Light::Yellow
-        };
-        let note = format!(
-            "only {rounds} round(s): an interval needs at least {} paired rounds (thresholds.min_rounds) to reach {:.0} %, so the light is at most an uncertain yellow",
+    let (light, decided) = verdicts::light(&ci, trusted, t);
+    let note = if !trusted {
+        format!(
+            "only {rounds} round(s): an interval needs at least {} paired rounds (thresholds.min_rounds) to reach {:.1} %, so the light is at most an uncertain yellow",
             (t.min_rounds as usize).max(intervals::MIN_ROUNDS),
-            t.confidence * 100.0
-        );
-        (light, vec![note])
-    } else if ci.high <= t.green_max {
-        (Light::Green, Vec::new())
-    } else if ratio > t.yellow_max && ci.low > t.green_max {
-        (Light::Red, Vec::new())
+            look_confidence * 100.0
+        )
+    } else if !decided {
+        format!(
+            "the {:.1} % interval [{:.3}, {:.3}] over {rounds} rounds holds green_max {}: neither within tolerance nor a slowdown shown (ratio {ratio:.3})",
+            look_confidence * 100.0,
+            ci.low,
+            ci.high,
+            t.green_max
+        )
     } else {
-        (Light::Yellow, Vec::new())
+        String::new()
     };
-    // Uncertain: the interval does not settle the light (it reaches into another band).
-    let uncertain = !trusted
-        || match light {
-            Light::Green => false,
-            Light::Red => ci.low <= t.yellow_max,
-            Light::Yellow => ci.low <= t.green_max || ci.high > t.yellow_max,
-        };
-    if trusted && uncertain {
-        notes.push(match light {
-            Light::Yellow if ratio <= t.green_max => format!(
-                "ratio {ratio:.3} is within green_max {} but the interval reaches {:.3}: not shown within tolerance",
-                t.green_max, ci.high
-            ),
-            Light::Yellow if ratio > t.yellow_max => format!(
-                "ratio {ratio:.3} is above yellow_max {} but the interval reaches down to {:.3}: yellow, not red",
-                t.yellow_max, ci.low
-            ),
-            _ => format!(
-                "the {:.0} % interval [{:.3}, {:.3}] over {rounds} rounds reaches into another band",
-                t.confidence * 100.0,
-                ci.low,
-                ci.high
-            ),
-        });
-    }
     Ok(Comparison {
         candidate_p50_ms: stats::median(&pooled_c),
         reference_p50_ms: stats::median(&pooled_r),
@@ -127,8 +102,10 @@ pub fn compare(
         ci_high: ci.high,
         confidence: t.confidence,
         light,
-        uncertain,
-        note: notes.join("; "),
+        uncertain: !decided,
+        note,
+        stopped_by: None,
+        look_confidence,
     })
 }
 
@@ -192,15 +169,17 @@ mod tests {
     fn lights_follow_the_ratio() {
         let t = Thresholds::default();
         let r = rounds(1.0, 10, 10, 0.01);
-        let green = compare(&rounds(1.0, 10, 10, 0.01), &r, &t).unwrap();
+        let green = compare(&rounds(1.0, 10, 10, 0.01), &r, &t, t.confidence).unwrap();
         assert_eq!(green.light, Light::Green);
         assert!(!green.uncertain);
         assert_eq!((green.rounds, green.method.as_str()), (10, METHOD));
         assert_eq!(
-            compare(&rounds(1.18, 10, 10, 0.01), &r, &t).unwrap().light,
+            compare(&rounds(1.18, 10, 10, 0.01), &r, &t, t.confidence)
+                .unwrap()
+                .light,
             Light::Yellow
         );
-        let red = compare(&rounds(2.0, 10, 10, 0.01), &r, &t).unwrap();
+        let red = compare(&rounds(2.0, 10, 10, 0.01), &r, &t, t.confidence).unwrap();
         assert_eq!(red.light, Light::Red);
         assert!((red.ratio - 2.0).abs() < 0.05);
         assert!(red.ci_low > t.yellow_max);
@@ -226,20 +205,48 @@ mod tests {
     #[test]
     fn too_few_samples_get_no_light() {
         let t = Thresholds::default();
-        assert!(compare(&rounds(1.0, 1, 3, 0.0), &rounds(1.0, 1, 30, 0.0), &t).is_err());
-        assert!(compare(&rounds(1.0, 3, 10, 0.0), &rounds(1.0, 2, 15, 0.0), &t).is_err());
+        assert!(
+            compare(
+                &rounds(1.0, 1, 3, 0.0),
+                &rounds(1.0, 1, 30, 0.0),
+                &t,
+                t.confidence
+            )
+            .is_err()
+        );
+        assert!(
+            compare(
+                &rounds(1.0, 3, 10, 0.0),
+                &rounds(1.0, 2, 15, 0.0),
+                &t,
+                t.confidence
+            )
+            .is_err()
+        );
     }
 
     #[test]
     fn too_few_rounds_are_never_red_nor_a_confident_green() {
         let t = Thresholds::default();
-        let slow = compare(&rounds(2.0, 3, 20, 0.0), &rounds(1.0, 3, 20, 0.0), &t).unwrap();
+        let slow = compare(
+            &rounds(2.0, 3, 20, 0.0),
+            &rounds(1.0, 3, 20, 0.0),
+            &t,
+            t.confidence,
+        )
+        .unwrap();
         assert_eq!(slow.light, Light::Yellow);
         assert!(
             slow.uncertain && slow.note.contains("min_rounds"),
             "{slow:?}"
         );
-        let same = compare(&rounds(1.0, 1, 40, 0.0), &rounds(1.0, 1, 40, 0.0), &t).unwrap();
+        let same = compare(
+            &rounds(1.0, 1, 40, 0.0),
+            &rounds(1.0, 1, 40, 0.0),
+            &t,
+            t.confidence,
+        )
+        .unwrap();
         assert_eq!(same.light, Light::Green);
         assert!(same.uncertain);
         assert_eq!((same.rounds, same.method.as_str()), (1, METHOD_ONE_ROUND));
@@ -259,7 +266,7 @@ mod tests {
                     .collect()
             })
             .collect();
-        let out = compare(&c, &r, &t).unwrap();
+        let out = compare(&c, &r, &t, t.confidence).unwrap();
         assert!(out.ratio > t.yellow_max, "{out:?}");
         assert_eq!(out.light, Light::Yellow);
         assert!(out.uncertain);

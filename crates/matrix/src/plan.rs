@@ -85,6 +85,13 @@ pub struct PlannedRow {
     /// Candidate/reference alternations.
     #[serde(default = "one")]
     pub rounds: u64,
+    /// The most rounds the row runs while its light is undecided (at least `rounds`; 0 in plans
+    /// written before rows added rounds, read as `rounds`).
+    #[serde(default)]
+    pub max_rounds: u64,
+    /// Seconds the row's rounds may take while its light is undecided.
+    #[serde(default)]
+    pub max_seconds: Option<f64>,
     pub baseline_precision: String,
     /// `row baseline.precision`, `testcase reference_precision`, `manifest reference_precision` or
     /// `model precision`.
@@ -645,6 +652,8 @@ fn plan_row(
             .iterations(suite)
             .unwrap_or(candidate.measure.iterations.value),
         rounds: row.rounds(suite),
+        max_rounds: row.max_rounds(suite),
+        max_seconds: row.max_seconds(suite),
         baseline_precision,
         baseline_precision_source,
         candidate_boundary,

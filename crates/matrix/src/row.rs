@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use trtmc_core::artifacts::{BENCHMARK_RUN_SCHEMA, BenchmarkRun, CaseStatus, Observation};
 use trtmc_core::case::{RESOLVED_CASE_SCHEMA, ResolvedCase};
 use trtmc_core::catalog::Catalog;
+use trtmc_core::intervals;
 use trtmc_core::test_hooks::{CALL_DELAY_ENV, CALL_SLOWDOWN_ENV, SLOW_NODE_ENV, TestHooks};
 use trtmc_runner::bundles::BundleOptions;
 use trtmc_runner::compare::{self, ReferencePreparation, ReferenceSettings};
@@ -20,7 +21,7 @@ use trtmc_runner::progress::Silent;
 use trtmc_runner::run::{RunError, Selection};
 use trtmc_runtime::reference::{REFERENCE_RESULT_SCHEMA, ReferenceResult};
 
-use crate::lights;
+use crate::lights::{self, StopReason};
 use crate::plan::{Plan, PlannedRow};
 use crate::suite::{ORT_PYTHON, TRTMC_PREFIX};
 
@@ -394,31 +395,84 @@ fn measure(
     let mut candidate: Option<Side> = None;
     let mut reference: Option<Side> = None;
     let (mut candidate_rounds, mut reference_rounds) = (Vec::new(), Vec::new());
-    // Candidate and reference alternate round by round, so a change of machine load during the row
-    // falls on both sides, and each round's pair gives one ratio (docs/statistics.md).
-    for k in 1..=rounds {
+    let t = &plan.suite.thresholds;
+    let most = (pr.max_rounds.max(rounds)) as usize;
+    // A row that may add rounds looks at its interval on a fixed schedule, the error split between the
+    // looks (docs/statistics.md, *Sequential rounds*); one without looks once, at the full confidence.
+    let looks = intervals::Looks::plan(rounds as usize, most, t.confidence);
+    result
+        .resolved_settings
+        .insert("rounds".into(), json!(rounds));
+    result
+        .resolved_settings
+        .insert("looks".into(), json!(looks.at));
+    if let Some(s) = pr.max_seconds {
+        result
+            .resolved_settings
+            .insert("max_seconds".into(), json!(s));
+    }
+    let started = Instant::now();
+    let mut k = 0usize;
+    let mut at_look: Option<lights::Comparison> = None;
+    let stopped_by = loop {
+        k += 1;
         if let Some(load) = load_average() {
             result.round_loads.push(load);
         }
-        let suffix = if rounds == 1 {
+        let suffix = if most == 1 {
             String::new()
         } else {
             format!("-{k}")
         };
-        // Candidate: the same path as `trtmc-bench run`.
+        // Candidate and reference alternate, and so does who goes first in a round (C R, R C, …): a
+        // side that always ran second would always meet what the first left behind (caches, clocks).
         let out = ctx.dir.join(format!("candidate{suffix}"));
-        let argv = run_argv(
-            plan,
-            pr,
-            &row.candidate.runtime,
-            &row.candidate.set,
-            row.candidate.trtexec.as_deref(),
-            per_round,
-            &out,
-        );
-        ctx.leaf(argv, env.clone(), &format!("candidate{suffix}.log"))
-            .map_err(failed)?;
-        let (side, bundle) = read_run_side(ctx, &row.candidate.runtime, &out).map_err(failed)?;
+        let mut candidate_side = None;
+        let mut reference_side = None;
+        let candidate_first = k % 2 == 1;
+        for turn in 0..2 {
+            if (turn == 0) == candidate_first {
+                let argv = run_argv(
+                    plan,
+                    pr,
+                    &row.candidate.runtime,
+                    &row.candidate.set,
+                    row.candidate.trtexec.as_deref(),
+                    per_round,
+                    &out,
+                );
+                ctx.leaf(argv, env.clone(), &format!("candidate{suffix}.log"))
+                    .map_err(failed)?;
+                candidate_side =
+                    Some(read_run_side(ctx, &row.candidate.runtime, &out).map_err(failed)?);
+            } else {
+                reference_side = Some(match &python_request {
+                    Some(request) => run_python_reference(plan, pr, request, &suffix, ctx)?,
+                    None => {
+                        let rt = backend.trim_start_matches(TRTMC_PREFIX);
+                        let out = ctx.dir.join(format!("reference{suffix}"));
+                        let argv = run_argv(
+                            plan,
+                            pr,
+                            rt,
+                            &row.reference.set,
+                            row.reference.trtexec.as_deref(),
+                            per_round,
+                            &out,
+                        );
+                        ctx.leaf(argv, BTreeMap::new(), &format!("reference{suffix}.log"))
+                            .map_err(failed)?;
+                        read_run_side(ctx, backend, &out).map_err(failed)?.0
+                    }
+                });
+            }
+        }
+        let (Some((side, bundle)), Some(ref_side)) = (candidate_side, reference_side) else {
+            return Err(failed("a round ran only one side".into()));
+        };
+        if python_request.is_some() {
+            same_output_tokens(ctx, &out, &suffix).map_err(failed)?;
+        }
         if k == 1 {
             result.preparation = Some(Preparation {
                 model: model_path(plan, pr),
@@ -429,35 +483,33 @@ fn measure(
         candidate_rounds.push(side.samples_ms.clone());
         merge(&mut candidate, side);
         result.candidate = candidate.clone();
-
-        // Reference: its own process.
-        let side = match &python_request {
-            Some(request) => {
-                let side = run_python_reference(plan, pr, request, &suffix, ctx)?;
-                same_output_tokens(ctx, &out, &suffix).map_err(failed)?;
-                side
-            }
-            None => {
-                let rt = backend.trim_start_matches(TRTMC_PREFIX);
-                let out = ctx.dir.join(format!("reference{suffix}"));
-                let argv = run_argv(
-                    plan,
-                    pr,
-                    rt,
-                    &row.reference.set,
-                    row.reference.trtexec.as_deref(),
-                    per_round,
-                    &out,
-                );
-                ctx.leaf(argv, BTreeMap::new(), &format!("reference{suffix}.log"))
-                    .map_err(failed)?;
-                read_run_side(ctx, backend, &out).map_err(failed)?.0
-            }
-        };
-        reference_rounds.push(side.samples_ms.clone());
-        merge(&mut reference, side);
+        reference_rounds.push(ref_side.samples_ms.clone());
+        merge(&mut reference, ref_side);
         result.reference = reference.clone();
-    }
+
+        if !looks.is_look(k) {
+            continue;
+        }
+        // A look: stop when the light is decided or the budget cannot pay for the next look.
+        let Ok(cmp) = lights::compare(&candidate_rounds, &reference_rounds, t, looks.per_look)
+        else {
+            break None; // incomplete: the comparison below says why
+        };
+        let decided = !cmp.uncertain;
+        at_look = Some(cmp);
+        if decided {
+            break Some(StopReason::Decided);
+        }
+        let Some(next) = looks.next(k) else {
+            break Some(StopReason::MaxRounds);
+        };
+        if let Some(budget) = pr.max_seconds {
+            let per_round_s = started.elapsed().as_secs_f64() / k as f64;
+            if started.elapsed().as_secs_f64() + per_round_s * (next - k) as f64 > budget {
+                break Some(StopReason::MaxSeconds);
+            }
+        }
+    };
     let (Some(candidate), Some(reference)) = (candidate, reference) else {
         return Err(failed("no round ran".into()));
     };
@@ -491,8 +543,25 @@ fn measure(
             format!("contract mismatch: {}", mismatches.join("; ")),
         ));
     }
-    let cmp = lights::compare(&candidate_rounds, &reference_rounds, &plan.suite.thresholds)
-        .map_err(|e| (RowStatus::Incomplete, e))?;
+    let mut cmp = match at_look {
+        Some(cmp) => cmp,
+        None => lights::compare(&candidate_rounds, &reference_rounds, t, looks.per_look)
+            .map_err(|e| (RowStatus::Incomplete, e))?,
+    };
+    if looks.at.len() > 1 {
+        cmp.stopped_by = stopped_by;
+        if let Some(budget) = stopped_by.filter(|s| *s != StopReason::Decided) {
+            let spent = match budget {
+                StopReason::MaxSeconds => format!(
+                    "max_seconds ({} s) would be passed by the next look at {} rounds",
+                    pr.max_seconds.unwrap_or_default(),
+                    looks.next(k).unwrap_or(k)
+                ),
+                _ => format!("max_rounds ({most}) ran out"),
+            };
+            cmp.note = format!("undecided after {k} rounds: {spent}; {}", cmp.note);
+        }
+    }
     let light = cmp.light;
     result.comparison = Some(cmp);
     result.status = RowStatus::Compared;

@@ -58,6 +58,14 @@ pub struct MeasureSpec {
     /// both sides alike. Default 1.
     #[serde(default)]
     pub rounds: Option<u64>,
+    /// Budget: a row whose light is not decided after `rounds` keeps adding rounds, up to this many
+    /// in all (docs/matrix.md#sequential-rounds). Default: `rounds` (no rounds added).
+    #[serde(default)]
+    pub max_rounds: Option<u64>,
+    /// Budget: no further block of rounds is started that would take the row's rounds past this many
+    /// seconds (estimated from the rounds so far). Default: no time budget.
+    #[serde(default)]
+    pub max_seconds: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -136,6 +144,17 @@ impl Row {
     }
     pub fn rounds(&self, suite: &Suite) -> u64 {
         self.measure.rounds.or(suite.measure.rounds).unwrap_or(1)
+    }
+    /// The most rounds the row may run: at least its first block of `rounds`.
+    pub fn max_rounds(&self, suite: &Suite) -> u64 {
+        self.measure
+            .max_rounds
+            .or(suite.measure.max_rounds)
+            .unwrap_or(0)
+            .max(self.rounds(suite))
+    }
+    pub fn max_seconds(&self, suite: &Suite) -> Option<f64> {
+        self.measure.max_seconds.or(suite.measure.max_seconds)
     }
 }
 
@@ -218,6 +237,21 @@ pub fn parse_suite(text: &str) -> Result<Suite, String> {
         let rounds = row.rounds(&suite);
         if !(1..=100).contains(&rounds) {
             return Err(format!("row `{id}`: rounds must be between 1 and 100"));
+        }
+        let most = row.measure.max_rounds.or(suite.measure.max_rounds);
+        if let Some(most) = most
+            && !(rounds..=1000).contains(&most)
+        {
+            return Err(format!(
+                "row `{id}`: measure.max_rounds {most} must be at least its rounds ({rounds}) and at most 1000"
+            ));
+        }
+        if let Some(s) = row.max_seconds(&suite)
+            && !(s.is_finite() && s > 0.0 && s <= LONGEST_S)
+        {
+            return Err(format!(
+                "row `{id}`: measure.max_seconds {s} must be seconds above 0 and at most {LONGEST_S}"
+            ));
         }
         // Each round times ceil(iterations / rounds) calls: fewer than min_samples in all can never
         // give a light, so say so before anything runs.

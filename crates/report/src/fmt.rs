@@ -1,25 +1,7 @@
 //! Number formatting shared by tables, plots, the terminal and exports.
 
-/// A value with a sensible number of significant digits for tables (`–` for non-finite values).
-pub fn fmt_num(v: f64) -> String {
-    if !v.is_finite() {
-        return "–".into();
-    }
-    let a = v.abs();
-    if a == 0.0 {
-        "0".into()
-    } else if a >= 1000.0 {
-        format!("{v:.0}")
-    } else if a >= 100.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else if a >= 0.001 {
-        format!("{v:.4}")
-    } else {
-        format!("{v:.3e}")
-    }
-}
+/// Numbers and percentages are formatted in core, for the validity verdict too.
+pub use trtmc_core::text::{fmt_num, fmt_pct};
 
 /// A tail percentile for tables: `~` in front when `count` calls do not reach that far into the tail
 /// ([`trtmc_core::stats::percentile_supported`]; docs/reports.md).
@@ -62,15 +44,6 @@ fn group_thousands(digits: &str) -> String {
         out.push(c);
     }
     out
-}
-
-/// A fraction as a percentage with one decimal (`0.034` → `3.4`).
-pub fn fmt_pct(fraction: f64) -> String {
-    if fraction.is_finite() {
-        format!("{:.1}", fraction * 100.0)
-    } else {
-        "–".into()
-    }
 }
 
 /// Seconds in a readable unit (`0.0123` → `12.3 ms`, `75` → `75.0 s`).

@@ -74,7 +74,8 @@ pub mod table;
 pub mod terminal;
 pub mod theme;
 pub mod tune_page;
-pub mod validity;
+/// The VALID/INVALID policy lives in core, beside the interval method (`trtmc_core::validity`).
+pub use trtmc_core::validity;
 
 /// Escapes text for HTML element content and attribute values.
 pub fn escape_html(s: &str) -> String {

@@ -724,20 +724,12 @@ pub struct ForestBands {
 
 /// The colour of a light's mark and band (the palette's green, mustard and red: `.c2`, `.c5`, `.c3`).
 pub fn light_colour(light: Light) -> RGBColor {
-    match light {
-        Light::Green => colour(2),
-        Light::Yellow => colour(5),
-        Light::Red => colour(3),
-    }
+    colour(light.style().palette)
 }
 
 /// The legend swatch class of a light (same colours as [`light_colour`]).
 pub fn light_swatch(light: Light) -> &'static str {
-    match light {
-        Light::Green => "c2",
-        Light::Yellow => "c5",
-        Light::Red => "c3",
-    }
+    light.style().css_class
 }
 
 /// Ratios a forest axis may label: the round numbers a reader expects on a ratio scale.

@@ -1071,6 +1071,13 @@ fn worker_request(p: &PlannedCase, round: Round) -> WorkerRequest {
         iterations: round.share_of_calls(m.iterations.value),
         min_duration_s: round.share_of_seconds(m.min_duration_s.value),
         max_duration_s: m.max_duration_s.value.map(|s| round.share_of_seconds(s)),
+        // A default count is a minimum: measure on (within the budget) until the p50 is pinned down;
+        // a count the user asked for is what runs (docs/run.md, *Stopping rule*).
+        p50_half_width: (!matches!(
+            m.iterations.source,
+            trtmc_core::case::Source::Cli | trtmc_core::case::Source::Plan
+        ))
+        .then_some(trtmc_core::validity::P50_HALF_WIDTH),
         progress_file: None,
         profile: None,
         first_call: round.first_call,

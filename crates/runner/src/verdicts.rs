@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use trtmc_core::artifacts::{CaseResult, CaseStatus, Comparison};
 use trtmc_core::intervals::{self, MIN_ROUNDS};
+use trtmc_core::verdicts::{Difference, SAME_WITHIN};
 
 use crate::run::PlannedCase;
 
@@ -138,29 +139,37 @@ pub fn verdict(
     trusted: bool,
 ) -> String {
     let x = |v: f64| format!("{v:.2}×");
-    if !trusted {
-        return format!(
+    let interval = trtmc_core::stats::Interval {
+        estimate: ratio,
+        low,
+        high,
+        confidence: CONFIDENCE,
+    };
+    // The rule is core's (`trtmc_core::verdicts::Difference`), beside the interval method.
+    match Difference::of(&interval, trusted) {
+        Difference::TooFewRounds => format!(
             "{a} at {} {b}'s p50 over {rounds} rounds: too few rounds for a 95 % interval (--rounds {MIN_ROUNDS} or more)",
             x(ratio)
-        );
-    }
-    if high < 1.0 {
-        format!(
+        ),
+        Difference::Faster => format!(
             "{a} ran {} faster than {b} (95 % CI {:.2}–{:.2}, {rounds} rounds)",
             x(1.0 / ratio),
             1.0 / high,
             1.0 / low
-        )
-    } else if low > 1.0 {
-        format!(
+        ),
+        Difference::Slower => format!(
             "{a} ran {} slower than {b} (95 % CI {low:.2}–{high:.2}, {rounds} rounds)",
             x(ratio)
-        )
-    } else {
-        format!(
+        ),
+        Difference::Same => format!(
+            "{a} and {b} ran the same within {:.0} %, {a} at {} {b}'s p50 (95 % CI {low:.2}–{high:.2}, {rounds} rounds)",
+            SAME_WITHIN * 100.0,
+            x(ratio)
+        ),
+        Difference::NotShown => format!(
             "{a} and {b}: no difference shown, {a} at {} {b}'s p50 (95 % CI {low:.2}–{high:.2}, {rounds} rounds)",
             x(ratio)
-        )
+        ),
     }
 }
 
@@ -179,6 +188,12 @@ mod tests {
             "b ran 1.30× slower than a (95 % CI 1.20–1.40, 10 rounds)"
         );
         assert!(verdict("b", "a", 1.02, 0.97, 1.08, 10, true).contains("no difference shown"));
+        assert!(
+            verdict("b", "a", 1.0, 0.99, 1.01, 10, true)
+                .starts_with("b and a ran the same within 2 %"),
+            "{}",
+            verdict("b", "a", 1.0, 0.99, 1.01, 10, true)
+        );
         let few = verdict("b", "a", 0.5, 0.4, 0.6, 3, false);
         assert!(
             few.contains("too few rounds") && !few.contains("faster"),

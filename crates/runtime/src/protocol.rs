@@ -38,6 +38,10 @@ pub struct WorkerRequest {
     /// The timed loop's budget: it stops here even before `iterations` calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_duration_s: Option<f64>,
+    /// With a budget (`max_duration_s`): once the minimums hold, keep calling until the p50's 95 %
+    /// interval is within this fraction of the p50 (docs/run.md, *Stopping rule*); `None`: stop there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_half_width: Option<f64>,
     /// Where the worker writes its [`WorkerProgress`] about once a second (outside the timed calls).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress_file: Option<PathBuf>,

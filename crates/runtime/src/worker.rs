@@ -143,6 +143,7 @@ fn execute_inner(
         max_duration: request
             .max_duration_s
             .map(|s| Duration::from_secs_f64(s.max(0.0))),
+        p50_half_width: request.p50_half_width,
     };
     let mut report = |calls: &[TimedCall], elapsed: Duration| {
         if progress.due() {
@@ -226,12 +227,21 @@ fn estimate_calls(done: u64, elapsed: Duration, budget: Duration) -> u64 {
 }
 
 /// The stopping rule of the timed loop (docs/run.md): at least `min_calls` calls and `min_duration`,
-/// never past `max_duration`.
+/// never past `max_duration`; with `p50_half_width` and a `max_duration`, on past the minimums until
+/// the p50 is pinned down.
 #[derive(Debug, Clone, Copy)]
 pub struct LoopRule {
     pub min_calls: u64,
     pub min_duration: Duration,
     pub max_duration: Option<Duration>,
+    pub p50_half_width: Option<f64>,
+}
+
+/// Whether the p50 of `calls` is pinned down: its 95 % interval over blocks of calls
+/// (`trtmc_core::intervals::run_p50`) lies within `half_width` of it on both sides.
+fn p50_pinned(calls: &[TimedCall], half_width: f64) -> bool {
+    let walls: Vec<f64> = calls.iter().map(|c| c.wall.as_secs_f64()).collect();
+    trtmc_core::validity::p50_half_width(&walls).is_some_and(|h| h <= half_width)
 }
 
 impl LoopRule {
@@ -327,6 +337,7 @@ pub fn timed_loop(
         min_calls: iterations,
         min_duration,
         max_duration: None,
+        p50_half_width: None,
     };
     Ok(timed_loop_until(runner, &rule, &AtomicBool::new(false), &mut |_, _| {})?.calls)
 }
@@ -342,6 +353,7 @@ pub fn timed_loop_until(
     let mut calls: Vec<TimedCall> =
         Vec::with_capacity(rule.min_calls.min(PREALLOCATED_CALLS) as usize);
     let origin = Instant::now();
+    let mut next_pin_check = 0;
     loop {
         let mut record = CallRecord::default();
         let t0 = Instant::now();
@@ -356,7 +368,25 @@ pub fn timed_loop_until(
         runner.verify()?;
         let elapsed = t1 - origin;
         if let Some(stopped_by) = rule.end(calls.len() as u64, elapsed) {
-            return Ok(LoopEnd { calls, stopped_by });
+            // Pinning the p50 goes on within the budget; checked each time the calls grew by a
+            // tenth, so the check's sort costs a constant share of the loop.
+            let (Some(half_width), Some(max)) = (rule.p50_half_width, rule.max_duration) else {
+                return Ok(LoopEnd { calls, stopped_by });
+            };
+            let n = calls.len() as u64;
+            if elapsed >= max {
+                // The minimums held but the budget ended the loop before the p50 was pinned down.
+                return Ok(LoopEnd {
+                    calls,
+                    stopped_by: LoopStop::Budget,
+                });
+            }
+            if n >= next_pin_check {
+                if p50_pinned(&calls, half_width) {
+                    return Ok(LoopEnd { calls, stopped_by });
+                }
+                next_pin_check = n + n / 10 + 1;
+            }
         }
         if stop.load(Ordering::Relaxed) {
             return Ok(LoopEnd {
@@ -555,6 +585,7 @@ mod tests {
             max_duration_s: None,
             progress_file: None,
             profile: None,
+            p50_half_width: None,
             first_call: 0,
             hooks: None,
             data: None,
@@ -677,12 +708,75 @@ mod tests {
         assert!(p.p50_ms >= 2.0, "{p:?}");
     }
 
+    /// Sleeps `ms[i % len]` milliseconds in call `i`.
+    struct Pattern {
+        ms: Vec<u64>,
+        i: usize,
+    }
+
+    impl TimedRunner for Pattern {
+        fn call(&mut self, _: &mut CallRecord) -> anyhow::Result<()> {
+            std::thread::sleep(Duration::from_millis(self.ms[self.i % self.ms.len()]));
+            self.i += 1;
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn an_unpinned_p50_keeps_the_loop_going_within_its_budget() {
+        let rule = LoopRule {
+            min_calls: 10,
+            min_duration: Duration::ZERO,
+            max_duration: Some(Duration::from_millis(600)),
+            p50_half_width: Some(0.02),
+        };
+        // Blocks of 1 ms and 5 ms calls: the p50 sits between two levels and its interval stays wide,
+        // so the loop runs to its budget, far past the minimum count.
+        let mut bimodal = Pattern {
+            ms: [vec![1; 8], vec![5; 8]].concat(),
+            i: 0,
+        };
+        let end = timed_loop_until(&mut bimodal, &rule, &AtomicBool::new(false), &mut |_, _| {})
+            .expect("loop");
+        let last = end.calls.last().expect("calls");
+        assert!(end.calls.len() > 20, "{}", end.calls.len());
+        assert_eq!(end.stopped_by, LoopStop::Budget);
+        assert!(last.start + last.wall >= Duration::from_millis(600));
+        // Steady calls are pinned down at once (a loose target, for a loaded test machine).
+        let loose = LoopRule {
+            p50_half_width: Some(0.5),
+            ..rule
+        };
+        let mut steady = Pattern { ms: vec![2], i: 0 };
+        let end = timed_loop_until(&mut steady, &loose, &AtomicBool::new(false), &mut |_, _| {})
+            .expect("loop");
+        assert!(end.calls.len() < 60, "{}", end.calls.len());
+        // Without a budget the minimums are the whole rule.
+        let unbounded = LoopRule {
+            max_duration: None,
+            ..rule
+        };
+        let mut bimodal = Pattern {
+            ms: [vec![1; 8], vec![5; 8]].concat(),
+            i: 0,
+        };
+        let end = timed_loop_until(
+            &mut bimodal,
+            &unbounded,
+            &AtomicBool::new(false),
+            &mut |_, _| {},
+        )
+        .expect("loop");
+        assert_eq!(end.calls.len(), 10);
+    }
+
     #[test]
     fn expected_calls_follow_the_pace_within_the_rule() {
         let rule = LoopRule {
             min_calls: 50,
             min_duration: Duration::from_secs(1),
             max_duration: Some(Duration::from_secs(30)),
+            p50_half_width: None,
         };
         // 10 ms calls: 1 s needs 100.
         assert_eq!(rule.expected(10, Duration::from_millis(100)), 100);

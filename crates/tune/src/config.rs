@@ -32,6 +32,10 @@ pub struct TuneConfig {
     pub race_min_samples: usize,
     /// Interleaved head-to-head passes over the finalists.
     pub final_passes: usize,
+    /// The most head-to-head passes while a finalist is undecided (docs/tune.md); `None`: twice
+    /// `final_passes`. Absent from caches written before passes were added, which resume with the default.
+    #[serde(default)]
+    pub max_final_passes: Option<usize>,
     /// Calls per finalist per pass.
     pub final_calls_per_pass: usize,
     /// Most routes taken into the head-to-head.
@@ -74,6 +78,15 @@ pub const DEFAULT_EARLY_STOP_FACTOR: f64 = 5.0;
 /// Default per-route measurement budget in seconds: 100 calls of a 100 ms route.
 pub const DEFAULT_ROUTE_BUDGET_S: f64 = 10.0;
 
+impl TuneConfig {
+    /// The most head-to-head passes: `max_final_passes`, by default twice `final_passes`.
+    pub fn most_final_passes(&self) -> usize {
+        self.max_final_passes
+            .unwrap_or(2 * self.final_passes)
+            .max(self.final_passes)
+    }
+}
+
 impl Default for TuneConfig {
     fn default() -> Self {
         Self {
@@ -88,6 +101,7 @@ impl Default for TuneConfig {
             race_alpha: 0.01,
             race_min_samples: 10,
             final_passes: 10,
+            max_final_passes: None,
             final_calls_per_pass: 10,
             max_finalists: 4,
             max_routes: None,

@@ -1248,6 +1248,41 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
         select::estimate(self.config.objective, samples, self.config.confidence)
     }
 
+    /// Whether the head-to-head passes so far decide every finalist against the best: each one beaten
+    /// (its cost ratio's interval above `1 + min_effect`) or tied within it (the interval at most
+    /// `1 + min_effect`), at `confidence` (one look's share).
+    fn head_to_head_decided(&self, finalists: &[String], confidence: f64) -> bool {
+        let config = &self.config;
+        let passes: Vec<Vec<Vec<f64>>> = finalists
+            .iter()
+            .filter_map(|k| self.state(k).filter(|s| s.eligible()))
+            .map(|s| {
+                s.finals
+                    .chunks(config.final_calls_per_pass.max(1))
+                    .map(<[f64]>::to_vec)
+                    .collect()
+            })
+            .collect();
+        if passes.len() < 2 {
+            return true;
+        }
+        let Some(h2h) = select::head_to_head(
+            config.objective,
+            &passes,
+            confidence,
+            config.min_effect,
+            intervals::MIN_ROUNDS,
+        ) else {
+            return false;
+        };
+        let edge = 1.0 + config.min_effect;
+        h2h.ratios
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != h2h.best)
+            .all(|(_, r)| r.is_some_and(|r| r.low > edge || r.high <= edge))
+    }
+
     /// Ties after the search, head-to-head of the finalists, and the decision.
     fn select(&mut self) -> Result<(Vec<String>, Option<HeadToHeadSummary>, Decision), TuneError> {
         let config = self.config;
@@ -1354,7 +1389,16 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
                 self.routes[i].finalist = true;
             }
         }
-        for pass in 0..config.final_passes {
+        // Passes are added until every finalist is decided (beaten beyond `min_effect`, or tied
+        // within it) at one of the planned looks, or `max_final_passes` is reached; the error is split
+        // between the looks (docs/statistics.md, *Sequential rounds*).
+        let looks = intervals::Looks::plan(
+            config.final_passes,
+            config.most_final_passes(),
+            config.confidence,
+        );
+        let mut pass = 0;
+        while pass < looks.last() && config.final_passes > 0 {
             for key in rotate(&finalists, pass) {
                 if !self.state(&key).is_some_and(RouteState::eligible) {
                     continue;
@@ -1364,7 +1408,15 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
                     Ok(d.measure_again(Phase::Final, &route, pass, config.final_calls_per_pass))
                 })?;
             }
+            pass += 1;
+            if self.stopped.is_some() {
+                break;
+            }
+            if looks.is_look(pass) && self.head_to_head_decided(&finalists, looks.per_look) {
+                break;
+            }
         }
+        let passes_done = pass;
         let standing: Vec<String> = finalists
             .iter()
             .filter(|k| self.state(k).is_some_and(RouteState::eligible))
@@ -1372,10 +1424,10 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
             .collect();
         let complete = config.final_passes > 0
             && standing.len() >= 2
+            && looks.is_look(passes_done)
             && standing.iter().all(|k| {
-                self.state(k).is_some_and(|s| {
-                    s.finals.len() >= config.final_passes * config.final_calls_per_pass
-                })
+                self.state(k)
+                    .is_some_and(|s| s.finals.len() >= passes_done * config.final_calls_per_pass)
             });
         let based_on = if complete {
             "interleaved_passes"
@@ -1420,7 +1472,7 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
         let h2h = select::head_to_head(
             config.objective,
             &passes,
-            config.confidence,
+            looks.per_look,
             config.min_effect,
             intervals::MIN_ROUNDS,
         );

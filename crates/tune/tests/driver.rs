@@ -274,10 +274,14 @@ fn identical_routes_tie_despite_a_two_level_process_effect() {
         runner.seed = seed;
         runner.process_levels = Some(1.35);
         let s = run(&mut runner, &p);
-        assert_eq!(
-            runner.fresh_processes,
-            2 * TuneConfig::default().final_passes,
-            "every head-to-head pass of both finalists asks for a fresh process"
+        // Identical routes stay undecided (their interval reaches past 1 + min_effect under this
+        // noise), so the passes run to the looks' end: 10, 15, 20.
+        assert!(
+            [10, 15, 20]
+                .map(|n| 2 * n)
+                .contains(&runner.fresh_processes),
+            "every head-to-head pass of both finalists asks for a fresh process, and passes stop at a look: {}",
+            runner.fresh_processes
         );
         ties += usize::from(s.decision.kind == DecisionKind::Tie);
     }
@@ -1004,4 +1008,33 @@ fn each_round_is_announced_to_the_runner_before_its_builds_less_the_replayed_rou
     .expect_err("the executor broke");
     assert!(matches!(err, trtmc_tune::TuneError::Executor(_)), "{err}");
     assert_eq!(broken.builds, 0);
+}
+
+/// Sequential head-to-head (docs/statistics.md, *Sequential rounds*): finalists that are told apart at
+/// the first look stop there; finalists that stay undecided get passes up to `max_final_passes`.
+#[test]
+fn head_to_head_passes_stop_at_the_first_look_that_decides() {
+    let p = plan(1, "-noop=[on|off]", SearchOrder::Full);
+    // One route twice as costly: beaten at the first look (10 passes).
+    let mut clear = FakeRunner::new(|route| {
+        if route.to_string().contains("=on") {
+            10.0
+        } else {
+            5.0
+        }
+    });
+    let s = run(&mut clear, &p);
+    assert_eq!(clear.fresh_processes, 2 * 10, "{:?}", s.decision);
+    // Identical routes under a two-level process effect: never tied within 1 %, so every look runs.
+    let mut same = FakeRunner::new(|_| 5.0);
+    same.process_levels = Some(1.35);
+    let capped = TunePlan {
+        config: TuneConfig {
+            max_final_passes: Some(12),
+            ..p.config.clone()
+        },
+        ..p.clone()
+    };
+    run(&mut same, &capped);
+    assert_eq!(same.fresh_processes, 2 * 12, "looks at 10 and 12 passes");
 }

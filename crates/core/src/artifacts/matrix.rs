@@ -157,13 +157,33 @@ pub enum Light {
     Red,
 }
 
+/// How a light is shown: its word, and its colour as the report palette's index and CSS class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LightStyle {
+    pub label: &'static str,
+    /// Index into the report palette (green, mustard, red).
+    pub palette: usize,
+    /// The palette's CSS class for swatches (`c2`).
+    pub css_class: &'static str,
+}
+
 impl Light {
-    pub fn label(self) -> &'static str {
-        match self {
-            Light::Green => "green",
-            Light::Yellow => "yellow",
-            Light::Red => "red",
+    /// The one place a light maps to its word and colour.
+    pub fn style(self) -> LightStyle {
+        let (label, palette, css_class) = match self {
+            Light::Green => ("green", 2, "c2"),
+            Light::Yellow => ("yellow", 5, "c5"),
+            Light::Red => ("red", 3, "c3"),
+        };
+        LightStyle {
+            label,
+            palette,
+            css_class,
         }
+    }
+
+    pub fn label(self) -> &'static str {
+        self.style().label
     }
 }
 
@@ -189,6 +209,36 @@ pub struct Comparison {
     /// lowered from red to yellow.
     pub uncertain: bool,
     pub note: String,
+    /// Why the row stopped adding rounds: its light was decided, or a budget ran out (`max_rounds`,
+    /// `max_seconds`). Absent in rows written before rows added rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<StopReason>,
+    /// The confidence of the interval at the look the row stopped at: the suite's confidence split
+    /// over the planned looks (docs/statistics.md, *Sequential rounds*). 0 in older rows.
+    #[serde(default)]
+    pub look_confidence: f64,
+}
+
+/// Why a comparison that adds rounds stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The interval decided the light.
+    Decided,
+    /// The row reached its `max_rounds`.
+    MaxRounds,
+    /// Another block of rounds would have run past the row's `max_seconds`.
+    MaxSeconds,
+}
+
+impl StopReason {
+    pub fn label(self) -> &'static str {
+        match self {
+            StopReason::Decided => "decided",
+            StopReason::MaxRounds => "max_rounds",
+            StopReason::MaxSeconds => "max_seconds",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

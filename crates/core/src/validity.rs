@@ -1,7 +1,8 @@
 //! Is a measurement good enough for its own numbers? A validity verdict in the spirit of MLPerf LoadGen's
 //! `Result is: VALID/INVALID`: one line per constraint, then recommendations.
 //!
-//! Constraints (all must hold for VALID):
+//! VALID means the figures the summary reports are pinned down; every INVALID names a rule the user
+//! can act on. Constraints (all must hold for VALID):
 //!
 //! | constraint | holds when | default |
 //! | --- | --- | --- |
@@ -9,32 +10,41 @@
 //! | completed | the case ran to the end of its stopping rule (an interrupted case keeps partial statistics) | |
 //! | samples | timed calls ≥ `min_samples`: enough for the median and its interval over 10 blocks of calls | 10 |
 //! | min duration | the timed loop ran ≥ `min_duration_s` (first call start to last call end) | 1 s |
-//! | spread | robust CV of the latency (1.4826 × MAD / median, [`trtmc_core::stats::robust_cv`]) ≤ `max_cv`; the plain CV when the observations are not at hand | 10 % ([`trtmc_core::result::NOISY_CV`]) |
+//! | p50 pinned down | the p50's 95 % interval (over 10 blocks of calls, [`crate::intervals::run_p50`]) lies within `p50_half_width` of the p50 on both sides | ±2 % ([`P50_HALF_WIDTH`]) |
 //!
-//! The spread is robust because the verdict is about the median the summary leads with: a few slow
-//! calls (a timer interrupt on a sub-millisecond call) triple the CV of a run whose median is steady to a
-//! per cent; they are reported as outliers instead, and the plain CV stays in every table.
+//! A tail percentile resting on too few calls is not a reported figure: p-th percentile needs
+//! n × (1 − p) ≥ 1 calls ([`crate::stats::percentile_supported`]); tables show the others marked `~`.
 //!
-//! A tail percentile resting on too few calls is not a verdict either: p-th percentile needs
-//! n × (1 − p) ≥ 1 calls ([`trtmc_core::stats::percentile_supported`]); tables mark the others.
-//!
-//! Notes (reported with recommendations, not part of the verdict): warm-up drift (the first calls are
-//! slower than the median), a sustained slowdown later in the run (throttling or a competing process), and
-//! Tukey outliers (mild: beyond 1.5 IQR, severe: beyond 3 IQR).
+//! Spread is not a constraint: a run whose calls vary a lot can still pin its median down. A robust CV
+//! (1.4826 × MAD / median, [`crate::stats::robust_cv`]) above `max_cv` (10 %, [`crate::result::NOISY_CV`])
+//! is a `noisy` note with its advice. Other notes (reported with recommendations, not part of the
+//! verdict): warm-up drift (the first calls are slower than the median), a sustained slowdown later in
+//! the run (throttling or a competing process), and Tukey outliers (mild: beyond 1.5 IQR, severe:
+//! beyond 3 IQR).
 
+use crate::artifacts::{CaseResult, CaseStatus, Observation};
+use crate::result::NOISY_CV;
+use crate::stats::{self, TukeyFences};
+use crate::text::{fmt_num, fmt_pct};
 use serde::{Deserialize, Serialize};
-use trtmc_core::artifacts::{CaseResult, CaseStatus, Observation};
-use trtmc_core::result::NOISY_CV;
-use trtmc_core::stats::{self, TukeyFences};
 
-use crate::fmt::{fmt_num, fmt_pct};
+/// The half-width, as a fraction of the p50, within which the p50's 95 % interval must lie for the p50
+/// to count as pinned down (VALID) and at which `run`'s default stopping rule stops measuring.
+pub const P50_HALF_WIDTH: f64 = 0.02;
 
 /// Thresholds of the verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Policy {
     pub min_samples: u64,
     pub min_duration_s: f64,
+    /// Above this robust CV a case gets the `noisy` note (not part of the verdict).
     pub max_cv: f64,
+    #[serde(default = "default_half_width")]
+    pub p50_half_width: f64,
+}
+
+fn default_half_width() -> f64 {
+    P50_HALF_WIDTH
 }
 
 impl Default for Policy {
@@ -43,8 +53,20 @@ impl Default for Policy {
             min_samples: 10,
             min_duration_s: 1.0,
             max_cv: NOISY_CV,
+            p50_half_width: P50_HALF_WIDTH,
         }
     }
+}
+
+/// The half-width of the p50's 95 % interval of `samples` (in call order) as a fraction of the p50:
+/// the larger of its two sides. `None` when the interval cannot reach 95 % (fewer than 6 calls).
+pub fn p50_half_width(samples: &[f64]) -> Option<f64> {
+    let r = crate::intervals::run_p50(samples, 0.95)?;
+    interval_half_width(&r.interval).filter(|_| r.trusted(crate::intervals::MIN_ROUNDS))
+}
+
+fn interval_half_width(i: &crate::stats::Interval) -> Option<f64> {
+    (i.estimate > 0.0).then(|| (i.estimate - i.low).max(i.high - i.estimate) / i.estimate)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -214,7 +236,7 @@ pub fn assess(
                 met: false,
                 detail: format!("the case failed: {reason}"),
             });
-            for name in ["samples", "min duration", "spread"] {
+            for name in ["samples", "min duration", "p50 pinned down"] {
                 constraints.push(Constraint {
                     name: name.into(),
                     met: false,
@@ -261,7 +283,7 @@ pub fn assess(
     }
     let unsupported: Vec<&str> = [(90.0, "p90"), (95.0, "p95"), (99.0, "p99")]
         .into_iter()
-        .filter(|&(p, _)| !trtmc_core::stats::percentile_supported(p, n as usize))
+        .filter(|&(p, _)| !crate::stats::percentile_supported(p, n as usize))
         .map(|(_, name)| name)
         .collect();
     if !unsupported.is_empty() {
@@ -293,25 +315,49 @@ pub fn assess(
     }
 
     let latencies: Option<Vec<f64>> = observations.map(latencies_ms);
+    let half_width = match latencies.as_deref() {
+        Some(l) if !l.is_empty() => p50_half_width(l),
+        _ => metrics.p50_ci_ms.as_ref().and_then(interval_half_width),
+    };
+    let pinned = half_width.is_some_and(|h| h <= policy.p50_half_width);
+    constraints.push(Constraint {
+        name: "p50 pinned down".into(),
+        met: pinned,
+        detail: match half_width {
+            Some(h) => format!(
+                "the p50's 95 % interval reaches ±{} % (limit ±{} %)",
+                fmt_pct(h),
+                fmt_pct(policy.p50_half_width)
+            ),
+            None => "too few calls for a 95 % interval of the p50".into(),
+        },
+    });
+    if !pinned {
+        recommendations.push(match case.measurement.max_duration_s {
+            Some(max) => format!(
+                "measure longer so the p50 settles: raise --max-duration (now {max} s) or add --duration; a run with its default count keeps measuring until the p50 is pinned down or its budget is spent"
+            ),
+            _ => "measure longer so the p50 settles: add --duration, or drop --iterations so the run measures until the p50 is pinned down (within --max-duration)".into(),
+        });
+    }
+
     let cv = metrics.latency_ms.cv;
     let (spread, how) = match latencies.as_deref() {
         Some(l) if !l.is_empty() => (
-            trtmc_core::stats::robust_cv(l),
+            crate::stats::robust_cv(l),
             format!(
                 "robust CV (MAD) {} %, plain CV {} %",
-                fmt_pct(trtmc_core::stats::robust_cv(l)),
+                fmt_pct(crate::stats::robust_cv(l)),
                 fmt_pct(cv)
             ),
         ),
         _ => (cv, format!("coefficient of variation {} %", fmt_pct(cv))),
     };
-    let steady = spread <= policy.max_cv;
-    constraints.push(Constraint {
-        name: "spread".into(),
-        met: steady,
-        detail: format!("{how} (limit {} %)", fmt_pct(policy.max_cv)),
-    });
-    if !steady {
+    if spread > policy.max_cv {
+        notes.push(format!(
+            "noisy: {how}, above {} %: the tail percentiles move with the noise; the verdict rests on the p50's interval",
+            fmt_pct(policy.max_cv)
+        ));
         recommendations.push(format!(
             "latency varies too much: close other programs, pin threads (taskset), raise --warmup, or {}",
             telemetry_advice(case)
@@ -384,6 +430,77 @@ pub fn latencies_ms(observations: &[Observation]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `walls_ms[i]` is call i's wall time; calls start 10 ms apart (a 2 s run for 200 calls).
+    fn observations(walls_ms: impl Iterator<Item = f64>) -> Vec<Observation> {
+        walls_ms
+            .enumerate()
+            .map(|(i, ms)| Observation {
+                iteration: i as u64,
+                start_ns: i as u64 * 10_000_000,
+                wall_ns: (ms * 1e6) as u64,
+                ..Default::default()
+            })
+            .collect()
+    }
+
+    /// A completed case of these calls, built through JSON so later fields with defaults do not break it.
+    fn completed(obs: &[Observation]) -> CaseResult {
+        let op = crate::operations::operation("test_sleep").expect("op");
+        serde_json::from_value(serde_json::json!({
+            "dir": "001-m", "model": "m", "case": "default", "label": "default",
+            "task_strategy": "test_sleep", "operation": "test_sleep",
+            "runtime": {"name": "tract", "version": "0.23.9"},
+            "status": "completed", "error": null, "identity": "0".repeat(64), "bundle": null,
+            "measurement": {"warmup": 2, "iterations": obs.len(), "min_duration_s": 0.0,
+                "max_duration_s": 30.0, "observations": obs.len(), "load_ms": null},
+            "metrics": crate::result::reduce(op, obs),
+            "sweep_point": {}, "request": {},
+            "files": {"resolved_case": "r.json", "observations": "o.jsonl", "worker_log": null, "telemetry": null}
+        }))
+        .expect("a valid case")
+    }
+
+    #[test]
+    fn a_noisy_run_whose_p50_is_pinned_down_is_valid_with_a_noisy_note() {
+        // Each block of 20 calls holds ten at 1.0 ms and ten at 1.5 ms: every block's median is 1.25 ms
+        // (the p50 is pinned down exactly) while the robust CV is about 30 %.
+        let obs = observations((0..200).map(|i| if i % 10 < 5 { 1.0 } else { 1.5 }));
+        let (v, _) = assess(&completed(&obs), Some(&obs), &Policy::default());
+        assert!(v.valid, "{v:?}");
+        assert!(
+            v.notes.iter().any(|n| n.starts_with("noisy: robust CV")),
+            "{v:?}"
+        );
+        assert!(
+            v.recommendations
+                .iter()
+                .any(|r| r.starts_with("latency varies too much")),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn a_drifting_p50_is_invalid_and_the_fix_is_named() {
+        // Calls slow down steadily from 1 ms to 3 ms: the blocks' medians spread, the p50 is not pinned.
+        let obs = observations((0..200).map(|i| 1.0 + f64::from(i) / 100.0));
+        let (v, _) = assess(&completed(&obs), Some(&obs), &Policy::default());
+        assert!(!v.valid);
+        let failures = v.failures();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert!(failures[0].starts_with("p50 pinned down: the p50's 95 % interval reaches ±"));
+        assert!(
+            v.recommendations
+                .iter()
+                .any(|r| r.contains("raise --max-duration (now 30 s)")),
+            "{v:?}"
+        );
+        assert!(
+            p50_half_width(&obs.iter().map(|o| o.wall_ns as f64).collect::<Vec<_>>())
+                .is_some_and(|h| h > P50_HALF_WIDTH)
+        );
+        assert_eq!(p50_half_width(&[1.0, 2.0]), None);
+    }
 
     fn steady(n: usize, ms: f64) -> Vec<f64> {
         // Deterministic ±2 % wobble.
