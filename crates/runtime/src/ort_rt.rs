@@ -27,6 +27,7 @@ use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
 use ort::session::{Session as OrtSession, SessionInputValue, SessionInputs};
 use ort::value::{Outlet, TensorElementType, TensorRef, ValueType};
 use serde_json::{Value, json};
+use tract_core::prelude::f16;
 use trtmc_core::fsutil::write_json_atomic;
 
 use crate::bundle::BundleManifest;
@@ -573,6 +574,7 @@ fn dtype_of(ty: TensorElementType) -> Option<DType> {
         TensorElementType::Int32 => DType::I32,
         TensorElementType::Bool => DType::Bool,
         TensorElementType::Uint8 => DType::U8,
+        TensorElementType::String => DType::Str,
         _ => return None,
     })
 }
@@ -926,6 +928,15 @@ impl Session for OrtModel {
             Vec::with_capacity(inputs.len());
         for (t, spec) in inputs.iter().zip(&self.inputs) {
             let value: SessionInputValue<'_> = match t {
+                // A float16 input is held as f32 on the host (exact) and fed as float16.
+                HostTensor::F32(a) if spec.dtype == DType::F16 => {
+                    ort::value::Tensor::from_array(a.mapv(f16::from_f32))
+                        .map_err(ort_err)?
+                        .into()
+                }
+                HostTensor::Str(a) => ort::value::Tensor::from_string_array(a.view())
+                    .map_err(ort_err)?
+                    .into(),
                 HostTensor::F32(a) => TensorRef::from_array_view(a.view())
                     .map_err(ort_err)?
                     .into(),
@@ -980,6 +991,14 @@ impl Session for OrtModel {
                     }
                     TensorElementType::Uint8 => {
                         HostTensor::U8(v.try_extract_array::<u8>().map_err(ort_err)?.to_owned())
+                    }
+                    TensorElementType::Float16 => HostTensor::F32(
+                        v.try_extract_array::<f16>()
+                            .map_err(ort_err)?
+                            .mapv(f16::to_f32),
+                    ),
+                    TensorElementType::String => {
+                        HostTensor::Str(v.try_extract_string_array().map_err(ort_err)?)
                     }
                     other => bail!(
                         "output `{}` has element type {other:?}, which trtmc does not read",

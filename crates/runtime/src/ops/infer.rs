@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context as _, bail};
 use serde_json::Value;
 use trtmc_core::accuracy::Tensor;
-use trtmc_core::data::{CaseData, OutputCheck, check_output};
+use trtmc_core::data::{CaseData, OutputCheck, check_output, check_string_output};
 
 use super::{CallRecord, Rotation, RunnerContext, TimedRunner, check_finite};
 use crate::runtime::Session;
@@ -180,6 +180,15 @@ impl TimedRunner for InferRunner {
                     );
                 };
                 let got = &self.outputs[k];
+                if let Some(strings) = got.strings() {
+                    self.checks.push(check_string_output(
+                        &want.name,
+                        set,
+                        (got.shape(), &strings),
+                        (&want.shape, &want.strings),
+                    ));
+                    continue;
+                }
                 let values = got.to_f64_vec();
                 self.checks.push(check_output(
                     &want.name,
