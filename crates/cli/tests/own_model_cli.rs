@@ -799,3 +799,58 @@ fn compare_reads_the_data_set_formats_of_run_on_both_sides() {
     );
     assert_eq!(code(&out), 5, "{}", stdout(&out));
 }
+
+#[test]
+fn one_dimension_name_on_axes_of_different_sizes_runs_as_onnx_runtime_runs_it() {
+    // PaddleOCR's exports (rapidocr's angle classifier, found by scripts/corpus.py) name both image
+    // axes `?`; the package feeds 48x192. ONNX Runtime's own API runs that, so must trtmc.
+    let tmp = tempfile::tempdir().expect("tmp");
+    python(
+        r#"
+import sys, os
+import onnx
+from onnx import helper, TensorProto
+g = helper.make_graph(
+    [helper.make_node("Relu", ["x"], ["y"])], "same-name",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [-1, 3, "?", "?"])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [-1, 3, "?", "?"])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, os.path.join(sys.argv[1], "same-name.onnx"))
+"#,
+        &[tmp.path()],
+    );
+    let model = tmp.path().join("same-name.onnx");
+    let out_dir = tmp.path().join("out");
+    let out = bench(
+        tmp.path(),
+        &[
+            "run",
+            "--onnx",
+            model.to_str().expect("utf-8"),
+            "--runtime",
+            "onnxruntime",
+            "--runtime",
+            "tract",
+            "--shape",
+            "x:1x3x4x6",
+            "--rounds",
+            "1",
+            "--warmup",
+            "1",
+            "--iterations",
+            "3",
+            "-o",
+            out_dir.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = assert_result_dir_valid(&out_dir);
+    for case in doc["cases"].as_array().expect("cases") {
+        assert_eq!(
+            case["input_shapes"]["x"],
+            serde_json::json!([[1, 3, 4, 6]]),
+            "{case}"
+        );
+    }
+}

@@ -499,6 +499,9 @@ fn dimension_overrides(
     if shapes.is_empty() {
         return Ok(overrides);
     }
+    // Names bound by `build.dims.*` must hold; names only the shapes bind may be left dynamic.
+    let explicit: std::collections::BTreeSet<String> = overrides.keys().cloned().collect();
+    let mut unbindable = std::collections::BTreeSet::new();
     let probe = builder(OptimizationLevel::Disable, &BTreeMap::new())?
         .commit_from_file(onnx)
         .map_err(ort_err)
@@ -551,10 +554,23 @@ fn dimension_overrides(
                 ));
                 continue;
             }
+            if unbindable.contains(symbol) {
+                continue;
+            }
             match overrides.get(symbol) {
-                Some(&v) if v != want => bail!(
+                Some(&v) if v != want && explicit.contains(symbol) => bail!(
                     "dimension `{symbol}` is bound to {v} and build.shapes.{input} asks for {want} on axis {axis}"
                 ),
+                Some(&v) if v != want => {
+                    // One name on axes of different sizes (PaddleOCR exports name every dynamic axis
+                    // `?`): ONNX Runtime does not hold the name to one size at run time, so the axes
+                    // stay dynamic and are fed the shapes asked for, as its own API runs them.
+                    overrides.remove(symbol);
+                    unbindable.insert(symbol.to_string());
+                    log.push(format!(
+                        "dimension `{symbol}` is asked to be {v} and {want} (input `{input}` axis {axis}): left dynamic"
+                    ));
+                }
                 _ => {
                     overrides.insert(symbol.to_string(), want);
                     log.push(format!("input `{input}` axis {axis}: {symbol} = {want}"));
