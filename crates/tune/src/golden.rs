@@ -561,6 +561,12 @@ pub fn read_raw_index(path: &Path) -> Result<Vec<Tensor>, GoldenError> {
             .dtype
             .parse()
             .map_err(|m| err(format!("tensor '{}': {m}", entry.name)))?;
+        if dtype == ElementType::String {
+            return Err(err(format!(
+                "tensor '{}': strings have no raw binary form; give them as an .npy/.npz of numpy strings",
+                entry.name
+            )));
+        }
         let file = folder.join(&entry.file);
         let bytes = read_file(&file)?;
         let count = element_count(&entry.shape).ok_or_else(|| {
