@@ -149,7 +149,10 @@ impl Runtime for TractRuntime {
         }
 
         for (outlet, name) in decluttered.inputs.clone().into_iter().zip(onnx_inputs) {
-            if decluttered.node(outlet.node).name != name {
+            // (Unless another node holds that name: NNEF needs unique ones.)
+            if decluttered.node(outlet.node).name != name
+                && !decluttered.nodes.iter().any(|n| n.name == name)
+            {
                 decluttered.node_mut(outlet.node).name = name.clone();
                 if !decluttered.outputs.contains(&outlet) {
                     decluttered.set_outlet_label(outlet, name)?;
