@@ -1366,7 +1366,6 @@ fn check_self_timed_outputs(
     manifest: &BundleManifest,
     data: &trtmc_core::data::CaseData,
 ) -> anyhow::Result<Vec<trtmc_core::data::OutputCheck>> {
-    use trtmc_core::data::{check_output, check_string_output};
     let mut checks = Vec::new();
     for (set, (inputs, expected)) in data.inputs.iter().zip(&data.expected).enumerate() {
         let given = trtmc_runtime::data::read_set(inputs)?;
@@ -1394,22 +1393,9 @@ fn check_self_timed_outputs(
                         want.name
                     )
                 })?;
-            checks.push(match got.strings() {
-                Some(strings) => check_string_output(
-                    &want.name,
-                    set,
-                    (got.shape(), &strings),
-                    (&want.shape, &want.strings),
-                ),
-                None => check_output(
-                    &want.name,
-                    set,
-                    (got.shape(), &got.to_f64_vec()),
-                    (&want.shape, &want.values),
-                    data.atol,
-                    data.rtol,
-                ),
-            });
+            checks.push(trtmc_runtime::outputs::check_against(
+                got, &want, set, data.atol, data.rtol,
+            ));
         }
     }
     Ok(checks)

@@ -200,6 +200,33 @@ pub fn from_tensor(t: &Tensor, dtype: DType) -> anyhow::Result<HostTensor> {
     })
 }
 
+/// One computed output against its expected tensor (`--check-outputs`): strings exactly, numbers by
+/// Polygraphy's element-wise rule with `atol`/`rtol` (`trtmc_core::data`).
+pub fn check_against(
+    got: &HostTensor,
+    want: &Tensor,
+    set: usize,
+    atol: f64,
+    rtol: f64,
+) -> trtmc_core::data::OutputCheck {
+    match got.strings() {
+        Some(strings) => trtmc_core::data::check_string_output(
+            &want.name,
+            set,
+            (got.shape(), &strings),
+            (&want.shape, &want.strings),
+        ),
+        None => trtmc_core::data::check_output(
+            &want.name,
+            set,
+            (got.shape(), &got.to_f64_vec()),
+            (&want.shape, &want.values),
+            atol,
+            rtol,
+        ),
+    }
+}
+
 /// The losses of one output tensor under every algorithm.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TensorLosses {
