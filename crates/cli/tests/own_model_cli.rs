@@ -210,6 +210,33 @@ fn a_mismatch_fails_the_case_naming_the_output_and_its_worst_element() {
     assert_eq!(check["passed"], false);
     assert_eq!(check["mismatches"], 1);
     assert_eq!(check["worst"]["index"], serde_json::json!([0, 0, 1, 1]));
+    // The advice says what to do about a mismatch (tolerances or inputs), and every file the
+    // messages name exists after the command.
+    let (said, summary) = (stderr(&out), stdout(&out));
+    // The summary wraps long lines at spaces.
+    let words = summary.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("raise --atol/--rtol")
+            && words
+                .contains("check that --inputs are what the expected outputs were computed from"),
+        "{summary}"
+    );
+    let kept = said
+        .split("kept for a look: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("the message names the files kept: {said}"));
+    for file in kept.trim().split(", ") {
+        assert!(
+            Path::new(file).is_file(),
+            "named but missing: {file} ({said})"
+        );
+    }
+    for named in summary.split_whitespace().filter(|w| w.ends_with(".log")) {
+        assert!(
+            out_dir.join(named).is_file(),
+            "advice names {named}, which does not exist"
+        );
+    }
     // A wide enough tolerance accepts it: --atol is Polygraphy's absolute tolerance.
     let out = bench(
         tmp.path(),
@@ -535,4 +562,295 @@ fn trtexec_load_inputs_raw_files_feed_the_model() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn string_tensors_feed_onnx_runtime_and_are_checked_exactly() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    // StringNormalizer over a string input: the backend test's own .pb strings in and out.
+    let folder = backend_model("simple/test_strnorm_model_monday_casesensintive_nochangecase");
+    let out_dir = tmp.path().join("pb");
+    let out = run_backend_model(tmp.path(), &folder, &["onnxruntime"], &out_dir);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = assert_result_dir_valid(&out_dir);
+    let check = &only_case(&doc)["output_check"][0];
+    assert_eq!(check["passed"], true, "{check}");
+    assert_eq!(check["mismatches"], 0);
+    // numpy unicode strings (.npz) in, one expected string changed: exact match fails, naming it.
+    let inputs = npz_from_set(tmp.path(), "in.npz", &folder, "input_", "a.astype(str)");
+    let wrong = npz_from_set(
+        tmp.path(),
+        "wrong.npz",
+        &folder,
+        "output_",
+        "np.where(np.arange(a.size).reshape(a.shape) == 0, 'not-this', a.astype(str))",
+    );
+    let out = bench(
+        tmp.path(),
+        &[
+            "run",
+            "--onnx",
+            &model_of(&folder),
+            "--runtime",
+            "onnxruntime",
+            "--inputs",
+            inputs.to_str().expect("utf-8"),
+            "--check-outputs",
+            wrong.to_str().expect("utf-8"),
+            "--warmup",
+            "0",
+            "--iterations",
+            "2",
+            "-o",
+            tmp.path().join("wrong").to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(code(&out), 5, "{}", stderr(&out));
+    let doc = read_json(&tmp.path().join("wrong/result.json"));
+    let error = only_case(&doc)["error"]
+        .as_str()
+        .expect("error")
+        .to_string();
+    assert!(
+        error.contains("strings differ from the expected outputs")
+            && error.contains("expected \"not-this\""),
+        "{error}"
+    );
+    // Without data a string input is refused before any build, naming the input and the fix;
+    // tract refuses string models at build, as its own API does.
+    let out = bench(
+        tmp.path(),
+        &[
+            "run",
+            "--onnx",
+            &model_of(&folder),
+            "--runtime",
+            "onnxruntime",
+        ],
+    );
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is a string tensor") && stderr(&out).contains("--inputs"),
+        "{}",
+        stderr(&out)
+    );
+    let out = bench(
+        tmp.path(),
+        &[
+            "run",
+            "--onnx",
+            &model_of(&folder),
+            "--runtime",
+            "tract",
+            "--inputs",
+            inputs.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+}
+
+#[test]
+fn float16_inputs_are_fed_as_float16_to_onnx_runtime() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    // y = x * 2 in float16, and data made by numpy in float16.
+    let dir = tmp.path();
+    python(
+        r#"
+import sys, os
+import numpy as np, onnx
+from onnx import helper, TensorProto, numpy_helper
+two = numpy_helper.from_array(np.array(2.0, dtype=np.float16), "two")
+g = helper.make_graph(
+    [helper.make_node("Mul", ["x", "two"], ["y"])], "half",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [2, 3])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [2, 3])], [two])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, os.path.join(sys.argv[1], "half.onnx"))
+x = (np.arange(6, dtype=np.float16) / 3).reshape(2, 3)
+np.savez(os.path.join(sys.argv[1], "in.npz"), x=x)
+np.savez(os.path.join(sys.argv[1], "out.npz"), y=x * np.float16(2))
+"#,
+        &[dir],
+    );
+    let model = dir.join("half.onnx");
+    for (runtime, data) in [
+        ("onnxruntime", true),
+        ("onnxruntime", false),
+        ("tract", true),
+    ] {
+        let out_dir = dir.join(format!("{runtime}-{data}"));
+        let (inputs, outputs) = (dir.join("in.npz"), dir.join("out.npz"));
+        let mut args = vec![
+            "run",
+            "--onnx",
+            model.to_str().expect("utf-8"),
+            "--runtime",
+            runtime,
+            "--warmup",
+            "1",
+            "--iterations",
+            "3",
+            "-o",
+            out_dir.to_str().expect("utf-8"),
+        ];
+        if data {
+            args.extend([
+                "--inputs",
+                inputs.to_str().expect("utf-8"),
+                "--check-outputs",
+                outputs.to_str().expect("utf-8"),
+                "--atol",
+                "0",
+                "--rtol",
+                "0",
+            ]);
+        }
+        let out = bench(dir, &args);
+        assert_eq!(code(&out), 0, "{runtime} {data}: {}", stderr(&out));
+        let doc = read_json(&out_dir.join("result.json"));
+        if data {
+            // Exact: float16 in, float16 out, no detour through a float32 model input.
+            assert_eq!(only_case(&doc)["output_check"][0]["passed"], true, "{doc}");
+            assert_eq!(only_case(&doc)["output_check"][0]["max_abs_error"], 0.0);
+        }
+    }
+}
+
+#[test]
+fn an_input_whose_first_node_folds_away_keeps_its_onnx_name_on_tract() {
+    // `0` feeds a Slice that tract's declutter removes; the bundle's input must still be `0`,
+    // the name the data set gives, as tract_onnx's own API runs it.
+    let tmp = tempfile::tempdir().expect("tmp");
+    let folder = backend_model("pytorch-operator/test_operator_index");
+    let out_dir = tmp.path().join("out");
+    let out = run_backend_model(tmp.path(), &folder, &["tract", "onnxruntime"], &out_dir);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = assert_result_dir_valid(&out_dir);
+    for case in doc["cases"].as_array().expect("cases") {
+        assert_eq!(case["output_check"][0]["passed"], true, "{case}");
+        assert_eq!(case["input_shapes"]["0"], serde_json::json!([[1, 1]]));
+    }
+}
+
+#[test]
+fn compare_reads_the_data_set_formats_of_run_on_both_sides() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let folder = backend_model("pytorch-converted/test_Conv2d");
+    let agreement = tmp.path().join("agreement.json");
+    // A backend-test folder (unnamed input_0.pb / output_0.pb) as inputs for both runtimes and as
+    // the golden outputs.
+    let out = bench(
+        tmp.path(),
+        &[
+            "compare",
+            "--onnx",
+            &model_of(&folder),
+            "--runtime",
+            "tract",
+            "--against",
+            "onnxruntime",
+            "--inputs",
+            &set_of(&folder),
+            "-o",
+            agreement.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(read_json(&agreement)["passed"], true);
+    let out = bench(
+        tmp.path(),
+        &[
+            "compare",
+            "--onnx",
+            &model_of(&folder),
+            "--runtime",
+            "onnxruntime",
+            "--inputs",
+            &set_of(&folder),
+            "--golden",
+            &set_of(&folder),
+            "-o",
+            agreement.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = read_json(&agreement);
+    assert_eq!(doc["passed"], true, "{doc}");
+    assert_eq!(
+        doc["tensors"][0]["name"], "3",
+        "the unnamed output_0.pb is the model's output 0"
+    );
+    // Golden outputs that differ fail the comparison (exit 5: they do not agree).
+    let wrong = npz_from_set(tmp.path(), "wrong.npz", &folder, "output_", "bump(a) * 3");
+    let out = bench(
+        tmp.path(),
+        &[
+            "compare",
+            "--onnx",
+            &model_of(&folder),
+            "--runtime",
+            "onnxruntime",
+            "--inputs",
+            &set_of(&folder),
+            "--golden",
+            wrong.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(code(&out), 5, "{}", stdout(&out));
+}
+
+#[test]
+fn one_dimension_name_on_axes_of_different_sizes_runs_as_onnx_runtime_runs_it() {
+    // PaddleOCR's exports (rapidocr's angle classifier, found by scripts/corpus.py) name both image
+    // axes `?`; the package feeds 48x192. ONNX Runtime's own API runs that, so must trtmc.
+    let tmp = tempfile::tempdir().expect("tmp");
+    python(
+        r#"
+import sys, os
+import onnx
+from onnx import helper, TensorProto
+g = helper.make_graph(
+    [helper.make_node("Relu", ["x"], ["y"])], "same-name",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [-1, 3, "?", "?"])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [-1, 3, "?", "?"])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, os.path.join(sys.argv[1], "same-name.onnx"))
+"#,
+        &[tmp.path()],
+    );
+    let model = tmp.path().join("same-name.onnx");
+    let out_dir = tmp.path().join("out");
+    let out = bench(
+        tmp.path(),
+        &[
+            "run",
+            "--onnx",
+            model.to_str().expect("utf-8"),
+            "--runtime",
+            "onnxruntime",
+            "--runtime",
+            "tract",
+            "--shape",
+            "x:1x3x4x6",
+            "--rounds",
+            "1",
+            "--warmup",
+            "1",
+            "--iterations",
+            "3",
+            "-o",
+            out_dir.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = assert_result_dir_valid(&out_dir);
+    for case in doc["cases"].as_array().expect("cases") {
+        assert_eq!(
+            case["input_shapes"]["x"],
+            serde_json::json!([[1, 3, 4, 6]]),
+            "{case}"
+        );
+    }
 }

@@ -818,3 +818,84 @@ fn trtexec_is_found_in_a_runtime_dir_and_sees_it_on_its_library_path() {
         serde_json::json!([s(&canonical)])
     );
 }
+
+#[test]
+fn check_outputs_on_tensorrt_reads_trtexecs_export_output() {
+    let sim = Sim::new();
+    // Inputs and expected outputs from ONNX Runtime's Python API; the simulator computes its
+    // outputs with tract, so they agree within float rounding.
+    let script = r#"
+import sys
+import numpy as np, onnxruntime as ort
+s = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+i = s.get_inputs()[0]
+x = np.random.default_rng(3).standard_normal([d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32)
+names = [o.name for o in s.get_outputs()]
+got = s.run(None, {i.name: x})
+np.savez(sys.argv[2], **{i.name: x})
+np.savez(sys.argv[3], **dict(zip(names, got)))
+np.savez(sys.argv[4], **{n: g * 2 + 1 for n, g in zip(names, got)})
+"#;
+    let (inputs, expected, wrong) = (
+        sim.path("in.npz"),
+        sim.path("out.npz"),
+        sim.path("wrong.npz"),
+    );
+    let o = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .args([&sim.onnx, &inputs, &expected, &wrong])
+        .output()
+        .expect("python3 with numpy and onnxruntime");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = sim.path("ok");
+    let o = sim.run_engine(
+        "110100",
+        &[
+            "--inputs",
+            s(&inputs),
+            "--check-outputs",
+            s(&expected),
+            "--atol",
+            "1e-4",
+            "--rtol",
+            "1e-3",
+            "--iterations",
+            "5",
+            "-o",
+            s(&out),
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let result = read_json(&out.join("result.json"));
+    let checks = result["cases"][0]["output_check"]
+        .as_array()
+        .expect("output_check");
+    assert!(!checks.is_empty(), "{result}");
+    assert!(checks.iter().all(|c| c["passed"] == true), "{result}");
+    // trtexec was asked for the outputs of the given inputs.
+    let line = recorded_line(&sim, "infer", "--exportOutput=");
+    assert!(line.contains("--loadInputs="), "{line}");
+    // Wrong expected outputs fail the case naming the output (exit 5), as on the other runtimes.
+    let out = sim.path("wrong");
+    let o = sim.run_engine(
+        "110100",
+        &[
+            "--inputs",
+            s(&inputs),
+            "--check-outputs",
+            s(&wrong),
+            "--iterations",
+            "5",
+            "-o",
+            s(&out),
+        ],
+    );
+    assert_eq!(code(&o), 5, "{}", stderr(&o));
+    let result = read_json(&out.join("result.json"));
+    let error = result["cases"][0]["error"].as_str().expect("error");
+    assert!(
+        error.contains("differs from the expected outputs"),
+        "{error}"
+    );
+}

@@ -1223,3 +1223,61 @@ fn slurm_executor_refuses_what_cannot_work_before_submitting() {
     );
     assert!(!out_dir.join("slurm").exists() && !out_dir.join("tuning-cache.jsonl").exists());
 }
+
+/// `tune --inputs` and `--ref-outputs` read every data-set format `run --inputs` reads: here the
+/// onnx wheel's backend-test folder (unnamed `input_0.pb`/`output_0.pb`), and a folder of NAME.npy.
+#[test]
+fn tune_reads_run_data_set_formats_for_its_gate() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let py = Command::new("python3")
+        .arg("-c")
+        .arg(
+            r#"
+import os, sys
+import numpy as np, onnx
+from onnx import numpy_helper
+folder = os.path.join(os.path.dirname(onnx.__file__), "backend/test/data/pytorch-converted/test_Conv2d")
+t = onnx.TensorProto(); t.ParseFromString(open(os.path.join(folder, "test_data_set_0/output_0.pb"), "rb").read())
+os.makedirs(sys.argv[1])
+np.save(os.path.join(sys.argv[1], "3.npy"), numpy_helper.to_array(t) * 3 + 1)
+print(folder)
+"#,
+        )
+        .arg(tmp.path().join("wrong"))
+        .output()
+        .expect("python3 with onnx and numpy");
+    assert!(
+        py.status.success(),
+        "{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    let folder = PathBuf::from(String::from_utf8_lossy(&py.stdout).trim().to_string());
+    let (model, set) = (folder.join("model.onnx"), folder.join("test_data_set_0"));
+    let wrong = tmp.path().join("wrong");
+    for (reference, want) in [(&set, 0), (&wrong, 5)] {
+        let out_dir = tmp.path().join(format!("out-{want}"));
+        let mut args = vec![
+            "--onnx",
+            s(&model),
+            "--runtime",
+            "tract",
+            "--routes",
+            "-threads=[1|2]",
+            "--inputs",
+            s(&set),
+            "--ref-outputs",
+            s(reference),
+            "-o",
+            s(&out_dir),
+            "--quiet",
+        ];
+        args.extend_from_slice(QUICK);
+        let out = tune(tmp.path(), &args);
+        assert_eq!(code(&out), want, "{}", stderr(&out));
+        let summary = read_json(&out_dir.join("tuning-summary.json"));
+        // The expected outputs gate every route: they pass the model's own, fail the wrong ones.
+        for r in summary["routes"].as_array().expect("routes") {
+            assert_eq!(r["status"] == "accuracy_failed", want == 5, "{r}");
+        }
+    }
+}

@@ -133,10 +133,12 @@ pub enum ElementType {
     U32,
     U64,
     Bool,
+    /// ONNX strings (UTF-8), held in [`Tensor::strings`]; compared only for equality.
+    String,
 }
 
 impl ElementType {
-    pub const ALL: [ElementType; 12] = [
+    pub const ALL: [ElementType; 13] = [
         ElementType::F16,
         ElementType::F32,
         ElementType::F64,
@@ -149,6 +151,7 @@ impl ElementType {
         ElementType::U32,
         ElementType::U64,
         ElementType::Bool,
+        ElementType::String,
     ];
 
     pub fn name(self) -> &'static str {
@@ -165,12 +168,14 @@ impl ElementType {
             ElementType::U32 => "u32",
             ElementType::U64 => "u64",
             ElementType::Bool => "bool",
+            ElementType::String => "string",
         }
     }
 
-    /// Bytes per element.
+    /// Bytes per element (0 for strings, which have no fixed size).
     pub fn size(self) -> usize {
         match self {
+            ElementType::String => 0,
             ElementType::I8 | ElementType::U8 | ElementType::Bool => 1,
             ElementType::F16 | ElementType::I16 | ElementType::U16 => 2,
             ElementType::F32 | ElementType::I32 | ElementType::U32 => 4,
@@ -209,6 +214,9 @@ pub struct Tensor {
     pub dtype: ElementType,
     pub shape: Vec<usize>,
     pub values: Vec<f64>,
+    /// The elements of a string tensor (`values` is then empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub strings: Vec<String>,
 }
 
 impl Tensor {
@@ -226,11 +234,35 @@ impl Tensor {
                 dtype,
                 shape,
                 values,
+                strings: Vec::new(),
             }),
             _ => Err(AccuracyError::LengthMismatch {
                 name,
                 shape,
                 len: values.len(),
+            }),
+        }
+    }
+
+    /// A string tensor, whose element count must equal the product of its shape.
+    pub fn new_strings(
+        name: impl Into<String>,
+        shape: Vec<usize>,
+        strings: Vec<String>,
+    ) -> Result<Self, AccuracyError> {
+        let name = name.into();
+        match element_count(&shape) {
+            Some(n) if n == strings.len() => Ok(Self {
+                name,
+                dtype: ElementType::String,
+                shape,
+                values: Vec::new(),
+                strings,
+            }),
+            _ => Err(AccuracyError::LengthMismatch {
+                name,
+                shape,
+                len: strings.len(),
             }),
         }
     }
@@ -377,6 +409,10 @@ pub enum AccuracyError {
         "reference tensor '{name}' has {count} non-finite value(s) (NaN or ±inf); regenerate the golden outputs"
     )]
     NonFiniteReference { name: String, count: usize },
+    #[error(
+        "tensor '{name}' holds strings, which a loss cannot measure; check string outputs with run --check-outputs (exact match)"
+    )]
+    StringTensor { name: String },
 }
 
 /// Compare every reference tensor with the candidate tensor of the same name.
@@ -482,6 +518,11 @@ fn judge(candidate: &Tensor, reference: &Tensor, spec: &AccuracySpec) -> TensorA
 }
 
 fn check_length(t: &Tensor) -> Result<(), AccuracyError> {
+    if t.dtype == ElementType::String {
+        return Err(AccuracyError::StringTensor {
+            name: t.name.clone(),
+        });
+    }
     match element_count(&t.shape) {
         Some(n) if n == t.values.len() => Ok(()),
         _ => Err(AccuracyError::LengthMismatch {

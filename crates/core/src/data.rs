@@ -213,6 +213,52 @@ pub fn check_output(
     check
 }
 
+/// Compares string outputs exactly (Polygraphy and ONNX's backend tests do the same): any differing
+/// element fails the check, and the note names the first one. Tolerances do not apply.
+pub fn check_string_output(
+    output: &str,
+    set: usize,
+    (shape, got): (&[usize], &[String]),
+    (expected_shape, expected): (&[usize], &[String]),
+) -> OutputCheck {
+    let mut check = OutputCheck {
+        output: output.to_string(),
+        set,
+        passed: false,
+        max_abs_error: None,
+        max_rel_error: None,
+        elements: expected.len() as u64,
+        mismatches: 0,
+        worst: None,
+        note: None,
+    };
+    if shape != expected_shape || got.len() != expected.len() {
+        check.note = Some(format!(
+            "the run produced shape {shape:?}, the expected outputs have shape {expected_shape:?}"
+        ));
+        return check;
+    }
+    let differing: Vec<usize> = (0..got.len()).filter(|&i| got[i] != expected[i]).collect();
+    check.mismatches = differing.len() as u64;
+    check.passed = differing.is_empty();
+    if let Some(&first) = differing.first() {
+        let index: Vec<String> = unravel(first, shape).iter().map(usize::to_string).collect();
+        check.note = Some(format!(
+            "{} of {} strings differ from the expected outputs (strings must match exactly); first at [{}]: got {:?}, expected {:?}",
+            differing.len(),
+            expected.len(),
+            index.join(","),
+            got[first],
+            expected[first]
+        ));
+    } else {
+        // Equal strings: no error at all.
+        check.max_abs_error = Some(0.0);
+        check.max_rel_error = Some(0.0);
+    }
+    check
+}
+
 /// The multi-dimensional index of flat element `i` in C order.
 fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
     let mut index = vec![0; shape.len()];
@@ -279,5 +325,26 @@ mod tests {
             1.0,
         );
         assert!(!c.passed && c.note.is_some());
+    }
+
+    #[test]
+    fn strings_must_match_exactly() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let same = check_string_output("y", 0, (&[2], &s(&["a", "b"])), (&[2], &s(&["a", "b"])));
+        assert!(same.passed && same.max_abs_error == Some(0.0));
+        let c = check_string_output(
+            "y",
+            1,
+            (&[1, 2], &s(&["a", "B "])),
+            (&[1, 2], &s(&["a", "b"])),
+        );
+        assert!(!c.passed);
+        assert_eq!(c.mismatches, 1);
+        let text = c.describe_failure(1e-5, 1e-5);
+        assert!(
+            text.contains("1 of 2 strings differ")
+                && text.contains(r#"[0,1]: got "B ", expected "b""#),
+            "{text}"
+        );
     }
 }

@@ -243,9 +243,13 @@ pub fn assess(
                     detail: "not measured".into(),
                 });
             }
+            // Outputs that differ from `--check-outputs` are a question of tolerances or data, not
+            // something a log explains: say where the errors are and what to change.
+            let mismatched = case.output_check.iter().any(|c| !c.passed);
             // The log the case recorded (a rounds run's `worker-rNN.log`), only when the worker wrote one
             // with something in it; otherwise the failure above is all there is.
             recommendations.push(match &case.files.worker_log {
+                _ if mismatched => "outputs differ from --check-outputs (see output_check in result.json): if it is rounding, raise --atol/--rtol; else check that --inputs are what the expected outputs were computed from".into(),
                 Some(log) => format!("read {log}, fix the failure and run the case again"),
                 None => "fix the failure named above and run the case again".into(),
             });

@@ -82,9 +82,25 @@ impl Side {
     /// The bundle's inputs read from a file (`.npy`, `.npz` or a JSON index with `inputs`), each
     /// converted to the dtype the bundle expects.
     pub fn read_inputs(&self, path: &Path) -> Result<TensorSet, RunError> {
-        let file = trtmc_tune::golden::read_golden(path).map_err(|e| RunError::CompareInputs {
-            reason: e.to_string(),
-        })?;
+        let file = if path.is_file() {
+            trtmc_tune::golden::read_golden(path).map_err(|e| RunError::CompareInputs {
+                reason: e.to_string(),
+            })?
+        } else {
+            // A folder (NAME.npy, input_N.pb, one test_data_set_N) or trtexec's name:file.bin list.
+            let declared: Vec<_> = self
+                .manifest
+                .inputs
+                .iter()
+                .map(trtmc_runtime::data::declared_from_spec)
+                .collect();
+            trtmc_runtime::data::read_one_set(
+                &path.display().to_string(),
+                trtmc_runtime::data::DataKind::Inputs,
+                &declared,
+            )
+            .map_err(|reason| RunError::CompareInputs { reason })?
+        };
         self.manifest
             .inputs
             .iter()
@@ -107,6 +123,31 @@ impl Side {
                 Ok((spec.name.clone(), tensor))
             })
             .collect()
+    }
+
+    /// Expected outputs from `path` in any format `run --check-outputs` reads (a folder of
+    /// `output_N.pb` names unnamed tensors after the bundle's outputs).
+    pub fn read_expected(
+        &self,
+        path: &Path,
+    ) -> Result<Vec<trtmc_core::accuracy::Tensor>, RunError> {
+        if path.is_file() {
+            return trtmc_tune::golden::read_golden(path).map_err(|e| RunError::CompareInputs {
+                reason: e.to_string(),
+            });
+        }
+        let declared: Vec<_> = self
+            .manifest
+            .outputs
+            .iter()
+            .map(trtmc_runtime::data::declared_from_spec)
+            .collect();
+        trtmc_runtime::data::read_one_set(
+            &path.display().to_string(),
+            trtmc_runtime::data::DataKind::Outputs,
+            &declared,
+        )
+        .map_err(|reason| RunError::CompareInputs { reason })
     }
 
     /// One forward pass of the bundle on `inputs`, in this process.

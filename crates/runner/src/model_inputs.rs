@@ -112,6 +112,16 @@ pub(crate) fn settle(
         None
     };
 
+    if data.is_none()
+        && let Some(d) = inputs.iter().find(|d| d.dtype == Some(DType::Str))
+    {
+        return Err(format!(
+            "input `{}` of model `{}` is a string tensor ({}), whose values trtmc cannot make up: give them with --inputs (an .npy/.npz of numpy strings, or a folder of input_N.pb)",
+            d.name,
+            profile.name,
+            d.describe_type()
+        ));
+    }
     let mut lines = Vec::with_capacity(inputs.len());
     for (i, d) in inputs.iter().enumerate() {
         let declared = marked(d);
@@ -289,6 +299,7 @@ fn synthesized(d: &Declared, seed: i64) -> String {
         Some(DType::I64 | DType::I32) => "integers uniform in [0, 100)",
         Some(DType::Bool) => "booleans, each true with probability 1/2",
         Some(DType::U8) => "bytes uniform in [0, 255]",
+        Some(DType::Str) => return "none: string inputs need --inputs".into(),
         None => {
             return format!(
                 "none: trtmc's runners do not handle {} inputs",

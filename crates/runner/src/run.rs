@@ -1353,6 +1353,16 @@ fn measure_self_timed(
             if let Err(e) = write_json_atomic(&notes, &doc) {
                 m.error = Some(format!("cannot write {SELF_TIMED_NOTES_FILE}: {e}"));
             }
+            // `--check-outputs`: the tool's own output export of each data set, checked like the
+            // worker checks its outputs (in the first round only: the outputs do not change).
+            if let Some(data) = p.resolved.data.as_ref().filter(|d| !d.expected.is_empty())
+                && round.index == 0
+            {
+                match check_self_timed_outputs(timer, &request, &manifest, data) {
+                    Ok(checks) => m.output_check = checks,
+                    Err(e) => m.error = Some(format!("checking the outputs: {e:#}")),
+                }
+            }
         }
         Err(e) => {
             m.error = Some(format!("{e:#}"));
@@ -1360,6 +1370,49 @@ fn measure_self_timed(
         }
     }
     m
+}
+
+/// Runs each input set once through the tool (trtexec: `--loadInputs`, `--exportOutput`) and checks
+/// its outputs against the expected set with the rule and tolerances of `--check-outputs`.
+fn check_self_timed_outputs(
+    timer: &dyn SelfTimed,
+    request: &SelfTimedRequest<'_>,
+    manifest: &BundleManifest,
+    data: &trtmc_core::data::CaseData,
+) -> anyhow::Result<Vec<trtmc_core::data::OutputCheck>> {
+    let mut checks = Vec::new();
+    for (set, (inputs, expected)) in data.inputs.iter().zip(&data.expected).enumerate() {
+        let given = trtmc_runtime::data::read_set(inputs)?;
+        let named = manifest
+            .inputs
+            .iter()
+            .map(|spec| {
+                let t = given.iter().find(|t| t.name == spec.name).ok_or_else(|| {
+                    anyhow::anyhow!("{} has no input `{}`", inputs.source, spec.name)
+                })?;
+                Ok((
+                    spec.name.clone(),
+                    trtmc_runtime::outputs::from_tensor(t, spec.dtype)?,
+                ))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let outputs = timer.outputs(request, &named)?;
+        for want in trtmc_runtime::data::read_set(expected)? {
+            let (_, got) = outputs
+                .iter()
+                .find(|(name, _)| *name == want.name)
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "the expected outputs name `{}`, which the model does not produce",
+                        want.name
+                    )
+                })?;
+            checks.push(trtmc_runtime::outputs::check_against(
+                got, &want, set, data.atol, data.rtol,
+            ));
+        }
+    }
+    Ok(checks)
 }
 
 fn profile_failed(iterations: u64, error: String, log: Option<String>) -> CaseProfile {

@@ -121,6 +121,7 @@ pub fn onnx_dtype(elem_type: i32) -> Option<DType> {
         2 => DType::U8,
         6 => DType::I32,
         7 => DType::I64,
+        8 => DType::Str,
         9 => DType::Bool,
         10 => DType::F16,
         11 => DType::F64,
@@ -138,6 +139,7 @@ pub fn onnx_element_type(elem_type: i32) -> Option<ElementType> {
         5 => ElementType::I16,
         6 => ElementType::I32,
         7 => ElementType::I64,
+        8 => ElementType::String,
         9 => ElementType::Bool,
         10 => ElementType::F16,
         11 => ElementType::F64,
@@ -153,7 +155,6 @@ pub fn onnx_type_name(elem_type: i32) -> String {
         Some(t) => t.name().to_string(),
         None => match elem_type {
             0 => "undeclared".into(),
-            8 => "string".into(),
             14 => "complex64".into(),
             15 => "complex128".into(),
             16 => "bf16".into(),
@@ -247,6 +248,48 @@ pub fn locate(
     Err(format!(
         "{flag} {spec}: no such file or folder (give {FORMATS})"
     ))
+}
+
+/// A declared input or output of a built bundle (its manifest's spec), for reading data sets
+/// against it.
+pub fn declared_from_spec(spec: &crate::tensor::TensorSpec) -> Declared {
+    let elem_type = match spec.dtype {
+        DType::F32 => 1,
+        DType::U8 => 2,
+        DType::I32 => 6,
+        DType::I64 => 7,
+        DType::Str => 8,
+        DType::Bool => 9,
+        DType::F16 => 10,
+        DType::F64 => 11,
+    };
+    Declared {
+        name: spec.name.clone(),
+        elem_type,
+        dtype: Some(spec.dtype),
+        has_shape: true,
+        dims: spec.shape.clone(),
+        unnamed: vec![false; spec.shape.len()],
+    }
+}
+
+/// The tensors of the one data set `spec` names, in any format `run --inputs` reads (`compare`
+/// makes one forward pass, so a folder of several `test_data_set_*` is refused: name one of them).
+pub fn read_one_set(
+    spec: &str,
+    kind: DataKind,
+    declared: &[Declared],
+) -> Result<Vec<Tensor>, String> {
+    let sets = locate(spec, kind, declared, &BTreeMap::new())?;
+    let count = sets.len();
+    let mut sets = sets.into_iter();
+    match (sets.next(), count) {
+        (Some((_, tensors)), 1) => Ok(tensors),
+        _ => Err(format!(
+            "{} {spec}: holds {count} data sets; one forward pass uses one, name its folder (e.g. {spec}/test_data_set_0)",
+            kind.flag()
+        )),
+    }
 }
 
 /// Reads a data set's tensors again from its record (the worker's side of [`locate`]); each file's
@@ -441,6 +484,15 @@ pub fn tensor_from_proto(proto: &tract_onnx::pb::TensorProto) -> anyhow::Result<
         .collect::<anyhow::Result<Vec<usize>>>()?;
     let count = trtmc_core::accuracy::element_count(&shape)
         .with_context(|| format!("shape {shape:?} is too large"))?;
+    if dtype == ElementType::String {
+        let strings = proto
+            .string_data
+            .iter()
+            .map(|bytes| String::from_utf8(bytes.clone()))
+            .collect::<Result<Vec<_>, _>>()
+            .with_context(|| format!("tensor `{}` holds a string that is not UTF-8", proto.name))?;
+        return Ok(Tensor::new_strings(proto.name.clone(), shape, strings)?);
+    }
     let values: Vec<f64> = if !proto.raw_data.is_empty() {
         if Some(proto.raw_data.len()) != count.checked_mul(dtype.size()) {
             bail!(
@@ -493,13 +545,15 @@ fn raw_list(
                 names(declared)
             )
         })?;
-        let dtype = onnx_element_type(d.elem_type).ok_or_else(|| {
-            format!(
-                "{flag}: {} `{name}` is of type {}, which trtmc cannot read from a raw file",
-                kind.what(),
-                onnx_type_name(d.elem_type)
-            )
-        })?;
+        let dtype = onnx_element_type(d.elem_type)
+            .filter(|t| *t != ElementType::String)
+            .ok_or_else(|| {
+                format!(
+                    "{flag}: {} `{name}` is of type {}, which trtmc cannot read from a raw file",
+                    kind.what(),
+                    onnx_type_name(d.elem_type)
+                )
+            })?;
         let shape: Vec<usize> = match shapes.get(name) {
             Some(s) => s.iter().map(|&v| v.max(0) as usize).collect(),
             None => d
@@ -788,8 +842,18 @@ mod tests {
         );
         proto.raw_data.pop();
         assert!(tensor_from_proto(&proto).is_err());
-        proto.data_type = 8;
-        let e = tensor_from_proto(&proto).expect_err("string");
-        assert!(format!("{e:#}").contains("string"), "{e:#}");
+        proto.data_type = 16;
+        let e = tensor_from_proto(&proto).expect_err("bf16");
+        assert!(format!("{e:#}").contains("bf16"), "{e:#}");
+        let strings = tract_onnx::pb::TensorProto {
+            name: "s".into(),
+            dims: vec![1, 2],
+            data_type: 8,
+            string_data: vec![b"caf\xc3\xa9".to_vec(), b"".to_vec()],
+            ..Default::default()
+        };
+        let t = tensor_from_proto(&strings).expect("strings");
+        assert_eq!(t.dtype, ElementType::String);
+        assert_eq!(t.strings, vec!["café".to_string(), String::new()]);
     }
 }

@@ -27,6 +27,7 @@ use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
 use ort::session::{Session as OrtSession, SessionInputValue, SessionInputs};
 use ort::value::{Outlet, TensorElementType, TensorRef, ValueType};
 use serde_json::{Value, json};
+use tract_core::prelude::f16;
 use trtmc_core::fsutil::write_json_atomic;
 
 use crate::bundle::BundleManifest;
@@ -507,6 +508,9 @@ fn dimension_overrides(
     if shapes.is_empty() {
         return Ok(overrides);
     }
+    // Names bound by `build.dims.*` must hold; names only the shapes bind may be left dynamic.
+    let explicit: std::collections::BTreeSet<String> = overrides.keys().cloned().collect();
+    let mut unbindable = std::collections::BTreeSet::new();
     let probe = builder(OptimizationLevel::Disable, &BTreeMap::new())?
         .commit_from_file(onnx)
         .map_err(ort_err)
@@ -559,10 +563,23 @@ fn dimension_overrides(
                 ));
                 continue;
             }
+            if unbindable.contains(symbol) {
+                continue;
+            }
             match overrides.get(symbol) {
-                Some(&v) if v != want => bail!(
+                Some(&v) if v != want && explicit.contains(symbol) => bail!(
                     "dimension `{symbol}` is bound to {v} and build.shapes.{input} asks for {want} on axis {axis}"
                 ),
+                Some(&v) if v != want => {
+                    // One name on axes of different sizes (PaddleOCR exports name every dynamic axis
+                    // `?`): ONNX Runtime does not hold the name to one size at run time, so the axes
+                    // stay dynamic and are fed the shapes asked for, as its own API runs them.
+                    overrides.remove(symbol);
+                    unbindable.insert(symbol.to_string());
+                    log.push(format!(
+                        "dimension `{symbol}` is asked to be {v} and {want} (input `{input}` axis {axis}): left dynamic"
+                    ));
+                }
                 _ => {
                     overrides.insert(symbol.to_string(), want);
                     log.push(format!("input `{input}` axis {axis}: {symbol} = {want}"));
@@ -582,6 +599,7 @@ fn dtype_of(ty: TensorElementType) -> Option<DType> {
         TensorElementType::Int32 => DType::I32,
         TensorElementType::Bool => DType::Bool,
         TensorElementType::Uint8 => DType::U8,
+        TensorElementType::String => DType::Str,
         _ => return None,
     })
 }
@@ -935,6 +953,15 @@ impl Session for OrtModel {
             Vec::with_capacity(inputs.len());
         for (t, spec) in inputs.iter().zip(&self.inputs) {
             let value: SessionInputValue<'_> = match t {
+                // A float16 input is held as f32 on the host (exact) and fed as float16.
+                HostTensor::F32(a) if spec.dtype == DType::F16 => {
+                    ort::value::Tensor::from_array(a.mapv(f16::from_f32))
+                        .map_err(ort_err)?
+                        .into()
+                }
+                HostTensor::Str(a) => ort::value::Tensor::from_string_array(a.view())
+                    .map_err(ort_err)?
+                    .into(),
                 HostTensor::F32(a) => TensorRef::from_array_view(a.view())
                     .map_err(ort_err)?
                     .into(),
@@ -989,6 +1016,14 @@ impl Session for OrtModel {
                     }
                     TensorElementType::Uint8 => {
                         HostTensor::U8(v.try_extract_array::<u8>().map_err(ort_err)?.to_owned())
+                    }
+                    TensorElementType::Float16 => HostTensor::F32(
+                        v.try_extract_array::<f16>()
+                            .map_err(ort_err)?
+                            .mapv(f16::to_f32),
+                    ),
+                    TensorElementType::String => {
+                        HostTensor::Str(v.try_extract_string_array().map_err(ort_err)?)
                     }
                     other => bail!(
                         "output `{}` has element type {other:?}, which trtmc does not read",

@@ -144,11 +144,15 @@ fn element_type(t: &HostTensor) -> ElementType {
         HostTensor::I32(_) => ElementType::I32,
         HostTensor::Bool(_) => ElementType::Bool,
         HostTensor::U8(_) => ElementType::U8,
+        HostTensor::Str(_) => ElementType::String,
     }
 }
 
 /// A host tensor as an accuracy tensor (values widened to f64).
 pub fn to_tensor(name: &str, t: &HostTensor) -> anyhow::Result<Tensor> {
+    if let Some(strings) = t.strings() {
+        return Ok(Tensor::new_strings(name, t.shape().to_vec(), strings)?);
+    }
     let values: Vec<f64> = t.to_f32_vec().into_iter().map(f64::from).collect();
     Ok(Tensor::new(
         name,
@@ -162,7 +166,16 @@ pub fn to_tensor(name: &str, t: &HostTensor) -> anyhow::Result<Tensor> {
 pub fn from_tensor(t: &Tensor, dtype: DType) -> anyhow::Result<HostTensor> {
     let dim = IxDyn(&t.shape);
     let v = &t.values;
+    if (dtype == DType::Str) != (t.dtype == ElementType::String) {
+        bail!(
+            "tensor `{}` holds {} values, the model wants {}",
+            t.name,
+            t.dtype,
+            dtype.name()
+        );
+    }
     Ok(match dtype {
+        DType::Str => HostTensor::Str(ArrayD::from_shape_vec(dim, t.strings.clone())?),
         DType::F32 | DType::F16 => HostTensor::F32(ArrayD::from_shape_vec(
             dim,
             v.iter().map(|&x| x as f32).collect(),
@@ -185,6 +198,33 @@ pub fn from_tensor(t: &Tensor, dtype: DType) -> anyhow::Result<HostTensor> {
             v.iter().map(|&x| x as u8).collect(),
         )?),
     })
+}
+
+/// One computed output against its expected tensor (`--check-outputs`): strings exactly, numbers by
+/// Polygraphy's element-wise rule with `atol`/`rtol` (`trtmc_core::data`).
+pub fn check_against(
+    got: &HostTensor,
+    want: &Tensor,
+    set: usize,
+    atol: f64,
+    rtol: f64,
+) -> trtmc_core::data::OutputCheck {
+    match got.strings() {
+        Some(strings) => trtmc_core::data::check_string_output(
+            &want.name,
+            set,
+            (got.shape(), &strings),
+            (&want.shape, &want.strings),
+        ),
+        None => trtmc_core::data::check_output(
+            &want.name,
+            set,
+            (got.shape(), &got.to_f64_vec()),
+            (&want.shape, &want.values),
+            atol,
+            rtol,
+        ),
+    }
 }
 
 /// The losses of one output tensor under every algorithm.
@@ -316,6 +356,11 @@ pub fn le_bytes(t: &HostTensor) -> Vec<u8> {
         HostTensor::I32(a) => a.iter().flat_map(|x| x.to_le_bytes()).collect(),
         HostTensor::Bool(a) => a.iter().map(|&x| u8::from(x)).collect(),
         HostTensor::U8(a) => a.iter().copied().collect(),
+        // Strings have no fixed width: each one's UTF-8 bytes, NUL-terminated.
+        HostTensor::Str(a) => a
+            .iter()
+            .flat_map(|x| x.bytes().chain(std::iter::once(0)))
+            .collect(),
     }
 }
 

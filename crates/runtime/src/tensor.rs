@@ -16,6 +16,9 @@ pub enum DType {
     I32,
     Bool,
     U8,
+    /// ONNX strings (ONNX Runtime only; tract's runner refuses them).
+    #[serde(rename = "string")]
+    Str,
 }
 
 impl DType {
@@ -28,6 +31,7 @@ impl DType {
             DType::I32 => "i32",
             DType::Bool => "bool",
             DType::U8 => "u8",
+            DType::Str => "string",
         }
     }
 }
@@ -102,6 +106,7 @@ pub enum HostTensor {
     I32(ArrayD<i32>),
     Bool(ArrayD<bool>),
     U8(ArrayD<u8>),
+    Str(ArrayD<String>),
 }
 
 impl HostTensor {
@@ -113,6 +118,7 @@ impl HostTensor {
             HostTensor::I32(a) => a.shape(),
             HostTensor::Bool(a) => a.shape(),
             HostTensor::U8(a) => a.shape(),
+            HostTensor::Str(a) => a.shape(),
         }
     }
 
@@ -124,6 +130,7 @@ impl HostTensor {
             HostTensor::I32(_) => DType::I32,
             HostTensor::Bool(_) => DType::Bool,
             HostTensor::U8(_) => DType::U8,
+            HostTensor::Str(_) => DType::Str,
         }
     }
 
@@ -153,7 +160,15 @@ impl HostTensor {
         }
     }
 
-    /// The elements as f32 (for output comparison).
+    /// The elements of a string tensor (`None` for a numeric one).
+    pub fn strings(&self) -> Option<Vec<String>> {
+        match self {
+            HostTensor::Str(a) => Some(a.iter().cloned().collect()),
+            _ => None,
+        }
+    }
+
+    /// The elements as f32 (for output comparison; a string is NaN, never equal to anything).
     pub fn to_f32_vec(&self) -> Vec<f32> {
         match self {
             HostTensor::F32(a) => a.iter().copied().collect(),
@@ -162,6 +177,7 @@ impl HostTensor {
             HostTensor::I32(a) => a.iter().map(|&x| x as f32).collect(),
             HostTensor::Bool(a) => a.iter().map(|&x| f32::from(u8::from(x))).collect(),
             HostTensor::U8(a) => a.iter().map(|&x| f32::from(x)).collect(),
+            HostTensor::Str(a) => vec![f32::NAN; a.len()],
         }
     }
 }
@@ -206,6 +222,10 @@ pub fn synthesize(
             dim,
             (0..n).map(|_| rng.random::<u8>()).collect(),
         )?),
+        DType::Str => anyhow::bail!(
+            "input `{}` is a string tensor, which trtmc does not synthesize: give its values with --inputs",
+            spec.name
+        ),
     })
 }
 

@@ -108,6 +108,13 @@ impl Runtime for TractRuntime {
             .model_for_path(onnx)
             .with_context(|| format!("tract cannot parse {}", onnx.display()))?;
         timed("parse_onnx", t);
+        // The ONNX names of the inputs, in order: declutter may rename an input after a node it
+        // folded away (a no-op Slice right after it), and the data given is named as the file says.
+        let onnx_inputs: Vec<String> = model
+            .input_outlets()?
+            .iter()
+            .map(|o| model.node(o.node).name.clone())
+            .collect();
 
         let t = Instant::now();
         bind_input_shapes(&mut model, settings, &mut log)?;
@@ -142,6 +149,17 @@ impl Runtime for TractRuntime {
             other => bail!("tract supports build.precision fp32 or fp16, not `{other}`"),
         }
 
+        for (outlet, name) in decluttered.inputs.clone().into_iter().zip(onnx_inputs) {
+            // (Unless another node holds that name: NNEF needs unique ones.)
+            if decluttered.node(outlet.node).name != name
+                && !decluttered.nodes.iter().any(|n| n.name == name)
+            {
+                decluttered.node_mut(outlet.node).name = name.clone();
+                if !decluttered.outputs.contains(&outlet) {
+                    decluttered.set_outlet_label(outlet, name)?;
+                }
+            }
+        }
         let inputs = specs(&decluttered, true)?;
         let outputs = specs(&decluttered, false)?;
         let t = Instant::now();
@@ -834,6 +852,8 @@ fn to_tract(t: HostTensor, dtype: DType) -> anyhow::Result<Tensor> {
         HostTensor::I32(a) => a.into_tensor(),
         HostTensor::Bool(a) => a.into_tensor(),
         HostTensor::U8(a) => a.into_tensor(),
+        // tract's build refuses string models; this guards a mismatched feed.
+        HostTensor::Str(_) => bail!("tract: trtmc does not feed string tensors to tract"),
     };
     if dtype == DType::F16 && tensor.datum_type() == DatumType::F32 {
         return Ok(tensor.cast_to_dt(DatumType::F16)?.into_owned());

@@ -124,7 +124,7 @@ pub fn read_npy(bytes: &[u8], name: &str, shown: &str) -> Result<Tensor, GoldenE
         ))
     })?;
     let needed = count
-        .checked_mul(header.dtype.size())
+        .checked_mul(header.width)
         .ok_or_else(|| err("data size overflows".into()))?;
     if data.len() != needed {
         return Err(err(format!(
@@ -134,11 +134,59 @@ pub fn read_npy(bytes: &[u8], name: &str, shown: &str) -> Result<Tensor, GoldenE
             data.len()
         )));
     }
+    if header.dtype == ElementType::String {
+        let mut strings =
+            decode_strings(data, header.width, header.unicode, header.big_endian).map_err(err)?;
+        if header.fortran_order && header.shape.len() > 1 {
+            strings = fortran_to_c(&strings, &header.shape);
+        }
+        return Tensor::new_strings(name, header.shape, strings).map_err(|e| err(e.to_string()));
+    }
     let mut values = decode(data, header.dtype, header.big_endian);
     if header.fortran_order && header.shape.len() > 1 {
         values = fortran_to_c(&values, &header.shape);
     }
     Tensor::new(name, header.dtype, header.shape, values).map_err(|e| err(e.to_string()))
+}
+
+/// NumPy's fixed-width strings: `U<n>` (n UTF-32 code units of 4 bytes each) or `S<n>` (n bytes,
+/// read as UTF-8); shorter strings are padded with NULs, which are dropped.
+fn decode_strings(
+    data: &[u8],
+    width: usize,
+    unicode: bool,
+    big_endian: bool,
+) -> Result<Vec<String>, String> {
+    if width == 0 {
+        // `U0`/`S0`: every element is the empty string (no bytes to chunk).
+        return Ok(Vec::new());
+    }
+    data.chunks_exact(width)
+        .map(|element| {
+            if unicode {
+                element
+                    .chunks_exact(4)
+                    .map(|c| {
+                        let unit = [c[0], c[1], c[2], c[3]];
+                        if big_endian {
+                            u32::from_be_bytes(unit)
+                        } else {
+                            u32::from_le_bytes(unit)
+                        }
+                    })
+                    .take_while(|&u| u != 0)
+                    .map(|u| {
+                        char::from_u32(u)
+                            .ok_or_else(|| format!("U+{u:X} is not a Unicode character"))
+                    })
+                    .collect()
+            } else {
+                let end = element.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+                String::from_utf8(element[..end].to_vec())
+                    .map_err(|_| "a bytes string (dtype S) is not UTF-8 text".to_string())
+            }
+        })
+        .collect()
 }
 
 fn split_at_checked(bytes: &[u8], n: usize) -> Option<(&[u8], &[u8])> {
@@ -151,6 +199,10 @@ fn split_at_checked(bytes: &[u8], n: usize) -> Option<(&[u8], &[u8])> {
 
 struct NpyHeader {
     dtype: ElementType,
+    /// Bytes per element (a string's fixed width).
+    width: usize,
+    /// Strings stored as UTF-32 (`U<n>`) rather than bytes (`S<n>`).
+    unicode: bool,
     big_endian: bool,
     fortran_order: bool,
     shape: Vec<usize>,
@@ -190,8 +242,14 @@ fn parse_header(text: &str) -> Result<NpyHeader, String> {
     }
     let descr = descr.ok_or("missing 'descr'")?;
     let (dtype, big_endian) = parse_descr(&descr)?;
+    let (width, unicode) = match string_width(&descr)? {
+        Some(layout) => layout,
+        None => (dtype.size(), false),
+    };
     Ok(NpyHeader {
         dtype,
+        width,
+        unicode,
         big_endian,
         fortran_order: fortran.ok_or("missing 'fortran_order'")?,
         shape: shape.ok_or("missing 'shape'")?,
@@ -223,6 +281,13 @@ fn parse_descr(descr: &str) -> Result<(ElementType, bool), String> {
         "u4" => ElementType::U32,
         "u8" => ElementType::U64,
         "b1" => ElementType::Bool,
+        _ if string_width(descr)?.is_some() => ElementType::String,
+        "O" => {
+            return Err(
+                "element type 'O' (Python objects) is pickled and cannot be read; save strings as fixed-width text, e.g. np.save(f, a.astype(str))"
+                    .into(),
+            );
+        }
         other => {
             return Err(format!(
                 "element type '{other}' is not supported; save the array as float16/32/64, an integer type or bool"
@@ -230,6 +295,27 @@ fn parse_descr(descr: &str) -> Result<(ElementType, bool), String> {
         }
     };
     Ok((dtype, big_endian))
+}
+
+/// The byte width and kind of a NumPy string `descr` (`<U5`: 5 UTF-32 units, 20 bytes; `|S5`: 5
+/// bytes), `None` for any other type.
+fn string_width(descr: &str) -> Result<Option<(usize, bool)>, String> {
+    let body = descr.trim_start_matches(['<', '>', '|', '=']);
+    let (unicode, count) = match body.split_at_checked(1) {
+        Some(("U", n)) => (true, n),
+        Some(("S", n)) => (false, n),
+        _ => return Ok(None),
+    };
+    let count: usize = count
+        .parse()
+        .map_err(|_| format!("'descr' {descr:?} has no string width"))?;
+    let width = if unicode {
+        count.checked_mul(4)
+    } else {
+        Some(count)
+    }
+    .ok_or_else(|| format!("'descr' {descr:?} is too wide"))?;
+    Ok(Some((width, unicode)))
 }
 
 struct Cursor<'a> {
@@ -323,6 +409,10 @@ impl Cursor<'_> {
 /// partial element is ignored (callers check the length).
 pub fn decode(data: &[u8], dtype: ElementType, big_endian: bool) -> Vec<f64> {
     let size = dtype.size();
+    if size == 0 {
+        // Strings have no fixed width and are never packed raw.
+        return Vec::new();
+    }
     data.chunks_exact(size)
         .map(|chunk| {
             let mut b = [0u8; 8];
@@ -343,6 +433,7 @@ pub fn decode(data: &[u8], dtype: ElementType, big_endian: bool) -> Vec<f64> {
                 ElementType::U32 => u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
                 ElementType::U64 => u64::from_le_bytes(b) as f64,
                 ElementType::Bool => f64::from(u8::from(b[0] != 0)),
+                ElementType::String => f64::NAN,
             }
         })
         .collect()
@@ -362,8 +453,8 @@ pub fn f16_to_f64(bits: u16) -> f64 {
 }
 
 /// Reorder column-major values to row-major.
-fn fortran_to_c(values: &[f64], shape: &[usize]) -> Vec<f64> {
-    let mut out = vec![0.0; values.len()];
+fn fortran_to_c<T: Clone + Default>(values: &[T], shape: &[usize]) -> Vec<T> {
+    let mut out = vec![T::default(); values.len()];
     let mut index = vec![0usize; shape.len()];
     for value in values {
         // `index` walks the array in Fortran order (first axis fastest); place it at its C offset.
@@ -372,7 +463,7 @@ fn fortran_to_c(values: &[f64], shape: &[usize]) -> Vec<f64> {
             c_offset = c_offset * shape[axis] + i;
         }
         if let Some(slot) = out.get_mut(c_offset) {
-            *slot = *value;
+            *slot = value.clone();
         }
         for (axis, i) in index.iter_mut().enumerate() {
             *i += 1;
@@ -470,6 +561,12 @@ pub fn read_raw_index(path: &Path) -> Result<Vec<Tensor>, GoldenError> {
             .dtype
             .parse()
             .map_err(|m| err(format!("tensor '{}': {m}", entry.name)))?;
+        if dtype == ElementType::String {
+            return Err(err(format!(
+                "tensor '{}': strings have no raw binary form; give them as an .npy/.npz of numpy strings",
+                entry.name
+            )));
+        }
         let file = folder.join(&entry.file);
         let bytes = read_file(&file)?;
         let count = element_count(&entry.shape).ok_or_else(|| {
@@ -512,6 +609,8 @@ pub fn write_npy(dtype: ElementType, shape: &[usize], raw_le: &[u8]) -> Vec<u8> 
         ElementType::U32 => "<u4",
         ElementType::U64 => "<u8",
         ElementType::Bool => "|b1",
+        // One byte per string: single-character strings, enough for tests.
+        ElementType::String => "|S1",
     };
     let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
     let shape_text = if shape.len() == 1 {
@@ -581,6 +680,37 @@ mod tests {
             .collect();
         let t = read_npy(&write_npy(ElementType::I64, &[2], &ints), "i", "i.npy").expect("i64");
         assert_eq!(t.values, vec![-3.0, 1_099_511_627_776.0]);
+    }
+
+    #[test]
+    fn reads_unicode_and_bytes_strings_and_refuses_objects() {
+        // np.array([["ab", "é"]]) is <U2: each string 2 UTF-32 units, NUL-padded.
+        let units: Vec<u8> = ['a', 'b', 'é', '\0']
+            .iter()
+            .flat_map(|&c| (c as u32).to_le_bytes())
+            .collect();
+        let npy = raw_npy(
+            "{'descr': '<U2', 'fortran_order': False, 'shape': (1, 2), }",
+            &units,
+        );
+        let t = read_npy(&npy, "u", "u.npy").expect("unicode");
+        assert_eq!(t.dtype, ElementType::String);
+        assert_eq!(
+            (t.shape.clone(), t.strings.clone()),
+            (vec![1, 2], vec!["ab".to_string(), "é".to_string()])
+        );
+        let npy = raw_npy(
+            "{'descr': '|S3', 'fortran_order': False, 'shape': (2,), }",
+            b"hi\0yes",
+        );
+        let t = read_npy(&npy, "s", "s.npy").expect("bytes");
+        assert_eq!(t.strings, vec!["hi".to_string(), "yes".to_string()]);
+        let npy = raw_npy(
+            "{'descr': '|O', 'fortran_order': False, 'shape': (1,), }",
+            b"\x80\x04",
+        );
+        let e = read_npy(&npy, "o", "o.npy").expect_err("objects");
+        assert!(e.to_string().contains("astype(str)"), "{e}");
     }
 
     #[test]

@@ -64,10 +64,10 @@ pub struct CompareArgs {
     /// The reference runtime.
     #[arg(long, value_name = "NAME", conflicts_with = "golden")]
     pub against: Option<String>,
-    /// Golden reference outputs: .npy, .npz, or a raw-binary JSON index ({"outputs": [{name, dtype, shape, file}]}).
+    /// Golden reference outputs: .npy, .npz, a raw-binary JSON index ({"outputs": [{name, dtype, shape, file}]}), or a folder of NAME.npy or output_N.pb (one test_data_set_N).
     #[arg(long, value_name = "PATH")]
     pub golden: Option<PathBuf>,
-    /// Inputs to feed instead of the seeded synthesized ones (.npy, .npz or JSON index with "inputs").
+    /// Inputs to feed instead of the seeded synthesized ones: .npy, .npz, a JSON index with "inputs", a folder of NAME.npy or input_N.pb (one test_data_set_N), or trtexec's name:file.bin list.
     #[arg(long, value_name = "PATH")]
     pub inputs: Option<PathBuf>,
     /// Seed of the synthesized inputs (default: request.seed of the case when it has one, else 0).
@@ -239,8 +239,7 @@ pub fn execute(args: CompareArgs) -> CliResult {
             (reference.label(), to_tensors(&out)?)
         }
         (None, Some(path)) => {
-            let golden = trtmc_tune::golden::read_golden(path)
-                .map_err(|e| CliError::input(e.to_string()))?;
+            let golden = candidate.read_expected(path).map_err(CliError::from)?;
             (format!("golden {}", path.display()), golden)
         }
         (None, None) => {

@@ -489,10 +489,10 @@ pub fn execute(args: RunArgs) -> CliResult {
         return Err(CliError::new(
             ExitCode::CaseFailed,
             format!(
-                "{failed} of {} case(s) failed ({}); their worker logs and protocol files are kept in {}",
+                "{failed} of {} case(s) failed ({}); {}",
                 outcome.run.cases.len(),
                 failure_causes(&outcome.run),
-                outcome.dir.display()
+                kept_files(&outcome.run, &outcome.dir)
             ),
         ));
     }
@@ -549,6 +549,29 @@ fn other_workloads(run: &trtmc_core::artifacts::BenchmarkRun, baseline: usize) -
 
 /// `001-tiny-cnn-single: <its error>; …` for the failed cases: the message that ends a run names each
 /// cause (a matrix row quotes this line as the reason the row failed).
+/// The files a failed case kept, by path, so the message names only files that exist (a passing
+/// worker's log may be empty and is then not kept).
+fn kept_files(run: &trtmc_core::artifacts::BenchmarkRun, dir: &std::path::Path) -> String {
+    let files: Vec<String> = run
+        .cases
+        .iter()
+        .filter(|c| c.status == CaseStatus::Failed)
+        .flat_map(|c| {
+            let f = &c.files;
+            [&f.worker_log, &f.worker_request, &f.worker_result]
+                .into_iter()
+                .flatten()
+                .map(|file| dir.join(file).display().to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    if files.is_empty() {
+        format!("the result is in {}", dir.display())
+    } else {
+        format!("kept for a look: {}", files.join(", "))
+    }
+}
+
 fn failure_causes(run: &trtmc_core::artifacts::BenchmarkRun) -> String {
     run.cases
         .iter()

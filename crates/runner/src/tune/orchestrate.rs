@@ -492,20 +492,37 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
             absolute(root).display().to_string(),
         );
     }
-    let read = |what: &str, p: &Path| {
-        trtmc_tune::golden::read_golden(p).map_err(|e| input_err(format!("{what}: {e}")))
+    // A file as before; a folder (NAME.npy, input_N.pb/output_N.pb, one test_data_set_N) or
+    // trtexec's name:file.bin list as `run --inputs` reads it, unnamed tensors named by the model.
+    let read = |what: &str, p: &Path, kind: trtmc_runtime::data::DataKind| {
+        if p.is_file() {
+            return trtmc_tune::golden::read_golden(p)
+                .map_err(|e| input_err(format!("{what}: {e}")));
+        }
+        let (inputs, outputs) = trtmc_runtime::data::declared_io(&onnx)
+            .map_err(|e| input_err(format!("{what}: {e:#}")))?;
+        let declared = match kind {
+            trtmc_runtime::data::DataKind::Inputs => inputs,
+            trtmc_runtime::data::DataKind::Outputs => outputs,
+        };
+        trtmc_runtime::data::read_one_set(&p.display().to_string(), kind, &declared)
+            .map_err(|e| input_err(format!("{what}: {e}")))
     };
     let mut inputs = match &request.inputs {
         Some(p) => {
             files.insert("inputs".into(), absolute(p).display().to_string());
-            read("--inputs", p)?
+            read("--inputs", p, trtmc_runtime::data::DataKind::Inputs)?
         }
         None => Vec::new(),
     };
     let mut reference = match &request.ref_outputs {
         Some(p) => {
             files.insert("ref_outputs".into(), absolute(p).display().to_string());
-            Reference::Given(read("--ref-outputs", p)?)
+            Reference::Given(read(
+                "--ref-outputs",
+                p,
+                trtmc_runtime::data::DataKind::Outputs,
+            )?)
         }
         None => Reference::DefaultRoute,
     };

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context as _, bail};
 use serde_json::Value;
 use trtmc_core::accuracy::Tensor;
-use trtmc_core::data::{CaseData, OutputCheck, check_output};
+use trtmc_core::data::{CaseData, OutputCheck};
 
 use super::{CallRecord, Rotation, RunnerContext, TimedRunner, check_finite};
 use crate::runtime::Session;
@@ -179,13 +179,10 @@ impl TimedRunner for InferRunner {
                         want.name
                     );
                 };
-                let got = &self.outputs[k];
-                let values = got.to_f64_vec();
-                self.checks.push(check_output(
-                    &want.name,
+                self.checks.push(crate::outputs::check_against(
+                    &self.outputs[k],
+                    want,
                     set,
-                    (got.shape(), &values),
-                    (&want.shape, &want.values),
                     atol,
                     rtol,
                 ));
