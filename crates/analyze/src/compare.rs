@@ -9,121 +9,12 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use foldhash::{HashMap, HashMapExt};
-use serde::Serialize;
-
-use crate::analysis::{Backend, LayerView, Mode};
+pub use crate::analysis::{
+    AlignedRow, Cell, Comparison, Method, Pair, TotalRow, TypeRow, Unmatched, UnmatchedCode,
+};
+use crate::analysis::{Backend, LayerView};
 use crate::classify::Family;
-
-#[derive(Debug, Clone, Serialize)]
-pub struct TotalRow {
-    pub label: String,
-    pub analysis_mode: Mode,
-    pub layer_count: usize,
-    /// Σ averageMs, when the backend has a matching profile.
-    pub average_inference_ms: Option<f64>,
-    /// Against the baseline.
-    pub delta_ms: Option<f64>,
-    /// Baseline time divided by this backend's time (> 1: faster than the baseline).
-    pub speedup: Option<f64>,
-    /// Share of time (or of layers without a profile) per input precision.
-    pub precision_mix: BTreeMap<String, f64>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Cell {
-    pub count: usize,
-    pub avg_ms: Option<f64>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct TypeRow {
-    pub name: String,
-    /// One cell per compared backend, in `backends` order.
-    pub cells: Vec<Cell>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Method {
-    Name,
-    Origin,
-    /// The aligned producers and consumers around it.
-    Position,
-    /// The only unaligned layer of its family and shapes on each side.
-    Signature,
-    Unmatched,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum UnmatchedCode {
-    /// Several candidates fit equally well; none was chosen.
-    Ambiguous,
-    /// Nothing of its kind sits at its place in the other build.
-    NoCounterpart,
-}
-
-/// Why a layer has no partner.
-#[derive(Debug, Clone, Serialize)]
-pub struct Unmatched {
-    pub code: UnmatchedCode,
-    pub detail: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct AlignedRow {
-    pub a: Option<u32>,
-    pub b: Option<u32>,
-    pub method: Method,
-    pub precision_changed: bool,
-    pub tactic_changed: bool,
-    /// b's average minus a's, when both are profiled.
-    pub delta_ms: Option<f64>,
-    /// Matched rows only: what the pair was found by (the shared name, source nodes, signature or
-    /// aligned neighbour).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub evidence: Option<String>,
-    /// Unmatched rows only.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<Unmatched>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Pair {
-    pub a: String,
-    pub b: String,
-    pub matched_by_name: usize,
-    pub matched_by_origin: usize,
-    pub matched_by_position: usize,
-    pub matched_by_signature: usize,
-    pub unmatched_a: usize,
-    pub unmatched_b: usize,
-    /// Unmatched because several candidates fit equally well.
-    pub ambiguous_a: usize,
-    pub ambiguous_b: usize,
-    pub precision_changes: usize,
-    pub tactic_changes: usize,
-    /// Readable examples of what changed (first few).
-    pub changes: Vec<String>,
-    pub rows: Vec<AlignedRow>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Comparison {
-    /// The model these backends are builds of, as far as their labels tell.
-    pub model: Option<String>,
-    pub baseline: String,
-    /// Why that backend is the baseline: `--baseline LABEL`, the first `--data` given, or the
-    /// first in the folder's (alphabetical) order.
-    pub baseline_reason: String,
-    pub backends: Vec<String>,
-    pub totals: Vec<TotalRow>,
-    pub by_type: Vec<TypeRow>,
-    pub by_family: Vec<TypeRow>,
-    /// The baseline aligned with each other backend.
-    pub pairs: Vec<Pair>,
-}
+use foldhash::{HashMap, HashMapExt};
 
 /// Groups usable backends by model and compares each group of two or more. With a known model
 /// name every backend is a build of that model; otherwise the model is read from each label

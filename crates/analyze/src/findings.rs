@@ -4,36 +4,11 @@
 //! hypothesis about them and the next check that would confirm or refute it; the two are never
 //! mixed in one string. Latency-based issues are produced only for `layer_profile` backends.
 
-use serde::Serialize;
-
 use crate::analysis::{Breakdowns, Engines, GraphView, LayerView, Mode, Timing};
+pub use crate::analysis::{Findings, Issue};
 use crate::classify::{Family, TensorCoreHint, contains_ci, tensor_core_hint};
 use crate::identity::Confidence;
 use crate::read::Times;
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Issue {
-    /// Stable rule identifier.
-    pub id: &'static str,
-    /// Ranking key: larger is more likely to matter (roughly the time share involved plus a rule weight).
-    pub score: f64,
-    pub title: String,
-    /// Facts from the files that triggered the rule.
-    pub evidence: Vec<String>,
-    /// What the facts may mean (not established).
-    pub hypothesis: String,
-    pub next_check: String,
-    pub confidence: Confidence,
-    /// Layers the issue is about.
-    pub layers: Vec<u32>,
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Findings {
-    pub facts: Vec<String>,
-    pub issues: Vec<Issue>,
-    pub positives: Vec<String>,
-}
 
 pub(crate) struct Input<'a> {
     pub mode: Mode,
@@ -334,7 +309,7 @@ fn latency_findings(input: &Input, b: &mut Builder) {
         };
         let idx: Vec<u32> = layers
             .iter()
-            .filter(|l| crate::backend::in_concentration_category(c.category, l))
+            .filter(|l| l.in_concentration_category(c.category))
             .map(|l| l.index)
             .take(50)
             .collect();

@@ -21,14 +21,14 @@ pub mod memory;
 mod pack;
 pub mod provenance;
 pub mod report;
+pub mod request;
 pub mod serve;
 mod write;
 
-pub use analysis::{
-    Analysis, AnalyzeError, Inputs, Options, Request, SCHEMA, analyze, analyze_with,
-};
+pub use analysis::{Analysis, SCHEMA};
+pub use request::{AnalyzeError, Inputs, Options, Request, analyze, analyze_with};
 
-pub(crate) use trtmc_trtexec_exports::PARALLEL_LAYERS;
 pub use discover::DataSpec;
 /// The export readers, from the crate below the trtexec driver (the old path keeps working).
 pub use trtmc_trtexec_exports as read;
+pub(crate) use trtmc_trtexec_exports::PARALLEL_LAYERS;
