@@ -75,8 +75,3 @@ pub mod terminal;
 pub mod theme;
 pub mod tune_page;
 pub mod validity;
-
-/// Escapes text for HTML element content and attribute values.
-pub fn escape_html(s: &str) -> String {
-    html::escape(s)
-}
