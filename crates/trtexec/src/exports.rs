@@ -14,8 +14,8 @@ use trtmc_trtexec_exports::{HeaderCount, TimeRecord, read_profile as read_profil
 use crate::error::{Result, TrtexecError};
 
 /// Timing boundary of [`QueryTime::compute_ms`]: GPU time of one query's kernels, between CUDA
-/// events around the enqueue (no host overhead, no copies).
-pub const BOUNDARY_GPU_COMPUTE: &str = "trtexec_gpu_compute";
+/// events around the enqueue (no host overhead, no copies). The one definition is the documents'.
+pub use trtmc_core::artifacts::TRTEXEC_GPU_COMPUTE as BOUNDARY_GPU_COMPUTE;
 
 /// Timing boundary of [`QueryTime::latency_ms`]: H2D + GPU compute + D2H of one query (equal to
 /// GPU compute when data transfers are off).

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::{Interval, Summary};
+use crate::figures::{Interval, Summary};
 
 pub const BENCHMARK_RUN_SCHEMA: &str = "trtmc.benchmark-run/v1";
 /// The timed region of `run`: one public operation call, measured by the worker's monotonic clock.
@@ -209,7 +209,7 @@ pub struct CaseResult {
     /// Whether each batch item is a sample the case lists (`declared`) or one request repeated over the
     /// batch (`cloned`); absent in results written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub batch_source: Option<crate::case::BatchSource>,
+    pub batch_source: Option<BatchSource>,
     pub files: CaseFiles,
     /// The per-layer profiling pass (`run --profile`), made after the timed run; absent when not asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -222,7 +222,7 @@ pub struct CaseResult {
     pub input_shapes: BTreeMap<String, Vec<Vec<usize>>>,
     /// Each output of each data set checked against `--check-outputs` (absent when not asked).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub output_check: Vec<crate::data::OutputCheck>,
+    pub output_check: Vec<OutputCheck>,
 }
 
 /// One round of a case: one worker process, interleaved with the other cases' rounds.
@@ -328,6 +328,101 @@ impl BenchmarkRun {
         } else {
             RunStatus::Completed
         }
+    }
+}
+
+/// Where the items of a batch come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchSource {
+    /// Every item is one the case lists (a batch of one is its own request).
+    #[default]
+    Declared,
+    /// One request is repeated over a batch of several items.
+    Cloned,
+}
+
+/// One output of one data set checked against its expected values (result.json `output_check`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputCheck {
+    pub output: String,
+    /// The data set (from 0) the output was computed from.
+    pub set: usize,
+    pub passed: bool,
+    /// The largest |got - expected| over the elements (NaN-free; `None` with no element or a NaN).
+    pub max_abs_error: Option<f64>,
+    /// The largest |got - expected| / |expected| (a zero expected value counts as f64 epsilon).
+    pub max_rel_error: Option<f64>,
+    pub elements: u64,
+    /// Elements beyond both tolerances (Polygraphy's `elemwise` check).
+    pub mismatches: u64,
+    /// The element with the largest absolute error among the mismatches (else overall): its index,
+    /// the value computed and the value expected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst: Option<WorstElement>,
+    /// Why the check failed before comparing values (shape or element count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorstElement {
+    pub index: Vec<usize>,
+    /// `None` when not a finite number (JSON has no NaN or infinity).
+    pub got: Option<f64>,
+    pub expected: Option<f64>,
+}
+
+impl OutputCheck {
+    /// One line for a failure message: the output, its worst element and the tolerances it broke.
+    pub fn describe_failure(&self, atol: f64, rtol: f64) -> String {
+        if let Some(note) = &self.note {
+            return format!("output `{}` (set {}): {note}", self.output, self.set);
+        }
+        let worst = self
+            .worst
+            .as_ref()
+            .map(|w| {
+                let index: Vec<String> = w.index.iter().map(usize::to_string).collect();
+                let value = |v: Option<f64>| {
+                    v.map_or_else(|| "a non-finite value".to_string(), |v| v.to_string())
+                };
+                format!(
+                    "; worst element [{}]: got {}, expected {}",
+                    index.join(","),
+                    value(w.got),
+                    value(w.expected)
+                )
+            })
+            .unwrap_or_default();
+        format!(
+            "output `{}` (set {}) differs from the expected outputs in {} of {} elements (max abs error {}, max rel error {}; --atol {atol} --rtol {rtol}){worst}",
+            self.output,
+            self.set,
+            self.mismatches,
+            self.elements,
+            shown(self.max_abs_error),
+            shown(self.max_rel_error),
+        )
+    }
+}
+
+fn shown(v: Option<f64>) -> String {
+    v.map_or_else(|| "NaN".to_string(), |v| format!("{v:.3e}"))
+}
+
+impl MachineInfo {
+    /// One line for a tuning cache's fingerprint: CPU model, logical cores, OS family and architecture.
+    /// Host name, kernel and distribution are left out, so that neither a kernel update nor a sibling
+    /// node makes a cache look foreign.
+    pub fn fingerprint_line(&self) -> String {
+        format!(
+            "{}; {} logical cores; {} {}",
+            self.cpu_model,
+            self.logical_cpus,
+            std::env::consts::OS,
+            self.arch
+        )
     }
 }
 

@@ -24,7 +24,10 @@
 //! bundle manifest, reference requests and results, layer profiles (`trtmc-runtime`), the tuning cache
 //! (`trtmc-tune`), `analysis.json` (`trtmc-analyze`) and the collection report (`trtmc-report`).
 
+pub mod accuracy;
 pub mod benchmark_run;
+pub mod exit_codes;
+pub mod figures;
 pub mod matrix;
 pub mod model_list;
 pub mod notes;
@@ -40,3 +43,6 @@ pub use observation::*;
 pub use telemetry::*;
 pub use tune_summary::*;
 pub use tuned_route::*;
+
+/// Schema name of a plan file given to `run --plan` (cases, sweeps and overrides; `trtmc_core::plan`).
+pub const PLAN_SCHEMA: &str = "trtmc.plan/v1";
