@@ -9,24 +9,31 @@ use serde::{Deserialize, Serialize};
 
 /// Default absolute and relative tolerances of the `l0` loss (trtexec's `--atol` / `--rtol` defaults).
 pub const DEFAULT_ATOL: f64 = 1e-5;
+/// See [`DEFAULT_ATOL`].
 pub const DEFAULT_RTOL: f64 = 1e-5;
 
 /// Loss algorithm, named as trtexec names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Algorithm {
+    /// Fraction of elements beyond `atol + rtol * |r|`.
     #[serde(rename = "l0")]
     L0,
+    /// Mean absolute difference.
     #[serde(rename = "l1")]
     L1,
+    /// Mean squared difference.
     #[serde(rename = "l2")]
     L2,
+    /// Largest absolute difference.
     #[serde(rename = "lInf")]
     LInf,
+    /// One minus the cosine similarity.
     #[serde(rename = "cos")]
     Cos,
 }
 
 impl Algorithm {
+    /// Every algorithm, in trtexec's order.
     pub const ALL: [Algorithm; 5] = [
         Algorithm::L0,
         Algorithm::L1,
@@ -35,6 +42,7 @@ impl Algorithm {
         Algorithm::Cos,
     ];
 
+    /// The name trtexec gives the algorithm (`--accuracyAlgorithm`).
     pub fn name(self) -> &'static str {
         match self {
             Algorithm::L0 => "l0",
@@ -69,11 +77,15 @@ impl FromStr for Algorithm {
 /// How two sets of outputs are compared: algorithm, tolerances (l0 only) and thresholds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AccuracySpec {
+    /// The loss computed per tensor.
     pub algorithm: Algorithm,
+    /// Absolute tolerance of the `l0` loss.
     pub atol: f64,
+    /// Relative tolerance of the `l0` loss.
     pub rtol: f64,
     /// Threshold for every tensor without its own entry in `per_tensor_epsilon`.
     pub epsilon: f64,
+    /// Thresholds of single tensors, by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub per_tensor_epsilon: BTreeMap<String, f64>,
 }
@@ -102,10 +114,13 @@ impl AccuracySpec {
 /// The verdict for one output tensor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TensorAccuracy {
+    /// The output tensor's name.
     pub name: String,
     /// `None` when the loss is not a finite number (then the tensor fails).
     pub loss: Option<f64>,
+    /// The threshold the loss was held against.
     pub threshold: f64,
+    /// Whether the loss is finite and at most the threshold.
     pub passed: bool,
     /// Why a tensor failed beyond its loss, e.g. non-finite candidate values.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -115,10 +130,15 @@ pub struct TensorAccuracy {
 /// The verdict for a whole set of outputs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AccuracyReport {
+    /// The loss computed per tensor.
     pub algorithm: Algorithm,
+    /// Absolute tolerance of the `l0` loss.
     pub atol: f64,
+    /// Relative tolerance of the `l0` loss.
     pub rtol: f64,
+    /// Whether every compared tensor passed.
     pub passed: bool,
+    /// The verdict per compared tensor.
     pub tensors: Vec<TensorAccuracy>,
     /// Candidate outputs that have no reference and were therefore not checked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -5,14 +5,23 @@ use serde::{Deserialize, Serialize};
 /// Distribution summary of one set of samples, in the samples' unit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
+    /// How many samples.
     pub count: usize,
+    /// The smallest sample.
     pub min: f64,
+    /// The arithmetic mean.
     pub mean: f64,
+    /// The median (percentiles are type 7, `trtmc_core::stats`).
     pub p50: f64,
+    /// The 90th percentile.
     pub p90: f64,
+    /// The 95th percentile.
     pub p95: f64,
+    /// The 99th percentile.
     pub p99: f64,
+    /// The largest sample.
     pub max: f64,
+    /// The sample standard deviation (n - 1).
     pub std_dev: f64,
     /// Coefficient of variation: std_dev / mean (0 when the mean is 0).
     pub cv: f64,
@@ -21,14 +30,18 @@ pub struct Summary {
 /// A two-sided confidence interval around a point estimate.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Interval {
+    /// The point estimate.
     pub estimate: f64,
+    /// The lower bound.
     pub low: f64,
+    /// The upper bound.
     pub high: f64,
     /// Confidence level, e.g. 0.95.
     pub confidence: f64,
 }
 
 impl Interval {
+    /// Whether `value` lies within the bounds (inclusive).
     pub fn contains(&self, value: f64) -> bool {
         self.low <= value && value <= self.high
     }
