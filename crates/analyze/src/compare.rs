@@ -969,50 +969,62 @@ pub fn align(a: &Backend, b: &Backend) -> Pair {
     by_origin(&sa, &sb, &mut al);
 
     if sa.has_graph && sb.has_graph {
-        let mut new = Vec::new();
-        let ends = |s: &Side, adj: &[Vec<Link>]| -> Vec<Link> {
-            (0..s.layers.len())
-                .filter(|&i| s.kind[i].computes() && adj[i].is_empty())
-                .map(|i| Link {
-                    layer: i as u32,
-                    slot: 0,
-                })
-                .collect()
-        };
-        for (ea, eb, what) in [
-            (
-                ends(&sa, &sa.cpreds),
-                ends(&sb, &sb.cpreds),
-                "among the first layers",
-            ),
-            (
-                ends(&sa, &sa.csuccs),
-                ends(&sb, &sb.csuccs),
-                "among the last layers",
-            ),
-        ] {
-            match_groups(
-                &sa,
-                &sb,
-                &mut al,
-                &ea,
-                &eb,
-                &SEED_LEVELS,
-                Method::Position,
-                &|| what.to_owned(),
-                &mut new,
-            );
-        }
-        // Every pair so far (names, sources, the graph's ends) is a starting point.
-        let queue: VecDeque<(u32, u32)> = al
-            .a_to_b
-            .iter()
-            .enumerate()
-            .filter_map(|(i, m)| m.map(|(j, _)| (i as u32, j)))
-            .collect();
-        propagate(&sa, &sb, &mut al, queue);
+        by_graph_ends(&sa, &sb, &mut al);
     }
+    by_unique_shapes(&sa, &sb, &mut al);
+    by_place(&sa, &sb, &mut al);
+    pair_rows(a, b, &sa, &sb, al)
+}
 
+/// Step 4 from the graph's first and last computing layers and from every pair so far.
+fn by_graph_ends(sa: &Side, sb: &Side, al: &mut Alignment) {
+    let mut new = Vec::new();
+    let ends = |s: &Side, adj: &[Vec<Link>]| -> Vec<Link> {
+        (0..s.layers.len())
+            .filter(|&i| s.kind[i].computes() && adj[i].is_empty())
+            .map(|i| Link {
+                layer: i as u32,
+                slot: 0,
+            })
+            .collect()
+    };
+    for (ea, eb, what) in [
+        (
+            ends(sa, &sa.cpreds),
+            ends(sb, &sb.cpreds),
+            "among the first layers",
+        ),
+        (
+            ends(sa, &sa.csuccs),
+            ends(sb, &sb.csuccs),
+            "among the last layers",
+        ),
+    ] {
+        match_groups(
+            sa,
+            sb,
+            al,
+            &ea,
+            &eb,
+            &SEED_LEVELS,
+            Method::Position,
+            &|| what.to_owned(),
+            &mut new,
+        );
+    }
+    // Every pair so far (names, sources, the graph's ends) is a starting point.
+    let queue: VecDeque<(u32, u32)> = al
+        .a_to_b
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| m.map(|(j, _)| (i as u32, j)))
+        .collect();
+    propagate(sa, sb, al, queue);
+}
+
+/// Step 5: a family and shapes that only one unaligned layer on each side has, then step 4 again
+/// from the new pairs, for at most `SIGNATURE_ROUNDS` rounds.
+fn by_unique_shapes(sa: &Side, sb: &Side, al: &mut Alignment) {
     for _ in 0..SIGNATURE_ROUNDS {
         let free = |s: &Side, free: &dyn Fn(u32) -> bool| -> Vec<Link> {
             (0..s.layers.len() as u32)
@@ -1020,12 +1032,12 @@ pub fn align(a: &Backend, b: &Backend) -> Pair {
                 .map(|i| Link { layer: i, slot: 0 })
                 .collect()
         };
-        let (ca, cb) = (free(&sa, &|i| al.free_a(i)), free(&sb, &|j| al.free_b(j)));
+        let (ca, cb) = (free(sa, &|i| al.free_a(i)), free(sb, &|j| al.free_b(j)));
         let mut new = Vec::new();
         match_groups(
-            &sa,
-            &sb,
-            &mut al,
+            sa,
+            sb,
+            al,
             &ca,
             &cb,
             &[Level::Shapes],
@@ -1036,9 +1048,14 @@ pub fn align(a: &Backend, b: &Backend) -> Pair {
         if new.is_empty() || !(sa.has_graph && sb.has_graph) {
             break;
         }
-        propagate(&sa, &sb, &mut al, new.into_iter().collect());
+        propagate(sa, sb, al, new.into_iter().collect());
     }
-    by_place(&sa, &sb, &mut al);
+}
+
+/// The aligned rows of both builds, with what changed between each pair and why a layer stayed
+/// unmatched, and the counts per method.
+fn pair_rows(a: &Backend, b: &Backend, sa: &Side, sb: &Side, mut al: Alignment) -> Pair {
+    let (la, lb) = (&a.layers, &b.layers);
 
     let match_a = &al.a_to_b;
     let mut rows = Vec::with_capacity(la.len().max(lb.len()));
@@ -1098,7 +1115,7 @@ pub fn align(a: &Backend, b: &Backend) -> Pair {
                 });
             }
             None => {
-                let reason = unmatched_reason(&sa, i, al.ambiguous_a[i].take(), sb.label);
+                let reason = unmatched_reason(sa, i, al.ambiguous_a[i].take(), sb.label);
                 ambiguous_a += usize::from(reason.code == UnmatchedCode::Ambiguous);
                 rows.push(AlignedRow {
                     a: Some(x.index),
@@ -1118,7 +1135,7 @@ pub fn align(a: &Backend, b: &Backend) -> Pair {
     for j in 0..lb.len() {
         if al.b_to_a[j].is_none() {
             unmatched_b += 1;
-            let reason = unmatched_reason(&sb, j, al.ambiguous_b[j].take(), sa.label);
+            let reason = unmatched_reason(sb, j, al.ambiguous_b[j].take(), sa.label);
             ambiguous_b += usize::from(reason.code == UnmatchedCode::Ambiguous);
             rows.push(AlignedRow {
                 a: None,
