@@ -1,58 +1,17 @@
-//! The analysis document (`trtmc.analysis/v1`) and the entry point that builds it.
+//! The analysis document (`trtmc.analysis/v1`): every type it is made of, and nothing that builds it.
+//! The entry point is [`crate::request`]; the steps that fill these types (`backend`, `findings`,
+//! `compare`, `memory`) import them from here, never the other way round.
 
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::backend;
 use crate::classify::Family;
-use crate::compare::{self, Comparison};
-use crate::discover::{self, BackendFiles, DataSpec, DiscoverError};
-use crate::findings::Findings;
-use crate::identity::{self, CategoryGuess, Confidence, ModelIdentity};
+use crate::identity::{CategoryGuess, Confidence, ModelIdentity};
 use crate::read::{IntOrStr, Times};
 
 /// Schema name written into every analysis document.
 pub const SCHEMA: &str = "trtmc.analysis/v1";
-
-/// What to analyze.
-#[derive(Debug, Clone)]
-pub enum Inputs {
-    /// A folder that directly holds layer-info / profile files.
-    Folder(PathBuf),
-    /// Explicit `--data LAYERS [PROFILE [TIMES]]` groups.
-    Data(Vec<DataSpec>),
-    /// A previously written `analyze-data.json` (published v1.0 format), analyzed again.
-    AnalyzeData(PathBuf),
-}
-
-#[derive(Debug, Clone)]
-pub struct Request {
-    pub inputs: Inputs,
-    /// `--model-name`: wins over every inferred name.
-    pub model_name: Option<String>,
-}
-
-/// Choices that change how the backends are compared, not what is read.
-#[derive(Debug, Clone, Default)]
-pub struct Options {
-    /// `--baseline LABEL`: the backend every other one is compared with (default: the first
-    /// `--data` given, or the first in folder order).
-    pub baseline: Option<String>,
-}
-
-/// Nothing structured can be emitted (the caller exits nonzero).
-#[derive(Debug, thiserror::Error)]
-pub enum AnalyzeError {
-    #[error(transparent)]
-    Discover(#[from] DiscoverError),
-    #[error("--data needs at least one layer-info file")]
-    NoData,
-    #[error("{path}: {message}")]
-    AnalyzeData { path: PathBuf, message: String },
-    #[error("--baseline {label:?} names no backend; the backends are: {}", .labels.join(", "))]
-    UnknownBaseline { label: String, labels: Vec<String> },
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -223,7 +182,7 @@ pub struct BackendModel {
     pub sequence_length: Option<i64>,
     pub dynamic_dims: bool,
     /// Dimensions of tensors that enter the graph from outside.
-    pub input_shapes: std::collections::BTreeMap<String, Vec<i64>>,
+    pub input_shapes: BTreeMap<String, Vec<i64>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -354,7 +313,7 @@ pub struct Backend {
     pub graph: Option<GraphView>,
     pub breakdowns: Option<Breakdowns>,
     /// Per-layer weights and activations, where the export has the fields.
-    pub memory: Option<crate::memory::Memory>,
+    pub memory: Option<Memory>,
     /// Layer indices by time share, largest first.
     pub hot_layers: Vec<u32>,
     pub findings: Findings,
@@ -388,228 +347,7 @@ pub(crate) struct Context {
     pub config: Option<(serde_json::Map<String, serde_json::Value>, String)>,
 }
 
-/// Runs the whole analysis. Fails only when nothing structured can be produced.
-pub fn analyze(request: &Request) -> Result<Analysis, AnalyzeError> {
-    analyze_with(request, &Options::default())
-}
-
-/// [`analyze`] with comparison choices (`--baseline`).
-pub fn analyze_with(request: &Request, options: &Options) -> Result<Analysis, AnalyzeError> {
-    let (mode, folder, ignored, engine_files, loaded, recorded_name) = match &request.inputs {
-        Inputs::Folder(folder) => {
-            let d = discover::discover(folder)?;
-            let loaded = load_all(&d.backends);
-            (
-                InputMode::Folder,
-                Some(d.folder),
-                d.ignored,
-                d.engine_files,
-                loaded,
-                None,
-            )
-        }
-        Inputs::Data(specs) => {
-            if specs.is_empty() {
-                return Err(AnalyzeError::NoData);
-            }
-            let files = discover::from_data(specs);
-            let folder = common_parent(&files);
-            let engine_files = folder.as_deref().map(engine_files_in).unwrap_or_default();
-            let loaded = load_all(&files);
-            (
-                InputMode::Data,
-                folder,
-                Vec::new(),
-                engine_files,
-                loaded,
-                None,
-            )
-        }
-        Inputs::AnalyzeData(path) => {
-            let doc = crate::compat::read_analyze_data(path).map_err(|message| {
-                AnalyzeError::AnalyzeData {
-                    path: path.clone(),
-                    message,
-                }
-            })?;
-            let folder = doc
-                .folder
-                .as_ref()
-                .map(PathBuf::from)
-                .filter(|f| f.is_dir());
-            let engine_files = folder.as_deref().map(engine_files_in).unwrap_or_default();
-            (
-                InputMode::AnalyzeData,
-                folder,
-                Vec::new(),
-                engine_files,
-                doc.backends,
-                doc.model_name,
-            )
-        }
-    };
-
-    let labels: Vec<String> = loaded.iter().map(|l| l.label.clone()).collect();
-    if let Some(label) = options.baseline.as_ref().filter(|l| !labels.contains(l)) {
-        return Err(AnalyzeError::UnknownBaseline {
-            label: label.clone(),
-            labels,
-        });
-    }
-    let explicit = request.model_name.as_deref().or(recorded_name.as_deref());
-    let prefix = identity::layer_name_prefix(loaded.iter().filter_map(|l| match &l.layers {
-        Some(Ok(info)) => Some(info.layers.iter().map(|x| x.name.as_str())),
-        _ => None,
-    }));
-    let identity =
-        identity::infer_with_prefix(explicit, folder.as_deref(), &labels, prefix.as_ref());
-    let config = folder.as_deref().and_then(|f| {
-        identity::config_paths(f)
-            .into_iter()
-            .find_map(|p| identity::load_config(&p).map(|c| (c, p.display().to_string())))
-    });
-    let ctx = Context {
-        engine_files: engine_files.clone(),
-        identity,
-        config,
-    };
-
-    let backends: Vec<Backend> = if loaded.len() > 1 {
-        // Backends are independent: analyze them on separate threads.
-        std::thread::scope(|s| {
-            let ctx = &ctx;
-            let handles: Vec<_> = loaded
-                .into_iter()
-                .map(|l| (l.label.clone(), s.spawn(move || backend::analyze(l, ctx))))
-                .collect();
-            handles
-                .into_iter()
-                .map(|(label, h)| {
-                    h.join()
-                        .unwrap_or_else(|_| backend::internal_failure(label))
-                })
-                .collect()
-        })
-    } else {
-        loaded
-            .into_iter()
-            .map(|l| backend::analyze(l, &ctx))
-            .collect()
-    };
-
-    let first = match mode {
-        InputMode::Data => "the first --data given",
-        InputMode::Folder => {
-            "the first in the folder's order (by label); choose another with --baseline"
-        }
-        InputMode::AnalyzeData => "the first backend of analyze-data.json",
-    };
-    let comparisons = compare::compare_all(
-        &backends,
-        ctx.identity.name.as_deref(),
-        options.baseline.as_deref(),
-        first,
-    );
-    let passed = backends.iter().filter(|b| b.passed()).count();
-    let failed = backends.len() - passed;
-    let mut warnings = Vec::new();
-    if !ignored.is_empty() {
-        warnings.push(format!(
-            "{} JSON file(s) in the folder matched no naming scheme and were ignored: {}",
-            ignored.len(),
-            ignored.join(", ")
-        ));
-    }
-    let status = match (passed, failed) {
-        (_, 0) => OverallStatus::Passed,
-        (0, _) => OverallStatus::Failed,
-        _ => OverallStatus::Partial,
-    };
-    Ok(Analysis {
-        schema: SCHEMA,
-        generator: Generator {
-            name: "trtmc-analyze",
-            version: env!("CARGO_PKG_VERSION"),
-        },
-        input: InputInfo {
-            mode,
-            folder: folder.map(|f| f.display().to_string()),
-            ignored_files: ignored,
-            engine_files,
-        },
-        model: ctx.identity,
-        validation: Overall {
-            status,
-            backend_count: backends.len(),
-            passed_count: passed,
-            failed_count: failed,
-            warnings,
-        },
-        backends,
-        comparisons,
-    })
-}
-
-/// Reads and parses every backend's files, each backend on a thread of its own (a two-build
-/// comparison uses both cores of a small machine; within a backend the profile is read beside
-/// the layer file too).
-fn load_all(files: &[BackendFiles]) -> Vec<backend::Loaded> {
-    if files.len() < 2 {
-        return files.iter().map(backend::load_files).collect();
-    }
-    std::thread::scope(|s| {
-        let handles: Vec<_> = files
-            .iter()
-            .map(|f| s.spawn(move || backend::load_files(f)))
-            .collect();
-        handles
-            .into_iter()
-            .zip(files)
-            .map(|(h, f)| h.join().unwrap_or_else(|_| backend::load_files(f)))
-            .collect()
-    })
-}
-
-fn common_parent(files: &[BackendFiles]) -> Option<PathBuf> {
-    let mut dirs = files
-        .iter()
-        .flat_map(|b| [b.layers.as_ref(), b.profile.as_ref(), b.times.as_ref()])
-        .flatten()
-        .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()))
-        .filter_map(|p| p.parent().map(Path::to_path_buf));
-    let mut common = dirs.next()?;
-    for d in dirs {
-        while !d.starts_with(&common) {
-            common = common.parent()?.to_path_buf();
-        }
-    }
-    Some(common)
-}
-
-fn engine_files_in(folder: &Path) -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_dir(folder)
-        .map(|entries| {
-            entries
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| {
-                    let l = n.to_ascii_lowercase();
-                    [".engine", ".trt", ".plan"].iter().any(|s| l.ends_with(s))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort();
-    out
-}
-
 impl Analysis {
-    /// Writes the analysis as JSON (`trtmc.analysis/v1`).
-    pub fn write_json<W: std::io::Write>(&self, mut w: W) -> serde_json::Result<()> {
-        // Byte for byte what `serde_json::to_writer(w, self)` writes, faster (see write.rs).
-        crate::write::analysis(&mut w, self)
-    }
-
     /// One line per backend for a terminal.
     pub fn summary_lines(&self) -> Vec<String> {
         let mut lines = Vec::new();
@@ -651,4 +389,176 @@ impl Analysis {
         }
         lines
     }
+}
+
+impl LayerView {
+    /// Whether the layer belongs to one of the seed's concentration categories (`backend::CONCENTRATION`).
+    pub(crate) fn in_concentration_category(&self, category: &str) -> bool {
+        match category {
+            "kgen" => self.raw_type.eq_ignore_ascii_case("kgen"),
+            "shape" => self.family == Family::Shape,
+            "cast" => self.family == Family::Cast,
+            "gather" => self.family == Family::Gather,
+            "reshape" => self.family == Family::Shuffle,
+            "pointwise" => self.family == Family::Pointwise,
+            "reduction" => matches!(
+                self.family,
+                Family::Reduction | Family::Softmax | Family::Normalization
+            ),
+            _ => false,
+        }
+    }
+}
+
+// The findings of one backend (filled by `findings::derive`).
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Issue {
+    /// Stable rule identifier.
+    pub id: &'static str,
+    /// Ranking key: larger is more likely to matter (roughly the time share involved plus a rule weight).
+    pub score: f64,
+    pub title: String,
+    /// Facts from the files that triggered the rule.
+    pub evidence: Vec<String>,
+    /// What the facts may mean (not established).
+    pub hypothesis: String,
+    pub next_check: String,
+    pub confidence: Confidence,
+    /// Layers the issue is about.
+    pub layers: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Findings {
+    pub facts: Vec<String>,
+    pub issues: Vec<Issue>,
+    pub positives: Vec<String>,
+}
+
+// The memory footprint of one backend (filled by `memory::footprint`).
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Memory {
+    /// Per layer (in `layers` order): bytes of its `Weights` and `Bias`, `None` when it lists
+    /// neither.
+    pub weights_bytes: Vec<Option<u64>>,
+    /// Per layer: bytes of its input and output tensors, `None` when none has a known size.
+    pub activation_bytes: Vec<Option<u64>>,
+    pub total_weights_bytes: u64,
+    /// Σ of the per-layer activations (a tensor counts once for its writer and once per reader,
+    /// as in TREx's "Activations").
+    pub total_activation_bytes: u64,
+}
+
+// Comparisons between backends (filled by `compare::compare_all`).
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TotalRow {
+    pub label: String,
+    pub analysis_mode: Mode,
+    pub layer_count: usize,
+    /// Σ averageMs, when the backend has a matching profile.
+    pub average_inference_ms: Option<f64>,
+    /// Against the baseline.
+    pub delta_ms: Option<f64>,
+    /// Baseline time divided by this backend's time (> 1: faster than the baseline).
+    pub speedup: Option<f64>,
+    /// Share of time (or of layers without a profile) per input precision.
+    pub precision_mix: BTreeMap<String, f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    pub count: usize,
+    pub avg_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TypeRow {
+    pub name: String,
+    /// One cell per compared backend, in `backends` order.
+    pub cells: Vec<Cell>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    Name,
+    Origin,
+    /// The aligned producers and consumers around it.
+    Position,
+    /// The only unaligned layer of its family and shapes on each side.
+    Signature,
+    Unmatched,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnmatchedCode {
+    /// Several candidates fit equally well; none was chosen.
+    Ambiguous,
+    /// Nothing of its kind sits at its place in the other build.
+    NoCounterpart,
+}
+
+/// Why a layer has no partner.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unmatched {
+    pub code: UnmatchedCode,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AlignedRow {
+    pub a: Option<u32>,
+    pub b: Option<u32>,
+    pub method: Method,
+    pub precision_changed: bool,
+    pub tactic_changed: bool,
+    /// b's average minus a's, when both are profiled.
+    pub delta_ms: Option<f64>,
+    /// Matched rows only: what the pair was found by (the shared name, source nodes, signature or
+    /// aligned neighbour).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+    /// Unmatched rows only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Unmatched>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Pair {
+    pub a: String,
+    pub b: String,
+    pub matched_by_name: usize,
+    pub matched_by_origin: usize,
+    pub matched_by_position: usize,
+    pub matched_by_signature: usize,
+    pub unmatched_a: usize,
+    pub unmatched_b: usize,
+    /// Unmatched because several candidates fit equally well.
+    pub ambiguous_a: usize,
+    pub ambiguous_b: usize,
+    pub precision_changes: usize,
+    pub tactic_changes: usize,
+    /// Readable examples of what changed (first few).
+    pub changes: Vec<String>,
+    pub rows: Vec<AlignedRow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    /// The model these backends are builds of, as far as their labels tell.
+    pub model: Option<String>,
+    pub baseline: String,
+    /// Why that backend is the baseline: `--baseline LABEL`, the first `--data` given, or the
+    /// first in the folder's (alphabetical) order.
+    pub baseline_reason: String,
+    pub backends: Vec<String>,
+    pub totals: Vec<TotalRow>,
+    pub by_type: Vec<TypeRow>,
+    pub by_family: Vec<TypeRow>,
+    /// The baseline aligned with each other backend.
+    pub pairs: Vec<Pair>,
 }

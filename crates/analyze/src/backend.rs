@@ -224,23 +224,8 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
     if recorded_failure {
         return empty_backend(label, sources, v);
     }
-
     let info = match layers {
-        None => {
-            let what = sources
-                .profile
-                .as_deref()
-                .or(sources.times.as_deref())
-                .unwrap_or("this backend");
-            v.error(
-                "layers_missing",
-                format!("no layer-info file: {what} has no matching layers_{label}.json; export one with trtexec --exportLayerInfo=FILE --profilingVerbosity=detailed"),
-            );
-            v.check("layer_file", CheckStatus::Failed, "missing");
-            let mut b = empty_backend(label, sources, v);
-            b.profile_count = profile.and_then(|p| p.ok()).map(|p| p.records.len());
-            return b;
-        }
+        None => return without_layer_file(label, sources, profile, v),
         Some(Err(e)) => {
             v.error("layers_unreadable", e);
             v.check("layer_file", CheckStatus::Failed, "unreadable");
@@ -248,6 +233,156 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
         }
         Some(Ok(info)) => info,
     };
+    let names_only = check_layer_file(&info, &mut v);
+
+    let profile_read = profile.as_ref().and_then(|p| p.as_ref().ok());
+    let runtime = provenance::detect_runtime(&label, &info, profile_read);
+    // TensorRT exports are dated; the era rules mean nothing for other runtimes.
+    let era = (runtime.name == Runtime::Tensorrt)
+        .then(|| provenance::infer_era(&info, profile_read, &sources.metadata));
+    // CPU runtimes name ONNX (or tract) operators; their families are decided up front.
+    let cpu_families = (runtime.name != Runtime::Tensorrt)
+        .then(|| provenance::cpu_families(runtime.name, &info.layers));
+    let mut signals = CategorySignals {
+        names_only,
+        ..CategorySignals::default()
+    };
+    let (graph, derived, duplicates) =
+        derive_layers(&info, cpu_families.as_deref(), names_only, &mut signals);
+    check_structure(&duplicates, graph.as_ref(), &info.layers, &mut v);
+
+    let model_inputs = ModelInputs::gather(&info, graph.as_ref());
+    for b in info.bindings.iter().flatten() {
+        signals.scan(b);
+    }
+    let LayerInfo {
+        source,
+        root,
+        verbosity,
+        layers: raw_layers,
+        bindings,
+        ..
+    } = info;
+    let mut layers: Vec<LayerView> = raw_layers
+        .into_iter()
+        .zip(derived)
+        .enumerate()
+        .map(|(i, (l, d))| layer_view(i as u32, l, d))
+        .collect();
+
+    let joined = join_profile_file(profile, &mut layers, runtime.name, &mut v);
+    let end_to_end = check_times_file(times, &mut v);
+    let mode = if v.has_errors() {
+        Mode::Unusable
+    } else if joined.joined && !names_only {
+        Mode::LayerProfile
+    } else {
+        Mode::LayerOnly
+    };
+
+    if joined.joined {
+        signals.conv_time_share = Some(convolution_share(&layers));
+    }
+    if let Some((config, path)) = &ctx.config {
+        signals.config_model_type = config
+            .get("model_type")
+            .and_then(|m| m.as_str())
+            .map(str::to_owned);
+        signals.config_path = Some(path.clone());
+    }
+    let category = signals.decide();
+    let model = backend_model(&label, ctx, category, &model_inputs);
+    let engines = engines(&layers, ctx);
+    let breakdowns = joined
+        .joined
+        .then(|| breakdowns(&layers))
+        .or_else(|| Some(count_breakdowns(&layers)));
+    let hot = hot_layers(&layers);
+    let graph_view = graph.map(graph_view);
+    let export = ExportInfo {
+        verbosity,
+        root,
+        bindings,
+        profile_has_median: joined.profile_has_median,
+        version_hints: era
+            .as_ref()
+            .map(|e| e.evidence.iter().chain(&e.set_aside).cloned().collect())
+            .unwrap_or_default(),
+        era,
+    };
+    let findings = if mode == Mode::Unusable {
+        Findings::default()
+    } else {
+        findings::derive(&findings::Input {
+            mode,
+            layers: &layers,
+            timing: joined.timing.as_ref(),
+            count: joined.count,
+            end_to_end: end_to_end.as_ref(),
+            breakdowns: breakdowns.as_ref(),
+            engines: &engines,
+            model: &model,
+            graph: graph_view.as_ref(),
+            names_only,
+            runtime: runtime.name,
+        })
+    };
+    Backend {
+        label,
+        runtime: Some(runtime),
+        sources,
+        validation: v.finish(mode),
+        export: Some(export),
+        layer_count: layers.len(),
+        profile_count: joined.profile_count,
+        count: joined.count,
+        count_source: joined.count_source,
+        timing: joined.timing,
+        end_to_end,
+        model: Some(model),
+        engines: Some(engines),
+        graph: graph_view,
+        breakdowns: if mode == Mode::Unusable {
+            None
+        } else {
+            breakdowns
+        },
+        memory: if mode == Mode::Unusable || names_only {
+            None
+        } else {
+            crate::memory::footprint(&layers)
+        },
+        hot_layers: hot,
+        layers,
+        findings,
+        source: Some(source),
+    }
+}
+
+/// A backend with a profile or times file but no layer-info file: an error naming the export to add.
+fn without_layer_file(
+    label: String,
+    sources: Sources,
+    profile: Option<Result<Profile, String>>,
+    mut v: Validator,
+) -> Backend {
+    let what = sources
+        .profile
+        .as_deref()
+        .or(sources.times.as_deref())
+        .unwrap_or("this backend");
+    v.error(
+        "layers_missing",
+        format!("no layer-info file: {what} has no matching layers_{label}.json; export one with trtexec --exportLayerInfo=FILE --profilingVerbosity=detailed"),
+    );
+    v.check("layer_file", CheckStatus::Failed, "missing");
+    let mut b = empty_backend(label, sources, v);
+    b.profile_count = profile.and_then(|p| p.ok()).map(|p| p.records.len());
+    b
+}
+
+/// Checks of the layer-info file as a whole and of its records; returns whether it holds names only.
+fn check_layer_file(info: &LayerInfo, v: &mut Validator) -> bool {
     v.check(
         "layer_file",
         CheckStatus::Passed,
@@ -314,67 +449,72 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
             minor.len()
         ),
     );
-    let profile_read = profile.as_ref().and_then(|p| p.as_ref().ok());
-    let runtime = provenance::detect_runtime(&label, &info, profile_read);
-    // TensorRT exports are dated; the era rules mean nothing for other runtimes.
-    let era = (runtime.name == Runtime::Tensorrt)
-        .then(|| provenance::infer_era(&info, profile_read, &sources.metadata));
-    // CPU runtimes name ONNX (or tract) operators; their families are decided up front.
-    let cpu_families = (runtime.name != Runtime::Tensorrt)
-        .then(|| provenance::cpu_families(runtime.name, &info.layers));
-    let mut signals = CategorySignals {
-        names_only,
-        ..CategorySignals::default()
-    };
-    // The graph, the per-layer classification and the duplicate-name check only read the
-    // records: on large exports the graph and the last part of the classification run on a second
-    // thread.
-    let (graph, derived, duplicates) = if info.layers.len() >= crate::PARALLEL_LAYERS {
-        let split = info.layers.len() * 3 / 5;
-        let (head, tail) = info.layers.split_at(split);
-        let (head_families, tail_families) = match &cpu_families {
-            Some(f) => (Some(&f[..split]), Some(&f[split..])),
-            None => (None, None),
-        };
-        std::thread::scope(|s| {
-            let other = s.spawn(|| {
-                let graph = (!names_only).then(|| crate::graph::build(&info.layers));
-                let mut local = CategorySignals {
-                    names_only,
-                    ..CategorySignals::default()
-                };
-                let derived = derive_views(tail, tail_families, &mut local);
-                (graph, derived, local)
-            });
-            let duplicates = duplicate_names(&info.layers);
-            let mut derived = derive_views(head, head_families, &mut signals);
-            let (graph, more, local) = other
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            derived.extend(more);
-            signals.merge(local);
-            (graph, derived, duplicates)
-        })
-    } else {
-        (
+    names_only
+}
+
+/// The graph (detailed exports only), each layer's derived view and the duplicated names.
+///
+/// These only read the records: on large exports the graph and the last part of the
+/// classification run on a second thread.
+fn derive_layers(
+    info: &LayerInfo,
+    cpu_families: Option<&[Family]>,
+    names_only: bool,
+    signals: &mut CategorySignals,
+) -> (Option<crate::graph::Graph>, Vec<Derived>, Vec<String>) {
+    if info.layers.len() < crate::PARALLEL_LAYERS {
+        return (
             (!names_only).then(|| crate::graph::build(&info.layers)),
-            derive_views(&info.layers, cpu_families.as_deref(), &mut signals),
+            derive_views(&info.layers, cpu_families, signals),
             duplicate_names(&info.layers),
-        )
+        );
+    }
+    let split = info.layers.len() * 3 / 5;
+    let (head, tail) = info.layers.split_at(split);
+    let (head_families, tail_families) = match cpu_families {
+        Some(f) => (Some(&f[..split]), Some(&f[split..])),
+        None => (None, None),
     };
+    std::thread::scope(|s| {
+        let other = s.spawn(|| {
+            let graph = (!names_only).then(|| crate::graph::build(&info.layers));
+            let mut local = CategorySignals {
+                names_only,
+                ..CategorySignals::default()
+            };
+            let derived = derive_views(tail, tail_families, &mut local);
+            (graph, derived, local)
+        });
+        let duplicates = duplicate_names(&info.layers);
+        let mut derived = derive_views(head, head_families, signals);
+        let (graph, more, local) = other
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        derived.extend(more);
+        signals.merge(local);
+        (graph, derived, duplicates)
+    })
+}
+
+/// Duplicate names (a warning) and the graph's own checks, or the note that there is no graph.
+fn check_structure(
+    duplicates: &[String],
+    graph: Option<&crate::graph::Graph>,
+    layers: &[Layer],
+    v: &mut Validator,
+) {
     if !duplicates.is_empty() {
         v.warning(
             "duplicate_names",
             format!(
                 "{} layer name(s) occur more than once (joined to the profile in order): {}",
                 duplicates.len(),
-                list(&duplicates, 5)
+                list(duplicates, 5)
             ),
         );
     }
-
-    if let Some(g) = &graph {
-        check_graph(g, &info.layers, &mut v);
+    if let Some(g) = graph {
+        check_graph(g, layers, v);
     } else {
         v.check(
             "graph_dag",
@@ -382,92 +522,101 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
             "names-only export has no tensors",
         );
     }
+}
 
-    let model_inputs = ModelInputs::gather(&info, graph.as_ref());
-    for b in info.bindings.iter().flatten() {
-        signals.scan(b);
-    }
-    let LayerInfo {
-        source,
-        root,
-        verbosity,
-        layers: raw_layers,
-        bindings,
-        ..
-    } = info;
-    let mut layers: Vec<LayerView> = raw_layers
-        .into_iter()
-        .zip(derived)
-        .enumerate()
-        .map(|(i, (l, d))| layer_view(i as u32, l, d))
-        .collect();
+/// What the profile file added to a backend's layers.
+struct ProfileJoin {
+    /// Records in the profile, when it could be read.
+    profile_count: Option<usize>,
+    /// Every layer got its timing and the profile had no problem records.
+    joined: bool,
+    count: Option<u64>,
+    count_source: CountSource,
+    timing: Option<Timing>,
+    profile_has_median: Option<bool>,
+}
 
-    // Profile.
-    let mut profile_count = None;
-    let mut joined = false;
-    let mut count = None;
-    let mut count_source = CountSource::None;
-    let mut timing = None;
-    let mut profile_has_median = None;
-    match profile {
-        None => v.check(
-            "profile",
-            CheckStatus::Skipped,
-            "no profile file: layer_only analysis",
-        ),
+/// Checks the profile file and joins its records to the layers; only a clean join sets timings.
+fn join_profile_file(
+    profile: Option<Result<Profile, String>>,
+    layers: &mut [LayerView],
+    runtime: Runtime,
+    v: &mut Validator,
+) -> ProfileJoin {
+    let mut out = ProfileJoin {
+        profile_count: None,
+        joined: false,
+        count: None,
+        count_source: CountSource::None,
+        timing: None,
+        profile_has_median: None,
+    };
+    let p = match profile {
+        None => {
+            v.check(
+                "profile",
+                CheckStatus::Skipped,
+                "no profile file: layer_only analysis",
+            );
+            return out;
+        }
         Some(Err(e)) => {
             v.error("profile_unreadable", e);
             v.check("profile", CheckStatus::Failed, "unreadable");
+            return out;
         }
-        Some(Ok(p)) => {
-            profile_count = Some(p.records.len());
-            profile_has_median = Some(p.records.iter().all(|r| r.median_ms.is_some()));
-            if let Some(why) = &p.recovered_from {
-                v.warning(
-                    "profile_recovered",
-                    format!("the profile is not valid JSON ({why}); trtexec writes names unescaped, so its {} records were recovered from trtexec's one-record-per-line layout", p.records.len()),
-                );
-            }
-            let mut problems = p.problems.clone();
-            problems.extend(negative_times(&p.records));
-            if !problems.is_empty() {
-                v.error(
-                    "profile_records",
-                    format!(
-                        "{} profile record problem(s): {}",
-                        problems.len(),
-                        problems
-                            .iter()
-                            .take(5)
-                            .cloned()
-                            .collect::<Vec<_>>()
-                            .join("; ")
-                    ),
-                );
-            }
-            v.check(
-                "profile",
-                if problems.is_empty() {
-                    CheckStatus::Passed
-                } else {
-                    CheckStatus::Failed
-                },
-                format!("{} records", p.records.len()),
-            );
-            if join_profile(&mut layers, &p.records, &mut v) && problems.is_empty() {
-                joined = true;
-                let (c, source) = infer_count(&p, &mut v);
-                if let Some(n) = c.filter(|n| *n < FEW_ITERATIONS) {
-                    warn_few_iterations(n, runtime.name, &mut v);
-                }
-                count = c;
-                count_source = source;
-                timing = Some(check_timing(&p.records, count, &mut v));
-            }
-        }
+        Some(Ok(p)) => p,
+    };
+    out.profile_count = Some(p.records.len());
+    out.profile_has_median = Some(p.records.iter().all(|r| r.median_ms.is_some()));
+    if let Some(why) = &p.recovered_from {
+        v.warning(
+            "profile_recovered",
+            format!("the profile is not valid JSON ({why}); trtexec writes names unescaped, so its {} records were recovered from trtexec's one-record-per-line layout", p.records.len()),
+        );
     }
+    let mut problems = p.problems.clone();
+    problems.extend(negative_times(&p.records));
+    if !problems.is_empty() {
+        v.error(
+            "profile_records",
+            format!(
+                "{} profile record problem(s): {}",
+                problems.len(),
+                problems
+                    .iter()
+                    .take(5)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        );
+    }
+    v.check(
+        "profile",
+        if problems.is_empty() {
+            CheckStatus::Passed
+        } else {
+            CheckStatus::Failed
+        },
+        format!("{} records", p.records.len()),
+    );
+    if join_profile(layers, &p.records, v) && problems.is_empty() {
+        out.joined = true;
+        let (count, source) = infer_count(&p, v);
+        if let Some(n) = count.filter(|n| *n < FEW_ITERATIONS) {
+            warn_few_iterations(n, runtime, v);
+        }
+        out.count = count;
+        out.count_source = source;
+        out.timing = Some(check_timing(&p.records, count, v));
+    }
+    out
+}
 
-    let end_to_end = match times {
+/// The optional `--exportTimes` file: unreadable is a warning, never an error.
+fn check_times_file(times: Option<Result<Times, String>>, v: &mut Validator) -> Option<Times> {
+    match times {
         None => None,
         Some(Err(e)) => {
             v.warning("times_unreadable", e);
@@ -482,38 +631,21 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
             );
             Some(t)
         }
-    };
+    }
+}
 
-    let mode = if v.has_errors() {
-        Mode::Unusable
-    } else if joined && !names_only {
-        Mode::LayerProfile
-    } else {
-        Mode::LayerOnly
-    };
-
-    let conv_share: f64 = layers
+/// Percent of the profiled time spent in convolutions (a category signal).
+fn convolution_share(layers: &[LayerView]) -> f64 {
+    layers
         .iter()
         .filter(|l| l.family == Family::Convolution)
         .filter_map(|l| l.timing.as_ref())
         .map(|t| t.percentage)
-        .sum();
-    if joined {
-        signals.conv_time_share = Some(conv_share);
-    }
-    if let Some((config, path)) = &ctx.config {
-        signals.config_model_type = config
-            .get("model_type")
-            .and_then(|m| m.as_str())
-            .map(str::to_owned);
-        signals.config_path = Some(path.clone());
-    }
-    let category = signals.decide();
-    let model = backend_model(&label, ctx, category, &model_inputs);
-    let engines = engines(&layers, ctx);
-    let breakdowns = joined
-        .then(|| breakdowns(&layers))
-        .or_else(|| Some(count_breakdowns(&layers)));
+        .sum()
+}
+
+/// The 20 timed layers with the largest time share, largest first.
+fn hot_layers(layers: &[LayerView]) -> Vec<u32> {
     let mut hot: Vec<u32> = layers
         .iter()
         .filter(|l| l.timing.is_some())
@@ -534,8 +666,11 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
         hot.truncate(20);
     }
     hot.sort_by(by_share);
+    hot
+}
 
-    let graph_view = graph.map(|g| GraphView {
+fn graph_view(g: crate::graph::Graph) -> GraphView {
+    GraphView {
         edge_count: g.edges.len(),
         edges: g.edges.iter().map(|(a, b)| [*a, *b]).collect(),
         external_inputs: g.external_inputs,
@@ -544,64 +679,6 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
         cycles: g.cycles,
         multi_writers: g.multi_writers,
         back_references: g.back_references,
-    });
-    let export = ExportInfo {
-        verbosity,
-        root,
-        bindings,
-        profile_has_median,
-        version_hints: era
-            .as_ref()
-            .map(|e| e.evidence.iter().chain(&e.set_aside).cloned().collect())
-            .unwrap_or_default(),
-        era,
-    };
-    let findings = if mode == Mode::Unusable {
-        Findings::default()
-    } else {
-        findings::derive(&findings::Input {
-            mode,
-            layers: &layers,
-            timing: timing.as_ref(),
-            count,
-            end_to_end: end_to_end.as_ref(),
-            breakdowns: breakdowns.as_ref(),
-            engines: &engines,
-            model: &model,
-            graph: graph_view.as_ref(),
-            names_only,
-            runtime: runtime.name,
-        })
-    };
-    Backend {
-        label,
-        runtime: Some(runtime),
-        sources,
-        validation: v.finish(mode),
-        export: Some(export),
-        layer_count: layers.len(),
-        profile_count,
-        count,
-        count_source,
-        timing,
-        end_to_end,
-        model: Some(model),
-        engines: Some(engines),
-        graph: graph_view,
-        breakdowns: if mode == Mode::Unusable {
-            None
-        } else {
-            breakdowns
-        },
-        memory: if mode == Mode::Unusable || names_only {
-            None
-        } else {
-            crate::memory::footprint(&layers)
-        },
-        hot_layers: hot,
-        layers,
-        findings,
-        source: Some(source),
     }
 }
 
@@ -1279,22 +1356,6 @@ pub(crate) const CONCENTRATION: [(&str, f64); 7] = [
     ("reduction", 15.0),
 ];
 
-pub(crate) fn in_concentration_category(category: &str, l: &LayerView) -> bool {
-    match category {
-        "kgen" => l.raw_type.eq_ignore_ascii_case("kgen"),
-        "shape" => l.family == Family::Shape,
-        "cast" => l.family == Family::Cast,
-        "gather" => l.family == Family::Gather,
-        "reshape" => l.family == Family::Shuffle,
-        "pointwise" => l.family == Family::Pointwise,
-        "reduction" => matches!(
-            l.family,
-            Family::Reduction | Family::Softmax | Family::Normalization
-        ),
-        _ => false,
-    }
-}
-
 /// Per-type time shares and the seed's concentration categories.
 pub(crate) fn breakdowns(layers: &[LayerView]) -> Breakdowns {
     let (by_type, by_family, by_precision, by_tag) = by_keys(layers, true);
@@ -1312,8 +1373,7 @@ pub(crate) fn breakdowns(layers: &[LayerView]) -> Breakdowns {
     let concentration = CONCENTRATION
         .iter()
         .map(|(category, threshold)| {
-            let (count, percentage) =
-                share(&|l: &LayerView| in_concentration_category(category, l));
+            let (count, percentage) = share(&|l: &LayerView| l.in_concentration_category(category));
             Concentration {
                 category,
                 count,

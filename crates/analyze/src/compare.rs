@@ -9,121 +9,12 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use foldhash::{HashMap, HashMapExt};
-use serde::Serialize;
-
-use crate::analysis::{Backend, LayerView, Mode};
+pub use crate::analysis::{
+    AlignedRow, Cell, Comparison, Method, Pair, TotalRow, TypeRow, Unmatched, UnmatchedCode,
+};
+use crate::analysis::{Backend, LayerView};
 use crate::classify::Family;
-
-#[derive(Debug, Clone, Serialize)]
-pub struct TotalRow {
-    pub label: String,
-    pub analysis_mode: Mode,
-    pub layer_count: usize,
-    /// Σ averageMs, when the backend has a matching profile.
-    pub average_inference_ms: Option<f64>,
-    /// Against the baseline.
-    pub delta_ms: Option<f64>,
-    /// Baseline time divided by this backend's time (> 1: faster than the baseline).
-    pub speedup: Option<f64>,
-    /// Share of time (or of layers without a profile) per input precision.
-    pub precision_mix: BTreeMap<String, f64>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Cell {
-    pub count: usize,
-    pub avg_ms: Option<f64>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct TypeRow {
-    pub name: String,
-    /// One cell per compared backend, in `backends` order.
-    pub cells: Vec<Cell>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Method {
-    Name,
-    Origin,
-    /// The aligned producers and consumers around it.
-    Position,
-    /// The only unaligned layer of its family and shapes on each side.
-    Signature,
-    Unmatched,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum UnmatchedCode {
-    /// Several candidates fit equally well; none was chosen.
-    Ambiguous,
-    /// Nothing of its kind sits at its place in the other build.
-    NoCounterpart,
-}
-
-/// Why a layer has no partner.
-#[derive(Debug, Clone, Serialize)]
-pub struct Unmatched {
-    pub code: UnmatchedCode,
-    pub detail: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct AlignedRow {
-    pub a: Option<u32>,
-    pub b: Option<u32>,
-    pub method: Method,
-    pub precision_changed: bool,
-    pub tactic_changed: bool,
-    /// b's average minus a's, when both are profiled.
-    pub delta_ms: Option<f64>,
-    /// Matched rows only: what the pair was found by (the shared name, source nodes, signature or
-    /// aligned neighbour).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub evidence: Option<String>,
-    /// Unmatched rows only.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<Unmatched>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Pair {
-    pub a: String,
-    pub b: String,
-    pub matched_by_name: usize,
-    pub matched_by_origin: usize,
-    pub matched_by_position: usize,
-    pub matched_by_signature: usize,
-    pub unmatched_a: usize,
-    pub unmatched_b: usize,
-    /// Unmatched because several candidates fit equally well.
-    pub ambiguous_a: usize,
-    pub ambiguous_b: usize,
-    pub precision_changes: usize,
-    pub tactic_changes: usize,
-    /// Readable examples of what changed (first few).
-    pub changes: Vec<String>,
-    pub rows: Vec<AlignedRow>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Comparison {
-    /// The model these backends are builds of, as far as their labels tell.
-    pub model: Option<String>,
-    pub baseline: String,
-    /// Why that backend is the baseline: `--baseline LABEL`, the first `--data` given, or the
-    /// first in the folder's (alphabetical) order.
-    pub baseline_reason: String,
-    pub backends: Vec<String>,
-    pub totals: Vec<TotalRow>,
-    pub by_type: Vec<TypeRow>,
-    pub by_family: Vec<TypeRow>,
-    /// The baseline aligned with each other backend.
-    pub pairs: Vec<Pair>,
-}
+use foldhash::{HashMap, HashMapExt};
 
 /// Groups usable backends by model and compares each group of two or more. With a known model
 /// name every backend is a build of that model; otherwise the model is read from each label
@@ -1078,50 +969,62 @@ pub fn align(a: &Backend, b: &Backend) -> Pair {
     by_origin(&sa, &sb, &mut al);
 
     if sa.has_graph && sb.has_graph {
-        let mut new = Vec::new();
-        let ends = |s: &Side, adj: &[Vec<Link>]| -> Vec<Link> {
-            (0..s.layers.len())
-                .filter(|&i| s.kind[i].computes() && adj[i].is_empty())
-                .map(|i| Link {
-                    layer: i as u32,
-                    slot: 0,
-                })
-                .collect()
-        };
-        for (ea, eb, what) in [
-            (
-                ends(&sa, &sa.cpreds),
-                ends(&sb, &sb.cpreds),
-                "among the first layers",
-            ),
-            (
-                ends(&sa, &sa.csuccs),
-                ends(&sb, &sb.csuccs),
-                "among the last layers",
-            ),
-        ] {
-            match_groups(
-                &sa,
-                &sb,
-                &mut al,
-                &ea,
-                &eb,
-                &SEED_LEVELS,
-                Method::Position,
-                &|| what.to_owned(),
-                &mut new,
-            );
-        }
-        // Every pair so far (names, sources, the graph's ends) is a starting point.
-        let queue: VecDeque<(u32, u32)> = al
-            .a_to_b
-            .iter()
-            .enumerate()
-            .filter_map(|(i, m)| m.map(|(j, _)| (i as u32, j)))
-            .collect();
-        propagate(&sa, &sb, &mut al, queue);
+        by_graph_ends(&sa, &sb, &mut al);
     }
+    by_unique_shapes(&sa, &sb, &mut al);
+    by_place(&sa, &sb, &mut al);
+    pair_rows(a, b, &sa, &sb, al)
+}
 
+/// Step 4 from the graph's first and last computing layers and from every pair so far.
+fn by_graph_ends(sa: &Side, sb: &Side, al: &mut Alignment) {
+    let mut new = Vec::new();
+    let ends = |s: &Side, adj: &[Vec<Link>]| -> Vec<Link> {
+        (0..s.layers.len())
+            .filter(|&i| s.kind[i].computes() && adj[i].is_empty())
+            .map(|i| Link {
+                layer: i as u32,
+                slot: 0,
+            })
+            .collect()
+    };
+    for (ea, eb, what) in [
+        (
+            ends(sa, &sa.cpreds),
+            ends(sb, &sb.cpreds),
+            "among the first layers",
+        ),
+        (
+            ends(sa, &sa.csuccs),
+            ends(sb, &sb.csuccs),
+            "among the last layers",
+        ),
+    ] {
+        match_groups(
+            sa,
+            sb,
+            al,
+            &ea,
+            &eb,
+            &SEED_LEVELS,
+            Method::Position,
+            &|| what.to_owned(),
+            &mut new,
+        );
+    }
+    // Every pair so far (names, sources, the graph's ends) is a starting point.
+    let queue: VecDeque<(u32, u32)> = al
+        .a_to_b
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| m.map(|(j, _)| (i as u32, j)))
+        .collect();
+    propagate(sa, sb, al, queue);
+}
+
+/// Step 5: a family and shapes that only one unaligned layer on each side has, then step 4 again
+/// from the new pairs, for at most `SIGNATURE_ROUNDS` rounds.
+fn by_unique_shapes(sa: &Side, sb: &Side, al: &mut Alignment) {
     for _ in 0..SIGNATURE_ROUNDS {
         let free = |s: &Side, free: &dyn Fn(u32) -> bool| -> Vec<Link> {
             (0..s.layers.len() as u32)
@@ -1129,12 +1032,12 @@ pub fn align(a: &Backend, b: &Backend) -> Pair {
                 .map(|i| Link { layer: i, slot: 0 })
                 .collect()
         };
-        let (ca, cb) = (free(&sa, &|i| al.free_a(i)), free(&sb, &|j| al.free_b(j)));
+        let (ca, cb) = (free(sa, &|i| al.free_a(i)), free(sb, &|j| al.free_b(j)));
         let mut new = Vec::new();
         match_groups(
-            &sa,
-            &sb,
-            &mut al,
+            sa,
+            sb,
+            al,
             &ca,
             &cb,
             &[Level::Shapes],
@@ -1145,9 +1048,14 @@ pub fn align(a: &Backend, b: &Backend) -> Pair {
         if new.is_empty() || !(sa.has_graph && sb.has_graph) {
             break;
         }
-        propagate(&sa, &sb, &mut al, new.into_iter().collect());
+        propagate(sa, sb, al, new.into_iter().collect());
     }
-    by_place(&sa, &sb, &mut al);
+}
+
+/// The aligned rows of both builds, with what changed between each pair and why a layer stayed
+/// unmatched, and the counts per method.
+fn pair_rows(a: &Backend, b: &Backend, sa: &Side, sb: &Side, mut al: Alignment) -> Pair {
+    let (la, lb) = (&a.layers, &b.layers);
 
     let match_a = &al.a_to_b;
     let mut rows = Vec::with_capacity(la.len().max(lb.len()));
@@ -1207,7 +1115,7 @@ pub fn align(a: &Backend, b: &Backend) -> Pair {
                 });
             }
             None => {
-                let reason = unmatched_reason(&sa, i, al.ambiguous_a[i].take(), sb.label);
+                let reason = unmatched_reason(sa, i, al.ambiguous_a[i].take(), sb.label);
                 ambiguous_a += usize::from(reason.code == UnmatchedCode::Ambiguous);
                 rows.push(AlignedRow {
                     a: Some(x.index),
@@ -1227,7 +1135,7 @@ pub fn align(a: &Backend, b: &Backend) -> Pair {
     for j in 0..lb.len() {
         if al.b_to_a[j].is_none() {
             unmatched_b += 1;
-            let reason = unmatched_reason(&sb, j, al.ambiguous_b[j].take(), sa.label);
+            let reason = unmatched_reason(sb, j, al.ambiguous_b[j].take(), sa.label);
             ambiguous_b += usize::from(reason.code == UnmatchedCode::Ambiguous);
             rows.push(AlignedRow {
                 a: None,

@@ -4,36 +4,11 @@
 //! hypothesis about them and the next check that would confirm or refute it; the two are never
 //! mixed in one string. Latency-based issues are produced only for `layer_profile` backends.
 
-use serde::Serialize;
-
 use crate::analysis::{Breakdowns, Engines, GraphView, LayerView, Mode, Timing};
+pub use crate::analysis::{Findings, Issue};
 use crate::classify::{Family, TensorCoreHint, contains_ci, tensor_core_hint};
 use crate::identity::Confidence;
 use crate::read::Times;
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Issue {
-    /// Stable rule identifier.
-    pub id: &'static str,
-    /// Ranking key: larger is more likely to matter (roughly the time share involved plus a rule weight).
-    pub score: f64,
-    pub title: String,
-    /// Facts from the files that triggered the rule.
-    pub evidence: Vec<String>,
-    /// What the facts may mean (not established).
-    pub hypothesis: String,
-    pub next_check: String,
-    pub confidence: Confidence,
-    /// Layers the issue is about.
-    pub layers: Vec<u32>,
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Findings {
-    pub facts: Vec<String>,
-    pub issues: Vec<Issue>,
-    pub positives: Vec<String>,
-}
 
 pub(crate) struct Input<'a> {
     pub mode: Mode,
@@ -219,6 +194,16 @@ fn latency_findings(input: &Input, b: &mut Builder) {
     let (Some(timing), Some(bd)) = (input.timing, input.breakdowns) else {
         return;
     };
+    timing_facts(input, timing, bd, b);
+    hotspot_finding(input.layers, b);
+    concentration_findings(input.layers, bd, b);
+    tiny_kernels_finding(input.layers, b);
+    conversion_findings(input.layers, b);
+    myelin_finding(input.layers, b);
+}
+
+/// The inference time, its end-to-end counterpart and the time by precision and by type.
+fn timing_facts(input: &Input, timing: &Timing, bd: &Breakdowns, b: &mut Builder) {
     let layers = input.layers;
     b.fact(format!(
         "one inference is {} as the sum of {} per-layer averages{}",
@@ -256,7 +241,10 @@ fn latency_findings(input: &Input, b: &mut Builder) {
         .map(|t| format!("{} {:.1}%", t.name, t.percentage.unwrap_or(0.0)))
         .collect();
     b.fact(format!("time by type: {}", types.join(", ")));
+}
 
+/// The largest layer: an issue from 5 % of the time on, a positive below.
+fn hotspot_finding(layers: &[LayerView], b: &mut Builder) {
     // The largest layer (ties: the first); no need to sort them all.
     let largest = layers
         .iter()
@@ -304,7 +292,10 @@ fn latency_findings(input: &Input, b: &mut Builder) {
             ));
         }
     }
+}
 
+/// One issue per flagged concentration category (kgen, shape, cast, gather, reshape, …).
+fn concentration_findings(layers: &[LayerView], bd: &Breakdowns, b: &mut Builder) {
     for c in bd.concentration.iter().filter(|c| c.flagged) {
         let (hypothesis, next) = match c.category {
             "kgen" => (
@@ -334,7 +325,7 @@ fn latency_findings(input: &Input, b: &mut Builder) {
         };
         let idx: Vec<u32> = layers
             .iter()
-            .filter(|l| crate::backend::in_concentration_category(c.category, l))
+            .filter(|l| l.in_concentration_category(c.category))
             .map(|l| l.index)
             .take(50)
             .collect();
@@ -352,8 +343,10 @@ fn latency_findings(input: &Input, b: &mut Builder) {
             idx,
         );
     }
+}
 
-    // Many tiny kernels: no single hotspot, but short kernels add up.
+/// Many tiny kernels: no single hotspot, but short kernels add up.
+fn tiny_kernels_finding(layers: &[LayerView], b: &mut Builder) {
     let tiny: Vec<&LayerView> = layers
         .iter()
         .filter(|l| {
@@ -375,8 +368,10 @@ fn latency_findings(input: &Input, b: &mut Builder) {
             tiny.iter().map(|l| l.index).take(50).collect(),
         );
     }
+}
 
-    // Reformat and Q/DQ overhead.
+/// Reformat and Q/DQ overhead.
+fn conversion_findings(layers: &[LayerView], b: &mut Builder) {
     for (family, what, threshold, hypothesis, next) in [
         (
             Family::Reformat,
@@ -420,7 +415,10 @@ fn latency_findings(input: &Input, b: &mut Builder) {
             ));
         }
     }
+}
 
+/// Myelin regions whose inner kernels the profile does not show.
+fn myelin_finding(layers: &[LayerView], b: &mut Builder) {
     let myelin: Vec<&LayerView> = layers
         .iter()
         .filter(|l| l.family == Family::Myelin)

@@ -20,16 +20,15 @@ pub mod identity;
 pub mod memory;
 mod pack;
 pub mod provenance;
-pub mod read;
 pub mod report;
+pub mod request;
 pub mod serve;
 mod write;
 
-pub use analysis::{
-    Analysis, AnalyzeError, Inputs, Options, Request, SCHEMA, analyze, analyze_with,
-};
+pub use analysis::{Analysis, SCHEMA};
+pub use request::{AnalyzeError, Inputs, Options, Request, analyze, analyze_with};
 
-/// From this many layers on, reading, classifying, finding and writing split their work between two
-/// threads; below it a second thread costs more than it saves.
-pub(crate) const PARALLEL_LAYERS: usize = 4096;
 pub use discover::DataSpec;
+/// The export readers, from the crate below the trtexec driver (the old path keeps working).
+pub use trtmc_trtexec_exports as read;
+pub(crate) use trtmc_trtexec_exports::PARALLEL_LAYERS;

@@ -3,24 +3,10 @@
 //! output tensors (elements × element size of their format). Only where the export has the
 //! fields: names-only records have neither, and a tensor of unknown format counts as nothing.
 
-use serde::Serialize;
-
+pub use crate::analysis::Memory;
 use crate::analysis::{LayerView, TensorView};
 use crate::classify::precision_of;
 use crate::read::WeightCount;
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Memory {
-    /// Per layer (in `layers` order): bytes of its `Weights` and `Bias`, `None` when it lists
-    /// neither.
-    pub weights_bytes: Vec<Option<u64>>,
-    /// Per layer: bytes of its input and output tensors, `None` when none has a known size.
-    pub activation_bytes: Vec<Option<u64>>,
-    pub total_weights_bytes: u64,
-    /// Σ of the per-layer activations (a tensor counts once for its writer and once per reader,
-    /// as in TREx's "Activations").
-    pub total_activation_bytes: u64,
-}
 
 /// Bytes per element of a precision name (`FP16` → 2); 4-bit types are half a byte.
 pub fn element_bytes(precision: &str) -> Option<f64> {

@@ -368,6 +368,14 @@ pub(crate) fn itoa(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
     }
 }
 
+impl Analysis {
+    /// Writes the analysis as JSON (`trtmc.analysis/v1`).
+    pub fn write_json<W: std::io::Write>(&self, mut w: W) -> serde_json::Result<()> {
+        // Byte for byte what `serde_json::to_writer(w, self)` writes, faster (see write.rs).
+        crate::write::analysis(&mut w, self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,11 +1,9 @@
 //! A reader that leaves early (`trtmc-bench list models | head -1`) is not a crash: no panic message,
 //! and the exit code the command earned (docs/exit-codes.md, "A reader that leaves early").
 
-mod common;
-
 use std::process::{Command, Output, Stdio};
 
-use common::{BIN, code, stderr};
+use crate::common::{BIN, code, stderr};
 
 /// Runs trtmc-bench with stdout a pipe whose read end is closed before the program starts, so its
 /// first write to stdout fails with EPIPE (what `| head -1` does after the first line).

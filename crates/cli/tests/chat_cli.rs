@@ -2,12 +2,10 @@
 //! messages with the ChatML template beside MODEL.toml, records the prompt and its token count, and is a
 //! workload of its own; a missing or broken template stops the run with exit 3 before any build.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 /// What catalog/tiny-gpt/chat_template.jinja makes of the `chat` case's two turns.
 const RENDERED: &str = "<|im_start|>system\nYou are a concise assistant.<|im_end|>\n<|im_start|>user\nDescribe the quick brown fox in one line.<|im_end|>\n<|im_start|>assistant\n";

@@ -2,13 +2,11 @@
 //! `--export-junit` for `run`, `--fail-on unusable` for `analyze`, and the usage errors. The matrix's
 //! `--fail-on red|yellow` and JUnit rows are tested in matrix_cli.rs, next to its injected slowdown.
 
-mod common;
-#[path = "../../../tests/junit/xmllint.rs"]
-mod xmllint;
+use crate::xmllint;
 
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use xmllint::assert_valid_junit;
 
 /// The documented code of a met `--fail-on` condition (docs/exit-codes.md).

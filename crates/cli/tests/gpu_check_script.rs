@@ -4,12 +4,10 @@
 //! against the trtexec simulator and say on every page that nothing was measured on a GPU.
 #![cfg(unix)]
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 fn script() -> Command {
     let mut cmd = Command::new("bash");

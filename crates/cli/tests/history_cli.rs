@@ -5,16 +5,13 @@
 //! Every test runs on SQLite, and again on PostgreSQL when TRTMC_TEST_POSTGRES=postgres://… names a
 //! server (CI starts one in `.ci/run`; each test creates and drops its own database there).
 
-#[path = "../../../tests/browser/report-chromium.rs"]
-mod chromium;
-mod common;
-#[path = "../../../tests/junit/xmllint.rs"]
-mod xmllint;
+use crate::chromium;
+use crate::xmllint;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::*;
+use crate::common::*;
 
 const FAIL_ON: i32 = 9;
 const PROBE: &str = "c<script>alert(1)</script>\"'";

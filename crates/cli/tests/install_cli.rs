@@ -3,12 +3,10 @@
 //! message and a documented exit code each; `--runtime-dir` is searched first and recorded; the shell
 //! completions and man pages come from the real command definition.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 
 /// A copy of the binary in a fresh folder, run with a fresh HOME from that folder.
 struct Installed {

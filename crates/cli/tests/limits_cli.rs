@@ -4,11 +4,9 @@
 //! number of its kind). A property test feeds arbitrary numbers to the numeric flags and plan fields:
 //! never a panic (exit 101).
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use proptest::prelude::*;
 
 /// Nothing at `path`, or an empty directory.

@@ -6,17 +6,14 @@
 //!
 //! Suites here are small (a few rows of tiny-cnn, 20 timed calls): correctness, not speed.
 
-#[path = "../../../tests/browser/report-chromium.rs"]
-mod chromium;
-mod common;
-#[path = "../../../tests/junit/xmllint.rs"]
-mod xmllint;
+use crate::chromium;
+use crate::xmllint;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// Rows are timed one test at a time: parallel tests would load the 2 cores unevenly between the two

@@ -7,14 +7,12 @@
 //!
 //! Fails when Chromium is missing, unless TRTMC_SKIP_BROWSER=1. TRTMC_KEEP_SCREENSHOTS=DIR keeps the PNG.
 
-#[path = "../../../tests/browser/report-chromium.rs"]
-mod chromium;
-mod common;
+use crate::chromium;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 const PROBE: &str = "<img src=x onerror=alert(1)>\"'";

@@ -1,14 +1,12 @@
 //! The stopping rule, interruptions and progress of `trtmc-bench run`, through the real binary on the
 //! test catalog's `test-sleep` profile (calls of a known length, no model).
 
-mod common;
-
 use std::io::Read as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 fn catalog_arg() -> String {
     test_catalog().display().to_string()

@@ -7,12 +7,10 @@
 //! naming what is missing, never a light. Needs python3 with numpy and onnxruntime (scripts/test
 //! installs them).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use trtmc_runtime::reference::{ReferenceRequest, ReferenceResult};
 use trtmc_runtime::tokenize::Tokenizer;

@@ -1,11 +1,9 @@
 //! `trtmc-bench run` on real models through the real binary: the embedded models, the onnx wheel's
 //! light_resnet50, `--onnx`, plans, and the bundle cache (reuse, new keys, --no-build, --bundle, locking).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 
 struct Env {
     _tmp: tempfile::TempDir,

@@ -3,12 +3,10 @@
 //! every runtime, and the inputs `--dry-run` lists — on the onnx wheel's backend test models.
 //! Needs python3 with onnx, numpy and onnxruntime (scripts/test installs them).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 
 /// The onnx wheel's backend test model folder `group/name` (model.onnx, test_data_set_0).
 fn backend_model(group_and_name: &str) -> PathBuf {

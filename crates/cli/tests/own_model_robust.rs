@@ -2,12 +2,10 @@
 //! external file, malformed graphs) and the verdicts of a multi-case run, through the real binary.
 //! Models are written by python3 with the `onnx` wheel (scripts/test installs it).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 
 /// Runs `script` with python3 (the onnx wheel imported as in the scripts below) in `dir`.
 fn python(dir: &Path, script: &str) {

@@ -7,14 +7,12 @@
 //!
 //! Fails when Chromium is missing, unless TRTMC_SKIP_BROWSER=1. TRTMC_KEEP_SCREENSHOTS=DIR keeps the PNGs.
 
-#[path = "../../../tests/browser/report-chromium.rs"]
-mod chromium;
-mod common;
+use crate::chromium;
 
 use std::path::{Path, PathBuf};
 
+use crate::common::*;
 use chromium::{Chromium, console_problems, file_url, self_check};
-use common::*;
 
 const PROBE_MODEL: &str = "m<script>alert(1)</script>\"'";
 /// How the probe must appear in a serialized DOM: as text (angle brackets escaped), never as an element.

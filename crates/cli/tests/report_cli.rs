@@ -1,11 +1,9 @@
 //! `trtmc-bench report` and the summaries of `run`, through the real binary on the test-only catalog:
 //! discovery, atomic in-place rebuilds, refusal rules, malformed inputs, exports and the terminal table.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 
 fn catalog_arg() -> String {
     test_catalog().display().to_string()
@@ -13,7 +11,6 @@ fn catalog_arg() -> String {
 
 /// A catalog with one test_sleep profile whose model and case names are an XSS probe.
 pub const PROBE_MODEL: &str = "m<script>alert(1)</script>\"'";
-pub const PROBE_CASE: &str = "c<script>alert(2)</script>\"'";
 
 fn probe_catalog(dir: &Path) -> PathBuf {
     let root = dir.join("probe-catalog");

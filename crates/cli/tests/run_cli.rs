@@ -1,13 +1,11 @@
 //! `trtmc-bench run` and `list models` through the real binary, on the embedded models and the test-only
 //! operations.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 fn catalog_arg() -> String {
     test_catalog().display().to_string()

@@ -5,12 +5,10 @@
 //! Stated tolerances: every output element within |a - r| <= 1e-4 + 1e-3·|r| (l0 = 0), and cosine
 //! loss below 1e-6.
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 
 fn bench(tmp: &Path, args: &[&str]) -> Output {
     Command::new(BIN)

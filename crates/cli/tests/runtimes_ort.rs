@@ -2,12 +2,10 @@
 //! optimization), every operation, settings, and clear errors (exit 7) when the library is missing.
 //! Needs the `onnxruntime` Python wheel (scripts/test installs it).
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 
 /// trtmc-bench with a private bundle cache under `tmp`.
 fn bench(tmp: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {

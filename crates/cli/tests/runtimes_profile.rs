@@ -2,12 +2,10 @@
 //! `--exportLayerInfo` / `--exportProfile` shapes, so that `analyze` reads a tract and an ONNX Runtime
 //! profile of one model side by side. Needs the `onnxruntime` Python wheel (scripts/test installs it).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 /// Runs `model` on `runtime` with `--profile` and returns the case directory.
 fn profiled_run(tmp: &Path, model: &str, runtime: &str, iterations: &str) -> PathBuf {

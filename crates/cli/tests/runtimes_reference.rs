@@ -2,12 +2,10 @@
 //! warm-ups, iterations, seed) in their own process, answering in the worker's observation protocol.
 //! Needs python3 with numpy and the `onnxruntime` wheel (scripts/test installs them).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 use trtmc_runtime::reference::{ReferenceRequest, ReferenceResult};
 
 fn bench(tmp: &Path, args: &[&str]) -> Output {

@@ -5,15 +5,13 @@
 //! failing trtexec is a clear error with the documented exit code (7 missing, 4 build, 5 case).
 #![cfg(unix)]
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use trtmc_runtime::bundle::{BUNDLE_SCHEMA, BundleManifest};
 use trtmc_runtime::runtime::{Runtime, SelfTimedRequest};

@@ -3,11 +3,9 @@
 //! samples feeds each item its own seed or image, and says whether it was `declared` or `cloned`; sample
 //! lists that do not fit the batch are refused with exit 3 before anything is built.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// Runs `model` with `extra` arguments and `calls` timed calls, no warm-up; returns the result

@@ -3,11 +3,9 @@
 //! observations: throughput × timed seconds = items counted; real-time factor × audio seconds/s = 1;
 //! seconds/item × items/s = 1.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 struct Env {

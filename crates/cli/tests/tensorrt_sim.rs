@@ -7,14 +7,12 @@
 //! compares two TensorRT builds.
 #![cfg(unix)]
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// The simulator, built beside trtmc-bench by a workspace build.

@@ -5,12 +5,10 @@
 //! an operation, or that generates another number of tokens, makes a `failed` row naming why.
 //! Needs python3 with numpy and the `onnxruntime` wheel (scripts/test installs them).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use trtmc_runtime::reference::{ReferenceRequest, ReferenceResult};
 

@@ -4,9 +4,7 @@
 //! `--continue`, fingerprint checks, user golden data, onnxruntime's real knobs, and the HTML report in
 //! headless Chromium. No assertion depends on timing: routes that must lose sleep inside every call.
 
-#[path = "../../../tests/browser/report-chromium.rs"]
-mod chromium;
-mod common;
+use crate::chromium;
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt as _;
@@ -14,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// Small measurement settings so a route costs a few dozen calls.

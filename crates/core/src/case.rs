@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+pub use trtmc_metadata::BatchSource;
 
 use crate::catalog::{Profile, TestCase};
 use crate::operations::{self, FieldKind, OperationDecl};
@@ -492,17 +493,6 @@ pub fn workload_identity(
         workload["input_data"] = data.identity_part();
     }
     crate::hash::json_hash(&workload)
-}
-
-/// Where the items of a batch come from.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BatchSource {
-    /// Every item is one the case lists (a batch of one is its own request).
-    #[default]
-    Declared,
-    /// One request is repeated over a batch of several items.
-    Cloned,
 }
 
 /// How a case's samples fill its calls (resolved-case.json `inputs`).

@@ -6,6 +6,7 @@
 //! computes). Reading the files is `trtmc_runtime::data`'s job.
 
 use serde::{Deserialize, Serialize};
+pub use trtmc_metadata::{OutputCheck, WorstElement};
 
 /// Polygraphy's default absolute tolerance (`CompareFunc.simple`, `--atol`).
 pub const DEFAULT_ATOL: f64 = 1e-5;
@@ -65,75 +66,6 @@ impl CaseData {
                 .collect::<Vec<_>>(),
         )
     }
-}
-
-/// One output of one data set checked against its expected values (result.json `output_check`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OutputCheck {
-    pub output: String,
-    /// The data set (from 0) the output was computed from.
-    pub set: usize,
-    pub passed: bool,
-    /// The largest |got - expected| over the elements (NaN-free; `None` with no element or a NaN).
-    pub max_abs_error: Option<f64>,
-    /// The largest |got - expected| / |expected| (a zero expected value counts as f64 epsilon).
-    pub max_rel_error: Option<f64>,
-    pub elements: u64,
-    /// Elements beyond both tolerances (Polygraphy's `elemwise` check).
-    pub mismatches: u64,
-    /// The element with the largest absolute error among the mismatches (else overall): its index,
-    /// the value computed and the value expected.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worst: Option<WorstElement>,
-    /// Why the check failed before comparing values (shape or element count).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WorstElement {
-    pub index: Vec<usize>,
-    /// `None` when not a finite number (JSON has no NaN or infinity).
-    pub got: Option<f64>,
-    pub expected: Option<f64>,
-}
-
-impl OutputCheck {
-    /// One line for a failure message: the output, its worst element and the tolerances it broke.
-    pub fn describe_failure(&self, atol: f64, rtol: f64) -> String {
-        if let Some(note) = &self.note {
-            return format!("output `{}` (set {}): {note}", self.output, self.set);
-        }
-        let worst = self
-            .worst
-            .as_ref()
-            .map(|w| {
-                let index: Vec<String> = w.index.iter().map(usize::to_string).collect();
-                let value = |v: Option<f64>| {
-                    v.map_or_else(|| "a non-finite value".to_string(), |v| v.to_string())
-                };
-                format!(
-                    "; worst element [{}]: got {}, expected {}",
-                    index.join(","),
-                    value(w.got),
-                    value(w.expected)
-                )
-            })
-            .unwrap_or_default();
-        format!(
-            "output `{}` (set {}) differs from the expected outputs in {} of {} elements (max abs error {}, max rel error {}; --atol {atol} --rtol {rtol}){worst}",
-            self.output,
-            self.set,
-            self.mismatches,
-            self.elements,
-            shown(self.max_abs_error),
-            shown(self.max_rel_error),
-        )
-    }
-}
-
-fn shown(v: Option<f64>) -> String {
-    v.map_or_else(|| "NaN".to_string(), |v| format!("{v:.3e}"))
 }
 
 /// Compares `got` with `expected` element by element the way Polygraphy's default check

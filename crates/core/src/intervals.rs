@@ -21,8 +21,7 @@
 
 use crate::stats::{self, Interval};
 
-/// Rounds below which no order-statistic interval reaches 95 % (6 rounds: [min, max] covers 96.9 %).
-pub const MIN_ROUNDS: usize = 6;
+pub use trtmc_metadata::figures::MIN_ROUNDS;
 
 /// Blocks a single run's calls are cut into for its p50 interval.
 pub const RUN_BLOCKS: usize = 10;

@@ -2,7 +2,8 @@
 //! atomic file helpers. Nothing here prints or runs a model.
 
 pub mod accuracy;
-pub mod artifacts;
+/// The documents trtmc writes, from `trtmc-metadata` (the old path keeps working).
+pub use trtmc_metadata as artifacts;
 pub mod case;
 pub mod catalog;
 pub mod chat;

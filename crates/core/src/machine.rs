@@ -131,21 +131,6 @@ fn gpu_listing(listing: &str, visible: Option<&str>) -> Vec<String> {
         .collect()
 }
 
-impl MachineInfo {
-    /// One line for a tuning cache's fingerprint: CPU model, logical cores, OS family and architecture.
-    /// Host name, kernel and distribution are left out, so that neither a kernel update nor a sibling
-    /// node makes a cache look foreign.
-    pub fn fingerprint_line(&self) -> String {
-        format!(
-            "{}; {} logical cores; {} {}",
-            self.cpu_model,
-            self.logical_cpus,
-            std::env::consts::OS,
-            self.arch
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::case::{MeasureFlags, Override, Source, SweepAxis};
 use serde::Deserialize;
 
-pub const PLAN_SCHEMA: &str = "trtmc.plan/v1";
+pub use trtmc_metadata::PLAN_SCHEMA;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -12,6 +12,29 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use trtmc_metadata::figures::{Interval, Summary};
+use trtmc_metadata::tune_summary::Objective;
+
+/// The cost of samples under a tuning objective. The objective is a value of the tuning summary
+/// (`trtmc_metadata`), the statistics behind it live here.
+pub trait ObjectiveCost {
+    /// The cost of samples in ms: lower is better for every objective.
+    fn cost(self, samples: &[f64]) -> f64;
+}
+
+impl ObjectiveCost for Objective {
+    fn cost(self, samples: &[f64]) -> f64 {
+        if samples.is_empty() {
+            return f64::NAN;
+        }
+        match self {
+            Objective::P50 => median(samples),
+            Objective::P95 => percentile_sorted(&sorted(samples), 95.0),
+            Objective::Mean | Objective::Throughput => mean(samples),
+        }
+    }
+}
+
 /// The percentile method name written into results.
 pub const PERCENTILE_METHOD: &str = "linear_interpolation_type7";
 
@@ -87,22 +110,6 @@ pub fn std_dev(samples: &[f64]) -> f64 {
     var.sqrt()
 }
 
-/// Distribution summary of one set of samples, in the samples' unit.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
-    pub count: usize,
-    pub min: f64,
-    pub mean: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p95: f64,
-    pub p99: f64,
-    pub max: f64,
-    pub std_dev: f64,
-    /// Coefficient of variation: std_dev / mean (0 when the mean is 0).
-    pub cv: f64,
-}
-
 /// Summarize samples; `None` when there are none.
 pub fn summarize(samples: &[f64]) -> Option<Summary> {
     if samples.is_empty() {
@@ -123,22 +130,6 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
         std_dev: sd,
         cv: if m != 0.0 { sd / m } else { 0.0 },
     })
-}
-
-/// A two-sided confidence interval around a point estimate.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Interval {
-    pub estimate: f64,
-    pub low: f64,
-    pub high: f64,
-    /// Confidence level, e.g. 0.95.
-    pub confidence: f64,
-}
-
-impl Interval {
-    pub fn contains(&self, value: f64) -> bool {
-        self.low <= value && value <= self.high
-    }
 }
 
 /// Tukey's fences over sorted samples: inner at 1.5 IQR, outer at 3 IQR beyond the quartiles.

@@ -51,6 +51,20 @@ fn backticked(cell: &str) -> BTreeSet<String> {
 
 /// `crate -> trtmc crates among its normal (not dev) dependencies`, from `cargo metadata`.
 fn actual_graph() -> BTreeMap<String, BTreeSet<String>> {
+    normal_dependencies()
+        .into_iter()
+        .map(|(name, deps)| {
+            let trtmc = deps
+                .into_iter()
+                .filter(|d| d.starts_with("trtmc-"))
+                .collect();
+            (name, trtmc)
+        })
+        .collect()
+}
+
+/// `crate -> every normal (not dev, not build) dependency`, from `cargo metadata`.
+fn normal_dependencies() -> BTreeMap<String, BTreeSet<String>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let output = Command::new(cargo)
         .args([
@@ -82,7 +96,6 @@ fn actual_graph() -> BTreeMap<String, BTreeSet<String>> {
             .iter()
             .filter(|d| d["kind"].is_null())
             .filter_map(|d| d["name"].as_str())
-            .filter(|d| d.starts_with("trtmc-"))
             .map(str::to_string)
             .collect();
         graph.insert(name, deps);
@@ -132,4 +145,20 @@ fn the_table_reader_sees_a_forbidden_edge() {
     assert!(!core.contains("trtmc-runtime"));
     let binary = rules.get("trtmc-bench").expect("trtmc-bench has a row");
     assert!(binary.is_none(), "the binary may use any crate");
+}
+
+#[test]
+fn the_documents_crate_needs_serde_only() {
+    // A program that reads result.json or a matrix row takes trtmc-metadata alone: none of core's
+    // template, TOML, YAML or system crates may creep back in.
+    let deps = normal_dependencies();
+    let metadata = deps
+        .get("trtmc-metadata")
+        .expect("trtmc-metadata is a workspace crate");
+    let allowed: BTreeSet<String> = ["serde", "serde_json"].map(String::from).into();
+    let extra: Vec<&String> = metadata.difference(&allowed).collect();
+    assert!(
+        extra.is_empty(),
+        "trtmc-metadata may depend on serde and serde_json only, not {extra:?}"
+    );
 }

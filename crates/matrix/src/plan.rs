@@ -18,7 +18,7 @@ use trtmc_runtime::runtime;
 
 use crate::suite::{self, Expanded, ORT_PYTHON, Row, Suite, TRTMC_PREFIX};
 
-pub const PLAN_SCHEMA: &str = "trtmc.matrix-plan/v1";
+pub use trtmc_core::artifacts::matrix::PLAN_SCHEMA;
 
 fn one() -> u64 {
     1

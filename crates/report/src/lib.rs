@@ -76,8 +76,3 @@ pub mod theme;
 pub mod tune_page;
 /// The VALID/INVALID policy lives in core, beside the interval method (`trtmc_core::validity`).
 pub use trtmc_core::validity;
-
-/// Escapes text for HTML element content and attribute values.
-pub fn escape_html(s: &str) -> String {
-    html::escape(s)
-}

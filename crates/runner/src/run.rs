@@ -1049,7 +1049,8 @@ pub(crate) fn case_worker_request(p: &PlannedCase) -> WorkerRequest {
     worker_request(p, Round::ONLY)
 }
 
-/// The worker request of a case (the timed run, or with `profile` set, its profiling pass).
+/// The worker request of one timed round of a case (the profiling pass starts from `Round::ONLY` and
+/// sets `profile`).
 fn worker_request(p: &PlannedCase, round: Round) -> WorkerRequest {
     let r = &p.resolved;
     let m = &r.measure;

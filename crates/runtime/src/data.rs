@@ -5,7 +5,7 @@
 //! A data set is one of
 //! - an `.npz` archive (`np.savez`), one tensor per member, named after it;
 //! - a `.npy` file (one tensor named after the file) or a `.json` raw index
-//!   (`trtmc_tune::golden::read_raw_index`);
+//!   (`trtmc_golden::read_raw_index`);
 //! - a folder of `NAME.npy` files;
 //! - a folder in the ONNX backend-test layout: `input_N.pb` (with `--inputs`) or `output_N.pb` (with
 //!   `--check-outputs`), each a serialized `TensorProto`; an unnamed one takes the name of the model's
@@ -224,7 +224,7 @@ pub fn locate(
     }
     if path.is_file() {
         let absolute = absolute(path);
-        let tensors = trtmc_tune::golden::read_golden(&absolute)
+        let tensors = trtmc_golden::read_golden(&absolute)
             .map_err(|e| format!("{flag} {spec}: {e} (give {FORMATS})"))?;
         let format = absolute
             .extension()
@@ -317,9 +317,9 @@ pub fn read_set(record: &DataSetRecord) -> anyhow::Result<Vec<Tensor>> {
             "npy-folder" => {
                 let bytes = std::fs::read(file)
                     .with_context(|| format!("cannot read {}", file.display()))?;
-                trtmc_tune::golden::read_npy(&bytes, &t.name, &file.display().to_string())?
+                trtmc_golden::read_npy(&bytes, &t.name, &file.display().to_string())?
             }
-            _ => trtmc_tune::golden::read_golden(file)?
+            _ => trtmc_golden::read_golden(file)?
                 .into_iter()
                 .find(|read| read.name == t.name)
                 .with_context(|| format!("{} no longer holds `{}`", file.display(), t.name))?,
@@ -435,7 +435,7 @@ fn folder_set(
                 .and_then(|s| s.to_str())
                 .unwrap_or_default()
                 .to_string();
-            trtmc_tune::golden::read_npy(&bytes, &stem, &file.display().to_string())
+            trtmc_golden::read_npy(&bytes, &stem, &file.display().to_string())
                 .map_err(|e| format!("{} {e}", kind.flag()))?
         };
         if tensor.name.is_empty() {
@@ -502,7 +502,7 @@ pub fn tensor_from_proto(proto: &tract_onnx::pb::TensorProto) -> anyhow::Result<
                 count * dtype.size()
             );
         }
-        trtmc_tune::golden::decode(&proto.raw_data, dtype, false)
+        trtmc_golden::decode(&proto.raw_data, dtype, false)
     } else {
         match dtype {
             ElementType::F32 => proto.float_data.iter().map(|&v| f64::from(v)).collect(),
@@ -514,7 +514,7 @@ pub fn tensor_from_proto(proto: &tract_onnx::pb::TensorProto) -> anyhow::Result<
             ElementType::F16 => proto
                 .int32_data
                 .iter()
-                .map(|&v| trtmc_tune::golden::f16_to_f64(v as u16))
+                .map(|&v| trtmc_golden::f16_to_f64(v as u16))
                 .collect(),
             _ => proto.int32_data.iter().map(|&v| f64::from(v)).collect(),
         }
@@ -607,7 +607,7 @@ fn raw_tensor(
         name,
         dtype,
         shape.to_vec(),
-        trtmc_tune::golden::decode(&bytes, dtype, false),
+        trtmc_golden::decode(&bytes, dtype, false),
     )?)
 }
 

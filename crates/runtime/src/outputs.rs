@@ -8,7 +8,7 @@
 //! - [`to_tensor`] / [`from_tensor`]: between [`HostTensor`] and [`accuracy::Tensor`];
 //! - [`agreement`]: every loss of every output plus the verdict of one [`AccuracySpec`];
 //! - [`write_tensor_set`]: raw little-endian binaries with a JSON index (the golden format
-//!   `trtmc_tune::golden::read_golden` reads, and what the Python reference runners read).
+//!   `trtmc_golden::read_golden` reads, and what the Python reference runners read).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -127,13 +127,3 @@ impl ReferenceResult {
         Ok(r)
     }
 }
-
-/// The reference runners shipped in `reference/`, by name.
-pub fn runner_script(reference_dir: &Path, name: &str) -> anyhow::Result<PathBuf> {
-    let file = match name {
-        "onnxruntime" => "ort_reference.py",
-        "pytorch" => "torch_reference.py",
-        other => bail!("unknown reference runner `{other}` (known: onnxruntime, pytorch)"),
-    };
-    Ok(reference_dir.join(file))
-}

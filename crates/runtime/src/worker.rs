@@ -437,8 +437,6 @@ fn to_observation(
     }
 }
 
-/// Reads the request file, executes it, writes the result file atomically. Returns the exit code:
-/// 0 when the result says ok or interrupted, 1 when it records an error (a crash writes no result at all).
 /// What the worker watches besides signals, so that it never outlives the run that started it.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Watchdog {
@@ -514,6 +512,8 @@ fn stop_then_exit(stop: &AtomicBool, delay: Duration, grace: Duration) {
     std::process::exit(EXIT_ABANDONED);
 }
 
+/// Reads the request file, executes it, writes the result file atomically. Returns the exit code:
+/// 0 when the result says ok or interrupted, 1 when it records an error (a crash writes no result at all).
 pub fn main_with_files(request_path: &Path, result_path: &Path, watchdog: Watchdog) -> i32 {
     let request: Result<WorkerRequest, String> = std::fs::read(request_path)
         .map_err(|e| format!("cannot read worker request {}: {e}", request_path.display()))

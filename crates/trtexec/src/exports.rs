@@ -1,7 +1,7 @@
 //! The JSON files trtexec writes: `--exportTimes` (one record per timed query) and
 //! `--exportProfile` (per-layer times, led by `{ "count" : N }`).
 //!
-//! Each format has one reader in the workspace, `trtmc_analyze::read` (fuzzed, lenient, fast);
+//! Each format has one reader in the workspace, `trtmc_trtexec_exports` (fuzzed, lenient, fast);
 //! this module asks more of what it read, as driving trtexec needs: every query must carry every
 //! time and durations must be finite and non-negative, the profile must lead with its count and
 //! every layer must have its numbers.
@@ -9,13 +9,13 @@
 use std::path::Path;
 
 use serde::Serialize;
-use trtmc_analyze::read::{HeaderCount, TimeRecord, read_profile as read_profile_records};
+use trtmc_trtexec_exports::{HeaderCount, TimeRecord, read_profile as read_profile_records};
 
 use crate::error::{Result, TrtexecError};
 
 /// Timing boundary of [`QueryTime::compute_ms`]: GPU time of one query's kernels, between CUDA
-/// events around the enqueue (no host overhead, no copies).
-pub const BOUNDARY_GPU_COMPUTE: &str = "trtexec_gpu_compute";
+/// events around the enqueue (no host overhead, no copies). The one definition is the documents'.
+pub use trtmc_core::artifacts::TRTEXEC_GPU_COMPUTE as BOUNDARY_GPU_COMPUTE;
 
 /// Timing boundary of [`QueryTime::latency_ms`]: H2D + GPU compute + D2H of one query (equal to
 /// GPU compute when data transfers are off).
@@ -101,7 +101,7 @@ pub fn parse_times(text: &str, what: &str) -> Result<Vec<QueryTime>> {
         what: what.to_string(),
         detail,
     };
-    let records = trtmc_analyze::read::read_time_records(text).map_err(|e| {
+    let records = trtmc_trtexec_exports::read_time_records(text).map_err(|e| {
         unparsable(format!(
             "{e}. Expected trtexec's --exportTimes JSON: an array of objects with startEnqMs … \
              computeMs, d2hMs, latencyMs (trtexec writes nan/inf as bare words, which is not JSON)"

@@ -13,7 +13,7 @@ use crate::config::{ConfigError, DEFAULT_EARLY_STOP_FACTOR, TuneConfig};
 use crate::expr::{ExprError, Expression, Route};
 use crate::knobs::{KnobDbError, KnobSet};
 use crate::search::{self, FullSpace, SearchOrder};
-use crate::select::{self, Estimate, Objective};
+use crate::select::{self, Estimate, Objective, ObjectiveCost};
 use crate::summary::{
     Counts, Decision, DecisionKind, FinalistResult, HeadToHeadSummary, Margin, RacingSummary,
     RouteSummary, StopReason, TUNING_SUMMARY_SCHEMA, TuneSummary,

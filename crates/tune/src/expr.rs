@@ -151,11 +151,6 @@ pub fn parse(text: &str, knobs: &KnobSet) -> Result<Expression, ExprError> {
     Ok(Expression { terms })
 }
 
-/// Parse the content of a `--routes-file` (newline-delimited tokens; the same grammar otherwise).
-pub fn parse_routes_file(content: &str, knobs: &KnobSet) -> Result<Expression, ExprError> {
-    parse(content, knobs)
-}
-
 /// Split on whitespace outside brackets.
 fn tokenize(text: &str) -> Result<Vec<String>, ExprError> {
     let mut tokens = Vec::new();
@@ -377,7 +372,7 @@ mod tests {
     #[test]
     fn routes_file_is_newline_delimited() {
         let file = "-conv_lowering=[on|off]\n-kgen:tiling=[0|1|2]\n\n-cask_fusion:num_tactics=10\n";
-        let e = parse_routes_file(file, &knobs()).expect("valid");
+        let e = parse(file, &knobs()).expect("valid");
         assert_eq!(
             e.to_string(),
             "-conv_lowering=[on|off] -kgen:tiling=[0|1|2] -cask_fusion:num_tactics=10"

@@ -7,7 +7,8 @@
 //! * [`driver`]: the tuning loop behind the [`driver::RouteRunner`] trait that runtimes implement.
 //! * [`cache`]: the resumable JSON Lines tuning cache with its fingerprint.
 //! * [`summary`]: the `trtmc.tuning-summary/v1` JSON summary.
-//! * [`golden`]: `.npy`, `.npz` and raw-index readers for inputs and golden outputs.
+//! * [`golden`]: `.npy`, `.npz` and raw-index readers for inputs and golden outputs (the crate
+//!   `trtmc-golden`, below both the runtimes and the tuner; the old path keeps working).
 //!
 //! Accuracy losses live in `trtmc_core::accuracy` (shared with `matrix` and the runtimes).
 
@@ -15,11 +16,12 @@ pub mod cache;
 pub mod config;
 pub mod driver;
 pub mod expr;
-pub mod golden;
 pub mod knobs;
 pub mod search;
 pub mod select;
 pub mod summary;
+
+pub use trtmc_golden as golden;
 
 pub use cache::{CacheHeader, CacheWriter, Fingerprint, IterationRecord, Phase, RouteStatus};
 pub use config::TuneConfig;

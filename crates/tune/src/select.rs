@@ -13,6 +13,7 @@ use trtmc_core::stats::{self, Interval};
 
 /// Declared with the tuning summary, which records them.
 pub use trtmc_core::artifacts::tune_summary::{Estimate, Objective};
+pub use trtmc_core::stats::ObjectiveCost;
 
 /// The objective's cost of each block of consecutive calls (the unit of the intervals below).
 fn block_costs(objective: Objective, samples: &[f64]) -> Vec<f64> {

@@ -11,7 +11,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::accuracy::{AccuracyReport, AccuracySpec};
-use crate::stats::{self, Interval, Summary};
+use crate::figures::{Interval, Summary};
 
 pub const TUNING_SUMMARY_SCHEMA: &str = "trtmc.tuning-summary/v1";
 
@@ -443,18 +443,6 @@ impl Objective {
             Objective::P50 => "p50",
             Objective::P95 => "p95",
             Objective::Mean | Objective::Throughput => "mean",
-        }
-    }
-
-    /// The cost of samples in ms: lower is better for every objective.
-    pub fn cost(self, samples: &[f64]) -> f64 {
-        if samples.is_empty() {
-            return f64::NAN;
-        }
-        match self {
-            Objective::P50 => stats::median(samples),
-            Objective::P95 => stats::percentile_sorted(&stats::sorted(samples), 95.0),
-            Objective::Mean | Objective::Throughput => stats::mean(samples),
         }
     }
 

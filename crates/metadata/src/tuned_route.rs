@@ -8,11 +8,15 @@ use serde::{Deserialize, Serialize};
 
 use super::tune_summary::{DecisionKind, Estimate};
 
+/// Schema name of `tuned-route.json`.
 pub const TUNED_ROUTE_SCHEMA: &str = "trtmc.tuned-route/v1";
 
+/// `tuned-route.json`: the route a saved bundle was built with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TunedRoute {
+    /// Always [`TUNED_ROUTE_SCHEMA`].
     pub schema: String,
+    /// The route expression the bundle was built with.
     pub route: String,
     /// The tune's decision kind (`winner`, `tie`, `sole`, `none`).
     pub decision: DecisionKind,

@@ -9,12 +9,15 @@ use serde::{Deserialize, Serialize};
 
 use super::benchmark_run::RuntimeInfo;
 
+/// Schema name of `call-notes.json`.
 pub const CALL_NOTES_SCHEMA: &str = "trtmc.call-notes/v1";
+/// Schema name of `timing-notes.json`.
 pub const TIMING_NOTES_SCHEMA: &str = "trtmc.timing-notes/v1";
 
 /// `call-notes.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallNotes {
+    /// Always [`CALL_NOTES_SCHEMA`].
     pub schema: String,
     /// The operation's notes by name (their values are operation-specific).
     pub notes: BTreeMap<String, serde_json::Value>,
@@ -23,7 +26,9 @@ pub struct CallNotes {
 /// `timing-notes.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimingNotes {
+    /// Always [`TIMING_NOTES_SCHEMA`].
     pub schema: String,
+    /// The runtime whose tool reported the figures.
     pub runtime: RuntimeInfo,
     /// Files the tool wrote into the case directory (names relative to it).
     pub files: Vec<String>,

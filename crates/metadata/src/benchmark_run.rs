@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::{Interval, Summary};
+use crate::figures::{Interval, Summary};
 
+/// Schema name of `result.json`.
 pub const BENCHMARK_RUN_SCHEMA: &str = "trtmc.benchmark-run/v1";
 /// The timed region of `run`: one public operation call, measured by the worker's monotonic clock.
 pub const PUBLIC_PIPELINE_CALL_WALL: &str = "public_pipeline_call_wall";
@@ -17,8 +18,11 @@ pub const TRTEXEC_GPU_COMPUTE: &str = "trtexec_gpu_compute";
 /// A throughput figure: items per second of summed timed wall time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Throughput {
+    /// The figure's name.
     pub name: String,
+    /// Its unit.
     pub unit: String,
+    /// The figure's value, in `unit`.
     pub value: f64,
     /// Items counted over all timed calls.
     pub items: u64,
@@ -33,6 +37,7 @@ pub struct Metrics {
     /// 10 blocks of consecutive calls (`trtmc_core::intervals::run_p50`); `None` with fewer than two
     /// calls.
     pub p50_ci_ms: Option<Interval>,
+    /// Items (and elements, tokens, …) per second of timed wall time.
     pub throughputs: Vec<Throughput>,
     /// Wall seconds per counted quantity (seconds/image, real-time factor); `items` is the quantity's
     /// count in its base unit.
@@ -53,17 +58,23 @@ pub struct Metrics {
 /// Program, runtimes and machine that produced a result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Provenance {
+    /// The program that measured.
     pub program: ProgramInfo,
     /// `--runtime-dir` folders searched for runtime libraries and tools before the defaults.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runtime_dirs: Vec<String>,
+    /// The runtimes the run used.
     pub runtimes: Vec<RuntimeInfo>,
+    /// The machine it ran on.
     pub machine: MachineInfo,
 }
 
+/// A program by name and version.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProgramInfo {
+    /// The program's name.
     pub name: String,
+    /// Its version.
     pub version: String,
     /// Git revision the program was built from (`unknown` outside a checkout).
     pub revision: String,
@@ -71,19 +82,29 @@ pub struct ProgramInfo {
     pub build_profile: String,
 }
 
+/// A runtime by name and version.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct RuntimeInfo {
+    /// The runtime's name (`tract`, `onnxruntime`, `tensorrt`, …).
     pub name: String,
+    /// Its version.
     pub version: String,
 }
 
+/// The machine a result was measured on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MachineInfo {
+    /// Its host name.
     pub hostname: String,
+    /// Operating system and version.
     pub os: String,
+    /// CPU architecture (`x86_64`, `aarch64`).
     pub arch: String,
+    /// CPU model name.
     pub cpu_model: String,
+    /// Logical CPUs.
     pub logical_cpus: usize,
+    /// Physical memory, where readable.
     pub memory_bytes: Option<u64>,
     /// GPUs reported by nvidia-smi, when present.
     #[serde(default)]
@@ -109,26 +130,40 @@ pub enum BundleOrigin {
 /// Build evidence stored beside a bundle; excluded from every performance metric.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BuildEvidence {
+    /// Path of the build's log.
     pub log: String,
+    /// Path of the build's timing record.
     pub timing: String,
+    /// The build command line.
     pub command: String,
+    /// Marks the evidence as kept out of every performance metric.
     pub excluded_from_metrics: bool,
 }
 
+/// The bundle a case ran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BundleRef {
+    /// The bundle's folder.
     pub path: String,
+    /// Its cache key, when it has one.
     pub key: Option<String>,
+    /// How it was found.
     pub origin: BundleOrigin,
+    /// Whether it was checked to be compatible with this run (not for `--bundle PATH`).
     pub compatibility_verified: bool,
+    /// The runtime it was built for.
     pub runtime: RuntimeInfo,
+    /// What its build left behind, when this run built it.
     pub build_evidence: Option<BuildEvidence>,
 }
 
+/// How a case (or its profiling pass) ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CaseStatus {
+    /// It ran to its end.
     Completed,
+    /// It produced no measurement (`error` says why).
     Failed,
     /// Stopped early by `--timeout`, Ctrl-C or SIGTERM: the calls timed before the stop are kept and
     /// reduced, and the statistics are partial (`error` says what stopped it).
@@ -146,12 +181,14 @@ impl CaseStatus {
     }
 }
 
+/// How a case was measured: asked for and done.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MeasurementInfo {
     /// Warm-up calls asked for.
     pub warmup: u64,
     /// The minimum count of timed calls (or the exact count, when it was asked for explicitly).
     pub iterations: u64,
+    /// The minimum duration of the timed loop, seconds.
     pub min_duration_s: f64,
     /// The time budget of the timed loop, seconds; `None` when none applied.
     #[serde(default)]
@@ -187,18 +224,30 @@ pub enum LoopStop {
 pub struct CaseResult {
     /// Directory of the case, relative to the result directory (`001-tiny-gpt-greedy`).
     pub dir: String,
+    /// The catalog profile (model).
     pub model: String,
+    /// The test case.
     pub case: String,
+    /// The case as people read it in reports.
     pub label: String,
+    /// The profile's task strategy.
     pub task_strategy: String,
+    /// The operation the case calls.
     pub operation: String,
+    /// The runtime that ran it.
     pub runtime: RuntimeInfo,
+    /// How the case ended.
     pub status: CaseStatus,
+    /// Why it failed or stopped, when it did.
     #[serde(default)]
     pub error: Option<String>,
+    /// The workload identity: equal identities measured the same work.
     pub identity: String,
+    /// The bundle it ran; `None` when the operation needs no model.
     pub bundle: Option<BundleRef>,
+    /// How it was measured.
     pub measurement: MeasurementInfo,
+    /// The reduced metrics; `None` when no call was timed.
     pub metrics: Option<Metrics>,
     /// Swept keys and values of this case.
     #[serde(default)]
@@ -209,7 +258,8 @@ pub struct CaseResult {
     /// Whether each batch item is a sample the case lists (`declared`) or one request repeated over the
     /// batch (`cloned`); absent in results written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub batch_source: Option<crate::case::BatchSource>,
+    pub batch_source: Option<BatchSource>,
+    /// The case's files.
     pub files: CaseFiles,
     /// The per-layer profiling pass (`run --profile`), made after the timed run; absent when not asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -222,13 +272,15 @@ pub struct CaseResult {
     pub input_shapes: BTreeMap<String, Vec<Vec<usize>>>,
     /// Each output of each data set checked against `--check-outputs` (absent when not asked).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub output_check: Vec<crate::data::OutputCheck>,
+    pub output_check: Vec<OutputCheck>,
 }
 
 /// One round of a case: one worker process, interleaved with the other cases' rounds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RoundStat {
+    /// Timed calls of the round.
     pub calls: u64,
+    /// The round's median latency, milliseconds.
     pub p50_ms: f64,
 }
 
@@ -238,12 +290,17 @@ pub struct RoundStat {
 pub struct Comparison {
     /// Case directory of the compared case and of the baseline.
     pub case: String,
+    /// Case directory of the baseline.
     pub baseline: String,
     /// The case's p50 over the baseline's: below 1 the case is faster.
     pub ratio: f64,
+    /// Lower bound of the ratio's interval.
     pub low: f64,
+    /// Upper bound of the interval.
     pub high: f64,
+    /// Confidence level of the interval.
     pub confidence: f64,
+    /// Paired rounds the ratio is taken over.
     pub rounds: usize,
     /// Enough rounds for the interval to reach its confidence.
     pub trusted: bool,
@@ -255,14 +312,18 @@ pub struct Comparison {
 /// `profile_<runtime>.json` in the case directory. Its failure leaves the timed result intact.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseProfile {
+    /// How the profiling pass ended.
     pub status: CaseStatus,
+    /// Why it failed, when it did.
     #[serde(default)]
     pub error: Option<String>,
     /// Operation calls profiled (after the case's warm-up calls).
     pub iterations: u64,
     /// Paths relative to the result directory.
     pub layer_info: Option<String>,
+    /// Path of `profile_<runtime>.json`.
     pub layer_profile: Option<String>,
+    /// Path of the pass's log.
     pub log: Option<String>,
     /// The `analyze` report of the two files (`<case>/profile-report/index.html`), linked from
     /// report.html; absent in results written before it existed.
@@ -273,41 +334,59 @@ pub struct CaseProfile {
     pub report_error: Option<String>,
 }
 
+/// The files of a case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseFiles {
+    /// Path of `resolved-case.json`.
     pub resolved_case: String,
+    /// Path of `observations.jsonl`, when calls were timed.
     pub observations: Option<String>,
+    /// Path of the worker's log.
     pub worker_log: Option<String>,
+    /// Path of `telemetry.json` (`run --telemetry on`).
     pub telemetry: Option<String>,
     /// Kept only when the worker failed.
     #[serde(default)]
     pub worker_request: Option<String>,
+    /// Kept only when the worker failed.
     #[serde(default)]
     pub worker_result: Option<String>,
 }
 
+/// How a whole run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
+    /// Every case completed.
     Completed,
     /// Some cases failed or were interrupted.
     Partial,
+    /// Every case failed.
     Failed,
 }
 
 /// result.json.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchmarkRun {
+    /// Always [`BENCHMARK_RUN_SCHEMA`].
     pub schema: String,
+    /// The run's identifier.
     pub run_id: String,
+    /// When the run was made (a timestamp).
     pub created: String,
+    /// How the run ended ([`BenchmarkRun::status_of`]).
     pub status: RunStatus,
+    /// The command line that made the run.
     pub command_line: Vec<String>,
+    /// What the timed region is ([`PUBLIC_PIPELINE_CALL_WALL`] or [`TRTEXEC_GPU_COMPUTE`]).
     pub timing_boundary: String,
+    /// How the percentiles were computed (`trtmc_core::stats`).
     pub percentile_method: String,
     /// A built-in test case makes a benchmark runnable; it is not evidence of task quality.
     pub task_quality_evaluated: bool,
+    /// Program, runtimes and machine.
     pub provenance: Provenance,
+    /// Every case that ran, in run order.
     pub cases: Vec<CaseResult>,
     /// Case directories that were never started because the run was interrupted before them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -318,6 +397,7 @@ pub struct BenchmarkRun {
 }
 
 impl BenchmarkRun {
+    /// Failed when every case failed, partial when any failed or was interrupted, else completed.
     pub fn status_of(cases: &[CaseResult]) -> RunStatus {
         let count = |status| cases.iter().filter(|c| c.status == status).count();
         let failed = count(CaseStatus::Failed);
@@ -328,6 +408,107 @@ impl BenchmarkRun {
         } else {
             RunStatus::Completed
         }
+    }
+}
+
+/// Where the items of a batch come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchSource {
+    /// Every item is one the case lists (a batch of one is its own request).
+    #[default]
+    Declared,
+    /// One request is repeated over a batch of several items.
+    Cloned,
+}
+
+/// One output of one data set checked against its expected values (result.json `output_check`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputCheck {
+    /// The output's name.
+    pub output: String,
+    /// The data set (from 0) the output was computed from.
+    pub set: usize,
+    /// Whether every element is within the tolerances.
+    pub passed: bool,
+    /// The largest |got - expected| over the elements (NaN-free; `None` with no element or a NaN).
+    pub max_abs_error: Option<f64>,
+    /// The largest |got - expected| / |expected| (a zero expected value counts as f64 epsilon).
+    pub max_rel_error: Option<f64>,
+    /// Elements compared.
+    pub elements: u64,
+    /// Elements beyond both tolerances (Polygraphy's `elemwise` check).
+    pub mismatches: u64,
+    /// The element with the largest absolute error among the mismatches (else overall): its index,
+    /// the value computed and the value expected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst: Option<WorstElement>,
+    /// Why the check failed before comparing values (shape or element count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// One element of an output checked against its expected value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorstElement {
+    /// Its index, one entry per dimension.
+    pub index: Vec<usize>,
+    /// `None` when not a finite number (JSON has no NaN or infinity).
+    pub got: Option<f64>,
+    /// The expected value; `None` when not a finite number.
+    pub expected: Option<f64>,
+}
+
+impl OutputCheck {
+    /// One line for a failure message: the output, its worst element and the tolerances it broke.
+    pub fn describe_failure(&self, atol: f64, rtol: f64) -> String {
+        if let Some(note) = &self.note {
+            return format!("output `{}` (set {}): {note}", self.output, self.set);
+        }
+        let worst = self
+            .worst
+            .as_ref()
+            .map(|w| {
+                let index: Vec<String> = w.index.iter().map(usize::to_string).collect();
+                let value = |v: Option<f64>| {
+                    v.map_or_else(|| "a non-finite value".to_string(), |v| v.to_string())
+                };
+                format!(
+                    "; worst element [{}]: got {}, expected {}",
+                    index.join(","),
+                    value(w.got),
+                    value(w.expected)
+                )
+            })
+            .unwrap_or_default();
+        format!(
+            "output `{}` (set {}) differs from the expected outputs in {} of {} elements (max abs error {}, max rel error {}; --atol {atol} --rtol {rtol}){worst}",
+            self.output,
+            self.set,
+            self.mismatches,
+            self.elements,
+            shown(self.max_abs_error),
+            shown(self.max_rel_error),
+        )
+    }
+}
+
+fn shown(v: Option<f64>) -> String {
+    v.map_or_else(|| "NaN".to_string(), |v| format!("{v:.3e}"))
+}
+
+impl MachineInfo {
+    /// One line for a tuning cache's fingerprint: CPU model, logical cores, OS family and architecture.
+    /// Host name, kernel and distribution are left out, so that neither a kernel update nor a sibling
+    /// node makes a cache look foreign.
+    pub fn fingerprint_line(&self) -> String {
+        format!(
+            "{}; {} logical cores; {} {}",
+            self.cpu_model,
+            self.logical_cpus,
+            std::env::consts::OS,
+            self.arch
+        )
     }
 }
 

@@ -20,8 +20,10 @@ pub struct Observation {
     /// Output elements per item (e.g. the embedding width), for element/s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub elements_per_item: Option<u64>,
+    /// Tokens the call read (text operations), for token/s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_tokens: Option<u64>,
+    /// Tokens the call generated (text generation), for token/s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u64>,
     /// Stage durations reported by the runner inside the call, by the operation's stage names.

@@ -20,6 +20,10 @@ pub use loose::IntOrStr;
 pub use profile::{HeaderCount, Profile, ProfileRecord, read_profile};
 pub use times::{Stats, TimeRecord, Times, read_time_records, read_times};
 
+/// From this many layers on, reading, classifying, finding and writing split their work between two
+/// threads; below it a second thread costs more than it saves.
+pub const PARALLEL_LAYERS: usize = 4096;
+
 /// Why a file could not be read as the export it was given as.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FormatError {

@@ -13,10 +13,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::benchmark_run::{MachineInfo, ProgramInfo};
+use crate::exit_codes::ExitCode;
 
 pub const ROW_SCHEMA: &str = "trtmc.matrix-row/v1";
 pub const RESULTS_SCHEMA: &str = "trtmc.matrix-results/v1";
 pub const RECEIPT_SCHEMA: &str = "trtmc.perf-bundle-preparation/v1";
+/// Schema name of the matrix plan (`plan.json`: the expanded rows of a suite; `trtmc_matrix::plan`).
+pub const PLAN_SCHEMA: &str = "trtmc.matrix-plan/v1";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -300,13 +303,14 @@ impl Results {
     /// mismatches (and nothing worse).
     pub fn exit_code(&self) -> i32 {
         let s = &self.summary;
-        if s.failed + s.incomplete + s.pending > 0 {
-            5
+        let code = if s.failed + s.incomplete + s.pending > 0 {
+            ExitCode::CaseFailed
         } else if s.contract_mismatch > 0 {
-            8
+            ExitCode::ContractMismatch
         } else {
-            0
-        }
+            ExitCode::Success
+        };
+        code as i32
     }
 }
 
@@ -333,7 +337,7 @@ impl Default for Thresholds {
             yellow_max: 1.25,
             confidence: 0.95,
             min_samples: 10,
-            min_rounds: crate::intervals::MIN_ROUNDS as u64,
+            min_rounds: crate::figures::MIN_ROUNDS as u64,
         }
     }
 }

@@ -3,23 +3,30 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Schema name of `telemetry.json`.
 pub const TELEMETRY_SCHEMA: &str = "trtmc.telemetry/v1";
 
+/// `telemetry.json`: what the machine did while a case ran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Telemetry {
+    /// Always [`TELEMETRY_SCHEMA`].
     pub schema: String,
+    /// Milliseconds between samples.
     pub interval_ms: u64,
     /// How the samples were taken, in words.
     pub note: String,
+    /// The samples, in time order.
     pub samples: Vec<TelemetrySample>,
 }
 
+/// One sample of the worker process and the machine.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TelemetrySample {
     /// Seconds since the worker started.
     pub t_s: f64,
     /// Worker CPU use since the previous sample, percent of one core.
     pub cpu_percent: Option<f64>,
+    /// Worker resident memory, where readable.
     pub rss_bytes: Option<u64>,
     /// Current clock of CPU 0 where readable.
     pub cpu_mhz: Option<f64>,
@@ -31,11 +38,17 @@ pub struct TelemetrySample {
 /// is `None`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuSample {
+    /// The GPU's product name.
     pub name: String,
+    /// GPU utilization, percent.
     pub utilization_percent: Option<f64>,
+    /// Device memory in use, MiB.
     pub memory_used_mib: Option<f64>,
+    /// Streaming-multiprocessor clock, MHz.
     pub sm_clock_mhz: Option<f64>,
+    /// GPU temperature, °C.
     pub temperature_c: Option<f64>,
+    /// Power draw, W.
     pub power_w: Option<f64>,
 }
 
