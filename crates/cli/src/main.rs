@@ -9,7 +9,6 @@ mod catalog_root;
 mod ci;
 mod commands;
 mod exit;
-mod numbers;
 mod progress;
 mod runtime_dirs;
 mod summary;

@@ -9,6 +9,7 @@ pub mod interrupt;
 pub mod launch;
 pub mod machine;
 pub mod model_inputs;
+pub mod numbers;
 pub mod progress;
 pub mod run;
 pub mod slurm;

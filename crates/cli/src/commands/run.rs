@@ -74,19 +74,19 @@ pub struct RunArgs {
     /// Split each case's measurement into N rounds, one worker process per case per round, the cases
     /// interleaved (A B, B A, …), and compare every case with the baseline over the paired rounds
     /// (default: 10 when there is more than one case, else 1).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = trtmc_runner::numbers::count_usize)]
     pub rounds: Option<usize>,
     /// The case the others are compared with: its number in the summary (default 1, the first, and then
     /// only cases of its workload get a verdict; given, every case is compared with it).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = trtmc_runner::numbers::count_usize)]
     pub baseline: Option<usize>,
     /// Warm-up calls before timing (default: the operation's, e.g. 5 for generation, 50 for encoders,
     /// cut short once they take a fifth of the time budget).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = trtmc_runner::numbers::count)]
     pub warmup: Option<u64>,
     /// Timed calls, exactly (default: at least the operation's count, e.g. 50 for generation, 500 for
     /// encoders, for at least 1 s, within the time budget).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = trtmc_runner::numbers::count)]
     pub iterations: Option<u64>,
     /// Keep timing until at least this many seconds have passed (and --iterations calls are done).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
@@ -135,7 +135,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub profile: bool,
     /// Operation calls of the profiling pass (after the case's warm-up calls).
-    #[arg(long, value_name = "N", default_value_t = trtmc_runner::run::DEFAULT_PROFILE_ITERATIONS, requires = "profile", allow_negative_numbers = true, value_parser = crate::numbers::count)]
+    #[arg(long, value_name = "N", default_value_t = trtmc_runner::run::DEFAULT_PROFILE_ITERATIONS, requires = "profile", allow_negative_numbers = true, value_parser = trtmc_runner::numbers::count)]
     pub profile_iterations: u64,
     /// The trtexec executable of the tensorrt runtime (default: trtexec on PATH, then /usr/src/tensorrt/bin).
     #[arg(long, value_name = "PATH")]
