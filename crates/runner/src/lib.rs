@@ -1,6 +1,7 @@
 //! The orchestration behind `trtmc-bench run`: model sources, bundle resolution and builds, worker
 //! launches, reduction and result directories. It never prints; the CLI shows progress.
 
+pub mod args;
 pub mod bundles;
 pub mod chat;
 pub mod compare;
