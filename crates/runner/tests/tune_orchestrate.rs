@@ -298,8 +298,10 @@ fn continue_refuses_a_changed_model_and_leaves_the_cache_alone() {
     let refused =
         tune(&request, Start::Continue(header), &Recorder::default()).expect_err("a changed model");
     match refused {
-        TuneRunError::Input(m) => assert!(m.contains("model_sha256"), "{m}"),
-        other => panic!("not an input error: {other:?}"),
+        e @ TuneRunError::Cache { .. } => {
+            assert!(e.to_string().contains("model_sha256"), "{e}")
+        }
+        other => panic!("not a cache mismatch: {other:?}"),
     }
     assert_eq!(std::fs::read(&request.cache).expect("cache"), before);
 }
@@ -316,11 +318,15 @@ fn the_output_directory_holds_only_what_a_tune_writes() {
     orchestrate::prepare_output(Some(&dir)).expect("a tune's own files are fine");
     std::fs::write(dir.join("notes.txt"), "mine").expect("write");
     match orchestrate::prepare_output(Some(&dir)) {
-        Err(TuneRunError::Output(m)) => assert!(m.contains("notes.txt"), "{m}"),
+        Err(TuneRunError::OutputDir { reason, .. }) => {
+            assert!(reason.contains("notes.txt"), "{reason}")
+        }
         other => panic!("not refused: {other:?}"),
     }
     match orchestrate::prepare_output(Some(&dir.join("notes.txt"))) {
-        Err(TuneRunError::Output(m)) => assert!(m.contains("it is a file"), "{m}"),
+        Err(e @ TuneRunError::OutputDir { .. }) => {
+            assert!(e.to_string().contains("it is a file"), "{e}")
+        }
         other => panic!("not refused: {other:?}"),
     }
 }
