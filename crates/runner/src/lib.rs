@@ -13,7 +13,6 @@ pub mod model_inputs;
 pub mod numbers;
 pub mod progress;
 pub mod run;
-pub mod slurm;
 pub mod sources;
 pub mod tune;
 pub mod verdicts;

@@ -304,7 +304,7 @@ fn slurm_settings(args: &TuneArgs) -> CliResult<Option<SlurmSettings>> {
             "--executor slurm needs --environment FILE (the matrix's environment format, docs/matrix.md; its \
              `slurm:` section gives sbatch arguments, exclusivity, polling and timeouts)",
         )),
-        (Some(path), true) => trtmc_matrix::suite::load_environment(path)
+        (Some(path), true) => trtmc_executor::environment::load_environment(path)
             .map(|env| Some(env.slurm))
             .map_err(input_err),
     }

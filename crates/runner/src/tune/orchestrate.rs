@@ -468,7 +468,8 @@ pub fn check_slurm(request: &TuneRequest, settings: &SlurmSettings) -> Result<()
             reason,
         })?;
     }
-    crate::slurm::check_controller().map_err(|reason| TuneRunError::SlurmController { reason })
+    trtmc_executor::slurm::check_controller()
+        .map_err(|reason| TuneRunError::SlurmController { reason })
 }
 
 /// [`run`] with the route runner that `make_runner` makes from the target and the runner's options.
