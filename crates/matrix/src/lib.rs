@@ -6,8 +6,9 @@
 //!
 //! | module | job |
 //! | --- | --- |
-//! | [`suite`] | suite and environment YAML |
+//! | [`suite`] | suite YAML (the environment file is `trtmc_executor::environment`) |
 //! | [`plan`] | the preflight (`matrix check`) and the plan it produces |
+//! | [`progress`] | the events a matrix run reports to the user interface |
 //! | [`row`] | one row: leaf commands, contract checks, the light |
 //! | [`lights`] | green / yellow / red from the ratio and its interval |
 //! | [`explain`] | a yellow or red row's per-layer profiles of both sides, aligned by ONNX node |
@@ -22,6 +23,7 @@ pub mod explain;
 pub mod junit;
 pub mod lights;
 pub mod plan;
+pub mod progress;
 pub mod receipt;
 pub mod report;
 pub mod row;

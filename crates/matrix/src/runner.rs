@@ -20,7 +20,7 @@ use trtmc_core::test_hooks::TestHooks;
 
 use crate::error::Error;
 pub use crate::error::MatrixError;
-use trtmc_runner::progress::{Event, Progress};
+use crate::progress::{Event, Progress};
 
 use crate::lights::Light;
 use crate::plan::{Plan, PlannedRow};

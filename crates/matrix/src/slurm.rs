@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use trtmc_runner::progress::{Event, Progress};
+use crate::progress::{Event, Progress};
 
 use crate::error::{Error, MatrixError};
 use crate::plan::{Plan, PlannedRow};

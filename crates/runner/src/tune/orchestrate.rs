@@ -4,7 +4,7 @@
 //! report, and `--continue` from a tuning cache.
 //!
 //! A [`TuneRequest`] goes in, a [`TuneOutcome`] comes out. It never prints: it reports through
-//! [`crate::progress::Progress`], and the CLI keeps the options, the progress lines and the decision text.
+//! [`super::progress::Progress`], and the CLI keeps the options, the progress lines and the decision text.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,8 +27,8 @@ use trtmc_tune::{KnobSet, Reference, RouteRunner, Session, TuneError, TunePlan};
 
 use super::knobs;
 use super::process::{Options as ProcessOptions, ProcessRunner, RouteBundle, Target};
+use super::progress::{Event, Progress};
 use super::slurm::{SLURM_DIR, SlurmOptions, SlurmRunner, check_shared_path};
-use crate::progress::{Event, Progress};
 use trtmc_core::artifacts::matrix::SlurmSettings;
 
 pub const SUMMARY_FILE: &str = "tuning-summary.json";

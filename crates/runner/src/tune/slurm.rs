@@ -32,9 +32,9 @@ use trtmc_tune::{MeasurePlan, RouteError, RouteRunner, Timing};
 use super::knobs::test_mode;
 use super::orchestrate::BuiltRoutes;
 use super::process::{Built, ProcessRunner, RouteBundle};
+use super::progress::{Event, Progress};
 use super::protocol::{ChildMode, ChildRequest, Response};
 use crate::launch::describe_exit;
-use crate::progress::{Event, Progress};
 use trtmc_executor::slurm;
 
 /// The coordinator's folder inside the output directory: task lists, jobs, task logs, route results.
