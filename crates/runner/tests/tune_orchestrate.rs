@@ -186,6 +186,7 @@ fn setup(tmp: &Path) -> (TuneRequest, TunePlan) {
         command_line: vec!["trtmc-bench".into(), "tune".into()],
         worker_exe: PathBuf::from("/nonexistent/trtmc-bench"),
         slurm: None,
+        page: trtmc_report::tune_page::render,
     };
     (request, plan)
 }

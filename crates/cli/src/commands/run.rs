@@ -298,6 +298,7 @@ pub fn execute(command: RunCommand) -> CliResult {
         rounds,
         baseline: baseline - 1,
         baseline_explicit: args.baseline.is_some(),
+        page: trtmc_report::run_report::render,
     };
     let progress = crate::progress::Terminal::new(quiet);
     let outcome = runner::execute(planned, &options, &progress)?;

@@ -265,6 +265,7 @@ fn run_tune(
         command_line: args.canonical_argv(),
         worker_exe,
         slurm: slurm_settings(args)?,
+        page: trtmc_report::tune_page::render,
     };
     let progress = crate::progress::Terminal::new(args.quiet);
     let outcome = orchestrate::run(&request, start, &progress).map_err(CliError::from)?;

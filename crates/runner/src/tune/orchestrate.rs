@@ -378,7 +378,12 @@ pub struct TuneRequest {
     pub worker_exe: PathBuf,
     /// `--executor slurm`: the environment's Slurm settings (builds as job arrays); `None`: local.
     pub slurm: Option<SlurmSettings>,
+    /// Renders the report page from the summary (the CLI passes the report crate's renderer).
+    pub page: TunePage,
 }
+
+/// A tune's page from its summary: the orchestrator writes the page it is given and knows no HTML.
+pub type TunePage = fn(&TuneSummary) -> String;
 
 /// A new tune with its plan, or the continuation of the one in the request's cache.
 #[expect(clippy::large_enum_variant, reason = "one value per tune, moved once")]
@@ -883,7 +888,7 @@ where
         path: summary_path.clone(),
         source,
     })?;
-    let html = trtmc_report::tune_page::render(&summary);
+    let html = (request.page)(&summary);
     let report_path = out_dir.join(REPORT_FILE);
     write_atomic(&report_path, html.as_bytes()).map_err(|source| TuneRunError::Write {
         action: "write",
