@@ -90,12 +90,22 @@ fn explanation_content(row: &RowResult, run: &Path, e: &Explanation) -> Markup {
     m
 }
 
-fn light_class(light: &str) -> &'static str {
+/// A row's light on the page, straight from the enum: the badge's text and its CSS class (`None`: the
+/// row was not compared, so it has no light).
+fn light_badge(light: Option<Light>) -> (&'static str, &'static str) {
     match light {
-        "green" => "valid",
-        "yellow" => "partial",
-        "red" => "invalid",
-        _ => "failed",
+        Some(Light::Green) => ("green", "valid"),
+        Some(Light::Yellow) => ("yellow", "partial"),
+        Some(Light::Red) => ("red", "invalid"),
+        None => ("none", "failed"),
+    }
+}
+
+/// The light of a compared row.
+fn row_light(row: &RowResult) -> Option<Light> {
+    match (row.status, row.comparison.as_ref()) {
+        (RowStatus::Compared, Some(c)) => Some(c.light),
+        _ => None,
     }
 }
 
@@ -337,10 +347,7 @@ fn rows_table(r: &Results, explanations: &BTreeSet<usize>) -> Table {
             None => Cell::empty(),
         };
         let c = row.comparison.as_ref();
-        let light = match (row.status, c) {
-            (RowStatus::Compared, Some(c)) => c.light.label(),
-            _ => "none",
-        };
+        let (light, light_class) = light_badge(row_light(row));
         let (prep, seconds) = preparation_label(row, receipt);
         let prep_text = match seconds {
             Some(s) => format!("{prep} ({s:.1} s, receipt)"),
@@ -388,7 +395,7 @@ fn rows_table(r: &Results, explanations: &BTreeSet<usize>) -> Table {
                     if c.uncertain { " (uncertain)" } else { "" }
                 )
             })),
-            Cell::markup(pill(light, light_class(light)), light),
+            Cell::markup(pill(light, light_class), light),
             Cell::text(row.status.label()),
             Cell::markup(text(&prep_text), &prep),
             Cell::markup(note_markup, &note),
@@ -510,11 +517,8 @@ fn row_files(row: &RowResult, run: &Path, explanation: Option<&Explanation>) -> 
     let anchor = row_anchor(row.index);
     let mut heading = text(&format!("{:03}", row.index));
     heading.push(&el("span", &[], &breakable(&row.id)));
-    let light = match (row.status, row.comparison.as_ref()) {
-        (RowStatus::Compared, Some(c)) => c.light.label(),
-        _ => "none",
-    };
-    heading.push(&pill(light, light_class(light)));
+    let (light, light_class) = light_badge(row_light(row));
+    heading.push(&pill(light, light_class));
     let mut body = el("h3", &[], &heading);
 
     let mut summary = row.status.label().to_string();
@@ -688,6 +692,18 @@ fn provenance_section(r: &Results) -> Section {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_light_gets_its_badge_from_the_enum() {
+        for (light, class) in [
+            (Light::Green, "valid"),
+            (Light::Yellow, "partial"),
+            (Light::Red, "invalid"),
+        ] {
+            assert_eq!(light_badge(Some(light)), (light.label(), class));
+        }
+        assert_eq!(light_badge(None), ("none", "failed"));
+    }
     use serde_json::Value;
 
     const PROBE: &str = "<script>alert(1)</script>";
