@@ -15,7 +15,6 @@
 //! | [`runner`] | run directories, results.json, local executor, resume, receipts attached |
 //! | [`slurm`] | the Slurm job-array executor |
 //! | [`receipt`] | bundle-preparation receipts |
-//! | [`report`] | report.html |
 //! | [`junit`] | the run as JUnit XML (`--export-junit`) |
 
 mod error;
@@ -25,7 +24,6 @@ pub mod lights;
 pub mod plan;
 pub mod progress;
 pub mod receipt;
-pub mod report;
 pub mod row;
 pub mod runner;
 pub mod slurm;

@@ -8,17 +8,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use trtmc_report::fmt::fmt_num;
-use trtmc_report::html::{
+use crate::fmt::fmt_num;
+use crate::html::{
     Markup, Page, Section, banner, breakable, el, file_link, key_values, pill, text,
 };
-use trtmc_report::plots::{self, ForestBands, ForestRow};
-use trtmc_report::table::{Cell, Column, Table};
+use crate::plots::{self, ForestBands, ForestRow};
+use crate::table::{Cell, Column, Table};
 
-use crate::lights::Light;
-use crate::row::{RowResult, RowStatus};
-use crate::runner::{Results, preparation_label};
 use trtmc_core::artifacts::matrix::Explanation;
+use trtmc_core::artifacts::matrix::{Comparison, Light, Receipt, Results, RowResult, RowStatus};
 
 /// What a yellow or red row's explanation says: the layers that account for most of the gap (or why
 /// the explanation is missing) and a link to the `analyze` report of both profiles, when it exists
@@ -107,6 +105,31 @@ fn row_light(row: &RowResult) -> Option<Light> {
         (RowStatus::Compared, Some(c)) => Some(c.light),
         _ => None,
     }
+}
+
+/// The preparation status a row shows: a matching receipt record wins over the run's own cache hit.
+fn preparation_label(r: &RowResult, receipt: Option<&Receipt>) -> (String, Option<f64>) {
+    let Some(p) = &r.preparation else {
+        return ("unknown".into(), None);
+    };
+    if let Some(rec) = receipt.and_then(|rc| {
+        rc.records
+            .iter()
+            .find(|rec| Some(&rec.bundle) == p.bundle.as_ref() && rec.model == p.model)
+    }) {
+        return match rec.action.as_str() {
+            "built" => ("Built".into(), rec.build_seconds),
+            _ => ("Reused".into(), rec.build_seconds),
+        };
+    }
+    let label = match p.origin.as_str() {
+        "built" => "Built",
+        "cache_hit" => "Cache hit",
+        "bundle_root" => "Bundle root",
+        "explicit" => "Explicit",
+        _ => "None",
+    };
+    (label.into(), None)
 }
 
 /// The anchor of a row's files and explanation on the page.
@@ -224,7 +247,7 @@ fn unplotted_reason(row: &RowResult) -> Option<String> {
     })
 }
 
-fn forest_row(row: &RowResult, c: &crate::lights::Comparison) -> ForestRow {
+fn forest_row(row: &RowResult, c: &Comparison) -> ForestRow {
     ForestRow {
         label: row.id.clone(),
         ratio: c.ratio,
