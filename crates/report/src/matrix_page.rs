@@ -472,6 +472,19 @@ struct RoundFiles {
     reference_result: Option<String>,
 }
 
+/// The names of the entries of `dir` that are Unicode (none when it cannot be read: the page shows
+/// what is there).
+fn entry_names(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// What the attempt directory holds: per round the leaf logs and result files of both sides
 /// (`candidate-K.log`, `candidate-K/result.json`, `reference-K.log`, `reference-K/result.json` or the
 /// Python reference's `reference/reference-result-K.json`), and any other log (profiling passes, …).
@@ -482,14 +495,7 @@ fn attempt_files(run: &Path, attempt: &str) -> (BTreeMap<Option<u32>, RoundFiles
         return (rounds, other_logs);
     }
     let dir = run.join(attempt);
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok())
-                .filter_map(|e| e.file_name().to_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut names = entry_names(&dir);
     names.sort();
     for name in names {
         let rel = join(attempt, &name);
@@ -514,15 +520,7 @@ fn attempt_files(run: &Path, attempt: &str) -> (BTreeMap<Option<u32>, RoundFiles
         }
         if name == "reference" {
             // The Python reference writes one result per round into its prepared folder.
-            let inner: Vec<String> = std::fs::read_dir(dir.join(&name))
-                .map(|entries| {
-                    entries
-                        .filter_map(|e| e.ok())
-                        .filter_map(|e| e.file_name().to_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default();
-            for file in inner {
+            for file in entry_names(&dir.join(&name)) {
                 if let Some(stem) = file.strip_suffix(".json")
                     && let ("reference-result", k) = side_and_round(stem)
                 {
