@@ -368,6 +368,13 @@ mod tests {
     }
 
     #[test]
+    fn the_arguments_are_a_valid_clap_definition() {
+        // Names, conflicts and requirements that refer to each other resolve (clap checks them only in
+        // debug builds otherwise).
+        RunArgs::augment_args(clap::Command::new("run")).debug_assert();
+    }
+
+    #[test]
     fn the_default_is_what_run_reads_from_no_argument() {
         let none: [&str; 0] = [];
         assert_eq!(
