@@ -79,9 +79,29 @@ impl From<trtmc_runner::tune::orchestrate::TuneRunError> for CliError {
         use trtmc_runner::tune::orchestrate::TuneRunError as E;
         use trtmc_tune::TuneError;
         let code = match &e {
-            E::Input(_) => ExitCode::Input,
-            E::Environment(_) => ExitCode::Environment,
-            E::Output(_) | E::Write { .. } => ExitCode::Output,
+            E::Onnx { .. }
+            | E::Catalog { .. }
+            | E::UnknownModel { .. }
+            | E::ModelNotReady { .. }
+            | E::TestOnlyOperation { .. }
+            | E::NoModelFile { .. }
+            | E::Case { .. }
+            | E::UnknownRuntime { .. }
+            | E::NoKnobs(_)
+            | E::KnobDatabase { .. }
+            | E::Cache { .. }
+            | E::CachedPlan { .. }
+            | E::Source { .. }
+            | E::ModelFile { .. }
+            | E::Golden { .. }
+            | E::DataSet { .. }
+            | E::Tokenizer { .. }
+            | E::NotShared { .. } => ExitCode::Input,
+            E::Unavailable { .. }
+            | E::KnobTool { .. }
+            | E::RouteProcesses { .. }
+            | E::SlurmController { .. } => ExitCode::Environment,
+            E::OutputDir { .. } | E::SaveBundle { .. } | E::Write { .. } => ExitCode::Output,
             // The default route's reference outputs could not be computed: the tune's case failed.
             E::Engine(TuneError::Reference { .. }) => ExitCode::CaseFailed,
             E::Engine(TuneError::Executor(_)) => ExitCode::Environment,
@@ -89,7 +109,7 @@ impl From<trtmc_runner::tune::orchestrate::TuneRunError> for CliError {
                 ExitCode::Output
             }
             E::Engine(_) => ExitCode::Input,
-            E::Internal(_) => ExitCode::Internal,
+            E::KnobSet { .. } => ExitCode::Internal,
         };
         Self::classified(code, &e)
     }

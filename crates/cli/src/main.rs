@@ -9,7 +9,6 @@ mod catalog_root;
 mod ci;
 mod commands;
 mod exit;
-mod numbers;
 mod progress;
 mod runtime_dirs;
 mod summary;
@@ -49,7 +48,7 @@ pub(crate) struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Benchmark one or more workloads (model profile × case × bundle) and write a result directory.
-    Run(Box<commands::run::RunArgs>),
+    Run(Box<commands::run::RunCommand>),
     /// List catalog content.
     List(commands::list::ListArgs),
     /// Analyze TensorRT layer-info and profile JSON; validate it and package a browser report.

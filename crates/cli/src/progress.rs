@@ -1,4 +1,5 @@
-//! How the orchestrators' progress [`Event`]s show on stderr, for `run`, `tune` and `matrix`.
+//! How the orchestrators' progress events show on stderr: `run`'s [`Event`]s, `tune`'s and the
+//! matrix's (each verb owns its event enum; [`Terminal`] renders all three).
 //! `run` on a terminal: a spinner per build, and per case a bar of calls done out of the calls expected,
 //! with elapsed time, ETA and the running p50 (indicatif); when stderr is not a terminal, a line when a
 //! build or case starts and ends and one every [`LINE_EVERY`] in between. `tune`: a line per iteration.
@@ -10,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use trtmc_core::artifacts::CaseStatus;
+use trtmc_matrix::progress::Event as MatrixEvent;
 use trtmc_runner::progress::{Event, Progress};
+use trtmc_runner::tune::progress::Event as TuneEvent;
 use trtmc_runtime::protocol::WorkerProgress;
 use trtmc_tune::Objective;
 use trtmc_tune::cache::{IterationRecord, RouteStatus};
@@ -199,8 +202,17 @@ impl Progress for Terminal {
                     result.model, result.label
                 ));
             }
-            _ if self.quiet => {}
-            Event::TuneStarted {
+        }
+    }
+}
+
+impl trtmc_runner::tune::progress::Progress for Terminal {
+    fn report(&self, event: TuneEvent<'_>) {
+        if self.quiet {
+            return;
+        }
+        match event {
+            TuneEvent::TuneStarted {
                 model,
                 runtime,
                 plan,
@@ -211,18 +223,29 @@ impl Progress for Terminal {
                 plan.expression,
                 cache.display()
             ),
-            Event::TornCacheLine { bytes, cache } => eprintln!(
+            TuneEvent::TornCacheLine { bytes, cache } => eprintln!(
                 "tune: dropped a torn last line ({bytes} bytes) of {}",
                 cache.display()
             ),
-            Event::Iteration {
+            TuneEvent::Iteration {
                 record,
                 replayed,
                 objective,
             } => eprintln!("{}", iteration_line(record, replayed, objective)),
-            Event::RowStarted { done, total, id } => eprintln!("[{}/{total}] {id}", done + 1),
-            Event::RowFinished { outcome, .. } => eprintln!("        {outcome}"),
-            Event::Message(m) => eprintln!("{m}"),
+            TuneEvent::Message(m) => eprintln!("{m}"),
+        }
+    }
+}
+
+impl trtmc_matrix::progress::Progress for Terminal {
+    fn report(&self, event: MatrixEvent<'_>) {
+        if self.quiet {
+            return;
+        }
+        match event {
+            MatrixEvent::RowStarted { done, total, id } => eprintln!("[{}/{total}] {id}", done + 1),
+            MatrixEvent::RowFinished { outcome, .. } => eprintln!("        {outcome}"),
+            MatrixEvent::Message(m) => eprintln!("{m}"),
         }
     }
 }

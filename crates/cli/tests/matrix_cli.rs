@@ -723,6 +723,21 @@ fn a_result_without_timing_boundary_is_a_failed_row_never_a_compared_one() {
         p(&wrapper),
         "the candidate ran through the wrapper"
     );
+    // The logged command is `run`'s arguments written back from a value: it parses as one, with the
+    // row's model, case, runtime and counts.
+    let argv: Vec<String> = row["commands"][0]["argv"]
+        .as_array()
+        .expect("argv")
+        .iter()
+        .filter_map(|a| a.as_str().map(str::to_string))
+        .collect();
+    assert_eq!(argv[1], "run", "{argv:?}");
+    let run = trtmc_runner::args::RunArgs::from_argv(&argv[2..]).expect("the row's run parses");
+    assert_eq!(run.models, ["tiny-cnn"]);
+    assert_eq!(run.cases, ["single"]);
+    assert_eq!(run.runtimes, ["onnxruntime"]);
+    assert_eq!(run.telemetry, trtmc_runner::args::TelemetryMode::Off);
+    assert!(run.iterations.is_some() && run.warmup.is_some() && run.output.is_some());
     assert_eq!(row["status"], "failed", "{row}");
     assert!(row["comparison"].is_null(), "no light: {row}");
     assert_eq!(results["summary"]["failed"], 1);

@@ -6,15 +6,15 @@
 //!
 //! | module | job |
 //! | --- | --- |
-//! | [`suite`] | suite and environment YAML |
+//! | [`suite`] | suite YAML (the environment file is `trtmc_executor::environment`) |
 //! | [`plan`] | the preflight (`matrix check`) and the plan it produces |
+//! | [`progress`] | the events a matrix run reports to the user interface |
 //! | [`row`] | one row: leaf commands, contract checks, the light |
 //! | [`lights`] | green / yellow / red from the ratio and its interval |
 //! | [`explain`] | a yellow or red row's per-layer profiles of both sides, aligned by ONNX node |
 //! | [`runner`] | run directories, results.json, local executor, resume, receipts attached |
 //! | [`slurm`] | the Slurm job-array executor |
 //! | [`receipt`] | bundle-preparation receipts |
-//! | [`report`] | report.html |
 //! | [`junit`] | the run as JUnit XML (`--export-junit`) |
 
 mod error;
@@ -22,8 +22,8 @@ pub mod explain;
 pub mod junit;
 pub mod lights;
 pub mod plan;
+pub mod progress;
 pub mod receipt;
-pub mod report;
 pub mod row;
 pub mod runner;
 pub mod slurm;

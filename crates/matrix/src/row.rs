@@ -15,6 +15,7 @@ use trtmc_core::case::{RESOLVED_CASE_SCHEMA, ResolvedCase};
 use trtmc_core::catalog::Catalog;
 use trtmc_core::intervals;
 use trtmc_core::test_hooks::{CALL_DELAY_ENV, CALL_SLOWDOWN_ENV, SLOW_NODE_ENV, TestHooks};
+use trtmc_runner::args::{RunArgs, TelemetryMode};
 use trtmc_runner::bundles::BundleOptions;
 use trtmc_runner::compare::{self, ReferencePreparation, ReferenceSettings};
 use trtmc_runner::progress::Silent;
@@ -129,14 +130,12 @@ fn tail(path: &Path) -> String {
     lines[lines.len().saturating_sub(3)..].join(" | ")
 }
 
-fn set_args(set: &BTreeMap<String, Value>) -> Vec<String> {
+/// A row's overrides as `run`'s `--set KEY=VALUE` values (a string without its JSON quotes).
+fn set_values(set: &BTreeMap<String, Value>) -> Vec<String> {
     set.iter()
-        .flat_map(|(k, v)| {
-            let text = match v {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            ["--set".to_string(), format!("{k}={text}")]
+        .map(|(k, v)| match v {
+            Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
         })
         .collect()
 }
@@ -152,41 +151,24 @@ pub(crate) fn run_argv(
     out: &Path,
 ) -> Vec<String> {
     let env = &plan.environment;
-    let mut argv = vec![
-        plan.exe.to_string_lossy().into_owned(),
-        "run".into(),
-        "--manifest-root".into(),
-        plan.catalog_root.to_string_lossy().into_owned(),
-        "--model".into(),
-        pr.row.model.clone(),
-        "--case".into(),
-        pr.row.testcase.clone(),
-        "--runtime".into(),
-        runtime.into(),
-        "--warmup".into(),
-        pr.warmup.to_string(),
-        "--iterations".into(),
-        iterations.to_string(),
-        "--telemetry".into(),
-        "off".into(),
-        "--bundle-cache".into(),
-        env.bundle_cache.to_string_lossy().into_owned(),
-    ];
-    for root in &env.bundle_roots {
-        argv.push("--bundle-root".into());
-        argv.push(root.to_string_lossy().into_owned());
-    }
-    for dir in &env.runtime_dirs {
-        argv.push("--runtime-dir".into());
-        argv.push(dir.to_string_lossy().into_owned());
-    }
-    if let Some(trtexec) = trtexec {
-        argv.push("--trtexec".into());
-        argv.push(trtexec.to_string_lossy().into_owned());
-    }
-    argv.extend(set_args(set));
-    argv.push("-o".into());
-    argv.push(out.to_string_lossy().into_owned());
+    let args = RunArgs {
+        manifest_root: Some(plan.catalog_root.clone()),
+        models: vec![pr.row.model.clone()],
+        cases: vec![pr.row.testcase.clone()],
+        runtimes: vec![runtime.to_string()],
+        warmup: Some(pr.warmup),
+        iterations: Some(iterations),
+        telemetry: TelemetryMode::Off,
+        bundle_cache: Some(env.bundle_cache.clone()),
+        bundle_roots: env.bundle_roots.clone(),
+        runtime_dirs: env.runtime_dirs.clone(),
+        trtexec: trtexec.map(Path::to_path_buf),
+        sets: set_values(set),
+        output: Some(out.to_path_buf()),
+        ..RunArgs::default()
+    };
+    let mut argv = vec![plan.exe.to_string_lossy().into_owned(), "run".into()];
+    argv.extend(args.to_argv());
     argv
 }
 

@@ -20,7 +20,7 @@ use trtmc_core::test_hooks::TestHooks;
 
 use crate::error::Error;
 pub use crate::error::MatrixError;
-use trtmc_runner::progress::{Event, Progress};
+use crate::progress::{Event, Progress};
 
 use crate::lights::Light;
 use crate::plan::{Plan, PlannedRow};
@@ -183,7 +183,7 @@ pub fn finalize(run: &Path) -> Result<Results, MatrixError> {
     };
     let results_path = run.join(RESULTS_FILE);
     write_json_atomic(&results_path, &results).map_err(Error::write(results_path))?;
-    let html = crate::report::render(&results, run);
+    let html = trtmc_report::matrix_page::render(&results, run);
     let report_path = run.join(REPORT_FILE);
     write_atomic(&report_path, html.as_bytes()).map_err(Error::write(report_path))?;
     Ok(results)
@@ -546,31 +546,6 @@ pub fn report(run: &Path, receipt_path: Option<&Path>) -> Result<Results, Matrix
         write_json_atomic(&receipt_path, &r).map_err(Error::write(receipt_path))?;
     }
     finalize(run)
-}
-
-/// The preparation status a row shows: a matching receipt record wins over the run's own cache hit.
-pub fn preparation_label(r: &RowResult, receipt: Option<&Receipt>) -> (String, Option<f64>) {
-    let Some(p) = &r.preparation else {
-        return ("unknown".into(), None);
-    };
-    if let Some(rec) = receipt.and_then(|rc| {
-        rc.records
-            .iter()
-            .find(|rec| Some(&rec.bundle) == p.bundle.as_ref() && rec.model == p.model)
-    }) {
-        return match rec.action.as_str() {
-            "built" => ("Built".into(), rec.build_seconds),
-            _ => ("Reused".into(), rec.build_seconds),
-        };
-    }
-    let label = match p.origin.as_str() {
-        "built" => "Built",
-        "cache_hit" => "Cache hit",
-        "bundle_root" => "Bundle root",
-        "explicit" => "Explicit",
-        _ => "None",
-    };
-    (label.into(), None)
 }
 
 pub(crate) fn write_slurm_jobs(run: &Path, jobs: &[SlurmJob]) -> Result<(), MatrixError> {

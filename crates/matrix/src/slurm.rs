@@ -1,20 +1,20 @@
 //! The Slurm executor: the pending rows become one job array (one row per task, each task writes its
 //! own row file), the array is followed by polling until no task is left, and tasks that ended without
 //! a row result are recorded as failed rows with their Slurm state. `resume` re-submits just those.
-//! Submitting and reading task states is shared with `tune --executor slurm` (`trtmc_runner::slurm`).
+//! Submitting and reading task states is shared with `tune --executor slurm` (`trtmc_executor::slurm`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use trtmc_runner::progress::{Event, Progress};
+use crate::progress::{Event, Progress};
 
 use crate::error::{Error, MatrixError};
 use crate::plan::{Plan, PlannedRow};
 use crate::row;
 use crate::runner::{self, SlurmJob};
-use trtmc_runner::slurm;
+use trtmc_executor::slurm;
 
 pub fn run(
     plan: &Plan,

@@ -2,7 +2,7 @@
 //! YAML. Format and defaults: docs/matrix.md.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -10,9 +10,12 @@ use trtmc_core::case::{LONGEST_S, MOST_CALLS};
 
 /// Recorded in results.json, so typed with the matrix documents in core.
 pub use trtmc_core::artifacts::matrix::{Expanded, SlurmSettings, Thresholds};
+/// The environment file is the executor's (tune's `--executor slurm` reads it too).
+pub use trtmc_executor::environment::{
+    ENVIRONMENT_SCHEMA, Environment, Variable, expand, load_environment, parse_environment,
+};
 
 pub const SUITE_SCHEMA: &str = "trtmc.perf-suite/v1";
-pub const ENVIRONMENT_SCHEMA: &str = "trtmc.perf-environment/v1";
 
 /// Reference backend that runs `reference/ort_reference.py` (ONNX Runtime's Python loop).
 pub const ORT_PYTHON: &str = "onnxruntime-python";
@@ -266,254 +269,6 @@ pub fn parse_suite(text: &str) -> Result<Suite, String> {
         }
     }
     Ok(suite)
-}
-
-/// The environment file: what a machine must provide for the suite to run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Environment {
-    #[serde(default)]
-    pub schema: Option<String>,
-    pub name: String,
-    /// Variables the other fields may use as `${NAME}`; `required` ones must be set (or have a default).
-    #[serde(default)]
-    pub variables: Vec<Variable>,
-    /// Executables that must be on PATH.
-    #[serde(default)]
-    pub executables: Vec<String>,
-    /// The managed bundle cache (`--bundle-cache`).
-    pub bundle_cache: String,
-    /// Directories searched for prepared bundles (`--bundle-root`).
-    #[serde(default)]
-    pub bundle_roots: Vec<String>,
-    /// Directories holding runtime libraries; each must exist. Every candidate `run` gets them as
-    /// `--runtime-dir`.
-    #[serde(default)]
-    pub runtime_dirs: Vec<String>,
-    /// The trtmc-bench the candidate rows run (e.g. `${TRTMC_PERF_WORKER:-}`); empty or absent: this
-    /// program.
-    #[serde(default)]
-    pub worker: Option<String>,
-    /// Where new run directories are created.
-    pub results_root: String,
-    /// Free storage required below `results_root` and `bundle_cache`, GiB.
-    #[serde(default)]
-    pub free_storage_gib: f64,
-    /// The Python interpreter of the reference runners.
-    #[serde(default = "default_python")]
-    pub python: String,
-    /// Directory of the reference runners (`ort_reference.py`); default: the repository's `reference/`.
-    #[serde(default)]
-    pub reference_dir: Option<String>,
-    /// Refuse a debug build of trtmc-bench (release numbers need a release build).
-    #[serde(default)]
-    pub require_release_build: bool,
-    /// Intra-op threads of the Python reference.
-    #[serde(default = "one")]
-    pub reference_threads: u64,
-    #[serde(default)]
-    pub slurm: SlurmSettings,
-}
-
-fn default_python() -> String {
-    "python3".into()
-}
-fn one() -> u64 {
-    1
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Variable {
-    pub name: String,
-    #[serde(default)]
-    pub required: bool,
-    #[serde(default)]
-    pub default: Option<String>,
-    #[serde(default)]
-    pub description: String,
-}
-
-pub fn load_environment(path: &Path) -> Result<Environment, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read environment {}: {e}", path.display()))?;
-    parse_environment(&text).map_err(|e| format!("environment {}: {e}", path.display()))
-}
-
-pub fn parse_environment(text: &str) -> Result<Environment, String> {
-    let env: Environment =
-        serde_saphyr::from_str(text).map_err(|e| format!("malformed YAML: {e}"))?;
-    if let Some(s) = &env.schema
-        && s != ENVIRONMENT_SCHEMA
-    {
-        return Err(format!("schema `{s}` is not `{ENVIRONMENT_SCHEMA}`"));
-    }
-    if !(env.free_storage_gib.is_finite()
-        && (0.0..=MOST_STORAGE_GIB).contains(&env.free_storage_gib))
-    {
-        return Err(format!(
-            "free_storage_gib: give GiB from 0 to {MOST_STORAGE_GIB}, got {}",
-            env.free_storage_gib
-        ));
-    }
-    if !(1..=MOST_REFERENCE_THREADS).contains(&env.reference_threads) {
-        return Err(format!(
-            "reference_threads: give from 1 to {MOST_REFERENCE_THREADS}, got {}",
-            env.reference_threads
-        ));
-    }
-    let slurm = &env.slurm;
-    for (field, value, most) in [
-        ("slurm.poll_s", slurm.poll_s, 3600.0),
-        ("slurm.timeout_s", slurm.timeout_s, LONGEST_S),
-    ] {
-        if !(value.is_finite() && value > 0.0 && value <= most) {
-            return Err(format!(
-                "{field}: give seconds above 0 and at most {most}, got {value}"
-            ));
-        }
-    }
-    Ok(env)
-}
-
-/// The most free storage an environment may require (a petabyte): more is a typo.
-const MOST_STORAGE_GIB: f64 = 1_048_576.0;
-/// The most intra-op threads of the Python reference.
-const MOST_REFERENCE_THREADS: u64 = 1024;
-
-/// Expands `${NAME}` and `${NAME:-default}` from `lookup`; an unset name without default is an error
-/// naming it.
-pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let end = after
-            .find('}')
-            .ok_or_else(|| format!("`{text}` has an unclosed `${{`"))?;
-        let inner = &after[..end];
-        let (name, default) = match inner.split_once(":-") {
-            Some((n, d)) => (n, Some(d)),
-            None => (inner, None),
-        };
-        match lookup(name).filter(|v| !v.is_empty()) {
-            Some(v) => out.push_str(&v),
-            None => match default {
-                Some(d) => out.push_str(&expand(d, lookup)?),
-                None => {
-                    return Err(format!(
-                        "variable `{name}` is not set (used in `{text}`): export it or give it a default"
-                    ));
-                }
-            },
-        }
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
-impl Environment {
-    /// Expands every field; `repo_reference` is the default reference directory.
-    pub fn expand(&self, repo_reference: &Path) -> Result<Expanded, Vec<String>> {
-        let mut errors = Vec::new();
-        let mut vars = BTreeMap::new();
-        for v in &self.variables {
-            match std::env::var(&v.name).ok().filter(|s| !s.is_empty()) {
-                Some(value) => {
-                    vars.insert(v.name.clone(), value);
-                }
-                None => match &v.default {
-                    Some(d) => match expand(d, &|n| std::env::var(n).ok()) {
-                        Ok(value) => {
-                            vars.insert(v.name.clone(), value);
-                        }
-                        Err(e) => errors.push(format!("variable `{}`: {e}", v.name)),
-                    },
-                    None if v.required => errors.push(format!(
-                        "required variable `{}` is not set{}: export {}=…",
-                        v.name,
-                        if v.description.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" ({})", v.description)
-                        },
-                        v.name
-                    )),
-                    None => {}
-                },
-            }
-        }
-        let lookup = |n: &str| vars.get(n).cloned().or_else(|| std::env::var(n).ok());
-        let mut one = |field: &str, text: &str| -> String {
-            match expand(text, &lookup) {
-                Ok(v) => v,
-                Err(e) => {
-                    errors.push(format!("environment field `{field}`: {e}"));
-                    String::new()
-                }
-            }
-        };
-        let bundle_cache = PathBuf::from(one("bundle_cache", &self.bundle_cache));
-        let results_root = PathBuf::from(one("results_root", &self.results_root));
-        let python = one("python", &self.python);
-        let worker = self
-            .worker
-            .as_ref()
-            .map(|w| one("worker", w))
-            .filter(|w| !w.is_empty())
-            .map(PathBuf::from);
-        let reference_dir = match &self.reference_dir {
-            Some(d) => PathBuf::from(one("reference_dir", d)),
-            None => repo_reference.to_path_buf(),
-        };
-        let mut list = |field: &str, items: &[String]| -> Vec<String> {
-            items
-                .iter()
-                .map(|s| one(field, s))
-                .flat_map(|s| {
-                    // A variable may hold a colon-separated list (TRTMC_PERF_BUNDLE_ROOTS=/a:/b).
-                    s.split(':')
-                        .filter(|p| !p.is_empty())
-                        .map(str::to_string)
-                        .collect::<Vec<_>>()
-                })
-                .collect()
-        };
-        let bundle_roots = list("bundle_roots", &self.bundle_roots)
-            .into_iter()
-            .map(PathBuf::from)
-            .collect();
-        let runtime_dirs = list("runtime_dirs", &self.runtime_dirs)
-            .into_iter()
-            .map(PathBuf::from)
-            .collect();
-        let executables = self
-            .executables
-            .iter()
-            .map(|e| (e.clone(), String::new()))
-            .collect();
-        if !errors.is_empty() {
-            return Err(errors);
-        }
-        Ok(Expanded {
-            name: self.name.clone(),
-            variables: vars,
-            executables,
-            bundle_cache,
-            bundle_roots,
-            runtime_dirs,
-            worker,
-            results_root,
-            free_storage_gib: self.free_storage_gib,
-            python,
-            reference_dir,
-            require_release_build: self.require_release_build,
-            reference_threads: self.reference_threads.max(1),
-            slurm: self.slurm.clone(),
-        })
-    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,9 @@
 //! | [`validity`] | VALID/INVALID per case (LoadGen style), trend (warm-up drift, slowdown), outliers |
 //! | [`model`] | the summary model: report.json, schema `trtmc.collection-report/v1` |
 //! | [`pages`] | the run and collection pages |
-//! | [`run_report`] | report.html of one run (called by `run`) |
+//! | [`run_report`] | report.html of one run (the renderer the CLI hands `run`'s orchestrator) |
+//! | [`tune_page`] | tuning-report.html of one tune (the renderer the CLI hands the tune orchestrator) |
+//! | [`matrix_page`] | report.html of a matrix run, from its `results.json` |
 //! | [`collection`] | discovery and the atomic report.json + report.html of `report DIR…` |
 //! | [`export`] | JSON / CSV / Markdown exports behind one [`export::Exporter`] trait |
 //! | [`terminal`] | the compact table printed after `run` and by `report` |
@@ -66,6 +68,7 @@ pub mod collection;
 pub mod export;
 pub mod fmt;
 pub mod html;
+pub mod matrix_page;
 pub mod model;
 pub mod pages;
 pub mod plots;

@@ -1,6 +1,7 @@
 //! The orchestration behind `trtmc-bench run`: model sources, bundle resolution and builds, worker
 //! launches, reduction and result directories. It never prints; the CLI shows progress.
 
+pub mod args;
 pub mod bundles;
 pub mod chat;
 pub mod compare;
@@ -9,9 +10,9 @@ pub mod interrupt;
 pub mod launch;
 pub mod machine;
 pub mod model_inputs;
+pub mod numbers;
 pub mod progress;
 pub mod run;
-pub mod slurm;
 pub mod sources;
 pub mod tune;
 pub mod verdicts;

@@ -93,7 +93,13 @@ pub struct RunOptions {
     /// `--baseline` was given: every case is compared with it, whatever workload each measured;
     /// otherwise only the cases of the baseline's workload are.
     pub baseline_explicit: bool,
+    /// Renders `report.html`, committed with `result.json`.
+    pub page: RunPage,
 }
+
+/// A run's page from its document and each case's observations (in case order). The CLI passes the
+/// report crate's renderer: the orchestrator writes the page it is given and knows no HTML.
+pub type RunPage = fn(&BenchmarkRun, &[Vec<Observation>]) -> String;
 
 /// Errors that stop a run before any case is measured: the runner's one error type (kept under this
 /// name for callers of the run orchestration).
@@ -477,7 +483,7 @@ pub fn execute(
         },
         cases,
     };
-    let report = trtmc_report::run_report::render(&run, &observations_by_case);
+    let report = (options.page)(&run, &observations_by_case);
     let report_path = slot.staging().join(REPORT_FILE);
     trtmc_core::fsutil::write_atomic(&report_path, report.as_bytes())
         .map_err(write_error(&report_path))?;

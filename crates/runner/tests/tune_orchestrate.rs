@@ -10,12 +10,12 @@ use std::time::Duration;
 use serde_json::Value;
 use trtmc_core::accuracy::{ElementType, Tensor};
 use trtmc_core::case::{self, Override, ResolveInput, Source};
-use trtmc_runner::progress::{Event, Progress};
 use trtmc_runner::tune::knobs;
 use trtmc_runner::tune::orchestrate::{
     self, BuiltRoutes, Model, ModelChoice, Start, TuneOutcome, TuneRequest, TuneRunError,
 };
 use trtmc_runner::tune::process::{RouteBundle, Target};
+use trtmc_runner::tune::progress::{Event, Progress};
 use trtmc_tune::summary::DecisionKind;
 use trtmc_tune::{
     MeasurePlan, Route, RouteError, RouteRunner, SearchOrder, Timing, TuneConfig, TunePlan,
@@ -186,6 +186,7 @@ fn setup(tmp: &Path) -> (TuneRequest, TunePlan) {
         command_line: vec!["trtmc-bench".into(), "tune".into()],
         worker_exe: PathBuf::from("/nonexistent/trtmc-bench"),
         slurm: None,
+        page: trtmc_report::tune_page::render,
     };
     (request, plan)
 }
@@ -298,8 +299,10 @@ fn continue_refuses_a_changed_model_and_leaves_the_cache_alone() {
     let refused =
         tune(&request, Start::Continue(header), &Recorder::default()).expect_err("a changed model");
     match refused {
-        TuneRunError::Input(m) => assert!(m.contains("model_sha256"), "{m}"),
-        other => panic!("not an input error: {other:?}"),
+        e @ TuneRunError::Cache { .. } => {
+            assert!(e.to_string().contains("model_sha256"), "{e}")
+        }
+        other => panic!("not a cache mismatch: {other:?}"),
     }
     assert_eq!(std::fs::read(&request.cache).expect("cache"), before);
 }
@@ -316,11 +319,15 @@ fn the_output_directory_holds_only_what_a_tune_writes() {
     orchestrate::prepare_output(Some(&dir)).expect("a tune's own files are fine");
     std::fs::write(dir.join("notes.txt"), "mine").expect("write");
     match orchestrate::prepare_output(Some(&dir)) {
-        Err(TuneRunError::Output(m)) => assert!(m.contains("notes.txt"), "{m}"),
+        Err(TuneRunError::OutputDir { reason, .. }) => {
+            assert!(reason.contains("notes.txt"), "{reason}")
+        }
         other => panic!("not refused: {other:?}"),
     }
     match orchestrate::prepare_output(Some(&dir.join("notes.txt"))) {
-        Err(TuneRunError::Output(m)) => assert!(m.contains("it is a file"), "{m}"),
+        Err(e @ TuneRunError::OutputDir { .. }) => {
+            assert!(e.to_string().contains("it is a file"), "{e}")
+        }
         other => panic!("not refused: {other:?}"),
     }
 }

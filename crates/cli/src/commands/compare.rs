@@ -71,7 +71,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PATH")]
     pub inputs: Option<PathBuf>,
     /// Seed of the synthesized inputs (default: request.seed of the case when it has one, else 0).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = trtmc_runner::numbers::count)]
     pub seed: Option<u64>,
     /// Binds a symbolic input dimension for the synthesized inputs: NAME=VALUE (repeatable).
     #[arg(long = "dim", value_name = "NAME=VALUE")]

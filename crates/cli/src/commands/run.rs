@@ -6,18 +6,11 @@ use trtmc_core::artifacts::CaseStatus;
 use trtmc_core::case::{MeasureFlags, SweepAxis};
 use trtmc_core::catalog::{Catalog, Profile};
 use trtmc_core::test_hooks::TestHooks;
+use trtmc_runner::args::{RunArgs, TelemetryMode};
 use trtmc_runner::bundles::{BundleOptions, default_cache_root};
 use trtmc_runner::run::{self as runner, RunOptions, Selection};
 
 use crate::exit::{CliError, CliResult, ExitCode};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum TelemetryMode {
-    /// Sample when a GPU (nvidia-smi) is present.
-    Auto,
-    On,
-    Off,
-}
 
 /// Benchmark one or more resolved workloads (model profile × case × bundle) in an isolated worker.
 #[derive(Debug, clap::Args)]
@@ -27,123 +20,9 @@ pub enum TelemetryMode {
   trtmc-bench run --model tiny-cnn --sweep request.batch_size=1,4
   trtmc-bench run --onnx model.onnx --shape input:1x3x224x224 --iterations 100
   trtmc-bench run plan.yaml -o results/current")]
-pub struct RunArgs {
-    /// A plan file (YAML) listing models with their cases, counts and overrides.
-    #[arg(value_name = "PLAN.yaml")]
-    pub plan: Option<PathBuf>,
-    /// Catalog model to run; repeat to run a batch (each missing bundle is built once).
-    #[arg(short, long = "model", value_name = "NAME")]
-    pub models: Vec<String>,
-    /// Benchmark any ONNX file without a catalog entry (inputs synthesized from its declared shapes);
-    /// repeat to compare several files.
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["models", "plan"])]
-    pub onnx: Vec<PathBuf>,
-    /// Shape of a dynamic input, trtexec style: NAME:1x3x224x224 (repeatable). A dynamic dimension
-    /// neither this nor --inputs sets is 1.
-    #[arg(long = "shape", value_name = "NAME:DIMS")]
-    pub shapes: Vec<String>,
-    /// Feed this data instead of synthesized inputs: an .npz, a folder of NAME.npy or of ONNX
-    /// input_N.pb files (a folder of test_data_set_* folders: one set each), or trtexec's
-    /// name:file.bin list. Repeat for several sets; the calls rotate over them.
-    #[arg(long = "inputs", value_name = "PATH")]
-    pub inputs: Vec<String>,
-    /// Check the outputs of each --inputs set against these (same formats, output_N.pb in ONNX test
-    /// folders); a mismatch fails the case (exit 5).
-    #[arg(long = "check-outputs", value_name = "PATH", requires = "inputs")]
-    pub check_outputs: Vec<String>,
-    /// Absolute tolerance of --check-outputs (Polygraphy's meaning: an element fails when it is beyond
-    /// both --atol and --rtol).
-    #[arg(long, value_name = "X", requires = "check_outputs", default_value_t = trtmc_core::data::DEFAULT_ATOL)]
-    pub atol: f64,
-    /// Relative tolerance of --check-outputs, against |expected|.
-    #[arg(long, value_name = "X", requires = "check_outputs", default_value_t = trtmc_core::data::DEFAULT_RTOL)]
-    pub rtol: f64,
-    /// Named case to run (repeatable; cases are independent runs, never combined).
-    #[arg(long = "case", value_name = "NAME")]
-    pub cases: Vec<String>,
-    /// Override a field: request.KEY=V, build.KEY=V, runtime.KEY=V (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
-    /// Sweep a field over values; several sweeps form a Cartesian product: KEY=A,B,C.
-    #[arg(long = "sweep", value_name = "KEY=V1,V2")]
-    pub sweeps: Vec<String>,
-    /// Runtime to use instead of the profile's runtime_strategy; repeat to run every case on each
-    /// runtime (e.g. --runtime tract --runtime onnxruntime).
-    #[arg(long = "runtime", value_name = "NAME")]
-    pub runtimes: Vec<String>,
-    /// Split each case's measurement into N rounds, one worker process per case per round, the cases
-    /// interleaved (A B, B A, …), and compare every case with the baseline over the paired rounds
-    /// (default: 10 when there is more than one case, else 1).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
-    pub rounds: Option<usize>,
-    /// The case the others are compared with: its number in the summary (default 1, the first, and then
-    /// only cases of its workload get a verdict; given, every case is compared with it).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
-    pub baseline: Option<usize>,
-    /// Warm-up calls before timing (default: the operation's, e.g. 5 for generation, 50 for encoders,
-    /// cut short once they take a fifth of the time budget).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count)]
-    pub warmup: Option<u64>,
-    /// Timed calls, exactly (default: at least the operation's count, e.g. 50 for generation, 500 for
-    /// encoders, for at least 1 s, within the time budget).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count)]
-    pub iterations: Option<u64>,
-    /// Keep timing until at least this many seconds have passed (and --iterations calls are done).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub duration: Option<f64>,
-    /// Time budget of each case's timed loop: it stops here even before --iterations calls, keeping
-    /// what it timed (default: the operation's budget, e.g. 30 s, when --iterations is not given).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub max_duration: Option<f64>,
-    /// Stop a case's worker after this many seconds (default 600); the calls it timed are kept and the
-    /// case is recorded as interrupted.
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub timeout: Option<f64>,
-    /// Result directory; replaced only if empty or a previous trtmc result (default: a new timestamped one).
-    #[arg(short, long, value_name = "DIR")]
-    pub output: Option<PathBuf>,
-    /// Use this bundle directory as is (reported as not compatibility-verified).
-    #[arg(long, value_name = "PATH")]
-    pub bundle: Option<PathBuf>,
-    /// Directory searched for a bundle with a matching cache key (repeatable).
-    #[arg(long = "bundle-root", value_name = "PATH")]
-    pub bundle_roots: Vec<PathBuf>,
-    /// Managed bundle cache (default: <user cache dir>/trtmc/bundles).
-    #[arg(long, value_name = "PATH")]
-    pub bundle_cache: Option<PathBuf>,
-    /// Fail instead of building when no bundle exists.
-    #[arg(long, conflicts_with = "rebuild")]
-    pub no_build: bool,
-    /// Rebuild the managed-cache bundle even if a compatible one exists (a match below --bundle-root is
-    /// not used then).
-    #[arg(long, conflicts_with = "bundle")]
-    pub rebuild: bool,
-    /// Print the resolved plan and bundle paths without building or loading anything.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Worker executable (default: this program in worker mode).
-    #[arg(long, value_name = "PATH")]
-    pub worker: Option<PathBuf>,
-    /// Sample CPU, memory, clocks (and nvidia-smi) outside the timed calls into telemetry.json.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub telemetry: TelemetryMode,
-    /// Catalog root holding MODEL.toml files.
-    #[arg(long, value_name = "PATH")]
-    pub manifest_root: Option<PathBuf>,
-    /// After each case's timed run, a separate per-layer profiling pass writing layers_<runtime>.json and
-    /// profile_<runtime>.json (trtexec's export shapes, read by `analyze`) into the case directory.
-    #[arg(long)]
-    pub profile: bool,
-    /// Operation calls of the profiling pass (after the case's warm-up calls).
-    #[arg(long, value_name = "N", default_value_t = trtmc_runner::run::DEFAULT_PROFILE_ITERATIONS, requires = "profile", allow_negative_numbers = true, value_parser = crate::numbers::count)]
-    pub profile_iterations: u64,
-    /// The trtexec executable of the tensorrt runtime (default: trtexec on PATH, then /usr/src/tensorrt/bin).
-    #[arg(long, value_name = "PATH")]
-    pub trtexec: Option<PathBuf>,
-    /// A folder searched for runtime libraries and tools (libonnxruntime, trtexec, TensorRT's libraries)
-    /// before the default places; repeatable, in search order. Recorded in result.json's provenance.
-    #[arg(long = "runtime-dir", value_name = "PATH")]
-    pub runtime_dirs: Vec<PathBuf>,
+pub struct RunCommand {
+    #[command(flatten)]
+    pub run: RunArgs,
     /// No progress display.
     #[arg(short, long)]
     pub quiet: bool,
@@ -212,14 +91,20 @@ fn absolute_specs(specs: &[String]) -> Vec<String> {
         .collect()
 }
 
-pub fn execute(args: RunArgs) -> CliResult {
+pub fn execute(command: RunCommand) -> CliResult {
+    let RunCommand {
+        run: args,
+        quiet,
+        exports,
+        format,
+        ci,
+        history,
+    } = command;
     crate::runtime_dirs::apply(&args.runtime_dirs)?;
     let command_line: Vec<String> = std::env::args().collect();
     let test_hooks = TestHooks::current().clone();
-    crate::summary::check_exports(&args.exports)?;
-    args.ci
-        .fail_on
-        .check("run", &[crate::ci::FailOn::Invalid])?;
+    crate::summary::check_exports(&exports)?;
+    ci.fail_on.check("run", &[crate::ci::FailOn::Invalid])?;
     let flags = MeasureFlags {
         warmup: args.warmup,
         iterations: args.iterations,
@@ -369,7 +254,7 @@ pub fn execute(args: RunArgs) -> CliResult {
         )));
     }
     // Dimensions left dynamic were set to 1: one line each, naming the --shape that chooses them.
-    if !args.dry_run && !args.quiet {
+    if !args.dry_run && !quiet {
         let notes: std::collections::BTreeSet<&String> = planned
             .iter()
             .flat_map(|p| &p.inputs)
@@ -413,16 +298,17 @@ pub fn execute(args: RunArgs) -> CliResult {
         rounds,
         baseline: baseline - 1,
         baseline_explicit: args.baseline.is_some(),
+        page: trtmc_report::run_report::render,
     };
-    let progress = crate::progress::Terminal::new(args.quiet);
+    let progress = crate::progress::Terminal::new(quiet);
     let outcome = runner::execute(planned, &options, &progress)?;
-    crate::summary::after_run(&outcome.run, &outcome.dir, args.format, &args.exports)?;
-    if args.format.is_none() && rounds > 1 && args.baseline.is_none() {
+    crate::summary::after_run(&outcome.run, &outcome.dir, format, &exports)?;
+    if format.is_none() && rounds > 1 && args.baseline.is_none() {
         for line in other_workloads(&outcome.run, baseline - 1) {
             outln!("{line}")?;
         }
     }
-    if args.format.is_none() {
+    if format.is_none() {
         // `--profile`: where each case's per-layer report is (it is not part of report.html).
         for c in &outcome.run.cases {
             if let Some(report) = c.profile.as_ref().and_then(|p| p.report.as_ref()) {
@@ -434,8 +320,8 @@ pub fn execute(args: RunArgs) -> CliResult {
             }
         }
     }
-    let fail_on = crate::ci::after_run(&outcome.run, &outcome.dir, &args.ci)?;
-    if let Some(db) = &args.history {
+    let fail_on = crate::ci::after_run(&outcome.run, &outcome.dir, &ci)?;
+    if let Some(db) = &history {
         crate::commands::history::remember(db, &outcome.dir)?;
     }
     let count = |status| {

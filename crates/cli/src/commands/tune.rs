@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use clap::Parser as _;
 use trtmc_core::artifacts::matrix::SlurmSettings;
 use trtmc_core::case::ResolvedCase;
+use trtmc_runner::args::RunArgs;
 use trtmc_runner::bundles::default_cache_root;
 use trtmc_runner::tune::orchestrate::{
     self, CACHE_FILE, DEFAULT_LIVE_WORKERS, Model, ModelChoice, Start, TuneOutcome, TuneRequest,
@@ -264,6 +265,7 @@ fn run_tune(
         command_line: args.canonical_argv(),
         worker_exe,
         slurm: slurm_settings(args)?,
+        page: trtmc_report::tune_page::render,
     };
     let progress = crate::progress::Terminal::new(args.quiet);
     let outcome = orchestrate::run(&request, start, &progress).map_err(CliError::from)?;
@@ -306,7 +308,7 @@ fn slurm_settings(args: &TuneArgs) -> CliResult<Option<SlurmSettings>> {
             "--executor slurm needs --environment FILE (the matrix's environment format, docs/matrix.md; its \
              `slurm:` section gives sbatch arguments, exclusivity, polling and timeouts)",
         )),
-        (Some(path), true) => trtmc_matrix::suite::load_environment(path)
+        (Some(path), true) => trtmc_executor::environment::load_environment(path)
             .map(|env| Some(env.slurm))
             .map_err(input_err),
     }
@@ -416,47 +418,28 @@ fn route_or_none(route: &str) -> &str {
 /// The `run` command line that measures the chosen route: the tune's model, runtime, case, fixed
 /// overrides and bundle cache plus the route's settings, so it resolves to the bundle the tune built.
 fn run_command(args: &TuneArgs, run_sets: &[String]) -> String {
+    let path = |p: &PathBuf| absolute(p);
+    let dims = args.dims.iter().filter_map(|dim| {
+        dim.split_once('=')
+            .map(|(name, value)| format!("build.dims.{}={}", name.trim(), value.trim()))
+    });
+    let run = RunArgs {
+        onnx: args.onnx.iter().map(path).collect(),
+        models: args.model.iter().cloned().collect(),
+        manifest_root: args.manifest_root.as_ref().map(path),
+        runtimes: args.runtime.iter().cloned().collect(),
+        cases: args.case.iter().cloned().collect(),
+        sets: (args.sets.iter().cloned())
+            .chain(dims)
+            .chain(run_sets.iter().cloned())
+            .collect(),
+        shapes: args.shapes.clone(),
+        trtexec: args.trtexec.as_ref().map(path),
+        bundle_cache: args.bundle_cache.as_ref().map(path),
+        ..RunArgs::default()
+    };
     let mut argv: Vec<String> = vec!["trtmc-bench".into(), "run".into()];
-    let mut opt = |flag: &str, value: String| argv.extend([flag.to_string(), value]);
-    let path = |p: &Path| absolute(p).display().to_string();
-    if let Some(onnx) = &args.onnx {
-        opt("--onnx", path(onnx));
-    }
-    if let Some(model) = &args.model {
-        opt("--model", model.clone());
-    }
-    if let Some(root) = &args.manifest_root {
-        opt("--manifest-root", path(root));
-    }
-    if let Some(runtime) = &args.runtime {
-        opt("--runtime", runtime.clone());
-    }
-    if let Some(case) = &args.case {
-        opt("--case", case.clone());
-    }
-    for set in &args.sets {
-        opt("--set", set.clone());
-    }
-    for shape in &args.shapes {
-        opt("--shape", shape.clone());
-    }
-    for dim in &args.dims {
-        if let Some((name, value)) = dim.split_once('=') {
-            opt(
-                "--set",
-                format!("build.dims.{}={}", name.trim(), value.trim()),
-            );
-        }
-    }
-    if let Some(trtexec) = &args.trtexec {
-        opt("--trtexec", path(trtexec));
-    }
-    if let Some(cache) = &args.bundle_cache {
-        opt("--bundle-cache", path(cache));
-    }
-    for set in run_sets {
-        opt("--set", set.clone());
-    }
+    argv.extend(run.to_argv());
     trtmc_core::text::shell_line(&argv)
 }
 

@@ -7,6 +7,7 @@
 //! * [`child`]: the `tune-worker` child process (build or serve).
 //! * [`orchestrate`]: a whole tune, request in, outcome out (output directory, cache, engine, saved
 //!   bundles, summary and report).
+//! * [`progress`]: the events a tune reports to the user interface.
 //! * [`protocol`]: the line protocol between the tuner and its children.
 //! * [`slurm`]: `--executor slurm`, each round's builds as one Slurm job array.
 
@@ -14,5 +15,6 @@ pub mod child;
 pub mod knobs;
 pub mod orchestrate;
 pub mod process;
+pub mod progress;
 pub mod protocol;
 pub mod slurm;

@@ -4,7 +4,7 @@
 //! report, and `--continue` from a tuning cache.
 //!
 //! A [`TuneRequest`] goes in, a [`TuneOutcome`] comes out. It never prints: it reports through
-//! [`crate::progress::Progress`], and the CLI keeps the options, the progress lines and the decision text.
+//! [`super::progress::Progress`], and the CLI keeps the options, the progress lines and the decision text.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,14 +20,15 @@ use trtmc_core::fsutil::{
     atomic_temporary_owner, remove_stale_temporaries, write_atomic, write_json_atomic,
 };
 use trtmc_runtime::runtime::Runtime;
-use trtmc_tune::cache::{self, CacheHeader, CacheWriter, Fingerprint, IterationRecord};
+use trtmc_tune::cache::{self, CacheError, CacheHeader, CacheWriter, Fingerprint, IterationRecord};
+use trtmc_tune::golden::GoldenError;
 use trtmc_tune::summary::{ChosenRoute, TuneContext, TuneSummary};
 use trtmc_tune::{KnobSet, Reference, RouteRunner, Session, TuneError, TunePlan};
 
 use super::knobs;
 use super::process::{Options as ProcessOptions, ProcessRunner, RouteBundle, Target};
+use super::progress::{Event, Progress};
 use super::slurm::{SLURM_DIR, SlurmOptions, SlurmRunner, check_shared_path};
-use crate::progress::{Event, Progress};
 use trtmc_core::artifacts::matrix::SlurmSettings;
 
 pub const SUMMARY_FILE: &str = "tuning-summary.json";
@@ -54,19 +55,108 @@ const MEASUREMENT: &str = "each route is built by its own child process (tune-wo
      once (at most --live-workers workers stay loaded; the least recently used is stopped and restarted when \
      needed)";
 
-/// Errors that stop a tune. The CLI decides the exit code of each (crates/cli/src/exit.rs); the
-/// tuning engine's own error and failed writes keep their cause as `source()`.
+/// Errors that stop a tune, each with the data of what went wrong. The CLI decides the exit code of
+/// each (crates/cli/src/exit.rs). An underlying typed error (the tuning engine's, the cache's, a golden
+/// file's, a failed write's) is the variant's `source()`; where a lower crate still reports plain text,
+/// the variant keeps it as `reason` beside the name of what it concerns.
 #[derive(Debug, thiserror::Error)]
 pub enum TuneRunError {
-    /// Bad input: an unknown model, a bad expression, unreadable golden data, a cache that does not match.
-    #[error("{0}")]
-    Input(String),
-    /// A runtime, its library or trtexec is missing, or the routes' processes cannot start.
-    #[error("{0}")]
-    Environment(String),
-    /// The output directory or a saved bundle was refused.
-    #[error("{0}")]
-    Output(String),
+    // --- the request is wrong (exit 3) ---
+    /// `--onnx` names a file that is no usable ONNX model.
+    #[error("--onnx: {reason}")]
+    Onnx { path: PathBuf, reason: String },
+    /// The catalog at `root` cannot be loaded.
+    #[error("{reason}")]
+    Catalog { root: PathBuf, reason: String },
+    /// The catalog has no such model (`reason` lists close names).
+    #[error("{reason}")]
+    UnknownModel { model: String, reason: String },
+    /// The model's status (e.g. `unsupported`) says it cannot run.
+    #[error("model `{model}` cannot be tuned: {status}")]
+    ModelNotReady { model: String, status: String },
+    /// A test-only operation outside the test harness.
+    #[error("{reason}")]
+    TestOnlyOperation { model: String, reason: String },
+    /// The model has no model file, so nothing can be built.
+    #[error("model `{model}` has no model file, so it has no build routes to tune")]
+    NoModelFile { model: String },
+    /// The base case cannot be resolved (unknown case or field, a bad value).
+    #[error("{reason}")]
+    Case { model: String, reason: String },
+    /// No runtime of that name.
+    #[error("{reason}")]
+    UnknownRuntime { runtime: String, reason: String },
+    /// The runtime has nothing to tune.
+    #[error(transparent)]
+    NoKnobs(KnobError),
+    /// A knob database the runtime gave is not valid (a bad `allowed_values`, a knob defined twice).
+    #[error("{reason}")]
+    KnobDatabase { runtime: String, reason: String },
+    /// The tuning cache cannot be created, read or continued, or was written for another tune.
+    #[error("{source}")]
+    Cache {
+        path: PathBuf,
+        #[source]
+        source: CacheError,
+    },
+    /// The plan stored in the tuning cache's header no longer holds (`--continue`).
+    #[error("{source}")]
+    CachedPlan {
+        path: PathBuf,
+        #[source]
+        source: TuneError,
+    },
+    /// The model's source file cannot be found, read or fetched.
+    #[error("{reason}")]
+    Source { model: String, reason: String },
+    /// The model file cannot be read to take its digest.
+    #[error("cannot read the model file {}: {source}", path.display())]
+    ModelFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `--inputs` or `--ref-outputs` cannot be read as golden tensors.
+    #[error("{flag}: {source}")]
+    Golden {
+        flag: &'static str,
+        #[source]
+        source: GoldenError,
+    },
+    /// `--inputs` or `--ref-outputs` names a data set (a folder or trtexec's `name:file.bin` list)
+    /// that cannot be read for this model.
+    #[error("{flag}: {reason}")]
+    DataSet { flag: &'static str, reason: String },
+    /// The model's tokenizer cannot be found or fetched.
+    #[error("{reason}")]
+    Tokenizer { model: String, reason: String },
+    /// `--executor slurm`: a file the tasks read or write is not on a path every node sees.
+    #[error("{reason}")]
+    NotShared {
+        what: &'static str,
+        path: PathBuf,
+        reason: String,
+    },
+    // --- the machine lacks something (exit 7) ---
+    /// The runtime's library or tool is missing, so its routes cannot be built and measured here.
+    #[error("{reason}")]
+    Unavailable { runtime: String, reason: String },
+    /// The runtime's tool (trtexec) could not list its knobs.
+    #[error("{reason}")]
+    KnobTool { runtime: String, reason: String },
+    /// The routes' processes cannot be started.
+    #[error("{reason}")]
+    RouteProcesses { reason: String },
+    /// `--executor slurm`: no Slurm controller answers.
+    #[error("{reason}")]
+    SlurmController { reason: String },
+    // --- an output is refused or cannot be written (exit 4) ---
+    /// The output directory (`-o`) is refused.
+    #[error("-o {}: {reason}; choose another directory", dir.display())]
+    OutputDir { dir: PathBuf, reason: String },
+    /// `--save-bundle` (or `--save-all`'s copy) is refused or cannot be written.
+    #[error("--save-bundle {}: {reason}", dir.display())]
+    SaveBundle { dir: PathBuf, reason: String },
     /// A file or directory of the tune's output cannot be written.
     #[error("cannot {action} {}", path.display())]
     Write {
@@ -77,12 +167,9 @@ pub enum TuneRunError {
     /// The tuning engine stopped (bad plan, cache damage, reference outputs that cannot be computed).
     #[error(transparent)]
     Engine(#[from] TuneError),
-    #[error("{0}")]
-    Internal(String),
-}
-
-fn input_err(message: impl Into<String>) -> TuneRunError {
-    TuneRunError::Input(message.into())
+    /// The merged knob database contradicts itself (a bug, not the user's input).
+    #[error("{reason}")]
+    KnobSet { runtime: String, reason: String },
 }
 
 fn absolute(path: &Path) -> PathBuf {
@@ -111,25 +198,40 @@ impl Model {
         let (name, root) = match choice {
             ModelChoice::OnnxFile(onnx) => {
                 return Ok(Model {
-                    profile: Profile::from_onnx_file(onnx)
-                        .map_err(|e| input_err(format!("--onnx: {e}")))?,
+                    profile: Profile::from_onnx_file(onnx).map_err(|reason| {
+                        TuneRunError::Onnx {
+                            path: onnx.clone(),
+                            reason,
+                        }
+                    })?,
                     catalog_root: None,
                 });
             }
             ModelChoice::Catalog { name, root } => (name, root),
         };
-        let catalog = Catalog::load(root).map_err(input_err)?;
-        let profile = catalog.require(name).map_err(input_err)?.clone();
+        let catalog = Catalog::load(root).map_err(|reason| TuneRunError::Catalog {
+            root: root.clone(),
+            reason,
+        })?;
+        let profile = catalog
+            .require(name)
+            .map_err(|reason| TuneRunError::UnknownModel {
+                model: name.clone(),
+                reason,
+            })?
+            .clone();
         if !profile.status.is_ready() {
-            return Err(input_err(format!(
-                "model `{}` cannot be tuned: {}",
-                profile.name,
-                profile.status.label()
-            )));
+            return Err(TuneRunError::ModelNotReady {
+                model: profile.name.clone(),
+                status: profile.status.label().to_string(),
+            });
         }
         test_hooks
             .check_operation(&profile)
-            .map_err(|e| input_err(e.to_string()))?;
+            .map_err(|e| TuneRunError::TestOnlyOperation {
+                model: profile.name.clone(),
+                reason: e.to_string(),
+            })?;
         Ok(Model {
             profile,
             catalog_root: Some(root.clone()),
@@ -144,10 +246,9 @@ impl Model {
         runtime_name: &str,
     ) -> Result<ResolvedCase, TuneRunError> {
         if matches!(self.profile.source, ModelSource::None) {
-            return Err(input_err(format!(
-                "model `{}` has no model file, so it has no build routes to tune",
-                self.profile.name
-            )));
+            return Err(TuneRunError::NoModelFile {
+                model: self.profile.name.clone(),
+            });
         }
         let input = ResolveInput {
             case,
@@ -155,13 +256,20 @@ impl Model {
             runtime: Some(runtime_name.to_string()),
             ..ResolveInput::default()
         };
-        case::resolve(&self.profile, &input).map_err(input_err)
+        case::resolve(&self.profile, &input).map_err(|reason| TuneRunError::Case {
+            model: self.profile.name.clone(),
+            reason,
+        })
     }
 }
 
 /// Refuses a runtime whose routes cannot be built and measured here (its library or tool is missing).
 pub fn check_measurable(rt: &dyn Runtime) -> Result<(), TuneRunError> {
-    rt.availability().map_err(TuneRunError::Environment)
+    rt.availability()
+        .map_err(|reason| TuneRunError::Unavailable {
+            runtime: rt.name().to_string(),
+            reason,
+        })
 }
 
 /// The runtime's knob databases, merged (plus the test knobs under the test harness); a session
@@ -170,13 +278,14 @@ pub fn knob_database(
     rt: &dyn Runtime,
     base: Option<&ResolvedCase>,
 ) -> Result<KnobSet, TuneRunError> {
+    let runtime = rt.name().to_string();
     knobs::knob_set(rt, base).map_err(|e| match e {
-        knobs::KnobSetError::Runtime(KnobError::Tool(message)) => {
-            TuneRunError::Environment(message)
+        knobs::KnobSetError::Runtime(KnobError::Tool(reason)) => {
+            TuneRunError::KnobTool { runtime, reason }
         }
-        knobs::KnobSetError::Runtime(e @ KnobError::NoKnobs { .. }) => input_err(e.to_string()),
-        knobs::KnobSetError::Database(message) => input_err(message),
-        knobs::KnobSetError::Internal(message) => TuneRunError::Internal(message),
+        knobs::KnobSetError::Runtime(e @ KnobError::NoKnobs { .. }) => TuneRunError::NoKnobs(e),
+        knobs::KnobSetError::Database(reason) => TuneRunError::KnobDatabase { runtime, reason },
+        knobs::KnobSetError::Internal(reason) => TuneRunError::KnobSet { runtime, reason },
     })
 }
 
@@ -192,11 +301,9 @@ pub fn prepare_output(output: Option<&Path>) -> Result<PathBuf, TuneRunError> {
             absolute(&PathBuf::from("trtmc-results").join(format!("tune-{stamp}")))
         }
     };
-    let refuse = |why: String| {
-        TuneRunError::Output(format!(
-            "-o {}: {why}; choose another directory",
-            dir.display()
-        ))
+    let refuse = |reason: String| TuneRunError::OutputDir {
+        dir: dir.clone(),
+        reason,
     };
     match std::fs::symlink_metadata(&dir) {
         Ok(m) if m.file_type().is_symlink() => return Err(refuse("it is a symlink".into())),
@@ -234,7 +341,10 @@ pub fn prepare_output(output: Option<&Path>) -> Result<PathBuf, TuneRunError> {
 /// its stored command line).
 pub fn read_cache_header(path: &Path) -> Result<CacheHeader, TuneRunError> {
     Ok(cache::read(path)
-        .map_err(|e| input_err(e.to_string()))?
+        .map_err(|source| TuneRunError::Cache {
+            path: path.to_path_buf(),
+            source,
+        })?
         .header)
 }
 
@@ -272,7 +382,12 @@ pub struct TuneRequest {
     pub worker_exe: PathBuf,
     /// `--executor slurm`: the environment's Slurm settings (builds as job arrays); `None`: local.
     pub slurm: Option<SlurmSettings>,
+    /// Renders the report page from the summary (the CLI passes the report crate's renderer).
+    pub page: TunePage,
 }
+
+/// A tune's page from its summary: the orchestrator writes the page it is given and knows no HTML.
+pub type TunePage = fn(&TuneSummary) -> String;
 
 /// A new tune with its plan, or the continuation of the one in the request's cache.
 #[expect(clippy::large_enum_variant, reason = "one value per tune, moved once")]
@@ -311,7 +426,8 @@ pub fn run(
 ) -> Result<TuneOutcome, TuneRunError> {
     let Some(settings) = &request.slurm else {
         return run_with(request, start, progress, |target, options| {
-            ProcessRunner::new(target, options).map_err(TuneRunError::Environment)
+            ProcessRunner::new(target, options)
+                .map_err(|reason| TuneRunError::RouteProcesses { reason })
         });
     };
     // Before the cache, the reference build or any submission.
@@ -326,7 +442,8 @@ pub fn run(
         })?;
     }
     run_with(request, start, progress, |target, options| {
-        let inner = ProcessRunner::new(target, options).map_err(TuneRunError::Environment)?;
+        let inner = ProcessRunner::new(target, options)
+            .map_err(|reason| TuneRunError::RouteProcesses { reason })?;
         let options = SlurmOptions {
             settings: settings.clone(),
             exe: request.worker_exe.clone(),
@@ -354,9 +471,14 @@ pub fn check_slurm(request: &TuneRequest, settings: &SlurmSettings) -> Result<()
         request.model.profile.dir().to_path_buf(),
     ));
     for (what, path) in paths {
-        check_shared_path(what, &path, settings).map_err(input_err)?;
+        check_shared_path(what, &path, settings).map_err(|reason| TuneRunError::NotShared {
+            what,
+            path,
+            reason,
+        })?;
     }
-    crate::slurm::check_controller().map_err(TuneRunError::Environment)
+    trtmc_executor::slurm::check_controller()
+        .map_err(|reason| TuneRunError::SlurmController { reason })
 }
 
 /// [`run`] with the route runner that `make_runner` makes from the target and the runner's options.
@@ -384,11 +506,15 @@ where
                 prepared.files.clone(),
             );
             let writer = CacheWriter::create(&request.cache, &header)
-                .map_err(|e| input_err(e.to_string()))?;
+                .map_err(|source| cache_err(request, source))?;
             (plan, prepared, writer, Vec::new())
         }
         Start::Continue(header) => {
-            let plan = TunePlan::from_header(&header).map_err(|e| input_err(e.to_string()))?;
+            let plan =
+                TunePlan::from_header(&header).map_err(|source| TuneRunError::CachedPlan {
+                    path: request.cache.clone(),
+                    source,
+                })?;
             let out_dir = &request.output_dir;
             std::fs::create_dir_all(out_dir).map_err(|source| TuneRunError::Write {
                 action: "create",
@@ -399,9 +525,9 @@ where
             let prepared = prepare(request)?;
             header
                 .check_fingerprint(&prepared.fingerprint)
-                .map_err(|e| input_err(e.to_string()))?;
-            let (content, writer) =
-                cache::open_for_continue(&request.cache).map_err(|e| input_err(e.to_string()))?;
+                .map_err(|source| cache_err(request, source))?;
+            let (content, writer) = cache::open_for_continue(&request.cache)
+                .map_err(|source| cache_err(request, source))?;
             if content.torn_bytes > 0 {
                 progress.report(Event::TornCacheLine {
                     bytes: content.torn_bytes,
@@ -420,6 +546,13 @@ where
         progress,
         make_runner,
     )
+}
+
+fn cache_err(request: &TuneRequest, source: CacheError) -> TuneRunError {
+    TuneRunError::Cache {
+        path: request.cache.clone(),
+        source,
+    }
 }
 
 /// What a tune needs besides its plan: the runner's target, the fingerprint and the golden data.
@@ -441,18 +574,27 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
     let base = &request.base;
     let runtime_name = request.runtime.as_str();
     let onnx =
-        crate::sources::materialize(&model.profile, &request.bundle_cache).map_err(input_err)?;
-    let model_sha256 = trtmc_core::hash::file_sha256(&onnx).map_err(|e| {
-        input_err(format!(
-            "cannot read the model file {}: {e}",
-            onnx.display()
-        ))
-    })?;
+        crate::sources::materialize(&model.profile, &request.bundle_cache).map_err(|reason| {
+            TuneRunError::Source {
+                model: model.profile.name.clone(),
+                reason,
+            }
+        })?;
+    let model_sha256 =
+        trtmc_core::hash::file_sha256(&onnx).map_err(|source| TuneRunError::ModelFile {
+            path: onnx.clone(),
+            source,
+        })?;
     let runtime_options = trtmc_runtime::runtime::RuntimeOptions {
         trtexec: request.trtexec.clone(),
     };
     let rt =
-        trtmc_runtime::runtime::runtime_with(runtime_name, &runtime_options).map_err(input_err)?;
+        trtmc_runtime::runtime::runtime_with(runtime_name, &runtime_options).map_err(|reason| {
+            TuneRunError::UnknownRuntime {
+                runtime: runtime_name.to_string(),
+                reason,
+            }
+        })?;
     let runtime_version = rt.version();
     let self_timed = rt.self_timed().is_some();
     let mut shapes = BTreeMap::new();
@@ -494,19 +636,20 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
     }
     // A file as before; a folder (NAME.npy, input_N.pb/output_N.pb, one test_data_set_N) or
     // trtexec's name:file.bin list as `run --inputs` reads it, unnamed tensors named by the model.
-    let read = |what: &str, p: &Path, kind: trtmc_runtime::data::DataKind| {
+    let read = |flag: &'static str, p: &Path, kind: trtmc_runtime::data::DataKind| {
         if p.is_file() {
             return trtmc_tune::golden::read_golden(p)
-                .map_err(|e| input_err(format!("{what}: {e}")));
+                .map_err(|source| TuneRunError::Golden { flag, source });
         }
-        let (inputs, outputs) = trtmc_runtime::data::declared_io(&onnx)
-            .map_err(|e| input_err(format!("{what}: {e:#}")))?;
+        let data_set = |reason: String| TuneRunError::DataSet { flag, reason };
+        let (inputs, outputs) =
+            trtmc_runtime::data::declared_io(&onnx).map_err(|e| data_set(format!("{e:#}")))?;
         let declared = match kind {
             trtmc_runtime::data::DataKind::Inputs => inputs,
             trtmc_runtime::data::DataKind::Outputs => outputs,
         };
         trtmc_runtime::data::read_one_set(&p.display().to_string(), kind, &declared)
-            .map_err(|e| input_err(format!("{what}: {e}")))
+            .map_err(|e| data_set(e.to_string()))
     };
     let mut inputs = match &request.inputs {
         Some(p) => {
@@ -542,7 +685,10 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
     }
     let mut profile = model.profile.clone();
     profile.tokenizer = crate::sources::resolve_tokenizer(&profile, crate::sources::Fetch::Allowed)
-        .map_err(input_err)?;
+        .map_err(|reason| TuneRunError::Tokenizer {
+            model: profile.name.clone(),
+            reason,
+        })?;
     let target = Target {
         profile,
         case: request.case.clone(),
@@ -767,7 +913,7 @@ where
         path: summary_path.clone(),
         source,
     })?;
-    let html = trtmc_report::tune_page::render(&summary);
+    let html = (request.page)(&summary);
     let report_path = out_dir.join(REPORT_FILE);
     write_atomic(&report_path, html.as_bytes()).map_err(|source| TuneRunError::Write {
         action: "write",
@@ -805,8 +951,10 @@ fn save_bundle(
     summary: &TuneSummary,
 ) -> Result<String, TuneRunError> {
     let dir = absolute(dir);
-    let refuse =
-        |why: String| TuneRunError::Output(format!("--save-bundle {}: {why}", dir.display()));
+    let refuse = |reason: String| TuneRunError::SaveBundle {
+        dir: dir.clone(),
+        reason,
+    };
     if let Ok(m) = std::fs::symlink_metadata(&dir) {
         if m.file_type().is_symlink() || !m.is_dir() {
             return Err(refuse("it exists and is not a directory".into()));

@@ -31,10 +31,10 @@ use trtmc_tune::{MeasurePlan, RouteError, RouteRunner, Timing};
 
 use super::orchestrate::BuiltRoutes;
 use super::process::{Built, ProcessRunner, RouteBundle};
+use super::progress::{Event, Progress};
 use super::protocol::{ChildMode, ChildRequest, Response};
 use crate::launch::describe_exit;
-use crate::progress::{Event, Progress};
-use crate::slurm;
+use trtmc_executor::slurm;
 
 /// The coordinator's folder inside the output directory: task lists, jobs, task logs, route results.
 pub const SLURM_DIR: &str = "slurm";

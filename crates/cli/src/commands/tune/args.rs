@@ -91,7 +91,7 @@ pub struct TuneArgs {
     #[arg(long, value_name = "FACTOR", allow_negative_numbers = true)]
     pub early_stop_factor: Option<f64>,
     /// Build and evaluate at most N routes (all phases together).
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = trtmc_runner::numbers::count_usize)]
     pub max_routes: Option<usize>,
     /// Statistic routes are ranked on: p50 (default), p95, mean or throughput.
     #[arg(long, value_name = "STAT")]
@@ -124,19 +124,19 @@ pub struct TuneArgs {
     #[arg(long, visible_alias = "saveAllEngines")]
     pub save_all: bool,
     /// Steady-state calls per route (racing: the most a route gets); default 100.
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = trtmc_runner::numbers::count_usize)]
     pub calls: Option<usize>,
     /// Warm-up calls before a route's first measurement; default 5.
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = trtmc_runner::numbers::count_usize)]
     pub warmup: Option<usize>,
     /// Calls per route per racing round; default 5.
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = trtmc_runner::numbers::count_usize)]
     pub race_round_calls: Option<usize>,
     /// Interleaved head-to-head passes over the finalists; default 5.
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = trtmc_runner::numbers::count_usize)]
     pub final_passes: Option<usize>,
     /// Calls per finalist per head-to-head pass; default 10.
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = trtmc_runner::numbers::count_usize)]
     pub final_calls: Option<usize>,
     /// Confidence of every interval; default 0.95.
     #[arg(long, value_name = "P")]
@@ -167,7 +167,7 @@ pub struct TuneArgs {
     #[arg(long, value_name = "PATH")]
     pub bundle_cache: Option<PathBuf>,
     /// Most route workers kept loaded at once (least recently used stopped first); default 8.
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::numbers::count_usize)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = trtmc_runner::numbers::count_usize)]
     pub live_workers: Option<usize>,
     /// Where the routes are built: local (default), or slurm (each round's builds as one job array;
     /// accuracy checks and timing stay on this node).

@@ -8,17 +8,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use trtmc_report::fmt::fmt_num;
-use trtmc_report::html::{
+use crate::fmt::fmt_num;
+use crate::html::{
     Markup, Page, Section, banner, breakable, el, file_link, key_values, pill, text,
 };
-use trtmc_report::plots::{self, ForestBands, ForestRow};
-use trtmc_report::table::{Cell, Column, Table};
+use crate::plots::{self, ForestBands, ForestRow};
+use crate::table::{Cell, Column, Table};
 
-use crate::lights::Light;
-use crate::row::{RowResult, RowStatus};
-use crate::runner::{Results, preparation_label};
 use trtmc_core::artifacts::matrix::Explanation;
+use trtmc_core::artifacts::matrix::{Comparison, Light, Receipt, Results, RowResult, RowStatus};
 
 /// What a yellow or red row's explanation says: the layers that account for most of the gap (or why
 /// the explanation is missing) and a link to the `analyze` report of both profiles, when it exists
@@ -90,13 +88,48 @@ fn explanation_content(row: &RowResult, run: &Path, e: &Explanation) -> Markup {
     m
 }
 
-fn light_class(light: &str) -> &'static str {
+/// A row's light on the page, straight from the enum: the badge's text and its CSS class (`None`: the
+/// row was not compared, so it has no light).
+fn light_badge(light: Option<Light>) -> (&'static str, &'static str) {
     match light {
-        "green" => "valid",
-        "yellow" => "partial",
-        "red" => "invalid",
-        _ => "failed",
+        Some(Light::Green) => ("green", "valid"),
+        Some(Light::Yellow) => ("yellow", "partial"),
+        Some(Light::Red) => ("red", "invalid"),
+        None => ("none", "failed"),
     }
+}
+
+/// The light of a compared row.
+fn row_light(row: &RowResult) -> Option<Light> {
+    match (row.status, row.comparison.as_ref()) {
+        (RowStatus::Compared, Some(c)) => Some(c.light),
+        _ => None,
+    }
+}
+
+/// The preparation status a row shows: a matching receipt record wins over the run's own cache hit.
+fn preparation_label(r: &RowResult, receipt: Option<&Receipt>) -> (String, Option<f64>) {
+    let Some(p) = &r.preparation else {
+        return ("unknown".into(), None);
+    };
+    if let Some(rec) = receipt.and_then(|rc| {
+        rc.records
+            .iter()
+            .find(|rec| Some(&rec.bundle) == p.bundle.as_ref() && rec.model == p.model)
+    }) {
+        return match rec.action.as_str() {
+            "built" => ("Built".into(), rec.build_seconds),
+            _ => ("Reused".into(), rec.build_seconds),
+        };
+    }
+    let label = match p.origin.as_str() {
+        "built" => "Built",
+        "cache_hit" => "Cache hit",
+        "bundle_root" => "Bundle root",
+        "explicit" => "Explicit",
+        _ => "None",
+    };
+    (label.into(), None)
 }
 
 /// The anchor of a row's files and explanation on the page.
@@ -214,7 +247,7 @@ fn unplotted_reason(row: &RowResult) -> Option<String> {
     })
 }
 
-fn forest_row(row: &RowResult, c: &crate::lights::Comparison) -> ForestRow {
+fn forest_row(row: &RowResult, c: &Comparison) -> ForestRow {
     ForestRow {
         label: row.id.clone(),
         ratio: c.ratio,
@@ -337,10 +370,7 @@ fn rows_table(r: &Results, explanations: &BTreeSet<usize>) -> Table {
             None => Cell::empty(),
         };
         let c = row.comparison.as_ref();
-        let light = match (row.status, c) {
-            (RowStatus::Compared, Some(c)) => c.light.label(),
-            _ => "none",
-        };
+        let (light, light_class) = light_badge(row_light(row));
         let (prep, seconds) = preparation_label(row, receipt);
         let prep_text = match seconds {
             Some(s) => format!("{prep} ({s:.1} s, receipt)"),
@@ -388,7 +418,7 @@ fn rows_table(r: &Results, explanations: &BTreeSet<usize>) -> Table {
                     if c.uncertain { " (uncertain)" } else { "" }
                 )
             })),
-            Cell::markup(pill(light, light_class(light)), light),
+            Cell::markup(pill(light, light_class), light),
             Cell::text(row.status.label()),
             Cell::markup(text(&prep_text), &prep),
             Cell::markup(note_markup, &note),
@@ -442,6 +472,19 @@ struct RoundFiles {
     reference_result: Option<String>,
 }
 
+/// The names of the entries of `dir` that are Unicode (none when it cannot be read: the page shows
+/// what is there).
+fn entry_names(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// What the attempt directory holds: per round the leaf logs and result files of both sides
 /// (`candidate-K.log`, `candidate-K/result.json`, `reference-K.log`, `reference-K/result.json` or the
 /// Python reference's `reference/reference-result-K.json`), and any other log (profiling passes, …).
@@ -452,14 +495,7 @@ fn attempt_files(run: &Path, attempt: &str) -> (BTreeMap<Option<u32>, RoundFiles
         return (rounds, other_logs);
     }
     let dir = run.join(attempt);
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .map(|entries| {
-            entries
-                .filter_map(|e| e.ok())
-                .filter_map(|e| e.file_name().to_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut names = entry_names(&dir);
     names.sort();
     for name in names {
         let rel = join(attempt, &name);
@@ -484,15 +520,7 @@ fn attempt_files(run: &Path, attempt: &str) -> (BTreeMap<Option<u32>, RoundFiles
         }
         if name == "reference" {
             // The Python reference writes one result per round into its prepared folder.
-            let inner: Vec<String> = std::fs::read_dir(dir.join(&name))
-                .map(|entries| {
-                    entries
-                        .filter_map(|e| e.ok())
-                        .filter_map(|e| e.file_name().to_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default();
-            for file in inner {
+            for file in entry_names(&dir.join(&name)) {
                 if let Some(stem) = file.strip_suffix(".json")
                     && let ("reference-result", k) = side_and_round(stem)
                 {
@@ -510,11 +538,8 @@ fn row_files(row: &RowResult, run: &Path, explanation: Option<&Explanation>) -> 
     let anchor = row_anchor(row.index);
     let mut heading = text(&format!("{:03}", row.index));
     heading.push(&el("span", &[], &breakable(&row.id)));
-    let light = match (row.status, row.comparison.as_ref()) {
-        (RowStatus::Compared, Some(c)) => c.light.label(),
-        _ => "none",
-    };
-    heading.push(&pill(light, light_class(light)));
+    let (light, light_class) = light_badge(row_light(row));
+    heading.push(&pill(light, light_class));
     let mut body = el("h3", &[], &heading);
 
     let mut summary = row.status.label().to_string();
@@ -688,6 +713,18 @@ fn provenance_section(r: &Results) -> Section {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_light_gets_its_badge_from_the_enum() {
+        for (light, class) in [
+            (Light::Green, "valid"),
+            (Light::Yellow, "partial"),
+            (Light::Red, "invalid"),
+        ] {
+            assert_eq!(light_badge(Some(light)), (light.label(), class));
+        }
+        assert_eq!(light_badge(None), ("none", "failed"));
+    }
     use serde_json::Value;
 
     const PROBE: &str = "<script>alert(1)</script>";
