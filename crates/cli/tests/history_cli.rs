@@ -680,38 +680,33 @@ fn matrix_run_with_history_stores_both_sides_of_each_compared_row() {
     }
 }
 
+/// `tune` of tiny-cnn over tract's thread counts with the tune tests' quick settings, into `out`.
+fn tune_threads(cache: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "tune",
+        "--model",
+        "tiny-cnn",
+        "--runtime",
+        "tract",
+        "--routes",
+        "-threads=[1|2]",
+        "--search",
+        "full",
+        "-o",
+        p(out),
+        "--quiet",
+    ];
+    args.extend_from_slice(crate::tune_cli::QUICK);
+    args.extend_from_slice(extra);
+    bench_cached(cache, &args)
+}
+
 #[test]
 fn tune_with_history_stores_each_measured_route_as_its_own_series() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out = tmp.path().join("tune");
     let cache = tmp.path().join("bundles");
-    let o = bench_cached(
-        &cache,
-        &[
-            "tune",
-            "--model",
-            "tiny-cnn",
-            "--runtime",
-            "tract",
-            "--routes",
-            "-threads=[1|2]",
-            "--search",
-            "full",
-            "--calls",
-            "8",
-            "--warmup",
-            "1",
-            "--final-passes",
-            "6",
-            "--final-calls",
-            "3",
-            "--race-round-calls",
-            "4",
-            "-o",
-            p(&out),
-            "--quiet",
-        ],
-    );
+    let o = tune_threads(&cache, &out, &[]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let summary = read_json(&out.join("tuning-summary.json"));
     let context = &summary["context"];
@@ -755,35 +750,10 @@ fn tune_with_history_stores_each_measured_route_as_its_own_series() {
     }
     // `tune --history` stores on completion, as `run --history` does.
     let db = tmp.path().join("flag.sqlite");
-    let again = tmp.path().join("tune-again");
-    let o = bench_cached(
+    let o = tune_threads(
         &cache,
-        &[
-            "tune",
-            "--model",
-            "tiny-cnn",
-            "--runtime",
-            "tract",
-            "--routes",
-            "-threads=[1|2]",
-            "--search",
-            "full",
-            "--calls",
-            "8",
-            "--warmup",
-            "1",
-            "--final-passes",
-            "6",
-            "--final-calls",
-            "3",
-            "--race-round-calls",
-            "4",
-            "-o",
-            p(&again),
-            "--quiet",
-            "--history",
-            p(&db),
-        ],
+        &tmp.path().join("tune-again"),
+        &["--history", p(&db)],
     );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(

@@ -1327,7 +1327,8 @@ fn rows_add_rounds_until_decided_or_their_budget_is_spent() {
         .filter(|c| c["argv"][1] == "run")
         .map(|c| {
             let argv = c["argv"].as_array().unwrap();
-            let o = argv[argv.len() - 1].as_str().unwrap();
+            let at = argv.iter().position(|a| a == "-o").expect("-o");
+            let o = argv[at + 1].as_str().unwrap();
             o.rsplit('/').next().unwrap().to_string()
         })
         .collect();

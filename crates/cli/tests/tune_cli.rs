@@ -16,7 +16,7 @@ use crate::common::*;
 use serde_json::Value;
 
 /// Small measurement settings so a route costs a few dozen calls.
-const QUICK: &[&str] = &[
+pub(crate) const QUICK: &[&str] = &[
     "--calls",
     "8",
     "--warmup",

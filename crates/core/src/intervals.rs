@@ -105,8 +105,17 @@ impl Looks {
             n = (n + (n / 2).max(2)).min(most);
             at.push(n);
         }
-        let per_look = 1.0 - (1.0 - confidence) / at.len() as f64;
-        Looks { at, per_look }
+        // A look whose round count cannot reach its share of the confidence (even [min, max] of
+        // its rounds covers less) could never decide and would only spend error: leave it out and
+        // share the error between the others. The last look always stays.
+        loop {
+            let per_look = 1.0 - (1.0 - confidence) / at.len() as f64;
+            if at.len() > 1 && coverage(at[0], 1) < per_look {
+                at.remove(0);
+                continue;
+            }
+            return Looks { at, per_look };
+        }
     }
 
     /// Whether `rounds` is one of the planned looks.
@@ -234,6 +243,14 @@ mod tests {
         // Every look of the shipped schedule can reach its confidence ([min, max] of 8 covers 99.2 %).
         let first = median(&(0..8).map(f64::from).collect::<Vec<_>>(), l.per_look).expect("look");
         assert!(first.trusted(MIN_ROUNDS), "{first:?}");
+        // Six rounds cannot reach a three-look share ([min, max] of 6 covers 96.9 % < 98.3 %): the
+        // look at 6 is left out and the two remaining looks share the error.
+        let tune = Looks::plan(6, 12, 0.95);
+        assert_eq!(tune.at, vec![9, 12]);
+        assert!((tune.per_look - 0.975).abs() < 1e-12);
+        let at_nine =
+            median(&(0..9).map(f64::from).collect::<Vec<_>>(), tune.per_look).expect("look");
+        assert!(at_nine.trusted(MIN_ROUNDS), "{at_nine:?}");
     }
 
     #[test]

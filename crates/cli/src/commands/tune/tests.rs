@@ -101,8 +101,8 @@ fn the_run_line_repeats_what_makes_the_tuned_bundle() {
     assert_eq!(
         line,
         format!(
-            "trtmc-bench run --onnx {} --runtime tract --shape x:1x3 --set build.dims.batch=1 \
-             --bundle-cache '{}' --set runtime.threads=2",
+            "trtmc-bench run --onnx {} --shape x:1x3 --set build.dims.batch=1 \
+             --set runtime.threads=2 --runtime tract --bundle-cache '{}'",
             here.join("m.onnx").display(),
             here.join("my bundles").display()
         )
