@@ -81,21 +81,13 @@ pub fn check_output(
     atol: f64,
     rtol: f64,
 ) -> OutputCheck {
-    let mut check = OutputCheck {
-        output: output.to_string(),
+    let mut check = unchecked(
+        output,
         set,
-        passed: false,
-        max_abs_error: None,
-        max_rel_error: None,
-        elements: expected.len() as u64,
-        mismatches: 0,
-        worst: None,
-        note: None,
-    };
-    if shape != expected_shape || got.len() != expected.len() {
-        check.note = Some(format!(
-            "the run produced shape {shape:?}, the expected outputs have shape {expected_shape:?}"
-        ));
+        (shape, got.len()),
+        (expected_shape, expected.len()),
+    );
+    if check.note.is_some() {
         return check;
     }
     let mut max_abs: f64 = 0.0;
@@ -145,6 +137,32 @@ pub fn check_output(
     check
 }
 
+/// The check of one output before its elements are compared: failed with a note when the shapes
+/// differ (then no element is compared).
+fn unchecked(
+    output: &str,
+    set: usize,
+    (shape, len): (&[usize], usize),
+    (expected_shape, expected_len): (&[usize], usize),
+) -> OutputCheck {
+    let note = (shape != expected_shape || len != expected_len).then(|| {
+        format!(
+            "the run produced shape {shape:?}, the expected outputs have shape {expected_shape:?}"
+        )
+    });
+    OutputCheck {
+        output: output.to_string(),
+        set,
+        passed: false,
+        max_abs_error: None,
+        max_rel_error: None,
+        elements: expected_len as u64,
+        mismatches: 0,
+        worst: None,
+        note,
+    }
+}
+
 /// Compares string outputs exactly (Polygraphy and ONNX's backend tests do the same): any differing
 /// element fails the check, and the note names the first one. Tolerances do not apply.
 pub fn check_string_output(
@@ -153,21 +171,13 @@ pub fn check_string_output(
     (shape, got): (&[usize], &[String]),
     (expected_shape, expected): (&[usize], &[String]),
 ) -> OutputCheck {
-    let mut check = OutputCheck {
-        output: output.to_string(),
+    let mut check = unchecked(
+        output,
         set,
-        passed: false,
-        max_abs_error: None,
-        max_rel_error: None,
-        elements: expected.len() as u64,
-        mismatches: 0,
-        worst: None,
-        note: None,
-    };
-    if shape != expected_shape || got.len() != expected.len() {
-        check.note = Some(format!(
-            "the run produced shape {shape:?}, the expected outputs have shape {expected_shape:?}"
-        ));
+        (shape, got.len()),
+        (expected_shape, expected.len()),
+    );
+    if check.note.is_some() {
         return check;
     }
     let differing: Vec<usize> = (0..got.len()).filter(|&i| got[i] != expected[i]).collect();
