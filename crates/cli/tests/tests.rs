@@ -22,6 +22,7 @@ mod history_cli;
 mod install_cli;
 mod limits_cli;
 mod matrix_cli;
+mod matrix_inputs;
 mod matrix_report_browser;
 mod measure_cli;
 mod media_reference;

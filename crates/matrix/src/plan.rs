@@ -194,11 +194,16 @@ pub fn check(input: &CheckInput<'_>) -> Result<Plan, Vec<Finding>> {
     }
 
     let mut rows = Vec::new();
+    let suite_dir = absolute(input.suite)
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
     for (index, row) in suite.rows.iter().enumerate() {
         let selected = input.entry.is_none_or(|e| row.entry == e || row.id() == e);
         if !selected {
             continue;
         }
+        let row = &with_data_paths(row, &suite_dir, &mut f);
         if let Some(planned) = plan_row(index, row, &suite, &catalog, env.as_ref(), &mut f) {
             rows.push(planned);
         }
@@ -434,6 +439,58 @@ pub(crate) fn overrides(set: &BTreeMap<String, Value>) -> Result<Vec<Override>, 
             Override::parse(&format!("{k}={text}"), Source::Set)
         })
         .collect()
+}
+
+/// The row with its `inputs`/`check_outputs` resolved against the suite file's folder (then the
+/// current directory), so the plan replays from anywhere; a named file that is missing is a finding
+/// now rather than a failed row later. A trtexec-style `name:file.bin` list is passed on as written.
+fn with_data_paths(row: &Row, suite_dir: &Path, f: &mut Vec<Finding>) -> Row {
+    let mut row = row.clone();
+    let id = row.id();
+    if row.check_outputs.is_some() && row.inputs.is_none() {
+        f.push(finding(
+            Kind::Config,
+            format!("row {id}"),
+            "check_outputs needs inputs: give the data whose outputs it holds",
+        ));
+    }
+    for (key, value) in [
+        ("inputs", &mut row.inputs),
+        ("check_outputs", &mut row.check_outputs),
+    ] {
+        let Some(text) = value.as_mut() else {
+            continue;
+        };
+        let beside_suite = suite_dir.join(&*text);
+        if beside_suite.exists() {
+            *text = beside_suite.to_string_lossy().into_owned();
+        } else if Path::new(text.as_str()).exists() {
+            *text = absolute(Path::new(text.as_str()))
+                .to_string_lossy()
+                .into_owned();
+        } else if !text.contains(':') {
+            f.push(finding(
+                Kind::Config,
+                format!("row {id}"),
+                format!(
+                    "{key} `{text}` does not exist (looked beside the suite, in {}, and in the current directory): fix the path",
+                    suite_dir.display()
+                ),
+            ));
+        }
+    }
+    for (key, tolerance) in [("atol", row.atol), ("rtol", row.rtol)] {
+        if let Some(t) = tolerance
+            && !(t.is_finite() && t >= 0.0)
+        {
+            f.push(finding(
+                Kind::Config,
+                format!("row {id}"),
+                format!("{key} must be a finite number >= 0, got {t}"),
+            ));
+        }
+    }
+    row
 }
 
 pub fn resolve_side(

@@ -165,6 +165,10 @@ pub(crate) fn run_argv(
         trtexec: trtexec.map(Path::to_path_buf),
         sets: set_values(set),
         output: Some(out.to_path_buf()),
+        inputs: pr.row.inputs.iter().cloned().collect(),
+        check_outputs: pr.row.check_outputs.iter().cloned().collect(),
+        atol: pr.row.atol.unwrap_or(trtmc_core::data::DEFAULT_ATOL),
+        rtol: pr.row.rtol.unwrap_or(trtmc_core::data::DEFAULT_RTOL),
         ..RunArgs::default()
     };
     let mut argv = vec![plan.exe.to_string_lossy().into_owned(), "run".into()];
@@ -565,7 +569,7 @@ fn measure(
                 trtexec: row.reference.trtexec.as_deref(),
                 env: BTreeMap::new(),
             },
-            python_request.as_deref(),
+            python_request.as_ref().map(|p| p.request.as_path()),
             test_hooks.matrix_profile_fail_row.as_deref() == Some(pr.id.as_str()),
         ));
     }
@@ -679,7 +683,7 @@ fn prepare_python_reference(
     iterations: u64,
     ctx: &Ctx<'_>,
     test_hooks: &TestHooks,
-) -> Result<PathBuf, (RowStatus, String)> {
+) -> Result<PythonReference, (RowStatus, String)> {
     let row = &pr.row;
     let catalog = Catalog::load(&plan.catalog_root).map_err(failed)?;
     let selection = Selection {
@@ -687,6 +691,7 @@ fn prepare_python_reference(
         cases: vec![row.testcase.clone()],
         runtime: Some(row.candidate.runtime.clone()),
         sets: crate::plan::overrides(&row.reference.set).map_err(failed)?,
+        inputs: row.inputs.iter().cloned().collect(),
         ..Default::default()
     };
     let bundle = BundleOptions {
@@ -713,7 +718,16 @@ fn prepare_python_reference(
         &Silent,
     )
     .map_err(|e| failed(format!("preparing the reference inputs: {}", message(e))))?;
-    Ok(saved.request_path)
+    Ok(PythonReference {
+        request: saved.request_path,
+        identity: saved.identity,
+    })
+}
+
+/// A prepared Python reference: its request, and the workload its inputs were made for.
+struct PythonReference {
+    request: PathBuf,
+    identity: String,
 }
 
 fn message(e: RunError) -> String {
@@ -750,7 +764,7 @@ pub(crate) fn run_ort_reference(
 fn run_python_reference(
     plan: &Plan,
     pr: &PlannedRow,
-    req_path: &Path,
+    prepared: &PythonReference,
     suffix: &str,
     ctx: &mut Ctx<'_>,
 ) -> Result<Side, (RowStatus, String)> {
@@ -759,7 +773,7 @@ fn run_python_reference(
     let (ran, doc) = run_ort_reference(
         plan,
         ctx,
-        req_path,
+        &prepared.request,
         &result_path,
         &format!("reference{suffix}.log"),
     );
@@ -800,9 +814,9 @@ fn run_python_reference(
         runtime: r.runtime.name.clone(),
         version: r.runtime.version.clone(),
         boundary: r.boundary.clone(),
-        // The reference side's workload: the case resolved with the reference's overrides, which
-        // produced the inputs it timed.
-        identity: pr.reference_identity.clone(),
+        // The reference side's workload: the case resolved with the reference's overrides (and the
+        // row's data), which produced the inputs it timed.
+        identity: prepared.identity.clone(),
         precision: r.precision.clone(),
         samples_ms: r
             .observations

@@ -86,6 +86,20 @@ pub struct Row {
     pub baseline: Baseline,
     #[serde(default)]
     pub measure: MeasureSpec,
+    /// Data both sides feed instead of synthesized inputs: anything `run --inputs` reads (an .npz, a
+    /// folder of NAME.npy or of `input_N.pb`, …), relative to the suite file. The Python reference
+    /// feeds the first data set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<String>,
+    /// Expected outputs of `inputs` (`run --check-outputs`): each side's outputs are checked, and a
+    /// mismatch fails the row naming the output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_outputs: Option<String>,
+    /// Tolerances of the output check (`run --atol`/`--rtol`; default Polygraphy's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub atol: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtol: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

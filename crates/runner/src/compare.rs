@@ -350,6 +350,8 @@ pub struct SavedReference {
     /// `reference-request.json`.
     pub request_path: PathBuf,
     pub request: ReferenceRequest,
+    /// The workload identity of the case the inputs were made for (with `--inputs`, their data).
+    pub identity: String,
 }
 
 /// Writes `inputs` (raw binaries + `inputs.json`) and the reference request into `dir`. The request
@@ -391,6 +393,7 @@ pub fn save_reference_inputs(
         inputs_index: index,
         request_path,
         request,
+        identity: side.planned.resolved.identity.clone(),
     })
 }
 
@@ -416,6 +419,9 @@ pub fn prepare_reference(
     prep: ReferencePreparation<'_>,
     progress: &dyn Progress,
 ) -> Result<SavedReference, RunError> {
+    // The selection's own data (`--inputs`, a matrix row's `inputs`): its first set is what the
+    // Python runner feeds.
+    let data = prep.selection.inputs.first().map(PathBuf::from);
     let side = prepare_side(
         prep.catalog,
         prep.selection,
@@ -425,7 +431,10 @@ pub fn prepare_reference(
         progress,
     )?;
     let seed = side.case_seed();
-    let inputs = reference_bundle_inputs(&side, seed, &BTreeMap::new())?;
+    let inputs = match &data {
+        Some(path) => side.read_inputs(path)?,
+        None => reference_bundle_inputs(&side, seed, &BTreeMap::new())?,
+    };
     save_reference_inputs(
         prep.dir,
         &side,
