@@ -796,6 +796,30 @@ fn compare_reads_the_data_set_formats_of_run_on_both_sides() {
         ],
     );
     assert_eq!(code(&out), 5, "{}", stdout(&out));
+    // A golden folder without the output files is refused naming --golden (not run's
+    // --check-outputs, which this command does not have).
+    let empty = tmp.path().join("empty-set");
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    let out = bench(
+        tmp.path(),
+        &[
+            "compare",
+            "--onnx",
+            &model_of(&folder),
+            "--runtime",
+            "onnxruntime",
+            "--inputs",
+            &set_of(&folder),
+            "--golden",
+            empty.to_str().expect("utf-8"),
+        ],
+    );
+    assert_ne!(code(&out), 0, "{}", stdout(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("--golden") && !said.contains("--check-outputs"),
+        "{said}"
+    );
 }
 
 #[test]

@@ -144,7 +144,7 @@ impl Side {
             .collect();
         trtmc_runtime::data::read_one_set(
             &path.display().to_string(),
-            trtmc_runtime::data::DataKind::Outputs,
+            trtmc_runtime::data::DataKind::OutputsOf("--golden"),
             &declared,
         )
         .map_err(|reason| RunError::CompareInputs { reason })

@@ -168,6 +168,9 @@ pub fn onnx_type_name(elem_type: i32) -> String {
 pub enum DataKind {
     Inputs,
     Outputs,
+    /// Expected outputs given under another command's flag (`compare --golden`, `tune
+    /// --ref-outputs`): read as `Outputs`, and messages name that flag.
+    OutputsOf(&'static str),
 }
 
 impl DataKind {
@@ -175,18 +178,19 @@ impl DataKind {
         match self {
             DataKind::Inputs => "--inputs",
             DataKind::Outputs => "--check-outputs",
+            DataKind::OutputsOf(flag) => flag,
         }
     }
     fn pb_prefix(self) -> &'static str {
         match self {
             DataKind::Inputs => "input_",
-            DataKind::Outputs => "output_",
+            DataKind::Outputs | DataKind::OutputsOf(_) => "output_",
         }
     }
     fn what(self) -> &'static str {
         match self {
             DataKind::Inputs => "input",
-            DataKind::Outputs => "output",
+            DataKind::Outputs | DataKind::OutputsOf(_) => "output",
         }
     }
 }

@@ -646,7 +646,8 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
             trtmc_runtime::data::declared_io(&onnx).map_err(|e| data_set(format!("{e:#}")))?;
         let declared = match kind {
             trtmc_runtime::data::DataKind::Inputs => inputs,
-            trtmc_runtime::data::DataKind::Outputs => outputs,
+            trtmc_runtime::data::DataKind::Outputs
+            | trtmc_runtime::data::DataKind::OutputsOf(_) => outputs,
         };
         trtmc_runtime::data::read_one_set(&p.display().to_string(), kind, &declared)
             .map_err(|e| data_set(e.to_string()))
@@ -664,7 +665,7 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
             Reference::Given(read(
                 "--ref-outputs",
                 p,
-                trtmc_runtime::data::DataKind::Outputs,
+                trtmc_runtime::data::DataKind::OutputsOf("--ref-outputs"),
             )?)
         }
         None => Reference::DefaultRoute,
