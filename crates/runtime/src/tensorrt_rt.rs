@@ -960,6 +960,23 @@ fn describe_warning(w: &SummaryWarning) -> String {
     }
 }
 
+/// An input's bytes as trtexec's `--loadInputs` reads them: raw, little-endian, in the engine's type.
+/// A float16 input travels as f32 in trtmc and is narrowed here (round to nearest even).
+fn load_inputs_bytes(spec: &TensorSpec, tensor: &HostTensor) -> anyhow::Result<Vec<u8>> {
+    match (spec.dtype, tensor) {
+        (DType::F16, HostTensor::F32(a)) => Ok(a
+            .iter()
+            .flat_map(|&x| tract_core::prelude::f16::from_f32(x).to_le_bytes())
+            .collect()),
+        (DType::F16, other) => bail!(
+            "input `{}` is float16 but was given as {}: give float values",
+            spec.name,
+            other.dtype().name()
+        ),
+        _ => Ok(le_bytes(tensor)),
+    }
+}
+
 fn clamp_u32(n: u64) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
@@ -1065,15 +1082,9 @@ impl SelfTimed for TensorrtRuntime {
                         spec.name
                     )
                 })?;
-            if spec.dtype == DType::F16 {
-                bail!(
-                    "input `{}` is float16, which trtmc cannot yet write for trtexec --loadInputs",
-                    spec.name
-                );
-            }
             let name = format!("input-{i}.bin");
             let file = dir.join(&name);
-            write_atomic(&file, &le_bytes(tensor))
+            write_atomic(&file, &load_inputs_bytes(spec, tensor)?)
                 .with_context(|| format!("cannot write {}", file.display()))?;
             load.push((spec.name.clone(), folder.join(name)));
         }
@@ -1331,5 +1342,23 @@ mod tests {
         let level = BTreeMap::from([("builder_optimization_level".to_string(), json!(6))]);
         let err = old.check_build_values(&level).expect_err("out of range");
         assert!(err.contains("0 to 5"), "{err}");
+    }
+
+    #[test]
+    fn float16_inputs_are_written_as_half_precision_for_load_inputs() {
+        let spec = TensorSpec {
+            name: "x".into(),
+            dtype: DType::F16,
+            shape: vec![Dim::Fixed(3)],
+        };
+        let values = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[3]), vec![1.0f32, -2.5, 0.1])
+            .expect("array");
+        let bytes = load_inputs_bytes(&spec, &HostTensor::F32(values)).expect("bytes");
+        // IEEE half: 1.0 = 0x3c00, -2.5 = 0xc100, 0.1 rounds to 0x2e66.
+        assert_eq!(bytes, vec![0x00, 0x3c, 0x00, 0xc1, 0x66, 0x2e]);
+        let ints =
+            ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[1]), vec![1i64]).expect("array");
+        let e = load_inputs_bytes(&spec, &HostTensor::I64(ints)).expect_err("ints for a float16");
+        assert!(format!("{e:#}").contains("input `x` is float16"), "{e:#}");
     }
 }
