@@ -439,6 +439,7 @@ fn every_recorded_log_is_read_as_trtexec_printed_it_or_refused_clearly() {
             min_duration_s: 0.0,
             timeout: Duration::from_secs(60),
             case_dir: case.path(),
+            inputs: None,
         };
         let timer = rt.self_timed().expect("self-timed");
         let outcome = timer.time(&request);

@@ -874,6 +874,27 @@ np.savez(sys.argv[4], **{n: g * 2 + 1 for n, g in zip(names, got)})
     // trtexec was asked for the outputs of the given inputs.
     let line = recorded_line(&sim, "infer", "--exportOutput=");
     assert!(line.contains("--loadInputs="), "{line}");
+    // Its timed loop fed them too (not trtexec's random values), and `--dry-run` prints that very
+    // command line.
+    let timed = recorded_line(&sim, "infer", "--exportTimes=");
+    assert!(
+        timed.contains("--loadInputs=") && timed.contains("inputs_tensorrt/input-0.bin"),
+        "{timed}"
+    );
+    let dry = sim.run_engine(
+        "110100",
+        &[
+            "--inputs",
+            s(&inputs),
+            "--check-outputs",
+            s(&expected),
+            "--iterations",
+            "5",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(code(&dry), 0, "{}", stderr(&dry));
+    assert_eq!(dry_run_line(&stdout(&dry), "time (in "), timed);
     // Wrong expected outputs fail the case naming the output (exit 5), as on the other runtimes.
     let out = sim.path("wrong");
     let o = sim.run_engine(

@@ -26,6 +26,7 @@ use trtmc_runtime::protocol::{
     ProfilePass, WORKER_REQUEST_SCHEMA, WorkerRequest, WorkerResult, WorkerStatus,
 };
 use trtmc_runtime::runtime::{self, SelfTimed, SelfTimedRequest};
+use trtmc_runtime::tensor::HostTensor;
 
 use crate::Error;
 use crate::bundles::{self, BundleOptions, BundlePlan};
@@ -1313,6 +1314,7 @@ fn self_timed_request<'a>(
         min_duration_s: round.share_of_seconds(r.measure.min_duration_s.value),
         timeout: Duration::from_secs_f64(r.measure.timeout_s.value.max(0.001)),
         case_dir: dir,
+        inputs: None,
     }
 }
 
@@ -1344,7 +1346,19 @@ fn measure_self_timed(
         }
     };
     let settings = p.resolved.runtime_values();
-    let request = self_timed_request(p, &manifest, &bundle_dir, &settings, dir, round);
+    // The case's own data: the tool's timed loop feeds its first set (trtexec cannot rotate sets).
+    let first_set = match p.resolved.data.as_ref().and_then(|d| d.inputs.first()) {
+        Some(set) => match set_tensors(set, &manifest) {
+            Ok(tensors) => Some(tensors),
+            Err(e) => {
+                m.error = Some(format!("reading the inputs: {e:#}"));
+                return m;
+            }
+        },
+        None => None,
+    };
+    let mut request = self_timed_request(p, &manifest, &bundle_dir, &settings, dir, round);
+    request.inputs = first_set.as_deref();
     match timer.time(&request) {
         Ok(run) => {
             m.log = Some(timer.time_log().into());
@@ -1379,6 +1393,28 @@ fn measure_self_timed(
     m
 }
 
+/// A data set's tensors for the bundle's inputs, by name, in the bundle's types.
+fn set_tensors(
+    set: &trtmc_core::data::DataSetRecord,
+    manifest: &BundleManifest,
+) -> anyhow::Result<Vec<(String, HostTensor)>> {
+    let given = trtmc_runtime::data::read_set(set)?;
+    manifest
+        .inputs
+        .iter()
+        .map(|spec| {
+            let t = given
+                .iter()
+                .find(|t| t.name == spec.name)
+                .ok_or_else(|| anyhow::anyhow!("{} has no input `{}`", set.source, spec.name))?;
+            Ok((
+                spec.name.clone(),
+                trtmc_runtime::outputs::from_tensor(t, spec.dtype)?,
+            ))
+        })
+        .collect()
+}
+
 /// Runs each input set once through the tool (trtexec: `--loadInputs`, `--exportOutput`) and checks
 /// its outputs against the expected set with the rule and tolerances of `--check-outputs`.
 fn check_self_timed_outputs(
@@ -1389,20 +1425,7 @@ fn check_self_timed_outputs(
 ) -> anyhow::Result<Vec<trtmc_core::data::OutputCheck>> {
     let mut checks = Vec::new();
     for (set, (inputs, expected)) in data.inputs.iter().zip(&data.expected).enumerate() {
-        let given = trtmc_runtime::data::read_set(inputs)?;
-        let named = manifest
-            .inputs
-            .iter()
-            .map(|spec| {
-                let t = given.iter().find(|t| t.name == spec.name).ok_or_else(|| {
-                    anyhow::anyhow!("{} has no input `{}`", inputs.source, spec.name)
-                })?;
-                Ok((
-                    spec.name.clone(),
-                    trtmc_runtime::outputs::from_tensor(t, spec.dtype)?,
-                ))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
+        let named = set_tensors(inputs, manifest)?;
         let outputs = timer.outputs(request, &named)?;
         for want in trtmc_runtime::data::read_set(expected)? {
             let (_, got) = outputs
@@ -1752,6 +1775,7 @@ pub fn describe_plan(
             warmup: r.measure.warmup.value,
             iterations: first.share_of_calls(r.measure.iterations.value),
             min_duration_s: first.share_of_seconds(r.measure.min_duration_s.value),
+            feeds_data: r.data.as_ref().is_some_and(|d| !d.inputs.is_empty()),
         };
         // A runtime that runs in-process has no commands: ask before producing the model file, so
         // a dry run of one builds and generates nothing.

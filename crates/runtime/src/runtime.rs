@@ -67,6 +67,9 @@ pub struct TimedPlan {
     pub warmup: u64,
     pub iterations: u64,
     pub min_duration_s: f64,
+    /// The case feeds its own data (`--inputs`): a tool that owns its loop loads the first data set
+    /// instead of inventing inputs (trtexec: `--loadInputs`).
+    pub feeds_data: bool,
 }
 
 /// What a runtime that times itself (its own tool owns the timed loop) is asked to do.
@@ -82,6 +85,9 @@ pub struct SelfTimedRequest<'a> {
     pub timeout: Duration,
     /// The case directory: the tool's logs and exports are written here.
     pub case_dir: &'a Path,
+    /// The case's first data set (`--inputs`), by input name: what the tool feeds in its timed loop.
+    /// `None`: the tool's own inputs (trtexec: random values).
+    pub inputs: Option<&'a [(String, HostTensor)]>,
 }
 
 /// A finished self-timed run: one observation per timed query at the runtime's boundary.

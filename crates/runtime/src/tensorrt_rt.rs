@@ -845,13 +845,17 @@ impl Runtime for TensorrtRuntime {
         let (inputs, _) = declared_io(onnx).map_err(text)?;
         let shapes = bound_shapes(&inputs, build).map_err(text)?;
         let request = build_request(onnx, build, shapes.as_deref()).map_err(text)?;
-        let time = time_request(
+        let mut time = time_request(
             bundle_dir.join(ENGINE),
             shapes.unwrap_or_default(),
             runtime,
             timed,
         )
         .map_err(text)?;
+        if timed.feeds_data {
+            let names: Vec<&str> = inputs.iter().map(|d| d.name.as_str()).collect();
+            time.load_inputs = load_inputs_files(&names);
+        }
         let line = |args: Vec<String>| {
             let mut argv = vec![trtexec.path().display().to_string()];
             argv.extend(args);
@@ -960,6 +964,48 @@ fn describe_warning(w: &SummaryWarning) -> String {
     }
 }
 
+/// Where the case's inputs go for `--loadInputs`, relative to the case folder trtexec runs in: one
+/// raw file per input, in the engine's input order (the dry run names the same files).
+fn load_inputs_files(names: &[&str]) -> Vec<(String, PathBuf)> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            (
+                name.to_string(),
+                Path::new(LOAD_INPUTS_DIR).join(format!("input-{i}.bin")),
+            )
+        })
+        .collect()
+}
+
+/// Writes `inputs` (by name) for `--loadInputs` into the case folder; the list to pass.
+fn write_load_inputs(
+    case_dir: &Path,
+    manifest: &BundleManifest,
+    inputs: &[(String, HostTensor)],
+) -> anyhow::Result<Vec<(String, PathBuf)>> {
+    let dir = case_dir.join(LOAD_INPUTS_DIR);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let names: Vec<&str> = manifest.inputs.iter().map(|s| s.name.as_str()).collect();
+    let files = load_inputs_files(&names);
+    for (spec, (_, file)) in manifest.inputs.iter().zip(&files) {
+        let (_, tensor) = inputs
+            .iter()
+            .find(|(n, _)| *n == spec.name)
+            .with_context(|| {
+                format!(
+                    "the engine needs input `{}`, which was not given",
+                    spec.name
+                )
+            })?;
+        let path = case_dir.join(file);
+        write_atomic(&path, &load_inputs_bytes(spec, tensor)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(files)
+}
+
 /// An input's bytes as trtexec's `--loadInputs` reads them: raw, little-endian, in the engine's type.
 /// A float16 input travels as f32 in trtmc and is narrowed here (round to nearest even).
 fn load_inputs_bytes(spec: &TensorSpec, tensor: &HostTensor) -> anyhow::Result<Vec<u8>> {
@@ -976,6 +1022,9 @@ fn load_inputs_bytes(spec: &TensorSpec, tensor: &HostTensor) -> anyhow::Result<V
         _ => Ok(le_bytes(tensor)),
     }
 }
+
+/// The case folder's subfolder of `--loadInputs` files.
+const LOAD_INPUTS_DIR: &str = "inputs_tensorrt";
 
 fn clamp_u32(n: u64) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
@@ -994,14 +1043,18 @@ impl SelfTimed for TensorrtRuntime {
         self.supports_operation(r.operation)
             .map_err(anyhow::Error::msg)?;
         let trtexec = self.require()?;
-        let request = time_request_of(
+        let mut request = time_request_of(
             r,
             &TimedPlan {
                 warmup: r.warmup,
                 iterations: r.iterations,
                 min_duration_s: r.min_duration_s,
+                feeds_data: r.inputs.is_some(),
             },
         )?;
+        if let Some(inputs) = r.inputs {
+            request.load_inputs = write_load_inputs(r.case_dir, r.manifest, inputs)?;
+        }
         let times_path = r.case_dir.join(TIMES_FILE);
         let argv = request.args(trtexec.version())?;
         let output = trtexec
@@ -1066,28 +1119,7 @@ impl SelfTimed for TensorrtRuntime {
         inputs: &[(String, HostTensor)],
     ) -> anyhow::Result<Vec<(String, HostTensor)>> {
         let trtexec = self.require()?;
-        // trtexec runs in the case folder: the input files are named relative to it.
-        let folder = Path::new("inputs_tensorrt");
-        let dir = r.case_dir.join(folder);
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
-        let mut load = Vec::with_capacity(r.manifest.inputs.len());
-        for (i, spec) in r.manifest.inputs.iter().enumerate() {
-            let (_, tensor) = inputs
-                .iter()
-                .find(|(n, _)| *n == spec.name)
-                .with_context(|| {
-                    format!(
-                        "the engine needs input `{}`, which was not given",
-                        spec.name
-                    )
-                })?;
-            let name = format!("input-{i}.bin");
-            let file = dir.join(&name);
-            write_atomic(&file, &load_inputs_bytes(spec, tensor)?)
-                .with_context(|| format!("cannot write {}", file.display()))?;
-            load.push((spec.name.clone(), folder.join(name)));
-        }
+        let load = write_load_inputs(r.case_dir, r.manifest, inputs)?;
         // One query, no warm-up, nothing timed.
         let mut request = time_request_of(
             r,
@@ -1095,6 +1127,7 @@ impl SelfTimed for TensorrtRuntime {
                 warmup: 0,
                 iterations: 1,
                 min_duration_s: 0.0,
+                feeds_data: true,
             },
         )?;
         request.export_times = None;

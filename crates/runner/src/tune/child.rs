@@ -312,6 +312,7 @@ impl Served<'_> {
             // The tuner enforces the route timeout by killing this worker's process group.
             timeout: Duration::from_secs(24 * 3600),
             case_dir: self.tool_dir()?,
+            inputs: None,
         })
     }
 
