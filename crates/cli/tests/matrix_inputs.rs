@@ -67,6 +67,26 @@ fn matrix(args: &[&str]) -> Output {
         .expect("start trtmc-bench")
 }
 
+/// `matrix run SUITE` with the test's environment and catalog into `out`.
+fn matrix_run(suite: &Path, env: &Path, catalog: &Path, out: &Path) -> Output {
+    let (s, e, c, o) = (
+        suite.display().to_string(),
+        env.display().to_string(),
+        catalog.display().to_string(),
+        out.display().to_string(),
+    );
+    matrix(&[
+        "run",
+        &s,
+        "--environment",
+        &e,
+        "--manifest-root",
+        &c,
+        "-o",
+        &o,
+    ])
+}
+
 fn row(candidate: &str, reference: &str, data: &str) -> String {
     format!(
         "  - entry: conv2d.infer\n    model: conv2d\n    testcase: single\n    candidate: {{runtime: {candidate}}}\n    reference: {{backend: \"{reference}\"}}\n{data}"
@@ -121,22 +141,7 @@ fn a_row_feeds_its_own_data_to_both_sides_and_checks_the_outputs() {
     .concat();
     let suite = suite(tmp.path(), "own-data", &rows);
     let out = tmp.path().join("run");
-    let (s, e, c, o) = (
-        suite.display().to_string(),
-        env.display().to_string(),
-        catalog.display().to_string(),
-        out.display().to_string(),
-    );
-    let ran = matrix(&[
-        "run",
-        &s,
-        "--environment",
-        &e,
-        "--manifest-root",
-        &c,
-        "-o",
-        &o,
-    ]);
+    let ran = matrix_run(&suite, &env, &catalog, &out);
     assert_eq!(code(&ran), 0, "{}\n{}", stdout(&ran), stderr(&ran));
     let results = read_json(&out.join("results.json"));
     let rows = results["rows"].as_array().expect("rows");
@@ -203,22 +208,7 @@ fn a_row_whose_outputs_do_not_match_fails_naming_the_output_and_check_names_miss
     );
     let suite_path = suite(tmp.path(), "mismatch", &rows);
     let out = tmp.path().join("run");
-    let (s, e, c, o) = (
-        suite_path.display().to_string(),
-        env.display().to_string(),
-        catalog.display().to_string(),
-        out.display().to_string(),
-    );
-    let ran = matrix(&[
-        "run",
-        &s,
-        "--environment",
-        &e,
-        "--manifest-root",
-        &c,
-        "-o",
-        &o,
-    ]);
+    let ran = matrix_run(&suite_path, &env, &catalog, &out);
     let results = read_json(&out.join("results.json"));
     let r = &results["rows"][0];
     assert_eq!(r["status"], "failed", "{r}\n{}", stderr(&ran));
@@ -231,7 +221,11 @@ fn a_row_whose_outputs_do_not_match_fails_naming_the_output_and_check_names_miss
     // A missing data file is a finding of `matrix check`, naming the row and the key.
     let rows = row("tract", "trtmc:onnxruntime", "    inputs: no-such-data\n");
     let missing = suite(tmp.path(), "missing", &rows);
-    let m = missing.display().to_string();
+    let (m, e, c) = (
+        missing.display().to_string(),
+        env.display().to_string(),
+        catalog.display().to_string(),
+    );
     let checked = matrix(&["check", &m, "--environment", &e, "--manifest-root", &c]);
     assert_ne!(code(&checked), 0, "{}", stdout(&checked));
     let said = format!("{}{}", stdout(&checked), stderr(&checked));

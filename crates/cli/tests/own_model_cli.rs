@@ -731,6 +731,25 @@ fn an_input_whose_first_node_folds_away_keeps_its_onnx_name_on_tract() {
     }
 }
 
+/// `compare` of the backend model in `folder` on ONNX Runtime, fed its own test_data_set_0, against
+/// `golden` outputs, with `extra` arguments.
+fn compare_golden(tmp: &Path, folder: &Path, golden: &str, extra: &[&str]) -> Output {
+    let (model, set) = (model_of(folder), set_of(folder));
+    let mut args = vec![
+        "compare",
+        "--onnx",
+        &model,
+        "--runtime",
+        "onnxruntime",
+        "--inputs",
+        &set,
+        "--golden",
+        golden,
+    ];
+    args.extend_from_slice(extra);
+    bench(tmp, &args)
+}
+
 #[test]
 fn compare_reads_the_data_set_formats_of_run_on_both_sides() {
     let tmp = tempfile::tempdir().expect("tmp");
@@ -756,21 +775,11 @@ fn compare_reads_the_data_set_formats_of_run_on_both_sides() {
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(read_json(&agreement)["passed"], true);
-    let out = bench(
+    let out = compare_golden(
         tmp.path(),
-        &[
-            "compare",
-            "--onnx",
-            &model_of(&folder),
-            "--runtime",
-            "onnxruntime",
-            "--inputs",
-            &set_of(&folder),
-            "--golden",
-            &set_of(&folder),
-            "-o",
-            agreement.to_str().expect("utf-8"),
-        ],
+        &folder,
+        &set_of(&folder),
+        &["-o", agreement.to_str().expect("utf-8")],
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc = read_json(&agreement);
@@ -781,39 +790,13 @@ fn compare_reads_the_data_set_formats_of_run_on_both_sides() {
     );
     // Golden outputs that differ fail the comparison (exit 5: they do not agree).
     let wrong = npz_from_set(tmp.path(), "wrong.npz", &folder, "output_", "bump(a) * 3");
-    let out = bench(
-        tmp.path(),
-        &[
-            "compare",
-            "--onnx",
-            &model_of(&folder),
-            "--runtime",
-            "onnxruntime",
-            "--inputs",
-            &set_of(&folder),
-            "--golden",
-            wrong.to_str().expect("utf-8"),
-        ],
-    );
+    let out = compare_golden(tmp.path(), &folder, wrong.to_str().expect("utf-8"), &[]);
     assert_eq!(code(&out), 5, "{}", stdout(&out));
     // A golden folder without the output files is refused naming --golden (not run's
     // --check-outputs, which this command does not have).
     let empty = tmp.path().join("empty-set");
     std::fs::create_dir_all(&empty).expect("mkdir");
-    let out = bench(
-        tmp.path(),
-        &[
-            "compare",
-            "--onnx",
-            &model_of(&folder),
-            "--runtime",
-            "onnxruntime",
-            "--inputs",
-            &set_of(&folder),
-            "--golden",
-            empty.to_str().expect("utf-8"),
-        ],
-    );
+    let out = compare_golden(tmp.path(), &folder, empty.to_str().expect("utf-8"), &[]);
     assert_ne!(code(&out), 0, "{}", stdout(&out));
     let said = stderr(&out);
     assert!(
