@@ -26,13 +26,19 @@
 //! `cargo run -p trtmc-modelgen --example measure` prints sizes and tract timings.
 
 mod cnn;
+mod convnet;
 mod encoder;
+pub mod families;
+mod generative;
 mod gpt;
 mod init;
 mod layers;
+mod nn;
 mod proto;
 mod reweight;
+mod science;
 mod tasks;
+mod transformer;
 pub mod vocab;
 
 use anyhow::{Result, bail};
@@ -63,6 +69,8 @@ pub enum Task {
     ConvertSpeech,
     Diffuse,
     Forecast,
+    /// A plain forward pass (encoder-decoders, CLIP, a VAE decoder): the `infer` operation.
+    Infer,
 }
 
 impl Task {
@@ -79,6 +87,7 @@ impl Task {
             Task::ConvertSpeech => "convert_speech",
             Task::Diffuse => "diffuse",
             Task::Forecast => "forecast",
+            Task::Infer => "infer",
         }
     }
 }
@@ -243,14 +252,41 @@ pub fn generate(name: &str, seed: u64) -> Result<Vec<u8>> {
         "tiny-denoiser" => tasks::denoiser(seed),
         "tiny-forecaster" => tasks::forecaster(seed),
         "tiny-vlm" => gpt::build_vlm(seed),
-        _ => {
-            let known: Vec<&str> = MODELS.iter().map(|m| m.name).collect();
-            bail!(
+        _ => match families::family_arch(name) {
+            Some((_, arch)) => arch.build(seed, name),
+            None => bail!(
                 "unknown built-in model {name:?}; known models: {}",
-                known.join(", ")
-            )
-        }
+                builtin_names().join(", ")
+            ),
+        },
     })
+}
+
+/// Every name [`generate`] accepts: the tiny models, then each family and its `-l0` variant.
+pub fn builtin_names() -> Vec<String> {
+    let mut names: Vec<String> = MODELS.iter().map(|m| m.name.to_string()).collect();
+    for f in families::families() {
+        names.push(f.name.to_string());
+        names.push(format!("{}{}", f.name, families::SMOKE_SUFFIX));
+    }
+    names
+}
+
+/// Whether [`generate`] knows `name`.
+pub fn is_builtin(name: &str) -> bool {
+    MODELS.iter().any(|m| m.name == name) || families::family_arch(name).is_some()
+}
+
+/// What the bytes of built-in `name` depend on besides the seed and the crate version: a family's
+/// configuration and the generator version (`null` for the tiny models). Cache keys include it.
+pub fn builtin_config(name: &str) -> serde_json::Value {
+    match families::family_arch(name) {
+        Some((_, arch)) => serde_json::json!({
+            "generator": families::GENERATOR_VERSION,
+            "config": arch,
+        }),
+        None => serde_json::Value::Null,
+    }
 }
 
 #[cfg(test)]
