@@ -15,6 +15,7 @@ mod xmllint;
 
 mod analyze_cli;
 mod broken_pipe;
+mod families_cli;
 mod chat_cli;
 mod ci_cli;
 mod gpu_check_script;

@@ -304,6 +304,24 @@ mod tests {
         }
     }
 
+    /// Every family's l0 variant generates the same bytes twice, other bytes for another seed, and a
+    /// configuration key that differs from its real size's (real sizes are never generated in tests).
+    #[test]
+    fn family_smoke_variants_are_deterministic_and_keyed_by_configuration() {
+        assert!(families::families().len() >= 30);
+        for f in families::families() {
+            let smoke = format!("{}{}", f.name, families::SMOKE_SUFFIX);
+            assert!(is_builtin(&smoke) && is_builtin(f.name), "{}", f.name);
+            let a = generate(&smoke, 5).unwrap();
+            assert_eq!(a, generate(&smoke, 5).unwrap(), "{smoke} differs between runs");
+            assert_ne!(a, generate(&smoke, 6).unwrap(), "{smoke} ignores the seed");
+            assert_ne!(builtin_config(&smoke), builtin_config(f.name), "{smoke}");
+            assert!(a.len() < 4_000_000, "{smoke} is {} bytes: not a smoke size", a.len());
+        }
+        assert!(builtin_config("tiny-gpt").is_null());
+        assert!(!is_builtin("gpt2-l1"));
+    }
+
     #[test]
     fn unknown_name_lists_the_known_ones() {
         let err = generate("tiny-rnn", 1).unwrap_err().to_string();
