@@ -272,7 +272,8 @@ pub(crate) fn yolo(seed: u64, m: &Yolo, name: &str) -> Vec<u8> {
         for axis in 0..2 {
             for a in 0..anchors {
                 let (row, col) = (a / side, a % side);
-                centers.push(if axis == 0 { col } else { row } as f32 + 0.5);
+                let cell = if axis == 0 { col } else { row };
+                centers.push(cell as f32 + 0.5);
             }
         }
         let anchor = g.const_f32(&format!("const.anchors_{side}"), &[1, 2, anchors], &centers);

@@ -349,7 +349,7 @@ pub(crate) fn text_encoder(seed: u64, t: &Transformer, head: EncoderHead, name: 
         let rel = relative_bias(&mut g, &ids, "encoder", t.heads, max);
         bias = g.op("Add", &[&bias, &rel], vec![]);
     }
-    let x = stack(&mut g, &x, "encoder", t, Some(&bias));
+    let x = stack(&mut g, &x, "encoder", t, Some(bias.as_str()));
     let batch_seq_hidden = [Dim::Param("batch"), Dim::Param("seq"), Dim::Fixed(t.hidden as i64)];
     g.output(&x, "last_hidden_state", DataType::Float, &batch_seq_hidden);
     let first = g.const_i64("const.zero_1d", &[0]);
@@ -465,10 +465,10 @@ pub(crate) fn decoder(seed: u64, t: &Transformer, tied_head: bool, vision: Optio
     for (i, (pk, pv)) in past.iter().enumerate() {
         let a = Attend {
             t,
-            bias: Some(&bias),
+            bias: Some(bias.as_str()),
             rope: rope.as_ref(),
             kv_source: None,
-            cache: Some((pk, pv, format!("present.{i}.key"), format!("present.{i}.value"))),
+            cache: Some((pk.as_str(), pv.as_str(), format!("present.{i}.key"), format!("present.{i}.value"))),
         };
         let (y, p) = layer(&mut g, &x, &format!("layers.{i}"), t, a, None);
         x = y;
@@ -609,12 +609,12 @@ pub(crate) fn encoder_decoder(seed: u64, m: &EncoderDecoder, name: &str) -> Vec<
     for i in 0..dec.layers {
         let a = Attend {
             t: dec,
-            bias: Some(&bias),
+            bias: Some(bias.as_str()),
             rope: None,
             kv_source: None,
             cache: None,
         };
-        y = layer(&mut g, &y, &format!("decoder.layers.{i}"), dec, a, Some((&x, None))).0;
+        y = layer(&mut g, &y, &format!("decoder.layers.{i}"), dec, a, Some((x.as_str(), None))).0;
     }
     if dec.pre_norm {
         y = norm(&mut g, &y, "decoder.final_norm", dec.hidden, dec.norm);
@@ -654,7 +654,7 @@ pub(crate) fn clip(seed: u64, c: &Clip, name: &str) -> Vec<u8> {
         _ => 77,
     };
     let bias = causal_bias(&mut g, &ids, max);
-    let x = stack(&mut g, &x, "text.encoder", &c.text, Some(&bias));
+    let x = stack(&mut g, &x, "text.encoder", &c.text, Some(bias.as_str()));
     // The pooled text state: the last position (where CLIP's end-of-text token sits in a full prompt).
     let last = g.const_i64("const.i64_m1", &[-1]);
     let big = g.const_i64("const.i64_max", &[i64::MAX]);
