@@ -304,7 +304,7 @@ pub(crate) fn wav2vec2(seed: u64, m: &Wav2Vec2, name: &str) -> Vec<u8> {
         ConvSpec::d1(e.hidden, e.hidden, m.pos_kernel, 1).groups(m.pos_groups).pad(m.pos_kernel / 2),
     );
     // An even kernel with padding k/2 yields one extra frame: drop it, as wav2vec2 does.
-    let p = if m.pos_kernel % 2 == 0 {
+    let p = if m.pos_kernel.is_multiple_of(2) {
         let frames = crate::nn::dim_of(&mut g, &t, 2);
         let zero = g.const_i64("const.zero_1d", &[0]);
         let axis2 = g.const_i64("const.i64_2", &[2]);

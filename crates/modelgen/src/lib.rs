@@ -16,6 +16,11 @@
 //! whose prefill call uses empty (`past = 0`) cache tensors; [`TINY_GPT`] describes the contract
 //! for a host-side generation loop.
 //!
+//! [`families`] builds the published architectures of 32 model families (GPT-2, a Llama-style
+//! decoder, BERT, ViT, Whisper, T5, YOLOv8, a diffusion UNet, HiFi-GAN, an FNO …) from their public
+//! configurations at real size (built-in name `<family>`) and as `l0` smoke variants
+//! (`<family>-l0`); [`builtin_config`] is the configuration a cache key includes.
+//!
 //! [`reweight`] gives a real-architecture model (e.g. the `onnx` wheel's `light_resnet50.onnx`,
 //! whose weights are all one constant) seeded, well-scaled random weights.
 //!
