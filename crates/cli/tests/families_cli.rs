@@ -88,7 +88,11 @@ fn list_models_shows_the_families_ready_offline() {
     assert!(families.len() >= 30, "{} families", families.len());
     for f in families {
         assert!(ready(f.name), "{} is not listed ready", f.name);
-        assert!(ready(&format!("{}-l0", f.name)), "{}-l0 is not listed ready", f.name);
+        assert!(
+            ready(&format!("{}-l0", f.name)),
+            "{}-l0 is not listed ready",
+            f.name
+        );
     }
     let text = bench(
         &tmp.path().join("cache"),
@@ -108,12 +112,48 @@ fn list_models_shows_the_families_ready_offline() {
 /// (profile, hub repository, file, l0 stand-in with the same input/output contract, whether it reads
 /// the repository's tokenizer.json).
 const HUB_PROFILES: &[(&str, &str, &str, &str, bool)] = &[
-    ("bert-base-uncased", "Xenova/bert-base-uncased", "onnx/model.onnx", "bert-l0", true),
-    ("all-minilm-l6-v2", "Xenova/all-MiniLM-L6-v2", "onnx/model.onnx", "minilm-l0", true),
-    ("bge-small-en-v1.5", "Xenova/bge-small-en-v1.5", "onnx/model.onnx", "bge-l0", true),
-    ("ms-marco-minilm-l-6-v2", "Xenova/ms-marco-MiniLM-L-6-v2", "onnx/model.onnx", "ms-marco-minilm-l0", true),
-    ("vit-base-patch16-224", "Xenova/vit-base-patch16-224", "onnx/model.onnx", "vit-l0", false),
-    ("mobilenet-v2-1.0-224", "Xenova/mobilenet_v2_1.0_224", "onnx/model.onnx", "mobilenetv2-l0", false),
+    (
+        "bert-base-uncased",
+        "Xenova/bert-base-uncased",
+        "onnx/model.onnx",
+        "bert-l0",
+        true,
+    ),
+    (
+        "all-minilm-l6-v2",
+        "Xenova/all-MiniLM-L6-v2",
+        "onnx/model.onnx",
+        "minilm-l0",
+        true,
+    ),
+    (
+        "bge-small-en-v1.5",
+        "Xenova/bge-small-en-v1.5",
+        "onnx/model.onnx",
+        "bge-l0",
+        true,
+    ),
+    (
+        "ms-marco-minilm-l-6-v2",
+        "Xenova/ms-marco-MiniLM-L-6-v2",
+        "onnx/model.onnx",
+        "ms-marco-minilm-l0",
+        true,
+    ),
+    (
+        "vit-base-patch16-224",
+        "Xenova/vit-base-patch16-224",
+        "onnx/model.onnx",
+        "vit-l0",
+        false,
+    ),
+    (
+        "mobilenet-v2-1.0-224",
+        "Xenova/mobilenet_v2_1.0_224",
+        "onnx/model.onnx",
+        "mobilenetv2-l0",
+        false,
+    ),
 ];
 
 /// Each hub profile resolves from a locally made hub cache (`HF_HUB_OFFLINE=1`, nothing downloaded) and

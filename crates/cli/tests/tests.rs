@@ -15,9 +15,9 @@ mod xmllint;
 
 mod analyze_cli;
 mod broken_pipe;
-mod families_cli;
 mod chat_cli;
 mod ci_cli;
+mod families_cli;
 mod gpu_check_script;
 mod history_cli;
 mod install_cli;

@@ -11,7 +11,12 @@ fn image_input(g: &mut Graph, size: usize) -> String {
     g.input(
         "image",
         DataType::Float,
-        &[Dim::Param("batch"), Dim::Fixed(3), Dim::Fixed(size as i64), Dim::Fixed(size as i64)],
+        &[
+            Dim::Param("batch"),
+            Dim::Fixed(3),
+            Dim::Fixed(size as i64),
+            Dim::Fixed(size as i64),
+        ],
     )
 }
 
@@ -27,8 +32,19 @@ fn pool_flat(g: &mut Graph, x: &str) -> String {
     g.op("Flatten", &[&p], vec![attr_int("axis", 1)])
 }
 
-fn classifier_output(mut g: Graph, logits: &str, classes: usize, name: &str, what: &str) -> Vec<u8> {
-    g.output(logits, "logits", DataType::Float, &[Dim::Param("batch"), Dim::Fixed(classes as i64)]);
+fn classifier_output(
+    mut g: Graph,
+    logits: &str,
+    classes: usize,
+    name: &str,
+    what: &str,
+) -> Vec<u8> {
+    g.output(
+        logits,
+        "logits",
+        DataType::Float,
+        &[Dim::Param("batch"), Dim::Fixed(classes as i64)],
+    );
     g.finish(name, &format!("trtmc generated {name}: seeded {what}"))
 }
 
@@ -82,31 +98,68 @@ pub(crate) fn mobilenet(seed: u64, m: &MobileNet, name: &str) -> Vec<u8> {
             let hidden = c * stage.expand;
             let mut h = x.clone();
             if stage.expand != 1 {
-                h = conv(&mut g, &h, &format!("{p}.expand"), ConvSpec::d2(c, hidden, 1, 1));
+                h = conv(
+                    &mut g,
+                    &h,
+                    &format!("{p}.expand"),
+                    ConvSpec::d2(c, hidden, 1, 1),
+                );
                 h = act(&mut g, &h, m.efficient);
             }
-            h = conv(&mut g, &h, &format!("{p}.depthwise"), ConvSpec::d2(hidden, hidden, stage.kernel, stride).depthwise());
+            h = conv(
+                &mut g,
+                &h,
+                &format!("{p}.depthwise"),
+                ConvSpec::d2(hidden, hidden, stage.kernel, stride).depthwise(),
+            );
             h = act(&mut g, &h, m.efficient);
             if m.efficient {
                 let squeezed = (c / 4).max(1);
                 let s = g.op("GlobalAveragePool", &[&h], vec![]);
-                let s = conv(&mut g, &s, &format!("{p}.se.reduce"), ConvSpec::d2(hidden, squeezed, 1, 1));
+                let s = conv(
+                    &mut g,
+                    &s,
+                    &format!("{p}.se.reduce"),
+                    ConvSpec::d2(hidden, squeezed, 1, 1),
+                );
                 let s = activate(&mut g, &s, Act::Silu);
-                let s = conv(&mut g, &s, &format!("{p}.se.expand"), ConvSpec::d2(squeezed, hidden, 1, 1));
+                let s = conv(
+                    &mut g,
+                    &s,
+                    &format!("{p}.se.expand"),
+                    ConvSpec::d2(squeezed, hidden, 1, 1),
+                );
                 let s = g.op("Sigmoid", &[&s], vec![]);
                 h = g.op("Mul", &[&h, &s], vec![]);
             }
-            h = conv(&mut g, &h, &format!("{p}.project"), ConvSpec::d2(hidden, out, 1, 1));
-            x = if stride == 1 && c == out { g.op("Add", &[&x, &h], vec![]) } else { h };
+            h = conv(
+                &mut g,
+                &h,
+                &format!("{p}.project"),
+                ConvSpec::d2(hidden, out, 1, 1),
+            );
+            x = if stride == 1 && c == out {
+                g.op("Add", &[&x, &h], vec![])
+            } else {
+                h
+            };
             c = out;
         }
     }
-    let head = if m.width_percent > 100 { width(m.head, m.width_percent) } else { m.head };
+    let head = if m.width_percent > 100 {
+        width(m.head, m.width_percent)
+    } else {
+        m.head
+    };
     let x = conv(&mut g, &x, "head", ConvSpec::d2(c, head, 1, 1));
     let x = act(&mut g, &x, m.efficient);
     let f = pool_flat(&mut g, &x);
     let logits = dense(&mut g, &f, "classifier", head, m.classes, 1.0, true);
-    let what = if m.efficient { "EfficientNet classifier" } else { "MobileNetV2 classifier" };
+    let what = if m.efficient {
+        "EfficientNet classifier"
+    } else {
+        "MobileNetV2 classifier"
+    };
     classifier_output(g, &logits, m.classes, name, what)
 }
 
@@ -123,17 +176,32 @@ pub struct ConvNext {
 pub(crate) fn convnext(seed: u64, m: &ConvNext, name: &str) -> Vec<u8> {
     let mut g = Graph::new(seed);
     let image = image_input(&mut g, m.image);
-    let x = conv(&mut g, &image, "stem", ConvSpec::d2(3, m.dims[0], 4, 4).pad(0));
+    let x = conv(
+        &mut g,
+        &image,
+        "stem",
+        ConvSpec::d2(3, m.dims[0], 4, 4).pad(0),
+    );
     let mut x = channel_norm(&mut g, &x, "stem.norm", m.dims[0], 4);
     for s in 0..4 {
         let d = m.dims[s];
         if s > 0 {
             let n = channel_norm(&mut g, &x, &format!("down.{s}.norm"), m.dims[s - 1], 4);
-            x = conv(&mut g, &n, &format!("down.{s}.conv"), ConvSpec::d2(m.dims[s - 1], d, 2, 2).pad(0));
+            x = conv(
+                &mut g,
+                &n,
+                &format!("down.{s}.conv"),
+                ConvSpec::d2(m.dims[s - 1], d, 2, 2).pad(0),
+            );
         }
         for b in 0..m.depths[s] {
             let p = format!("stages.{s}.{b}");
-            let h = conv(&mut g, &x, &format!("{p}.dwconv"), ConvSpec::d2(d, d, 7, 1).depthwise());
+            let h = conv(
+                &mut g,
+                &x,
+                &format!("{p}.dwconv"),
+                ConvSpec::d2(d, d, 7, 1).depthwise(),
+            );
             let h = g.op("Transpose", &[&h], vec![attr_ints("perm", &[0, 2, 3, 1])]);
             let h = crate::layers::layer_norm(&mut g, &h, &format!("{p}.norm"), d);
             let h = dense(&mut g, &h, &format!("{p}.pw1"), d, 4 * d, 2.0, true);
@@ -170,15 +238,30 @@ fn cbs(g: &mut Graph, x: &str, p: &str, cin: usize, cout: usize, k: usize, s: us
 }
 
 /// YOLOv8's C2f: split in two, `n` bottlenecks on the second half, concatenate everything, fuse.
-fn c2f(g: &mut Graph, x: &str, p: &str, cin: usize, cout: usize, n: usize, shortcut: bool) -> String {
+fn c2f(
+    g: &mut Graph,
+    x: &str,
+    p: &str,
+    cin: usize,
+    cout: usize,
+    n: usize,
+    shortcut: bool,
+) -> String {
     let c = cout / 2;
     let y = cbs(g, x, &format!("{p}.cv1"), cin, 2 * c, 1, 1);
-    let mut parts = vec![slice(g, &y, 1, 0, c as i64), slice(g, &y, 1, c as i64, 2 * c as i64)];
+    let mut parts = vec![
+        slice(g, &y, 1, 0, c as i64),
+        slice(g, &y, 1, c as i64, 2 * c as i64),
+    ];
     for i in 0..n {
         let last = parts.last().cloned().unwrap_or_default();
         let h = cbs(g, &last, &format!("{p}.m.{i}.cv1"), c, c, 3, 1);
         let h = cbs(g, &h, &format!("{p}.m.{i}.cv2"), c, c, 3, 1);
-        parts.push(if shortcut { g.op("Add", &[&last, &h], vec![]) } else { h });
+        parts.push(if shortcut {
+            g.op("Add", &[&last, &h], vec![])
+        } else {
+            h
+        });
     }
     let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
     let cat = g.op("Concat", &refs, vec![attr_int("axis", 1)]);
@@ -211,7 +294,11 @@ pub(crate) fn yolo(seed: u64, m: &Yolo, name: &str) -> Vec<u8> {
         g.op(
             "MaxPool",
             &[x],
-            vec![attr_ints("kernel_shape", &[5, 5]), attr_ints("strides", &[1, 1]), attr_ints("pads", &[2, 2, 2, 2])],
+            vec![
+                attr_ints("kernel_shape", &[5, 5]),
+                attr_ints("strides", &[1, 1]),
+                attr_ints("pads", &[2, 2, 2, 2]),
+            ],
         )
     };
     let y1 = pool(&mut g, &h);
@@ -238,19 +325,38 @@ pub(crate) fn yolo(seed: u64, m: &Yolo, name: &str) -> Vec<u8> {
     let c3 = w3.max(m.classes.min(100));
     let mut boxes = Vec::new();
     let mut scores = Vec::new();
-    for (i, (feat, ch, stride)) in [(&o3, w3, 8usize), (&o4, w4, 16), (&o5, w5, 32)].into_iter().enumerate() {
+    for (i, (feat, ch, stride)) in [(&o3, w3, 8usize), (&o4, w4, 16), (&o5, w5, 32)]
+        .into_iter()
+        .enumerate()
+    {
         let p = format!("detect.{i}");
         let b = cbs(&mut g, feat, &format!("{p}.box.0"), ch, c2, 3, 1);
         let b = cbs(&mut g, &b, &format!("{p}.box.1"), c2, c2, 3, 1);
-        let b = conv(&mut g, &b, &format!("{p}.box.2"), ConvSpec::d2(c2, 4 * m.reg_max, 1, 1));
+        let b = conv(
+            &mut g,
+            &b,
+            &format!("{p}.box.2"),
+            ConvSpec::d2(c2, 4 * m.reg_max, 1, 1),
+        );
         let s = cbs(&mut g, feat, &format!("{p}.cls.0"), ch, c3, 3, 1);
         let s = cbs(&mut g, &s, &format!("{p}.cls.1"), c3, c3, 3, 1);
-        let s = conv(&mut g, &s, &format!("{p}.cls.2"), ConvSpec::d2(c3, m.classes, 1, 1));
+        let s = conv(
+            &mut g,
+            &s,
+            &format!("{p}.cls.2"),
+            ConvSpec::d2(c3, m.classes, 1, 1),
+        );
         let side = m.image / stride;
         let anchors = side * side;
-        let shape = g.const_i64(&format!("const.flat_{}_{anchors}", 4 * m.reg_max), &[0, (4 * m.reg_max) as i64, anchors as i64]);
+        let shape = g.const_i64(
+            &format!("const.flat_{}_{anchors}", 4 * m.reg_max),
+            &[0, (4 * m.reg_max) as i64, anchors as i64],
+        );
         let b = g.op("Reshape", &[&b, &shape], vec![]);
-        let shape = g.const_i64(&format!("const.flat_{}_{anchors}", m.classes), &[0, m.classes as i64, anchors as i64]);
+        let shape = g.const_i64(
+            &format!("const.flat_{}_{anchors}", m.classes),
+            &[0, m.classes as i64, anchors as i64],
+        );
         let s = g.op("Reshape", &[&s, &shape], vec![]);
         boxes.push((b, anchors, side, stride));
         scores.push(s);
@@ -258,14 +364,25 @@ pub(crate) fn yolo(seed: u64, m: &Yolo, name: &str) -> Vec<u8> {
     // DFL: a softmax over the bins of each side, the expected bin is the distance (in strides).
     let mut decoded = Vec::new();
     for (b, anchors, side, stride) in boxes {
-        let shape = g.const_i64(&format!("const.dfl_{anchors}"), &[0, 4, m.reg_max as i64, anchors as i64]);
+        let shape = g.const_i64(
+            &format!("const.dfl_{anchors}"),
+            &[0, 4, m.reg_max as i64, anchors as i64],
+        );
         let b = g.op("Reshape", &[&b, &shape], vec![]);
         let probs = g.op("Softmax", &[&b], vec![attr_int("axis", 2)]);
         let bins: Vec<f32> = (0..m.reg_max).map(|i| i as f32).collect();
-        let bins = g.const_f32(&format!("const.dfl_bins_{}", m.reg_max), &[1, 1, m.reg_max, 1], &bins);
+        let bins = g.const_f32(
+            &format!("const.dfl_bins_{}", m.reg_max),
+            &[1, 1, m.reg_max, 1],
+            &bins,
+        );
         let weighted = g.op("Mul", &[&probs, &bins], vec![]);
         let axis2 = g.const_i64("const.i64_2", &[2]);
-        let dist = g.op("ReduceSum", &[&weighted, &axis2], vec![attr_int("keepdims", 0)]);
+        let dist = g.op(
+            "ReduceSum",
+            &[&weighted, &axis2],
+            vec![attr_int("keepdims", 0)],
+        );
         let lt = slice(&mut g, &dist, 1, 0, 2);
         let rb = slice(&mut g, &dist, 1, 2, 4);
         let mut centers = Vec::with_capacity(2 * anchors);
@@ -292,16 +409,27 @@ pub(crate) fn yolo(seed: u64, m: &Yolo, name: &str) -> Vec<u8> {
     let refs: Vec<&str> = scores.iter().map(String::as_str).collect();
     let all_scores = g.op("Concat", &refs, vec![attr_int("axis", 2)]);
     let all_scores = g.op("Sigmoid", &[&all_scores], vec![]);
-    let out = g.op("Concat", &[&all_boxes, &all_scores], vec![attr_int("axis", 1)]);
+    let out = g.op(
+        "Concat",
+        &[&all_boxes, &all_scores],
+        vec![attr_int("axis", 1)],
+    );
     let out = g.op("Transpose", &[&out], vec![attr_ints("perm", &[0, 2, 1])]);
     let anchors: usize = [8, 16, 32].iter().map(|s| (m.image / s).pow(2)).sum();
     g.output(
         &out,
         "detections",
         DataType::Float,
-        &[Dim::Param("batch"), Dim::Fixed(anchors as i64), Dim::Fixed((4 + m.classes) as i64)],
+        &[
+            Dim::Param("batch"),
+            Dim::Fixed(anchors as i64),
+            Dim::Fixed((4 + m.classes) as i64),
+        ],
     );
-    g.finish(name, &format!("trtmc generated {name}: seeded YOLOv8-style detector"))
+    g.finish(
+        name,
+        &format!("trtmc generated {name}: seeded YOLOv8-style detector"),
+    )
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -328,7 +456,14 @@ pub(crate) fn unet(seed: u64, m: &UNet, name: &str) -> Vec<u8> {
     let mut x = double_conv(&mut g, &image, "inc", 3, ch[0]);
     let mut skips = vec![x.clone()];
     for i in 1..ch.len() {
-        let p = g.op("MaxPool", &[&x], vec![attr_ints("kernel_shape", &[2, 2]), attr_ints("strides", &[2, 2])]);
+        let p = g.op(
+            "MaxPool",
+            &[&x],
+            vec![
+                attr_ints("kernel_shape", &[2, 2]),
+                attr_ints("strides", &[2, 2]),
+            ],
+        );
         x = double_conv(&mut g, &p, &format!("down.{i}"), ch[i - 1], ch[i]);
         skips.push(x.clone());
     }
@@ -343,11 +478,20 @@ pub(crate) fn unet(seed: u64, m: &UNet, name: &str) -> Vec<u8> {
         let up = g.op(
             "ConvTranspose",
             &[&x, &w, &b],
-            vec![attr_ints("kernel_shape", &[2, 2]), attr_ints("strides", &[2, 2])],
+            vec![
+                attr_ints("kernel_shape", &[2, 2]),
+                attr_ints("strides", &[2, 2]),
+            ],
         );
         let skip = skips.pop().unwrap_or_default();
         let cat = concat(&mut g, &skip, &up);
-        x = double_conv(&mut g, &cat, &format!("up.{i}.conv"), 2 * ch[i - 1], ch[i - 1]);
+        x = double_conv(
+            &mut g,
+            &cat,
+            &format!("up.{i}.conv"),
+            2 * ch[i - 1],
+            ch[i - 1],
+        );
     }
     let logits = conv(&mut g, &x, "outc", ConvSpec::d2(ch[0], m.classes, 1, 1));
     let s = m.image as i64;
@@ -355,7 +499,15 @@ pub(crate) fn unet(seed: u64, m: &UNet, name: &str) -> Vec<u8> {
         &logits,
         "mask_logits",
         DataType::Float,
-        &[Dim::Param("batch"), Dim::Fixed(m.classes as i64), Dim::Fixed(s), Dim::Fixed(s)],
+        &[
+            Dim::Param("batch"),
+            Dim::Fixed(m.classes as i64),
+            Dim::Fixed(s),
+            Dim::Fixed(s),
+        ],
     );
-    g.finish(name, &format!("trtmc generated {name}: seeded U-Net segmenter"))
+    g.finish(
+        name,
+        &format!("trtmc generated {name}: seeded U-Net segmenter"),
+    )
 }

@@ -26,8 +26,14 @@ pub const GENERATOR_VERSION: u32 = 1;
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub enum Arch {
     TextEncoder(Transformer, EncoderHead),
-    Decoder { text: Transformer, tied_head: bool },
-    VisionDecoder { vision: VisionPrefix, text: Transformer },
+    Decoder {
+        text: Transformer,
+        tied_head: bool,
+    },
+    VisionDecoder {
+        vision: VisionPrefix,
+        text: Transformer,
+    },
     Vit(Vit),
     MobileNet(MobileNet),
     ConvNext(ConvNext),
@@ -121,7 +127,14 @@ const fn tf(layers: usize, hidden: usize, heads: usize, ffn: usize, vocab: usize
 }
 
 /// BERT-style post-norm encoder.
-const fn bert(layers: usize, hidden: usize, heads: usize, ffn: usize, vocab: usize, max: usize) -> Transformer {
+const fn bert(
+    layers: usize,
+    hidden: usize,
+    heads: usize,
+    ffn: usize,
+    vocab: usize,
+    max: usize,
+) -> Transformer {
     Transformer {
         positions: Positions::Learned(max),
         ..tf(layers, hidden, heads, ffn, vocab)
@@ -130,7 +143,10 @@ const fn bert(layers: usize, hidden: usize, heads: usize, ffn: usize, vocab: usi
 
 /// A pre-norm stack (GPT-2, ViT, Whisper).
 const fn pre(t: Transformer) -> Transformer {
-    Transformer { pre_norm: true, ..t }
+    Transformer {
+        pre_norm: true,
+        ..t
+    }
 }
 
 const fn with_act(t: Transformer, act: Act) -> Transformer {
@@ -142,7 +158,15 @@ const fn with_positions(t: Transformer, positions: Positions) -> Transformer {
 }
 
 /// Llama-style: RMSNorm, rotary positions, grouped-query attention, SwiGLU, no biases.
-const fn llama(layers: usize, hidden: usize, heads: usize, kv_heads: usize, ffn: usize, vocab: usize, max: usize) -> Transformer {
+const fn llama(
+    layers: usize,
+    hidden: usize,
+    heads: usize,
+    kv_heads: usize,
+    ffn: usize,
+    vocab: usize,
+    max: usize,
+) -> Transformer {
     Transformer {
         layers,
         hidden,
@@ -152,7 +176,10 @@ const fn llama(layers: usize, hidden: usize, heads: usize, kv_heads: usize, ffn:
         vocab,
         norm: Norm::RmsNorm,
         act: Act::SwiGlu,
-        positions: Positions::Rotary { max, dims: hidden / heads },
+        positions: Positions::Rotary {
+            max,
+            dims: hidden / heads,
+        },
         pre_norm: true,
         parallel: false,
         bias: false,
@@ -179,7 +206,11 @@ const fn smoke(t: Transformer, layers: usize) -> Transformer {
         heads: 4,
         kv_heads: kv,
         ffn: 128,
-        vocab: if t.vocab > SMOKE_VOCAB { SMOKE_VOCAB } else { t.vocab },
+        vocab: if t.vocab > SMOKE_VOCAB {
+            SMOKE_VOCAB
+        } else {
+            t.vocab
+        },
         positions,
         ..t
     }
@@ -188,18 +219,27 @@ const fn smoke(t: Transformer, layers: usize) -> Transformer {
 const BERT_BASE: Transformer = bert(12, 768, 12, 3072, 30522, 512);
 const MINILM_L6: Transformer = bert(6, 384, 12, 1536, 30522, 512);
 const SMALL_384: Transformer = bert(12, 384, 12, 1536, 30522, 512);
-const GPT2: Transformer = pre(with_act(bert(12, 768, 12, 3072, 50257, 1024), Act::GeluTanh));
+const GPT2: Transformer = pre(with_act(
+    bert(12, 768, 12, 3072, 50257, 1024),
+    Act::GeluTanh,
+));
 const SMOLLM: Transformer = llama(30, 576, 9, 3, 1536, 49152, 2048);
 const OPT: Transformer = pre(with_act(bert(12, 768, 12, 3072, 50272, 2050), Act::Relu));
 const PYTHIA: Transformer = Transformer {
     parallel: true,
-    positions: Positions::Rotary { max: 2048, dims: 16 },
+    positions: Positions::Rotary {
+        max: 2048,
+        dims: 16,
+    },
     ..pre(bert(12, 768, 12, 3072, 50304, 2048))
 };
 const VIT_B16: Transformer = pre(bert(12, 768, 12, 3072, 0, 0));
 const DEIT_S: Transformer = pre(bert(12, 384, 6, 1536, 0, 0));
 const SIGLIP_B: Transformer = pre(with_act(bert(12, 768, 12, 3072, 0, 0), Act::GeluTanh));
-const WHISPER_TINY_ENC: Transformer = pre(with_positions(bert(4, 384, 6, 1536, 0, 0), Positions::Sinusoidal(1500)));
+const WHISPER_TINY_ENC: Transformer = pre(with_positions(
+    bert(4, 384, 6, 1536, 0, 0),
+    Positions::Sinusoidal(1500),
+));
 const WHISPER_TINY_DEC: Transformer = pre(bert(4, 384, 6, 1536, 51865, 448));
 const T5_SMALL: Transformer = Transformer {
     norm: Norm::RmsNorm,
@@ -210,18 +250,41 @@ const T5_SMALL: Transformer = Transformer {
     ..tf(6, 512, 8, 2048, 32128)
 };
 const BART_BASE: Transformer = bert(6, 768, 12, 3072, 50265, 1026);
-const MARIAN: Transformer = with_act(with_positions(bert(6, 512, 8, 2048, 58101, 512), Positions::Sinusoidal(512)), Act::Silu);
+const MARIAN: Transformer = with_act(
+    with_positions(
+        bert(6, 512, 8, 2048, 58101, 512),
+        Positions::Sinusoidal(512),
+    ),
+    Act::Silu,
+);
 const CLIP_TEXT: Transformer = pre(with_act(bert(12, 512, 8, 2048, 49408, 77), Act::QuickGelu));
 const CLIP_VISION: Transformer = pre(with_act(bert(12, 768, 12, 3072, 0, 0), Act::QuickGelu));
 const WAV2VEC2_BASE: Transformer = bert(12, 768, 12, 3072, 0, 0);
 const PATCHTST_ETTH1: Transformer = bert(3, 128, 16, 256, 0, 0);
 
 const fn vit(image: usize, patch: usize, classes: usize, encoder: Transformer) -> Vit {
-    Vit { image, patch, classes, encoder }
+    Vit {
+        image,
+        patch,
+        classes,
+        encoder,
+    }
 }
 
-const fn stage(expand: usize, channels: usize, repeats: usize, stride: usize, kernel: usize) -> Stage {
-    Stage { expand, channels, repeats, stride, kernel }
+const fn stage(
+    expand: usize,
+    channels: usize,
+    repeats: usize,
+    stride: usize,
+    kernel: usize,
+) -> Stage {
+    Stage {
+        expand,
+        channels,
+        repeats,
+        stride,
+        kernel,
+    }
 }
 
 const MOBILENET_V2: &[Stage] = &[
@@ -242,7 +305,11 @@ const EFFICIENTNET_B0: &[Stage] = &[
     stage(6, 192, 4, 2, 5),
     stage(6, 320, 1, 1, 3),
 ];
-const SMOKE_STAGES: &[Stage] = &[stage(1, 8, 1, 1, 3), stage(4, 16, 1, 2, 3), stage(4, 24, 2, 2, 5)];
+const SMOKE_STAGES: &[Stage] = &[
+    stage(1, 8, 1, 1, 3),
+    stage(4, 16, 1, 2, 3),
+    stage(4, 24, 2, 2, 5),
+];
 
 const W2V2_BASE_EXTRACTOR: &[(usize, usize, usize)] = &[
     (512, 10, 5),
@@ -319,29 +386,53 @@ static FAMILIES: &[Family] = &[
         name: "gpt2",
         follows: "gpt2: n_layer 12, n_embd 768, n_head 12, n_inner 3072, vocab 50257, n_positions 1024, pre-LN, gelu_new, tied LM head",
         task: Task::Generate,
-        real: Arch::Decoder { text: GPT2, tied_head: true },
-        smoke: Arch::Decoder { text: smoke(GPT2, 2), tied_head: true },
+        real: Arch::Decoder {
+            text: GPT2,
+            tied_head: true,
+        },
+        smoke: Arch::Decoder {
+            text: smoke(GPT2, 2),
+            tied_head: true,
+        },
     },
     Family {
         name: "llama",
         follows: "HuggingFaceTB/SmolLM-135M (LlamaForCausalLM): 30 layers, hidden 576, 9 heads, 3 key-value heads, intermediate 1536, vocab 49152, 2048 positions, RMSNorm, rotary, SwiGLU, tied embeddings",
         task: Task::Generate,
-        real: Arch::Decoder { text: SMOLLM, tied_head: true },
-        smoke: Arch::Decoder { text: smoke(SMOLLM, 2), tied_head: true },
+        real: Arch::Decoder {
+            text: SMOLLM,
+            tied_head: true,
+        },
+        smoke: Arch::Decoder {
+            text: smoke(SMOLLM, 2),
+            tied_head: true,
+        },
     },
     Family {
         name: "opt",
         follows: "facebook/opt-125m: 12 layers, hidden 768, 12 heads, ffn 3072, vocab 50272, 2050 learned positions, pre-LN, ReLU, tied LM head",
         task: Task::Generate,
-        real: Arch::Decoder { text: OPT, tied_head: true },
-        smoke: Arch::Decoder { text: smoke(OPT, 1), tied_head: true },
+        real: Arch::Decoder {
+            text: OPT,
+            tied_head: true,
+        },
+        smoke: Arch::Decoder {
+            text: smoke(OPT, 1),
+            tied_head: true,
+        },
     },
     Family {
         name: "pythia",
         follows: "EleutherAI/pythia-160m (GPT-NeoX): 12 layers, hidden 768, 12 heads, intermediate 3072, vocab 50304, rotary on 25% of each head (16 of 64), parallel residual, untied LM head",
         task: Task::Generate,
-        real: Arch::Decoder { text: PYTHIA, tied_head: false },
-        smoke: Arch::Decoder { text: smoke(PYTHIA, 2), tied_head: false },
+        real: Arch::Decoder {
+            text: PYTHIA,
+            tied_head: false,
+        },
+        smoke: Arch::Decoder {
+            text: smoke(PYTHIA, 2),
+            tied_head: false,
+        },
     },
     // Vision-language generator.
     Family {
@@ -349,11 +440,19 @@ static FAMILIES: &[Family] = &[
         follows: "HuggingFaceTB/SmolVLM-256M: SigLIP-B/16 image encoder (12 layers, hidden 768, 12 heads, 512x512 image, 1024 patches) projected into a SmolLM-135M decoder (no pixel shuffle: every patch is a token)",
         task: Task::Generate,
         real: Arch::VisionDecoder {
-            vision: VisionPrefix { patch: 16, max_patches: 1024, encoder: SIGLIP_B },
+            vision: VisionPrefix {
+                patch: 16,
+                max_patches: 1024,
+                encoder: SIGLIP_B,
+            },
             text: SMOLLM,
         },
         smoke: Arch::VisionDecoder {
-            vision: VisionPrefix { patch: 8, max_patches: 64, encoder: smoke(SIGLIP_B, 1) },
+            vision: VisionPrefix {
+                patch: 8,
+                max_patches: 64,
+                encoder: smoke(SIGLIP_B, 1),
+            },
             text: smoke(SMOLLM, 1),
         },
     },
@@ -376,126 +475,333 @@ static FAMILIES: &[Family] = &[
         name: "mobilenetv2",
         follows: "MobileNetV2 1.0/224 (torchvision mobilenet_v2): inverted residual stages (t, c, n, s) = (1,16,1,1) (6,24,2,2) (6,32,3,2) (6,64,4,2) (6,96,3,1) (6,160,3,2) (6,320,1,1), ReLU6, 1280-wide head, 1000 classes",
         task: Task::Classify,
-        real: Arch::MobileNet(MobileNet { image: 224, stem: 32, stages: MOBILENET_V2, head: 1280, classes: 1000, width_percent: 100, efficient: false }),
-        smoke: Arch::MobileNet(MobileNet { image: 32, stem: 8, stages: SMOKE_STAGES, head: 64, classes: 10, width_percent: 100, efficient: false }),
+        real: Arch::MobileNet(MobileNet {
+            image: 224,
+            stem: 32,
+            stages: MOBILENET_V2,
+            head: 1280,
+            classes: 1000,
+            width_percent: 100,
+            efficient: false,
+        }),
+        smoke: Arch::MobileNet(MobileNet {
+            image: 32,
+            stem: 8,
+            stages: SMOKE_STAGES,
+            head: 64,
+            classes: 10,
+            width_percent: 100,
+            efficient: false,
+        }),
     },
     Family {
         name: "efficientnet",
         follows: "EfficientNet-B0 (torchvision efficientnet_b0): MBConv stages (t, c, n, s, k) = (1,16,1,1,3) (6,24,2,2,3) (6,40,2,2,5) (6,80,3,2,3) (6,112,3,1,5) (6,192,4,2,5) (6,320,1,1,3), squeeze-excitation 0.25, SiLU, 1280-wide head, 224x224, 1000 classes",
         task: Task::Classify,
-        real: Arch::MobileNet(MobileNet { image: 224, stem: 32, stages: EFFICIENTNET_B0, head: 1280, classes: 1000, width_percent: 100, efficient: true }),
-        smoke: Arch::MobileNet(MobileNet { image: 32, stem: 8, stages: SMOKE_STAGES, head: 64, classes: 10, width_percent: 100, efficient: true }),
+        real: Arch::MobileNet(MobileNet {
+            image: 224,
+            stem: 32,
+            stages: EFFICIENTNET_B0,
+            head: 1280,
+            classes: 1000,
+            width_percent: 100,
+            efficient: true,
+        }),
+        smoke: Arch::MobileNet(MobileNet {
+            image: 32,
+            stem: 8,
+            stages: SMOKE_STAGES,
+            head: 64,
+            classes: 10,
+            width_percent: 100,
+            efficient: true,
+        }),
     },
     Family {
         name: "convnext",
         follows: "facebook/convnext-tiny-224: depths 3, 3, 9, 3, dims 96, 192, 384, 768, 7x7 depthwise, 4x MLP, layer scale, 224x224, 1000 classes",
         task: Task::Classify,
-        real: Arch::ConvNext(ConvNext { image: 224, depths: [3, 3, 9, 3], dims: [96, 192, 384, 768], classes: 1000 }),
-        smoke: Arch::ConvNext(ConvNext { image: 32, depths: [1, 1, 1, 1], dims: [8, 16, 24, 32], classes: 10 }),
+        real: Arch::ConvNext(ConvNext {
+            image: 224,
+            depths: [3, 3, 9, 3],
+            dims: [96, 192, 384, 768],
+            classes: 1000,
+        }),
+        smoke: Arch::ConvNext(ConvNext {
+            image: 32,
+            depths: [1, 1, 1, 1],
+            dims: [8, 16, 24, 32],
+            classes: 10,
+        }),
     },
     // Detection and segmentation.
     Family {
         name: "yolov8",
         follows: "Ultralytics YOLOv8n: depth 0.33, width 0.25 (channels 16, 32, 64, 128, 256), C2f + SPPF backbone, PAN neck, anchor-free heads at strides 8/16/32 with DFL (reg_max 16), 640x640, 80 classes",
         task: Task::Detect,
-        real: Arch::Yolo(Yolo { image: 640, widths: [16, 32, 64, 128, 256], depths: [1, 2, 2, 1], classes: 80, reg_max: 16 }),
-        smoke: Arch::Yolo(Yolo { image: 64, widths: [8, 8, 16, 16, 32], depths: [1, 1, 1, 1], classes: 4, reg_max: 4 }),
+        real: Arch::Yolo(Yolo {
+            image: 640,
+            widths: [16, 32, 64, 128, 256],
+            depths: [1, 2, 2, 1],
+            classes: 80,
+            reg_max: 16,
+        }),
+        smoke: Arch::Yolo(Yolo {
+            image: 64,
+            widths: [8, 8, 16, 16, 32],
+            depths: [1, 1, 1, 1],
+            classes: 4,
+            reg_max: 4,
+        }),
     },
     Family {
         name: "unet",
         follows: "U-Net (Ronneberger et al. 2015, as milesial/Pytorch-UNet with transposed-convolution upsampling): channels 64, 128, 256, 512, 1024, 2 classes, at 256x256",
         task: Task::Segment,
-        real: Arch::UNet(UNet { image: 256, channels: &[64, 128, 256, 512, 1024], classes: 2 }),
-        smoke: Arch::UNet(UNet { image: 32, channels: &[8, 16, 32], classes: 2 }),
+        real: Arch::UNet(UNet {
+            image: 256,
+            channels: &[64, 128, 256, 512, 1024],
+            classes: 2,
+        }),
+        smoke: Arch::UNet(UNet {
+            image: 32,
+            channels: &[8, 16, 32],
+            classes: 2,
+        }),
     },
     // Speech.
     Family {
         name: "wav2vec2",
         follows: "facebook/wav2vec2-base-960h: conv extractor 512 channels (kernels 10,3,3,3,3,2,2, strides 5,2,2,2,2,2,2), conv positions (kernel 128, 16 groups), 12 layers, hidden 768, 12 heads, intermediate 3072, post-LN, CTC vocab 32",
         task: Task::Transcribe,
-        real: Arch::Wav2Vec2(Wav2Vec2 { extractor: W2V2_BASE_EXTRACTOR, pos_kernel: 128, pos_groups: 16, encoder: WAV2VEC2_BASE, vocab: 32 }),
-        smoke: Arch::Wav2Vec2(Wav2Vec2 { extractor: W2V2_SMOKE_EXTRACTOR, pos_kernel: 16, pos_groups: 4, encoder: smoke(WAV2VEC2_BASE, 1), vocab: 32 }),
+        real: Arch::Wav2Vec2(Wav2Vec2 {
+            extractor: W2V2_BASE_EXTRACTOR,
+            pos_kernel: 128,
+            pos_groups: 16,
+            encoder: WAV2VEC2_BASE,
+            vocab: 32,
+        }),
+        smoke: Arch::Wav2Vec2(Wav2Vec2 {
+            extractor: W2V2_SMOKE_EXTRACTOR,
+            pos_kernel: 16,
+            pos_groups: 4,
+            encoder: smoke(WAV2VEC2_BASE, 1),
+            vocab: 32,
+        }),
     },
     Family {
         name: "whisper",
         follows: "openai/whisper-tiny: 80 mel bins x 3000 frames, 2 conv layers, encoder and decoder 4 layers each, d_model 384, 6 heads, ffn 1536, vocab 51865, 448 decoder positions",
         task: Task::Infer,
-        real: Arch::EncoderDecoder(EncoderDecoder { source: Source::LogMel { mels: 80, frames: 3000 }, encoder: WHISPER_TINY_ENC, decoder: WHISPER_TINY_DEC }),
-        smoke: Arch::EncoderDecoder(EncoderDecoder { source: Source::LogMel { mels: 16, frames: 64 }, encoder: smoke(WHISPER_TINY_ENC, 1), decoder: smoke(WHISPER_TINY_DEC, 1) }),
+        real: Arch::EncoderDecoder(EncoderDecoder {
+            source: Source::LogMel {
+                mels: 80,
+                frames: 3000,
+            },
+            encoder: WHISPER_TINY_ENC,
+            decoder: WHISPER_TINY_DEC,
+        }),
+        smoke: Arch::EncoderDecoder(EncoderDecoder {
+            source: Source::LogMel {
+                mels: 16,
+                frames: 64,
+            },
+            encoder: smoke(WHISPER_TINY_ENC, 1),
+            decoder: smoke(WHISPER_TINY_DEC, 1),
+        }),
     },
     // Text encoder-decoders.
     Family {
         name: "t5",
         follows: "t5-small: 6 encoder + 6 decoder layers, d_model 512, 8 heads, d_ff 2048, vocab 32128, RMS layer norm, ReLU, relative position bias (a learned bias per head and position pair up to 512), no biases",
         task: Task::Infer,
-        real: Arch::EncoderDecoder(EncoderDecoder { source: Source::Text, encoder: T5_SMALL, decoder: T5_SMALL }),
-        smoke: Arch::EncoderDecoder(EncoderDecoder { source: Source::Text, encoder: smoke(T5_SMALL, 1), decoder: smoke(T5_SMALL, 1) }),
+        real: Arch::EncoderDecoder(EncoderDecoder {
+            source: Source::Text,
+            encoder: T5_SMALL,
+            decoder: T5_SMALL,
+        }),
+        smoke: Arch::EncoderDecoder(EncoderDecoder {
+            source: Source::Text,
+            encoder: smoke(T5_SMALL, 1),
+            decoder: smoke(T5_SMALL, 1),
+        }),
     },
     Family {
         name: "bart",
         follows: "facebook/bart-base: 6 encoder + 6 decoder layers, d_model 768, 12 heads, ffn 3072, vocab 50265, 1026 learned positions, post-LN, GELU",
         task: Task::Infer,
-        real: Arch::EncoderDecoder(EncoderDecoder { source: Source::Text, encoder: BART_BASE, decoder: BART_BASE }),
-        smoke: Arch::EncoderDecoder(EncoderDecoder { source: Source::Text, encoder: smoke(BART_BASE, 1), decoder: smoke(BART_BASE, 1) }),
+        real: Arch::EncoderDecoder(EncoderDecoder {
+            source: Source::Text,
+            encoder: BART_BASE,
+            decoder: BART_BASE,
+        }),
+        smoke: Arch::EncoderDecoder(EncoderDecoder {
+            source: Source::Text,
+            encoder: smoke(BART_BASE, 1),
+            decoder: smoke(BART_BASE, 1),
+        }),
     },
     Family {
         name: "marian",
         follows: "Helsinki-NLP/opus-mt-en-de (Marian): 6 encoder + 6 decoder layers, d_model 512, 8 heads, ffn 2048, vocab 58101, sinusoidal positions, post-LN, swish",
         task: Task::Infer,
-        real: Arch::EncoderDecoder(EncoderDecoder { source: Source::Text, encoder: MARIAN, decoder: MARIAN }),
-        smoke: Arch::EncoderDecoder(EncoderDecoder { source: Source::Text, encoder: smoke(MARIAN, 1), decoder: smoke(MARIAN, 1) }),
+        real: Arch::EncoderDecoder(EncoderDecoder {
+            source: Source::Text,
+            encoder: MARIAN,
+            decoder: MARIAN,
+        }),
+        smoke: Arch::EncoderDecoder(EncoderDecoder {
+            source: Source::Text,
+            encoder: smoke(MARIAN, 1),
+            decoder: smoke(MARIAN, 1),
+        }),
     },
     // Vision-language pair.
     Family {
         name: "clip",
         follows: "openai/clip-vit-base-patch32: image ViT-B/32 (12 layers, hidden 768, 12 heads, 224x224), text 12 layers, hidden 512, 8 heads, vocab 49408, 77 positions, quick GELU, projection 512",
         task: Task::Infer,
-        real: Arch::Clip(Clip { vision: vit(224, 32, 0, CLIP_VISION), text: CLIP_TEXT, projection: 512 }),
-        smoke: Arch::Clip(Clip { vision: vit(32, 8, 0, smoke(CLIP_VISION, 1)), text: smoke(CLIP_TEXT, 1), projection: 32 }),
+        real: Arch::Clip(Clip {
+            vision: vit(224, 32, 0, CLIP_VISION),
+            text: CLIP_TEXT,
+            projection: 512,
+        }),
+        smoke: Arch::Clip(Clip {
+            vision: vit(32, 8, 0, smoke(CLIP_VISION, 1)),
+            text: smoke(CLIP_TEXT, 1),
+            projection: 32,
+        }),
     },
     // Diffusion.
     Family {
         name: "ddpm-unet",
         follows: "google/ddpm-cifar10-32 (UNet2DModel): 3x32x32, block_out_channels 128, 256, 256, 256, 2 layers per block, attention at 16x16, GroupNorm 32, sinusoidal timestep embedding",
         task: Task::Diffuse,
-        real: Arch::DiffusionUNet(DiffusionUNet { image: 32, channels: 3, block_out: &[128, 256, 256, 256], layers_per_block: 2, attention_levels: &[1], groups: 32 }),
-        smoke: Arch::DiffusionUNet(DiffusionUNet { image: 16, channels: 3, block_out: &[16, 32], layers_per_block: 1, attention_levels: &[1], groups: 4 }),
+        real: Arch::DiffusionUNet(DiffusionUNet {
+            image: 32,
+            channels: 3,
+            block_out: &[128, 256, 256, 256],
+            layers_per_block: 2,
+            attention_levels: &[1],
+            groups: 32,
+        }),
+        smoke: Arch::DiffusionUNet(DiffusionUNet {
+            image: 16,
+            channels: 3,
+            block_out: &[16, 32],
+            layers_per_block: 1,
+            attention_levels: &[1],
+            groups: 4,
+        }),
     },
     Family {
         name: "sd-vae-decoder",
         follows: "stabilityai/sd-vae-ft-mse decoder: 4x64x64 latent to 3x512x512, block_out_channels 128, 256, 512, 512, 3 ResNet blocks per level, mid-block attention, GroupNorm 32",
         task: Task::Infer,
-        real: Arch::VaeDecoder(VaeDecoder { latent: 64, latent_channels: 4, block_out: &[128, 256, 512, 512], layers_per_block: 2, groups: 32 }),
-        smoke: Arch::VaeDecoder(VaeDecoder { latent: 8, latent_channels: 4, block_out: &[16, 32], layers_per_block: 1, groups: 4 }),
+        real: Arch::VaeDecoder(VaeDecoder {
+            latent: 64,
+            latent_channels: 4,
+            block_out: &[128, 256, 512, 512],
+            layers_per_block: 2,
+            groups: 32,
+        }),
+        smoke: Arch::VaeDecoder(VaeDecoder {
+            latent: 8,
+            latent_channels: 4,
+            block_out: &[16, 32],
+            layers_per_block: 1,
+            groups: 4,
+        }),
     },
     // Audio generation.
     Family {
         name: "hifigan",
         follows: "HiFi-GAN V1 (jik876/hifi-gan, LJSpeech): 80 mel bins, upsample rates 8, 8, 2, 2 (kernels 16, 16, 4, 4), initial channels 512, ResBlock1 kernels 3, 7, 11 with dilations 1, 3, 5; 256 samples per frame",
         task: Task::GenerateAudio,
-        real: Arch::HifiGan(HifiGan { mels: 80, initial_channels: 512, upsample_rates: &[8, 8, 2, 2], upsample_kernels: &[16, 16, 4, 4], resblock_kernels: &[3, 7, 11], resblock_dilations: &[1, 3, 5] }),
-        smoke: Arch::HifiGan(HifiGan { mels: 16, initial_channels: 32, upsample_rates: &[4, 4], upsample_kernels: &[8, 8], resblock_kernels: &[3], resblock_dilations: &[1, 3] }),
+        real: Arch::HifiGan(HifiGan {
+            mels: 80,
+            initial_channels: 512,
+            upsample_rates: &[8, 8, 2, 2],
+            upsample_kernels: &[16, 16, 4, 4],
+            resblock_kernels: &[3, 7, 11],
+            resblock_dilations: &[1, 3, 5],
+        }),
+        smoke: Arch::HifiGan(HifiGan {
+            mels: 16,
+            initial_channels: 32,
+            upsample_rates: &[4, 4],
+            upsample_kernels: &[8, 8],
+            resblock_kernels: &[3],
+            resblock_dilations: &[1, 3],
+        }),
     },
     // Time series and a neural operator.
     Family {
         name: "patchtst",
         follows: "PatchTST/42 on ETTh1 (Nie et al. 2023): look-back 336, horizon 96, 7 channels, patch 16, stride 8, 3 layers, d_model 128, 16 heads, ffn 256 (LayerNorm in place of BatchNorm, no RevIN)",
         task: Task::Forecast,
-        real: Arch::PatchTst(PatchTst { context: 336, horizon: 96, channels: 7, patch: 16, stride: 8, encoder: PATCHTST_ETTH1 }),
-        smoke: Arch::PatchTst(PatchTst { context: 64, horizon: 16, channels: 4, patch: 8, stride: 4, encoder: Transformer { layers: 1, hidden: 32, heads: 4, kv_heads: 4, ffn: 64, ..PATCHTST_ETTH1 } }),
+        real: Arch::PatchTst(PatchTst {
+            context: 336,
+            horizon: 96,
+            channels: 7,
+            patch: 16,
+            stride: 8,
+            encoder: PATCHTST_ETTH1,
+        }),
+        smoke: Arch::PatchTst(PatchTst {
+            context: 64,
+            horizon: 16,
+            channels: 4,
+            patch: 8,
+            stride: 4,
+            encoder: Transformer {
+                layers: 1,
+                hidden: 32,
+                heads: 4,
+                kv_heads: 4,
+                ffn: 64,
+                ..PATCHTST_ETTH1
+            },
+        }),
     },
     Family {
         name: "dlinear",
         follows: "DLinear on ETTh1 (Zeng et al. 2023): look-back 336, horizon 96, 7 channels, moving-average kernel 25, shared linear layers",
         task: Task::Forecast,
-        real: Arch::DLinear(DLinear { context: 336, horizon: 96, channels: 7, kernel: 25 }),
-        smoke: Arch::DLinear(DLinear { context: 64, horizon: 16, channels: 4, kernel: 5 }),
+        real: Arch::DLinear(DLinear {
+            context: 336,
+            horizon: 96,
+            channels: 7,
+            kernel: 25,
+        }),
+        smoke: Arch::DLinear(DLinear {
+            context: 64,
+            horizon: 16,
+            channels: 4,
+            kernel: 5,
+        }),
     },
     Family {
         name: "fno",
         follows: "FNO-1D on Burgers (Li et al. 2021): 1024 grid points, inputs (a(x), x), width 64, 16 modes, 4 Fourier layers, projection 128",
         task: Task::Forecast,
-        real: Arch::Fno(Fno { grid: 1024, in_channels: 2, out_channels: 1, width: 64, modes: 16, layers: 4, projection: 128 }),
-        smoke: Arch::Fno(Fno { grid: 64, in_channels: 2, out_channels: 1, width: 16, modes: 8, layers: 2, projection: 32 }),
+        real: Arch::Fno(Fno {
+            grid: 1024,
+            in_channels: 2,
+            out_channels: 1,
+            width: 64,
+            modes: 16,
+            layers: 4,
+            projection: 128,
+        }),
+        smoke: Arch::Fno(Fno {
+            grid: 64,
+            in_channels: 2,
+            out_channels: 1,
+            width: 16,
+            modes: 8,
+            layers: 2,
+            projection: 32,
+        }),
     },
 ];

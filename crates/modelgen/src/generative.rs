@@ -11,7 +11,15 @@ use crate::transformer::Transformer;
 
 /// GroupNorm, SiLU, 3x3 conv (twice), an optional time-embedding shift, and a residual (1x1 when the
 /// width changes): the ResNet block of diffusers' UNet2DModel and of the VAE.
-fn res_block(g: &mut Graph, x: &str, p: &str, cin: usize, cout: usize, groups: usize, temb: Option<(&str, usize)>) -> String {
+fn res_block(
+    g: &mut Graph,
+    x: &str,
+    p: &str,
+    cin: usize,
+    cout: usize,
+    groups: usize,
+    temb: Option<(&str, usize)>,
+) -> String {
     let h = group_norm(g, x, &format!("{p}.norm1"), cin, groups);
     let h = activate(g, &h, Act::Silu);
     let mut h = conv(g, &h, &format!("{p}.conv1"), ConvSpec::d2(cin, cout, 3, 1));
@@ -45,7 +53,11 @@ fn spatial_attention(g: &mut Graph, x: &str, p: &str, c: usize, groups: usize) -
     let v = dense(g, &tokens, &format!("{p}.v"), c, c, 1.0, true);
     let kt = g.op("Transpose", &[&k], vec![attr_ints("perm", &[0, 2, 1])]);
     let scores = g.op("MatMul", &[&q, &kt], vec![]);
-    let scale = g.const_f32(&format!("const.attn_scale_{c}"), &[], &[1.0 / (c as f32).sqrt()]);
+    let scale = g.const_f32(
+        &format!("const.attn_scale_{c}"),
+        &[],
+        &[1.0 / (c as f32).sqrt()],
+    );
     let scores = g.op("Mul", &[&scores, &scale], vec![]);
     let probs = g.op("Softmax", &[&scores], vec![attr_int("axis", -1)]);
     let ctx = g.op("MatMul", &[&probs, &v], vec![]);
@@ -72,7 +84,12 @@ pub struct DiffusionUNet {
 pub(crate) fn diffusion_unet(seed: u64, m: &DiffusionUNet, name: &str) -> Vec<u8> {
     let mut g = Graph::new(seed);
     let s = m.image as i64;
-    let dims = [Dim::Param("batch"), Dim::Fixed(m.channels as i64), Dim::Fixed(s), Dim::Fixed(s)];
+    let dims = [
+        Dim::Param("batch"),
+        Dim::Fixed(m.channels as i64),
+        Dim::Fixed(s),
+        Dim::Fixed(s),
+    ];
     let sample = g.input("sample", DataType::Float, &dims);
     let t = g.input("timestep", DataType::Float, &[Dim::Fixed(1)]);
     let base = m.block_out[0];
@@ -93,7 +110,12 @@ pub(crate) fn diffusion_unet(seed: u64, m: &DiffusionUNet, name: &str) -> Vec<u8
     let temb = dense(&mut g, &emb, "time.linear2", tdim, tdim, 1.0, true);
     let te = Some((temb.as_str(), tdim));
 
-    let mut x = conv(&mut g, &sample, "conv_in", ConvSpec::d2(m.channels, base, 3, 1));
+    let mut x = conv(
+        &mut g,
+        &sample,
+        "conv_in",
+        ConvSpec::d2(m.channels, base, 3, 1),
+    );
     let mut skips = vec![(x.clone(), base)];
     let mut c = base;
     let levels = m.block_out.len();
@@ -108,7 +130,12 @@ pub(crate) fn diffusion_unet(seed: u64, m: &DiffusionUNet, name: &str) -> Vec<u8
             skips.push((x.clone(), c));
         }
         if level + 1 < levels {
-            x = conv(&mut g, &x, &format!("down.{level}.downsample"), ConvSpec::d2(c, c, 3, 2));
+            x = conv(
+                &mut g,
+                &x,
+                &format!("down.{level}.downsample"),
+                ConvSpec::d2(c, c, 3, 2),
+            );
             skips.push((x.clone(), c));
         }
     }
@@ -128,14 +155,22 @@ pub(crate) fn diffusion_unet(seed: u64, m: &DiffusionUNet, name: &str) -> Vec<u8
         }
         if level > 0 {
             let u = upsample2d(&mut g, &x, 2.0);
-            x = conv(&mut g, &u, &format!("up.{level}.upsample"), ConvSpec::d2(c, c, 3, 1));
+            x = conv(
+                &mut g,
+                &u,
+                &format!("up.{level}.upsample"),
+                ConvSpec::d2(c, c, 3, 1),
+            );
         }
     }
     let h = group_norm(&mut g, &x, "out.norm", c, m.groups);
     let h = activate(&mut g, &h, Act::Silu);
     let eps = conv(&mut g, &h, "out.conv", ConvSpec::d2(c, m.channels, 3, 1));
     g.output(&eps, "noise_pred", DataType::Float, &dims);
-    g.finish(name, &format!("trtmc generated {name}: seeded UNet2D noise predictor"))
+    g.finish(
+        name,
+        &format!("trtmc generated {name}: seeded UNet2D noise predictor"),
+    )
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -157,23 +192,51 @@ pub(crate) fn vae_decoder(seed: u64, m: &VaeDecoder, name: &str) -> Vec<u8> {
     let z = g.input(
         "latent_sample",
         DataType::Float,
-        &[Dim::Param("batch"), Dim::Fixed(m.latent_channels as i64), Dim::Fixed(l), Dim::Fixed(l)],
+        &[
+            Dim::Param("batch"),
+            Dim::Fixed(m.latent_channels as i64),
+            Dim::Fixed(l),
+            Dim::Fixed(l),
+        ],
     );
     let top = *m.block_out.last().unwrap_or(&64);
-    let z = conv(&mut g, &z, "post_quant", ConvSpec::d2(m.latent_channels, m.latent_channels, 1, 1));
-    let mut x = conv(&mut g, &z, "conv_in", ConvSpec::d2(m.latent_channels, top, 3, 1));
+    let z = conv(
+        &mut g,
+        &z,
+        "post_quant",
+        ConvSpec::d2(m.latent_channels, m.latent_channels, 1, 1),
+    );
+    let mut x = conv(
+        &mut g,
+        &z,
+        "conv_in",
+        ConvSpec::d2(m.latent_channels, top, 3, 1),
+    );
     x = res_block(&mut g, &x, "mid.0", top, top, m.groups, None);
     x = spatial_attention(&mut g, &x, "mid.attn", top, m.groups);
     x = res_block(&mut g, &x, "mid.1", top, top, m.groups, None);
     let mut c = top;
     for (level, &out) in m.block_out.iter().enumerate().rev() {
         for r in 0..=m.layers_per_block {
-            x = res_block(&mut g, &x, &format!("up.{level}.{r}"), c, out, m.groups, None);
+            x = res_block(
+                &mut g,
+                &x,
+                &format!("up.{level}.{r}"),
+                c,
+                out,
+                m.groups,
+                None,
+            );
             c = out;
         }
         if level > 0 {
             let u = upsample2d(&mut g, &x, 2.0);
-            x = conv(&mut g, &u, &format!("up.{level}.upsample"), ConvSpec::d2(c, c, 3, 1));
+            x = conv(
+                &mut g,
+                &u,
+                &format!("up.{level}.upsample"),
+                ConvSpec::d2(c, c, 3, 1),
+            );
         }
     }
     let h = group_norm(&mut g, &x, "out.norm", c, m.groups);
@@ -184,7 +247,12 @@ pub(crate) fn vae_decoder(seed: u64, m: &VaeDecoder, name: &str) -> Vec<u8> {
         &img,
         "sample",
         DataType::Float,
-        &[Dim::Param("batch"), Dim::Fixed(3), Dim::Fixed(side), Dim::Fixed(side)],
+        &[
+            Dim::Param("batch"),
+            Dim::Fixed(3),
+            Dim::Fixed(side),
+            Dim::Fixed(side),
+        ],
     );
     g.finish(name, &format!("trtmc generated {name}: seeded VAE decoder"))
 }
@@ -211,7 +279,11 @@ pub(crate) fn hifigan(seed: u64, m: &HifiGan, name: &str) -> Vec<u8> {
     let mel = g.input(
         "mel",
         DataType::Float,
-        &[Dim::Fixed(1), Dim::Param("frames"), Dim::Fixed(m.mels as i64)],
+        &[
+            Dim::Fixed(1),
+            Dim::Param("frames"),
+            Dim::Fixed(m.mels as i64),
+        ],
     );
     let x = g.op("Transpose", &[&mel], vec![attr_ints("perm", &[0, 2, 1])]);
     let mut c = m.initial_channels;
@@ -219,13 +291,21 @@ pub(crate) fn hifigan(seed: u64, m: &HifiGan, name: &str) -> Vec<u8> {
     for (i, (&rate, &k)) in m.upsample_rates.iter().zip(m.upsample_kernels).enumerate() {
         let out = c / 2;
         let h = leaky(&mut g, &x);
-        let w = g.weight(&format!("ups.{i}.weight"), &[c, out, k], crate::init::scaled_bound(1.0, c * k / rate));
+        let w = g.weight(
+            &format!("ups.{i}.weight"),
+            &[c, out, k],
+            crate::init::scaled_bound(1.0, c * k / rate),
+        );
         let b = g.weight(&format!("ups.{i}.bias"), &[out], 0.05);
         let pad = ((k - rate) / 2) as i64;
         x = g.op(
             "ConvTranspose",
             &[&h, &w, &b],
-            vec![attr_ints("kernel_shape", &[k as i64]), attr_ints("strides", &[rate as i64]), attr_ints("pads", &[pad, pad])],
+            vec![
+                attr_ints("kernel_shape", &[k as i64]),
+                attr_ints("strides", &[rate as i64]),
+                attr_ints("pads", &[pad, pad]),
+            ],
         );
         c = out;
         let mut sum: Option<String> = None;
@@ -234,7 +314,12 @@ pub(crate) fn hifigan(seed: u64, m: &HifiGan, name: &str) -> Vec<u8> {
             for (d, &dil) in m.resblock_dilations.iter().enumerate() {
                 let p = format!("ups.{i}.res.{j}.{d}");
                 let h = leaky(&mut g, &y);
-                let h = conv(&mut g, &h, &format!("{p}.conv1"), ConvSpec::d1(c, c, rk, 1).dilation(dil));
+                let h = conv(
+                    &mut g,
+                    &h,
+                    &format!("{p}.conv1"),
+                    ConvSpec::d1(c, c, rk, 1).dilation(dil),
+                );
                 let h = leaky(&mut g, &h);
                 let h = conv(&mut g, &h, &format!("{p}.conv2"), ConvSpec::d1(c, c, rk, 1));
                 y = g.op("Add", &[&y, &h], vec![]);
@@ -256,8 +341,16 @@ pub(crate) fn hifigan(seed: u64, m: &HifiGan, name: &str) -> Vec<u8> {
     let h = g.op("Tanh", &[&h], vec![]);
     let shape = g.const_i64("const.flatten_audio", &[1, -1]);
     let audio = g.op("Reshape", &[&h, &shape], vec![]);
-    g.output(&audio, "audio", DataType::Float, &[Dim::Fixed(1), Dim::Param("samples")]);
-    g.finish(name, &format!("trtmc generated {name}: seeded HiFi-GAN vocoder"))
+    g.output(
+        &audio,
+        "audio",
+        DataType::Float,
+        &[Dim::Fixed(1), Dim::Param("samples")],
+    );
+    g.finish(
+        name,
+        &format!("trtmc generated {name}: seeded HiFi-GAN vocoder"),
+    )
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -277,17 +370,30 @@ pub struct Wav2Vec2 {
 /// -> `logits` [1, frames, vocab] (one frame per 320 samples with the base extractor).
 pub(crate) fn wav2vec2(seed: u64, m: &Wav2Vec2, name: &str) -> Vec<u8> {
     let mut g = Graph::new(seed);
-    let audio = g.input("audio", DataType::Float, &[Dim::Fixed(1), Dim::Param("samples")]);
+    let audio = g.input(
+        "audio",
+        DataType::Float,
+        &[Dim::Fixed(1), Dim::Param("samples")],
+    );
     let axis = g.const_i64("const.i64_1", &[1]);
     let mut x = g.op("Unsqueeze", &[&audio, &axis], vec![]);
     let mut c = 1;
     for (i, &(out, k, s)) in m.extractor.iter().enumerate() {
-        x = conv(&mut g, &x, &format!("extractor.{i}"), ConvSpec::d1(c, out, k, s).pad(0));
+        x = conv(
+            &mut g,
+            &x,
+            &format!("extractor.{i}"),
+            ConvSpec::d1(c, out, k, s).pad(0),
+        );
         if i == 0 {
             // GroupNorm with one group per channel: instance normalisation over time.
             let scale = g.weight_range("extractor.0.norm.weight", &[out], 0.9, 1.1);
             let bias = g.weight("extractor.0.norm.bias", &[out], 0.05);
-            x = g.op("InstanceNormalization", &[&x, &scale, &bias], vec![attr_float("epsilon", 1e-5)]);
+            x = g.op(
+                "InstanceNormalization",
+                &[&x, &scale, &bias],
+                vec![attr_float("epsilon", 1e-5)],
+            );
         }
         x = activate(&mut g, &x, Act::Gelu);
         c = out;
@@ -301,7 +407,9 @@ pub(crate) fn wav2vec2(seed: u64, m: &Wav2Vec2, name: &str) -> Vec<u8> {
         &mut g,
         &t,
         "pos_conv",
-        ConvSpec::d1(e.hidden, e.hidden, m.pos_kernel, 1).groups(m.pos_groups).pad(m.pos_kernel / 2),
+        ConvSpec::d1(e.hidden, e.hidden, m.pos_kernel, 1)
+            .groups(m.pos_groups)
+            .pad(m.pos_kernel / 2),
     );
     // An even kernel with padding k/2 yields one extra frame: drop it, as wav2vec2 does.
     let p = if m.pos_kernel.is_multiple_of(2) {
@@ -318,6 +426,18 @@ pub(crate) fn wav2vec2(seed: u64, m: &Wav2Vec2, name: &str) -> Vec<u8> {
     let x = layer_norm(&mut g, &x, "encoder.norm", e.hidden);
     let x = crate::transformer::stack(&mut g, &x, "encoder.layers", e, None);
     let logits = dense(&mut g, &x, "ctc", e.hidden, m.vocab, 6.0, true);
-    g.output(&logits, "logits", DataType::Float, &[Dim::Fixed(1), Dim::Param("frames"), Dim::Fixed(m.vocab as i64)]);
-    g.finish(name, &format!("trtmc generated {name}: seeded wav2vec2 CTC model"))
+    g.output(
+        &logits,
+        "logits",
+        DataType::Float,
+        &[
+            Dim::Fixed(1),
+            Dim::Param("frames"),
+            Dim::Fixed(m.vocab as i64),
+        ],
+    );
+    g.finish(
+        name,
+        &format!("trtmc generated {name}: seeded wav2vec2 CTC model"),
+    )
 }

@@ -318,10 +318,18 @@ mod tests {
             let smoke = format!("{}{}", f.name, families::SMOKE_SUFFIX);
             assert!(is_builtin(&smoke) && is_builtin(f.name), "{}", f.name);
             let a = generate(&smoke, 5).unwrap();
-            assert_eq!(a, generate(&smoke, 5).unwrap(), "{smoke} differs between runs");
+            assert_eq!(
+                a,
+                generate(&smoke, 5).unwrap(),
+                "{smoke} differs between runs"
+            );
             assert_ne!(a, generate(&smoke, 6).unwrap(), "{smoke} ignores the seed");
             assert_ne!(builtin_config(&smoke), builtin_config(f.name), "{smoke}");
-            assert!(a.len() < 4_000_000, "{smoke} is {} bytes: not a smoke size", a.len());
+            assert!(
+                a.len() < 4_000_000,
+                "{smoke} is {} bytes: not a smoke size",
+                a.len()
+            );
         }
         assert!(builtin_config("tiny-gpt").is_null());
         assert!(!is_builtin("gpt2-l1"));

@@ -73,7 +73,13 @@ pub(crate) fn norm(g: &mut Graph, x: &str, prefix: &str, dim: usize, kind: Norm)
 }
 
 /// LayerNorm over the channel axis of an NCHW (or NCL) tensor.
-pub(crate) fn channel_norm(g: &mut Graph, x: &str, prefix: &str, dim: usize, rank: usize) -> String {
+pub(crate) fn channel_norm(
+    g: &mut Graph,
+    x: &str,
+    prefix: &str,
+    dim: usize,
+    rank: usize,
+) -> String {
     let (to_last, back): (Vec<i64>, Vec<i64>) = if rank == 4 {
         (vec![0, 2, 3, 1], vec![0, 3, 1, 2])
     } else {
@@ -197,7 +203,11 @@ pub(crate) fn conv(g: &mut Graph, x: &str, prefix: &str, c: ConvSpec) -> String 
     let mut dims = vec![c.cout, per_group];
     dims.extend(std::iter::repeat_n(c.kernel, c.spatial));
     let fan_in = per_group * c.kernel.pow(c.spatial as u32);
-    let w = g.weight(&format!("{prefix}.weight"), &dims, scaled_bound(2.0, fan_in));
+    let w = g.weight(
+        &format!("{prefix}.weight"),
+        &dims,
+        scaled_bound(2.0, fan_in),
+    );
     let b = g.weight(&format!("{prefix}.bias"), &[c.cout], 0.05);
     let pad = c.pad.unwrap_or(c.dilation * (c.kernel - 1) / 2) as i64;
     let n = c.spatial;

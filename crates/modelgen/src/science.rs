@@ -13,16 +13,31 @@ fn history(g: &mut Graph, steps: usize, channels: usize) -> String {
     g.input(
         "history",
         DataType::Float,
-        &[Dim::Param("batch"), Dim::Fixed(steps as i64), Dim::Fixed(channels as i64)],
+        &[
+            Dim::Param("batch"),
+            Dim::Fixed(steps as i64),
+            Dim::Fixed(channels as i64),
+        ],
     )
 }
 
-fn forecast_output(mut g: Graph, y: &str, horizon: usize, channels: usize, name: &str, what: &str) -> Vec<u8> {
+fn forecast_output(
+    mut g: Graph,
+    y: &str,
+    horizon: usize,
+    channels: usize,
+    name: &str,
+    what: &str,
+) -> Vec<u8> {
     g.output(
         y,
         "forecast",
         DataType::Float,
-        &[Dim::Param("batch"), Dim::Fixed(horizon as i64), Dim::Fixed(channels as i64)],
+        &[
+            Dim::Param("batch"),
+            Dim::Fixed(horizon as i64),
+            Dim::Fixed(channels as i64),
+        ],
     );
     g.finish(name, &format!("trtmc generated {name}: seeded {what}"))
 }
@@ -45,20 +60,37 @@ pub(crate) fn patchtst(seed: u64, m: &PatchTst, name: &str) -> Vec<u8> {
     let e = &m.encoder;
     let x = history(&mut g, m.context, m.channels);
     let x = g.op("Transpose", &[&x], vec![attr_ints("perm", &[0, 2, 1])]);
-    let series = g.const_i64(&format!("const.series_{}", m.context), &[-1, 1, m.context as i64]);
+    let series = g.const_i64(
+        &format!("const.series_{}", m.context),
+        &[-1, 1, m.context as i64],
+    );
     let x = g.op("Reshape", &[&x, &series], vec![]);
-    let pads = g.const_i64(&format!("const.pad_end_{}", m.stride), &[0, 0, 0, 0, 0, m.stride as i64]);
+    let pads = g.const_i64(
+        &format!("const.pad_end_{}", m.stride),
+        &[0, 0, 0, 0, 0, m.stride as i64],
+    );
     let x = g.op("Pad", &[&x, &pads], vec![attr_string("mode", "edge")]);
-    let x = conv(&mut g, &x, "patch", ConvSpec::d1(1, e.hidden, m.patch, m.stride).pad(0));
+    let x = conv(
+        &mut g,
+        &x,
+        "patch",
+        ConvSpec::d1(1, e.hidden, m.patch, m.stride).pad(0),
+    );
     let x = g.op("Transpose", &[&x], vec![attr_ints("perm", &[0, 2, 1])]);
     let patches = (m.context + m.stride - m.patch) / m.stride + 1;
     let pos = g.weight("position", &[patches, e.hidden], 0.5);
     let x = g.op("Add", &[&x, &pos], vec![]);
     let x = crate::transformer::stack(&mut g, &x, "encoder", e, None);
-    let flat = g.const_i64(&format!("const.flat_{}", patches * e.hidden), &[-1, (patches * e.hidden) as i64]);
+    let flat = g.const_i64(
+        &format!("const.flat_{}", patches * e.hidden),
+        &[-1, (patches * e.hidden) as i64],
+    );
     let x = g.op("Reshape", &[&x, &flat], vec![]);
     let y = dense(&mut g, &x, "head", patches * e.hidden, m.horizon, 1.0, true);
-    let back = g.const_i64(&format!("const.per_channel_{}_{}", m.channels, m.horizon), &[-1, m.channels as i64, m.horizon as i64]);
+    let back = g.const_i64(
+        &format!("const.per_channel_{}_{}", m.channels, m.horizon),
+        &[-1, m.channels as i64, m.horizon as i64],
+    );
     let y = g.op("Reshape", &[&y, &back], vec![]);
     let y = g.op("Transpose", &[&y], vec![attr_ints("perm", &[0, 2, 1])]);
     forecast_output(g, &y, m.horizon, m.channels, name, "PatchTST forecaster")
@@ -85,10 +117,15 @@ pub(crate) fn dlinear(seed: u64, m: &DLinear, name: &str) -> Vec<u8> {
     let trend = g.op(
         "AveragePool",
         &[&padded],
-        vec![attr_ints("kernel_shape", &[m.kernel as i64]), attr_ints("strides", &[1])],
+        vec![
+            attr_ints("kernel_shape", &[m.kernel as i64]),
+            attr_ints("strides", &[1]),
+        ],
     );
     let seasonal = g.op("Sub", &[&x, &trend], vec![]);
-    let s = dense(&mut g, &seasonal, "seasonal", m.context, m.horizon, 1.0, true);
+    let s = dense(
+        &mut g, &seasonal, "seasonal", m.context, m.horizon, 1.0, true,
+    );
     let t = dense(&mut g, &trend, "trend", m.context, m.horizon, 1.0, true);
     let y = g.op("Add", &[&s, &t], vec![]);
     let y = g.op("Transpose", &[&y], vec![attr_ints("perm", &[0, 2, 1])]);
@@ -158,13 +195,29 @@ pub(crate) fn fno(seed: u64, m: &Fno, name: &str) -> Vec<u8> {
         let a = g.op("MatMul", &[&out_re, &inv_re], vec![]);
         let b = g.op("MatMul", &[&out_im, &inv_im], vec![]);
         let spectral = g.op("Add", &[&a, &b], vec![]);
-        let spectral = g.op("Transpose", &[&spectral], vec![attr_ints("perm", &[0, 2, 1])]);
+        let spectral = g.op(
+            "Transpose",
+            &[&spectral],
+            vec![attr_ints("perm", &[0, 2, 1])],
+        );
         let pointwise = dense(&mut g, &x, &format!("{p}.pointwise"), w, w, 1.0, true);
         let y = g.op("Add", &[&spectral, &pointwise], vec![]);
-        x = if l + 1 < m.layers { activate(&mut g, &y, Act::Gelu) } else { y };
+        x = if l + 1 < m.layers {
+            activate(&mut g, &y, Act::Gelu)
+        } else {
+            y
+        };
     }
     let h = dense(&mut g, &x, "project.0", w, m.projection, 2.0, true);
     let h = activate(&mut g, &h, Act::Gelu);
-    let y = dense(&mut g, &h, "project.1", m.projection, m.out_channels, 1.0, true);
+    let y = dense(
+        &mut g,
+        &h,
+        "project.1",
+        m.projection,
+        m.out_channels,
+        1.0,
+        true,
+    );
     forecast_output(g, &y, n, m.out_channels, name, "Fourier neural operator")
 }

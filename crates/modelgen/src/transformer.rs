@@ -73,14 +73,43 @@ struct Attend<'a> {
     cache: Option<(&'a str, &'a str, String, String)>,
 }
 
-fn attention_block(g: &mut Graph, x: &str, prefix: &str, a: Attend<'_>) -> (String, Option<(String, String)>) {
+fn attention_block(
+    g: &mut Graph,
+    x: &str,
+    prefix: &str,
+    a: Attend<'_>,
+) -> (String, Option<(String, String)>) {
     let t = a.t;
     let hd = t.head_dim();
     let kv_width = t.kv_heads * hd;
-    let q = dense(g, x, &format!("{prefix}.q"), t.hidden, t.hidden, 1.0, t.bias);
+    let q = dense(
+        g,
+        x,
+        &format!("{prefix}.q"),
+        t.hidden,
+        t.hidden,
+        1.0,
+        t.bias,
+    );
     let src = a.kv_source.unwrap_or(x);
-    let k = dense(g, src, &format!("{prefix}.k"), t.hidden, kv_width, 1.0, t.bias);
-    let v = dense(g, src, &format!("{prefix}.v"), t.hidden, kv_width, 1.0, t.bias);
+    let k = dense(
+        g,
+        src,
+        &format!("{prefix}.k"),
+        t.hidden,
+        kv_width,
+        1.0,
+        t.bias,
+    );
+    let v = dense(
+        g,
+        src,
+        &format!("{prefix}.v"),
+        t.hidden,
+        kv_width,
+        1.0,
+        t.bias,
+    );
     let mut q = split_heads(g, &q, t.heads, hd);
     let mut k = split_heads(g, &k, t.kv_heads, hd);
     let mut v = split_heads(g, &v, t.kv_heads, hd);
@@ -112,7 +141,15 @@ fn attention_block(g: &mut Graph, x: &str, prefix: &str, a: Attend<'_>) -> (Stri
     let probs = g.op("Softmax", &[&scores], vec![attr_int("axis", -1)]);
     let ctx = g.op("MatMul", &[&probs, &v], vec![]);
     let ctx = merge_heads(g, &ctx, t.heads, hd);
-    let out = dense(g, &ctx, &format!("{prefix}.out"), t.hidden, t.hidden, 1.0, t.bias);
+    let out = dense(
+        g,
+        &ctx,
+        &format!("{prefix}.out"),
+        t.hidden,
+        t.hidden,
+        1.0,
+        t.bias,
+    );
     (out, presents)
 }
 
@@ -133,10 +170,7 @@ fn repeat_kv(g: &mut Graph, x: &str, rep: usize, heads: usize, hd: usize) -> Str
 fn rotate(g: &mut Graph, x: &str, rope: &Rope, hd: usize) -> String {
     let d = rope.dims as i64;
     let (rot, pass) = if rope.dims < hd {
-        (
-            slice(g, x, 3, 0, d),
-            Some(slice(g, x, 3, d, hd as i64)),
-        )
+        (slice(g, x, 3, 0, d), Some(slice(g, x, 3, d, hd as i64)))
     } else {
         (x.to_string(), None)
     };
@@ -199,7 +233,15 @@ fn layer(
     if t.parallel {
         // GPT-NeoX: x + attn(ln1(x)) + ffn(ln2(x)).
         let h2 = norm(g, x, &format!("{prefix}.ffn_norm"), t.hidden, t.norm);
-        let f = ffn(g, &h2, &format!("{prefix}.ffn"), t.hidden, t.ffn, t.act, t.bias);
+        let f = ffn(
+            g,
+            &h2,
+            &format!("{prefix}.ffn"),
+            t.hidden,
+            t.ffn,
+            t.act,
+            t.bias,
+        );
         let y = g.op("Add", &[x, &attn], vec![]);
         return (g.op("Add", &[&y, &f], vec![]), presents);
     }
@@ -231,7 +273,15 @@ fn layer(
     } else {
         x.clone()
     };
-    let f = ffn(g, &h, &format!("{prefix}.ffn"), t.hidden, t.ffn, t.act, t.bias);
+    let f = ffn(
+        g,
+        &h,
+        &format!("{prefix}.ffn"),
+        t.hidden,
+        t.ffn,
+        t.act,
+        t.bias,
+    );
     let mut y = g.op("Add", &[&x, &f], vec![]);
     if !t.pre_norm {
         y = norm(g, &y, &format!("{prefix}.ffn_norm"), t.hidden, t.norm);
@@ -240,7 +290,13 @@ fn layer(
 }
 
 /// A plain stack of self-attention layers over `x` with an optional additive bias.
-pub(crate) fn stack(g: &mut Graph, x: &str, prefix: &str, t: &Transformer, bias: Option<&str>) -> String {
+pub(crate) fn stack(
+    g: &mut Graph,
+    x: &str,
+    prefix: &str,
+    t: &Transformer,
+    bias: Option<&str>,
+) -> String {
     let mut x = x.to_string();
     for i in 0..t.layers {
         let a = Attend {
@@ -271,7 +327,11 @@ fn embed_tokens(g: &mut Graph, ids: &str, prefix: &str, t: &Transformer) -> (Str
         }
         Positions::Sinusoidal(max) => {
             let values = crate::nn::sinusoid_table(max, t.hidden);
-            let pos = g.const_f32(&format!("const.sinusoid_{max}x{}", t.hidden), &[max, t.hidden], &values);
+            let pos = g.const_f32(
+                &format!("const.sinusoid_{max}x{}", t.hidden),
+                &[max, t.hidden],
+                &values,
+            );
             let pos = rows(g, &pos, &seq);
             g.op("Add", &[&tok, &pos], vec![])
         }
@@ -282,7 +342,11 @@ fn embed_tokens(g: &mut Graph, ids: &str, prefix: &str, t: &Transformer) -> (Str
 
 /// [b, s] int mask (1 = attend) -> additive [b, 1, 1, s].
 fn padding_bias(g: &mut Graph, mask: &str) -> String {
-    let mask_f = g.op("Cast", &[mask], vec![attr_int("to", DataType::Float as i64)]);
+    let mask_f = g.op(
+        "Cast",
+        &[mask],
+        vec![attr_int("to", DataType::Float as i64)],
+    );
     let one = g.const_f32("const.one", &[], &[1.0]);
     let masked = g.const_f32("const.masked", &[], &[MASKED]);
     let inverted = g.op("Sub", &[&one, &mask_f], vec![]);
@@ -350,7 +414,11 @@ pub(crate) fn text_encoder(seed: u64, t: &Transformer, head: EncoderHead, name: 
         bias = g.op("Add", &[&bias, &rel], vec![]);
     }
     let x = stack(&mut g, &x, "encoder", t, Some(bias.as_str()));
-    let batch_seq_hidden = [Dim::Param("batch"), Dim::Param("seq"), Dim::Fixed(t.hidden as i64)];
+    let batch_seq_hidden = [
+        Dim::Param("batch"),
+        Dim::Param("seq"),
+        Dim::Fixed(t.hidden as i64),
+    ];
     g.output(&x, "last_hidden_state", DataType::Float, &batch_seq_hidden);
     let first = g.const_i64("const.zero_1d", &[0]);
     let axis1 = g.const_i64("const.i64_1", &[1]);
@@ -363,27 +431,48 @@ pub(crate) fn text_encoder(seed: u64, t: &Transformer, head: EncoderHead, name: 
             let p = dense(&mut g, &cls, "pooler", t.hidden, t.hidden, 1.0, true);
             let p = g.op("Tanh", &[&p], vec![]);
             let score = dense(&mut g, &p, "classifier", t.hidden, 1, 1.0, true);
-            g.output(&score, "scores", DataType::Float, &[Dim::Param("batch"), Dim::Fixed(1)]);
+            g.output(
+                &score,
+                "scores",
+                DataType::Float,
+                &[Dim::Param("batch"), Dim::Fixed(1)],
+            );
         }
         EncoderHead::MeanPool | EncoderHead::ClsPool => {
             let pooled = if head == EncoderHead::ClsPool {
                 cls
             } else {
-                let mask_f = g.op("Cast", &[&mask], vec![attr_int("to", DataType::Float as i64)]);
+                let mask_f = g.op(
+                    "Cast",
+                    &[&mask],
+                    vec![attr_int("to", DataType::Float as i64)],
+                );
                 let axis2 = g.const_i64("const.i64_2", &[2]);
                 let m = g.op("Unsqueeze", &[&mask_f, &axis2], vec![]);
                 let weighted = g.op("Mul", &[&x, &m], vec![]);
-                let summed = g.op("ReduceSum", &[&weighted, &axis1], vec![attr_int("keepdims", 0)]);
+                let summed = g.op(
+                    "ReduceSum",
+                    &[&weighted, &axis1],
+                    vec![attr_int("keepdims", 0)],
+                );
                 let count = g.op("ReduceSum", &[&m, &axis1], vec![attr_int("keepdims", 0)]);
                 let tiny = g.const_f32("const.tiny", &[], &[1e-9]);
                 let count = g.op("Max", &[&count, &tiny], vec![]);
                 g.op("Div", &[&summed, &count], vec![])
             };
             let e = l2_normalize(&mut g, &pooled);
-            g.output(&e, "embeddings", DataType::Float, &[Dim::Param("batch"), Dim::Fixed(t.hidden as i64)]);
+            g.output(
+                &e,
+                "embeddings",
+                DataType::Float,
+                &[Dim::Param("batch"), Dim::Fixed(t.hidden as i64)],
+            );
         }
     }
-    g.finish(name, &format!("trtmc generated {name}: seeded text encoder"))
+    g.finish(
+        name,
+        &format!("trtmc generated {name}: seeded text encoder"),
+    )
 }
 
 fn l2_normalize(g: &mut Graph, x: &str) -> String {
@@ -406,42 +495,96 @@ pub struct VisionPrefix {
 
 /// A decoder-only generator with the KV-cache contract of [`crate::DecoderSpec`]; with `vision`, the
 /// `tiny-vlm` contract (`image_patches` [1, patches, 3·p·p] ahead of the prompt).
-pub(crate) fn decoder(seed: u64, t: &Transformer, tied_head: bool, vision: Option<&VisionPrefix>, name: &str) -> Vec<u8> {
+pub(crate) fn decoder(
+    seed: u64,
+    t: &Transformer,
+    tied_head: bool,
+    vision: Option<&VisionPrefix>,
+    name: &str,
+) -> Vec<u8> {
     let hd = t.head_dim();
     let mut g = Graph::new(seed);
     let new_dim = if vision.is_some() { "new" } else { "seq" };
-    let ids = g.input("input_ids", DataType::Int64, &[Dim::Fixed(1), Dim::Param("seq")]);
-    let positions = g.input("position_ids", DataType::Int64, &[Dim::Fixed(1), Dim::Param(new_dim)]);
+    let ids = g.input(
+        "input_ids",
+        DataType::Int64,
+        &[Dim::Fixed(1), Dim::Param("seq")],
+    );
+    let positions = g.input(
+        "position_ids",
+        DataType::Int64,
+        &[Dim::Fixed(1), Dim::Param(new_dim)],
+    );
     let patches = vision.map(|v| {
         g.input(
             "image_patches",
             DataType::Float,
-            &[Dim::Fixed(1), Dim::Param("patches"), Dim::Fixed((3 * v.patch * v.patch) as i64)],
+            &[
+                Dim::Fixed(1),
+                Dim::Param("patches"),
+                Dim::Fixed((3 * v.patch * v.patch) as i64),
+            ],
         )
     });
     let bias = g.input(
         "attention_bias",
         DataType::Float,
-        &[Dim::Fixed(1), Dim::Fixed(1), Dim::Param(new_dim), Dim::Param("total")],
+        &[
+            Dim::Fixed(1),
+            Dim::Fixed(1),
+            Dim::Param(new_dim),
+            Dim::Param("total"),
+        ],
     );
-    let cache_dims = |len| [Dim::Fixed(1), Dim::Fixed(t.kv_heads as i64), Dim::Param(len), Dim::Fixed(hd as i64)];
+    let cache_dims = |len| {
+        [
+            Dim::Fixed(1),
+            Dim::Fixed(t.kv_heads as i64),
+            Dim::Param(len),
+            Dim::Fixed(hd as i64),
+        ]
+    };
     let mut past = Vec::new();
     for layer in 0..t.layers {
-        let k = g.input(&format!("past_key_values.{layer}.key"), DataType::Float, &cache_dims("past"));
-        let v = g.input(&format!("past_key_values.{layer}.value"), DataType::Float, &cache_dims("past"));
+        let k = g.input(
+            &format!("past_key_values.{layer}.key"),
+            DataType::Float,
+            &cache_dims("past"),
+        );
+        let v = g.input(
+            &format!("past_key_values.{layer}.value"),
+            DataType::Float,
+            &cache_dims("past"),
+        );
         past.push((k, v));
     }
     let table = g.weight("embeddings.token", &[t.vocab, t.hidden], 1.0);
     let mut x = g.op("Gather", &[&table, &ids], vec![attr_int("axis", 0)]);
     if let (Some(v), Some(patches)) = (vision, &patches) {
         let e = &v.encoder;
-        let emb = dense(&mut g, patches, "vision.patch", 3 * v.patch * v.patch, e.hidden, 1.0, true);
+        let emb = dense(
+            &mut g,
+            patches,
+            "vision.patch",
+            3 * v.patch * v.patch,
+            e.hidden,
+            1.0,
+            true,
+        );
         let pos = g.weight("vision.position", &[v.max_patches, e.hidden], 0.5);
         let count = dim_of(&mut g, patches, 1);
         let pos = rows(&mut g, &pos, &count);
         let emb = g.op("Add", &[&emb, &pos], vec![]);
         let enc = stack(&mut g, &emb, "vision.encoder", e, None);
-        let proj = dense(&mut g, &enc, "vision.project", e.hidden, t.hidden, 1.0, true);
+        let proj = dense(
+            &mut g,
+            &enc,
+            "vision.project",
+            e.hidden,
+            t.hidden,
+            1.0,
+            true,
+        );
         x = g.op("Concat", &[&proj, &x], vec![attr_int("axis", 1)]);
     }
     let rope = match t.positions {
@@ -468,7 +611,12 @@ pub(crate) fn decoder(seed: u64, t: &Transformer, tied_head: bool, vision: Optio
             bias: Some(bias.as_str()),
             rope: rope.as_ref(),
             kv_source: None,
-            cache: Some((pk.as_str(), pv.as_str(), format!("present.{i}.key"), format!("present.{i}.value"))),
+            cache: Some((
+                pk.as_str(),
+                pv.as_str(),
+                format!("present.{i}.key"),
+                format!("present.{i}.value"),
+            )),
         };
         let (y, p) = layer(&mut g, &x, &format!("layers.{i}"), t, a, None);
         x = y;
@@ -478,17 +626,47 @@ pub(crate) fn decoder(seed: u64, t: &Transformer, tied_head: bool, vision: Optio
     let head = if tied_head {
         g.op("Transpose", &[&table], vec![attr_ints("perm", &[1, 0])])
     } else {
-        g.weight("lm_head.weight", &[t.hidden, t.vocab], crate::init::scaled_bound(1.0, t.hidden))
+        g.weight(
+            "lm_head.weight",
+            &[t.hidden, t.vocab],
+            crate::init::scaled_bound(1.0, t.hidden),
+        )
     };
     let raw = g.op("MatMul", &[&x, &head], vec![]);
-    let scale = g.const_f32("const.lm_head_scale", &[], &[2.0 / (t.hidden as f32).sqrt()]);
+    let scale = g.const_f32(
+        "const.lm_head_scale",
+        &[],
+        &[2.0 / (t.hidden as f32).sqrt()],
+    );
     let logits = g.op("Mul", &[&raw, &scale], vec![]);
-    g.output(&logits, "logits", DataType::Float, &[Dim::Fixed(1), Dim::Param(new_dim), Dim::Fixed(t.vocab as i64)]);
+    g.output(
+        &logits,
+        "logits",
+        DataType::Float,
+        &[
+            Dim::Fixed(1),
+            Dim::Param(new_dim),
+            Dim::Fixed(t.vocab as i64),
+        ],
+    );
     for (i, (k, v)) in presents.iter().enumerate() {
-        g.output(k, &format!("present.{i}.key"), DataType::Float, &cache_dims("total"));
-        g.output(v, &format!("present.{i}.value"), DataType::Float, &cache_dims("total"));
+        g.output(
+            k,
+            &format!("present.{i}.key"),
+            DataType::Float,
+            &cache_dims("total"),
+        );
+        g.output(
+            v,
+            &format!("present.{i}.value"),
+            DataType::Float,
+            &cache_dims("total"),
+        );
     }
-    g.finish(name, &format!("trtmc generated {name}: seeded decoder with KV-cache inputs and outputs"))
+    g.finish(
+        name,
+        &format!("trtmc generated {name}: seeded decoder with KV-cache inputs and outputs"),
+    )
 }
 
 /// A ViT image classifier (or CLIP's image tower).
@@ -503,8 +681,16 @@ pub struct Vit {
 /// `pixel` [b, 3, H, W] -> the class token's final state [b, hidden].
 fn vit_features(g: &mut Graph, image: &str, prefix: &str, v: &Vit) -> String {
     let e = &v.encoder;
-    let patches = conv(g, image, &format!("{prefix}.patch"), ConvSpec::d2(3, e.hidden, v.patch, v.patch).pad(0));
-    let flat_shape = g.const_i64(&format!("const.flatten_{}", e.hidden), &[0, e.hidden as i64, -1]);
+    let patches = conv(
+        g,
+        image,
+        &format!("{prefix}.patch"),
+        ConvSpec::d2(3, e.hidden, v.patch, v.patch).pad(0),
+    );
+    let flat_shape = g.const_i64(
+        &format!("const.flatten_{}", e.hidden),
+        &[0, e.hidden as i64, -1],
+    );
     let flat = g.op("Reshape", &[&patches, &flat_shape], vec![]);
     let tokens = g.op("Transpose", &[&flat], vec![attr_ints("perm", &[0, 2, 1])]);
     // The class token, broadcast over the batch: zero times the first patch, plus the learned row.
@@ -527,7 +713,12 @@ fn image_input(g: &mut Graph, name: &str, size: usize) -> String {
     g.input(
         name,
         DataType::Float,
-        &[Dim::Param("batch"), Dim::Fixed(3), Dim::Fixed(size as i64), Dim::Fixed(size as i64)],
+        &[
+            Dim::Param("batch"),
+            Dim::Fixed(3),
+            Dim::Fixed(size as i64),
+            Dim::Fixed(size as i64),
+        ],
     )
 }
 
@@ -537,8 +728,16 @@ pub(crate) fn vit_classifier(seed: u64, v: &Vit, name: &str) -> Vec<u8> {
     let image = image_input(&mut g, "image", v.image);
     let f = vit_features(&mut g, &image, "vit", v);
     let logits = dense(&mut g, &f, "head", v.encoder.hidden, v.classes, 1.0, true);
-    g.output(&logits, "logits", DataType::Float, &[Dim::Param("batch"), Dim::Fixed(v.classes as i64)]);
-    g.finish(name, &format!("trtmc generated {name}: seeded ViT classifier"))
+    g.output(
+        &logits,
+        "logits",
+        DataType::Float,
+        &[Dim::Param("batch"), Dim::Fixed(v.classes as i64)],
+    );
+    g.finish(
+        name,
+        &format!("trtmc generated {name}: seeded ViT classifier"),
+    )
 }
 
 /// The input side of an encoder-decoder.
@@ -565,11 +764,21 @@ pub(crate) fn encoder_decoder(seed: u64, m: &EncoderDecoder, name: &str) -> Vec<
     let (enc, dec) = (&m.encoder, &m.decoder);
     let x = match m.source {
         Source::Text => {
-            let ids = g.input("input_ids", DataType::Int64, &[Dim::Param("batch"), Dim::Param("src")]);
+            let ids = g.input(
+                "input_ids",
+                DataType::Int64,
+                &[Dim::Param("batch"), Dim::Param("src")],
+            );
             let (x, _) = embed_tokens(&mut g, &ids, "encoder.embeddings", enc);
-            let x = if enc.pre_norm { x } else { norm(&mut g, &x, "encoder.embeddings.norm", enc.hidden, enc.norm) };
+            let x = if enc.pre_norm {
+                x
+            } else {
+                norm(&mut g, &x, "encoder.embeddings.norm", enc.hidden, enc.norm)
+            };
             let bias = match enc.positions {
-                Positions::RelativeBias(max) => Some(relative_bias(&mut g, &ids, "encoder", enc.heads, max)),
+                Positions::RelativeBias(max) => {
+                    Some(relative_bias(&mut g, &ids, "encoder", enc.heads, max))
+                }
                 _ => None,
             };
             stack(&mut g, &x, "encoder.layers", enc, bias.as_deref())
@@ -578,21 +787,43 @@ pub(crate) fn encoder_decoder(seed: u64, m: &EncoderDecoder, name: &str) -> Vec<
             let f = g.input(
                 "input_features",
                 DataType::Float,
-                &[Dim::Param("batch"), Dim::Fixed(mels as i64), Dim::Fixed(frames as i64)],
+                &[
+                    Dim::Param("batch"),
+                    Dim::Fixed(mels as i64),
+                    Dim::Fixed(frames as i64),
+                ],
             );
-            let h = conv(&mut g, &f, "encoder.conv1", ConvSpec::d1(mels, enc.hidden, 3, 1));
+            let h = conv(
+                &mut g,
+                &f,
+                "encoder.conv1",
+                ConvSpec::d1(mels, enc.hidden, 3, 1),
+            );
             let h = activate(&mut g, &h, Act::Gelu);
-            let h = conv(&mut g, &h, "encoder.conv2", ConvSpec::d1(enc.hidden, enc.hidden, 3, 2));
+            let h = conv(
+                &mut g,
+                &h,
+                "encoder.conv2",
+                ConvSpec::d1(enc.hidden, enc.hidden, 3, 2),
+            );
             let h = activate(&mut g, &h, Act::Gelu);
             let h = g.op("Transpose", &[&h], vec![attr_ints("perm", &[0, 2, 1])]);
             let n = frames.div_ceil(2);
             let pos = crate::nn::sinusoid_table(n, enc.hidden);
-            let pos = g.const_f32(&format!("const.audio_positions_{n}"), &[n, enc.hidden], &pos);
+            let pos = g.const_f32(
+                &format!("const.audio_positions_{n}"),
+                &[n, enc.hidden],
+                &pos,
+            );
             let h = g.op("Add", &[&h, &pos], vec![]);
             stack(&mut g, &h, "encoder.layers", enc, None)
         }
     };
-    let dec_ids = g.input("decoder_input_ids", DataType::Int64, &[Dim::Param("batch"), Dim::Param("tgt")]);
+    let dec_ids = g.input(
+        "decoder_input_ids",
+        DataType::Int64,
+        &[Dim::Param("batch"), Dim::Param("tgt")],
+    );
     let (mut y, table) = embed_tokens(&mut g, &dec_ids, "decoder.embeddings", dec);
     if !dec.pre_norm {
         y = norm(&mut g, &y, "decoder.embeddings.norm", dec.hidden, dec.norm);
@@ -614,22 +845,41 @@ pub(crate) fn encoder_decoder(seed: u64, m: &EncoderDecoder, name: &str) -> Vec<
             kv_source: None,
             cache: None,
         };
-        y = layer(&mut g, &y, &format!("decoder.layers.{i}"), dec, a, Some((x.as_str(), None))).0;
+        y = layer(
+            &mut g,
+            &y,
+            &format!("decoder.layers.{i}"),
+            dec,
+            a,
+            Some((x.as_str(), None)),
+        )
+        .0;
     }
     if dec.pre_norm {
         y = norm(&mut g, &y, "decoder.final_norm", dec.hidden, dec.norm);
     }
     let head = g.op("Transpose", &[&table], vec![attr_ints("perm", &[1, 0])]);
     let raw = g.op("MatMul", &[&y, &head], vec![]);
-    let scale = g.const_f32("const.lm_head_scale", &[], &[2.0 / (dec.hidden as f32).sqrt()]);
+    let scale = g.const_f32(
+        "const.lm_head_scale",
+        &[],
+        &[2.0 / (dec.hidden as f32).sqrt()],
+    );
     let logits = g.op("Mul", &[&raw, &scale], vec![]);
     g.output(
         &logits,
         "logits",
         DataType::Float,
-        &[Dim::Param("batch"), Dim::Param("tgt"), Dim::Fixed(dec.vocab as i64)],
+        &[
+            Dim::Param("batch"),
+            Dim::Param("tgt"),
+            Dim::Fixed(dec.vocab as i64),
+        ],
     );
-    g.finish(name, &format!("trtmc generated {name}: seeded encoder-decoder"))
+    g.finish(
+        name,
+        &format!("trtmc generated {name}: seeded encoder-decoder"),
+    )
 }
 
 /// CLIP: an image tower and a causal text tower projected into one space.
@@ -644,9 +894,21 @@ pub struct Clip {
 pub(crate) fn clip(seed: u64, c: &Clip, name: &str) -> Vec<u8> {
     let mut g = Graph::new(seed);
     let image = image_input(&mut g, "pixel_values", c.vision.image);
-    let ids = g.input("input_ids", DataType::Int64, &[Dim::Param("texts"), Dim::Param("seq")]);
+    let ids = g.input(
+        "input_ids",
+        DataType::Int64,
+        &[Dim::Param("texts"), Dim::Param("seq")],
+    );
     let img = vit_features(&mut g, &image, "vision", &c.vision);
-    let img = dense(&mut g, &img, "vision.project", c.vision.encoder.hidden, c.projection, 1.0, false);
+    let img = dense(
+        &mut g,
+        &img,
+        "vision.project",
+        c.vision.encoder.hidden,
+        c.projection,
+        1.0,
+        false,
+    );
     let img = l2_normalize(&mut g, &img);
     let (x, _) = embed_tokens(&mut g, &ids, "text.embeddings", &c.text);
     let max = match c.text.positions {
@@ -661,12 +923,28 @@ pub(crate) fn clip(seed: u64, c: &Clip, name: &str) -> Vec<u8> {
     let axis = g.const_i64("const.i64_1", &[1]);
     let t = g.op("Slice", &[&x, &last, &big, &axis], vec![]);
     let t = g.op("Squeeze", &[&t, &axis], vec![]);
-    let t = dense(&mut g, &t, "text.project", c.text.hidden, c.projection, 1.0, false);
+    let t = dense(
+        &mut g,
+        &t,
+        "text.project",
+        c.text.hidden,
+        c.projection,
+        1.0,
+        false,
+    );
     let t = l2_normalize(&mut g, &t);
     let tt = g.op("Transpose", &[&t], vec![attr_ints("perm", &[1, 0])]);
     let sim = g.op("MatMul", &[&img, &tt], vec![]);
     let scale = g.const_f32("const.clip_logit_scale", &[], &[100.0]);
     let logits = g.op("Mul", &[&sim, &scale], vec![]);
-    g.output(&logits, "logits_per_image", DataType::Float, &[Dim::Param("batch"), Dim::Param("texts")]);
-    g.finish(name, &format!("trtmc generated {name}: seeded CLIP-style image-text pair"))
+    g.output(
+        &logits,
+        "logits_per_image",
+        DataType::Float,
+        &[Dim::Param("batch"), Dim::Param("texts")],
+    );
+    g.finish(
+        name,
+        &format!("trtmc generated {name}: seeded CLIP-style image-text pair"),
+    )
 }
