@@ -8,10 +8,15 @@ use std::process::{Command, Output};
 use crate::common::*;
 
 fn bench(cache: &Path, args: &[&str], env: &[(&str, &Path)]) -> Output {
+    let mut with_cache = args.to_vec();
+    with_cache.extend(["--bundle-cache", cache.to_str().expect("utf8")]);
+    offline(&with_cache, env)
+}
+
+/// trtmc-bench on the embedded catalog with the hub offline (`HF_HUB_OFFLINE=1`).
+fn offline(args: &[&str], env: &[(&str, &Path)]) -> Output {
     let mut cmd = Command::new(BIN);
     cmd.args(args)
-        .arg("--bundle-cache")
-        .arg(cache)
         .env_remove("TRTMC_MANIFEST_ROOT")
         .env_remove("ORT_DYLIB_PATH")
         .env("TRTMC_TEST", "1")
@@ -71,8 +76,7 @@ fn every_l0_family_runs_on_tract_and_onnxruntime() {
 fn list_models_shows_the_families_ready_offline() {
     let tmp = tempfile::tempdir().expect("tmp");
     let empty_hub = tmp.path().join("hf");
-    let out = bench(
-        &tmp.path().join("cache"),
+    let out = offline(
         &["list", "models", "--format", "json"],
         &[("HF_HOME", &empty_hub)],
     );
@@ -94,11 +98,7 @@ fn list_models_shows_the_families_ready_offline() {
             f.name
         );
     }
-    let text = bench(
-        &tmp.path().join("cache"),
-        &["list", "models"],
-        &[("HF_HOME", &empty_hub)],
-    );
+    let text = offline(&["list", "models"], &[("HF_HOME", &empty_hub)]);
     let listing = stdout(&text);
     for hub in HUB_PROFILES {
         let line = listing
