@@ -230,8 +230,10 @@ fn the_checked_in_release_suites_pass_check() {
     };
     let (quick_ids, full_ids) = (row_ids(&out), row_ids(&full));
     assert!(quick_ids.len() >= 30, "{out}");
+    // …except that the quick pass runs each generated family on its l0 smoke variant.
+    let real_size: Vec<String> = quick_ids.iter().map(|id| id.replace("-l0/", "/")).collect();
     assert_eq!(
-        quick_ids, full_ids,
+        real_size, full_ids,
         "release.yaml and release-full.yaml rows"
     );
     assert!(out.contains("passes the preflight"), "{out}");

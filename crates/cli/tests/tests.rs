@@ -17,6 +17,7 @@ mod analyze_cli;
 mod broken_pipe;
 mod chat_cli;
 mod ci_cli;
+mod families_cli;
 mod gpu_check_script;
 mod history_cli;
 mod install_cli;

@@ -306,7 +306,10 @@ fn coverage(suite: &Suite, catalog: &Catalog, f: &mut Vec<Finding>) {
         {
             continue;
         }
-        let covered = suite.rows.iter().any(|r| r.model == p.name);
+        let covered = suite
+            .rows
+            .iter()
+            .any(|r| covered_profile(catalog, &r.model) == Some(p.name.as_str()));
         if !covered && !excluded.contains_key(p.name.as_str()) {
             f.push(finding(
                 Kind::Config,
@@ -317,6 +320,48 @@ fn coverage(suite: &Suite, catalog: &Catalog, f: &mut Vec<Finding>) {
                 ),
             ));
         }
+    }
+}
+
+/// The profile a row on `model` covers: the model itself, or for a smoke duplicate (`smoke_of`, e.g.
+/// an `l0` variant in the quick pass) the profile it shortens.
+fn covered_profile<'a>(catalog: &'a Catalog, model: &str) -> Option<&'a str> {
+    let p = catalog.profiles.iter().find(|p| p.name == model)?;
+    Some(p.smoke_of.as_deref().unwrap_or(p.name.as_str()))
+}
+
+/// What a suite covers, counted as the seed counts it: distinct ready profiles (a smoke duplicate's row
+/// counts for the profile it shortens, never for itself), their families, and (family, operation)
+/// contracts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CoverageCounts {
+    pub profiles: usize,
+    pub families: usize,
+    pub contracts: usize,
+}
+
+pub fn coverage_counts(suite: &Suite, catalog: &Catalog) -> CoverageCounts {
+    let mut profiles = std::collections::BTreeSet::new();
+    let mut families = std::collections::BTreeSet::new();
+    let mut contracts = std::collections::BTreeSet::new();
+    for row in &suite.rows {
+        let Some(name) = covered_profile(catalog, &row.model) else {
+            continue;
+        };
+        let Some(p) = catalog.profiles.iter().find(|p| p.name == name) else {
+            continue;
+        };
+        if !p.status.is_ready() {
+            continue;
+        }
+        profiles.insert(p.name.as_str());
+        families.insert(p.family.as_str());
+        contracts.insert((p.family.as_str(), p.operation.as_deref().unwrap_or("")));
+    }
+    CoverageCounts {
+        profiles: profiles.len(),
+        families: families.len(),
+        contracts: contracts.len(),
     }
 }
 

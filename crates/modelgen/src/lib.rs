@@ -16,6 +16,11 @@
 //! whose prefill call uses empty (`past = 0`) cache tensors; [`TINY_GPT`] describes the contract
 //! for a host-side generation loop.
 //!
+//! [`families`] builds the published architectures of 32 model families (GPT-2, a Llama-style
+//! decoder, BERT, ViT, Whisper, T5, YOLOv8, a diffusion UNet, HiFi-GAN, an FNO …) from their public
+//! configurations at real size (built-in name `<family>`) and as `l0` smoke variants
+//! (`<family>-l0`); [`builtin_config`] is the configuration a cache key includes.
+//!
 //! [`reweight`] gives a real-architecture model (e.g. the `onnx` wheel's `light_resnet50.onnx`,
 //! whose weights are all one constant) seeded, well-scaled random weights.
 //!
@@ -26,13 +31,19 @@
 //! `cargo run -p trtmc-modelgen --example measure` prints sizes and tract timings.
 
 mod cnn;
+mod convnet;
 mod encoder;
+pub mod families;
+mod generative;
 mod gpt;
 mod init;
 mod layers;
+mod nn;
 mod proto;
 mod reweight;
+mod science;
 mod tasks;
+mod transformer;
 pub mod vocab;
 
 use anyhow::{Result, bail};
@@ -63,6 +74,8 @@ pub enum Task {
     ConvertSpeech,
     Diffuse,
     Forecast,
+    /// A plain forward pass (encoder-decoders, CLIP, a VAE decoder): the `infer` operation.
+    Infer,
 }
 
 impl Task {
@@ -79,6 +92,7 @@ impl Task {
             Task::ConvertSpeech => "convert_speech",
             Task::Diffuse => "diffuse",
             Task::Forecast => "forecast",
+            Task::Infer => "infer",
         }
     }
 }
@@ -243,14 +257,41 @@ pub fn generate(name: &str, seed: u64) -> Result<Vec<u8>> {
         "tiny-denoiser" => tasks::denoiser(seed),
         "tiny-forecaster" => tasks::forecaster(seed),
         "tiny-vlm" => gpt::build_vlm(seed),
-        _ => {
-            let known: Vec<&str> = MODELS.iter().map(|m| m.name).collect();
-            bail!(
+        _ => match families::family_arch(name) {
+            Some((_, arch)) => arch.build(seed, name),
+            None => bail!(
                 "unknown built-in model {name:?}; known models: {}",
-                known.join(", ")
-            )
-        }
+                builtin_names().join(", ")
+            ),
+        },
     })
+}
+
+/// Every name [`generate`] accepts: the tiny models, then each family and its `-l0` variant.
+pub fn builtin_names() -> Vec<String> {
+    let mut names: Vec<String> = MODELS.iter().map(|m| m.name.to_string()).collect();
+    for f in families::families() {
+        names.push(f.name.to_string());
+        names.push(format!("{}{}", f.name, families::SMOKE_SUFFIX));
+    }
+    names
+}
+
+/// Whether [`generate`] knows `name`.
+pub fn is_builtin(name: &str) -> bool {
+    MODELS.iter().any(|m| m.name == name) || families::family_arch(name).is_some()
+}
+
+/// What the bytes of built-in `name` depend on besides the seed and the crate version: a family's
+/// configuration and the generator version (`null` for the tiny models). Cache keys include it.
+pub fn builtin_config(name: &str) -> serde_json::Value {
+    match families::family_arch(name) {
+        Some((_, arch)) => serde_json::json!({
+            "generator": families::GENERATOR_VERSION,
+            "config": arch,
+        }),
+        None => serde_json::Value::Null,
+    }
 }
 
 #[cfg(test)]
@@ -266,6 +307,32 @@ mod tests {
                 m.name
             );
         }
+    }
+
+    /// Every family's l0 variant generates the same bytes twice, other bytes for another seed, and a
+    /// configuration key that differs from its real size's (real sizes are never generated in tests).
+    #[test]
+    fn family_smoke_variants_are_deterministic_and_keyed_by_configuration() {
+        assert!(families::families().len() >= 30);
+        for f in families::families() {
+            let smoke = format!("{}{}", f.name, families::SMOKE_SUFFIX);
+            assert!(is_builtin(&smoke) && is_builtin(f.name), "{}", f.name);
+            let a = generate(&smoke, 5).unwrap();
+            assert_eq!(
+                a,
+                generate(&smoke, 5).unwrap(),
+                "{smoke} differs between runs"
+            );
+            assert_ne!(a, generate(&smoke, 6).unwrap(), "{smoke} ignores the seed");
+            assert_ne!(builtin_config(&smoke), builtin_config(f.name), "{smoke}");
+            assert!(
+                a.len() < 4_000_000,
+                "{smoke} is {} bytes: not a smoke size",
+                a.len()
+            );
+        }
+        assert!(builtin_config("tiny-gpt").is_null());
+        assert!(!is_builtin("gpt2-l1"));
     }
 
     #[test]

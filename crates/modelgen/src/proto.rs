@@ -211,3 +211,12 @@ pub(crate) fn attr_float(name: &str, value: f32) -> pb::AttributeProto {
         ..Default::default()
     }
 }
+
+pub(crate) fn attr_string(name: &str, value: &str) -> pb::AttributeProto {
+    pb::AttributeProto {
+        name: name.to_string(),
+        r#type: AttributeType::String as i32,
+        s: value.as_bytes().to_vec(),
+        ..Default::default()
+    }
+}

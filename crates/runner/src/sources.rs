@@ -76,21 +76,14 @@ fn resolve_base(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, St
             commit: None,
         },
         ModelSource::Builtin { name, seed } => {
-            if !trtmc_modelgen::builtin_models()
-                .iter()
-                .any(|m| m.name == name)
-            {
-                let known: Vec<&str> = trtmc_modelgen::builtin_models()
-                    .iter()
-                    .map(|m| m.name)
-                    .collect();
+            if !trtmc_modelgen::is_builtin(name) {
                 return Err(format!(
                     "unknown builtin model `{name}` (known: {})",
-                    known.join(", ")
+                    trtmc_modelgen::builtin_names().join(", ")
                 ));
             }
             ResolvedSource {
-                identity: json!({"kind": "builtin", "name": name, "seed": seed, "generator": env!("CARGO_PKG_VERSION")}),
+                identity: builtin_identity(name, *seed),
                 path: None,
                 commit: None,
             }
@@ -144,6 +137,17 @@ fn resolve_base(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, St
             }
         }
     })
+}
+
+/// The identity of a generated model: name, seed, crate version and, for a family, its configuration
+/// and generator version (so a changed configuration is a new file in the cache).
+fn builtin_identity(name: &str, seed: u64) -> Value {
+    let mut identity = json!({"kind": "builtin", "name": name, "seed": seed, "generator": env!("CARGO_PKG_VERSION")});
+    let config = trtmc_modelgen::builtin_config(name);
+    if !config.is_null() {
+        identity["family"] = config;
+    }
+    identity
 }
 
 /// Produces the ONNX file of a profile for a build: downloads from the hub when allowed, generates

@@ -211,6 +211,16 @@ pub fn execute(args: MatrixArgs) -> CliResult {
             for e in &plan.suite.excluded_profiles {
                 outln!("  excluded {}: {}", e.profile, e.reason)?;
             }
+            let catalog = trtmc_core::catalog::Catalog::load(&plan.catalog_root)
+                .map_err(|e| CliError::new(ExitCode::Input, format!("catalog: {e}")))?;
+            let counts = trtmc_matrix::plan::coverage_counts(&plan.suite, &catalog);
+            outln!(
+                "coverage: {} profile(s) across {} famil{} and {} (family, operation) contract(s)",
+                counts.profiles,
+                counts.families,
+                if counts.families == 1 { "y" } else { "ies" },
+                counts.contracts
+            )?;
             let rows = plan.rows.iter().map(|pr| (pr.id.as_str(), pr.rounds));
             for w in trtmc_matrix::lights::warnings(&plan.suite.thresholds, rows) {
                 outln!("warning: {w}")?;
