@@ -1,5 +1,12 @@
 //! `--exportLayerInfo` reader: `{"Layers": [...], "Bindings": [...]}` with detailed objects or
 //! names only, or a bare list of either.
+//!
+//! Both forms of trtexec are read on purpose. TensorRT 10 and older list the engine's I/O names as
+//! `Bindings` and give each tensor one `Format/Datatype` string (`"Float"` for a linear FP32
+//! tensor). TensorRT 11 lists `"I/O Tensors"` as objects with a `Name`, and gives each tensor a
+//! `Datatype` and a `Format` apart (plus `Strides`/`StrideOrder`, not needed here); a linear
+//! `Format` with its `Datatype` reads as the 10.x string for the same tensor, so formats and
+//! precisions compare across the two.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -108,8 +115,12 @@ pub struct LayerInfo {
     pub root: RootShape,
     pub verbosity: Verbosity,
     pub layers: Vec<Layer>,
-    /// `None` when the document has no `Bindings` (bare lists and very old TensorRT).
+    /// The engine's I/O tensor names: `Bindings` (TensorRT 10 and older) or the names of the
+    /// `"I/O Tensors"` objects (TensorRT 11). `None` when the document has neither (bare lists and
+    /// very old TensorRT).
     pub bindings: Option<Vec<String>>,
+    /// True when the I/O list was TensorRT 11's `"I/O Tensors"` objects.
+    pub io_tensor_objects: bool,
     /// File-level remarks (not errors).
     pub notes: Vec<String>,
     /// Top-level `schema` and `runtime`: trtmc's own exports of other runtimes carry them
@@ -262,16 +273,32 @@ fn read_layer_info_via(text: super::Text, scan: bool) -> Result<LayerInfo, Forma
     } else {
         Verbosity::Detailed
     };
+    let mut io_tensor_objects = false;
     let bindings = match bindings {
         None => None,
         Some(raw) => match serde_json::from_str::<LList<LStr>>(raw) {
             Ok(LList(Slot::Value(names))) => {
                 Some(names.into_iter().filter_map(|s| s.0.into_value()).collect())
             }
-            _ => {
-                notes.push("`Bindings` is not a list of names; it was ignored".to_owned());
-                None
-            }
+            _ => match serde_json::from_str::<Vec<LObj<RawTensor>>>(raw) {
+                Ok(objects) => {
+                    io_tensor_objects = true;
+                    Some(
+                        objects
+                            .into_iter()
+                            .filter_map(|o| o.0.into_value())
+                            .filter_map(|t| t.name.0.into_value())
+                            .collect(),
+                    )
+                }
+                Err(_) => {
+                    notes.push(
+                        "`Bindings` / `I/O Tensors` is not a list of names or tensors; it was ignored"
+                            .to_owned(),
+                    );
+                    None
+                }
+            },
         },
     };
     Ok(LayerInfo {
@@ -280,6 +307,7 @@ fn read_layer_info_via(text: super::Text, scan: bool) -> Result<LayerInfo, Forma
         verbosity,
         layers,
         bindings,
+        io_tensor_objects,
         notes,
         schema,
         runtime,
@@ -424,7 +452,10 @@ impl<'de> Deserialize<'de> for TopLevel<'de> {
                 while let Some(key) = map.next_key::<String>()? {
                     match key.as_str() {
                         "Layers" => top.layers = Some(map.next_value::<RecordList>()?.0),
-                        "Bindings" => top.bindings = Some(map.next_value()?),
+                        // TensorRT 11 names the I/O list `I/O Tensors` (objects, not names).
+                        "Bindings" | "I/O Tensors" if top.bindings.is_none() => {
+                            top.bindings = Some(map.next_value()?)
+                        }
                         "schema" => top.producer[0] = map.next_value::<LStr>()?.0.into_value(),
                         "runtime" => top.producer[1] = map.next_value::<LStr>()?.0.into_value(),
                         _ => {
@@ -735,6 +766,8 @@ fn convert_tensor(
         t.datatype.0.value(),
     ) {
         (Some(fd), _, _) => Some(interner.get(fd)),
+        // TensorRT 11: a linear tensor reads as 10.x wrote it, by its data type alone.
+        (None, Some(f), Some(d)) if is_linear_format(f) => Some(interner.get(d)),
         (None, Some(f), Some(d)) => Some(interner.get(&format!("{f} {d}"))),
         (None, f, d) => f.or(d).map(|x| interner.get(x)),
     };
@@ -744,6 +777,13 @@ fn convert_tensor(
         format,
         has_location: !t.location.0.is_missing(),
     }
+}
+
+/// A TensorRT 11 `Format` naming the plain row-major layout (10.x left it out of the short form).
+fn is_linear_format(format: &str) -> bool {
+    ["Row major linear", "Row major", "Linear", "kLINEAR"]
+        .iter()
+        .any(|linear| format.trim().eq_ignore_ascii_case(linear))
 }
 
 #[cfg(test)]
