@@ -273,32 +273,38 @@ fn read_layer_info_via(text: super::Text, scan: bool) -> Result<LayerInfo, Forma
     } else {
         Verbosity::Detailed
     };
-    let mut io_tensor_objects = false;
+    // TensorRT 11's `I/O Tensors` is a list of objects with a `Name`; `Bindings` a list of names.
+    let io_tensor_objects = bindings.is_some_and(|raw| {
+        raw.trim_start()
+            .strip_prefix('[')
+            .is_some_and(|rest| rest.trim_start().starts_with('{'))
+    });
+    let ignored = "`Bindings` / `I/O Tensors` is not a list of names or tensors; it was ignored";
     let bindings = match bindings {
         None => None,
+        Some(raw) if io_tensor_objects => {
+            match serde_json::from_str::<LList<LObj<RawTensor>>>(raw) {
+                Ok(LList(Slot::Value(objects))) => Some(
+                    objects
+                        .into_iter()
+                        .filter_map(|o| o.0.into_value())
+                        .filter_map(|t| t.name.0.into_value())
+                        .collect(),
+                ),
+                _ => {
+                    notes.push(ignored.to_owned());
+                    None
+                }
+            }
+        }
         Some(raw) => match serde_json::from_str::<LList<LStr>>(raw) {
             Ok(LList(Slot::Value(names))) => {
                 Some(names.into_iter().filter_map(|s| s.0.into_value()).collect())
             }
-            _ => match serde_json::from_str::<Vec<LObj<RawTensor>>>(raw) {
-                Ok(objects) => {
-                    io_tensor_objects = true;
-                    Some(
-                        objects
-                            .into_iter()
-                            .filter_map(|o| o.0.into_value())
-                            .filter_map(|t| t.name.0.into_value())
-                            .collect(),
-                    )
-                }
-                Err(_) => {
-                    notes.push(
-                        "`Bindings` / `I/O Tensors` is not a list of names or tensors; it was ignored"
-                            .to_owned(),
-                    );
-                    None
-                }
-            },
+            _ => {
+                notes.push(ignored.to_owned());
+                None
+            }
         },
     };
     Ok(LayerInfo {
@@ -807,6 +813,67 @@ mod tests {
             show(read_layer_info_via(text.to_owned().into(), true)),
             show(read_layer_info_via(text.to_owned().into(), false)),
         )
+    }
+
+    /// A hand-written engine of two layers (a fused convolution, a Myelin gemm) in TensorRT 10's form
+    /// and in TensorRT 11's: the same layers, tensors, formats and I/O names, on both read paths.
+    #[test]
+    fn the_11x_form_reads_like_the_10x_form() {
+        let ten = r#"{"Layers": [
+  {"Name": "conv1 + relu1", "LayerType": "CaskConvolution",
+   "Inputs": [{"Name": "input", "Location": "Device", "Dimensions": [1,3,8,8], "Format/Datatype": "Float"}],
+   "Outputs": [{"Name": "relu1_out", "Location": "Device", "Dimensions": [1,4,8,8], "Format/Datatype": "Float"}],
+   "ParameterType": "Convolution", "TacticName": "sm90_conv", "TacticValue": "0x1", "StreamId": 0,
+   "Metadata": "[ONNX Layer: conv1]\u001e[ONNX Layer: relu1]"},
+  {"Name": "__myl_Gemm_fc", "LayerType": "gemm",
+   "Inputs": [{"Name": "relu1_out", "Dimensions": [1,256], "Format/Datatype": "Half"}],
+   "Outputs": [{"Name": "logits", "Dimensions": [1,10], "Format/Datatype": "Half"}],
+   "TacticName": "__myl_Gemm_0x2", "StreamId": 0, "Metadata": "[ONNX Layer: fc]"}
+], "Bindings": ["input", "logits"]}"#;
+        let eleven = r#"{"Layers": [
+  {"Name": "conv1 + relu1", "LayerType": "CaskConvolution",
+   "Inputs": [{"Name": "input", "Location": "Device", "Dimensions": [1,3,8,8], "Datatype": "Float", "Format": "Row major linear", "Strides": [192,64,8,1], "StrideOrder": [0,1,2,3]}],
+   "Outputs": [{"Name": "relu1_out", "Location": "Device", "Dimensions": [1,4,8,8], "Datatype": "Float", "Format": "Row major linear", "Strides": [256,64,8,1], "StrideOrder": [0,1,2,3]}],
+   "Constants": [{"Name": "conv1.weight", "Dimensions": [4,3,3,3], "Datatype": "Float", "Format": "Row major linear", "Strides": [27,9,3,1], "StrideOrder": [0,1,2,3]}],
+   "ParameterType": "Convolution", "TacticName": "sm90_conv", "TacticValue": "0x1", "StreamId": 0,
+   "Metadata": "[ONNX Layer: conv1]\u001e[ONNX Layer: relu1]"},
+  {"Name": "__myl_Gemm_fc", "LayerType": "custom_layer",
+   "Inputs": [{"Name": "relu1_out", "Dimensions": [1,256], "Datatype": "Half", "Format": "Row major linear", "Strides": [256,1], "StrideOrder": [0,1]}],
+   "TacticName": "__myl_Gemm_0x2", "StreamId": 0, "Metadata": "[ONNX Layer: fc]"}
+], "I/O Tensors": [
+  {"Name": "input", "IOMode": "Input", "Location": "Device", "Dimensions": [1,3,8,8], "Datatype": "Float", "Format": "Row major linear"},
+  {"Name": "logits", "IOMode": "Output", "Location": "Device", "Dimensions": [1,10], "Datatype": "Half", "Format": "Row major linear"}
+]}"#;
+        for scan in [true, false] {
+            let a = read_layer_info_via(ten.to_owned().into(), scan).expect("10.x");
+            let b = read_layer_info_via(eleven.to_owned().into(), scan).expect("11.x");
+            assert!(!a.io_tensor_objects && b.io_tensor_objects);
+            assert_eq!(a.bindings, b.bindings);
+            assert_eq!(b.bindings, Some(vec!["input".to_owned(), "logits".to_owned()]));
+            assert_eq!(a.layers.len(), b.layers.len());
+            for (x, y) in a.layers.iter().zip(&b.layers) {
+                assert_eq!(x.name, y.name);
+                assert_eq!(x.inputs, y.inputs, "{}", x.name);
+                assert_eq!(x.metadata, y.metadata);
+                assert!(y.problems.is_empty(), "{:?}", y.problems);
+            }
+            assert_eq!(a.layers[0].outputs, b.layers[0].outputs);
+            assert!(b.layers[1].outputs.is_empty(), "11.x Myelin records list no outputs");
+            assert_eq!(b.layers[0].constants.len(), 1);
+            assert_eq!(b.layers[0].constants[0].format.as_deref(), Some("Float"));
+            assert_eq!(b.layers[1].inputs[0].format.as_deref(), Some("Half"));
+        }
+        // A format other than linear keeps both parts.
+        let vectorized = eleven.replacen(
+            r#""Datatype": "Half", "Format": "Row major linear", "Strides": [256,1]"#,
+            r#""Datatype": "Int8", "Format": "Thirty-two wide channel vectorized row major", "Strides": [256,1]"#,
+            1,
+        );
+        let info = read(&vectorized).expect("11.x");
+        assert_eq!(
+            info.layers[1].inputs[0].format.as_deref(),
+            Some("Thirty-two wide channel vectorized row major Int8")
+        );
     }
 
     #[test]
