@@ -684,9 +684,13 @@ fn read_layer_object(
             }
         }
     };
+    // TensorRT 11 writes its Myelin kernels as `custom_layer` records without `Outputs`.
+    let outputs_listed = layer_type.as_deref() != Some("custom_layer");
     let inputs = tensors(rec.inputs, "Inputs", true);
-    let outputs = tensors(rec.outputs, "Outputs", true);
+    let outputs = tensors(rec.outputs, "Outputs", outputs_listed);
     let constants = tensors(rec.constants, "Constants", false);
+    // Such a record is read as it is, but is not the published schema's layer shape.
+    verbatim_ok &= outputs_listed || !outputs.is_empty();
     if rec.tactic_name.0.is_wrong() || rec.stream_id.0.is_wrong() {
         verbatim_ok = false;
     }
