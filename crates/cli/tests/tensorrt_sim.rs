@@ -191,7 +191,12 @@ fn tune_finds_the_known_best_route_and_the_saved_bundle_runs() {
     assert_eq!(builds.len(), 3, "one build per route: {builds:?}");
     // trtexec was probed once for the whole tune, its children included: the bundle cache kept the
     // answers of `--help` and `--helpBuildRoute` (each real `--helpBuildRoute` initializes CUDA).
-    assert_eq!(sim.invocations("help").len(), 1, "{:?}", sim.invocations("help"));
+    assert_eq!(
+        sim.invocations("help").len(),
+        1,
+        "{:?}",
+        sim.invocations("help")
+    );
     assert_eq!(
         sim.invocations("help_build_route").len(),
         1,
@@ -681,7 +686,10 @@ fn dry_run_prints_exactly_the_argv_the_run_executes() {
             "the report's route line"
         );
         if let Some(used) = used {
-            assert!(page.contains(&format!(">{used}</code>")), "route missing in the report");
+            assert!(
+                page.contains(&format!(">{used}</code>")),
+                "route missing in the report"
+            );
         }
         let notes = read_json(
             &out.join(case["dir"].as_str().expect("dir"))
@@ -719,7 +727,11 @@ fn probes_are_kept_in_the_bundle_cache_until_the_version_or_the_executable_chang
         )
     };
     assert_eq!(dry_run(&sim, "110100"), (1, 1));
-    assert_eq!(dry_run(&sim, "110100"), (1, 1), "the answers were not reused");
+    assert_eq!(
+        dry_run(&sim, "110100"),
+        (1, 1),
+        "the answers were not reused"
+    );
     let stored: Vec<String> = std::fs::read_dir(sim.bundles.join("probes"))
         .expect("probes folder")
         .flatten()
@@ -791,11 +803,17 @@ fn analyze_reads_the_11x_and_10x_layer_information_alike() {
     assert!(eleven.get("Bindings").is_none() && ten.get("I/O Tensors").is_none());
     assert_eq!(eleven["I/O Tensors"][0]["Name"], ten["Bindings"][0]);
     let first = &eleven["Layers"][0];
-    assert!(first["Inputs"][0].get("Format/Datatype").is_none(), "{first}");
+    assert!(
+        first["Inputs"][0].get("Format/Datatype").is_none(),
+        "{first}"
+    );
     for key in ["Datatype", "Format", "Strides", "StrideOrder"] {
         assert!(first["Inputs"][0].get(key).is_some(), "{key}: {first}");
     }
-    assert!(first.get("Constants").is_some(), "the conv's weights: {first}");
+    assert!(
+        first.get("Constants").is_some(),
+        "the conv's weights: {first}"
+    );
     let custom: Vec<&Value> = eleven["Layers"]
         .as_array()
         .expect("layers")
@@ -806,8 +824,20 @@ fn analyze_reads_the_11x_and_10x_layer_information_alike() {
 
     // One analysis, one backend per form, both on the same per-layer profile.
     let o = Command::new(BIN)
-        .args(["analyze", "--quiet", "--data", s(&layer_files[0]), s(&profile)])
-        .args(["--label", "trt11", "--data", s(&layer_files[1]), s(&profile)])
+        .args([
+            "analyze",
+            "--quiet",
+            "--data",
+            s(&layer_files[0]),
+            s(&profile),
+        ])
+        .args([
+            "--label",
+            "trt11",
+            "--data",
+            s(&layer_files[1]),
+            s(&profile),
+        ])
         .args(["--label", "trt10"])
         .output()
         .expect("analyze");
@@ -854,7 +884,9 @@ fn analyze_reads_the_11x_and_10x_layer_information_alike() {
     }
     assert_eq!(trt11, trt10);
     assert!(
-        trt11.iter().all(|l| l["precision"] == "FP32" && l["timing"].is_object()),
+        trt11
+            .iter()
+            .all(|l| l["precision"] == "FP32" && l["timing"].is_object()),
         "{trt11:?}"
     );
     assert!(
@@ -991,10 +1023,7 @@ fn a_slower_tensorrt_row_is_explained_layer_by_layer_from_trtexecs_profiles() {
     assert!(!layers.is_empty(), "{explanation}");
     // The largest share of the gap is a group of ONNX nodes, found through TensorRT's layer names.
     let top = &layers[0];
-    assert!(
-        !top["nodes"].as_array().expect("nodes").is_empty(),
-        "{top}"
-    );
+    assert!(!top["nodes"].as_array().expect("nodes").is_empty(), "{top}");
     assert!(top["delta_ms"].as_f64().expect("delta") > 0.0, "{top}");
     // Both profiles came from trtexec's --exportProfile runs of the two engines.
     let files: Vec<&str> = explanation["files"]
@@ -1004,7 +1033,11 @@ fn a_slower_tensorrt_row_is_explained_layer_by_layer_from_trtexecs_profiles() {
         .filter_map(Value::as_str)
         .collect();
     assert!(
-        files.iter().filter(|f| f.ends_with("profile_tensorrt.json")).count() == 2,
+        files
+            .iter()
+            .filter(|f| f.ends_with("profile_tensorrt.json"))
+            .count()
+            == 2,
         "{files:?}"
     );
     let profiled: Vec<Value> = sim

@@ -546,8 +546,14 @@ mod tests {
     fn tensorrt_fused_layers_anchor_at_their_last_node() {
         let g = graph();
         let a = anchors_of(&g);
-        assert_eq!(anchor("n0_conv_1 + n1_batchnormalization_2 + n2_relu_3", &a), Some(2));
-        assert_eq!(anchor("{ForeignNode[n3_maxpool_4...n4_gemm_5]}", &a), Some(4));
+        assert_eq!(
+            anchor("n0_conv_1 + n1_batchnormalization_2 + n2_relu_3", &a),
+            Some(2)
+        );
+        assert_eq!(
+            anchor("{ForeignNode[n3_maxpool_4...n4_gemm_5]}", &a),
+            Some(4)
+        );
         assert_eq!(anchor("n4_gemm_5", &a), Some(4));
         assert_eq!(
             anchor("Reformatting CopyNode for Input Tensor 0 to n4_gemm_5", &a),

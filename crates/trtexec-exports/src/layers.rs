@@ -853,7 +853,10 @@ mod tests {
             let b = read_layer_info_via(eleven.to_owned().into(), scan).expect("11.x");
             assert!(!a.io_tensor_objects && b.io_tensor_objects);
             assert_eq!(a.bindings, b.bindings);
-            assert_eq!(b.bindings, Some(vec!["input".to_owned(), "logits".to_owned()]));
+            assert_eq!(
+                b.bindings,
+                Some(vec!["input".to_owned(), "logits".to_owned()])
+            );
             assert_eq!(a.layers.len(), b.layers.len());
             for (x, y) in a.layers.iter().zip(&b.layers) {
                 assert_eq!(x.name, y.name);
@@ -862,7 +865,10 @@ mod tests {
                 assert!(y.problems.is_empty(), "{:?}", y.problems);
             }
             assert_eq!(a.layers[0].outputs, b.layers[0].outputs);
-            assert!(b.layers[1].outputs.is_empty(), "11.x Myelin records list no outputs");
+            assert!(
+                b.layers[1].outputs.is_empty(),
+                "11.x Myelin records list no outputs"
+            );
             assert_eq!(b.layers[0].constants.len(), 1);
             assert_eq!(b.layers[0].constants[0].format.as_deref(), Some("Float"));
             assert_eq!(b.layers[1].inputs[0].format.as_deref(), Some("Half"));

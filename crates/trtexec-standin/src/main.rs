@@ -99,7 +99,12 @@ fn simulate(args: Vec<String>) -> ExitCode {
         config,
         args,
     };
-    let running = status_line("RUNNING", version.encoded(), version.banner_build(), &ctx.args);
+    let running = status_line(
+        "RUNNING",
+        version.encoded(),
+        version.banner_build(),
+        &ctx.args,
+    );
     ctx.log.raw(&running);
     let result = match Options::parse(&ctx.args, &version) {
         Err(errors) => Err(Fail::Usage(errors)),
@@ -114,7 +119,12 @@ fn simulate(args: Vec<String>) -> ExitCode {
     let code = match result {
         Ok(Outcome::Quiet) => 0,
         Ok(Outcome::Passed) => {
-            let line = status_line("PASSED", version.encoded(), version.banner_build(), &ctx.args);
+            let line = status_line(
+                "PASSED",
+                version.encoded(),
+                version.banner_build(),
+                &ctx.args,
+            );
             ctx.log.raw(&line);
             0
         }
@@ -122,7 +132,12 @@ fn simulate(args: Vec<String>) -> ExitCode {
             for error in &errors {
                 ctx.log.error(error);
             }
-            let line = status_line("FAILED", version.encoded(), version.banner_build(), &ctx.args);
+            let line = status_line(
+                "FAILED",
+                version.encoded(),
+                version.banner_build(),
+                &ctx.args,
+            );
             ctx.log.raw(&line);
             1
         }
@@ -131,8 +146,12 @@ fn simulate(args: Vec<String>) -> ExitCode {
                 ctx.log.error(error);
             }
             if version.parse_failure_reports_failed() {
-                let line =
-                    status_line("FAILED", version.encoded(), version.banner_build(), &ctx.args);
+                let line = status_line(
+                    "FAILED",
+                    version.encoded(),
+                    version.banner_build(),
+                    &ctx.args,
+                );
                 ctx.log.raw(&line);
             }
             1

@@ -167,8 +167,14 @@ mod tests {
         assert_eq!(v.unstable_threshold_percent(), 1.0);
         assert!(v.unstable_advice().contains("--useSpinWait"));
         assert_eq!(v.banner_build(), Some(1));
-        assert_eq!(SimVersion::from_encoded(101_601).and_then(|v| v.banner_build()), Some(11));
-        assert_eq!(SimVersion::from_encoded(100_300).and_then(|v| v.banner_build()), None);
+        assert_eq!(
+            SimVersion::from_encoded(101_601).and_then(|v| v.banner_build()),
+            Some(11)
+        );
+        assert_eq!(
+            SimVersion::from_encoded(100_300).and_then(|v| v.banner_build()),
+            None
+        );
         assert!(SimVersion::from_encoded(8_601).is_none());
         assert!(SimVersion::from_encoded(10_000_000).is_none());
     }

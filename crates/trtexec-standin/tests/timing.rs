@@ -255,7 +255,11 @@ fn releases_differ_as_trtexecs_sources_do() {
             .any(|w| matches!(w, SummaryWarning::Unstable { .. }));
         assert_eq!(unstable, warns, "{version}: {}", run.log);
         if warns {
-            assert_eq!(run.log.contains("--useSpinWait may"), spin_wait_advice, "{version}");
+            assert_eq!(
+                run.log.contains("--useSpinWait may"),
+                spin_wait_advice,
+                "{version}"
+            );
         }
         let times = read_times(&sim.path("e.plan.times.json")).expect("times");
         assert_eq!(times.len(), queries, "{version}");
@@ -266,7 +270,8 @@ fn releases_differ_as_trtexecs_sources_do() {
     noisy.build(&model, "e.plan", &[]);
     let run = noisy.time("e.plan", 300, &[]);
     assert!(
-        run.log.contains("locking GPU clock frequency or adding --useSpinWait may improve"),
+        run.log
+            .contains("locking GPU clock frequency or adding --useSpinWait may improve"),
         "{}",
         run.log
     );
@@ -289,7 +294,12 @@ fn profiled_layers_add_up_to_more_than_the_timed_mean() {
     sim.build(&model, "e.plan", &[]);
     let run = sim.time("e.plan", 100, &[&sim.arg("--exportProfile", "p.json")]);
     run.assert_passed();
-    let timed = run.parsed().summary().cloned().expect("summary").gpu_compute;
+    let timed = run
+        .parsed()
+        .summary()
+        .cloned()
+        .expect("summary")
+        .gpu_compute;
     let profile: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(sim.path("p.json")).expect("profile"))
             .expect("JSON");
@@ -300,7 +310,10 @@ fn profiled_layers_add_up_to_more_than_the_timed_mean() {
         .filter_map(|r| r["averageMs"].as_f64())
         .sum();
     let mean = timed.mean_ms.expect("mean");
-    assert!(layers > mean * 1.05, "layers {layers} ms, timed mean {mean} ms");
+    assert!(
+        layers > mean * 1.05,
+        "layers {layers} ms, timed mean {mean} ms"
+    );
 }
 
 #[test]
@@ -372,7 +385,10 @@ fn profile_and_layer_information_are_read_by_trtmc() {
     );
     run.assert_passed();
     let profile = read_profile(&sim.path("profile.json")).expect("read_profile");
-    assert_eq!(profile.count, 201, "11.1's profiled loop has its reference pair too");
+    assert_eq!(
+        profile.count, 201,
+        "11.1's profiled loop has its reference pair too"
+    );
     let sum: f64 = profile.layers.iter().map(|l| l.average_ms).sum();
     assert!(
         sum > 1.8 * 1.05 && sum < 1.8 * 1.5,
