@@ -325,6 +325,14 @@ fn era_facts(info: &LayerInfo, profile: Option<&Profile>, metadata: &[String]) -
             true,
         );
     }
+    if info.io_tensor_objects {
+        fact(
+            "the I/O tensors are listed as `I/O Tensors` objects, not `Bindings` names (TensorRT 11 and newer)",
+            Some((11, 0)),
+            None,
+            true,
+        );
+    }
     if has_type("Myelin") {
         fact(
             "opaque Myelin regions ({ForeignNode[…]}) (TensorRT 8.x)",

@@ -189,6 +189,20 @@ fn tune_finds_the_known_best_route_and_the_saved_bundle_runs() {
         .collect();
     assert_eq!(routes, expected, "{builds:?}");
     assert_eq!(builds.len(), 3, "one build per route: {builds:?}");
+    // trtexec was probed once for the whole tune, its children included: the bundle cache kept the
+    // answers of `--help` and `--helpBuildRoute` (each real `--helpBuildRoute` initializes CUDA).
+    assert_eq!(
+        sim.invocations("help").len(),
+        1,
+        "{:?}",
+        sim.invocations("help")
+    );
+    assert_eq!(
+        sim.invocations("help_build_route").len(),
+        1,
+        "{:?}",
+        sim.invocations("help_build_route")
+    );
     // Timing runs were fixed-count trtexec runs exporting their times.
     let timed = sim.invocations("infer");
     assert!(
@@ -663,6 +677,20 @@ fn dry_run_prints_exactly_the_argv_the_run_executes() {
         let used = route.map(|r| r.trim_start_matches("build.route="));
         let build = read_json(&bundle.join("tensorrt-build.json"));
         assert_eq!(build["route_used"].as_str(), used, "{build}");
+        assert_eq!(case["bundle"]["route_used"].as_str(), used, "{case}");
+        assert_valid("benchmark-run.schema.json", &result);
+        let page = std::fs::read_to_string(out.join("report.html")).expect("report.html");
+        assert_eq!(
+            page.contains("class=\"route-used\""),
+            used.is_some(),
+            "the report's route line"
+        );
+        if let Some(used) = used {
+            assert!(
+                page.contains(&format!(">{used}</code>")),
+                "route missing in the report"
+            );
+        }
         let notes = read_json(
             &out.join(case["dir"].as_str().expect("dir"))
                 .join("timing-notes.json"),
@@ -676,6 +704,196 @@ fn dry_run_prints_exactly_the_argv_the_run_executes() {
     }
     // Each real run built its own engine: the dry runs built nothing.
     assert_eq!(sim.invocations("build").len(), checked);
+}
+
+/// A stored probe answer is used only while nothing that could change it changed: the simulated
+/// version (as a TensorRT library swapped under the same trtexec) and the executable itself.
+#[test]
+fn probes_are_kept_in_the_bundle_cache_until_the_version_or_the_executable_changes() {
+    let mut sim = Sim::new();
+    let wrapper = sim.path("bin/trtexec");
+    std::fs::create_dir_all(sim.path("bin")).expect("bin");
+    let script = format!("#!/bin/sh\nexec '{}' \"$@\"\n", s(&sim.trtexec));
+    write_script(&wrapper, &script);
+    sim.trtexec = wrapper.clone();
+    let dry_run = |sim: &Sim, version: &str| {
+        let o = sim.run_route(version, "-kgen:tiling=1", &["--dry-run"]);
+        // 10.x has no routes: the run is refused after the version probe, which is what counts here.
+        let expected = if version.starts_with("11") { 0 } else { 3 };
+        assert_eq!(code(&o), expected, "{version}: {}", stderr(&o));
+        (
+            sim.invocations("help").len(),
+            sim.invocations("help_build_route").len(),
+        )
+    };
+    assert_eq!(dry_run(&sim, "110100"), (1, 1));
+    assert_eq!(
+        dry_run(&sim, "110100"),
+        (1, 1),
+        "the answers were not reused"
+    );
+    let stored: Vec<String> = std::fs::read_dir(sim.bundles.join("probes"))
+        .expect("probes folder")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(stored.len(), 2, "{stored:?}");
+    // Another version behind the same executable is probed anew.
+    assert_eq!(dry_run(&sim, "101601").0, 2);
+    assert_eq!(dry_run(&sim, "101601").0, 2);
+    // A rewritten executable is probed anew, and so is its knob database.
+    write_script(&wrapper, &format!("{script}# upgraded\n"));
+    assert_eq!(dry_run(&sim, "110100"), (3, 2));
+    assert_eq!(dry_run(&sim, "110100"), (3, 2));
+}
+
+/// The simulator as TensorRT `version`, run directly with `args`; fails the test unless it passed.
+fn simulate(sim: &Sim, version: &str, args: &[String]) {
+    let out = Command::new(&sim.trtexec)
+        .args(args)
+        .env_remove("TRTMC_STANDIN_LOG")
+        .env("TRTMC_SIM_VERSION", version)
+        .env("TRTMC_SIM_CALLS", &sim.calls)
+        .output()
+        .expect("simulator");
+    assert_eq!(code(&out), 0, "{version} {args:?}: {}", stderr(&out));
+}
+
+/// analyze reads trtexec's two layer-information forms on purpose: the simulator's 11.x export
+/// (`Datatype` and `Format` apart, `Strides`, `Constants`, Myelin `custom_layer` records without
+/// outputs, `"I/O Tensors"`) gives the same layers, times, formats and precisions as its 10.x export
+/// of the same model, and is dated TensorRT 11 by its I/O list.
+#[test]
+fn analyze_reads_the_11x_and_10x_layer_information_alike() {
+    let sim = Sim::new();
+    let profile = sim.path("profile.json");
+    let mut layer_files = Vec::new();
+    for version in ["110100", "101601"] {
+        let engine = sim.path(&format!("{version}.plan"));
+        let layers = sim.path(&format!("layers-{version}.json"));
+        simulate(
+            &sim,
+            version,
+            &[
+                format!("--onnx={}", s(&sim.onnx)),
+                format!("--saveEngine={}", s(&engine)),
+                "--shapes=image:1x3x64x64".into(),
+                "--profilingVerbosity=detailed".into(),
+                format!("--exportLayerInfo={}", s(&layers)),
+                "--skipInference".into(),
+            ],
+        );
+        if version == "110100" {
+            simulate(
+                &sim,
+                version,
+                &[
+                    format!("--loadEngine={}", s(&engine)),
+                    format!("--exportProfile={}", s(&profile)),
+                    "--iterations=20".into(),
+                    "--duration=0".into(),
+                ],
+            );
+        }
+        layer_files.push(layers);
+    }
+    let eleven = read_json(&layer_files[0]);
+    let ten = read_json(&layer_files[1]);
+    // The two forms really differ where TensorRT 11 changed them.
+    assert!(eleven.get("Bindings").is_none() && ten.get("I/O Tensors").is_none());
+    assert_eq!(eleven["I/O Tensors"][0]["Name"], ten["Bindings"][0]);
+    let first = &eleven["Layers"][0];
+    assert!(
+        first["Inputs"][0].get("Format/Datatype").is_none(),
+        "{first}"
+    );
+    for key in ["Datatype", "Format", "Strides", "StrideOrder"] {
+        assert!(first["Inputs"][0].get(key).is_some(), "{key}: {first}");
+    }
+    assert!(
+        first.get("Constants").is_some(),
+        "the conv's weights: {first}"
+    );
+    let custom: Vec<&Value> = eleven["Layers"]
+        .as_array()
+        .expect("layers")
+        .iter()
+        .filter(|l| l["LayerType"] == "custom_layer")
+        .collect();
+    assert!(!custom.is_empty() && custom.iter().all(|l| l.get("Outputs").is_none()));
+
+    // One analysis, one backend per form, both on the same per-layer profile.
+    let o = Command::new(BIN)
+        .args([
+            "analyze",
+            "--quiet",
+            "--data",
+            s(&layer_files[0]),
+            s(&profile),
+        ])
+        .args([
+            "--label",
+            "trt11",
+            "--data",
+            s(&layer_files[1]),
+            s(&profile),
+        ])
+        .args(["--label", "trt10"])
+        .output()
+        .expect("analyze");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("analysis JSON");
+    assert_valid("analysis.schema.json", &doc);
+    let backends = doc["backends"].as_array().expect("backends");
+    // Per layer: its name, precision, time and input formats; outputs where both forms list them.
+    let summary = |b: &Value| -> Vec<Value> {
+        b["layers"]
+            .as_array()
+            .expect("layers")
+            .iter()
+            .map(|l| {
+                let formats = |side: &str| -> Vec<Value> {
+                    l[side]
+                        .as_array()
+                        .map(|ts| ts.iter().map(|t| t["format"].clone()).collect())
+                        .unwrap_or_default()
+                };
+                // TensorRT 11's Myelin records list no outputs.
+                let outputs = if l["raw_type"] == "custom_layer" {
+                    Value::Null
+                } else {
+                    Value::from(formats("outputs"))
+                };
+                serde_json::json!({
+                    "name": l["name"],
+                    "precision": l["precision"],
+                    "timing": l["timing"],
+                    "inputs": formats("inputs"),
+                    "outputs": outputs,
+                })
+            })
+            .collect()
+    };
+    let (trt11, trt10) = (summary(&backends[0]), summary(&backends[1]));
+    assert!(trt11.len() >= 3, "{trt11:?}");
+    let mut trt10 = trt10;
+    for (a, b) in trt11.iter().zip(trt10.iter_mut()) {
+        if a["outputs"].is_null() {
+            b["outputs"] = Value::Null;
+        }
+    }
+    assert_eq!(trt11, trt10);
+    assert!(
+        trt11
+            .iter()
+            .all(|l| l["precision"] == "FP32" && l["timing"].is_object()),
+        "{trt11:?}"
+    );
+    assert!(
+        backends[0]["export"].to_string().contains("TensorRT 11"),
+        "{}",
+        backends[0]["export"]
+    );
 }
 
 /// As trtexec's logger does, the simulator prints warnings on stderr and information on stdout.
@@ -708,6 +926,34 @@ fn simulated_warnings_go_to_stderr() {
 #[test]
 fn a_matrix_row_compares_two_tensorrt_builds() {
     let sim = Sim::new();
+    let (suite, common) = trt_matrix(&sim, "-kgen:tiling=1", None);
+    let common: Vec<&str> = common.iter().map(String::as_str).collect();
+    let mut check = vec!["matrix", "check", s(&suite)];
+    check.extend(&common);
+    let o = sim.run("110100", &check);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let out = sim.path("matrix-out");
+    let mut run = vec!["matrix", "run", s(&suite), "-o", s(&out)];
+    run.extend(&common);
+    let o = sim.run("110100", &run);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let results = read_json(&out.join("results.json"));
+    let row = &results["rows"][0];
+    assert_eq!(row["status"], "compared", "{row}");
+    // The tuned route is 10 % faster in the simulator: green, with the ratio to show it.
+    assert_eq!(row["comparison"]["light"], "green", "{row}");
+    let ratio = row["comparison"]["ratio"].as_f64().expect("ratio");
+    assert!((0.85..0.95).contains(&ratio), "{ratio}");
+}
+
+/// A matrix of one `cnn-infer` row comparing TensorRT builds: the candidate with `candidate_route`,
+/// the reference with `reference_route` (else the default route). Returns the suite and the
+/// arguments every matrix command takes.
+fn trt_matrix(
+    sim: &Sim,
+    candidate_route: &str,
+    reference_route: Option<&str>,
+) -> (PathBuf, Vec<String>) {
     let root = sim.path("catalog");
     let model = root.join("cnn-infer");
     std::fs::create_dir_all(&model).expect("mkdir");
@@ -732,31 +978,74 @@ fn a_matrix_row_compares_two_tensorrt_builds() {
     )
     .expect("env");
     let trt = sim.trtexec.display().to_string();
+    let reference_set = reference_route
+        .map(|r| format!(", set: {{build.route: \"{r}\"}}"))
+        .unwrap_or_default();
     let suite = sim.path("suite.yaml");
     std::fs::write(
         &suite,
         format!(
-            "schema: trtmc.perf-suite/v1\nname: trt-builds\nthresholds: {{green_max: 1.05, yellow_max: 1.2, min_samples: 10}}\nmeasure: {{warmup: 1, iterations: 40, rounds: 6}}\nrows:\n  - entry: cnn-infer.infer\n    model: cnn-infer\n    testcase: single\n    candidate: {{runtime: tensorrt, trtexec: {trt}, set: {{build.route: \"-kgen:tiling=1\"}}}}\n    reference: {{backend: \"trtmc:tensorrt\", trtexec: {trt}}}\n"
+            "schema: trtmc.perf-suite/v1\nname: trt-builds\nthresholds: {{green_max: 1.05, yellow_max: 1.2, min_samples: 10}}\nmeasure: {{warmup: 1, iterations: 40, rounds: 6}}\nrows:\n  - entry: cnn-infer.infer\n    model: cnn-infer\n    testcase: single\n    candidate: {{runtime: tensorrt, trtexec: {trt}, set: {{build.route: \"{candidate_route}\"}}}}\n    reference: {{backend: \"trtmc:tensorrt\", trtexec: {trt}{reference_set}}}\n"
         ),
     )
     .expect("suite");
-    let common = ["--environment", s(&env), "--manifest-root", s(&root)];
-    let mut check = vec!["matrix", "check", s(&suite)];
-    check.extend(common);
-    let o = sim.run("110100", &check);
-    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let common = vec![
+        "--environment".to_string(),
+        s(&env).to_string(),
+        "--manifest-root".to_string(),
+        s(&root).to_string(),
+    ];
+    (suite, common)
+}
+
+/// A TensorRT row that is slower is explained as a CPU runtime's row is: each side's trtexec
+/// `--exportProfile` run, the layers aligned on the ONNX graph (TensorRT's fused `a + b` layers at
+/// their last node), the groups with most of the gap listed.
+#[test]
+fn a_slower_tensorrt_row_is_explained_layer_by_layer_from_trtexecs_profiles() {
+    let sim = Sim::new();
+    // -kgen:tiling=0 runs 1.04 x the default, -kgen:tiling=1 0.90 x: 1.16, a yellow light.
+    let (suite, common) = trt_matrix(&sim, "-kgen:tiling=0", Some("-kgen:tiling=1"));
     let out = sim.path("matrix-out");
     let mut run = vec!["matrix", "run", s(&suite), "-o", s(&out)];
-    run.extend(common);
+    run.extend(common.iter().map(String::as_str));
     let o = sim.run("110100", &run);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     let results = read_json(&out.join("results.json"));
     let row = &results["rows"][0];
-    assert_eq!(row["status"], "compared", "{row}");
-    // The tuned route is 10 % faster in the simulator: green, with the ratio to show it.
-    assert_eq!(row["comparison"]["light"], "green", "{row}");
-    let ratio = row["comparison"]["ratio"].as_f64().expect("ratio");
-    assert!((0.85..0.95).contains(&ratio), "{ratio}");
+    assert_eq!(row["comparison"]["light"], "yellow", "{row}");
+    let explanation = &row["explanation"];
+    assert!(explanation["missing"].is_null(), "{explanation}");
+    let candidate_ms = explanation["candidate_ms"].as_f64().expect("candidate_ms");
+    let reference_ms = explanation["reference_ms"].as_f64().expect("reference_ms");
+    assert!(candidate_ms > reference_ms * 1.05, "{explanation}");
+    let layers = explanation["layers"].as_array().expect("layers");
+    assert!(!layers.is_empty(), "{explanation}");
+    // The largest share of the gap is a group of ONNX nodes, found through TensorRT's layer names.
+    let top = &layers[0];
+    assert!(!top["nodes"].as_array().expect("nodes").is_empty(), "{top}");
+    assert!(top["delta_ms"].as_f64().expect("delta") > 0.0, "{top}");
+    // Both profiles came from trtexec's --exportProfile runs of the two engines.
+    let files: Vec<&str> = explanation["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        files
+            .iter()
+            .filter(|f| f.ends_with("profile_tensorrt.json"))
+            .count()
+            == 2,
+        "{files:?}"
+    );
+    let profiled: Vec<Value> = sim
+        .invocations("infer")
+        .into_iter()
+        .filter(|c| c["argv"].to_string().contains("--exportProfile="))
+        .collect();
+    assert_eq!(profiled.len(), 2, "{profiled:?}");
 }
 
 /// `--runtime-dir` is searched for trtexec before PATH, and trtexec runs with the folder first on

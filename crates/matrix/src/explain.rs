@@ -2,13 +2,17 @@
 //! (a profiler perturbs timings, so never inside a round), the two profiles aligned by ONNX node, and
 //! the layers that account for most of the gap recorded in the row, with an `analyze` report of both.
 //!
-//! Sides that profile: candidates `tract` and `onnxruntime` (`trtmc-bench run --profile`), references
-//! `trtmc:tract` / `trtmc:onnxruntime` (the same) and `onnxruntime-python` (ONNX Runtime's profiler
-//! through the request's `profile_dir`; its trace is read by `trtmc_runtime::profile::ort_trace`).
+//! Sides that profile: candidates `tract`, `onnxruntime` and `tensorrt` (`trtmc-bench run --profile`;
+//! TensorRT's pass is trtexec's `--exportProfile` run), references `trtmc:tract` / `trtmc:onnxruntime`
+//! / `trtmc:tensorrt` (the same) and `onnxruntime-python` (ONNX Runtime's profiler through the
+//! request's `profile_dir`; its trace is read by `trtmc_runtime::profile::ort_trace`). Layer times are
+//! compared side against side, never against the timed rounds: trtexec's profiled run carries the
+//! profiler's overhead, so its layers need not add up to the timed mean.
 //!
 //! Alignment: each profiled layer is anchored at the ONNX node its name starts with (tract names its
 //! layers `<node>_<step>` / `<node>.<step>`; ONNX Runtime keeps a node's name, or names a fused node
-//! after its output tensor, `relu_3_nchwc`). A fusion on one side merges nodes the other side times
+//! after its output tensor, `relu_3_nchwc`; TensorRT names a layer after its nodes, fused ones joined
+//! by ` + `, a Myelin region `{ForeignNode[first...last]}`: such a layer counts at its last node). A fusion on one side merges nodes the other side times
 //! apart, so nodes are grouped between the anchors both sides share: a group is the run of nodes in
 //! graph order that ends at a common anchor, and each side's layer counts in the group of its anchor.
 //! A profiling pass that fails leaves the light as it is; the explanation says why it is missing.
@@ -33,7 +37,7 @@ pub const TOP_LAYERS: usize = 5;
 /// The folder of the `analyze` report of both profiles, inside the attempt directory.
 pub const REPORT_DIR: &str = "explanation-report";
 /// Runtimes whose per-layer names carry their ONNX node's name.
-const PROFILING_RUNTIMES: [&str; 2] = ["tract", "onnxruntime"];
+const PROFILING_RUNTIMES: [&str; 3] = ["tract", "onnxruntime", "tensorrt"];
 
 /// How the timed rounds ran a side, for its profiling pass.
 pub(crate) struct SideRun<'a> {
@@ -119,7 +123,7 @@ pub(crate) fn explain(
 fn cannot_profile(candidate: &str, backend: &str) -> Option<String> {
     if !PROFILING_RUNTIMES.contains(&candidate) {
         return Some(format!(
-            "the candidate runtime `{candidate}` has no per-layer profile aligned by ONNX node (tract and onnxruntime have)"
+            "the candidate runtime `{candidate}` has no per-layer profile aligned by ONNX node (tract, onnxruntime and tensorrt have)"
         ));
     }
     let reference_profiles = backend == ORT_PYTHON
@@ -128,7 +132,7 @@ fn cannot_profile(candidate: &str, backend: &str) -> Option<String> {
             .is_some_and(|rt| PROFILING_RUNTIMES.contains(&rt));
     (!reference_profiles).then(|| {
         format!(
-            "the reference `{backend}` has no per-layer profile aligned by ONNX node (onnxruntime-python, trtmc:tract and trtmc:onnxruntime have)"
+            "the reference `{backend}` has no per-layer profile aligned by ONNX node (onnxruntime-python, trtmc:tract, trtmc:onnxruntime and trtmc:tensorrt have)"
         )
     })
 }
@@ -313,9 +317,21 @@ fn anchors_of(graph: &[GraphNode]) -> HashMap<&str, usize> {
     by_name
 }
 
+/// The part of a layer name that names the node ending it: TensorRT's fused layers `a + b` and Myelin
+/// regions `{ForeignNode[a...b]}` end at `b`; other names are kept whole.
+fn last_fused_node(layer: &str) -> &str {
+    let region = layer
+        .strip_prefix("{ForeignNode[")
+        .and_then(|inner| inner.strip_suffix("]}"))
+        .map(|inner| inner.rsplit("...").next().unwrap_or(inner))
+        .unwrap_or(layer);
+    region.rsplit(" + ").next().unwrap_or(region)
+}
+
 /// The node a layer name starts with: the longest node (or output tensor) name that is the whole
 /// layer name or is followed by a separator in it.
 fn anchor(layer: &str, anchors: &HashMap<&str, usize>) -> Option<usize> {
+    let layer = last_fused_node(layer);
     let ends = layer
         .char_indices()
         .filter(|(_, c)| is_separator(*c))
@@ -524,6 +540,44 @@ mod tests {
         assert_eq!(anchor("ReorderOutput", &a), None);
     }
 
+    /// TensorRT's layer names: fused nodes joined by ` + ` and Myelin regions count at their last node,
+    /// reformatting layers at none.
+    #[test]
+    fn tensorrt_fused_layers_anchor_at_their_last_node() {
+        let g = graph();
+        let a = anchors_of(&g);
+        assert_eq!(
+            anchor("n0_conv_1 + n1_batchnormalization_2 + n2_relu_3", &a),
+            Some(2)
+        );
+        assert_eq!(
+            anchor("{ForeignNode[n3_maxpool_4...n4_gemm_5]}", &a),
+            Some(4)
+        );
+        assert_eq!(anchor("n4_gemm_5", &a), Some(4));
+        assert_eq!(
+            anchor("Reformatting CopyNode for Input Tensor 0 to n4_gemm_5", &a),
+            None
+        );
+        // Against tract's separate layers the fused conv-bn-relu is one group.
+        let trt = times(&[
+            ("n0_conv_1 + n1_batchnormalization_2 + n2_relu_3", 0.25),
+            ("n3_maxpool_4", 2.0),
+            ("n4_gemm_5", 0.1),
+        ]);
+        let tract = times(&[
+            ("n0_conv_1_conv.matmatmul", 0.2),
+            ("n1_batchnormalization_2_0", 0.05),
+            ("n2_relu_3_low_0", 0.05),
+            ("n3_maxpool_4_max_pool_output", 0.5),
+            ("n4_gemm_5_0", 0.1),
+        ]);
+        let gap = gap_layers(&g, &trt, &tract);
+        assert_eq!(gap.layers.len(), 1, "{:?}", gap.layers);
+        assert_eq!(gap.layers[0].layer, "n3_maxpool_4");
+        assert!((gap.layers[0].delta_ms - 1.5).abs() < 1e-9);
+    }
+
     /// tract times conv and relu apart, ONNX Runtime fuses them into one layer named after the relu's
     /// output: they are compared as one group, and the max pool made slower on the candidate leads.
     #[test]
@@ -611,10 +665,13 @@ mod tests {
     fn only_profiling_sides_are_explained() {
         assert_eq!(cannot_profile("tract", "onnxruntime-python"), None);
         assert_eq!(cannot_profile("onnxruntime", "trtmc:tract"), None);
+        // TensorRT profiles through trtexec's --exportProfile, on either side.
+        assert_eq!(cannot_profile("tensorrt", "trtmc:tensorrt"), None);
+        assert_eq!(cannot_profile("tensorrt", "onnxruntime-python"), None);
         assert!(
-            cannot_profile("tensorrt", "trtmc:tensorrt")
-                .expect("tensorrt")
-                .contains("candidate runtime `tensorrt`")
+            cannot_profile("tensorrt", "torch-python")
+                .expect("torch")
+                .contains("reference `torch-python`")
         );
         assert!(
             cannot_profile("tract", "torch-python")

@@ -652,8 +652,10 @@ fn plan_row(
             ),
         );
     }
+    // The row's own `run` keeps the probes in the bundle cache; the plan probes once per process.
     let cand_options = runtime::RuntimeOptions {
         trtexec: row.candidate.trtexec.clone(),
+        probe_cache: None,
     };
     let cand_rt = match runtime::runtime_with(&row.candidate.runtime, &cand_options) {
         Ok(rt) => rt,
@@ -707,6 +709,7 @@ fn plan_row(
         let name = backend.trim_start_matches(TRTMC_PREFIX);
         let options = runtime::RuntimeOptions {
             trtexec: row.reference.trtexec.clone(),
+            probe_cache: None,
         };
         match runtime::runtime_with(name, &options) {
             Ok(rt) => {

@@ -155,6 +155,10 @@ pub struct BundleRef {
     pub runtime: RuntimeInfo,
     /// What its build left behind, when this run built it.
     pub build_evidence: Option<BuildEvidence>,
+    /// The build route trtexec reported it built the engine with (TensorRT 11.1+, `--setBuildRoute`),
+    /// from the bundle's `tensorrt-build.json`; absent for other runtimes and engines built without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route_used: Option<String>,
 }
 
 /// How a case (or its profiling pass) ended.

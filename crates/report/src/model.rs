@@ -104,6 +104,9 @@ pub struct CaseEntry {
     pub settings: BTreeMap<String, String>,
     pub bundle_origin: Option<BundleOrigin>,
     pub bundle_verified: Option<bool>,
+    /// The build route trtexec reported it used (result.json `bundle.route_used`).
+    #[serde(default)]
+    pub bundle_route: Option<String>,
     /// Model load time (excluded from every metric), milliseconds.
     pub load_ms: Option<f64>,
     pub warmup: u64,
@@ -327,6 +330,7 @@ pub fn build(
                 settings: case_settings,
                 bundle_origin: c.bundle.as_ref().map(|b| b.origin),
                 bundle_verified: c.bundle.as_ref().map(|b| b.compatibility_verified),
+                bundle_route: c.bundle.as_ref().and_then(|b| b.route_used.clone()),
                 load_ms: c.measurement.load_ms,
                 warmup: c.measurement.warmup,
                 samples: m.map_or(0, |m| m.latency_ms.count as u64),

@@ -606,6 +606,10 @@ fn case_article(
             meta.push_text(" (not compatibility-verified)");
         }
     }
+    if let Some(route) = &c.bundle_route {
+        meta.push_text(" · build route ");
+        meta.push(&el("code", &[("class", "route-used")], &text(route)));
+    }
     if let Some(load) = c.load_ms {
         meta.push_text(&format!(" · load {} ms (excluded)", fmt_num(load)));
     }

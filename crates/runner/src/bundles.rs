@@ -355,5 +355,7 @@ pub fn bundle_ref(plan: &BundlePlan) -> Result<BundleRef, BundleError> {
             command: evidence(BUILD_COMMAND),
             excluded_from_metrics: true,
         }),
+        // Filled in from the timed run's notes (`run`), which read the runtime's own build record.
+        route_used: None,
     })
 }

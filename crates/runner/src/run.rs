@@ -928,7 +928,10 @@ fn finish_case(
         status,
         error: m.error.or(m.interrupted),
         identity: r.identity.clone(),
-        bundle: bundle_ref,
+        bundle: bundle_ref.map(|b| BundleRef {
+            route_used: m.route_used.or(b.route_used),
+            ..b
+        }),
         measurement: MeasurementInfo {
             warmup: r.measure.warmup.value,
             iterations: r.measure.iterations.value,
@@ -979,6 +982,8 @@ struct Measured {
     input_shapes: BTreeMap<String, Vec<Vec<usize>>>,
     /// `--check-outputs`: each data set's outputs against the expected ones.
     output_check: Vec<trtmc_core::data::OutputCheck>,
+    /// The build route the runtime's tool reported it used (trtexec 11.1+).
+    route_used: Option<String>,
 }
 
 impl Measured {
@@ -1007,6 +1012,7 @@ impl Measured {
         self.interrupted = self.interrupted.take().or(round.interrupted);
         self.load_ms = self.load_ms.or(round.load_ms);
         self.runtime = self.runtime.take().or(round.runtime);
+        self.route_used = self.route_used.take().or(round.route_used);
         self.warmup_done = match (self.warmup_done, round.warmup_done) {
             (Some(a), Some(b)) => Some(a + b),
             (a, b) => a.or(b),
@@ -1364,6 +1370,11 @@ fn measure_self_timed(
             m.log = Some(timer.time_log().into());
             m.observations = run.observations;
             m.runtime = Some(manifest.runtime.clone());
+            m.route_used = run
+                .notes
+                .get(trtmc_runtime::tensorrt_rt::ROUTE_USED_NOTE)
+                .and_then(Value::as_str)
+                .map(String::from);
             let notes = dir.join(SELF_TIMED_NOTES_FILE);
             let doc = TimingNotes {
                 schema: TIMING_NOTES_SCHEMA.into(),

@@ -236,9 +236,10 @@ const RUNTIMES: &[(&str, MakeRuntime)] = &[
     ("tract", |_| Box::new(crate::tract_rt::TractRuntime)),
     ("onnxruntime", |_| Box::new(crate::ort_rt::OrtRuntime)),
     ("tensorrt", |options| {
-        Box::new(crate::tensorrt_rt::TensorrtRuntime::new(
-            options.trtexec.clone(),
-        ))
+        Box::new(
+            crate::tensorrt_rt::TensorrtRuntime::new(options.trtexec.clone())
+                .with_probe_cache(options.probe_cache.as_deref()),
+        )
     }),
 ];
 
@@ -252,6 +253,9 @@ pub fn runtime_names() -> Vec<&'static str> {
 pub struct RuntimeOptions {
     /// `--trtexec PATH`: the trtexec the `tensorrt` runtime drives (else it is looked up on `PATH`).
     pub trtexec: Option<PathBuf>,
+    /// The bundle cache (`--bundle-cache`), where the answers of a tool's probes (`trtexec --help`,
+    /// `--helpBuildRoute`) are kept for the next process; `None`: each process probes once.
+    pub probe_cache: Option<PathBuf>,
 }
 
 /// The runtime called `name` with default options (tools looked up on `PATH`), or a message listing

@@ -29,8 +29,8 @@ use trtmc_core::fsutil::write_atomic;
 use trtmc_core::fsutil::write_json_atomic;
 use trtmc_trtexec::{
     BOUNDARY_GPU_COMPUTE, BuildRequest, BuildShapes, InferenceBehaviour, KnobDatabase, KnobOption,
-    Precision, ProfileRequest, SummaryWarning, TensorShape, TimeRequest, Trtexec, TrtexecVersion,
-    read_outputs, read_times,
+    Precision, ProbeCache, ProfileRequest, SummaryWarning, TensorShape, TimeRequest, Trtexec,
+    TrtexecVersion, read_outputs, read_times,
 };
 
 use crate::bundle::BundleManifest;
@@ -56,6 +56,9 @@ pub const OUTPUTS_LOG: &str = "trtexec-outputs.log";
 pub const OUTPUTS_FILE: &str = "outputs_tensorrt.json";
 /// trtexec's `--exportTimes` of the timed run, in the case directory.
 pub const TIMES_FILE: &str = "times_tensorrt.json";
+/// The timing note holding the build route trtexec reported it used; `run` lifts it into
+/// result.json (`bundle.route_used`).
+pub const ROUTE_USED_NOTE: &str = "trtexec_build_route_used";
 /// Engine builds may take long on big models; this bounds a hung trtexec.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(4 * 3600);
 
@@ -218,6 +221,8 @@ fn trtexec_flag_database(version: &TrtexecVersion) -> KnobDatabase {
 
 pub struct TensorrtRuntime {
     explicit: Option<PathBuf>,
+    /// Where probe answers outlive this process (docs/tensorrt.md, "Probes are cached").
+    probes: Option<ProbeCache>,
 }
 
 /// Located trtexecs by requested path, so that one process probes each only once.
@@ -227,16 +232,32 @@ static LOCATED: Mutex<Located> = Mutex::new(Vec::new());
 impl TensorrtRuntime {
     /// The runtime driving `explicit` (`--trtexec PATH`), else the trtexec found on `PATH`.
     pub fn new(explicit: Option<PathBuf>) -> Self {
-        Self { explicit }
+        Self {
+            explicit,
+            probes: None,
+        }
     }
 
-    /// The located trtexec with its version (probed once per process and path).
+    /// The same runtime keeping its probes' answers in the bundle cache `bundle_cache`.
+    pub fn with_probe_cache(self, bundle_cache: Option<&Path>) -> Self {
+        Self {
+            probes: bundle_cache.map(ProbeCache::in_bundle_cache),
+            ..self
+        }
+    }
+
+    /// The located trtexec with its version (probed once per process and path, and with a probe
+    /// cache once per executable and library).
     pub fn trtexec(&self) -> Result<Trtexec, String> {
         let mut located = LOCATED.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((_, found)) = located.iter().find(|(p, _)| *p == self.explicit) {
             return found.clone();
         }
-        let found = Trtexec::locate(self.explicit.as_deref()).map_err(|e| e.to_string());
+        let found = match &self.probes {
+            Some(probes) => probes.locate(self.explicit.as_deref()),
+            None => Trtexec::locate(self.explicit.as_deref()),
+        }
+        .map_err(|e| e.to_string());
         located.push((self.explicit.clone(), found.clone()));
         found
     }
@@ -254,9 +275,11 @@ impl TensorrtRuntime {
         }
         let log =
             std::env::temp_dir().join(format!("trtmc-helpBuildRoute-{}.log", std::process::id()));
-        let database = trtexec
-            .knob_database(&log, HELP_BUILD_ROUTE_TIMEOUT)
-            .map_err(|e| format!("trtexec --helpBuildRoute: {e}"));
+        let database = match &self.probes {
+            Some(probes) => probes.knob_database(trtexec, &log, HELP_BUILD_ROUTE_TIMEOUT),
+            None => trtexec.knob_database(&log, HELP_BUILD_ROUTE_TIMEOUT),
+        }
+        .map_err(|e| format!("trtexec --helpBuildRoute: {e}"));
         let _ = std::fs::remove_file(&log);
         read.push((trtexec.path().to_path_buf(), database.clone()));
         database
@@ -1091,7 +1114,7 @@ impl SelfTimed for TensorrtRuntime {
             .ok()
             .and_then(|doc| doc["route_used"].as_str().map(String::from))
         {
-            notes.insert("trtexec_build_route_used".into(), json!(route));
+            notes.insert(ROUTE_USED_NOTE.into(), json!(route));
         }
         if let Some(summary) = output.log.summary() {
             notes.insert("trtexec_summary".into(), serde_json::to_value(summary)?);

@@ -1,5 +1,12 @@
 //! `--exportLayerInfo` reader: `{"Layers": [...], "Bindings": [...]}` with detailed objects or
 //! names only, or a bare list of either.
+//!
+//! Both forms of trtexec are read on purpose. TensorRT 10 and older list the engine's I/O names as
+//! `Bindings` and give each tensor one `Format/Datatype` string (`"Float"` for a linear FP32
+//! tensor). TensorRT 11 lists `"I/O Tensors"` as objects with a `Name`, and gives each tensor a
+//! `Datatype` and a `Format` apart (plus `Strides`/`StrideOrder`, not needed here); a linear
+//! `Format` with its `Datatype` reads as the 10.x string for the same tensor, so formats and
+//! precisions compare across the two.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -108,8 +115,12 @@ pub struct LayerInfo {
     pub root: RootShape,
     pub verbosity: Verbosity,
     pub layers: Vec<Layer>,
-    /// `None` when the document has no `Bindings` (bare lists and very old TensorRT).
+    /// The engine's I/O tensor names: `Bindings` (TensorRT 10 and older) or the names of the
+    /// `"I/O Tensors"` objects (TensorRT 11). `None` when the document has neither (bare lists and
+    /// very old TensorRT).
     pub bindings: Option<Vec<String>>,
+    /// True when the I/O list was TensorRT 11's `"I/O Tensors"` objects.
+    pub io_tensor_objects: bool,
     /// File-level remarks (not errors).
     pub notes: Vec<String>,
     /// Top-level `schema` and `runtime`: trtmc's own exports of other runtimes carry them
@@ -262,14 +273,36 @@ fn read_layer_info_via(text: super::Text, scan: bool) -> Result<LayerInfo, Forma
     } else {
         Verbosity::Detailed
     };
+    // TensorRT 11's `I/O Tensors` is a list of objects with a `Name`; `Bindings` a list of names.
+    let io_tensor_objects = bindings.is_some_and(|raw| {
+        raw.trim_start()
+            .strip_prefix('[')
+            .is_some_and(|rest| rest.trim_start().starts_with('{'))
+    });
+    let ignored = "`Bindings` / `I/O Tensors` is not a list of names or tensors; it was ignored";
     let bindings = match bindings {
         None => None,
+        Some(raw) if io_tensor_objects => {
+            match serde_json::from_str::<LList<LObj<RawTensor>>>(raw) {
+                Ok(LList(Slot::Value(objects))) => Some(
+                    objects
+                        .into_iter()
+                        .filter_map(|o| o.0.into_value())
+                        .filter_map(|t| t.name.0.into_value())
+                        .collect(),
+                ),
+                _ => {
+                    notes.push(ignored.to_owned());
+                    None
+                }
+            }
+        }
         Some(raw) => match serde_json::from_str::<LList<LStr>>(raw) {
             Ok(LList(Slot::Value(names))) => {
                 Some(names.into_iter().filter_map(|s| s.0.into_value()).collect())
             }
             _ => {
-                notes.push("`Bindings` is not a list of names; it was ignored".to_owned());
+                notes.push(ignored.to_owned());
                 None
             }
         },
@@ -280,6 +313,7 @@ fn read_layer_info_via(text: super::Text, scan: bool) -> Result<LayerInfo, Forma
         verbosity,
         layers,
         bindings,
+        io_tensor_objects,
         notes,
         schema,
         runtime,
@@ -424,7 +458,10 @@ impl<'de> Deserialize<'de> for TopLevel<'de> {
                 while let Some(key) = map.next_key::<String>()? {
                     match key.as_str() {
                         "Layers" => top.layers = Some(map.next_value::<RecordList>()?.0),
-                        "Bindings" => top.bindings = Some(map.next_value()?),
+                        // TensorRT 11 names the I/O list `I/O Tensors` (objects, not names).
+                        "Bindings" | "I/O Tensors" if top.bindings.is_none() => {
+                            top.bindings = Some(map.next_value()?)
+                        }
                         "schema" => top.producer[0] = map.next_value::<LStr>()?.0.into_value(),
                         "runtime" => top.producer[1] = map.next_value::<LStr>()?.0.into_value(),
                         _ => {
@@ -647,9 +684,13 @@ fn read_layer_object(
             }
         }
     };
+    // TensorRT 11 writes its Myelin kernels as `custom_layer` records without `Outputs`.
+    let outputs_listed = layer_type.as_deref() != Some("custom_layer");
     let inputs = tensors(rec.inputs, "Inputs", true);
-    let outputs = tensors(rec.outputs, "Outputs", true);
+    let outputs = tensors(rec.outputs, "Outputs", outputs_listed);
     let constants = tensors(rec.constants, "Constants", false);
+    // Such a record is read as it is, but is not the published schema's layer shape.
+    verbatim_ok &= outputs_listed || !outputs.is_empty();
     if rec.tactic_name.0.is_wrong() || rec.stream_id.0.is_wrong() {
         verbatim_ok = false;
     }
@@ -735,6 +776,8 @@ fn convert_tensor(
         t.datatype.0.value(),
     ) {
         (Some(fd), _, _) => Some(interner.get(fd)),
+        // TensorRT 11: a linear tensor reads as 10.x wrote it, by its data type alone.
+        (None, Some(f), Some(d)) if is_linear_format(f) => Some(interner.get(d)),
         (None, Some(f), Some(d)) => Some(interner.get(&format!("{f} {d}"))),
         (None, f, d) => f.or(d).map(|x| interner.get(x)),
     };
@@ -744,6 +787,13 @@ fn convert_tensor(
         format,
         has_location: !t.location.0.is_missing(),
     }
+}
+
+/// A TensorRT 11 `Format` naming the plain row-major layout (10.x left it out of the short form).
+fn is_linear_format(format: &str) -> bool {
+    ["Row major linear", "Row major", "Linear", "kLINEAR"]
+        .iter()
+        .any(|linear| format.trim().eq_ignore_ascii_case(linear))
 }
 
 #[cfg(test)]
@@ -767,6 +817,73 @@ mod tests {
             show(read_layer_info_via(text.to_owned().into(), true)),
             show(read_layer_info_via(text.to_owned().into(), false)),
         )
+    }
+
+    /// A hand-written engine of two layers (a fused convolution, a Myelin gemm) in TensorRT 10's form
+    /// and in TensorRT 11's: the same layers, tensors, formats and I/O names, on both read paths.
+    #[test]
+    fn the_11x_form_reads_like_the_10x_form() {
+        let ten = r#"{"Layers": [
+  {"Name": "conv1 + relu1", "LayerType": "CaskConvolution",
+   "Inputs": [{"Name": "input", "Location": "Device", "Dimensions": [1,3,8,8], "Format/Datatype": "Float"}],
+   "Outputs": [{"Name": "relu1_out", "Location": "Device", "Dimensions": [1,4,8,8], "Format/Datatype": "Float"}],
+   "ParameterType": "Convolution", "TacticName": "sm90_conv", "TacticValue": "0x1", "StreamId": 0,
+   "Metadata": "[ONNX Layer: conv1]\u001e[ONNX Layer: relu1]"},
+  {"Name": "__myl_Gemm_fc", "LayerType": "gemm",
+   "Inputs": [{"Name": "relu1_out", "Dimensions": [1,256], "Format/Datatype": "Half"}],
+   "Outputs": [{"Name": "logits", "Dimensions": [1,10], "Format/Datatype": "Half"}],
+   "TacticName": "__myl_Gemm_0x2", "StreamId": 0, "Metadata": "[ONNX Layer: fc]"}
+], "Bindings": ["input", "logits"]}"#;
+        let eleven = r#"{"Layers": [
+  {"Name": "conv1 + relu1", "LayerType": "CaskConvolution",
+   "Inputs": [{"Name": "input", "Location": "Device", "Dimensions": [1,3,8,8], "Datatype": "Float", "Format": "Row major linear", "Strides": [192,64,8,1], "StrideOrder": [0,1,2,3]}],
+   "Outputs": [{"Name": "relu1_out", "Location": "Device", "Dimensions": [1,4,8,8], "Datatype": "Float", "Format": "Row major linear", "Strides": [256,64,8,1], "StrideOrder": [0,1,2,3]}],
+   "Constants": [{"Name": "conv1.weight", "Dimensions": [4,3,3,3], "Datatype": "Float", "Format": "Row major linear", "Strides": [27,9,3,1], "StrideOrder": [0,1,2,3]}],
+   "ParameterType": "Convolution", "TacticName": "sm90_conv", "TacticValue": "0x1", "StreamId": 0,
+   "Metadata": "[ONNX Layer: conv1]\u001e[ONNX Layer: relu1]"},
+  {"Name": "__myl_Gemm_fc", "LayerType": "custom_layer",
+   "Inputs": [{"Name": "relu1_out", "Dimensions": [1,256], "Datatype": "Half", "Format": "Row major linear", "Strides": [256,1], "StrideOrder": [0,1]}],
+   "TacticName": "__myl_Gemm_0x2", "StreamId": 0, "Metadata": "[ONNX Layer: fc]"}
+], "I/O Tensors": [
+  {"Name": "input", "IOMode": "Input", "Location": "Device", "Dimensions": [1,3,8,8], "Datatype": "Float", "Format": "Row major linear"},
+  {"Name": "logits", "IOMode": "Output", "Location": "Device", "Dimensions": [1,10], "Datatype": "Half", "Format": "Row major linear"}
+]}"#;
+        for scan in [true, false] {
+            let a = read_layer_info_via(ten.to_owned().into(), scan).expect("10.x");
+            let b = read_layer_info_via(eleven.to_owned().into(), scan).expect("11.x");
+            assert!(!a.io_tensor_objects && b.io_tensor_objects);
+            assert_eq!(a.bindings, b.bindings);
+            assert_eq!(
+                b.bindings,
+                Some(vec!["input".to_owned(), "logits".to_owned()])
+            );
+            assert_eq!(a.layers.len(), b.layers.len());
+            for (x, y) in a.layers.iter().zip(&b.layers) {
+                assert_eq!(x.name, y.name);
+                assert_eq!(x.inputs, y.inputs, "{}", x.name);
+                assert_eq!(x.metadata, y.metadata);
+                assert!(y.problems.is_empty(), "{:?}", y.problems);
+            }
+            assert_eq!(a.layers[0].outputs, b.layers[0].outputs);
+            assert!(
+                b.layers[1].outputs.is_empty(),
+                "11.x Myelin records list no outputs"
+            );
+            assert_eq!(b.layers[0].constants.len(), 1);
+            assert_eq!(b.layers[0].constants[0].format.as_deref(), Some("Float"));
+            assert_eq!(b.layers[1].inputs[0].format.as_deref(), Some("Half"));
+        }
+        // A format other than linear keeps both parts.
+        let vectorized = eleven.replacen(
+            r#""Datatype": "Half", "Format": "Row major linear", "Strides": [256,1]"#,
+            r#""Datatype": "Int8", "Format": "Thirty-two wide channel vectorized row major", "Strides": [256,1]"#,
+            1,
+        );
+        let info = read(&vectorized).expect("11.x");
+        assert_eq!(
+            info.layers[1].inputs[0].format.as_deref(),
+            Some("Thirty-two wide channel vectorized row major Int8")
+        );
     }
 
     #[test]

@@ -61,7 +61,8 @@ pub(super) fn split(text: &str) -> Option<(RootShape, Spans<'_>, Option<&str>, P
                     let value = &text[p..end];
                     // Values other than the records are small; serde_json checks their syntax.
                     serde_json::from_str::<IgnoredAny>(value).ok()?;
-                    if key == "Bindings" {
+                    // TensorRT 11 names the I/O list `I/O Tensors`.
+                    if key == "Bindings" || key == "I/O Tensors" {
                         if bindings.is_some() {
                             return None;
                         }

@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::model::{DType, ModelInfo, TensorFact};
@@ -82,6 +83,9 @@ pub struct LayerRecord {
 pub struct EngineLayer {
     pub share: f64,
     pub record: LayerRecord,
+    /// The weights the layer reads (ONNX initializers); only TensorRT 11's form lists them.
+    #[serde(default)]
+    pub constants: Vec<TensorRecord>,
 }
 
 /// The engine document.
@@ -151,25 +155,134 @@ impl Engine {
 
     /// `--exportLayerInfo`: detailed records if the engine was built with detailed profiling
     /// verbosity, else names only (trtexec's default), as `{"Layers": [...], "Bindings": [...]}`.
+    ///
+    /// TensorRT 11 writes another form (docs/trtexec-standin.md, "Layer information of 11.x"): each
+    /// tensor's `Datatype` and `Format` apart with its `Strides` and `StrideOrder`, a layer's weights
+    /// as `Constants`, Myelin kernels as `custom_layer` records without `Outputs`, and a top-level
+    /// `"I/O Tensors"` list of objects instead of the `Bindings` names.
     pub fn layer_info_json(&self) -> Result<String, String> {
-        let bindings: Vec<&str> = self
-            .inputs
-            .iter()
-            .map(|b| b.name.as_str())
-            .chain(self.outputs.iter().map(|b| b.name.as_str()))
-            .collect();
-        let text = if self.profiling_verbosity == "detailed" {
-            let layers: Vec<&LayerRecord> = self.layers.iter().map(|l| &l.record).collect();
-            serde_json::to_string_pretty(
-                &serde_json::json!({"Layers": layers, "Bindings": bindings}),
-            )
+        let detailed = self.profiling_verbosity == "detailed";
+        let eleven = self
+            .tensorrt
+            .split('.')
+            .next()
+            .and_then(|major| major.parse::<u64>().ok())
+            .is_some_and(|major| major >= 11);
+        let document = if eleven {
+            let layers: Vec<Value> = if detailed {
+                self.layers.iter().map(layer_record_11).collect()
+            } else {
+                self.layer_names().into_iter().map(Value::from).collect()
+            };
+            json!({"Layers": layers, "I/O Tensors": self.io_tensors_11()})
         } else {
-            serde_json::to_string_pretty(
-                &serde_json::json!({"Layers": self.layer_names(), "Bindings": bindings}),
-            )
+            let bindings: Vec<&str> = self
+                .inputs
+                .iter()
+                .map(|b| b.name.as_str())
+                .chain(self.outputs.iter().map(|b| b.name.as_str()))
+                .collect();
+            if detailed {
+                let layers: Vec<&LayerRecord> = self.layers.iter().map(|l| &l.record).collect();
+                json!({"Layers": layers, "Bindings": bindings})
+            } else {
+                json!({"Layers": self.layer_names(), "Bindings": bindings})
+            }
         };
-        text.map(|t| t + "\n").map_err(|e| e.to_string())
+        serde_json::to_string_pretty(&document)
+            .map(|t| t + "\n")
+            .map_err(|e| e.to_string())
     }
+
+    /// TensorRT 11's `"I/O Tensors"`: the engine's inputs then outputs, each an object.
+    fn io_tensors_11(&self) -> Vec<Value> {
+        let io = |name: &str, mode: &str, dtype: DType, dims: &[usize]| {
+            json!({
+                "Name": name,
+                "IOMode": mode,
+                "Location": "Device",
+                "Dimensions": dims,
+                "Datatype": dtype.inspector_name(),
+                "Format": LINEAR_FORMAT_11,
+            })
+        };
+        self.inputs
+            .iter()
+            .map(|b| io(&b.name, "Input", b.dtype, &b.dims))
+            .chain(
+                self.outputs
+                    .iter()
+                    .map(|b| io(&b.name, "Output", b.dtype, &b.dims)),
+            )
+            .collect()
+    }
+}
+
+/// The `Format` TensorRT 11 writes beside `Datatype` for a plain row-major tensor (10.x wrote only
+/// the data type then, `"Format/Datatype": "Float"`).
+pub const LINEAR_FORMAT_11: &str = "Row major linear";
+
+/// A tensor as TensorRT 11 writes it: the data type and the format apart, with its strides.
+fn tensor_11(t: &TensorRecord) -> Value {
+    let mut tensor = json!({"Name": t.name});
+    if let Some(location) = &t.location {
+        tensor["Location"] = json!(location);
+    }
+    tensor["Dimensions"] = json!(t.dimensions);
+    tensor["Datatype"] = json!(t.format);
+    tensor["Format"] = json!(LINEAR_FORMAT_11);
+    tensor["Strides"] = json!(row_major_strides(&t.dimensions));
+    // Dimensions from the outermost (largest stride) to the innermost: row-major order.
+    tensor["StrideOrder"] = json!((0..t.dimensions.len()).collect::<Vec<_>>());
+    tensor
+}
+
+/// Row-major strides in elements; a stride that depends on a dynamic (`-1`) dimension is `-1`.
+fn row_major_strides(dims: &[i64]) -> Vec<i64> {
+    let mut strides = vec![1i64; dims.len()];
+    let mut inner: Option<i64> = Some(1);
+    for i in (0..dims.len()).rev() {
+        strides[i] = inner.unwrap_or(-1);
+        inner = match (inner, dims[i]) {
+            (Some(n), d) if d >= 0 => n.checked_mul(d),
+            _ => None,
+        };
+    }
+    strides
+}
+
+/// A detailed layer record in TensorRT 11's form. Myelin kernels (no tactic value) become
+/// `custom_layer` records that list their inputs but no outputs.
+fn layer_record_11(engine_layer: &EngineLayer) -> Value {
+    let record = &engine_layer.record;
+    let myelin = record.tactic_value.is_none();
+    let mut layer = json!({
+        "Name": record.name,
+        "LayerType": if myelin { "custom_layer" } else { record.layer_type.as_str() },
+        "Inputs": record.inputs.iter().map(tensor_11).collect::<Vec<_>>(),
+    });
+    if !myelin {
+        layer["Outputs"] = json!(record.outputs.iter().map(tensor_11).collect::<Vec<_>>());
+    }
+    if !engine_layer.constants.is_empty() {
+        layer["Constants"] = json!(
+            engine_layer
+                .constants
+                .iter()
+                .map(tensor_11)
+                .collect::<Vec<_>>()
+        );
+    }
+    if let Some(parameter_type) = &record.parameter_type {
+        layer["ParameterType"] = json!(parameter_type);
+    }
+    layer["TacticName"] = json!(record.tactic_name);
+    if let Some(tactic_value) = &record.tactic_value {
+        layer["TacticValue"] = json!(tactic_value);
+    }
+    layer["StreamId"] = json!(record.stream_id);
+    layer["Metadata"] = json!(record.metadata);
+    layer
 }
 
 /// How an ONNX operator is implemented: layer type, parameter type, tactic family, time weight.
@@ -343,6 +456,12 @@ pub fn build_layers(info: &ModelInfo, facts: &HashMap<String, TensorFact>) -> Ve
             .map(|t| tensor(t, !myelin))
             .collect();
         let outputs = last.outputs.iter().map(|t| tensor(t, !myelin)).collect();
+        let constants = group
+            .iter()
+            .flat_map(|&i| info.nodes[i].inputs.iter())
+            .filter(|t| info.constants.contains(*t))
+            .map(|t| tensor(t, false))
+            .collect();
         let metadata = group
             .iter()
             .map(|&i| format!("[ONNX Layer: {}]", info.nodes[i].name))
@@ -367,6 +486,7 @@ pub fn build_layers(info: &ModelInfo, facts: &HashMap<String, TensorFact>) -> Ve
                 stream_id: 0,
                 metadata,
             },
+            constants,
         });
     }
     if layers.is_empty() {
@@ -384,6 +504,7 @@ pub fn build_layers(info: &ModelInfo, facts: &HashMap<String, TensorFact>) -> Ve
                 stream_id: 0,
                 metadata: String::new(),
             },
+            constants: Vec::new(),
         });
     }
     let total: f64 = layers.iter().map(|l| l.share).sum();

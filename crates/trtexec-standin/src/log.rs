@@ -81,9 +81,9 @@ impl Drop for Log {
 }
 
 /// `&&&& <STATUS> TensorRT.trtexec [TensorRT v110100] [b106] # trtexec <args>`.
-pub fn status_line(status: &str, encoded: u64, build: u64, args: &[String]) -> String {
-    let mut line =
-        format!("&&&& {status} TensorRT.trtexec [TensorRT v{encoded}] [b{build}] # trtexec");
+pub fn status_line(status: &str, encoded: u64, build: Option<u64>, args: &[String]) -> String {
+    let build = build.map(|b| format!(" [b{b}]")).unwrap_or_default();
+    let mut line = format!("&&&& {status} TensorRT.trtexec [TensorRT v{encoded}]{build} # trtexec");
     for arg in args {
         line.push(' ');
         line.push_str(arg);
@@ -214,8 +214,12 @@ mod tests {
     fn status_line_shape() {
         let args = vec!["--onnx=m.onnx".to_string(), "--fp16".to_string()];
         assert_eq!(
-            status_line("PASSED", 101601, 11, &args),
+            status_line("PASSED", 101601, Some(11), &args),
             "&&&& PASSED TensorRT.trtexec [TensorRT v101601] [b11] # trtexec --onnx=m.onnx --fp16"
+        );
+        assert_eq!(
+            status_line("RUNNING", 100300, None, &[]),
+            "&&&& RUNNING TensorRT.trtexec [TensorRT v100300] # trtexec"
         );
         assert_eq!(dims_text(&[1, 3, 28, 28]), "1x3x28x28");
         assert_eq!(dims_text::<u64>(&[]), "");

@@ -44,6 +44,9 @@ pub enum Fail {
     Trt(Vec<String>),
     /// The simulator cannot do its job (bad environment): one `[E]` message, exit status 2.
     Sim(String),
+    /// The command line does not parse: these `[E]` messages and exit status 1, with `&&&& FAILED`
+    /// only where the simulated version prints it ([`SimVersion::parse_failure_reports_failed`]).
+    Usage(Vec<String>),
 }
 
 impl Fail {
@@ -96,10 +99,15 @@ fn simulate(args: Vec<String>) -> ExitCode {
         config,
         args,
     };
-    let running = status_line("RUNNING", version.encoded(), version.build(), &ctx.args);
+    let running = status_line(
+        "RUNNING",
+        version.encoded(),
+        version.banner_build(),
+        &ctx.args,
+    );
     ctx.log.raw(&running);
     let result = match Options::parse(&ctx.args, &version) {
-        Err(errors) => Err(Fail::Trt(errors)),
+        Err(errors) => Err(Fail::Usage(errors)),
         Ok(options) => {
             for warning in &options.warnings {
                 ctx.log.warn(warning);
@@ -111,7 +119,12 @@ fn simulate(args: Vec<String>) -> ExitCode {
     let code = match result {
         Ok(Outcome::Quiet) => 0,
         Ok(Outcome::Passed) => {
-            let line = status_line("PASSED", version.encoded(), version.build(), &ctx.args);
+            let line = status_line(
+                "PASSED",
+                version.encoded(),
+                version.banner_build(),
+                &ctx.args,
+            );
             ctx.log.raw(&line);
             0
         }
@@ -119,8 +132,28 @@ fn simulate(args: Vec<String>) -> ExitCode {
             for error in &errors {
                 ctx.log.error(error);
             }
-            let line = status_line("FAILED", version.encoded(), version.build(), &ctx.args);
+            let line = status_line(
+                "FAILED",
+                version.encoded(),
+                version.banner_build(),
+                &ctx.args,
+            );
             ctx.log.raw(&line);
+            1
+        }
+        Err(Fail::Usage(errors)) => {
+            for error in &errors {
+                ctx.log.error(error);
+            }
+            if version.parse_failure_reports_failed() {
+                let line = status_line(
+                    "FAILED",
+                    version.encoded(),
+                    version.banner_build(),
+                    &ctx.args,
+                );
+                ctx.log.raw(&line);
+            }
             1
         }
         Err(Fail::Sim(message)) => {

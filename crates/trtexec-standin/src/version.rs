@@ -101,6 +101,44 @@ impl SimVersion {
     pub fn has_int4(&self) -> bool {
         self.at_least(10, 1) && !self.strongly_typed()
     }
+
+    /// The banner's `[bNN]` build number: from 10.4 (`samples/common/logging.h` appends
+    /// `NV_TENSORRT_BUILD` to the test name from `release/10.4`; 10.0 to 10.3 print the version only).
+    pub fn banner_build(&self) -> Option<u64> {
+        self.at_least(10, 4).then(|| self.build())
+    }
+
+    /// The coefficient of variance (%) of GPU compute time above which the summary warns it is
+    /// unstable: `kUNSTABLE_PERF_REPORTING_THRESHOLD` in `samples/common/sampleReporting.cpp`, 1.0
+    /// up to `release/10.13`, 2.5 from `release/10.14`.
+    pub fn unstable_threshold_percent(&self) -> f64 {
+        if self.at_least(10, 14) { 2.5 } else { 1.0 }
+    }
+
+    /// The advice after the unstable-time warning: 11.x dropped `--useSpinWait` from it (spin-wait
+    /// is the default there; `sampleReporting.cpp` at `release/11.0`).
+    pub fn unstable_advice(&self) -> &'static str {
+        if self.major >= 11 {
+            "  If not already in use, locking GPU clock frequency may improve the stability."
+        } else {
+            "  If not already in use, locking GPU clock frequency or adding --useSpinWait may \
+             improve the stability."
+        }
+    }
+
+    /// Whether a command line that does not parse ends with `&&&& FAILED`: up to 11.0 trtexec
+    /// returns `reportFail` there; from 11.1 `trtexec.cpp` prints the help and the error and returns
+    /// `EXIT_FAILURE` without a final status line.
+    pub fn parse_failure_reports_failed(&self) -> bool {
+        !self.at_least(11, 1)
+    }
+
+    /// From 11.1 the timed loop runs `iterations + skip + numRefPairs` queries and there is always
+    /// one reference pair (`InferenceOptions::refPairs{1}` in `sampleOptions.h`,
+    /// `inferenceLoop` in `sampleInference.cpp`): `--iterations=N --duration=0` times N + 1.
+    pub fn reference_pair_queries(&self) -> u64 {
+        u64::from(self.at_least(11, 1))
+    }
 }
 
 #[cfg(test)]
@@ -120,6 +158,23 @@ mod tests {
         assert!(v.has_build_routes() && v.strongly_typed() && v.inverted_inference_defaults());
         let v = SimVersion::from_encoded(110_000).expect("11.0.0");
         assert!(!v.has_build_routes() && v.strongly_typed());
+        assert!(v.parse_failure_reports_failed() && v.reference_pair_queries() == 0);
+        assert!(!v.unstable_advice().contains("--useSpinWait"));
+        let v = SimVersion::from_encoded(110_100).expect("11.1.0");
+        assert!(!v.parse_failure_reports_failed() && v.reference_pair_queries() == 1);
+        assert_eq!(v.unstable_threshold_percent(), 2.5);
+        let v = SimVersion::from_encoded(101_300).expect("10.13.0");
+        assert_eq!(v.unstable_threshold_percent(), 1.0);
+        assert!(v.unstable_advice().contains("--useSpinWait"));
+        assert_eq!(v.banner_build(), Some(1));
+        assert_eq!(
+            SimVersion::from_encoded(101_601).and_then(|v| v.banner_build()),
+            Some(11)
+        );
+        assert_eq!(
+            SimVersion::from_encoded(100_300).and_then(|v| v.banner_build()),
+            None
+        );
         assert!(SimVersion::from_encoded(8_601).is_none());
         assert!(SimVersion::from_encoded(10_000_000).is_none());
     }

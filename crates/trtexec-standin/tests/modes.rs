@@ -133,7 +133,14 @@ fn bad_routes_and_precision_flags_fail_with_trtexecs_messages() {
         run.assert_code(1);
         assert!(run.log.contains(message), "{arg}: {}", run.log);
         let parsed = run.parsed();
-        assert_eq!(parsed.outcome(), Some(RunStatus::Failed), "{arg}");
+        // 11.1 ends a command line it cannot parse without `&&&& FAILED`; a bad route is found
+        // later, by the builder, and fails as before.
+        let expected = if arg.starts_with("--setBuildRoute") {
+            Some(RunStatus::Failed)
+        } else {
+            None
+        };
+        assert_eq!(parsed.outcome(), expected, "{arg}");
         assert!(!parsed.errors.is_empty());
         assert!(!sim.path("e.plan").exists(), "{arg} wrote an engine");
     }

@@ -151,8 +151,8 @@ fn exports_and_summary_agree() {
     let times = read_times(&sim.path("e.plan.times.json")).expect("read_times");
     assert_eq!(
         times.len(),
-        250,
-        "--duration=0: exactly --iterations queries"
+        251,
+        "--duration=0 on 11.1: --iterations queries and its reference pair's"
     );
     for (i, q) in times.iter().enumerate() {
         assert!(q.start_enq_ms.is_some() && q.end_enq_ms.is_some());
@@ -175,7 +175,7 @@ fn exports_and_summary_agree() {
     assert!(summary.warnings.is_empty(), "0.4 % noise is stable");
     assert!(summary.throughput_qps > 500.0 && summary.throughput_qps < 600.0);
     let trace = parsed.trace.expect("trace line");
-    assert_eq!(trace.queries, 250);
+    assert_eq!(trace.queries, 251);
     let warmup = parsed.warmup.expect("warm-up line");
     assert_eq!(warmup.queries, 112);
     let averages = parsed.trace_averages.expect("trace averages");
@@ -220,9 +220,99 @@ fn unstable_timing_gets_trtexecs_warning() {
         })
         .expect("unstable warning");
     assert!((3.5..6.5).contains(&cv), "{cv}");
+    // 11.x advises locking the clocks only: spin-wait is its default.
+    assert!(
+        run.log.contains(
+            "[W]   If not already in use, locking GPU clock frequency may improve the stability."
+        ),
+        "{}",
+        run.log
+    );
+}
+
+/// The unstable-time warning follows each release's threshold (1 % up to 10.13, 2.5 % from 10.14)
+/// and advice; `--iterations=N --duration=0` times N queries up to 11.0 and N + 1 from 11.1; the
+/// banner has its build number from 10.4.
+#[test]
+fn releases_differ_as_trtexecs_sources_do() {
+    // About 1.8 % noise: above 10.13's threshold, below 10.14's.
+    for (version, warns, spin_wait_advice, queries) in [
+        (101300, true, true, 300),
+        (101601, false, false, 300),
+        (110000, false, false, 300),
+        (110100, false, false, 301),
+    ] {
+        let mut sim = Sim::version(version);
+        sim.config(r#"{"noise": 0.018}"#);
+        let model = sim.model("tiny-cnn");
+        sim.build(&model, "e.plan", &[]);
+        let run = sim.time("e.plan", 300, &[]);
+        run.assert_passed();
+        let summary = run.parsed().summary().cloned().expect("summary");
+        let unstable = summary
+            .warnings
+            .iter()
+            .any(|w| matches!(w, SummaryWarning::Unstable { .. }));
+        assert_eq!(unstable, warns, "{version}: {}", run.log);
+        if warns {
+            assert_eq!(
+                run.log.contains("--useSpinWait may"),
+                spin_wait_advice,
+                "{version}"
+            );
+        }
+        let times = read_times(&sim.path("e.plan.times.json")).expect("times");
+        assert_eq!(times.len(), queries, "{version}");
+    }
+    let mut noisy = Sim::version(101601);
+    noisy.config(r#"{"noise": 0.05}"#);
+    let model = noisy.model("tiny-cnn");
+    noisy.build(&model, "e.plan", &[]);
+    let run = noisy.time("e.plan", 300, &[]);
     assert!(
         run.log
-            .contains("[W]   If not already in use, locking GPU clock frequency")
+            .contains("locking GPU clock frequency or adding --useSpinWait may improve"),
+        "{}",
+        run.log
+    );
+    for (version, banner) in [
+        (100300, "[TensorRT v100300] # trtexec"),
+        (100400, "[TensorRT v100400] [b1] # trtexec"),
+    ] {
+        let run = Sim::version(version).run(&["--help"]);
+        run.assert_code(0);
+        assert!(run.log.contains(banner), "{version}: {}", run.log);
+    }
+}
+
+/// The profiled run carries the profiler's overhead: its layers add up to more than the timed
+/// run's mean GPU compute time, as a public TensorRT 11.1 log shows (about 40 % there).
+#[test]
+fn profiled_layers_add_up_to_more_than_the_timed_mean() {
+    let sim = Sim::new();
+    let model = sim.model("tiny-cnn");
+    sim.build(&model, "e.plan", &[]);
+    let run = sim.time("e.plan", 100, &[&sim.arg("--exportProfile", "p.json")]);
+    run.assert_passed();
+    let timed = run
+        .parsed()
+        .summary()
+        .cloned()
+        .expect("summary")
+        .gpu_compute;
+    let profile: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sim.path("p.json")).expect("profile"))
+            .expect("JSON");
+    let layers: f64 = profile
+        .as_array()
+        .expect("records")
+        .iter()
+        .filter_map(|r| r["averageMs"].as_f64())
+        .sum();
+    let mean = timed.mean_ms.expect("mean");
+    assert!(
+        layers > mean * 1.05,
+        "layers {layers} ms, timed mean {mean} ms"
     );
 }
 
@@ -295,11 +385,14 @@ fn profile_and_layer_information_are_read_by_trtmc() {
     );
     run.assert_passed();
     let profile = read_profile(&sim.path("profile.json")).expect("read_profile");
-    assert_eq!(profile.count, 200);
+    assert_eq!(
+        profile.count, 201,
+        "11.1's profiled loop has its reference pair too"
+    );
     let sum: f64 = profile.layers.iter().map(|l| l.average_ms).sum();
     assert!(
-        (sum - 1.8).abs() < 0.01,
-        "per-layer averages sum to the latency: {sum}"
+        sum > 1.8 * 1.05 && sum < 1.8 * 1.5,
+        "per-layer averages add up to the latency and the profiler's overhead: {sum}"
     );
     let percent: f64 = profile.layers.iter().map(|l| l.percentage).sum();
     assert!((percent - 100.0).abs() < 0.01);
@@ -372,7 +465,11 @@ fn a_build_without_skip_inference_also_times() {
     assert!(parsed.build.engine_size_mib.is_some());
     assert!(parsed.build.engine_deserialize_s.is_some());
     assert!(parsed.summary().is_some());
-    assert_eq!(read_times(&sim.path("t.json")).expect("times").len(), 20);
+    assert_eq!(
+        read_times(&sim.path("t.json")).expect("times").len(),
+        21,
+        "11.1: --iterations and its reference pair"
+    );
     assert_eq!(
         std::fs::read_to_string(sim.path("e.plan.runs"))
             .expect("counter")
@@ -435,6 +532,7 @@ fn trtmcs_driver_builds_and_times_through_the_simulator() {
     assert!((mean - 2.0 * 0.9 * 0.97).abs() < 0.02, "{mean}");
     assert_eq!(
         read_times(&sim.path("times.json")).expect("times").len(),
-        50
+        51,
+        "11.1 times one query more than --iterations (its reference pair)"
     );
 }

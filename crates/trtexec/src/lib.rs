@@ -70,6 +70,7 @@ pub mod exports;
 pub mod knobs;
 pub mod log;
 pub mod outputs;
+pub mod probes;
 pub mod runner;
 pub mod summary;
 pub mod version;
@@ -91,6 +92,7 @@ pub use log::{
     ParsedLog, RunStatus, StatusLine, is_unmarked_failure, parse_log, parse_status_line,
 };
 pub use outputs::{OutputTensor, parse_outputs, read_outputs};
+pub use probes::ProbeCache;
 pub use runner::{
     RunOutput, Trtexec, detect_version, find_executable, find_executable_in, run_process,
     run_process_in,

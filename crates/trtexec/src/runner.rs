@@ -248,6 +248,13 @@ fn command(program: &Path) -> Command {
     cmd
 }
 
+/// `LD_LIBRARY_PATH` as [`command`] hands it to trtexec: the `--runtime-dir` folders, then ours.
+pub(crate) fn effective_library_path() -> Option<std::ffi::OsString> {
+    trtmc_core::runtime_dirs::library_path(&trtmc_core::runtime_dirs::current())
+        .or_else(|| std::env::var_os("LD_LIBRARY_PATH"))
+        .filter(|p| !p.is_empty())
+}
+
 /// [`find_executable`] with the search path and fallback folders given (for tests).
 pub fn find_executable_in(
     explicit: Option<&Path>,

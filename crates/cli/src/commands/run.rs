@@ -225,14 +225,16 @@ pub fn execute(command: RunCommand) -> CliResult {
         (catalog, selections)
     };
 
+    let cache_root = args.bundle_cache.clone().unwrap_or_else(default_cache_root);
     let bundle = BundleOptions {
         explicit: args.bundle.clone(),
         roots: args.bundle_roots.clone(),
-        cache_root: args.bundle_cache.clone().unwrap_or_else(default_cache_root),
+        cache_root: cache_root.clone(),
         no_build: args.no_build,
         rebuild: args.rebuild,
         runtimes: trtmc_runtime::runtime::RuntimeOptions {
             trtexec: args.trtexec.clone(),
+            probe_cache: Some(cache_root),
         },
     };
     let planned = runner::plan_cases(&catalog, &selections, &bundle, &test_hooks)?;

@@ -67,7 +67,12 @@ pub fn execute(args: TuneArgs) -> CliResult {
             ),
         )
     })?;
-    let rt = open_runtime(&runtime_name, args.trtexec.as_deref()).map_err(input_err)?;
+    let rt = open_runtime(
+        &runtime_name,
+        args.trtexec.as_deref(),
+        args.bundle_cache.as_deref(),
+    )
+    .map_err(input_err)?;
     let model = load_model(&args)?;
     let base = match &model {
         Some(m) => Some(resolve_base(&args, m, &runtime_name)?),
@@ -179,9 +184,13 @@ fn resume(args: TuneArgs) -> CliResult {
             trtmc_tune::cache::start_over(&cache_path)
         ))
     })?;
-    open_runtime(&runtime_name, stored.trtexec.as_deref())
-        .and_then(|rt| rt.availability())
-        .map_err(|e| CliError::new(ExitCode::Environment, e))?;
+    open_runtime(
+        &runtime_name,
+        stored.trtexec.as_deref(),
+        stored.bundle_cache.as_deref(),
+    )
+    .and_then(|rt| rt.availability())
+    .map_err(|e| CliError::new(ExitCode::Environment, e))?;
     let model =
         load_model(&stored)?.ok_or_else(|| input_err("the tuning cache header names no model"))?;
     let base = resolve_base(&stored, &model, &runtime_name)?;
@@ -315,12 +324,19 @@ fn slurm_settings(args: &TuneArgs) -> CliResult<Option<SlurmSettings>> {
 }
 
 /// The runtime `runtime_name`, driving the trtexec of `--trtexec PATH` when given.
+/// Its probes' answers are kept in the bundle cache (`--bundle-cache`, else the default one).
 fn open_runtime(
     runtime_name: &str,
     trtexec: Option<&Path>,
+    bundle_cache: Option<&Path>,
 ) -> Result<Box<dyn runtime::Runtime>, String> {
     let options = runtime::RuntimeOptions {
         trtexec: trtexec.map(absolute),
+        probe_cache: Some(
+            bundle_cache
+                .map(absolute)
+                .unwrap_or_else(default_cache_root),
+        ),
     };
     runtime::runtime_with(runtime_name, &options)
 }

@@ -123,6 +123,7 @@ fn build(request: &ChildRequest) -> Response {
 fn open_runtime(request: &ChildRequest) -> anyhow::Result<Box<dyn Runtime>> {
     let options = RuntimeOptions {
         trtexec: request.trtexec.clone(),
+        probe_cache: request.probe_cache.clone(),
     };
     runtime::runtime_with(&request.runtime, &options).map_err(anyhow::Error::msg)
 }

@@ -587,6 +587,7 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
         })?;
     let runtime_options = trtmc_runtime::runtime::RuntimeOptions {
         trtexec: request.trtexec.clone(),
+        probe_cache: Some(absolute(&request.bundle_cache)),
     };
     let rt =
         trtmc_runtime::runtime::runtime_with(runtime_name, &runtime_options).map_err(|reason| {

@@ -204,6 +204,7 @@ impl ProcessRunner {
     pub fn new(target: Target, options: Options) -> Result<Self, String> {
         let runtime_options = RuntimeOptions {
             trtexec: target.trtexec.clone(),
+            probe_cache: Some(options.cache_root.clone()),
         };
         let rt = runtime::runtime_with(&target.runtime, &runtime_options)?;
         rt.availability()?;
@@ -293,6 +294,7 @@ impl ProcessRunner {
             command_line: self.options.command_line.clone(),
             trtexec: self.target.trtexec.clone(),
             tool_dir: Some(self.tool_dir(&info.route)),
+            probe_cache: Some(self.options.cache_root.clone()),
         }
     }
 

@@ -62,6 +62,10 @@ pub struct ChildRequest {
     /// build are copied here too.
     #[serde(default)]
     pub tool_dir: Option<PathBuf>,
+    /// The bundle cache, where the tuner's probes of the runtime's tool were kept (one `trtexec
+    /// --help` per tune, not one per child).
+    #[serde(default)]
+    pub probe_cache: Option<PathBuf>,
 }
 
 /// A request to a serving child.
