@@ -83,7 +83,7 @@ impl Side {
     /// converted to the dtype the bundle expects.
     pub fn read_inputs(&self, path: &Path) -> Result<TensorSet, RunError> {
         let file = if path.is_file() {
-            trtmc_tune::golden::read_golden(path).map_err(|e| RunError::CompareInputs {
+            trtmc_golden::read_golden(path).map_err(|e| RunError::CompareInputs {
                 reason: e.to_string(),
             })?
         } else {
@@ -132,7 +132,7 @@ impl Side {
         path: &Path,
     ) -> Result<Vec<trtmc_core::accuracy::Tensor>, RunError> {
         if path.is_file() {
-            return trtmc_tune::golden::read_golden(path).map_err(|e| RunError::CompareInputs {
+            return trtmc_golden::read_golden(path).map_err(|e| RunError::CompareInputs {
                 reason: e.to_string(),
             });
         }

@@ -10,12 +10,12 @@ use std::time::Duration;
 use serde_json::Value;
 use trtmc_core::accuracy::{ElementType, Tensor};
 use trtmc_core::case::{self, Override, ResolveInput, Source};
-use trtmc_runner::tune::knobs;
-use trtmc_runner::tune::orchestrate::{
+use trtmc_tune::orchestrate::{
     self, BuiltRoutes, Model, ModelChoice, Start, TuneOutcome, TuneRequest, TuneRunError,
 };
-use trtmc_runner::tune::process::{RouteBundle, Target};
-use trtmc_runner::tune::progress::{Event, Progress};
+use trtmc_tune::process::{RouteBundle, Target};
+use trtmc_tune::progress::{Event, Progress};
+use trtmc_tune::runtime_knobs as knobs;
 use trtmc_tune::summary::DecisionKind;
 use trtmc_tune::{
     MeasurePlan, Route, RouteError, RouteRunner, SearchOrder, Timing, TuneConfig, TunePlan,
