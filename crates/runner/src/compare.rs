@@ -19,7 +19,7 @@ use trtmc_runtime::outputs;
 use trtmc_runtime::reference::{
     REFERENCE_REQUEST_FILE, REFERENCE_REQUEST_SCHEMA, ReferenceRequest,
 };
-use trtmc_runtime::runtime;
+use trtmc_runtime::registry;
 use trtmc_runtime::tensor::HostTensor;
 
 use crate::bundles::BundleOptions;
@@ -152,7 +152,7 @@ impl Side {
 
     /// One forward pass of the bundle on `inputs`, in this process.
     pub fn run(&self, inputs: &[(String, HostTensor)]) -> anyhow::Result<TensorSet> {
-        outputs::run_bundle(
+        trtmc_runtime::registry::run_bundle(
             &self.bundle,
             &self.planned.resolved.runtime_values(),
             inputs,
@@ -188,7 +188,7 @@ pub fn prepare_side(
         model: p.profile.name.clone(),
     })?;
     let rt =
-        runtime::runtime_with(&p.resolved.runtime.value, &options.runtimes).map_err(|reason| {
+        registry::runtime_with(&p.resolved.runtime.value, &options.runtimes).map_err(|reason| {
             RunError::UnknownRuntime {
                 runtime: p.resolved.runtime.value.clone(),
                 reason,

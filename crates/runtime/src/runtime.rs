@@ -221,48 +221,11 @@ pub trait Runtime: Send + Sync {
     }
 }
 
-/// How one runtime is made from this process's options.
-type MakeRuntime = fn(&RuntimeOptions) -> Box<dyn Runtime>;
-
-/// Every runtime compiled into this program, by name: the one list [`runtime_names`] and
-/// [`runtime_with`] read.
-const RUNTIMES: &[(&str, MakeRuntime)] = &[
-    ("tract", |_| Box::new(crate::tract_rt::TractRuntime)),
-    ("onnxruntime", |_| Box::new(crate::ort_rt::OrtRuntime)),
-    ("tensorrt", |options| {
-        Box::new(crate::tensorrt_rt::TensorrtRuntime::new(
-            options.trtexec.clone(),
-        ))
-    }),
-];
-
-/// Runtimes compiled into this program.
-pub fn runtime_names() -> Vec<&'static str> {
-    RUNTIMES.iter().map(|(name, _)| *name).collect()
-}
-
 /// How this process finds the runtimes' external tools; passed down from the command line.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RuntimeOptions {
     /// `--trtexec PATH`: the trtexec the `tensorrt` runtime drives (else it is looked up on `PATH`).
     pub trtexec: Option<PathBuf>,
-}
-
-/// The runtime called `name` with default options (tools looked up on `PATH`), or a message listing
-/// the known ones.
-pub fn runtime(name: &str) -> Result<Box<dyn Runtime>, String> {
-    runtime_with(name, &RuntimeOptions::default())
-}
-
-/// The runtime called `name`, finding its tools as `options` say.
-pub fn runtime_with(name: &str, options: &RuntimeOptions) -> Result<Box<dyn Runtime>, String> {
-    match RUNTIMES.iter().find(|(known, _)| *known == name) {
-        Some((_, make)) => Ok(make(options)),
-        None => Err(format!(
-            "unknown runtime `{name}` (known: {})",
-            runtime_names().join(", ")
-        )),
-    }
 }
 
 /// Checks `settings` against a runtime's declared settings.

@@ -15,7 +15,8 @@ use trtmc_runtime::ops::{self, CallRecord, RunnerContext, TimedRunner};
 use trtmc_runtime::outputs::{
     build_dims, from_tensor, run_session, synthesize_inputs, write_tensor_set,
 };
-use trtmc_runtime::runtime::{self, Runtime, RuntimeOptions, SelfTimedRequest, Session};
+use trtmc_runtime::registry;
+use trtmc_runtime::runtime::{Runtime, RuntimeOptions, SelfTimedRequest, Session};
 use trtmc_runtime::tensor::{HostTensor, TensorSpec};
 use trtmc_trtexec::TrtexecError;
 
@@ -124,7 +125,7 @@ fn open_runtime(request: &ChildRequest) -> anyhow::Result<Box<dyn Runtime>> {
     let options = RuntimeOptions {
         trtexec: request.trtexec.clone(),
     };
-    runtime::runtime_with(&request.runtime, &options).map_err(anyhow::Error::msg)
+    registry::runtime_with(&request.runtime, &options).map_err(anyhow::Error::msg)
 }
 
 /// The runtime's tool died by a signal (trtexec's tuner counts that as a crash).

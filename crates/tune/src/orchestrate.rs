@@ -592,7 +592,7 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
         trtexec: request.trtexec.clone(),
     };
     let rt =
-        trtmc_runtime::runtime::runtime_with(runtime_name, &runtime_options).map_err(|reason| {
+        trtmc_runtime::registry::runtime_with(runtime_name, &runtime_options).map_err(|reason| {
             TuneRunError::UnknownRuntime {
                 runtime: runtime_name.to_string(),
                 reason,
@@ -733,7 +733,7 @@ fn onnxruntime_golden(
         build_dims, from_tensor, run_session, synthesize_inputs, to_tensor,
     };
     let text = |e: anyhow::Error| format!("{e:#}");
-    let ort = trtmc_runtime::runtime::runtime("onnxruntime")?;
+    let ort = trtmc_runtime::registry::runtime("onnxruntime")?;
     ort.availability()?;
     let settings: BTreeMap<String, Value> = base
         .build_values()

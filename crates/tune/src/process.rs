@@ -27,6 +27,7 @@ use trtmc_core::accuracy::Tensor;
 use trtmc_core::case::{self, Override, ResolveInput, ResolvedCase};
 use trtmc_core::catalog::Profile;
 use trtmc_core::fsutil::{write_atomic, write_json_atomic};
+use trtmc_runtime::registry;
 use trtmc_runtime::runtime::{self, Runtime, RuntimeOptions};
 
 use crate::protocol::{CHILD_REQUEST_SCHEMA, ChildMode, ChildRequest, Command, Response};
@@ -205,7 +206,7 @@ impl ProcessRunner {
         let runtime_options = RuntimeOptions {
             trtexec: target.trtexec.clone(),
         };
-        let rt = runtime::runtime_with(&target.runtime, &runtime_options)?;
+        let rt = registry::runtime_with(&target.runtime, &runtime_options)?;
         rt.availability()?;
         for dir in [&options.work_dir, &options.log_dir] {
             std::fs::create_dir_all(dir)

@@ -186,7 +186,7 @@ mod tests {
     use std::collections::BTreeMap;
     use trtmc_core::case::Sourced;
     use trtmc_core::case::{Measure, RESOLVED_CASE_SCHEMA};
-    use trtmc_runtime::runtime::runtime;
+    use trtmc_runtime::registry::runtime;
 
     fn base(build: &[(&str, Value)], runtime: &[(&str, Value)]) -> ResolvedCase {
         let sourced = |v: &[(&str, Value)]| {

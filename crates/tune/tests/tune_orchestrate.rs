@@ -45,7 +45,7 @@ impl RouteRunner for FakeRoutes {
 
     fn build(&mut self, route: &Route, _timeout: Option<Duration>) -> Result<String, RouteError> {
         let rt =
-            trtmc_runtime::runtime::runtime(&self.target.runtime).map_err(RouteError::failed)?;
+            trtmc_runtime::registry::runtime(&self.target.runtime).map_err(RouteError::failed)?;
         let settings = knobs::route_settings(rt.as_ref(), route).map_err(RouteError::failed)?;
         let input = ResolveInput {
             case: self.target.case.as_deref(),
@@ -155,7 +155,7 @@ fn setup(tmp: &Path) -> (TuneRequest, TunePlan) {
         source: Source::Cli,
     }];
     let base = model.resolve_base(None, &sets, "tract").expect("base case");
-    let tract = trtmc_runtime::runtime::runtime("tract").expect("tract");
+    let tract = trtmc_runtime::registry::runtime("tract").expect("tract");
     let knobs = orchestrate::knob_database(tract.as_ref(), Some(&base)).expect("knobs");
     let expression = trtmc_tune::expr::parse("-threads=[1|2]", &knobs).expect("expression");
     let plan = TunePlan {

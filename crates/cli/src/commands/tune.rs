@@ -14,6 +14,7 @@ use trtmc_core::artifacts::matrix::SlurmSettings;
 use trtmc_core::case::ResolvedCase;
 use trtmc_runner::args::RunArgs;
 use trtmc_runner::bundles::default_cache_root;
+use trtmc_runtime::registry;
 use trtmc_runtime::runtime;
 use trtmc_tune::TunePlan;
 use trtmc_tune::orchestrate::{
@@ -63,7 +64,7 @@ pub fn execute(args: TuneArgs) -> CliResult {
             ExitCode::Usage,
             format!(
                 "give --runtime NAME (one of {}); see trtmc-bench tune --help",
-                runtime::runtime_names().join(", ")
+                registry::runtime_names().join(", ")
             ),
         )
     })?;
@@ -322,7 +323,7 @@ fn open_runtime(
     let options = runtime::RuntimeOptions {
         trtexec: trtexec.map(absolute),
     };
-    runtime::runtime_with(runtime_name, &options)
+    registry::runtime_with(runtime_name, &options)
 }
 
 fn read_expression(args: &TuneArgs) -> CliResult<String> {
