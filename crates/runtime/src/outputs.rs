@@ -21,7 +21,6 @@ use serde_json::{Value, json};
 use trtmc_core::accuracy::{self, AccuracyReport, AccuracySpec, Algorithm, ElementType, Tensor};
 use trtmc_core::fsutil::{write_atomic, write_json_atomic};
 
-use crate::bundle::BundleManifest;
 use crate::runtime::Session;
 use crate::tensor::{DType, Dim, HostTensor, TensorSpec, synthesize_all};
 
