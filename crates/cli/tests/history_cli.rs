@@ -725,5 +725,9 @@ fn tune_with_history_stores_each_measured_route_as_its_own_series() {
         &tmp.path().join("tune-again"),
         &["--history", p(&db)],
     );
-    assert_refused(&o, 0, &format!("history: stored {} point(s)", eligible.len()));
+    assert_refused(
+        &o,
+        0,
+        &format!("history: stored {} point(s)", eligible.len()),
+    );
 }

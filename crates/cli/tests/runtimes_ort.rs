@@ -344,7 +344,11 @@ fn a_missing_library_is_exit_7_with_the_install_command() {
         ],
         &[("ORT_DYLIB_PATH", "/nonexistent/libonnxruntime.so.1.31.1")],
     );
-    assert_refused(&out, 7, "ORT_DYLIB_PATH=/nonexistent/libonnxruntime.so.1.31.1 is not a file");
+    assert_refused(
+        &out,
+        7,
+        "ORT_DYLIB_PATH=/nonexistent/libonnxruntime.so.1.31.1 is not a file",
+    );
     let out = bench(
         tmp.path(),
         &[

@@ -184,12 +184,16 @@ pub fn plan_cases(
                         model: profile.name.clone(),
                         reason,
                     })?;
-                let inputs =
-                    crate::model_inputs::settle(profile, sel.given_data(), &mut resolved, &options.cache_root)
-                        .map_err(|reason| Error::Case {
-                        model: profile.name.clone(),
-                        reason,
-                    })?;
+                let inputs = crate::model_inputs::settle(
+                    profile,
+                    sel.given_data(),
+                    &mut resolved,
+                    &options.cache_root,
+                )
+                .map_err(|reason| Error::Case {
+                    model: profile.name.clone(),
+                    reason,
+                })?;
                 case::refresh_identity(profile, &mut resolved).map_err(|reason| Error::Case {
                     model: profile.name.clone(),
                     reason,

@@ -591,13 +591,12 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
     let runtime_options = trtmc_runtime::runtime::RuntimeOptions {
         trtexec: request.trtexec.clone(),
     };
-    let rt =
-        trtmc_runtime::registry::runtime_with(runtime_name, &runtime_options).map_err(|reason| {
-            TuneRunError::UnknownRuntime {
-                runtime: runtime_name.to_string(),
-                reason,
-            }
-        })?;
+    let rt = trtmc_runtime::registry::runtime_with(runtime_name, &runtime_options).map_err(
+        |reason| TuneRunError::UnknownRuntime {
+            runtime: runtime_name.to_string(),
+            reason,
+        },
+    )?;
     let runtime_version = rt.version();
     let self_timed = rt.self_timed().is_some();
     let mut shapes = BTreeMap::new();

@@ -13,7 +13,6 @@ use super::{CallRecord, Rotation, RunnerContext, TimedRunner, check_finite};
 use crate::runtime::Session;
 use crate::tensor::{Dim, HostTensor, TensorSpec, synthesize_all};
 
-
 /// The notes key of the output checks (lifted into result.json's `output_check` by the runner).
 pub const OUTPUT_CHECK_NOTE: &str = "output_check";
 /// The notes key of the input shapes the calls used.

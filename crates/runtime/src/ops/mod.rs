@@ -25,9 +25,9 @@ use crate::bundle::BundleManifest;
 use crate::runtime::Session;
 use trtmc_core::operations::Operation;
 
+pub use crate::reference::{CallInputs, ReferenceInputs};
 pub use generate::{GenerationOutput, generate_tokens};
 pub use infer::{INPUT_SHAPES_NOTE, OUTPUT_CHECK_NOTE};
-pub use crate::reference::{CallInputs, ReferenceInputs};
 pub use testing::Delayed;
 
 /// What a call reports besides its wall time. Fixed-size, so recording it costs no allocation.
