@@ -386,6 +386,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::registry::{runtime, runtime_names};
 
     fn one(key: &str, value: Value) -> BTreeMap<String, Value> {
         BTreeMap::from([(key.to_string(), value)])
