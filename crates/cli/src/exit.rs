@@ -74,10 +74,10 @@ impl From<trtmc_runner::Error> for CliError {
     }
 }
 
-impl From<trtmc_runner::tune::orchestrate::TuneRunError> for CliError {
-    fn from(e: trtmc_runner::tune::orchestrate::TuneRunError) -> Self {
-        use trtmc_runner::tune::orchestrate::TuneRunError as E;
+impl From<trtmc_tune::orchestrate::TuneRunError> for CliError {
+    fn from(e: trtmc_tune::orchestrate::TuneRunError) -> Self {
         use trtmc_tune::TuneError;
+        use trtmc_tune::orchestrate::TuneRunError as E;
         let code = match &e {
             E::Onnx { .. }
             | E::Catalog { .. }

@@ -13,10 +13,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use trtmc_core::artifacts::CaseStatus;
 use trtmc_matrix::progress::Event as MatrixEvent;
 use trtmc_runner::progress::{Event, Progress};
-use trtmc_runner::tune::progress::Event as TuneEvent;
 use trtmc_runtime::protocol::WorkerProgress;
 use trtmc_tune::Objective;
 use trtmc_tune::cache::{IterationRecord, RouteStatus};
+use trtmc_tune::progress::Event as TuneEvent;
 
 /// How often a progress line is written when stderr is not a terminal (logs, CI).
 const LINE_EVERY: Duration = Duration::from_secs(5);
@@ -206,7 +206,7 @@ impl Progress for Terminal {
     }
 }
 
-impl trtmc_runner::tune::progress::Progress for Terminal {
+impl trtmc_tune::progress::Progress for Terminal {
     fn report(&self, event: TuneEvent<'_>) {
         if self.quiet {
             return;

@@ -33,8 +33,7 @@ fn refuses_without_trtexec_or_gpu_and_writes_nothing() {
         .arg(&evidence)
         .output()
         .expect("run script");
-    assert_eq!(code(&out), 7, "{}", stderr(&out));
-    assert!(stderr(&out).contains("trtexec"), "{}", stderr(&out));
+    assert_refused(&out, 7, "trtexec");
     assert!(!evidence.exists());
     // trtexec given (the simulator), but no GPU and no --simulator: refused too.
     let out = script()
@@ -45,8 +44,7 @@ fn refuses_without_trtexec_or_gpu_and_writes_nothing() {
         .arg(&evidence)
         .output()
         .expect("run script");
-    assert_eq!(code(&out), 7, "{}", stderr(&out));
-    assert!(stderr(&out).contains("GPU"), "{}", stderr(&out));
+    assert_refused(&out, 7, "GPU");
     assert!(!evidence.exists());
 }
 

@@ -209,12 +209,7 @@ fn add_list_show_and_adding_again_changes_nothing() {
         assert!(shown.contains(p(&a)) && shown.contains(p(&b)), "{shown}");
 
         let unknown = history(db, &["show", "9999"]);
-        assert_eq!(code(&unknown), 3, "{}", stderr(&unknown));
-        assert!(
-            stderr(&unknown).contains("no series 9999"),
-            "{}",
-            stderr(&unknown)
-        );
+        assert_refused(&unknown, 3, "no series 9999");
     }
 }
 
@@ -232,31 +227,16 @@ fn a_folder_that_is_not_a_result_stops_the_add_before_anything_is_stored() {
     for db in databases(tmp.path(), "notresult") {
         let db = db.url.as_str();
         let o = history(db, &["add", p(&good), p(&empty)]);
-        assert_eq!(code(&o), 3, "{}", stderr(&o));
-        assert!(
-            stderr(&o).contains("not a trtmc result folder"),
-            "{}",
-            stderr(&o)
-        );
+        assert_refused(&o, 3, "not a trtmc result folder");
         let o = history(db, &["add", p(&good), p(&broken)]);
-        assert_eq!(code(&o), 3, "{}", stderr(&o));
-        assert!(
-            stderr(&o).contains("cannot read this result document"),
-            "{}",
-            stderr(&o)
-        );
+        assert_refused(&o, 3, "cannot read this result document");
         assert!(
             point_counts(&exported(db, tmp.path())).is_empty(),
             "nothing stored"
         );
     }
     let o = run(&["history", "list", "--db", "/proc/no/such/history.sqlite"]);
-    assert_eq!(code(&o), 6, "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("cannot open the history database"),
-        "{}",
-        stderr(&o)
-    );
+    assert_refused(&o, 6, "cannot open the history database");
     let o = run(&[
         "history",
         "list",
@@ -422,12 +402,7 @@ fn check_fails_on_a_confirmed_slowdown_with_junit_and_markdown() {
         let o = history(db, &["check", "--since", "no-such-commit"]);
         assert_eq!(code(&o), 3, "{}", stderr(&o));
         let o = history(db, &["check", "--fail-on", "red"]);
-        assert_eq!(code(&o), 2, "{}", stderr(&o));
-        assert!(
-            stderr(&o).contains("`history check` takes --fail-on regression"),
-            "{}",
-            stderr(&o)
-        );
+        assert_refused(&o, 2, "`history check` takes --fail-on regression");
     }
 }
 
@@ -572,12 +547,7 @@ fn run_with_history_stores_its_committed_result() {
             "--history",
             &db.url,
         ]);
-        assert_eq!(code(&o), 0, "{}", stderr(&o));
-        assert!(
-            stderr(&o).contains("history: stored 2 point(s)"),
-            "{}",
-            stderr(&o)
-        );
+        assert_refused(&o, 0, "history: stored 2 point(s)");
         let export = exported(&db.url, tmp.path());
         assert_eq!(point_counts(&export), vec![1, 1]);
         let folder = export["series"][0]["points"][0]["folder"]
@@ -755,10 +725,9 @@ fn tune_with_history_stores_each_measured_route_as_its_own_series() {
         &tmp.path().join("tune-again"),
         &["--history", p(&db)],
     );
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains(&format!("history: stored {} point(s)", eligible.len())),
-        "{}",
-        stderr(&o)
+    assert_refused(
+        &o,
+        0,
+        &format!("history: stored {} point(s)", eligible.len()),
     );
 }

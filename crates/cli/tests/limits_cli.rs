@@ -364,11 +364,6 @@ fn matrix_check_refuses_a_setting_value_and_an_environment_limit_before_measurin
         "{err}"
     );
     let out = check(&env("free_storage_gib: -5\n"));
-    assert_eq!(code(&out), 3, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("free_storage_gib: give GiB from 0"),
-        "{}",
-        stderr(&out)
-    );
+    assert_refused(&out, 3, "free_storage_gib: give GiB from 0");
     assert!(!t.path().join("results").exists() && !t.path().join("bundles").exists());
 }

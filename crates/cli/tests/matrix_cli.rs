@@ -613,12 +613,7 @@ fn fail_on_red_or_yellow_exits_9_after_writing_results_and_junit() {
     assert!(xml.contains("failures=\"0\""), "{xml}");
     assert!(xml.contains("<system-out>yellow: ratio "), "{xml}");
     let o = report(&["--fail-on", "yellow", "--export-junit", &p(&yellow_junit)]);
-    assert_eq!(code(&o), 9, "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("--fail-on yellow: 1 row(s) yellow or red: "),
-        "{}",
-        stderr(&o)
-    );
+    assert_refused(&o, 9, "--fail-on yellow: 1 row(s) yellow or red: ");
     let xml = std::fs::read_to_string(&yellow_junit).expect("junit");
     assert!(xml.contains("<failure message=\"yellow: ratio "), "{xml}");
 }
@@ -1075,12 +1070,7 @@ fn run_directories_half_created_refused_and_swept_of_dead_temporaries() {
     std::fs::create_dir_all(out.join("rows")).expect("mkdir");
     std::fs::write(out.join(format!(".matrix-run.json.tmp-{dead}")), "{\"sch").expect("write");
     let o = matrix(&s, &["resume", &p(&out)], &[]);
-    assert_eq!(code(&o), 3, "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains(&format!("`rm -r -- {}`", p(&out))),
-        "{}",
-        stderr(&o)
-    );
+    assert_refused(&o, 3, &format!("`rm -r -- {}`", p(&out)));
     let staging_left = s.dir.path().join(format!(".run.staging-{dead}"));
     std::fs::create_dir(&staging_left).expect("mkdir");
     let o = run_suite(&s, &suite_path, &out, &[], &[]);
@@ -1099,8 +1089,7 @@ fn run_directories_half_created_refused_and_swept_of_dead_temporaries() {
 
     // A directory that holds a run: resume is the advice.
     let o = run_suite(&s, &suite_path, &out, &[], &[]);
-    assert_eq!(code(&o), 6, "{}", stderr(&o));
-    assert!(stderr(&o).contains("matrix resume"), "{}", stderr(&o));
+    assert_refused(&o, 6, "matrix resume");
 
     // A symlink, a file, an unrelated directory: refused, and resume is not suggested.
     let real = s.dir.path().join("real");

@@ -130,12 +130,7 @@ fn a_timeout_keeps_the_calls_already_timed() {
         out_dir.to_str().expect("utf8"),
         "-q",
     ]);
-    assert_eq!(code(&out), 5, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("stopped by --timeout"),
-        "{}",
-        stderr(&out)
-    );
+    assert_refused(&out, 5, "stopped by --timeout");
     let doc = assert_result_dir_valid(&out_dir);
     assert_eq!(doc["status"], "partial");
     let case = &doc["cases"][0];

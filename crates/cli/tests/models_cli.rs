@@ -315,8 +315,7 @@ fn bundles_are_reused_for_request_changes_and_rebuilt_for_shape_changes() {
         "--rebuild",
         "--dry-run",
     ]);
-    assert_eq!(code(&both), 2, "{}", stderr(&both));
-    assert!(stderr(&both).contains("--bundle"), "{}", stderr(&both));
+    assert_refused(&both, 2, "--bundle");
 
     let rebuilt = run(&[
         "run",

@@ -594,12 +594,7 @@ fn a_duplicate_matrix_row_is_named_by_its_number_from_one() {
         "--manifest-root",
         catalog.to_str().expect("utf8"),
     ]);
-    assert_eq!(code(&out), 3, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("rows 1 and 2 (counting from 1) are both"),
-        "{}",
-        stderr(&out)
-    );
+    assert_refused(&out, 3, "rows 1 and 2 (counting from 1) are both");
 }
 
 /// The INVALID advice about throttling names the case's telemetry.json only when the run wrote one,

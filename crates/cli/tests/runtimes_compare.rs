@@ -195,12 +195,7 @@ fn golden_files_round_trip_and_a_disagreement_fails_with_exit_5() {
             report.to_str().expect("utf8"),
         ],
     );
-    assert_eq!(code(&out), 5, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("disagree on logits"),
-        "{}",
-        stderr(&out)
-    );
+    assert_refused(&out, 5, "disagree on logits");
     assert!(stdout(&out).contains("DIFFER"), "{}", stdout(&out));
     let doc = read_json(&report);
     assert_valid("output-agreement.schema.json", &doc);

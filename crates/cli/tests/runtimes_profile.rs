@@ -316,12 +316,7 @@ fn generate_profiles_through_the_same_runner_and_a_failed_pass_keeps_the_timed_r
             "-q",
         ],
     );
-    assert_eq!(code(&out), 5, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("profiling pass failed"),
-        "{}",
-        stderr(&out)
-    );
+    assert_refused(&out, 5, "profiling pass failed");
     let doc = assert_result_dir_valid(&out_dir);
     let case = &doc["cases"][0];
     assert_eq!(case["status"], "completed");

@@ -913,12 +913,7 @@ fn simulated_warnings_go_to_stderr() {
         .env("TRTMC_SIM_VERSION", "110100")
         .output()
         .expect("simulator");
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("] [W] --useCudaGraph is deprecated"),
-        "{}",
-        stderr(&out)
-    );
+    assert_refused(&out, 0, "] [W] --useCudaGraph is deprecated");
     assert!(!stdout(&out).contains("] [W] "), "{}", stdout(&out));
     assert!(stdout(&out).contains("] [I] "), "{}", stdout(&out));
 }

@@ -118,8 +118,7 @@ fn help_routes_prints_each_runtimes_knob_database_in_trtexecs_shape() {
         tmp.path(),
         &["--runtime", "onnxruntime", "--help-routes=execution_mod"],
     );
-    assert_eq!(code(&out), 3, "{}", stderr(&out));
-    assert!(stderr(&out).contains("-execution_mode"), "{}", stderr(&out));
+    assert_refused(&out, 3, "-execution_mode");
 }
 
 /// A stand-in `trtexec` that prints TensorRT 11.1's banner, and for `--helpBuildRoute` the recorded
@@ -218,8 +217,7 @@ fn dry_run_lists_tensorrt_routes_in_trtexecs_order_exactly_as_recorded() {
             s(&out_dir),
         ],
     );
-    assert_eq!(code(&out), 7, "{}", stderr(&out));
-    assert!(stderr(&out).contains("no-trtexec"), "{}", stderr(&out));
+    assert_refused(&out, 7, "no-trtexec");
     assert!(!out_dir.exists());
 }
 
@@ -434,12 +432,7 @@ fn when_every_route_fails_the_tune_exits_5_and_still_writes_its_summary() {
     ];
     args.extend_from_slice(QUICK);
     let out = tune(tmp.path(), &args);
-    assert_eq!(code(&out), 5, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("no route was eligible"),
-        "{}",
-        stderr(&out)
-    );
+    assert_refused(&out, 5, "no route was eligible");
     let summary = read_json(&out_dir.join("tuning-summary.json"));
     assert_eq!(summary["decision"]["kind"], "none");
     assert!(out_dir.join("tuning-report.html").is_file());
@@ -560,11 +553,9 @@ fn kill_9_during_a_tune_then_continue_ends_with_the_same_winner_and_every_iterat
         tmp.path(),
         &["--continue", "--cache", s(&cache), "--runtime", "tract"],
     );
-    assert_eq!(code(&out), 2, "{}", stderr(&out));
-    assert!(stderr(&out).contains("--runtime"), "{}", stderr(&out));
+    assert_refused(&out, 2, "--runtime");
     let out = tune(tmp.path(), &["--continue", "--cache", s(&cache)]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(stderr(&out).contains("torn"), "{}", stderr(&out));
+    assert_refused(&out, 0, "torn");
     assert!(
         stderr(&out).contains("(from the cache)"),
         "{}",
@@ -638,8 +629,7 @@ fn continue_refuses_a_changed_model_and_names_the_differing_field() {
     )
     .expect("onnx");
     let out = tune(tmp.path(), &["--continue", "--cache", s(&cache)]);
-    assert_eq!(code(&out), 3, "{}", stderr(&out));
-    assert!(stderr(&out).contains("model_sha256"), "{}", stderr(&out));
+    assert_refused(&out, 3, "model_sha256");
     assert_eq!(
         std::fs::read(&cache).expect("cache"),
         before,
@@ -874,8 +864,7 @@ fn an_oversized_full_search_is_refused_before_anything_is_built() {
             "--quiet",
         ],
     );
-    assert_eq!(code(&out), 3, "{}", stderr(&out));
-    assert!(stderr(&out).contains("--max-routes"), "{}", stderr(&out));
+    assert_refused(&out, 3, "--max-routes");
     assert!(!out_dir.exists(), "the output directory was created");
     assert!(!tmp.path().join("bundles").exists(), "a bundle was built");
 }
@@ -1183,8 +1172,7 @@ fn slurm_executor_refuses_what_cannot_work_before_submitting() {
         base.iter().chain(extra).map(|a| a.to_string()).collect()
     };
     let out = tune_strings(tmp.path(), &with(&["--executor", "slurm"]));
-    assert_eq!(code(&out), 2, "{}", stderr(&out));
-    assert!(stderr(&out).contains("--environment"), "{}", stderr(&out));
+    assert_refused(&out, 2, "--environment");
 
     // An environment without shared_paths: the temporary folder is node-local.
     let env = tmp.path().join("env.yaml");
@@ -1213,12 +1201,7 @@ fn slurm_executor_refuses_what_cannot_work_before_submitting() {
         .env("PATH", tmp.path())
         .output()
         .expect("run");
-    assert_eq!(code(&out), 7, "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("`sbatch` is not on PATH"),
-        "{}",
-        stderr(&out)
-    );
+    assert_refused(&out, 7, "`sbatch` is not on PATH");
     assert!(!out_dir.join("slurm").exists() && !out_dir.join("tuning-cache.jsonl").exists());
 }
 

@@ -110,10 +110,9 @@ pub const WARMUP_SHARE_OF_BUDGET: f64 = 0.2;
 pub const LONGEST_S: f64 = 7.0 * 24.0 * 3600.0;
 /// The most timed calls or warm-up calls a case may ask for.
 pub const MOST_CALLS: u64 = 100_000_000;
-/// The largest value of a request field that binds a build dimension (`request.batch_size`,
-/// `request.frames`): one call's inputs beyond it do not fit in a machine's memory, and a bundle built
-/// for it could never be loaded.
-pub const MOST_BOUND_DIM: i64 = 4096;
+/// Declared beside the request fields it bounds (the operation table), so that table needs nothing
+/// from case resolution.
+pub use crate::operations::MOST_BOUND_DIM;
 /// The largest build dimension (`build.dims.<name>`, `--dim`, an element of `build.shapes.<input>`,
 /// `build.kv_cache_length`).
 pub const MOST_DIMENSION: i64 = 1 << 20;

@@ -10,6 +10,11 @@
 use serde::Serialize;
 use serde_json::Value;
 
+/// The largest value of a request field that binds a build dimension (`request.batch_size`,
+/// `request.frames`): one call's inputs beyond it do not fit in a machine's memory, and a bundle built
+/// for it could never be loaded.
+pub const MOST_BOUND_DIM: i64 = 4096;
+
 /// The type a request field accepts; values from TOML, YAML and `--set` are checked against it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -228,7 +233,7 @@ const BATCH: FieldDecl = FieldDecl {
     default: Some(|| int(1)),
     help: "items processed by one call (binds the model's `batch` dimension)",
     binds_dim: Some("batch"),
-    range: Some((1, crate::case::MOST_BOUND_DIM)),
+    range: Some((1, MOST_BOUND_DIM)),
     ..FIELD
 };
 
@@ -716,7 +721,7 @@ declare_operations! {
                 default: Some(|| int(8)),
                 help: "frames per video (binds the model's `batch` dimension: all frames denoise together)",
                 binds_dim: Some("batch"),
-                range: Some((1, crate::case::MOST_BOUND_DIM)),
+                range: Some((1, MOST_BOUND_DIM)),
                 ..FIELD
             },
         ],

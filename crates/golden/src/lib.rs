@@ -25,21 +25,46 @@ const MAX_HEADER_LEN: usize = 1 << 20;
 /// A golden-data file that cannot be read. Every message names the file (or member) and the problem.
 #[derive(Debug, thiserror::Error)]
 pub enum GoldenError {
+    /// The file could not be read.
     #[error("{path}: {source}")]
     Io {
+        /// The file, as shown to the user.
         path: String,
+        /// What the operating system said.
         source: std::io::Error,
     },
+    /// A `.npy` file (or `.npz` member) whose header or data is not NumPy's format.
     #[error("{path}: not a .npy file: {message}")]
-    Npy { path: String, message: String },
+    Npy {
+        /// The file or archive member.
+        path: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A `.npz` file that is not a readable zip archive of `.npy` members.
     #[error("{path}: not a readable .npz archive: {message}")]
-    Npz { path: String, message: String },
+    Npz {
+        /// The archive.
+        path: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A JSON index of raw files that is malformed or names files that do not match it.
     #[error("{path}: raw data index: {message}")]
-    Index { path: String, message: String },
+    Index {
+        /// The index file.
+        path: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A file whose extension names no golden-data format.
     #[error(
         "{path}: unknown golden data format; use .npy, .npz, or a .json index of raw little-endian files"
     )]
-    UnknownFormat { path: String },
+    UnknownFormat {
+        /// The file.
+        path: String,
+    },
 }
 
 /// Read golden tensors from a path, by extension: `.npy` (one tensor named after the file stem), `.npz`, or

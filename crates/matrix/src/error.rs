@@ -14,7 +14,7 @@ use crate::plan::Finding;
 pub enum Error {
     // --- the run directory or an input file is wrong (exit 3) ---
     /// The directory has no readable plan.
-    #[error("{} is not a matrix run directory (no {})", run.display(), crate::runner::PLAN_FILE)]
+    #[error("{} is not a matrix run directory (no {})", run.display(), crate::plan::PLAN_FILE)]
     NotARunDirectory {
         run: PathBuf,
         source: std::io::Error,
@@ -23,7 +23,7 @@ pub enum Error {
     #[error(
         "{} holds what an interrupted `matrix run` left before it wrote its plan ({}): nothing ran in it, so there is nothing to resume; remove it with `{}` or give it to `matrix run -o` again, which clears it",
         run.display(),
-        crate::runner::PLAN_FILE,
+        crate::plan::PLAN_FILE,
         trtmc_core::text::shell_line(&["rm".into(), "-r".into(), "--".into(), run.display().to_string()])
     )]
     HalfCreated { run: PathBuf },

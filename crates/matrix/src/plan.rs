@@ -14,11 +14,14 @@ use trtmc_core::artifacts::{PUBLIC_PIPELINE_CALL_WALL, ProgramInfo};
 use trtmc_core::case::{self, Override, ResolveInput, ResolvedCase, Source};
 use trtmc_core::catalog::{Catalog, Profile};
 use trtmc_core::machine::find_program;
+use trtmc_runtime::registry;
 use trtmc_runtime::runtime;
 
 use crate::suite::{self, Expanded, ORT_PYTHON, Row, Suite, TRTMC_PREFIX};
 
 pub use trtmc_core::artifacts::matrix::PLAN_SCHEMA;
+/// The plan's file in a matrix run directory (what marks a directory as a matrix run).
+pub const PLAN_FILE: &str = "matrix-run.json";
 
 fn one() -> u64 {
     1
@@ -657,7 +660,7 @@ fn plan_row(
         trtexec: row.candidate.trtexec.clone(),
         probe_cache: None,
     };
-    let cand_rt = match runtime::runtime_with(&row.candidate.runtime, &cand_options) {
+    let cand_rt = match registry::runtime_with(&row.candidate.runtime, &cand_options) {
         Ok(rt) => rt,
         Err(e) => {
             bad(Kind::Config, format!("candidate: {e}"));
@@ -711,7 +714,7 @@ fn plan_row(
             trtexec: row.reference.trtexec.clone(),
             probe_cache: None,
         };
-        match runtime::runtime_with(name, &options) {
+        match registry::runtime_with(name, &options) {
             Ok(rt) => {
                 if let Err(e) = rt.availability() {
                     bad(

@@ -27,7 +27,7 @@ use crate::plan::{Plan, PlannedRow};
 use crate::receipt::{self, Receipt};
 use crate::row::{self, RowResult, RowStatus};
 
-pub const PLAN_FILE: &str = "matrix-run.json";
+pub use crate::plan::PLAN_FILE;
 pub const RESULTS_FILE: &str = "results.json";
 pub const REPORT_FILE: &str = "report.html";
 pub const RECEIPT_FILE: &str = "preparation-receipt.json";

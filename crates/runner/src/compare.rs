@@ -19,7 +19,7 @@ use trtmc_runtime::outputs;
 use trtmc_runtime::reference::{
     REFERENCE_REQUEST_FILE, REFERENCE_REQUEST_SCHEMA, ReferenceRequest,
 };
-use trtmc_runtime::runtime;
+use trtmc_runtime::registry;
 use trtmc_runtime::tensor::HostTensor;
 
 use crate::bundles::BundleOptions;
@@ -83,7 +83,7 @@ impl Side {
     /// converted to the dtype the bundle expects.
     pub fn read_inputs(&self, path: &Path) -> Result<TensorSet, RunError> {
         let file = if path.is_file() {
-            trtmc_tune::golden::read_golden(path).map_err(|e| RunError::CompareInputs {
+            trtmc_golden::read_golden(path).map_err(|e| RunError::CompareInputs {
                 reason: e.to_string(),
             })?
         } else {
@@ -132,7 +132,7 @@ impl Side {
         path: &Path,
     ) -> Result<Vec<trtmc_core::accuracy::Tensor>, RunError> {
         if path.is_file() {
-            return trtmc_tune::golden::read_golden(path).map_err(|e| RunError::CompareInputs {
+            return trtmc_golden::read_golden(path).map_err(|e| RunError::CompareInputs {
                 reason: e.to_string(),
             });
         }
@@ -152,7 +152,7 @@ impl Side {
 
     /// One forward pass of the bundle on `inputs`, in this process.
     pub fn run(&self, inputs: &[(String, HostTensor)]) -> anyhow::Result<TensorSet> {
-        outputs::run_bundle(
+        trtmc_runtime::registry::run_bundle(
             &self.bundle,
             &self.planned.resolved.runtime_values(),
             inputs,
@@ -188,7 +188,7 @@ pub fn prepare_side(
         model: p.profile.name.clone(),
     })?;
     let rt =
-        runtime::runtime_with(&p.resolved.runtime.value, &options.runtimes).map_err(|reason| {
+        registry::runtime_with(&p.resolved.runtime.value, &options.runtimes).map_err(|reason| {
             RunError::UnknownRuntime {
                 runtime: p.resolved.runtime.value.clone(),
                 reason,

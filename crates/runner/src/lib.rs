@@ -14,7 +14,6 @@ pub mod numbers;
 pub mod progress;
 pub mod run;
 pub mod sources;
-pub mod tune;
 pub mod verdicts;
 
 pub use error::Error;

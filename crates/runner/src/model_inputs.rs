@@ -13,8 +13,15 @@ use trtmc_core::data::{CaseData, DEFAULT_ATOL, DEFAULT_RTOL, DataSetRecord};
 use trtmc_runtime::data::{DataKind, Declared, check_sets, declared_io, locate, shape_text};
 use trtmc_runtime::tensor::{DType, Dim};
 
-use crate::run::Selection;
 use crate::sources;
+
+/// The data a selection brings of its own: `--inputs`, `--check-outputs` and their tolerance.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GivenData<'a> {
+    pub inputs: &'a [String],
+    pub check_outputs: &'a [String],
+    pub tolerance: Option<(f64, f64)>,
+}
 
 /// One input of a planned case, for `--dry-run` and the run's notes.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,11 +42,11 @@ pub struct InputLine {
 /// and what was given.
 pub(crate) fn settle(
     profile: &Profile,
-    sel: &Selection,
+    given: GivenData<'_>,
     resolved: &mut ResolvedCase,
     cache_root: &Path,
 ) -> Result<Vec<InputLine>, String> {
-    let given_data = !sel.inputs.is_empty() || !sel.check_outputs.is_empty();
+    let given_data = !given.inputs.is_empty() || !given.check_outputs.is_empty();
     if resolved.operation != "infer" {
         if given_data {
             return Err(format!(
@@ -49,7 +56,7 @@ pub(crate) fn settle(
         }
         return Ok(Vec::new());
     }
-    if !sel.check_outputs.is_empty() && sel.inputs.is_empty() {
+    if !given.check_outputs.is_empty() && given.inputs.is_empty() {
         return Err(
             "--check-outputs needs the inputs the expected outputs were computed from: give --inputs too"
                 .into(),
@@ -107,7 +114,7 @@ pub(crate) fn settle(
         .collect();
 
     let data = if given_data {
-        Some(read_data(sel, &inputs, &outputs, &shapes)?)
+        Some(read_data(given, &inputs, &outputs, &shapes)?)
     } else {
         None
     };
@@ -213,7 +220,7 @@ pub(crate) fn settle(
 
 /// Reads and checks `--inputs` and `--check-outputs`.
 fn read_data(
-    sel: &Selection,
+    given: GivenData<'_>,
     inputs: &[Declared],
     outputs: &[Declared],
     shapes: &BTreeMap<String, Vec<i64>>,
@@ -230,8 +237,8 @@ fn read_data(
         check_sets(&sets, kind, declared, shapes)?;
         Ok::<_, String>(sets)
     };
-    let input_sets = read(&sel.inputs, DataKind::Inputs, inputs)?;
-    let expected = read(&sel.check_outputs, DataKind::Outputs, outputs)?;
+    let input_sets = read(given.inputs, DataKind::Inputs, inputs)?;
+    let expected = read(given.check_outputs, DataKind::Outputs, outputs)?;
     if !expected.is_empty() && expected.len() != input_sets.len() {
         return Err(format!(
             "--inputs gives {} data set(s) and --check-outputs {}: give one expected set per input set, in the same order",
@@ -239,7 +246,7 @@ fn read_data(
             expected.len()
         ));
     }
-    let (atol, rtol) = sel.tolerance.unwrap_or((DEFAULT_ATOL, DEFAULT_RTOL));
+    let (atol, rtol) = given.tolerance.unwrap_or((DEFAULT_ATOL, DEFAULT_RTOL));
     Ok(CaseData {
         inputs: input_sets,
         expected,

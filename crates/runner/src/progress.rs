@@ -1,6 +1,6 @@
 //! `run`'s progress: its orchestrator (and `compare`'s, which builds and runs the same bundles) reports
 //! [`Event`]s and never prints; the CLI decides what is shown (crates/cli/src/progress.rs). `tune` and
-//! `matrix` own their events ([`crate::tune::progress`], `trtmc_matrix::progress`).
+//! `matrix` own their events (`trtmc_tune::progress`, `trtmc_matrix::progress`).
 
 use std::path::Path;
 

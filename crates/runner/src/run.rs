@@ -25,6 +25,7 @@ use trtmc_runtime::bundle::{BUNDLE_FILE, BundleManifest};
 use trtmc_runtime::protocol::{
     ProfilePass, WORKER_REQUEST_SCHEMA, WorkerRequest, WorkerResult, WorkerStatus,
 };
+use trtmc_runtime::registry;
 use trtmc_runtime::runtime::{self, SelfTimed, SelfTimedRequest};
 use trtmc_runtime::tensor::HostTensor;
 
@@ -71,6 +72,17 @@ pub struct Selection {
     pub check_outputs: Vec<String>,
     /// `--atol`, `--rtol` of the output check (default: Polygraphy's, 1e-5 each).
     pub tolerance: Option<(f64, f64)>,
+}
+
+impl Selection {
+    /// The data sets this selection gives, as input settling reads them.
+    fn given_data(&self) -> crate::model_inputs::GivenData<'_> {
+        crate::model_inputs::GivenData {
+            inputs: &self.inputs,
+            check_outputs: &self.check_outputs,
+            tolerance: self.tolerance,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -173,12 +185,16 @@ pub fn plan_cases(
                         model: profile.name.clone(),
                         reason,
                     })?;
-                let inputs =
-                    crate::model_inputs::settle(profile, sel, &mut resolved, &options.cache_root)
-                        .map_err(|reason| Error::Case {
-                        model: profile.name.clone(),
-                        reason,
-                    })?;
+                let inputs = crate::model_inputs::settle(
+                    profile,
+                    sel.given_data(),
+                    &mut resolved,
+                    &options.cache_root,
+                )
+                .map_err(|reason| Error::Case {
+                    model: profile.name.clone(),
+                    reason,
+                })?;
                 case::refresh_identity(profile, &mut resolved).map_err(|reason| Error::Case {
                     model: profile.name.clone(),
                     reason,
@@ -298,7 +314,7 @@ fn runtime_named(
     name: &str,
     options: &runtime::RuntimeOptions,
 ) -> Result<Box<dyn runtime::Runtime>, Error> {
-    runtime::runtime_with(name, options).map_err(|reason| Error::UnknownRuntime {
+    registry::runtime_with(name, options).map_err(|reason| Error::UnknownRuntime {
         runtime: name.to_string(),
         reason,
     })
@@ -1779,7 +1795,7 @@ pub fn describe_plan(
         }
         // Runtimes driving an outside tool show the exact commands (trtexec's build and time argv).
         let Some(b) = &p.bundle else { continue };
-        let Ok(rt) = runtime::runtime_with(&r.runtime.value, &options.runtimes) else {
+        let Ok(rt) = registry::runtime_with(&r.runtime.value, &options.runtimes) else {
             continue;
         };
         let timed = runtime::TimedPlan {

@@ -10,7 +10,7 @@ use serde_json::Value;
 use trtmc_core::case::ResolvedCase;
 use trtmc_trtexec::{KnobDatabase, KnobOption};
 
-use crate::runtime::{SettingDecl, SettingSection};
+use trtmc_core::settings::{SettingDecl, SettingSection};
 
 /// One knob database of a runtime with the name of its source (`tract`, `trtexec`, `trtexec-flags`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,7 +144,8 @@ mod tests {
     use trtmc_trtexec::KnobValues;
 
     use super::*;
-    use crate::runtime::{Runtime, runtime};
+    use crate::registry::runtime;
+    use crate::runtime::Runtime;
 
     fn base(build: &[(&str, Value)], runtime: &[(&str, Value)]) -> ResolvedCase {
         let sourced = |v: &[(&str, Value)]| {

@@ -1,6 +1,8 @@
 //! Runtimes, timed operation runners and the worker of trtmc.
 //!
-//! - [`runtime`]: the `Runtime` trait (build an optimized artifact, load a session) and the registry.
+//! - [`runtime`]: the `Runtime` trait (build an optimized artifact, load a session).
+//! - [`registry`]: the runtimes by name (`runtime_with`, `runtime_names`) and `run_bundle`; above
+//!   every runtime, so no runtime imports it.
 //! - [`knobs`]: a runtime's declared settings as `tune` knobs (getAllBuildRoutes shape).
 //! - [`tract_rt`]: the embedded pure-Rust runtime.
 //! - [`ort_rt`]: ONNX Runtime, loaded from `libonnxruntime` at run time.
@@ -24,6 +26,7 @@ pub mod outputs;
 pub mod profile;
 pub mod protocol;
 pub mod reference;
+pub mod registry;
 pub mod runtime;
 pub mod tensor;
 pub mod tensorrt_rt;

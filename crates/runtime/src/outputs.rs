@@ -4,7 +4,8 @@
 //! Library entry points for `compare`, `tune` and `matrix`:
 //! - [`synthesize_inputs`]: the seeded inputs `infer` feeds (input `i` uses seed `seed + i`; floats
 //!   uniform in [-1, 1), integers in [0, 100)), with symbolic dimensions bound from `dims`;
-//! - [`run_bundle`]: load a bundle with its runtime and run one forward pass;
+//! - [`run_session`]: one forward pass of a loaded session (the registry's `run_bundle` loads a
+//!   bundle with its runtime first);
 //! - [`to_tensor`] / [`from_tensor`]: between [`HostTensor`] and [`accuracy::Tensor`];
 //! - [`agreement`]: every loss of every output plus the verdict of one [`AccuracySpec`];
 //! - [`write_tensor_set`]: raw little-endian binaries with a JSON index (the golden format
@@ -20,10 +21,8 @@ use serde_json::{Value, json};
 use trtmc_core::accuracy::{self, AccuracyReport, AccuracySpec, Algorithm, ElementType, Tensor};
 use trtmc_core::fsutil::{write_atomic, write_json_atomic};
 
-use crate::bundle::BundleManifest;
-use crate::ops::synthesize_all;
-use crate::runtime::{self, Session};
-use crate::tensor::{DType, Dim, HostTensor, TensorSpec};
+use crate::runtime::Session;
+use crate::tensor::{DType, Dim, HostTensor, TensorSpec, synthesize_all};
 
 pub const AGREEMENT_SCHEMA: &str = "trtmc.output-agreement/v1";
 
@@ -79,26 +78,6 @@ pub fn synthesize_inputs(
     dims: &BTreeMap<String, i64>,
 ) -> anyhow::Result<Vec<HostTensor>> {
     synthesize_all(&bind_dims(specs, dims)?, seed)
-}
-
-/// Loads `bundle_dir` with its runtime and runs one forward pass; inputs are matched by name.
-pub fn run_bundle(
-    bundle_dir: &Path,
-    settings: &BTreeMap<String, Value>,
-    inputs: &[(String, HostTensor)],
-) -> anyhow::Result<Vec<(String, HostTensor)>> {
-    let manifest = BundleManifest::read(bundle_dir).map_err(anyhow::Error::msg)?;
-    let rt = runtime::runtime(&manifest.runtime.name).map_err(anyhow::Error::msg)?;
-    if rt.self_timed().is_some() {
-        bail!(
-            "runtime `{}` runs inside its own tool and cannot return outputs here; compare it with its tool's accuracy check",
-            rt.name()
-        );
-    }
-    let mut session = rt
-        .load(bundle_dir, &manifest, settings)
-        .with_context(|| format!("cannot load bundle {}", bundle_dir.display()))?;
-    run_session(session.as_mut(), inputs)
 }
 
 /// One forward pass of `session` with inputs matched to its declared inputs by name.
@@ -322,7 +301,7 @@ pub const CALL_INPUTS_FILE: &str = "operation-inputs.json";
 /// A reference runner uses `calls[i % len]` for its call `i`.
 pub fn write_call_inputs(
     dir: &Path,
-    inputs: &crate::ops::ReferenceInputs,
+    inputs: &crate::reference::ReferenceInputs,
 ) -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut calls = Vec::with_capacity(inputs.calls.len());

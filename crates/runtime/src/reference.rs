@@ -127,3 +127,17 @@ impl ReferenceResult {
         Ok(r)
     }
 }
+
+/// The inputs of a runner's calls, for a reference runner: call `i` uses `calls[i % calls.len()]`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReferenceInputs {
+    pub calls: Vec<CallInputs>,
+}
+
+/// One call's inputs: tensors (saved as raw binaries) and plain values (token counts, seeds,
+/// thresholds, …, saved as JSON).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallInputs {
+    pub tensors: Vec<(String, crate::tensor::HostTensor)>,
+    pub values: BTreeMap<String, Value>,
+}

@@ -227,27 +227,6 @@ pub trait Runtime: Send + Sync {
     }
 }
 
-/// How one runtime is made from this process's options.
-type MakeRuntime = fn(&RuntimeOptions) -> Box<dyn Runtime>;
-
-/// Every runtime compiled into this program, by name: the one list [`runtime_names`] and
-/// [`runtime_with`] read.
-const RUNTIMES: &[(&str, MakeRuntime)] = &[
-    ("tract", |_| Box::new(crate::tract_rt::TractRuntime)),
-    ("onnxruntime", |_| Box::new(crate::ort_rt::OrtRuntime)),
-    ("tensorrt", |options| {
-        Box::new(
-            crate::tensorrt_rt::TensorrtRuntime::new(options.trtexec.clone())
-                .with_probe_cache(options.probe_cache.as_deref()),
-        )
-    }),
-];
-
-/// Runtimes compiled into this program.
-pub fn runtime_names() -> Vec<&'static str> {
-    RUNTIMES.iter().map(|(name, _)| *name).collect()
-}
-
 /// How this process finds the runtimes' external tools; passed down from the command line.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RuntimeOptions {
@@ -256,23 +235,6 @@ pub struct RuntimeOptions {
     /// The bundle cache (`--bundle-cache`), where the answers of a tool's probes (`trtexec --help`,
     /// `--helpBuildRoute`) are kept for the next process; `None`: each process probes once.
     pub probe_cache: Option<PathBuf>,
-}
-
-/// The runtime called `name` with default options (tools looked up on `PATH`), or a message listing
-/// the known ones.
-pub fn runtime(name: &str) -> Result<Box<dyn Runtime>, String> {
-    runtime_with(name, &RuntimeOptions::default())
-}
-
-/// The runtime called `name`, finding its tools as `options` say.
-pub fn runtime_with(name: &str, options: &RuntimeOptions) -> Result<Box<dyn Runtime>, String> {
-    match RUNTIMES.iter().find(|(known, _)| *known == name) {
-        Some((_, make)) => Ok(make(options)),
-        None => Err(format!(
-            "unknown runtime `{name}` (known: {})",
-            runtime_names().join(", ")
-        )),
-    }
 }
 
 /// Checks `settings` against a runtime's declared settings.
@@ -433,6 +395,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::registry::{runtime, runtime_names};
 
     fn one(key: &str, value: Value) -> BTreeMap<String, Value> {
         BTreeMap::from([(key.to_string(), value)])

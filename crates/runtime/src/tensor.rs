@@ -229,6 +229,26 @@ pub fn synthesize(
     })
 }
 
+/// Upper bound (exclusive) of synthesized integer inputs: small, so token-id inputs stay in range.
+const INT_HIGH: i64 = 100;
+
+/// Seeded inputs for every declared input; input `i` uses seed `seed + i`.
+pub fn synthesize_all(specs: &[TensorSpec], seed: u64) -> anyhow::Result<Vec<HostTensor>> {
+    specs
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| match spec.concrete_shape() {
+            Ok(shape) => synthesize(spec, &shape, seed.wrapping_add(i as u64), INT_HIGH),
+            Err(unbound) => anyhow::bail!(
+                "input `{}` has unbound dimensions {} (give them with --shape {}:<dims> or build.dims.<name>)",
+                spec.name,
+                unbound.join(", "),
+                spec.name
+            ),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,7 @@ use crate::ops::{self, CallRecord, RunnerContext, TimedRunner};
 use crate::protocol::{
     WORKER_RESULT_SCHEMA, WorkerProgress, WorkerRequest, WorkerResult, WorkerStatus,
 };
+use crate::registry;
 use crate::runtime;
 
 /// How often the worker rewrites its progress file (never inside a timed call).
@@ -69,7 +70,7 @@ fn load_bundle(request: &WorkerRequest) -> anyhow::Result<LoadedBundle> {
     let Some(dir) = &request.bundle else {
         return Ok((None, None));
     };
-    let rt = runtime::runtime(&request.runtime).map_err(anyhow::Error::msg)?;
+    let rt = registry::runtime(&request.runtime).map_err(anyhow::Error::msg)?;
     let manifest = BundleManifest::read(dir).map_err(anyhow::Error::msg)?;
     let mut session = rt
         .load(dir, &manifest, &request.runtime_settings)
@@ -79,7 +80,7 @@ fn load_bundle(request: &WorkerRequest) -> anyhow::Result<LoadedBundle> {
 }
 
 fn runtime_info(name: &str) -> RuntimeInfo {
-    match runtime::runtime(name) {
+    match registry::runtime(name) {
         Ok(rt) => RuntimeInfo {
             name: rt.name().into(),
             version: rt.version(),

@@ -10,15 +10,36 @@
 //! * [`golden`]: `.npy`, `.npz` and raw-index readers for inputs and golden outputs (the crate
 //!   `trtmc-golden`, below both the runtimes and the tuner; the old path keeps working).
 //!
+//!
+//! The orchestration of a tune (it sits above `trtmc-runner`, whose bundles and worker launches it
+//! uses; the runner never calls back):
+//!
+//! * [`runtime_knobs`]: the knob database of each runtime and what each knob sets.
+//! * [`process`]: [`process::ProcessRunner`], one build process and one serving worker per route
+//!   (tract, onnxruntime).
+//! * [`child`]: the `tune-worker` child process (build or serve).
+//! * [`orchestrate`]: a whole tune, request in, outcome out (output directory, cache, engine, saved
+//!   bundles, summary and report).
+//! * [`progress`]: the events a tune reports to the user interface.
+//! * [`protocol`]: the line protocol between the tuner and its children.
+//! * [`slurm`]: `--executor slurm`, each round's builds as one Slurm job array.
+//!
 //! Accuracy losses live in `trtmc_core::accuracy` (shared with `matrix` and the runtimes).
 
 pub mod cache;
+pub mod child;
 pub mod config;
 pub mod driver;
 pub mod expr;
 pub mod knobs;
+pub mod orchestrate;
+pub mod process;
+pub mod progress;
+pub mod protocol;
+pub mod runtime_knobs;
 pub mod search;
 pub mod select;
+pub mod slurm;
 pub mod summary;
 
 pub use trtmc_golden as golden;

@@ -49,9 +49,9 @@ pub fn execute(args: ListArgs) -> CliResult {
     };
     let root = crate::catalog_root::resolve(manifest_root)?;
     let catalog = Catalog::load(&root).map_err(CliError::input)?;
-    let runtimes: Vec<RuntimeEntry> = trtmc_runtime::runtime::runtime_names()
+    let runtimes: Vec<RuntimeEntry> = trtmc_runtime::registry::runtime_names()
         .iter()
-        .filter_map(|n| trtmc_runtime::runtime::runtime(n).ok())
+        .filter_map(|n| trtmc_runtime::registry::runtime(n).ok())
         .map(|rt| RuntimeEntry {
             name: rt.name().to_string(),
             version: rt.version(),

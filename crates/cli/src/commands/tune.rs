@@ -2,7 +2,7 @@
 //!
 //! The engine is `trtmc-tune` (expressions, orders, accuracy gate, selection, resumable cache); the
 //! orchestration (model, knob database, output directory, cache, route runner, saved bundles, summary
-//! and report) is `trtmc_runner::tune::orchestrate`. This command turns the options into a plan and a
+//! and report) is `trtmc_tune::orchestrate`. This command turns the options into a plan and a
 //! request, shows the progress and prints the decision. `tune --continue --cache FILE` restores every
 //! option from the cache header, as trtexec's `--continue` does.
 
@@ -14,11 +14,12 @@ use trtmc_core::artifacts::matrix::SlurmSettings;
 use trtmc_core::case::ResolvedCase;
 use trtmc_runner::args::RunArgs;
 use trtmc_runner::bundles::default_cache_root;
-use trtmc_runner::tune::orchestrate::{
-    self, CACHE_FILE, DEFAULT_LIVE_WORKERS, Model, ModelChoice, Start, TuneOutcome, TuneRequest,
-};
+use trtmc_runtime::registry;
 use trtmc_runtime::runtime;
 use trtmc_tune::TunePlan;
+use trtmc_tune::orchestrate::{
+    self, CACHE_FILE, DEFAULT_LIVE_WORKERS, Model, ModelChoice, Start, TuneOutcome, TuneRequest,
+};
 use trtmc_tune::summary::{DecisionKind, TuneSummary};
 
 use crate::exit::{CliError, CliResult, ExitCode};
@@ -29,7 +30,7 @@ pub struct TuneWorkerArgs {}
 
 /// Runs a route's child process; returns its exit code.
 pub fn execute_worker(_args: TuneWorkerArgs) -> i32 {
-    trtmc_runner::tune::child::main()
+    trtmc_tune::child::main()
 }
 
 /// `tune-task TASKS --task I`: one Slurm array task of `tune --executor slurm` (never by hand).
@@ -43,7 +44,7 @@ pub struct TuneTaskArgs {
 
 /// Builds one route of the task list; returns the exit code.
 pub fn execute_task(args: TuneTaskArgs) -> i32 {
-    trtmc_runner::tune::slurm::task_main(&args.tasks_file, args.task)
+    trtmc_tune::slurm::task_main(&args.tasks_file, args.task)
 }
 
 fn input_err(message: impl Into<String>) -> CliError {
@@ -63,7 +64,7 @@ pub fn execute(args: TuneArgs) -> CliResult {
             ExitCode::Usage,
             format!(
                 "give --runtime NAME (one of {}); see trtmc-bench tune --help",
-                runtime::runtime_names().join(", ")
+                registry::runtime_names().join(", ")
             ),
         )
     })?;
@@ -338,7 +339,7 @@ fn open_runtime(
                 .unwrap_or_else(default_cache_root),
         ),
     };
-    runtime::runtime_with(runtime_name, &options)
+    registry::runtime_with(runtime_name, &options)
 }
 
 fn read_expression(args: &TuneArgs) -> CliResult<String> {

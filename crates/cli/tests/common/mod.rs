@@ -198,6 +198,24 @@ pub fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }
 
+/// Asserts that a command was refused: exit `expected` and `needle` in its standard error (both
+/// streams are shown when it was not).
+#[track_caller]
+pub fn assert_refused(output: &Output, expected: i32, needle: &str) {
+    assert_eq!(
+        code(output),
+        expected,
+        "stdout: {}\nstderr: {}",
+        stdout(output),
+        stderr(output)
+    );
+    assert!(
+        stderr(output).contains(needle),
+        "expected `{needle}` in stderr: {}",
+        stderr(output)
+    );
+}
+
 pub fn read_json(path: &Path) -> serde_json::Value {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))

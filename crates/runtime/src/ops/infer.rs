@@ -11,10 +11,7 @@ use trtmc_core::data::{CaseData, OutputCheck};
 
 use super::{CallRecord, Rotation, RunnerContext, TimedRunner, check_finite};
 use crate::runtime::Session;
-use crate::tensor::{Dim, HostTensor, TensorSpec, synthesize};
-
-/// Upper bound (exclusive) of synthesized integer inputs: small, so token-id inputs stay in range.
-const INT_HIGH: i64 = 100;
+use crate::tensor::{Dim, HostTensor, TensorSpec, synthesize_all};
 
 /// The notes key of the output checks (lifted into result.json's `output_check` by the runner).
 pub const OUTPUT_CHECK_NOTE: &str = "output_check";
@@ -135,23 +132,6 @@ fn given_sets(data: &CaseData, specs: &[TensorSpec]) -> anyhow::Result<GivenSets
         );
     }
     Ok((sets, expected, (data.atol, data.rtol)))
-}
-
-/// Seeded inputs for every declared input; input `i` uses seed `seed + i`.
-pub fn synthesize_all(specs: &[TensorSpec], seed: u64) -> anyhow::Result<Vec<HostTensor>> {
-    specs
-        .iter()
-        .enumerate()
-        .map(|(i, spec)| match spec.concrete_shape() {
-            Ok(shape) => synthesize(spec, &shape, seed.wrapping_add(i as u64), INT_HIGH),
-            Err(unbound) => bail!(
-                "input `{}` has unbound dimensions {} (give them with --shape {}:<dims> or build.dims.<name>)",
-                spec.name,
-                unbound.join(", "),
-                spec.name
-            ),
-        })
-        .collect()
 }
 
 impl TimedRunner for InferRunner {

@@ -25,8 +25,9 @@ use crate::bundle::BundleManifest;
 use crate::runtime::Session;
 use trtmc_core::operations::Operation;
 
+pub use crate::reference::{CallInputs, ReferenceInputs};
 pub use generate::{GenerationOutput, generate_tokens};
-pub use infer::{INPUT_SHAPES_NOTE, OUTPUT_CHECK_NOTE, synthesize_all};
+pub use infer::{INPUT_SHAPES_NOTE, OUTPUT_CHECK_NOTE};
 pub use testing::Delayed;
 
 /// What a call reports besides its wall time. Fixed-size, so recording it costs no allocation.
@@ -61,20 +62,6 @@ pub trait TimedRunner {
     fn reference_inputs(&self) -> ReferenceInputs {
         ReferenceInputs::default()
     }
-}
-
-/// The inputs of a runner's calls, for a reference runner: call `i` uses `calls[i % calls.len()]`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ReferenceInputs {
-    pub calls: Vec<CallInputs>,
-}
-
-/// One call's inputs: tensors (saved as raw binaries) and plain values (token counts, seeds,
-/// thresholds, …, saved as JSON).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CallInputs {
-    pub tensors: Vec<(String, crate::tensor::HostTensor)>,
-    pub values: BTreeMap<String, Value>,
 }
 
 // A borrowed or boxed runner is a runner, so wrappers such as [`Delayed`] take either.

@@ -16,7 +16,8 @@ use crate::ops::{self, CallRecord, RunnerContext};
 use crate::protocol::{
     ProfilePass, WORKER_RESULT_SCHEMA, WorkerRequest, WorkerResult, WorkerStatus,
 };
-use crate::runtime::{self, Session};
+use crate::registry;
+use crate::runtime::Session;
 use crate::tensor::{HostTensor, TensorSpec};
 
 /// A session shared between the operation runner (which owns a `Box<dyn Session>`) and the pass, which
@@ -53,7 +54,7 @@ pub fn execute(
     if pass.iterations == 0 {
         anyhow::bail!("the profiling pass needs at least one iteration");
     }
-    let rt = runtime::runtime(&request.runtime).map_err(anyhow::Error::msg)?;
+    let rt = registry::runtime(&request.runtime).map_err(anyhow::Error::msg)?;
     let manifest = BundleManifest::read(bundle_dir).map_err(anyhow::Error::msg)?;
     std::fs::create_dir_all(&pass.dir)
         .with_context(|| format!("cannot create {}", pass.dir.display()))?;

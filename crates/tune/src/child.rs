@@ -15,12 +15,13 @@ use trtmc_runtime::ops::{self, CallRecord, RunnerContext, TimedRunner};
 use trtmc_runtime::outputs::{
     build_dims, from_tensor, run_session, synthesize_inputs, write_tensor_set,
 };
-use trtmc_runtime::runtime::{self, Runtime, RuntimeOptions, SelfTimedRequest, Session};
+use trtmc_runtime::registry;
+use trtmc_runtime::runtime::{Runtime, RuntimeOptions, SelfTimedRequest, Session};
 use trtmc_runtime::tensor::{HostTensor, TensorSpec};
 use trtmc_trtexec::TrtexecError;
 
-use super::knobs::test_mode;
-use super::protocol::{CHILD_REQUEST_SCHEMA, ChildMode, ChildRequest, Command, Response};
+use crate::protocol::{CHILD_REQUEST_SCHEMA, ChildMode, ChildRequest, Command, Response};
+use crate::runtime_knobs::test_mode;
 
 /// Entry point of `trtmc-bench tune-worker`: reads the request from stdin, answers on stdout. Returns the
 /// exit code (0 when the last answer was ok).
@@ -125,7 +126,7 @@ fn open_runtime(request: &ChildRequest) -> anyhow::Result<Box<dyn Runtime>> {
         trtexec: request.trtexec.clone(),
         probe_cache: request.probe_cache.clone(),
     };
-    runtime::runtime_with(&request.runtime, &options).map_err(anyhow::Error::msg)
+    registry::runtime_with(&request.runtime, &options).map_err(anyhow::Error::msg)
 }
 
 /// The runtime's tool died by a signal (trtexec's tuner counts that as a crash).
@@ -174,7 +175,7 @@ fn build_inner(request: &ChildRequest) -> anyhow::Result<Response> {
     if let Some(parent) = tmp.parent() {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create {}", parent.display()))?;
-        crate::bundles::remove_stale_build_folders(parent);
+        trtmc_runner::bundles::remove_stale_build_folders(parent);
     }
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
@@ -328,7 +329,7 @@ impl Served<'_> {
             let tensors = synthesize_inputs(specs, self.request.input_seed, &dims)?;
             return Ok(specs.iter().map(|s| s.name.clone()).zip(tensors).collect());
         };
-        let given = trtmc_tune::golden::read_golden(index)?;
+        let given = crate::golden::read_golden(index)?;
         let mut named = Vec::with_capacity(given.len());
         for spec in specs {
             let t = given

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use trtmc_tune::cache::IterationRecord;
-use trtmc_tune::{Objective, TunePlan};
+use crate::cache::IterationRecord;
+use crate::{Objective, TunePlan};
 
 /// Something a tune did.
 pub enum Event<'a> {

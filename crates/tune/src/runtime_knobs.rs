@@ -2,12 +2,12 @@
 //! its declared settings or, for tensorrt, read from trtexec), the test-only knobs of the harness, and
 //! what a route's knob values ask of the runtime ([`route_settings`]).
 
+use crate::KnobSet;
+use crate::expr::Route;
+use crate::knobs::{KnobDatabase, KnobOption};
 use trtmc_core::case::{Override, ResolvedCase, Source};
 use trtmc_runtime::knobs::{KnobError, KnobSetting};
 use trtmc_runtime::runtime::Runtime;
-use trtmc_tune::KnobSet;
-use trtmc_tune::expr::Route;
-use trtmc_tune::knobs::{KnobDatabase, KnobOption};
 
 /// Set to `1` by the test harness; only then do the `-test:*` knobs exist and act.
 pub use trtmc_core::test_hooks::TEST_ENV;
@@ -186,7 +186,7 @@ mod tests {
     use std::collections::BTreeMap;
     use trtmc_core::case::Sourced;
     use trtmc_core::case::{Measure, RESOLVED_CASE_SCHEMA};
-    use trtmc_runtime::runtime::runtime;
+    use trtmc_runtime::registry::runtime;
 
     fn base(build: &[(&str, Value)], runtime: &[(&str, Value)]) -> ResolvedCase {
         let sourced = |v: &[(&str, Value)]| {

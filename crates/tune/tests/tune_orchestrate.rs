@@ -10,12 +10,12 @@ use std::time::Duration;
 use serde_json::Value;
 use trtmc_core::accuracy::{ElementType, Tensor};
 use trtmc_core::case::{self, Override, ResolveInput, Source};
-use trtmc_runner::tune::knobs;
-use trtmc_runner::tune::orchestrate::{
+use trtmc_tune::orchestrate::{
     self, BuiltRoutes, Model, ModelChoice, Start, TuneOutcome, TuneRequest, TuneRunError,
 };
-use trtmc_runner::tune::process::{RouteBundle, Target};
-use trtmc_runner::tune::progress::{Event, Progress};
+use trtmc_tune::process::{RouteBundle, Target};
+use trtmc_tune::progress::{Event, Progress};
+use trtmc_tune::runtime_knobs as knobs;
 use trtmc_tune::summary::DecisionKind;
 use trtmc_tune::{
     MeasurePlan, Route, RouteError, RouteRunner, SearchOrder, Timing, TuneConfig, TunePlan,
@@ -45,7 +45,7 @@ impl RouteRunner for FakeRoutes {
 
     fn build(&mut self, route: &Route, _timeout: Option<Duration>) -> Result<String, RouteError> {
         let rt =
-            trtmc_runtime::runtime::runtime(&self.target.runtime).map_err(RouteError::failed)?;
+            trtmc_runtime::registry::runtime(&self.target.runtime).map_err(RouteError::failed)?;
         let settings = knobs::route_settings(rt.as_ref(), route).map_err(RouteError::failed)?;
         let input = ResolveInput {
             case: self.target.case.as_deref(),
@@ -155,7 +155,7 @@ fn setup(tmp: &Path) -> (TuneRequest, TunePlan) {
         source: Source::Cli,
     }];
     let base = model.resolve_base(None, &sets, "tract").expect("base case");
-    let tract = trtmc_runtime::runtime::runtime("tract").expect("tract");
+    let tract = trtmc_runtime::registry::runtime("tract").expect("tract");
     let knobs = orchestrate::knob_database(tract.as_ref(), Some(&base)).expect("knobs");
     let expression = trtmc_tune::expr::parse("-threads=[1|2]", &knobs).expect("expression");
     let plan = TunePlan {

@@ -12,6 +12,10 @@ use trtmc_core::artifacts::TunedRoute;
 use trtmc_core::test_hooks::TestHooks;
 use trtmc_runtime::knobs::KnobError;
 
+use crate::cache::{self, CacheError, CacheHeader, CacheWriter, Fingerprint, IterationRecord};
+use crate::golden::GoldenError;
+use crate::summary::{ChosenRoute, TuneContext, TuneSummary};
+use crate::{KnobSet, Reference, RouteRunner, Session, TuneError, TunePlan};
 use serde_json::Value;
 use trtmc_core::accuracy::Tensor;
 use trtmc_core::case::{self, Override, ResolveInput, ResolvedCase};
@@ -20,15 +24,11 @@ use trtmc_core::fsutil::{
     atomic_temporary_owner, remove_stale_temporaries, write_atomic, write_json_atomic,
 };
 use trtmc_runtime::runtime::Runtime;
-use trtmc_tune::cache::{self, CacheError, CacheHeader, CacheWriter, Fingerprint, IterationRecord};
-use trtmc_tune::golden::GoldenError;
-use trtmc_tune::summary::{ChosenRoute, TuneContext, TuneSummary};
-use trtmc_tune::{KnobSet, Reference, RouteRunner, Session, TuneError, TunePlan};
 
-use super::knobs;
-use super::process::{Options as ProcessOptions, ProcessRunner, RouteBundle, Target};
-use super::progress::{Event, Progress};
-use super::slurm::{SLURM_DIR, SlurmOptions, SlurmRunner, check_shared_path};
+use crate::process::{Options as ProcessOptions, ProcessRunner, RouteBundle, Target};
+use crate::progress::{Event, Progress};
+use crate::runtime_knobs;
+use crate::slurm::{SLURM_DIR, SlurmOptions, SlurmRunner, check_shared_path};
 use trtmc_core::artifacts::matrix::SlurmSettings;
 
 pub const SUMMARY_FILE: &str = "tuning-summary.json";
@@ -279,13 +279,17 @@ pub fn knob_database(
     base: Option<&ResolvedCase>,
 ) -> Result<KnobSet, TuneRunError> {
     let runtime = rt.name().to_string();
-    knobs::knob_set(rt, base).map_err(|e| match e {
-        knobs::KnobSetError::Runtime(KnobError::Tool(reason)) => {
+    runtime_knobs::knob_set(rt, base).map_err(|e| match e {
+        runtime_knobs::KnobSetError::Runtime(KnobError::Tool(reason)) => {
             TuneRunError::KnobTool { runtime, reason }
         }
-        knobs::KnobSetError::Runtime(e @ KnobError::NoKnobs { .. }) => TuneRunError::NoKnobs(e),
-        knobs::KnobSetError::Database(reason) => TuneRunError::KnobDatabase { runtime, reason },
-        knobs::KnobSetError::Internal(reason) => TuneRunError::KnobSet { runtime, reason },
+        runtime_knobs::KnobSetError::Runtime(e @ KnobError::NoKnobs { .. }) => {
+            TuneRunError::NoKnobs(e)
+        }
+        runtime_knobs::KnobSetError::Database(reason) => {
+            TuneRunError::KnobDatabase { runtime, reason }
+        }
+        runtime_knobs::KnobSetError::Internal(reason) => TuneRunError::KnobSet { runtime, reason },
     })
 }
 
@@ -573,13 +577,12 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
     let model = &request.model;
     let base = &request.base;
     let runtime_name = request.runtime.as_str();
-    let onnx =
-        crate::sources::materialize(&model.profile, &request.bundle_cache).map_err(|reason| {
-            TuneRunError::Source {
-                model: model.profile.name.clone(),
-                reason,
-            }
-        })?;
+    let onnx = trtmc_runner::sources::materialize(&model.profile, &request.bundle_cache).map_err(
+        |reason| TuneRunError::Source {
+            model: model.profile.name.clone(),
+            reason,
+        },
+    )?;
     let model_sha256 =
         trtmc_core::hash::file_sha256(&onnx).map_err(|source| TuneRunError::ModelFile {
             path: onnx.clone(),
@@ -589,13 +592,12 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
         trtexec: request.trtexec.clone(),
         probe_cache: Some(absolute(&request.bundle_cache)),
     };
-    let rt =
-        trtmc_runtime::runtime::runtime_with(runtime_name, &runtime_options).map_err(|reason| {
-            TuneRunError::UnknownRuntime {
-                runtime: runtime_name.to_string(),
-                reason,
-            }
-        })?;
+    let rt = trtmc_runtime::registry::runtime_with(runtime_name, &runtime_options).map_err(
+        |reason| TuneRunError::UnknownRuntime {
+            runtime: runtime_name.to_string(),
+            reason,
+        },
+    )?;
     let runtime_version = rt.version();
     let self_timed = rt.self_timed().is_some();
     let mut shapes = BTreeMap::new();
@@ -639,7 +641,7 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
     // trtexec's name:file.bin list as `run --inputs` reads it, unnamed tensors named by the model.
     let read = |flag: &'static str, p: &Path, kind: trtmc_runtime::data::DataKind| {
         if p.is_file() {
-            return trtmc_tune::golden::read_golden(p)
+            return crate::golden::read_golden(p)
                 .map_err(|source| TuneRunError::Golden { flag, source });
         }
         let data_set = |reason: String| TuneRunError::DataSet { flag, reason };
@@ -686,8 +688,9 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
         let _ = std::fs::remove_dir_all(&work);
     }
     let mut profile = model.profile.clone();
-    profile.tokenizer = crate::sources::resolve_tokenizer(&profile, crate::sources::Fetch::Allowed)
-        .map_err(|reason| TuneRunError::Tokenizer {
+    profile.tokenizer =
+        trtmc_runner::sources::resolve_tokenizer(&profile, trtmc_runner::sources::Fetch::Allowed)
+            .map_err(|reason| TuneRunError::Tokenizer {
             model: profile.name.clone(),
             reason,
         })?;
@@ -731,7 +734,7 @@ fn onnxruntime_golden(
         build_dims, from_tensor, run_session, synthesize_inputs, to_tensor,
     };
     let text = |e: anyhow::Error| format!("{e:#}");
-    let ort = trtmc_runtime::runtime::runtime("onnxruntime")?;
+    let ort = trtmc_runtime::registry::runtime("onnxruntime")?;
     ort.availability()?;
     let settings: BTreeMap<String, Value> = base
         .build_values()
@@ -850,7 +853,7 @@ where
         stop_after_new_iterations: None,
         progress: Some(&mut each),
     };
-    let outcome = trtmc_tune::tune(&mut runner, plan, &inputs, &reference, session);
+    let outcome = crate::tune(&mut runner, plan, &inputs, &reference, session);
     let mut summary = outcome?;
     let _ = std::fs::remove_dir_all(&work_dir);
 
@@ -906,7 +909,7 @@ where
         chosen: chosen_route,
         files: context_files,
         created: Some(jiff::Timestamp::now().to_string()),
-        program: Some(crate::machine::program()),
+        program: Some(trtmc_runner::machine::program()),
         machine_info: Some(trtmc_core::machine::machine()),
     });
     let summary_path = out_dir.join(SUMMARY_FILE);
@@ -940,7 +943,7 @@ fn chosen_settings(info: &RouteBundle, saved: Option<String>) -> ChosenRoute {
         build_settings: info.resolved.build_values(),
         runtime_settings: info.resolved.runtime_values(),
         other,
-        run_sets: knobs::run_sets(&info.settings),
+        run_sets: runtime_knobs::run_sets(&info.settings),
         saved_bundle: saved,
     }
 }
@@ -981,7 +984,7 @@ fn save_bundle(
         chosen: summary.decision.route.as_deref() == Some(info.route.as_str()),
         build_settings: info.resolved.build_values(),
         runtime_settings: info.resolved.runtime_values(),
-        run_sets: knobs::run_sets(&info.settings),
+        run_sets: runtime_knobs::run_sets(&info.settings),
         estimate: route.and_then(|r| r.search.clone()),
         source_bundle: info.bundle.display().to_string(),
     };

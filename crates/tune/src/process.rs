@@ -20,19 +20,20 @@ use std::rc::{Rc, Weak};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+use crate::expr::Route;
+use crate::{MeasurePlan, RouteError, RouteRunner, Timing};
 use serde_json::{Value, json};
 use trtmc_core::accuracy::Tensor;
 use trtmc_core::case::{self, Override, ResolveInput, ResolvedCase};
 use trtmc_core::catalog::Profile;
 use trtmc_core::fsutil::{write_atomic, write_json_atomic};
+use trtmc_runtime::registry;
 use trtmc_runtime::runtime::{self, Runtime, RuntimeOptions};
-use trtmc_tune::expr::Route;
-use trtmc_tune::{MeasurePlan, RouteError, RouteRunner, Timing};
 
-use super::knobs::{self, RouteSettings};
-use super::protocol::{CHILD_REQUEST_SCHEMA, ChildMode, ChildRequest, Command, Response};
-use crate::bundles::{self, BundleOptions};
-use crate::launch::describe_exit;
+use crate::protocol::{CHILD_REQUEST_SCHEMA, ChildMode, ChildRequest, Command, Response};
+use crate::runtime_knobs::{self, RouteSettings};
+use trtmc_runner::bundles::{self, BundleOptions};
+use trtmc_runner::launch::describe_exit;
 
 /// Longest wait for anything when the tune has no route timeout (a day: effectively none).
 const NO_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
@@ -206,7 +207,7 @@ impl ProcessRunner {
             trtexec: target.trtexec.clone(),
             probe_cache: Some(options.cache_root.clone()),
         };
-        let rt = runtime::runtime_with(&target.runtime, &runtime_options)?;
+        let rt = registry::runtime_with(&target.runtime, &runtime_options)?;
         rt.availability()?;
         for dir in [&options.work_dir, &options.log_dir] {
             std::fs::create_dir_all(dir)
@@ -229,7 +230,7 @@ impl ProcessRunner {
 
     /// The case a route resolves to (the route's knobs as the sweep point), without building anything.
     pub fn resolve(&self, route: &Route) -> Result<RouteBundle, String> {
-        let settings = knobs::route_settings(self.rt.as_ref(), route)?;
+        let settings = runtime_knobs::route_settings(self.rt.as_ref(), route)?;
         let input = ResolveInput {
             case: self.target.case.as_deref(),
             sets: self.target.sets.clone(),
@@ -239,10 +240,10 @@ impl ProcessRunner {
         };
         let mut resolved = case::resolve(&self.target.profile, &input)?;
         // A chat case's prompt is its rendered template (the target's tokenizer is already on disk).
-        crate::chat::render_case(
+        trtmc_runner::chat::render_case(
             &self.target.profile,
             self.target.profile.tokenizer.as_deref(),
-            crate::sources::Fetch::CacheOnly,
+            trtmc_runner::sources::Fetch::CacheOnly,
             &mut resolved,
         )?;
         runtime::check_settings(self.rt.as_ref(), &resolved.runtime_values())?;
@@ -301,8 +302,8 @@ impl ProcessRunner {
     /// A killed build child leaves its half-built bundle folder with the tool's log: keep the logs in
     /// the route's tool folder, drop the rest.
     fn keep_killed_build_logs(&self, info: &RouteBundle, pid: u32) {
-        if let Some(tmp) = super::child::build_folder(&info.bundle, &info.key, pid) {
-            super::child::keep_logs(&tmp, &self.tool_dir(&info.route));
+        if let Some(tmp) = crate::child::build_folder(&info.bundle, &info.key, pid) {
+            crate::child::keep_logs(&tmp, &self.tool_dir(&info.route));
             let _ = std::fs::remove_dir_all(&tmp);
         }
     }
@@ -567,7 +568,7 @@ impl RouteRunner for ProcessRunner {
         let index = response
             .index
             .ok_or_else(|| RouteError::failed("the worker wrote no outputs index"))?;
-        let tensors = trtmc_tune::golden::read_golden(&index)
+        let tensors = crate::golden::read_golden(&index)
             .map_err(|e| RouteError::failed(format!("cannot read the route's outputs: {e}")));
         let _ = std::fs::remove_dir_all(&out_dir);
         tensors

@@ -22,19 +22,19 @@ use std::process::{Command as Process, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::expr::Route;
+use crate::{MeasurePlan, RouteError, RouteRunner, Timing};
 use serde::{Deserialize, Serialize};
 use trtmc_core::accuracy::Tensor;
 use trtmc_core::artifacts::matrix::SlurmSettings;
 use trtmc_core::fsutil::write_json_atomic;
-use trtmc_tune::expr::Route;
-use trtmc_tune::{MeasurePlan, RouteError, RouteRunner, Timing};
 
-use super::orchestrate::BuiltRoutes;
-use super::process::{Built, ProcessRunner, RouteBundle};
-use super::progress::{Event, Progress};
-use super::protocol::{ChildMode, ChildRequest, Response};
-use crate::launch::describe_exit;
+use crate::orchestrate::BuiltRoutes;
+use crate::process::{Built, ProcessRunner, RouteBundle};
+use crate::progress::{Event, Progress};
+use crate::protocol::{ChildMode, ChildRequest, Response};
 use trtmc_executor::slurm;
+use trtmc_runner::launch::describe_exit;
 
 /// The coordinator's folder inside the output directory: task lists, jobs, task logs, route results.
 pub const SLURM_DIR: &str = "slurm";
@@ -712,7 +712,7 @@ mod tests {
         let log = Path::new("/shared/out/slurm/submit-1-task-2.log");
         let failed = missing_result("-threads=2", "42", 2, "FAILED", "exit 0:6", log);
         let e = result_error(&failed).expect("an error");
-        assert_eq!(e.kind, trtmc_tune::RouteErrorKind::Crash);
+        assert_eq!(e.kind, crate::RouteErrorKind::Crash);
         assert!(
             e.message
                 .contains("Slurm task 42_2 ended FAILED (exit 0:6)")
@@ -727,7 +727,7 @@ mod tests {
         }
         assert!(result_error(&result("r", BuildStatus::Built, "hw")).is_none());
         let e = result_error(&result("r", BuildStatus::Failed, "hw")).expect("failed");
-        assert_eq!(e.kind, trtmc_tune::RouteErrorKind::Failed);
+        assert_eq!(e.kind, crate::RouteErrorKind::Failed);
         assert!(e.message.contains("Slurm task 7_0 on n1"), "{}", e.message);
     }
 
