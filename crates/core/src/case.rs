@@ -385,6 +385,8 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
         inputs,
         data: None,
     };
+    // One check of the resolved dimensions and shapes, whatever their source (MODEL.toml included).
+    crate::limits::check_build_values(&resolved.build)?;
     refresh_identity(profile, &mut resolved)?;
     Ok(resolved)
 }
@@ -413,7 +415,7 @@ fn artifact_hashes(
             return Ok(());
         }
         let path = profile.dir().join(rel);
-        let bytes = std::fs::read(&path).map_err(|e| {
+        let bytes = crate::limits::read_outside(&path, crate::limits::FileKind::Bulk).map_err(|e| {
             format!(
                 "request.{label} = `{rel}`: cannot read {} ({e}); give a file relative to {}",
                 path.display(),

@@ -315,7 +315,7 @@ pub fn read_set(record: &DataSetRecord) -> anyhow::Result<Vec<Tensor>> {
             }
             "raw" => raw_tensor(&t.name, file, dtype, &t.shape)?,
             "npy-folder" => {
-                let bytes = std::fs::read(file)
+                let bytes = trtmc_core::limits::read_outside(file, trtmc_core::limits::FileKind::Bulk)
                     .with_context(|| format!("cannot read {}", file.display()))?;
                 trtmc_golden::read_npy(&bytes, &t.name, &file.display().to_string())?
             }
@@ -428,7 +428,7 @@ fn folder_set(
             }
             t
         } else {
-            let bytes = std::fs::read(file)
+            let bytes = trtmc_core::limits::read_outside(file, trtmc_core::limits::FileKind::Bulk)
                 .map_err(|e| format!("{} {}: {e}", kind.flag(), file.display()))?;
             let stem = file
                 .file_stem()
@@ -456,7 +456,7 @@ fn folder_set(
 
 /// One serialized ONNX `TensorProto`.
 pub fn read_pb(file: &Path) -> anyhow::Result<Tensor> {
-    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let bytes = trtmc_core::limits::read_outside(file, trtmc_core::limits::FileKind::Bulk).with_context(|| format!("cannot read {}", file.display()))?;
     let proto = tract_onnx::pb::TensorProto::decode(bytes.as_slice())
         .with_context(|| format!("{} is not a serialized ONNX TensorProto", file.display()))?;
     tensor_from_proto(&proto).with_context(|| format!("{}", file.display()))
@@ -592,7 +592,7 @@ fn raw_tensor(
     dtype: ElementType,
     shape: &[usize],
 ) -> anyhow::Result<Tensor> {
-    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let bytes = trtmc_core::limits::read_outside(file, trtmc_core::limits::FileKind::Bulk).with_context(|| format!("cannot read {}", file.display()))?;
     let count = trtmc_core::accuracy::element_count(shape)
         .with_context(|| format!("shape {shape:?} is too large"))?;
     if Some(bytes.len()) != count.checked_mul(dtype.size()) {
