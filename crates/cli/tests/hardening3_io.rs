@@ -145,12 +145,11 @@ fn special_and_oversized_files_given_on_the_command_line_are_refused() {
     );
     assert_refused(&out, 3, &[s(&image), "FIFO"]);
 
-    // Analyzer inputs.
+    // Analyzer inputs: the backend fails validation (or the command is refused) naming the file.
     for data in [Path::new("/dev/zero"), &fifo(t.path(), "layers.json")] {
         let out = bench_promptly(&["analyze", "--data", s(data), "--quiet"], &[]);
-        let err = stderr(&out);
-        assert_ne!(code(&out), 0, "{err}");
-        assert!(err.contains(s(data)) && err.contains("not a regular file"), "{err}");
+        let said = stdout(&out) + &stderr(&out);
+        assert!(said.contains(s(data)) && said.contains("not a regular file"), "{said}");
     }
 
     // A matrix suite and environment.
@@ -180,9 +179,9 @@ fn limits_hold_for_values_from_model_toml() {
         m.replace("kv_cache_length = 256", "kv_cache_length = 10000000")
     });
     let out = dry_run(&root, "negative-shape", &[]);
-    assert_refused(&out, 3, &["MODEL.toml [build] shapes image", "-1"]);
+    assert_refused(&out, 3, &["MODEL.toml [build.shapes] image", "-1"]);
     let out = dry_run(&root, "huge-shape", &[]);
-    assert_refused(&out, 3, &["MODEL.toml [build] shapes image", "2³¹"]);
+    assert_refused(&out, 3, &["MODEL.toml [build.shapes] image", "2³¹"]);
     let out = dry_run(&root, "huge-kv", &[]);
     assert_refused(&out, 3, &["kv_cache_length", "10000000", "1048576"]);
     // Not only the dry run: a real run stops before any build or result directory.

@@ -131,7 +131,10 @@ pub fn read_outside_text(path: &Path, kind: FileKind) -> std::io::Result<String>
 /// Where a build value came from, as a person wrote it.
 fn named(key: &str, source: Source) -> String {
     match source {
-        Source::Manifest => format!("MODEL.toml [build] {}", key.replace('.', " ")),
+        Source::Manifest => match key.split_once('.') {
+            Some((table, name)) => format!("MODEL.toml [build.{table}] {name}"),
+            None => format!("MODEL.toml [build] {key}"),
+        },
         Source::Case => format!("the test case's build.{key}"),
         Source::Plan => format!("the plan's build.{key}"),
         Source::Sweep => format!("--sweep build.{key}"),
@@ -302,7 +305,7 @@ mod tests {
             let in_range = dims.iter().all(|d| (0..=MOST_DIMENSION).contains(d));
             let fits = dims
                 .iter()
-                .try_fold(1i128, |n, &d| Some(n * i128::from(d)))
+                .try_fold(1i128, |n, &d| n.checked_mul(i128::from(d)))
                 .is_some_and(|n| n <= i128::from(MOST_SHAPE_ELEMENTS));
             prop_assert_eq!(checked.is_ok(), in_range && fits);
         }
@@ -317,7 +320,7 @@ mod tests {
         ))
         .expect_err("negative");
         assert!(
-            e.contains("MODEL.toml [build] shapes image") && e.contains("-1"),
+            e.contains("MODEL.toml [build.shapes] image") && e.contains("-1"),
             "{e}"
         );
         let e = check_build_values(&one(

@@ -242,6 +242,13 @@ pub fn locate(
         };
         return Ok(vec![(record, tensors)]);
     }
+    // Neither a folder nor a regular file, yet there: a FIFO or a device, never opened.
+    if let Err(e) =
+        trtmc_core::limits::check_outside_file(path, trtmc_core::limits::FileKind::Bulk)
+        && path.exists()
+    {
+        return Err(format!("{flag} {spec}: {e} (give {FORMATS})"));
+    }
     if spec.contains(':') {
         return raw_list(spec, kind, declared, shapes).map(|set| vec![set]);
     }
