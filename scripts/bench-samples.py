@@ -37,22 +37,23 @@ def catalog(root: Path, samples: int) -> None:
 
 
 def measure(argv: list, cwd: Path) -> tuple:
-    """Wall seconds and max RSS (MiB) of one command and its reaped children, in a fresh process so
-    the children's peak is this command's alone."""
+    """Wall seconds, CPU seconds (user + system) and max RSS (MiB) of one command and its reaped
+    children, in a fresh process so the children's peak is this command's alone. On a loaded
+    machine the CPU seconds are the figure to compare; the wall time waits for a core."""
     probe = (
         "import resource, subprocess, sys, time\n"
         "t = time.monotonic()\n"
         "p = subprocess.run(sys.argv[1:], capture_output=True)\n"
         "wall = time.monotonic() - t\n"
-        "rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024\n"
-        "print(p.returncode, wall, rss)\n"
+        "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print(p.returncode, wall, u.ru_utime + u.ru_stime, u.ru_maxrss / 1024)\n"
         "sys.stderr.write(p.stderr.decode(errors='replace')[-2000:] if p.returncode else '')\n"
     )
     out = subprocess.run([sys.executable, "-c", probe, *argv], cwd=cwd, capture_output=True, text=True)
-    code, wall, rss = out.stdout.split()
+    code, wall, cpu, rss = out.stdout.split()
     if code != "0":
         sys.stderr.write(out.stderr)
-    return int(code), float(wall), float(rss)
+    return int(code), float(wall), float(cpu), float(rss)
 
 
 def main() -> None:
@@ -61,11 +62,12 @@ def main() -> None:
     ap.add_argument("--samples", action="append", type=int, required=True)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--dry-run-only", action="store_true", help="time loading and resolving only")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        print("| samples | binary | command | exit | wall s (each repetition) | max RSS MiB |")
-        print("| --- | --- | --- | --- | --- | --- |")
+        print("| samples | binary | command | exit | wall s (each repetition) | CPU s (each) | max RSS MiB |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
         for n in args.samples:
             root = tmp / f"catalog-{n}"
             catalog(root, n)
@@ -73,21 +75,22 @@ def main() -> None:
             rows = {}
             for _ in range(args.repeat):
                 for exe in args.bin:
-                    for what, extra in [
-                        ("dry run", ["--dry-run"]),
-                        ("3 calls", ["--iterations", "3", "--warmup", "0", "--telemetry", "off",
-                                     "-o", str(tmp / "out"), "--quiet"]),
-                    ]:
+                    commands = [("dry run", ["--dry-run"])]
+                    if not args.dry_run_only:
+                        commands.append(("3 calls", ["--iterations", "3", "--warmup", "0", "--telemetry",
+                                                     "off", "-o", str(tmp / "out"), "--quiet"]))
+                    for what, extra in commands:
                         argv = ["timeout", str(args.timeout), exe, "run", "--manifest-root", str(root),
                                 "--model", "scale-cnn", "--bundle-cache", str(cache), *extra]
-                        code, wall, rss = measure(argv, tmp)
+                        code, wall, cpu, rss = measure(argv, tmp)
                         shutil.rmtree(tmp / "out", ignore_errors=True)
-                        rows.setdefault((exe, what), []).append((code, wall, rss))
+                        rows.setdefault((exe, what), []).append((code, wall, cpu, rss))
             for (exe, what), runs in rows.items():
-                walls = ", ".join(f"{w:.2f}" for _, w, _ in runs)
-                codes = sorted({c for c, _, _ in runs})
-                rss = max(r for _, _, r in runs)
-                print(f"| {n} | {exe} | {what} | {codes} | {walls} | {rss:.0f} |")
+                walls = ", ".join(f"{r[1]:.2f}" for r in runs)
+                cpus = ", ".join(f"{r[2]:.2f}" for r in runs)
+                codes = sorted({r[0] for r in runs})
+                rss = max(r[3] for r in runs)
+                print(f"| {n} | {exe} | {what} | {codes} | {walls} | {cpus} | {rss:.0f} |")
 
 
 if __name__ == "__main__":

@@ -62,14 +62,24 @@ fn catalog_copy(root: &Path, model: &str, name: &str, edit: impl Fn(String) -> S
     }
     let manifest = to.join("MODEL.toml");
     let text = std::fs::read_to_string(&manifest).expect("read");
-    let text = text.replace(&format!("name = \"{model}\""), &format!("name = \"{name}\""));
+    let text = text.replace(
+        &format!("name = \"{model}\""),
+        &format!("name = \"{name}\""),
+    );
     std::fs::write(&manifest, edit(text)).expect("write");
     to
 }
 
 /// `run --dry-run` of `model` in the catalog at `root`, with `extra`.
 fn dry_run(root: &Path, model: &str, extra: &[&str]) -> Output {
-    let mut args = vec!["run", "--manifest-root", s(root), "--model", model, "--dry-run"];
+    let mut args = vec![
+        "run",
+        "--manifest-root",
+        s(root),
+        "--model",
+        model,
+        "--dry-run",
+    ];
     args.extend_from_slice(extra);
     bench_promptly(&args, &[])
 }
@@ -87,17 +97,26 @@ fn special_files_named_in_a_catalog_are_refused_without_blocking() {
     let t = tempfile::tempdir().expect("tmp");
     let root = t.path().join("catalog");
     let pipe = fifo(t.path(), "pipe");
-    for (special, what) in [(Path::new("/dev/zero"), "character device"), (&pipe, "FIFO")] {
+    for (special, what) in [
+        (Path::new("/dev/zero"), "character device"),
+        (&pipe, "FIFO"),
+    ] {
         let sp = s(special);
         // A test manifest, a tokenizer file and the model's own path.
         catalog_copy(&root, "tiny-cnn", "manifest", |m| {
             m.replace("[\"e2e.toml\"]", &format!("[\"{sp}\"]"))
         });
         catalog_copy(&root, "tiny-gpt", "tokenizer", |m| {
-            m.replace("tokenizer = \"bytes\"", &format!("tokenizer = \"file:{sp}\""))
+            m.replace(
+                "tokenizer = \"bytes\"",
+                &format!("tokenizer = \"file:{sp}\""),
+            )
         });
         catalog_copy(&root, "tiny-cnn", "path", |m| {
-            m.replace("builtin = \"tiny-cnn\"\nseed = 20240917", &format!("path = \"{sp}\""))
+            m.replace(
+                "builtin = \"tiny-cnn\"\nseed = 20240917",
+                &format!("path = \"{sp}\""),
+            )
         });
         // Listing the catalog finishes and shows each profile as unsupported, naming the file.
         let listed = bench_promptly(&["list", "models", "--manifest-root", s(&root)], &[]);
@@ -128,7 +147,11 @@ fn special_and_oversized_files_given_on_the_command_line_are_refused() {
 
     // `--inputs` data of an ONNX model.
     let onnx = t.path().join("cnn.onnx");
-    std::fs::write(&onnx, trtmc_modelgen::generate("tiny-cnn", 5).expect("model")).expect("onnx");
+    std::fs::write(
+        &onnx,
+        trtmc_modelgen::generate("tiny-cnn", 5).expect("model"),
+    )
+    .expect("onnx");
     let npy = fifo(t.path(), "image.npy");
     let out = bench_promptly(
         &["run", "--onnx", s(&onnx), "--inputs", s(&npy), "--dry-run"],
@@ -149,13 +172,19 @@ fn special_and_oversized_files_given_on_the_command_line_are_refused() {
     for data in [Path::new("/dev/zero"), &fifo(t.path(), "layers.json")] {
         let out = bench_promptly(&["analyze", "--data", s(data), "--quiet"], &[]);
         let said = stdout(&out) + &stderr(&out);
-        assert!(said.contains(s(data)) && said.contains("not a regular file"), "{said}");
+        assert!(
+            said.contains(s(data)) && said.contains("not a regular file"),
+            "{said}"
+        );
     }
 
     // A matrix suite and environment.
     let env = write_matrix_environment(t.path(), "");
     let suite = fifo(t.path(), "suite.yaml");
-    let out = bench_promptly(&["matrix", "check", s(&suite), "--environment", s(&env)], &[]);
+    let out = bench_promptly(
+        &["matrix", "check", s(&suite), "--environment", s(&env)],
+        &[],
+    );
     assert_refused(&out, 3, &[s(&suite), "FIFO"]);
     let shipped = repo_root().join("benchmarks/performance/release.yaml");
     let out = bench_promptly(
@@ -223,7 +252,11 @@ fn onnx_add(path: &Path, dims: &str) {
         .arg(path)
         .status()
         .expect("python3");
-    assert!(made.success(), "python3 onnx could not write {}", path.display());
+    assert!(
+        made.success(),
+        "python3 onnx could not write {}",
+        path.display()
+    );
 }
 
 #[test]
@@ -248,11 +281,23 @@ fn shapes_declared_inside_an_onnx_file_are_bounded_and_memory_is_estimated_first
     assert_refused(
         &out,
         3,
-        &["23.6 GiB", "16 GiB", "--max-tensor-memory-gib", "input `x` 7.9 GiB"],
+        &[
+            "23.6 GiB",
+            "16 GiB",
+            "--max-tensor-memory-gib",
+            "input `x` 7.9 GiB",
+        ],
     );
     assert!(!out_dir.exists());
     let out = bench_promptly(
-        &["run", "--onnx", s(&large), "--max-tensor-memory-gib", "32", "--dry-run"],
+        &[
+            "run",
+            "--onnx",
+            s(&large),
+            "--max-tensor-memory-gib",
+            "32",
+            "--dry-run",
+        ],
         &[],
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -260,8 +305,18 @@ fn shapes_declared_inside_an_onnx_file_are_bounded_and_memory_is_estimated_first
     let small = t.path().join("small.onnx");
     onnx_add(&small, "['n', 4]");
     let out = bench_promptly(
-        &["run", "--onnx", s(&small), "--shape", "x:1000000x4", "--shape", "y:1000000x4",
-          "--max-tensor-memory-gib", "0.01", "--dry-run"],
+        &[
+            "run",
+            "--onnx",
+            s(&small),
+            "--shape",
+            "x:1000000x4",
+            "--shape",
+            "y:1000000x4",
+            "--max-tensor-memory-gib",
+            "0.01",
+            "--dry-run",
+        ],
         &[],
     );
     assert_refused(&out, 3, &["0.01 GiB", "input `x`"]);
@@ -320,24 +375,41 @@ fn what_a_worker_would_refuse_is_refused_before_any_worker() {
     };
     // A tokenizer file that is not a tokenizer.json.
     let dir = catalog_copy(&root, "tiny-gpt", "bad-tokenizer", |m| {
-        m.replace("tokenizer = \"bytes\"", "tokenizer = \"file:tokenizer.json\"")
+        m.replace(
+            "tokenizer = \"bytes\"",
+            "tokenizer = \"file:tokenizer.json\"",
+        )
     });
     std::fs::write(dir.join("tokenizer.json"), "this is not JSON").expect("write");
     let out = real_run("bad-tokenizer", &[]);
     assert_refused(&out, 3, &["tokenizer.json", "cannot read tokenizer"]);
-    assert!(!out_dir.exists() && !cache.exists(), "a worker or build ran");
+    assert!(
+        !out_dir.exists() && !cache.exists(),
+        "a worker or build ran"
+    );
     // A prompt longer than the KV cache.
     catalog_copy(&root, "tiny-gpt", "short-cache", |m| m);
     let out = real_run(
         "short-cache",
         &["--case", "greedy", "--set", "build.kv_cache_length=8"],
     );
-    assert_refused(&out, 3, &["exceeds the KV-cache length 8", "build.kv_cache_length"]);
-    assert!(!out_dir.exists() && !cache.exists(), "a worker or build ran");
+    assert_refused(
+        &out,
+        3,
+        &["exceeds the KV-cache length 8", "build.kv_cache_length"],
+    );
+    assert!(
+        !out_dir.exists() && !cache.exists(),
+        "a worker or build ran"
+    );
 
     // `tune --save-bundle` into a symlink: refused before the tune measures anything.
     let onnx = t.path().join("cnn.onnx");
-    std::fs::write(&onnx, trtmc_modelgen::generate("tiny-cnn", 5).expect("model")).expect("onnx");
+    std::fs::write(
+        &onnx,
+        trtmc_modelgen::generate("tiny-cnn", 5).expect("model"),
+    )
+    .expect("onnx");
     let link = t.path().join("link");
     std::os::unix::fs::symlink(t.path(), &link).expect("symlink");
     let tune_out = t.path().join("tune");
@@ -367,19 +439,27 @@ fn what_a_worker_would_refuse_is_refused_before_any_worker() {
     // `matrix check`: a bundle cache that is a file, a `python` that prints no version.
     let shipped = repo_root().join("benchmarks/performance/release.yaml");
     for (extra, says) in [
-        ("bundle_cache: /etc/passwd\n", "/etc/passwd is not a directory"),
+        (
+            "bundle_cache: /etc/passwd\n",
+            "/etc/passwd is not a directory",
+        ),
         ("python: /bin/false\n", "/bin/false --version"),
     ] {
         let env = t.path().join("env.yaml");
-        let base = std::fs::read_to_string(repo_root().join("benchmarks/performance/environments/cpu.yaml"))
-            .expect("cpu.yaml");
+        let base = std::fs::read_to_string(
+            repo_root().join("benchmarks/performance/environments/cpu.yaml"),
+        )
+        .expect("cpu.yaml");
         let kept: String = base
             .lines()
             .filter(|l| !l.starts_with(extra.split(':').next().unwrap_or_default()))
             .map(|l| format!("{l}\n"))
             .collect();
         std::fs::write(&env, kept + extra).expect("env");
-        let out = bench_promptly(&["matrix", "check", s(&shipped), "--environment", s(&env)], &[]);
+        let out = bench_promptly(
+            &["matrix", "check", s(&shipped), "--environment", s(&env)],
+            &[],
+        );
         assert_refused(&out, 7, &[says]);
     }
 }

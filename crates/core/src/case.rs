@@ -415,13 +415,14 @@ fn artifact_hashes(
             return Ok(());
         }
         let path = profile.dir().join(rel);
-        let bytes = crate::limits::read_outside(&path, crate::limits::FileKind::Bulk).map_err(|e| {
-            format!(
-                "request.{label} = `{rel}`: cannot read {} ({e}); give a file relative to {}",
-                path.display(),
-                profile.manifest.display()
-            )
-        })?;
+        let bytes =
+            crate::limits::read_outside(&path, crate::limits::FileKind::Bulk).map_err(|e| {
+                format!(
+                    "request.{label} = `{rel}`: cannot read {} ({e}); give a file relative to {}",
+                    path.display(),
+                    profile.manifest.display()
+                )
+            })?;
         hashes.push(format!("{label}={}", crate::hash::sha256_hex(&bytes)));
         Ok(())
     };

@@ -323,13 +323,12 @@ mod tests {
             e.contains("MODEL.toml [build.shapes] image") && e.contains("-1"),
             "{e}"
         );
-        let e = check_build_values(&one(
-            "kv_cache_length",
-            json!(10_000_000),
-            Source::Manifest,
-        ))
-        .expect_err("kv");
-        assert!(e.contains("kv_cache_length") && e.contains("1048576"), "{e}");
+        let e = check_build_values(&one("kv_cache_length", json!(10_000_000), Source::Manifest))
+            .expect_err("kv");
+        assert!(
+            e.contains("kv_cache_length") && e.contains("1048576"),
+            "{e}"
+        );
         let e = check_build_values(&one(
             "shapes.image",
             json!([1, 3, 65536, 65536]),
@@ -338,7 +337,9 @@ mod tests {
         .expect_err("too many elements");
         assert!(e.contains("2³¹"), "{e}");
         assert!(check_build_values(&one("shapes.x", json!("1x3"), Source::Plan)).is_err());
-        assert!(check_build_values(&one("shapes.x", json!([1, 3, 224, 224]), Source::Plan)).is_ok());
+        assert!(
+            check_build_values(&one("shapes.x", json!([1, 3, 224, 224]), Source::Plan)).is_ok()
+        );
     }
 
     #[test]
@@ -389,6 +390,9 @@ mod tests {
         let real = t.path().join("real.toml");
         std::fs::write(&real, "x = 1").expect("write");
         std::os::unix::fs::symlink(&real, &link).expect("symlink");
-        assert_eq!(read_outside_text(&link, FileKind::Text).expect("read"), "x = 1");
+        assert_eq!(
+            read_outside_text(&link, FileKind::Text).expect("read"),
+            "x = 1"
+        );
     }
 }

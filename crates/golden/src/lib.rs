@@ -67,9 +67,11 @@ pub fn read_golden(path: &Path) -> Result<Vec<Tensor>, GoldenError> {
 }
 
 fn read_file(path: &Path) -> Result<Vec<u8>, GoldenError> {
-    trtmc_core::limits::read_outside(path, trtmc_core::limits::FileKind::Bulk).map_err(|source| GoldenError::Io {
-        path: path.display().to_string(),
-        source,
+    trtmc_core::limits::read_outside(path, trtmc_core::limits::FileKind::Bulk).map_err(|source| {
+        GoldenError::Io {
+            path: path.display().to_string(),
+            source,
+        }
     })
 }
 
@@ -537,9 +539,9 @@ pub fn read_raw_index(path: &Path) -> Result<Vec<Tensor>, GoldenError> {
     };
     let text = trtmc_core::limits::read_outside_text(path, trtmc_core::limits::FileKind::Text)
         .map_err(|source| GoldenError::Io {
-        path: shown.clone(),
-        source,
-    })?;
+            path: shown.clone(),
+            source,
+        })?;
     let index: RawIndex = serde_json::from_str(&text).map_err(|e| {
         err(format!(
             "{e}; expected {{\"outputs\": [{{\"name\", \"dtype\", \"shape\", \"file\"}}]}}"

@@ -439,8 +439,13 @@ fn probe_python(python: &str) -> Result<(), String> {
         .arg("--version")
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| format!("`{python} --version` cannot start: {e}; point `python` at a Python 3 interpreter"))?;
-    let said = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        .map_err(|e| {
+            format!(
+                "`{python} --version` cannot start: {e}; point `python` at a Python 3 interpreter"
+            )
+        })?;
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     if out.status.success() && said.trim_start().starts_with("Python 3") {
         return Ok(());
     }

@@ -113,7 +113,12 @@ pub fn check_prompt_fits(
     let prompts = resolved
         .request_value(chat::PROMPT_FIELD)
         .into_iter()
-        .chain(samples.into_iter().flatten().filter_map(|s| s.get(chat::PROMPT_FIELD)))
+        .chain(
+            samples
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.get(chat::PROMPT_FIELD)),
+        )
         .filter_map(serde_json::Value::as_str);
     for prompt in prompts {
         let tokens = loaded

@@ -194,7 +194,7 @@ pub fn materialize(profile: &Profile, work_dir: &Path) -> Result<PathBuf, String
                     &base_path,
                     trtmc_core::limits::FileKind::Bulk,
                 )
-                    .map_err(|e| format!("cannot read {}: {e}", base_path.display()))?;
+                .map_err(|e| format!("cannot read {}: {e}", base_path.display()))?;
                 let out = trtmc_modelgen::reweight(&bytes, seed).map_err(|e| {
                     format!("cannot give {} seeded weights: {e:#}", base_path.display())
                 })?;

@@ -263,7 +263,9 @@ mod tests {
         let mut reaped = std::process::Command::new("true").spawn().expect("true");
         let dead = reaped.id();
         reaped.wait().expect("reap");
-        let killed = tmp.path().join(format!(".{}-unpacking.tmp-{dead}", digest()));
+        let killed = tmp
+            .path()
+            .join(format!(".{}-unpacking.tmp-{dead}", digest()));
         let legacy = tmp.path().join(format!(".{}-unpacking", digest()));
         let recent_legacy = tmp.path().join(format!(".{}-unpacking-2", digest()));
         for dir in [&killed, &legacy, &recent_legacy] {
@@ -277,7 +279,10 @@ mod tests {
         assert!(root.is_dir());
         assert!(!killed.exists(), "a dead unpack's folder stays");
         assert!(!legacy.exists(), "an hour-old unversioned folder stays");
-        assert!(recent_legacy.exists(), "a recent unversioned folder may be in use");
+        assert!(
+            recent_legacy.exists(),
+            "a recent unversioned folder may be in use"
+        );
     }
 
     #[test]
