@@ -77,7 +77,7 @@ pub fn render_case(
 }
 
 /// Checks before any build or worker what the worker would otherwise refuse once started: the
-/// profile's tokenizer file loads (a Hugging Face tokenizer.json), and a generation case's longest
+/// profile's tokenizer file is JSON (a Hugging Face tokenizer.json), and a generation case's longest
 /// prompt plus `request.max_new_tokens` fits the KV cache it builds (`build.kv_cache_length`, when the
 /// case sets one). A `hub:` tokenizer still waiting for its download is checked by the worker.
 pub fn check_prompt_fits(
@@ -85,24 +85,34 @@ pub fn check_prompt_fits(
     tokenizer: Option<&str>,
     resolved: &ResolvedCase,
 ) -> Result<(), String> {
-    let generates = matches!(resolved.operation.as_str(), "generate" | "generate_vl");
-    let file = matches!(
-        tokenizer.map(TokenizerSpec::parse),
-        Some(Ok(TokenizerSpec::File(_)))
-    );
-    if sources::tokenizer_pending(tokenizer) || !(generates || file) {
-        return Ok(());
+    // A tokenizer file is JSON (a Hugging Face tokenizer.json), whatever the operation.
+    if let Some(Ok(TokenizerSpec::File(rel))) = tokenizer.map(TokenizerSpec::parse) {
+        let path = profile.dir().join(rel);
+        let refuse = |why: String| {
+            format!(
+                "model `{}`: cannot read tokenizer {}: {why}",
+                profile.name,
+                path.display()
+            )
+        };
+        let bytes = trtmc_core::limits::read_outside(&path, trtmc_core::limits::FileKind::Text)
+            .map_err(|e| refuse(e.to_string()))?;
+        serde_json::from_slice::<serde_json::Value>(&bytes).map_err(|e| {
+            refuse(format!(
+                "it is not JSON ({e}); give a Hugging Face tokenizer.json"
+            ))
+        })?;
     }
-    let loaded = Tokenizer::load(tokenizer, Some(profile.dir()))
-        .map_err(|e| format!("model `{}`: {e:#}", profile.name))?;
-    let Some(limit) = resolved
+    let generates = matches!(resolved.operation.as_str(), "generate" | "generate_vl");
+    let limit = resolved
         .build
         .get("kv_cache_length")
-        .and_then(|v| v.value.as_u64())
-        .filter(|_| generates)
-    else {
+        .and_then(|v| v.value.as_u64());
+    let Some(limit) = limit.filter(|_| generates && !sources::tokenizer_pending(tokenizer)) else {
         return Ok(());
     };
+    let loaded = Tokenizer::load(tokenizer, Some(profile.dir()))
+        .map_err(|e| format!("model `{}`: {e:#}", profile.name))?;
     let max_new_tokens = resolved
         .request_value("max_new_tokens")
         .and_then(serde_json::Value::as_u64)
