@@ -172,7 +172,7 @@ pub fn render(
     let mut out = CappedOutput::default();
     let rendered = env
         .get_template(name)
-        .and_then(|t| t.render_to_write(ctx, &mut out).map(|_| ()));
+        .and_then(|t| t.render_captured_to(ctx, &mut out).map(|_| ()));
     match rendered {
         Ok(()) => String::from_utf8(out.bytes)
             .map_err(|_| format!("chat template {}: its output is not UTF-8", template.source)),
