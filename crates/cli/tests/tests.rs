@@ -19,6 +19,7 @@ mod chat_cli;
 mod ci_cli;
 mod families_cli;
 mod gpu_check_script;
+mod hardening3_io;
 mod history_cli;
 mod install_cli;
 mod limits_cli;

@@ -384,6 +384,8 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
         inputs,
         data: None,
     };
+    // One check of the resolved dimensions and shapes, whatever their source (MODEL.toml included).
+    crate::limits::check_build_values(&resolved.build)?;
     refresh_identity(profile, &mut resolved)?;
     Ok(resolved)
 }
@@ -412,13 +414,14 @@ fn artifact_hashes(
             return Ok(());
         }
         let path = profile.dir().join(rel);
-        let bytes = std::fs::read(&path).map_err(|e| {
-            format!(
-                "request.{label} = `{rel}`: cannot read {} ({e}); give a file relative to {}",
-                path.display(),
-                profile.manifest.display()
-            )
-        })?;
+        let bytes =
+            crate::limits::read_outside(&path, crate::limits::FileKind::Bulk).map_err(|e| {
+                format!(
+                    "request.{label} = `{rel}`: cannot read {} ({e}); give a file relative to {}",
+                    path.display(),
+                    profile.manifest.display()
+                )
+            })?;
         hashes.push(format!("{label}={}", crate::hash::sha256_hex(&bytes)));
         Ok(())
     };

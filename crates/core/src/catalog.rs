@@ -4,6 +4,7 @@
 //! default case stays in the catalog with its reason, so `list models` shows it and selecting it fails
 //! closed with that reason.
 
+use crate::limits::{FileKind, read_outside_text};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -399,7 +400,7 @@ fn broken_profile(path: &Path, reason: String, hash: String) -> Profile {
 
 /// Loads one MODEL.toml; never fails: problems become the profile's status.
 pub fn load_profile(path: &Path) -> Profile {
-    let text = match std::fs::read_to_string(path) {
+    let text = match read_outside_text(path, FileKind::Text) {
         Ok(t) => t,
         Err(e) => {
             return broken_profile(
@@ -409,7 +410,7 @@ pub fn load_profile(path: &Path) -> Profile {
             );
         }
     };
-    profile_from_text(path, &text, &|p| std::fs::read_to_string(p))
+    profile_from_text(path, &text, &|p| read_outside_text(p, FileKind::Text))
 }
 
 /// Builds a profile from MODEL.toml text at `path`; `read` fetches its test manifests. Never panics and

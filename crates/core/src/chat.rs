@@ -13,6 +13,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::limits::{FileKind, read_outside_text};
+
 /// The request field that selects the generation mode, and its two values.
 pub const MODE_FIELD: &str = "mode";
 pub const MODE_CHAT: &str = "chat";
@@ -72,7 +74,7 @@ pub fn template_from_files(
     let config_json: Option<Value> = match config.filter(|p| p.is_file()) {
         None => None,
         Some(path) => {
-            let text = std::fs::read_to_string(path)
+            let text = read_outside_text(path, FileKind::Text)
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
             Some(
                 serde_json::from_str(&text)
@@ -90,7 +92,7 @@ pub fn template_from_files(
     };
     let (bos_token, eos_token) = (special("bos_token"), special("eos_token"));
     if let Some(path) = jinja.filter(|p| p.is_file()) {
-        let text = std::fs::read_to_string(path)
+        let text = read_outside_text(path, FileKind::Text)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         return Ok(Some(ChatTemplate {
             text,
@@ -141,7 +143,10 @@ pub fn template_from_files(
     }))
 }
 
-/// Renders `messages` through `template`. `Err` is the engine's message with the template line.
+/// Renders `messages` through `template`. `Err` is the engine's message with the template line, or
+/// the budget the rendering ran past: the engine's fuel ([`crate::limits::TEMPLATE_FUEL`]) or the
+/// output's size ([`crate::limits::MOST_TEMPLATE_OUTPUT_BYTES`]), so a runaway template stops at
+/// once instead of running for minutes or filling memory.
 pub fn render(
     template: &ChatTemplate,
     messages: &[ChatMessage],
@@ -154,6 +159,7 @@ pub fn render(
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
     minijinja_contrib::add_to_environment(&mut env);
     env.add_function("raise_exception", raise_exception);
+    env.set_fuel(Some(crate::limits::TEMPLATE_FUEL));
     let name = "chat_template";
     env.add_template(name, &template.text)
         .map_err(|e| engine_error(&template.source, &e))?;
@@ -163,9 +169,47 @@ pub fn render(
         bos_token => template.bos_token.clone().unwrap_or_default(),
         eos_token => template.eos_token.clone().unwrap_or_default(),
     };
-    env.get_template(name)
-        .and_then(|t| t.render(ctx))
-        .map_err(|e| engine_error(&template.source, &e))
+    let mut out = CappedOutput::default();
+    let rendered = env
+        .get_template(name)
+        .and_then(|t| t.render_captured_to(ctx, &mut out).map(|_| ()));
+    match rendered {
+        Ok(()) => String::from_utf8(out.bytes)
+            .map_err(|_| format!("chat template {}: its output is not UTF-8", template.source)),
+        Err(_) if out.overflowed => Err(format!(
+            "chat template {}: its output passed {} bytes, the limit of a rendered prompt (trtmc_core::limits::MOST_TEMPLATE_OUTPUT_BYTES); fix the template's loops",
+            template.source,
+            crate::limits::MOST_TEMPLATE_OUTPUT_BYTES
+        )),
+        Err(e) if e.kind() == minijinja::ErrorKind::OutOfFuel => Err(format!(
+            "chat template {}: rendering ran past its budget of {} steps (trtmc_core::limits::TEMPLATE_FUEL); fix the template's loops",
+            template.source,
+            crate::limits::TEMPLATE_FUEL
+        )),
+        Err(e) => Err(engine_error(&template.source, &e)),
+    }
+}
+
+/// A rendered prompt's bytes, refusing more than [`crate::limits::MOST_TEMPLATE_OUTPUT_BYTES`].
+#[derive(Default)]
+struct CappedOutput {
+    bytes: Vec<u8>,
+    overflowed: bool,
+}
+
+impl std::io::Write for CappedOutput {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.bytes.len() + buf.len() > crate::limits::MOST_TEMPLATE_OUTPUT_BYTES {
+            self.overflowed = true;
+            return Err(std::io::Error::other("the rendered prompt is too long"));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// `raise_exception(message)`, the function templates call to refuse a conversation.

@@ -12,6 +12,7 @@ pub mod error_text;
 pub mod fsutil;
 pub mod hash;
 pub mod intervals;
+pub mod limits;
 pub mod machine;
 pub mod operations;
 pub mod plan;

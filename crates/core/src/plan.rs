@@ -74,7 +74,7 @@ pub struct PlannedModel {
 }
 
 pub fn load(path: &Path) -> Result<Vec<PlannedModel>, String> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::limits::read_outside_text(path, crate::limits::FileKind::Text)
         .map_err(|e| format!("cannot read plan {}: {e}", path.display()))?;
     let mut planned = parse(&text).map_err(|e| format!("plan {}: {e}", path.display()))?;
     let folder = path.parent().unwrap_or(Path::new("."));

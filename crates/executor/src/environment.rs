@@ -78,7 +78,7 @@ pub struct Variable {
 }
 
 pub fn load_environment(path: &Path) -> Result<Environment, String> {
-    let text = std::fs::read_to_string(path)
+    let text = trtmc_core::limits::read_outside_text(path, trtmc_core::limits::FileKind::Text)
         .map_err(|e| format!("cannot read environment {}: {e}", path.display()))?;
     parse_environment(&text).map_err(|e| format!("environment {}: {e}", path.display()))
 }

@@ -92,9 +92,11 @@ pub fn read_golden(path: &Path) -> Result<Vec<Tensor>, GoldenError> {
 }
 
 fn read_file(path: &Path) -> Result<Vec<u8>, GoldenError> {
-    std::fs::read(path).map_err(|source| GoldenError::Io {
-        path: path.display().to_string(),
-        source,
+    trtmc_core::limits::read_outside(path, trtmc_core::limits::FileKind::Bulk).map_err(|source| {
+        GoldenError::Io {
+            path: path.display().to_string(),
+            source,
+        }
     })
 }
 
@@ -560,10 +562,11 @@ pub fn read_raw_index(path: &Path) -> Result<Vec<Tensor>, GoldenError> {
         path: shown.clone(),
         message,
     };
-    let text = std::fs::read_to_string(path).map_err(|source| GoldenError::Io {
-        path: shown.clone(),
-        source,
-    })?;
+    let text = trtmc_core::limits::read_outside_text(path, trtmc_core::limits::FileKind::Text)
+        .map_err(|source| GoldenError::Io {
+            path: shown.clone(),
+            source,
+        })?;
     let index: RawIndex = serde_json::from_str(&text).map_err(|e| {
         err(format!(
             "{e}; expected {{\"outputs\": [{{\"name\", \"dtype\", \"shape\", \"file\"}}]}}"

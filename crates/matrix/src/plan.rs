@@ -435,10 +435,27 @@ fn machine_checks(env: &Expanded, executor: &str, program: &ProgramInfo, f: &mut
             ),
         ));
     }
+    if find_program(&env.python).is_some()
+        && let Err(why) = probe_python(&env.python)
+    {
+        f.push(finding(Kind::Machine, "python", why));
+    }
     for (what, dir) in [
         ("results_root", &env.results_root),
         ("bundle_cache", &env.bundle_cache),
     ] {
+        // Absent is fine (created on first use); anything but a directory is not.
+        if dir.exists() && !dir.is_dir() {
+            f.push(finding(
+                Kind::Machine,
+                what,
+                format!(
+                    "{} is not a directory: point {what} at a directory (or a path to create)",
+                    dir.display()
+                ),
+            ));
+            continue;
+        }
         match free_gib(dir) {
             Some(free) if free < env.free_storage_gib => f.push(finding(
                 Kind::Machine,
@@ -467,6 +484,29 @@ fn machine_checks(env: &Expanded, executor: &str, program: &ProgramInfo, f: &mut
             ),
         ));
     }
+}
+
+/// Runs `python --version`: the reference rows need an interpreter that answers `Python 3.x`.
+fn probe_python(python: &str) -> Result<(), String> {
+    let out = std::process::Command::new(python)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| {
+            format!(
+                "`{python} --version` cannot start: {e}; point `python` at a Python 3 interpreter"
+            )
+        })?;
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    if out.status.success() && said.trim_start().starts_with("Python 3") {
+        return Ok(());
+    }
+    Err(format!(
+        "`{python} --version` printed no Python 3 version ({}, output `{}`): point `python` at a Python 3 interpreter",
+        out.status,
+        said.trim()
+    ))
 }
 
 /// Free GiB of the file system holding `dir` (or its nearest existing ancestor).

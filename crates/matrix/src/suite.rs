@@ -176,7 +176,7 @@ impl Row {
 }
 
 pub fn load_suite(path: &Path) -> Result<Suite, String> {
-    let text = std::fs::read_to_string(path)
+    let text = trtmc_core::limits::read_outside_text(path, trtmc_core::limits::FileKind::Text)
         .map_err(|e| format!("cannot read suite {}: {e}", path.display()))?;
     parse_suite(&text).map_err(|e| format!("suite {}: {e}", path.display()))
 }

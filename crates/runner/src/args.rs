@@ -66,6 +66,10 @@ pub struct RunArgs {
     /// Relative tolerance of --check-outputs, against |expected|.
     #[arg(long, value_name = "X", requires = "check_outputs", default_value_t = trtmc_core::data::DEFAULT_RTOL)]
     pub rtol: f64,
+    /// Refuse a case whose inputs and outputs would take more than this many GiB (estimated from their
+    /// shapes before any build or worker; default 16).
+    #[arg(long, value_name = "GIB", value_parser = numbers::positive_gib)]
+    pub max_tensor_memory_gib: Option<f64>,
     /// Named case to run (repeatable; cases are independent runs, never combined).
     #[arg(long = "case", value_name = "NAME")]
     pub cases: Vec<String>,
@@ -166,6 +170,7 @@ impl Default for RunArgs {
             check_outputs: Vec::new(),
             atol: trtmc_core::data::DEFAULT_ATOL,
             rtol: trtmc_core::data::DEFAULT_RTOL,
+            max_tensor_memory_gib: None,
             cases: Vec::new(),
             sets: Vec::new(),
             sweeps: Vec::new(),
@@ -262,6 +267,7 @@ impl RunArgs {
         if self.rtol.to_bits() != defaults.rtol.to_bits() {
             argv.value("--rtol", self.rtol);
         }
+        argv.option("--max-tensor-memory-gib", self.max_tensor_memory_gib);
         argv.each("--case", &self.cases);
         argv.each("--set", &self.sets);
         argv.each("--sweep", &self.sweeps);
@@ -321,6 +327,7 @@ mod tests {
             check_outputs: vec!["expected.npz".into()],
             atol: 0.25,
             rtol: -0.5,
+            max_tensor_memory_gib: Some(0.5),
             cases: vec!["single".into()],
             sets: vec!["request.batch_size=4".into(), "runtime.threads=-1".into()],
             sweeps: vec!["request.batch_size=1,4".into()],

@@ -76,6 +76,75 @@ pub fn render_case(
     Ok(true)
 }
 
+/// Checks before any build or worker what the worker would otherwise refuse once started: the
+/// profile's tokenizer file is JSON (a Hugging Face tokenizer.json), and a generation case's longest
+/// prompt plus `request.max_new_tokens` fits the KV cache it builds (`build.kv_cache_length`, when the
+/// case sets one). A `hub:` tokenizer still waiting for its download is checked by the worker.
+pub fn check_prompt_fits(
+    profile: &Profile,
+    tokenizer: Option<&str>,
+    resolved: &ResolvedCase,
+) -> Result<(), String> {
+    // A tokenizer file is JSON (a Hugging Face tokenizer.json), whatever the operation.
+    if let Some(Ok(TokenizerSpec::File(rel))) = tokenizer.map(TokenizerSpec::parse) {
+        let path = profile.dir().join(rel);
+        let refuse = |why: String| {
+            format!(
+                "model `{}`: cannot read tokenizer {}: {why}",
+                profile.name,
+                path.display()
+            )
+        };
+        let bytes = trtmc_core::limits::read_outside(&path, trtmc_core::limits::FileKind::Text)
+            .map_err(|e| refuse(e.to_string()))?;
+        serde_json::from_slice::<serde_json::Value>(&bytes).map_err(|e| {
+            refuse(format!(
+                "it is not JSON ({e}); give a Hugging Face tokenizer.json"
+            ))
+        })?;
+    }
+    let generates = matches!(resolved.operation.as_str(), "generate" | "generate_vl");
+    let limit = resolved
+        .build
+        .get("kv_cache_length")
+        .and_then(|v| v.value.as_u64());
+    let Some(limit) = limit.filter(|_| generates && !sources::tokenizer_pending(tokenizer)) else {
+        return Ok(());
+    };
+    let loaded = Tokenizer::load(tokenizer, Some(profile.dir()))
+        .map_err(|e| format!("model `{}`: {e:#}", profile.name))?;
+    let max_new_tokens = resolved
+        .request_value("max_new_tokens")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(0);
+    let samples = resolved
+        .request_value("samples")
+        .and_then(serde_json::Value::as_array);
+    let prompts = resolved
+        .request_value(chat::PROMPT_FIELD)
+        .into_iter()
+        .chain(
+            samples
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.get(chat::PROMPT_FIELD)),
+        )
+        .filter_map(serde_json::Value::as_str);
+    for prompt in prompts {
+        let tokens = loaded
+            .prompt_ids(prompt, resolved.chat.is_some())
+            .map_err(|e| format!("model `{}`: {e:#}", profile.name))?
+            .len() as u64;
+        if tokens + max_new_tokens > limit {
+            return Err(format!(
+                "model `{}` case `{}`: the prompt ({tokens} tokens) + request.max_new_tokens ({max_new_tokens}) exceeds the KV-cache length {limit} (build.kv_cache_length); shorten the prompt, lower request.max_new_tokens, or raise build.kv_cache_length",
+                profile.name, resolved.case
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn render(template: &ChatTemplate, prompt: &chat::ChatPrompt) -> Result<String, String> {
     chat::render(template, &prompt.messages, prompt.add_generation_prompt)
 }

@@ -130,9 +130,12 @@ pub(crate) fn settle(
         ));
     }
     let mut lines = Vec::with_capacity(inputs.len());
+    // The shapes fed, for the memory estimate before any worker (`None`: known after the build).
+    let mut fed_shapes: Vec<(&Declared, Vec<i64>)> = Vec::new();
     for (i, d) in inputs.iter().enumerate() {
         let declared = marked(d);
         let mut note = None;
+        let mut fed_shape: Option<Vec<i64>> = None;
         let data_shapes: Vec<&Vec<usize>> = data
             .iter()
             .flat_map(|c| &c.inputs)
@@ -142,9 +145,11 @@ pub(crate) fn settle(
         let dynamic = d.has_shape && d.dims.iter().any(|x| matches!(x, Dim::Symbol(_)));
         let (fed, pin, pin_source): (String, Option<Vec<i64>>, Source) =
             if let Some(s) = shapes.get(&d.name) {
+                fed_shape = Some(s.clone());
                 (shape_text(s), None, Source::Cli)
             } else if let Some(first) = data_shapes.first() {
                 let first: Vec<i64> = first.iter().map(|&n| n as i64).collect();
+                fed_shape = Some(first.clone());
                 if data_shapes
                     .iter()
                     .all(|s| s.iter().map(|&n| n as i64).eq(first.iter().copied()))
@@ -177,6 +182,17 @@ pub(crate) fn settle(
                         },
                     })
                     .collect();
+                // The file's own declaration is bounded like a shape the user gives.
+                trtmc_core::limits::check_shape(&concrete).map_err(|why| {
+                    format!(
+                        "input `{}` of model `{}` is declared {} in {}: {why}",
+                        d.name,
+                        profile.name,
+                        marked(d),
+                        model_file.display()
+                    )
+                })?;
+                fed_shape = Some(concrete.clone());
                 if !defaulted.is_empty() {
                     note = Some(format!(
                         "input `{}`: dynamic {} set to 1; choose with --shape {}:{}",
@@ -210,12 +226,74 @@ pub(crate) fn settle(
             source,
             note,
         });
+        if let Some(shape) = fed_shape {
+            fed_shapes.push((d, shape));
+        }
     }
+    check_memory(&fed_shapes, &outputs, &dims, sel.most_tensor_gib)?;
     if let Some(data) = data {
         resolved.inputs.calls_rotate_over = data.inputs.len();
         resolved.data = Some(data);
     }
     Ok(lines)
+}
+
+/// Refuses a case whose inputs and outputs (those whose shapes are known before the build) would take
+/// more memory than the bound (`--max-tensor-memory-gib`, default
+/// [`trtmc_core::limits::DEFAULT_MOST_TENSOR_GIB`]) before any build or worker.
+fn check_memory(
+    fed: &[(&Declared, Vec<i64>)],
+    outputs: &[Declared],
+    dims: &BTreeMap<String, i64>,
+    most_gib: Option<f64>,
+) -> Result<(), String> {
+    use trtmc_core::limits::{TensorEstimate, shape_elements};
+    // A symbolic dimension's value: given with --dim, else as an input's fed shape sets it.
+    let mut bound: BTreeMap<&str, i64> = dims.iter().map(|(k, &v)| (k.as_str(), v)).collect();
+    for (d, shape) in fed {
+        for (dim, &n) in d.dims.iter().zip(shape) {
+            if let Dim::Symbol(s) = dim {
+                bound.entry(s.as_str()).or_insert(n);
+            }
+        }
+    }
+    let estimate = |what: String, d: &Declared, shape: &[i64]| TensorEstimate {
+        what,
+        bytes: shape_elements(shape)
+            .unwrap_or(u64::MAX)
+            .saturating_mul(element_bytes(d)),
+    };
+    let mut tensors: Vec<TensorEstimate> = fed
+        .iter()
+        .map(|(d, shape)| estimate(format!("input `{}`", d.name), d, shape))
+        .collect();
+    for d in outputs.iter().filter(|d| d.has_shape) {
+        let shape: Option<Vec<i64>> = d
+            .dims
+            .iter()
+            .map(|dim| match dim {
+                Dim::Fixed(n) => Some(*n),
+                Dim::Symbol(s) => bound.get(s.as_str()).copied(),
+            })
+            .collect();
+        if let Some(shape) = shape {
+            tensors.push(estimate(format!("output `{}`", d.name), d, &shape));
+        }
+    }
+    trtmc_core::limits::check_tensor_memory(
+        &tensors,
+        most_gib.unwrap_or(trtmc_core::limits::DEFAULT_MOST_TENSOR_GIB),
+    )
+}
+
+/// Bytes of one element of `d` (8 for a string's pointer, 4 when the type is not one trtmc handles).
+fn element_bytes(d: &Declared) -> u64 {
+    match d.dtype {
+        Some(DType::F64 | DType::I64 | DType::Str) => 8,
+        Some(DType::F32 | DType::I32) | None => 4,
+        Some(DType::F16) => 2,
+        Some(DType::Bool | DType::U8) => 1,
+    }
 }
 
 /// Reads and checks `--inputs` and `--check-outputs`.

@@ -23,6 +23,14 @@ pub fn count_usize(text: &str) -> Result<usize, String> {
     })
 }
 
+/// An amount of memory in GiB (`--max-tensor-memory-gib`): a finite number above 0.
+pub fn positive_gib(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err("expected GiB above 0, such as 32 or 0.5".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

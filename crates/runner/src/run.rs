@@ -72,6 +72,9 @@ pub struct Selection {
     pub check_outputs: Vec<String>,
     /// `--atol`, `--rtol` of the output check (default: Polygraphy's, 1e-5 each).
     pub tolerance: Option<(f64, f64)>,
+    /// `--max-tensor-memory-gib`: the bound of a case's estimated tensor memory (default
+    /// `trtmc_core::limits::DEFAULT_MOST_TENSOR_GIB`).
+    pub most_tensor_gib: Option<f64>,
 }
 
 impl Selection {
@@ -266,6 +269,12 @@ pub fn plan_cases(
                     true => tokenizer,
                     false => profile.tokenizer.clone(),
                 };
+                crate::chat::check_prompt_fits(profile, tokenizer.as_deref(), &resolved).map_err(
+                    |reason| Error::Case {
+                        model: profile.name.clone(),
+                        reason,
+                    },
+                )?;
                 planned.push(PlannedCase {
                     profile: Profile {
                         tokenizer,

@@ -194,8 +194,11 @@ pub fn materialize(profile: &Profile, work_dir: &Path) -> Result<PathBuf, String
         Some(seed) => {
             let file = reweighted_file(profile, &resolved, &dir);
             if !file.exists() {
-                let bytes = std::fs::read(&base_path)
-                    .map_err(|e| format!("cannot read {}: {e}", base_path.display()))?;
+                let bytes = trtmc_core::limits::read_outside(
+                    &base_path,
+                    trtmc_core::limits::FileKind::Bulk,
+                )
+                .map_err(|e| format!("cannot read {}: {e}", base_path.display()))?;
                 let out = trtmc_modelgen::reweight(&bytes, seed).map_err(|e| {
                     format!("cannot give {} seeded weights: {e:#}", base_path.display())
                 })?;
@@ -384,6 +387,7 @@ pub fn python_package_dir(package: &str) -> Result<PathBuf, String> {
 /// SHA-256 of a file, memoized in `work_dir/hashes/` by path, size and modification time, so that keys
 /// of large models cost one `stat` after the first time.
 pub fn hash_file_cached(path: &Path, work_dir: &Path) -> std::io::Result<String> {
+    trtmc_core::limits::check_outside_file(path, trtmc_core::limits::FileKind::Bulk)?;
     let meta = std::fs::metadata(path)?;
     let mtime = meta
         .modified()

@@ -246,6 +246,12 @@ pub fn locate(
         };
         return Ok(vec![(record, tensors)]);
     }
+    // Neither a folder nor a regular file, yet there: a FIFO or a device, never opened.
+    if let Err(e) = trtmc_core::limits::check_outside_file(path, trtmc_core::limits::FileKind::Bulk)
+        && path.exists()
+    {
+        return Err(format!("{flag} {spec}: {e} (give {FORMATS})"));
+    }
     if spec.contains(':') {
         return raw_list(spec, kind, declared, shapes).map(|set| vec![set]);
     }
@@ -319,8 +325,9 @@ pub fn read_set(record: &DataSetRecord) -> anyhow::Result<Vec<Tensor>> {
             }
             "raw" => raw_tensor(&t.name, file, dtype, &t.shape)?,
             "npy-folder" => {
-                let bytes = std::fs::read(file)
-                    .with_context(|| format!("cannot read {}", file.display()))?;
+                let bytes =
+                    trtmc_core::limits::read_outside(file, trtmc_core::limits::FileKind::Bulk)
+                        .with_context(|| format!("cannot read {}", file.display()))?;
                 trtmc_golden::read_npy(&bytes, &t.name, &file.display().to_string())?
             }
             _ => trtmc_golden::read_golden(file)?
@@ -432,7 +439,7 @@ fn folder_set(
             }
             t
         } else {
-            let bytes = std::fs::read(file)
+            let bytes = trtmc_core::limits::read_outside(file, trtmc_core::limits::FileKind::Bulk)
                 .map_err(|e| format!("{} {}: {e}", kind.flag(), file.display()))?;
             let stem = file
                 .file_stem()
@@ -460,7 +467,8 @@ fn folder_set(
 
 /// One serialized ONNX `TensorProto`.
 pub fn read_pb(file: &Path) -> anyhow::Result<Tensor> {
-    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let bytes = trtmc_core::limits::read_outside(file, trtmc_core::limits::FileKind::Bulk)
+        .with_context(|| format!("cannot read {}", file.display()))?;
     let proto = tract_onnx::pb::TensorProto::decode(bytes.as_slice())
         .with_context(|| format!("{} is not a serialized ONNX TensorProto", file.display()))?;
     tensor_from_proto(&proto).with_context(|| format!("{}", file.display()))
@@ -596,7 +604,8 @@ fn raw_tensor(
     dtype: ElementType,
     shape: &[usize],
 ) -> anyhow::Result<Tensor> {
-    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let bytes = trtmc_core::limits::read_outside(file, trtmc_core::limits::FileKind::Bulk)
+        .with_context(|| format!("cannot read {}", file.display()))?;
     let count = trtmc_core::accuracy::element_count(shape)
         .with_context(|| format!("shape {shape:?} is too large"))?;
     if Some(bytes.len()) != count.checked_mul(dtype.size()) {

@@ -155,7 +155,9 @@ impl Tokenizer {
 
 impl FileTokenizer {
     fn open(path: &Path) -> anyhow::Result<Self> {
-        let inner = tokenizers::Tokenizer::from_file(path)
+        let bytes = trtmc_core::limits::read_outside(path, trtmc_core::limits::FileKind::Text)
+            .with_context(|| format!("cannot read tokenizer {}", path.display()))?;
+        let inner = tokenizers::Tokenizer::from_bytes(&bytes)
             .map_err(|e| anyhow::anyhow!("{e}"))
             .with_context(|| {
                 format!(

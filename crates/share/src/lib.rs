@@ -107,6 +107,7 @@ fn user_tag() -> String {
 /// Unpacks the share below `parent` (once per digest) and returns its root.
 pub fn unpack_into(parent: &Path) -> Result<PathBuf, UnpackError> {
     let root = parent.join(digest());
+    remove_stale_staging(parent);
     if is_complete(&root) {
         return Ok(root);
     }
@@ -139,8 +140,49 @@ pub fn unpack_into(parent: &Path) -> Result<PathBuf, UnpackError> {
     }
 }
 
+/// A fresh staging folder, `.<digest>-unpacking.tmp-<pid>`: the pid lets the next process remove
+/// the folder of one that was killed mid-unpack ([`remove_stale_staging`]).
 fn staging_dir(parent: &Path) -> std::io::Result<PathBuf> {
-    trtmc_core::fsutil::create_unique_dir(parent, &format!(".{}-unpacking", digest()))
+    let staging = parent.join(format!(
+        ".{}-unpacking.tmp-{}",
+        digest(),
+        std::process::id()
+    ));
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging)?;
+    }
+    std::fs::create_dir(&staging)?;
+    Ok(staging)
+}
+
+/// Removes the staging folders of unpacks whose process no longer runs (of any digest), and those of
+/// older versions, which carry no pid, once they are an hour old.
+fn remove_stale_staging(parent: &Path) {
+    use trtmc_core::fsutil::{atomic_temporary_owner, remove_stale_temporaries};
+    remove_stale_temporaries(parent, |name| {
+        name.contains("-unpacking.tmp-")
+            .then(|| atomic_temporary_owner(name))
+            .flatten()
+    });
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let unversioned = name.starts_with('.') && !name.contains(".tmp-") && {
+            let tail = name.rsplit_once("-unpacking").map(|(_, t)| t);
+            tail.is_some_and(|t| t.is_empty() || t.trim_start_matches('-').parse::<u32>().is_ok())
+        };
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age.as_secs() > 3600);
+        if unversioned && old {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 fn write_all(staging: &Path) -> std::io::Result<()> {
@@ -213,6 +255,34 @@ mod tests {
         let repaired = unpack_into(tmp.path()).expect("repair");
         assert!(repaired.join("reference/ort_reference.py").is_file());
         assert!(!repaired.join("note").exists());
+    }
+
+    #[test]
+    fn a_killed_unpacks_folder_is_removed_by_the_next() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let mut reaped = std::process::Command::new("true").spawn().expect("true");
+        let dead = reaped.id();
+        reaped.wait().expect("reap");
+        let killed = tmp
+            .path()
+            .join(format!(".{}-unpacking.tmp-{dead}", digest()));
+        let legacy = tmp.path().join(format!(".{}-unpacking", digest()));
+        let recent_legacy = tmp.path().join(format!(".{}-unpacking-2", digest()));
+        for dir in [&killed, &legacy, &recent_legacy] {
+            std::fs::create_dir_all(dir.join("catalog")).expect("mkdir");
+        }
+        let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        std::fs::File::open(&legacy)
+            .and_then(|f| f.set_modified(two_hours_ago))
+            .expect("age");
+        let root = unpack_into(tmp.path()).expect("unpack");
+        assert!(root.is_dir());
+        assert!(!killed.exists(), "a dead unpack's folder stays");
+        assert!(!legacy.exists(), "an hour-old unversioned folder stays");
+        assert!(
+            recent_legacy.exists(),
+            "a recent unversioned folder may be in use"
+        );
     }
 
     #[test]

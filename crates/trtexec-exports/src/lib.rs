@@ -132,6 +132,9 @@ pub fn read_text(path: &Path) -> Result<(Text, Option<String>), SourceError> {
         path: path.to_owned(),
         kind: e.into(),
     };
+    // A FIFO or device is refused before it is opened (opening a FIFO blocks).
+    trtmc_core::limits::check_outside_file(path, trtmc_core::limits::FileKind::Export)
+        .map_err(fail)?;
     let file = std::fs::File::open(path).map_err(fail)?;
     let meta = file.metadata().map_err(fail)?;
     if meta.is_file() && meta.len() >= MAP_FROM_BYTES {

@@ -496,6 +496,10 @@ where
     R: RouteRunner + BuiltRoutes,
     F: FnOnce(Target, ProcessOptions) -> Result<R, TuneRunError>,
 {
+    // A destination the end of the tune would refuse is refused before it runs.
+    if let Some(dir) = &request.save_bundle {
+        check_save_destination(&absolute(dir))?;
+    }
     let (plan, prepared, mut writer, previous) = match start {
         Start::New(plan) => {
             // Before the cache file and the reference build.
@@ -960,18 +964,7 @@ fn save_bundle(
         dir: dir.clone(),
         reason,
     };
-    if let Ok(m) = std::fs::symlink_metadata(&dir) {
-        if m.file_type().is_symlink() || !m.is_dir() {
-            return Err(refuse("it exists and is not a directory".into()));
-        }
-        let empty = std::fs::read_dir(&dir)
-            .map(|mut e| e.next().is_none())
-            .unwrap_or(false);
-        if !empty && !dir.join(TUNED_ROUTE_FILE).is_file() {
-            return Err(refuse(
-                "it is not empty and holds no tuned-route.json (choose another directory)".into(),
-            ));
-        }
+    if check_save_destination(&dir)? {
         std::fs::remove_dir_all(&dir).map_err(|e| refuse(format!("cannot replace it: {e}")))?;
     }
     copy_dir(&info.bundle, &dir)
@@ -991,6 +984,30 @@ fn save_bundle(
     write_json_atomic(&dir.join(TUNED_ROUTE_FILE), &record)
         .map_err(|e| refuse(format!("cannot write {TUNED_ROUTE_FILE}: {e}")))?;
     Ok(dir.display().to_string())
+}
+
+/// Whether `dir` may receive a saved bundle: absent (`Ok(false)`), or an empty directory or an
+/// earlier saved bundle to replace (`Ok(true)`); a symlink, a file or another directory is refused.
+fn check_save_destination(dir: &Path) -> Result<bool, TuneRunError> {
+    let refuse = |reason: &str| TuneRunError::SaveBundle {
+        dir: dir.to_path_buf(),
+        reason: reason.to_string(),
+    };
+    let Ok(m) = std::fs::symlink_metadata(dir) else {
+        return Ok(false);
+    };
+    if m.file_type().is_symlink() || !m.is_dir() {
+        return Err(refuse("it exists and is not a directory"));
+    }
+    let empty = std::fs::read_dir(dir)
+        .map(|mut e| e.next().is_none())
+        .unwrap_or(false);
+    if !empty && !dir.join(TUNED_ROUTE_FILE).is_file() {
+        return Err(refuse(
+            "it is not empty and holds no tuned-route.json (choose another directory)",
+        ));
+    }
+    Ok(true)
 }
 
 fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {

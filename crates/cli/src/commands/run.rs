@@ -158,6 +158,7 @@ pub fn execute(command: RunCommand) -> CliResult {
                 inputs: inputs.clone(),
                 check_outputs: check_outputs.clone(),
                 tolerance: Some((args.atol, args.rtol)),
+                most_tensor_gib: args.max_tensor_memory_gib,
                 ..Default::default()
             })
             .collect()
@@ -209,6 +210,7 @@ pub fn execute(command: RunCommand) -> CliResult {
                         inputs: inputs.clone(),
                         check_outputs: check_outputs.clone(),
                         tolerance: Some((args.atol, args.rtol)),
+                        most_tensor_gib: args.max_tensor_memory_gib,
                     });
                 }
             }

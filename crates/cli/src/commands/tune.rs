@@ -346,9 +346,11 @@ fn read_expression(args: &TuneArgs) -> CliResult<String> {
     match (&args.routes, &args.routes_file) {
         (Some(e), _) => Ok(e.clone()),
         (None, Some(file)) => {
-            let text = std::fs::read_to_string(file).map_err(|e| {
-                input_err(format!("cannot read --routes-file {}: {e}", file.display()))
-            })?;
+            let text =
+                trtmc_core::limits::read_outside_text(file, trtmc_core::limits::FileKind::Text)
+                    .map_err(|e| {
+                        input_err(format!("cannot read --routes-file {}: {e}", file.display()))
+                    })?;
             // A routes file holds the same tokens, one or more per line.
             Ok(text.split_whitespace().collect::<Vec<_>>().join(" "))
         }

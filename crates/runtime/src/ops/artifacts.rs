@@ -179,7 +179,21 @@ pub(crate) fn image_batches(
             image_item(&sample, spec, &one).with_context(|| format!("request.samples[{i}]"))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    super::sample_layout(items.len(), batch)?
+    batches_of(items, batch)
+}
+
+/// The batches of `items` laid out by [`super::sample_layout`]. One sample per call: each item is its
+/// call's batch as it is (stacking copies would hold every sample twice).
+fn batches_of(items: Vec<HostTensor>, batch: usize) -> anyhow::Result<Vec<HostTensor>> {
+    let layout = super::sample_layout(items.len(), batch)?;
+    if layout
+        .iter()
+        .enumerate()
+        .all(|(call, taken)| taken.as_slice() == [call])
+    {
+        return Ok(items);
+    }
+    layout
         .iter()
         .map(|call| super::stack_items(&call.iter().map(|&i| &items[i]).collect::<Vec<_>>()))
         .collect()
@@ -213,10 +227,7 @@ pub(crate) fn seeded_batches(
             crate::tensor::synthesize(spec, &one, seed as u64, 1)
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    super::sample_layout(items.len(), batch)?
-        .iter()
-        .map(|call| super::stack_items(&call.iter().map(|&i| &items[i]).collect::<Vec<_>>()))
-        .collect()
+    batches_of(items, batch)
 }
 
 /// The images of one request at `shape`: seeded noise for `synthetic`, else the decoded file.
