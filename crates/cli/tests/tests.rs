@@ -18,6 +18,7 @@ mod broken_pipe;
 mod chat_cli;
 mod ci_cli;
 mod gpu_check_script;
+mod hardening3_proc;
 mod history_cli;
 mod install_cli;
 mod limits_cli;
