@@ -91,7 +91,7 @@ pub fn host_allowed(host: &str, bound: SocketAddr) -> bool {
     name == "localhost"
         || literal
             .parse::<IpAddr>()
-            .is_ok_and(|ip| ip == bound.ip() || ip.is_loopback() && bound.ip().is_loopback())
+            .is_ok_and(|ip| ip == bound.ip() || (ip.is_loopback() && bound.ip().is_loopback()))
 }
 
 /// Serves `dir` on `addr` until `stop` is set; `ready` receives the bound address (port 0 picks one).

@@ -205,9 +205,9 @@ impl OutputSlot {
     /// touched: the new result is moved to a visible sibling (`NAME.kept`, `NAME.kept-2`, …) named in
     /// the error, so neither is lost.
     pub fn commit(mut self) -> Result<PathBuf, String> {
-        let fail = |e: std::io::Error| {
-            format!("cannot move the result into {}: {e}", self.target.display())
-        };
+        let target = self.target.clone();
+        let fail =
+            move |e: std::io::Error| format!("cannot move the result into {}: {e}", target.display());
         if let Some(why) = self.changed_since_prepare() {
             return Err(self.keep_aside(&why));
         }
@@ -236,7 +236,7 @@ impl OutputSlot {
                         .map(|n| n.to_string_lossy().into_owned())
                         .unwrap_or_default()
                 ));
-                std::fs::rename(&self.target, &old).map_err(fail)?;
+                std::fs::rename(&self.target, &old).map_err(&fail)?;
                 if let Err(e) = std::fs::rename(&self.staging, &self.target) {
                     let _ = std::fs::rename(&old, &self.target);
                     return Err(fail(e));

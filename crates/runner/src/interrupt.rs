@@ -4,8 +4,9 @@
 //! (builds, planning) the signals keep their default action: nothing has been measured, so nothing is
 //! lost. `tune` and `matrix` watch the same three signals through [`watch`] and [`requested`].
 //!
-//! [`watch_parent_pipe`]: a `run` started by the matrix (`--parent-pipe`) treats the end of its standard
-//! input, a pipe its orchestrator holds, as SIGTERM, so it never outlives a killed orchestrator.
+//! A `run` started by the matrix (`--parent-pipe`, [`watch_parent_pipe`]) treats the end of its
+//! standard input, a pipe its orchestrator holds, as SIGTERM, so it never outlives a killed
+//! orchestrator.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
