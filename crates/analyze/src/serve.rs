@@ -139,12 +139,12 @@ pub fn serve(
             let _ = respond_text(&stream, 503, "too many connections", &[]);
             continue;
         }
-        let (root, live) = (Arc::clone(&root), Arc::clone(&live));
+        let (client_root, client_live) = (Arc::clone(&root), Arc::clone(&live));
         let spawned = std::thread::Builder::new()
             .name("serve-client".into())
             .spawn(move || {
-                let _ = handle(stream, &root, bound);
-                live.fetch_sub(1, Ordering::SeqCst);
+                let _ = handle(stream, &client_root, bound);
+                client_live.fetch_sub(1, Ordering::SeqCst);
             });
         if spawned.is_err() {
             live.fetch_sub(1, Ordering::SeqCst);
