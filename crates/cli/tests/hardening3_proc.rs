@@ -266,7 +266,7 @@ fn leaf_runs(pid: u32) -> Vec<u32> {
         .collect()
 }
 
-fn start_matrix(s: &Setup, args: &[&str], log: &Path) -> Child {
+fn start_matrix(_s: &Setup, args: &[&str], log: &Path) -> Child {
     Command::new(BIN)
         .arg("matrix")
         .args(args)
