@@ -243,8 +243,8 @@ pub fn package(analysis: &Analysis, opts: &PackageOptions) -> Result<Packaged, P
         std::fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
     }
     // The slot accepts only an absent or empty folder (no file there carries a result schema).
-    let slot = trtmc_core::fsutil::OutputSlot::prepare(&dir, "analyze-data.json", &[])
-        .map_err(refused)?;
+    let slot =
+        trtmc_core::fsutil::OutputSlot::prepare(&dir, "analyze-data.json", &[]).map_err(refused)?;
     let staging = slot.staging().to_path_buf();
     let analyze_data_json = staging.join("analyze-data.json");
     write_file(&analyze_data_json, |w| Ok(analysis.write_analyze_data(w)?))?;

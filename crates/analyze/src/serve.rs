@@ -201,8 +201,8 @@ fn handle(stream: TcpStream, root: &Path, bound: SocketAddr) -> std::io::Result<
             );
         }
     };
-    let Some((path, mut file)) = resolve(root, target)
-        .and_then(|p| std::fs::File::open(&p).ok().map(|f| (p, f)))
+    let Some((path, mut file)) =
+        resolve(root, target).and_then(|p| std::fs::File::open(&p).ok().map(|f| (p, f)))
     else {
         return respond_text(&stream, 404, "not found", &[]);
     };
@@ -301,10 +301,22 @@ mod tests {
     #[test]
     fn the_host_header_must_name_this_server() {
         let bound: SocketAddr = "127.0.0.1:8765".parse().expect("addr");
-        for ok in ["127.0.0.1:8765", "localhost:8765", "LOCALHOST", "[::1]:8765", "127.0.0.1"] {
+        for ok in [
+            "127.0.0.1:8765",
+            "localhost:8765",
+            "LOCALHOST",
+            "[::1]:8765",
+            "127.0.0.1",
+        ] {
             assert!(host_allowed(ok, bound), "{ok}");
         }
-        for bad in ["evil.example", "evil.example:8765", "127.0.0.1:9999", "10.0.0.1:8765", ""] {
+        for bad in [
+            "evil.example",
+            "evil.example:8765",
+            "127.0.0.1:9999",
+            "10.0.0.1:8765",
+            "",
+        ] {
             assert!(!host_allowed(bad, bound), "{bad}");
         }
     }

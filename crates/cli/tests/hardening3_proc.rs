@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::analyze_cli::fixtures;
 use crate::common::*;
-use crate::matrix_cli::{Setup, matrix, measuring, p, setup, suite, ROW_ORT};
+use crate::matrix_cli::{ROW_ORT, Setup, matrix, measuring, p, setup, suite};
 use crate::tune_cli::{iterations, s, sleepy_args, tune, tune_cmd};
 
 fn catalog_arg() -> String {
@@ -145,10 +145,16 @@ fn a_directory_made_at_the_output_during_a_run_is_kept_and_the_result_moved_asid
         "nothing was added to or removed from D"
     );
     let kept = tmp.path().join("D.kept");
-    assert!(err.contains(s(&kept)), "the message names where the result is: {err}");
+    assert!(
+        err.contains(s(&kept)),
+        "the message names where the result is: {err}"
+    );
     let doc = assert_result_dir_valid(&kept);
     assert_eq!(doc["cases"][0]["status"], "completed", "{doc}");
-    assert!(!tmp.path().join(".D.lock").exists(), "the lock file is gone");
+    assert!(
+        !tmp.path().join(".D.lock").exists(),
+        "the lock file is gone"
+    );
 }
 
 #[test]
@@ -223,7 +229,11 @@ fn a_second_tune_on_a_cache_is_refused_and_sigint_stops_the_workers_then_continu
     let err = read(&log);
     assert_eq!(status.code(), Some(130), "{err}");
     assert!(err.contains("tune --continue --cache"), "{err}");
-    assert_all_end(&workers, Duration::from_secs(5), "tune workers after SIGINT");
+    assert_all_end(
+        &workers,
+        Duration::from_secs(5),
+        "tune workers after SIGINT",
+    );
     let out = tune(tmp.path(), &["--continue", "--cache", s(&cache)]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let done = iterations(&cache);
@@ -252,7 +262,11 @@ fn tune_workers_end_when_the_tuner_alone_is_killed() {
     });
     child.kill().expect("kill -9 the tuner only");
     child.wait().expect("reap");
-    assert_all_end(&workers, Duration::from_secs(5), "tune workers after kill -9");
+    assert_all_end(
+        &workers,
+        Duration::from_secs(5),
+        "tune workers after kill -9",
+    );
 }
 
 /// The local matrix's leaf `run`s among the descendants of `pid`.
@@ -325,7 +339,10 @@ fn one_matrix_writer_per_run_and_leaves_end_with_their_orchestrator() {
     assert_eq!(status.code(), Some(130), "{err}");
     assert!(err.contains("matrix resume"), "{err}");
     assert_all_end(&leaves, Duration::from_secs(15), "leaf runs after SIGTERM");
-    assert!(!out.join("rows/000.json").exists(), "the stopped row stays pending");
+    assert!(
+        !out.join("rows/000.json").exists(),
+        "the stopped row stays pending"
+    );
 
     // kill -9 of the orchestrator alone: its leaf stops by its pipe.
     let mut child = start_matrix(&s, &["resume", &p(&out)], &log);
@@ -359,7 +376,11 @@ fn analyze_and_report_outputs_refuse_symlinks_and_package_replaces_only_an_incom
     for flag in ["-o", "--analyze-data-output"] {
         let out = run(&["analyze", "--quiet", s(&data), flag, s(&link)]);
         assert_eq!(code(&out), 6, "{flag}: {}", stderr(&out));
-        assert!(stderr(&out).contains("symbolic link"), "{flag}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("symbolic link"),
+            "{flag}: {}",
+            stderr(&out)
+        );
         assert_eq!(read(&target), "keep me", "{flag} wrote through the link");
     }
     // Written atomically: no temporary left beside the document.
@@ -381,15 +402,7 @@ fn analyze_and_report_outputs_refuse_symlinks_and_package_replaces_only_an_incom
     let report = tmp.path().join("report");
     std::fs::create_dir(&report).expect("mkdir");
     std::fs::write(report.join("index.html"), "<html>half").expect("write");
-    let package = |dir: &Path| {
-        run(&[
-            "analyze",
-            "package",
-            s(&data),
-            "--report-dir",
-            s(dir),
-        ])
-    };
+    let package = |dir: &Path| run(&["analyze", "package", s(&data), "--report-dir", s(dir)]);
     let out = package(&report);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     for f in ["index.html", "data.js", "analyze-data.json", "app.js"] {
@@ -435,18 +448,20 @@ fn serve_checks_the_host_names_allowed_methods_and_is_not_blocked_by_a_slow_clie
     let tmp = tempfile::tempdir().expect("tmp");
     let report = tmp.path().join("r");
     let data = fixtures().join("trtexec-other");
-    let out = run(&[
-        "analyze",
-        "package",
-        s(&data),
-        "--report-dir",
-        s(&report),
-    ]);
+    let out = run(&["analyze", "package", s(&data), "--report-dir", s(&report)]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     // Far more than the socket buffers hold: its reader below stops after the first bytes.
     std::fs::write(report.join("big.json"), vec![b' '; 64 << 20]).expect("big file");
     let mut server = Command::new(BIN)
-        .args(["analyze", "serve", s(&report), "--bind", "localhost", "--port", "0"])
+        .args([
+            "analyze",
+            "serve",
+            s(&report),
+            "--bind",
+            "localhost",
+            "--port",
+            "0",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

@@ -206,8 +206,9 @@ impl OutputSlot {
     /// the error, so neither is lost.
     pub fn commit(mut self) -> Result<PathBuf, String> {
         let target = self.target.clone();
-        let fail =
-            move |e: std::io::Error| format!("cannot move the result into {}: {e}", target.display());
+        let fail = move |e: std::io::Error| {
+            format!("cannot move the result into {}: {e}", target.display())
+        };
         if let Some(why) = self.changed_since_prepare() {
             return Err(self.keep_aside(&why));
         }

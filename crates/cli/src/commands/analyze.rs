@@ -302,13 +302,14 @@ fn write_file(
             ),
         ));
     }
-    trtmc_core::fsutil::write_atomic_with(path, |w| write(w).map_err(std::io::Error::from))
-        .map_err(|e| {
+    trtmc_core::fsutil::write_atomic_with(path, |w| write(w).map_err(std::io::Error::from)).map_err(
+        |e| {
             CliError::new(
                 ExitCode::Output,
                 format!("cannot write {}: {e}", path.display()),
             )
-        })
+        },
+    )
 }
 
 fn analyze_to_json(
