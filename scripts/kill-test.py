@@ -12,8 +12,12 @@ process of the killed command is alive 10 s later), then lets the command (or it
 finish and checks again: every matrix row and tuning iteration exactly once, finished rows unchanged,
 and no staging or temporary file of the dead process left behind.
 
-Usage: scripts/kill-test.py [--kills 50] [--seed 1] [--commands run,bundle,matrix,tune] [--work DIR]
-                            [--keep]
+`concurrency` (issue 34) adds, one per cycle in turn: a directory made at `run -o` during the run, SIGHUP
+to a measuring run, two `tune --continue` at once after a kill, two `matrix resume` at once after a kill -9
+of the orchestrator alone during long calls, and SIGINT/SIGTERM/SIGHUP to `tune` or `matrix`.
+
+Usage: scripts/kill-test.py [--kills 50] [--seed 1] [--commands run,bundle,matrix,tune,concurrency]
+                            [--work DIR] [--keep]
 Environment: TRTMC_BIN (default target/release/trtmc-bench), KILLS, SEED, COMMANDS (the same as the
 flags; a flag wins). The matrix needs python3 with the onnxruntime wheel (its reference backend).
 Exits 1 when any check fails, listing each failure with its kill number. Not a unit test: minutes.
@@ -41,7 +45,7 @@ SURVIVOR_GRACE_S = 10.0
 # Names a process gives its temporary files and directories (pid last): <x>.tmp-PID, .tmp-KEY-PID,
 # .tmp-tune-KEY-PID, .old-KEY-PID, .<name>.staging-PID.
 TEMPORARY = re.compile(r"(\.tmp-|^\.old-|\.staging-)")
-ALL_COMMANDS = ["run", "bundle", "matrix", "tune"]
+ALL_COMMANDS = ["run", "bundle", "matrix", "tune", "concurrency"]
 
 
 def log(msg):
@@ -666,7 +670,267 @@ class Tune(Scenario):
         return kills
 
 
-SCENARIOS = {"run": RunOutput, "bundle": BundleBuild, "matrix": Matrix, "tune": Tune}
+class Concurrency(Scenario):
+    """The concurrency and signal cases of issue 34, one per cycle in turn, each counted as a kill:
+    a directory made at `run -o` during the run (never deleted: exit 6, the result moved to `R.kept`);
+    SIGHUP to a measuring `run` (its calls kept, exit 130); two `tune --continue` started together on a
+    killed tune's cache (one refused with exit 6, the cache stays valid, every iteration once); two
+    `matrix resume` started together after a kill -9 of the orchestrator alone during long calls (one
+    refused, no row runs twice; the killed session's leaf `run` must be gone within the survivor grace);
+    SIGINT, SIGTERM or SIGHUP to `tune` or `matrix` (exit 130, no process left, `--continue`/`resume`
+    finishes)."""
+
+    name = "concurrency"
+    CASES = ["late mkdir at -o", "SIGHUP to run", "two tune --continue", "two matrix resume",
+             "signal to tune or matrix"]
+
+    def setup(self):
+        self.matrix = Matrix(self.bin, self.work, self.rng, self.stats)
+        self.matrix.setup()
+        self.tune = Tune(self.bin, self.work, self.rng, self.stats)
+        self.tune.setup()
+        self.episode = 0
+
+    def calibrate(self):
+        self.matrix.calibrate()
+        self.tune.calibrate()
+        self.expected_s = self.tune.expected_s
+
+    def run_args(self, out, iterations):
+        return [self.bin, "run", "--manifest-root", TEST_CATALOG, "--model", "test-sleep",
+                "--set", "request.sleep_us=2000", "--iterations", str(iterations), "--warmup", "5",
+                "-o", out, "-q"]
+
+    def wait_for(self, proc, predicate, limit=120.0):
+        """Polls until `predicate` holds while `proc` runs; False when `proc` ended first."""
+        started = time.monotonic()
+        while proc.poll() is None and time.monotonic() - started < limit:
+            if predicate():
+                return True
+            time.sleep(POLL_S)
+        return False
+
+    def counted(self, kill_no, case, who="orchestrator only"):
+        self.stats.kills += 1
+        self.stats.at_event[case] = self.stats.at_event.get(case, 0) + 1
+        if who == "orchestrator only":
+            self.stats.orchestrator_only += 1
+        log(f"  kill {kill_no}: {case} ({who})")
+
+    def ended(self, proc, out, tag, kill_no):
+        proc.wait()
+        out.close()
+        self.reap_survivors(tag, kill_no)
+
+    def late_mkdir(self, kill_no):
+        self.episode += 1
+        out = os.path.join(self.work, f"R-{self.episode}")
+        tag = self.new_tag()
+        proc, log_file = self.start(self.run_args(out, 1000), tag, "concurrency.log")
+        staged = os.path.join(self.work, f".R-{self.episode}.staging-*")
+        if not self.wait_for(proc, lambda: glob.glob(staged)):
+            self.ended(proc, log_file, tag, kill_no)
+            self.stats.missed += 1
+            return False
+        os.mkdir(out)
+        with open(os.path.join(out, "precious.txt"), "w") as f:
+            f.write("x\n")
+        self.counted(kill_no, self.CASES[0], "no kill")
+        self.ended(proc, log_file, tag, kill_no)
+        if proc.returncode != 6:
+            self.stats.violation(kill_no, f"a directory made at -o: exit {proc.returncode}, not 6")
+        try:
+            with open(os.path.join(out, "precious.txt")) as f:
+                if f.read() != "x\n" or len(os.listdir(out)) != 1:
+                    raise ValueError("changed")
+        except (OSError, ValueError) as e:
+            self.stats.violation(kill_no, f"the directory made at -o was not left as it was: {e}")
+        try:
+            doc = read_json(os.path.join(out + ".kept", "result.json"))
+            if doc["cases"][0]["status"] != "completed":
+                raise ValueError(doc["cases"][0]["status"])
+        except (OSError, ValueError, KeyError, IndexError) as e:
+            self.stats.violation(kill_no, f"the measured result is not kept in {out}.kept: {e}")
+        left = [n for n in os.listdir(self.work) if TEMPORARY.search(n)]
+        if left:
+            self.stats.violation(kill_no, f"temporaries left beside -o: {left}")
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.rmtree(out + ".kept", ignore_errors=True)
+        return True
+
+    def sighup_run(self, kill_no):
+        self.episode += 1
+        out = os.path.join(self.work, f"H-{self.episode}")
+        tag = self.new_tag()
+        proc, log_file = self.start(self.run_args(out, 100000), tag, "concurrency.log")
+        # Some calls first: the progress file of the running case appears once it measures.
+        progress = os.path.join(self.work, f".H-{self.episode}.staging-*", "*", ".worker-progress.json")
+        if not self.wait_for(proc, lambda: glob.glob(progress)):
+            self.ended(proc, log_file, tag, kill_no)
+            self.stats.missed += 1
+            return False
+        time.sleep(self.rng.uniform(0.05, 1.0))
+        os.kill(proc.pid, signal.SIGHUP)
+        self.counted(kill_no, self.CASES[1], "SIGHUP")
+        self.ended(proc, log_file, tag, kill_no)
+        if proc.returncode != 130:
+            self.stats.violation(kill_no, f"SIGHUP to run: exit {proc.returncode}, not 130")
+        try:
+            doc = read_json(os.path.join(out, "result.json"))
+            case = doc["cases"][0]
+            if case["status"] != "interrupted" or case["measurement"]["observations"] < 1:
+                raise ValueError(f"{case['status']}, {case['measurement']['observations']} calls")
+        except (OSError, ValueError, KeyError, IndexError) as e:
+            self.stats.violation(kill_no, f"SIGHUP lost what the run measured: {e}")
+        shutil.rmtree(out, ignore_errors=True)
+        return True
+
+    def together(self, args_list, logname):
+        """Starts the commands 0.1 s apart, waits for all; returns their exit codes and tags."""
+        procs = []
+        for args in args_list:
+            tag = self.new_tag()
+            procs.append((self.start(args, tag, logname), tag))
+            time.sleep(0.1)
+        codes = []
+        for (proc, out), tag in procs:
+            try:
+                proc.wait(timeout=900)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            out.close()
+            self.reap_survivors(tag, None, quiet=True)
+            codes.append(proc.returncode)
+        return codes
+
+    def one_refused(self, kill_no, what, codes):
+        if sorted(codes) != [0, 6]:
+            self.stats.violation(kill_no, f"two {what} at once exited {codes}: expected one 0 and "
+                                          "one 6 (refused)")
+
+    def two_continues(self, kill_no):
+        t = self.tune
+        t.episode += 1
+        t.out = os.path.join(self.work, f"T-{t.episode}")
+        t.cache = os.path.join(t.out, "tuning-cache.jsonl")
+        t.bundles = os.path.join(self.work, "bundles-concurrency")
+        tag = self.new_tag()
+        proc, log_file = self.start(t.tune_args(), tag, "concurrency.log")
+        if not self.wait_for(proc, lambda: len(t.complete_lines()) >= 2, limit=600):
+            self.ended(proc, log_file, tag, kill_no)
+            self.stats.missed += 1
+            shutil.rmtree(t.out, ignore_errors=True)
+            return False
+        group = self.rng.random() >= 0.5
+        os.killpg(proc.pid, signal.SIGKILL) if group else os.kill(proc.pid, signal.SIGKILL)
+        self.counted(kill_no, self.CASES[2], "group" if group else "orchestrator only")
+        self.ended(proc, log_file, tag, kill_no)
+        kept = t.complete_lines()
+        codes = self.together([t.continue_args(), t.continue_args()], "concurrency.log")
+        self.one_refused(kill_no, "`tune --continue`", codes)
+        lines = t.complete_lines()
+        if lines[:len(kept)] != kept:
+            self.stats.violation(kill_no, "a cache line of the killed tune was changed or lost")
+        try:
+            iters = [json.loads(line)["iter"] for line in lines[1:] if line.strip()]
+            if iters != list(range(len(iters))):
+                self.stats.violation(kill_no, f"iterations not 0..n exactly once: {iters}")
+            read_json(os.path.join(t.out, "tuning-summary.json"))
+        except (OSError, ValueError, KeyError) as e:
+            self.stats.violation(kill_no, f"after two --continue: {e}")
+        shutil.rmtree(t.out, ignore_errors=True)
+        return True
+
+    def two_resumes(self, kill_no):
+        m = self.matrix
+        m.episode += 1
+        m.out = os.path.join(self.work, f"M-{m.episode}")
+        m.rows_seen = {}
+        slow = {"TRTMC_TEST_MATRIX_CANDIDATE_DELAY_US": "100000"}
+        tag = self.new_tag()
+        proc, log_file = self.start(m.run_args(), tag, "concurrency.log", slow)
+        attempt = os.path.join(m.out, "rows", "*", "attempt-*", "candidate*.log")
+        if not self.wait_for(proc, lambda: glob.glob(attempt), limit=300):
+            self.ended(proc, log_file, tag, kill_no)
+            self.stats.missed += 1
+            shutil.rmtree(m.out, ignore_errors=True)
+            return False
+        time.sleep(self.rng.uniform(0.0, 1.5))
+        os.kill(proc.pid, signal.SIGKILL)  # the orchestrator alone, its leaf in a long call
+        self.counted(kill_no, self.CASES[3])
+        self.ended(proc, log_file, tag, kill_no)
+        m.check_rows(kill_no, "after the kill")
+        codes = self.together([m.resume_args(), m.resume_args()], "concurrency.log")
+        self.one_refused(kill_no, "`matrix resume`", codes)
+        self.matrix_complete(kill_no)
+        return True
+
+    def matrix_complete(self, kill_no):
+        m = self.matrix
+        m.check_rows(kill_no, "after the resume")
+        try:
+            results = read_json(os.path.join(m.out, "results.json"))
+            ids = [r["id"] for r in results["rows"]]
+            if len(ids) != MATRIX_ROWS or len(set(ids)) != MATRIX_ROWS:
+                self.stats.violation(kill_no, f"results.json rows {ids}: expected {MATRIX_ROWS}")
+            if results["summary"]["pending"] != 0:
+                self.stats.violation(kill_no, f"{results['summary']['pending']} row(s) pending")
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            self.stats.violation(kill_no, f"results.json after the resume: {e}")
+        shutil.rmtree(m.out, ignore_errors=True)
+
+    def signal_orchestrator(self, kill_no):
+        sig = self.rng.choice([signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+        if kill_no % 2:
+            t = self.tune
+            t.episode += 1
+            t.out = os.path.join(self.work, f"T-{t.episode}")
+            t.cache = os.path.join(t.out, "tuning-cache.jsonl")
+            t.bundles = os.path.join(self.work, "bundles-concurrency")
+            args, ready, finish = t.tune_args(), lambda: len(t.complete_lines()) >= 2, t.continue_args
+            what = "tune"
+        else:
+            m = self.matrix
+            m.episode += 1
+            m.out = os.path.join(self.work, f"M-{m.episode}")
+            m.rows_seen = {}
+            attempt = os.path.join(m.out, "rows", "*", "attempt-*", "candidate*.log")
+            args, ready, finish = m.run_args(), lambda: glob.glob(attempt), m.resume_args
+            what = "matrix"
+        tag = self.new_tag()
+        proc, log_file = self.start(args, tag, "concurrency.log")
+        if not self.wait_for(proc, ready, limit=600):
+            self.ended(proc, log_file, tag, kill_no)
+            self.stats.missed += 1
+            return False
+        os.kill(proc.pid, sig)
+        self.counted(kill_no, self.CASES[4], f"{signal.Signals(sig).name} to {what}")
+        self.ended(proc, log_file, tag, kill_no)
+        if proc.returncode not in (130, 0):
+            self.stats.violation(kill_no, f"{signal.Signals(sig).name} to {what}: exit "
+                                          f"{proc.returncode}, not 130")
+        code, text = self.finish(finish(), "concurrency.log")
+        if code != 0:
+            self.stats.violation(kill_no, f"finishing after the signal exited {code}: {text[-300:]}")
+        if what == "matrix":
+            self.matrix_complete(kill_no)
+        else:
+            lines = self.tune.complete_lines()
+            iters = [json.loads(line)["iter"] for line in lines[1:] if line.strip()]
+            if iters != list(range(len(iters))):
+                self.stats.violation(kill_no, f"iterations not 0..n exactly once: {iters}")
+            shutil.rmtree(self.tune.out, ignore_errors=True)
+        return True
+
+    def cycle_once(self, kill_no):
+        case = [self.late_mkdir, self.sighup_run, self.two_continues, self.two_resumes,
+                self.signal_orchestrator][(kill_no - 1) % len(self.CASES)]
+        return case(kill_no)
+
+
+SCENARIOS = {"run": RunOutput, "bundle": BundleBuild, "matrix": Matrix, "tune": Tune,
+             "concurrency": Concurrency}
 
 
 def main():

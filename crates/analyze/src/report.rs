@@ -60,6 +60,10 @@ pub enum PackageError {
     },
     #[error("cannot serialize the analysis: {0}")]
     Json(#[from] serde_json::Error),
+    /// The report folder cannot be staged or moved into place (another writer holds it, it changed
+    /// meanwhile): the staged output writer's message.
+    #[error("report directory {dir}: {reason}")]
+    Output { dir: PathBuf, reason: String },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> PackageError + '_ {
@@ -113,7 +117,7 @@ pub fn choose_report_dir(
         if dir.is_symlink() {
             return Err(PackageError::Symlink(dir.clone()));
         }
-        if dir.exists() && !is_empty_dir(dir) {
+        if dir.exists() && !is_empty_dir(dir) && !is_incomplete_report(dir) {
             return Err(PackageError::NotEmpty(dir.clone()));
         }
         return Ok(dir.clone());
@@ -192,20 +196,74 @@ fn read_markdown(path: &Path) -> Result<(String, Vec<String>), PackageError> {
     ))
 }
 
-/// Packages a new report for `analysis`.
+/// The files a packaged report folder holds; `index.html`, `data.js` and `analyze-data.json` make it
+/// complete.
+const REPORT_FILES: &[&str] = &[
+    "index.html",
+    "app.js",
+    "styles.css",
+    "data.js",
+    "analyze-data.json",
+    "analyze.md",
+    "analysis.json",
+];
+
+/// A folder that only a packaging killed mid-write (by an earlier version, which wrote in place) can
+/// have left: nothing but report files and atomic-write temporaries, and not all of the essential
+/// ones. A rerun with the same `--report-dir` replaces it.
+fn is_incomplete_report(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let mut names = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let temporary = trtmc_core::fsutil::atomic_temporary_owner(&name).is_some();
+        if !temporary && !REPORT_FILES.contains(&name.as_str()) {
+            return false;
+        }
+        names.push(name);
+    }
+    !["index.html", "data.js", "analyze-data.json"]
+        .iter()
+        .all(|n| names.iter().any(|m| m == n))
+}
+
+/// Packages a new report for `analysis`. The folder is staged beside its place and moved there
+/// complete, through the staged output writer `run` uses (`trtmc_core::fsutil::OutputSlot`: one
+/// writer at a time, symlinks refused), so a killed packaging never leaves a half-written report.
 pub fn package(analysis: &Analysis, opts: &PackageOptions) -> Result<Packaged, PackageError> {
     let dir = choose_report_dir(analysis, opts)?;
     let md = opts.analyze_md.as_deref().map(read_markdown).transpose()?;
-    std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
-    let analyze_data_json = dir.join("analyze-data.json");
+    let refused = |reason| PackageError::Output {
+        dir: dir.clone(),
+        reason,
+    };
+    if is_incomplete_report(&dir) {
+        std::fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
+    }
+    // The slot accepts only an absent or empty folder (no file there carries a result schema).
+    let slot =
+        trtmc_core::fsutil::OutputSlot::prepare(&dir, "analyze-data.json", &[]).map_err(refused)?;
+    let staging = slot.staging().to_path_buf();
+    let analyze_data_json = staging.join("analyze-data.json");
     write_file(&analyze_data_json, |w| Ok(analysis.write_analyze_data(w)?))?;
-    finish(
-        dir,
+    let staged = finish(
+        staging.clone(),
         analysis,
         opts.analyze_md.as_deref(),
         md,
         analyze_data_json,
-    )
+    )?;
+    let placed = slot.commit().map_err(refused)?;
+    let moved = |p: PathBuf| placed.join(p.strip_prefix(&staging).unwrap_or(&p));
+    Ok(Packaged {
+        index: moved(staged.index),
+        analyze_data_json: moved(staged.analyze_data_json),
+        analyze_md: staged.analyze_md.map(moved),
+        report_dir: placed.clone(),
+        warnings: staged.warnings,
+    })
 }
 
 /// Re-packages the report folder that holds `analyze_data` (an analyze-data.json, ours or another

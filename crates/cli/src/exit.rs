@@ -101,7 +101,9 @@ impl From<trtmc_tune::orchestrate::TuneRunError> for CliError {
             | E::KnobTool { .. }
             | E::RouteProcesses { .. }
             | E::SlurmController { .. } => ExitCode::Environment,
-            E::OutputDir { .. } | E::SaveBundle { .. } | E::Write { .. } => ExitCode::Output,
+            E::OutputDir { .. } | E::SaveBundle { .. } | E::Write { .. } | E::Locked(_) => {
+                ExitCode::Output
+            }
             // The default route's reference outputs could not be computed: the tune's case failed.
             E::Engine(TuneError::Reference { .. }) => ExitCode::CaseFailed,
             E::Engine(TuneError::Executor(_)) => ExitCode::Environment,
@@ -163,7 +165,9 @@ impl From<trtmc_matrix::Error> for CliError {
             E::OutputNotEmpty { .. }
             | E::OutputRefused { .. }
             | E::CreateDir { .. }
-            | E::Write { .. } => ExitCode::Output,
+            | E::Write { .. }
+            | E::Locked(_) => ExitCode::Output,
+            E::Interrupted { .. } => ExitCode::Interrupted,
         };
         Self::classified(code, &e)
     }
@@ -178,7 +182,11 @@ impl From<trtmc_report::collection::Error> for CliError {
             | E::RootNotADirectory { .. }
             | E::NothingFound { .. }
             | E::Malformed(_) => ExitCode::Input,
-            E::OutputIsRun(_) | E::CreateDir { .. } | E::Write { .. } => ExitCode::Output,
+            E::OutputIsRun(_)
+            | E::OutputSymlink(_)
+            | E::Locked(_)
+            | E::CreateDir { .. }
+            | E::Write { .. } => ExitCode::Output,
         };
         Self::classified(code, &e)
     }

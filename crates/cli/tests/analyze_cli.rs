@@ -9,7 +9,7 @@ fn bin() -> Command {
 }
 
 /// `$TRTMC_FIXTURES`, else the vendored `<repo>/tests/fixtures`; missing fixtures fail the test.
-fn fixtures() -> PathBuf {
+pub(crate) fn fixtures() -> PathBuf {
     if let Some(dir) = std::env::var_os("TRTMC_FIXTURES") {
         return PathBuf::from(dir);
     }

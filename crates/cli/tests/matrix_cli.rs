@@ -20,7 +20,7 @@ use serde_json::Value;
 /// sides of a row.
 static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn measuring() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn measuring() -> std::sync::MutexGuard<'static, ()> {
     MEASURING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -35,13 +35,13 @@ fn catalog(dir: &Path) -> PathBuf {
     root
 }
 
-struct Setup {
-    dir: tempfile::TempDir,
-    catalog: PathBuf,
-    env: PathBuf,
+pub(crate) struct Setup {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) catalog: PathBuf,
+    pub(crate) env: PathBuf,
 }
 
-fn setup(extra_env: &str) -> Setup {
+pub(crate) fn setup(extra_env: &str) -> Setup {
     let dir = tempfile::tempdir().expect("tmp");
     let catalog = catalog(dir.path());
     let env = write_matrix_environment(
@@ -51,9 +51,9 @@ fn setup(extra_env: &str) -> Setup {
     Setup { dir, catalog, env }
 }
 
-const ROW_ORT: &str = "  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: single\n    candidate: {runtime: onnxruntime}\n    reference: {backend: onnxruntime-python}\n";
+pub(crate) const ROW_ORT: &str = "  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: single\n    candidate: {runtime: onnxruntime}\n    reference: {backend: onnxruntime-python}\n";
 
-fn suite(s: &Setup, name: &str, rows: &str) -> PathBuf {
+pub(crate) fn suite(s: &Setup, name: &str, rows: &str) -> PathBuf {
     let path = s.dir.path().join(format!("{name}.yaml"));
     std::fs::write(
         &path,
@@ -65,7 +65,7 @@ fn suite(s: &Setup, name: &str, rows: &str) -> PathBuf {
     path
 }
 
-fn p(path: &Path) -> String {
+pub(crate) fn p(path: &Path) -> String {
     path.to_str().expect("utf8").to_string()
 }
 
@@ -85,7 +85,7 @@ fn check(s: &Setup, suite: &str) -> Output {
     )
 }
 
-fn matrix(_s: &Setup, args: &[&str], envs: &[(&str, &str)]) -> Output {
+pub(crate) fn matrix(_s: &Setup, args: &[&str], envs: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(BIN);
     cmd.arg("matrix")
         .args(args)

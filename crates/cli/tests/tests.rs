@@ -20,6 +20,7 @@ mod ci_cli;
 mod families_cli;
 mod gpu_check_script;
 mod hardening3_io;
+mod hardening3_proc;
 mod history_cli;
 mod install_cli;
 mod limits_cli;

@@ -30,7 +30,7 @@ pub(crate) const QUICK: &[&str] = &[
     "4",
 ];
 
-fn tune_cmd(tmp: &Path, args: &[&str]) -> Command {
+pub(crate) fn tune_cmd(tmp: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(BIN);
     cmd.arg("tune").args(args);
     // `--continue` takes its bundle cache from the cache header.
@@ -41,11 +41,11 @@ fn tune_cmd(tmp: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-fn tune(tmp: &Path, args: &[&str]) -> Output {
+pub(crate) fn tune(tmp: &Path, args: &[&str]) -> Output {
     tune_cmd(tmp, args).output().expect("start trtmc-bench")
 }
 
-fn lines(path: &Path) -> Vec<Value> {
+pub(crate) fn lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .expect("cache")
         .lines()
@@ -63,7 +63,7 @@ fn route<'a>(summary: &'a Value, text: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("route {text} missing"))
 }
 
-fn s(p: &Path) -> &str {
+pub(crate) fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
 
@@ -441,7 +441,7 @@ fn when_every_route_fails_the_tune_exits_5_and_still_writes_its_summary() {
 /// A tune over routes that sleep 0, 50, 100 and 150 ms inside every call (far beyond the ~3 ms the
 /// model takes, even when other processes stretch its CPU time). Early stopping is off, so every route
 /// is measured in full and the tune lasts long enough to be killed in the middle.
-fn sleepy_args<'a>(out_dir: &'a Path, model: &'a [&'a str]) -> Vec<&'a str> {
+pub(crate) fn sleepy_args<'a>(out_dir: &'a Path, model: &'a [&'a str]) -> Vec<&'a str> {
     let mut args = model.to_vec();
     args.extend_from_slice(&[
         "--runtime",
@@ -511,7 +511,7 @@ fn routes_slower_beyond_doubt_are_stopped_after_their_probe() {
     assert!(report.contains("log scale") && report.contains("(eliminated)"));
 }
 
-fn iterations(cache: &Path) -> Vec<u64> {
+pub(crate) fn iterations(cache: &Path) -> Vec<u64> {
     lines(cache)[1..]
         .iter()
         .map(|l| l["iter"].as_u64().expect("iter"))

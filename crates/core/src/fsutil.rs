@@ -111,11 +111,20 @@ pub fn inspect_slot(dir: &Path, marker: &str, schema_prefixes: &[&str]) -> SlotC
 
 /// A result directory being produced: write into [`OutputSlot::staging`], then [`OutputSlot::commit`].
 /// Dropping an uncommitted slot removes the staging directory and leaves the old result untouched.
+///
+/// The slot holds the lock of its target ([`crate::dirlock`], `.NAME.lock` beside it) from
+/// [`OutputSlot::prepare`] until it is dropped, so two commands never write one output at once.
 #[derive(Debug)]
 pub struct OutputSlot {
     target: PathBuf,
     staging: PathBuf,
+    /// What the target was when the slot was prepared: a directory made there since (by someone else)
+    /// is never replaced.
+    found: SlotContent,
+    marker: String,
+    schema_prefixes: Vec<String>,
     committed: bool,
+    _lock: crate::dirlock::DirLock,
 }
 
 impl OutputSlot {
@@ -125,7 +134,23 @@ impl OutputSlot {
         marker: &str,
         schema_prefixes: &[&str],
     ) -> Result<OutputSlot, String> {
-        match inspect_slot(target, marker, schema_prefixes) {
+        let parent = target
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent).map_err(|e| {
+            format!(
+                "cannot create the output's parent {}: {e}",
+                parent.display()
+            )
+        })?;
+        let lock = crate::dirlock::DirLock::acquire(
+            &crate::dirlock::sibling_lock_path(target),
+            &format!("the output {}", target.display()),
+        )
+        .map_err(|e| e.to_string())?;
+        let found = inspect_slot(target, marker, schema_prefixes);
+        match &found {
             SlotContent::Symlink => {
                 return Err(format!(
                     "output {} is a symlink; refusing to replace it (pass the real directory or a new path to -o)",
@@ -144,16 +169,6 @@ impl OutputSlot {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .ok_or_else(|| format!("output {} has no directory name", target.display()))?;
-        let parent = target
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        std::fs::create_dir_all(parent).map_err(|e| {
-            format!(
-                "cannot create the output's parent {}: {e}",
-                parent.display()
-            )
-        })?;
         remove_stale_staging(parent, &name);
         let staging = parent.join(format!(".{name}.staging-{}", std::process::id()));
         if staging.exists() {
@@ -168,7 +183,11 @@ impl OutputSlot {
         Ok(OutputSlot {
             target: target.to_path_buf(),
             staging,
+            found,
+            marker: marker.to_string(),
+            schema_prefixes: schema_prefixes.iter().map(|p| p.to_string()).collect(),
             committed: false,
+            _lock: lock,
         })
     }
 
@@ -180,15 +199,36 @@ impl OutputSlot {
         &self.target
     }
 
-    /// Puts the staged result in place of the old one.
+    /// Puts the staged result in place of the old one. Only what the slot may replace is replaced: the
+    /// target as it was found (absent, empty, a trtmc result) and still is. When the target was absent
+    /// and a directory appeared there since, or it no longer holds a trtmc result, nothing there is
+    /// touched: the new result is moved to a visible sibling (`NAME.kept`, `NAME.kept-2`, …) named in
+    /// the error, so neither is lost.
     pub fn commit(mut self) -> Result<PathBuf, String> {
-        let fail = |e: std::io::Error| {
-            format!("cannot move the result into {}: {e}", self.target.display())
+        let target = self.target.clone();
+        let fail = move |e: std::io::Error| {
+            format!("cannot move the result into {}: {e}", target.display())
         };
+        if let Some(why) = self.changed_since_prepare() {
+            return Err(self.keep_aside(&why));
+        }
         if std::fs::symlink_metadata(&self.target).is_ok() {
             if exchange(&self.staging, &self.target).is_ok() {
-                // The staging path now holds the old result.
-                let _ = std::fs::remove_dir_all(&self.staging);
+                // The staging path now holds what the target held: check it once more, since a
+                // directory could have been made between the look above and the exchange.
+                if self.replaceable(&self.staging) {
+                    let _ = std::fs::remove_dir_all(&self.staging);
+                } else if exchange(&self.staging, &self.target).is_ok() {
+                    return Err(self.keep_aside("it changed while the result was moved in"));
+                } else {
+                    // Cannot swap back: leave both in place under their current names.
+                    self.committed = true;
+                    return Err(format!(
+                        "output {} changed while the result was moved in; what it held is now in {} (nothing was deleted)",
+                        self.target.display(),
+                        self.staging.display()
+                    ));
+                }
             } else {
                 let old = self.staging.with_file_name(format!(
                     "{}.old",
@@ -197,7 +237,7 @@ impl OutputSlot {
                         .map(|n| n.to_string_lossy().into_owned())
                         .unwrap_or_default()
                 ));
-                std::fs::rename(&self.target, &old).map_err(fail)?;
+                std::fs::rename(&self.target, &old).map_err(&fail)?;
                 if let Err(e) = std::fs::rename(&self.staging, &self.target) {
                     let _ = std::fs::rename(&old, &self.target);
                     return Err(fail(e));
@@ -205,10 +245,65 @@ impl OutputSlot {
                 let _ = std::fs::remove_dir_all(&old);
             }
         } else {
-            std::fs::rename(&self.staging, &self.target).map_err(fail)?;
+            match rename_no_replace(&self.staging, &self.target) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    return Err(self.keep_aside("a directory was made there during the run"));
+                }
+                Err(e) => return Err(fail(e)),
+            }
         }
         self.committed = true;
         Ok(self.target.clone())
+    }
+
+    /// Why the target may no longer be replaced, if it changed since [`OutputSlot::prepare`].
+    fn changed_since_prepare(&self) -> Option<String> {
+        let now = std::fs::symlink_metadata(&self.target).is_ok();
+        if self.found == SlotContent::Missing && now {
+            return Some("a directory was made there during the run".into());
+        }
+        (now && !self.replaceable(&self.target)).then(|| "it no longer holds a trtmc result".into())
+    }
+
+    /// Whether `dir` holds something this slot may replace (empty or a recognized result).
+    fn replaceable(&self, dir: &Path) -> bool {
+        let prefixes: Vec<&str> = self.schema_prefixes.iter().map(String::as_str).collect();
+        matches!(
+            inspect_slot(dir, &self.marker, &prefixes),
+            SlotContent::Missing | SlotContent::Empty | SlotContent::Recognized
+        )
+    }
+
+    /// Moves the staged result to a free visible sibling of the target (`NAME.kept`, `NAME.kept-2`, …)
+    /// and says where, leaving the target untouched. When even that fails, the staging directory is
+    /// kept under its own name (named in the message) instead of being removed.
+    fn keep_aside(&mut self, why: &str) -> String {
+        let name = self
+            .target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let parent = self.staging.parent().unwrap_or(Path::new("."));
+        let mut kept = self.staging.clone();
+        for n in 1..1000 {
+            let candidate = if n == 1 {
+                parent.join(format!("{name}.kept"))
+            } else {
+                parent.join(format!("{name}.kept-{n}"))
+            };
+            if rename_no_replace(&self.staging, &candidate).is_ok() {
+                kept = candidate;
+                break;
+            }
+        }
+        // Either moved or deliberately left: never removed on drop.
+        self.committed = true;
+        format!(
+            "output {} was not replaced: {why} (it was absent or a trtmc result when the run started), so it is left untouched; the measured result is kept in {} (move it where you want it, and choose a new or empty directory for -o next time)",
+            self.target.display(),
+            kept.display()
+        )
     }
 }
 
@@ -224,6 +319,21 @@ impl Drop for OutputSlot {
 fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
     use rustix::fs::{CWD, RenameFlags, renameat_with};
     renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE).map_err(std::io::Error::from)
+}
+
+/// Renames `from` to `to` unless `to` exists (then `AlreadyExists`), in one step on Linux.
+#[cfg(target_os = "linux")]
+fn rename_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE).map_err(std::io::Error::from)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn rename_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
+    if std::fs::symlink_metadata(to).is_ok() {
+        return Err(std::io::ErrorKind::AlreadyExists.into());
+    }
+    std::fs::rename(from, to)
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -421,6 +531,42 @@ mod tests {
         let empty = t.path().join("empty");
         std::fs::create_dir(&empty).expect("mkdir");
         assert!(OutputSlot::prepare(&empty, "result.json", PREFIXES).is_ok());
+    }
+
+    #[test]
+    fn a_directory_made_at_the_target_during_the_run_is_never_replaced() {
+        let t = tempfile::tempdir().expect("tmp");
+        let out = t.path().join("out");
+        let slot = OutputSlot::prepare(&out, "result.json", PREFIXES).expect("prepare");
+        result_dir(slot.staging(), "new");
+        // Someone else makes the directory while the run measures.
+        std::fs::create_dir(&out).expect("mkdir");
+        std::fs::write(out.join("precious.txt"), "x").expect("write");
+        let e = slot.commit().expect_err("refused");
+        assert!(e.contains("made there during the run"), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(out.join("precious.txt")).expect("kept"),
+            "x"
+        );
+        let kept = t.path().join("out.kept");
+        assert!(e.contains(&kept.display().to_string()), "{e}");
+        assert!(
+            std::fs::read_to_string(kept.join("result.json"))
+                .expect("result kept")
+                .contains("new")
+        );
+        assert!(!t.path().join(".out.lock").exists(), "the lock is released");
+    }
+
+    #[test]
+    fn a_second_slot_on_one_target_is_refused_while_the_first_is_open() {
+        let t = tempfile::tempdir().expect("tmp");
+        let out = t.path().join("out");
+        let first = OutputSlot::prepare(&out, "result.json", PREFIXES).expect("first");
+        let e = OutputSlot::prepare(&out, "result.json", PREFIXES).expect_err("second");
+        assert!(e.contains("another trtmc-bench process"), "{e}");
+        drop(first);
+        assert!(OutputSlot::prepare(&out, "result.json", PREFIXES).is_ok());
     }
 
     /// The pid of a process that has exited and been reaped.

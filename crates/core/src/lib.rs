@@ -8,6 +8,7 @@ pub mod case;
 pub mod catalog;
 pub mod chat;
 pub mod data;
+pub mod dirlock;
 pub mod error_text;
 pub mod fsutil;
 pub mod hash;

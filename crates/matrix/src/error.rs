@@ -107,6 +107,18 @@ pub enum Error {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// Another `matrix run`/`resume` writes this run now (one writer per run folder).
+    #[error(transparent)]
+    Locked(#[from] trtmc_core::dirlock::LockError),
+
+    // --- stopped (exit 130) ---
+    /// Ctrl-C, SIGTERM or SIGHUP: the running row's leaf was stopped and its row left pending.
+    #[error(
+        "interrupted: {done} row(s) of this session are kept in {}; the stopped row and the rest are pending: `{}` finishes them",
+        run.display(),
+        trtmc_core::text::shell_line(&["trtmc-bench".into(), "matrix".into(), "resume".into(), run.display().to_string()])
+    )]
+    Interrupted { run: PathBuf, done: usize },
 }
 
 /// The matrix's errors under their earlier name.

@@ -93,13 +93,18 @@ impl Ctx<'_> {
         let started = Instant::now();
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]).envs(&env).stdout(file).stderr(err);
+        if argv.get(1).map(String::as_str) == Some("run") {
+            // A `trtmc-bench run` leaf stops when this process ends, however it ends (not recorded
+            // in the row's argv: it is how the matrix runs the command, not part of it).
+            cmd.arg("--parent-pipe");
+        }
         // The delay hooks reach only the leaf they are meant for.
         for hook in [CALL_DELAY_ENV, CALL_SLOWDOWN_ENV, SLOW_NODE_ENV] {
             if !env.contains_key(hook) {
                 cmd.env_remove(hook);
             }
         }
-        let status = cmd.status();
+        let status = run_leaf(&mut cmd);
         let seconds = started.elapsed().as_secs_f64();
         let exit_code = status.as_ref().ok().and_then(|s| s.code());
         self.commands.push(LeafCommand {
@@ -121,6 +126,26 @@ impl Ctx<'_> {
             )),
             Err(e) => Err(format!("cannot start `{}`: {e}", argv[0])),
         }
+    }
+}
+
+/// Runs a leaf with standard input a pipe this process holds until the leaf ends (its liveness pipe,
+/// see `run --parent-pipe`). A stop asked of the matrix (Ctrl-C, SIGTERM, SIGHUP) is passed on as
+/// SIGTERM, so the leaf stops gracefully and the matrix can end with the row still pending.
+fn run_leaf(cmd: &mut Command) -> std::io::Result<std::process::ExitStatus> {
+    let mut child = cmd.stdin(std::process::Stdio::piped()).spawn()?;
+    let _pipe = child.stdin.take();
+    let mut asked = false;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        if !asked && trtmc_runner::interrupt::requested() {
+            asked = true;
+            let pid = rustix::process::Pid::from_child(&child);
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 

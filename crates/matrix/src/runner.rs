@@ -414,6 +414,9 @@ pub fn execute(
     test_hooks: &TestHooks,
 ) -> Result<Results, MatrixError> {
     let mut plan = read_plan(run)?;
+    // One writer per run folder: a second `matrix run`/`resume` of this run is refused, so no row
+    // runs twice.
+    let _lock = lock_run(run)?;
     // Rows run with this program (resume checks that it is the plan's revision), unless the
     // environment names the trtmc-bench they run (`worker`).
     if plan.environment.worker.is_none()
@@ -427,13 +430,22 @@ pub fn execute(
     match executor {
         "local" => {
             let total = pending.len();
+            // Ctrl-C, SIGTERM and SIGHUP stop the running row's leaf gracefully; the row is then
+            // left pending (not recorded as failed) for `matrix resume`.
+            let _ = trtmc_runner::interrupt::watch();
             for (i, pr) in pending.iter().enumerate() {
+                if trtmc_runner::interrupt::requested() {
+                    return Err(interrupted(run, i));
+                }
                 progress.report(Event::RowStarted {
                     done: i,
                     total,
                     id: &pr.id,
                 });
                 let r = row::execute(&plan, pr, run, None, test_hooks);
+                if trtmc_runner::interrupt::requested() {
+                    return Err(interrupted(run, i));
+                }
                 write_row(run, &r)?;
                 progress.report(Event::RowFinished {
                     id: &r.id,
@@ -450,6 +462,24 @@ pub fn execute(
         }
     }
     finalize(run)
+}
+
+/// The lock of a matrix run folder (`.lock` inside it), held while rows run or results are written.
+fn lock_run(run: &Path) -> Result<trtmc_core::dirlock::DirLock, MatrixError> {
+    let what = format!("the matrix run {}", run.display());
+    Ok(trtmc_core::dirlock::DirLock::acquire(
+        &run.join(".lock"),
+        &what,
+    )?)
+}
+
+/// The stop of a local matrix session after `done` rows; the results so far are written first.
+fn interrupted(run: &Path, done: usize) -> MatrixError {
+    let _ = finalize(run);
+    Error::Interrupted {
+        run: run.to_path_buf(),
+        done,
+    }
 }
 
 /// `matrix resume`: the same program revision continues the rows that have no final result.

@@ -79,6 +79,15 @@ pub enum Error {
         .0.display()
     )]
     OutputIsRun(PathBuf),
+    /// The output directory is a symbolic link (never written through).
+    #[error(
+        "{} is a symbolic link; refusing to write the report through it (pass the real directory to -o)",
+        .0.display()
+    )]
+    OutputSymlink(PathBuf),
+    /// Another `report` writes this directory now.
+    #[error(transparent)]
+    Locked(#[from] trtmc_core::dirlock::LockError),
     /// The output directory cannot be created.
     #[error("cannot create {}", path.display())]
     CreateDir {
@@ -375,11 +384,19 @@ pub fn write(opts: &Options) -> Result<Outcome, Error> {
     if dir.join(RESULT_JSON).exists() {
         return Err(Error::OutputIsRun(dir));
     }
+    if dir.is_symlink() {
+        return Err(Error::OutputSymlink(dir));
+    }
     let (report, latencies) = collect(opts)?;
     std::fs::create_dir_all(&dir).map_err(|source| Error::CreateDir {
         path: dir.clone(),
         source,
     })?;
+    // One writer per report folder; each file below is replaced atomically.
+    let _lock = trtmc_core::dirlock::DirLock::acquire(
+        &trtmc_core::dirlock::sibling_lock_path(&dir.join(REPORT_HTML)),
+        &format!("the report folder {}", dir.display()),
+    )?;
     let html = pages::render(Kind::Collection, &report, &latencies);
     let html_path = dir.join(REPORT_HTML);
     trtmc_core::fsutil::write_atomic(&html_path, html.as_bytes()).map_err(|source| {

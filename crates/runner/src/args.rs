@@ -156,6 +156,10 @@ pub struct RunArgs {
     /// before the default places; repeatable, in search order. Recorded in result.json's provenance.
     #[arg(long = "runtime-dir", value_name = "PATH")]
     pub runtime_dirs: Vec<PathBuf>,
+    /// Hidden: standard input is a pipe the orchestrator (the matrix) holds open; its end stops the
+    /// run as SIGTERM does, so a killed orchestrator leaves no run behind.
+    #[arg(long, hide = true)]
+    pub parent_pipe: bool,
 }
 
 impl Default for RunArgs {
@@ -196,6 +200,7 @@ impl Default for RunArgs {
             profile_iterations: crate::run::DEFAULT_PROFILE_ITERATIONS,
             trtexec: None,
             runtime_dirs: Vec::new(),
+            parent_pipe: false,
         }
     }
 }
@@ -298,6 +303,7 @@ impl RunArgs {
         }
         argv.option("--trtexec", self.trtexec.as_deref().map(word));
         argv.each("--runtime-dir", self.runtime_dirs.iter().map(|p| word(p)));
+        argv.switch("--parent-pipe", self.parent_pipe);
         // The plan file last, after `--` when its name looks like a flag.
         if let Some(plan) = &self.plan {
             let plan = word(plan);
@@ -353,6 +359,7 @@ mod tests {
             profile_iterations: 7,
             trtexec: Some("/opt/trtexec".into()),
             runtime_dirs: vec!["lib".into()],
+            parent_pipe: true,
         }
     }
 

@@ -399,11 +399,15 @@ pub fn timed_loop_until(
     }
 }
 
-/// Registers SIGINT and SIGTERM to set the returned flag instead of killing the worker, so the calls
-/// already timed reach the result file.
+/// Registers SIGINT, SIGTERM and SIGHUP (the terminal closed) to set the returned flag instead of
+/// killing the worker, so the calls already timed reach the result file.
 pub fn stop_on_signals() -> std::io::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    for signal in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
         signal_hook::flag::register(signal, Arc::clone(&stop))?;
     }
     Ok(stop)

@@ -26,10 +26,9 @@ use crate::runtime_knobs::test_mode;
 /// Entry point of `trtmc-bench tune-worker`: reads the request from stdin, answers on stdout. Returns the
 /// exit code (0 when the last answer was ok).
 pub fn main() -> i32 {
-    let stdin = std::io::stdin();
-    let mut lines = stdin.lock().lines();
+    let first = std::io::stdin().lock().lines().next();
     let mut out = std::io::stdout().lock();
-    let request: ChildRequest = match lines.next() {
+    let request: ChildRequest = match first {
         Some(Ok(line)) => match serde_json::from_str(&line) {
             Ok(r) => r,
             Err(e) => {
@@ -58,13 +57,47 @@ pub fn main() -> i32 {
         );
     }
     eprintln!("tune-worker {:?}: route {}", request.mode, request.route);
+    let commands = follow_the_tuner();
     match request.mode {
         ChildMode::Build => {
             let response = build(&request);
             answer(&mut out, &response)
         }
-        ChildMode::Serve => serve(&request, lines, &mut out),
+        ChildMode::Serve => serve(&request, commands.into_iter().map(Ok), &mut out),
     }
+}
+
+/// How long a worker whose tuner is gone may take to return on its own before it ends itself.
+const ORPHAN_GRACE: Duration = Duration::from_secs(1);
+
+/// Reads the tuner's commands on a thread. Standard input is the liveness pipe (as for `run`'s
+/// worker): its end means the tuner quit or died, even by SIGKILL. An idle worker then returns on its
+/// own (the command channel closes); one that is building or measuring is ended [`ORPHAN_GRACE`] later
+/// with whatever it started (it leads its own process group), so nothing measures for a dead tuner.
+fn follow_the_tuner() -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("tuner-pipe".into())
+        .spawn(move || {
+            for line in std::io::stdin().lock().lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+            drop(tx);
+            std::thread::sleep(ORPHAN_GRACE);
+            eprintln!("tune-worker: the tuner is gone (its pipe closed); stopping");
+            let me = rustix::process::getpid();
+            if rustix::process::getpgrp() == me {
+                let _ = rustix::process::kill_process_group(me, rustix::process::Signal::KILL);
+            }
+            std::process::exit(3);
+        });
+    if let Err(e) = spawned {
+        eprintln!("tune-worker: cannot watch the tuner ({e})");
+    }
+    rx
 }
 
 fn answer(out: &mut impl Write, response: &Response) -> i32 {

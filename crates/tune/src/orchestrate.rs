@@ -99,6 +99,9 @@ pub enum TuneRunError {
         #[source]
         source: CacheError,
     },
+    /// Another tune writes this tuning cache now (one writer per cache).
+    #[error(transparent)]
+    Locked(#[from] trtmc_core::dirlock::LockError),
     /// The plan stored in the tuning cache's header no longer holds (`--continue`).
     #[error("{source}")]
     CachedPlan {
@@ -500,6 +503,15 @@ where
     if let Some(dir) = &request.save_bundle {
         check_save_destination(&absolute(dir))?;
     }
+    // One writer per tuning cache: a second tune on it (`--continue` or new) is refused before it
+    // reads or writes the cache, so no iteration is written twice.
+    if let Some(parent) = request.cache.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    let _lock = trtmc_core::dirlock::DirLock::acquire(
+        &trtmc_core::dirlock::sibling_lock_path(&request.cache),
+        &format!("the tuning cache {}", request.cache.display()),
+    )?;
     let (plan, prepared, mut writer, previous) = match start {
         Start::New(plan) => {
             // Before the cache file and the reference build.

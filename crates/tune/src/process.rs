@@ -521,8 +521,8 @@ impl RouteRunner for ProcessRunner {
         let info = self.resolve(route).map_err(RouteError::failed)?;
         let request = self.request(ChildMode::Build, &info);
         let log = self.log_path(&info.route, "build");
-        let mut worker = self.spawn(&request, &log)?;
-        worker.stdin = None;
+        // Its standard input stays open until it answers: it is the build's liveness pipe.
+        let worker = self.spawn(&request, &log)?;
         let pid = worker.child.id();
         let received = Self::receive(worker, timeout, "the build", &info.route);
         if received.is_err() {

@@ -582,7 +582,9 @@ fn build_in_child(
         .stderr(Stdio::inherit())
         .spawn()
         .map_err(|e| failed(format!("cannot start {} tune-worker: {e}", exe.display())))?;
-    if let Some(mut stdin) = child.stdin.take() {
+    // Held open until the build answers: the child's liveness pipe (it stops when this closes).
+    let mut pipe = child.stdin.take();
+    if let Some(stdin) = pipe.as_mut() {
         // A child that died at once shows below as a closed pipe.
         let _ = writeln!(stdin, "{line}").and_then(|()| stdin.flush());
     }

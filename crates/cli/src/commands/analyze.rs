@@ -197,9 +197,19 @@ pub struct ServeArgs {
     /// Port to listen on (0 picks a free one).
     #[arg(long, default_value_t = 8765)]
     pub port: u16,
-    /// Loopback address to bind.
-    #[arg(long, default_value = "127.0.0.1")]
+    /// Loopback address to bind (`localhost` is 127.0.0.1).
+    #[arg(long, default_value = "127.0.0.1", value_parser = bind_address)]
     pub bind: IpAddr,
+}
+
+/// `--bind`: an IP address, or `localhost` (127.0.0.1); whether it is a loopback one is checked by
+/// the server.
+fn bind_address(text: &str) -> Result<IpAddr, String> {
+    if text.eq_ignore_ascii_case("localhost") {
+        return Ok(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+    }
+    text.parse()
+        .map_err(|_| format!("`{text}` is not an IP address or `localhost`"))
 }
 
 pub fn execute(args: AnalyzeArgs) -> CliResult {
@@ -277,29 +287,29 @@ fn print_summary(analysis: &Analysis) {
     }
 }
 
+/// Writes one output document through the atomic writer (a temporary sibling renamed over the
+/// path, so a kill never leaves half a file); a symlink at the path is refused, never written through.
 fn write_file(
     path: &std::path::Path,
-    write: impl FnOnce(&mut BufWriter<std::fs::File>) -> serde_json::Result<()>,
+    write: impl FnOnce(&mut BufWriter<&mut std::fs::File>) -> serde_json::Result<()>,
 ) -> CliResult {
-    let file = std::fs::File::create(path).map_err(|e| {
-        CliError::new(
+    if path.is_symlink() {
+        return Err(CliError::new(
             ExitCode::Output,
-            format!("cannot create {}: {e}", path.display()),
-        )
-    })?;
-    let mut w = BufWriter::with_capacity(1 << 20, file);
-    write(&mut w).map_err(|e| {
-        CliError::new(
-            ExitCode::Output,
-            format!("cannot write {}: {e}", path.display()),
-        )
-    })?;
-    w.flush().map_err(|e| {
-        CliError::new(
-            ExitCode::Output,
-            format!("cannot write {}: {e}", path.display()),
-        )
-    })
+            format!(
+                "{} is a symbolic link; refusing to write through it (pass the real file or a new path)",
+                path.display()
+            ),
+        ));
+    }
+    trtmc_core::fsutil::write_atomic_with(path, |w| write(w).map_err(std::io::Error::from)).map_err(
+        |e| {
+            CliError::new(
+                ExitCode::Output,
+                format!("cannot write {}: {e}", path.display()),
+            )
+        },
+    )
 }
 
 fn analyze_to_json(

@@ -100,6 +100,9 @@ pub fn execute(command: RunCommand) -> CliResult {
         ci,
         history,
     } = command;
+    if args.parent_pipe {
+        trtmc_runner::interrupt::watch_parent_pipe();
+    }
     crate::runtime_dirs::apply(&args.runtime_dirs)?;
     let command_line: Vec<String> = std::env::args().collect();
     let test_hooks = TestHooks::current().clone();

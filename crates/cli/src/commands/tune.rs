@@ -278,6 +278,20 @@ fn run_tune(
         page: trtmc_report::tune_page::render,
     };
     let progress = crate::progress::Terminal::new(args.quiet);
+    // Every measured iteration is in the cache as soon as it ends: a stop keeps them, and the
+    // workers end by their liveness pipes when this process does.
+    let cache_line = trtmc_core::text::shell_line(&[
+        "trtmc-bench".into(),
+        "tune".into(),
+        "--continue".into(),
+        "--cache".into(),
+        request.cache.display().to_string(),
+    ]);
+    trtmc_runner::interrupt::exit_on_signals(format!(
+        "interrupted: the iterations measured so far are kept in the tuning cache {}; `{cache_line}` finishes the tune",
+        request.cache.display()
+    ))
+    .map_err(|e| CliError::internal(format!("cannot watch for Ctrl-C: {e}")))?;
     let outcome = orchestrate::run(&request, start, &progress).map_err(CliError::from)?;
     crate::out::text(&decision_text(args, &outcome))?;
     let summary = &outcome.summary;
