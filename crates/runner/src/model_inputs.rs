@@ -21,6 +21,8 @@ pub(crate) struct GivenData<'a> {
     pub inputs: &'a [String],
     pub check_outputs: &'a [String],
     pub tolerance: Option<(f64, f64)>,
+    /// `--max-tensor-memory-gib`: the bound of the case's estimated tensor memory.
+    pub most_tensor_gib: Option<f64>,
 }
 
 /// One input of a planned case, for `--dry-run` and the run's notes.
@@ -230,7 +232,7 @@ pub(crate) fn settle(
             fed_shapes.push((d, shape));
         }
     }
-    check_memory(&fed_shapes, &outputs, &dims, sel.most_tensor_gib)?;
+    check_memory(&fed_shapes, &outputs, &dims, given.most_tensor_gib)?;
     if let Some(data) = data {
         resolved.inputs.calls_rotate_over = data.inputs.len();
         resolved.data = Some(data);

@@ -84,6 +84,7 @@ impl Selection {
             inputs: &self.inputs,
             check_outputs: &self.check_outputs,
             tolerance: self.tolerance,
+            most_tensor_gib: self.most_tensor_gib,
         }
     }
 }
