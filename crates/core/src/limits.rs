@@ -230,7 +230,7 @@ pub fn check_tensor_memory(tensors: &[TensorEstimate], most_gib: f64) -> Result<
         return Ok(());
     }
     let mut largest: Vec<&TensorEstimate> = tensors.iter().collect();
-    largest.sort_by(|a, b| b.bytes.cmp(&a.bytes));
+    largest.sort_by_key(|b| std::cmp::Reverse(b.bytes));
     let named: Vec<String> = largest
         .iter()
         .take(3)

@@ -419,7 +419,10 @@ pub(crate) fn text_encoder(seed: u64, t: &Transformer, head: EncoderHead, name: 
         Dim::Param("seq"),
         Dim::Fixed(t.hidden as i64),
     ];
-    g.output(&x, "last_hidden_state", DataType::Float, &batch_seq_hidden);
+    // A cross-encoder's export gives its scores alone (the rerank runner reads its one output).
+    if head != EncoderHead::Rerank {
+        g.output(&x, "last_hidden_state", DataType::Float, &batch_seq_hidden);
+    }
     let first = g.const_i64("const.zero_1d", &[0]);
     let axis1 = g.const_i64("const.i64_1", &[1]);
     let cls = {
