@@ -1123,7 +1123,21 @@ fn run_directories_half_created_refused_and_swept_of_dead_temporaries() {
     let dead_report = out.join(format!(".report.html.tmp-{dead}"));
     let dead_row = out.join("rows").join(format!(".000.json.tmp-{dead}"));
     let live_results = out.join(format!(".results.json.tmp-{live}"));
-    for f in [&dead_results, &dead_report, &dead_row, &live_results] {
+    // … and one a kill left inside an attempt's `reference/` folder (the Python reference's inputs).
+    let attempt = read_json(&out.join("rows/000.json"))["attempt_dir"]
+        .as_str()
+        .expect("attempt_dir")
+        .to_string();
+    let reference_dir = out.join(attempt).join("reference");
+    std::fs::create_dir_all(&reference_dir).expect("mkdir");
+    let dead_input = reference_dir.join(format!(".inputs.json.tmp-{dead}"));
+    for f in [
+        &dead_results,
+        &dead_report,
+        &dead_row,
+        &live_results,
+        &dead_input,
+    ] {
         std::fs::write(f, "half").expect("write");
     }
     // A row figure with a long mantissa, as a row file holds it.
@@ -1139,7 +1153,7 @@ fn run_directories_half_created_refused_and_swept_of_dead_temporaries() {
     std::fs::write(&row_path, serde_json::to_vec(&row).expect("json")).expect("write row");
     let o = matrix(&s, &["resume", &p(&out)], &[]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    for f in [&dead_results, &dead_report, &dead_row] {
+    for f in [&dead_results, &dead_report, &dead_row, &dead_input] {
         assert!(!f.exists(), "{} stayed", f.display());
     }
     assert!(

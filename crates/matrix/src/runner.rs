@@ -110,6 +110,10 @@ fn remove_stale_temporaries(run: &Path, rows_ran_here: bool) {
         sweep(&row_dir);
         for attempt in subdirs(&row_dir) {
             sweep(&attempt);
+            // The Python reference's inputs and request are written one level down (`reference/`).
+            for side in subdirs(&attempt) {
+                sweep(&side);
+            }
         }
     }
 }
