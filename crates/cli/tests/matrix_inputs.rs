@@ -12,18 +12,7 @@ use serde_json::Value;
 
 /// The onnx wheel's `backend/test/data/pytorch-converted/test_Conv2d` folder.
 fn conv2d_folder() -> PathBuf {
-    let out = Command::new("python3")
-        .args([
-            "-c",
-            "import onnx, os; print(os.path.dirname(onnx.__file__))",
-        ])
-        .output()
-        .expect("python3 with onnx (scripts/test installs it)");
-    assert!(out.status.success(), "{}", stderr(&out));
-    let folder =
-        PathBuf::from(stdout(&out).trim()).join("backend/test/data/pytorch-converted/test_Conv2d");
-    assert!(folder.join("model.onnx").is_file(), "{}", folder.display());
-    folder
+    backend_model("pytorch-converted/test_Conv2d")
 }
 
 /// A catalog with one profile, `conv2d`, whose source is the backend test model.

@@ -8,23 +8,6 @@ use std::process::{Command, Output};
 
 use crate::common::*;
 
-/// The onnx wheel's backend test model folder `group/name` (model.onnx, test_data_set_0).
-fn backend_model(group_and_name: &str) -> PathBuf {
-    let dir = python(
-        "import onnx, os; print(os.path.dirname(onnx.__file__))",
-        &[],
-    );
-    let folder = PathBuf::from(dir.trim())
-        .join("backend/test/data")
-        .join(group_and_name);
-    assert!(
-        folder.join("model.onnx").is_file(),
-        "the onnx wheel lacks {}",
-        folder.display()
-    );
-    folder
-}
-
 /// Runs a python3 script with `args` (sys.argv[1:]); its stdout.
 fn python(script: &str, args: &[&Path]) -> String {
     let out = Command::new("python3")

@@ -1202,3 +1202,80 @@ np.savez(sys.argv[4], **{n: g * 2 + 1 for n, g in zip(names, got)})
         "{error}"
     );
 }
+
+/// trtexec lists `--exportOutput` tensors in hash order (a `std::unordered_map`) at a C++ stream's
+/// 6 significant digits; the simulator does the same, and `--check-outputs` at the default
+/// tolerances still matches every output by name. On the onnx wheel's
+/// `test_operator_symbolic_override_nested` (three inputs, three outputs, its own data set).
+#[test]
+fn outputs_exported_in_hash_order_at_six_digits_are_matched_by_name() {
+    let sim = Sim::new();
+    let folder = backend_model("pytorch-operator/test_operator_symbolic_override_nested");
+    let data = folder.join("test_data_set_0");
+    let out = sim.path("out");
+    let o = sim.run(
+        "110100",
+        &[
+            "run",
+            "--onnx",
+            s(&folder.join("model.onnx")),
+            "--runtime",
+            "tensorrt",
+            "--trtexec",
+            s(&sim.trtexec),
+            "--bundle-cache",
+            s(&sim.bundles),
+            "--inputs",
+            s(&data),
+            "--check-outputs",
+            s(&data),
+            "--iterations",
+            "3",
+            "-o",
+            s(&out),
+        ],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let result = read_json(&out.join("result.json"));
+    let checks = result["cases"][0]["output_check"]
+        .as_array()
+        .expect("output_check");
+    assert_eq!(checks.len(), 3, "{result}");
+    assert!(checks.iter().all(|c| c["passed"] == true), "{result}");
+    // The exported file itself: not the model's order, no value with more than 6 digits.
+    let exported = walk_files(&out)
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|n| n == "outputs_tensorrt.json"))
+        .expect("the --exportOutput file is kept with the case");
+    let text = std::fs::read_to_string(&exported).expect("read");
+    let tensors: serde_json::Value = serde_json::from_str(&text).expect("finite values are JSON");
+    let names: Vec<&str> = tensors
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names.len(), 3, "{text}");
+    assert_ne!(names, ["3", "4", "5"], "{text}");
+    let values_line = text
+        .lines()
+        .find(|l| l.contains("\"values\""))
+        .expect("values");
+    for token in values_line
+        .split(['[', ']', ','])
+        .map(str::trim)
+        .filter(|t| t.parse::<f64>().is_ok())
+    {
+        let digits = token
+            .split(['e', 'E'])
+            .next()
+            .unwrap_or(token)
+            .chars()
+            .filter(char::is_ascii_digit)
+            .collect::<String>();
+        assert!(
+            digits.trim_start_matches('0').len() <= 6,
+            "{token} in {values_line}"
+        );
+    }
+}

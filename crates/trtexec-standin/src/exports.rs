@@ -83,6 +83,20 @@ pub fn profile_table(count: u64, layers: &[LayerProfile], total: &LayerProfile) 
     lines
 }
 
+/// Puts `outputs` in the order trtexec lists them: `Bindings::getOutputBindings` returns a
+/// `std::unordered_map` keyed by name, so the order is the standard library's hash order, not
+/// the model's. The simulator orders by a hash of the name (64-bit FNV-1a): as arbitrary, and
+/// the same on every run, so a reader that relies on the model's order fails here as on a GPU.
+pub fn in_hash_order(outputs: &mut [HostTensor]) {
+    outputs.sort_by_key(|t| fnv1a(&t.name));
+}
+
+fn fnv1a(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 /// trtexec's `--exportOutput` layout:
 ///
 /// ```text
@@ -137,6 +151,24 @@ mod tests {
         );
         let parsed: serde_json::Value = serde_json::from_str(&output_json(&outputs)).expect("JSON");
         assert_eq!(parsed[1]["values"][0], 2);
+    }
+
+    #[test]
+    fn outputs_come_in_hash_order_not_the_models() {
+        let tensor = |name: &str| HostTensor {
+            name: name.into(),
+            dims: vec![1],
+            values: Values::F32(vec![0.0]),
+        };
+        // The three outputs of the onnx wheel's test_operator_symbolic_override_nested.
+        let mut outputs = vec![tensor("3"), tensor("4"), tensor("5")];
+        in_hash_order(&mut outputs);
+        let names: Vec<&str> = outputs.iter().map(|t| t.name.as_str()).collect();
+        assert_ne!(names, ["3", "4", "5"]);
+        let mut again = vec![tensor("5"), tensor("3"), tensor("4")];
+        in_hash_order(&mut again);
+        let again: Vec<&str> = again.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, again, "the order depends on the names only");
     }
 
     #[test]

@@ -136,6 +136,7 @@ pub fn run(
                 t.values = std::mem::replace(&mut t.values, Values::U8(Vec::new())).perturbed();
             }
         }
+        exports::in_hash_order(&mut results);
         write(file, &exports::output_json(&results), "--exportOutput")?;
     }
 

@@ -131,7 +131,7 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 /// `0.0627762`, `15374.3`, `3.00013`, `0`, `1.23457e+06`, `1e-07`.
 pub fn g6(value: f64) -> String {
     if value == 0.0 {
-        return "0".to_string();
+        return if value.is_sign_negative() { "-0" } else { "0" }.to_string();
     }
     if value.is_nan() {
         return "nan".to_string();

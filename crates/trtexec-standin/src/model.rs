@@ -10,6 +10,8 @@ use tract_onnx::pb;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::Factoid;
 
+use crate::log::g6;
+
 /// Element types the simulator handles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -396,20 +398,14 @@ impl Values {
         }
     }
 
-    /// The values as `--exportOutput` prints them: floats in the shortest text that reads back
-    /// to the same value, non-finite ones as C++ streams print them (`nan`, `inf`, `-inf`),
-    /// booleans as 0/1.
+    /// The values as `--exportOutput` prints them: a C++ stream at its default precision, so
+    /// floats keep 6 significant digits (`%g`: `0.333333`, `1.23457e+08`, `nan`, `-inf`),
+    /// half-precision values are printed as floats, booleans as 0/1.
     pub fn texts(&self) -> Vec<String> {
         match self {
-            Values::F32(v) => v.iter().map(|x| float_text(f64::from(*x), x)).collect(),
-            Values::F16(v) => v
-                .iter()
-                .map(|x| {
-                    let x = x.to_f32();
-                    float_text(f64::from(x), &x)
-                })
-                .collect(),
-            Values::F64(v) => v.iter().map(|x| float_text(*x, x)).collect(),
+            Values::F32(v) => v.iter().map(|x| g6(f64::from(*x))).collect(),
+            Values::F16(v) => v.iter().map(|x| g6(f64::from(x.to_f32()))).collect(),
+            Values::F64(v) => v.iter().map(|x| g6(*x)).collect(),
             Values::I64(v) => v.iter().map(ToString::to_string).collect(),
             Values::I32(v) => v.iter().map(ToString::to_string).collect(),
             Values::I8(v) => v.iter().map(ToString::to_string).collect(),
@@ -454,18 +450,6 @@ impl Values {
 /// The shortest text that reads back to the same float (`T`'s own `Display`/`LowerExp`, both
 /// shortest round-trip), with exponent notation for very small and very large magnitudes;
 /// `nan`, `inf`, `-inf` as C++ streams print them.
-fn float_text<T: std::fmt::Display + std::fmt::LowerExp>(value: f64, x: &T) -> String {
-    if value.is_nan() {
-        "nan".to_string()
-    } else if value.is_infinite() {
-        if value > 0.0 { "inf" } else { "-inf" }.to_string()
-    } else if value != 0.0 && !(1e-5..1e16).contains(&value.abs()) {
-        format!("{x:e}")
-    } else {
-        x.to_string()
-    }
-}
-
 /// One input or output tensor with its values.
 #[derive(Debug, Clone)]
 pub struct HostTensor {
@@ -546,6 +530,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn floats_print_as_a_cpp_stream_does_with_six_significant_digits() {
+        // Each expected text is what `std::cout << x` prints (printf "%g").
+        let cases: [(f64, &str); 14] = [
+            (1.0 / 3.0, "0.333333"),
+            (123456789.0, "1.23457e+08"),
+            (999999.0, "999999"),
+            (999999.5, "1e+06"),
+            (0.0001, "0.0001"),
+            (0.000012345678, "1.23457e-05"),
+            (-2.5, "-2.5"),
+            (100.0, "100"),
+            (-0.0, "-0"),
+            (1e100, "1e+100"),
+            (0.1f32 as f64, "0.1"),
+            (f64::NAN, "nan"),
+            (f64::NEG_INFINITY, "-inf"),
+            (65504.0, "65504"),
+        ];
+        for (x, text) in cases {
+            assert_eq!(g6(x), text, "{x:e}");
+        }
+        // Six digits are within the default output tolerances (1e-5 relative) of the exact value.
+        for x in [1.0 / 3.0, 2.0 / 3.0, 123456789.0, 1.000005, 9.999995e-9] {
+            let back: f64 = g6(x).parse().expect("a number");
+            assert!((back - x).abs() <= 5.0e-6 * x.abs(), "{x} -> {back}");
+        }
+    }
+
+    #[test]
     fn raw_bytes_and_texts_round_trip() {
         let bytes: Vec<u8> = [1.5f32, -0.1, 3.0]
             .iter()
@@ -565,7 +578,7 @@ mod tests {
         assert_eq!(Values::Bool(vec![true, false]).texts(), vec!["1", "0"]);
         assert_eq!(
             Values::F32(vec![4.4703484e-7, 1e20, 0.0, -2.5e-6]).texts(),
-            vec!["4.4703484e-7", "1e20", "0", "-2.5e-6"]
+            vec!["4.47035e-07", "1e+20", "0", "-2.5e-06"]
         );
         for text in Values::F32(vec![4.4703484e-7, 1e20, -2.5e-6, 0.1]).texts() {
             let parsed: f64 = serde_json::from_str(&text).expect("a JSON number");

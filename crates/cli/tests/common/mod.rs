@@ -358,3 +358,24 @@ pub fn write_script(path: &Path, text: &str) {
     std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod script");
 }
+
+/// The onnx wheel's backend test model folder `group/name` (model.onnx, test_data_set_0).
+pub fn backend_model(group_and_name: &str) -> PathBuf {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import onnx, os; print(os.path.dirname(onnx.__file__))",
+        ])
+        .output()
+        .expect("python3 with onnx (scripts/test installs it)");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let folder = PathBuf::from(stdout(&out).trim())
+        .join("backend/test/data")
+        .join(group_and_name);
+    assert!(
+        folder.join("model.onnx").is_file(),
+        "the onnx wheel lacks {}",
+        folder.display()
+    );
+    folder
+}
