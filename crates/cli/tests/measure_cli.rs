@@ -556,3 +556,131 @@ fn killing_only_the_orchestrator_does_not_leave_its_worker_running() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!staged(tmp.path()), "the stale staging dir was removed");
 }
+
+/// `run` with two test-sleep cases and no `--rounds`: 10 rounds first, then rounds added on the
+/// schedule of looks (10, 15, …) until the verdict is decided or a budget is spent. One call of
+/// 2 ms per round and no warm-up, so a worker's first call has its round's number (`swing_pct`
+/// alternates with it).
+fn sequential_run(dir: &Path, sweep: &str, extra: &[&str]) -> std::process::Output {
+    let catalog = catalog_arg();
+    let mut args = vec![
+        "run",
+        "--manifest-root",
+        catalog.as_str(),
+        "--model",
+        "test-sleep",
+        "--set",
+        "request.sleep_us=2000",
+        "--sweep",
+        sweep,
+        "--iterations",
+        "10",
+        "--warmup",
+        "0",
+        // The cases' requests differ, so they are different workloads: compared only on request.
+        "--baseline",
+        "1",
+        "-o",
+        dir.to_str().expect("utf8"),
+        "-q",
+    ];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+fn round_counts(doc: &serde_json::Value) -> Vec<usize> {
+    doc["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| c["rounds"].as_array().map_or(0, Vec::len))
+        .collect()
+}
+
+#[test]
+fn a_verdict_decided_at_the_first_look_stops_the_rounds_there() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out_dir = tmp.path().join("r");
+    let out = sequential_run(&out_dir, "request.sleep_us=2000,6000", &[]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = assert_result_dir_valid(&out_dir);
+    let c = &doc["comparisons"][0];
+    assert_eq!(c["stopped_by"], "decided", "{c}");
+    assert_eq!(c["rounds"], 10, "3x slower shows at the first look: {c}");
+    assert_eq!(round_counts(&doc), [10, 10]);
+    // Four looks (10, 15, 22, 30) share the 5 % error.
+    let look = c["look_confidence"].as_f64().expect("look_confidence");
+    assert!((look - 0.9875).abs() < 1e-9, "{c}");
+    assert_eq!(c["confidence"], 0.95);
+    let verdict = c["verdict"].as_str().expect("verdict");
+    assert!(
+        verdict.contains("× slower than") && !verdict.contains("undecided"),
+        "{verdict}"
+    );
+}
+
+#[test]
+fn an_undecidable_verdict_adds_rounds_until_max_rounds_and_says_so() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out_dir = tmp.path().join("r");
+    // The second case's rounds alternate 2.6 ms and 1.4 ms against a steady 2 ms: its interval holds
+    // 1 and reaches far past 2 %, whatever the number of rounds.
+    let out = sequential_run(&out_dir, "request.swing_pct=0,30", &["--max-rounds", "15"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = assert_result_dir_valid(&out_dir);
+    let c = &doc["comparisons"][0];
+    assert_eq!(c["stopped_by"], "max_rounds", "{c}");
+    assert_eq!(c["rounds"], 15, "{c}");
+    assert_eq!(round_counts(&doc), [15, 15]);
+    let verdict = c["verdict"].as_str().expect("verdict");
+    assert!(
+        verdict.contains("no difference shown")
+            && verdict.ends_with("[undecided: --max-rounds reached]"),
+        "{verdict}"
+    );
+    // The summary ends with it (wrapped to the terminal's width).
+    let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words(&stdout(&out)).contains(&words(verdict)),
+        "{}",
+        stdout(&out)
+    );
+    // The added rounds keep their own logs.
+    let dir = out_dir.join(doc["cases"][1]["dir"].as_str().expect("dir"));
+    assert!(dir.join("worker-r15.log").exists());
+    assert!(!dir.join("worker-r16.log").exists());
+
+    // The same with a budget that cannot pay for the next block: it stops at the first look.
+    let budget_dir = tmp.path().join("budget");
+    let out = sequential_run(
+        &budget_dir,
+        "request.swing_pct=0,30",
+        &["--max-duration", "0.025"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = assert_result_dir_valid(&budget_dir);
+    let c = &doc["comparisons"][0];
+    assert_eq!(c["stopped_by"], "max_duration", "{c}");
+    assert_eq!(c["rounds"], 10, "{c}");
+    assert!(
+        c["verdict"]
+            .as_str()
+            .is_some_and(|v| v.ends_with("[undecided: --max-duration spent]")),
+        "{c}"
+    );
+
+    // An explicit --rounds is exact: no look, no added round, no stop reason.
+    let fixed_dir = tmp.path().join("fixed");
+    let out = sequential_run(&fixed_dir, "request.swing_pct=0,30", &["--rounds", "10"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc = read_json(&fixed_dir.join("result.json"));
+    assert_eq!(round_counts(&doc), [10, 10]);
+    assert!(doc["comparisons"][0].get("stopped_by").is_none());
+
+    let bad = sequential_run(
+        &tmp.path().join("bad"),
+        "request.swing_pct=0,30",
+        &["--rounds", "10", "--max-rounds", "8"],
+    );
+    assert_refused(&bad, 3, "--max-rounds 8 is below --rounds 10");
+}

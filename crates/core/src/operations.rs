@@ -762,12 +762,21 @@ declare_operations! {
     TestSleep => OperationDecl {
         name: "test_sleep",
         summary: "sleeps for request.sleep_us (a known delay)",
-        fields: &[FieldDecl {
-            name: "sleep_us",
-            default: Some(|| int(100)),
-            help: "microseconds to sleep per call",
-            ..FIELD
-        }],
+        fields: &[
+            FieldDecl {
+                name: "sleep_us",
+                default: Some(|| int(100)),
+                help: "microseconds to sleep per call",
+                ..FIELD
+            },
+            FieldDecl {
+                name: "swing_pct",
+                default: Some(|| int(0)),
+                help: "percent the sleep swings by: longer in a worker whose first call has an odd \
+                       number, shorter in one whose first is even (rounds that disagree on purpose)",
+                ..FIELD
+            },
+        ],
         test_only: true,
         ..LONG_CALLS
     },

@@ -310,6 +310,38 @@ pub struct Comparison {
     pub trusted: bool,
     /// The verdict for people, e.g. `onnxruntime ran 2.19× faster than tract (95 % CI 2.11–2.27, 10 rounds)`.
     pub verdict: String,
+    /// Why the run stopped adding rounds (`--max-rounds` above `--rounds`): the verdicts were decided,
+    /// or a budget ran out. Absent when the run had one planned look (a fixed `--rounds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<RoundsStop>,
+    /// The confidence of the interval at each planned look: `confidence` split over the looks, so
+    /// the interval the run stopped with holds `confidence` however early it stopped
+    /// (docs/statistics.md, *Sequential rounds*). Equal to `confidence` with one look.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub look_confidence: Option<f64>,
+}
+
+/// Why a run stopped adding rounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoundsStop {
+    /// Every verdict was decided (faster, slower, or the same within 2 %).
+    Decided,
+    /// The run reached `--max-rounds`.
+    MaxRounds,
+    /// Another block of rounds would have measured a case past its `--max-duration`.
+    MaxDuration,
+}
+
+impl RoundsStop {
+    /// How a verdict says it, e.g. `--max-rounds reached`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            RoundsStop::Decided => "decided",
+            RoundsStop::MaxRounds => "--max-rounds reached",
+            RoundsStop::MaxDuration => "--max-duration spent",
+        }
+    }
 }
 
 /// A case's per-layer profiling pass: trtexec-shaped `layers_<runtime>.json` and

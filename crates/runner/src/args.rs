@@ -88,6 +88,11 @@ pub struct RunArgs {
     /// (default: 10 when there is more than one case, else 1).
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = numbers::count_usize)]
     pub rounds: Option<usize>,
+    /// The most rounds to measure while a verdict is undecided: after the first block (--rounds), rounds
+    /// are added on a fixed schedule of looks until every verdict is decided or a case's --max-duration
+    /// would be spent (default: 30 when --rounds is not given, else --rounds: an explicit count is exact).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = numbers::count_usize)]
+    pub max_rounds: Option<usize>,
     /// The case the others are compared with: its number in the summary (default 1, the first, and then
     /// only cases of its workload get a verdict; given, every case is compared with it).
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = numbers::count_usize)]
@@ -180,6 +185,7 @@ impl Default for RunArgs {
             sweeps: Vec::new(),
             runtimes: Vec::new(),
             rounds: None,
+            max_rounds: None,
             baseline: None,
             warmup: None,
             iterations: None,
@@ -278,6 +284,7 @@ impl RunArgs {
         argv.each("--sweep", &self.sweeps);
         argv.each("--runtime", &self.runtimes);
         argv.option("--rounds", self.rounds);
+        argv.option("--max-rounds", self.max_rounds);
         argv.option("--baseline", self.baseline);
         argv.option("--warmup", self.warmup);
         argv.option("--iterations", self.iterations);
@@ -339,6 +346,7 @@ mod tests {
             sweeps: vec!["request.batch_size=1,4".into()],
             runtimes: vec!["tract".into(), "onnxruntime".into()],
             rounds: Some(6),
+            max_rounds: Some(9),
             baseline: Some(2),
             warmup: Some(0),
             iterations: Some(12),

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use trtmc_core::artifacts::benchmark_run::RoundsStop;
 use trtmc_core::artifacts::{
     BENCHMARK_RUN_SCHEMA, BenchmarkRun, BundleOrigin, BundleRef, CALL_NOTES_SCHEMA, CallNotes,
     CaseFiles, CaseProfile, CaseResult, CaseStatus, LoopStop, MeasurementInfo, Observation,
@@ -17,6 +18,7 @@ use trtmc_core::artifacts::{
 use trtmc_core::case::{self, MeasureFlags, Override, ResolveInput, ResolvedCase, SweepAxis};
 use trtmc_core::catalog::{Catalog, Profile};
 use trtmc_core::fsutil::{OutputSlot, write_json_atomic};
+use trtmc_core::intervals;
 use trtmc_core::operations;
 use trtmc_core::result::reduce;
 use trtmc_core::stats::PERCENTILE_METHOD;
@@ -105,6 +107,9 @@ pub struct RunOptions {
     /// Rounds each case's measurement is split into (one worker process per case per round), the cases
     /// interleaved round by round (A B, B A, …) so machine drift lands on every case alike.
     pub rounds: usize,
+    /// The most rounds a run with comparisons may measure: above `rounds`, blocks of rounds are added
+    /// until every verdict is decided or a case's `--max-duration` would be spent (docs/run.md).
+    pub max_rounds: usize,
     /// The case (index into the plan, from 0) the others are compared with, when there are rounds.
     pub baseline: usize,
     /// `--baseline` was given: every case is compared with it, whatever workload each measured;
@@ -387,10 +392,73 @@ pub fn execute(
     let mut started: Vec<Option<CaseRun>> = (0..total).map(|_| None).collect();
     let mut finished: Vec<Option<(CaseResult, Vec<Observation>)>> =
         (0..total).map(|_| None).collect();
+    // With comparisons and room above `rounds`, the run looks at its verdicts on a fixed schedule
+    // and adds rounds until they are decided (docs/statistics.md, *Sequential rounds*).
+    let identities: Vec<&str> = planned
+        .iter()
+        .map(|p| p.resolved.identity.as_str())
+        .collect();
+    let sequential = rounds > 1
+        && options.max_rounds > rounds
+        && crate::verdicts::anything_to_compare(
+            &identities,
+            options.baseline,
+            options.baseline_explicit,
+        );
+    let looks = intervals::Looks::plan(
+        rounds,
+        if sequential {
+            options.max_rounds
+        } else {
+            rounds
+        },
+        crate::verdicts::CONFIDENCE,
+    );
+    let mut scheduled = looks.at.first().copied().unwrap_or(rounds).max(rounds);
+    let mut stopped_by: Option<RoundsStop> = None;
+    let baseline_dir = planned
+        .get(options.baseline)
+        .map(|b| case_dir_name(options.baseline + 1, &b.profile.name, &b.resolved))
+        .unwrap_or_default();
     // From here on a Ctrl-C or SIGTERM stops the running case after its current call and commits
     // what was measured; if watching fails, the signals keep their default action.
     let _ = crate::interrupt::watch();
-    'rounds: for round in 0..rounds {
+    let mut round = 0;
+    'rounds: loop {
+        if round == scheduled {
+            if !sequential {
+                break;
+            }
+            // A look: stop when every verdict is decided, when no look is left, or when the next
+            // block would take a case past its budget.
+            let paired: Vec<crate::verdicts::Paired<'_>> = started
+                .iter()
+                .zip(&identities)
+                .filter_map(|(run, identity)| Some(run.as_ref()?.paired(identity)))
+                .collect();
+            if crate::verdicts::decided(
+                &paired,
+                &baseline_dir,
+                options.baseline_explicit,
+                looks.per_look,
+            ) {
+                stopped_by = Some(RoundsStop::Decided);
+                break;
+            }
+            let Some(next) = looks.next(round) else {
+                stopped_by = Some(RoundsStop::MaxRounds);
+                break;
+            };
+            if started
+                .iter()
+                .zip(planned.iter())
+                .any(|(run, p)| run.as_ref().is_some_and(|r| r.would_overspend(p, next)))
+            {
+                stopped_by = Some(RoundsStop::MaxDuration);
+                break;
+            }
+            scheduled = next;
+        }
         // A B C, then C B A: drift within a round lands on every case alike.
         let order: Vec<usize> = if round % 2 == 0 {
             (0..total).collect()
@@ -432,6 +500,7 @@ pub fn execute(
                 finished[i] = Some(finish_reported(i + 1, p, options, progress, run)?);
             }
         }
+        round += 1;
     }
     let mut cases = Vec::with_capacity(total);
     let mut observations_by_case = Vec::with_capacity(total);
@@ -443,9 +512,9 @@ pub fn execute(
             None => match started[i].take() {
                 Some(mut run) => {
                     // A stop between rounds leaves this case short of rounds it never started.
-                    if run.rounds_done < rounds && !run.stopped {
+                    if run.rounds_done < scheduled && !run.stopped {
                         run.m.interrupted = Some(format!(
-                            "interrupted (Ctrl-C or SIGTERM) after {} of {rounds} rounds, {} timed call(s); they are kept and the statistics are partial",
+                            "interrupted (Ctrl-C or SIGTERM) after {} of {scheduled} rounds, {} timed call(s); they are kept and the statistics are partial",
                             run.rounds_done,
                             run.m.observations.len()
                         ));
@@ -481,6 +550,10 @@ pub fn execute(
             &by_dir,
             &case_dir_name(options.baseline + 1, &b.profile.name, &b.resolved),
             options.baseline_explicit,
+            crate::verdicts::Look {
+                confidence: looks.per_look,
+                stopped_by: stopped_by.filter(|_| sequential),
+            },
         ),
         _ => Vec::new(),
     };
@@ -672,6 +745,36 @@ struct CaseRun {
     rounds_done: usize,
 }
 
+impl CaseRun {
+    /// The case's rounds as a look between blocks of rounds reads them.
+    fn paired<'a>(&'a self, identity: &'a str) -> crate::verdicts::Paired<'a> {
+        crate::verdicts::Paired {
+            dir: &self.dir_name,
+            identity,
+            p50_ms: self.rounds.iter().map(|r| r.p50_ms).collect(),
+            completed: !self.stopped && self.m.error.is_none(),
+        }
+    }
+
+    /// Whether measuring up to `rounds` rounds at this case's pace so far would take it past its
+    /// `--max-duration` (the time its timed calls take, as the budget counts it).
+    fn would_overspend(&self, p: &PlannedCase, rounds: usize) -> bool {
+        let Some(budget_s) = p.resolved.measure.max_duration_s.value else {
+            return false;
+        };
+        if self.stopped || self.rounds_done == 0 {
+            return false;
+        }
+        let spent_s: f64 = self
+            .m
+            .observations
+            .iter()
+            .map(|o| o.wall_ns as f64 / 1e9)
+            .sum();
+        spent_s / self.rounds_done as f64 * rounds as f64 > budget_s
+    }
+}
+
 /// Which part of a case's measurement one worker launch makes: round `index` (from 0) of `of`.
 #[derive(Debug, Clone, Copy)]
 struct Round {
@@ -688,9 +791,12 @@ impl Round {
         first_call: 0,
     };
 
-    /// ` (round 2/10)` for progress lines; nothing for a single round.
+    /// ` (round 2/10)` for progress lines (` (round 12, added)` past the first block); nothing for a
+    /// single round.
     fn label(&self) -> String {
-        if self.of > 1 {
+        if self.index >= self.of && self.of > 1 {
+            format!(" (round {}, added)", self.index + 1)
+        } else if self.of > 1 {
             format!(" (round {}/{})", self.index + 1, self.of)
         } else {
             String::new()

@@ -5,8 +5,9 @@
 
 use std::collections::BTreeMap;
 
+use trtmc_core::artifacts::benchmark_run::RoundsStop;
 use trtmc_core::artifacts::{CaseResult, CaseStatus, Comparison};
-use trtmc_core::intervals::{self, MIN_ROUNDS};
+use trtmc_core::intervals::{self, MIN_ROUNDS, RoundInterval};
 use trtmc_core::verdicts::{Difference, SAME_WITHIN};
 
 use crate::run::PlannedCase;
@@ -77,52 +78,149 @@ fn value_text(v: &serde_json::Value) -> String {
     }
 }
 
+/// One case's paired rounds as a comparison reads them: from a finished [`CaseResult`], or from a
+/// case still being measured (a look between blocks of rounds).
+pub struct Paired<'a> {
+    /// The case directory's name.
+    pub dir: &'a str,
+    /// The workload the case measured (only cases of the baseline's workload are compared).
+    pub identity: &'a str,
+    /// Each round's p50, in round order.
+    pub p50_ms: Vec<f64>,
+    /// The case measured without failing (a failed case is not compared).
+    pub completed: bool,
+}
+
+impl<'a> Paired<'a> {
+    /// A finished case.
+    pub fn of(case: &'a CaseResult) -> Paired<'a> {
+        Paired {
+            dir: &case.dir,
+            identity: &case.identity,
+            p50_ms: case.rounds.iter().map(|r| r.p50_ms).collect(),
+            completed: case.status == CaseStatus::Completed,
+        }
+    }
+}
+
+/// Where a run stands in its schedule of looks (`trtmc_core::intervals::Looks`): the confidence of
+/// each look's interval, and why it stopped adding rounds (`None` with a single planned look).
+#[derive(Debug, Clone, Copy)]
+pub struct Look {
+    pub confidence: f64,
+    pub stopped_by: Option<RoundsStop>,
+}
+
+impl Look {
+    /// A run with one planned look: the interval at the full confidence.
+    pub const SINGLE: Look = Look {
+        confidence: CONFIDENCE,
+        stopped_by: None,
+    };
+}
+
+/// The baseline (`baseline`: its directory) and each case compared with it, with the interval of
+/// its ratio at `confidence`. Only completed cases of the baseline's workload (its identity) are
+/// compared, unless `any_workload` (an explicit `--baseline`): one model's time says nothing about
+/// another's. Nothing when the baseline has fewer than two rounds or failed.
+fn against_baseline<'c>(
+    cases: &'c [Paired<'c>],
+    baseline: &str,
+    any_workload: bool,
+    confidence: f64,
+) -> Option<(&'c Paired<'c>, Vec<(&'c Paired<'c>, RoundInterval)>)> {
+    let base = cases.iter().find(|c| c.dir == baseline)?;
+    if base.p50_ms.len() < 2 || !base.completed {
+        return None;
+    }
+    let compared = cases
+        .iter()
+        .filter(|c| c.dir != base.dir && c.completed)
+        .filter(|c| any_workload || c.identity == base.identity)
+        .filter_map(|c| {
+            Some((
+                c,
+                intervals::paired_ratio(&c.p50_ms, &base.p50_ms, confidence)?,
+            ))
+        })
+        .collect();
+    Some((base, compared))
+}
+
+/// Whether every case compared with the baseline has a decided difference at `confidence` (faster,
+/// slower or the same): a look between blocks of rounds. `true` when there is nothing to compare.
+pub fn decided(cases: &[Paired<'_>], baseline: &str, any_workload: bool, confidence: f64) -> bool {
+    let Some((_, compared)) = against_baseline(cases, baseline, any_workload, confidence) else {
+        return true;
+    };
+    compared
+        .iter()
+        .all(|(_, ratio)| Difference::of(&ratio.interval, ratio.trusted(MIN_ROUNDS)).decided())
+}
+
+/// Whether any case would be compared with the baseline: only then can more rounds change a verdict.
+pub fn anything_to_compare(identities: &[&str], baseline: usize, any_workload: bool) -> bool {
+    let Some(base) = identities.get(baseline) else {
+        return false;
+    };
+    identities
+        .iter()
+        .enumerate()
+        .any(|(i, id)| i != baseline && (any_workload || id == base))
+}
+
 /// Every completed case with rounds against the baseline case (`baseline`: its directory), labelled by
-/// `labels` (per case directory). Nothing when the baseline has no rounds. Only the cases of the
-/// baseline's workload (its identity) are compared, unless `any_workload` (an explicit `--baseline`):
-/// one model's time says nothing about another's.
+/// `labels` (per case directory), each interval at `look.confidence`. Nothing when the baseline has no
+/// rounds. Only the cases of the baseline's workload (its identity) are compared, unless
+/// `any_workload` (an explicit `--baseline`).
 pub fn compare(
     cases: &[CaseResult],
     labels: &BTreeMap<String, String>,
     baseline: &str,
     any_workload: bool,
+    look: Look,
 ) -> Vec<Comparison> {
-    let Some(base) = cases.iter().find(|c| c.dir == baseline) else {
+    let paired: Vec<Paired<'_>> = cases.iter().map(Paired::of).collect();
+    let Some((base, compared)) = against_baseline(&paired, baseline, any_workload, look.confidence)
+    else {
         return Vec::new();
     };
-    if base.rounds.len() < 2 || base.status != CaseStatus::Completed {
-        return Vec::new();
-    }
-    let label = |c: &CaseResult| labels.get(&c.dir).cloned().unwrap_or_else(|| c.dir.clone());
-    let base_p50: Vec<f64> = base.rounds.iter().map(|r| r.p50_ms).collect();
-    cases
-        .iter()
-        .filter(|c| c.dir != base.dir && c.status == CaseStatus::Completed)
-        .filter(|c| any_workload || c.identity == base.identity)
-        .filter_map(|c| {
-            let p50: Vec<f64> = c.rounds.iter().map(|r| r.p50_ms).collect();
-            let ratio = intervals::paired_ratio(&p50, &base_p50, CONFIDENCE)?;
+    let label = |dir: &str| labels.get(dir).cloned().unwrap_or_else(|| dir.to_string());
+    compared
+        .into_iter()
+        .map(|(c, ratio)| {
             let trusted = ratio.trusted(MIN_ROUNDS);
             let i = ratio.interval;
-            Some(Comparison {
-                case: c.dir.clone(),
-                baseline: base.dir.clone(),
+            let mut verdict = verdict(
+                &label(c.dir),
+                &label(base.dir),
+                i.estimate,
+                i.low,
+                i.high,
+                ratio.rounds,
+                trusted,
+            );
+            // An undecided verdict says which budget ended the rounds.
+            if let Some(stop) = look.stopped_by
+                && stop != RoundsStop::Decided
+                && !Difference::of(&i, trusted).decided()
+            {
+                verdict.push_str(&format!(" [undecided: {}]", stop.describe()));
+            }
+            Comparison {
+                case: c.dir.to_string(),
+                baseline: base.dir.to_string(),
                 ratio: i.estimate,
                 low: i.low,
                 high: i.high,
-                confidence: i.confidence,
+                // The interval holds the truth at this confidence over all looks together.
+                confidence: CONFIDENCE,
                 rounds: ratio.rounds,
                 trusted,
-                verdict: verdict(
-                    &label(c),
-                    &label(base),
-                    i.estimate,
-                    i.low,
-                    i.high,
-                    ratio.rounds,
-                    trusted,
-                ),
-            })
+                verdict,
+                stopped_by: look.stopped_by,
+                look_confidence: look.stopped_by.map(|_| look.confidence),
+            }
         })
         .collect()
 }

@@ -44,6 +44,9 @@ pub struct RunCommand {
 /// Rounds when several cases are compared and `--rounds` is not given: enough for a 95 % interval
 /// (6 is the least, docs/statistics.md) with room for a round spoiled by a machine speed step.
 const DEFAULT_ROUNDS: usize = 10;
+/// Rounds a run with an undecided verdict may grow to when neither `--rounds` nor `--max-rounds` is
+/// given: looks at 10, 15, 22 and 30 rounds (docs/statistics.md, *Sequential rounds*).
+const DEFAULT_MAX_ROUNDS: usize = 30;
 const MOST_ROUNDS: usize = 1000;
 
 /// Adds the profile of an ONNX file to `catalog` under a name no other profile has (the file's stem,
@@ -253,6 +256,21 @@ pub fn execute(command: RunCommand) -> CliResult {
         None if planned.len() > 1 => DEFAULT_ROUNDS,
         None => 1,
     };
+    let max_rounds = match (args.max_rounds, args.rounds) {
+        (Some(m), _) if m == 0 || m > MOST_ROUNDS => {
+            return Err(CliError::input(format!(
+                "--max-rounds {m}: give from 1 to {MOST_ROUNDS} rounds"
+            )));
+        }
+        (Some(m), _) if m < rounds => {
+            return Err(CliError::input(format!(
+                "--max-rounds {m} is below --rounds {rounds}: give at least as many (the first block of rounds is --rounds)"
+            )));
+        }
+        (Some(m), _) => m,
+        (None, None) if planned.len() > 1 => DEFAULT_MAX_ROUNDS,
+        (None, _) => rounds,
+    };
     let baseline = args.baseline.unwrap_or(1);
     if baseline == 0 || baseline > planned.len() {
         return Err(CliError::input(format!(
@@ -303,6 +321,7 @@ pub fn execute(command: RunCommand) -> CliResult {
         profile: args.profile.then_some(args.profile_iterations),
         test_hooks,
         rounds,
+        max_rounds,
         baseline: baseline - 1,
         baseline_explicit: args.baseline.is_some(),
         page: trtmc_report::run_report::render,

@@ -70,10 +70,22 @@ impl<R: TimedRunner> TimedRunner for Delayed<R> {
 pub struct Sleep(Duration);
 
 impl Sleep {
+    /// `sleep_us`, swung by `swing_pct` percent: up in a worker whose first call has an odd number,
+    /// down in one whose first is even. With one call per round its rounds alternate, so a comparison
+    /// with a steady case never decides (the test of a run that stops at its budget).
     pub fn prepare(ctx: &RunnerContext<'_>) -> anyhow::Result<Self> {
-        Ok(Self(Duration::from_micros(
-            ctx.int("sleep_us")?.max(0) as u64
-        )))
+        let sleep_us = ctx.int("sleep_us")?.max(0) as f64;
+        // Optional: a worker request written by hand may leave it out.
+        let swing = match ctx.request.get("swing_pct") {
+            Some(_) => ctx.int("swing_pct")?.clamp(0, 100) as f64 / 100.0,
+            None => 0.0,
+        };
+        let factor = if ctx.first_call % 2 == 1 {
+            1.0 + swing
+        } else {
+            1.0 - swing
+        };
+        Ok(Self(Duration::from_micros((sleep_us * factor) as u64)))
     }
 }
 
