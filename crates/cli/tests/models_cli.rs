@@ -966,11 +966,12 @@ fn several_onnx_files_and_plan_entries_run_side_by_side() {
         ["light_squeezenet", "light_squeezenet-2"],
         "same stem, two names"
     );
-    assert_eq!(
-        doc["cases"][0]["rounds"].as_array().map(Vec::len),
-        Some(10),
-        "two cases: 10 rounds by default, one call each"
-    );
+    // Two cases: 10 rounds by default, one call each, then more at the looks (15, 22, 30) while the
+    // verdict of this A/A pair is undecided.
+    let rounds = doc["cases"][0]["rounds"].as_array().map_or(0, Vec::len);
+    assert!([10, 15, 22, 30].contains(&rounds), "{rounds}");
+    assert_eq!(doc["comparisons"][0]["rounds"], rounds, "{doc}");
+    assert!(doc["comparisons"][0]["stopped_by"].is_string(), "{doc}");
     assert!(doc["comparisons"][0]["verdict"].is_string(), "{doc}");
 
     // A plan names an ONNX file relative to itself.
