@@ -619,6 +619,54 @@ fn a_generation_whose_kv_cache_cannot_fit_is_refused_before_any_build_or_worker(
     );
 }
 
+/// Declared samples are prepared call by call (issue 34 item 11): a sample whose image cannot be
+/// decoded costs nothing while no call reaches it, and fails the call that does, naming it.
+#[test]
+fn declared_samples_are_prepared_only_for_the_calls_made() {
+    let t = tempfile::tempdir().expect("tmp");
+    let root = t.path().join("catalog");
+    let dir = catalog_copy(&root, "tiny-cnn", "lazy-cnn", |m| m);
+    std::fs::write(dir.join("broken.png"), "not a PNG").expect("write");
+    let cache = t.path().join("cache");
+    let run_calls = |iterations: &str| {
+        let out = t.path().join(format!("out-{iterations}"));
+        Command::new(BIN)
+            .args([
+                "run",
+                "--manifest-root",
+                s(&root),
+                "--model",
+                "lazy-cnn",
+                "--case",
+                "single",
+                "--set",
+                r#"request.samples=[{"seed":1},{"seed":2},{"image":"broken.png"}]"#,
+                "--warmup",
+                "0",
+                "--iterations",
+                iterations,
+                "--bundle-cache",
+                s(&cache),
+                "-o",
+                s(&out),
+            ])
+            .env_remove("TRTMC_MANIFEST_ROOT")
+            .env("TRTMC_TEST", "1")
+            .output()
+            .expect("run")
+    };
+    let out = run_calls("2");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = run_calls("3");
+    assert_eq!(code(&out), 5, "{}", stderr(&out));
+    let result = read_json(&t.path().join("out-3/result.json"));
+    let error = result["cases"][0]["error"].to_string();
+    assert!(
+        error.contains("request.samples[2]") && error.contains("broken.png"),
+        "{result}"
+    );
+}
+
 #[test]
 fn a_killed_unpacks_folder_is_removed_by_the_next_command() {
     let t = tempfile::tempdir().expect("tmp");

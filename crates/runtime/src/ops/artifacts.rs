@@ -418,6 +418,60 @@ pub(crate) fn audio_us(samples: usize, rate: u32) -> u64 {
 mod tests {
     use super::*;
 
+    /// Declared samples one per call: the lazy rotation makes nothing up front, makes each sample's
+    /// noise before its call, starts where the case's earlier calls left off, and gives exactly the
+    /// tensors the up-front preparation gives; a sample without a seed fails before any call.
+    #[test]
+    fn samples_one_per_call_are_prepared_lazily_and_alike() {
+        let spec = TensorSpec {
+            name: "x".into(),
+            dtype: crate::tensor::DType::F32,
+            shape: vec![Dim::Fixed(1), Dim::Fixed(4)],
+        };
+        let samples: Vec<serde_json::Value> = (0..5)
+            .map(|i| serde_json::json!({ "seed": 10 + i }))
+            .collect();
+        let request = std::collections::BTreeMap::from([
+            ("seed".to_string(), serde_json::json!(0)),
+            ("batch_size".to_string(), serde_json::json!(1)),
+            ("samples".to_string(), serde_json::Value::from(samples)),
+        ]);
+        let ctx = RunnerContext {
+            request: &request,
+            session: None,
+            bundle: None,
+            manifest_dir: None,
+            tokenizer: None,
+            first_call: 7,
+            data: None,
+        };
+        let eager = seeded_batches(&ctx, &spec, &[1, 4]).expect("eager");
+        let mut lazy = seeded_rotation(&ctx, &spec, &[1, 4]).expect("lazy");
+        assert_eq!(lazy.inputs().count(), 0, "nothing is made up front");
+        lazy.prepare_next().expect("prepare");
+        let call = lazy.next();
+        assert_eq!(call, 7 % 5, "the rotation resumes at the case's call");
+        assert_eq!(lazy.inputs().count(), 1, "only the next call's input");
+        assert_eq!(lazy.input(call).expect("input"), &eager[call]);
+        lazy.prepare_all().expect("all");
+        assert_eq!(lazy.inputs().cloned().collect::<Vec<_>>(), eager);
+
+        let mut broken = request.clone();
+        broken.insert(
+            "samples".into(),
+            serde_json::json!([{ "seed": 1 }, { "seed": "x" }]),
+        );
+        let ctx = RunnerContext {
+            request: &broken,
+            ..ctx
+        };
+        let err = seeded_rotation(&ctx, &spec, &[1, 4])
+            .err()
+            .expect("a bad seed is refused up front")
+            .to_string();
+        assert!(err.contains("request.samples[1].seed"), "{err}");
+    }
+
     /// Outside files never panic the reader: truncated, garbage and wrong-format inputs are errors that
     /// name the file.
     #[test]
