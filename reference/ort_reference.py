@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """ONNX Runtime's own Python loop as the reference: `InferenceSession.run` timed per call.
 
-usage: python3 reference/ort_reference.py REQUEST.json RESULT.json
+usage: python3 reference/ort_reference.py [--parent-pipe] REQUEST.json RESULT.json
 
 Options (request `options`): graph_optimization_level disable|basic|extended|layout|all (default all),
 execution_mode sequential|parallel (default sequential), inter_threads (default 1). `threads` sets
 intra_op_num_threads. Test-only (honoured with TRTMC_TEST=1): test_noise_scale multiplies the saved diffusion noise (a value
-beyond float32, e.g. 1e39, makes infinities, to exercise the non-finite check). See trtmc_reference.py
+beyond float32, e.g. 1e39, makes infinities, to exercise the non-finite check); test_call_delay_s sleeps
+that many seconds inside every call (a slow reference, to exercise --parent-pipe). See trtmc_reference.py
 for the protocol.
 
 A request with `profile_dir` runs with ONNX Runtime's profiler on (SessionOptions.enable_profiling): the
@@ -34,6 +35,21 @@ def read_calls(request):
     if not os.path.isabs(path):
         path = os.path.join(os.path.dirname(os.path.abspath(request["inputs"])), path)
     return ref.read_call_inputs(path)
+
+
+def with_test_delay(call, options):
+    """`call`, slowed by the test-only option test_call_delay_s (honoured only with TRTMC_TEST=1)."""
+    delay = options.get("test_call_delay_s")
+    if delay is None:
+        return call
+    if os.environ.get("TRTMC_TEST") != "1":
+        raise ref.ReferenceFailure("option test_call_delay_s is a test hook: it is honoured only with TRTMC_TEST=1")
+
+    def slowed():
+        time.sleep(float(delay))
+        return call()
+
+    return slowed
 
 
 def execute(request, doc):
@@ -85,6 +101,7 @@ def execute(request, doc):
     ctx.options = options
     module = ort_ops.load(operation)
     call, names = module.prepare(ctx)
+    call = with_test_delay(call, options)
     # After `prepare`, which names the per-call inputs an operation lacks: an operation with them may
     # come without bundle inputs (their dimensions unbound), the others need every declared input.
     missing = [n for n in declared if n not in feeds]

@@ -17,7 +17,13 @@ synthesis, so both sides feed identical tensors. Each timed call is one framewor
 time.perf_counter_ns around it and nothing else; warm-ups are not observations. Non-finite outputs are
 a reference failure, not a result. A precision other than the requested one is a failure too.
 
-Exit codes: 0 ok, 1 reference failure (the result says why), 7 the framework is not installed.
+Exit codes: 0 ok, 1 reference failure (the result says why), 7 the framework is not installed, 130 the
+orchestrator ended (with --parent-pipe).
+
+`--parent-pipe` (anywhere on the command line; the matrix adds it, a person running a runner by hand
+does not): standard input is a pipe the orchestrator holds open and never writes. When it closes, the
+orchestrator has ended (even by kill -9), and the runner exits at once with 130, writing no result, so no
+reference keeps measuring for a dead matrix.
 """
 
 import json
@@ -25,6 +31,7 @@ import math
 import os
 import sys
 import tempfile
+import threading
 import time
 
 REQUEST_SCHEMA = "trtmc.reference-request/v1"
@@ -32,6 +39,8 @@ RESULT_SCHEMA = "trtmc.reference-result/v1"
 BOUNDARY = "public_pipeline_call_wall"
 EXIT_FAILED = 1
 EXIT_MISSING = 7
+EXIT_ORPHANED = 130
+PARENT_PIPE = "--parent-pipe"
 
 DTYPES = {
     "f16": "<f2", "f32": "<f4", "f64": "<f8",
@@ -218,13 +227,34 @@ def result(runtime, version, requested_precision):
     }
 
 
+def watch_parent_pipe():
+    """Ends this process with EXIT_ORPHANED when standard input, the orchestrator's pipe, reaches its
+    end. A daemon thread blocked in read(2) holds no GIL, and os._exit needs no cooperation from the
+    main thread, which may be inside a framework call or a sleep."""
+
+    def wait():
+        try:
+            while os.read(0, 64):
+                pass
+        except OSError:
+            pass
+        print("reference: the orchestrator is gone (its pipe closed); stopping", file=sys.stderr, flush=True)
+        os._exit(EXIT_ORPHANED)
+
+    threading.Thread(target=wait, name="parent-pipe", daemon=True).start()
+
+
 def main(runtime, execute):
-    """Command line: RUNNER REQUEST.json RESULT.json. `execute(request, result)` fills `result` (status
-    ok) or raises ReferenceFailure; the result file is written either way."""
-    if len(sys.argv) != 3:
-        print(f"usage: {os.path.basename(sys.argv[0])} REQUEST.json RESULT.json", file=sys.stderr)
+    """Command line: RUNNER [--parent-pipe] REQUEST.json RESULT.json. `execute(request, result)` fills
+    `result` (status ok) or raises ReferenceFailure; the result file is written either way (unless the
+    orchestrator ends first, see --parent-pipe)."""
+    args = [a for a in sys.argv[1:] if a != PARENT_PIPE]
+    if len(args) != 2:
+        print(f"usage: {os.path.basename(sys.argv[0])} [{PARENT_PIPE}] REQUEST.json RESULT.json", file=sys.stderr)
         return 2
-    request_path, result_path = sys.argv[1], sys.argv[2]
+    if PARENT_PIPE in sys.argv[1:]:
+        watch_parent_pipe()
+    request_path, result_path = args
     doc = result(runtime, "unknown", None)
     code = 0
     try:

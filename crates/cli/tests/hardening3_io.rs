@@ -1,7 +1,8 @@
 //! Hardening round 3, bounded input (issue 34 items 1–4, 10 and two of 12), through the binary: every
 //! outside file a user names is read by one bounded reader (a device, a FIFO or an oversized file is
-//! refused at once, naming the file); the limits table holds for values from MODEL.toml and from the
-//! ONNX file's own declarations; a case's tensor memory is estimated before any worker; a chat
+//! refused at once, naming the file; so are a `--bundle`'s manifest and its engine or archive); the limits table holds for values from MODEL.toml and from the
+//! ONNX file's own declarations; a case's tensor memory, a generation's KV cache included, is
+//! estimated before any worker; a chat
 //! template has a budget; problems a worker would meet are found before it starts.
 
 use std::path::{Path, PathBuf};
@@ -192,6 +193,96 @@ fn special_and_oversized_files_given_on_the_command_line_are_refused() {
         &[],
     );
     assert_refused(&out, 3, &["/dev/zero", "character device"]);
+}
+
+/// A hand-made bundle folder `root/name` for `runtime`: a bundle.json naming `artifact` (the file
+/// itself is left to the caller).
+fn bundle_folder(root: &Path, name: &str, runtime: &str, artifact: &str) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let manifest = serde_json::json!({
+        "schema": "trtmc.bundle/v1",
+        "key": "0".repeat(64),
+        "model": "tiny-cnn",
+        "runtime": {"name": runtime, "version": "1"},
+        "arch": std::env::consts::ARCH,
+        "target": "cpu",
+        "artifact": artifact,
+        "build_settings": {},
+        "inputs": [],
+        "outputs": [],
+        "created": "2026-12-04T00:00:00Z",
+        "build_seconds": 0.0,
+    });
+    std::fs::write(dir.join("bundle.json"), manifest.to_string()).expect("bundle.json");
+    dir
+}
+
+#[test]
+fn bundles_and_engines_given_with_bundle_are_read_bounded() {
+    let t = tempfile::tempdir().expect("tmp");
+    let run_bundle = |bundle: &Path, extra: &[&str]| {
+        let mut args = vec!["run", "--bundle", s(bundle), "--dry-run"];
+        args.extend_from_slice(extra);
+        bench_promptly(&args, &[("TRTMC_SIM_VERSION", Path::new("101601"))])
+    };
+    // The artifact a worker would open is a FIFO.
+    let tract = bundle_folder(t.path(), "fifo-artifact.bundle", "tract", "model.nnef.tar");
+    let artifact = fifo(&tract, "model.nnef.tar");
+    let tiny_cnn = ["--model", "tiny-cnn", "--runtime", "tract"];
+    let out = run_bundle(&tract, &tiny_cnn);
+    assert_refused(&out, 3, &[s(&artifact), "FIFO", "regular file"]);
+
+    // bundle.json itself a FIFO, then an oversized one.
+    let dir = t.path().join("fifo-manifest.bundle");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let manifest = fifo(&dir, "bundle.json");
+    let out = run_bundle(&dir, &tiny_cnn);
+    assert_refused(&out, 3, &[s(&manifest), "FIFO"]);
+    std::fs::remove_file(&manifest).expect("rm fifo");
+    std::fs::File::create(&manifest)
+        .and_then(|f| f.set_len(65 << 20))
+        .expect("sparse file");
+    let out = run_bundle(&dir, &tiny_cnn);
+    assert_refused(
+        &out,
+        3,
+        &[s(&manifest), "67108864 bytes", "name a smaller file"],
+    );
+
+    // A TensorRT engine that trtexec would --loadEngine: a FIFO, then an oversized (sparse) one;
+    // refused before trtexec is asked anything about the bundle.
+    let standin = Path::new(BIN).with_file_name("trtexec-standin");
+    let trt = bundle_folder(t.path(), "engine.bundle", "tensorrt", "model.plan");
+    let engine = fifo(&trt, "model.plan");
+    let onnx = t.path().join("cnn.onnx");
+    std::fs::write(
+        &onnx,
+        trtmc_modelgen::generate("tiny-cnn", 5).expect("model"),
+    )
+    .expect("onnx");
+    let trt_args = [
+        "--onnx",
+        s(&onnx),
+        "--runtime",
+        "tensorrt",
+        "--trtexec",
+        s(&standin),
+        "--set",
+        "build.dims.batch=1",
+    ];
+    let out = run_bundle(&trt, &trt_args);
+    assert_refused(&out, 3, &[s(&engine), "FIFO"]);
+    std::fs::remove_file(&engine).expect("rm fifo");
+    std::fs::File::create(&engine)
+        .and_then(|f| f.set_len((64 << 30) + 1))
+        .expect("sparse engine");
+    let out = run_bundle(&trt, &trt_args);
+    assert_refused(
+        &out,
+        3,
+        &[s(&engine), "68719476736 bytes", "name a smaller file"],
+    );
 }
 
 #[test]
@@ -462,6 +553,118 @@ fn what_a_worker_would_refuse_is_refused_before_any_worker() {
         );
         assert_refused(&out, 7, &[says]);
     }
+}
+
+#[test]
+fn a_generation_whose_kv_cache_cannot_fit_is_refused_before_any_build_or_worker() {
+    let t = tempfile::tempdir().expect("tmp");
+    let out_dir = t.path().join("out");
+    let cache = t.path().join("cache");
+    // The largest request the limits table allows, and a cache long enough to take it.
+    let huge = [
+        "--case",
+        "greedy",
+        "--set",
+        "request.max_new_tokens=1000000",
+        "--set",
+        "build.kv_cache_length=1048576",
+    ];
+    let real_run = |model: &str, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--model",
+            model,
+            "-o",
+            s(&out_dir),
+            "--bundle-cache",
+            s(&cache),
+        ];
+        args.extend_from_slice(&huge);
+        args.extend_from_slice(extra);
+        bench_promptly(&args, &[])
+    };
+    // SmolLM-135M's shape (30 layers × key and value × 3 heads × 64 × f32 = 46,080 bytes a
+    // token): about 43 GiB for a million tokens, above the default 16 GiB bound.
+    let out = real_run("llama", &[]);
+    assert_refused(
+        &out,
+        3,
+        &[
+            "KV cache",
+            "46080 bytes a token",
+            "request.max_new_tokens 1000000",
+            "16 GiB bound",
+            "--max-tensor-memory-gib",
+        ],
+    );
+    assert!(
+        !out_dir.exists() && !cache.exists(),
+        "a worker or build ran"
+    );
+    // tiny-gpt's cache (1,024 bytes a token, about 1 GiB here) passes the default bound and is
+    // refused under a lower one.
+    let mut args = vec!["run", "--model", "tiny-gpt", "--dry-run"];
+    args.extend_from_slice(&huge);
+    let out = bench_promptly(&args, &[]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = real_run("tiny-gpt", &["--max-tensor-memory-gib", "0.5"]);
+    assert_refused(
+        &out,
+        3,
+        &["KV cache", "1024 bytes a token", "0.5 GiB bound"],
+    );
+    assert!(
+        !out_dir.exists() && !cache.exists(),
+        "a worker or build ran"
+    );
+}
+
+/// Declared samples are prepared call by call (issue 34 item 11): a sample whose image cannot be
+/// decoded costs nothing while no call reaches it, and fails the call that does, naming it.
+#[test]
+fn declared_samples_are_prepared_only_for_the_calls_made() {
+    let t = tempfile::tempdir().expect("tmp");
+    let root = t.path().join("catalog");
+    let dir = catalog_copy(&root, "tiny-cnn", "lazy-cnn", |m| m);
+    std::fs::write(dir.join("broken.png"), "not a PNG").expect("write");
+    let cache = t.path().join("cache");
+    let run_calls = |iterations: &str| {
+        let out = t.path().join(format!("out-{iterations}"));
+        Command::new(BIN)
+            .args([
+                "run",
+                "--manifest-root",
+                s(&root),
+                "--model",
+                "lazy-cnn",
+                "--case",
+                "single",
+                "--set",
+                r#"request.samples=[{"seed":1},{"seed":2},{"image":"broken.png"}]"#,
+                "--warmup",
+                "0",
+                "--iterations",
+                iterations,
+                "--bundle-cache",
+                s(&cache),
+                "-o",
+                s(&out),
+            ])
+            .env_remove("TRTMC_MANIFEST_ROOT")
+            .env("TRTMC_TEST", "1")
+            .output()
+            .expect("run")
+    };
+    let out = run_calls("2");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = run_calls("3");
+    assert_eq!(code(&out), 5, "{}", stderr(&out));
+    let result = read_json(&t.path().join("out-3/result.json"));
+    let error = result["cases"][0]["error"].to_string();
+    assert!(
+        error.contains("request.samples[2]") && error.contains("broken.png"),
+        "{result}"
+    );
 }
 
 #[test]

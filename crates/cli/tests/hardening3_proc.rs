@@ -1,7 +1,7 @@
 //! Issue 34, processes and outputs, through the real binary: one writer per directory (a second `run -o`,
 //! `tune --continue` or `matrix resume` exits 6 naming the holder's pid), a directory made at `-o`
-//! during a run is never deleted, tune workers and matrix leaf runs end with their orchestrator (kill -9
-//! of the orchestrator alone, SIGINT, SIGTERM), SIGHUP keeps what a run measured, `analyze`/`report`
+//! during a run is never deleted, tune workers, matrix leaf runs and the matrix's Python references end
+//! with their orchestrator (kill -9 of the orchestrator alone, SIGINT, SIGTERM), SIGHUP keeps what a run measured, `analyze`/`report`
 //! outputs refuse symlinks and `analyze package` replaces only an incomplete report, and `analyze serve`
 //! checks the Host header, answers 405 with `Allow`, takes `--bind localhost` and serves one client
 //! while another has stopped reading.
@@ -363,6 +363,70 @@ fn one_matrix_writer_per_run_and_leaves_end_with_their_orchestrator() {
         let row = read_json(&out.join(format!("rows/{index:03}.json")));
         assert_eq!(row["index"], index, "{row}");
     }
+}
+
+/// The matrix's Python reference runners (`ort_reference.py`) among the descendants of `pid`.
+fn python_references(pid: u32) -> Vec<u32> {
+    descendants(pid)
+        .into_iter()
+        .filter(|&c| cmdline(c).contains("ort_reference.py"))
+        .collect()
+}
+
+#[test]
+fn a_python_reference_ends_with_its_killed_matrix() {
+    let _one_at_a_time = measuring();
+    let s = setup("");
+    // Each reference call sleeps 5 s (a test-only option): the 4 calls of a round outlast the
+    // 5 s the reference is given to end after the kill.
+    let row = ROW_ORT.replace(
+        "{backend: onnxruntime-python}",
+        "{backend: onnxruntime-python, options: {test_call_delay_s: 5}}",
+    );
+    let suite_path = suite(&s, "python-leaf", &row);
+    let out = s.dir.path().join("run");
+    let log = s.dir.path().join("matrix-stderr.txt");
+    let mut child = start_matrix(
+        &s,
+        &[
+            "run",
+            &p(&suite_path),
+            "--environment",
+            &p(&s.env),
+            "--manifest-root",
+            &p(&s.catalog),
+            "-o",
+            &p(&out),
+        ],
+        &log,
+    );
+    let orchestrator = child.id();
+    let mut references = Vec::new();
+    wait_for(Duration::from_secs(300), "a Python reference", || {
+        references = python_references(orchestrator);
+        !references.is_empty()
+    });
+    for &r in &references {
+        assert!(cmdline(r).contains("--parent-pipe"), "{}", cmdline(r));
+    }
+    // Into its timed calls (past the interpreter's start and the model load).
+    std::thread::sleep(Duration::from_secs(2));
+    child.kill().expect("kill -9 the orchestrator only");
+    child.wait().expect("reap");
+    assert_all_end(
+        &references,
+        Duration::from_secs(5),
+        "Python references after kill -9 of the matrix",
+    );
+    let attempt_log = std::fs::read_dir(out.join("rows/000"))
+        .expect("attempts")
+        .flatten()
+        .map(|a| read(&a.path().join("reference-1.log")))
+        .collect::<String>();
+    assert!(
+        attempt_log.contains("the orchestrator is gone"),
+        "the reference says why it stopped: {attempt_log}"
+    );
 }
 
 #[test]

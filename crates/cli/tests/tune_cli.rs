@@ -1143,6 +1143,116 @@ fn slurm_executor_builds_rounds_as_arrays_survives_a_dead_task_and_a_killed_coor
     assert!(!local_dir.join("slurm").exists());
 }
 
+/// Cancels a Slurm job when dropped, so a failing test leaves no held array on the cluster.
+struct CancelOnDrop(String);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let _ = Command::new("scancel").arg(&self.0).status();
+    }
+}
+
+/// A graceful stop (SIGTERM) of `tune --executor slurm` cancels the arrays it submitted: the array is
+/// submitted held (`sbatch --hold`), so it is still pending when the signal comes; the tune exits 130
+/// naming the array, and Slurm lists every task of it CANCELLED.
+#[test]
+fn slurm_executor_cancels_its_arrays_when_stopped() {
+    if !slurm_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tmp");
+    let env = slurm_environment(tmp.path());
+    let mut yaml = std::fs::read_to_string(&env).expect("environment");
+    yaml.push_str("  sbatch_args: [\"--hold\"]\n");
+    std::fs::write(&env, yaml).expect("environment");
+    let out_dir = tmp.path().join("out");
+    let catalog = checkout_catalog();
+    let mut args = vec![
+        "--manifest-root",
+        &catalog,
+        "--model",
+        "tiny-cnn",
+        "--runtime",
+        "tract",
+        "--routes",
+        "-test:sleep_us=[0|50000]",
+        "--search",
+        "full",
+        "-o",
+        s(&out_dir),
+        "--executor",
+        "slurm",
+        "--environment",
+        s(&env),
+    ];
+    args.extend_from_slice(QUICK);
+    let log = tmp.path().join("tune-stderr.txt");
+    let mut child = tune_cmd(tmp.path(), &args)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("start");
+    let jobs_file = out_dir.join("slurm/jobs.json");
+    let started = Instant::now();
+    while !jobs_file.is_file() {
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "the tune ended before submitting: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no submission"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let job = slurm_jobs(&out_dir)[0]["job"]
+        .as_str()
+        .expect("job id")
+        .to_string();
+    let _cleanup = CancelOnDrop(job.clone());
+    let states = || {
+        let q = Command::new("squeue")
+            .args(["-h", "-r", "-t", "all", "-j", &job, "-o", "%T"])
+            .output()
+            .expect("squeue");
+        String::from_utf8_lossy(&q.stdout)
+            .lines()
+            .map(|l| l.trim().to_string())
+            .collect::<Vec<String>>()
+    };
+    assert!(
+        states().iter().all(|st| st == "PENDING"),
+        "held: {:?}",
+        states()
+    );
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::TERM,
+    )
+    .expect("SIGTERM");
+    let status = child.wait().expect("wait");
+    let err = std::fs::read_to_string(&log).expect("log");
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("cancelled the Slurm job array(s) this tune submitted") && err.contains(&job),
+        "{err}"
+    );
+    assert!(err.contains("tune --continue --cache"), "{err}");
+    let started = Instant::now();
+    loop {
+        let now = states();
+        if !now.is_empty() && now.iter().all(|st| st == "CANCELLED") {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "array {job} not cancelled: {now:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 fn tune_strings(tmp: &Path, args: &[String]) -> Output {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     tune(tmp, &args)

@@ -93,9 +93,13 @@ impl Ctx<'_> {
         let started = Instant::now();
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]).envs(&env).stdout(file).stderr(err);
-        if argv.get(1).map(String::as_str) == Some("run") {
-            // A `trtmc-bench run` leaf stops when this process ends, however it ends (not recorded
-            // in the row's argv: it is how the matrix runs the command, not part of it).
+        if argv
+            .get(1)
+            .is_some_and(|a| a == "run" || a.ends_with(REFERENCE_SCRIPT))
+        {
+            // A `trtmc-bench run` leaf and a Python reference runner stop when this process ends,
+            // however it ends (not recorded in the row's argv: it is how the matrix runs the
+            // command, not part of it).
             cmd.arg("--parent-pipe");
         }
         // The delay hooks reach only the leaf they are meant for.
@@ -759,6 +763,9 @@ fn message(e: RunError) -> String {
     e.message()
 }
 
+/// The Python reference runner the matrix starts (in the environment's `reference_dir`).
+const REFERENCE_SCRIPT: &str = "ort_reference.py";
+
 /// Runs `ort_reference.py REQUEST RESULT` as a leaf command logged to `log`; returns how the command
 /// ended and the result it wrote, if readable (a failing reference still writes one saying why).
 pub(crate) fn run_ort_reference(
@@ -772,7 +779,7 @@ pub(crate) fn run_ort_reference(
         plan.environment.python.clone(),
         plan.environment
             .reference_dir
-            .join("ort_reference.py")
+            .join(REFERENCE_SCRIPT)
             .to_string_lossy()
             .into_owned(),
         request.to_string_lossy().into_owned(),

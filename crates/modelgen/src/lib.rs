@@ -267,6 +267,30 @@ pub fn generate(name: &str, seed: u64) -> Result<Vec<u8>> {
     })
 }
 
+/// Bytes one token takes in the KV cache of built-in generator `name`: every layer's key and value
+/// (`past_key_values.<layer>.key|value`, [1, kv_heads, past, head_dim] of f32). `None` for a model
+/// without a KV cache. Known without generating the model, so a run can be sized before it is built.
+pub fn kv_cache_bytes_per_token(name: &str) -> Option<u64> {
+    if let Some(model) = MODELS.iter().find(|m| m.name == name) {
+        let bytes: usize = model
+            .inputs
+            .iter()
+            .filter(|i| i.name.starts_with("past_key_values."))
+            .map(|i| match i.default_shape {
+                [_, heads, _, head_dim] => heads * head_dim * 4,
+                _ => 0,
+            })
+            .sum();
+        return (bytes > 0).then_some(bytes as u64);
+    }
+    match families::family_arch(name)?.1 {
+        families::Arch::Decoder { text, .. } | families::Arch::VisionDecoder { text, .. } => {
+            Some((text.layers * 2 * text.kv_heads * (text.hidden / text.heads) * 4) as u64)
+        }
+        _ => None,
+    }
+}
+
 /// Every name [`generate`] accepts: the tiny models, then each family and its `-l0` variant.
 pub fn builtin_names() -> Vec<String> {
     let mut names: Vec<String> = MODELS.iter().map(|m| m.name.to_string()).collect();
@@ -342,6 +366,29 @@ mod tests {
             err.contains("tiny-rnn") && err.contains("tiny-cnn, tiny-encoder, tiny-gpt"),
             "{err}"
         );
+    }
+
+    /// The per-token KV cache follows each generator's configuration: tiny-gpt 2 layers × key and
+    /// value × 4 heads × 16 × f32; SmolLM-135M 30 layers × 2 × 3 key-value heads × 64 × f32.
+    #[test]
+    fn kv_cache_bytes_follow_the_decoder_configuration() {
+        assert_eq!(
+            kv_cache_bytes_per_token("tiny-gpt"),
+            Some(2 * 2 * 4 * 16 * 4)
+        );
+        assert_eq!(
+            kv_cache_bytes_per_token("tiny-vlm"),
+            Some(2 * 2 * 4 * 16 * 4)
+        );
+        assert_eq!(kv_cache_bytes_per_token("llama"), Some(30 * 2 * 3 * 64 * 4));
+        // The smoke variant: 2 layers, hidden 64, 4 heads, 2 key-value heads.
+        assert_eq!(
+            kv_cache_bytes_per_token("llama-l0"),
+            Some(2 * 2 * 2 * 16 * 4)
+        );
+        assert_eq!(kv_cache_bytes_per_token("tiny-cnn"), None);
+        assert_eq!(kv_cache_bytes_per_token("bert"), None);
+        assert_eq!(kv_cache_bytes_per_token("no-such-model"), None);
     }
 
     #[test]

@@ -110,6 +110,18 @@ pub fn plan(
                 requested: rt.name().to_string(),
             });
         }
+        // The artifact (a TensorRT engine, an NNEF archive) is opened by the worker or by trtexec's
+        // --loadEngine: a FIFO or device there would block them, so it must be a bounded regular file.
+        let artifact = explicit.join(&manifest.artifact);
+        trtmc_core::limits::check_outside_file(&artifact, trtmc_core::limits::FileKind::Bulk)
+            .map_err(|e| Error::BundleManifest {
+                bundle: explicit.clone(),
+                reason: format!(
+                    "bundle {}: its artifact {}: {e}",
+                    explicit.display(),
+                    artifact.display()
+                ),
+            })?;
         rt.check_bundle(explicit, &manifest)
             .map_err(|reason| Error::BundleManifest {
                 bundle: explicit.clone(),

@@ -103,20 +103,42 @@ pub fn check_prompt_fits(
             ))
         })?;
     }
-    let generates = matches!(resolved.operation.as_str(), "generate" | "generate_vl");
-    let limit = resolved
+    let Some(limit) = resolved
         .build
         .get("kv_cache_length")
-        .and_then(|v| v.value.as_u64());
-    let Some(limit) = limit.filter(|_| generates && !sources::tokenizer_pending(tokenizer)) else {
+        .and_then(|v| v.value.as_u64())
+    else {
         return Ok(());
     };
-    let loaded = Tokenizer::load(tokenizer, Some(profile.dir()))
-        .map_err(|e| format!("model `{}`: {e:#}", profile.name))?;
+    let Some(tokens) = longest_prompt_tokens(profile, tokenizer, resolved)? else {
+        return Ok(());
+    };
     let max_new_tokens = resolved
         .request_value("max_new_tokens")
         .and_then(serde_json::Value::as_u64)
         .unwrap_or(0);
+    if tokens + max_new_tokens > limit {
+        return Err(format!(
+            "model `{}` case `{}`: the prompt ({tokens} tokens) + request.max_new_tokens ({max_new_tokens}) exceeds the KV-cache length {limit} (build.kv_cache_length); shorten the prompt, lower request.max_new_tokens, or raise build.kv_cache_length",
+            profile.name, resolved.case
+        ));
+    }
+    Ok(())
+}
+
+/// The tokens of a generation case's longest prompt (`request.prompt` or its rendered chat, and each
+/// sample's); `None` when the case does not generate or its hub tokenizer waits for its download.
+pub(crate) fn longest_prompt_tokens(
+    profile: &Profile,
+    tokenizer: Option<&str>,
+    resolved: &ResolvedCase,
+) -> Result<Option<u64>, String> {
+    let generates = matches!(resolved.operation.as_str(), "generate" | "generate_vl");
+    if !generates || sources::tokenizer_pending(tokenizer) {
+        return Ok(None);
+    }
+    let loaded = Tokenizer::load(tokenizer, Some(profile.dir()))
+        .map_err(|e| format!("model `{}`: {e:#}", profile.name))?;
     let samples = resolved
         .request_value("samples")
         .and_then(serde_json::Value::as_array);
@@ -130,19 +152,15 @@ pub fn check_prompt_fits(
                 .filter_map(|s| s.get(chat::PROMPT_FIELD)),
         )
         .filter_map(serde_json::Value::as_str);
+    let mut longest = 0;
     for prompt in prompts {
         let tokens = loaded
             .prompt_ids(prompt, resolved.chat.is_some())
             .map_err(|e| format!("model `{}`: {e:#}", profile.name))?
             .len() as u64;
-        if tokens + max_new_tokens > limit {
-            return Err(format!(
-                "model `{}` case `{}`: the prompt ({tokens} tokens) + request.max_new_tokens ({max_new_tokens}) exceeds the KV-cache length {limit} (build.kv_cache_length); shorten the prompt, lower request.max_new_tokens, or raise build.kv_cache_length",
-                profile.name, resolved.case
-            ));
-        }
+        longest = longest.max(tokens);
     }
-    Ok(())
+    Ok(Some(longest))
 }
 
 fn render(template: &ChatTemplate, prompt: &chat::ChatPrompt) -> Result<String, String> {

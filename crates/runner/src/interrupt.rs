@@ -65,15 +65,35 @@ pub fn watch_parent_pipe() {
     }
 }
 
+/// What [`exit_on_signals`] does before it exits: stops work this process started outside its own
+/// process tree (tune's Slurm job arrays), which no liveness pipe reaches. Returns a line saying what
+/// it stopped, or `None` when there was nothing to stop.
+pub type StopHook = Box<dyn Fn() -> Option<String> + Send>;
+
+static STOP_HOOKS: std::sync::Mutex<Vec<StopHook>> = std::sync::Mutex::new(Vec::new());
+
+/// Registers `hook` to run on a graceful stop ([`exit_on_signals`]), before the process exits.
+pub fn on_stop(hook: StopHook) {
+    STOP_HOOKS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(hook);
+}
+
 /// For an orchestrator whose state reaches disk as it goes (tune's cache, one line per iteration): the
-/// first SIGINT, SIGTERM or SIGHUP prints `message` (where the work is kept, how to finish it) and
-/// exits with 130, the interrupted code. Its children stop by their liveness pipes.
+/// first SIGINT, SIGTERM or SIGHUP runs the [`on_stop`] hooks, prints what they stopped and `message`
+/// (where the work is kept, how to finish it) and exits with 130, the interrupted code. Its children
+/// stop by their liveness pipes.
 pub fn exit_on_signals(message: String) -> std::io::Result<()> {
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
             if signals.forever().next().is_some() {
+                let hooks = STOP_HOOKS.lock().unwrap_or_else(|e| e.into_inner());
+                for line in hooks.iter().filter_map(|hook| hook()) {
+                    eprintln!("{line}");
+                }
                 eprintln!("{message}");
                 std::process::exit(130);
             }

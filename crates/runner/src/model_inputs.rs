@@ -288,6 +288,77 @@ fn check_memory(
     )
 }
 
+/// Refuses a generation case whose KV cache would take more memory than the bound
+/// (`--max-tensor-memory-gib`), before any build or worker: every layer's key and value, per token
+/// (from the built-in generator's configuration, else from the `past_key_values.*` inputs the ONNX
+/// file declares), for the longest prompt plus `request.max_new_tokens`, per batch item. A model whose
+/// cache layout is not known before its download is sized by the worker.
+pub(crate) fn check_kv_cache_memory(
+    profile: &Profile,
+    tokenizer: Option<&str>,
+    resolved: &ResolvedCase,
+    cache_root: &Path,
+    most_gib: Option<f64>,
+) -> Result<(), String> {
+    use trtmc_core::limits::{DEFAULT_MOST_TENSOR_GIB, TENSOR_MEMORY_FLAG, TensorEstimate};
+    if !matches!(resolved.operation.as_str(), "generate" | "generate_vl") {
+        return Ok(());
+    }
+    let Some(per_token) = kv_cache_bytes_per_token(profile, cache_root) else {
+        return Ok(());
+    };
+    // A tokenizer the estimate cannot load is reported by the checks that need it; here the prompt
+    // then counts for nothing, and the new tokens alone are sized.
+    let prompt = crate::chat::longest_prompt_tokens(profile, tokenizer, resolved)
+        .ok()
+        .flatten()
+        .unwrap_or(0);
+    let request_u64 = |key: &str| resolved.request_value(key).and_then(Value::as_u64);
+    let new_tokens = request_u64("max_new_tokens").unwrap_or(0);
+    let batch = request_u64("batch_size").unwrap_or(1).max(1);
+    let tokens = prompt.saturating_add(new_tokens);
+    let bytes = per_token.saturating_mul(tokens).saturating_mul(batch);
+    let bound = most_gib.unwrap_or(DEFAULT_MOST_TENSOR_GIB);
+    let estimate = TensorEstimate {
+        what: "KV cache".into(),
+        bytes,
+    };
+    if trtmc_core::limits::check_tensor_memory(&[estimate], bound).is_ok() {
+        return Ok(());
+    }
+    Err(format!(
+        "model `{}` case `{}`: its KV cache would take about {:.1} GiB ({per_token} bytes a token × (the prompt's {prompt} + request.max_new_tokens {new_tokens}) × batch {batch}), more than the {bound} GiB bound; lower request.max_new_tokens or raise the bound with {TENSOR_MEMORY_FLAG}",
+        profile.name,
+        resolved.case,
+        bytes as f64 / f64::from(1u32 << 30),
+    ))
+}
+
+/// Bytes one token takes in `profile`'s KV cache, when known before a build: a built-in generator's
+/// configuration, else the fixed heads and head size of the `past_key_values.*` inputs of a local
+/// ONNX file ([1, heads, past, head_dim]).
+fn kv_cache_bytes_per_token(profile: &Profile, cache_root: &Path) -> Option<u64> {
+    if let trtmc_core::catalog::ModelSource::Builtin { name, .. } = &profile.source {
+        return trtmc_modelgen::kv_cache_bytes_per_token(name);
+    }
+    let path = sources::resolve(profile, cache_root).ok()?.path?;
+    let (inputs, _) = declared_io(&path).ok()?;
+    let bytes: u64 = inputs
+        .iter()
+        .filter(|d| d.name.starts_with("past_key_values."))
+        .filter_map(|d| match d.dims.as_slice() {
+            [_, Dim::Fixed(heads), _, Dim::Fixed(head_dim)] => Some(
+                u64::try_from(*heads)
+                    .ok()?
+                    .saturating_mul(u64::try_from(*head_dim).ok()?)
+                    .saturating_mul(element_bytes(d)),
+            ),
+            _ => None,
+        })
+        .sum();
+    (bytes > 0).then_some(bytes)
+}
+
 /// Bytes of one element of `d` (8 for a string's pointer, 4 when the type is not one trtmc handles).
 fn element_bytes(d: &Declared) -> u64 {
     match d.dtype {

@@ -281,6 +281,17 @@ pub fn plan_cases(
                         reason,
                     },
                 )?;
+                crate::model_inputs::check_kv_cache_memory(
+                    profile,
+                    tokenizer.as_deref(),
+                    &resolved,
+                    &options.cache_root,
+                    sel.given_data().most_tensor_gib,
+                )
+                .map_err(|reason| Error::Case {
+                    model: profile.name.clone(),
+                    reason,
+                })?;
                 planned.push(PlannedCase {
                     profile: Profile {
                         tokenizer,

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use trtmc_core::artifacts::RuntimeInfo;
 use trtmc_core::fsutil::{write_atomic, write_json_atomic};
+use trtmc_core::limits::{FileKind, read_outside};
 
 use crate::runtime::{BuildStep, Runtime};
 use crate::tensor::TensorSpec;
@@ -51,8 +52,17 @@ pub struct BundleManifest {
 impl BundleManifest {
     pub fn read(bundle_dir: &Path) -> Result<BundleManifest, String> {
         let path = bundle_dir.join(BUNDLE_FILE);
-        let bytes = std::fs::read(&path).map_err(|e| {
-            format!("{} is not a bundle: cannot read {}: {e} (rebuild it, or drop --bundle to build one)", bundle_dir.display(), path.display())
+        // A bundle folder may be one a user names (`--bundle`): its manifest is read bounded.
+        let bytes = read_outside(&path, FileKind::Text).map_err(|e| match e.kind() {
+            // A special or oversized file: the reader's message names it, the limit and the fix.
+            std::io::ErrorKind::InvalidInput => {
+                format!("{} is not a bundle: {e}", bundle_dir.display())
+            }
+            _ => format!(
+                "{} is not a bundle: cannot read {}: {e} (rebuild it, or drop --bundle to build one)",
+                bundle_dir.display(),
+                path.display()
+            ),
         })?;
         let m: BundleManifest = serde_json::from_slice(&bytes).map_err(|e| {
             format!(

@@ -649,7 +649,7 @@ fn specs(outlets: &[Outlet]) -> anyhow::Result<Vec<TensorSpec>> {
 fn read_session_file(bundle_dir: &Path) -> anyhow::Result<BTreeMap<String, i64>> {
     let path = bundle_dir.join(SESSION_FILE);
     let doc: Value = serde_json::from_slice(
-        &std::fs::read(&path)
+        &trtmc_core::limits::read_outside(&path, trtmc_core::limits::FileKind::Text)
             .with_context(|| format!("cannot read {} (rebuild the bundle)", path.display()))?,
     )
     .with_context(|| format!("{} is malformed (rebuild the bundle)", path.display()))?;

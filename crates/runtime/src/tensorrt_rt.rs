@@ -626,7 +626,7 @@ fn run_shapes(bundle_dir: &Path) -> anyhow::Result<Vec<TensorShape>> {
 fn build_record(bundle_dir: &Path) -> anyhow::Result<Value> {
     let path = bundle_dir.join(BUILD_FILE);
     let doc: Value = serde_json::from_slice(
-        &std::fs::read(&path)
+        &trtmc_core::limits::read_outside(&path, trtmc_core::limits::FileKind::Text)
             .with_context(|| format!("cannot read {} (rebuild the bundle)", path.display()))?,
     )
     .with_context(|| format!("{} is malformed (rebuild the bundle)", path.display()))?;

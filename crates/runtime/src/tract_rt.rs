@@ -246,7 +246,7 @@ impl NnefNames {
     /// The record of a bundle (empty for a bundle built before it was written).
     fn read(bundle_dir: &Path) -> anyhow::Result<NnefNames> {
         let path = bundle_dir.join(NAMES_FILE);
-        match std::fs::read(&path) {
+        match trtmc_core::limits::read_outside(&path, trtmc_core::limits::FileKind::Text) {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .with_context(|| format!("malformed {}", path.display())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(NnefNames::default()),

@@ -458,6 +458,7 @@ impl Served<'_> {
         let mut warmup_ms = Vec::with_capacity(warmup as usize);
         for _ in 0..warmup {
             let mut record = CallRecord::default();
+            runner.prepare_call()?;
             let t0 = Instant::now();
             runner.call(&mut record).context("warm-up call failed")?;
             warmup_ms.push(t0.elapsed().as_secs_f64() * 1e3);

@@ -11,15 +11,17 @@
 //! in the cache) is loaded by the local runner, and its accuracy check and every measurement run here,
 //! one at a time, so all timings come from one node.
 //!
-//! A killed coordinator loses nothing: on `--continue` the routes the cache replays are not asked for,
-//! tasks of earlier arrays still running are waited for, and only routes without a result file are
-//! submitted again.
+//! A stopped coordinator (Ctrl-C, SIGTERM, SIGHUP) cancels the arrays it submitted that are still
+//! pending or running (`scancel`), so no build goes on for a tune that ended. A killed one (kill -9)
+//! cannot: its arrays run on, and it loses nothing: on `--continue` the routes the cache replays are not
+//! asked for, tasks of earlier arrays still running are waited for, and only routes without a result
+//! file are submitted again.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use crate::expr::Route;
@@ -233,6 +235,42 @@ pub struct SlurmOptions {
     pub dir: PathBuf,
 }
 
+/// The arrays this process submitted and follows, shared with the stop hook that cancels them.
+#[derive(Debug, Default)]
+struct LiveJobs {
+    ids: Vec<String>,
+    /// The process is stopping: nothing more is submitted.
+    stopping: bool,
+}
+
+impl LiveJobs {
+    /// Cancels every listed array (the stop hook); returns the line that says so.
+    fn cancel_all(&mut self) -> Option<String> {
+        self.stopping = true;
+        if self.ids.is_empty() {
+            return None;
+        }
+        let ids = std::mem::take(&mut self.ids);
+        let cancelled = Process::new("scancel")
+            .args(&ids)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        Some(if cancelled {
+            format!(
+                "cancelled the Slurm job array(s) this tune submitted: {} (scancel)",
+                ids.join(", ")
+            )
+        } else {
+            format!(
+                "could not cancel the Slurm job array(s) {0}: cancel them with `scancel {0}`",
+                ids.join(" ")
+            )
+        })
+    }
+}
+
 /// The `RouteRunner` of `tune --executor slurm`: builds as job arrays, everything else local.
 pub struct SlurmRunner<'p> {
     inner: ProcessRunner,
@@ -240,16 +278,29 @@ pub struct SlurmRunner<'p> {
     /// This node's hardware: where the routes are timed.
     hardware: String,
     progress: &'p dyn Progress,
+    live: Arc<Mutex<LiveJobs>>,
 }
 
 impl<'p> SlurmRunner<'p> {
+    /// The runner; a graceful stop of this process (`trtmc_runner::interrupt::exit_on_signals`)
+    /// cancels the arrays it submitted that are still followed.
     pub fn new(inner: ProcessRunner, options: SlurmOptions, progress: &'p dyn Progress) -> Self {
+        let live = Arc::new(Mutex::new(LiveJobs::default()));
+        let hook = Arc::clone(&live);
+        trtmc_runner::interrupt::on_stop(Box::new(move || {
+            hook.lock().unwrap_or_else(|e| e.into_inner()).cancel_all()
+        }));
         Self {
             inner,
             options,
             hardware: hardware(),
             progress,
+            live,
         }
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, LiveJobs> {
+        self.live.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn jobs_file(&self) -> PathBuf {
@@ -390,8 +441,18 @@ impl<'p> SlurmRunner<'p> {
             chdir: &dir,
             task_command: &command,
         };
-        let job = slurm::submit_array(&array, &self.options.settings)
-            .map_err(|e| format!("cannot submit the builds to Slurm: {e}"))?;
+        let job = {
+            // Held across the submission, so a stop either comes first (nothing is submitted) or
+            // finds the new array listed and cancels it.
+            let mut live = self.live();
+            if live.stopping {
+                return Err("the tune is stopping: nothing more is submitted".into());
+            }
+            let job = slurm::submit_array(&array, &self.options.settings)
+                .map_err(|e| format!("cannot submit the builds to Slurm: {e}"))?;
+            live.ids.push(job.clone());
+            job
+        };
         let route_names: Vec<String> = specs.iter().map(|s| s.route.clone()).collect();
         jobs.push(SubmittedJob {
             job: job.clone(),
@@ -405,7 +466,10 @@ impl<'p> SlurmRunner<'p> {
             "submitted job array {job}: {} route build(s), one per task",
             specs.len()
         )));
-        let states = self.follow(&job, &route_names)?;
+        let states = self.follow(&job, &route_names);
+        // Over (or given up on): nothing of it is left for a stop to cancel.
+        self.live().ids.retain(|id| *id != job);
+        let states = states?;
         for (t, spec) in specs.iter().enumerate() {
             if read_result(&dir, &spec.route).is_some() {
                 continue;

@@ -1,14 +1,14 @@
 //! Artifact inputs (request fields of kind `Artifact`): files relative to MODEL.toml, decoded while the
 //! runner is prepared, never inside the timed region. The case identity already holds their SHA-256.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 use ndarray::{ArrayD, IxDyn};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::RunnerContext;
+use super::{Rotation, RunnerContext};
 use crate::runtime::Session;
 use crate::tensor::{Dim, HostTensor, TensorSpec};
 
@@ -152,6 +152,45 @@ pub(crate) fn image_shape(spec: &TensorSpec, batch: usize) -> anyhow::Result<Vec
     batch_shape(spec, batch)
 }
 
+/// The image batches of a vision operation as the rotation its calls take. With one declared sample per
+/// call (`request.samples` at batch size 1) each sample's image is decoded or synthesized when its first
+/// call comes ([`Rotation::lazy`], outside the timed region), so preparation and memory grow with the
+/// calls made, not the samples declared; otherwise as [`image_batches`], up front.
+pub(crate) fn image_rotation(
+    ctx: &RunnerContext<'_>,
+    session: &dyn Session,
+    batch: usize,
+) -> anyhow::Result<Rotation<HostTensor>> {
+    let Some(count) = super::one_sample_per_call(ctx.request, batch)? else {
+        return Rotation::new(image_batches(ctx, session, batch)?, ctx.first_call);
+    };
+    let spec = session
+        .inputs()
+        .first()
+        .context("the model declares no image input")?
+        .clone();
+    let shape = image_shape(&spec, 1)?;
+    let request = ctx.request.clone();
+    let manifest_dir = ctx.manifest_dir.map(Path::to_path_buf);
+    Rotation::lazy(
+        count,
+        ctx.first_call,
+        Box::new(move |i| {
+            let sample = super::sample_request(&request, i)?;
+            let sample_ctx = RunnerContext {
+                request: &sample,
+                session: None,
+                bundle: None,
+                manifest_dir: manifest_dir.as_deref(),
+                tokenizer: None,
+                first_call: 0,
+                data: None,
+            };
+            image_item(&sample_ctx, &spec, &shape).with_context(|| format!("request.samples[{i}]"))
+        }),
+    )
+}
+
 /// The image batches of a vision operation, one per distinct call. Without `request.samples`: one batch
 /// built from the request, seeded noise for `synthetic`, otherwise the decoded image file resized to
 /// the input's height and width, scaled to [0, 1], repeated over the batch. With samples: each item its
@@ -197,6 +236,46 @@ fn batches_of(items: Vec<HostTensor>, batch: usize) -> anyhow::Result<Vec<HostTe
         .iter()
         .map(|call| super::stack_items(&call.iter().map(|&i| &items[i]).collect::<Vec<_>>()))
         .collect()
+}
+
+/// Seeded noise batches of `shape` [batch, …] as the rotation the calls take: with one declared sample
+/// per call, each sample's noise is made when its first call comes ([`Rotation::lazy`]; every sample's
+/// seed is checked now); otherwise as [`seeded_batches`], up front.
+pub(crate) fn seeded_rotation(
+    ctx: &RunnerContext<'_>,
+    spec: &TensorSpec,
+    shape: &[usize],
+) -> anyhow::Result<Rotation<HostTensor>> {
+    let batch = shape
+        .first()
+        .copied()
+        .context("a seeded input needs a batch axis")?;
+    let Some(count) = super::one_sample_per_call(ctx.request, batch)? else {
+        return Rotation::new(seeded_batches(ctx, spec, shape)?, ctx.first_call);
+    };
+    let shared = ctx.request.get("seed");
+    let seeds = ctx
+        .request
+        .get("samples")
+        .and_then(serde_json::Value::as_array)
+        .context("request.samples must be a list of tables")?
+        .iter()
+        .enumerate()
+        .map(|(i, table)| {
+            table
+                .get("seed")
+                .or(shared)
+                .and_then(serde_json::Value::as_i64)
+                .map(|seed| seed as u64)
+                .with_context(|| format!("request.samples[{i}].seed must be an integer"))
+        })
+        .collect::<anyhow::Result<Vec<u64>>>()?;
+    let (spec, shape) = (spec.clone(), shape.to_vec());
+    Rotation::lazy(
+        count,
+        ctx.first_call,
+        Box::new(move |i| crate::tensor::synthesize(&spec, &shape, seeds[i], 1)),
+    )
 }
 
 /// Seeded noise batches of `shape` [batch, …], one per distinct call: from `request.seed` for the whole
@@ -338,6 +417,60 @@ pub(crate) fn audio_us(samples: usize, rate: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Declared samples one per call: the lazy rotation makes nothing up front, makes each sample's
+    /// noise before its call, starts where the case's earlier calls left off, and gives exactly the
+    /// tensors the up-front preparation gives; a sample without a seed fails before any call.
+    #[test]
+    fn samples_one_per_call_are_prepared_lazily_and_alike() {
+        let spec = TensorSpec {
+            name: "x".into(),
+            dtype: crate::tensor::DType::F32,
+            shape: vec![Dim::Fixed(1), Dim::Fixed(4)],
+        };
+        let samples: Vec<serde_json::Value> = (0..5)
+            .map(|i| serde_json::json!({ "seed": 10 + i }))
+            .collect();
+        let request = std::collections::BTreeMap::from([
+            ("seed".to_string(), serde_json::json!(0)),
+            ("batch_size".to_string(), serde_json::json!(1)),
+            ("samples".to_string(), serde_json::Value::from(samples)),
+        ]);
+        let ctx = RunnerContext {
+            request: &request,
+            session: None,
+            bundle: None,
+            manifest_dir: None,
+            tokenizer: None,
+            first_call: 7,
+            data: None,
+        };
+        let eager = seeded_batches(&ctx, &spec, &[1, 4]).expect("eager");
+        let mut lazy = seeded_rotation(&ctx, &spec, &[1, 4]).expect("lazy");
+        assert_eq!(lazy.inputs().count(), 0, "nothing is made up front");
+        lazy.prepare_next().expect("prepare");
+        let call = lazy.next();
+        assert_eq!(call, 7 % 5, "the rotation resumes at the case's call");
+        assert_eq!(lazy.inputs().count(), 1, "only the next call's input");
+        assert_eq!(lazy.input(call).expect("input"), &eager[call]);
+        lazy.prepare_all().expect("all");
+        assert_eq!(lazy.inputs().cloned().collect::<Vec<_>>(), eager);
+
+        let mut broken = request.clone();
+        broken.insert(
+            "samples".into(),
+            serde_json::json!([{ "seed": 1 }, { "seed": "x" }]),
+        );
+        let ctx = RunnerContext {
+            request: &broken,
+            ..ctx
+        };
+        let err = seeded_rotation(&ctx, &spec, &[1, 4])
+            .err()
+            .expect("a bad seed is refused up front")
+            .to_string();
+        assert!(err.contains("request.samples[1].seed"), "{err}");
+    }
 
     /// Outside files never panic the reader: truncated, garbage and wrong-format inputs are errors that
     /// name the file.

@@ -164,7 +164,7 @@ fn ctc_greedy(logits: &ArrayD<f32>, prev: &mut i64, tokens: &mut Vec<i64>) -> an
 impl TimedRunner for TranscribeRunner {
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
         self.last = self.recordings.next();
-        let recording = &self.recordings.inputs()[self.last];
+        let recording = self.recordings.prepared(self.last)?;
         let started = Instant::now();
         let mut first_partial = 0u64;
         self.tokens.clear();
@@ -194,19 +194,20 @@ impl TimedRunner for TranscribeRunner {
 
     /// The last call's transcript, chunk count and audio length; `calls_per_input` when calls rotate.
     fn notes(&self) -> BTreeMap<String, Value> {
-        let recording = &self.recordings.inputs()[self.last];
         let mut notes = self.recordings.notes();
-        notes.extend([
-            (
-                "transcript".to_string(),
-                Value::from(self.tokenizer.decode(&self.tokens)),
-            ),
-            ("chunks".to_string(), Value::from(recording.chunks.len())),
-            (
-                "audio_seconds".to_string(),
-                Value::from(recording.audio_us as f64 / 1e6),
-            ),
-        ]);
+        notes.insert(
+            "transcript".to_string(),
+            Value::from(self.tokenizer.decode(&self.tokens)),
+        );
+        if let Ok(recording) = self.recordings.prepared(self.last) {
+            notes.extend([
+                ("chunks".to_string(), Value::from(recording.chunks.len())),
+                (
+                    "audio_seconds".to_string(),
+                    Value::from(recording.audio_us as f64 / 1e6),
+                ),
+            ]);
+        }
         notes
     }
 
@@ -217,7 +218,6 @@ impl TimedRunner for TranscribeRunner {
         let calls = self
             .recordings
             .inputs()
-            .iter()
             .map(|recording| {
                 let tensors = recording
                     .chunks
@@ -357,7 +357,7 @@ impl ConvertSpeechRunner {
 impl TimedRunner for ConvertSpeechRunner {
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
         let call = self.audio.next();
-        let (audio, input_us) = &self.audio.inputs()[call];
+        let (audio, input_us) = self.audio.prepared(call)?;
         self.outputs = self.session.run(vec![audio.clone()])?;
         let out = self
             .outputs
@@ -386,7 +386,6 @@ impl TimedRunner for ConvertSpeechRunner {
             calls: self
                 .audio
                 .inputs()
-                .iter()
                 .map(|(audio, _)| CallInputs {
                     tensors: vec![(self.input_name.clone(), audio.clone())],
                     values: BTreeMap::new(),

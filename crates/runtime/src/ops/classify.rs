@@ -3,7 +3,7 @@
 use anyhow::Context as _;
 use serde_json::Value;
 
-use super::artifacts::image_batches;
+use super::artifacts::image_rotation;
 use super::{CallRecord, ReferenceInputs, Rotation, RunnerContext, TimedRunner, check_finite};
 use crate::runtime::Session;
 use crate::tensor::{HostTensor, TensorSpec};
@@ -23,10 +23,7 @@ impl ClassifyRunner {
     pub fn prepare(mut ctx: RunnerContext<'_>) -> anyhow::Result<Self> {
         let batch = ctx.batch_size()?;
         let session = ctx.take_session("classify")?;
-        let inputs = Rotation::new(
-            image_batches(&ctx, session.as_ref(), batch)?,
-            ctx.first_call,
-        )?;
+        let inputs = image_rotation(&ctx, session.as_ref(), batch)?;
         let output_specs = session.outputs().to_vec();
         let input_name = session
             .inputs()
@@ -46,9 +43,17 @@ impl ClassifyRunner {
 }
 
 impl TimedRunner for ClassifyRunner {
+    fn prepare_call(&mut self) -> anyhow::Result<()> {
+        self.inputs.prepare_next()
+    }
+
+    fn prepare_all(&mut self) -> anyhow::Result<()> {
+        self.inputs.prepare_all()
+    }
+
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
         let call = self.inputs.next();
-        self.outputs = self.session.run(vec![self.inputs.inputs()[call].clone()])?;
+        self.outputs = self.session.run(vec![self.inputs.input(call)?.clone()])?;
         let logits = self
             .outputs
             .first()

@@ -9,7 +9,7 @@ use anyhow::{Context as _, bail};
 use ndarray::{ArrayD, IxDyn};
 use serde_json::Value;
 
-use super::artifacts::seeded_batches;
+use super::artifacts::seeded_rotation;
 use super::{CallInputs, CallRecord, ReferenceInputs, Rotation, RunnerContext, TimedRunner};
 use crate::runtime::Session;
 use crate::tensor::{Dim, HostTensor};
@@ -68,7 +68,7 @@ impl DiffusionRunner {
                 Dim::Symbol(s) => bail!("denoiser dimension `{s}` is unbound (set build.dims.{s})"),
             });
         }
-        let noise = Rotation::new(seeded_batches(&ctx, spec, &shape)?, ctx.first_call)?;
+        let noise = seeded_rotation(&ctx, spec, &shape)?;
         let latents = ArrayD::zeros(IxDyn(&shape));
         Ok(Self {
             session,
@@ -83,9 +83,17 @@ impl DiffusionRunner {
 }
 
 impl TimedRunner for DiffusionRunner {
+    fn prepare_call(&mut self) -> anyhow::Result<()> {
+        self.noise.prepare_next()
+    }
+
+    fn prepare_all(&mut self) -> anyhow::Result<()> {
+        self.noise.prepare_all()
+    }
+
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
         let call = self.noise.next();
-        let mut x = match &self.noise.inputs()[call] {
+        let mut x = match self.noise.input(call)? {
             HostTensor::F32(a) => a.clone(),
             _ => bail!("the denoiser's `sample` input must be f32"),
         };
@@ -148,7 +156,6 @@ impl TimedRunner for DiffusionRunner {
             calls: self
                 .noise
                 .inputs()
-                .iter()
                 .map(|noise| CallInputs {
                     tensors: vec![("noise".to_string(), noise.clone())],
                     values: BTreeMap::from([

@@ -147,7 +147,7 @@ const EMBEDDING_HEAD: usize = 8;
 impl TimedRunner for EncodeRunner {
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
         let call = self.batches.next();
-        let texts = &self.batches.inputs()[call];
+        let texts = self.batches.prepared(call)?;
         let items = texts.len();
         let (ids, mask) = self.tokenize(texts)?;
         let inputs = self.feeds(&ids, &mask);
@@ -213,7 +213,7 @@ impl TimedRunner for EncodeRunner {
             .output_specs
             .get(self.output_index)
             .map_or("", |s| s.name.as_str());
-        let mut calls = Vec::with_capacity(self.batches.inputs().len());
+        let mut calls = Vec::with_capacity(self.batches.inputs().count());
         for texts in self.batches.inputs() {
             let Ok((ids, mask)) = self.tokenize(texts) else {
                 return ReferenceInputs::default();

@@ -27,10 +27,7 @@ impl ForecastRunner {
             .first()
             .context("the model declares no input")?;
         let shape = super::artifacts::batch_shape(spec, batch)?;
-        let inputs = Rotation::new(
-            super::artifacts::seeded_batches(&ctx, spec, &shape)?,
-            ctx.first_call,
-        )?;
+        let inputs = super::artifacts::seeded_rotation(&ctx, spec, &shape)?;
         let input_name = spec.name.clone();
         let output_specs = session.outputs().to_vec();
         Ok(Self {
@@ -45,9 +42,17 @@ impl ForecastRunner {
 }
 
 impl TimedRunner for ForecastRunner {
+    fn prepare_call(&mut self) -> anyhow::Result<()> {
+        self.inputs.prepare_next()
+    }
+
+    fn prepare_all(&mut self) -> anyhow::Result<()> {
+        self.inputs.prepare_all()
+    }
+
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
         let call = self.inputs.next();
-        self.outputs = self.session.run(vec![self.inputs.inputs()[call].clone()])?;
+        self.outputs = self.session.run(vec![self.inputs.input(call)?.clone()])?;
         let out = self
             .outputs
             .first()

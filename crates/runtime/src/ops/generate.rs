@@ -483,7 +483,7 @@ impl GenerateRunner {
 impl TimedRunner for GenerateRunner {
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
         let call = self.samples.next();
-        let sample = &self.samples.inputs()[call];
+        let sample = self.samples.prepared(call)?;
         self.sampler.seed = sample.seed;
         let started = Instant::now();
         let out = generate_with(
@@ -530,7 +530,6 @@ impl TimedRunner for GenerateRunner {
         let calls = self
             .samples
             .inputs()
-            .iter()
             .map(|sample| {
                 let mut tensors = vec![(
                     "prompt_ids".to_string(),

@@ -138,7 +138,7 @@ impl TimedRunner for InferRunner {
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
         let i = self.inputs.next();
         self.last = i;
-        self.outputs = self.session.run(self.inputs.inputs()[i].clone())?;
+        self.outputs = self.session.run(self.inputs.prepared(i)?.clone())?;
         record.items = 1;
         Ok(())
     }

@@ -46,6 +46,15 @@ pub struct CallRecord {
 pub use trtmc_core::operations::{MAX_COUNTERS, MAX_STAGES};
 
 pub trait TimedRunner {
+    /// Prepares what the next call needs and has not got yet (a declared sample's input, prepared
+    /// when its first call comes), outside the timed region: the loops call it before every call.
+    fn prepare_call(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+    /// Prepares every distinct call's inputs, before [`TimedRunner::reference_inputs`] lists them.
+    fn prepare_all(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
     /// The one public operation call. Everything in here is inside the timed region.
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()>;
     /// Checks the last call's outputs outside the timed region; non-finite outputs fail the case.
@@ -66,6 +75,12 @@ pub trait TimedRunner {
 
 // A borrowed or boxed runner is a runner, so wrappers such as [`Delayed`] take either.
 impl<R: TimedRunner + ?Sized> TimedRunner for &mut R {
+    fn prepare_call(&mut self) -> anyhow::Result<()> {
+        (**self).prepare_call()
+    }
+    fn prepare_all(&mut self) -> anyhow::Result<()> {
+        (**self).prepare_all()
+    }
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
         (**self).call(record)
     }
@@ -81,6 +96,12 @@ impl<R: TimedRunner + ?Sized> TimedRunner for &mut R {
 }
 
 impl<R: TimedRunner + ?Sized> TimedRunner for Box<R> {
+    fn prepare_call(&mut self) -> anyhow::Result<()> {
+        (**self).prepare_call()
+    }
+    fn prepare_all(&mut self) -> anyhow::Result<()> {
+        (**self).prepare_all()
+    }
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
         (**self).call(record)
     }
@@ -159,10 +180,16 @@ impl RunnerContext<'_> {
     }
 }
 
-/// The inputs a runner prepared for its calls, one per distinct call: call i uses input i mod n (the
-/// warm-up calls count). Remembers how many calls used each input, for the notes.
+/// Prepares the input of distinct call `i` of a lazy [`Rotation`].
+pub(crate) type InputSource<T> = Box<dyn Fn(usize) -> anyhow::Result<T> + Send>;
+
+/// The inputs of a runner's calls, one per distinct call: call i uses input i mod n (the warm-up calls
+/// count). Remembers how many calls used each input, for the notes. Prepared up front ([`Rotation::new`])
+/// or, for many declared samples, each when its first call comes ([`Rotation::lazy`]), so memory and
+/// preparation grow with the calls made rather than the samples declared.
 pub(crate) struct Rotation<T> {
-    inputs: Vec<T>,
+    inputs: Vec<Option<T>>,
+    source: Option<InputSource<T>>,
     calls: Vec<u64>,
     next: usize,
 }
@@ -176,11 +203,29 @@ impl<T> Rotation<T> {
         Ok(Self {
             calls: vec![0; inputs.len()],
             next: (first_call % inputs.len() as u64) as usize,
-            inputs,
+            inputs: inputs.into_iter().map(Some).collect(),
+            source: None,
         })
     }
 
-    /// The index in [`Rotation::inputs`] of the next call's input.
+    /// The rotation of `count` inputs that `source` prepares when first needed.
+    pub(crate) fn lazy(
+        count: usize,
+        first_call: u64,
+        source: InputSource<T>,
+    ) -> anyhow::Result<Self> {
+        if count == 0 {
+            bail!("no inputs to send");
+        }
+        Ok(Self {
+            calls: vec![0; count],
+            next: (first_call % count as u64) as usize,
+            inputs: std::iter::repeat_with(|| None).take(count).collect(),
+            source: Some(source),
+        })
+    }
+
+    /// The index of the next call's input ([`Rotation::input`]).
     pub(crate) fn next(&mut self) -> usize {
         let i = self.next;
         self.next = (i + 1) % self.inputs.len();
@@ -188,9 +233,46 @@ impl<T> Rotation<T> {
         i
     }
 
-    /// Every distinct per-call input, in call order.
-    pub(crate) fn inputs(&self) -> &[T] {
-        &self.inputs
+    /// Prepares input `i` unless it is.
+    fn prepare(&mut self, i: usize) -> anyhow::Result<()> {
+        if self.inputs[i].is_none() {
+            let source = self
+                .source
+                .as_ref()
+                .context("an input of the rotation has no source")?;
+            self.inputs[i] = Some(source(i)?);
+        }
+        Ok(())
+    }
+
+    /// Prepares the next call's input (outside the timed region: see [`TimedRunner::prepare_call`]).
+    pub(crate) fn prepare_next(&mut self) -> anyhow::Result<()> {
+        self.prepare(self.next)
+    }
+
+    /// Prepares every input (for [`TimedRunner::reference_inputs`]).
+    pub(crate) fn prepare_all(&mut self) -> anyhow::Result<()> {
+        (0..self.inputs.len()).try_for_each(|i| self.prepare(i))
+    }
+
+    /// Input `i`, prepared now if [`Rotation::prepare_next`] did not run first.
+    pub(crate) fn input(&mut self, i: usize) -> anyhow::Result<&T> {
+        self.prepare(i)?;
+        self.inputs[i]
+            .as_ref()
+            .context("an input of the rotation was not prepared")
+    }
+
+    /// Input `i` of a rotation prepared up front.
+    pub(crate) fn prepared(&self, i: usize) -> anyhow::Result<&T> {
+        self.inputs[i]
+            .as_ref()
+            .with_context(|| format!("input {i} of the rotation was not prepared"))
+    }
+
+    /// Every prepared per-call input, in call order (all of them after [`Rotation::prepare_all`]).
+    pub(crate) fn inputs(&self) -> impl Iterator<Item = &T> {
+        self.inputs.iter().flatten()
     }
 
     /// The inputs at least one call has used so far.
@@ -199,7 +281,7 @@ impl<T> Rotation<T> {
             .iter()
             .zip(&self.calls)
             .filter(|(_, calls)| **calls > 0)
-            .map(|(input, _)| input)
+            .filter_map(|(input, _)| input.as_ref())
     }
 
     /// `calls_per_input` (how many calls used each input) when the calls rotate; nothing otherwise.
@@ -224,8 +306,7 @@ impl Rotation<crate::tensor::HostTensor> {
     ) -> ReferenceInputs {
         ReferenceInputs {
             calls: self
-                .inputs
-                .iter()
+                .inputs()
                 .map(|t| CallInputs {
                     tensors: vec![(name.to_string(), t.clone())],
                     values: values.clone(),
@@ -278,6 +359,46 @@ pub(crate) fn sample_requests(
         })
         .collect::<anyhow::Result<Vec<_>>>()
         .map(Some)
+}
+
+/// The declared sample count when each call takes one sample of its own (`request.samples` with more
+/// than one table at batch size `batch` 1), which a lazy [`Rotation`] prepares call by call; `None`
+/// otherwise. Each entry is checked to be a table now, so a malformed list still fails before the
+/// first call.
+pub(crate) fn one_sample_per_call(
+    request: &BTreeMap<String, Value>,
+    batch: usize,
+) -> anyhow::Result<Option<usize>> {
+    let Some(list) = request.get("samples") else {
+        return Ok(None);
+    };
+    let tables = list
+        .as_array()
+        .context("request.samples must be a list of tables")?;
+    if let Some(i) = tables.iter().position(|t| !t.is_object()) {
+        bail!("request.samples[{i}] must be a table");
+    }
+    Ok((batch == 1 && tables.len() > 1).then_some(tables.len()))
+}
+
+/// Sample `i` of `request.samples` with the request's own value of every field it does not set (one
+/// sample of [`sample_requests`], without building the others).
+pub(crate) fn sample_request(
+    request: &BTreeMap<String, Value>,
+    i: usize,
+) -> anyhow::Result<BTreeMap<String, Value>> {
+    let table = request
+        .get("samples")
+        .and_then(|list| list.get(i))
+        .and_then(Value::as_object)
+        .with_context(|| format!("request.samples[{i}] must be a table"))?;
+    let mut merged: BTreeMap<String, Value> = request
+        .iter()
+        .filter(|(k, _)| k.as_str() != "samples")
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    merged.extend(table.iter().map(|(k, v)| (k.clone(), v.clone())));
+    Ok(merged)
 }
 
 /// Stacks single-item f32 tensors [1, …] into one batch [n, …] along the first axis.

@@ -156,7 +156,7 @@ impl RerankRunner {
 impl TimedRunner for RerankRunner {
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
         let call = self.batches.next();
-        let documents = &self.batches.inputs()[call];
+        let documents = self.batches.prepared(call)?;
         let count = documents.len();
         let inputs = self.feeds(documents)?;
         let tokens = inputs.first().map_or(0, |t| t.shape().iter().product());
@@ -206,7 +206,7 @@ impl TimedRunner for RerankRunner {
     /// with the query, the documents, the tokenizer and the sequence length: a reference tokenizes
     /// inside its timed call, as this runner does, and checks its token ids against these.
     fn reference_inputs(&self) -> ReferenceInputs {
-        let mut calls = Vec::with_capacity(self.batches.inputs().len());
+        let mut calls = Vec::with_capacity(self.batches.inputs().count());
         for documents in self.batches.inputs() {
             let Ok(feeds) = self.feeds(documents) else {
                 return ReferenceInputs::default();

@@ -59,6 +59,12 @@ impl<R: TimedRunner> TimedRunner for Delayed<R> {
     fn reference_inputs(&self) -> super::ReferenceInputs {
         self.inner.reference_inputs()
     }
+    fn prepare_call(&mut self) -> anyhow::Result<()> {
+        self.inner.prepare_call()
+    }
+    fn prepare_all(&mut self) -> anyhow::Result<()> {
+        self.inner.prepare_all()
+    }
     fn verify(&mut self) -> anyhow::Result<()> {
         self.inner.verify()
     }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context as _, bail};
 use serde_json::Value;
 
-use super::artifacts::image_batches;
+use super::artifacts::image_rotation;
 use super::{CallRecord, ReferenceInputs, Rotation, RunnerContext, TimedRunner, check_finite};
 use crate::runtime::Session;
 use crate::tensor::{HostTensor, TensorSpec};
@@ -26,7 +26,7 @@ impl Vision {
     fn prepare(ctx: &mut RunnerContext<'_>, operation: &str) -> anyhow::Result<Self> {
         let batch = ctx.batch_size()?;
         let session = ctx.take_session(operation)?;
-        let inputs = Rotation::new(image_batches(ctx, session.as_ref(), batch)?, ctx.first_call)?;
+        let inputs = image_rotation(ctx, session.as_ref(), batch)?;
         let output_specs = session.outputs().to_vec();
         let input_name = session
             .inputs()
@@ -52,7 +52,7 @@ impl Vision {
 
     fn run(&mut self) -> anyhow::Result<&ndarray::ArrayD<f32>> {
         let call = self.inputs.next();
-        self.outputs = self.session.run(vec![self.inputs.inputs()[call].clone()])?;
+        self.outputs = self.session.run(vec![self.inputs.input(call)?.clone()])?;
         self.outputs
             .first()
             .and_then(HostTensor::as_f32)
@@ -82,6 +82,14 @@ impl DetectRunner {
 }
 
 impl TimedRunner for DetectRunner {
+    fn prepare_call(&mut self) -> anyhow::Result<()> {
+        self.vision.inputs.prepare_next()
+    }
+
+    fn prepare_all(&mut self) -> anyhow::Result<()> {
+        self.vision.inputs.prepare_all()
+    }
+
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
         let threshold = self.threshold;
         let out = self.vision.run()?;
@@ -138,6 +146,14 @@ impl SegmentRunner {
 }
 
 impl TimedRunner for SegmentRunner {
+    fn prepare_call(&mut self) -> anyhow::Result<()> {
+        self.vision.inputs.prepare_next()
+    }
+
+    fn prepare_all(&mut self) -> anyhow::Result<()> {
+        self.vision.inputs.prepare_all()
+    }
+
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
         let out = self.vision.run()?;
         let shape = out.shape().to_vec();

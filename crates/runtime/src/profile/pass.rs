@@ -85,6 +85,7 @@ pub fn execute(
     };
     let mut runner = ops::prepare(operation, ctx)?;
     for i in 0..request.warmup {
+        runner.prepare_call()?;
         runner
             .call(&mut CallRecord::default())
             .with_context(|| format!("profiling warm-up call {i} failed"))?;
@@ -92,6 +93,7 @@ pub fn execute(
     }
     shared.borrow_mut().profile_start()?;
     for i in 0..pass.iterations {
+        runner.prepare_call()?;
         runner
             .call(&mut CallRecord::default())
             .with_context(|| format!("profiled call {i} failed"))?;
