@@ -599,12 +599,13 @@ fn a_duplicate_matrix_row_is_named_by_its_number_from_one() {
 
 /// The INVALID advice about throttling names the case's telemetry.json only when the run wrote one,
 /// and otherwise says how to get one (issue 31: it named telemetry.json, which is written by default
-/// only where nvidia-smi exists). Round 2 made twice as slow spreads the latencies past the limit.
+/// only where nvidia-smi exists). Round 2 made 200 times as slow spreads the latencies past the limit.
 #[test]
 #[cfg(unix)]
 fn the_spread_advice_names_telemetry_json_only_when_it_was_written() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let wrapper = slow_round_worker(tmp.path(), 2000);
+    // 20 ms against 0.1 ms calls: a spread no load on the machine can hide.
+    let wrapper = slow_round_worker(tmp.path(), 20_000);
     for telemetry in ["off", "on"] {
         let out_dir = tmp.path().join(telemetry);
         let out = run(&[
