@@ -116,18 +116,23 @@ impl Sim {
 
     /// `run` of the model on the simulated TensorRT with `extra` arguments.
     fn run_engine(&self, version: &str, extra: &[&str]) -> Output {
+        let mut args = vec!["--set", "build.dims.batch=1"];
+        args.extend_from_slice(extra);
+        self.run_onnx(version, &self.onnx, &args)
+    }
+
+    /// `run --onnx ONNX` on the simulated TensorRT with `extra` arguments.
+    fn run_onnx(&self, version: &str, onnx: &Path, extra: &[&str]) -> Output {
         let mut args = vec![
             "run",
             "--onnx",
-            s(&self.onnx),
+            s(onnx),
             "--runtime",
             "tensorrt",
             "--trtexec",
             s(&self.trtexec),
             "--bundle-cache",
             s(&self.bundles),
-            "--set",
-            "build.dims.batch=1",
         ];
         args.extend_from_slice(extra);
         self.run(version, &args)
@@ -1213,18 +1218,10 @@ fn outputs_exported_in_hash_order_at_six_digits_are_matched_by_name() {
     let folder = backend_model("pytorch-operator/test_operator_symbolic_override_nested");
     let data = folder.join("test_data_set_0");
     let out = sim.path("out");
-    let o = sim.run(
+    let o = sim.run_onnx(
         "110100",
+        &folder.join("model.onnx"),
         &[
-            "run",
-            "--onnx",
-            s(&folder.join("model.onnx")),
-            "--runtime",
-            "tensorrt",
-            "--trtexec",
-            s(&sim.trtexec),
-            "--bundle-cache",
-            s(&sim.bundles),
             "--inputs",
             s(&data),
             "--check-outputs",
