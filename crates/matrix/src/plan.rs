@@ -146,7 +146,7 @@ pub fn check(input: &CheckInput<'_>) -> Result<Plan, Vec<Finding>> {
     };
     let env_file = match suite::load_environment(input.environment) {
         Ok(e) => e,
-        Err(e) => return Err(vec![finding(Kind::Config, "environment", e)]),
+        Err(e) => return Err(vec![finding(Kind::Config, "environment", e.to_string())]),
     };
     let env = match env_file.expand(input.repo_reference) {
         Ok(e) => Some(e),

@@ -111,9 +111,9 @@ pub fn plan(
             });
         }
         rt.check_bundle(explicit, &manifest)
-            .map_err(|reason| Error::BundleManifest {
+            .map_err(|e| Error::BundleManifest {
                 bundle: explicit.clone(),
-                reason,
+                reason: e.to_string(),
             })?;
         return Ok(BundlePlan {
             key: Some(manifest.key),
@@ -330,9 +330,9 @@ pub fn remove_stale_build_folders(runtime_dir: &Path) {
 
 /// The manifest of the bundle in `dir`.
 pub(crate) fn read_manifest(dir: &Path) -> Result<BundleManifest, Error> {
-    BundleManifest::read(dir).map_err(|reason| Error::BundleManifest {
+    BundleManifest::read(dir).map_err(|e| Error::BundleManifest {
         bundle: dir.to_path_buf(),
-        reason,
+        reason: e.to_string(),
     })
 }
 

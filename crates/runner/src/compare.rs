@@ -202,9 +202,9 @@ pub fn prepare_side(
     if plan.needs_build {
         crate::run::build_reported(&p, &plan, rt.as_ref(), options, command_line, progress)?;
     }
-    let manifest = BundleManifest::read(&plan.path).map_err(|reason| RunError::BundleManifest {
+    let manifest = BundleManifest::read(&plan.path).map_err(|e| RunError::BundleManifest {
         bundle: plan.path.clone(),
-        reason,
+        reason: e.to_string(),
     })?;
     Ok(Side {
         planned: p,

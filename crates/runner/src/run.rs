@@ -204,17 +204,17 @@ pub fn plan_cases(
                     reason,
                 })?;
                 let rt = runtime_named(&resolved.runtime.value, &options.runtimes)?;
-                rt.availability()
-                    .map_err(|reason| Error::RuntimeUnavailable {
-                        runtime: rt.name().to_string(),
-                        reason,
-                    })?;
-                rt.supports_operation(&resolved.operation)
-                    .map_err(|reason| Error::UnsupportedOperation {
+                rt.availability().map_err(|e| Error::RuntimeUnavailable {
+                    runtime: rt.name().to_string(),
+                    reason: e.to_string(),
+                })?;
+                rt.supports_operation(&resolved.operation).map_err(|e| {
+                    Error::UnsupportedOperation {
                         model: profile.name.clone(),
                         runtime: rt.name().to_string(),
-                        reason,
-                    })?;
+                        reason: e.to_string(),
+                    }
+                })?;
                 runtime::check_build_settings(
                     rt.name(),
                     &resolved.build_values(),
@@ -223,12 +223,12 @@ pub fn plan_cases(
                 .map_err(Error::BuildSetting)?;
                 rt.check_build_values(&resolved.build_values())
                     .map_err(|e| Error::BuildSetting(anyhow::Error::msg(e)))?;
-                runtime::check_settings(rt.as_ref(), &resolved.runtime_values()).map_err(
-                    |reason| Error::RuntimeSetting {
+                runtime::check_settings(rt.as_ref(), &resolved.runtime_values()).map_err(|e| {
+                    Error::RuntimeSetting {
                         runtime: rt.name().to_string(),
-                        reason,
-                    },
-                )?;
+                        reason: e.to_string(),
+                    }
+                })?;
                 let bundle = if matches!(profile.source, trtmc_core::catalog::ModelSource::None) {
                     None
                 } else {

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use trtmc_core::artifacts::RuntimeInfo;
 use trtmc_core::fsutil::{write_atomic, write_json_atomic};
 
+use crate::error::ManifestError;
 use crate::runtime::{BuildStep, Runtime};
 use crate::tensor::TensorSpec;
 
@@ -49,23 +50,28 @@ pub struct BundleManifest {
 }
 
 impl BundleManifest {
-    pub fn read(bundle_dir: &Path) -> Result<BundleManifest, String> {
+    pub fn read(bundle_dir: &Path) -> Result<BundleManifest, ManifestError> {
         let path = bundle_dir.join(BUNDLE_FILE);
-        let bytes = std::fs::read(&path).map_err(|e| {
-            format!("{} is not a bundle: cannot read {}: {e} (rebuild it, or drop --bundle to build one)", bundle_dir.display(), path.display())
-        })?;
-        let m: BundleManifest = serde_json::from_slice(&bytes).map_err(|e| {
-            format!(
-                "{} is malformed: {e} (rebuild the bundle with --rebuild)",
-                path.display()
-            )
-        })?;
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(source) => {
+                return Err(ManifestError::Unreadable {
+                    bundle: bundle_dir.to_path_buf(),
+                    path,
+                    source,
+                });
+            }
+        };
+        let m: BundleManifest = match serde_json::from_slice(&bytes) {
+            Ok(m) => m,
+            Err(source) => return Err(ManifestError::Malformed { path, source }),
+        };
         if m.schema != BUNDLE_SCHEMA {
-            return Err(format!(
-                "{} has schema `{}`, expected `{BUNDLE_SCHEMA}` (rebuild the bundle)",
-                path.display(),
-                m.schema
-            ));
+            return Err(ManifestError::Schema {
+                path,
+                found: m.schema,
+                expected: BUNDLE_SCHEMA,
+            });
         }
         Ok(m)
     }

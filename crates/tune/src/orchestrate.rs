@@ -268,11 +268,10 @@ impl Model {
 
 /// Refuses a runtime whose routes cannot be built and measured here (its library or tool is missing).
 pub fn check_measurable(rt: &dyn Runtime) -> Result<(), TuneRunError> {
-    rt.availability()
-        .map_err(|reason| TuneRunError::Unavailable {
-            runtime: rt.name().to_string(),
-            reason,
-        })
+    rt.availability().map_err(|e| TuneRunError::Unavailable {
+        runtime: rt.name().to_string(),
+        reason: e.to_string(),
+    })
 }
 
 /// The runtime's knob databases, merged (plus the test knobs under the test harness); a session
@@ -484,8 +483,9 @@ pub fn check_slurm(request: &TuneRequest, settings: &SlurmSettings) -> Result<()
             reason,
         })?;
     }
-    trtmc_executor::slurm::check_controller()
-        .map_err(|reason| TuneRunError::SlurmController { reason })
+    trtmc_executor::slurm::check_controller().map_err(|e| TuneRunError::SlurmController {
+        reason: e.to_string(),
+    })
 }
 
 /// [`run`] with the route runner that `make_runner` makes from the target and the runner's options.
@@ -751,7 +751,7 @@ fn onnxruntime_golden(
     };
     let text = |e: anyhow::Error| format!("{e:#}");
     let ort = trtmc_runtime::registry::runtime("onnxruntime")?;
-    ort.availability()?;
+    ort.availability().map_err(|e| e.to_string())?;
     let settings: BTreeMap<String, Value> = base
         .build_values()
         .into_iter()
@@ -770,7 +770,7 @@ fn onnxruntime_golden(
         source_commit: None,
     };
     trtmc_runtime::bundle::build_bundle(ort.as_ref(), &plan, work).map_err(text)?;
-    let manifest = trtmc_runtime::bundle::BundleManifest::read(work)?;
+    let manifest = trtmc_runtime::bundle::BundleManifest::read(work).map_err(|e| e.to_string())?;
     let mut session = ort.load(work, &manifest, &BTreeMap::new()).map_err(text)?;
     let specs = session.inputs().to_vec();
     let named = if given.is_empty() {

@@ -208,7 +208,7 @@ impl ProcessRunner {
             probe_cache: Some(options.cache_root.clone()),
         };
         let rt = registry::runtime_with(&target.runtime, &runtime_options)?;
-        rt.availability()?;
+        rt.availability().map_err(|e| e.to_string())?;
         for dir in [&options.work_dir, &options.log_dir] {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -246,7 +246,8 @@ impl ProcessRunner {
             trtmc_runner::sources::Fetch::CacheOnly,
             &mut resolved,
         )?;
-        runtime::check_settings(self.rt.as_ref(), &resolved.runtime_values())?;
+        runtime::check_settings(self.rt.as_ref(), &resolved.runtime_values())
+            .map_err(|e| e.to_string())?;
         let options = BundleOptions {
             cache_root: self.options.cache_root.clone(),
             ..BundleOptions::default()

@@ -146,7 +146,10 @@ pub fn route_settings(runtime: &dyn Runtime, route: &Route) -> Result<RouteSetti
             }
             continue;
         }
-        match runtime.knob_setting(knob, value)? {
+        match runtime
+            .knob_setting(knob, value)
+            .map_err(|e| e.to_string())?
+        {
             KnobSetting::Setting { key, value } => out.overrides.push(Override {
                 key,
                 value,

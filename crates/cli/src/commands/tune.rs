@@ -190,7 +190,7 @@ fn resume(args: TuneArgs) -> CliResult {
         stored.trtexec.as_deref(),
         stored.bundle_cache.as_deref(),
     )
-    .and_then(|rt| rt.availability())
+    .and_then(|rt| rt.availability().map_err(|e| e.to_string()))
     .map_err(|e| CliError::new(ExitCode::Environment, e))?;
     let model =
         load_model(&stored)?.ok_or_else(|| input_err("the tuning cache header names no model"))?;
@@ -228,8 +228,8 @@ fn check_fixed_settings(rt: &dyn runtime::Runtime, base: &ResolvedCase) -> CliRe
         runtime::SettingSection::Build,
         &base.build_values(),
     )
-    .map_err(input_err)?;
-    runtime::check_settings(rt, &base.runtime_values()).map_err(input_err)
+    .map_err(|e| input_err(e.to_string()))?;
+    runtime::check_settings(rt, &base.runtime_values()).map_err(|e| input_err(e.to_string()))
 }
 
 fn resolve_base(args: &TuneArgs, model: &Model, runtime_name: &str) -> CliResult<ResolvedCase> {
@@ -334,7 +334,7 @@ fn slurm_settings(args: &TuneArgs) -> CliResult<Option<SlurmSettings>> {
         )),
         (Some(path), true) => trtmc_executor::environment::load_environment(path)
             .map(|env| Some(env.slurm))
-            .map_err(input_err),
+            .map_err(|e| input_err(e.to_string())),
     }
 }
 
