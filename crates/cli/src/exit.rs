@@ -23,8 +23,9 @@ impl CliError {
             message: message.into(),
         }
     }
-    pub fn input(message: impl Into<String>) -> Self {
-        Self::new(ExitCode::Input, message)
+    /// A refused input (exit 3); `message` is a text or a typed error whose message names the fix.
+    pub fn input(message: impl fmt::Display) -> Self {
+        Self::new(ExitCode::Input, message.to_string())
     }
     pub fn internal(err: impl fmt::Display) -> Self {
         Self::new(ExitCode::Internal, format!("internal error: {err}"))

@@ -131,7 +131,7 @@ pub fn parse(text: &str) -> Result<Vec<PlannedModel>, String> {
                         .iter()
                         .map(scalar_text)
                         .collect::<Result<Vec<_>, _>>()?;
-                    SweepAxis::parse(&format!("{k}={}", texts.join(",")))
+                    SweepAxis::parse(&format!("{k}={}", texts.join(","))).map_err(|e| e.to_string())
                 })
                 .collect::<Result<Vec<_>, String>>()
                 .map_err(|err| format!("model `{name}`: {err}"))?;

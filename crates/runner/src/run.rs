@@ -149,9 +149,9 @@ pub fn plan_cases(
     for sel in selections {
         let profile = catalog
             .require(&sel.model)
-            .map_err(|reason| Error::UnknownModel {
+            .map_err(|e| Error::UnknownModel {
                 model: sel.model.clone(),
-                reason,
+                reason: e.to_string(),
             })?;
         if !profile.status.is_ready() {
             return Err(Error::ModelNotReady {
@@ -167,7 +167,9 @@ pub fn plan_cases(
             })?;
         // Resolved after the model source, whose absence is the first thing to report.
         let mut tokenizer: Option<Option<String>> = None;
-        let points = case::sweep_points(&sel.sweeps).map_err(|reason| Error::Sweep { reason })?;
+        let points = case::sweep_points(&sel.sweeps).map_err(|e| Error::Sweep {
+            reason: e.to_string(),
+        })?;
         let case_names: Vec<Option<&str>> = if sel.cases.is_empty() {
             vec![None]
         } else {
@@ -184,11 +186,10 @@ pub fn plan_cases(
                     plan_measure: sel.plan_measure.clone(),
                     flags: sel.flags.clone(),
                 };
-                let mut resolved =
-                    case::resolve(profile, &input).map_err(|reason| Error::Case {
-                        model: profile.name.clone(),
-                        reason,
-                    })?;
+                let mut resolved = case::resolve(profile, &input).map_err(|e| Error::Case {
+                    model: profile.name.clone(),
+                    reason: e.to_string(),
+                })?;
                 let inputs = crate::model_inputs::settle(
                     profile,
                     sel.given_data(),
@@ -199,9 +200,9 @@ pub fn plan_cases(
                     model: profile.name.clone(),
                     reason,
                 })?;
-                case::refresh_identity(profile, &mut resolved).map_err(|reason| Error::Case {
+                case::refresh_identity(profile, &mut resolved).map_err(|e| Error::Case {
                     model: profile.name.clone(),
-                    reason,
+                    reason: e.to_string(),
                 })?;
                 let rt = runtime_named(&resolved.runtime.value, &options.runtimes)?;
                 rt.availability().map_err(|e| Error::RuntimeUnavailable {
@@ -262,18 +263,18 @@ pub fn plan_cases(
                     sources::Fetch::CacheOnly,
                     &mut resolved,
                 )
-                .map_err(|reason| Error::Case {
+                .map_err(|e| Error::Case {
                     model: profile.name.clone(),
-                    reason,
+                    reason: e.to_string(),
                 })?;
                 let tokenizer = match rendered {
                     true => tokenizer,
                     false => profile.tokenizer.clone(),
                 };
                 crate::chat::check_prompt_fits(profile, tokenizer.as_deref(), &resolved).map_err(
-                    |reason| Error::Case {
+                    |e| Error::Case {
                         model: profile.name.clone(),
-                        reason,
+                        reason: e.to_string(),
                     },
                 )?;
                 planned.push(PlannedCase {
@@ -547,9 +548,9 @@ pub(crate) fn fetch_tokenizers(planned: &mut [PlannedCase]) -> Result<(), RunErr
                 sources::Fetch::Allowed,
                 &mut p.resolved,
             )
-            .map_err(|reason| Error::Case {
+            .map_err(|e| Error::Case {
                 model: p.profile.name.clone(),
-                reason,
+                reason: e.to_string(),
             })?;
         }
     }

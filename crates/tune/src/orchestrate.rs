@@ -63,14 +63,23 @@ const MEASUREMENT: &str = "each route is built by its own child process (tune-wo
 pub enum TuneRunError {
     // --- the request is wrong (exit 3) ---
     /// `--onnx` names a file that is no usable ONNX model.
-    #[error("--onnx: {reason}")]
-    Onnx { path: PathBuf, reason: String },
+    #[error("--onnx: {source}")]
+    Onnx {
+        path: PathBuf,
+        source: trtmc_core::catalog::CatalogError,
+    },
     /// The catalog at `root` cannot be loaded.
-    #[error("{reason}")]
-    Catalog { root: PathBuf, reason: String },
-    /// The catalog has no such model (`reason` lists close names).
-    #[error("{reason}")]
-    UnknownModel { model: String, reason: String },
+    #[error("{source}")]
+    Catalog {
+        root: PathBuf,
+        source: trtmc_core::catalog::CatalogError,
+    },
+    /// The catalog has no such model (the message lists close names).
+    #[error("{source}")]
+    UnknownModel {
+        model: String,
+        source: trtmc_core::catalog::CatalogError,
+    },
     /// The model's status (e.g. `unsupported`) says it cannot run.
     #[error("model `{model}` cannot be tuned: {status}")]
     ModelNotReady { model: String, status: String },
@@ -81,8 +90,11 @@ pub enum TuneRunError {
     #[error("model `{model}` has no model file, so it has no build routes to tune")]
     NoModelFile { model: String },
     /// The base case cannot be resolved (unknown case or field, a bad value).
-    #[error("{reason}")]
-    Case { model: String, reason: String },
+    #[error("{source}")]
+    Case {
+        model: String,
+        source: trtmc_core::case::CaseError,
+    },
     /// No runtime of that name.
     #[error("{reason}")]
     UnknownRuntime { runtime: String, reason: String },
@@ -201,10 +213,10 @@ impl Model {
         let (name, root) = match choice {
             ModelChoice::OnnxFile(onnx) => {
                 return Ok(Model {
-                    profile: Profile::from_onnx_file(onnx).map_err(|reason| {
+                    profile: Profile::from_onnx_file(onnx).map_err(|source| {
                         TuneRunError::Onnx {
                             path: onnx.clone(),
-                            reason,
+                            source,
                         }
                     })?,
                     catalog_root: None,
@@ -212,15 +224,15 @@ impl Model {
             }
             ModelChoice::Catalog { name, root } => (name, root),
         };
-        let catalog = Catalog::load(root).map_err(|reason| TuneRunError::Catalog {
+        let catalog = Catalog::load(root).map_err(|source| TuneRunError::Catalog {
             root: root.clone(),
-            reason,
+            source,
         })?;
         let profile = catalog
             .require(name)
-            .map_err(|reason| TuneRunError::UnknownModel {
+            .map_err(|source| TuneRunError::UnknownModel {
                 model: name.clone(),
-                reason,
+                source,
             })?
             .clone();
         if !profile.status.is_ready() {
@@ -259,9 +271,9 @@ impl Model {
             runtime: Some(runtime_name.to_string()),
             ..ResolveInput::default()
         };
-        case::resolve(&self.profile, &input).map_err(|reason| TuneRunError::Case {
+        case::resolve(&self.profile, &input).map_err(|source| TuneRunError::Case {
             model: self.profile.name.clone(),
-            reason,
+            source,
         })
     }
 }

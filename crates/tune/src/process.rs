@@ -238,14 +238,16 @@ impl ProcessRunner {
             runtime: Some(self.target.runtime.clone()),
             ..ResolveInput::default()
         };
-        let mut resolved = case::resolve(&self.target.profile, &input)?;
+        let mut resolved =
+            case::resolve(&self.target.profile, &input).map_err(|e| e.to_string())?;
         // A chat case's prompt is its rendered template (the target's tokenizer is already on disk).
         trtmc_runner::chat::render_case(
             &self.target.profile,
             self.target.profile.tokenizer.as_deref(),
             trtmc_runner::sources::Fetch::CacheOnly,
             &mut resolved,
-        )?;
+        )
+        .map_err(|e| e.to_string())?;
         runtime::check_settings(self.rt.as_ref(), &resolved.runtime_values())
             .map_err(|e| e.to_string())?;
         let options = BundleOptions {

@@ -47,7 +47,7 @@ pub fn execute_task(args: TuneTaskArgs) -> i32 {
     trtmc_tune::slurm::task_main(&args.tasks_file, args.task)
 }
 
-fn input_err(message: impl Into<String>) -> CliError {
+fn input_err(message: impl std::fmt::Display) -> CliError {
     CliError::input(message)
 }
 
@@ -228,8 +228,8 @@ fn check_fixed_settings(rt: &dyn runtime::Runtime, base: &ResolvedCase) -> CliRe
         runtime::SettingSection::Build,
         &base.build_values(),
     )
-    .map_err(|e| input_err(e.to_string()))?;
-    runtime::check_settings(rt, &base.runtime_values()).map_err(|e| input_err(e.to_string()))
+    .map_err(input_err)?;
+    runtime::check_settings(rt, &base.runtime_values()).map_err(input_err)
 }
 
 fn resolve_base(args: &TuneArgs, model: &Model, runtime_name: &str) -> CliResult<ResolvedCase> {
@@ -334,7 +334,7 @@ fn slurm_settings(args: &TuneArgs) -> CliResult<Option<SlurmSettings>> {
         )),
         (Some(path), true) => trtmc_executor::environment::load_environment(path)
             .map(|env| Some(env.slurm))
-            .map_err(|e| input_err(e.to_string())),
+            .map_err(input_err),
     }
 }
 
