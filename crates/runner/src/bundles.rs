@@ -123,9 +123,9 @@ pub fn plan(
         });
     }
     let source =
-        sources::resolve(profile, &options.cache_root).map_err(|reason| Error::Source {
+        sources::resolve(profile, &options.cache_root).map_err(|source| Error::Source {
             model: profile.name.clone(),
-            reason,
+            source,
         })?;
     let key = cache_key(profile, &source.identity, build_settings, rt);
     // `--rebuild` builds the managed-cache entry anew; a matching bundle below a root is left alone.
@@ -242,9 +242,9 @@ pub fn build(
         return Ok(BundleOrigin::CacheHit);
     }
     let onnx =
-        sources::materialize(profile, &options.cache_root).map_err(|reason| Error::Source {
+        sources::materialize(profile, &options.cache_root).map_err(|source| Error::Source {
             model: profile.name.clone(),
-            reason,
+            source,
         })?;
     // For a hub model downloaded by `materialize` the commit is known only now.
     let commit = sources::hub_commit(profile);

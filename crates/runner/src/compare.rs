@@ -370,10 +370,10 @@ pub fn save_reference_inputs(
             path: dir.to_path_buf(),
             reason: format!("{e:#}"),
         })?;
-    let model = sources::materialize(&side.planned.profile, cache_root).map_err(|reason| {
+    let model = sources::materialize(&side.planned.profile, cache_root).map_err(|source| {
         RunError::Source {
             model: side.planned.profile.name.clone(),
-            reason,
+            source,
         }
     })?;
     let mut request = reference_request(

@@ -247,9 +247,9 @@ pub fn plan_cases(
                     None => tokenizer
                         .insert(
                             sources::resolve_tokenizer(profile, sources::Fetch::CacheOnly)
-                                .map_err(|reason| Error::Tokenizer {
+                                .map_err(|source| Error::Tokenizer {
                                     model: profile.name.clone(),
-                                    reason,
+                                    source,
                                 })?,
                         )
                         .clone(),
@@ -538,9 +538,9 @@ pub(crate) fn fetch_tokenizers(planned: &mut [PlannedCase]) -> Result<(), RunErr
         if sources::tokenizer_pending(p.profile.tokenizer.as_deref()) {
             let hub = p.profile.clone();
             p.profile.tokenizer = sources::resolve_tokenizer(&hub, sources::Fetch::Allowed)
-                .map_err(|reason| Error::Tokenizer {
+                .map_err(|source| Error::Tokenizer {
                     model: p.profile.name.clone(),
-                    reason,
+                    source,
                 })?;
             crate::chat::render_case(
                 &hub,

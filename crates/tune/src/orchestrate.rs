@@ -122,8 +122,11 @@ pub enum TuneRunError {
         source: TuneError,
     },
     /// The model's source file cannot be found, read or fetched.
-    #[error("{reason}")]
-    Source { model: String, reason: String },
+    #[error("{source}")]
+    Source {
+        model: String,
+        source: trtmc_runner::sources::SourceError,
+    },
     /// The model file cannot be read to take its digest.
     #[error("cannot read the model file {}: {source}", path.display())]
     ModelFile {
@@ -143,8 +146,11 @@ pub enum TuneRunError {
     #[error("{flag}: {reason}")]
     DataSet { flag: &'static str, reason: String },
     /// The model's tokenizer cannot be found or fetched.
-    #[error("{reason}")]
-    Tokenizer { model: String, reason: String },
+    #[error("{source}")]
+    Tokenizer {
+        model: String,
+        source: trtmc_runner::sources::SourceError,
+    },
     /// `--executor slurm`: a file the tasks read or write is not on a path every node sees.
     #[error("{reason}")]
     NotShared {
@@ -606,9 +612,9 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
     let base = &request.base;
     let runtime_name = request.runtime.as_str();
     let onnx = trtmc_runner::sources::materialize(&model.profile, &request.bundle_cache).map_err(
-        |reason| TuneRunError::Source {
+        |source| TuneRunError::Source {
             model: model.profile.name.clone(),
-            reason,
+            source,
         },
     )?;
     let model_sha256 =
@@ -718,9 +724,9 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
     let mut profile = model.profile.clone();
     profile.tokenizer =
         trtmc_runner::sources::resolve_tokenizer(&profile, trtmc_runner::sources::Fetch::Allowed)
-            .map_err(|reason| TuneRunError::Tokenizer {
+            .map_err(|source| TuneRunError::Tokenizer {
             model: profile.name.clone(),
-            reason,
+            source,
         })?;
     let target = Target {
         profile,
