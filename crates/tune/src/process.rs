@@ -230,7 +230,8 @@ impl ProcessRunner {
 
     /// The case a route resolves to (the route's knobs as the sweep point), without building anything.
     pub fn resolve(&self, route: &Route) -> Result<RouteBundle, String> {
-        let settings = runtime_knobs::route_settings(self.rt.as_ref(), route)?;
+        let settings =
+            runtime_knobs::route_settings(self.rt.as_ref(), route).map_err(|e| e.to_string())?;
         let input = ResolveInput {
             case: self.target.case.as_deref(),
             sets: self.target.sets.clone(),

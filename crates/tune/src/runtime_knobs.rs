@@ -4,7 +4,7 @@
 
 use crate::KnobSet;
 use crate::expr::Route;
-use crate::knobs::{KnobDatabase, KnobOption};
+use crate::knobs::{KnobDatabase, KnobDbError, KnobOption};
 use trtmc_core::case::{Override, ResolvedCase, Source};
 use trtmc_runtime::knobs::{KnobError, KnobSetting};
 use trtmc_runtime::runtime::Runtime;
@@ -55,7 +55,7 @@ pub fn knob_set(
         parts.push(set);
     }
     let set = KnobSet::merge(parts).map_err(|e| KnobSetError::Database(e.to_string()))?;
-    with_test_knobs(set).map_err(KnobSetError::Internal)
+    with_test_knobs(set).map_err(|e| KnobSetError::Internal(e.to_string()))
 }
 
 /// Why a runtime's knob set could not be put together.
@@ -101,12 +101,12 @@ pub fn test_knob_db() -> KnobDatabase {
 }
 
 /// Adds the test knobs to `set` when running under the test harness.
-pub fn with_test_knobs(set: KnobSet) -> Result<KnobSet, String> {
+pub fn with_test_knobs(set: KnobSet) -> Result<KnobSet, KnobDbError> {
     if !test_mode() {
         return Ok(set);
     }
-    let test = KnobSet::from_db(&test_knob_db(), "test").map_err(|e| e.to_string())?;
-    KnobSet::merge([set, test]).map_err(|e| e.to_string())
+    let test = KnobSet::from_db(&test_knob_db(), "test")?;
+    KnobSet::merge([set, test])
 }
 
 /// What one route asks of the runtime besides its build and runtime settings.
@@ -124,32 +124,39 @@ pub struct RouteSettings {
 }
 
 /// Translates a route of `runtime`'s knobs into settings. Unknown knobs are an error naming them.
-pub fn route_settings(runtime: &dyn Runtime, route: &Route) -> Result<RouteSettings, String> {
+pub fn route_settings(
+    runtime: &dyn Runtime,
+    route: &Route,
+) -> Result<RouteSettings, RouteSettingError> {
     let mut out = RouteSettings::default();
     for (knob, value) in &route.settings {
         if let Some(name) = knob.strip_prefix(TEST_PREFIX) {
             if !test_mode() {
-                return Err(format!(
-                    "knob {knob} exists only under the test harness ({TEST_ENV}=1)"
-                ));
+                return Err(RouteSettingError::TestOnly { knob: knob.clone() });
             }
             match name {
                 "fault" if FAULTS.contains(&value.as_str()) => {
                     out.fault = (value != "none").then(|| value.clone())
                 }
                 "sleep_us" => {
-                    out.sleep_us = value.parse().map_err(|_| {
-                        format!("knob {knob}: '{value}' is not a number of microseconds")
-                    })?
+                    out.sleep_us =
+                        value
+                            .parse()
+                            .map_err(|_| RouteSettingError::NotMicroseconds {
+                                knob: knob.clone(),
+                                value: value.clone(),
+                            })?
                 }
-                _ => return Err(format!("unknown test knob {knob}={value}")),
+                _ => {
+                    return Err(RouteSettingError::UnknownTestKnob {
+                        knob: knob.clone(),
+                        value: value.clone(),
+                    });
+                }
             }
             continue;
         }
-        match runtime
-            .knob_setting(knob, value)
-            .map_err(|e| e.to_string())?
-        {
+        match runtime.knob_setting(knob, value)? {
             KnobSetting::Setting { key, value } => out.overrides.push(Override {
                 key,
                 value,
@@ -171,6 +178,20 @@ pub fn route_settings(runtime: &dyn Runtime, route: &Route) -> Result<RouteSetti
         });
     }
     Ok(out)
+}
+
+/// Why a route's knobs do not translate into settings.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RouteSettingError {
+    #[error("knob {knob} exists only under the test harness ({}=1)", TEST_ENV)]
+    TestOnly { knob: String },
+    #[error("knob {knob}: '{value}' is not a number of microseconds")]
+    NotMicroseconds { knob: String, value: String },
+    #[error("unknown test knob {knob}={value}")]
+    UnknownTestKnob { knob: String, value: String },
+    /// The runtime does not have the knob.
+    #[error(transparent)]
+    Runtime(#[from] trtmc_runtime::error::SettingError),
 }
 
 /// `--set` arguments of `trtmc-bench run` that reproduce a route's settings.
@@ -276,7 +297,8 @@ mod tests {
         assert!(s.overrides.iter().all(|o| o.source == Source::Sweep));
         let tract = runtime("tract").expect("tract");
         let err = route_settings(tract.as_ref(), &route(&[("-intra_threads", "2")]))
-            .expect_err("not tract");
+            .expect_err("not tract")
+            .to_string();
         assert!(
             err.contains("-intra_threads") && err.contains("--help-routes"),
             "{err}"

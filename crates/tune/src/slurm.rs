@@ -22,6 +22,7 @@ use std::process::{Command as Process, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::driver::ExecutorError;
 use crate::expr::Route;
 use crate::{MeasurePlan, RouteError, RouteRunner, Timing};
 use serde::{Deserialize, Serialize};
@@ -265,7 +266,7 @@ impl<'p> SlurmRunner<'p> {
 
     /// Waits until every task of the earlier arrays that are still listed has ended (a coordinator
     /// killed while they ran), so their routes are not built twice.
-    fn wait_for_earlier_jobs(&self, routes: &[&str]) -> Result<(), String> {
+    fn wait_for_earlier_jobs(&self, routes: &[&str]) -> Result<(), ExecutorError> {
         for job in self.read_jobs() {
             if !job.routes.iter().any(|r| routes.contains(&r.as_str())) {
                 continue;
@@ -288,14 +289,16 @@ impl<'p> SlurmRunner<'p> {
         &self,
         job: &str,
         routes: &[String],
-    ) -> Result<BTreeMap<usize, (String, String)>, String> {
+    ) -> Result<BTreeMap<usize, (String, String)>, ExecutorError> {
         let settings = &self.options.settings;
         let deadline = Instant::now() + Duration::from_secs_f64(settings.timeout_s.max(1.0));
         let step = Duration::from_secs_f64(settings.poll_s.clamp(0.1, 60.0));
         let mut reported = 0;
         loop {
-            let states = slurm::task_states(job)
-                .map_err(|e| format!("cannot follow Slurm job array {job}: {e}"))?;
+            let states = slurm::task_states(job).map_err(|source| ExecutorError::Follow {
+                job: job.to_string(),
+                source,
+            })?;
             let done = routes
                 .iter()
                 .filter(|r| read_result(&self.options.dir, r).is_some())
@@ -337,7 +340,7 @@ impl<'p> SlurmRunner<'p> {
 
     /// Submits `routes` as one array, follows it, and gives every task that ended without a result
     /// one naming its Slurm state.
-    fn submit(&mut self, routes: &[Route], timeout: Option<Duration>) -> Result<(), String> {
+    fn submit(&mut self, routes: &[Route], timeout: Option<Duration>) -> Result<(), ExecutorError> {
         let dir = self.options.dir.clone();
         let mut specs = Vec::new();
         for route in routes {
@@ -360,8 +363,7 @@ impl<'p> SlurmRunner<'p> {
             return Ok(());
         }
         let routes_dir = dir.join("routes");
-        std::fs::create_dir_all(&routes_dir)
-            .map_err(|e| format!("cannot create {}: {e}", routes_dir.display()))?;
+        std::fs::create_dir_all(&routes_dir).map_err(file_error("create", &routes_dir))?;
         let mut jobs = self.read_jobs();
         let n = jobs.len() + 1;
         let tasks_file = dir.join(format!("submit-{n}-tasks.json"));
@@ -370,8 +372,7 @@ impl<'p> SlurmRunner<'p> {
             exe: self.options.exe.clone(),
             tasks: specs.clone(),
         };
-        write_json_atomic(&tasks_file, &list)
-            .map_err(|e| format!("cannot write {}: {e}", tasks_file.display()))?;
+        write_json_atomic(&tasks_file, &list).map_err(file_error("write", &tasks_file))?;
         let task = [
             self.options.exe.to_string_lossy().into_owned(),
             "tune-task".into(),
@@ -391,7 +392,7 @@ impl<'p> SlurmRunner<'p> {
             task_command: &command,
         };
         let job = slurm::submit_array(&array, &self.options.settings)
-            .map_err(|e| format!("cannot submit the builds to Slurm: {e}"))?;
+            .map_err(|source| ExecutorError::Submit { source })?;
         let route_names: Vec<String> = specs.iter().map(|s| s.route.clone()).collect();
         jobs.push(SubmittedJob {
             job: job.clone(),
@@ -400,7 +401,7 @@ impl<'p> SlurmRunner<'p> {
             submitted: jiff::Timestamp::now().to_string(),
         });
         write_json_atomic(&self.jobs_file(), &jobs)
-            .map_err(|e| format!("cannot write {}: {e}", self.jobs_file().display()))?;
+            .map_err(file_error("write", &self.jobs_file()))?;
         self.progress.report(Event::Message(&format!(
             "submitted job array {job}: {} route build(s), one per task",
             specs.len()
@@ -416,17 +417,29 @@ impl<'p> SlurmRunner<'p> {
                 .unwrap_or_else(|| ("UNKNOWN".into(), String::new()));
             let log = dir.join(format!("submit-{n}-task-{t}.log"));
             let result = missing_result(&spec.route, &job, t, &state, &reason, &log);
-            write_json_atomic(&spec.result, &result)
-                .map_err(|e| format!("cannot write {}: {e}", spec.result.display()))?;
+            write_json_atomic(&spec.result, &result).map_err(file_error("write", &spec.result))?;
         }
         Ok(())
+    }
+}
+
+/// An exchange file's I/O error as an [`ExecutorError`].
+fn file_error(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ExecutorError {
+    move |source| ExecutorError::File {
+        action,
+        path: path.to_path_buf(),
+        source,
     }
 }
 
 impl RouteRunner for SlurmRunner<'_> {
     type Built = Built;
 
-    fn build_ahead(&mut self, routes: &[Route], timeout: Option<Duration>) -> Result<(), String> {
+    fn build_ahead(
+        &mut self,
+        routes: &[Route],
+        timeout: Option<Duration>,
+    ) -> Result<(), ExecutorError> {
         let names: Vec<String> = routes.iter().map(Route::to_string).collect();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         self.wait_for_earlier_jobs(&names)?;
@@ -449,7 +462,7 @@ impl RouteRunner for SlurmRunner<'_> {
         let key = route.to_string();
         if read_result(&self.options.dir, &key).is_none() {
             self.submit(std::slice::from_ref(route), timeout)
-                .map_err(RouteError::failed)?;
+                .map_err(|e| RouteError::failed(e.to_string()))?;
         }
         if let Some(result) = read_result(&self.options.dir, &key) {
             if let Some(e) = result_error(&result) {
