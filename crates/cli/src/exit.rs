@@ -100,7 +100,7 @@ impl From<trtmc_tune::orchestrate::TuneRunError> for CliError {
             | E::NotShared { .. } => ExitCode::Input,
             E::Unavailable { .. }
             | E::KnobTool { .. }
-            | E::RouteProcesses { .. }
+            | E::RouteProcesses(_)
             | E::SlurmController { .. } => ExitCode::Environment,
             E::OutputDir { .. } | E::SaveBundle { .. } | E::Write { .. } | E::Locked(_) => {
                 ExitCode::Output

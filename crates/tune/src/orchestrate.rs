@@ -152,11 +152,11 @@ pub enum TuneRunError {
         source: trtmc_runner::sources::SourceError,
     },
     /// `--executor slurm`: a file the tasks read or write is not on a path every node sees.
-    #[error("{reason}")]
+    #[error("{source}")]
     NotShared {
         what: &'static str,
         path: PathBuf,
-        reason: String,
+        source: crate::slurm::SharedPathError,
     },
     // --- the machine lacks something (exit 7) ---
     /// The runtime's library or tool is missing, so its routes cannot be built and measured here.
@@ -166,8 +166,8 @@ pub enum TuneRunError {
     #[error("{reason}")]
     KnobTool { runtime: String, reason: String },
     /// The routes' processes cannot be started.
-    #[error("{reason}")]
-    RouteProcesses { reason: String },
+    #[error(transparent)]
+    RouteProcesses(#[from] crate::process::StartError),
     /// `--executor slurm`: no Slurm controller answers.
     #[error("{reason}")]
     SlurmController { reason: String },
@@ -450,8 +450,7 @@ pub fn run(
 ) -> Result<TuneOutcome, TuneRunError> {
     let Some(settings) = &request.slurm else {
         return run_with(request, start, progress, |target, options| {
-            ProcessRunner::new(target, options)
-                .map_err(|reason| TuneRunError::RouteProcesses { reason })
+            Ok(ProcessRunner::new(target, options)?)
         });
     };
     // Before the cache, the reference build or any submission.
@@ -466,8 +465,7 @@ pub fn run(
         })?;
     }
     run_with(request, start, progress, |target, options| {
-        let inner = ProcessRunner::new(target, options)
-            .map_err(|reason| TuneRunError::RouteProcesses { reason })?;
+        let inner = ProcessRunner::new(target, options)?;
         let options = SlurmOptions {
             settings: settings.clone(),
             exe: request.worker_exe.clone(),
@@ -495,10 +493,10 @@ pub fn check_slurm(request: &TuneRequest, settings: &SlurmSettings) -> Result<()
         request.model.profile.dir().to_path_buf(),
     ));
     for (what, path) in paths {
-        check_shared_path(what, &path, settings).map_err(|reason| TuneRunError::NotShared {
+        check_shared_path(what, &path, settings).map_err(|source| TuneRunError::NotShared {
             what,
             path,
-            reason,
+            source,
         })?;
     }
     trtmc_executor::slurm::check_controller().map_err(|e| TuneRunError::SlurmController {
@@ -763,20 +761,20 @@ fn onnxruntime_golden(
     base: &ResolvedCase,
     given: &[Tensor],
     work: &Path,
-) -> Result<Golden, String> {
+) -> anyhow::Result<Golden> {
     use trtmc_runtime::outputs::{
         build_dims, from_tensor, run_session, synthesize_inputs, to_tensor,
     };
-    let text = |e: anyhow::Error| format!("{e:#}");
-    let ort = trtmc_runtime::registry::runtime("onnxruntime")?;
-    ort.availability().map_err(|e| e.to_string())?;
+    let ort = trtmc_runtime::registry::runtime("onnxruntime").map_err(anyhow::Error::msg)?;
+    ort.availability()?;
     let settings: BTreeMap<String, Value> = base
         .build_values()
         .into_iter()
         .filter(|(k, _)| k.starts_with("dims.") || k.starts_with("shapes."))
         .collect();
     let _ = std::fs::remove_dir_all(work);
-    std::fs::create_dir_all(work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+    std::fs::create_dir_all(work)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", work.display()))?;
     let created = jiff::Timestamp::now().to_string();
     let plan = trtmc_runtime::bundle::BuildPlan {
         key: "golden",
@@ -787,9 +785,9 @@ fn onnxruntime_golden(
         created: &created,
         source_commit: None,
     };
-    trtmc_runtime::bundle::build_bundle(ort.as_ref(), &plan, work).map_err(text)?;
-    let manifest = trtmc_runtime::bundle::BundleManifest::read(work).map_err(|e| e.to_string())?;
-    let mut session = ort.load(work, &manifest, &BTreeMap::new()).map_err(text)?;
+    trtmc_runtime::bundle::build_bundle(ort.as_ref(), &plan, work)?;
+    let manifest = trtmc_runtime::bundle::BundleManifest::read(work)?;
+    let mut session = ort.load(work, &manifest, &BTreeMap::new())?;
     let specs = session.inputs().to_vec();
     let named = if given.is_empty() {
         let dims = build_dims(&settings);
@@ -797,7 +795,7 @@ fn onnxruntime_golden(
             .request_value("seed")
             .and_then(Value::as_u64)
             .unwrap_or(0);
-        let tensors = synthesize_inputs(&specs, seed, &dims).map_err(text)?;
+        let tensors = synthesize_inputs(&specs, seed, &dims)?;
         specs
             .iter()
             .map(|s| s.name.clone())
@@ -810,16 +808,16 @@ fn onnxruntime_golden(
                 let t = given
                     .iter()
                     .find(|t| t.name == spec.name)
-                    .ok_or_else(|| format!("--inputs has no input `{}`", spec.name))?;
-                Ok((spec.name.clone(), from_tensor(t, spec.dtype).map_err(text)?))
+                    .ok_or_else(|| anyhow::anyhow!("--inputs has no input `{}`", spec.name))?;
+                Ok((spec.name.clone(), from_tensor(t, spec.dtype)?))
             })
-            .collect::<Result<Vec<_>, String>>()?
+            .collect::<anyhow::Result<Vec<_>>>()?
     };
-    let outputs = run_session(session.as_mut(), &named).map_err(text)?;
+    let outputs = run_session(session.as_mut(), &named)?;
     let convert = |list: &[(String, trtmc_runtime::tensor::HostTensor)]| {
         list.iter()
-            .map(|(n, t)| to_tensor(n, t).map_err(text))
-            .collect::<Result<Vec<_>, String>>()
+            .map(|(n, t)| to_tensor(n, t))
+            .collect::<anyhow::Result<Vec<_>>>()
     };
     Ok(Golden {
         source: format!("onnxruntime {} on {}", ort.version(), onnx.display()),

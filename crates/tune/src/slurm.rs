@@ -674,33 +674,54 @@ const NODE_LOCAL: &[&str] = &["/tmp", "/var/tmp", "/dev/shm", "/run"];
 
 /// Refuses a file or folder the array tasks cannot see: outside every `shared_paths` entry when the
 /// environment lists some, else inside a node-local folder. `what` names it for the message.
-pub fn check_shared_path(what: &str, path: &Path, settings: &SlurmSettings) -> Result<(), String> {
+pub fn check_shared_path(
+    what: &str,
+    path: &Path,
+    settings: &SlurmSettings,
+) -> Result<(), SharedPathError> {
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     if !settings.shared_paths.is_empty() {
         if settings.shared_paths.iter().any(|s| path.starts_with(s)) {
             return Ok(());
         }
-        let listed: Vec<String> = settings
-            .shared_paths
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
-        return Err(format!(
-            "{what} {} is not below any of the environment's slurm.shared_paths ({}), so the Slurm tasks may \
-             not see it: move it below one of them or add its shared folder to shared_paths",
-            path.display(),
-            listed.join(", ")
-        ));
+        return Err(SharedPathError::OutsideShared {
+            what: what.to_string(),
+            path,
+            shared: settings.shared_paths.clone(),
+        });
     }
     if let Some(local) = NODE_LOCAL.iter().find(|l| path.starts_with(l)) {
-        return Err(format!(
-            "{what} {} is in {local}, which is local to each node, so the Slurm tasks would not see it: put it \
-             on a shared filesystem, or list the folder in the environment's slurm.shared_paths when every \
-             node sees it (a single-node cluster)",
-            path.display()
-        ));
+        return Err(SharedPathError::NodeLocal {
+            what: what.to_string(),
+            path,
+            local,
+        });
     }
     Ok(())
+}
+
+/// A file or folder the Slurm array tasks may not see.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SharedPathError {
+    #[error(
+        "{what} {} is not below any of the environment's slurm.shared_paths ({}), so the Slurm tasks may not see it: move it below one of them or add its shared folder to shared_paths",
+        path.display(),
+        shared.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    OutsideShared {
+        what: String,
+        path: PathBuf,
+        shared: Vec<PathBuf>,
+    },
+    #[error(
+        "{what} {} is in {local}, which is local to each node, so the Slurm tasks would not see it: put it on a shared filesystem, or list the folder in the environment's slurm.shared_paths when every node sees it (a single-node cluster)",
+        path.display()
+    )]
+    NodeLocal {
+        what: String,
+        path: PathBuf,
+        local: &'static str,
+    },
 }
 
 #[cfg(test)]
@@ -787,13 +808,15 @@ mod tests {
     fn paths_the_tasks_cannot_see_are_refused_with_the_fix() {
         let mut settings = SlurmSettings::default();
         let e = check_shared_path("the output directory", Path::new("/tmp/tune"), &settings)
-            .expect_err("node-local");
+            .expect_err("node-local")
+            .to_string();
         assert!(e.contains("/tmp") && e.contains("shared_paths"), "{e}");
         assert!(check_shared_path("the cache", Path::new("/shared/c.jsonl"), &settings).is_ok());
         settings.shared_paths = vec![PathBuf::from("/tmp/cluster")];
         assert!(check_shared_path("x", Path::new("/tmp/cluster/out"), &settings).is_ok());
         let e = check_shared_path("the bundle cache", Path::new("/home/u/b"), &settings)
-            .expect_err("outside");
+            .expect_err("outside")
+            .to_string();
         assert!(e.contains("/tmp/cluster"), "{e}");
     }
 }
