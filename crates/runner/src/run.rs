@@ -1352,15 +1352,25 @@ fn self_timed_request<'a>(
 }
 
 /// The bundle directory and manifest of a case, for a self-timed runtime.
-fn bundle_of(p: &PlannedCase) -> Result<(PathBuf, BundleManifest), String> {
-    let plan = p.bundle.as_ref().ok_or_else(|| {
-        format!(
-            "runtime `{}` needs a model bundle; model `{}` has none",
-            p.resolved.runtime.value, p.profile.name
-        )
+fn bundle_of(p: &PlannedCase) -> Result<(PathBuf, BundleManifest), NoBundle> {
+    let plan = p.bundle.as_ref().ok_or_else(|| NoBundle::None {
+        runtime: p.resolved.runtime.value.clone(),
+        model: p.profile.name.clone(),
     })?;
-    let manifest = bundles::read_manifest(&plan.path).map_err(|e| e.message())?;
+    let manifest = bundles::read_manifest(&plan.path).map_err(|e| NoBundle::Unreadable {
+        reason: e.message(),
+    })?;
     Ok((plan.path.clone(), manifest))
+}
+
+/// Why a self-timed case has no bundle to time.
+#[derive(Debug, thiserror::Error)]
+enum NoBundle {
+    #[error("runtime `{runtime}` needs a model bundle; model `{model}` has none")]
+    None { runtime: String, model: String },
+    /// The bundle's manifest cannot be read; `reason` is the runner's message with its causes.
+    #[error("{reason}")]
+    Unreadable { reason: String },
 }
 
 /// The timed run of a runtime whose own tool owns the loop (trtexec), in the runtime's child process.
@@ -1374,7 +1384,7 @@ fn measure_self_timed(
     let (bundle_dir, manifest) = match bundle_of(p) {
         Ok(b) => b,
         Err(e) => {
-            m.error = Some(e);
+            m.error = Some(e.to_string());
             return m;
         }
     };
@@ -1645,7 +1655,7 @@ fn profile_self_timed(
     };
     let (bundle_dir, manifest) = match bundle_of(p) {
         Ok(b) => b,
-        Err(e) => return profile_failed(iterations, e, None),
+        Err(e) => return profile_failed(iterations, e.to_string(), None),
     };
     let settings = p.resolved.runtime_values();
     let request = self_timed_request(p, &manifest, &bundle_dir, &settings, dir, Round::ONLY);
