@@ -316,7 +316,7 @@ fn read_data(
                     .map(|(record, _)| record),
             );
         }
-        check_sets(&sets, kind, declared, shapes)?;
+        check_sets(&sets, kind, declared, shapes).map_err(|e| e.to_string())?;
         Ok::<_, String>(sets)
     };
     let input_sets = read(given.inputs, DataKind::Inputs, inputs)?;
