@@ -372,10 +372,10 @@ pub fn execute(
         None => timestamped_dir(&options.results_parent),
     };
     let slot =
-        OutputSlot::prepare(&target, RESULT_FILE, &["trtmc.benchmark-run/"]).map_err(|reason| {
+        OutputSlot::prepare(&target, RESULT_FILE, &["trtmc.benchmark-run/"]).map_err(|e| {
             Error::OutputSlot {
                 dir: target.clone(),
-                reason,
+                reason: e.to_string(),
             }
         })?;
     let total = planned.len();
@@ -521,9 +521,9 @@ pub fn execute(
         // Test hook: widens the window in which a kill leaves a staged but uncommitted result.
         std::thread::sleep(pause);
     }
-    let dir = slot.commit().map_err(|reason| Error::OutputSlot {
+    let dir = slot.commit().map_err(|e| Error::OutputSlot {
         dir: target.clone(),
-        reason,
+        reason: e.to_string(),
     })?;
     Ok(RunOutcome {
         dir,
