@@ -125,7 +125,7 @@ pub fn plan(
     let source =
         sources::resolve(profile, &options.cache_root).map_err(|source| Error::Source {
             model: profile.name.clone(),
-            source,
+            source: Box::new(source),
         })?;
     let key = cache_key(profile, &source.identity, build_settings, rt);
     // `--rebuild` builds the managed-cache entry anew; a matching bundle below a root is left alone.
@@ -244,7 +244,7 @@ pub fn build(
     let onnx =
         sources::materialize(profile, &options.cache_root).map_err(|source| Error::Source {
             model: profile.name.clone(),
-            source,
+            source: Box::new(source),
         })?;
     // For a hub model downloaded by `materialize` the commit is known only now.
     let commit = sources::hub_commit(profile);

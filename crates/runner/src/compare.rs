@@ -373,7 +373,7 @@ pub fn save_reference_inputs(
     let model = sources::materialize(&side.planned.profile, cache_root).map_err(|source| {
         RunError::Source {
             model: side.planned.profile.name.clone(),
-            source,
+            source: Box::new(source),
         }
     })?;
     let mut request = reference_request(

@@ -51,13 +51,13 @@ pub enum Error {
     #[error("{source}")]
     Tokenizer {
         model: String,
-        source: crate::sources::SourceError,
+        source: Box<crate::sources::SourceError>,
     },
     /// The model's source file cannot be found, read or fetched.
     #[error("{source}")]
     Source {
         model: String,
-        source: crate::sources::SourceError,
+        source: Box<crate::sources::SourceError>,
     },
     /// The planned cases would be timed at different boundaries, so they cannot share one result.
     #[error(

@@ -249,7 +249,7 @@ pub fn plan_cases(
                             sources::resolve_tokenizer(profile, sources::Fetch::CacheOnly)
                                 .map_err(|source| Error::Tokenizer {
                                     model: profile.name.clone(),
-                                    source,
+                                    source: Box::new(source),
                                 })?,
                         )
                         .clone(),
@@ -540,7 +540,7 @@ pub(crate) fn fetch_tokenizers(planned: &mut [PlannedCase]) -> Result<(), RunErr
             p.profile.tokenizer = sources::resolve_tokenizer(&hub, sources::Fetch::Allowed)
                 .map_err(|source| Error::Tokenizer {
                     model: p.profile.name.clone(),
-                    source,
+                    source: Box::new(source),
                 })?;
             crate::chat::render_case(
                 &hub,

@@ -643,14 +643,14 @@ pub fn check_sets(
     kind: DataKind,
     declared: &[Declared],
     shapes: &BTreeMap<String, Vec<i64>>,
-) -> Result<(), DataSetError> {
+) -> Result<(), Box<DataSetError>> {
     let flag = kind.flag();
     let what = kind.what();
     for set in sets {
         let mut symbols: BTreeMap<&str, (usize, &str)> = BTreeMap::new();
         for t in &set.tensors {
             let d = declared.iter().find(|d| d.name == t.name).ok_or_else(|| {
-                DataSetError::NotDeclared {
+                Box::new(DataSetError::NotDeclared {
                     flag,
                     set: set.source.to_string(),
                     name: t.name.clone(),
@@ -661,16 +661,18 @@ pub fn check_sets(
                     )
                     .map(str::to_string),
                     declared: names(declared),
-                }
+                })
             })?;
-            let wrong = |why: String| DataSetError::Mismatch {
-                flag,
-                set: set.source.to_string(),
-                what,
-                name: t.name.clone(),
-                wants: d.describe_type(),
-                gives: given(t),
-                why,
+            let wrong = |why: String| {
+                Box::new(DataSetError::Mismatch {
+                    flag,
+                    set: set.source.to_string(),
+                    what,
+                    name: t.name.clone(),
+                    wants: d.describe_type(),
+                    gives: given(t),
+                    why,
+                })
             };
             if onnx_element_type(d.elem_type).map(|e| e.name()) != Some(t.dtype.as_str()) {
                 return Err(wrong(
@@ -725,13 +727,13 @@ pub fn check_sets(
                 .iter()
                 .find(|d| !set.tensors.iter().any(|t| t.name == d.name))
         {
-            return Err(DataSetError::MissingInput {
+            return Err(Box::new(DataSetError::MissingInput {
                 flag,
                 set: set.source.to_string(),
                 name: missing.name.clone(),
                 wants: missing.describe_type(),
                 given: set.tensors.iter().map(|t| t.name.clone()).collect(),
-            });
+            }));
         }
     }
     Ok(())

@@ -7,6 +7,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use trtmc_trtexec::TrtexecVersion;
+
 /// Why a runtime's library or tool cannot be used on this machine ([`crate::runtime::Runtime::availability`]).
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Unavailable {
@@ -90,7 +92,7 @@ pub enum SettingError {
         if known.is_empty() { "none".to_string() } else { known.join(", ") }
     )]
     UnknownRuntimeSetting {
-        runtime: String,
+        runtime: &'static str,
         key: String,
         known: Vec<String>,
     },
@@ -99,12 +101,12 @@ pub enum SettingError {
         "{key}={value}: runtime `{runtime}` takes a whole number from {least} to {most} (e.g. {key}={example})"
     )]
     OutOfRange {
-        runtime: String,
+        runtime: &'static str,
         key: String,
         value: String,
         least: i64,
         most: i64,
-        example: String,
+        example: &'static str,
     },
     /// A value that is not one of the listed ones.
     #[error(
@@ -112,28 +114,28 @@ pub enum SettingError {
         one_of(allowed)
     )]
     NotListed {
-        runtime: String,
+        runtime: &'static str,
         key: String,
         value: String,
         allowed: Vec<String>,
-        example: String,
+        example: &'static str,
     },
     /// A value the declaration's open form does not accept.
     #[error("{key}={value}: runtime `{runtime}` takes {expected}")]
     NotAccepted {
-        runtime: String,
+        runtime: &'static str,
         key: String,
         value: String,
         expected: String,
     },
     /// A route's knob for a runtime that declares none.
     #[error("runtime `{runtime}` has no tunable knobs")]
-    NoKnobs { runtime: String },
+    NoKnobs { runtime: &'static str },
     /// A route's knob the runtime does not declare.
     #[error(
         "knob {knob} is not a knob of runtime `{runtime}` (see tune --runtime {runtime} --help-routes)"
     )]
-    UnknownKnob { runtime: String, knob: String },
+    UnknownKnob { runtime: &'static str, knob: String },
     /// A `-trtexec:<flag>` knob naming no known trtexec flag.
     #[error("unknown trtexec flag knob {knob} (see --help-routes)")]
     UnknownFlagKnob { knob: String },
@@ -151,7 +153,7 @@ pub enum SettingError {
         "build.route: TensorRT {version} has no knob `{knob}` (its {knob_count} knobs: `trtmc-bench tune --runtime tensorrt --help-routes`)"
     )]
     RouteUnknownKnob {
-        version: String,
+        version: TrtexecVersion,
         knob: String,
         knob_count: usize,
     },
@@ -168,7 +170,7 @@ pub enum SettingError {
     RouteValue {
         knob: String,
         expected: String,
-        version: String,
+        version: TrtexecVersion,
         default: String,
         value: String,
     },
@@ -180,7 +182,7 @@ pub enum SettingError {
     )]
     RouteUnsupported {
         trtexec: PathBuf,
-        version: String,
+        version: TrtexecVersion,
         offered: Vec<String>,
     },
     /// The installed TensorRT's knob database cannot be read.
@@ -191,7 +193,7 @@ pub enum SettingError {
     FlagUnsupported {
         setting: &'static str,
         flag: &'static str,
-        version: String,
+        version: TrtexecVersion,
     },
     /// An optimization level or stream count outside its range.
     #[error("build.{name} takes an integer from 0 to {max}, got {value}")]

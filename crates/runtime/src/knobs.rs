@@ -111,22 +111,20 @@ pub fn declared_database(
 
 /// The setting the knob `knob` of a tunable declaration stands for, with `value` as setting text.
 pub fn declared_setting(
-    runtime: &str,
+    runtime: &'static str,
     decls: &[SettingDecl],
     knob: &str,
     value: &str,
 ) -> Result<KnobSetting, SettingError> {
     if !decls.iter().any(|d| d.tunable) {
-        return Err(SettingError::NoKnobs {
-            runtime: runtime.to_string(),
-        });
+        return Err(SettingError::NoKnobs { runtime });
     }
     let Some(decl) = decls
         .iter()
         .find(|d| d.tunable && knob.strip_prefix('-') == Some(d.name))
     else {
         return Err(SettingError::UnknownKnob {
-            runtime: runtime.to_string(),
+            runtime,
             knob: knob.to_string(),
         });
     };

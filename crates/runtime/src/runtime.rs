@@ -255,7 +255,7 @@ pub fn check_settings(
     for key in settings.keys() {
         if !declared().any(|s| s.name == key) {
             return Err(SettingError::UnknownRuntimeSetting {
-                runtime: rt.name().to_string(),
+                runtime: rt.name(),
                 key: key.clone(),
                 known: declared().map(|s| s.name.to_string()).collect(),
             });
@@ -274,7 +274,7 @@ pub const OPEN_RANGE_MOST: i64 = 1024;
 /// or false. The declared default always passes; free-form declarations (TensorRT's build route) are
 /// left to the runtime's own check.
 pub fn check_declared_values(
-    runtime: &str,
+    runtime: &'static str,
     decls: &[SettingDecl],
     section: SettingSection,
     settings: &BTreeMap<String, Value>,
@@ -311,30 +311,30 @@ pub fn check_declared_values(
                     .is_some_and(|n| (least..=OPEN_RANGE_MOST).contains(&n))
                 {
                     return Err(SettingError::OutOfRange {
-                        runtime: runtime.to_string(),
+                        runtime,
                         key,
                         value: text,
                         least,
                         most: OPEN_RANGE_MOST,
-                        example: decl.default.to_string(),
+                        example: decl.default,
                     });
                 }
             }
             trtmc_trtexec::KnobValues::Listed(values) => {
                 if !values.contains(&text) {
                     return Err(SettingError::NotListed {
-                        runtime: runtime.to_string(),
+                        runtime,
                         key,
                         value: text,
                         allowed: values,
-                        example: decl.default.to_string(),
+                        example: decl.default,
                     });
                 }
             }
             unbounded @ trtmc_trtexec::KnobValues::Unbounded(_) => {
                 if !unbounded.accepts(&text) {
                     return Err(SettingError::NotAccepted {
-                        runtime: runtime.to_string(),
+                        runtime,
                         key,
                         value: text,
                         expected: unbounded.render(),

@@ -307,7 +307,7 @@ fn check_route(
         };
         let Some(option) = database.knob(knob) else {
             return Err(SettingError::RouteUnknownKnob {
-                version: version.to_string(),
+                version: *version,
                 knob: knob.to_string(),
                 knob_count: database.tuner_options.len(),
             });
@@ -323,7 +323,7 @@ fn check_route(
             return Err(SettingError::RouteValue {
                 knob: knob.to_string(),
                 expected: values.render(),
-                version: version.to_string(),
+                version: *version,
                 default: option.default_value.clone(),
                 value: value.to_string(),
             });
@@ -724,7 +724,7 @@ impl Runtime for TensorrtRuntime {
             if !version.has_build_routes() {
                 return Err(SettingError::RouteUnsupported {
                     trtexec: trtexec.path().to_path_buf(),
-                    version: version.to_string(),
+                    version: *version,
                     offered: flag_knobs(version)
                         .iter()
                         .map(|f| format!("build.{}", f.setting))
@@ -741,7 +741,7 @@ impl Runtime for TensorrtRuntime {
                 return Err(SettingError::FlagUnsupported {
                     setting: knob.setting,
                     flag: knob.flag,
-                    version: version.to_string(),
+                    version: *version,
                 });
             }
         }

@@ -93,7 +93,7 @@ pub enum TuneRunError {
     #[error("{source}")]
     Case {
         model: String,
-        source: trtmc_core::case::CaseError,
+        source: Box<trtmc_core::case::CaseError>,
     },
     /// No runtime of that name.
     #[error("{reason}")]
@@ -125,7 +125,7 @@ pub enum TuneRunError {
     #[error("{source}")]
     Source {
         model: String,
-        source: trtmc_runner::sources::SourceError,
+        source: Box<trtmc_runner::sources::SourceError>,
     },
     /// The model file cannot be read to take its digest.
     #[error("cannot read the model file {}: {source}", path.display())]
@@ -149,7 +149,7 @@ pub enum TuneRunError {
     #[error("{source}")]
     Tokenizer {
         model: String,
-        source: trtmc_runner::sources::SourceError,
+        source: Box<trtmc_runner::sources::SourceError>,
     },
     /// `--executor slurm`: a file the tasks read or write is not on a path every node sees.
     #[error("{source}")]
@@ -279,7 +279,7 @@ impl Model {
         };
         case::resolve(&self.profile, &input).map_err(|source| TuneRunError::Case {
             model: self.profile.name.clone(),
-            source,
+            source: Box::new(source),
         })
     }
 }
@@ -612,7 +612,7 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
     let onnx = trtmc_runner::sources::materialize(&model.profile, &request.bundle_cache).map_err(
         |source| TuneRunError::Source {
             model: model.profile.name.clone(),
-            source,
+            source: Box::new(source),
         },
     )?;
     let model_sha256 =
@@ -724,7 +724,7 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
         trtmc_runner::sources::resolve_tokenizer(&profile, trtmc_runner::sources::Fetch::Allowed)
             .map_err(|source| TuneRunError::Tokenizer {
             model: profile.name.clone(),
-            source,
+            source: Box::new(source),
         })?;
     let target = Target {
         profile,
