@@ -206,42 +206,24 @@ pub fn run_sets(settings: &RouteSettings) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
-    use std::collections::BTreeMap;
-    use trtmc_core::case::Sourced;
-    use trtmc_core::case::{Measure, RESOLVED_CASE_SCHEMA};
+    use trtmc_core::case::{ResolveInput, resolve};
+    use trtmc_core::catalog::Profile;
     use trtmc_runtime::registry::runtime;
 
-    fn base(build: &[(&str, Value)], runtime: &[(&str, Value)]) -> ResolvedCase {
-        let sourced = |v: &[(&str, Value)]| {
-            v.iter()
-                .map(|(k, v)| (k.to_string(), Sourced::new(v.clone(), Source::Manifest)))
-                .collect()
+    /// The case an ONNX file resolves to with these `--set` overrides, through the real resolver.
+    fn base(sets: &[&str]) -> ResolvedCase {
+        let dir = tempfile::tempdir().expect("tmp");
+        let onnx = dir.path().join("m.onnx");
+        std::fs::write(&onnx, b"not read by the resolver").expect("write");
+        let profile = Profile::from_onnx_file(&onnx).expect("profile");
+        let input = ResolveInput {
+            sets: sets
+                .iter()
+                .map(|s| Override::parse(s, Source::Set).expect("set"))
+                .collect(),
+            ..ResolveInput::default()
         };
-        ResolvedCase {
-            schema: RESOLVED_CASE_SCHEMA.into(),
-            model: "m".into(),
-            case: "c".into(),
-            label: "c".into(),
-            task_strategy: "t".into(),
-            operation: "infer".into(),
-            runtime: Sourced::new("tract".into(), Source::Default),
-            request: BTreeMap::new(),
-            build: sourced(build),
-            runtime_settings: sourced(runtime),
-            measure: Measure {
-                warmup: Sourced::new(1, Source::Default),
-                iterations: Sourced::new(1, Source::Default),
-                min_duration_s: Sourced::new(0.0, Source::Default),
-                max_duration_s: Sourced::new(None, Source::Default),
-                timeout_s: Sourced::new(1.0, Source::Default),
-            },
-            sweep_point: BTreeMap::new(),
-            chat: None,
-            identity: String::new(),
-            inputs: Default::default(),
-            data: None,
-        }
+        resolve(&profile, &input).expect("resolve")
     }
 
     fn route(pairs: &[(&str, &str)]) -> Route {
@@ -255,10 +237,7 @@ mod tests {
 
     #[test]
     fn defaults_follow_the_resolved_case_and_databases_parse() {
-        let b = base(
-            &[("precision", Value::from("fp16"))],
-            &[("intra_spinning", Value::Bool(false))],
-        );
+        let b = base(&["build.precision=fp16", "runtime.intra_spinning=false"]);
         let tract = runtime("tract").expect("tract");
         let set = knob_set(tract.as_ref(), Some(&b)).expect("tract knobs");
         assert_eq!(
