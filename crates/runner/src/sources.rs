@@ -542,6 +542,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_source_error_reads_once_through_the_runner_error() {
+        let missing = crate::Error::Source {
+            model: "m".into(),
+            source: Box::new(SourceError::NoModelFile { model: "m".into() }),
+        };
+        assert_eq!(missing.message(), "model `m` has no model file to build");
+        // The I/O error is the source and part of the message: printed once.
+        let unreadable = crate::Error::Source {
+            model: "m".into(),
+            source: Box::new(SourceError::Io {
+                action: "read",
+                path: "/models/m.onnx".into(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "gone"),
+            }),
+        };
+        assert_eq!(unreadable.message(), "cannot read /models/m.onnx: gone");
+        assert!(std::error::Error::source(&unreadable).is_some());
+    }
+
+    #[test]
     fn file_hash_memo_tracks_content_changes() {
         let t = tempfile::tempdir().expect("tmp");
         let f = t.path().join("m.onnx");
