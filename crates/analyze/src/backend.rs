@@ -17,15 +17,30 @@ use crate::identity::{CategorySignals, Confidence};
 use crate::provenance::{self, Runtime};
 use crate::read::{self, HeaderCount, Layer, LayerInfo, Profile, ProfileRecord, Times, Verbosity};
 
+/// Why one export file of a backend cannot be read; it becomes the backend's `*_unreadable` message.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ExportError {
+    /// The file cannot be read, or is not of its export's format.
+    #[error(transparent)]
+    Source(#[from] read::SourceError),
+    /// An export recorded in an earlier `analyze-data.json` that no longer reads.
+    #[error("recorded {what}: {source}")]
+    Recorded {
+        /// `layers`, `profile`.
+        what: &'static str,
+        source: read::FormatError,
+    },
+}
+
 /// A backend's files, read but not yet validated.
 #[derive(Debug)]
 pub(crate) struct Loaded {
     pub label: String,
     pub sources: Sources,
     /// `None` when the backend has no such file.
-    pub layers: Option<Result<LayerInfo, String>>,
-    pub profile: Option<Result<Profile, String>>,
-    pub times: Option<Result<Times, String>>,
+    pub layers: Option<Result<LayerInfo, ExportError>>,
+    pub profile: Option<Result<Profile, ExportError>>,
+    pub times: Option<Result<Times, ExportError>>,
     /// Messages found while loading (encoding problems, messages recorded in an earlier analysis).
     pub notes: Vec<Message>,
     /// The backend was recorded as failed in an earlier analysis; its messages are in `notes`.
@@ -36,8 +51,8 @@ fn read_file<T>(
     path: &std::path::Path,
     notes: &mut Vec<Message>,
     parse: impl FnOnce(read::Text) -> Result<T, read::FormatError>,
-) -> Result<T, String> {
-    let (text, warning) = read::read_text(path).map_err(|e| e.to_string())?;
+) -> Result<T, ExportError> {
+    let (text, warning) = read::read_text(path)?;
     if let Some(w) = warning {
         notes.push(Message {
             level: Level::Warning,
@@ -45,7 +60,12 @@ fn read_file<T>(
             message: format!("{}: {w}", path.display()),
         });
     }
-    parse(text).map_err(|e| format!("{}: {e}", path.display()))
+    parse(text).map_err(|e| {
+        ExportError::Source(read::SourceError {
+            path: path.to_path_buf(),
+            kind: e.into(),
+        })
+    })
 }
 
 pub(crate) fn load_files(files: &BackendFiles) -> Loaded {
@@ -227,7 +247,7 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
     let info = match layers {
         None => return without_layer_file(label, sources, profile, v),
         Some(Err(e)) => {
-            v.error("layers_unreadable", e);
+            v.error("layers_unreadable", e.to_string());
             v.check("layer_file", CheckStatus::Failed, "unreadable");
             return empty_backend(label, sources, v);
         }
@@ -363,7 +383,7 @@ pub(crate) fn analyze(loaded: Loaded, ctx: &Context) -> Backend {
 fn without_layer_file(
     label: String,
     sources: Sources,
-    profile: Option<Result<Profile, String>>,
+    profile: Option<Result<Profile, ExportError>>,
     mut v: Validator,
 ) -> Backend {
     let what = sources
@@ -538,7 +558,7 @@ struct ProfileJoin {
 
 /// Checks the profile file and joins its records to the layers; only a clean join sets timings.
 fn join_profile_file(
-    profile: Option<Result<Profile, String>>,
+    profile: Option<Result<Profile, ExportError>>,
     layers: &mut [LayerView],
     runtime: Runtime,
     v: &mut Validator,
@@ -561,7 +581,7 @@ fn join_profile_file(
             return out;
         }
         Some(Err(e)) => {
-            v.error("profile_unreadable", e);
+            v.error("profile_unreadable", e.to_string());
             v.check("profile", CheckStatus::Failed, "unreadable");
             return out;
         }
@@ -615,11 +635,11 @@ fn join_profile_file(
 }
 
 /// The optional `--exportTimes` file: unreadable is a warning, never an error.
-fn check_times_file(times: Option<Result<Times, String>>, v: &mut Validator) -> Option<Times> {
+fn check_times_file(times: Option<Result<Times, ExportError>>, v: &mut Validator) -> Option<Times> {
     match times {
         None => None,
         Some(Err(e)) => {
-            v.warning("times_unreadable", e);
+            v.warning("times_unreadable", e.to_string());
             v.check("times", CheckStatus::Warning, "unreadable (optional)");
             None
         }

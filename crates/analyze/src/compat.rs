@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::analysis::{Analysis, Backend, LayerView, Level, Message, Mode, Sources};
-use crate::backend::Loaded;
+use crate::backend::{ExportError, Loaded};
 use crate::read::{self, IntOrStr};
 
 #[derive(Serialize)]
@@ -614,19 +614,33 @@ pub(crate) struct RecordedDoc {
     pub backends: Vec<Loaded>,
 }
 
+/// Why an `analyze-data.json` cannot be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordedError {
+    /// The file cannot be read (its path is in the enclosing error).
+    #[error(transparent)]
+    Unreadable { kind: read::SourceErrorKind },
+    #[error("not a readable analyze-data.json: {source}")]
+    NotJson { source: serde_json::Error },
+    #[error("unsupported schema_version {found} (expected \"1.0\")")]
+    Schema { found: String },
+    #[error("`results` is empty")]
+    NoResults,
+}
+
 /// Reads an `analyze-data.json` (ours or another tool's) back into backends to analyze again.
-pub(crate) fn read_analyze_data(path: &Path) -> std::result::Result<RecordedDoc, String> {
-    let (text, _) = read::read_text(path).map_err(|e| e.kind.to_string())?;
-    let doc: InDoc = serde_json::from_str(&text)
-        .map_err(|e| format!("not a readable analyze-data.json: {e}"))?;
+pub(crate) fn read_analyze_data(path: &Path) -> std::result::Result<RecordedDoc, RecordedError> {
+    let (text, _) =
+        read::read_text(path).map_err(|e| RecordedError::Unreadable { kind: e.kind })?;
+    let doc: InDoc =
+        serde_json::from_str(&text).map_err(|source| RecordedError::NotJson { source })?;
     if doc.schema_version != serde_json::Value::String("1.0".to_owned()) {
-        return Err(format!(
-            "unsupported schema_version {} (expected \"1.0\")",
-            doc.schema_version
-        ));
+        return Err(RecordedError::Schema {
+            found: doc.schema_version.to_string(),
+        });
     }
     if doc.results.is_empty() {
-        return Err("`results` is empty".to_owned());
+        return Err(RecordedError::NoResults);
     }
     let mut backends = Vec::new();
     for r in doc.results {
@@ -672,7 +686,10 @@ pub(crate) fn read_analyze_data(path: &Path) -> std::result::Result<RecordedDoc,
             continue;
         }
         let layers = r.layers.map(|raw| {
-            read::read_layer_info(raw.get().to_owned()).map_err(|e| format!("recorded layers: {e}"))
+            read::read_layer_info(raw.get().to_owned()).map_err(|source| ExportError::Recorded {
+                what: "layers",
+                source,
+            })
         });
         let profile = r.profile.map(|entries| {
             let mut list: Vec<serde_json::Value> = Vec::with_capacity(entries.len() + 1);
@@ -686,7 +703,10 @@ pub(crate) fn read_analyze_data(path: &Path) -> std::result::Result<RecordedDoc,
                 list.push(serde_json::Value::Object(e));
             }
             let text = serde_json::Value::Array(list).to_string();
-            read::read_profile(&text).map_err(|e| format!("recorded profile: {e}"))
+            read::read_profile(&text).map_err(|source| ExportError::Recorded {
+                what: "profile",
+                source,
+            })
         });
         backends.push(Loaded {
             label: r.label,

@@ -235,9 +235,9 @@ fn is_incomplete_report(dir: &Path) -> bool {
 pub fn package(analysis: &Analysis, opts: &PackageOptions) -> Result<Packaged, PackageError> {
     let dir = choose_report_dir(analysis, opts)?;
     let md = opts.analyze_md.as_deref().map(read_markdown).transpose()?;
-    let refused = |reason| PackageError::Output {
+    let refused = |e: trtmc_core::fsutil::SlotError| PackageError::Output {
         dir: dir.clone(),
-        reason,
+        reason: e.to_string(),
     };
     if is_incomplete_report(&dir) {
         std::fs::remove_dir_all(&dir).map_err(io_err(&dir))?;

@@ -152,12 +152,11 @@ fn read_inputs(inputs: &Inputs) -> Result<ReadInputs, AnalyzeError> {
             }
         }
         Inputs::AnalyzeData(path) => {
-            let doc = crate::compat::read_analyze_data(path).map_err(|message| {
-                AnalyzeError::AnalyzeData {
+            let doc =
+                crate::compat::read_analyze_data(path).map_err(|e| AnalyzeError::AnalyzeData {
                     path: path.clone(),
-                    message,
-                }
-            })?;
+                    message: e.to_string(),
+                })?;
             let folder = doc
                 .folder
                 .as_ref()

@@ -23,8 +23,9 @@ impl CliError {
             message: message.into(),
         }
     }
-    pub fn input(message: impl Into<String>) -> Self {
-        Self::new(ExitCode::Input, message)
+    /// A refused input (exit 3); `message` is a text or a typed error whose message names the fix.
+    pub fn input(message: impl fmt::Display) -> Self {
+        Self::new(ExitCode::Input, message.to_string())
     }
     pub fn internal(err: impl fmt::Display) -> Self {
         Self::new(ExitCode::Internal, format!("internal error: {err}"))
@@ -99,7 +100,7 @@ impl From<trtmc_tune::orchestrate::TuneRunError> for CliError {
             | E::NotShared { .. } => ExitCode::Input,
             E::Unavailable { .. }
             | E::KnobTool { .. }
-            | E::RouteProcesses { .. }
+            | E::RouteProcesses(_)
             | E::SlurmController { .. } => ExitCode::Environment,
             E::OutputDir { .. } | E::SaveBundle { .. } | E::Write { .. } | E::Locked(_) => {
                 ExitCode::Output

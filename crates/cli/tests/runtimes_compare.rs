@@ -6,20 +6,12 @@
 //! loss below 1e-6.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use crate::common::*;
 
 fn bench(tmp: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .arg("--bundle-cache")
-        .arg(tmp.join("cache"))
-        .env_remove("TRTMC_MANIFEST_ROOT")
-        .env_remove("ORT_DYLIB_PATH")
-        .env("TRTMC_TEST", "1")
-        .output()
-        .expect("start trtmc-bench")
+    bench_cached(&tmp.join("cache"), args)
 }
 
 /// Compares tract (candidate) with onnxruntime (reference) and returns the agreement document.

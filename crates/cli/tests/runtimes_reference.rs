@@ -9,15 +9,7 @@ use crate::common::*;
 use trtmc_runtime::reference::{ReferenceRequest, ReferenceResult};
 
 fn bench(tmp: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .arg("--bundle-cache")
-        .arg(tmp.join("cache"))
-        .env_remove("TRTMC_MANIFEST_ROOT")
-        .env_remove("ORT_DYLIB_PATH")
-        .env("TRTMC_TEST", "1")
-        .output()
-        .expect("start trtmc-bench")
+    bench_cached(&tmp.join("cache"), args)
 }
 
 fn python(script: &str, request: &Path, result: &Path) -> Output {

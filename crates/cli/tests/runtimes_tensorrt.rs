@@ -411,7 +411,7 @@ fn every_recorded_log_is_read_as_trtexec_printed_it_or_refused_clearly() {
         let version = parsed.banner().and_then(|b| b.version);
         let drivable = version.is_some_and(|v| v.major >= 8);
         if !drivable {
-            let err = rt.availability().expect_err(&name);
+            let err = rt.availability().expect_err(&name).to_string();
             assert!(
                 err.contains("could not detect the TensorRT version"),
                 "{name}: {err}"

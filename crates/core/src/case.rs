@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 pub use trtmc_metadata::BatchSource;
 
+use crate::case_error::describe_source;
+pub use crate::case_error::{CaseError, OverrideError, SettingRefused, ValueError};
 use crate::catalog::{Profile, TestCase};
 use crate::operations::{self, FieldKind, OperationDecl};
 
@@ -49,15 +51,17 @@ pub struct Override {
 
 impl Override {
     /// Parses `section.key=value` as given to `--set`.
-    pub fn parse(text: &str, source: Source) -> Result<Self, String> {
-        let (key, value) = text.split_once('=').ok_or_else(|| {
-            format!("`{text}` is not KEY=VALUE (e.g. --set request.max_new_tokens=16)")
-        })?;
+    pub fn parse(text: &str, source: Source) -> Result<Self, OverrideError> {
+        let (key, value) = text
+            .split_once('=')
+            .ok_or_else(|| OverrideError::NotKeyValue {
+                text: text.to_string(),
+            })?;
         let key = key.trim();
         if key.is_empty() {
-            return Err(format!(
-                "`{text}` has an empty key (e.g. --set request.max_new_tokens=16)"
-            ));
+            return Err(OverrideError::EmptyKey {
+                text: text.to_string(),
+            });
         }
         Ok(Self {
             key: key.to_string(),
@@ -192,34 +196,35 @@ pub struct ResolveInput<'a> {
 }
 
 /// Resolves one case of a profile. The profile must be ready.
-pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCase, String> {
+pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCase, CaseError> {
     if !profile.status.is_ready() {
-        return Err(format!(
-            "model `{}` cannot run: {}",
-            profile.name,
-            profile.status.label()
-        ));
+        return Err(CaseError::NotReady {
+            model: profile.name.clone(),
+            status: profile.status.label().to_string(),
+        });
     }
     let op = profile
         .operation
         .as_deref()
         .and_then(operations::operation)
-        .ok_or_else(|| format!("model `{}` has no operation", profile.name))?;
+        .ok_or_else(|| CaseError::NoOperation {
+            model: profile.name.clone(),
+        })?;
     let case: &TestCase = match input.case {
         Some(name) => profile.case(name).ok_or_else(|| {
             let names: Vec<&str> = profile.cases.iter().map(|c| c.name.as_str()).collect();
-            let hint = crate::text::closest(name, names.iter().copied())
-                .map(|c| format!(" Did you mean `{c}`?"))
-                .unwrap_or_default();
-            format!(
-                "model `{}` has no case `{name}`.{hint} Its cases: {}",
-                profile.name,
-                names.join(", ")
-            )
+            CaseError::UnknownCase {
+                model: profile.name.clone(),
+                case: name.to_string(),
+                closest: crate::text::closest(name, names.iter().copied()).map(str::to_string),
+                cases: names.iter().map(|n| n.to_string()).collect(),
+            }
         })?,
         None => profile
             .default_case()
-            .ok_or_else(|| format!("model `{}` has no test case", profile.name))?,
+            .ok_or_else(|| CaseError::NoTestCase {
+                model: profile.name.clone(),
+            })?,
     };
 
     let mut request: BTreeMap<String, Sourced<Value>> = BTreeMap::new();
@@ -311,10 +316,11 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
         }
         if f.required() && !request.contains_key(f.name) && !every_sample_sets(op, &request, f.name)
         {
-            return Err(format!(
-                "request.{} is required by operation `{}` ({})",
-                f.name, op.name, f.help
-            ));
+            return Err(CaseError::RequiredField {
+                field: f.name,
+                operation: op.name,
+                help: f.help,
+            });
         }
         if let (Some((least, most)), Some(v)) = (f.range, request.get(f.name))
             && !v
@@ -322,28 +328,24 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
                 .as_i64()
                 .is_some_and(|n| (least..=most).contains(&n))
         {
-            let why = match f.binds_dim {
-                Some(dim) => format!(
-                    " (it binds the model's `{dim}` dimension; a bundle built for more could not be loaded)"
-                ),
-                None => String::new(),
-            };
-            return Err(format!(
-                "{} request.{}={}: give a whole number from {least} to {most}{why}",
-                describe_source(v.source),
-                f.name,
-                v.value
-            ));
+            return Err(CaseError::OutOfRange {
+                given: v.source,
+                field: f.name,
+                value: v.value.to_string(),
+                least,
+                most,
+                binds_dim: f.binds_dim,
+            });
         }
         if let Some(dim) = f.binds_dim
             && let Some(v) = request.get(f.name)
         {
             let n = v.value.as_i64().unwrap_or(1);
             if f.name == "batch_size" && n > 1 && !op.batch_api {
-                return Err(format!(
-                    "operation `{}` has no batch API: request.batch_size={n} is rejected instead of being simulated with sequential calls",
-                    op.name
-                ));
+                return Err(CaseError::NoBatchApi {
+                    operation: op.name,
+                    batch: n,
+                });
             }
             build.insert(format!("dims.{dim}"), Sourced::new(json!(n), v.source));
         }
@@ -385,16 +387,19 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
         data: None,
     };
     // One check of the resolved dimensions and shapes, whatever their source (MODEL.toml included).
-    crate::limits::check_build_values(&resolved.build)?;
+    crate::limits::check_build_values(&resolved.build)
+        .map_err(|reason| CaseError::Limits { reason })?;
     refresh_identity(profile, &mut resolved)?;
     Ok(resolved)
 }
 
 /// Recomputes a resolved case's workload identity, after the runner filled in what resolving alone
 /// cannot know (a chat case's rendered prompt and its token count).
-pub fn refresh_identity(profile: &Profile, resolved: &mut ResolvedCase) -> Result<(), String> {
-    let op = operations::operation(&resolved.operation)
-        .ok_or_else(|| format!("unknown operation `{}`", resolved.operation))?;
+pub fn refresh_identity(profile: &Profile, resolved: &mut ResolvedCase) -> Result<(), CaseError> {
+    let op =
+        operations::operation(&resolved.operation).ok_or_else(|| CaseError::UnknownOperation {
+            operation: resolved.operation.clone(),
+        })?;
     let artifacts = artifact_hashes(profile, op, &resolved.request)?;
     resolved.identity = workload_identity(&profile.manifest_hash, resolved, &artifacts);
     Ok(())
@@ -406,22 +411,26 @@ fn artifact_hashes(
     profile: &Profile,
     op: &operations::OperationDecl,
     request: &BTreeMap<String, Sourced<Value>>,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, CaseError> {
     let mut hashes = Vec::new();
     // `field = rel` → `label=sha256`, where `label` is how the request names the file.
-    let mut hash_file = |label: String, rel: &str| -> Result<(), String> {
+    let mut hash_file = |label: String, rel: &str| -> Result<(), CaseError> {
         if rel == "synthetic" {
             return Ok(());
         }
         let path = profile.dir().join(rel);
-        let bytes =
-            crate::limits::read_outside(&path, crate::limits::FileKind::Bulk).map_err(|e| {
-                format!(
-                    "request.{label} = `{rel}`: cannot read {} ({e}); give a file relative to {}",
-                    path.display(),
-                    profile.manifest.display()
-                )
-            })?;
+        let bytes = match crate::limits::read_outside(&path, crate::limits::FileKind::Bulk) {
+            Ok(bytes) => bytes,
+            Err(source) => {
+                return Err(CaseError::Artifact {
+                    label,
+                    rel: rel.to_string(),
+                    path,
+                    manifest: profile.manifest.clone(),
+                    source,
+                });
+            }
+        };
         hashes.push(format!("{label}={}", crate::hash::sha256_hex(&bytes)));
         Ok(())
     };
@@ -528,7 +537,7 @@ impl Default for CaseInputs {
 fn case_inputs(
     op: &OperationDecl,
     request: &BTreeMap<String, Sourced<Value>>,
-) -> Result<CaseInputs, String> {
+) -> Result<CaseInputs, CaseError> {
     let batch = request
         .get("batch_size")
         .and_then(|v| v.value.as_i64())
@@ -566,12 +575,10 @@ fn case_inputs(
             .iter()
             .position(|v| v.get(crate::chat::PROMPT_FIELD).is_some())
     {
-        return Err(format!(
-            "{named}[{i}] sets `{}` in a chat case (request.{}={}): a chat case renders one prompt from its messages; its samples may set only `seed`",
-            crate::chat::PROMPT_FIELD,
-            crate::chat::MODE_FIELD,
-            crate::chat::MODE_CHAT
-        ));
+        return Err(CaseError::ChatSamplePrompt {
+            list: named,
+            index: i,
+        });
     }
     let n = items.len();
     let (batch_source, calls_rotate_over) = match n {
@@ -579,9 +586,11 @@ fn case_inputs(
         _ if n == batch => (BatchSource::Declared, 1),
         _ if batch == 1 => (BatchSource::Declared, n),
         _ => {
-            return Err(format!(
-                "{named} lists {n} samples for request.batch_size={batch}: list one sample per batch item ({batch}), or set request.batch_size=1 to send them one per call in rotation"
-            ));
+            return Err(CaseError::SampleCount {
+                list: named,
+                samples: n,
+                batch,
+            });
         }
     };
     Ok(CaseInputs {
@@ -623,31 +632,39 @@ fn check_sample_tables(
     op: &OperationDecl,
     named: &str,
     items: &[Value],
-    keys: &[&str],
-) -> Result<(), String> {
+    keys: &[&'static str],
+) -> Result<(), CaseError> {
     for (i, item) in items.iter().enumerate() {
         let Some(table) = item.as_object() else {
-            return Err(format!("{named}[{i}] is not a table (e.g. {{ seed = 1 }})"));
+            return Err(CaseError::SampleNotTable {
+                list: named.to_string(),
+                index: i,
+            });
         };
         if table.is_empty() {
-            return Err(format!(
-                "{named}[{i}] sets nothing; a sample sets {}",
-                keys.join(", ")
-            ));
+            return Err(CaseError::SampleEmpty {
+                list: named.to_string(),
+                index: i,
+                keys: keys.to_vec(),
+            });
         }
         for (key, value) in table {
             let field = op
                 .field(key)
                 .filter(|_| keys.contains(&key.as_str()))
-                .ok_or_else(|| {
-                    format!(
-                        "{named}[{i}] sets `{key}`, which is no per-sample field of `{}` (a sample sets {})",
-                        op.name,
-                        keys.join(", ")
-                    )
+                .ok_or_else(|| CaseError::SampleField {
+                    list: named.to_string(),
+                    index: i,
+                    key: key.clone(),
+                    operation: op.name,
+                    keys: keys.to_vec(),
                 })?;
-            operations::check_kind(field.kind, value)
-                .map_err(|e| format!("{named}[{i}].{key}: {e}"))?;
+            operations::check_kind(field.kind, value).map_err(|source| CaseError::SampleKind {
+                list: named.to_string(),
+                index: i,
+                key: key.clone(),
+                source,
+            })?;
         }
     }
     // A sample that sets no field falls back to the request's value, except a seed: a seed list that
@@ -663,10 +680,11 @@ fn check_sample_tables(
             .collect();
         let set = seeded.iter().filter(|v| v.get("seed").is_some()).count();
         if set != 0 && set != seeded.len() {
-            return Err(format!(
-                "{named}: {set} of the {} seeded samples set `seed`: give every seeded sample its seed, or none",
-                seeded.len()
-            ));
+            return Err(CaseError::SeedsPartial {
+                list: named.to_string(),
+                set,
+                seeded: seeded.len(),
+            });
         }
     }
     Ok(())
@@ -687,7 +705,7 @@ fn case_measure(case: &TestCase) -> MeasureFlags {
 /// the operation's time budget; a count the user asked for (flag or plan) is what runs, with no default
 /// minimum duration and no default budget (an explicit `--duration` / `--max-duration` still holds).
 /// Also checks every value, so nothing absurd reaches a worker.
-fn stopping_rule(m: &mut Measure) -> Result<(), String> {
+fn stopping_rule(m: &mut Measure) -> Result<(), CaseError> {
     if matches!(m.iterations.source, Source::Cli | Source::Plan) {
         if m.min_duration_s.source == Source::Default {
             m.min_duration_s = Sourced::new(0.0, Source::Default);
@@ -697,21 +715,20 @@ fn stopping_rule(m: &mut Measure) -> Result<(), String> {
         }
     }
     if m.iterations.value == 0 {
-        return Err(format!(
-            "{} 0: give at least 1 call",
-            MeasureField::Iterations.named(m.iterations.source)
-        ));
+        return Err(CaseError::NoCalls {
+            field: MeasureField::Iterations.named(m.iterations.source),
+        });
     }
     for (field, sourced) in [
         (MeasureField::Iterations, &m.iterations),
         (MeasureField::Warmup, &m.warmup),
     ] {
         if sourced.value > MOST_CALLS {
-            return Err(format!(
-                "{} {} is more than the {MOST_CALLS} calls a case may make; bound the run by time instead (--duration / --max-duration)",
-                field.named(sourced.source),
-                sourced.value
-            ));
+            return Err(CaseError::TooManyCalls {
+                field: field.named(sourced.source),
+                value: sourced.value,
+                most: MOST_CALLS,
+            });
         }
     }
     let seconds = [
@@ -737,21 +754,21 @@ fn stopping_rule(m: &mut Measure) -> Result<(), String> {
     for (field, value, source, least) in seconds {
         let Some(v) = value else { continue };
         if !v.is_finite() || v < least || v > LONGEST_S {
-            return Err(format!(
-                "{} {}: give seconds {} and at most {LONGEST_S} (one week)",
-                field.named(source),
-                number_text(v),
-                if least > 0.0 { "above 0" } else { "from 0" }
-            ));
+            return Err(CaseError::Seconds {
+                field: field.named(source),
+                value: number_text(v),
+                above_zero: least > 0.0,
+                most: LONGEST_S,
+            });
         }
     }
     if let Some(max) = m.max_duration_s.value
         && max < m.min_duration_s.value
     {
-        return Err(format!(
-            "--max-duration {max} is below the minimum duration {} s: raise --max-duration or lower --duration",
-            m.min_duration_s.value
-        ));
+        return Err(CaseError::MaxBelowMin {
+            max,
+            min: m.min_duration_s.value,
+        });
     }
     Ok(())
 }
@@ -818,41 +835,46 @@ fn apply_override(
     build: &mut BTreeMap<String, Sourced<Value>>,
     runtime: &mut Sourced<String>,
     runtime_settings: &mut BTreeMap<String, Sourced<Value>>,
-) -> Result<(), String> {
+) -> Result<(), CaseError> {
     let (section, rest) = o.key.split_once('.').unwrap_or((o.key.as_str(), ""));
-    let context = |e: String| format!("{} `{}={}`: {e}", describe_source(o.source), o.key, o.value);
+    let context = |e: SettingRefused| CaseError::Override {
+        given: o.source,
+        key: o.key.clone(),
+        value: o.value.clone(),
+        source: e,
+    };
+    let value_context = |e: ValueError| context(SettingRefused::Value(e));
     match section {
         "request" => {
-            let field = op
-                .field(rest)
-                .ok_or_else(|| context(crate::catalog::unknown_field(op, rest)))?;
-            let value = parse_typed(field.kind, &o.value).map_err(context)?;
+            let field = op.field(rest).ok_or_else(|| {
+                context(SettingRefused::UnknownField(crate::catalog::unknown_field(
+                    op, rest,
+                )))
+            })?;
+            let value = parse_typed(field.kind, &o.value).map_err(value_context)?;
             request.insert(rest.to_string(), Sourced::new(value, o.source));
         }
         "build" => {
             let value = match rest {
                 "precision" => json!(o.value.trim()),
-                "kv_cache_length" => json!(parse_dimension(&o.value).map_err(context)?),
-                "optimization_level" => json!(parse_optimization_level(&o.value).map_err(context)?),
+                "kv_cache_length" => json!(parse_dimension(&o.value).map_err(value_context)?),
+                "optimization_level" => {
+                    json!(parse_optimization_level(&o.value).map_err(value_context)?)
+                }
                 // TensorRT's build recipe (runtime tensorrt checks the values against its trtexec).
                 "route" => json!(o.value.split_whitespace().collect::<Vec<_>>().join(" ")),
                 "builder_optimization_level" | "tiling_optimization_level" => {
-                    json!(parse_int(&o.value).map_err(context)?)
+                    json!(parse_int(&o.value).map_err(value_context)?)
                 }
                 "max_aux_streams" if o.value.trim() == "auto" => json!("auto"),
-                "max_aux_streams" => json!(parse_int(&o.value).map_err(context)?),
+                "max_aux_streams" => json!(parse_int(&o.value).map_err(value_context)?),
                 _ if rest.starts_with("dims.") && rest.len() > 5 => {
-                    json!(parse_dimension(&o.value).map_err(context)?)
+                    json!(parse_dimension(&o.value).map_err(value_context)?)
                 }
                 _ if rest.starts_with("shapes.") && rest.len() > 7 => {
-                    json!(parse_shape(&o.value).map_err(context)?)
+                    json!(parse_shape(&o.value).map_err(value_context)?)
                 }
-                _ => {
-                    return Err(context(
-                        "unknown build setting; known: build.precision, build.kv_cache_length, build.optimization_level, build.dims.<dim>, build.shapes.<input>, and for tensorrt build.route, build.builder_optimization_level, build.tiling_optimization_level, build.max_aux_streams"
-                            .into(),
-                    ));
-                }
+                _ => return Err(context(SettingRefused::UnknownBuildSetting)),
             };
             build.insert(rest.to_string(), Sourced::new(value, o.source));
         }
@@ -866,55 +888,43 @@ fn apply_override(
             );
         }
         _ => {
-            return Err(context(
-                "keys start with `request.`, `build.` or `runtime.` (e.g. request.max_new_tokens=16)".into(),
-            ));
+            return Err(context(SettingRefused::UnknownSection));
         }
     }
     Ok(())
 }
 
-fn describe_source(s: Source) -> &'static str {
-    match s {
-        Source::Set => "--set",
-        Source::Sweep => "--sweep",
-        Source::Plan => "plan",
-        Source::Case => "test case",
-        Source::Manifest => "MODEL.toml",
-        Source::Cli => "--shape/--dim",
-        Source::Default => "default",
-    }
-}
-
 /// Graph optimization levels of `build.optimization_level` (ONNX Runtime's offline optimization).
 pub const OPTIMIZATION_LEVELS: &[&str] = &["disable", "basic", "extended", "layout", "all"];
 
-fn parse_optimization_level(text: &str) -> Result<&str, String> {
+fn parse_optimization_level(text: &str) -> Result<&str, ValueError> {
     let t = text.trim();
     if OPTIMIZATION_LEVELS.contains(&t) {
         Ok(t)
     } else {
-        Err(format!(
-            "expected one of {}, got `{text}`",
-            OPTIMIZATION_LEVELS.join(", ")
-        ))
+        Err(ValueError::NotListed {
+            text: text.to_string(),
+            levels: OPTIMIZATION_LEVELS,
+        })
     }
 }
 
 /// A build dimension: a whole number from 1 to [`MOST_DIMENSION`].
-fn parse_dimension(text: &str) -> Result<i64, String> {
+fn parse_dimension(text: &str) -> Result<i64, ValueError> {
     match parse_int(text) {
         Ok(n) if (1..=MOST_DIMENSION).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "expected a whole number from 1 to {MOST_DIMENSION}, got `{text}`"
-        )),
+        _ => Err(ValueError::NotDimension {
+            text: text.to_string(),
+        }),
     }
 }
 
-fn parse_int(text: &str) -> Result<i64, String> {
+fn parse_int(text: &str) -> Result<i64, ValueError> {
     text.trim()
         .parse::<i64>()
-        .map_err(|_| format!("expected an integer, got `{text}`"))
+        .map_err(|_| ValueError::NotInteger {
+            text: text.to_string(),
+        })
 }
 
 /// Parses `1x3x224x224` (trtexec's shape syntax) into dimensions.
@@ -924,16 +934,21 @@ pub fn cli_overrides(
     sets: &[String],
     shapes: &[String],
     dims: &[String],
-) -> Result<Vec<Override>, String> {
+) -> Result<Vec<Override>, OverrideError> {
     let mut out: Vec<Override> = sets
         .iter()
         .map(|s| Override::parse(s, Source::Set))
         .collect::<Result<_, _>>()?;
     for shape in shapes {
-        let (name, value) = shape.split_once(':').ok_or_else(|| {
-            format!("--shape `{shape}` is not NAME:DIMS (e.g. --shape input:1x3x224x224)")
+        let (name, value) = shape
+            .split_once(':')
+            .ok_or_else(|| OverrideError::ShapeForm {
+                shape: shape.clone(),
+            })?;
+        parse_shape(value).map_err(|source| OverrideError::ShapeValue {
+            shape: shape.clone(),
+            source,
         })?;
-        parse_shape(value).map_err(|e| format!("--shape {shape}: {e}"))?;
         out.push(Override {
             key: format!("build.shapes.{name}"),
             value: value.to_string(),
@@ -944,9 +959,7 @@ pub fn cli_overrides(
         let (name, value) = dim
             .split_once('=')
             .filter(|(n, v)| !n.trim().is_empty() && v.trim().parse::<u64>().is_ok())
-            .ok_or_else(|| {
-                format!("--dim `{dim}` is not NAME=VALUE with a whole number (e.g. --dim batch=1)")
-            })?;
+            .ok_or_else(|| OverrideError::DimForm { dim: dim.clone() })?;
         out.push(Override {
             key: format!("build.dims.{}", name.trim()),
             value: value.trim().to_string(),
@@ -956,7 +969,7 @@ pub fn cli_overrides(
     Ok(out)
 }
 
-pub fn parse_shape(text: &str) -> Result<Vec<i64>, String> {
+pub fn parse_shape(text: &str) -> Result<Vec<i64>, ValueError> {
     let text = text.trim();
     if text.is_empty() || text == "scalar" {
         return Ok(Vec::new());
@@ -965,9 +978,9 @@ pub fn parse_shape(text: &str) -> Result<Vec<i64>, String> {
         .split('x')
         .map(|d| match d.trim().parse::<i64>() {
             Ok(v) if (0..=MOST_DIMENSION).contains(&v) => Ok(v),
-            _ => Err(format!(
-                "`{text}` is not a shape like 1x3x224x224 (each dimension a whole number from 0 to {MOST_DIMENSION})"
-            )),
+            _ => Err(ValueError::NotShape {
+                text: text.to_string(),
+            }),
         })
         .collect::<Result<_, _>>()?;
     // Each dimension may be large, not all at once: one tensor of the shape must fit in memory.
@@ -976,9 +989,9 @@ pub fn parse_shape(text: &str) -> Result<Vec<i64>, String> {
         .try_fold(1i64, |n, d| n.checked_mul(*d))
         .is_none_or(|n| n > MOST_SHAPE_ELEMENTS)
     {
-        return Err(format!(
-            "`{text}` has more than {MOST_SHAPE_ELEMENTS} elements (2³¹): one tensor of it could not be allocated"
-        ));
+        return Err(ValueError::ShapeTooLarge {
+            text: text.to_string(),
+        });
     }
     Ok(dims)
 }
@@ -987,33 +1000,36 @@ pub fn parse_shape(text: &str) -> Result<Vec<i64>, String> {
 pub const MOST_SHAPE_ELEMENTS: i64 = 1 << 31;
 
 /// Parses a value given on the command line according to the declared field kind.
-pub fn parse_typed(kind: FieldKind, text: &str) -> Result<Value, String> {
+pub fn parse_typed(kind: FieldKind, text: &str) -> Result<Value, ValueError> {
     let t = text.trim();
     match kind {
         FieldKind::Integer => parse_int(t).map(Value::from),
         FieldKind::Number => match t.parse::<f64>() {
             Ok(v) if v.is_finite() => Ok(Value::from(v)),
-            _ => Err(format!("expected a number, got `{text}`")),
+            _ => Err(ValueError::NotNumber {
+                text: text.to_string(),
+            }),
         },
         FieldKind::Bool => match t {
             "true" | "1" | "yes" | "on" => Ok(Value::Bool(true)),
             "false" | "0" | "no" | "off" => Ok(Value::Bool(false)),
-            _ => Err(format!("expected true or false, got `{text}`")),
+            _ => Err(ValueError::NotBool {
+                text: text.to_string(),
+            }),
         },
         FieldKind::String | FieldKind::Artifact => Ok(Value::from(text)),
         FieldKind::Samples => {
-            let v: Value = serde_json::from_str(t).map_err(|e| {
-                format!(
-                    "expected a JSON list of tables (e.g. [{{\"seed\":1}},{{\"seed\":2}}]): {e}"
-                )
+            let v: Value = serde_json::from_str(t).map_err(|e| ValueError::NotSampleList {
+                reason: e.to_string(),
             })?;
-            operations::check_kind(kind, &v).map_err(|e| e.to_string())
+            Ok(operations::check_kind(kind, &v)?)
         }
         FieldKind::StringList => {
             if t.starts_with('[') {
-                let v: Value = serde_json::from_str(t)
-                    .map_err(|e| format!("expected a JSON list of strings: {e}"))?;
-                operations::check_kind(kind, &v).map_err(|e| e.to_string())
+                let v: Value = serde_json::from_str(t).map_err(|e| ValueError::NotStringList {
+                    reason: e.to_string(),
+                })?;
+                Ok(operations::check_kind(kind, &v)?)
             } else {
                 Ok(Value::Array(
                     t.split('|').map(|s| Value::from(s.to_string())).collect(),
@@ -1047,17 +1063,22 @@ pub struct SweepAxis {
 }
 
 impl SweepAxis {
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let o = Override::parse(text, Source::Sweep).map_err(|_| {
-            format!("`{text}` is not KEY=V1,V2,… (e.g. --sweep request.batch_size=1,2)")
+    pub fn parse(text: &str) -> Result<Self, OverrideError> {
+        let o = Override::parse(text, Source::Sweep).map_err(|_| OverrideError::SweepForm {
+            text: text.to_string(),
         })?;
         let values: Vec<String> = o.value.split(',').map(|v| v.trim().to_string()).collect();
         if values.iter().any(String::is_empty) {
-            return Err(format!("--sweep `{text}` has an empty value"));
+            return Err(OverrideError::SweepEmptyValue {
+                text: text.to_string(),
+            });
         }
         let mut seen = std::collections::BTreeSet::new();
         if let Some(dup) = values.iter().find(|v| !seen.insert(v.as_str())) {
-            return Err(format!("--sweep `{text}` lists `{dup}` twice"));
+            return Err(OverrideError::SweepValueTwice {
+                text: text.to_string(),
+                value: dup.clone(),
+            });
         }
         Ok(Self { key: o.key, values })
     }
@@ -1068,14 +1089,11 @@ impl SweepAxis {
 pub const MOST_SWEEP_POINTS: usize = 10_000;
 
 /// The Cartesian product of sweep axes, first axis varying slowest. No axes → one empty point.
-pub fn sweep_points(axes: &[SweepAxis]) -> Result<Vec<Vec<Override>>, String> {
+pub fn sweep_points(axes: &[SweepAxis]) -> Result<Vec<Vec<Override>>, OverrideError> {
     let mut keys = std::collections::BTreeSet::new();
     for a in axes {
         if !keys.insert(a.key.as_str()) {
-            return Err(format!(
-                "--sweep names `{}` twice; give all values in one --sweep",
-                a.key
-            ));
+            return Err(OverrideError::SweepKeyTwice { key: a.key.clone() });
         }
     }
     let count = axes
@@ -1083,11 +1101,9 @@ pub fn sweep_points(axes: &[SweepAxis]) -> Result<Vec<Vec<Override>>, String> {
         .try_fold(1usize, |n, a| n.checked_mul(a.values.len()))
         .filter(|n| *n <= MOST_SWEEP_POINTS);
     if count.is_none() {
-        let sizes: Vec<String> = axes.iter().map(|a| a.values.len().to_string()).collect();
-        return Err(format!(
-            "the sweep has {} points, more than the {MOST_SWEEP_POINTS} a run may have; sweep fewer values (or split the sweep into several runs)",
-            sizes.join(" × ")
-        ));
+        return Err(OverrideError::SweepTooLarge {
+            sizes: axes.iter().map(|a| a.values.len()).collect(),
+        });
     }
     let mut points: Vec<Vec<Override>> = vec![Vec::new()];
     for axis in axes {
@@ -1234,6 +1250,7 @@ mod tests {
                 },
             )
             .err()
+            .map(|e| e.to_string())
             .unwrap_or_default()
         };
         let e = refused(MeasureFlags {
@@ -1277,7 +1294,12 @@ mod tests {
     fn limits_name_the_field_as_written_and_the_declared_range() {
         let (_t, c) = catalog();
         let p = c.require("g").expect("g");
-        let refused = |input: ResolveInput<'_>| resolve(p, &input).err().unwrap_or_default();
+        let refused = |input: ResolveInput<'_>| {
+            resolve(p, &input)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
         // A plan's field is named as the plan spells it, and a huge number stays readable.
         let e = refused(ResolveInput {
             plan_measure: MeasureFlags {
@@ -1352,7 +1374,8 @@ mod tests {
             axis("request.b", 100),
             axis("request.c", 2),
         ])
-        .expect_err("20,000 points");
+        .expect_err("20,000 points")
+        .to_string();
         assert!(
             e.contains("100 × 100 × 2 points") && e.contains("10000"),
             "{e}"
@@ -1402,6 +1425,7 @@ mod tests {
                 ..Default::default()
             },
         )
+        .map_err(|e| e.to_string())
     }
 
     #[test]
@@ -1421,7 +1445,8 @@ mod tests {
             "prompts",
             &[r#"request.samples=[{"prompt":"a"},{"seed":2}]"#],
         )
-        .expect_err("one sample lacks a prompt");
+        .expect_err("one sample lacks a prompt")
+        .to_string();
         assert!(e.contains("request.prompt is required"), "{e}");
     }
 
@@ -1484,19 +1509,27 @@ mod tests {
                 ),
             ],
         );
-        let e = resolve_case(&c, "three", &[]).expect_err("3 for 2");
+        let e = resolve_case(&c, "three", &[])
+            .expect_err("3 for 2")
+            .to_string();
         assert!(
             e.contains("test case request.samples lists 3 samples for request.batch_size=2"),
             "{e}"
         );
         // A batch size swept past the list is named as the sweep's.
-        let e = resolve_case(&c, "three", &["request.batch_size=4"]).expect_err("3 for 4");
+        let e = resolve_case(&c, "three", &["request.batch_size=4"])
+            .expect_err("3 for 4")
+            .to_string();
         assert!(e.contains("request.batch_size=4"), "{e}");
-        let e = resolve_case(&c, "gap", &[]).expect_err("a sample without its seed");
+        let e = resolve_case(&c, "gap", &[])
+            .expect_err("a sample without its seed")
+            .to_string();
         assert!(e.contains("request.samples[1] sets nothing"), "{e}");
-        let e = resolve_case(&c, "typo", &[]).expect_err("unknown field");
+        let e = resolve_case(&c, "typo", &[])
+            .expect_err("unknown field")
+            .to_string();
         assert!(e.contains("request.samples[1] sets `sed`"), "{e}");
-        let e = resolve_case(&c, "kind", &[]).expect_err("kind");
+        let e = resolve_case(&c, "kind", &[]).expect_err("kind").to_string();
         assert!(
             e.contains("request.samples[1].seed: expected an integer"),
             "{e}"
@@ -1529,12 +1562,15 @@ mod tests {
             "files",
             &[r#"request.samples=[{"seed":1},{"image":"synthetic"}]"#],
         )
-        .expect_err("a synthetic sample without its seed");
+        .expect_err("a synthetic sample without its seed")
+        .to_string();
         assert!(
             e.contains("--set request.samples: 1 of the 2 seeded samples set `seed`"),
             "{e}"
         );
-        let e = resolve_case(&c, "missing", &[]).expect_err("missing");
+        let e = resolve_case(&c, "missing", &[])
+            .expect_err("missing")
+            .to_string();
         assert!(e.contains("request.samples[1].image = `b.png`"), "{e}");
     }
 
@@ -1561,7 +1597,9 @@ mod tests {
         );
         let clone = resolve_case(&c, "clone", &[]).expect("clone");
         assert_eq!(clone.inputs.batch_source, BatchSource::Cloned);
-        let e = resolve_case(&c, "odd", &[]).expect_err("4 for 3");
+        let e = resolve_case(&c, "odd", &[])
+            .expect_err("4 for 3")
+            .to_string();
         assert!(
             e.contains("request.texts lists 4 samples for request.batch_size=3"),
             "{e}"
@@ -1600,7 +1638,7 @@ mod tests {
                     .collect(),
                 ..Default::default()
             };
-            resolve(p, &input).expect_err("must fail")
+            resolve(p, &input).expect_err("must fail").to_string()
         };
         assert!(err(&["request.max_new_tokenz=3"]).contains("Did you mean `max_new_tokens`"));
         assert!(err(&["request.max_new_tokens=many"]).contains("expected an integer"));
@@ -1618,7 +1656,8 @@ mod tests {
                 ..Default::default()
             },
         )
-        .expect_err("case");
+        .expect_err("case")
+        .to_string();
         assert!(
             e.contains("Did you mean `greedy`") && e.contains("sampled"),
             "{e}"
@@ -1702,9 +1741,13 @@ mod tests {
         );
         assert_eq!(o[1].value, "1x3x8x8");
         assert_eq!(o[2].value, "4");
-        let e = cli_overrides(&[], &["input".into()], &[]).expect_err("no dims");
+        let e = cli_overrides(&[], &["input".into()], &[])
+            .expect_err("no dims")
+            .to_string();
         assert!(e.contains("--shape `input` is not NAME:DIMS"), "{e}");
-        let e = cli_overrides(&[], &[], &["batch=-1".into()]).expect_err("negative");
+        let e = cli_overrides(&[], &[], &["batch=-1".into()])
+            .expect_err("negative")
+            .to_string();
         assert!(e.contains("--dim `batch=-1`"), "{e}");
     }
 }

@@ -44,8 +44,66 @@ pub enum TokenizerSpec {
     Hub(String),
 }
 
+/// Why a catalog, a profile or a case's fields cannot be used; each message names the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error(
+        "tokenizer `{text}` is not one of `bytes`, `file:PATH` (a tokenizer.json next to MODEL.toml) or `hub:FILE` (a file of [source] hf_repo)"
+    )]
+    TokenizerForm { text: String },
+    #[error("tokenizer `file:` needs a path, e.g. `file:tokenizer.json`")]
+    TokenizerNoPath,
+    #[error("tokenizer `hub:` needs a file name, e.g. `hub:tokenizer.json`")]
+    TokenizerNoFile,
+    #[error("cannot {action} {}: {source}", path.display())]
+    OnnxFile {
+        /// `read`, `resolve`.
+        action: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} is not a file", path.display())]
+    NotAFile { path: PathBuf },
+    #[error(
+        "cannot read the catalog at {}: {source} (pass --manifest-root PATH to a folder of MODEL.toml files)",
+        root.display()
+    )]
+    Unreadable {
+        root: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("catalog root {} is not a directory (pass --manifest-root PATH)", root.display())]
+    NotADirectory { root: PathBuf },
+    #[error(
+        "unknown model `{name}` in catalog {}.{} Run `trtmc-bench list models` to see every profile.",
+        catalog.display(),
+        closest.as_ref().map(|c| format!(" Did you mean `{c}`?")).unwrap_or_default()
+    )]
+    UnknownModel {
+        name: String,
+        catalog: PathBuf,
+        closest: Option<String>,
+    },
+    /// A request field the operation does not declare; the text lists close and known names.
+    #[error("{0}")]
+    UnknownField(String),
+    #[error("request.{key}: {source}")]
+    FieldKind {
+        key: String,
+        source: operations::KindMismatch,
+    },
+    #[error(transparent)]
+    Chat(#[from] crate::chat::ChatError),
+    #[error("request.{field} is required by operation `{operation}` ({help})")]
+    RequiredField {
+        field: &'static str,
+        operation: &'static str,
+        help: &'static str,
+    },
+}
+
 impl TokenizerSpec {
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, CatalogError> {
         let spec = if text == "bytes" {
             TokenizerSpec::Bytes
         } else if let Some(path) = text.strip_prefix("file:") {
@@ -53,17 +111,15 @@ impl TokenizerSpec {
         } else if let Some(file) = text.strip_prefix("hub:") {
             TokenizerSpec::Hub(file.into())
         } else {
-            return Err(format!(
-                "tokenizer `{text}` is not one of `bytes`, `file:PATH` (a tokenizer.json next to MODEL.toml) or `hub:FILE` (a file of [source] hf_repo)"
-            ));
+            return Err(CatalogError::TokenizerForm {
+                text: text.to_string(),
+            });
         };
         match &spec {
             TokenizerSpec::File(p) if p.as_os_str().is_empty() => {
-                Err("tokenizer `file:` needs a path, e.g. `file:tokenizer.json`".into())
+                Err(CatalogError::TokenizerNoPath)
             }
-            TokenizerSpec::Hub(f) if f.is_empty() => {
-                Err("tokenizer `hub:` needs a file name, e.g. `hub:tokenizer.json`".into())
-            }
+            TokenizerSpec::Hub(f) if f.is_empty() => Err(CatalogError::TokenizerNoFile),
             _ => Ok(spec),
         }
     }
@@ -242,14 +298,21 @@ impl Profile {
     /// The one-profile entry of an ONNX file without a catalog (`run`, `tune` and `compare --onnx`):
     /// generic inference on seeded synthesized inputs. Every command builds it here, so the manifest
     /// hash (part of the bundle cache key) is the same and a bundle tuned for the file is reused by `run`.
-    pub fn from_onnx_file(path: &Path) -> Result<Profile, String> {
-        let meta =
-            std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    pub fn from_onnx_file(path: &Path) -> Result<Profile, CatalogError> {
+        let io = |action| {
+            move |source| CatalogError::OnnxFile {
+                action,
+                path: path.to_path_buf(),
+                source,
+            }
+        };
+        let meta = std::fs::metadata(path).map_err(io("read"))?;
         if !meta.is_file() {
-            return Err(format!("{} is not a file", path.display()));
+            return Err(CatalogError::NotAFile {
+                path: path.to_path_buf(),
+            });
         }
-        let file = std::fs::canonicalize(path)
-            .map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
+        let file = std::fs::canonicalize(path).map_err(io("resolve"))?;
         let name = file
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -298,15 +361,15 @@ pub const DEFAULT_RUNTIME: &str = "tract";
 impl Catalog {
     /// Loads every `MODEL.toml` below `root`, sorted by profile name. Fails only when `root` itself
     /// cannot be read; problems inside one profile become that profile's status.
-    pub fn load(root: &Path) -> Result<Catalog, String> {
-        let meta = std::fs::metadata(root).map_err(|e| {
-            format!("cannot read the catalog at {}: {e} (pass --manifest-root PATH to a folder of MODEL.toml files)", root.display())
+    pub fn load(root: &Path) -> Result<Catalog, CatalogError> {
+        let meta = std::fs::metadata(root).map_err(|source| CatalogError::Unreadable {
+            root: root.to_path_buf(),
+            source,
         })?;
         if !meta.is_dir() {
-            return Err(format!(
-                "catalog root {} is not a directory (pass --manifest-root PATH)",
-                root.display()
-            ));
+            return Err(CatalogError::NotADirectory {
+                root: root.to_path_buf(),
+            });
         }
         let mut files = Vec::new();
         find_manifests(root, &mut files, 0);
@@ -325,14 +388,12 @@ impl Catalog {
     }
 
     /// The profile called `name`, or a message that lists close names and the command that shows all.
-    pub fn require(&self, name: &str) -> Result<&Profile, String> {
-        self.get(name).ok_or_else(|| {
-            let close = crate::text::closest(name, self.profiles.iter().map(|p| p.name.as_str()));
-            let hint = close.map(|c| format!(" Did you mean `{c}`?")).unwrap_or_default();
-            format!(
-                "unknown model `{name}` in catalog {}.{hint} Run `trtmc-bench list models` to see every profile.",
-                self.root.display()
-            )
+    pub fn require(&self, name: &str) -> Result<&Profile, CatalogError> {
+        self.get(name).ok_or_else(|| CatalogError::UnknownModel {
+            name: name.to_string(),
+            catalog: self.root.clone(),
+            closest: crate::text::closest(name, self.profiles.iter().map(|p| p.name.as_str()))
+                .map(str::to_string),
         })
     }
 }
@@ -463,7 +524,7 @@ pub fn profile_from_text(
                 ));
             }
         }
-        Some(Err(e)) => problems.push(e),
+        Some(Err(e)) => problems.push(e.to_string()),
     }
 
     let mut cases = Vec::new();
@@ -591,10 +652,15 @@ fn source_from(s: &SourceToml) -> Result<(ModelSource, Option<u64>), String> {
 }
 
 /// Checks a case's request fields against the operation: unknown fields, wrong types, missing required.
-pub fn check_case_fields(op: &OperationDecl, case: &TestCase) -> Result<(), String> {
+pub fn check_case_fields(op: &OperationDecl, case: &TestCase) -> Result<(), CatalogError> {
     for (key, value) in &case.request {
-        let field = op.field(key).ok_or_else(|| unknown_field(op, key))?;
-        operations::check_kind(field.kind, value).map_err(|e| format!("request.{key}: {e}"))?;
+        let field = op
+            .field(key)
+            .ok_or_else(|| CatalogError::UnknownField(unknown_field(op, key)))?;
+        operations::check_kind(field.kind, value).map_err(|source| CatalogError::FieldKind {
+            key: key.clone(),
+            source,
+        })?;
     }
     let chat = crate::chat::check_case(
         op.field(crate::chat::MODE_FIELD).is_some(),
@@ -610,10 +676,11 @@ pub fn check_case_fields(op: &OperationDecl, case: &TestCase) -> Result<(), Stri
             crate::case::every_listed_sample_sets(op, case.request.get(list), f.name)
         });
         if f.required() && !rendered && !sampled && !case.request.contains_key(f.name) {
-            return Err(format!(
-                "request.{} is required by operation `{}` ({})",
-                f.name, op.name, f.help
-            ));
+            return Err(CatalogError::RequiredField {
+                field: f.name,
+                operation: op.name,
+                help: f.help,
+            });
         }
     }
     Ok(())
@@ -670,9 +737,13 @@ kv_cache_length = 64
         assert_eq!(direct.source, detour.source);
         assert!(direct.status.is_ready());
         assert_eq!(direct.operation.as_deref(), Some("infer"));
-        let not_a_file = Profile::from_onnx_file(&t.path().join("m")).expect_err("a directory");
+        let not_a_file = Profile::from_onnx_file(&t.path().join("m"))
+            .expect_err("a directory")
+            .to_string();
         assert!(not_a_file.contains("is not a file"), "{not_a_file}");
-        let missing = Profile::from_onnx_file(&t.path().join("gone.onnx")).expect_err("missing");
+        let missing = Profile::from_onnx_file(&t.path().join("gone.onnx"))
+            .expect_err("missing")
+            .to_string();
         assert!(missing.contains("gone.onnx"), "{missing}");
     }
 
@@ -726,10 +797,13 @@ kv_cache_length = 64
         let unknown = load().require("m").expect("profile").status.label();
         assert!(unknown.contains("`bytes`, `file:PATH`"), "{unknown}");
 
-        assert_eq!(TokenizerSpec::parse("bytes"), Ok(TokenizerSpec::Bytes));
         assert_eq!(
-            TokenizerSpec::parse("hub:tokenizer.json"),
-            Ok(TokenizerSpec::Hub("tokenizer.json".into()))
+            TokenizerSpec::parse("bytes").ok(),
+            Some(TokenizerSpec::Bytes)
+        );
+        assert_eq!(
+            TokenizerSpec::parse("hub:tokenizer.json").ok(),
+            Some(TokenizerSpec::Hub("tokenizer.json".into()))
         );
         assert!(TokenizerSpec::parse("file:").is_err());
         assert!(TokenizerSpec::parse("hub:").is_err());
@@ -848,11 +922,12 @@ kv_cache_length = 64
             "[[case]]\nname = \"c\"\n[case.request]\nprompt = \"x\"\n",
         );
         let c = Catalog::load(t.path()).expect("catalog");
-        let err = c.require("n").expect_err("unknown");
+        let err = c.require("n").expect_err("unknown").to_string();
         assert!(err.contains("list models"), "{err}");
         assert!(
             Catalog::load(&t.path().join("missing"))
                 .expect_err("missing root")
+                .to_string()
                 .contains("--manifest-root")
         );
     }

@@ -143,6 +143,57 @@ pub fn template_from_files(
     }))
 }
 
+/// Why a chat template does not render, or a case's chat fields do not fit together.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ChatError {
+    /// The template engine refused the template or failed while rendering it.
+    #[error(
+        "chat template {template}{}: {detail}",
+        line.map(|l| format!(" at line {l}")).unwrap_or_default()
+    )]
+    Engine {
+        template: String,
+        line: Option<usize>,
+        detail: String,
+    },
+    #[error("chat template {template}: its output is not UTF-8")]
+    NotUtf8 { template: String },
+    #[error(
+        "chat template {template}: its output passed {most} bytes, the limit of a rendered prompt (trtmc_core::limits::MOST_TEMPLATE_OUTPUT_BYTES); fix the template's loops"
+    )]
+    TooLong { template: String, most: usize },
+    #[error(
+        "chat template {template}: rendering ran past its budget of {fuel} steps (trtmc_core::limits::TEMPLATE_FUEL); fix the template's loops"
+    )]
+    OutOfFuel { template: String, fuel: u64 },
+    #[error(
+        "test case field `messages`: operation `{operation}` has no chat mode (only text generation renders a chat template); remove `messages`"
+    )]
+    NoChatMode { operation: String },
+    #[error(
+        "request.mode = `{mode}`: give `{}` (render `messages` with the model's chat template) or `{}` (the raw `prompt`)",
+        MODE_CHAT,
+        MODE_COMPLETION
+    )]
+    UnknownMode { mode: String },
+    #[error(
+        "request.mode = `{}` needs the test case field `messages` (a list of {{role, content}} turns)",
+        MODE_CHAT
+    )]
+    NoMessages,
+    #[error(
+        "test case field `messages` is rendered only in chat mode: set request.mode = \"{}\" (or remove `messages` and give request.prompt)",
+        MODE_CHAT
+    )]
+    MessagesWithoutChat,
+    #[error(
+        "request.prompt and `messages` both given: a chat case's prompt is rendered from its messages; remove request.prompt"
+    )]
+    PromptAndMessages,
+    #[error("messages[{index}].role = `{role}`: give one of {}", ROLES.join(", "))]
+    Role { index: usize, role: String },
+}
+
 /// Renders `messages` through `template`. `Err` is the engine's message with the template line, or
 /// the budget the rendering ran past: the engine's fuel ([`crate::limits::TEMPLATE_FUEL`]) or the
 /// output's size ([`crate::limits::MOST_TEMPLATE_OUTPUT_BYTES`]), so a runaway template stops at
@@ -151,7 +202,7 @@ pub fn render(
     template: &ChatTemplate,
     messages: &[ChatMessage],
     add_generation_prompt: bool,
-) -> Result<String, String> {
+) -> Result<String, ChatError> {
     let mut env = minijinja::Environment::new();
     // The settings of transformers' template environment.
     env.set_trim_blocks(true);
@@ -174,18 +225,17 @@ pub fn render(
         .get_template(name)
         .and_then(|t| t.render_captured_to(ctx, &mut out).map(|_| ()));
     match rendered {
-        Ok(()) => String::from_utf8(out.bytes)
-            .map_err(|_| format!("chat template {}: its output is not UTF-8", template.source)),
-        Err(_) if out.overflowed => Err(format!(
-            "chat template {}: its output passed {} bytes, the limit of a rendered prompt (trtmc_core::limits::MOST_TEMPLATE_OUTPUT_BYTES); fix the template's loops",
-            template.source,
-            crate::limits::MOST_TEMPLATE_OUTPUT_BYTES
-        )),
-        Err(e) if e.kind() == minijinja::ErrorKind::OutOfFuel => Err(format!(
-            "chat template {}: rendering ran past its budget of {} steps (trtmc_core::limits::TEMPLATE_FUEL); fix the template's loops",
-            template.source,
-            crate::limits::TEMPLATE_FUEL
-        )),
+        Ok(()) => String::from_utf8(out.bytes).map_err(|_| ChatError::NotUtf8 {
+            template: template.source.clone(),
+        }),
+        Err(_) if out.overflowed => Err(ChatError::TooLong {
+            template: template.source.clone(),
+            most: crate::limits::MOST_TEMPLATE_OUTPUT_BYTES,
+        }),
+        Err(e) if e.kind() == minijinja::ErrorKind::OutOfFuel => Err(ChatError::OutOfFuel {
+            template: template.source.clone(),
+            fuel: crate::limits::TEMPLATE_FUEL,
+        }),
         Err(e) => Err(engine_error(&template.source, &e)),
     }
 }
@@ -220,16 +270,15 @@ fn raise_exception(message: String) -> Result<String, minijinja::Error> {
     ))
 }
 
-fn engine_error(source: &str, e: &minijinja::Error) -> String {
-    let line = e
-        .line()
-        .map(|l| format!(" at line {l}"))
-        .unwrap_or_default();
-    let detail = e
-        .detail()
-        .map(str::to_owned)
-        .unwrap_or_else(|| e.kind().to_string());
-    format!("chat template {source}{line}: {detail}")
+fn engine_error(source: &str, e: &minijinja::Error) -> ChatError {
+    ChatError::Engine {
+        template: source.to_string(),
+        line: e.line(),
+        detail: e
+            .detail()
+            .map(str::to_owned)
+            .unwrap_or_else(|| e.kind().to_string()),
+    }
 }
 
 /// Checks a case's chat fields against its request and operation; `Ok(true)` for a chat case.
@@ -240,46 +289,39 @@ pub fn check_case(
     messages: &[ChatMessage],
     mode: Option<&Value>,
     prompt_given: bool,
-) -> Result<bool, String> {
+) -> Result<bool, ChatError> {
     if !has_mode {
         return match messages.is_empty() {
             true => Ok(false),
-            false => Err(format!(
-                "test case field `messages`: operation `{operation}` has no chat mode (only text generation renders a chat template); remove `messages`"
-            )),
+            false => Err(ChatError::NoChatMode {
+                operation: operation.to_string(),
+            }),
         };
     }
     let chat = match mode.and_then(Value::as_str) {
         Some(MODE_CHAT) => true,
         Some(MODE_COMPLETION) | None => false,
         Some(other) => {
-            return Err(format!(
-                "request.mode = `{other}`: give `{MODE_CHAT}` (render `messages` with the model's chat template) or `{MODE_COMPLETION}` (the raw `prompt`)"
-            ));
+            return Err(ChatError::UnknownMode {
+                mode: other.to_string(),
+            });
         }
     };
     if chat && messages.is_empty() {
-        return Err(format!(
-            "request.mode = `{MODE_CHAT}` needs the test case field `messages` (a list of {{role, content}} turns)"
-        ));
+        return Err(ChatError::NoMessages);
     }
     if !chat && !messages.is_empty() {
-        return Err(format!(
-            "test case field `messages` is rendered only in chat mode: set request.mode = \"{MODE_CHAT}\" (or remove `messages` and give request.prompt)"
-        ));
+        return Err(ChatError::MessagesWithoutChat);
     }
     if chat && prompt_given {
-        return Err(
-            "request.prompt and `messages` both given: a chat case's prompt is rendered from its messages; remove request.prompt".into(),
-        );
+        return Err(ChatError::PromptAndMessages);
     }
     for (i, m) in messages.iter().enumerate() {
         if !ROLES.contains(&m.role.as_str()) {
-            return Err(format!(
-                "messages[{i}].role = `{}`: give one of {}",
-                m.role,
-                ROLES.join(", ")
-            ));
+            return Err(ChatError::Role {
+                index: i,
+                role: m.role.clone(),
+            });
         }
     }
     Ok(chat)
@@ -343,7 +385,9 @@ mod tests {
             role: "assistant".into(),
             content: "x".into(),
         }];
-        let e = render(&t, &wrong, true).expect_err("raise_exception");
+        let e = render(&t, &wrong, true)
+            .expect_err("raise_exception")
+            .to_string();
         assert!(
             e.contains("start with a user turn") && e.contains("t.jinja at line 3"),
             "{e}"
@@ -357,9 +401,12 @@ mod tests {
             &turns(),
             true,
         )
-        .expect_err("unknown filter");
+        .expect_err("unknown filter")
+        .to_string();
         assert!(e.starts_with("chat template t.jinja at line 3:"), "{e}");
-        let e = render(&template("{% if %}"), &turns(), true).expect_err("syntax");
+        let e = render(&template("{% if %}"), &turns(), true)
+            .expect_err("syntax")
+            .to_string();
         assert!(e.contains("at line 1"), "{e}");
     }
 
@@ -413,20 +460,31 @@ mod tests {
             Ok(true)
         );
         assert_eq!(check_case(true, "generate", &[], None, true), Ok(false));
-        let e = check_case(false, "classify", &m, None, false).expect_err("op");
+        let e = check_case(false, "classify", &m, None, false)
+            .expect_err("op")
+            .to_string();
         assert!(e.contains("`messages`") && e.contains("classify"), "{e}");
-        let e = check_case(true, "generate", &[], Some(&chat), false).expect_err("no turns");
+        let e = check_case(true, "generate", &[], Some(&chat), false)
+            .expect_err("no turns")
+            .to_string();
         assert!(e.contains("needs the test case field `messages`"), "{e}");
-        let e = check_case(true, "generate", &m, None, false).expect_err("completion");
+        let e = check_case(true, "generate", &m, None, false)
+            .expect_err("completion")
+            .to_string();
         assert!(e.contains("request.mode = \"chat\""), "{e}");
-        let e = check_case(true, "generate", &m, Some(&chat), true).expect_err("both");
+        let e = check_case(true, "generate", &m, Some(&chat), true)
+            .expect_err("both")
+            .to_string();
         assert!(e.contains("remove request.prompt"), "{e}");
         let e = check_case(true, "generate", &m, Some(&Value::from("dialog")), false)
-            .expect_err("mode");
+            .expect_err("mode")
+            .to_string();
         assert!(e.contains("request.mode = `dialog`"), "{e}");
         let mut odd = turns();
         odd[1].role = "robot".into();
-        let e = check_case(true, "generate", &odd, Some(&chat), false).expect_err("role");
+        let e = check_case(true, "generate", &odd, Some(&chat), false)
+            .expect_err("role")
+            .to_string();
         assert!(e.contains("messages[1].role"), "{e}");
     }
 

@@ -127,58 +127,108 @@ pub struct OutputSlot {
     _lock: crate::dirlock::DirLock,
 }
 
+/// Why an output directory cannot be prepared or the staged result cannot be moved into it. The
+/// message names the directory and what to do; nothing is deleted that the slot may not replace.
+#[derive(Debug, thiserror::Error)]
+pub enum SlotError {
+    #[error("cannot create the output's parent {}: {source}", parent.display())]
+    Parent {
+        parent: PathBuf,
+        source: std::io::Error,
+    },
+    /// Another process writes the same output.
+    #[error(transparent)]
+    Locked(#[from] crate::dirlock::LockError),
+    #[error(
+        "output {} is a symlink; refusing to replace it (pass the real directory or a new path to -o)",
+        target.display()
+    )]
+    Symlink { target: PathBuf },
+    #[error(
+        "output {} is not a trtmc result ({why}); refusing to replace it (choose an empty or new directory for -o)",
+        target.display()
+    )]
+    Unrelated { target: PathBuf, why: String },
+    #[error("output {} has no directory name", target.display())]
+    NoName { target: PathBuf },
+    #[error("cannot create the staging directory {}: {source}", staging.display())]
+    Staging {
+        staging: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot move the result into {}: {source}", target.display())]
+    Move {
+        target: PathBuf,
+        source: std::io::Error,
+    },
+    /// The target changed and the swap could not be undone: both are kept under their names.
+    #[error(
+        "output {} changed while the result was moved in; what it held is now in {} (nothing was deleted)",
+        target.display(),
+        held.display()
+    )]
+    Swapped { target: PathBuf, held: PathBuf },
+    /// The target may no longer be replaced: the result was moved beside it.
+    #[error(
+        "output {} was not replaced: {why} (it was absent or a trtmc result when the run started), so it is left untouched; the measured result is kept in {} (move it where you want it, and choose a new or empty directory for -o next time)",
+        target.display(),
+        kept.display()
+    )]
+    KeptAside {
+        target: PathBuf,
+        why: String,
+        kept: PathBuf,
+    },
+}
+
 impl OutputSlot {
     /// Prepares a slot for `target`, refusing symlinks and unrelated directories.
     pub fn prepare(
         target: &Path,
         marker: &str,
         schema_prefixes: &[&str],
-    ) -> Result<OutputSlot, String> {
+    ) -> Result<OutputSlot, SlotError> {
         let parent = target
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        std::fs::create_dir_all(parent).map_err(|e| {
-            format!(
-                "cannot create the output's parent {}: {e}",
-                parent.display()
-            )
+        std::fs::create_dir_all(parent).map_err(|source| SlotError::Parent {
+            parent: parent.to_path_buf(),
+            source,
         })?;
         let lock = crate::dirlock::DirLock::acquire(
             &crate::dirlock::sibling_lock_path(target),
             &format!("the output {}", target.display()),
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         let found = inspect_slot(target, marker, schema_prefixes);
         match &found {
             SlotContent::Symlink => {
-                return Err(format!(
-                    "output {} is a symlink; refusing to replace it (pass the real directory or a new path to -o)",
-                    target.display()
-                ));
+                return Err(SlotError::Symlink {
+                    target: target.to_path_buf(),
+                });
             }
             SlotContent::Unrelated(why) => {
-                return Err(format!(
-                    "output {} is not a trtmc result ({why}); refusing to replace it (choose an empty or new directory for -o)",
-                    target.display()
-                ));
+                return Err(SlotError::Unrelated {
+                    target: target.to_path_buf(),
+                    why: why.clone(),
+                });
             }
             SlotContent::Missing | SlotContent::Empty | SlotContent::Recognized => {}
         }
         let name = target
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
-            .ok_or_else(|| format!("output {} has no directory name", target.display()))?;
+            .ok_or_else(|| SlotError::NoName {
+                target: target.to_path_buf(),
+            })?;
         remove_stale_staging(parent, &name);
         let staging = parent.join(format!(".{name}.staging-{}", std::process::id()));
         if staging.exists() {
             let _ = std::fs::remove_dir_all(&staging);
         }
-        std::fs::create_dir(&staging).map_err(|e| {
-            format!(
-                "cannot create the staging directory {}: {e}",
-                staging.display()
-            )
+        std::fs::create_dir(&staging).map_err(|source| SlotError::Staging {
+            staging: staging.clone(),
+            source,
         })?;
         Ok(OutputSlot {
             target: target.to_path_buf(),
@@ -204,10 +254,11 @@ impl OutputSlot {
     /// and a directory appeared there since, or it no longer holds a trtmc result, nothing there is
     /// touched: the new result is moved to a visible sibling (`NAME.kept`, `NAME.kept-2`, …) named in
     /// the error, so neither is lost.
-    pub fn commit(mut self) -> Result<PathBuf, String> {
+    pub fn commit(mut self) -> Result<PathBuf, SlotError> {
         let target = self.target.clone();
-        let fail = move |e: std::io::Error| {
-            format!("cannot move the result into {}: {e}", target.display())
+        let fail = move |source: std::io::Error| SlotError::Move {
+            target: target.clone(),
+            source,
         };
         if let Some(why) = self.changed_since_prepare() {
             return Err(self.keep_aside(&why));
@@ -223,11 +274,10 @@ impl OutputSlot {
                 } else {
                     // Cannot swap back: leave both in place under their current names.
                     self.committed = true;
-                    return Err(format!(
-                        "output {} changed while the result was moved in; what it held is now in {} (nothing was deleted)",
-                        self.target.display(),
-                        self.staging.display()
-                    ));
+                    return Err(SlotError::Swapped {
+                        target: self.target.clone(),
+                        held: self.staging.clone(),
+                    });
                 }
             } else {
                 let old = self.staging.with_file_name(format!(
@@ -278,7 +328,7 @@ impl OutputSlot {
     /// Moves the staged result to a free visible sibling of the target (`NAME.kept`, `NAME.kept-2`, …)
     /// and says where, leaving the target untouched. When even that fails, the staging directory is
     /// kept under its own name (named in the message) instead of being removed.
-    fn keep_aside(&mut self, why: &str) -> String {
+    fn keep_aside(&mut self, why: &str) -> SlotError {
         let name = self
             .target
             .file_name()
@@ -299,11 +349,11 @@ impl OutputSlot {
         }
         // Either moved or deliberately left: never removed on drop.
         self.committed = true;
-        format!(
-            "output {} was not replaced: {why} (it was absent or a trtmc result when the run started), so it is left untouched; the measured result is kept in {} (move it where you want it, and choose a new or empty directory for -o next time)",
-            self.target.display(),
-            kept.display()
-        )
+        SlotError::KeptAside {
+            target: self.target.clone(),
+            why: why.to_string(),
+            kept,
+        }
     }
 }
 
@@ -520,13 +570,17 @@ mod tests {
         let unrelated = t.path().join("photos");
         std::fs::create_dir(&unrelated).expect("mkdir");
         std::fs::write(unrelated.join("cat.jpg"), "x").expect("write");
-        let e = OutputSlot::prepare(&unrelated, "result.json", PREFIXES).expect_err("unrelated");
+        let e = OutputSlot::prepare(&unrelated, "result.json", PREFIXES)
+            .expect_err("unrelated")
+            .to_string();
         assert!(e.contains("not a trtmc result"), "{e}");
         let real = t.path().join("real");
         result_dir(&real, "old");
         let link = t.path().join("link");
         std::os::unix::fs::symlink(&real, &link).expect("symlink");
-        let e = OutputSlot::prepare(&link, "result.json", PREFIXES).expect_err("symlink");
+        let e = OutputSlot::prepare(&link, "result.json", PREFIXES)
+            .expect_err("symlink")
+            .to_string();
         assert!(e.contains("symlink"), "{e}");
         let empty = t.path().join("empty");
         std::fs::create_dir(&empty).expect("mkdir");
@@ -542,7 +596,7 @@ mod tests {
         // Someone else makes the directory while the run measures.
         std::fs::create_dir(&out).expect("mkdir");
         std::fs::write(out.join("precious.txt"), "x").expect("write");
-        let e = slot.commit().expect_err("refused");
+        let e = slot.commit().expect_err("refused").to_string();
         assert!(e.contains("made there during the run"), "{e}");
         assert_eq!(
             std::fs::read_to_string(out.join("precious.txt")).expect("kept"),
@@ -563,7 +617,9 @@ mod tests {
         let t = tempfile::tempdir().expect("tmp");
         let out = t.path().join("out");
         let first = OutputSlot::prepare(&out, "result.json", PREFIXES).expect("first");
-        let e = OutputSlot::prepare(&out, "result.json", PREFIXES).expect_err("second");
+        let e = OutputSlot::prepare(&out, "result.json", PREFIXES)
+            .expect_err("second")
+            .to_string();
         assert!(e.contains("another trtmc-bench process"), "{e}");
         drop(first);
         assert!(OutputSlot::prepare(&out, "result.json", PREFIXES).is_ok());

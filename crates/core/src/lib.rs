@@ -5,6 +5,7 @@ pub mod accuracy;
 /// The documents trtmc writes, from `trtmc-metadata` (the old path keeps working).
 pub use trtmc_metadata as artifacts;
 pub mod case;
+pub mod case_error;
 pub mod catalog;
 pub mod chat;
 pub mod data;

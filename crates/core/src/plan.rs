@@ -73,10 +73,49 @@ pub struct PlannedModel {
     pub sweeps: Vec<SweepAxis>,
 }
 
-pub fn load(path: &Path) -> Result<Vec<PlannedModel>, String> {
-    let text = crate::limits::read_outside_text(path, crate::limits::FileKind::Text)
-        .map_err(|e| format!("cannot read plan {}: {e}", path.display()))?;
-    let mut planned = parse(&text).map_err(|e| format!("plan {}: {e}", path.display()))?;
+/// Why a plan file cannot be used; the message names the file, the entry and the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("cannot read plan {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("plan {}: {source}", path.display())]
+    InFile {
+        path: PathBuf,
+        source: Box<PlanError>,
+    },
+    #[error("malformed YAML: {reason}")]
+    Yaml { reason: String },
+    #[error("schema `{found}` is not `{}`", PLAN_SCHEMA)]
+    Schema { found: String },
+    #[error("`models` is empty: list at least one `- model: NAME`")]
+    NoModels,
+    #[error("each entry names exactly one of `model: NAME` and `onnx: PATH`")]
+    EntryForm,
+    #[error("model `{model}`: {source}")]
+    Entry {
+        model: String,
+        source: Box<PlanError>,
+    },
+    #[error("value {value} is not a scalar or list")]
+    NotScalar { value: String },
+    #[error(transparent)]
+    Sweep(#[from] crate::case::OverrideError),
+}
+
+pub fn load(path: &Path) -> Result<Vec<PlannedModel>, PlanError> {
+    let text = crate::limits::read_outside_text(path, crate::limits::FileKind::Text).map_err(
+        |source| PlanError::Read {
+            path: path.to_path_buf(),
+            source,
+        },
+    )?;
+    let mut planned = parse(&text).map_err(|e| PlanError::InFile {
+        path: path.to_path_buf(),
+        source: Box::new(e),
+    })?;
     let folder = path.parent().unwrap_or(Path::new("."));
     for p in &mut planned {
         if let Some(onnx) = &mut p.onnx
@@ -88,16 +127,17 @@ pub fn load(path: &Path) -> Result<Vec<PlannedModel>, String> {
     Ok(planned)
 }
 
-pub fn parse(text: &str) -> Result<Vec<PlannedModel>, String> {
-    let plan: PlanFile =
-        serde_saphyr::from_str(text).map_err(|e| format!("malformed YAML: {e}"))?;
+pub fn parse(text: &str) -> Result<Vec<PlannedModel>, PlanError> {
+    let plan: PlanFile = serde_saphyr::from_str(text).map_err(|e| PlanError::Yaml {
+        reason: e.to_string(),
+    })?;
     if let Some(s) = &plan.schema
         && s != PLAN_SCHEMA
     {
-        return Err(format!("schema `{s}` is not `{PLAN_SCHEMA}`"));
+        return Err(PlanError::Schema { found: s.clone() });
     }
     if plan.models.is_empty() {
-        return Err("`models` is empty: list at least one `- model: NAME`".into());
+        return Err(PlanError::NoModels);
     }
     plan.models
         .into_iter()
@@ -105,11 +145,7 @@ pub fn parse(text: &str) -> Result<Vec<PlannedModel>, String> {
             let name = match (&e.model, &e.onnx) {
                 (Some(m), None) => m.clone(),
                 (None, Some(f)) => f.display().to_string(),
-                _ => {
-                    return Err(
-                        "each entry names exactly one of `model: NAME` and `onnx: PATH`".into(),
-                    );
-                }
+                _ => return Err(PlanError::EntryForm),
             };
             let sets = e
                 .set
@@ -121,8 +157,11 @@ pub fn parse(text: &str) -> Result<Vec<PlannedModel>, String> {
                         source: Source::Plan,
                     })
                 })
-                .collect::<Result<Vec<_>, String>>()
-                .map_err(|err| format!("model `{name}`: {err}"))?;
+                .collect::<Result<Vec<_>, PlanError>>()
+                .map_err(|err| PlanError::Entry {
+                    model: name.clone(),
+                    source: Box::new(err),
+                })?;
             let sweeps = e
                 .sweep
                 .iter()
@@ -131,10 +170,13 @@ pub fn parse(text: &str) -> Result<Vec<PlannedModel>, String> {
                         .iter()
                         .map(scalar_text)
                         .collect::<Result<Vec<_>, _>>()?;
-                    SweepAxis::parse(&format!("{k}={}", texts.join(",")))
+                    Ok(SweepAxis::parse(&format!("{k}={}", texts.join(",")))?)
                 })
-                .collect::<Result<Vec<_>, String>>()
-                .map_err(|err| format!("model `{name}`: {err}"))?;
+                .collect::<Result<Vec<_>, PlanError>>()
+                .map_err(|err| PlanError::Entry {
+                    model: name.clone(),
+                    source: Box::new(err),
+                })?;
             Ok(PlannedModel {
                 runtime: e.runtime.or_else(|| plan.runtime.clone()),
                 measure: MeasureFlags {
@@ -154,13 +196,17 @@ pub fn parse(text: &str) -> Result<Vec<PlannedModel>, String> {
         .collect()
 }
 
-fn scalar_text(v: &serde_json::Value) -> Result<String, String> {
+fn scalar_text(v: &serde_json::Value) -> Result<String, PlanError> {
     Ok(match v {
         serde_json::Value::String(s) => s.clone(),
         serde_json::Value::Number(n) => n.to_string(),
         serde_json::Value::Bool(b) => b.to_string(),
         serde_json::Value::Array(_) => v.to_string(),
-        other => return Err(format!("value {other} is not a scalar or list")),
+        other => {
+            return Err(PlanError::NotScalar {
+                value: other.to_string(),
+            });
+        }
     })
 }
 
@@ -193,7 +239,9 @@ mod tests {
             Some(dir.path().join("m.onnx").as_path())
         );
         assert_eq!(plan[1].onnx, None);
-        let both = parse("models:\n  - model: a\n    onnx: b.onnx\n").expect_err("both");
+        let both = parse("models:\n  - model: a\n    onnx: b.onnx\n")
+            .expect_err("both")
+            .to_string();
         assert!(both.contains("exactly one"), "{both}");
         assert!(parse("models:\n  - cases: [x]\n").is_err());
     }
@@ -203,12 +251,14 @@ mod tests {
         assert!(
             parse("models: [")
                 .expect_err("yaml")
+                .to_string()
                 .contains("malformed YAML")
         );
         assert!(parse("models:\n  - model: a\n    iterationz: 3\n").is_err());
         assert!(
             parse("models: []\n")
                 .expect_err("empty")
+                .to_string()
                 .contains("at least one")
         );
     }

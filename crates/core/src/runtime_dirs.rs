@@ -42,8 +42,15 @@ pub fn validated(given: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
 }
 
 /// The `ENV` value for `dirs`.
-pub fn joined(dirs: &[PathBuf]) -> Result<OsString, String> {
-    std::env::join_paths(dirs).map_err(|e| format!("a --runtime-dir cannot be passed on: {e}"))
+pub fn joined(dirs: &[PathBuf]) -> Result<OsString, JoinError> {
+    std::env::join_paths(dirs).map_err(|source| JoinError { source })
+}
+
+/// A `--runtime-dir` that cannot be put in a search path (it holds the separator, `:`).
+#[derive(Debug, thiserror::Error)]
+#[error("a --runtime-dir cannot be passed on: {source}")]
+pub struct JoinError {
+    source: std::env::JoinPathsError,
 }
 
 /// The dynamic loader's search path for a tool started with the runtime folders: the folders, then

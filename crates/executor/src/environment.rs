@@ -77,33 +77,93 @@ pub struct Variable {
     pub description: String,
 }
 
-pub fn load_environment(path: &Path) -> Result<Environment, String> {
-    let text = trtmc_core::limits::read_outside_text(path, trtmc_core::limits::FileKind::Text)
-        .map_err(|e| format!("cannot read environment {}: {e}", path.display()))?;
-    parse_environment(&text).map_err(|e| format!("environment {}: {e}", path.display()))
+/// Why an environment file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvironmentError {
+    /// The file cannot be read (missing, too large, not text).
+    #[error("cannot read environment {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The file's content is refused; `source` says why.
+    #[error("environment {}: {source}", path.display())]
+    InFile {
+        path: PathBuf,
+        source: Box<EnvironmentError>,
+    },
+    /// Not YAML of the environment's shape.
+    #[error("malformed YAML: {reason}")]
+    Yaml { reason: String },
+    /// Another `schema:`.
+    #[error("schema `{found}` is not `{expected}`")]
+    Schema {
+        found: String,
+        expected: &'static str,
+    },
+    /// `free_storage_gib` outside its range.
+    #[error("free_storage_gib: give GiB from 0 to {most}, got {value}")]
+    FreeStorage { value: f64, most: f64 },
+    /// `reference_threads` outside its range.
+    #[error("reference_threads: give from 1 to {most}, got {value}")]
+    ReferenceThreads { value: u64, most: u64 },
+    /// A Slurm duration outside its range.
+    #[error("{field}: give seconds above 0 and at most {most}, got {value}")]
+    Seconds {
+        field: &'static str,
+        value: f64,
+        most: f64,
+    },
 }
 
-pub fn parse_environment(text: &str) -> Result<Environment, String> {
-    let env: Environment =
-        serde_saphyr::from_str(text).map_err(|e| format!("malformed YAML: {e}"))?;
+/// Why `${NAME}` cannot be expanded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExpandError {
+    /// A `${` without its `}`.
+    #[error("`{text}` has an unclosed `${{`")]
+    Unclosed { text: String },
+    /// A variable that is not set and has no default.
+    #[error("variable `{name}` is not set (used in `{text}`): export it or give it a default")]
+    Unset { name: String, text: String },
+}
+
+pub fn load_environment(path: &Path) -> Result<Environment, EnvironmentError> {
+    let text = trtmc_core::limits::read_outside_text(path, trtmc_core::limits::FileKind::Text)
+        .map_err(|source| EnvironmentError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    parse_environment(&text).map_err(|e| EnvironmentError::InFile {
+        path: path.to_path_buf(),
+        source: Box::new(e),
+    })
+}
+
+pub fn parse_environment(text: &str) -> Result<Environment, EnvironmentError> {
+    let env: Environment = serde_saphyr::from_str(text).map_err(|e| EnvironmentError::Yaml {
+        reason: e.to_string(),
+    })?;
     if let Some(s) = &env.schema
         && s != ENVIRONMENT_SCHEMA
     {
-        return Err(format!("schema `{s}` is not `{ENVIRONMENT_SCHEMA}`"));
+        return Err(EnvironmentError::Schema {
+            found: s.clone(),
+            expected: ENVIRONMENT_SCHEMA,
+        });
     }
     if !(env.free_storage_gib.is_finite()
         && (0.0..=MOST_STORAGE_GIB).contains(&env.free_storage_gib))
     {
-        return Err(format!(
-            "free_storage_gib: give GiB from 0 to {MOST_STORAGE_GIB}, got {}",
-            env.free_storage_gib
-        ));
+        return Err(EnvironmentError::FreeStorage {
+            value: env.free_storage_gib,
+            most: MOST_STORAGE_GIB,
+        });
     }
     if !(1..=MOST_REFERENCE_THREADS).contains(&env.reference_threads) {
-        return Err(format!(
-            "reference_threads: give from 1 to {MOST_REFERENCE_THREADS}, got {}",
-            env.reference_threads
-        ));
+        return Err(EnvironmentError::ReferenceThreads {
+            value: env.reference_threads,
+            most: MOST_REFERENCE_THREADS,
+        });
     }
     let slurm = &env.slurm;
     for (field, value, most) in [
@@ -111,9 +171,7 @@ pub fn parse_environment(text: &str) -> Result<Environment, String> {
         ("slurm.timeout_s", slurm.timeout_s, LONGEST_S),
     ] {
         if !(value.is_finite() && value > 0.0 && value <= most) {
-            return Err(format!(
-                "{field}: give seconds above 0 and at most {most}, got {value}"
-            ));
+            return Err(EnvironmentError::Seconds { field, value, most });
         }
     }
     Ok(env)
@@ -126,15 +184,15 @@ const MOST_REFERENCE_THREADS: u64 = 1024;
 
 /// Expands `${NAME}` and `${NAME:-default}` from `lookup`; an unset name without default is an error
 /// naming it.
-pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, ExpandError> {
     let mut out = String::new();
     let mut rest = text;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
-        let end = after
-            .find('}')
-            .ok_or_else(|| format!("`{text}` has an unclosed `${{`"))?;
+        let end = after.find('}').ok_or_else(|| ExpandError::Unclosed {
+            text: text.to_string(),
+        })?;
         let inner = &after[..end];
         let (name, default) = match inner.split_once(":-") {
             Some((n, d)) => (n, Some(d)),
@@ -145,9 +203,10 @@ pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<Str
             None => match default {
                 Some(d) => out.push_str(&expand(d, lookup)?),
                 None => {
-                    return Err(format!(
-                        "variable `{name}` is not set (used in `{text}`): export it or give it a default"
-                    ));
+                    return Err(ExpandError::Unset {
+                        name: name.to_string(),
+                        text: text.to_string(),
+                    });
                 }
             },
         }

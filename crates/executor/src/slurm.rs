@@ -6,26 +6,58 @@
 //! visible for `MinJobAge` seconds).
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use trtmc_core::artifacts::matrix::SlurmSettings;
 
+/// Why a Slurm client program could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum SlurmError {
+    /// The program could not be started.
+    #[error("cannot start {program:?}: {source}")]
+    Start {
+        program: OsString,
+        source: std::io::Error,
+    },
+    /// The program ran and failed; `stderr` is what it said.
+    #[error("{program:?} failed ({status}): {stderr}")]
+    Failed {
+        program: OsString,
+        status: ExitStatus,
+        stderr: String,
+    },
+    /// A Slurm client program is not on `PATH`.
+    #[error(
+        "`{program}` is not on PATH: install the Slurm client (slurm-client) or add its folder to PATH"
+    )]
+    ClientMissing { program: &'static str },
+    /// `scontrol ping` did not succeed.
+    #[error(
+        "`scontrol ping` failed: the Slurm controller is not reachable (start slurmctld, check /etc/slurm/slurm.conf)"
+    )]
+    ControllerUnreachable,
+    /// `sbatch --parsable` answered without a job id.
+    #[error("sbatch printed no job id: `{output}`")]
+    NoJobId { output: String },
+}
+
 /// Runs `cmd`, returning stdout, or an error with stderr.
-pub fn capture(cmd: &mut Command) -> Result<String, String> {
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+pub fn capture(cmd: &mut Command) -> Result<String, SlurmError> {
+    let out = cmd.output().map_err(|source| SlurmError::Start {
+        program: cmd.get_program().to_os_string(),
+        source,
+    })?;
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
-        Err(format!(
-            "{:?} failed ({}): {}",
-            cmd.get_program(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
+        Err(SlurmError::Failed {
+            program: cmd.get_program().to_os_string(),
+            status: out.status,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
     }
 }
 
@@ -41,19 +73,15 @@ pub fn sleep_until(deadline: Instant, step: Duration) -> bool {
 
 /// The Slurm client programs on PATH and a controller that answers `scontrol ping`; otherwise the
 /// reason and the fix.
-pub fn check_controller() -> Result<(), String> {
+pub fn check_controller() -> Result<(), SlurmError> {
     for exe in ["sbatch", "squeue", "scontrol", "scancel"] {
         if trtmc_core::machine::find_program(exe).is_none() {
-            return Err(format!(
-                "`{exe}` is not on PATH: install the Slurm client (slurm-client) or add its folder to PATH"
-            ));
+            return Err(SlurmError::ClientMissing { program: exe });
         }
     }
     let ping = Command::new("scontrol").arg("ping").output();
     if !ping.is_ok_and(|o| o.status.success()) {
-        return Err("`scontrol ping` failed: the Slurm controller is not reachable (start slurmctld, check \
-             /etc/slurm/slurm.conf)"
-            .into());
+        return Err(SlurmError::ControllerUnreachable);
     }
     Ok(())
 }
@@ -70,7 +98,7 @@ pub struct ArrayJob<'a> {
 
 /// Submits `job` with the environment's settings (`--exclusive` unless turned off, plus its sbatch
 /// arguments); returns the job id.
-pub fn submit_array(job: &ArrayJob, settings: &SlurmSettings) -> Result<String, String> {
+pub fn submit_array(job: &ArrayJob, settings: &SlurmSettings) -> Result<String, SlurmError> {
     let mut cmd = Command::new("sbatch");
     cmd.arg("--parsable")
         .arg(format!("--array=0-{}", job.tasks.saturating_sub(1)))
@@ -84,7 +112,9 @@ pub fn submit_array(job: &ArrayJob, settings: &SlurmSettings) -> Result<String, 
         .arg("--wrap")
         .arg(job.task_command);
     let out = capture(&mut cmd)?;
-    parse_job_id(&out).ok_or_else(|| format!("sbatch printed no job id: `{}`", out.trim()))
+    parse_job_id(&out).ok_or_else(|| SlurmError::NoJobId {
+        output: out.trim().to_string(),
+    })
 }
 
 /// The job id of `sbatch --parsable`'s answer (`123` or `123;cluster`).
@@ -117,7 +147,7 @@ pub fn was_stopped(state: &str) -> bool {
 }
 
 /// State and reason of each task of array `job`, by task id.
-pub fn task_states(job: &str) -> Result<BTreeMap<usize, (String, String)>, String> {
+pub fn task_states(job: &str) -> Result<BTreeMap<usize, (String, String)>, SlurmError> {
     if let Some(states) = sacct_states(job) {
         return Ok(states);
     }

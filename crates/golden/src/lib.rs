@@ -67,6 +67,89 @@ pub enum GoldenError {
     },
 }
 
+/// Why a `.npy` header dict cannot be read; each message says where and what was expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    /// A punctuation mark of the dict is missing.
+    #[error("expected '{expected}' at byte {at}")]
+    Expected {
+        /// The mark wanted.
+        expected: char,
+        /// Its byte offset in the header.
+        at: usize,
+    },
+    /// A key or a `descr` value is not a quoted string.
+    #[error("expected a quoted string at byte {at}")]
+    ExpectedString {
+        /// The byte offset in the header.
+        at: usize,
+    },
+    /// A quoted string holds bytes that are not UTF-8.
+    #[error("string is not UTF-8")]
+    StringNotUtf8,
+    /// A quoted string runs to the end of the header.
+    #[error("unterminated string")]
+    Unterminated,
+    /// `fortran_order` is neither `True` nor `False`.
+    #[error("expected True or False at byte {at}")]
+    ExpectedBoolean {
+        /// The byte offset in the header.
+        at: usize,
+    },
+    /// A dimension of `shape` is not a whole number.
+    #[error("bad dimension at byte {at}")]
+    BadDimension {
+        /// The byte offset of the dimension.
+        at: usize,
+    },
+    /// A key NumPy does not write.
+    #[error("unexpected key '{key}'")]
+    UnexpectedKey {
+        /// The key found.
+        key: String,
+    },
+    /// One of `descr`, `fortran_order`, `shape` is missing.
+    #[error("missing '{key}'")]
+    Missing {
+        /// The missing key.
+        key: &'static str,
+    },
+    /// `descr` is empty.
+    #[error("empty 'descr'")]
+    EmptyDescr,
+    /// `descr` is a structured type.
+    #[error("'descr' {descr:?} is not a plain numeric type (structured arrays are not supported)")]
+    NotPlain {
+        /// The `descr` value.
+        descr: String,
+    },
+    /// Python objects, which NumPy pickles.
+    #[error(
+        "element type 'O' (Python objects) is pickled and cannot be read; save strings as fixed-width text, e.g. np.save(f, a.astype(str))"
+    )]
+    Pickled,
+    /// A numeric type this reader does not decode.
+    #[error(
+        "element type '{code}' is not supported; save the array as float16/32/64, an integer type or bool"
+    )]
+    UnsupportedType {
+        /// The type code after the byte-order mark.
+        code: String,
+    },
+    /// A string type without a readable width.
+    #[error("'descr' {descr:?} has no string width")]
+    NoStringWidth {
+        /// The `descr` value.
+        descr: String,
+    },
+    /// A string type wider than memory can address.
+    #[error("'descr' {descr:?} is too wide")]
+    TooWide {
+        /// The `descr` value.
+        descr: String,
+    },
+}
+
 /// Read golden tensors from a path, by extension: `.npy` (one tensor named after the file stem), `.npz`, or
 /// a `.json` raw index.
 pub fn read_golden(path: &Path) -> Result<Vec<Tensor>, GoldenError> {
@@ -237,7 +320,7 @@ struct NpyHeader {
 
 /// Parse the header dict NumPy writes: `{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }`.
 /// Keys may come in any order; single or double quotes are accepted.
-fn parse_header(text: &str) -> Result<NpyHeader, String> {
+fn parse_header(text: &str) -> Result<NpyHeader, HeaderError> {
     let mut p = Cursor {
         s: text.as_bytes(),
         i: 0,
@@ -258,7 +341,11 @@ fn parse_header(text: &str) -> Result<NpyHeader, String> {
             "descr" => descr = Some(p.string()?),
             "fortran_order" => fortran = Some(p.boolean()?),
             "shape" => shape = Some(p.tuple()?),
-            other => return Err(format!("unexpected key '{other}'")),
+            other => {
+                return Err(HeaderError::UnexpectedKey {
+                    key: other.to_string(),
+                });
+            }
         }
         p.skip_ws();
         if !p.eat(b',') {
@@ -267,7 +354,7 @@ fn parse_header(text: &str) -> Result<NpyHeader, String> {
             break;
         }
     }
-    let descr = descr.ok_or("missing 'descr'")?;
+    let descr = descr.ok_or(HeaderError::Missing { key: "descr" })?;
     let (dtype, big_endian) = parse_descr(&descr)?;
     let (width, unicode) = match string_width(&descr)? {
         Some(layout) => layout,
@@ -278,21 +365,23 @@ fn parse_header(text: &str) -> Result<NpyHeader, String> {
         width,
         unicode,
         big_endian,
-        fortran_order: fortran.ok_or("missing 'fortran_order'")?,
-        shape: shape.ok_or("missing 'shape'")?,
+        fortran_order: fortran.ok_or(HeaderError::Missing {
+            key: "fortran_order",
+        })?,
+        shape: shape.ok_or(HeaderError::Missing { key: "shape" })?,
     })
 }
 
-fn parse_descr(descr: &str) -> Result<(ElementType, bool), String> {
+fn parse_descr(descr: &str) -> Result<(ElementType, bool), HeaderError> {
     let mut chars = descr.chars();
-    let order = chars.next().ok_or("empty 'descr'")?;
+    let order = chars.next().ok_or(HeaderError::EmptyDescr)?;
     let big_endian = match order {
         '<' | '|' | '=' => cfg!(target_endian = "big") && order == '=',
         '>' => true,
         _ => {
-            return Err(format!(
-                "'descr' {descr:?} is not a plain numeric type (structured arrays are not supported)"
-            ));
+            return Err(HeaderError::NotPlain {
+                descr: descr.to_string(),
+            });
         }
     };
     let dtype = match chars.as_str() {
@@ -310,15 +399,12 @@ fn parse_descr(descr: &str) -> Result<(ElementType, bool), String> {
         "b1" => ElementType::Bool,
         _ if string_width(descr)?.is_some() => ElementType::String,
         "O" => {
-            return Err(
-                "element type 'O' (Python objects) is pickled and cannot be read; save strings as fixed-width text, e.g. np.save(f, a.astype(str))"
-                    .into(),
-            );
+            return Err(HeaderError::Pickled);
         }
         other => {
-            return Err(format!(
-                "element type '{other}' is not supported; save the array as float16/32/64, an integer type or bool"
-            ));
+            return Err(HeaderError::UnsupportedType {
+                code: other.to_string(),
+            });
         }
     };
     Ok((dtype, big_endian))
@@ -326,22 +412,24 @@ fn parse_descr(descr: &str) -> Result<(ElementType, bool), String> {
 
 /// The byte width and kind of a NumPy string `descr` (`<U5`: 5 UTF-32 units, 20 bytes; `|S5`: 5
 /// bytes), `None` for any other type.
-fn string_width(descr: &str) -> Result<Option<(usize, bool)>, String> {
+fn string_width(descr: &str) -> Result<Option<(usize, bool)>, HeaderError> {
     let body = descr.trim_start_matches(['<', '>', '|', '=']);
     let (unicode, count) = match body.split_at_checked(1) {
         Some(("U", n)) => (true, n),
         Some(("S", n)) => (false, n),
         _ => return Ok(None),
     };
-    let count: usize = count
-        .parse()
-        .map_err(|_| format!("'descr' {descr:?} has no string width"))?;
+    let count: usize = count.parse().map_err(|_| HeaderError::NoStringWidth {
+        descr: descr.to_string(),
+    })?;
     let width = if unicode {
         count.checked_mul(4)
     } else {
         Some(count)
     }
-    .ok_or_else(|| format!("'descr' {descr:?} is too wide"))?;
+    .ok_or_else(|| HeaderError::TooWide {
+        descr: descr.to_string(),
+    })?;
     Ok(Some((width, unicode)))
 }
 
@@ -366,44 +454,47 @@ impl Cursor<'_> {
         }
     }
 
-    fn expect(&mut self, c: u8) -> Result<(), String> {
+    fn expect(&mut self, c: u8) -> Result<(), HeaderError> {
         if self.eat(c) {
             Ok(())
         } else {
-            Err(format!("expected '{}' at byte {}", c as char, self.i))
+            Err(HeaderError::Expected {
+                expected: c as char,
+                at: self.i,
+            })
         }
     }
 
-    fn string(&mut self) -> Result<String, String> {
+    fn string(&mut self) -> Result<String, HeaderError> {
         let quote = match self.s.get(self.i) {
             Some(&q @ (b'\'' | b'"')) => q,
-            _ => return Err(format!("expected a quoted string at byte {}", self.i)),
+            _ => return Err(HeaderError::ExpectedString { at: self.i }),
         };
         self.i += 1;
         let start = self.i;
         while let Some(&c) = self.s.get(self.i) {
             if c == quote {
                 let text = std::str::from_utf8(&self.s[start..self.i])
-                    .map_err(|_| "string is not UTF-8")?;
+                    .map_err(|_| HeaderError::StringNotUtf8)?;
                 self.i += 1;
                 return Ok(text.to_string());
             }
             self.i += 1;
         }
-        Err("unterminated string".into())
+        Err(HeaderError::Unterminated)
     }
 
-    fn boolean(&mut self) -> Result<bool, String> {
+    fn boolean(&mut self) -> Result<bool, HeaderError> {
         for (word, value) in [(&b"True"[..], true), (&b"False"[..], false)] {
             if self.s[self.i..].starts_with(word) {
                 self.i += word.len();
                 return Ok(value);
             }
         }
-        Err(format!("expected True or False at byte {}", self.i))
+        Err(HeaderError::ExpectedBoolean { at: self.i })
     }
 
-    fn tuple(&mut self) -> Result<Vec<usize>, String> {
+    fn tuple(&mut self) -> Result<Vec<usize>, HeaderError> {
         self.expect(b'(')?;
         let mut dims = Vec::new();
         loop {
@@ -416,10 +507,11 @@ impl Cursor<'_> {
                 self.i += 1;
             }
             // Python 2 era files may write `3L`.
-            let digits = std::str::from_utf8(&self.s[start..self.i]).map_err(|_| "bad digits")?;
+            // The loop above took ASCII digits only, so the slice is UTF-8.
+            let digits = String::from_utf8_lossy(&self.s[start..self.i]);
             let dim = digits
                 .parse::<usize>()
-                .map_err(|_| format!("bad dimension at byte {start}"))?;
+                .map_err(|_| HeaderError::BadDimension { at: start })?;
             self.eat(b'L');
             dims.push(dim);
             self.skip_ws();

@@ -146,7 +146,7 @@ pub fn check(input: &CheckInput<'_>) -> Result<Plan, Vec<Finding>> {
     };
     let env_file = match suite::load_environment(input.environment) {
         Ok(e) => e,
-        Err(e) => return Err(vec![finding(Kind::Config, "environment", e)]),
+        Err(e) => return Err(vec![finding(Kind::Config, "environment", e.to_string())]),
     };
     let env = match env_file.expand(input.repo_reference) {
         Ok(e) => Some(e),
@@ -162,7 +162,7 @@ pub fn check(input: &CheckInput<'_>) -> Result<Plan, Vec<Finding>> {
     let catalog = match Catalog::load(input.catalog_root) {
         Ok(c) => c,
         Err(e) => {
-            f.push(finding(Kind::Config, "catalog", e));
+            f.push(finding(Kind::Config, "catalog", e.to_string()));
             return Err(f);
         }
     };
@@ -517,7 +517,9 @@ fn free_gib(dir: &Path) -> Option<f64> {
     Some(st.f_bavail as f64 * st.f_frsize as f64 / (1u64 << 30) as f64)
 }
 
-pub(crate) fn overrides(set: &BTreeMap<String, Value>) -> Result<Vec<Override>, String> {
+pub(crate) fn overrides(
+    set: &BTreeMap<String, Value>,
+) -> Result<Vec<Override>, trtmc_core::case::OverrideError> {
     set.iter()
         .map(|(k, v)| {
             let text = match v {
@@ -589,11 +591,11 @@ pub fn resolve_side(
 ) -> Result<ResolvedCase, String> {
     let input = ResolveInput {
         case: Some(testcase),
-        sets: overrides(set)?,
+        sets: overrides(set).map_err(|e| e.to_string())?,
         runtime: Some(runtime.to_string()),
         ..Default::default()
     };
-    case::resolve(profile, &input)
+    case::resolve(profile, &input).map_err(|e| e.to_string())
 }
 
 /// Reference precision: the row's `baseline.precision`, the testcase's `reference_precision`, the
@@ -638,7 +640,7 @@ fn plan_row(
     let profile = match catalog.require(&row.model) {
         Ok(p) => p,
         Err(e) => {
-            bad(Kind::Config, e);
+            bad(Kind::Config, e.to_string());
             return None;
         }
     };

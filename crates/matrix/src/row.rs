@@ -714,12 +714,12 @@ fn prepare_python_reference(
     test_hooks: &TestHooks,
 ) -> Result<PythonReference, (RowStatus, String)> {
     let row = &pr.row;
-    let catalog = Catalog::load(&plan.catalog_root).map_err(failed)?;
+    let catalog = Catalog::load(&plan.catalog_root).map_err(|e| failed(e.to_string()))?;
     let selection = Selection {
         model: row.model.clone(),
         cases: vec![row.testcase.clone()],
         runtime: Some(row.candidate.runtime.clone()),
-        sets: crate::plan::overrides(&row.reference.set).map_err(failed)?,
+        sets: crate::plan::overrides(&row.reference.set).map_err(|e| failed(e.to_string()))?,
         inputs: row.inputs.iter().cloned().collect(),
         ..Default::default()
     };

@@ -59,8 +59,10 @@ pub fn run(
         chdir: run,
         task_command: &wrap,
     };
-    let job = slurm::submit_array(&array, &plan.environment.slurm)
-        .map_err(|reason| Error::SlurmSubmit { reason })?;
+    let job =
+        slurm::submit_array(&array, &plan.environment.slurm).map_err(|e| Error::SlurmSubmit {
+            reason: e.to_string(),
+        })?;
     progress.report(Event::Message(&format!(
         "submitted job array {job} ({} task(s), one row each)",
         indices.len()
@@ -138,8 +140,8 @@ pub fn run(
 
 /// State and reason of each task of array `job`, by task id.
 fn task_states(job: &str) -> Result<BTreeMap<usize, (String, String)>, MatrixError> {
-    slurm::task_states(job).map_err(|reason| Error::SlurmPoll {
+    slurm::task_states(job).map_err(|e| Error::SlurmPoll {
         job: job.to_string(),
-        reason,
+        reason: e.to_string(),
     })
 }

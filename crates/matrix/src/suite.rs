@@ -346,7 +346,12 @@ rows:
         let look = |n: &str| (n == "A").then(|| "x".to_string());
         assert_eq!(expand("${A}/y", &look).unwrap(), "x/y");
         assert_eq!(expand("${B:-d}/y", &look).unwrap(), "d/y");
-        assert!(expand("${B}", &look).unwrap_err().contains("`B`"));
+        assert!(
+            expand("${B}", &look)
+                .unwrap_err()
+                .to_string()
+                .contains("`B`")
+        );
         assert!(expand("${A", &look).is_err());
     }
 
@@ -375,7 +380,7 @@ rows:
             ("slurm: {timeout_s: 1e300}", "slurm.timeout_s"),
             ("slurm: {poll_s: 0}", "slurm.poll_s"),
         ] {
-            let e = env(extra).expect_err(extra);
+            let e = env(extra).expect_err(extra).to_string();
             assert!(e.contains(says), "{extra}: {e}");
         }
         let e = parse_suite(&format!("{SUITE}measure: {{warmup: 1000000000000}}\n"))

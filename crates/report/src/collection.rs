@@ -168,40 +168,60 @@ fn walk(dir: &Path, depth: usize, found: &mut Vec<PathBuf>) {
     }
 }
 
+/// Why one result.json (or a file it names) cannot be used; the collection lists it as skipped.
+#[derive(Debug, thiserror::Error)]
+pub enum RunFileError {
+    #[error("cannot read it: {source}")]
+    Unreadable { source: std::io::Error },
+    #[error("{bytes} bytes is too large for a result.json (limit {limit})")]
+    TooLarge { bytes: u64, limit: u64 },
+    #[error("not valid JSON: {source}")]
+    NotJson { source: serde_json::Error },
+    #[error("schema `{found}` is not {}", BENCHMARK_RUN_SCHEMA)]
+    Schema { found: String },
+    #[error("no `schema` field: not a {} result", BENCHMARK_RUN_SCHEMA)]
+    NoSchema,
+    #[error("does not match {}: {source}", BENCHMARK_RUN_SCHEMA)]
+    Shape { source: serde_json::Error },
+    #[error("observations path `{rel}` leaves the run directory; ignored")]
+    LeavesRunDirectory { rel: String },
+}
+
 /// Reads and checks one result.json: the run, or why it cannot be used.
-pub fn read_run(path: &Path) -> Result<BenchmarkRun, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read it: {e}"))?;
+pub fn read_run(path: &Path) -> Result<BenchmarkRun, RunFileError> {
+    let unreadable = |source| RunFileError::Unreadable { source };
+    let meta = std::fs::metadata(path).map_err(unreadable)?;
     if meta.len() > MAX_RESULT_BYTES {
-        return Err(format!(
-            "{} bytes is too large for a result.json (limit {MAX_RESULT_BYTES})",
-            meta.len()
-        ));
+        return Err(RunFileError::TooLarge {
+            bytes: meta.len(),
+            limit: MAX_RESULT_BYTES,
+        });
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let bytes = std::fs::read(path).map_err(unreadable)?;
     let value: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|e| format!("not valid JSON: {e}"))?;
+        serde_json::from_slice(&bytes).map_err(|source| RunFileError::NotJson { source })?;
     match value.get("schema").and_then(|s| s.as_str()) {
         Some(BENCHMARK_RUN_SCHEMA) => {}
-        Some(other) => return Err(format!("schema `{other}` is not {BENCHMARK_RUN_SCHEMA}")),
-        None => {
-            return Err(format!(
-                "no `schema` field: not a {BENCHMARK_RUN_SCHEMA} result"
-            ));
+        Some(other) => {
+            return Err(RunFileError::Schema {
+                found: other.to_string(),
+            });
         }
+        None => return Err(RunFileError::NoSchema),
     }
-    serde_json::from_value(value).map_err(|e| format!("does not match {BENCHMARK_RUN_SCHEMA}: {e}"))
+    serde_json::from_value(value).map_err(|source| RunFileError::Shape { source })
 }
 
 /// A path from result.json that must stay inside the run directory.
-fn inside(run_dir: &Path, rel: &str) -> Result<PathBuf, String> {
+fn inside(run_dir: &Path, rel: &str) -> Result<PathBuf, RunFileError> {
     let p = Path::new(rel);
     if p.is_absolute()
         || p.components()
             .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
     {
-        return Err(format!(
-            "observations path `{rel}` leaves the run directory; ignored"
-        ));
+        return Err(RunFileError::LeavesRunDirectory {
+            rel: rel.to_string(),
+        });
     }
     Ok(run_dir.join(p))
 }
@@ -230,7 +250,9 @@ pub fn load_observations(
     run.cases
         .iter()
         .map(|c| match &c.files.observations {
-            Some(rel) => inside(run_dir, rel).and_then(|p| read_observations(&p)),
+            Some(rel) => inside(run_dir, rel)
+                .map_err(|e| e.to_string())
+                .and_then(|p| read_observations(&p)),
             None => Ok(Vec::new()),
         })
         .collect()
@@ -358,9 +380,9 @@ pub fn collect(opts: &Options) -> Result<(CollectionReport, CaseLatencies), Erro
                         settings,
                     });
                 }
-                Err(reason) => skipped.push(Skipped {
+                Err(e) => skipped.push(Skipped {
                     path: path.display().to_string(),
-                    reason,
+                    reason: e.to_string(),
                 }),
             }
         }

@@ -123,9 +123,9 @@ pub fn plan(
                 ),
             })?;
         rt.check_bundle(explicit, &manifest)
-            .map_err(|reason| Error::BundleManifest {
+            .map_err(|e| Error::BundleManifest {
                 bundle: explicit.clone(),
-                reason,
+                reason: e.to_string(),
             })?;
         return Ok(BundlePlan {
             key: Some(manifest.key),
@@ -135,9 +135,9 @@ pub fn plan(
         });
     }
     let source =
-        sources::resolve(profile, &options.cache_root).map_err(|reason| Error::Source {
+        sources::resolve(profile, &options.cache_root).map_err(|source| Error::Source {
             model: profile.name.clone(),
-            reason,
+            source: Box::new(source),
         })?;
     let key = cache_key(profile, &source.identity, build_settings, rt);
     // `--rebuild` builds the managed-cache entry anew; a matching bundle below a root is left alone.
@@ -254,9 +254,9 @@ pub fn build(
         return Ok(BundleOrigin::CacheHit);
     }
     let onnx =
-        sources::materialize(profile, &options.cache_root).map_err(|reason| Error::Source {
+        sources::materialize(profile, &options.cache_root).map_err(|source| Error::Source {
             model: profile.name.clone(),
-            reason,
+            source: Box::new(source),
         })?;
     // For a hub model downloaded by `materialize` the commit is known only now.
     let commit = sources::hub_commit(profile);
@@ -342,9 +342,9 @@ pub fn remove_stale_build_folders(runtime_dir: &Path) {
 
 /// The manifest of the bundle in `dir`.
 pub(crate) fn read_manifest(dir: &Path) -> Result<BundleManifest, Error> {
-    BundleManifest::read(dir).map_err(|reason| Error::BundleManifest {
+    BundleManifest::read(dir).map_err(|e| Error::BundleManifest {
         bundle: dir.to_path_buf(),
-        reason,
+        reason: e.to_string(),
     })
 }
 

@@ -10,6 +10,65 @@ use trtmc_runtime::tokenize::Tokenizer;
 
 use crate::sources::{self, Fetch};
 
+/// Why a chat case's prompt cannot be rendered, or a case's prompt does not fit what is built.
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    #[error(
+        "model `{model}` has no chat template, so its case `{case}` (request.mode = \"chat\", test case field `messages`) cannot be rendered: looked for {} and the `chat_template` of {}. Put the model's template there, or make the case a completion (request.mode = \"completion\" with request.prompt)",
+        jinja.display(),
+        config.display()
+    )]
+    NoTemplate {
+        model: String,
+        case: String,
+        jinja: PathBuf,
+        config: PathBuf,
+    },
+    /// The template files beside the tokenizer cannot be read.
+    #[error("{reason}")]
+    TemplateFiles { model: String, reason: String },
+    #[error("model `{model}` case `{case}`: {source}")]
+    Render {
+        model: String,
+        case: String,
+        source: chat::ChatError,
+    },
+    #[error("model `{model}`: {source}")]
+    TokenizerSpec {
+        model: String,
+        source: trtmc_core::catalog::CatalogError,
+    },
+    /// The tokenizer cannot be loaded or cannot encode the prompt; `reason` is its error chain.
+    #[error("model `{model}`: {reason}")]
+    Tokenizer { model: String, reason: String },
+    #[error("model `{model}`: cannot read tokenizer {}: {why}", path.display())]
+    TokenizerFile {
+        model: String,
+        path: PathBuf,
+        why: String,
+    },
+    #[error(
+        "model `{model}` case `{case}`: the chat template {template} renders the case's messages as an empty prompt"
+    )]
+    EmptyPrompt {
+        model: String,
+        case: String,
+        template: String,
+    },
+    #[error(
+        "model `{model}` case `{case}`: the prompt ({tokens} tokens) + request.max_new_tokens ({max_new_tokens}) exceeds the KV-cache length {limit} (build.kv_cache_length); shorten the prompt, lower request.max_new_tokens, or raise build.kv_cache_length"
+    )]
+    TooLong {
+        model: String,
+        case: String,
+        tokens: u64,
+        max_new_tokens: u64,
+        limit: u64,
+    },
+    #[error(transparent)]
+    Case(#[from] case::CaseError),
+}
+
 /// Fills in a chat case's rendered prompt (`request.prompt`), its token count and template, and
 /// refreshes the workload identity. `tokenizer` is the worker form of the profile's tokenizer
 /// (`bytes`, `file:PATH`, or a `hub:` spec still waiting for its download, in which case nothing is
@@ -21,7 +80,7 @@ pub fn render_case(
     tokenizer: Option<&str>,
     fetch: Fetch,
     resolved: &mut ResolvedCase,
-) -> Result<bool, String> {
+) -> Result<bool, PromptError> {
     let Some(prompt) = &resolved.chat else {
         return Ok(true);
     };
@@ -32,7 +91,12 @@ pub fn render_case(
         return Ok(false);
     }
     let (jinja, config) = template_files(profile, tokenizer, fetch)?;
-    let found = chat::template_from_files(Some(&jinja), Some(&config))?;
+    let found = chat::template_from_files(Some(&jinja), Some(&config)).map_err(|reason| {
+        PromptError::TemplateFiles {
+            model: profile.name.clone(),
+            reason,
+        }
+    })?;
     let hub = matches!(
         profile.tokenizer.as_deref().map(TokenizerSpec::parse),
         Some(Ok(TokenizerSpec::Hub(_)))
@@ -41,25 +105,28 @@ pub fn render_case(
         // The hub repository's template files may just not be downloaded yet.
         return Ok(false);
     }
-    let template = found.ok_or_else(|| {
-            format!(
-                "model `{}` has no chat template, so its case `{}` (request.mode = \"chat\", test case field `messages`) cannot be rendered: looked for {} and the `chat_template` of {}. Put the model's template there, or make the case a completion (request.mode = \"completion\" with request.prompt)",
-                profile.name,
-                resolved.case,
-                jinja.display(),
-                config.display()
-            )
-        })?;
-    let rendered = render(&template, prompt)
-        .map_err(|e| format!("model `{}` case `{}`: {e}", profile.name, resolved.case))?;
+    let Some(template) = found else {
+        return Err(PromptError::NoTemplate {
+            model: profile.name.clone(),
+            case: resolved.case.clone(),
+            jinja,
+            config,
+        });
+    };
+    let rendered = render(&template, prompt).map_err(|source| PromptError::Render {
+        model: profile.name.clone(),
+        case: resolved.case.clone(),
+        source,
+    })?;
     let tokens = Tokenizer::load(tokenizer, Some(profile.dir()))
         .and_then(|t| t.prompt_ids(&rendered, true))
-        .map_err(|e| format!("model `{}`: {e:#}", profile.name))?;
+        .map_err(|e| tokenizer_error(profile, &e))?;
     if tokens.is_empty() {
-        return Err(format!(
-            "model `{}` case `{}`: the chat template {} renders the case's messages as an empty prompt",
-            profile.name, resolved.case, template.source
-        ));
+        return Err(PromptError::EmptyPrompt {
+            model: profile.name.clone(),
+            case: resolved.case.clone(),
+            template: template.source.clone(),
+        });
     }
     let source = template_source(profile, &template);
     if let Some(chat) = resolved.chat.as_mut() {
@@ -84,16 +151,14 @@ pub fn check_prompt_fits(
     profile: &Profile,
     tokenizer: Option<&str>,
     resolved: &ResolvedCase,
-) -> Result<(), String> {
+) -> Result<(), PromptError> {
     // A tokenizer file is JSON (a Hugging Face tokenizer.json), whatever the operation.
     if let Some(Ok(TokenizerSpec::File(rel))) = tokenizer.map(TokenizerSpec::parse) {
         let path = profile.dir().join(rel);
-        let refuse = |why: String| {
-            format!(
-                "model `{}`: cannot read tokenizer {}: {why}",
-                profile.name,
-                path.display()
-            )
+        let refuse = |why: String| PromptError::TokenizerFile {
+            model: profile.name.clone(),
+            path: path.clone(),
+            why,
         };
         let bytes = trtmc_core::limits::read_outside(&path, trtmc_core::limits::FileKind::Text)
             .map_err(|e| refuse(e.to_string()))?;
@@ -118,10 +183,13 @@ pub fn check_prompt_fits(
         .and_then(serde_json::Value::as_u64)
         .unwrap_or(0);
     if tokens + max_new_tokens > limit {
-        return Err(format!(
-            "model `{}` case `{}`: the prompt ({tokens} tokens) + request.max_new_tokens ({max_new_tokens}) exceeds the KV-cache length {limit} (build.kv_cache_length); shorten the prompt, lower request.max_new_tokens, or raise build.kv_cache_length",
-            profile.name, resolved.case
-        ));
+        return Err(PromptError::TooLong {
+            model: profile.name.clone(),
+            case: resolved.case.clone(),
+            tokens,
+            max_new_tokens,
+            limit,
+        });
     }
     Ok(())
 }
@@ -132,13 +200,13 @@ pub(crate) fn longest_prompt_tokens(
     profile: &Profile,
     tokenizer: Option<&str>,
     resolved: &ResolvedCase,
-) -> Result<Option<u64>, String> {
+) -> Result<Option<u64>, PromptError> {
     let generates = matches!(resolved.operation.as_str(), "generate" | "generate_vl");
     if !generates || sources::tokenizer_pending(tokenizer) {
         return Ok(None);
     }
     let loaded = Tokenizer::load(tokenizer, Some(profile.dir()))
-        .map_err(|e| format!("model `{}`: {e:#}", profile.name))?;
+        .map_err(|e| tokenizer_error(profile, &e))?;
     let samples = resolved
         .request_value("samples")
         .and_then(serde_json::Value::as_array);
@@ -156,14 +224,22 @@ pub(crate) fn longest_prompt_tokens(
     for prompt in prompts {
         let tokens = loaded
             .prompt_ids(prompt, resolved.chat.is_some())
-            .map_err(|e| format!("model `{}`: {e:#}", profile.name))?
+            .map_err(|e| tokenizer_error(profile, &e))?
             .len() as u64;
         longest = longest.max(tokens);
     }
     Ok(Some(longest))
 }
 
-fn render(template: &ChatTemplate, prompt: &chat::ChatPrompt) -> Result<String, String> {
+/// The tokenizer's error (an error chain) for `profile`.
+fn tokenizer_error(profile: &Profile, e: &anyhow::Error) -> PromptError {
+    PromptError::Tokenizer {
+        model: profile.name.clone(),
+        reason: format!("{e:#}"),
+    }
+}
+
+fn render(template: &ChatTemplate, prompt: &chat::ChatPrompt) -> Result<String, chat::ChatError> {
     chat::render(template, &prompt.messages, prompt.add_generation_prompt)
 }
 
@@ -174,11 +250,14 @@ fn template_files(
     profile: &Profile,
     tokenizer: Option<&str>,
     fetch: Fetch,
-) -> Result<(PathBuf, PathBuf), String> {
+) -> Result<(PathBuf, PathBuf), PromptError> {
     let spec = tokenizer
         .map(TokenizerSpec::parse)
         .transpose()
-        .map_err(|e| format!("model `{}`: {e}", profile.name))?;
+        .map_err(|source| PromptError::TokenizerSpec {
+            model: profile.name.clone(),
+            source,
+        })?;
     let dir: PathBuf = match spec {
         Some(TokenizerSpec::File(path)) => profile
             .dir()

@@ -202,9 +202,9 @@ pub fn prepare_side(
     if plan.needs_build {
         crate::run::build_reported(&p, &plan, rt.as_ref(), options, command_line, progress)?;
     }
-    let manifest = BundleManifest::read(&plan.path).map_err(|reason| RunError::BundleManifest {
+    let manifest = BundleManifest::read(&plan.path).map_err(|e| RunError::BundleManifest {
         bundle: plan.path.clone(),
-        reason,
+        reason: e.to_string(),
     })?;
     Ok(Side {
         planned: p,
@@ -370,10 +370,10 @@ pub fn save_reference_inputs(
             path: dir.to_path_buf(),
             reason: format!("{e:#}"),
         })?;
-    let model = sources::materialize(&side.planned.profile, cache_root).map_err(|reason| {
+    let model = sources::materialize(&side.planned.profile, cache_root).map_err(|source| {
         RunError::Source {
             model: side.planned.profile.name.clone(),
-            reason,
+            source: Box::new(source),
         }
     })?;
     let mut request = reference_request(

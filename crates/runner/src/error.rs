@@ -48,11 +48,17 @@ pub enum Error {
     #[error("{reason}")]
     RuntimeSetting { runtime: String, reason: String },
     /// The model's tokenizer cannot be found or fetched.
-    #[error("{reason}")]
-    Tokenizer { model: String, reason: String },
+    #[error("{source}")]
+    Tokenizer {
+        model: String,
+        source: Box<crate::sources::SourceError>,
+    },
     /// The model's source file cannot be found, read or fetched.
-    #[error("{reason}")]
-    Source { model: String, reason: String },
+    #[error("{source}")]
+    Source {
+        model: String,
+        source: Box<crate::sources::SourceError>,
+    },
     /// The planned cases would be timed at different boundaries, so they cannot share one result.
     #[error(
         "runtime `{first_runtime}` is timed at `{first_boundary}` and runtime `{runtime}` at `{boundary}`: these numbers are not comparable, so they cannot share one result; run them separately"

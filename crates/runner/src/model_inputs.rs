@@ -69,7 +69,9 @@ pub(crate) fn settle(
         .and_then(|s| s.path);
     let model_file = match local {
         Some(path) => path,
-        None if given_data => sources::materialize(profile, cache_root)?,
+        None if given_data => {
+            sources::materialize(profile, cache_root).map_err(|e| e.to_string())?
+        }
         // A hub model not downloaded yet: its inputs are known after the build.
         None => return Ok(Vec::new()),
     };
@@ -385,7 +387,7 @@ fn read_data(
                     .map(|(record, _)| record),
             );
         }
-        check_sets(&sets, kind, declared, shapes)?;
+        check_sets(&sets, kind, declared, shapes).map_err(|e| e.to_string())?;
         Ok::<_, String>(sets)
     };
     let input_sets = read(given.inputs, DataKind::Inputs, inputs)?;

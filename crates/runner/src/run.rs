@@ -154,9 +154,9 @@ pub fn plan_cases(
     for sel in selections {
         let profile = catalog
             .require(&sel.model)
-            .map_err(|reason| Error::UnknownModel {
+            .map_err(|e| Error::UnknownModel {
                 model: sel.model.clone(),
-                reason,
+                reason: e.to_string(),
             })?;
         if !profile.status.is_ready() {
             return Err(Error::ModelNotReady {
@@ -172,7 +172,9 @@ pub fn plan_cases(
             })?;
         // Resolved after the model source, whose absence is the first thing to report.
         let mut tokenizer: Option<Option<String>> = None;
-        let points = case::sweep_points(&sel.sweeps).map_err(|reason| Error::Sweep { reason })?;
+        let points = case::sweep_points(&sel.sweeps).map_err(|e| Error::Sweep {
+            reason: e.to_string(),
+        })?;
         let case_names: Vec<Option<&str>> = if sel.cases.is_empty() {
             vec![None]
         } else {
@@ -189,11 +191,10 @@ pub fn plan_cases(
                     plan_measure: sel.plan_measure.clone(),
                     flags: sel.flags.clone(),
                 };
-                let mut resolved =
-                    case::resolve(profile, &input).map_err(|reason| Error::Case {
-                        model: profile.name.clone(),
-                        reason,
-                    })?;
+                let mut resolved = case::resolve(profile, &input).map_err(|e| Error::Case {
+                    model: profile.name.clone(),
+                    reason: e.to_string(),
+                })?;
                 let inputs = crate::model_inputs::settle(
                     profile,
                     sel.given_data(),
@@ -204,22 +205,22 @@ pub fn plan_cases(
                     model: profile.name.clone(),
                     reason,
                 })?;
-                case::refresh_identity(profile, &mut resolved).map_err(|reason| Error::Case {
+                case::refresh_identity(profile, &mut resolved).map_err(|e| Error::Case {
                     model: profile.name.clone(),
-                    reason,
+                    reason: e.to_string(),
                 })?;
                 let rt = runtime_named(&resolved.runtime.value, &options.runtimes)?;
-                rt.availability()
-                    .map_err(|reason| Error::RuntimeUnavailable {
-                        runtime: rt.name().to_string(),
-                        reason,
-                    })?;
-                rt.supports_operation(&resolved.operation)
-                    .map_err(|reason| Error::UnsupportedOperation {
+                rt.availability().map_err(|e| Error::RuntimeUnavailable {
+                    runtime: rt.name().to_string(),
+                    reason: e.to_string(),
+                })?;
+                rt.supports_operation(&resolved.operation).map_err(|e| {
+                    Error::UnsupportedOperation {
                         model: profile.name.clone(),
                         runtime: rt.name().to_string(),
-                        reason,
-                    })?;
+                        reason: e.to_string(),
+                    }
+                })?;
                 runtime::check_build_settings(
                     rt.name(),
                     &resolved.build_values(),
@@ -228,12 +229,12 @@ pub fn plan_cases(
                 .map_err(Error::BuildSetting)?;
                 rt.check_build_values(&resolved.build_values())
                     .map_err(|e| Error::BuildSetting(anyhow::Error::msg(e)))?;
-                runtime::check_settings(rt.as_ref(), &resolved.runtime_values()).map_err(
-                    |reason| Error::RuntimeSetting {
+                runtime::check_settings(rt.as_ref(), &resolved.runtime_values()).map_err(|e| {
+                    Error::RuntimeSetting {
                         runtime: rt.name().to_string(),
-                        reason,
-                    },
-                )?;
+                        reason: e.to_string(),
+                    }
+                })?;
                 let bundle = if matches!(profile.source, trtmc_core::catalog::ModelSource::None) {
                     None
                 } else {
@@ -251,9 +252,9 @@ pub fn plan_cases(
                     None => tokenizer
                         .insert(
                             sources::resolve_tokenizer(profile, sources::Fetch::CacheOnly)
-                                .map_err(|reason| Error::Tokenizer {
+                                .map_err(|source| Error::Tokenizer {
                                     model: profile.name.clone(),
-                                    reason,
+                                    source: Box::new(source),
                                 })?,
                         )
                         .clone(),
@@ -267,18 +268,18 @@ pub fn plan_cases(
                     sources::Fetch::CacheOnly,
                     &mut resolved,
                 )
-                .map_err(|reason| Error::Case {
+                .map_err(|e| Error::Case {
                     model: profile.name.clone(),
-                    reason,
+                    reason: e.to_string(),
                 })?;
                 let tokenizer = match rendered {
                     true => tokenizer,
                     false => profile.tokenizer.clone(),
                 };
                 crate::chat::check_prompt_fits(profile, tokenizer.as_deref(), &resolved).map_err(
-                    |reason| Error::Case {
+                    |e| Error::Case {
                         model: profile.name.clone(),
-                        reason,
+                        reason: e.to_string(),
                     },
                 )?;
                 crate::model_inputs::check_kv_cache_memory(
@@ -387,10 +388,10 @@ pub fn execute(
         None => timestamped_dir(&options.results_parent),
     };
     let slot =
-        OutputSlot::prepare(&target, RESULT_FILE, &["trtmc.benchmark-run/"]).map_err(|reason| {
+        OutputSlot::prepare(&target, RESULT_FILE, &["trtmc.benchmark-run/"]).map_err(|e| {
             Error::OutputSlot {
                 dir: target.clone(),
-                reason,
+                reason: e.to_string(),
             }
         })?;
     let total = planned.len();
@@ -604,9 +605,9 @@ pub fn execute(
         // Test hook: widens the window in which a kill leaves a staged but uncommitted result.
         std::thread::sleep(pause);
     }
-    let dir = slot.commit().map_err(|reason| Error::OutputSlot {
+    let dir = slot.commit().map_err(|e| Error::OutputSlot {
         dir: target.clone(),
-        reason,
+        reason: e.to_string(),
     })?;
     Ok(RunOutcome {
         dir,
@@ -621,9 +622,9 @@ pub(crate) fn fetch_tokenizers(planned: &mut [PlannedCase]) -> Result<(), RunErr
         if sources::tokenizer_pending(p.profile.tokenizer.as_deref()) {
             let hub = p.profile.clone();
             p.profile.tokenizer = sources::resolve_tokenizer(&hub, sources::Fetch::Allowed)
-                .map_err(|reason| Error::Tokenizer {
+                .map_err(|source| Error::Tokenizer {
                     model: p.profile.name.clone(),
-                    reason,
+                    source: Box::new(source),
                 })?;
             crate::chat::render_case(
                 &hub,
@@ -631,9 +632,9 @@ pub(crate) fn fetch_tokenizers(planned: &mut [PlannedCase]) -> Result<(), RunErr
                 sources::Fetch::Allowed,
                 &mut p.resolved,
             )
-            .map_err(|reason| Error::Case {
+            .map_err(|e| Error::Case {
                 model: p.profile.name.clone(),
-                reason,
+                reason: e.to_string(),
             })?;
         }
     }
@@ -1468,15 +1469,25 @@ fn self_timed_request<'a>(
 }
 
 /// The bundle directory and manifest of a case, for a self-timed runtime.
-fn bundle_of(p: &PlannedCase) -> Result<(PathBuf, BundleManifest), String> {
-    let plan = p.bundle.as_ref().ok_or_else(|| {
-        format!(
-            "runtime `{}` needs a model bundle; model `{}` has none",
-            p.resolved.runtime.value, p.profile.name
-        )
+fn bundle_of(p: &PlannedCase) -> Result<(PathBuf, BundleManifest), NoBundle> {
+    let plan = p.bundle.as_ref().ok_or_else(|| NoBundle::None {
+        runtime: p.resolved.runtime.value.clone(),
+        model: p.profile.name.clone(),
     })?;
-    let manifest = bundles::read_manifest(&plan.path).map_err(|e| e.message())?;
+    let manifest = bundles::read_manifest(&plan.path).map_err(|e| NoBundle::Unreadable {
+        reason: e.message(),
+    })?;
     Ok((plan.path.clone(), manifest))
+}
+
+/// Why a self-timed case has no bundle to time.
+#[derive(Debug, thiserror::Error)]
+enum NoBundle {
+    #[error("runtime `{runtime}` needs a model bundle; model `{model}` has none")]
+    None { runtime: String, model: String },
+    /// The bundle's manifest cannot be read; `reason` is the runner's message with its causes.
+    #[error("{reason}")]
+    Unreadable { reason: String },
 }
 
 /// The timed run of a runtime whose own tool owns the loop (trtexec), in the runtime's child process.
@@ -1490,7 +1501,7 @@ fn measure_self_timed(
     let (bundle_dir, manifest) = match bundle_of(p) {
         Ok(b) => b,
         Err(e) => {
-            m.error = Some(e);
+            m.error = Some(e.to_string());
             return m;
         }
     };
@@ -1761,7 +1772,7 @@ fn profile_self_timed(
     };
     let (bundle_dir, manifest) = match bundle_of(p) {
         Ok(b) => b,
-        Err(e) => return profile_failed(iterations, e, None),
+        Err(e) => return profile_failed(iterations, e.to_string(), None),
     };
     let settings = p.resolved.runtime_values();
     let request = self_timed_request(p, &manifest, &bundle_dir, &settings, dir, Round::ONLY);

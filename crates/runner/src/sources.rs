@@ -55,7 +55,104 @@ pub fn hf_offline() -> bool {
 }
 
 /// Identity and local path of a profile's source. `Err` names what is missing and how to get it.
-pub fn resolve(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, String> {
+/// Why a model's source file or tokenizer cannot be found, fetched or prepared; each message names
+/// the file and the fix.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("unknown builtin model `{name}` (known: {})", known.join(", "))]
+    UnknownBuiltin { name: String, known: Vec<String> },
+    #[error(
+        "model file {} cannot be read: {source} (fix source.path in {})",
+        path.display(),
+        manifest.display()
+    )]
+    ModelFile {
+        path: PathBuf,
+        manifest: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "{} is missing from the `{package}` package: {source} (reinstall it: pip install --force-reinstall {package})",
+        path.display()
+    )]
+    PackageFile {
+        path: PathBuf,
+        package: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "{repo}/{file}@{revision} is not in the Hugging Face cache at {} and HF_HUB_OFFLINE is set (download it first: huggingface-cli download {repo} {file} --revision {revision})",
+        cache.display()
+    )]
+    HubOffline {
+        repo: String,
+        file: String,
+        revision: String,
+        cache: PathBuf,
+    },
+    #[error(
+        "tokenizer {repo}/{file}@{revision} of model `{model}` is not in the Hugging Face cache at {} and HF_HUB_OFFLINE is set (download it first: huggingface-cli download {repo} {file} --revision {revision})",
+        cache.display()
+    )]
+    TokenizerOffline {
+        model: String,
+        repo: String,
+        file: String,
+        revision: String,
+        cache: PathBuf,
+    },
+    #[error("cannot {action} {}: {source}", path.display())]
+    Io {
+        /// `create`, `read`, `write`.
+        action: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("model `{model}` has no model file to build")]
+    NoModelFile { model: String },
+    #[error("model `{model}` has no local file")]
+    NoLocalFile { model: String },
+    /// The generator failed; `reason` is its error chain.
+    #[error("cannot generate builtin model `{name}`: {reason}")]
+    Generate { name: String, reason: String },
+    /// Reweighting failed; `reason` is its error chain.
+    #[error("cannot give {} seeded weights: {reason}", path.display())]
+    Reweight { path: PathBuf, reason: String },
+    #[error("model `{model}`: {source}")]
+    TokenizerSpec {
+        model: String,
+        source: trtmc_core::catalog::CatalogError,
+    },
+    #[error("model `{model}`: tokenizer `{text}` needs a Hugging Face source")]
+    TokenizerNotHub { model: String, text: String },
+    #[error("cannot start the Hugging Face hub client: {reason}")]
+    HubClient { reason: String },
+    #[error(
+        "cannot download {repo}/{file}@{revision}: {reason} (check the network, or set HF_HUB_OFFLINE=1 and pre-fill the cache)"
+    )]
+    Download {
+        repo: String,
+        file: String,
+        revision: String,
+        reason: String,
+    },
+    #[error("Python package `{package}` is not installed for {python} (pip install {package})")]
+    PackageMissing { package: String, python: String },
+    #[error("cannot find the `{package}` package: {reason} (install Python 3 or set TRTMC_PYTHON)")]
+    PackageLookup { package: String, reason: String },
+}
+
+impl SourceError {
+    fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Self {
+        move |source| SourceError::Io {
+            action,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+pub fn resolve(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, SourceError> {
     let base = resolve_base(profile, work_dir)?;
     Ok(match profile.reweight_seed {
         None => base,
@@ -68,7 +165,7 @@ pub fn resolve(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, Str
 }
 
 /// The source before any reweighting.
-fn resolve_base(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, String> {
+fn resolve_base(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, SourceError> {
     Ok(match &profile.source {
         ModelSource::None => ResolvedSource {
             identity: json!({"kind": "none"}),
@@ -77,10 +174,10 @@ fn resolve_base(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, St
         },
         ModelSource::Builtin { name, seed } => {
             if !trtmc_modelgen::is_builtin(name) {
-                return Err(format!(
-                    "unknown builtin model `{name}` (known: {})",
-                    trtmc_modelgen::builtin_names().join(", ")
-                ));
+                return Err(SourceError::UnknownBuiltin {
+                    name: name.clone(),
+                    known: trtmc_modelgen::builtin_names(),
+                });
             }
             ResolvedSource {
                 identity: builtin_identity(name, *seed),
@@ -90,13 +187,12 @@ fn resolve_base(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, St
         }
         ModelSource::Path { path } => {
             let full = profile.dir().join(path);
-            let digest = hash_file_cached(&full, work_dir).map_err(|e| {
-                format!(
-                    "model file {} cannot be read: {e} (fix source.path in {})",
-                    full.display(),
-                    profile.manifest.display()
-                )
-            })?;
+            let digest =
+                hash_file_cached(&full, work_dir).map_err(|source| SourceError::ModelFile {
+                    path: full.clone(),
+                    manifest: profile.manifest.clone(),
+                    source,
+                })?;
             ResolvedSource {
                 identity: json!({"kind": "path", "sha256": digest}),
                 path: Some(full),
@@ -106,9 +202,12 @@ fn resolve_base(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, St
         ModelSource::PythonPackage { package, path } => {
             let dir = python_package_dir(package)?;
             let full = dir.join(path);
-            let digest = hash_file_cached(&full, work_dir).map_err(|e| {
-                format!("{} is missing from the `{package}` package: {e} (reinstall it: pip install --force-reinstall {package})", full.display())
-            })?;
+            let digest =
+                hash_file_cached(&full, work_dir).map_err(|source| SourceError::PackageFile {
+                    path: full.clone(),
+                    package: package.clone(),
+                    source,
+                })?;
             ResolvedSource {
                 identity: json!({"kind": "python_package", "package": package, "path": path, "sha256": digest}),
                 path: Some(full),
@@ -122,10 +221,12 @@ fn resolve_base(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, St
         } => {
             let (cache, cached) = hub_cached(repo, file, revision);
             if cached.is_none() && hf_offline() {
-                return Err(format!(
-                    "{repo}/{file}@{revision} is not in the Hugging Face cache at {} and HF_HUB_OFFLINE is set (download it first: huggingface-cli download {repo} {file} --revision {revision})",
-                    cache.path().display()
-                ));
+                return Err(SourceError::HubOffline {
+                    repo: repo.clone(),
+                    file: file.clone(),
+                    revision: revision.clone(),
+                    cache: cache.path().to_path_buf(),
+                });
             }
             // The snapshot directory names the commit the revision resolved to (checked against the
             // bundle's record, see `commit`).
@@ -152,17 +253,16 @@ fn builtin_identity(name: &str, seed: u64) -> Value {
 
 /// Produces the ONNX file of a profile for a build: downloads from the hub when allowed, generates
 /// builtin models, applies `reweight_seed`. Files are written atomically under `work_dir/sources`.
-pub fn materialize(profile: &Profile, work_dir: &Path) -> Result<PathBuf, String> {
+pub fn materialize(profile: &Profile, work_dir: &Path) -> Result<PathBuf, SourceError> {
     let resolved = resolve(profile, work_dir)?;
     let base = resolve_base(profile, work_dir)?;
     let dir = work_dir.join("sources");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(SourceError::io("create", &dir))?;
     let base_path = match &profile.source {
         ModelSource::None => {
-            return Err(format!(
-                "model `{}` has no model file to build",
-                profile.name
-            ));
+            return Err(SourceError::NoModelFile {
+                model: profile.name.clone(),
+            });
         }
         ModelSource::Builtin { name, seed } => {
             let file = dir.join(format!(
@@ -170,10 +270,12 @@ pub fn materialize(profile: &Profile, work_dir: &Path) -> Result<PathBuf, String
                 &hash::json_hash(&resolved.identity)[..12]
             ));
             if !file.exists() {
-                let bytes = trtmc_modelgen::generate(name, *seed)
-                    .map_err(|e| format!("cannot generate builtin model `{name}`: {e:#}"))?;
-                write_atomic(&file, &bytes)
-                    .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+                let bytes =
+                    trtmc_modelgen::generate(name, *seed).map_err(|e| SourceError::Generate {
+                        name: name.clone(),
+                        reason: format!("{e:#}"),
+                    })?;
+                write_atomic(&file, &bytes).map_err(SourceError::io("write", &file))?;
             }
             file
         }
@@ -185,9 +287,11 @@ pub fn materialize(profile: &Profile, work_dir: &Path) -> Result<PathBuf, String
             Some(p) => p,
             None => download_hf(repo, file, revision)?,
         },
-        ModelSource::Path { .. } | ModelSource::PythonPackage { .. } => base
-            .path
-            .ok_or_else(|| format!("model `{}` has no local file", profile.name))?,
+        ModelSource::Path { .. } | ModelSource::PythonPackage { .. } => {
+            base.path.ok_or_else(|| SourceError::NoLocalFile {
+                model: profile.name.clone(),
+            })?
+        }
     };
     match profile.reweight_seed {
         None => Ok(base_path),
@@ -198,12 +302,13 @@ pub fn materialize(profile: &Profile, work_dir: &Path) -> Result<PathBuf, String
                     &base_path,
                     trtmc_core::limits::FileKind::Bulk,
                 )
-                .map_err(|e| format!("cannot read {}: {e}", base_path.display()))?;
-                let out = trtmc_modelgen::reweight(&bytes, seed).map_err(|e| {
-                    format!("cannot give {} seeded weights: {e:#}", base_path.display())
-                })?;
-                write_atomic(&file, &out)
-                    .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+                .map_err(SourceError::io("read", &base_path))?;
+                let out =
+                    trtmc_modelgen::reweight(&bytes, seed).map_err(|e| SourceError::Reweight {
+                        path: base_path.clone(),
+                        reason: format!("{e:#}"),
+                    })?;
+                write_atomic(&file, &out).map_err(SourceError::io("write", &file))?;
             }
             Ok(file)
         }
@@ -223,7 +328,10 @@ fn reweighted_file(profile: &Profile, resolved: &ResolvedSource, dir: &Path) -> 
 /// [`materialize`] returns. A generated model is generated now (deterministic and quick, into the
 /// same cache file the build reads); a download or a reweighting is never started, so their file is
 /// `None` until a build has produced it.
-pub fn planned_model_file(profile: &Profile, work_dir: &Path) -> Result<Option<PathBuf>, String> {
+pub fn planned_model_file(
+    profile: &Profile,
+    work_dir: &Path,
+) -> Result<Option<PathBuf>, SourceError> {
     let resolved = resolve(profile, work_dir)?;
     match (&profile.source, profile.reweight_seed) {
         (ModelSource::Builtin { .. }, None) => materialize(profile, work_dir).map(Some),
@@ -239,29 +347,34 @@ pub fn planned_model_file(profile: &Profile, work_dir: &Path) -> Result<Option<P
 /// the absolute path of a cached hub file). A `hub:` tokenizer missing from the cache is downloaded
 /// when `fetch` allows it, else left as its `hub:` spec for a later [`Fetch::Allowed`] call; with
 /// HF_HUB_OFFLINE set, `Err` says how to fill the cache.
-pub fn resolve_tokenizer(profile: &Profile, fetch: Fetch) -> Result<Option<String>, String> {
+pub fn resolve_tokenizer(profile: &Profile, fetch: Fetch) -> Result<Option<String>, SourceError> {
     let Some(text) = profile.tokenizer.as_deref() else {
         return Ok(None);
     };
-    let spec = TokenizerSpec::parse(text).map_err(|e| format!("model `{}`: {e}", profile.name))?;
+    let spec = TokenizerSpec::parse(text).map_err(|source| SourceError::TokenizerSpec {
+        model: profile.name.clone(),
+        source,
+    })?;
     let TokenizerSpec::Hub(file) = spec else {
         return Ok(Some(text.to_owned()));
     };
     let ModelSource::HuggingFace { repo, revision, .. } = &profile.source else {
-        return Err(format!(
-            "model `{}`: tokenizer `{text}` needs a Hugging Face source",
-            profile.name
-        ));
+        return Err(SourceError::TokenizerNotHub {
+            model: profile.name.clone(),
+            text: text.to_string(),
+        });
     };
     let (cache, cached) = hub_cached(repo, &file, revision);
     let path = match cached {
         Some(p) => p,
         None if hf_offline() => {
-            return Err(format!(
-                "tokenizer {repo}/{file}@{revision} of model `{}` is not in the Hugging Face cache at {} and HF_HUB_OFFLINE is set (download it first: huggingface-cli download {repo} {file} --revision {revision})",
-                profile.name,
-                cache.path().display()
-            ));
+            return Err(SourceError::TokenizerOffline {
+                model: profile.name.clone(),
+                repo: repo.clone(),
+                file: file.clone(),
+                revision: revision.clone(),
+                cache: cache.path().to_path_buf(),
+            });
         }
         None if fetch == Fetch::CacheOnly => return Ok(Some(text.to_owned())),
         None => download_hf(repo, &file, revision)?,
@@ -306,7 +419,7 @@ pub fn missing_prerequisite(profile: &Profile) -> Option<String> {
         return None;
     };
     match python_package_dir(package) {
-        Err(e) => Some(e),
+        Err(e) => Some(e.to_string()),
         Ok(dir) if !dir.join(path).is_file() => Some(format!(
             "{} is missing from the `{package}` package (reinstall it: pip install --force-reinstall {package})",
             dir.join(path).display()
@@ -361,26 +474,39 @@ fn snapshot_commit(path: &Path) -> Option<String> {
     parts.get(at + 1).cloned()
 }
 
-fn download_hf(repo: &str, file: &str, revision: &str) -> Result<PathBuf, String> {
+fn download_hf(repo: &str, file: &str, revision: &str) -> Result<PathBuf, SourceError> {
     let api = hf_hub::api::sync::ApiBuilder::from_env()
         .build()
-        .map_err(|e| format!("cannot start the Hugging Face hub client: {e}"))?;
-    api.repo(hf_hub::Repo::with_revision(repo.into(), hf_hub::RepoType::Model, revision.into()))
-        .get(file)
-        .map_err(|e| format!("cannot download {repo}/{file}@{revision}: {e} (check the network, or set HF_HUB_OFFLINE=1 and pre-fill the cache)"))
+        .map_err(|e| SourceError::HubClient {
+            reason: e.to_string(),
+        })?;
+    api.repo(hf_hub::Repo::with_revision(
+        repo.into(),
+        hf_hub::RepoType::Model,
+        revision.into(),
+    ))
+    .get(file)
+    .map_err(|e| SourceError::Download {
+        repo: repo.to_string(),
+        file: file.to_string(),
+        revision: revision.to_string(),
+        reason: e.to_string(),
+    })
 }
 
 /// The directory of an installed Python package, found without importing it.
-pub fn python_package_dir(package: &str) -> Result<PathBuf, String> {
+pub fn python_package_dir(package: &str) -> Result<PathBuf, SourceError> {
     let python = trtmc_core::python::interpreter();
     match trtmc_core::python::package_dir(package) {
         Ok(Some(dir)) => Ok(dir),
-        Ok(None) => Err(format!(
-            "Python package `{package}` is not installed for {python} (pip install {package})"
-        )),
-        Err(e) => Err(format!(
-            "cannot find the `{package}` package: {e} (install Python 3 or set TRTMC_PYTHON)"
-        )),
+        Ok(None) => Err(SourceError::PackageMissing {
+            package: package.to_string(),
+            python: python.to_string(),
+        }),
+        Err(e) => Err(SourceError::PackageLookup {
+            package: package.to_string(),
+            reason: e.to_string(),
+        }),
     }
 }
 
@@ -416,6 +542,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_source_error_reads_once_through_the_runner_error() {
+        let missing = crate::Error::Source {
+            model: "m".into(),
+            source: Box::new(SourceError::NoModelFile { model: "m".into() }),
+        };
+        assert_eq!(missing.message(), "model `m` has no model file to build");
+        // The I/O error is the source and part of the message: printed once.
+        let unreadable = crate::Error::Source {
+            model: "m".into(),
+            source: Box::new(SourceError::Io {
+                action: "read",
+                path: "/models/m.onnx".into(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "gone"),
+            }),
+        };
+        assert_eq!(unreadable.message(), "cannot read /models/m.onnx: gone");
+        assert!(std::error::Error::source(&unreadable).is_some());
+    }
+
+    #[test]
     fn file_hash_memo_tracks_content_changes() {
         let t = tempfile::tempdir().expect("tmp");
         let f = t.path().join("m.onnx");
@@ -430,7 +576,9 @@ mod tests {
 
     #[test]
     fn missing_python_packages_say_how_to_install() {
-        let err = python_package_dir("surely_not_a_real_package_xyz").expect_err("missing");
+        let err = python_package_dir("surely_not_a_real_package_xyz")
+            .expect_err("missing")
+            .to_string();
         assert!(
             err.contains("pip install surely_not_a_real_package_xyz")
                 || err.contains("install Python"),

@@ -19,6 +19,7 @@ use trtmc_core::artifacts::RuntimeInfo;
 use trtmc_core::fsutil::{write_atomic, write_json_atomic};
 use trtmc_core::limits::{FileKind, read_outside};
 
+use crate::error::ManifestError;
 use crate::runtime::{BuildStep, Runtime};
 use crate::tensor::TensorSpec;
 
@@ -50,32 +51,34 @@ pub struct BundleManifest {
 }
 
 impl BundleManifest {
-    pub fn read(bundle_dir: &Path) -> Result<BundleManifest, String> {
+    pub fn read(bundle_dir: &Path) -> Result<BundleManifest, ManifestError> {
         let path = bundle_dir.join(BUNDLE_FILE);
         // A bundle folder may be one a user names (`--bundle`): its manifest is read bounded.
-        let bytes = read_outside(&path, FileKind::Text).map_err(|e| match e.kind() {
-            // A special or oversized file: the reader's message names it, the limit and the fix.
-            std::io::ErrorKind::InvalidInput => {
-                format!("{} is not a bundle: {e}", bundle_dir.display())
+        let bytes = read_outside(&path, FileKind::Text).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::InvalidInput {
+                // A special or oversized file: the reader's message names it, the limit and the fix.
+                ManifestError::Refused {
+                    bundle: bundle_dir.to_path_buf(),
+                    source,
+                }
+            } else {
+                ManifestError::Unreadable {
+                    bundle: bundle_dir.to_path_buf(),
+                    path: path.clone(),
+                    source,
+                }
             }
-            _ => format!(
-                "{} is not a bundle: cannot read {}: {e} (rebuild it, or drop --bundle to build one)",
-                bundle_dir.display(),
-                path.display()
-            ),
         })?;
-        let m: BundleManifest = serde_json::from_slice(&bytes).map_err(|e| {
-            format!(
-                "{} is malformed: {e} (rebuild the bundle with --rebuild)",
-                path.display()
-            )
-        })?;
+        let m: BundleManifest = match serde_json::from_slice(&bytes) {
+            Ok(m) => m,
+            Err(source) => return Err(ManifestError::Malformed { path, source }),
+        };
         if m.schema != BUNDLE_SCHEMA {
-            return Err(format!(
-                "{} has schema `{}`, expected `{BUNDLE_SCHEMA}` (rebuild the bundle)",
-                path.display(),
-                m.schema
-            ));
+            return Err(ManifestError::Schema {
+                path,
+                found: m.schema,
+                expected: BUNDLE_SCHEMA,
+            });
         }
         Ok(m)
     }

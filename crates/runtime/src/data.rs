@@ -643,32 +643,36 @@ pub fn check_sets(
     kind: DataKind,
     declared: &[Declared],
     shapes: &BTreeMap<String, Vec<i64>>,
-) -> Result<(), String> {
+) -> Result<(), Box<DataSetError>> {
     let flag = kind.flag();
     let what = kind.what();
     for set in sets {
         let mut symbols: BTreeMap<&str, (usize, &str)> = BTreeMap::new();
         for t in &set.tensors {
             let d = declared.iter().find(|d| d.name == t.name).ok_or_else(|| {
-                let close =
-                    trtmc_core::text::closest(&t.name, declared.iter().map(|d| d.name.as_str()))
-                        .map(|c| format!(" Did you mean `{c}`?"))
-                        .unwrap_or_default();
-                format!(
-                    "{flag} {}: `{}` is not an {what} of the model.{close} Its {what}s: {}",
-                    set.source,
-                    t.name,
-                    names(declared)
-                )
+                Box::new(DataSetError::NotDeclared {
+                    flag,
+                    set: set.source.to_string(),
+                    name: t.name.clone(),
+                    what,
+                    closest: trtmc_core::text::closest(
+                        &t.name,
+                        declared.iter().map(|d| d.name.as_str()),
+                    )
+                    .map(str::to_string),
+                    declared: names(declared),
+                })
             })?;
             let wrong = |why: String| {
-                format!(
-                    "{flag} {}: {what} `{}`: the model wants {}, the data gives {} ({why})",
-                    set.source,
-                    t.name,
-                    d.describe_type(),
-                    given(t)
-                )
+                Box::new(DataSetError::Mismatch {
+                    flag,
+                    set: set.source.to_string(),
+                    what,
+                    name: t.name.clone(),
+                    wants: d.describe_type(),
+                    gives: given(t),
+                    why,
+                })
             };
             if onnx_element_type(d.elem_type).map(|e| e.name()) != Some(t.dtype.as_str()) {
                 return Err(wrong(
@@ -723,20 +727,59 @@ pub fn check_sets(
                 .iter()
                 .find(|d| !set.tensors.iter().any(|t| t.name == d.name))
         {
-            return Err(format!(
-                "{flag} {}: the model's input `{}` ({}) is not given (given: {})",
-                set.source,
-                missing.name,
-                missing.describe_type(),
-                set.tensors
-                    .iter()
-                    .map(|t| t.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+            return Err(Box::new(DataSetError::MissingInput {
+                flag,
+                set: set.source.to_string(),
+                name: missing.name.clone(),
+                wants: missing.describe_type(),
+                given: set.tensors.iter().map(|t| t.name.clone()).collect(),
+            }));
         }
     }
     Ok(())
+}
+
+/// A data set that does not fit the model; the message names the set, the tensor, what the model
+/// wants and what the data gives.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DataSetError {
+    #[error(
+        "{flag} {set}: `{name}` is not an {what} of the model.{} Its {what}s: {declared}",
+        closest.as_ref().map(|c| format!(" Did you mean `{c}`?")).unwrap_or_default()
+    )]
+    NotDeclared {
+        flag: &'static str,
+        set: String,
+        name: String,
+        what: &'static str,
+        closest: Option<String>,
+        /// The model's declared names, comma-separated.
+        declared: String,
+    },
+    #[error(
+        "{flag} {set}: {what} `{name}`: the model wants {wants}, the data gives {gives} ({why})"
+    )]
+    Mismatch {
+        flag: &'static str,
+        set: String,
+        what: &'static str,
+        name: String,
+        wants: String,
+        gives: String,
+        /// What differs, and how to fix it.
+        why: String,
+    },
+    #[error(
+        "{flag} {set}: the model's input `{name}` ({wants}) is not given (given: {})",
+        given.join(", ")
+    )]
+    MissingInput {
+        flag: &'static str,
+        set: String,
+        name: String,
+        wants: String,
+        given: Vec<String>,
+    },
 }
 
 /// `1x3x224x224` (a scalar as `scalar`).
@@ -802,7 +845,8 @@ mod tests {
             &model,
             &none,
         )
-        .expect_err("type");
+        .expect_err("type")
+        .to_string();
         assert!(
             e.contains("input `x`: the model wants f32[?,3], the data gives f64[2,3]"),
             "{e}"
@@ -813,7 +857,8 @@ mod tests {
             &model,
             &none,
         )
-        .expect_err("fixed dim");
+        .expect_err("fixed dim")
+        .to_string();
         assert!(e.contains("axis 1 is fixed at 3"), "{e}");
         let e = check_sets(
             &[set(&[("x", "f32", vec![2, 3])])],
@@ -821,7 +866,8 @@ mod tests {
             &model,
             &none,
         )
-        .expect_err("missing");
+        .expect_err("missing")
+        .to_string();
         assert!(e.contains("input `sr` (i64[]) is not given"), "{e}");
         let e = check_sets(
             &[set(&[("y", "f32", vec![2, 3])])],
@@ -829,10 +875,13 @@ mod tests {
             &model,
             &none,
         )
-        .expect_err("unknown");
+        .expect_err("unknown")
+        .to_string();
         assert!(e.contains("`y` is not an input of the model"), "{e}");
         let shapes = BTreeMap::from([("x".to_string(), vec![1, 3])]);
-        let e = check_sets(&[ok], DataKind::Inputs, &model, &shapes).expect_err("--shape");
+        let e = check_sets(&[ok], DataKind::Inputs, &model, &shapes)
+            .expect_err("--shape")
+            .to_string();
         assert!(e.contains("--shape x:1x3 was given"), "{e}");
     }
 
@@ -856,7 +905,7 @@ mod tests {
         proto.raw_data.pop();
         assert!(tensor_from_proto(&proto).is_err());
         proto.data_type = 16;
-        let e = tensor_from_proto(&proto).expect_err("bf16");
+        let e = tensor_from_proto(&proto).expect_err("bf16").to_string();
         assert!(format!("{e:#}").contains("bf16"), "{e:#}");
         let strings = tract_onnx::pb::TensorProto {
             name: "s".into(),

@@ -12,6 +12,8 @@ use trtmc_trtexec::{KnobDatabase, KnobOption};
 
 use trtmc_core::settings::{SettingDecl, SettingSection};
 
+use crate::error::SettingError;
+
 /// One knob database of a runtime with the name of its source (`tract`, `trtexec`, `trtexec-flags`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KnobSource {
@@ -109,21 +111,22 @@ pub fn declared_database(
 
 /// The setting the knob `knob` of a tunable declaration stands for, with `value` as setting text.
 pub fn declared_setting(
-    runtime: &str,
+    runtime: &'static str,
     decls: &[SettingDecl],
     knob: &str,
     value: &str,
-) -> Result<KnobSetting, String> {
+) -> Result<KnobSetting, SettingError> {
     if !decls.iter().any(|d| d.tunable) {
-        return Err(format!("runtime `{runtime}` has no tunable knobs"));
+        return Err(SettingError::NoKnobs { runtime });
     }
     let Some(decl) = decls
         .iter()
         .find(|d| d.tunable && knob.strip_prefix('-') == Some(d.name))
     else {
-        return Err(format!(
-            "knob {knob} is not a knob of runtime `{runtime}` (see tune --runtime {runtime} --help-routes)"
-        ));
+        return Err(SettingError::UnknownKnob {
+            runtime,
+            knob: knob.to_string(),
+        });
     };
     let text = match (is_switch(decl), value) {
         (true, "on") => "true",
@@ -286,15 +289,15 @@ mod tests {
     fn route_tokens_become_settings_and_unknown_knobs_are_named() {
         let ort = runtime("onnxruntime").expect("ort");
         assert_eq!(
-            ort.knob_setting("-intra_spinning", "off"),
-            Ok(KnobSetting::Setting {
+            ort.knob_setting("-intra_spinning", "off").ok(),
+            Some(KnobSetting::Setting {
                 key: "runtime.intra_spinning".into(),
                 value: "false".into()
             })
         );
         assert_eq!(
-            ort.knob_setting("-optimization_level", "basic"),
-            Ok(KnobSetting::Setting {
+            ort.knob_setting("-optimization_level", "basic").ok(),
+            Some(KnobSetting::Setting {
                 key: "build.optimization_level".into(),
                 value: "basic".into()
             })
@@ -302,7 +305,8 @@ mod tests {
         let tract = runtime("tract").expect("tract");
         let err = tract
             .knob_setting("-intra_threads", "2")
-            .expect_err("not tract's");
+            .expect_err("not tract's")
+            .to_string();
         assert!(
             err.contains("-intra_threads") && err.contains("--help-routes"),
             "{err}"

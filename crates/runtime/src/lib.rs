@@ -11,6 +11,7 @@
 //! - [`data`]: a case's own input data and expected outputs (`run --inputs`, `--check-outputs`).
 //! - [`outputs`]: one forward pass with named outputs, for output agreement between runtimes.
 //! - [`reference`]: the request/result protocol of the Python reference runners in `reference/`.
+//! - [`error`]: the typed errors of the runtimes' checks (availability, settings, bundles).
 //! - [`bundle`]: bundle directories with their build evidence.
 //! - [`guard`]: the runtime boundary (graphs no runtime can run, a runtime's panic as an error).
 //! - [`ops`]: one timed runner per public operation.
@@ -18,6 +19,7 @@
 
 pub mod bundle;
 pub mod data;
+pub mod error;
 pub mod guard;
 pub mod knobs;
 pub mod ops;

@@ -31,6 +31,7 @@ use tract_core::prelude::f16;
 use trtmc_core::fsutil::write_json_atomic;
 
 use crate::bundle::BundleManifest;
+use crate::error::{OrtLibraryError, Unavailable};
 use crate::profile::LayerProfile;
 use crate::profile::ort_trace::{GraphNode, layers_from_trace};
 use crate::runtime::{
@@ -145,16 +146,16 @@ pub struct Library {
     pub version: String,
 }
 
-static LIBRARY: OnceLock<Result<Library, String>> = OnceLock::new();
-static ENVIRONMENT: OnceLock<Result<Environment, String>> = OnceLock::new();
+static LIBRARY: OnceLock<Result<Library, OrtLibraryError>> = OnceLock::new();
+static ENVIRONMENT: OnceLock<Result<Environment, OrtLibraryError>> = OnceLock::new();
 
 /// The library this process uses (located once).
-pub fn library() -> Result<&'static Library, String> {
+pub fn library() -> Result<&'static Library, OrtLibraryError> {
     LIBRARY.get_or_init(locate).as_ref().map_err(Clone::clone)
 }
 
 /// The process's one ORT environment (created on first use).
-pub fn environment() -> Result<&'static Environment, String> {
+pub fn environment() -> Result<&'static Environment, OrtLibraryError> {
     ENVIRONMENT
         .get_or_init(|| {
             let path = library_path()?;
@@ -164,33 +165,30 @@ pub fn environment() -> Result<&'static Environment, String> {
         .map_err(Clone::clone)
 }
 
-fn init_environment(path: &Path) -> Result<Environment, String> {
+fn init_environment(path: &Path) -> Result<Environment, OrtLibraryError> {
     ort::init_from(path)
-        .map_err(|e| {
-            format!(
-                "cannot load ONNX Runtime from {}: {e} ({INSTALL_HINT}, or point ORT_DYLIB_PATH at libonnxruntime 1.31 or newer)",
-                path.display()
-            )
+        .map_err(|e| OrtLibraryError::Load {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+            hint: INSTALL_HINT,
         })?
         .with_name("trtmc")
         .with_telemetry(false)
         .build()
-        .map_err(|e| format!("cannot create the ONNX Runtime environment: {e}"))
+        .map_err(|e| OrtLibraryError::Environment {
+            reason: e.to_string(),
+        })
 }
 
-fn locate() -> Result<Library, String> {
+fn locate() -> Result<Library, OrtLibraryError> {
     let path = library_path()?;
     let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
     let version = match version_from_file_name(&canonical) {
         Some(v) => v,
         None => {
             environment()?;
-            version_from_build_info(ort::info()).ok_or_else(|| {
-                format!(
-                    "cannot tell the ONNX Runtime version of {}: neither its file name nor its build info names one",
-                    path.display()
-                )
-            })?
+            version_from_build_info(ort::info())
+                .ok_or_else(|| OrtLibraryError::VersionUnknown { path: path.clone() })?
         }
     };
     Ok(Library { path, version })
@@ -199,7 +197,7 @@ fn locate() -> Result<Library, String> {
 /// The library, first found of: a `--runtime-dir` folder, `ORT_DYLIB_PATH`, the `onnxruntime` wheel
 /// installed beside this program (`pip install 'trtmc[onnxruntime]'` puts both in one environment),
 /// the `onnxruntime` package of the Python interpreter.
-fn library_path() -> Result<PathBuf, String> {
+fn library_path() -> Result<PathBuf, OrtLibraryError> {
     let runtime_dirs = trtmc_core::runtime_dirs::current();
     if let Some(found) = trtmc_core::runtime_dirs::find_file(&runtime_dirs, is_library_name) {
         return Ok(found);
@@ -207,10 +205,10 @@ fn library_path() -> Result<PathBuf, String> {
     if let Some(value) = std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()) {
         let path = PathBuf::from(value);
         if !path.is_file() {
-            return Err(format!(
-                "ORT_DYLIB_PATH={} is not a file: point it at libonnxruntime (e.g. …/onnxruntime/capi/libonnxruntime.so.1.31.1), or unset it to use the `onnxruntime` Python package ({INSTALL_HINT})",
-                path.display()
-            ));
+            return Err(OrtLibraryError::DylibPathNotAFile {
+                path,
+                hint: INSTALL_HINT,
+            });
         }
         return Ok(path);
     }
@@ -221,12 +219,12 @@ fn library_path() -> Result<PathBuf, String> {
         if runtime_dirs.is_empty() {
             e
         } else {
-            format!(
-                "{e}; no libonnxruntime in --runtime-dir {}",
-                std::env::join_paths(&runtime_dirs)
+            OrtLibraryError::NotInRuntimeDirs {
+                source: Box::new(e),
+                runtime_dirs: std::env::join_paths(&runtime_dirs)
                     .map(|p| p.to_string_lossy().into_owned())
-                    .unwrap_or_default()
-            )
+                    .unwrap_or_default(),
+            }
         }
     })
 }
@@ -264,33 +262,37 @@ fn beside_program() -> Option<PathBuf> {
 }
 
 /// The `onnxruntime` package directory of the Python interpreter, found without importing it.
-fn wheel_library() -> Result<PathBuf, String> {
+fn wheel_library() -> Result<PathBuf, OrtLibraryError> {
     let python = trtmc_core::python::interpreter();
     let dir = match trtmc_core::python::package_dir("onnxruntime") {
         Ok(Some(dir)) => dir,
         Ok(None) => {
-            return Err(format!(
-                "ONNX Runtime is not installed: ORT_DYLIB_PATH is not set and {python} has no `onnxruntime` package ({INSTALL_HINT}, or set ORT_DYLIB_PATH to libonnxruntime)"
-            ));
+            return Err(OrtLibraryError::NotInstalled {
+                python: python.to_string(),
+                hint: INSTALL_HINT,
+            });
         }
         Err(e) => {
-            return Err(format!(
-                "ONNX Runtime not found: ORT_DYLIB_PATH is not set and {python} cannot be used to look for the `onnxruntime` package ({e}); {INSTALL_HINT}, or set ORT_DYLIB_PATH to libonnxruntime"
-            ));
+            return Err(OrtLibraryError::PythonUnusable {
+                python: python.to_string(),
+                reason: e.to_string(),
+                hint: INSTALL_HINT,
+            });
         }
     };
     let capi = dir.join("capi");
     if let Err(e) = std::fs::read_dir(&capi) {
-        return Err(format!(
-            "cannot list {}: {e} (reinstall: {INSTALL_HINT})",
-            capi.display()
-        ));
+        return Err(OrtLibraryError::CannotList {
+            dir: capi,
+            source: std::sync::Arc::new(e),
+            hint: INSTALL_HINT,
+        });
     }
     trtmc_core::runtime_dirs::find_file(&[capi], is_library_name).ok_or_else(|| {
-        format!(
-            "the `onnxruntime` package in {} has no capi/libonnxruntime library (wheels before 1.19 did not ship it): {INSTALL_HINT}",
-            dir.display()
-        )
+        OrtLibraryError::NoLibraryInWheel {
+            dir: dir.clone(),
+            hint: INSTALL_HINT,
+        }
     })
 }
 
@@ -685,8 +687,8 @@ impl Runtime for OrtRuntime {
         crate::tract_rt::cpu_target()
     }
 
-    fn availability(&self) -> Result<(), String> {
-        library().map(|_| ())
+    fn availability(&self) -> Result<(), Unavailable> {
+        library().map(|_| ()).map_err(Unavailable::OnnxRuntime)
     }
 
     fn settings(&self) -> &'static [SettingDecl] {

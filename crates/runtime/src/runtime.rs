@@ -11,6 +11,7 @@ use trtmc_core::artifacts::{Observation, PUBLIC_PIPELINE_CALL_WALL};
 use trtmc_core::case::ResolvedCase;
 
 use crate::bundle::BundleManifest;
+use crate::error::{BundleCheckError, SettingError, Unavailable, UnsupportedOperation};
 use crate::knobs::{KnobError, KnobSetting, KnobSource};
 use crate::profile::{ExportFiles, LayerProfile};
 use crate::tensor::{HostTensor, TensorSpec};
@@ -134,7 +135,7 @@ pub trait Runtime: Send + Sync {
     /// What the artifact is tied to besides the architecture (CPU features, GPU compute capability).
     fn target(&self) -> String;
     /// `Err` with an install hint when the runtime cannot be used on this machine.
-    fn availability(&self) -> Result<(), String>;
+    fn availability(&self) -> Result<(), Unavailable>;
     /// Every `build.*` (beyond [`COMMON_BUILD_SETTINGS`]) and `runtime.*` setting it understands.
     fn settings(&self) -> &'static [SettingDecl];
     /// Builds the optimized artifact from `onnx` into the empty directory `out_dir`.
@@ -181,13 +182,13 @@ pub trait Runtime: Send + Sync {
         }])
     }
     /// What the route token `knob=value` asks of this runtime (by default: a declared setting).
-    fn knob_setting(&self, knob: &str, value: &str) -> Result<KnobSetting, String> {
+    fn knob_setting(&self, knob: &str, value: &str) -> Result<KnobSetting, SettingError> {
         crate::knobs::declared_setting(self.name(), self.settings(), knob, value)
     }
     /// Checks the values of its build settings before anything is built (a route against the installed
     /// tool's knob database, say); `Err` names the setting, the allowed values and the tool's version.
     /// By default the values of the declared build settings (see [`check_declared_values`]).
-    fn check_build_values(&self, settings: &BTreeMap<String, Value>) -> Result<(), String> {
+    fn check_build_values(&self, settings: &BTreeMap<String, Value>) -> Result<(), SettingError> {
         check_declared_values(
             self.name(),
             self.settings(),
@@ -210,11 +211,15 @@ pub trait Runtime: Send + Sync {
     }
     /// Whether a bundle built earlier (`run --bundle`, a tuner's saved bundle) can run here; `Err` says
     /// why not and what to do (a TensorRT engine loads only in the TensorRT version that built it).
-    fn check_bundle(&self, _bundle_dir: &Path, _manifest: &BundleManifest) -> Result<(), String> {
+    fn check_bundle(
+        &self,
+        _bundle_dir: &Path,
+        _manifest: &BundleManifest,
+    ) -> Result<(), BundleCheckError> {
         Ok(())
     }
     /// `Err` naming the runtimes that can run `operation` when this one cannot.
-    fn supports_operation(&self, _operation: &str) -> Result<(), String> {
+    fn supports_operation(&self, _operation: &str) -> Result<(), UnsupportedOperation> {
         Ok(())
     }
     /// The timed region its observations measure.
@@ -238,7 +243,10 @@ pub struct RuntimeOptions {
 }
 
 /// Checks `settings` against a runtime's declared settings.
-pub fn check_settings(rt: &dyn Runtime, settings: &BTreeMap<String, Value>) -> Result<(), String> {
+pub fn check_settings(
+    rt: &dyn Runtime,
+    settings: &BTreeMap<String, Value>,
+) -> Result<(), SettingError> {
     let declared = || {
         rt.settings()
             .iter()
@@ -246,16 +254,11 @@ pub fn check_settings(rt: &dyn Runtime, settings: &BTreeMap<String, Value>) -> R
     };
     for key in settings.keys() {
         if !declared().any(|s| s.name == key) {
-            let known: Vec<&str> = declared().map(|s| s.name).collect();
-            return Err(format!(
-                "unknown runtime setting `runtime.{key}` for runtime `{}` (known: {})",
-                rt.name(),
-                if known.is_empty() {
-                    "none".to_string()
-                } else {
-                    known.join(", ")
-                }
-            ));
+            return Err(SettingError::UnknownRuntimeSetting {
+                runtime: rt.name(),
+                key: key.clone(),
+                known: declared().map(|s| s.name.to_string()).collect(),
+            });
         }
     }
     check_declared_values(rt.name(), rt.settings(), SettingSection::Runtime, settings)
@@ -271,11 +274,11 @@ pub const OPEN_RANGE_MOST: i64 = 1024;
 /// or false. The declared default always passes; free-form declarations (TensorRT's build route) are
 /// left to the runtime's own check.
 pub fn check_declared_values(
-    runtime: &str,
+    runtime: &'static str,
     decls: &[SettingDecl],
     section: SettingSection,
     settings: &BTreeMap<String, Value>,
-) -> Result<(), String> {
+) -> Result<(), SettingError> {
     for (name, value) in settings {
         let Some(decl) = decls
             .iter()
@@ -307,40 +310,40 @@ pub fn check_declared_values(
                     .as_i64()
                     .is_some_and(|n| (least..=OPEN_RANGE_MOST).contains(&n))
                 {
-                    return Err(format!(
-                        "{key}={text}: runtime `{runtime}` takes a whole number from {least} to {OPEN_RANGE_MOST} (e.g. {key}={})",
-                        decl.default
-                    ));
+                    return Err(SettingError::OutOfRange {
+                        runtime,
+                        key,
+                        value: text,
+                        least,
+                        most: OPEN_RANGE_MOST,
+                        example: decl.default,
+                    });
                 }
             }
             trtmc_trtexec::KnobValues::Listed(values) => {
                 if !values.contains(&text) {
-                    return Err(format!(
-                        "{key}={text}: runtime `{runtime}` takes {} (e.g. {key}={})",
-                        one_of(&values),
-                        decl.default
-                    ));
+                    return Err(SettingError::NotListed {
+                        runtime,
+                        key,
+                        value: text,
+                        allowed: values,
+                        example: decl.default,
+                    });
                 }
             }
             unbounded @ trtmc_trtexec::KnobValues::Unbounded(_) => {
                 if !unbounded.accepts(&text) {
-                    return Err(format!(
-                        "{key}={text}: runtime `{runtime}` takes {}",
-                        unbounded.render()
-                    ));
+                    return Err(SettingError::NotAccepted {
+                        runtime,
+                        key,
+                        value: text,
+                        expected: unbounded.render(),
+                    });
                 }
             }
         }
     }
     Ok(())
-}
-
-/// `a`, `a or b`, `a, b or c`.
-fn one_of(values: &[String]) -> String {
-    match values.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
-        _ => values.join(""),
-    }
 }
 
 /// Reads a positive integer setting.
@@ -437,8 +440,9 @@ mod tests {
     fn declared_values_are_checked_by_the_declaring_runtime() {
         let tract = runtime("tract").expect("tract");
         let ort = runtime("onnxruntime").expect("onnxruntime");
-        let runtime_values =
-            |rt: &dyn Runtime, key: &str, value: Value| check_settings(rt, &one(key, value));
+        let runtime_values = |rt: &dyn Runtime, key: &str, value: Value| -> Result<(), String> {
+            check_settings(rt, &one(key, value)).map_err(|e| e.to_string())
+        };
         assert_eq!(runtime_values(tract.as_ref(), "threads", json!(4)), Ok(()));
         for bad in [
             json!(0),
@@ -461,23 +465,28 @@ mod tests {
         assert!(e.contains("sequential or parallel"), "{e}");
         // Build settings: the default check is the declaration's, precision included.
         assert_eq!(
-            tract.check_build_values(&one("precision", json!("fp16"))),
+            tract
+                .check_build_values(&one("precision", json!("fp16")))
+                .map_err(|e| e.to_string()),
             Ok(())
         );
         let e = tract
             .check_build_values(&one("precision", json!("fp7")))
-            .expect_err("fp7");
+            .expect_err("fp7")
+            .to_string();
         assert!(
             e.contains("build.precision=fp7") && e.contains("fp32 or fp16"),
             "{e}"
         );
         let e = ort
             .check_build_values(&one("precision", json!("fp16")))
-            .expect_err("ort builds fp32 only");
+            .expect_err("ort builds fp32 only")
+            .to_string();
         assert!(e.contains("takes fp32"), "{e}");
         let e = ort
             .check_build_values(&one("optimization_level", json!("max")))
-            .expect_err("level");
+            .expect_err("level")
+            .to_string();
         assert!(e.contains("disable, basic, extended, layout or all"), "{e}");
     }
 
@@ -493,7 +502,8 @@ mod tests {
             ("precision", json!("int8")),
         ] {
             assert_eq!(
-                check_declared_values("tensorrt", decls, SettingSection::Build, &one(key, value)),
+                check_declared_values("tensorrt", decls, SettingSection::Build, &one(key, value))
+                    .map_err(|e| e.to_string()),
                 Ok(()),
                 "{key}"
             );
@@ -504,7 +514,8 @@ mod tests {
             SettingSection::Build,
             &one("builder_optimization_level", json!(9)),
         )
-        .expect_err("level 9");
+        .expect_err("level 9")
+        .to_string();
         assert!(e.contains("0, 1, 2, 3, 4 or 5"), "{e}");
     }
 }

@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
@@ -34,6 +34,7 @@ use trtmc_trtexec::{
 };
 
 use crate::bundle::BundleManifest;
+use crate::error::{BundleCheckError, SettingError, Unavailable, UnsupportedOperation};
 use crate::knobs::{KnobError, KnobSetting, KnobSource};
 use crate::outputs::{from_tensor, le_bytes};
 use crate::profile::{ExportFiles, export_paths};
@@ -226,7 +227,7 @@ pub struct TensorrtRuntime {
 }
 
 /// Located trtexecs by requested path, so that one process probes each only once.
-type Located = Vec<(Option<PathBuf>, Result<Trtexec, String>)>;
+type Located = Vec<(Option<PathBuf>, Result<Trtexec, Unavailable>)>;
 static LOCATED: Mutex<Located> = Mutex::new(Vec::new());
 
 impl TensorrtRuntime {
@@ -248,7 +249,7 @@ impl TensorrtRuntime {
 
     /// The located trtexec with its version (probed once per process and path, and with a probe
     /// cache once per executable and library).
-    pub fn trtexec(&self) -> Result<Trtexec, String> {
+    pub fn trtexec(&self) -> Result<Trtexec, Unavailable> {
         let mut located = LOCATED.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((_, found)) = located.iter().find(|(p, _)| *p == self.explicit) {
             return found.clone();
@@ -257,7 +258,7 @@ impl TensorrtRuntime {
             Some(probes) => probes.locate(self.explicit.as_deref()),
             None => Trtexec::locate(self.explicit.as_deref()),
         }
-        .map_err(|e| e.to_string());
+        .map_err(|e| Unavailable::Trtexec(Arc::new(e)));
         located.push((self.explicit.clone(), found.clone()));
         found
     }
@@ -267,8 +268,9 @@ impl TensorrtRuntime {
     }
 
     /// The build-route knob database of `trtexec` (`--helpBuildRoute`), read once per process.
-    fn route_database(&self, trtexec: &Trtexec) -> Result<KnobDatabase, String> {
-        static READ: Mutex<Vec<(PathBuf, Result<KnobDatabase, String>)>> = Mutex::new(Vec::new());
+    fn route_database(&self, trtexec: &Trtexec) -> Result<KnobDatabase, SettingError> {
+        type Read = Vec<(PathBuf, Result<KnobDatabase, SettingError>)>;
+        static READ: Mutex<Read> = Mutex::new(Vec::new());
         let mut read = READ.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((_, db)) = read.iter().find(|(p, _)| p == trtexec.path()) {
             return db.clone();
@@ -279,7 +281,7 @@ impl TensorrtRuntime {
             Some(probes) => probes.knob_database(trtexec, &log, HELP_BUILD_ROUTE_TIMEOUT),
             None => trtexec.knob_database(&log, HELP_BUILD_ROUTE_TIMEOUT),
         }
-        .map_err(|e| format!("trtexec --helpBuildRoute: {e}"));
+        .map_err(|e| SettingError::RouteDatabase(Arc::new(e)));
         let _ = std::fs::remove_file(&log);
         read.push((trtexec.path().to_path_buf(), database.clone()));
         database
@@ -291,35 +293,40 @@ fn check_route(
     route: &str,
     database: &KnobDatabase,
     version: &TrtexecVersion,
-) -> Result<(), String> {
+) -> Result<(), SettingError> {
     let tokens: Vec<&str> = route.split_whitespace().collect();
     if tokens.is_empty() {
-        return Err("build.route is empty: give -knob=value tokens, e.g. '-kgen:tiling=1'".into());
+        return Err(SettingError::EmptyRoute);
     }
     let mut seen = Vec::new();
     for token in tokens {
         let Some((knob, value)) = token.split_once('=').filter(|(k, _)| k.starts_with('-')) else {
-            return Err(format!(
-                "build.route token `{token}` is not of the form -knob=value"
-            ));
+            return Err(SettingError::RouteToken {
+                token: token.to_string(),
+            });
         };
         let Some(option) = database.knob(knob) else {
-            return Err(format!(
-                "build.route: TensorRT {version} has no knob `{knob}` (its {} knobs: `trtmc-bench tune --runtime tensorrt --help-routes`)",
-                database.tuner_options.len()
-            ));
+            return Err(SettingError::RouteUnknownKnob {
+                version: *version,
+                knob: knob.to_string(),
+                knob_count: database.tuner_options.len(),
+            });
         };
         if seen.contains(&knob) {
-            return Err(format!("build.route sets knob `{knob}` twice"));
+            return Err(SettingError::RouteKnobTwice {
+                knob: knob.to_string(),
+            });
         }
         seen.push(knob);
-        let values = option.values().map_err(|e| e.to_string())?;
+        let values = option.values()?;
         if value != option.default_value && !values.accepts(value) {
-            return Err(format!(
-                "build.route: knob `{knob}` takes {} on TensorRT {version} (default {}), not `{value}`",
-                values.render(),
-                option.default_value
-            ));
+            return Err(SettingError::RouteValue {
+                knob: knob.to_string(),
+                expected: values.render(),
+                version: *version,
+                default: option.default_value.clone(),
+                value: value.to_string(),
+            });
         }
     }
     Ok(())
@@ -334,8 +341,8 @@ struct BuildFlags {
     max_aux_streams: Option<u32>,
 }
 
-fn build_flags(settings: &BTreeMap<String, Value>) -> Result<BuildFlags, String> {
-    let level = |name: &str, max: u32| -> Result<Option<u32>, String> {
+fn build_flags(settings: &BTreeMap<String, Value>) -> Result<BuildFlags, SettingError> {
+    let level = |name: &str, max: u32| -> Result<Option<u32>, SettingError> {
         let Some(v) = settings.get(name) else {
             return Ok(None);
         };
@@ -347,9 +354,11 @@ fn build_flags(settings: &BTreeMap<String, Value>) -> Result<BuildFlags, String>
         };
         match n.and_then(|n| u32::try_from(n).ok()) {
             Some(n) if n <= max => Ok(Some(n)),
-            _ => Err(format!(
-                "build.{name} takes an integer from 0 to {max}, got {v}"
-            )),
+            _ => Err(SettingError::Level {
+                name: name.to_string(),
+                max,
+                value: v.to_string(),
+            }),
         }
     };
     Ok(BuildFlags {
@@ -654,7 +663,7 @@ impl Runtime for TensorrtRuntime {
         gpu_target()
     }
 
-    fn availability(&self) -> Result<(), String> {
+    fn availability(&self) -> Result<(), Unavailable> {
         self.trtexec().map(|_| ())
     }
 
@@ -665,7 +674,7 @@ impl Runtime for TensorrtRuntime {
     /// TensorRT's own knob database (`trtexec --helpBuildRoute`, 11.1+), then the trtexec build flags
     /// the version understands; before 11.1 only the flags.
     fn knob_databases(&self, _base: Option<&ResolvedCase>) -> Result<Vec<KnobSource>, KnobError> {
-        let trtexec = self.trtexec().map_err(KnobError::Tool)?;
+        let trtexec = self.trtexec().map_err(|e| KnobError::Tool(e.to_string()))?;
         let flags = KnobSource {
             name: TRTEXEC_FLAG_KNOBS.into(),
             database: trtexec_flag_database(trtexec.version()),
@@ -673,7 +682,9 @@ impl Runtime for TensorrtRuntime {
         if !trtexec.version().has_build_routes() {
             return Ok(vec![flags]);
         }
-        let database = self.route_database(&trtexec).map_err(KnobError::Tool)?;
+        let database = self
+            .route_database(&trtexec)
+            .map_err(|e| KnobError::Tool(e.to_string()))?;
         Ok(vec![
             KnobSource {
                 name: BUILD_ROUTE_KNOBS.into(),
@@ -684,7 +695,7 @@ impl Runtime for TensorrtRuntime {
     }
 
     /// `-trtexec:<flag>` sets its build setting; every other knob is a token of `build.route`.
-    fn knob_setting(&self, knob: &str, value: &str) -> Result<KnobSetting, String> {
+    fn knob_setting(&self, knob: &str, value: &str) -> Result<KnobSetting, SettingError> {
         let Some(flag) = knob.strip_prefix(TRTEXEC_KNOB_PREFIX) else {
             return Ok(KnobSetting::BuildRoute);
         };
@@ -692,33 +703,33 @@ impl Runtime for TensorrtRuntime {
             .iter()
             .chain(std::iter::once(&PRECISION_KNOB))
             .find(|f| f.flag == flag)
-            .ok_or_else(|| format!("unknown trtexec flag knob {knob} (see --help-routes)"))?;
+            .ok_or_else(|| SettingError::UnknownFlagKnob {
+                knob: knob.to_string(),
+            })?;
         Ok(KnobSetting::Setting {
             key: format!("build.{}", known.setting),
             value: value.to_string(),
         })
     }
 
-    fn check_build_values(&self, settings: &BTreeMap<String, Value>) -> Result<(), String> {
+    fn check_build_values(&self, settings: &BTreeMap<String, Value>) -> Result<(), SettingError> {
         let trtexec = self.trtexec()?;
         let version = trtexec.version();
         if let Some(route) = settings.get("route") {
             let Some(route) = route.as_str() else {
-                return Err(format!(
-                    "build.route must be text such as '-kgen:tiling=1 -conv_lowering=off', got {route}"
-                ));
+                return Err(SettingError::RouteNotText {
+                    value: route.to_string(),
+                });
             };
             if !version.has_build_routes() {
-                let offered: Vec<String> = flag_knobs(version)
-                    .iter()
-                    .map(|f| format!("build.{}", f.setting))
-                    .collect();
-                return Err(format!(
-                    "build.route needs TensorRT >= 11.1 (--setBuildRoute), but {} is TensorRT {version}; \
-                     this version offers these build settings instead: {}",
-                    trtexec.path().display(),
-                    offered.join(", ")
-                ));
+                return Err(SettingError::RouteUnsupported {
+                    trtexec: trtexec.path().to_path_buf(),
+                    version: *version,
+                    offered: flag_knobs(version)
+                        .iter()
+                        .map(|f| format!("build.{}", f.setting))
+                        .collect(),
+                });
             }
             let database = self.route_database(&trtexec)?;
             check_route(route, &database, version)?;
@@ -727,10 +738,11 @@ impl Runtime for TensorrtRuntime {
             if settings.contains_key(knob.setting)
                 && !flag_knobs(version).iter().any(|f| f.flag == knob.flag)
             {
-                return Err(format!(
-                    "build.{} (--{}) is not available in TensorRT {version}",
-                    knob.setting, knob.flag
-                ));
+                return Err(SettingError::FlagUnsupported {
+                    setting: knob.setting,
+                    flag: knob.flag,
+                    version: *version,
+                });
             }
         }
         build_flags(settings)?;
@@ -862,7 +874,7 @@ impl Runtime for TensorrtRuntime {
                 "the model file is produced at build time, so its shapes are not known yet".into(),
             );
         };
-        let trtexec = self.trtexec()?;
+        let trtexec = self.trtexec().map_err(|e| e.to_string())?;
         let version = trtexec.version();
         let text = |e: anyhow::Error| format!("{e:#}");
         let (inputs, _) = declared_io(onnx).map_err(text)?;
@@ -898,29 +910,38 @@ impl Runtime for TensorrtRuntime {
     }
 
     /// The engine's TensorRT version (from `tensorrt-build.json`) must be the installed trtexec's.
-    fn check_bundle(&self, bundle_dir: &Path, _manifest: &BundleManifest) -> Result<(), String> {
+    fn check_bundle(
+        &self,
+        bundle_dir: &Path,
+        _manifest: &BundleManifest,
+    ) -> Result<(), BundleCheckError> {
         let trtexec = self.trtexec()?;
-        let built_with = built_version(bundle_dir).map_err(|e| format!("{e:#}"))?;
+        let built_with = built_version(bundle_dir).map_err(|e| BundleCheckError::BuildRecord {
+            bundle: bundle_dir.to_path_buf(),
+            reason: format!("{e:#}"),
+        })?;
         let here = trtexec.version().to_string();
         if built_with != here {
-            return Err(format!(
-                "bundle {} holds an engine built by TensorRT {built_with}, but {} is TensorRT {here}; an engine \
-                 loads only in the TensorRT version that built it: rebuild it (drop --bundle) or pass --trtexec \
-                 for a TensorRT {built_with} install",
-                bundle_dir.display(),
-                trtexec.path().display()
-            ));
+            return Err(BundleCheckError::EngineVersion {
+                bundle: bundle_dir.to_path_buf(),
+                built_with,
+                trtexec: trtexec.path().to_path_buf(),
+                here,
+            });
         }
         Ok(())
     }
 
-    fn supports_operation(&self, operation: &str) -> Result<(), String> {
+    fn supports_operation(&self, operation: &str) -> Result<(), UnsupportedOperation> {
         if operation == "infer" {
             return Ok(());
         }
-        Err(format!(
-            "runtime tensorrt times the engine with trtexec, which feeds its own random inputs and runs one forward pass per query: operation `{operation}` cannot run on it (use --runtime tract or onnxruntime, or a profile whose operation is infer, e.g. --onnx FILE)"
-        ))
+        Err(UnsupportedOperation {
+            runtime: NAME,
+            operation: operation.to_string(),
+            why: "times the engine with trtexec, which feeds its own random inputs and runs one forward pass per query",
+            instead: "use --runtime tract or onnxruntime, or a profile whose operation is infer, e.g. --onnx FILE",
+        })
     }
 
     fn timing_boundary(&self) -> &'static str {
@@ -1234,13 +1255,16 @@ mod tests {
         assert_eq!(bound, Some(vec![TensorShape::new("x", [4, 3])]));
         let bound = bound_shapes(&inputs, &s(&[("shapes.x", json!([2, 3]))])).expect("shape");
         assert_eq!(bound, Some(vec![TensorShape::new("x", [2, 3])]));
-        let err = bound_shapes(&inputs, &s(&[])).expect_err("unbound");
+        let err = bound_shapes(&inputs, &s(&[]))
+            .expect_err("unbound")
+            .to_string();
         assert!(err.to_string().contains("build.dims.batch"), "{err}");
         let err = bound_shapes(
             &inputs,
             &s(&[("dims.batch", json!(1)), ("shapes.y", json!([1]))]),
         )
-        .expect_err("unknown");
+        .expect_err("unknown")
+        .to_string();
         assert!(err.to_string().contains("unknown input `y`"), "{err}");
         let fixed = vec![declared("x", vec![Dim::Fixed(1)])];
         assert_eq!(bound_shapes(&fixed, &s(&[])).expect("model"), None);
@@ -1360,8 +1384,8 @@ mod tests {
             );
         }
         assert_eq!(
-            rt.knob_setting("-kgen:tiling", "1"),
-            Ok(KnobSetting::BuildRoute)
+            rt.knob_setting("-kgen:tiling", "1").ok(),
+            Some(KnobSetting::BuildRoute)
         );
         // A route's knobs and values are checked against the database before anything is built.
         let route = |r: &str| BTreeMap::from([("route".to_string(), json!(r))]);
@@ -1369,11 +1393,13 @@ mod tests {
             .expect("known knobs and values");
         let err = rt
             .check_build_values(&route("-kgen:tiling=7"))
-            .expect_err("value");
+            .expect_err("value")
+            .to_string();
         assert!(err.contains("[0|1|2]") && err.contains("11.1.0"), "{err}");
         let err = rt
             .check_build_values(&route("-no:such=1"))
-            .expect_err("knob");
+            .expect_err("knob")
+            .to_string();
         assert!(
             err.contains("`-no:such`") && err.contains("11.1.0"),
             "{err}"
@@ -1388,7 +1414,8 @@ mod tests {
         assert!(sources[0].database.knob("-trtexec:precision").is_some());
         let err = old
             .check_build_values(&route("-kgen:tiling=1"))
-            .expect_err("no routes on 10.x");
+            .expect_err("no routes on 10.x")
+            .to_string();
         assert!(
             err.contains(">= 11.1")
                 && err.contains("10.16.1")
@@ -1396,7 +1423,10 @@ mod tests {
             "{err}"
         );
         let level = BTreeMap::from([("builder_optimization_level".to_string(), json!(6))]);
-        let err = old.check_build_values(&level).expect_err("out of range");
+        let err = old
+            .check_build_values(&level)
+            .expect_err("out of range")
+            .to_string();
         assert!(err.contains("0 to 5"), "{err}");
     }
 
@@ -1414,7 +1444,9 @@ mod tests {
         assert_eq!(bytes, vec![0x00, 0x3c, 0x00, 0xc1, 0x66, 0x2e]);
         let ints =
             ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&[1]), vec![1i64]).expect("array");
-        let e = load_inputs_bytes(&spec, &HostTensor::I64(ints)).expect_err("ints for a float16");
+        let e = load_inputs_bytes(&spec, &HostTensor::I64(ints))
+            .expect_err("ints for a float16")
+            .to_string();
         assert!(format!("{e:#}").contains("input `x` is float16"), "{e:#}");
     }
 }

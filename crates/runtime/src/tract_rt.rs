@@ -78,7 +78,7 @@ impl Runtime for TractRuntime {
         cpu_target()
     }
 
-    fn availability(&self) -> Result<(), String> {
+    fn availability(&self) -> Result<(), crate::error::Unavailable> {
         Ok(())
     }
 

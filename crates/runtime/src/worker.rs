@@ -526,15 +526,36 @@ fn stop_then_exit(stop: &AtomicBool, delay: Duration, grace: Duration) {
     std::process::exit(EXIT_ABANDONED);
 }
 
+/// A worker request file that cannot be read.
+#[derive(Debug, thiserror::Error)]
+enum RequestError {
+    #[error("cannot read worker request {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("malformed worker request {}: {source}", path.display())]
+    Malformed {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+}
+
+fn read_request(path: &Path) -> Result<WorkerRequest, RequestError> {
+    let bytes = std::fs::read(path).map_err(|source| RequestError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    serde_json::from_slice(&bytes).map_err(|source| RequestError::Malformed {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 /// Reads the request file, executes it, writes the result file atomically. Returns the exit code:
 /// 0 when the result says ok or interrupted, 1 when it records an error (a crash writes no result at all).
 pub fn main_with_files(request_path: &Path, result_path: &Path, watchdog: Watchdog) -> i32 {
-    let request: Result<WorkerRequest, String> = std::fs::read(request_path)
-        .map_err(|e| format!("cannot read worker request {}: {e}", request_path.display()))
-        .and_then(|b| {
-            serde_json::from_slice(&b)
-                .map_err(|e| format!("malformed worker request {}: {e}", request_path.display()))
-        });
+    let request = read_request(request_path);
     let stop = match stop_on_signals() {
         Ok(flag) => flag,
         Err(e) => {
@@ -564,7 +585,7 @@ pub fn main_with_files(request_path: &Path, result_path: &Path, watchdog: Watchd
                 name: "unknown".into(),
                 version: "unknown".into(),
             },
-            e,
+            e.to_string(),
         ),
     };
     if let Some(e) = &result.error {

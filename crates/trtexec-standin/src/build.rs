@@ -63,7 +63,7 @@ pub fn run(ctx: &mut Ctx, o: &Options) -> Result<(), Fail> {
     if !path.is_file() {
         return Err(parse_failed(&path, "file not found"));
     }
-    let info = model::inspect(&path).map_err(|e| parse_failed(&path, &e))?;
+    let info = model::inspect(&path).map_err(|e| parse_failed(&path, &e.to_string()))?;
     onnx_header(ctx, &path, &info);
     for output in info.outputs.iter().filter(|d| d.dtype == DType::I64) {
         ctx.log.warn(&format!(

@@ -4,6 +4,8 @@
 use std::io::Write;
 use std::path::Path;
 
+use crate::error::SimError;
+
 /// What an invocation asks for, from its argv alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -45,11 +47,9 @@ impl Mode {
 }
 
 /// Writes `TRTMC_STANDIN_ARGV` (if set) and appends to `TRTMC_SIM_CALLS` (if set).
-pub fn record(mode: Mode, args: &[String]) -> Result<(), String> {
+pub fn record(mode: Mode, args: &[String]) -> Result<(), SimError> {
     if let Some(path) = std::env::var_os("TRTMC_STANDIN_ARGV") {
-        let json = serde_json::to_string(args).map_err(|e| e.to_string())?;
-        std::fs::write(&path, json)
-            .map_err(|e| format!("cannot write argv to {}: {e}", Path::new(&path).display()))?;
+        write_argv(Path::new(&path), args)?;
     }
     if let Some(path) = std::env::var_os("TRTMC_SIM_CALLS") {
         let mut call = serde_json::json!({"mode": mode.name(), "argv": args});
@@ -66,21 +66,30 @@ pub fn record(mode: Mode, args: &[String]) -> Result<(), String> {
             .create(true)
             .append(true)
             .open(&path)
-            .map_err(|e| {
-                format!(
-                    "cannot open TRTMC_SIM_CALLS {}: {e}",
-                    Path::new(&path).display()
-                )
+            .map_err(|source| SimError::File {
+                action: "open TRTMC_SIM_CALLS".into(),
+                path: path.clone().into(),
+                source,
             })?;
         // One write per line, so concurrent simulators append whole lines.
-        file.write_all(line.as_bytes()).map_err(|e| {
-            format!(
-                "cannot append to TRTMC_SIM_CALLS {}: {e}",
-                Path::new(&path).display()
-            )
-        })?;
+        file.write_all(line.as_bytes())
+            .map_err(|source| SimError::File {
+                action: "append to TRTMC_SIM_CALLS".into(),
+                path: path.into(),
+                source,
+            })?;
     }
     Ok(())
+}
+
+/// Writes `args` as JSON to `path` (`TRTMC_STANDIN_ARGV`), for a test to read what it was called with.
+pub fn write_argv(path: &Path, args: &[String]) -> Result<(), SimError> {
+    let json = serde_json::to_string(args).map_err(|source| SimError::Json { source })?;
+    std::fs::write(path, json).map_err(|source| SimError::File {
+        action: "write argv to".into(),
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::error::SimError;
+
 use serde::{Deserialize, Serialize};
 
 /// The built-in configuration (documented as a table in `docs/trtexec-standin.md`).
@@ -93,9 +95,12 @@ pub struct Config {
 
 impl Config {
     /// The built-in configuration.
-    pub fn builtin() -> Result<Self, String> {
-        let file: ConfigFile = serde_json::from_str(BUILTIN)
-            .map_err(|e| format!("the built-in simulator config does not parse: {e}"))?;
+    pub fn builtin() -> Result<Self, SimError> {
+        let file: ConfigFile =
+            serde_json::from_str(BUILTIN).map_err(|source| SimError::Embedded {
+                what: "built-in simulator config",
+                source,
+            })?;
         let config = Config {
             base_ms: 2.0,
             noise: 0.0,
@@ -108,28 +113,26 @@ impl Config {
     }
 
     /// `TRTMC_SIM_CONFIG` over the built-in configuration, or the built-in one alone.
-    pub fn from_env() -> Result<Self, String> {
+    pub fn from_env() -> Result<Self, SimError> {
         let builtin = Self::builtin()?;
         match std::env::var_os("TRTMC_SIM_CONFIG") {
             None => Ok(builtin),
             Some(path) => {
                 let path = Path::new(&path);
-                let named =
-                    |detail: String| format!("TRTMC_SIM_CONFIG {}: {detail}", path.display());
-                let text = std::fs::read_to_string(path).map_err(|e| named(e.to_string()))?;
-                let file: ConfigFile = serde_json::from_str(&text).map_err(|e| {
-                    named(format!(
-                        "{e}; expected {{\"base_ms\": 2.0, \"noise\": 0.004, \"seed\": 7, \"build_ms\": 30, \
-                         \"effects\": {{token: factor}}, \"faults\": {{token: \"crash_build\"|\"hang_build\"|\
-                         \"fail_build\"|\"wrong_outputs\"|\"crash_infer\"}}}}"
-                    ))
-                })?;
+                let named = |e: SimError| SimError::ConfigFile {
+                    path: path.to_path_buf(),
+                    source: Box::new(e),
+                };
+                let text = std::fs::read_to_string(path)
+                    .map_err(|source| named(SimError::ConfigRead { source }))?;
+                let file: ConfigFile = serde_json::from_str(&text)
+                    .map_err(|source| named(SimError::ConfigShape { source }))?;
                 builtin.merged(file).map_err(named)
             }
         }
     }
 
-    fn merged(mut self, file: ConfigFile) -> Result<Self, String> {
+    fn merged(mut self, file: ConfigFile) -> Result<Self, SimError> {
         if let Some(base_ms) = file.base_ms {
             self.base_ms = base_ms;
         }
@@ -149,25 +152,28 @@ impl Config {
             self.faults = faults;
         }
         if !self.base_ms.is_finite() || self.base_ms <= 0.0 {
-            return Err(format!(
-                "base_ms = {} must be a positive number",
-                self.base_ms
-            ));
+            return Err(SimError::ConfigValue {
+                field: "base_ms",
+                value: self.base_ms,
+                must: "positive",
+            });
         }
         if !self.noise.is_finite() || self.noise < 0.0 {
-            return Err(format!(
-                "noise = {} must be a non-negative number",
-                self.noise
-            ));
+            return Err(SimError::ConfigValue {
+                field: "noise",
+                value: self.noise,
+                must: "non-negative",
+            });
         }
         if let Some((token, factor)) = self
             .effects
             .iter()
             .find(|(_, f)| !f.is_finite() || **f <= 0.0)
         {
-            return Err(format!(
-                "effect of {token:?} is {factor}; factors must be positive numbers"
-            ));
+            return Err(SimError::Effect {
+                token: token.clone(),
+                factor: *factor,
+            });
         }
         Ok(self)
     }

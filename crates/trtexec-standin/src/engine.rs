@@ -125,9 +125,9 @@ pub enum LoadError {
 }
 
 impl Engine {
-    pub fn write(&self, path: &Path) -> Result<(), String> {
-        let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
-        std::fs::write(path, text + "\n").map_err(|e| e.to_string())
+    pub fn write(&self, path: &Path) -> Result<(), std::io::Error> {
+        let text = serde_json::to_string_pretty(self)?;
+        std::fs::write(path, text + "\n")
     }
 
     /// Reads an engine file for release `v`.
@@ -160,7 +160,7 @@ impl Engine {
     /// tensor's `Datatype` and `Format` apart with its `Strides` and `StrideOrder`, a layer's weights
     /// as `Constants`, Myelin kernels as `custom_layer` records without `Outputs`, and a top-level
     /// `"I/O Tensors"` list of objects instead of the `Bindings` names.
-    pub fn layer_info_json(&self) -> Result<String, String> {
+    pub fn layer_info_json(&self) -> Result<String, crate::error::SimError> {
         let detailed = self.profiling_verbosity == "detailed";
         let eleven = self
             .tensorrt
@@ -191,7 +191,7 @@ impl Engine {
         };
         serde_json::to_string_pretty(&document)
             .map(|t| t + "\n")
-            .map_err(|e| e.to_string())
+            .map_err(|source| crate::error::SimError::Json { source })
     }
 
     /// TensorRT 11's `"I/O Tensors"`: the engine's inputs then outputs, each an object.

@@ -79,9 +79,11 @@ impl Knob {
 
 impl KnobDatabase {
     /// The embedded database.
-    pub fn load() -> Result<Self, String> {
-        serde_json::from_str(KNOB_DATABASE)
-            .map_err(|e| format!("the embedded knob database does not parse: {e}"))
+    pub fn load() -> Result<Self, crate::error::SimError> {
+        serde_json::from_str(KNOB_DATABASE).map_err(|source| crate::error::SimError::Embedded {
+            what: "embedded knob database",
+            source,
+        })
     }
 
     fn knob(&self, option: &str) -> Option<&Knob> {

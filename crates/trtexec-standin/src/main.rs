@@ -19,6 +19,7 @@ mod build;
 mod calls;
 mod config;
 mod engine;
+mod error;
 mod exports;
 mod infer;
 mod knobs;
@@ -43,7 +44,7 @@ pub enum Fail {
     /// A trtexec failure: these `[E]` messages, `&&&& FAILED`, exit status 1.
     Trt(Vec<String>),
     /// The simulator cannot do its job (bad environment): one `[E]` message, exit status 2.
-    Sim(String),
+    Sim(crate::error::SimError),
     /// The command line does not parse: these `[E]` messages and exit status 1, with `&&&& FAILED`
     /// only where the simulated version prints it ([`SimVersion::parse_failure_reports_failed`]).
     Usage(Vec<String>),
@@ -248,7 +249,8 @@ fn help_build_route(ctx: &mut Ctx, options: &Options) -> Result<Outcome, Fail> {
             ))
         })?
     };
-    let json = serde_json::to_string_pretty(&shown).map_err(|e| Fail::Sim(e.to_string()))?;
+    let json = serde_json::to_string_pretty(&shown)
+        .map_err(|source| Fail::Sim(crate::error::SimError::Json { source }))?;
     ctx.log.info(&format!(
         "Build route knob database (tuner version {}):",
         shown.tuner_version

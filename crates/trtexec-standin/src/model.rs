@@ -5,6 +5,8 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
+use crate::error::ModelError;
+
 use rand::Rng;
 use tract_onnx::pb;
 use tract_onnx::prelude::*;
@@ -153,11 +155,11 @@ pub struct ModelInfo {
 }
 
 /// Reads the model's protobuf (no tract graph yet).
-pub fn inspect(path: &Path) -> Result<ModelInfo, String> {
+pub fn inspect(path: &Path) -> Result<ModelInfo, ModelError> {
     let proto = tract_onnx::onnx()
         .proto_model_for_path(path)
-        .map_err(|e| format!("{e:#}"))?;
-    let graph = proto.graph.as_ref().ok_or("the model has no graph")?;
+        .map_err(ModelError::tract)?;
+    let graph = proto.graph.as_ref().ok_or(ModelError::NoGraph)?;
     let initializers: HashSet<String> = graph.initializer.iter().map(|t| t.name.clone()).collect();
     let mut constants = initializers.clone();
     let weight_bytes = graph
@@ -172,17 +174,17 @@ pub fn inspect(path: &Path) -> Result<ModelInfo, String> {
             count * DType::onnx_size(t.data_type)
         })
         .sum();
-    let decl = |v: &pb::ValueInfoProto| -> Result<Decl, String> {
+    let decl = |v: &pb::ValueInfoProto| -> Result<Decl, ModelError> {
         let Some(pb::type_proto::Value::TensorType(t)) =
             v.r#type.as_ref().and_then(|t| t.value.as_ref())
         else {
-            return Err(format!("`{}` is not a tensor", v.name));
+            return Err(ModelError::NotATensor {
+                name: v.name.clone(),
+            });
         };
-        let dtype = DType::from_onnx(t.elem_type).ok_or_else(|| {
-            format!(
-                "`{}` has ONNX element type {}, which the simulator does not handle",
-                v.name, t.elem_type
-            )
+        let dtype = DType::from_onnx(t.elem_type).ok_or_else(|| ModelError::ElementType {
+            name: v.name.clone(),
+            code: t.elem_type,
         })?;
         let dims = t.shape.as_ref().map(|s| {
             s.dim
@@ -262,9 +264,9 @@ pub type Shaped = (String, DType, Vec<usize>);
 pub fn analyse(
     path: &Path,
     inputs: &[Shaped],
-) -> Result<(HashMap<String, TensorFact>, Vec<Shaped>), String> {
+) -> Result<(HashMap<String, TensorFact>, Vec<Shaped>), ModelError> {
     let (mut model, outlets) = load(path, inputs)?;
-    model.analyse(false).map_err(|e| format!("{e:#}"))?;
+    model.analyse(false).map_err(ModelError::tract)?;
     let mut facts = HashMap::with_capacity(outlets.len());
     for (name, outlet) in &outlets {
         let Ok(fact) = model.outlet_fact(*outlet) else {
@@ -278,24 +280,25 @@ pub fn analyse(
         let dtype = fact.datum_type.concretize().and_then(DType::from_datum);
         facts.insert(name.clone(), (dtype, dims));
     }
-    let typed = model.into_typed().map_err(|e| format!("{e:#}"))?;
+    let typed = model.into_typed().map_err(ModelError::tract)?;
     let mut outputs = Vec::with_capacity(typed.outputs.len());
     for outlet in &typed.outputs {
-        let fact = typed.outlet_fact(*outlet).map_err(|e| format!("{e:#}"))?;
+        let fact = typed.outlet_fact(*outlet).map_err(ModelError::tract)?;
         let name = typed
             .outlet_label(*outlet)
             .map_or_else(|| typed.node(outlet.node).name.clone(), str::to_string);
-        let dtype = DType::from_datum(fact.datum_type).ok_or_else(|| {
-            format!(
-                "output `{name}` has type {:?}, which the simulator does not handle",
-                fact.datum_type
-            )
+        let dtype = DType::from_datum(fact.datum_type).ok_or_else(|| ModelError::OutputType {
+            name: name.clone(),
+            datum: format!("{:?}", fact.datum_type),
         })?;
         let dims = fact
             .shape
             .as_concrete()
             .map(|d| d.to_vec())
-            .ok_or_else(|| format!("output `{name}` has no concrete shape ({:?})", fact.shape))?;
+            .ok_or_else(|| ModelError::OutputShape {
+                name: name.clone(),
+                shape: format!("{:?}", fact.shape),
+            })?;
         outputs.push((name, dtype, dims));
     }
     Ok((facts, outputs))
@@ -304,23 +307,21 @@ pub fn analyse(
 fn load(
     path: &Path,
     inputs: &[Shaped],
-) -> Result<(InferenceModel, HashMap<String, OutletId>), String> {
+) -> Result<(InferenceModel, HashMap<String, OutletId>), ModelError> {
     let onnx = tract_onnx::onnx();
-    let proto = onnx
-        .proto_model_for_path(path)
-        .map_err(|e| format!("{e:#}"))?;
+    let proto = onnx.proto_model_for_path(path).map_err(ModelError::tract)?;
     let dir = path.parent().and_then(Path::to_str);
-    let parsed = onnx.parse(&proto, dir).map_err(|e| format!("{e:#}"))?;
+    let parsed = onnx.parse(&proto, dir).map_err(ModelError::tract)?;
     let mut model = parsed.model;
     for i in 0..model.inputs.len() {
         let name = model.node(model.inputs[i].node).name.clone();
         let Some((_, dtype, dims)) = inputs.iter().find(|(n, _, _)| *n == name) else {
-            return Err(format!("no shape for model input `{name}`"));
+            return Err(ModelError::NoInputShape { name });
         };
         let shape: TVec<usize> = dims.iter().copied().collect();
         model
             .set_input_fact(i, InferenceFact::dt_shape(dtype.datum(), shape))
-            .map_err(|e| format!("{e:#}"))?;
+            .map_err(ModelError::tract)?;
     }
     Ok((model, parsed.outlets_by_name))
 }
@@ -427,11 +428,11 @@ impl Values {
         }
     }
 
-    fn from_tensor(t: &Tensor) -> Result<Self, String> {
-        fn all<T: Datum + Copy>(t: &Tensor) -> Result<Vec<T>, String> {
+    fn from_tensor(t: &Tensor) -> Result<Self, ModelError> {
+        fn all<T: Datum + Copy>(t: &Tensor) -> Result<Vec<T>, ModelError> {
             t.to_plain_array_view::<T>()
                 .map(|a| a.iter().copied().collect())
-                .map_err(|e| format!("{e:#}"))
+                .map_err(ModelError::tract)
         }
         Ok(match t.datum_type() {
             DatumType::F32 => Values::F32(all(t)?),
@@ -442,7 +443,11 @@ impl Values {
             DatumType::I8 => Values::I8(all(t)?),
             DatumType::U8 => Values::U8(all(t)?),
             DatumType::Bool => Values::Bool(all(t)?),
-            other => return Err(format!("output type {other:?} is not handled")),
+            other => {
+                return Err(ModelError::OutputValues {
+                    datum: format!("{other:?}"),
+                });
+            }
         })
     }
 }
@@ -460,7 +465,7 @@ pub struct HostTensor {
 
 /// Runs the model once on `inputs` (one per model input, any order) and returns the outputs in
 /// graph output order.
-pub fn run(path: &Path, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, String> {
+pub fn run(path: &Path, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, ModelError> {
     let shapes: Vec<(String, DType, Vec<usize>)> = inputs
         .iter()
         .map(|t| (t.name.clone(), values_dtype(&t.values), t.dims.clone()))
@@ -471,7 +476,7 @@ pub fn run(path: &Path, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, String
         .iter()
         .map(|o| model.node(o.node).name.clone())
         .collect();
-    let typed = model.into_typed().map_err(|e| format!("{e:#}"))?;
+    let typed = model.into_typed().map_err(ModelError::tract)?;
     let names: Vec<String> = typed
         .outputs
         .iter()
@@ -484,20 +489,23 @@ pub fn run(path: &Path, inputs: &[HostTensor]) -> Result<Vec<HostTensor>, String
     let plan = typed
         .into_optimized()
         .and_then(|m| m.into_runnable())
-        .map_err(|e| format!("{e:#}"))?;
+        .map_err(ModelError::tract)?;
     let mut values = TVec::new();
     for name in &order {
         let tensor = inputs
             .iter()
             .find(|t| t.name == *name)
-            .ok_or_else(|| format!("no value for model input `{name}`"))?;
+            .ok_or_else(|| ModelError::NoInputValue { name: name.clone() })?;
         let t = tensor
             .values
             .to_tensor(&tensor.dims)
-            .map_err(|e| format!("input `{name}`: {e:#}"))?;
+            .map_err(|e| ModelError::Input {
+                name: name.clone(),
+                reason: format!("{e:#}"),
+            })?;
         values.push(t.into_tvalue());
     }
-    let outputs = plan.run(values).map_err(|e| format!("{e:#}"))?;
+    let outputs = plan.run(values).map_err(ModelError::tract)?;
     names
         .into_iter()
         .zip(outputs)

@@ -6,6 +6,37 @@ use std::path::PathBuf;
 
 use crate::version::SimVersion;
 
+/// A flag's value the simulated trtexec refuses, as its `[E]` line says it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OptionError {
+    /// A file flag without a file name.
+    #[error("{flag} needs a file name: {flag}=<file>")]
+    NeedsFile { flag: String },
+    /// A value of the wrong kind or out of range; `expected` says what the flag takes, when known.
+    #[error("Invalid value for {flag}: {value:?}{}", expected.as_deref().map(|e| format!(" ({e})")).unwrap_or_default())]
+    InvalidValue {
+        flag: String,
+        value: String,
+        expected: Option<String>,
+    },
+    /// A `--loadInputs` item that is not `name:file`.
+    #[error("Invalid --loadInputs item {item:?}: expected name:file")]
+    LoadInputsItem { item: String },
+    /// A shape item that is not `name:AxBxC`.
+    #[error("Invalid shape {item:?} in {flag}: expected name:AxBxC (or name:scalar)")]
+    Shape { item: String, flag: String },
+}
+
+impl OptionError {
+    fn invalid(flag: &str, value: &str, expected: Option<String>) -> Self {
+        OptionError::InvalidValue {
+            flag: flag.to_string(),
+            value: value.to_string(),
+            expected,
+        }
+    }
+}
+
 /// How a flag fares on a release.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Availability {
@@ -202,7 +233,7 @@ impl Options {
         let pairs = o.pairs.clone();
         for (flag, value) in &pairs {
             if let Err(e) = o.apply(flag, value) {
-                errors.push(e);
+                errors.push(e.to_string());
             }
         }
         if errors.is_empty() {
@@ -212,10 +243,12 @@ impl Options {
         }
     }
 
-    fn apply(&mut self, flag: &str, value: &str) -> Result<(), String> {
-        let path = || -> Result<PathBuf, String> {
+    fn apply(&mut self, flag: &str, value: &str) -> Result<(), OptionError> {
+        let path = || -> Result<PathBuf, OptionError> {
             if value.is_empty() {
-                Err(format!("{flag} needs a file name: {flag}=<file>"))
+                Err(OptionError::NeedsFile {
+                    flag: flag.to_string(),
+                })
             } else {
                 Ok(PathBuf::from(value))
             }
@@ -256,8 +289,10 @@ impl Options {
                     self.profiling_verbosity = Some(value.to_string());
                 }
                 _ => {
-                    return Err(format!(
-                        "Invalid value for --profilingVerbosity: {value:?} (layer_names_only|detailed|none)"
+                    return Err(OptionError::invalid(
+                        flag,
+                        value,
+                        Some("layer_names_only|detailed|none".into()),
                     ));
                 }
             },
@@ -271,7 +306,7 @@ impl Options {
                     .parse()
                     .ok()
                     .filter(|d: &f64| d.is_finite())
-                    .ok_or_else(|| format!("Invalid value for {flag}: {value:?}"))?;
+                    .ok_or_else(|| OptionError::invalid(flag, value, None))?;
                 if seconds < 0.0 {
                     self.warnings.push(format!(
                         "--duration={value} (run until stopped) is not simulated; the run times --iterations queries"
@@ -292,18 +327,21 @@ impl Options {
                     })
                     .collect();
                 self.percentiles = list.ok_or_else(|| {
-                    format!("Invalid value for --percentile: {value:?} (numbers in 0..100, comma separated)")
+                    OptionError::invalid(
+                        flag,
+                        value,
+                        Some("numbers in 0..100, comma separated".into()),
+                    )
                 })?;
             }
             "--loadInputs" => {
                 for item in value.split(',').filter(|i| !i.is_empty()) {
-                    let (name, file) = item.rsplit_once(':').ok_or_else(|| {
-                        format!("Invalid --loadInputs item {item:?}: expected name:file")
-                    })?;
+                    let bad = || OptionError::LoadInputsItem {
+                        item: item.to_string(),
+                    };
+                    let (name, file) = item.rsplit_once(':').ok_or_else(bad)?;
                     if name.is_empty() || file.is_empty() {
-                        return Err(format!(
-                            "Invalid --loadInputs item {item:?}: expected name:file"
-                        ));
+                        return Err(bad());
                     }
                     self.load_inputs
                         .push((name.to_string(), PathBuf::from(file)));
@@ -331,39 +369,40 @@ impl Options {
     }
 }
 
-fn int_in(flag: &str, value: &str, min: i64, max: i64) -> Result<i64, String> {
+fn int_in(flag: &str, value: &str, min: i64, max: i64) -> Result<i64, OptionError> {
     value
         .trim()
         .parse::<i64>()
         .ok()
         .filter(|n| (min..=max).contains(n))
         .ok_or_else(|| {
-            format!("Invalid value for {flag}: {value:?} (an integer from {min} to {max})")
+            OptionError::invalid(flag, value, Some(format!("an integer from {min} to {max}")))
         })
 }
 
-fn positive(flag: &str, value: &str) -> Result<u64, String> {
+fn positive(flag: &str, value: &str) -> Result<u64, OptionError> {
     value
         .trim()
         .parse::<u64>()
         .ok()
         .filter(|n| *n > 0)
-        .ok_or_else(|| format!("Invalid value for {flag}: {value:?} (a positive integer)"))
+        .ok_or_else(|| OptionError::invalid(flag, value, Some("a positive integer".into())))
 }
 
-fn number(flag: &str, value: &str, min: f64) -> Result<f64, String> {
+fn number(flag: &str, value: &str, min: f64) -> Result<f64, OptionError> {
     value
         .trim()
         .parse::<f64>()
         .ok()
         .filter(|n| n.is_finite() && *n >= min)
-        .ok_or_else(|| format!("Invalid value for {flag}: {value:?} (a number >= {min})"))
+        .ok_or_else(|| OptionError::invalid(flag, value, Some(format!("a number >= {min}"))))
 }
 
 /// `name:AxBxC,name2:scalar`: items split at `,`, each at its last `:`.
-pub fn parse_shapes(flag: &str, value: &str) -> Result<Vec<ShapeSpec>, String> {
-    let bad = |item: &str| {
-        format!("Invalid shape {item:?} in {flag}: expected name:AxBxC (or name:scalar)")
+pub fn parse_shapes(flag: &str, value: &str) -> Result<Vec<ShapeSpec>, OptionError> {
+    let bad = |item: &str| OptionError::Shape {
+        item: item.to_string(),
+        flag: flag.to_string(),
     };
     let mut shapes = Vec::new();
     for item in value.split(',').filter(|i| !i.trim().is_empty()) {

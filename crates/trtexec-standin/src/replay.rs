@@ -18,23 +18,21 @@
 use std::io::Write;
 use std::path::Path;
 
+use crate::error::SimError;
+
 const ENGINE_BYTES: &[u8] = b"trtmc trtexec-standin dummy engine\n";
 
 /// Replays the log named by `TRTMC_STANDIN_LOG`; the exit status, or a message for `[E]` and
 /// exit status 2.
-pub fn run(args: &[String]) -> Result<u8, String> {
+pub fn run(args: &[String]) -> Result<u8, SimError> {
     if let Some(path) = std::env::var_os("TRTMC_STANDIN_ARGV") {
-        let json = serde_json::to_string(args).map_err(|e| e.to_string())?;
-        std::fs::write(&path, json)
-            .map_err(|e| format!("cannot write argv to {}: {e}", Path::new(&path).display()))?;
+        crate::calls::write_argv(Path::new(&path), args)?;
     }
-    let log_path = std::env::var_os("TRTMC_STANDIN_LOG")
-        .ok_or("set TRTMC_STANDIN_LOG to the recorded trtexec log to replay")?;
-    let bytes = std::fs::read(&log_path).map_err(|e| {
-        format!(
-            "cannot read TRTMC_STANDIN_LOG {}: {e}",
-            Path::new(&log_path).display()
-        )
+    let log_path = std::env::var_os("TRTMC_STANDIN_LOG").ok_or(SimError::NoReplayLog)?;
+    let bytes = std::fs::read(&log_path).map_err(|source| SimError::File {
+        action: "read TRTMC_STANDIN_LOG".into(),
+        path: log_path.into(),
+        source,
     })?;
     let log = String::from_utf8_lossy(&bytes);
 
@@ -49,17 +47,20 @@ pub fn run(args: &[String]) -> Result<u8, String> {
         ("--exportLayerInfo=", "TRTMC_STANDIN_LAYERS"),
     ] {
         if let (Some(target), Some(source)) = (flag_value(args, flag), std::env::var_os(variable)) {
-            std::fs::copy(&source, target).map_err(|e| {
-                format!(
-                    "cannot copy {variable} {} to {target}: {e}",
-                    Path::new(&source).display()
-                )
+            std::fs::copy(&source, target).map_err(|e| SimError::Copy {
+                variable,
+                from: source.into(),
+                to: target.into(),
+                source: e,
             })?;
         }
     }
     if let Some(engine) = flag_value(args, "--saveEngine=") {
-        std::fs::write(engine, ENGINE_BYTES)
-            .map_err(|e| format!("cannot write the dummy engine {engine}: {e}"))?;
+        std::fs::write(engine, ENGINE_BYTES).map_err(|source| SimError::File {
+            action: "write the dummy engine".into(),
+            path: engine.into(),
+            source,
+        })?;
     }
 
     replay(&log)?;
@@ -73,7 +74,7 @@ pub fn run(args: &[String]) -> Result<u8, String> {
     match std::env::var("TRTMC_STANDIN_EXIT") {
         Ok(code) => code
             .parse::<u8>()
-            .map_err(|_| format!("TRTMC_STANDIN_EXIT={code} is not an exit status (0-255)")),
+            .map_err(|_| SimError::ExitStatus { value: code }),
         Err(_) => Ok(recorded_exit(&log)),
     }
 }
@@ -99,7 +100,7 @@ fn print_help_banner(log: &str, args: &[String]) {
 }
 
 /// Replays the log line by line; error lines go to stderr like trtexec's logger sends them.
-fn replay(log: &str) -> Result<(), String> {
+fn replay(log: &str) -> Result<(), SimError> {
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
     let mut out = stdout.lock();
@@ -111,7 +112,7 @@ fn replay(log: &str) -> Result<(), String> {
         } else {
             writeln!(out, "{line}").and_then(|_| out.flush())
         };
-        result.map_err(|e| format!("cannot write output: {e}"))?;
+        result.map_err(|source| SimError::Output { source })?;
     }
     Ok(())
 }

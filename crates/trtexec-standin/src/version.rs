@@ -25,7 +25,7 @@ impl SimVersion {
     }
 
     /// `TRTMC_SIM_VERSION`, or 11.1.0.
-    pub fn from_env() -> Result<Self, String> {
+    pub fn from_env() -> Result<Self, crate::error::SimError> {
         match std::env::var("TRTMC_SIM_VERSION") {
             Err(std::env::VarError::NotPresent) => Ok(Self::from_encoded(DEFAULT_ENCODED)
                 .unwrap_or(Self {
@@ -33,19 +33,14 @@ impl SimVersion {
                     minor: 1,
                     patch: 0,
                 })),
-            Err(std::env::VarError::NotUnicode(_)) => {
-                Err("TRTMC_SIM_VERSION is not valid UTF-8".to_string())
-            }
+            Err(std::env::VarError::NotUnicode(_)) => Err(crate::error::SimError::VersionNotUtf8),
             Ok(text) => text
                 .trim()
                 .parse::<u64>()
                 .ok()
                 .and_then(Self::from_encoded)
-                .ok_or_else(|| {
-                    format!(
-                        "TRTMC_SIM_VERSION={text:?} is not a TensorRT 10+ banner number such as \
-                         110100 (11.1.0) or 101601 (10.16.1)"
-                    )
+                .ok_or_else(|| crate::error::SimError::Version {
+                    value: text.clone(),
                 }),
         }
     }

@@ -57,10 +57,13 @@ pub struct QueryTime {
 impl QueryTime {
     /// The query of record `index`, when it has every time and its durations are finite and
     /// non-negative; else what is wrong with it.
-    fn from_record(index: usize, record: Option<TimeRecord>) -> std::result::Result<Self, String> {
-        let r = record.ok_or_else(|| format!("record {index} is not an object"))?;
-        let need = |name: &str, value: Option<f64>| {
-            value.ok_or_else(|| format!("record {index} has no numeric {name}"))
+    fn from_record(
+        index: usize,
+        record: Option<TimeRecord>,
+    ) -> std::result::Result<Self, RecordError> {
+        let r = record.ok_or(RecordError::NotAnObject { index })?;
+        let need = |name: &'static str, value: Option<f64>| {
+            value.ok_or(RecordError::Missing { index, name })
         };
         let query = QueryTime {
             start_enq_ms: r.start_enq_ms,
@@ -87,12 +90,29 @@ impl QueryTime {
             .iter()
             .find(|(_, value)| !value.is_finite() || *value < 0.0)
         {
-            return Err(format!(
-                "record {index} has {name} = {value}; durations must be finite and non-negative"
-            ));
+            return Err(RecordError::BadDuration {
+                index,
+                name,
+                value: *value,
+            });
         }
         Ok(query)
     }
+}
+
+/// Why one record of an `--exportTimes` file is not a query time.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RecordError {
+    #[error("record {index} is not an object")]
+    NotAnObject { index: usize },
+    #[error("record {index} has no numeric {name}")]
+    Missing { index: usize, name: &'static str },
+    #[error("record {index} has {name} = {value}; durations must be finite and non-negative")]
+    BadDuration {
+        index: usize,
+        name: &'static str,
+        value: f64,
+    },
 }
 
 /// Parses the text of an `--exportTimes` file; `what` names it in errors.
@@ -110,7 +130,9 @@ pub fn parse_times(text: &str, what: &str) -> Result<Vec<QueryTime>> {
     records
         .into_iter()
         .enumerate()
-        .map(|(index, record)| QueryTime::from_record(index, record).map_err(&unparsable))
+        .map(|(index, record)| {
+            QueryTime::from_record(index, record).map_err(|e| unparsable(e.to_string()))
+        })
         .collect()
 }
 

@@ -97,5 +97,7 @@ pub use runner::{
     RunOutput, Trtexec, detect_version, find_executable, find_executable_in, run_process,
     run_process_in,
 };
-pub use summary::{Percentile, PerformanceSummary, StatLine, SummaryForm, SummaryWarning};
+pub use summary::{
+    IncompleteSummary, Percentile, PerformanceSummary, StatLine, SummaryForm, SummaryWarning,
+};
 pub use version::TrtexecVersion;

@@ -312,7 +312,7 @@ impl SummaryBuilder {
     }
 
     /// The summary, or what is missing from it.
-    pub fn finish(mut self) -> Result<PerformanceSummary, String> {
+    pub fn finish(mut self) -> Result<PerformanceSummary, IncompleteSummary> {
         let form = self.form.unwrap_or(SummaryForm::Lines);
         if form == SummaryForm::Block {
             self.latency = std::mem::take(&mut self.block_latency).finish();
@@ -350,12 +350,17 @@ impl SummaryBuilder {
                 total_gpu_compute_s: self.total_gpu_compute_s,
                 warnings: self.warnings,
             }),
-            _ => Err(format!(
-                "the performance summary is incomplete (no readable {})",
-                missing.join(", ")
-            )),
+            _ => Err(IncompleteSummary { missing }),
         }
     }
+}
+
+/// A performance summary without one of the parts every summary has.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the performance summary is incomplete (no readable {})", missing.join(", "))]
+pub struct IncompleteSummary {
+    /// What was not found: `throughput`, `latency statistics`, `GPU compute statistics`.
+    pub missing: Vec<&'static str>,
 }
 
 fn set_partial(target: &mut PartialStat, key: &str, ms: f64, percent: Option<f64>) {

@@ -154,17 +154,19 @@ pub struct ConfigFlags {
 
 impl ConfigFlags {
     /// The validated configuration; an error names the flag and what it accepts.
-    pub fn to_config(&self) -> Result<TuneConfig, String> {
+    pub fn to_config(&self) -> Result<TuneConfig, FlagError> {
         let mut c = TuneConfig::default();
         if let Some(s) = &self.search {
-            c.search = s
-                .parse::<SearchOrder>()
-                .map_err(|e| format!("--search: {e}"))?;
+            c.search = s.parse::<SearchOrder>().map_err(|e| FlagError::Value {
+                flag: "--search",
+                reason: e.to_string(),
+            })?;
         }
         if let Some(o) = &self.objective {
-            c.objective = o
-                .parse::<Objective>()
-                .map_err(|e| format!("--objective: {e}"))?;
+            c.objective = o.parse::<Objective>().map_err(|e| FlagError::Value {
+                flag: "--objective",
+                reason: e.to_string(),
+            })?;
         }
         let set = |target: &mut usize, value: Option<usize>| {
             if let Some(v) = value {
@@ -189,9 +191,10 @@ impl ConfigFlags {
             c.early_stop_factor = (f != 0.0).then_some(f);
         }
         let algorithm = match &self.accuracy_algorithm {
-            Some(a) => a
-                .parse::<Algorithm>()
-                .map_err(|e| format!("--accuracy-algorithm: {e}"))?,
+            Some(a) => a.parse::<Algorithm>().map_err(|e| FlagError::Value {
+                flag: "--accuracy-algorithm",
+                reason: e.to_string(),
+            })?,
             None => c.accuracy.algorithm,
         };
         let mut spec = AccuracySpec::new(
@@ -201,28 +204,40 @@ impl ConfigFlags {
         spec.atol = self.atol.unwrap_or(spec.atol);
         spec.rtol = self.rtol.unwrap_or(spec.rtol);
         for t in &self.tensor_thresholds {
-            let (name, eps) = t.split_once('=').ok_or_else(|| {
-                format!(
-                    "--tensor-threshold `{t}` is not NAME=EPS (e.g. --tensor-threshold logits=1e-3)"
-                )
+            let (name, eps) = t
+                .split_once('=')
+                .ok_or_else(|| FlagError::TensorThreshold { given: t.clone() })?;
+            let eps: f64 = eps.trim().parse().map_err(|_| FlagError::TensorEpsilon {
+                given: t.clone(),
+                epsilon: eps.to_string(),
             })?;
-            let eps: f64 = eps
-                .trim()
-                .parse()
-                .map_err(|_| format!("--tensor-threshold `{t}`: `{eps}` is not a number"))?;
             spec.per_tensor_epsilon.insert(name.trim().to_string(), eps);
         }
         c.accuracy = spec;
-        c.validate().map_err(|e| {
-            format!(
-                "{} {} is out of range: {} (see trtmc-bench tune --help)",
-                flag_of(e.option),
-                e.value,
-                e.expected
-            )
+        c.validate().map_err(|e| FlagError::OutOfRange {
+            flag: flag_of(e.option),
+            refused: e,
         })?;
         Ok(c)
     }
+}
+
+/// A tune flag whose value is refused; the message names the flag and what it accepts.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FlagError {
+    /// A value that does not parse; `reason` lists what the flag takes.
+    #[error("{flag}: {reason}")]
+    Value { flag: &'static str, reason: String },
+    #[error("--tensor-threshold `{given}` is not NAME=EPS (e.g. --tensor-threshold logits=1e-3)")]
+    TensorThreshold { given: String },
+    #[error("--tensor-threshold `{given}`: `{epsilon}` is not a number")]
+    TensorEpsilon { given: String, epsilon: String },
+    #[error(
+        "{flag} {} is out of range: {} (see trtmc-bench tune --help)",
+        refused.value,
+        refused.expected
+    )]
+    OutOfRange { flag: String, refused: ConfigError },
 }
 
 /// The command-line flag of a configuration option, for messages about what the user typed.
@@ -408,7 +423,7 @@ mod tests {
 
     #[test]
     fn flags_are_bounded_and_named_as_typed() {
-        let refused = |flags: ConfigFlags| flags.to_config().expect_err("refused");
+        let refused = |flags: ConfigFlags| flags.to_config().expect_err("refused").to_string();
         // Beyond a week is refused before anything turns it into a Duration (which would panic).
         let e = refused(ConfigFlags {
             route_timeout_s: Some(1e20),

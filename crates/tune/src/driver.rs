@@ -115,9 +115,38 @@ pub trait RouteRunner {
     /// from the cache, in route order): a runner that builds elsewhere (Slurm) starts every build of
     /// the round at once. An error (the executor itself broke: no controller, a refused submission)
     /// stops the tune. The default does nothing.
-    fn build_ahead(&mut self, _routes: &[Route], _timeout: Option<Duration>) -> Result<(), String> {
+    fn build_ahead(
+        &mut self,
+        _routes: &[Route],
+        _timeout: Option<Duration>,
+    ) -> Result<(), ExecutorError> {
         Ok(())
     }
+}
+
+/// Why a runner's executor cannot go on: the Slurm controller refused a submission or a poll, or a
+/// file the builds are exchanged through cannot be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecutorError {
+    /// The tune was asked to stop: no more arrays are submitted (those submitted are cancelled).
+    #[error("the tune is stopping: nothing more is submitted")]
+    Stopping,
+    #[error("cannot submit the builds to Slurm: {source}")]
+    Submit {
+        source: trtmc_executor::slurm::SlurmError,
+    },
+    #[error("cannot follow Slurm job array {job}: {source}")]
+    Follow {
+        job: String,
+        source: trtmc_executor::slurm::SlurmError,
+    },
+    #[error("cannot {action} {}: {source}", path.display())]
+    File {
+        /// `create`, `write`.
+        action: &'static str,
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// Where the golden outputs come from.
@@ -227,8 +256,8 @@ pub enum TuneError {
     )]
     SpaceTooLarge { count: String },
     /// The runner's executor failed (a Slurm submission or poll): the routes' builds cannot go on.
-    #[error("{0}")]
-    Executor(String),
+    #[error(transparent)]
+    Executor(ExecutorError),
     #[error(
         "tuning cache line for iteration {iter} records {found}, but this tune would run {expected} there: the \
          cache belongs to another expression or options; start a new tune"
@@ -403,21 +432,29 @@ fn fail(rec: &mut IterationRecord, stage: Stage, error: &RouteError) {
 
 /// Steady-state samples must be finite and positive (a 0 ms call means the clock is too coarse to time
 /// it), and there must be some.
-fn check_samples(samples: &[f64]) -> Result<(), String> {
+fn check_samples(samples: &[f64]) -> Result<(), SampleError> {
     if samples.is_empty() {
-        return Err("the runtime returned no timing samples".into());
+        return Err(SampleError::None);
     }
     let bad = samples
         .iter()
         .filter(|s| !(s.is_finite() && **s > 0.0))
         .count();
     if bad > 0 {
-        return Err(format!(
-            "the runtime returned {bad} invalid timing sample(s) (zero, negative or not finite); time more calls \
-             per sample or use a finer clock"
-        ));
+        return Err(SampleError::Invalid { count: bad });
     }
     Ok(())
+}
+
+/// Timing samples a route cannot be judged by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum SampleError {
+    #[error("the runtime returned no timing samples")]
+    None,
+    #[error(
+        "the runtime returned {count} invalid timing sample(s) (zero, negative or not finite); time more calls per sample or use a finer clock"
+    )]
+    Invalid { count: usize },
 }
 
 /// Total wall time of a measurement's calls (warm-ups and samples), ignoring invalid values.
@@ -840,9 +877,13 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
                     }
                     rec.notes.extend(staged.budget_note);
                 }
-                Err(message) => {
+                Err(bad) => {
                     if rec.status == RouteStatus::Ok {
-                        fail(&mut rec, Stage::Measure, &RouteError::failed(message));
+                        fail(
+                            &mut rec,
+                            Stage::Measure,
+                            &RouteError::failed(bad.to_string()),
+                        );
                     }
                 }
             },
@@ -1051,7 +1092,11 @@ impl<R: RouteRunner> Driver<'_, '_, R> {
         match measured {
             Ok(timing) => match check_samples(&timing.samples_ms) {
                 Ok(()) => set_samples(&mut rec, config.objective, plan.warmup_calls, timing),
-                Err(message) => fail(&mut rec, Stage::Measure, &RouteError::failed(message)),
+                Err(bad) => fail(
+                    &mut rec,
+                    Stage::Measure,
+                    &RouteError::failed(bad.to_string()),
+                ),
             },
             Err(e) => fail(&mut rec, Stage::Measure, &e),
         }

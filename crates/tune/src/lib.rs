@@ -47,8 +47,8 @@ pub use trtmc_golden as golden;
 pub use cache::{CacheHeader, CacheWriter, Fingerprint, IterationRecord, Phase, RouteStatus};
 pub use config::TuneConfig;
 pub use driver::{
-    MeasurePlan, Progress, Reference, RouteError, RouteErrorKind, RouteRunner, Session, Timing,
-    TuneError, TunePlan, tune,
+    ExecutorError, MeasurePlan, Progress, Reference, RouteError, RouteErrorKind, RouteRunner,
+    Session, Timing, TuneError, TunePlan, tune,
 };
 pub use expr::{Expression, Route};
 pub use knobs::KnobSet;

@@ -63,14 +63,23 @@ const MEASUREMENT: &str = "each route is built by its own child process (tune-wo
 pub enum TuneRunError {
     // --- the request is wrong (exit 3) ---
     /// `--onnx` names a file that is no usable ONNX model.
-    #[error("--onnx: {reason}")]
-    Onnx { path: PathBuf, reason: String },
+    #[error("--onnx: {source}")]
+    Onnx {
+        path: PathBuf,
+        source: trtmc_core::catalog::CatalogError,
+    },
     /// The catalog at `root` cannot be loaded.
-    #[error("{reason}")]
-    Catalog { root: PathBuf, reason: String },
-    /// The catalog has no such model (`reason` lists close names).
-    #[error("{reason}")]
-    UnknownModel { model: String, reason: String },
+    #[error("{source}")]
+    Catalog {
+        root: PathBuf,
+        source: trtmc_core::catalog::CatalogError,
+    },
+    /// The catalog has no such model (the message lists close names).
+    #[error("{source}")]
+    UnknownModel {
+        model: String,
+        source: trtmc_core::catalog::CatalogError,
+    },
     /// The model's status (e.g. `unsupported`) says it cannot run.
     #[error("model `{model}` cannot be tuned: {status}")]
     ModelNotReady { model: String, status: String },
@@ -81,8 +90,11 @@ pub enum TuneRunError {
     #[error("model `{model}` has no model file, so it has no build routes to tune")]
     NoModelFile { model: String },
     /// The base case cannot be resolved (unknown case or field, a bad value).
-    #[error("{reason}")]
-    Case { model: String, reason: String },
+    #[error("{source}")]
+    Case {
+        model: String,
+        source: Box<trtmc_core::case::CaseError>,
+    },
     /// No runtime of that name.
     #[error("{reason}")]
     UnknownRuntime { runtime: String, reason: String },
@@ -110,8 +122,11 @@ pub enum TuneRunError {
         source: TuneError,
     },
     /// The model's source file cannot be found, read or fetched.
-    #[error("{reason}")]
-    Source { model: String, reason: String },
+    #[error("{source}")]
+    Source {
+        model: String,
+        source: Box<trtmc_runner::sources::SourceError>,
+    },
     /// The model file cannot be read to take its digest.
     #[error("cannot read the model file {}: {source}", path.display())]
     ModelFile {
@@ -131,14 +146,17 @@ pub enum TuneRunError {
     #[error("{flag}: {reason}")]
     DataSet { flag: &'static str, reason: String },
     /// The model's tokenizer cannot be found or fetched.
-    #[error("{reason}")]
-    Tokenizer { model: String, reason: String },
+    #[error("{source}")]
+    Tokenizer {
+        model: String,
+        source: Box<trtmc_runner::sources::SourceError>,
+    },
     /// `--executor slurm`: a file the tasks read or write is not on a path every node sees.
-    #[error("{reason}")]
+    #[error("{source}")]
     NotShared {
         what: &'static str,
         path: PathBuf,
-        reason: String,
+        source: crate::slurm::SharedPathError,
     },
     // --- the machine lacks something (exit 7) ---
     /// The runtime's library or tool is missing, so its routes cannot be built and measured here.
@@ -148,8 +166,8 @@ pub enum TuneRunError {
     #[error("{reason}")]
     KnobTool { runtime: String, reason: String },
     /// The routes' processes cannot be started.
-    #[error("{reason}")]
-    RouteProcesses { reason: String },
+    #[error(transparent)]
+    RouteProcesses(#[from] crate::process::StartError),
     /// `--executor slurm`: no Slurm controller answers.
     #[error("{reason}")]
     SlurmController { reason: String },
@@ -201,10 +219,10 @@ impl Model {
         let (name, root) = match choice {
             ModelChoice::OnnxFile(onnx) => {
                 return Ok(Model {
-                    profile: Profile::from_onnx_file(onnx).map_err(|reason| {
+                    profile: Profile::from_onnx_file(onnx).map_err(|source| {
                         TuneRunError::Onnx {
                             path: onnx.clone(),
-                            reason,
+                            source,
                         }
                     })?,
                     catalog_root: None,
@@ -212,15 +230,15 @@ impl Model {
             }
             ModelChoice::Catalog { name, root } => (name, root),
         };
-        let catalog = Catalog::load(root).map_err(|reason| TuneRunError::Catalog {
+        let catalog = Catalog::load(root).map_err(|source| TuneRunError::Catalog {
             root: root.clone(),
-            reason,
+            source,
         })?;
         let profile = catalog
             .require(name)
-            .map_err(|reason| TuneRunError::UnknownModel {
+            .map_err(|source| TuneRunError::UnknownModel {
                 model: name.clone(),
-                reason,
+                source,
             })?
             .clone();
         if !profile.status.is_ready() {
@@ -259,20 +277,19 @@ impl Model {
             runtime: Some(runtime_name.to_string()),
             ..ResolveInput::default()
         };
-        case::resolve(&self.profile, &input).map_err(|reason| TuneRunError::Case {
+        case::resolve(&self.profile, &input).map_err(|source| TuneRunError::Case {
             model: self.profile.name.clone(),
-            reason,
+            source: Box::new(source),
         })
     }
 }
 
 /// Refuses a runtime whose routes cannot be built and measured here (its library or tool is missing).
 pub fn check_measurable(rt: &dyn Runtime) -> Result<(), TuneRunError> {
-    rt.availability()
-        .map_err(|reason| TuneRunError::Unavailable {
-            runtime: rt.name().to_string(),
-            reason,
-        })
+    rt.availability().map_err(|e| TuneRunError::Unavailable {
+        runtime: rt.name().to_string(),
+        reason: e.to_string(),
+    })
 }
 
 /// The runtime's knob databases, merged (plus the test knobs under the test harness); a session
@@ -433,8 +450,7 @@ pub fn run(
 ) -> Result<TuneOutcome, TuneRunError> {
     let Some(settings) = &request.slurm else {
         return run_with(request, start, progress, |target, options| {
-            ProcessRunner::new(target, options)
-                .map_err(|reason| TuneRunError::RouteProcesses { reason })
+            Ok(ProcessRunner::new(target, options)?)
         });
     };
     // Before the cache, the reference build or any submission.
@@ -449,8 +465,7 @@ pub fn run(
         })?;
     }
     run_with(request, start, progress, |target, options| {
-        let inner = ProcessRunner::new(target, options)
-            .map_err(|reason| TuneRunError::RouteProcesses { reason })?;
+        let inner = ProcessRunner::new(target, options)?;
         let options = SlurmOptions {
             settings: settings.clone(),
             exe: request.worker_exe.clone(),
@@ -478,14 +493,15 @@ pub fn check_slurm(request: &TuneRequest, settings: &SlurmSettings) -> Result<()
         request.model.profile.dir().to_path_buf(),
     ));
     for (what, path) in paths {
-        check_shared_path(what, &path, settings).map_err(|reason| TuneRunError::NotShared {
+        check_shared_path(what, &path, settings).map_err(|source| TuneRunError::NotShared {
             what,
             path,
-            reason,
+            source,
         })?;
     }
-    trtmc_executor::slurm::check_controller()
-        .map_err(|reason| TuneRunError::SlurmController { reason })
+    trtmc_executor::slurm::check_controller().map_err(|e| TuneRunError::SlurmController {
+        reason: e.to_string(),
+    })
 }
 
 /// [`run`] with the route runner that `make_runner` makes from the target and the runner's options.
@@ -594,9 +610,9 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
     let base = &request.base;
     let runtime_name = request.runtime.as_str();
     let onnx = trtmc_runner::sources::materialize(&model.profile, &request.bundle_cache).map_err(
-        |reason| TuneRunError::Source {
+        |source| TuneRunError::Source {
             model: model.profile.name.clone(),
-            reason,
+            source: Box::new(source),
         },
     )?;
     let model_sha256 =
@@ -706,9 +722,9 @@ fn prepare(request: &TuneRequest) -> Result<Prepared, TuneRunError> {
     let mut profile = model.profile.clone();
     profile.tokenizer =
         trtmc_runner::sources::resolve_tokenizer(&profile, trtmc_runner::sources::Fetch::Allowed)
-            .map_err(|reason| TuneRunError::Tokenizer {
+            .map_err(|source| TuneRunError::Tokenizer {
             model: profile.name.clone(),
-            reason,
+            source: Box::new(source),
         })?;
     let target = Target {
         profile,
@@ -745,12 +761,11 @@ fn onnxruntime_golden(
     base: &ResolvedCase,
     given: &[Tensor],
     work: &Path,
-) -> Result<Golden, String> {
+) -> anyhow::Result<Golden> {
     use trtmc_runtime::outputs::{
         build_dims, from_tensor, run_session, synthesize_inputs, to_tensor,
     };
-    let text = |e: anyhow::Error| format!("{e:#}");
-    let ort = trtmc_runtime::registry::runtime("onnxruntime")?;
+    let ort = trtmc_runtime::registry::runtime("onnxruntime").map_err(anyhow::Error::msg)?;
     ort.availability()?;
     let settings: BTreeMap<String, Value> = base
         .build_values()
@@ -758,7 +773,8 @@ fn onnxruntime_golden(
         .filter(|(k, _)| k.starts_with("dims.") || k.starts_with("shapes."))
         .collect();
     let _ = std::fs::remove_dir_all(work);
-    std::fs::create_dir_all(work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+    std::fs::create_dir_all(work)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", work.display()))?;
     let created = jiff::Timestamp::now().to_string();
     let plan = trtmc_runtime::bundle::BuildPlan {
         key: "golden",
@@ -769,9 +785,9 @@ fn onnxruntime_golden(
         created: &created,
         source_commit: None,
     };
-    trtmc_runtime::bundle::build_bundle(ort.as_ref(), &plan, work).map_err(text)?;
+    trtmc_runtime::bundle::build_bundle(ort.as_ref(), &plan, work)?;
     let manifest = trtmc_runtime::bundle::BundleManifest::read(work)?;
-    let mut session = ort.load(work, &manifest, &BTreeMap::new()).map_err(text)?;
+    let mut session = ort.load(work, &manifest, &BTreeMap::new())?;
     let specs = session.inputs().to_vec();
     let named = if given.is_empty() {
         let dims = build_dims(&settings);
@@ -779,7 +795,7 @@ fn onnxruntime_golden(
             .request_value("seed")
             .and_then(Value::as_u64)
             .unwrap_or(0);
-        let tensors = synthesize_inputs(&specs, seed, &dims).map_err(text)?;
+        let tensors = synthesize_inputs(&specs, seed, &dims)?;
         specs
             .iter()
             .map(|s| s.name.clone())
@@ -792,16 +808,16 @@ fn onnxruntime_golden(
                 let t = given
                     .iter()
                     .find(|t| t.name == spec.name)
-                    .ok_or_else(|| format!("--inputs has no input `{}`", spec.name))?;
-                Ok((spec.name.clone(), from_tensor(t, spec.dtype).map_err(text)?))
+                    .ok_or_else(|| anyhow::anyhow!("--inputs has no input `{}`", spec.name))?;
+                Ok((spec.name.clone(), from_tensor(t, spec.dtype)?))
             })
-            .collect::<Result<Vec<_>, String>>()?
+            .collect::<anyhow::Result<Vec<_>>>()?
     };
-    let outputs = run_session(session.as_mut(), &named).map_err(text)?;
+    let outputs = run_session(session.as_mut(), &named)?;
     let convert = |list: &[(String, trtmc_runtime::tensor::HostTensor)]| {
         list.iter()
-            .map(|(n, t)| to_tensor(n, t).map_err(text))
-            .collect::<Result<Vec<_>, String>>()
+            .map(|(n, t)| to_tensor(n, t))
+            .collect::<anyhow::Result<Vec<_>>>()
     };
     Ok(Golden {
         source: format!("onnxruntime {} on {}", ort.version(), onnx.display()),

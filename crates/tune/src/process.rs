@@ -201,17 +201,53 @@ pub struct ProcessRunner {
     pub built: BTreeMap<String, RouteBundle>,
 }
 
+/// Why the route processes cannot be started.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// No runtime of that name; the text lists the known ones.
+    #[error("{0}")]
+    UnknownRuntime(String),
+    #[error(transparent)]
+    Unavailable(#[from] trtmc_runtime::error::Unavailable),
+    #[error("cannot create {}: {source}", dir.display())]
+    CreateDir {
+        dir: std::path::PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Why a route does not resolve to a case and a bundle.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error(transparent)]
+    Knobs(#[from] runtime_knobs::RouteSettingError),
+    #[error(transparent)]
+    Case(#[from] trtmc_core::case::CaseError),
+    #[error(transparent)]
+    Prompt(#[from] trtmc_runner::chat::PromptError),
+    #[error(transparent)]
+    Setting(#[from] trtmc_runtime::error::SettingError),
+    /// The bundle cannot be planned; `reason` is the runner's message with its causes.
+    #[error("{reason}")]
+    Bundle { reason: String },
+    #[error("the bundle plan has no cache key")]
+    NoKey,
+}
+
 impl ProcessRunner {
-    pub fn new(target: Target, options: Options) -> Result<Self, String> {
+    pub fn new(target: Target, options: Options) -> Result<Self, StartError> {
         let runtime_options = RuntimeOptions {
             trtexec: target.trtexec.clone(),
             probe_cache: Some(options.cache_root.clone()),
         };
-        let rt = registry::runtime_with(&target.runtime, &runtime_options)?;
+        let rt = registry::runtime_with(&target.runtime, &runtime_options)
+            .map_err(StartError::UnknownRuntime)?;
         rt.availability()?;
         for dir in [&options.work_dir, &options.log_dir] {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(|source| StartError::CreateDir {
+                dir: dir.clone(),
+                source,
+            })?;
         }
         Ok(Self {
             target,
@@ -229,7 +265,7 @@ impl ProcessRunner {
     }
 
     /// The case a route resolves to (the route's knobs as the sweep point), without building anything.
-    pub fn resolve(&self, route: &Route) -> Result<RouteBundle, String> {
+    pub fn resolve(&self, route: &Route) -> Result<RouteBundle, ResolveError> {
         let settings = runtime_knobs::route_settings(self.rt.as_ref(), route)?;
         let input = ResolveInput {
             case: self.target.case.as_deref(),
@@ -257,8 +293,10 @@ impl ProcessRunner {
             self.rt.as_ref(),
             &options,
         )
-        .map_err(|e| e.message().to_string())?;
-        let key = plan.key.ok_or("the bundle plan has no cache key")?;
+        .map_err(|e| ResolveError::Bundle {
+            reason: e.message().to_string(),
+        })?;
+        let key = plan.key.ok_or(ResolveError::NoKey)?;
         Ok(RouteBundle {
             route: route.to_string(),
             resolved,
@@ -518,7 +556,9 @@ impl RouteRunner for ProcessRunner {
     type Built = Built;
 
     fn build(&mut self, route: &Route, timeout: Option<Duration>) -> Result<Built, RouteError> {
-        let info = self.resolve(route).map_err(RouteError::failed)?;
+        let info = self
+            .resolve(route)
+            .map_err(|e| RouteError::failed(e.to_string()))?;
         let request = self.request(ChildMode::Build, &info);
         let log = self.log_path(&info.route, "build");
         // Its standard input stays open until it answers: it is the build's liveness pipe.

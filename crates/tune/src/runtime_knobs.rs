@@ -4,7 +4,7 @@
 
 use crate::KnobSet;
 use crate::expr::Route;
-use crate::knobs::{KnobDatabase, KnobOption};
+use crate::knobs::{KnobDatabase, KnobDbError, KnobOption};
 use trtmc_core::case::{Override, ResolvedCase, Source};
 use trtmc_runtime::knobs::{KnobError, KnobSetting};
 use trtmc_runtime::runtime::Runtime;
@@ -55,7 +55,7 @@ pub fn knob_set(
         parts.push(set);
     }
     let set = KnobSet::merge(parts).map_err(|e| KnobSetError::Database(e.to_string()))?;
-    with_test_knobs(set).map_err(KnobSetError::Internal)
+    with_test_knobs(set).map_err(|e| KnobSetError::Internal(e.to_string()))
 }
 
 /// Why a runtime's knob set could not be put together.
@@ -101,12 +101,12 @@ pub fn test_knob_db() -> KnobDatabase {
 }
 
 /// Adds the test knobs to `set` when running under the test harness.
-pub fn with_test_knobs(set: KnobSet) -> Result<KnobSet, String> {
+pub fn with_test_knobs(set: KnobSet) -> Result<KnobSet, KnobDbError> {
     if !test_mode() {
         return Ok(set);
     }
-    let test = KnobSet::from_db(&test_knob_db(), "test").map_err(|e| e.to_string())?;
-    KnobSet::merge([set, test]).map_err(|e| e.to_string())
+    let test = KnobSet::from_db(&test_knob_db(), "test")?;
+    KnobSet::merge([set, test])
 }
 
 /// What one route asks of the runtime besides its build and runtime settings.
@@ -124,25 +124,35 @@ pub struct RouteSettings {
 }
 
 /// Translates a route of `runtime`'s knobs into settings. Unknown knobs are an error naming them.
-pub fn route_settings(runtime: &dyn Runtime, route: &Route) -> Result<RouteSettings, String> {
+pub fn route_settings(
+    runtime: &dyn Runtime,
+    route: &Route,
+) -> Result<RouteSettings, RouteSettingError> {
     let mut out = RouteSettings::default();
     for (knob, value) in &route.settings {
         if let Some(name) = knob.strip_prefix(TEST_PREFIX) {
             if !test_mode() {
-                return Err(format!(
-                    "knob {knob} exists only under the test harness ({TEST_ENV}=1)"
-                ));
+                return Err(RouteSettingError::TestOnly { knob: knob.clone() });
             }
             match name {
                 "fault" if FAULTS.contains(&value.as_str()) => {
                     out.fault = (value != "none").then(|| value.clone())
                 }
                 "sleep_us" => {
-                    out.sleep_us = value.parse().map_err(|_| {
-                        format!("knob {knob}: '{value}' is not a number of microseconds")
-                    })?
+                    out.sleep_us =
+                        value
+                            .parse()
+                            .map_err(|_| RouteSettingError::NotMicroseconds {
+                                knob: knob.clone(),
+                                value: value.clone(),
+                            })?
                 }
-                _ => return Err(format!("unknown test knob {knob}={value}")),
+                _ => {
+                    return Err(RouteSettingError::UnknownTestKnob {
+                        knob: knob.clone(),
+                        value: value.clone(),
+                    });
+                }
             }
             continue;
         }
@@ -170,6 +180,20 @@ pub fn route_settings(runtime: &dyn Runtime, route: &Route) -> Result<RouteSetti
     Ok(out)
 }
 
+/// Why a route's knobs do not translate into settings.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RouteSettingError {
+    #[error("knob {knob} exists only under the test harness ({}=1)", TEST_ENV)]
+    TestOnly { knob: String },
+    #[error("knob {knob}: '{value}' is not a number of microseconds")]
+    NotMicroseconds { knob: String, value: String },
+    #[error("unknown test knob {knob}={value}")]
+    UnknownTestKnob { knob: String, value: String },
+    /// The runtime does not have the knob.
+    #[error(transparent)]
+    Runtime(#[from] trtmc_runtime::error::SettingError),
+}
+
 /// `--set` arguments of `trtmc-bench run` that reproduce a route's settings.
 pub fn run_sets(settings: &RouteSettings) -> Vec<String> {
     settings
@@ -182,42 +206,24 @@ pub fn run_sets(settings: &RouteSettings) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
-    use std::collections::BTreeMap;
-    use trtmc_core::case::Sourced;
-    use trtmc_core::case::{Measure, RESOLVED_CASE_SCHEMA};
+    use trtmc_core::case::{ResolveInput, resolve};
+    use trtmc_core::catalog::Profile;
     use trtmc_runtime::registry::runtime;
 
-    fn base(build: &[(&str, Value)], runtime: &[(&str, Value)]) -> ResolvedCase {
-        let sourced = |v: &[(&str, Value)]| {
-            v.iter()
-                .map(|(k, v)| (k.to_string(), Sourced::new(v.clone(), Source::Manifest)))
-                .collect()
+    /// The case an ONNX file resolves to with these `--set` overrides, through the real resolver.
+    fn base(sets: &[&str]) -> ResolvedCase {
+        let dir = tempfile::tempdir().expect("tmp");
+        let onnx = dir.path().join("m.onnx");
+        std::fs::write(&onnx, b"not read by the resolver").expect("write");
+        let profile = Profile::from_onnx_file(&onnx).expect("profile");
+        let input = ResolveInput {
+            sets: sets
+                .iter()
+                .map(|s| Override::parse(s, Source::Set).expect("set"))
+                .collect(),
+            ..ResolveInput::default()
         };
-        ResolvedCase {
-            schema: RESOLVED_CASE_SCHEMA.into(),
-            model: "m".into(),
-            case: "c".into(),
-            label: "c".into(),
-            task_strategy: "t".into(),
-            operation: "infer".into(),
-            runtime: Sourced::new("tract".into(), Source::Default),
-            request: BTreeMap::new(),
-            build: sourced(build),
-            runtime_settings: sourced(runtime),
-            measure: Measure {
-                warmup: Sourced::new(1, Source::Default),
-                iterations: Sourced::new(1, Source::Default),
-                min_duration_s: Sourced::new(0.0, Source::Default),
-                max_duration_s: Sourced::new(None, Source::Default),
-                timeout_s: Sourced::new(1.0, Source::Default),
-            },
-            sweep_point: BTreeMap::new(),
-            chat: None,
-            identity: String::new(),
-            inputs: Default::default(),
-            data: None,
-        }
+        resolve(&profile, &input).expect("resolve")
     }
 
     fn route(pairs: &[(&str, &str)]) -> Route {
@@ -231,10 +237,7 @@ mod tests {
 
     #[test]
     fn defaults_follow_the_resolved_case_and_databases_parse() {
-        let b = base(
-            &[("precision", Value::from("fp16"))],
-            &[("intra_spinning", Value::Bool(false))],
-        );
+        let b = base(&["build.precision=fp16", "runtime.intra_spinning=false"]);
         let tract = runtime("tract").expect("tract");
         let set = knob_set(tract.as_ref(), Some(&b)).expect("tract knobs");
         assert_eq!(
@@ -273,7 +276,8 @@ mod tests {
         assert!(s.overrides.iter().all(|o| o.source == Source::Sweep));
         let tract = runtime("tract").expect("tract");
         let err = route_settings(tract.as_ref(), &route(&[("-intra_threads", "2")]))
-            .expect_err("not tract");
+            .expect_err("not tract")
+            .to_string();
         assert!(
             err.contains("-intra_threads") && err.contains("--help-routes"),
             "{err}"

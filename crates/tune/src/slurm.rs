@@ -24,6 +24,7 @@ use std::process::{Command as Process, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
+use crate::driver::ExecutorError;
 use crate::expr::Route;
 use crate::{MeasurePlan, RouteError, RouteRunner, Timing};
 use serde::{Deserialize, Serialize};
@@ -316,7 +317,7 @@ impl<'p> SlurmRunner<'p> {
 
     /// Waits until every task of the earlier arrays that are still listed has ended (a coordinator
     /// killed while they ran), so their routes are not built twice.
-    fn wait_for_earlier_jobs(&self, routes: &[&str]) -> Result<(), String> {
+    fn wait_for_earlier_jobs(&self, routes: &[&str]) -> Result<(), ExecutorError> {
         for job in self.read_jobs() {
             if !job.routes.iter().any(|r| routes.contains(&r.as_str())) {
                 continue;
@@ -339,14 +340,16 @@ impl<'p> SlurmRunner<'p> {
         &self,
         job: &str,
         routes: &[String],
-    ) -> Result<BTreeMap<usize, (String, String)>, String> {
+    ) -> Result<BTreeMap<usize, (String, String)>, ExecutorError> {
         let settings = &self.options.settings;
         let deadline = Instant::now() + Duration::from_secs_f64(settings.timeout_s.max(1.0));
         let step = Duration::from_secs_f64(settings.poll_s.clamp(0.1, 60.0));
         let mut reported = 0;
         loop {
-            let states = slurm::task_states(job)
-                .map_err(|e| format!("cannot follow Slurm job array {job}: {e}"))?;
+            let states = slurm::task_states(job).map_err(|source| ExecutorError::Follow {
+                job: job.to_string(),
+                source,
+            })?;
             let done = routes
                 .iter()
                 .filter(|r| read_result(&self.options.dir, r).is_some())
@@ -388,7 +391,7 @@ impl<'p> SlurmRunner<'p> {
 
     /// Submits `routes` as one array, follows it, and gives every task that ended without a result
     /// one naming its Slurm state.
-    fn submit(&mut self, routes: &[Route], timeout: Option<Duration>) -> Result<(), String> {
+    fn submit(&mut self, routes: &[Route], timeout: Option<Duration>) -> Result<(), ExecutorError> {
         let dir = self.options.dir.clone();
         let mut specs = Vec::new();
         for route in routes {
@@ -411,8 +414,7 @@ impl<'p> SlurmRunner<'p> {
             return Ok(());
         }
         let routes_dir = dir.join("routes");
-        std::fs::create_dir_all(&routes_dir)
-            .map_err(|e| format!("cannot create {}: {e}", routes_dir.display()))?;
+        std::fs::create_dir_all(&routes_dir).map_err(file_error("create", &routes_dir))?;
         let mut jobs = self.read_jobs();
         let n = jobs.len() + 1;
         let tasks_file = dir.join(format!("submit-{n}-tasks.json"));
@@ -421,8 +423,7 @@ impl<'p> SlurmRunner<'p> {
             exe: self.options.exe.clone(),
             tasks: specs.clone(),
         };
-        write_json_atomic(&tasks_file, &list)
-            .map_err(|e| format!("cannot write {}: {e}", tasks_file.display()))?;
+        write_json_atomic(&tasks_file, &list).map_err(file_error("write", &tasks_file))?;
         let task = [
             self.options.exe.to_string_lossy().into_owned(),
             "tune-task".into(),
@@ -446,10 +447,10 @@ impl<'p> SlurmRunner<'p> {
             // finds the new array listed and cancels it.
             let mut live = self.live();
             if live.stopping {
-                return Err("the tune is stopping: nothing more is submitted".into());
+                return Err(ExecutorError::Stopping);
             }
             let job = slurm::submit_array(&array, &self.options.settings)
-                .map_err(|e| format!("cannot submit the builds to Slurm: {e}"))?;
+                .map_err(|source| ExecutorError::Submit { source })?;
             live.ids.push(job.clone());
             job
         };
@@ -461,7 +462,7 @@ impl<'p> SlurmRunner<'p> {
             submitted: jiff::Timestamp::now().to_string(),
         });
         write_json_atomic(&self.jobs_file(), &jobs)
-            .map_err(|e| format!("cannot write {}: {e}", self.jobs_file().display()))?;
+            .map_err(file_error("write", &self.jobs_file()))?;
         self.progress.report(Event::Message(&format!(
             "submitted job array {job}: {} route build(s), one per task",
             specs.len()
@@ -480,17 +481,29 @@ impl<'p> SlurmRunner<'p> {
                 .unwrap_or_else(|| ("UNKNOWN".into(), String::new()));
             let log = dir.join(format!("submit-{n}-task-{t}.log"));
             let result = missing_result(&spec.route, &job, t, &state, &reason, &log);
-            write_json_atomic(&spec.result, &result)
-                .map_err(|e| format!("cannot write {}: {e}", spec.result.display()))?;
+            write_json_atomic(&spec.result, &result).map_err(file_error("write", &spec.result))?;
         }
         Ok(())
+    }
+}
+
+/// An exchange file's I/O error as an [`ExecutorError`].
+fn file_error(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ExecutorError {
+    move |source| ExecutorError::File {
+        action,
+        path: path.to_path_buf(),
+        source,
     }
 }
 
 impl RouteRunner for SlurmRunner<'_> {
     type Built = Built;
 
-    fn build_ahead(&mut self, routes: &[Route], timeout: Option<Duration>) -> Result<(), String> {
+    fn build_ahead(
+        &mut self,
+        routes: &[Route],
+        timeout: Option<Duration>,
+    ) -> Result<(), ExecutorError> {
         let names: Vec<String> = routes.iter().map(Route::to_string).collect();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         self.wait_for_earlier_jobs(&names)?;
@@ -513,7 +526,7 @@ impl RouteRunner for SlurmRunner<'_> {
         let key = route.to_string();
         if read_result(&self.options.dir, &key).is_none() {
             self.submit(std::slice::from_ref(route), timeout)
-                .map_err(RouteError::failed)?;
+                .map_err(|e| RouteError::failed(e.to_string()))?;
         }
         if let Some(result) = read_result(&self.options.dir, &key) {
             if let Some(e) = result_error(&result) {
@@ -725,33 +738,54 @@ const NODE_LOCAL: &[&str] = &["/tmp", "/var/tmp", "/dev/shm", "/run"];
 
 /// Refuses a file or folder the array tasks cannot see: outside every `shared_paths` entry when the
 /// environment lists some, else inside a node-local folder. `what` names it for the message.
-pub fn check_shared_path(what: &str, path: &Path, settings: &SlurmSettings) -> Result<(), String> {
+pub fn check_shared_path(
+    what: &str,
+    path: &Path,
+    settings: &SlurmSettings,
+) -> Result<(), SharedPathError> {
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     if !settings.shared_paths.is_empty() {
         if settings.shared_paths.iter().any(|s| path.starts_with(s)) {
             return Ok(());
         }
-        let listed: Vec<String> = settings
-            .shared_paths
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
-        return Err(format!(
-            "{what} {} is not below any of the environment's slurm.shared_paths ({}), so the Slurm tasks may \
-             not see it: move it below one of them or add its shared folder to shared_paths",
-            path.display(),
-            listed.join(", ")
-        ));
+        return Err(SharedPathError::OutsideShared {
+            what: what.to_string(),
+            path,
+            shared: settings.shared_paths.clone(),
+        });
     }
     if let Some(local) = NODE_LOCAL.iter().find(|l| path.starts_with(l)) {
-        return Err(format!(
-            "{what} {} is in {local}, which is local to each node, so the Slurm tasks would not see it: put it \
-             on a shared filesystem, or list the folder in the environment's slurm.shared_paths when every \
-             node sees it (a single-node cluster)",
-            path.display()
-        ));
+        return Err(SharedPathError::NodeLocal {
+            what: what.to_string(),
+            path,
+            local,
+        });
     }
     Ok(())
+}
+
+/// A file or folder the Slurm array tasks may not see.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SharedPathError {
+    #[error(
+        "{what} {} is not below any of the environment's slurm.shared_paths ({}), so the Slurm tasks may not see it: move it below one of them or add its shared folder to shared_paths",
+        path.display(),
+        shared.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    OutsideShared {
+        what: String,
+        path: PathBuf,
+        shared: Vec<PathBuf>,
+    },
+    #[error(
+        "{what} {} is in {local}, which is local to each node, so the Slurm tasks would not see it: put it on a shared filesystem, or list the folder in the environment's slurm.shared_paths when every node sees it (a single-node cluster)",
+        path.display()
+    )]
+    NodeLocal {
+        what: String,
+        path: PathBuf,
+        local: &'static str,
+    },
 }
 
 #[cfg(test)]
@@ -838,13 +872,15 @@ mod tests {
     fn paths_the_tasks_cannot_see_are_refused_with_the_fix() {
         let mut settings = SlurmSettings::default();
         let e = check_shared_path("the output directory", Path::new("/tmp/tune"), &settings)
-            .expect_err("node-local");
+            .expect_err("node-local")
+            .to_string();
         assert!(e.contains("/tmp") && e.contains("shared_paths"), "{e}");
         assert!(check_shared_path("the cache", Path::new("/shared/c.jsonl"), &settings).is_ok());
         settings.shared_paths = vec![PathBuf::from("/tmp/cluster")];
         assert!(check_shared_path("x", Path::new("/tmp/cluster/out"), &settings).is_ok());
         let e = check_shared_path("the bundle cache", Path::new("/home/u/b"), &settings)
-            .expect_err("outside");
+            .expect_err("outside")
+            .to_string();
         assert!(e.contains("/tmp/cluster"), "{e}");
     }
 }

@@ -46,7 +46,8 @@ impl RouteRunner for FakeRoutes {
     fn build(&mut self, route: &Route, _timeout: Option<Duration>) -> Result<String, RouteError> {
         let rt =
             trtmc_runtime::registry::runtime(&self.target.runtime).map_err(RouteError::failed)?;
-        let settings = knobs::route_settings(rt.as_ref(), route).map_err(RouteError::failed)?;
+        let settings = knobs::route_settings(rt.as_ref(), route)
+            .map_err(|e| RouteError::failed(e.to_string()))?;
         let input = ResolveInput {
             case: self.target.case.as_deref(),
             sets: self.target.sets.clone(),
@@ -54,7 +55,8 @@ impl RouteRunner for FakeRoutes {
             runtime: Some(self.target.runtime.clone()),
             ..ResolveInput::default()
         };
-        let resolved = case::resolve(&self.target.profile, &input).map_err(RouteError::failed)?;
+        let resolved = case::resolve(&self.target.profile, &input)
+            .map_err(|e| RouteError::failed(e.to_string()))?;
         let bundle = self
             .cache_root
             .join(format!("fake-{}.bundle", self.built.len()));

@@ -204,13 +204,28 @@ pub struct ServeArgs {
 
 /// `--bind`: an IP address, or `localhost` (127.0.0.1); whether it is a loopback one is checked by
 /// the server.
-fn bind_address(text: &str) -> Result<IpAddr, String> {
+fn bind_address(text: &str) -> Result<IpAddr, NotAnAddress> {
     if text.eq_ignore_ascii_case("localhost") {
         return Ok(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
     }
-    text.parse()
-        .map_err(|_| format!("`{text}` is not an IP address or `localhost`"))
+    text.parse().map_err(|_| NotAnAddress {
+        text: text.to_string(),
+    })
 }
+
+/// A `--bind` value that is no IP address.
+#[derive(Debug)]
+struct NotAnAddress {
+    text: String,
+}
+
+impl std::fmt::Display for NotAnAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}` is not an IP address or `localhost`", self.text)
+    }
+}
+
+impl std::error::Error for NotAnAddress {}
 
 pub fn execute(args: AnalyzeArgs) -> CliResult {
     match args.command {

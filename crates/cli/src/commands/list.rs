@@ -56,7 +56,7 @@ pub fn execute(args: ListArgs) -> CliResult {
             name: rt.name().to_string(),
             version: rt.version(),
             available: rt.availability().is_ok(),
-            reason: rt.availability().err(),
+            reason: rt.availability().err().map(|e| e.to_string()),
         })
         .collect();
     // Looked up in the local hub cache only: listing never touches the network.

@@ -47,7 +47,7 @@ pub fn execute_task(args: TuneTaskArgs) -> i32 {
     trtmc_tune::slurm::task_main(&args.tasks_file, args.task)
 }
 
-fn input_err(message: impl Into<String>) -> CliError {
+fn input_err(message: impl std::fmt::Display) -> CliError {
     CliError::input(message)
 }
 
@@ -190,7 +190,7 @@ fn resume(args: TuneArgs) -> CliResult {
         stored.trtexec.as_deref(),
         stored.bundle_cache.as_deref(),
     )
-    .and_then(|rt| rt.availability())
+    .and_then(|rt| rt.availability().map_err(|e| e.to_string()))
     .map_err(|e| CliError::new(ExitCode::Environment, e))?;
     let model =
         load_model(&stored)?.ok_or_else(|| input_err("the tuning cache header names no model"))?;

@@ -40,8 +40,8 @@ pub struct FakeRunner {
     pub warmup_calls: usize,
     /// The routes of every `build_ahead` call, in order.
     pub ahead: Vec<Vec<String>>,
-    /// `build_ahead` fails with this (an executor that broke).
-    pub ahead_error: Option<String>,
+    /// `build_ahead` fails as a refused Slurm submission does (an executor that broke).
+    pub ahead_error: bool,
 }
 
 pub fn never() -> Rule {
@@ -68,7 +68,7 @@ impl FakeRunner {
             measure_calls: 0,
             warmup_calls: 0,
             ahead: Vec::new(),
-            ahead_error: None,
+            ahead_error: false,
         }
     }
 
@@ -107,12 +107,19 @@ pub fn reference_outputs() -> Vec<Tensor> {
 impl RouteRunner for FakeRunner {
     type Built = Route;
 
-    fn build_ahead(&mut self, routes: &[Route], _timeout: Option<Duration>) -> Result<(), String> {
+    fn build_ahead(
+        &mut self,
+        routes: &[Route],
+        _timeout: Option<Duration>,
+    ) -> Result<(), trtmc_tune::ExecutorError> {
         self.ahead
             .push(routes.iter().map(Route::to_string).collect());
-        match &self.ahead_error {
-            Some(e) => Err(e.clone()),
-            None => Ok(()),
+        match self.ahead_error {
+            // A refused submission, as the Slurm runner reports it.
+            true => Err(trtmc_tune::ExecutorError::Submit {
+                source: trtmc_executor::slurm::SlurmError::ControllerUnreachable,
+            }),
+            false => Ok(()),
         }
     }
 
