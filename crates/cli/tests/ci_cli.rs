@@ -150,20 +150,18 @@ fn a_failed_case_keeps_exit_5_and_is_a_junit_error() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out = tmp.path().join("crash");
     let junit = tmp.path().join("junit.xml");
-    let o = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
+    let o = run_test_model(
         "test-crash",
-        "-o",
-        p(&out),
-        "-q",
-        "--fail-on",
-        "invalid",
-        "--export-junit",
-        p(&junit),
-    ]);
+        &[
+            "-o",
+            p(&out),
+            "-q",
+            "--fail-on",
+            "invalid",
+            "--export-junit",
+            p(&junit),
+        ],
+    );
     assert_eq!(
         code(&o),
         5,
@@ -194,29 +192,23 @@ fn conditions_a_command_does_not_take_are_usage_errors_before_any_work() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out = tmp.path().join("never");
     let never = p(&out);
+    // A run of the no-op model into `never` with `--fail-on CONDITIONS`.
+    let run_failing_on = |conditions| {
+        [
+            "run",
+            "--model",
+            "test-noop",
+            "-o",
+            never,
+            "--fail-on",
+            conditions,
+        ]
+        .to_vec()
+    };
     for (args, takes) in [
+        (run_failing_on("red"), "`run` takes --fail-on invalid"),
         (
-            vec![
-                "run",
-                "--model",
-                "test-noop",
-                "-o",
-                never,
-                "--fail-on",
-                "red",
-            ],
-            "`run` takes --fail-on invalid",
-        ),
-        (
-            vec![
-                "run",
-                "--model",
-                "test-noop",
-                "-o",
-                never,
-                "--fail-on",
-                "invalid,yellow",
-            ],
+            run_failing_on("invalid,yellow"),
             "`run` takes --fail-on invalid",
         ),
         (

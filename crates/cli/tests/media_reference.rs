@@ -141,6 +141,16 @@ fn assert_same_workload(s: &Sides, resolved: &Value, model: &str) {
     }
 }
 
+/// The `token_ids` a side's notes record.
+fn token_ids(notes: &std::collections::BTreeMap<String, Value>) -> Vec<i64> {
+    notes["token_ids"]
+        .as_array()
+        .expect("token ids")
+        .iter()
+        .map(|v| v.as_i64().expect("id"))
+        .collect()
+}
+
 fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * a.abs().max(b.abs()).max(1e-6)
 }
@@ -219,12 +229,7 @@ fn transcribe_reference_decodes_the_same_tokens_offline_and_streaming_with_a_fir
         let s = both_sides(tmp.path(), "tiny-asr", case);
         assert_eq!(s.candidate_notes["chunks"], chunks);
         assert_eq!(s.reference.notes["chunks"], chunks, "{case}");
-        let ids: Vec<i64> = s.reference.notes["token_ids"]
-            .as_array()
-            .expect("token ids")
-            .iter()
-            .map(|v| v.as_i64().expect("id"))
-            .collect();
+        let ids = token_ids(&s.reference.notes);
         assert!(!ids.is_empty(), "the seeded model emits tokens");
         assert_eq!(
             Tokenizer::Bytes.decode(&ids),
@@ -267,12 +272,7 @@ fn audio_references_rotate_the_declared_recordings() {
     );
     assert_eq!(s.candidate_notes["chunks"], 5);
     assert_eq!(s.reference.notes["chunks"], 5, "the reference rotated");
-    let ids: Vec<i64> = s.reference.notes["token_ids"]
-        .as_array()
-        .expect("token ids")
-        .iter()
-        .map(|v| v.as_i64().expect("id"))
-        .collect();
+    let ids = token_ids(&s.reference.notes);
     assert_eq!(
         Tokenizer::Bytes.decode(&ids),
         s.candidate_notes["transcript"]

@@ -343,18 +343,7 @@ fn build_time_and_profile_send_exactly_this_argv_and_read_what_trtexec_printed()
     // The profiling pass wrote the trtexec exports; analyze reads them.
     assert_eq!(case["profile"]["status"], "completed");
     let analysis = tmp.path().join("analysis.json");
-    let out = Command::new(BIN)
-        .args([
-            "analyze",
-            case_dir.to_str().expect("utf8"),
-            "-o",
-            analysis.to_str().expect("utf8"),
-            "--quiet",
-        ])
-        .output()
-        .expect("analyze");
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let doc = read_json(&analysis);
+    let doc = analyze_into(&case_dir, &analysis);
     let backend = doc["backends"]
         .as_array()
         .expect("backends")
@@ -708,18 +697,7 @@ fn profiles_of_tract_onnxruntime_and_tensorrt_load_in_analyze_side_by_side() {
         }
     }
     let analysis = tmp.path().join("analysis.json");
-    let out = Command::new(BIN)
-        .args([
-            "analyze",
-            side_by_side.to_str().expect("utf8"),
-            "-o",
-            analysis.to_str().expect("utf8"),
-            "--quiet",
-        ])
-        .output()
-        .expect("analyze");
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let doc = read_json(&analysis);
+    let doc = analyze_into(&side_by_side, &analysis);
     assert_valid("analysis.schema.json", &doc);
     let backends = doc["backends"].as_array().expect("backends");
     let mut labels: Vec<&str> = backends

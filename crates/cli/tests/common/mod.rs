@@ -25,6 +25,16 @@ pub fn run(args: &[&str]) -> Output {
         .expect("start trtmc-bench")
 }
 
+/// `run --manifest-root TEST_CATALOG --model MODEL` (a model of the test catalog) with `args` after it.
+pub fn run_test_model(model: &str, args: &[&str]) -> Output {
+    let catalog = test_catalog().display().to_string();
+    run(&[
+        &["run", "--manifest-root", &catalog, "--model", model],
+        args,
+    ]
+    .concat())
+}
+
 /// [`run`] with `--bundle-cache CACHE` (the bundles a test's runs share), and without an ONNX Runtime
 /// library path from the caller's environment.
 pub fn bench_cached(cache: &Path, args: &[&str]) -> Output {
@@ -162,6 +172,14 @@ pub fn cache_lines(path: &Path) -> usize {
         .unwrap_or(0)
 }
 
+/// Starts `cmd` with its standard output and error discarded (a run a test kills part-way).
+pub fn spawn_silent(cmd: &mut Command) -> std::process::Child {
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start")
+}
+
 /// Waits until `ready()` holds while `child` still runs, then kills it with SIGKILL and reaps it. The
 /// child ending first, or `timeout` passing (`waiting_for` says what for), fails the test.
 pub fn kill_9_when(
@@ -186,6 +204,51 @@ pub fn kill_9_when(
     child.wait().expect("reap");
 }
 
+/// The entry of route `text` in a tuning summary's `routes`.
+pub fn tune_route<'a>(summary: &'a serde_json::Value, text: &str) -> &'a serde_json::Value {
+    summary["routes"]
+        .as_array()
+        .expect("routes")
+        .iter()
+        .find(|r| r["route"] == text)
+        .unwrap_or_else(|| panic!("route {text} missing in {}", summary["routes"]))
+}
+
+/// Starts `trtmc-bench analyze serve ARGS` and reads the first line it prints; returns the server, that
+/// line, and the `host:port` of its `http://` address (empty when it names none).
+pub fn start_analyze_serve(args: &[&str]) -> (std::process::Child, String, String) {
+    use std::io::BufRead as _;
+    let mut server = Command::new(BIN)
+        .args(["analyze", "serve"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut line = String::new();
+    std::io::BufReader::new(server.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("first line");
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .map(str::to_owned)
+        .unwrap_or_default();
+    (server, line, addr)
+}
+
+/// `trtmc-bench analyze INPUT -o OUTPUT --quiet`, which must succeed; returns the analysis document.
+pub fn analyze_into(input: &Path, output: &Path) -> serde_json::Value {
+    let out = Command::new(BIN)
+        .args(["analyze", input.to_str().expect("utf8")])
+        .args(["-o", output.to_str().expect("utf8"), "--quiet"])
+        .output()
+        .expect("analyze");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    read_json(output)
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -196,6 +259,20 @@ pub fn stderr(o: &Output) -> String {
 
 pub fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
+}
+
+/// Asserts that a command exited 0 (its standard error shown when it did not).
+#[track_caller]
+pub fn assert_success(output: &Output) {
+    assert_eq!(code(output), 0, "{}", stderr(output));
+}
+
+/// The id of a process that has ended and been reaped: the owner of a leftover that a dead run left.
+pub fn dead_pid() -> u32 {
+    let mut child = Command::new("true").spawn().expect("spawn true");
+    let pid = child.id();
+    child.wait().expect("reap");
+    pid
 }
 
 /// Asserts that a command was refused: exit `expected` and `needle` in its standard error (both
@@ -224,14 +301,19 @@ pub fn read_json(path: &Path) -> serde_json::Value {
 /// Validates `instance` against `schemas/<name>`, panicking with every error.
 pub fn assert_valid(schema_name: &str, instance: &serde_json::Value) {
     let schema = read_json(&repo_root().join("schemas").join(schema_name));
-    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    assert_schema_holds(&schema, instance, schema_name);
+}
+
+/// Validates `instance` against the compiled `schema`, panicking with every error under `what`.
+fn assert_schema_holds(schema: &serde_json::Value, instance: &serde_json::Value, what: &str) {
+    let validator = jsonschema::validator_for(schema).expect("schema compiles");
     let errors: Vec<String> = validator
         .iter_errors(instance)
         .map(|e| format!("{} at {}", e, e.instance_path()))
         .collect();
     assert!(
         errors.is_empty(),
-        "{schema_name} violations:\n{}",
+        "{what} violations:\n{}",
         errors.join("\n")
     );
 }
@@ -247,16 +329,7 @@ pub fn assert_valid_def(schema_name: &str, def: &str, instance: &serde_json::Val
         "$defs": defs,
         "$ref": format!("#/$defs/{def}"),
     });
-    let validator = jsonschema::validator_for(&wrapper).expect("schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(instance)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "{schema_name}#/$defs/{def} violations:\n{}",
-        errors.join("\n")
-    );
+    assert_schema_holds(&wrapper, instance, &format!("{schema_name}#/$defs/{def}"));
 }
 
 /// Validates a real output against its JSON Schema and reads it as its Rust type: the schema and the
