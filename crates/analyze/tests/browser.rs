@@ -5,6 +5,9 @@
 //!
 //! Fails when Chromium is missing, unless TRTMC_SKIP_BROWSER=1. TRTMC_CHROMIUM names the binary.
 
+// The project's Chromium flags, shared with the CLI's report tests.
+#[path = "../../../tests/browser/report-chromium.rs"]
+mod chromium;
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -28,14 +31,7 @@ fn chromium() -> Option<PathBuf> {
 /// Runs Chromium with exactly the flags the project uses, plus `extra`; returns (stdout, stderr).
 fn run_chromium(bin: &Path, profile: &Path, extra: &[&str], url: &str) -> (String, String) {
     let mut child = Command::new(bin)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--no-first-run",
-        ])
+        .args(chromium::FLAGS)
         .arg(format!("--user-data-dir={}", profile.display()))
         .args(extra)
         .arg(url)

@@ -12,33 +12,15 @@ use xmllint::assert_valid_junit;
 /// The documented code of a met `--fail-on` condition (docs/exit-codes.md).
 const FAIL_ON: i32 = 9;
 
-fn catalog_arg() -> String {
-    test_catalog().display().to_string()
-}
-
 fn p(path: &Path) -> &str {
     path.to_str().expect("utf-8 path")
 }
 
 /// `run --model test-noop` with 5 timed calls: far fewer than the 100 a p99 needs, so INVALID.
 fn run_invalid(out: &Path, extra: &[&str]) -> std::process::Output {
-    let catalog = catalog_arg();
-    let mut args = vec![
-        "run",
-        "--manifest-root",
-        &catalog,
-        "--model",
-        "test-noop",
-        "--warmup",
-        "1",
-        "--iterations",
-        "5",
-        "-o",
-        p(out),
-        "-q",
-    ];
+    let mut args = vec!["--warmup", "1", "--iterations", "5", "-o", p(out), "-q"];
     args.extend_from_slice(extra);
-    run(&args)
+    run_test_model("test-noop", &args)
 }
 
 #[test]

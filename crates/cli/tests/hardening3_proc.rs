@@ -16,26 +16,10 @@ use crate::common::*;
 use crate::matrix_cli::{ROW_ORT, Setup, matrix, measuring, p, setup, suite};
 use crate::tune_cli::{iterations, s, sleepy_args, tune, tune_cmd};
 
-fn catalog_arg() -> String {
-    test_catalog().display().to_string()
-}
-
 /// A long `run` of the test catalog's sleeping operation into `out` (2 ms a call).
 fn long_run(out: &Path, iterations: &str, stderr_file: &Path) -> Child {
-    Command::new(BIN)
-        .args([
-            "run",
-            "--manifest-root",
-            &catalog_arg(),
-            "--model",
-            "test-sleep",
-            "--iterations",
-            iterations,
-            "-o",
-            s(out),
-        ])
-        .env("TRTMC_TEST", "1")
-        .env_remove("TRTMC_MANIFEST_ROOT")
+    test_model_command("test-sleep")
+        .args(["--iterations", iterations, "-o", s(out)])
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(stderr_file).expect("stderr file"))
         .spawn()

@@ -153,13 +153,8 @@ fn a_timeout_keeps_the_calls_already_timed() {
 fn sigterm_commits_what_was_timed_and_lists_the_cases_not_started() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("r");
-    let mut child = Command::new(BIN)
+    let mut child = test_model_command("test-sleep")
         .args([
-            "run",
-            "--manifest-root",
-            &catalog_arg(),
-            "--model",
-            "test-sleep",
             "--model",
             "test-noop",
             "--iterations",
@@ -167,8 +162,6 @@ fn sigterm_commits_what_was_timed_and_lists_the_cases_not_started() {
             "-o",
             out_dir.to_str().expect("utf8"),
         ])
-        .env("TRTMC_TEST", "1")
-        .env_remove("TRTMC_MANIFEST_ROOT")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -62,22 +62,8 @@ fn both_sides_with(tmp: &Path, model: &str, case: &str, sets: &[&str]) -> Sides 
     let out = bench_cached(
         &tmp.join("cache"),
         &[
-            &[
-                "run",
-                "--model",
-                model,
-                "--case",
-                case,
-                "--runtime",
-                "onnxruntime",
-                "-o",
-                p(&dir),
-                "-q",
-                "--warmup",
-                "1",
-                "--iterations",
-                "3",
-            ],
+            &command_on_case("run", (model, case, "onnxruntime"))[..],
+            &["-o", p(&dir), "-q", "--warmup", "1", "--iterations", "3"],
             overrides_of(sets).as_slice(),
         ]
         .concat(),
@@ -205,20 +191,9 @@ fn forecast_reference_runs_the_candidates_windows() {
         &[],
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let out = bench_cached(
-        &tmp.path().join("cache"),
-        &[
-            "compare",
-            "--model",
-            "tiny-forecaster",
-            "--case",
-            "windows16",
-            "--runtime",
-            "tract",
-            "--golden",
-            p(&py_out.join("outputs.json")),
-        ],
-    );
+    let outputs = py_out.join("outputs.json");
+    let golden = ["--case", "windows16", "--golden", p(&outputs)];
+    let out = compare_model(tmp.path(), "tiny-forecaster", "tract", &golden);
     assert_eq!(code(&out), 0, "{}\n{}", stdout(&out), stderr(&out));
 }
 

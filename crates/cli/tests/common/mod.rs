@@ -35,6 +35,30 @@ pub fn run_test_model(model: &str, args: &[&str]) -> Output {
     .concat())
 }
 
+/// The DOM of the report `page` after its sorting/filtering self-test ran in headless Chromium,
+/// which must have finished without page errors and passed.
+pub fn self_tested_dom(browser: &crate::chromium::Chromium, page: &Path) -> String {
+    let url = crate::chromium::file_url(page, "selftest");
+    let dom = browser.dump_dom(&url, &[]).stdout;
+    let check = crate::chromium::self_check(&dom);
+    assert!(dom.contains("data-report-ready=\"true\""), "{check}");
+    assert!(dom.contains("data-report-errors=\"0\""), "{check}");
+    assert!(dom.contains("data-selftest=\"pass\""), "{check}");
+    dom
+}
+
+/// `run --manifest-root TEST_CATALOG --model MODEL` as a [`Command`] with [`run`]'s environment,
+/// for a test that adds more arguments and starts it its own way (spawned, piped).
+pub fn test_model_command(model: &str) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["run", "--manifest-root"])
+        .arg(test_catalog())
+        .args(["--model", model])
+        .env_remove("TRTMC_MANIFEST_ROOT")
+        .env("TRTMC_TEST", "1");
+    cmd
+}
+
 /// [`run`] with `--bundle-cache CACHE` (the bundles a test's runs share), and without an ONNX Runtime
 /// library path from the caller's environment.
 pub fn bench_cached(cache: &Path, args: &[&str]) -> Output {
@@ -49,9 +73,54 @@ pub fn bench_cached(cache: &Path, args: &[&str]) -> Output {
         .expect("start trtmc-bench")
 }
 
+/// `compare --model MODEL --runtime RUNTIME` with `args` after it, the bundles cached in `tmp/cache`.
+pub fn compare_model(tmp: &Path, model: &str, runtime: &str, args: &[&str]) -> Output {
+    let head = ["compare", "--model", model, "--runtime", runtime];
+    bench_cached(&tmp.join("cache"), &[&head[..], args].concat())
+}
+
+/// `DIR/catalog` holding only tiny-cnn (so a matrix's coverage rule is about this model alone);
+/// returns its path.
+pub fn tiny_cnn_catalog(dir: &Path) -> PathBuf {
+    let root = dir.join("catalog");
+    let model = root.join("tiny-cnn");
+    std::fs::create_dir_all(&model).expect("mkdir");
+    for f in ["MODEL.toml", "e2e.toml"] {
+        std::fs::copy(repo_root().join("catalog/tiny-cnn").join(f), model.join(f)).expect("copy");
+    }
+    root
+}
+
+/// `tune` of tiny-cnn on tract over two thread counts: the smallest tune with a choice to make.
+pub const TUNE_TINY_CNN_THREADS: [&str; 7] = [
+    "tune",
+    "--model",
+    "tiny-cnn",
+    "--runtime",
+    "tract",
+    "--routes",
+    "-threads=[1|2]",
+];
+
 /// `--set` arguments for each override in `sets`.
 pub fn overrides_of<'a>(sets: &[&'a str]) -> Vec<&'a str> {
     sets.iter().flat_map(|s| ["--set", *s]).collect()
+}
+
+/// `COMMAND --model MODEL --case CASE --runtime RUNTIME`: one case of a catalog model on one runtime.
+pub fn command_on_case<'a>(
+    command: &'a str,
+    (model, case, runtime): (&'a str, &'a str, &'a str),
+) -> [&'a str; 7] {
+    [
+        command,
+        "--model",
+        model,
+        "--case",
+        case,
+        "--runtime",
+        runtime,
+    ]
 }
 
 /// `compare --save-inputs TMP/ref-MODEL-CASE` for `model`/`case` as `runtime`'s runner prepares it (the
@@ -68,17 +137,8 @@ pub fn save_reference_inputs(
     let out = bench_cached(
         &tmp.join("cache"),
         &[
-            &[
-                "compare",
-                "--model",
-                model,
-                "--case",
-                case,
-                "--runtime",
-                runtime,
-                "--save-inputs",
-                dir.to_str().expect("utf8"),
-            ],
+            &command_on_case("compare", (model, case, runtime))[..],
+            &["--save-inputs", dir.to_str().expect("utf8")],
             overrides_of(sets).as_slice(),
         ]
         .concat(),
@@ -112,6 +172,23 @@ pub fn ort_reference(request: &Path, result: &Path, env: &[(&str, &Path)]) -> Ou
         .expect("start python3")
 }
 
+/// `run --model MODEL -q` into `root/OUT` with `extra` arguments, the bundles cached in `root/cache`.
+pub fn run_quietly(root: &Path, out: &str, model: &str, extra: &[&str]) -> Output {
+    let cache = root.join("cache").display().to_string();
+    let dir = root.join(out).display().to_string();
+    let head = [
+        "run",
+        "--model",
+        model,
+        "--bundle-cache",
+        &cache,
+        "-o",
+        &dir,
+        "-q",
+    ];
+    run(&[&head[..], extra].concat())
+}
+
 /// `run --model MODEL -q` into `root/OUT` with `warmup` and `calls` timed calls, the bundles cached in
 /// `root/cache`, and `extra` arguments; checks the result directory against its schemas and that every
 /// case completed. Returns the result document's cases and the result directory.
@@ -123,23 +200,8 @@ pub fn run_completed(
     extra: &[&str],
 ) -> (Vec<serde_json::Value>, PathBuf) {
     let dir = root.join(out);
-    let cache = root.join("cache");
-    let mut args = vec![
-        "run",
-        "--model",
-        model,
-        "--bundle-cache",
-        cache.to_str().expect("utf8"),
-        "-o",
-        dir.to_str().expect("utf8"),
-        "-q",
-        "--warmup",
-        warmup,
-        "--iterations",
-        calls,
-    ];
-    args.extend_from_slice(extra);
-    let o = run(&args);
+    let timed = [&["--warmup", warmup, "--iterations", calls][..], extra].concat();
+    let o = run_quietly(root, out, model, &timed);
     assert_eq!(code(&o), 0, "{model}: {}", stderr(&o));
     let doc = assert_result_dir_valid(&dir);
     let cases = doc["cases"].as_array().expect("cases").clone();
