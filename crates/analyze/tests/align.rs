@@ -74,6 +74,44 @@ fn assert_kinds_agree(a: &Backend, b: &Backend, p: &Pair) {
     }
 }
 
+/// The downsampling block of each stage of the fp16 build (main path and shortcut) pairs with the
+/// other build's layer named after the same weight, whatever the fusions: the check both QAT builds
+/// must pass.
+fn assert_downsampling_blocks_pair_by_weight(fp16: &Backend, other: &Backend, p: &Pair) {
+    for (stage, conv1, conv2, shortcut) in [
+        (
+            2,
+            "Conv_13 + Relu_14",
+            "Conv_15",
+            "Conv_16 + Add_17 + Relu_18",
+        ),
+        (
+            3,
+            "Conv_24 + Relu_25",
+            "Conv_26",
+            "Conv_27 + Add_28 + Relu_29",
+        ),
+        (
+            4,
+            "Conv_35 + Relu_36",
+            "Conv_37",
+            "Conv_38 + Add_39 + Relu_40",
+        ),
+    ] {
+        for (ours, theirs) in [
+            (conv1, "conv1.weight"),
+            (conv2, "conv2.weight"),
+            (shortcut, "downsample.0.weight"),
+        ] {
+            let got = partner(fp16, other, p, ours).unwrap_or("(none)");
+            assert!(
+                got.starts_with(&format!("layer{stage}.0.{theirs}")),
+                "{ours} ↔ {got}"
+            );
+        }
+    }
+}
+
 #[test]
 fn fixtures_show_zero_time_reformats_named_after_their_consumers() {
     let fp16 = trex("fp16");
@@ -132,38 +170,7 @@ fn fp16_vs_qat_pairs_convolutions_by_position_and_no_reformat_with_a_convolution
         .count();
     assert_eq!((convs(&fp16), convs(&qat), conv_pairs), (21, 21, 21));
     // Main path and shortcut: the downsampling block of each stage.
-    for (stage, conv1, conv2, shortcut) in [
-        (
-            2,
-            "Conv_13 + Relu_14",
-            "Conv_15",
-            "Conv_16 + Add_17 + Relu_18",
-        ),
-        (
-            3,
-            "Conv_24 + Relu_25",
-            "Conv_26",
-            "Conv_27 + Add_28 + Relu_29",
-        ),
-        (
-            4,
-            "Conv_35 + Relu_36",
-            "Conv_37",
-            "Conv_38 + Add_39 + Relu_40",
-        ),
-    ] {
-        for (ours, theirs) in [
-            (conv1, "conv1.weight"),
-            (conv2, "conv2.weight"),
-            (shortcut, "downsample.0.weight"),
-        ] {
-            let got = partner(&fp16, &qat, &p, ours).unwrap_or("(none)");
-            assert!(
-                got.starts_with(&format!("layer{stage}.0.{theirs}")),
-                "{ours} ↔ {got}"
-            );
-        }
-    }
+    assert_downsampling_blocks_pair_by_weight(&fp16, &qat, &p);
     // The zero-time copies fp16 needs have no counterpart in the QAT build (it quantizes instead).
     for r in p.rows.iter().filter(|r| r.b.is_none()) {
         let l = &fp16.layers[r.a.expect("a") as usize];
@@ -228,38 +235,7 @@ fn fp16_vs_qat_residual_tells_main_path_from_shortcut_under_another_fusion() {
     let (fp16, res) = (trex("fp16"), trex("qat-residual"));
     let p = align(&fp16, &res);
     assert_kinds_agree(&fp16, &res, &p);
-    for (stage, conv1, conv2, shortcut) in [
-        (
-            2,
-            "Conv_13 + Relu_14",
-            "Conv_15",
-            "Conv_16 + Add_17 + Relu_18",
-        ),
-        (
-            3,
-            "Conv_24 + Relu_25",
-            "Conv_26",
-            "Conv_27 + Add_28 + Relu_29",
-        ),
-        (
-            4,
-            "Conv_35 + Relu_36",
-            "Conv_37",
-            "Conv_38 + Add_39 + Relu_40",
-        ),
-    ] {
-        for (ours, theirs) in [
-            (conv1, "conv1.weight"),
-            (conv2, "conv2.weight"),
-            (shortcut, "downsample.0.weight"),
-        ] {
-            let got = partner(&fp16, &res, &p, ours).unwrap_or("(none)");
-            assert!(
-                got.starts_with(&format!("layer{stage}.0.{theirs}")),
-                "{ours} ↔ {got}"
-            );
-        }
-    }
+    assert_downsampling_blocks_pair_by_weight(&fp16, &res, &p);
     // MaxPool_2 is fused into qat-residual's first convolution: nothing to pair with.
     let i = fp16
         .layers

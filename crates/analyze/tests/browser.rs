@@ -5,6 +5,9 @@
 //!
 //! Fails when Chromium is missing, unless TRTMC_SKIP_BROWSER=1. TRTMC_CHROMIUM names the binary.
 
+// The project's Chromium flags, shared with the CLI's report tests.
+#[path = "../../../tests/browser/report-chromium.rs"]
+mod chromium;
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -28,14 +31,7 @@ fn chromium() -> Option<PathBuf> {
 /// Runs Chromium with exactly the flags the project uses, plus `extra`; returns (stdout, stderr).
 fn run_chromium(bin: &Path, profile: &Path, extra: &[&str], url: &str) -> (String, String) {
     let mut child = Command::new(bin)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--no-first-run",
-        ])
+        .args(chromium::FLAGS)
         .arg(format!("--user-data-dir={}", profile.display()))
         .args(extra)
         .arg(url)
@@ -62,6 +58,17 @@ fn run_chromium(bin: &Path, profile: &Path, extra: &[&str], url: &str) -> (Strin
         read_out.join().unwrap_or_default(),
         read_err.join().unwrap_or_default(),
     )
+}
+
+/// The DOM `url` leaves once rendered in a desktop-sized (1400x1000) window, with a fresh `profile`.
+fn desktop_dom(bin: &Path, profile: &Path, url: &str) -> String {
+    run_chromium(
+        bin,
+        profile,
+        &["--window-size=1400,1000", "--dump-dom"],
+        url,
+    )
+    .0
 }
 
 /// The attributes of the first start tag that contains `marker` (e.g. `<div id="graph"`).
@@ -163,12 +170,7 @@ fn graph_is_readable_at_fit() {
         let layers = backend.layers.len();
         assert!(layers >= min_layers, "{stem}: {layers} layers");
         let url = format!("file://{}?check=graph", index.display());
-        let (dom, _) = run_chromium(
-            &bin,
-            &work.path().join(format!("profile-{stem}")),
-            &["--window-size=1400,1000", "--dump-dom"],
-            &url,
-        );
+        let dom = desktop_dom(&bin, &work.path().join(format!("profile-{stem}")), &url);
         assert!(
             dom.contains("data-report-errors=\"0\""),
             "{stem}: page errors: {}",
@@ -761,12 +763,7 @@ fn no_two_graph_labels_are_equal_at_fit() {
         .expect("packaged")
         .index;
         let url = format!("file://{}?check=graph", index.display());
-        let (dom, _) = run_chromium(
-            &bin,
-            &work.path().join(format!("profile-{stem}")),
-            &["--window-size=1400,1000", "--dump-dom"],
-            &url,
-        );
+        let dom = desktop_dom(&bin, &work.path().join(format!("profile-{stem}")), &url);
         let m = tag_attributes(&dom, "<div id=\"graph\"");
         assert_eq!(
             m.get("data-duplicate-labels").map(String::as_str),
@@ -818,12 +815,7 @@ fn folding_noops_keeps_the_sums_and_memory_columns_show() {
     let mut sums = Vec::new();
     for (i, query) in ["", "?fold=noops"].into_iter().enumerate() {
         let url = format!("file://{}{query}", index.display());
-        let (dom, _) = run_chromium(
-            &bin,
-            &work.path().join(format!("profile-{i}")),
-            &["--window-size=1400,1000", "--dump-dom"],
-            &url,
-        );
+        let dom = desktop_dom(&bin, &work.path().join(format!("profile-{i}")), &url);
         assert!(
             dom.contains("data-report-errors=\"0\""),
             "{query}: page errors"

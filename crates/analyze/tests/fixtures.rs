@@ -5,16 +5,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{analyze, data, fixture, fixtures_dir};
+use common::{analyze, backend, data, fixture, fixtures_dir, version_hints};
 use trtmc_analyze::analysis::{Backend, CountSource, Level, Mode, Status};
 use trtmc_analyze::{AnalyzeError, Inputs, Request};
-
-fn backend<'a>(a: &'a trtmc_analyze::Analysis, label: &str) -> &'a Backend {
-    a.backends
-        .iter()
-        .find(|b| b.label == label)
-        .unwrap_or_else(|| panic!("no backend {label}"))
-}
 
 fn top_layer(b: &Backend) -> (&str, f64) {
     let l = &b.layers[b.hot_layers[0] as usize];
@@ -306,14 +299,7 @@ fn trtexec_other_folder_handles_myelin_kgen_and_names_only() {
         assert_eq!(b.layer_count, 9);
         let kgen = b.layers.iter().filter(|l| &*l.raw_type == "kgen").count();
         assert_eq!(kgen, 4, "{label}");
-        assert!(
-            b.export
-                .as_ref()
-                .expect("export")
-                .version_hints
-                .iter()
-                .any(|h| h.contains("TensorRT 10"))
-        );
+        assert!(version_hints(b).iter().any(|h| h.contains("TensorRT 10")));
         assert!(
             b.findings.issues.iter().all(|i| i.id != "hotspot"),
             "no latency interpretation without a profile"

@@ -5,17 +5,10 @@ mod common;
 
 use std::path::Path;
 
-use common::{analyze, data, fixture, fixtures_dir};
+use common::{analyze, backend, data, fixture, fixtures_dir, version_hints};
 use trtmc_analyze::analysis::{Backend, CheckStatus, Level, Status};
 use trtmc_analyze::provenance::Runtime;
 use trtmc_analyze::{DataSpec, Inputs};
-
-fn backend<'a>(a: &'a trtmc_analyze::Analysis, label: &str) -> &'a Backend {
-    a.backends
-        .iter()
-        .find(|b| b.label == label)
-        .unwrap_or_else(|| panic!("no backend {label}"))
-}
 
 /// Asserts a TensorRT backend's era label and that every expected fact is in its evidence.
 fn assert_era(b: &Backend, label: &str, evidence: &[&str], set_aside: &[&str]) {
@@ -46,7 +39,7 @@ fn assert_era(b: &Backend, label: &str, evidence: &[&str], set_aside: &[&str]) {
     }
     assert!(!era.conflict, "{}", b.label);
     // The plain hints list the same facts, for readers of the older field.
-    let hints = &b.export.as_ref().expect("export").version_hints;
+    let hints = version_hints(b);
     assert_eq!(hints.len(), era.evidence.len() + era.set_aside.len());
 }
 
@@ -171,12 +164,7 @@ fn a_missing_location_does_not_outvote_median_and_origin() {
         &[NO_LOCATION],
     );
     assert!(
-        b.export
-            .as_ref()
-            .expect("export")
-            .version_hints
-            .iter()
-            .all(|h| !h.contains("8.2-era")),
+        version_hints(b).iter().all(|h| !h.contains("8.2-era")),
         "no 8.2-era label"
     );
 }

@@ -135,6 +135,16 @@ fn has_whitespace_between_tokens(json: &[u8]) -> bool {
     false
 }
 
+/// The result of the controlnet export in an analyze-data.json of the trtexec-other fixtures.
+fn controlnet_result(doc: &Value) -> &Value {
+    doc["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|r| r["label"] == "controlnet-sd15-trt86")
+        .expect("controlnet")
+}
+
 #[test]
 fn verbatim_layer_records_are_kept_without_indentation() {
     // trtexec indents its records; analyze-data.json holds them with the same values, no whitespace.
@@ -150,12 +160,7 @@ fn verbatim_layer_records_are_kept_without_indentation() {
     assert!(!has_whitespace_between_tokens(&written));
     let source: Value = serde_json::from_slice(&text).expect("json");
     let doc: Value = serde_json::from_slice(&written).expect("json");
-    let cn = doc["results"]
-        .as_array()
-        .expect("results")
-        .iter()
-        .find(|r| r["label"] == "controlnet-sd15-trt86")
-        .expect("controlnet");
+    let cn = controlnet_result(&doc);
     let layers = source["Layers"].as_array().expect("layers");
     assert_eq!(cn["layers"].as_array().expect("layers"), layers);
     // Each record's layer is the same record again.
@@ -171,12 +176,7 @@ fn verbatim_layer_records_are_kept_without_indentation() {
 #[test]
 fn verbatim_layer_records_keep_their_unknown_keys() {
     let (_, doc) = outputs(Inputs::Folder(fixtures_dir().join("trtexec-other")));
-    let cn = doc["results"]
-        .as_array()
-        .expect("results")
-        .iter()
-        .find(|r| r["label"] == "controlnet-sd15-trt86")
-        .expect("controlnet");
+    let cn = controlnet_result(&doc);
     let first = &cn["layers"][0];
     // The Constant layer keeps its lower-case `weights` / `dimensions` keys as trtexec wrote them.
     assert_eq!(first["LayerType"], "Constant");

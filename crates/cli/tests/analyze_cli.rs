@@ -1,8 +1,10 @@
 //! `trtmc-bench analyze`, `analyze package` and `analyze serve`, run as the real binary.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
+
+use crate::common::start_analyze_serve;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_trtmc-bench"))
@@ -282,28 +284,8 @@ fn serve_previews_a_report_on_loopback_only() {
     assert_eq!(out.status.code(), Some(3));
     assert!(text(&out.stderr).contains("loopback"));
 
-    let mut child = bin()
-        .args([
-            "analyze",
-            "serve",
-            report.to_str().expect("path"),
-            "--port",
-            "0",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("first line");
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .map(str::to_owned)
-        .unwrap_or_default();
+    let (mut child, _, addr) =
+        start_analyze_serve(&[report.to_str().expect("path"), "--port", "0"]);
     let result = std::panic::catch_unwind(|| {
         let (status, body) = http_get(&addr, "/");
         assert_eq!(status, 200, "{body}");
@@ -319,16 +301,21 @@ fn serve_previews_a_report_on_loopback_only() {
     }
 }
 
-#[test]
-fn labels_name_their_data_groups_and_model_names_stay_verbatim() {
+/// The trex fixtures of resnet18 on an A100: the fp16 layers and profile, then the QAT ones.
+fn trex_resnet18_fp16_and_qat() -> (String, String, String, String) {
     let trex = fixtures().join("trex");
     let f = |name: &str| trex.join(name).display().to_string();
-    let (fp16, fp16_p, qat, qat_p) = (
+    (
         f("resnet18-pt-a100-fp16.layers.json"),
         f("resnet18-pt-a100-fp16.profile.json"),
         f("resnet18-pt-a100-qat.layers.json"),
         f("resnet18-pt-a100-qat.profile.json"),
-    );
+    )
+}
+
+#[test]
+fn labels_name_their_data_groups_and_model_names_stay_verbatim() {
+    let (fp16, fp16_p, qat, qat_p) = trex_resnet18_fp16_and_qat();
     let out = run(&[
         "analyze",
         "--quiet",
@@ -395,6 +382,7 @@ fn labels_name_their_data_groups_and_model_names_stay_verbatim() {
         );
     }
     // In folder mode labels come from the file names.
+    let trex = fixtures().join("trex");
     let out = run(&[
         "analyze",
         "--quiet",
@@ -410,14 +398,7 @@ fn labels_name_their_data_groups_and_model_names_stay_verbatim() {
 /// error (exit 2) listing the labels.
 #[test]
 fn baseline_is_the_first_data_given_or_the_one_named() {
-    let trex = fixtures().join("trex");
-    let f = |name: &str| trex.join(name).display().to_string();
-    let (fp16, fp16_p, qat, qat_p) = (
-        f("resnet18-pt-a100-fp16.layers.json"),
-        f("resnet18-pt-a100-fp16.profile.json"),
-        f("resnet18-pt-a100-qat.layers.json"),
-        f("resnet18-pt-a100-qat.profile.json"),
-    );
+    let (fp16, fp16_p, qat, qat_p) = trex_resnet18_fp16_and_qat();
     let base = [
         "analyze", "--quiet", "--data", &qat, &qat_p, "--label", "qat", "--data", &fp16, &fp16_p,
         "--label", "fp16",

@@ -12,33 +12,15 @@ use xmllint::assert_valid_junit;
 /// The documented code of a met `--fail-on` condition (docs/exit-codes.md).
 const FAIL_ON: i32 = 9;
 
-fn catalog_arg() -> String {
-    test_catalog().display().to_string()
-}
-
 fn p(path: &Path) -> &str {
     path.to_str().expect("utf-8 path")
 }
 
 /// `run --model test-noop` with 5 timed calls: far fewer than the 100 a p99 needs, so INVALID.
 fn run_invalid(out: &Path, extra: &[&str]) -> std::process::Output {
-    let catalog = catalog_arg();
-    let mut args = vec![
-        "run",
-        "--manifest-root",
-        &catalog,
-        "--model",
-        "test-noop",
-        "--warmup",
-        "1",
-        "--iterations",
-        "5",
-        "-o",
-        p(out),
-        "-q",
-    ];
+    let mut args = vec!["--warmup", "1", "--iterations", "5", "-o", p(out), "-q"];
     args.extend_from_slice(extra);
-    run(&args)
+    run_test_model("test-noop", &args)
 }
 
 #[test]
@@ -150,20 +132,18 @@ fn a_failed_case_keeps_exit_5_and_is_a_junit_error() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out = tmp.path().join("crash");
     let junit = tmp.path().join("junit.xml");
-    let o = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
+    let o = run_test_model(
         "test-crash",
-        "-o",
-        p(&out),
-        "-q",
-        "--fail-on",
-        "invalid",
-        "--export-junit",
-        p(&junit),
-    ]);
+        &[
+            "-o",
+            p(&out),
+            "-q",
+            "--fail-on",
+            "invalid",
+            "--export-junit",
+            p(&junit),
+        ],
+    );
     assert_eq!(
         code(&o),
         5,
@@ -194,29 +174,23 @@ fn conditions_a_command_does_not_take_are_usage_errors_before_any_work() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out = tmp.path().join("never");
     let never = p(&out);
+    // A run of the no-op model into `never` with `--fail-on CONDITIONS`.
+    let run_failing_on = |conditions| {
+        [
+            "run",
+            "--model",
+            "test-noop",
+            "-o",
+            never,
+            "--fail-on",
+            conditions,
+        ]
+        .to_vec()
+    };
     for (args, takes) in [
+        (run_failing_on("red"), "`run` takes --fail-on invalid"),
         (
-            vec![
-                "run",
-                "--model",
-                "test-noop",
-                "-o",
-                never,
-                "--fail-on",
-                "red",
-            ],
-            "`run` takes --fail-on invalid",
-        ),
-        (
-            vec![
-                "run",
-                "--model",
-                "test-noop",
-                "-o",
-                never,
-                "--fail-on",
-                "invalid,yellow",
-            ],
+            run_failing_on("invalid,yellow"),
             "`run` takes --fail-on invalid",
         ),
         (

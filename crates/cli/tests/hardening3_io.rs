@@ -45,6 +45,12 @@ fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
 
+/// `-o OUT_DIR --bundle-cache CACHE`: where a real (not dry) run would write, which a refusal must
+/// leave as it was.
+fn into_out_and_cache<'a>(out_dir: &'a Path, cache: &'a Path) -> [&'a str; 4] {
+    ["-o", s(out_dir), "--bundle-cache", s(cache)]
+}
+
 /// A FIFO at `dir/name` (nobody ever writes it: opening it for reading would block forever).
 fn fifo(dir: &Path, name: &str) -> PathBuf {
     let path = dir.join(name);
@@ -450,17 +456,8 @@ fn what_a_worker_would_refuse_is_refused_before_any_worker() {
     let out_dir = t.path().join("out");
     let cache = t.path().join("cache");
     let real_run = |model: &str, extra: &[&str]| {
-        let mut args = vec![
-            "run",
-            "--manifest-root",
-            s(&root),
-            "--model",
-            model,
-            "-o",
-            s(&out_dir),
-            "--bundle-cache",
-            s(&cache),
-        ];
+        let mut args = vec!["run", "--manifest-root", s(&root), "--model", model];
+        args.extend(into_out_and_cache(&out_dir, &cache));
         args.extend_from_slice(extra);
         bench_promptly(&args, &[])
     };
@@ -570,15 +567,8 @@ fn a_generation_whose_kv_cache_cannot_fit_is_refused_before_any_build_or_worker(
         "build.kv_cache_length=1048576",
     ];
     let real_run = |model: &str, extra: &[&str]| {
-        let mut args = vec![
-            "run",
-            "--model",
-            model,
-            "-o",
-            s(&out_dir),
-            "--bundle-cache",
-            s(&cache),
-        ];
+        let mut args = vec!["run", "--model", model];
+        args.extend(into_out_and_cache(&out_dir, &cache));
         args.extend_from_slice(&huge);
         args.extend_from_slice(extra);
         bench_promptly(&args, &[])

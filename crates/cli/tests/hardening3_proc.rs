@@ -6,7 +6,7 @@
 //! checks the Host header, answers 405 with `Allow`, takes `--bind localhost` and serves one client
 //! while another has stopped reading.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -16,26 +16,10 @@ use crate::common::*;
 use crate::matrix_cli::{ROW_ORT, Setup, matrix, measuring, p, setup, suite};
 use crate::tune_cli::{iterations, s, sleepy_args, tune, tune_cmd};
 
-fn catalog_arg() -> String {
-    test_catalog().display().to_string()
-}
-
 /// A long `run` of the test catalog's sleeping operation into `out` (2 ms a call).
 fn long_run(out: &Path, iterations: &str, stderr_file: &Path) -> Child {
-    Command::new(BIN)
-        .args([
-            "run",
-            "--manifest-root",
-            &catalog_arg(),
-            "--model",
-            "test-sleep",
-            "--iterations",
-            iterations,
-            "-o",
-            s(out),
-        ])
-        .env("TRTMC_TEST", "1")
-        .env_remove("TRTMC_MANIFEST_ROOT")
+    test_model_command("test-sleep")
+        .args(["--iterations", iterations, "-o", s(out)])
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(stderr_file).expect("stderr file"))
         .spawn()
@@ -166,15 +150,7 @@ fn a_second_writer_of_an_output_is_refused_and_sighup_keeps_what_was_measured() 
     wait_for(Duration::from_secs(120), "the staging directory", || {
         has_entry(tmp.path(), ".r.staging-")
     });
-    let second = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
-        "test-noop",
-        "-o",
-        s(&out),
-    ]);
+    let second = run_test_model("test-noop", &["-o", s(&out)]);
     assert_eq!(code(&second), 6, "{}", stderr(&second));
     assert!(
         stderr(&second).contains(&format!("pid {}", child.id())),
@@ -294,6 +270,14 @@ fn start_matrix(_s: &Setup, args: &[&str], log: &Path) -> Child {
         .expect("start matrix")
 }
 
+/// [`start_matrix`]: `matrix run SUITE` with the setup's environment and catalog, into `out`.
+fn start_matrix_run(s: &Setup, suite_path: &Path, out: &Path, log: &Path) -> Child {
+    let (suite, env, catalog, out) = (p(suite_path), p(&s.env), p(&s.catalog), p(out));
+    let args = ["run", &suite, "--environment", &env];
+    let args = [&args[..], &["--manifest-root", &catalog, "-o", &out]].concat();
+    start_matrix(s, &args, log)
+}
+
 #[test]
 fn one_matrix_writer_per_run_and_leaves_end_with_their_orchestrator() {
     let _one_at_a_time = measuring();
@@ -304,20 +288,7 @@ fn one_matrix_writer_per_run_and_leaves_end_with_their_orchestrator() {
     let suite_path = suite(&s, "proc", &rows);
     let out = s.dir.path().join("run");
     let log = s.dir.path().join("matrix-stderr.txt");
-    let mut child = start_matrix(
-        &s,
-        &[
-            "run",
-            &p(&suite_path),
-            "--environment",
-            &p(&s.env),
-            "--manifest-root",
-            &p(&s.catalog),
-            "-o",
-            &p(&out),
-        ],
-        &log,
-    );
+    let mut child = start_matrix_run(&s, &suite_path, &out, &log);
     let orchestrator = child.id();
     let mut leaves = Vec::new();
     wait_for(Duration::from_secs(300), "a leaf run", || {
@@ -386,20 +357,7 @@ fn a_python_reference_ends_with_its_killed_matrix() {
     let suite_path = suite(&s, "python-leaf", &row);
     let out = s.dir.path().join("run");
     let log = s.dir.path().join("matrix-stderr.txt");
-    let mut child = start_matrix(
-        &s,
-        &[
-            "run",
-            &p(&suite_path),
-            "--environment",
-            &p(&s.env),
-            "--manifest-root",
-            &p(&s.catalog),
-            "-o",
-            &p(&out),
-        ],
-        &log,
-    );
+    let mut child = start_matrix_run(&s, &suite_path, &out, &log);
     let orchestrator = child.id();
     let mut references = Vec::new();
     wait_for(Duration::from_secs(300), "a Python reference", || {
@@ -516,30 +474,8 @@ fn serve_checks_the_host_names_allowed_methods_and_is_not_blocked_by_a_slow_clie
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     // Far more than the socket buffers hold: its reader below stops after the first bytes.
     std::fs::write(report.join("big.json"), vec![b' '; 64 << 20]).expect("big file");
-    let mut server = Command::new(BIN)
-        .args([
-            "analyze",
-            "serve",
-            s(&report),
-            "--bind",
-            "localhost",
-            "--port",
-            "0",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("first line");
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .map(str::to_owned)
-        .unwrap_or_default();
+    let (mut server, line, addr) =
+        start_analyze_serve(&[s(&report), "--bind", "localhost", "--port", "0"]);
     let port = addr.rsplit(':').next().unwrap_or_default().to_string();
     let result = std::panic::catch_unwind(|| {
         assert!(addr.starts_with("127.0.0.1:"), "--bind localhost: {line}");

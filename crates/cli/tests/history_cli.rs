@@ -6,6 +6,7 @@
 //! server (CI starts one in `.ci/run`; each test creates and drops its own database there).
 
 use crate::chromium;
+use crate::test_db::databases;
 use crate::xmllint;
 
 use std::path::{Path, PathBuf};
@@ -15,45 +16,6 @@ use crate::common::*;
 
 const FAIL_ON: i32 = 9;
 const PROBE: &str = "c<script>alert(1)</script>\"'";
-
-/// A database for one test: a SQLite file, or a scratch PostgreSQL database dropped afterwards.
-struct Db {
-    url: String,
-    admin: Option<(String, String)>,
-}
-
-impl Drop for Db {
-    fn drop(&mut self) {
-        if let Some((admin, name)) = &self.admin
-            && let Ok(mut c) = postgres::Client::connect(admin, postgres::NoTls)
-        {
-            let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
-        }
-    }
-}
-
-fn databases(dir: &Path, test: &str) -> Vec<Db> {
-    let mut out = vec![Db {
-        url: dir.join(format!("{test}.sqlite")).display().to_string(),
-        admin: None,
-    }];
-    if let Ok(admin) = std::env::var("TRTMC_TEST_POSTGRES")
-        && !admin.is_empty()
-    {
-        let name = format!("trtmc_cli_{test}_{}", std::process::id());
-        let mut c = postgres::Client::connect(&admin, postgres::NoTls)
-            .unwrap_or_else(|e| panic!("TRTMC_TEST_POSTGRES={admin} is set but unreachable: {e}"));
-        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
-            .and_then(|()| c.batch_execute(&format!("CREATE DATABASE {name}")))
-            .expect("create the test database");
-        let base = admin.rsplit_once('/').map(|(b, _)| b).unwrap_or(&admin);
-        out.push(Db {
-            url: format!("{base}/{name}"),
-            admin: Some((admin.clone(), name)),
-        });
-    }
-    out
-}
 
 fn p(path: &Path) -> &str {
     path.to_str().expect("utf-8 path")
@@ -166,7 +128,7 @@ fn add_list_show_and_adding_again_changes_nothing() {
     let b = tmp.path().join("b");
     sleep_run(&catalog, &a, 500, 20);
     sleep_run(&catalog, &b, 500, 20);
-    for db in databases(tmp.path(), "add") {
+    for db in databases(tmp.path(), "trtmc_cli", "add") {
         let db = db.url.as_str();
         let o = history(db, &["add", p(&a), p(&b), "--commit", "abc123"]);
         assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -224,7 +186,7 @@ fn a_folder_that_is_not_a_result_stops_the_add_before_anything_is_stored() {
     let broken = tmp.path().join("broken");
     std::fs::create_dir_all(&broken).expect("mkdir");
     std::fs::write(broken.join("result.json"), "{\"schema\": ").expect("write");
-    for db in databases(tmp.path(), "notresult") {
+    for db in databases(tmp.path(), "trtmc_cli", "notresult") {
         let db = db.url.as_str();
         let o = history(db, &["add", p(&good), p(&empty)]);
         assert_refused(&o, 3, "not a trtmc result folder");
@@ -253,7 +215,7 @@ fn kill_9_during_an_ingest_leaves_only_whole_folders() {
     let real = tmp.path().join("real");
     sleep_run(&catalog, &real, 200, 10);
     let folders = copies(&real, &tmp.path().join("copies"), 400);
-    for db in databases(tmp.path(), "kill") {
+    for db in databases(tmp.path(), "trtmc_cli", "kill") {
         let log = tmp.path().join("add.log");
         let mut child = Command::new(BIN)
             .args(["history", "add", "--db", &db.url])
@@ -292,7 +254,7 @@ fn concurrent_writers_store_each_folder_once() {
     let real = tmp.path().join("real");
     sleep_run(&catalog, &real, 200, 10);
     let folders = copies(&real, &tmp.path().join("copies"), 60);
-    for db in databases(tmp.path(), "concurrent") {
+    for db in databases(tmp.path(), "trtmc_cli", "concurrent") {
         // Four Slurm-task-like writers over the same folders, each in another order.
         let children: Vec<_> = (0..4)
             .map(|w| {
@@ -345,7 +307,7 @@ fn stepped_series(tmp: &Path) -> Vec<(String, PathBuf)> {
 fn check_fails_on_a_confirmed_slowdown_with_junit_and_markdown() {
     let tmp = tempfile::tempdir().expect("tmp");
     let series = stepped_series(tmp.path());
-    for db in databases(tmp.path(), "check") {
+    for db in databases(tmp.path(), "trtmc_cli", "check") {
         let db = db.url.as_str();
         for (commit, dir) in &series {
             let o = history(db, &["add", "--commit", commit, p(dir)]);
@@ -431,16 +393,7 @@ fn the_report_renders_in_headless_chromium_with_every_string_escaped() {
         !html.contains("src=\"http") && !html.contains("href=\"http"),
         "self-contained"
     );
-    let dom = browser
-        .dump_dom(
-            &chromium::file_url(&out.join("index.html"), "selftest"),
-            &[],
-        )
-        .stdout;
-    let check = chromium::self_check(&dom);
-    assert!(dom.contains("data-report-ready=\"true\""), "{check}");
-    assert!(dom.contains("data-report-errors=\"0\""), "{check}");
-    assert!(dom.contains("data-selftest=\"pass\""), "{check}");
+    let dom = self_tested_dom(&browser, &out.join("index.html"));
     assert!(
         dom.contains("class=\"change\""),
         "the change point is marked"
@@ -531,7 +484,7 @@ fn a_real_30_percent_slowdown_is_found_at_point_12_and_an_aa_series_has_none() {
 fn run_with_history_stores_its_committed_result() {
     let tmp = tempfile::tempdir().expect("tmp");
     let catalog = sleep_catalog(tmp.path());
-    for db in databases(tmp.path(), "runflag") {
+    for db in databases(tmp.path(), "trtmc_cli", "runflag") {
         let out = tmp.path().join(format!("run-{}", db.admin.is_some()));
         let o = run(&[
             "run",
@@ -563,15 +516,7 @@ fn run_with_history_stores_its_committed_result() {
 #[test]
 fn matrix_run_with_history_stores_both_sides_of_each_compared_row() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let catalog = tmp.path().join("catalog");
-    std::fs::create_dir_all(catalog.join("tiny-cnn")).expect("mkdir");
-    for f in ["MODEL.toml", "e2e.toml"] {
-        std::fs::copy(
-            repo_root().join("catalog/tiny-cnn").join(f),
-            catalog.join("tiny-cnn").join(f),
-        )
-        .expect("copy");
-    }
+    let catalog = tiny_cnn_catalog(tmp.path());
     let env = write_matrix_environment(tmp.path(), "");
     let suite = tmp.path().join("suite.yaml");
     std::fs::write(
@@ -652,20 +597,8 @@ fn matrix_run_with_history_stores_both_sides_of_each_compared_row() {
 
 /// `tune` of tiny-cnn over tract's thread counts with the tune tests' quick settings, into `out`.
 fn tune_threads(cache: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
-    let mut args = vec![
-        "tune",
-        "--model",
-        "tiny-cnn",
-        "--runtime",
-        "tract",
-        "--routes",
-        "-threads=[1|2]",
-        "--search",
-        "full",
-        "-o",
-        p(out),
-        "--quiet",
-    ];
+    let mut args = TUNE_TINY_CNN_THREADS.to_vec();
+    args.extend(["--search", "full", "-o", p(out), "--quiet"]);
     args.extend_from_slice(crate::tune_cli::QUICK);
     args.extend_from_slice(extra);
     bench_cached(cache, &args)
@@ -689,7 +622,7 @@ fn tune_with_history_stores_each_measured_route_as_its_own_series() {
         .filter(|r| r["eligible"] == true)
         .collect();
     assert!(eligible.len() >= 2, "{summary:#}");
-    for db in databases(tmp.path(), "tune") {
+    for db in databases(tmp.path(), "trtmc_cli", "tune") {
         let o = history(&db.url, &["add", p(&out)]);
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         let export = exported(&db.url, tmp.path());

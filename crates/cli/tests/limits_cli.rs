@@ -4,7 +4,8 @@
 //! number of its kind). A property test feeds arbitrary numbers to the numeric flags and plan fields:
 //! never a panic (exit 101).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Output;
 
 use crate::common::*;
 use proptest::prelude::*;
@@ -14,22 +15,32 @@ fn nothing_in(path: &Path) -> bool {
     std::fs::read_dir(path).map_or(true, |mut d| d.next().is_none())
 }
 
-/// `run --model tiny-cnn` with `extra`, writing into a fresh result directory and bundle cache; asserts
-/// exit `want`, a message holding every piece of `says`, and that neither was written.
-fn refused_run(extra: &[&str], want: i32, says: &[&str]) {
-    let t = tempfile::tempdir().expect("tmp");
-    let (out_dir, cache) = (t.path().join("out"), t.path().join("cache"));
-    let mut args = vec![
-        "run",
-        "--model",
-        "tiny-cnn",
+/// `command` then `extra`, writing into `dir/out` and the bundle cache `dir/cache`: a refusal must
+/// leave both as they were. Returns the output and those two paths.
+fn run_writing_into(
+    dir: &Path,
+    command: &[&str],
+    out: &str,
+    extra: &[&str],
+) -> (Output, PathBuf, PathBuf) {
+    let (out_dir, cache) = (dir.join(out), dir.join("cache"));
+    let mut args = command.to_vec();
+    args.extend([
         "-o",
         out_dir.to_str().expect("utf-8"),
         "--bundle-cache",
         cache.to_str().expect("utf-8"),
-    ];
+    ]);
     args.extend_from_slice(extra);
-    let out = run(&args);
+    (run(&args), out_dir, cache)
+}
+
+/// `run --model tiny-cnn` with `extra`, writing into a fresh result directory and bundle cache; asserts
+/// exit `want`, a message holding every piece of `says`, and that neither was written.
+fn refused_run(extra: &[&str], want: i32, says: &[&str]) {
+    let t = tempfile::tempdir().expect("tmp");
+    let run_tiny_cnn = ["run", "--model", "tiny-cnn"];
+    let (out, out_dir, cache) = run_writing_into(t.path(), &run_tiny_cnn, "out", extra);
     let err = stderr(&out);
     assert_eq!(code(&out), want, "{extra:?}: {err}");
     for piece in says {
@@ -99,22 +110,8 @@ fn tune_checks_its_fixed_settings_and_limits_before_writing_anything() {
         (&["--live-workers", "0"], "--live-workers 0"),
     ] {
         let t = tempfile::tempdir().expect("tmp");
-        let (out_dir, cache) = (t.path().join("tune"), t.path().join("cache"));
-        let mut args = vec![
-            "tune",
-            "--model",
-            "tiny-cnn",
-            "--runtime",
-            "tract",
-            "--routes",
-            "-threads=[1|2]",
-            "-o",
-            out_dir.to_str().expect("utf-8"),
-            "--bundle-cache",
-            cache.to_str().expect("utf-8"),
-        ];
-        args.extend_from_slice(extra);
-        let out = run(&args);
+        let (out, out_dir, cache) =
+            run_writing_into(t.path(), &TUNE_TINY_CNN_THREADS, "tune", extra);
         let err = stderr(&out);
         assert_eq!(code(&out), 3, "{extra:?}: {err}");
         assert!(err.contains(says), "{extra:?}: {err}");
@@ -234,20 +231,11 @@ fn numeric_arguments(which: usize, value: &str, plan: &Path) -> Vec<String> {
             .collect()
     };
     let tune = |flag: &str| -> Vec<String> {
-        [
-            "tune",
-            "--model",
-            "tiny-cnn",
-            "--runtime",
-            "tract",
-            "--routes",
-            "-threads=[1|2]",
-            "--dry-run",
-            flag,
-            value,
-        ]
-        .map(String::from)
-        .to_vec()
+        TUNE_TINY_CNN_THREADS
+            .iter()
+            .chain(&["--dry-run", flag, value])
+            .map(|a| a.to_string())
+            .collect()
     };
     match which {
         0 => run("--warmup"),
@@ -321,11 +309,7 @@ proptest! {
 #[test]
 fn matrix_check_refuses_a_setting_value_and_an_environment_limit_before_measuring() {
     let t = tempfile::tempdir().expect("tmp");
-    let model = t.path().join("catalog/tiny-cnn");
-    std::fs::create_dir_all(&model).expect("mkdir");
-    for f in ["MODEL.toml", "e2e.toml"] {
-        std::fs::copy(repo_root().join("catalog/tiny-cnn").join(f), model.join(f)).expect("copy");
-    }
+    let catalog = tiny_cnn_catalog(t.path());
     let env = |extra: &str| {
         let path = t.path().join("env.yaml");
         std::fs::write(
@@ -353,7 +337,7 @@ fn matrix_check_refuses_a_setting_value_and_an_environment_limit_before_measurin
             "--environment",
             env.to_str().expect("utf-8"),
             "--manifest-root",
-            t.path().join("catalog").to_str().expect("utf-8"),
+            catalog.to_str().expect("utf-8"),
         ])
     };
     let out = check(&env(""));

@@ -24,17 +24,6 @@ pub(crate) fn measuring() -> std::sync::MutexGuard<'static, ()> {
     MEASURING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A catalog holding only tiny-cnn (so the coverage rule is about this model alone).
-fn catalog(dir: &Path) -> PathBuf {
-    let root = dir.join("catalog");
-    let model = root.join("tiny-cnn");
-    std::fs::create_dir_all(&model).expect("mkdir");
-    for f in ["MODEL.toml", "e2e.toml"] {
-        std::fs::copy(repo_root().join("catalog/tiny-cnn").join(f), model.join(f)).expect("copy");
-    }
-    root
-}
-
 pub(crate) struct Setup {
     pub(crate) dir: tempfile::TempDir,
     pub(crate) catalog: PathBuf,
@@ -43,7 +32,7 @@ pub(crate) struct Setup {
 
 pub(crate) fn setup(extra_env: &str) -> Setup {
     let dir = tempfile::tempdir().expect("tmp");
-    let catalog = catalog(dir.path());
+    let catalog = tiny_cnn_catalog(dir.path());
     let env = write_matrix_environment(
         dir.path(),
         &format!("slurm: {{poll_s: 0.5, timeout_s: 600}}\n{extra_env}"),
@@ -964,16 +953,7 @@ fn preparation_receipts_are_checked_and_a_matching_one_shows_built() {
     let Some(browser) = chromium::require() else {
         return;
     };
-    let dom = browser
-        .dump_dom(
-            &chromium::file_url(&out.join("report.html"), "selftest"),
-            &[],
-        )
-        .stdout;
-    let check = chromium::self_check(&dom);
-    assert!(dom.contains("data-report-ready=\"true\""), "{check}");
-    assert!(dom.contains("data-report-errors=\"0\""), "{check}");
-    assert!(dom.contains("data-selftest=\"pass\""), "{check}");
+    let dom = self_tested_dom(&browser, &out.join("report.html"));
     assert!(dom.contains("data-report-kind=\"matrix\""));
     assert!(dom.contains("Filter rows"));
 }

@@ -97,15 +97,7 @@ fn the_matrix_report_has_a_forest_plot_working_links_and_no_mid_word_breaks_at_1
     };
     let tmp = tempfile::tempdir().expect("tmp");
     let dir = tmp.path();
-    let catalog = dir.join("catalog");
-    std::fs::create_dir_all(catalog.join("tiny-cnn")).expect("mkdir");
-    for f in ["MODEL.toml", "e2e.toml"] {
-        std::fs::copy(
-            repo_root().join("catalog/tiny-cnn").join(f),
-            catalog.join("tiny-cnn").join(f),
-        )
-        .expect("copy");
-    }
+    let catalog = tiny_cnn_catalog(dir);
     // A Python reference that cannot run: its row fails and names why.
     let fake = dir.join("no-reference");
     std::fs::create_dir_all(&fake).expect("mkdir");

@@ -25,18 +25,16 @@ fn a_default_count_keeps_timing_for_the_minimum_duration() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("r");
     // 0.2 ms calls: the operation's 50 calls take 10 ms, the default minimum duration 1 s.
-    let out = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
+    let out = run_test_model(
         "test-sleep",
-        "--set",
-        "request.sleep_us=200",
-        "-o",
-        out_dir.to_str().expect("utf8"),
-        "-q",
-    ]);
+        &[
+            "--set",
+            "request.sleep_us=200",
+            "-o",
+            out_dir.to_str().expect("utf8"),
+            "-q",
+        ],
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc = assert_result_dir_valid(&out_dir);
     let m = &doc["cases"][0]["measurement"];
@@ -53,20 +51,18 @@ fn the_budget_ends_a_default_run_early_and_keeps_a_valid_result() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("r");
     // 50 calls of 40 ms would take 2 s; the budget is 1.2 s.
-    let out = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
+    let out = run_test_model(
         "test-sleep",
-        "--set",
-        "request.sleep_us=40000",
-        "--max-duration",
-        "1.2",
-        "-o",
-        out_dir.to_str().expect("utf8"),
-        "-q",
-    ]);
+        &[
+            "--set",
+            "request.sleep_us=40000",
+            "--max-duration",
+            "1.2",
+            "-o",
+            out_dir.to_str().expect("utf8"),
+            "-q",
+        ],
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc = assert_result_dir_valid(&out_dir);
     let case = &doc["cases"][0];
@@ -84,22 +80,20 @@ fn the_budget_ends_a_default_run_early_and_keeps_a_valid_result() {
 fn an_explicit_count_is_exact_and_the_summary_marks_unsupported_percentiles() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("r");
-    let out = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
+    let out = run_test_model(
         "test-sleep",
-        "--iterations",
-        "30",
-        "--warmup",
-        "1",
-        "-o",
-        out_dir.to_str().expect("utf8"),
-        "-q",
-        "--format",
-        "json",
-    ]);
+        &[
+            "--iterations",
+            "30",
+            "--warmup",
+            "1",
+            "-o",
+            out_dir.to_str().expect("utf8"),
+            "-q",
+            "--format",
+            "json",
+        ],
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc = read_json(&out_dir.join("result.json"));
     let m = &doc["cases"][0]["measurement"];
@@ -116,20 +110,18 @@ fn an_explicit_count_is_exact_and_the_summary_marks_unsupported_percentiles() {
 fn a_timeout_keeps_the_calls_already_timed() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("r");
-    let out = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
+    let out = run_test_model(
         "test-sleep",
-        "--iterations",
-        "100000",
-        "--timeout",
-        "1.5",
-        "-o",
-        out_dir.to_str().expect("utf8"),
-        "-q",
-    ]);
+        &[
+            "--iterations",
+            "100000",
+            "--timeout",
+            "1.5",
+            "-o",
+            out_dir.to_str().expect("utf8"),
+            "-q",
+        ],
+    );
     assert_refused(&out, 5, "stopped by --timeout");
     let doc = assert_result_dir_valid(&out_dir);
     assert_eq!(doc["status"], "partial");
@@ -161,13 +153,8 @@ fn a_timeout_keeps_the_calls_already_timed() {
 fn sigterm_commits_what_was_timed_and_lists_the_cases_not_started() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("r");
-    let mut child = Command::new(BIN)
+    let mut child = test_model_command("test-sleep")
         .args([
-            "run",
-            "--manifest-root",
-            &catalog_arg(),
-            "--model",
-            "test-sleep",
             "--model",
             "test-noop",
             "--iterations",
@@ -175,8 +162,6 @@ fn sigterm_commits_what_was_timed_and_lists_the_cases_not_started() {
             "-o",
             out_dir.to_str().expect("utf8"),
         ])
-        .env("TRTMC_TEST", "1")
-        .env_remove("TRTMC_MANIFEST_ROOT")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -229,26 +214,24 @@ fn interleaved_rounds_give_each_case_a_verdict_against_the_baseline() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("r");
     let rounds = |baseline: &str, dir: &Path| {
-        run(&[
-            "run",
-            "--manifest-root",
-            &catalog_arg(),
-            "--model",
+        run_test_model(
             "test-sleep",
-            "--sweep",
-            "request.sleep_us=2000,6000",
-            "--iterations",
-            "12",
-            "--warmup",
-            "1",
-            "--rounds",
-            "6",
-            "--baseline",
-            baseline,
-            "-o",
-            dir.to_str().expect("utf8"),
-            "-q",
-        ])
+            &[
+                "--sweep",
+                "request.sleep_us=2000,6000",
+                "--iterations",
+                "12",
+                "--warmup",
+                "1",
+                "--rounds",
+                "6",
+                "--baseline",
+                baseline,
+                "-o",
+                dir.to_str().expect("utf8"),
+                "-q",
+            ],
+        )
     };
     let out = rounds("1", &out_dir);
     assert_eq!(code(&out), 0, "{}", stderr(&out));

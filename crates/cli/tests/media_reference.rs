@@ -62,22 +62,8 @@ fn both_sides_with(tmp: &Path, model: &str, case: &str, sets: &[&str]) -> Sides 
     let out = bench_cached(
         &tmp.join("cache"),
         &[
-            &[
-                "run",
-                "--model",
-                model,
-                "--case",
-                case,
-                "--runtime",
-                "onnxruntime",
-                "-o",
-                p(&dir),
-                "-q",
-                "--warmup",
-                "1",
-                "--iterations",
-                "3",
-            ],
+            &command_on_case("run", (model, case, "onnxruntime"))[..],
+            &["-o", p(&dir), "-q", "--warmup", "1", "--iterations", "3"],
             overrides_of(sets).as_slice(),
         ]
         .concat(),
@@ -141,6 +127,16 @@ fn assert_same_workload(s: &Sides, resolved: &Value, model: &str) {
     }
 }
 
+/// The `token_ids` a side's notes record.
+fn token_ids(notes: &std::collections::BTreeMap<String, Value>) -> Vec<i64> {
+    notes["token_ids"]
+        .as_array()
+        .expect("token ids")
+        .iter()
+        .map(|v| v.as_i64().expect("id"))
+        .collect()
+}
+
 fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * a.abs().max(b.abs()).max(1e-6)
 }
@@ -195,20 +191,9 @@ fn forecast_reference_runs_the_candidates_windows() {
         &[],
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let out = bench_cached(
-        &tmp.path().join("cache"),
-        &[
-            "compare",
-            "--model",
-            "tiny-forecaster",
-            "--case",
-            "windows16",
-            "--runtime",
-            "tract",
-            "--golden",
-            p(&py_out.join("outputs.json")),
-        ],
-    );
+    let outputs = py_out.join("outputs.json");
+    let golden = ["--case", "windows16", "--golden", p(&outputs)];
+    let out = compare_model(tmp.path(), "tiny-forecaster", "tract", &golden);
     assert_eq!(code(&out), 0, "{}\n{}", stdout(&out), stderr(&out));
 }
 
@@ -219,12 +204,7 @@ fn transcribe_reference_decodes_the_same_tokens_offline_and_streaming_with_a_fir
         let s = both_sides(tmp.path(), "tiny-asr", case);
         assert_eq!(s.candidate_notes["chunks"], chunks);
         assert_eq!(s.reference.notes["chunks"], chunks, "{case}");
-        let ids: Vec<i64> = s.reference.notes["token_ids"]
-            .as_array()
-            .expect("token ids")
-            .iter()
-            .map(|v| v.as_i64().expect("id"))
-            .collect();
+        let ids = token_ids(&s.reference.notes);
         assert!(!ids.is_empty(), "the seeded model emits tokens");
         assert_eq!(
             Tokenizer::Bytes.decode(&ids),
@@ -267,12 +247,7 @@ fn audio_references_rotate_the_declared_recordings() {
     );
     assert_eq!(s.candidate_notes["chunks"], 5);
     assert_eq!(s.reference.notes["chunks"], 5, "the reference rotated");
-    let ids: Vec<i64> = s.reference.notes["token_ids"]
-        .as_array()
-        .expect("token ids")
-        .iter()
-        .map(|v| v.as_i64().expect("id"))
-        .collect();
+    let ids = token_ids(&s.reference.notes);
     assert_eq!(
         Tokenizer::Bytes.decode(&ids),
         s.candidate_notes["transcript"]

@@ -38,6 +38,34 @@ fn run_model(e: &Env, name: &str, out: &str, extra: &[&str]) -> (std::process::O
     (run(&args), dir)
 }
 
+/// [`run_model`], which must succeed; returns its result's first case.
+fn first_case_of_run(e: &Env, name: &str, out: &str, extra: &[&str]) -> serde_json::Value {
+    let (output, dir) = run_model(e, name, out, extra);
+    assert_success(&output);
+    first_case(&dir)
+}
+
+/// The first case of the result in `dir`.
+fn first_case(dir: &Path) -> serde_json::Value {
+    read_json(&dir.join("result.json"))["cases"][0].clone()
+}
+
+/// `run --model tiny-cnn` with `args` after it (the run's own cache and output options).
+fn run_tiny_cnn(args: &[&str]) -> std::process::Output {
+    run(&[&["run", "--model", "tiny-cnn"], args].concat())
+}
+
+/// `run --onnx ONNX` into `ROOT/OUT` with the shared bundle cache and `extra` arguments; returns the
+/// output and the result directory.
+fn run_onnx(e: &Env, onnx: &Path, out: &str, extra: &[&str]) -> (std::process::Output, PathBuf) {
+    let dir = e.root.join(out);
+    let mut args = vec!["run", "--onnx", onnx.to_str().expect("utf8")];
+    args.extend_from_slice(&["--bundle-cache", e.cache.to_str().expect("utf8")]);
+    args.extend_from_slice(&["-o", dir.to_str().expect("utf8")]);
+    args.extend_from_slice(extra);
+    (run(&args), dir)
+}
+
 fn metric(case: &serde_json::Value, name: &str) -> f64 {
     case["metrics"]["throughputs"]
         .as_array()
@@ -160,15 +188,8 @@ fn generation_rejects_batches(e: &Env) -> bool {
 fn bundles_are_reused_for_request_changes_and_rebuilt_for_shape_changes() {
     let e = env();
     let cache = e.cache.to_str().expect("utf8").to_string();
-    let dry = run(&[
-        "run",
-        "--model",
-        "tiny-cnn",
-        "--bundle-cache",
-        &cache,
-        "--dry-run",
-    ]);
-    assert_eq!(code(&dry), 0, "{}", stderr(&dry));
+    let dry = run_tiny_cnn(&["--bundle-cache", &cache, "--dry-run"]);
+    assert_success(&dry);
     assert!(stdout(&dry).contains("would build"), "{}", stdout(&dry));
     assert!(
         !e.cache.exists()
@@ -177,23 +198,13 @@ fn bundles_are_reused_for_request_changes_and_rebuilt_for_shape_changes() {
         "dry-run builds nothing"
     );
 
-    let no_build = run(&[
-        "run",
-        "--model",
-        "tiny-cnn",
-        "--bundle-cache",
-        &cache,
-        "--no-build",
-        "-q",
-    ]);
+    let no_build = run_tiny_cnn(&["--bundle-cache", &cache, "--no-build", "-q"]);
     assert_eq!(code(&no_build), 4, "{}", stderr(&no_build));
     assert!(stderr(&no_build).contains("--no-build"));
 
-    let (first, dir1) = run_model(&e, "tiny-cnn", "a", &["--iterations", "5", "--warmup", "1"]);
-    assert_eq!(code(&first), 0, "{}", stderr(&first));
-    let c1 = read_json(&dir1.join("result.json"))["cases"][0].clone();
+    let c1 = first_case_of_run(&e, "tiny-cnn", "a", &["--iterations", "5", "--warmup", "1"]);
     assert_eq!(c1["bundle"]["origin"], "built");
-    let (second, dir2) = run_model(
+    let c2 = first_case_of_run(
         &e,
         "tiny-cnn",
         "b",
@@ -206,8 +217,6 @@ fn bundles_are_reused_for_request_changes_and_rebuilt_for_shape_changes() {
             "request.seed=99",
         ],
     );
-    assert_eq!(code(&second), 0, "{}", stderr(&second));
-    let c2 = read_json(&dir2.join("result.json"))["cases"][0].clone();
     assert_eq!(
         c2["bundle"]["origin"], "cache_hit",
         "a request-only change reuses the bundle"
@@ -215,14 +224,12 @@ fn bundles_are_reused_for_request_changes_and_rebuilt_for_shape_changes() {
     assert_eq!(c1["bundle"]["key"], c2["bundle"]["key"]);
     assert_ne!(c1["identity"], c2["identity"], "but it is another workload");
 
-    let (third, dir3) = run_model(
+    let c3 = first_case_of_run(
         &e,
         "tiny-cnn",
         "c",
         &["--case", "batch8", "--iterations", "3", "--warmup", "1"],
     );
-    assert_eq!(code(&third), 0, "{}", stderr(&third));
-    let c3 = read_json(&dir3.join("result.json"))["cases"][0].clone();
     assert_eq!(
         c3["bundle"]["origin"], "built",
         "a batch-size change is shape-affecting"
@@ -235,19 +242,12 @@ fn bundles_are_reused_for_request_changes_and_rebuilt_for_shape_changes() {
         "image/s = batch × request/s"
     );
 
-    let dry2 = run(&[
-        "run",
-        "--model",
-        "tiny-cnn",
-        "--bundle-cache",
-        &cache,
-        "--dry-run",
-    ]);
+    let dry2 = run_tiny_cnn(&["--bundle-cache", &cache, "--dry-run"]);
     assert!(stdout(&dry2).contains("cache hit"), "{}", stdout(&dry2));
 
     // An explicit bundle is used as given and reported as not compatibility-verified.
     let bundle_path = c1["bundle"]["path"].as_str().expect("path").to_string();
-    let (explicit, dir4) = run_model(
+    let c4 = first_case_of_run(
         &e,
         "tiny-cnn",
         "d",
@@ -260,8 +260,6 @@ fn bundles_are_reused_for_request_changes_and_rebuilt_for_shape_changes() {
             "0",
         ],
     );
-    assert_eq!(code(&explicit), 0, "{}", stderr(&explicit));
-    let c4 = read_json(&dir4.join("result.json"))["cases"][0].clone();
     assert_eq!(c4["bundle"]["origin"], "explicit");
     assert_eq!(c4["bundle"]["compatibility_verified"], false);
 
@@ -270,57 +268,37 @@ fn bundles_are_reused_for_request_changes_and_rebuilt_for_shape_changes() {
     std::fs::create_dir_all(&root).expect("mkdir");
     copy_dir(Path::new(&bundle_path), &root.join("tiny-cnn.bundle"));
     let other_cache = e.root.join("empty-cache");
-    let found = run(&[
-        "run",
-        "--model",
-        "tiny-cnn",
-        "--bundle-cache",
-        other_cache.to_str().expect("utf8"),
-        "--bundle-root",
-        root.to_str().expect("utf8"),
-        "--no-build",
-        "--dry-run",
-    ]);
-    assert_eq!(code(&found), 0, "{}", stderr(&found));
+    // The plan of a run that looks below the shelf first, its cache empty.
+    let shelf_plan = |flag: &str| {
+        run_tiny_cnn(&[
+            "--bundle-cache",
+            other_cache.to_str().expect("utf8"),
+            "--bundle-root",
+            root.to_str().expect("utf8"),
+            flag,
+            "--dry-run",
+        ])
+    };
+    let found = shelf_plan("--no-build");
+    assert_success(&found);
     assert!(
         stdout(&found).contains("found below --bundle-root"),
         "{}",
         stdout(&found)
     );
     // --rebuild means a new build, never the bundle below the root; with --bundle it is refused.
-    let rebuild_plan = run(&[
-        "run",
-        "--model",
-        "tiny-cnn",
-        "--bundle-cache",
-        other_cache.to_str().expect("utf8"),
-        "--bundle-root",
-        root.to_str().expect("utf8"),
-        "--rebuild",
-        "--dry-run",
-    ]);
-    assert_eq!(code(&rebuild_plan), 0, "{}", stderr(&rebuild_plan));
+    let rebuild_plan = shelf_plan("--rebuild");
+    assert_success(&rebuild_plan);
     assert!(
         stdout(&rebuild_plan).contains("would build")
             && !stdout(&rebuild_plan).contains("found below --bundle-root"),
         "{}",
         stdout(&rebuild_plan)
     );
-    let both = run(&[
-        "run",
-        "--model",
-        "tiny-cnn",
-        "--bundle",
-        &bundle_path,
-        "--rebuild",
-        "--dry-run",
-    ]);
+    let both = run_tiny_cnn(&["--bundle", &bundle_path, "--rebuild", "--dry-run"]);
     assert_refused(&both, 2, "--bundle");
 
-    let rebuilt = run(&[
-        "run",
-        "--model",
-        "tiny-cnn",
+    let rebuilt = run_tiny_cnn(&[
         "--bundle-cache",
         &cache,
         "--rebuild",
@@ -370,12 +348,7 @@ fn two_runs_building_the_same_key_at_once_share_one_bundle() {
             .expect("spawn")
     };
     // Build folders that killed builds left: a dead process's goes, a live one's (this test's) stays.
-    let dead = {
-        let mut child = std::process::Command::new("true").spawn().expect("spawn");
-        let pid = child.id();
-        child.wait().expect("reap");
-        pid
-    };
+    let dead = dead_pid();
     let runtime_dir = e.cache.join("tract");
     let dead_folder = runtime_dir.join(format!(".tmp-0123456789abcdef-{dead}"));
     let live_folder = runtime_dir.join(format!(".tmp-0123456789abcdef-{}", std::process::id()));
@@ -610,22 +583,13 @@ fn light_resnet50_from_the_onnx_wheel_runs_from_the_catalog_and_as_onnx() {
     assert_eq!(doc["cases"][0]["operation"], "classify");
 
     let onnx = onnx_wheel_model("light_resnet50.onnx");
-    let dir2 = e.root.join("onnx");
-    let out2 = run(&[
-        "run",
-        "--onnx",
-        onnx.to_str().expect("utf8"),
-        "--bundle-cache",
-        e.cache.to_str().expect("utf8"),
-        "--iterations",
-        "3",
-        "--warmup",
-        "1",
-        "-q",
-        "-o",
-        dir2.to_str().expect("utf8"),
-    ]);
-    assert_eq!(code(&out2), 0, "{}", stderr(&out2));
+    let (out2, dir2) = run_onnx(
+        &e,
+        &onnx,
+        "onnx",
+        &["--iterations", "3", "--warmup", "1", "-q"],
+    );
+    assert_success(&out2);
     let doc2 = assert_result_dir_valid(&dir2);
     assert_eq!(doc2["cases"][0]["operation"], "infer");
     assert_eq!(doc2["cases"][0]["model"], "light_resnet50");
@@ -639,18 +603,8 @@ fn onnx_files_with_dynamic_dims_run_at_1_and_name_the_shape_to_set() {
     let bytes = trtmc_modelgen::generate("tiny-cnn", 1).expect("generate");
     std::fs::write(&onnx, bytes).expect("write");
     // Left dynamic, the dimension is 1 (as trtexec does) and one line names the --shape to set.
-    let defaulted = run(&[
-        "run",
-        "--onnx",
-        onnx.to_str().expect("utf8"),
-        "--bundle-cache",
-        e.cache.to_str().expect("utf8"),
-        "--iterations",
-        "2",
-        "-o",
-        e.root.join("m").to_str().expect("utf8"),
-    ]);
-    assert_eq!(code(&defaulted), 0, "{}", stderr(&defaulted));
+    let (defaulted, _) = run_onnx(&e, &onnx, "m", &["--iterations", "2"]);
+    assert_success(&defaulted);
     assert!(
         stderr(&defaulted).contains("set to 1; choose with --shape image:1x3x64x64"),
         "the note names the fix: {}",
@@ -661,21 +615,13 @@ fn onnx_files_with_dynamic_dims_run_at_1_and_name_the_shape_to_set() {
         doc["cases"][0]["input_shapes"]["image"],
         serde_json::json!([[1, 3, 64, 64]])
     );
-    let ok = run(&[
-        "run",
-        "--onnx",
-        onnx.to_str().expect("utf8"),
-        "--shape",
-        "image:2x3x64x64",
-        "--bundle-cache",
-        e.cache.to_str().expect("utf8"),
-        "--iterations",
-        "2",
-        "-q",
-        "-o",
-        e.root.join("s").to_str().expect("utf8"),
-    ]);
-    assert_eq!(code(&ok), 0, "{}", stderr(&ok));
+    let (ok, _) = run_onnx(
+        &e,
+        &onnx,
+        "s",
+        &["--shape", "image:2x3x64x64", "--iterations", "2", "-q"],
+    );
+    assert_success(&ok);
     let doc = read_json(&e.root.join("s/result.json"));
     assert_eq!(doc["cases"][0]["status"], "completed");
 }

@@ -72,31 +72,46 @@ fn only_case(doc: &serde_json::Value) -> &serde_json::Value {
     &doc["cases"][0]
 }
 
+/// One round of three iterations after one warm-up: a short run that still measures.
+const ONE_SHORT_ROUND: [&str; 6] = ["--rounds", "1", "--warmup", "1", "--iterations", "3"];
+
+/// Two iterations and no warm-up: enough where the outputs, not the timings, are checked.
+const TWO_ITERATIONS: [&str; 4] = ["--warmup", "0", "--iterations", "2"];
+
+/// `run --onnx MODEL ARGS.. -o OUT`: a run whose result directory the test then reads.
+fn run_into(tmp: &Path, model: &str, args: &[&str], out: &Path) -> Output {
+    let mut all = vec!["run", "--onnx", model];
+    all.extend_from_slice(args);
+    all.extend(["-o", out.to_str().expect("utf-8")]);
+    bench(tmp, &all)
+}
+
+/// The backend model in `folder` fed `inputs` and checked against `expected`, with `extra`
+/// arguments, for two iterations into `out`.
+fn check_outputs(
+    tmp: &Path,
+    folder: &Path,
+    inputs: &str,
+    expected: &str,
+    extra: &[&str],
+    out: &Path,
+) -> Output {
+    let mut args = vec!["--inputs", inputs, "--check-outputs", expected];
+    args.extend_from_slice(extra);
+    args.extend(TWO_ITERATIONS);
+    run_into(tmp, &model_of(folder), &args, out)
+}
+
 /// `run --onnx M/model.onnx --inputs M/test_data_set_0 --check-outputs M/test_data_set_0` on each
 /// runtime given, in one result directory `out`.
 fn run_backend_model(tmp: &Path, folder: &Path, runtimes: &[&str], out: &Path) -> Output {
-    let (model, set) = (model_of(folder), set_of(folder));
-    let mut args = vec![
-        "run",
-        "--onnx",
-        &model,
-        "--inputs",
-        &set,
-        "--check-outputs",
-        &set,
-        "--rounds",
-        "1",
-        "--warmup",
-        "1",
-        "--iterations",
-        "3",
-        "-o",
-        out.to_str().expect("utf-8"),
-    ];
+    let set = set_of(folder);
+    let mut args = vec!["--inputs", &set, "--check-outputs", &set];
+    args.extend(ONE_SHORT_ROUND);
     for rt in runtimes {
         args.extend(["--runtime", rt]);
     }
-    bench(tmp, &args)
+    run_into(tmp, &model_of(folder), &args, out)
 }
 
 #[test]
@@ -160,24 +175,8 @@ fn a_mismatch_fails_the_case_naming_the_output_and_its_worst_element() {
     // The expected output with one element moved by 1.
     let wrong = npz_from_set(tmp.path(), "wrong.npz", &folder, "output_", "bump(a)");
     let out_dir = tmp.path().join("out");
-    let out = bench(
-        tmp.path(),
-        &[
-            "run",
-            "--onnx",
-            &model_of(&folder),
-            "--inputs",
-            &set_of(&folder),
-            "--check-outputs",
-            wrong.to_str().expect("utf-8"),
-            "--iterations",
-            "2",
-            "--warmup",
-            "0",
-            "-o",
-            out_dir.to_str().expect("utf-8"),
-        ],
-    );
+    let wrong = wrong.to_str().expect("utf-8");
+    let out = check_outputs(tmp.path(), &folder, &set_of(&folder), wrong, &[], &out_dir);
     assert_eq!(code(&out), 5, "{}", stderr(&out));
     let doc = read_json(&out_dir.join("result.json"));
     let case = only_case(&doc);
@@ -219,25 +218,13 @@ fn a_mismatch_fails_the_case_naming_the_output_and_its_worst_element() {
         );
     }
     // A wide enough tolerance accepts it: --atol is Polygraphy's absolute tolerance.
-    let out = bench(
+    let out = check_outputs(
         tmp.path(),
-        &[
-            "run",
-            "--onnx",
-            &model_of(&folder),
-            "--inputs",
-            &set_of(&folder),
-            "--check-outputs",
-            wrong.to_str().expect("utf-8"),
-            "--atol",
-            "1.5",
-            "--iterations",
-            "2",
-            "--warmup",
-            "0",
-            "-o",
-            tmp.path().join("out2").to_str().expect("utf-8"),
-        ],
+        &folder,
+        &set_of(&folder),
+        wrong,
+        &["--atol", "1.5"],
+        &tmp.path().join("out2"),
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }
@@ -361,29 +348,14 @@ fn unnamed_dynamic_dimensions_run_on_every_runtime_in_the_shape_asked_for() {
     let tmp = tempfile::tempdir().expect("tmp");
     let model = dynamic_model(tmp.path());
     let model = model.to_str().expect("utf-8");
-    let run = |extra: &[&str], out: &str| {
-        let mut args = vec![
-            "run",
-            "--onnx",
-            model,
-            "--runtime",
-            "tract",
-            "--runtime",
-            "onnxruntime",
-            "--rounds",
-            "1",
-            "--warmup",
-            "1",
-            "--iterations",
-            "3",
-            "-o",
-            out,
-        ];
+    let run = |extra: &[&str], out: &Path| {
+        let mut args = vec!["--runtime", "tract", "--runtime", "onnxruntime"];
+        args.extend(ONE_SHORT_ROUND);
         args.extend_from_slice(extra);
-        bench(tmp.path(), &args)
+        run_into(tmp.path(), model, &args, out)
     };
     let first = tmp.path().join("ones");
-    let out = run(&[], first.to_str().expect("utf-8"));
+    let out = run(&[], &first);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(
         stderr(&out)
@@ -400,10 +372,7 @@ fn unnamed_dynamic_dimensions_run_on_every_runtime_in_the_shape_asked_for() {
         );
     }
     let second = tmp.path().join("fours");
-    let out = run(
-        &["--shape", "x:4x3", "--shape", "z:4x3"],
-        second.to_str().expect("utf-8"),
-    );
+    let out = run(&["--shape", "x:4x3", "--shape", "z:4x3"], &second);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc = read_json(&second.join("result.json"));
     for case in doc["cases"].as_array().expect("cases") {
@@ -505,26 +474,10 @@ fn trtexec_load_inputs_raw_files_feed_the_model() {
         &[&folder.join("test_data_set_0/input_0.pb"), &raw],
     );
     let spec = format!("'0':{}", raw.display());
-    let out = bench(
-        tmp.path(),
-        &[
-            "run",
-            "--onnx",
-            &model_of(&folder),
-            "--inputs",
-            &spec,
-            "--check-outputs",
-            &set_of(&folder),
-            "--warmup",
-            "0",
-            "--iterations",
-            "2",
-            "-o",
-            tmp.path().join("out").to_str().expect("utf-8"),
-        ],
-    );
+    let out_dir = tmp.path().join("out");
+    let out = check_outputs(tmp.path(), &folder, &spec, &set_of(&folder), &[], &out_dir);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let doc = read_json(&tmp.path().join("out/result.json"));
+    let doc = read_json(&out_dir.join("result.json"));
     assert_eq!(only_case(&doc)["output_check"][0]["passed"], true);
     // A raw file of the wrong size names the input and the bytes it needs.
     std::fs::write(&raw, [0u8; 12]).expect("short file");
@@ -556,25 +509,13 @@ fn string_tensors_feed_onnx_runtime_and_are_checked_exactly() {
         "output_",
         "np.where(np.arange(a.size).reshape(a.shape) == 0, 'not-this', a.astype(str))",
     );
-    let out = bench(
+    let out = check_outputs(
         tmp.path(),
-        &[
-            "run",
-            "--onnx",
-            &model_of(&folder),
-            "--runtime",
-            "onnxruntime",
-            "--inputs",
-            inputs.to_str().expect("utf-8"),
-            "--check-outputs",
-            wrong.to_str().expect("utf-8"),
-            "--warmup",
-            "0",
-            "--iterations",
-            "2",
-            "-o",
-            tmp.path().join("wrong").to_str().expect("utf-8"),
-        ],
+        &folder,
+        inputs.to_str().expect("utf-8"),
+        wrong.to_str().expect("utf-8"),
+        &["--runtime", "onnxruntime"],
+        &tmp.path().join("wrong"),
     );
     assert_eq!(code(&out), 5, "{}", stderr(&out));
     let doc = read_json(&tmp.path().join("wrong/result.json"));
@@ -589,15 +530,10 @@ fn string_tensors_feed_onnx_runtime_and_are_checked_exactly() {
     );
     // Without data a string input is refused before any build, naming the input and the fix;
     // tract refuses string models at build, as its own API does.
+    let model = model_of(&folder);
     let out = bench(
         tmp.path(),
-        &[
-            "run",
-            "--onnx",
-            &model_of(&folder),
-            "--runtime",
-            "onnxruntime",
-        ],
+        &["run", "--onnx", &model, "--runtime", "onnxruntime"],
     );
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     assert!(
@@ -610,7 +546,7 @@ fn string_tensors_feed_onnx_runtime_and_are_checked_exactly() {
         &[
             "run",
             "--onnx",
-            &model_of(&folder),
+            &model,
             "--runtime",
             "tract",
             "--inputs",
@@ -652,19 +588,7 @@ np.savez(os.path.join(sys.argv[1], "out.npz"), y=x * np.float16(2))
     ] {
         let out_dir = dir.join(format!("{runtime}-{data}"));
         let (inputs, outputs) = (dir.join("in.npz"), dir.join("out.npz"));
-        let mut args = vec![
-            "run",
-            "--onnx",
-            model.to_str().expect("utf-8"),
-            "--runtime",
-            runtime,
-            "--warmup",
-            "1",
-            "--iterations",
-            "3",
-            "-o",
-            out_dir.to_str().expect("utf-8"),
-        ];
+        let mut args = vec!["--runtime", runtime, "--warmup", "1", "--iterations", "3"];
         if data {
             args.extend([
                 "--inputs",
@@ -677,7 +601,7 @@ np.savez(os.path.join(sys.argv[1], "out.npz"), y=x * np.float16(2))
                 "0",
             ]);
         }
-        let out = bench(dir, &args);
+        let out = run_into(dir, model.to_str().expect("utf-8"), &args, &out_dir);
         assert_eq!(code(&out), 0, "{runtime} {data}: {}", stderr(&out));
         let doc = read_json(&out_dir.join("result.json"));
         if data {
@@ -800,28 +724,16 @@ onnx.save(m, os.path.join(sys.argv[1], "same-name.onnx"))
     );
     let model = tmp.path().join("same-name.onnx");
     let out_dir = tmp.path().join("out");
-    let out = bench(
-        tmp.path(),
-        &[
-            "run",
-            "--onnx",
-            model.to_str().expect("utf-8"),
-            "--runtime",
-            "onnxruntime",
-            "--runtime",
-            "tract",
-            "--shape",
-            "x:1x3x4x6",
-            "--rounds",
-            "1",
-            "--warmup",
-            "1",
-            "--iterations",
-            "3",
-            "-o",
-            out_dir.to_str().expect("utf-8"),
-        ],
-    );
+    let mut args = vec![
+        "--runtime",
+        "onnxruntime",
+        "--runtime",
+        "tract",
+        "--shape",
+        "x:1x3x4x6",
+    ];
+    args.extend(ONE_SHORT_ROUND);
+    let out = run_into(tmp.path(), model.to_str().expect("utf-8"), &args, &out_dir);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc = assert_result_dir_valid(&out_dir);
     for case in doc["cases"].as_array().expect("cases") {

@@ -54,6 +54,24 @@ fn onnx_arg(tmp: &Path, name: &str) -> String {
         .to_string()
 }
 
+/// [`bench_run`] of the model the python script saved as `NAME/model.onnx`, with `args`.
+fn run_saved(tmp: &Path, name: &str, out: &str, args: &[&str]) -> (Output, PathBuf) {
+    let onnx = onnx_arg(tmp, name);
+    bench_run(tmp, out, &[&["--onnx", &onnx][..], args].concat())
+}
+
+/// `--runtime tract --runtime onnxruntime`, then `args`: one case on each runtime.
+fn on_both_runtimes<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    [
+        &["--runtime", "tract", "--runtime", "onnxruntime"][..],
+        args,
+    ]
+    .concat()
+}
+
+/// One warm-up and three timed calls on tract: a short run whose outcome, not timing, is checked.
+const SHORT_ON_TRACT: [&str; 6] = ["--runtime", "tract", "--warmup", "1", "--iterations", "3"];
+
 /// Names NNEF cannot spell (an apostrophe, `é`, quotes, a backslash, a newline, dots), 13 kB of
 /// metadata full of quotes, backslashes and newlines, and a doc string like it: the bundle builds,
 /// loads and times on tract (issue 31: build succeeded, every run exited 5), and its per-layer
@@ -79,24 +97,12 @@ save("hostile", m)
 "#
         ),
     );
-    let onnx = onnx_arg(tmp.path(), "hostile");
-    let (out, dir) = bench_run(
-        tmp.path(),
-        "r",
-        &[
-            "--onnx",
-            &onnx,
-            "--runtime",
-            "tract",
-            "--warmup",
-            "1",
-            "--iterations",
-            "3",
-            "--profile",
-            "--profile-iterations",
-            "2",
-        ],
-    );
+    let profiled = [
+        &SHORT_ON_TRACT[..],
+        &["--profile", "--profile-iterations", "2"],
+    ]
+    .concat();
+    let (out, dir) = run_saved(tmp.path(), "hostile", "r", &profiled);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc = assert_result_dir_valid(&dir);
     let case = &doc["cases"][0];
@@ -183,25 +189,8 @@ shutil.copy("ext/weights.bin", "outside.bin")
         ),
     );
     assert!(tmp.path().join("ext/weights.bin").is_file());
-    let onnx = onnx_arg(tmp.path(), "ext");
-    let (out, dir) = bench_run(
-        tmp.path(),
-        "r",
-        &[
-            "--onnx",
-            &onnx,
-            "--runtime",
-            "tract",
-            "--runtime",
-            "onnxruntime",
-            "--warmup",
-            "1",
-            "--iterations",
-            "3",
-            "--rounds",
-            "1",
-        ],
-    );
+    let both = on_both_runtimes(&["--warmup", "1", "--iterations", "3", "--rounds", "1"]);
+    let (out, dir) = run_saved(tmp.path(), "ext", "r", &both);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc = assert_result_dir_valid(&dir);
     for case in doc["cases"].as_array().expect("cases") {
@@ -214,11 +203,11 @@ shutil.copy("ext/weights.bin", "outside.bin")
     );
 
     for runtime in ["tract", "onnxruntime"] {
-        let onnx = onnx_arg(tmp.path(), "escape");
-        let (out, dir) = bench_run(
+        let (out, dir) = run_saved(
             tmp.path(),
+            "escape",
             &format!("escape-{runtime}"),
-            &["--onnx", &onnx, "--runtime", runtime, "--iterations", "2"],
+            &["--runtime", runtime, "--iterations", "2"],
         );
         assert_eq!(code(&out), 4, "{runtime}: {}", stderr(&out));
         assert!(
@@ -265,11 +254,11 @@ save("opset999", model("opset999", [relu], [x], [y], opset=999))
         ("opset999", &["onnxruntime"][..], "999"),
     ] {
         for runtime in runtimes {
-            let onnx = onnx_arg(tmp.path(), model);
-            let (out, dir) = bench_run(
+            let (out, dir) = run_saved(
                 tmp.path(),
+                model,
                 &format!("{model}-{runtime}"),
-                &["--onnx", &onnx, "--runtime", runtime, "--iterations", "2"],
+                &["--runtime", runtime, "--iterations", "2"],
             );
             let err = stderr(&out);
             assert_ne!(code(&out), 0, "{model} on {runtime} was timed");
@@ -310,30 +299,28 @@ fn a_budget_stop_in_a_middle_round_keeps_the_cases_and_their_verdict() {
     let tmp = tempfile::tempdir().expect("tmp");
     let wrapper = slow_round_worker(tmp.path(), 60_000);
     let out_dir = tmp.path().join("r");
-    let out = run(&[
-        "run",
-        "--manifest-root",
-        test_catalog().to_str().expect("utf8"),
-        "--model",
+    let out = run_test_model(
         "test-sleep",
-        "--sweep",
-        "request.sleep_us=1000,2000",
-        "--baseline",
-        "1",
-        "--warmup",
-        "0",
-        "--iterations",
-        "40",
-        "--rounds",
-        "4",
-        "--max-duration",
-        "1.6",
-        "--worker",
-        wrapper.to_str().expect("utf8"),
-        "-o",
-        out_dir.to_str().expect("utf8"),
-        "-q",
-    ]);
+        &[
+            "--sweep",
+            "request.sleep_us=1000,2000",
+            "--baseline",
+            "1",
+            "--warmup",
+            "0",
+            "--iterations",
+            "40",
+            "--rounds",
+            "4",
+            "--max-duration",
+            "1.6",
+            "--worker",
+            wrapper.to_str().expect("utf8"),
+            "-o",
+            out_dir.to_str().expect("utf8"),
+            "-q",
+        ],
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc = assert_result_dir_valid(&out_dir);
     for case in doc["cases"].as_array().expect("cases") {
@@ -363,25 +350,8 @@ save("det", model("det", [helper.make_node("Det", ["x"], ["y"], name="det")], [v
 "#
         ),
     );
-    let onnx = onnx_arg(tmp.path(), "det");
-    let (out, dir) = bench_run(
-        tmp.path(),
-        "r",
-        &[
-            "--onnx",
-            &onnx,
-            "--runtime",
-            "tract",
-            "--runtime",
-            "onnxruntime",
-            "--warmup",
-            "1",
-            "--iterations",
-            "4",
-            "--rounds",
-            "2",
-        ],
-    );
+    let both = on_both_runtimes(&["--warmup", "1", "--iterations", "4", "--rounds", "2"]);
+    let (out, dir) = run_saved(tmp.path(), "det", "r", &both);
     assert_eq!(code(&out), 4, "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
@@ -461,19 +431,17 @@ fn only_cases_of_one_workload_get_a_verdict_unless_the_baseline_is_explicit() {
 fn the_failure_advice_of_a_rounds_run_names_a_log_that_exists() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("r");
-    let out = run(&[
-        "run",
-        "--manifest-root",
-        test_catalog().to_str().expect("utf8"),
-        "--model",
+    let out = run_test_model(
         "test-crash",
-        "--rounds",
-        "2",
-        "--iterations",
-        "4",
-        "-o",
-        out_dir.to_str().expect("utf8"),
-    ]);
+        &[
+            "--rounds",
+            "2",
+            "--iterations",
+            "4",
+            "-o",
+            out_dir.to_str().expect("utf8"),
+        ],
+    );
     assert_eq!(code(&out), 5, "{}", stderr(&out));
     let text = stdout(&out).replace("\n    ", " ");
     let advice = text
@@ -571,12 +539,7 @@ fn bash_completes_after_the_subcommand_and_offers_no_internal_command() {
 #[test]
 fn a_duplicate_matrix_row_is_named_by_its_number_from_one() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let catalog = tmp.path().join("catalog");
-    let model = catalog.join("tiny-cnn");
-    std::fs::create_dir_all(&model).expect("mkdir");
-    for f in ["MODEL.toml", "e2e.toml"] {
-        std::fs::copy(repo_root().join("catalog/tiny-cnn").join(f), model.join(f)).expect("copy");
-    }
+    let catalog = tiny_cnn_catalog(tmp.path());
     let env = write_matrix_environment(tmp.path(), "");
     let row = "  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: single\n    candidate: {runtime: tract}\n    reference: {backend: onnxruntime-python}\n";
     let suite = tmp.path().join("dup.yaml");
@@ -608,25 +571,23 @@ fn the_spread_advice_names_telemetry_json_only_when_it_was_written() {
     let wrapper = slow_round_worker(tmp.path(), 20_000);
     for telemetry in ["off", "on"] {
         let out_dir = tmp.path().join(telemetry);
-        let out = run(&[
-            "run",
-            "--manifest-root",
-            test_catalog().to_str().expect("utf8"),
-            "--model",
+        let out = run_test_model(
             "test-sleep",
-            "--warmup",
-            "0",
-            "--iterations",
-            "20",
-            "--rounds",
-            "2",
-            "--telemetry",
-            telemetry,
-            "--worker",
-            wrapper.to_str().expect("utf8"),
-            "-o",
-            out_dir.to_str().expect("utf8"),
-        ]);
+            &[
+                "--warmup",
+                "0",
+                "--iterations",
+                "20",
+                "--rounds",
+                "2",
+                "--telemetry",
+                telemetry,
+                "--worker",
+                wrapper.to_str().expect("utf8"),
+                "-o",
+                out_dir.to_str().expect("utf8"),
+            ],
+        );
         assert_eq!(code(&out), 0, "{}", stderr(&out));
         // Advice lines wrap at 100 columns with a 4-space indent.
         let text = stdout(&out).replace("\n    ", " ");
@@ -773,22 +734,13 @@ fn long_model_names_are_shortened_between_words_in_the_summary() {
     )
     .expect("write");
     let onnx = tmp.path().join(format!("{name}.onnx"));
-    let (out, _) = bench_run(
-        tmp.path(),
-        "r",
-        &[
-            "--onnx",
-            onnx.to_str().expect("utf8"),
-            "--shape",
-            "image:1x3x64x64",
-            "--runtime",
-            "tract",
-            "--warmup",
-            "1",
-            "--iterations",
-            "3",
-        ],
-    );
+    let onnx = onnx.to_str().expect("utf8");
+    let args = [
+        &["--onnx", onnx, "--shape", "image:1x3x64x64"][..],
+        &SHORT_ON_TRACT,
+    ]
+    .concat();
+    let (out, _) = bench_run(tmp.path(), "r", &args);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let text = stdout(&out);
     let row = text

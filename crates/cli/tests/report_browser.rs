@@ -9,30 +9,14 @@
 
 use crate::chromium;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::common::*;
+use crate::report_cli::{PROBE_MODEL, probe_catalog, probe_sweep};
 use chromium::{Chromium, console_problems, file_url, self_check};
 
-const PROBE_MODEL: &str = "m<script>alert(1)</script>\"'";
 /// How the probe must appear in a serialized DOM: as text (angle brackets escaped), never as an element.
 const PROBE_AS_TEXT: &str = "m&lt;script&gt;alert(1)&lt;/script&gt;\"'";
-
-fn probe_catalog(dir: &Path) -> PathBuf {
-    let root = dir.join("probe-catalog");
-    std::fs::create_dir_all(root.join("probe")).expect("mkdir");
-    std::fs::write(
-        root.join("probe/MODEL.toml"),
-        "name = \"m<script>alert(1)</script>\\\"'\"\nsummary = \"XSS probe\"\ntask_strategy = \"test_sleep\"\ntest_manifests = [\"cases.toml\"]\n[source]\nnone = true\n",
-    )
-    .expect("write");
-    std::fs::write(
-        root.join("probe/cases.toml"),
-        "[[case]]\nname = \"c<script>alert(2)</script>\\\"'\"\n[case.request]\nsleep_us = 100\n",
-    )
-    .expect("write");
-    root
-}
 
 fn ok(args: &[&str]) {
     let o = run(args);
@@ -107,22 +91,7 @@ fn run_and_collection_reports_render_in_headless_chromium() {
         &path(&root.join("noop")),
         "--quiet",
     ]);
-    ok(&[
-        "run",
-        "--manifest-root",
-        &path(&probe),
-        "--model",
-        PROBE_MODEL,
-        "--warmup",
-        "2",
-        "--iterations",
-        "40",
-        "--sweep",
-        "request.sleep_us=50,150,300",
-        "-o",
-        &path(&root.join("probe")),
-        "--quiet",
-    ]);
+    probe_sweep(&probe, &root.join("probe"));
     ok(&[
         "run",
         "--model",

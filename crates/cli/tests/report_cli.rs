@@ -5,14 +5,10 @@ use std::path::{Path, PathBuf};
 
 use crate::common::*;
 
-fn catalog_arg() -> String {
-    test_catalog().display().to_string()
-}
-
 /// A catalog with one test_sleep profile whose model and case names are an XSS probe.
 pub const PROBE_MODEL: &str = "m<script>alert(1)</script>\"'";
 
-fn probe_catalog(dir: &Path) -> PathBuf {
+pub(crate) fn probe_catalog(dir: &Path) -> PathBuf {
     let root = dir.join("probe-catalog");
     std::fs::create_dir_all(root.join("probe")).expect("mkdir");
     std::fs::write(
@@ -29,24 +25,23 @@ fn probe_catalog(dir: &Path) -> PathBuf {
 }
 
 fn noop(out: &Path, iterations: &str) {
-    let o = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
+    let o = run_test_model(
         "test-noop",
-        "--warmup",
-        "3",
-        "--iterations",
-        iterations,
-        "-o",
-        out.to_str().expect("utf8"),
-        "--quiet",
-    ]);
+        &[
+            "--warmup",
+            "3",
+            "--iterations",
+            iterations,
+            "-o",
+            out.to_str().expect("utf8"),
+            "--quiet",
+        ],
+    );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
 }
 
-fn probe_sweep(catalog: &Path, out: &Path) -> std::process::Output {
+/// `run` of the probe catalog's model with a sweep of three sleeps, into `out`; it must succeed.
+pub(crate) fn probe_sweep(catalog: &Path, out: &Path) -> std::process::Output {
     let o = run(&[
         "run",
         "--manifest-root",
@@ -65,6 +60,16 @@ fn probe_sweep(catalog: &Path, out: &Path) -> std::process::Output {
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     o
+}
+
+/// The `path` of every run a collection report lists, in its order.
+fn run_paths(doc: &serde_json::Value) -> Vec<&str> {
+    doc["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| r["path"].as_str().expect("path"))
+        .collect()
 }
 
 /// The records of a CSV document (RFC 4180, read by the `csv` crate).
@@ -113,12 +118,7 @@ fn report_builds_in_place_and_rebuilds_when_a_run_is_added() {
     assert_eq!(doc["schema"], "trtmc.collection-report/v1");
     assert_eq!(doc["totals"]["runs"], 2);
     assert_eq!(doc["totals"]["cases"], 4);
-    let paths: Vec<&str> = doc["runs"]
-        .as_array()
-        .expect("runs")
-        .iter()
-        .map(|r| r["path"].as_str().expect("path"))
-        .collect();
+    let paths = run_paths(&doc);
     assert_eq!(
         paths,
         vec!["nested/probe", "noop-a"],
@@ -214,12 +214,7 @@ fn several_roots_need_an_output_and_links_walk_up_to_them() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc = read_json(&combined.join("report.json"));
     assert_valid("collection-report.schema.json", &doc);
-    let paths: Vec<&str> = doc["runs"]
-        .as_array()
-        .expect("runs")
-        .iter()
-        .map(|r| r["path"].as_str().expect("path"))
-        .collect();
+    let paths = run_paths(&doc);
     assert_eq!(paths, vec!["../../gb300/noop", "../../h100/noop"]);
     assert!(
         !a.join("report.json").exists() && !b.join("report.json").exists(),
@@ -476,26 +471,24 @@ fn run_prints_a_compact_table_and_writes_its_exports() {
         tmp.path().join("s.md"),
         tmp.path().join("s.json"),
     );
-    let o = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
+    let o = run_test_model(
         "test-noop",
-        "--warmup",
-        "2",
-        "--iterations",
-        "25",
-        "-o",
-        out_dir.to_str().expect("utf8"),
-        "--quiet",
-        "--export",
-        csv.to_str().expect("utf8"),
-        "--export",
-        md.to_str().expect("utf8"),
-        "--export",
-        json.to_str().expect("utf8"),
-    ]);
+        &[
+            "--warmup",
+            "2",
+            "--iterations",
+            "25",
+            "-o",
+            out_dir.to_str().expect("utf8"),
+            "--quiet",
+            "--export",
+            csv.to_str().expect("utf8"),
+            "--export",
+            md.to_str().expect("utf8"),
+            "--export",
+            json.to_str().expect("utf8"),
+        ],
+    );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let text = stdout(&o);
     let lines: Vec<&str> = text.lines().collect();
@@ -552,36 +545,32 @@ fn run_prints_a_compact_table_and_writes_its_exports() {
 
     // An unknown export format is refused before anything runs.
     let nothing = tmp.path().join("nothing");
-    let o = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
+    let o = run_test_model(
         "test-noop",
-        "-o",
-        nothing.to_str().expect("utf8"),
-        "--export",
-        tmp.path().join("s.txt").to_str().expect("utf8"),
-    ]);
+        &[
+            "-o",
+            nothing.to_str().expect("utf8"),
+            "--export",
+            tmp.path().join("s.txt").to_str().expect("utf8"),
+        ],
+    );
     assert_refused(&o, 3, ".json, .csv or .md");
     assert!(!nothing.exists(), "nothing ran");
 
     // --format prints the summary instead of the table: CSV on stdout, nothing else.
-    let o = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
+    let o = run_test_model(
         "test-noop",
-        "--warmup",
-        "2",
-        "--iterations",
-        "12",
-        "-o",
-        tmp.path().join("csv-run").to_str().expect("utf8"),
-        "--format",
-        "csv",
-    ]);
+        &[
+            "--warmup",
+            "2",
+            "--iterations",
+            "12",
+            "-o",
+            tmp.path().join("csv-run").to_str().expect("utf8"),
+            "--format",
+            "csv",
+        ],
+    );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let text = stdout(&o);
     let rows = parse_csv(&text);

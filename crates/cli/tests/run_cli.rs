@@ -11,6 +11,21 @@ fn catalog_arg() -> String {
     test_catalog().display().to_string()
 }
 
+/// `run --model test-noop` (the test catalog) with `iterations` calls into `out`, quiet.
+fn noop_run_args(iterations: &str, out: &Path) -> Vec<String> {
+    let catalog = catalog_arg();
+    let out = out.to_str().expect("utf8");
+    let args = ["run", "--manifest-root", &catalog, "--model", "test-noop"];
+    let rest = ["--iterations", iterations, "-o", out, "-q"];
+    args.iter().chain(&rest).map(|a| a.to_string()).collect()
+}
+
+/// Runs what [`noop_run_args`] lists.
+fn run_noop(iterations: &str, out: &Path) -> std::process::Output {
+    let out = out.to_str().expect("utf8");
+    run_test_model("test-noop", &["--iterations", iterations, "-o", out, "-q"])
+}
+
 #[test]
 fn list_models_shows_every_profile_with_its_status() {
     let out = run(&["list", "models", "--manifest-root", &catalog_arg()]);
@@ -146,22 +161,20 @@ fn selecting_an_unusable_profile_fails_closed_with_its_reason() {
 fn noop_run_writes_a_valid_result_with_exactly_the_requested_observations() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("out");
-    let out = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
+    let out = run_test_model(
         "test-noop",
-        "--warmup",
-        "3",
-        "--iterations",
-        "37",
-        "-o",
-        out_dir.to_str().expect("utf8"),
-        "--telemetry",
-        "on",
-        "--quiet",
-    ]);
+        &[
+            "--warmup",
+            "3",
+            "--iterations",
+            "37",
+            "-o",
+            out_dir.to_str().expect("utf8"),
+            "--telemetry",
+            "on",
+            "--quiet",
+        ],
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc = assert_result_dir_valid(&out_dir);
     assert_eq!(doc["timing_boundary"], "public_pipeline_call_wall");
@@ -183,16 +196,7 @@ fn noop_run_writes_a_valid_result_with_exactly_the_requested_observations() {
 fn a_crashing_worker_is_a_failed_case_with_its_evidence_kept() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("crash");
-    let out = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
-        "test-crash",
-        "-o",
-        out_dir.to_str().expect("utf8"),
-        "-q",
-    ]);
+    let out = run_test_model("test-crash", &["-o", out_dir.to_str().expect("utf8"), "-q"]);
     assert_eq!(code(&out), 5, "{}", stderr(&out));
     let doc = assert_result_dir_valid(&out_dir);
     assert_eq!(doc["status"], "failed");
@@ -213,18 +217,16 @@ fn a_hanging_worker_is_killed_at_the_timeout() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("hang");
     let started = Instant::now();
-    let out = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
+    let out = run_test_model(
         "test-hang",
-        "--timeout",
-        "2",
-        "-o",
-        out_dir.to_str().expect("utf8"),
-        "-q",
-    ]);
+        &[
+            "--timeout",
+            "2",
+            "-o",
+            out_dir.to_str().expect("utf8"),
+            "-q",
+        ],
+    );
     assert_eq!(code(&out), 5, "{}", stderr(&out));
     assert!(
         started.elapsed() < Duration::from_secs(60),
@@ -248,16 +250,7 @@ fn a_hanging_worker_is_killed_at_the_timeout() {
 fn non_finite_outputs_fail_the_case() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("nan");
-    let out = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
-        "test-nan",
-        "-o",
-        out_dir.to_str().expect("utf8"),
-        "-q",
-    ]);
+    let out = run_test_model("test-nan", &["-o", out_dir.to_str().expect("utf8"), "-q"]);
     assert_eq!(code(&out), 5);
     let doc = read_json(&out_dir.join("result.json"));
     assert!(
@@ -279,18 +272,7 @@ fn output_slots_refuse_unrelated_directories_and_symlinks() {
     let photos = tmp.path().join("photos");
     std::fs::create_dir(&photos).expect("mkdir");
     std::fs::write(photos.join("cat.jpg"), "meow").expect("write");
-    let out = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
-        "test-noop",
-        "--iterations",
-        "3",
-        "-o",
-        photos.to_str().expect("utf8"),
-        "-q",
-    ]);
+    let out = run_noop("3", &photos);
     assert_eq!(code(&out), 6, "{}", stderr(&out));
     assert!(stderr(&out).contains("not a trtmc result"));
     assert_eq!(
@@ -299,33 +281,11 @@ fn output_slots_refuse_unrelated_directories_and_symlinks() {
     );
 
     let real = tmp.path().join("real");
-    let ok = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
-        "test-noop",
-        "--iterations",
-        "3",
-        "-o",
-        real.to_str().expect("utf8"),
-        "-q",
-    ]);
+    let ok = run_noop("3", &real);
     assert_eq!(code(&ok), 0, "{}", stderr(&ok));
     let link = tmp.path().join("link");
     std::os::unix::fs::symlink(&real, &link).expect("symlink");
-    let out = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
-        "test-noop",
-        "--iterations",
-        "3",
-        "-o",
-        link.to_str().expect("utf8"),
-        "-q",
-    ]);
+    let out = run_noop("3", &link);
     assert_eq!(code(&out), 6);
     assert!(stderr(&out).contains("symlink"));
 }
@@ -334,33 +294,11 @@ fn output_slots_refuse_unrelated_directories_and_symlinks() {
 fn a_recognized_result_is_replaced_whole_and_never_merged() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("slot");
-    let first = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
-        "test-noop",
-        "--iterations",
-        "5",
-        "-o",
-        out_dir.to_str().expect("utf8"),
-        "-q",
-    ]);
+    let first = run_noop("5", &out_dir);
     assert_eq!(code(&first), 0, "{}", stderr(&first));
     let old_id = read_json(&out_dir.join("result.json"))["run_id"].clone();
     std::fs::write(out_dir.join("stray.txt"), "from the old run").expect("write");
-    let second = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
-        "test-noop",
-        "--iterations",
-        "6",
-        "-o",
-        out_dir.to_str().expect("utf8"),
-        "-q",
-    ]);
+    let second = run_noop("6", &out_dir);
     assert_eq!(code(&second), 0, "{}", stderr(&second));
     let doc = read_json(&out_dir.join("result.json"));
     assert_ne!(doc["run_id"], old_id);
@@ -375,34 +313,12 @@ fn a_recognized_result_is_replaced_whole_and_never_merged() {
 fn killing_a_run_while_it_stages_leaves_the_old_result_intact() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("slot");
-    let first = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
-        "test-noop",
-        "--iterations",
-        "4",
-        "-o",
-        out_dir.to_str().expect("utf8"),
-        "-q",
-    ]);
+    let first = run_noop("4", &out_dir);
     assert_eq!(code(&first), 0);
     let old = std::fs::read(out_dir.join("result.json")).expect("old result");
 
     let mut child = Command::new(BIN)
-        .args([
-            "run",
-            "--manifest-root",
-            &catalog_arg(),
-            "--model",
-            "test-noop",
-            "--iterations",
-            "9",
-            "-o",
-            out_dir.to_str().expect("utf8"),
-            "-q",
-        ])
+        .args(noop_run_args("9", &out_dir))
         .env_remove("TRTMC_MANIFEST_ROOT")
         .env("TRTMC_TEST", "1")
         .env("TRTMC_TEST_PAUSE_BEFORE_COMMIT_MS", "20000")
@@ -423,18 +339,7 @@ fn killing_a_run_while_it_stages_leaves_the_old_result_intact() {
     );
 
     // The next run cleans the dead run's staging directory and replaces the slot normally.
-    let third = run(&[
-        "run",
-        "--manifest-root",
-        &catalog_arg(),
-        "--model",
-        "test-noop",
-        "--iterations",
-        "2",
-        "-o",
-        out_dir.to_str().expect("utf8"),
-        "-q",
-    ]);
+    let third = run_noop("2", &out_dir);
     assert_eq!(code(&third), 0, "{}", stderr(&third));
     let leftovers: Vec<_> = std::fs::read_dir(tmp.path())
         .expect("ls")

@@ -85,17 +85,11 @@ fn tract_and_onnxruntime_agree_on_the_embedded_models() {
         "{names:?}"
     );
     // Without the dimensions the synthesis says which ones are missing.
-    let out = bench(
+    let out = compare_model(
         tmp.path(),
-        &[
-            "compare",
-            "--model",
-            "tiny-gpt",
-            "--runtime",
-            "tract",
-            "--against",
-            "onnxruntime",
-        ],
+        "tiny-gpt",
+        "tract",
+        &["--against", "onnxruntime"],
     );
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     assert!(
@@ -113,17 +107,11 @@ fn tract_and_onnxruntime_agree_on_light_resnet50_with_seeded_random_weights() {
     assert_eq!(softmax["shape"], serde_json::json!([1, 1000]));
     // With random weights the outputs are not one constant, so the agreement means something.
     let saved = tmp.path().join("saved");
-    let out = bench(
+    let out = compare_model(
         tmp.path(),
-        &[
-            "compare",
-            "--model",
-            "light-resnet50-rand",
-            "--runtime",
-            "onnxruntime",
-            "--save-outputs",
-            saved.to_str().expect("utf8"),
-        ],
+        "light-resnet50-rand",
+        "onnxruntime",
+        &["--save-outputs", saved.to_str().expect("utf8")],
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let outputs =
@@ -141,44 +129,29 @@ fn tract_and_onnxruntime_agree_on_light_resnet50_with_seeded_random_weights() {
 fn golden_files_round_trip_and_a_disagreement_fails_with_exit_5() {
     let tmp = tempfile::tempdir().expect("tmp");
     let golden = tmp.path().join("golden");
-    let out = bench(
+    let out = compare_model(
         tmp.path(),
-        &[
-            "compare",
-            "--model",
-            "tiny-cnn",
-            "--runtime",
-            "tract",
-            "--save-outputs",
-            golden.to_str().expect("utf8"),
-        ],
+        "tiny-cnn",
+        "tract",
+        &["--save-outputs", golden.to_str().expect("utf8")],
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let index = golden.join("tract/outputs.json");
     // ONNX Runtime against tract's saved outputs: the same seeded inputs, so they agree.
-    let out = bench(
+    let out = compare_model(
         tmp.path(),
-        &[
-            "compare",
-            "--model",
-            "tiny-cnn",
-            "--runtime",
-            "onnxruntime",
-            "--golden",
-            index.to_str().expect("utf8"),
-        ],
+        "tiny-cnn",
+        "onnxruntime",
+        &["--golden", index.to_str().expect("utf8")],
     );
     assert_eq!(code(&out), 0, "{}\n{}", stdout(&out), stderr(&out));
     // Other inputs (another seed) give other logits: a disagreement, exit 5, naming the tensor.
     let report = tmp.path().join("differ.json");
-    let out = bench(
+    let out = compare_model(
         tmp.path(),
+        "tiny-cnn",
+        "onnxruntime",
         &[
-            "compare",
-            "--model",
-            "tiny-cnn",
-            "--runtime",
-            "onnxruntime",
             "--seed",
             "99",
             "--golden",

@@ -23,6 +23,12 @@ fn bench(tmp: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     cmd.output().expect("start trtmc-bench")
 }
 
+/// `run --model tiny-cnn --runtime onnxruntime` then `args`, through [`bench`].
+fn run_tiny_cnn_on_ort(tmp: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let run = ["run", "--model", "tiny-cnn", "--runtime", "onnxruntime"];
+    bench(tmp, &[&run, args].concat(), env)
+}
+
 fn bundle_dir(out: &Path) -> std::path::PathBuf {
     let doc = read_json(&out.join("result.json"));
     std::path::PathBuf::from(
@@ -68,14 +74,9 @@ fn list_models_shows_onnxruntime_available_and_tensorrt_with_its_reason() {
 fn classify_on_onnxruntime_builds_an_offline_optimized_bundle_and_a_valid_result() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("out");
-    let out = bench(
+    let out = run_tiny_cnn_on_ort(
         tmp.path(),
         &[
-            "run",
-            "--model",
-            "tiny-cnn",
-            "--runtime",
-            "onnxruntime",
             "--warmup",
             "2",
             "--iterations",
@@ -127,31 +128,11 @@ fn classify_on_onnxruntime_builds_an_offline_optimized_bundle_and_a_valid_result
     );
 
     // The same request again is a cache hit; another optimization level is another bundle.
-    let again = bench(
-        tmp.path(),
-        &[
-            "run",
-            "--model",
-            "tiny-cnn",
-            "--runtime",
-            "onnxruntime",
-            "--dry-run",
-        ],
-        &[],
-    );
+    let again = run_tiny_cnn_on_ort(tmp.path(), &["--dry-run"], &[]);
     assert!(stdout(&again).contains("cache hit"), "{}", stdout(&again));
-    let basic = bench(
+    let basic = run_tiny_cnn_on_ort(
         tmp.path(),
-        &[
-            "run",
-            "--model",
-            "tiny-cnn",
-            "--runtime",
-            "onnxruntime",
-            "--set",
-            "build.optimization_level=basic",
-            "--dry-run",
-        ],
+        &["--set", "build.optimization_level=basic", "--dry-run"],
         &[],
     );
     assert!(stdout(&basic).contains("would build"), "{}", stdout(&basic));
@@ -301,14 +282,9 @@ fn bad_settings_are_input_errors_naming_the_fix() {
     // A value the runtime's declaration does not allow is refused while resolving (exit 3), before
     // any build or worker: no result directory.
     let out_dir = tmp.path().join("bad-mode");
-    let out = bench(
+    let out = run_tiny_cnn_on_ort(
         tmp.path(),
         &[
-            "run",
-            "--model",
-            "tiny-cnn",
-            "--runtime",
-            "onnxruntime",
             "--set",
             "runtime.execution_mode=fastest",
             "--iterations",
@@ -332,16 +308,9 @@ fn bad_settings_are_input_errors_naming_the_fix() {
 #[test]
 fn a_missing_library_is_exit_7_with_the_install_command() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let out = bench(
+    let out = run_tiny_cnn_on_ort(
         tmp.path(),
-        &[
-            "run",
-            "--model",
-            "tiny-cnn",
-            "--runtime",
-            "onnxruntime",
-            "--dry-run",
-        ],
+        &["--dry-run"],
         &[("ORT_DYLIB_PATH", "/nonexistent/libonnxruntime.so.1.31.1")],
     );
     assert_refused(
@@ -349,16 +318,9 @@ fn a_missing_library_is_exit_7_with_the_install_command() {
         7,
         "ORT_DYLIB_PATH=/nonexistent/libonnxruntime.so.1.31.1 is not a file",
     );
-    let out = bench(
+    let out = run_tiny_cnn_on_ort(
         tmp.path(),
-        &[
-            "run",
-            "--model",
-            "tiny-cnn",
-            "--runtime",
-            "onnxruntime",
-            "--dry-run",
-        ],
+        &["--dry-run"],
         &[("TRTMC_PYTHON", "/nonexistent/python3")],
     );
     assert_refused(&out, 7, "pip install onnxruntime==1.31.1");
@@ -366,18 +328,9 @@ fn a_missing_library_is_exit_7_with_the_install_command() {
     let fake = tmp.path().join("libonnxruntime.so.1.31.1");
     std::fs::write(&fake, b"not a library").expect("write");
     let out_dir = tmp.path().join("fake");
-    let out = bench(
+    let out = run_tiny_cnn_on_ort(
         tmp.path(),
-        &[
-            "run",
-            "--model",
-            "tiny-cnn",
-            "--runtime",
-            "onnxruntime",
-            "-o",
-            out_dir.to_str().expect("utf8"),
-            "-q",
-        ],
+        &["-o", out_dir.to_str().expect("utf8"), "-q"],
         &[("ORT_DYLIB_PATH", fake.to_str().expect("utf8"))],
     );
     assert_eq!(

@@ -3,7 +3,6 @@
 //! profile of one model side by side. Needs the `onnxruntime` Python wheel (scripts/test installs it).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::common::*;
 
@@ -141,18 +140,7 @@ fn tract_and_onnxruntime_profiles_of_one_model_pass_analyze_side_by_side() {
         }
     }
     let analysis = tmp.path().join("analysis.json");
-    let out = Command::new(BIN)
-        .args([
-            "analyze",
-            side_by_side.to_str().expect("utf8"),
-            "-o",
-            analysis.to_str().expect("utf8"),
-            "--quiet",
-        ])
-        .output()
-        .expect("analyze");
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let doc = read_json(&analysis);
+    let doc = analyze_into(&side_by_side, &analysis);
     assert_valid("analysis.schema.json", &doc);
     let backends = doc["backends"].as_array().expect("backends");
     assert_eq!(backends.len(), 2);

@@ -8,10 +8,6 @@ use std::process::{Command, Output};
 use crate::common::*;
 use trtmc_runtime::reference::{ReferenceRequest, ReferenceResult};
 
-fn bench(tmp: &Path, args: &[&str]) -> Output {
-    bench_cached(&tmp.join("cache"), args)
-}
-
 fn python(script: &str, request: &Path, result: &Path) -> Output {
     let python = std::env::var("TRTMC_PYTHON").unwrap_or_else(|_| "python3".into());
     Command::new(python)
@@ -26,17 +22,11 @@ fn python(script: &str, request: &Path, result: &Path) -> Output {
 /// the request path, with fewer iterations for the test.
 fn prepared(tmp: &Path) -> PathBuf {
     let dir = tmp.join("ref");
-    let out = bench(
+    let out = compare_model(
         tmp,
-        &[
-            "compare",
-            "--model",
-            "tiny-cnn",
-            "--runtime",
-            "onnxruntime",
-            "--save-inputs",
-            dir.to_str().expect("utf8"),
-        ],
+        "tiny-cnn",
+        "onnxruntime",
+        &["--save-inputs", dir.to_str().expect("utf8")],
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let path = dir.join("reference-request.json");
@@ -90,14 +80,11 @@ fn the_onnxruntime_reference_runs_the_same_case_and_its_outputs_match_ours() {
             .all(|w| w[0].start_ns < w[1].start_ns)
     );
     // The reference saw the same inputs: its outputs agree with ours element for element.
-    let out = bench(
+    let out = compare_model(
         tmp.path(),
+        "tiny-cnn",
+        "onnxruntime",
         &[
-            "compare",
-            "--model",
-            "tiny-cnn",
-            "--runtime",
-            "onnxruntime",
             "--golden",
             py_out.join("outputs.json").to_str().expect("utf8"),
             "--atol",
@@ -125,14 +112,11 @@ fn the_onnxruntime_reference_runs_the_same_case_and_its_outputs_match_ours() {
     assert_eq!(code(&converted), 0, "{}", stderr(&converted));
     for golden in [&npz, &npy] {
         let report = tmp.path().join("agreement.json");
-        let out = bench(
+        let out = compare_model(
             tmp.path(),
+            "tiny-cnn",
+            "tract",
             &[
-                "compare",
-                "--model",
-                "tiny-cnn",
-                "--runtime",
-                "tract",
                 "--golden",
                 golden.to_str().expect("utf8"),
                 "-o",

@@ -65,6 +65,28 @@ impl Phase {
         self.env.push((key, value.to_string()));
         self
     }
+
+    // The recorded 10.16 runs of NVIDIA's cookbook, one a phase; a test that breaks one phase
+    // keeps the other three as recorded.
+    fn recorded(log: &str) -> Self {
+        Self::new(fixture(&format!("trtexec-logs/{log}")))
+    }
+    fn help_10_16() -> Self {
+        Self::recorded("trt10.16_onnx_build_and_bench_default.log")
+    }
+    /// The build, with the layer information it exports.
+    fn build_10_16() -> Self {
+        Self::recorded("trt10.16_onnx_build_and_bench_default.log").with(
+            "TRTMC_STANDIN_LAYERS",
+            fixture("trtexec-logs/trt10.16_exportLayerInfo_detailed.json").display(),
+        )
+    }
+    fn time_10_16() -> Self {
+        Self::recorded("trt10.16_loadEngine_cudagraph_spinwait_nodatatransfers_verbose.log")
+    }
+    fn profile_10_16() -> Self {
+        Self::recorded("trt10.16_dumpProfile_exportTimes_exportProfile.log")
+    }
 }
 
 /// A folder with a `trtexec` script that picks the phase from the argv (build: --onnx=, profile:
@@ -106,21 +128,14 @@ impl FakeTrtexec {
 
     /// Every phase replays the recorded 10.16 runs of NVIDIA's cookbook, with TREx's resnet18 exports.
     fn recorded_10_16() -> Self {
-        let logs = |n: &str| fixture(&format!("trtexec-logs/{n}"));
         Self::new(
-            Phase::new(logs("trt10.16_onnx_build_and_bench_default.log")),
-            Phase::new(logs("trt10.16_onnx_build_and_bench_default.log")).with(
-                "TRTMC_STANDIN_LAYERS",
-                logs("trt10.16_exportLayerInfo_detailed.json").display(),
-            ),
-            Phase::new(logs(
-                "trt10.16_loadEngine_cudagraph_spinwait_nodatatransfers_verbose.log",
-            ))
-            .with(
+            Phase::help_10_16(),
+            Phase::build_10_16(),
+            Phase::time_10_16().with(
                 "TRTMC_STANDIN_TIMES",
                 fixture("trex/resnet18-pt-a100-fp16.timing.json").display(),
             ),
-            Phase::new(logs("trt10.16_dumpProfile_exportTimes_exportProfile.log"))
+            Phase::profile_10_16()
                 .with(
                     "TRTMC_STANDIN_PROFILE",
                     fixture("trex/resnet18-pt-a100-fp16.profile.json").display(),
@@ -170,23 +185,38 @@ fn bench(tmp: &Path, trtexec: Option<&Path>, args: &[&str]) -> Output {
     cmd.output().expect("start trtmc-bench")
 }
 
+/// `run --onnx ONNX` of [`model`] at batch 1 on `runtime`, with `args` after it.
+fn run_model(
+    tmp: &Path,
+    trtexec: Option<&Path>,
+    onnx: &str,
+    runtime: &str,
+    args: &[&str],
+) -> Output {
+    let head = [
+        "run",
+        "--onnx",
+        onnx,
+        "--shape",
+        "image:1x3x64x64",
+        "--runtime",
+        runtime,
+    ];
+    bench(tmp, trtexec, &[&head[..], args].concat())
+}
+
 #[test]
 fn build_time_and_profile_send_exactly_this_argv_and_read_what_trtexec_printed() {
     let tmp = tempfile::tempdir().expect("tmp");
     let fake = FakeTrtexec::recorded_10_16();
     let onnx = model(tmp.path());
     let out_dir = tmp.path().join("out");
-    let out = bench(
+    let out = run_model(
         tmp.path(),
         Some(&fake.path()),
+        onnx.to_str().expect("utf8"),
+        "tensorrt",
         &[
-            "run",
-            "--onnx",
-            onnx.to_str().expect("utf8"),
-            "--shape",
-            "image:1x3x64x64",
-            "--runtime",
-            "tensorrt",
             "--iterations",
             "100",
             "--profile",
@@ -343,18 +373,7 @@ fn build_time_and_profile_send_exactly_this_argv_and_read_what_trtexec_printed()
     // The profiling pass wrote the trtexec exports; analyze reads them.
     assert_eq!(case["profile"]["status"], "completed");
     let analysis = tmp.path().join("analysis.json");
-    let out = Command::new(BIN)
-        .args([
-            "analyze",
-            case_dir.to_str().expect("utf8"),
-            "-o",
-            analysis.to_str().expect("utf8"),
-            "--quiet",
-        ])
-        .output()
-        .expect("analyze");
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let doc = read_json(&analysis);
+    let doc = analyze_into(&case_dir, &analysis);
     let backend = doc["backends"]
         .as_array()
         .expect("backends")
@@ -517,19 +536,12 @@ fn a_missing_or_failing_trtexec_is_a_clear_error_with_its_exit_code() {
     let onnx = model(tmp.path());
     let onnx = onnx.to_str().expect("utf8");
     // Missing: exit 7, naming the flag and the install.
-    let out = bench(
+    let out = run_model(
         tmp.path(),
         Some(Path::new("/nonexistent/trtexec")),
-        &[
-            "run",
-            "--onnx",
-            onnx,
-            "--shape",
-            "image:1x3x64x64",
-            "--runtime",
-            "tensorrt",
-            "--dry-run",
-        ],
+        onnx,
+        "tensorrt",
+        &["--dry-run"],
     );
     assert_eq!(code(&out), 7, "{}", stderr(&out));
     assert!(
@@ -540,32 +552,20 @@ fn a_missing_or_failing_trtexec_is_a_clear_error_with_its_exit_code() {
     );
 
     // A failing build (recorded parser failure): exit 4 with trtexec's [E] lines.
-    let logs = |n: &str| fixture(&format!("trtexec-logs/{n}"));
     let failed_build =
         repo_root().join("crates/trtexec/tests/data/trt10.16_synthetic_build_failed.log");
     let fake = FakeTrtexec::new(
-        Phase::new(logs("trt10.16_onnx_build_and_bench_default.log")),
+        Phase::help_10_16(),
         Phase::new(failed_build),
-        Phase::new(logs(
-            "trt10.16_loadEngine_cudagraph_spinwait_nodatatransfers_verbose.log",
-        )),
-        Phase::new(logs("trt10.16_dumpProfile_exportTimes_exportProfile.log")),
+        Phase::time_10_16(),
+        Phase::profile_10_16(),
     );
-    let out = bench(
+    let out = run_model(
         tmp.path(),
         Some(&fake.path()),
-        &[
-            "run",
-            "--onnx",
-            onnx,
-            "--shape",
-            "image:1x3x64x64",
-            "--runtime",
-            "tensorrt",
-            "-o",
-            tmp.path().join("b").to_str().expect("utf8"),
-            "-q",
-        ],
+        onnx,
+        "tensorrt",
+        &["-o", tmp.path().join("b").to_str().expect("utf8"), "-q"],
     );
     assert_eq!(code(&out), 4, "{}", stderr(&out));
     assert!(
@@ -587,34 +587,18 @@ fn a_missing_or_failing_trtexec_is_a_clear_error_with_its_exit_code() {
 
     // A failing timed run: the case fails (exit 5) and trtexec's log is kept.
     let fake = FakeTrtexec::new(
-        Phase::new(logs("trt10.16_onnx_build_and_bench_default.log")),
-        Phase::new(logs("trt10.16_onnx_build_and_bench_default.log")).with(
-            "TRTMC_STANDIN_LAYERS",
-            logs("trt10.16_exportLayerInfo_detailed.json").display(),
-        ),
-        Phase::new(logs(
-            "trt10.16_loadEngine_cudagraph_spinwait_nodatatransfers_verbose.log",
-        ))
-        .with("TRTMC_STANDIN_EXIT", 1),
-        Phase::new(logs("trt10.16_dumpProfile_exportTimes_exportProfile.log")),
+        Phase::help_10_16(),
+        Phase::build_10_16(),
+        Phase::time_10_16().with("TRTMC_STANDIN_EXIT", 1),
+        Phase::profile_10_16(),
     );
     let out_dir = tmp.path().join("t");
-    let out = bench(
+    let out = run_model(
         tmp.path(),
         Some(&fake.path()),
-        &[
-            "run",
-            "--onnx",
-            onnx,
-            "--shape",
-            "image:1x3x64x64",
-            "--runtime",
-            "tensorrt",
-            "--rebuild",
-            "-o",
-            out_dir.to_str().expect("utf8"),
-            "-q",
-        ],
+        onnx,
+        "tensorrt",
+        &["--rebuild", "-o", out_dir.to_str().expect("utf8"), "-q"],
     );
     assert_eq!(code(&out), 5, "{}", stderr(&out));
     let doc = assert_result_dir_valid(&out_dir);
@@ -673,17 +657,12 @@ fn profiles_of_tract_onnxruntime_and_tensorrt_load_in_analyze_side_by_side() {
     for runtime in ["tract", "onnxruntime", "tensorrt"] {
         let out_dir = tmp.path().join(runtime);
         let trtexec = (runtime == "tensorrt").then(|| fake.path());
-        let out = bench(
+        let out = run_model(
             tmp.path(),
             trtexec.as_deref(),
+            onnx.to_str().expect("utf8"),
+            runtime,
             &[
-                "run",
-                "--onnx",
-                onnx.to_str().expect("utf8"),
-                "--shape",
-                "image:1x3x64x64",
-                "--runtime",
-                runtime,
                 "--warmup",
                 "1",
                 "--iterations",
@@ -708,18 +687,7 @@ fn profiles_of_tract_onnxruntime_and_tensorrt_load_in_analyze_side_by_side() {
         }
     }
     let analysis = tmp.path().join("analysis.json");
-    let out = Command::new(BIN)
-        .args([
-            "analyze",
-            side_by_side.to_str().expect("utf8"),
-            "-o",
-            analysis.to_str().expect("utf8"),
-            "--quiet",
-        ])
-        .output()
-        .expect("analyze");
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let doc = read_json(&analysis);
+    let doc = analyze_into(&side_by_side, &analysis);
     assert_valid("analysis.schema.json", &doc);
     let backends = doc["backends"].as_array().expect("backends");
     let mut labels: Vec<&str> = backends

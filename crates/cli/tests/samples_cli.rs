@@ -185,25 +185,11 @@ fn image_batches_take_each_items_declared_image() {
 #[test]
 fn sample_lists_that_do_not_fit_the_batch_exit_3_naming_the_field_before_any_build() {
     let tmp = tempfile::tempdir().expect("tmp");
+    // run_quietly caches the bundles in TMP/cache: nothing may be built there.
     let cache = tmp.path().join("cache");
-    let out_dir = tmp.path().join("out");
     let refused = |model: &str, case: &str, sets: &[&str], expected: &str| {
-        let mut args = vec![
-            "run",
-            "--model",
-            model,
-            "--case",
-            case,
-            "--bundle-cache",
-            cache.to_str().expect("utf8"),
-            "-o",
-            out_dir.to_str().expect("utf8"),
-            "-q",
-        ];
-        for set in sets {
-            args.extend(["--set", set]);
-        }
-        let out = run(&args);
+        let args = [&["--case", case][..], &overrides_of(sets)].concat();
+        let out = run_quietly(tmp.path(), "out", model, &args);
         assert_eq!(code(&out), 3, "{model} {sets:?}: {}", stderr(&out));
         assert!(stderr(&out).contains(expected), "{}", stderr(&out));
     };

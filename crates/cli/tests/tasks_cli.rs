@@ -25,6 +25,13 @@ fn run_model(e: &Env, model: &str, extra: &[&str]) -> (Vec<Value>, PathBuf) {
     run_completed(&e.root, &format!("out-{model}"), model, ("1", "3"), extra)
 }
 
+/// `-o DIR -q --warmup 0 --iterations N`: a quiet run of N calls and no warm-up into `dir`, for a
+/// test that reads the result, not the timings.
+fn quietly_into<'a>(dir: &'a Path, iterations: &'a str) -> [&'a str; 7] {
+    let dir = dir.to_str().expect("utf8");
+    ["-o", dir, "-q", "--warmup", "0", "--iterations", iterations]
+}
+
 fn named<'a>(case: &'a Value, list: &str, name: &str) -> &'a Value {
     case["metrics"][list]
         .as_array()
@@ -386,22 +393,17 @@ fn artifact_bytes_are_hashed_into_the_case_identity() {
     }
     let identity = |out: &str| {
         let dir = e.root.join(out);
-        let o = run(&[
+        let cache = e.root.join("cache");
+        let head = [
             "run",
             "--manifest-root",
             catalog.to_str().expect("utf8"),
             "--model",
             "tiny-asr",
             "--bundle-cache",
-            e.root.join("cache").to_str().expect("utf8"),
-            "-o",
-            dir.to_str().expect("utf8"),
-            "-q",
-            "--warmup",
-            "0",
-            "--iterations",
-            "1",
-        ]);
+            cache.to_str().expect("utf8"),
+        ];
+        let o = run(&[&head[..], &quietly_into(&dir, "1")].concat());
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         let doc = read_json(&dir.join("result.json"));
         doc["cases"][0]["identity"]
@@ -549,20 +551,8 @@ fn distilgpt2_resolves_from_the_offline_hub_cache_at_fp16_with_a_256_token_cache
     );
 
     let dir = e.root.join("distil");
-    let out = hub(
-        &home,
-        &[
-            "-o",
-            dir.to_str().expect("utf8"),
-            "-q",
-            "--warmup",
-            "0",
-            "--iterations",
-            "2",
-            "--set",
-            "request.max_new_tokens=4",
-        ],
-    );
+    let tokens = ["--set", "request.max_new_tokens=4"];
+    let out = hub(&home, &[&quietly_into(&dir, "2")[..], &tokens].concat());
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc = assert_result_dir_valid(&dir);
     let case = &doc["cases"][0];

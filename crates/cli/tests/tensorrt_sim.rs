@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
@@ -157,13 +157,16 @@ impl Sim {
     }
 }
 
-fn route<'a>(summary: &'a Value, text: &str) -> &'a Value {
-    summary["routes"]
+/// A successful run's result in `out` and its first case's output checks.
+#[track_caller]
+fn output_checks(o: &Output, out: &Path) -> (Value, Vec<Value>) {
+    assert_eq!(code(o), 0, "{}", stderr(o));
+    let result = read_json(&out.join("result.json"));
+    let checks = result["cases"][0]["output_check"]
         .as_array()
-        .expect("routes")
-        .iter()
-        .find(|r| r["route"] == text)
-        .unwrap_or_else(|| panic!("route {text} missing in {}", summary["routes"]))
+        .expect("output_check")
+        .clone();
+    (result, checks)
 }
 
 #[test]
@@ -237,10 +240,10 @@ fn tune_finds_the_known_best_route_and_the_saved_bundle_runs() {
         "{checks:?}"
     );
     assert_eq!(
-        route(&summary, "-kgen:tiling=1")["status"],
+        tune_route(&summary, "-kgen:tiling=1")["status"],
         "ok",
         "{}",
-        route(&summary, "-kgen:tiling=1")
+        tune_route(&summary, "-kgen:tiling=1")
     );
     assert_eq!(summary["golden"], "the default route -kgen:tiling=2");
     let context = &summary["context"];
@@ -308,11 +311,11 @@ fn crashed_hung_failed_and_inaccurate_routes_are_excluded_with_their_reasons() {
         }
         tokens.join(" ")
     };
-    let crashed = route(&summary, &with("-tactic:cublas", "on"));
+    let crashed = tune_route(&summary, &with("-tactic:cublas", "on"));
     assert_eq!(crashed["status"], "crashed", "{crashed}");
-    let hung = route(&summary, &with("-match_ragged_mha", "on"));
+    let hung = tune_route(&summary, &with("-match_ragged_mha", "on"));
     assert_eq!(hung["status"], "timed_out", "{hung}");
-    let failed = route(&summary, &with("-kgen:codegen:cuda_tile", "0"));
+    let failed = tune_route(&summary, &with("-kgen:codegen:cuda_tile", "0"));
     assert_eq!(failed["status"], "failed", "{failed}");
     assert!(
         failed.to_string().contains("Unknown")
@@ -320,7 +323,7 @@ fn crashed_hung_failed_and_inaccurate_routes_are_excluded_with_their_reasons() {
             || failed.to_string().contains("exit status 1"),
         "{failed}"
     );
-    let wrong = route(&summary, &with("-kgen:sigmoid_approx", "off"));
+    let wrong = tune_route(&summary, &with("-kgen:sigmoid_approx", "off"));
     assert_eq!(wrong["status"], "accuracy_failed", "{wrong}");
     assert_eq!(summary["decision"]["route"], with("-kgen:tiling", "1"));
     // Each failed build's trtexec log is kept in the route's tool folder.
@@ -413,7 +416,7 @@ fn the_golden_falls_back_to_onnxruntime_when_the_default_route_fails() {
     let golden = summary["golden"].as_str().expect("golden");
     assert!(golden.starts_with("onnxruntime "), "{golden}");
     // The other routes passed the gate against ONNX Runtime's outputs (tract inside the simulator).
-    assert_eq!(route(&summary, "-kgen:tiling=1")["status"], "ok");
+    assert_eq!(tune_route(&summary, "-kgen:tiling=1")["status"], "ok");
     assert_eq!(summary["decision"]["route"], "-kgen:tiling=1");
     assert!(
         summary["notes"]
@@ -423,7 +426,7 @@ fn the_golden_falls_back_to_onnxruntime_when_the_default_route_fails() {
         summary["notes"]
     );
     // trtexec's own warning is kept with the route, in the summary and in the cache lines.
-    let best = route(&summary, "-kgen:tiling=1");
+    let best = tune_route(&summary, "-kgen:tiling=1");
     assert!(best["notes"].to_string().contains("unstable"), "{best}");
     let cache = std::fs::read_to_string(out.join("tuning-cache.jsonl")).expect("cache");
     assert!(cache.contains("GPU compute time is unstable"), "{cache}");
@@ -451,13 +454,7 @@ fn identical_routes_tie_and_kill_9_then_continue_builds_every_route_once() {
     let args = sim.tune_args(&out, "-conv_lowering=[on|off] -kgen:tiling=[0|1|2]");
     let mut full = args.clone();
     full.extend(["--search", "full"]);
-    let mut child = sim
-        .cmd("110100", &full)
-        .env("TRTMC_SIM_CONFIG", &config)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start");
+    let mut child = spawn_silent(sim.cmd("110100", &full).env("TRTMC_SIM_CONFIG", &config));
     kill_9_when(
         &mut child,
         Duration::from_secs(300),
@@ -1153,11 +1150,7 @@ np.savez(sys.argv[4], **{n: g * 2 + 1 for n, g in zip(names, got)})
             s(&out),
         ],
     );
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let result = read_json(&out.join("result.json"));
-    let checks = result["cases"][0]["output_check"]
-        .as_array()
-        .expect("output_check");
+    let (result, checks) = output_checks(&o, &out);
     assert!(!checks.is_empty(), "{result}");
     assert!(checks.iter().all(|c| c["passed"] == true), "{result}");
     // trtexec was asked for the outputs of the given inputs.
@@ -1232,11 +1225,7 @@ fn outputs_exported_in_hash_order_at_six_digits_are_matched_by_name() {
             s(&out),
         ],
     );
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let result = read_json(&out.join("result.json"));
-    let checks = result["cases"][0]["output_check"]
-        .as_array()
-        .expect("output_check");
+    let (result, checks) = output_checks(&o, &out);
     assert_eq!(checks.len(), 3, "{result}");
     assert!(checks.iter().all(|c| c["passed"] == true), "{result}");
     // The exported file itself: not the model's order, no value with more than 6 digits.

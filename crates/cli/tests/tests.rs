@@ -10,6 +10,8 @@
 #[path = "../../../tests/browser/report-chromium.rs"]
 mod chromium;
 mod common;
+#[path = "../../history/tests/common/test_db.rs"]
+mod test_db;
 #[path = "../../../tests/junit/xmllint.rs"]
 mod xmllint;
 

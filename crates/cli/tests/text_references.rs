@@ -51,14 +51,8 @@ fn measure_both_with(tmp: &Path, model: &str, case: &str, runtime: &str, sets: &
     let out = bench_cached(
         &cache,
         &[
+            &command_on_case("run", (model, case, runtime))[..],
             &[
-                "run",
-                "--model",
-                model,
-                "--case",
-                case,
-                "--runtime",
-                runtime,
                 "--warmup",
                 "1",
                 "--iterations",
@@ -376,17 +370,11 @@ fn the_text_references_tokenize_inside_their_call_and_refuse_other_ids() {
 fn a_reference_lacking_what_the_operation_needs_fails_naming_it() {
     let tmp = tempfile::tempdir().expect("tmp");
     let dir = tmp.path().join("ref");
-    let out = bench_cached(
-        &tmp.path().join("cache"),
-        &[
-            "compare",
-            "--model",
-            "tiny-gpt",
-            "--runtime",
-            "tract",
-            "--save-inputs",
-            &p(&dir),
-        ],
+    let out = compare_model(
+        tmp.path(),
+        "tiny-gpt",
+        "tract",
+        &["--save-inputs", &p(&dir)],
     );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let request = read_json(&dir.join("reference-request.json"));

@@ -54,17 +54,73 @@ pub(crate) fn lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn route<'a>(summary: &'a Value, text: &str) -> &'a Value {
-    summary["routes"]
-        .as_array()
-        .expect("routes")
-        .iter()
-        .find(|r| r["route"] == text)
-        .unwrap_or_else(|| panic!("route {text} missing"))
-}
-
 pub(crate) fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
+}
+
+/// `tune` with `args` followed by the small measurement settings [`QUICK`].
+pub(crate) fn tune_quick(tmp: &Path, args: &[&str]) -> Output {
+    tune(tmp, &[args, QUICK].concat())
+}
+
+/// `--model tiny-cnn --runtime RUNTIME --routes ROUTES` followed by `rest`: how most tunes here start.
+fn tiny_cnn_args<'a>(runtime: &'a str, routes: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "--model",
+        "tiny-cnn",
+        "--runtime",
+        runtime,
+        "--routes",
+        routes,
+    ];
+    args.extend_from_slice(rest);
+    args
+}
+
+/// `--onnx ONNX --dim batch=1 --runtime tract --routes ROUTES` followed by `rest`: a tune of an ONNX file.
+fn onnx_tract_args<'a>(onnx: &'a Path, routes: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["--onnx", s(onnx), "--dim", "batch=1"];
+    args.extend_from_slice(&["--runtime", "tract", "--routes", routes]);
+    args.extend_from_slice(rest);
+    args
+}
+
+/// `--runtime tensorrt --trtexec TRTEXEC` followed by `rest`: a dry run against the stand-in trtexec.
+fn trtexec_args<'a>(trtexec: &'a Path, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["--runtime", "tensorrt", "--trtexec", s(trtexec)];
+    args.extend_from_slice(rest);
+    args
+}
+
+/// Writes the generated tiny-cnn with weights from `seed` to `DIR/cnn.onnx` (the tunes of an ONNX file).
+fn write_tiny_cnn_onnx(dir: &Path, seed: u64) -> PathBuf {
+    let onnx = dir.join("cnn.onnx");
+    std::fs::write(
+        &onnx,
+        trtmc_modelgen::generate("tiny-cnn", seed).expect("model"),
+    )
+    .expect("onnx");
+    onnx
+}
+
+/// Asserts that the tune's decision is a winner, `route`.
+#[track_caller]
+fn assert_winner(summary: &Value, route: &str) {
+    assert_eq!(
+        summary["decision"]["kind"], "winner",
+        "{}",
+        summary["decision"]
+    );
+    assert_eq!(summary["decision"]["route"], route);
+}
+
+/// The routes the cache's lines evaluated in `phase` (the search phase: `full`), in order.
+fn routes_in_phase(cache: &Path, phase: &str) -> Vec<String> {
+    lines(cache)[1..]
+        .iter()
+        .filter(|l| l["phase"] == phase)
+        .map(|l| l["build_route"].as_str().expect("route").to_string())
+        .collect()
 }
 
 #[test]
@@ -136,6 +192,13 @@ fn fake_trtexec(dir: &Path) -> PathBuf {
     path
 }
 
+/// Asserts that a dry run succeeded and listed `line` (`[i]:route`).
+#[track_caller]
+fn assert_lists_route(out: &Output, line: &str) {
+    assert_eq!(code(out), 0, "{}", stderr(out));
+    assert!(stdout(out).contains(line), "{}", stdout(out));
+}
+
 /// The lines of a dry-run listing (`Expanded to`, `--dryRun:`, `[i]:route`), any log prefix removed.
 fn listed(text: &str) -> Vec<String> {
     text.lines()
@@ -162,43 +225,30 @@ fn dry_run_lists_tensorrt_routes_in_trtexecs_order_exactly_as_recorded() {
     assert_eq!(recorded.len(), 2 + 4 + 2 + 6, "{recorded:#?}");
     let mut ours = Vec::new();
     for search in ["fast", "full"] {
-        let out = tune(
-            tmp.path(),
-            &[
-                "--runtime",
-                "tensorrt",
-                "--trtexec",
-                s(&trtexec),
-                "--routes",
-                "-conv_lowering=[on|off] -kgen:tiling=[0|1|2]",
-                "--search",
-                search,
-                "--dry-run",
-            ],
+        let routes = "-conv_lowering=[on|off] -kgen:tiling=[0|1|2]";
+        let args = trtexec_args(
+            &trtexec,
+            &["--routes", routes, "--search", search, "--dry-run"],
         );
+        let out = tune(tmp.path(), &args);
         assert_eq!(code(&out), 0, "{}", stderr(&out));
         ours.extend(listed(&stdout(&out)));
     }
     assert_eq!(ours, recorded);
 
     // trtexec's spellings work too, and the knob database merges trtexec build flags.
-    let out = tune(
-        tmp.path(),
+    let args = trtexec_args(
+        &trtexec,
         &[
-            "--runtime",
-            "tensorrt",
-            "--trtexec",
-            s(&trtexec),
             "--tuneBuildRoutes=-kgen:tiling=[0|1] -trtexec:builderOptimizationLevel=[3|5]",
             "--tuningSearch=full",
             "--dryRun",
         ],
     );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(
-        stdout(&out).contains("[3]:-kgen:tiling=1 -trtexec:builderOptimizationLevel=5"),
-        "{}",
-        stdout(&out)
+    let out = tune(tmp.path(), &args);
+    assert_lists_route(
+        &out,
+        "[3]:-kgen:tiling=1 -trtexec:builderOptimizationLevel=5",
     );
     // Without trtexec nothing can be listed or measured: the environment exit with the install hint.
     let out_dir = tmp.path().join("trt-out");
@@ -231,18 +281,7 @@ fn expression_errors_name_the_knob_and_the_fix() {
         ("-threads=[1|...]", "unbounded"),
         ("-threads=[]", "empty"),
     ] {
-        let out = tune(
-            tmp.path(),
-            &[
-                "--model",
-                "tiny-cnn",
-                "--runtime",
-                "tract",
-                "--routes",
-                expr,
-                "--dry-run",
-            ],
-        );
+        let out = tune(tmp.path(), &tiny_cnn_args("tract", expr, &["--dry-run"]));
         assert_eq!(code(&out), 3, "{expr}: {}", stderr(&out));
         assert!(stderr(&out).contains(needle), "{expr}: {}", stderr(&out));
     }
@@ -261,12 +300,7 @@ fn expression_errors_name_the_knob_and_the_fix() {
             "--dry-run",
         ],
     );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    assert!(
-        stdout(&out).contains("[3]:-threads=2 -precision=fp16"),
-        "{}",
-        stdout(&out)
-    );
+    assert_lists_route(&out, "[3]:-threads=2 -precision=fp16");
 }
 
 /// The accuracy gate rejects tract's f16 route (seeded random weights, lInf beyond 1e-6), the crash
@@ -277,34 +311,31 @@ fn accuracy_gate_and_crashing_builds_exclude_routes_and_the_survivor_is_saved_an
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("out");
     let saved = tmp.path().join("best.bundle");
-    let mut args = vec![
-        "--model",
-        "tiny-cnn",
-        "--runtime",
+    let args = tiny_cnn_args(
         "tract",
-        "--routes",
         "-precision=[fp32|fp16] -test:fault=[none|crash_build|fail_build]",
-        "--search",
-        "full",
-        "--accuracy-algorithm",
-        "lInf",
-        "--accuracy-threshold",
-        "1e-6",
-        "-o",
-        s(&out_dir),
-        "--save-bundle",
-        s(&saved),
-        "--save-all",
-        "--quiet",
-    ];
-    args.extend_from_slice(QUICK);
-    let out = tune(tmp.path(), &args);
+        &[
+            "--search",
+            "full",
+            "--accuracy-algorithm",
+            "lInf",
+            "--accuracy-threshold",
+            "1e-6",
+            "-o",
+            s(&out_dir),
+            "--save-bundle",
+            s(&saved),
+            "--save-all",
+            "--quiet",
+        ],
+    );
+    let out = tune_quick(tmp.path(), &args);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 
     let summary = read_json(&out_dir.join("tuning-summary.json"));
     let _: trtmc_core::artifacts::TuneSummary =
         assert_document("tuning-summary.schema.json", &summary);
-    let fp16 = route(&summary, "-precision=fp16 -test:fault=none");
+    let fp16 = tune_route(&summary, "-precision=fp16 -test:fault=none");
     assert_eq!(fp16["status"], "accuracy_failed", "{fp16}");
     assert_eq!(fp16["eligible"], false);
     let loss = fp16["accuracy"]["tensors"][0]["loss"]
@@ -312,7 +343,7 @@ fn accuracy_gate_and_crashing_builds_exclude_routes_and_the_survivor_is_saved_an
         .expect("loss");
     assert!(loss > 1e-6, "{fp16}");
     for precision in ["fp32", "fp16"] {
-        let crashed = route(
+        let crashed = tune_route(
             &summary,
             &format!("-precision={precision} -test:fault=crash_build"),
         );
@@ -323,7 +354,7 @@ fn accuracy_gate_and_crashing_builds_exclude_routes_and_the_survivor_is_saved_an
             message.contains("SIGABRT") && message.contains("crash_build"),
             "{message}"
         );
-        let failed = route(
+        let failed = tune_route(
             &summary,
             &format!("-precision={precision} -test:fault=fail_build"),
         );
@@ -417,21 +448,12 @@ fn accuracy_gate_and_crashing_builds_exclude_routes_and_the_survivor_is_saved_an
 fn when_every_route_fails_the_tune_exits_5_and_still_writes_its_summary() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("out");
-    let mut args = vec![
-        "--model",
-        "tiny-cnn",
-        "--runtime",
+    let args = tiny_cnn_args(
         "tract",
-        "--routes",
         "-test:fault=[crash_build|fail_build]",
-        "--search",
-        "full",
-        "-o",
-        s(&out_dir),
-        "--quiet",
-    ];
-    args.extend_from_slice(QUICK);
-    let out = tune(tmp.path(), &args);
+        &["--search", "full", "-o", s(&out_dir), "--quiet"],
+    );
+    let out = tune_quick(tmp.path(), &args);
     assert_refused(&out, 5, "no route was eligible");
     let summary = read_json(&out_dir.join("tuning-summary.json"));
     assert_eq!(summary["decision"]["kind"], "none");
@@ -465,22 +487,16 @@ pub(crate) fn sleepy_args<'a>(out_dir: &'a Path, model: &'a [&'a str]) -> Vec<&'
 fn routes_slower_beyond_doubt_are_stopped_after_their_probe() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("out");
-    let mut args = vec![
-        "--model",
-        "tiny-cnn",
-        "--runtime",
+    let args = tiny_cnn_args(
         "tract",
-        "--routes",
         "-test:sleep_us=[0|200000|300000]",
-        "-o",
-        s(&out_dir),
-    ];
-    args.extend_from_slice(QUICK);
-    let out = tune(tmp.path(), &args);
+        &["-o", s(&out_dir)],
+    );
+    let out = tune_quick(tmp.path(), &args);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let summary = read_json(&out_dir.join("tuning-summary.json"));
     for slow in ["-test:sleep_us=200000", "-test:sleep_us=300000"] {
-        let r = route(&summary, slow);
+        let r = tune_route(&summary, slow);
         assert_eq!(r["status"], "eliminated", "{r}");
         assert_eq!(r["search_samples"]["count"], 3, "{r}");
         assert!(
@@ -491,12 +507,7 @@ fn routes_slower_beyond_doubt_are_stopped_after_their_probe() {
         );
     }
     assert_eq!(summary["counts"]["eliminated"], 2);
-    assert_eq!(
-        summary["decision"]["kind"], "winner",
-        "{}",
-        summary["decision"]
-    );
-    assert_eq!(summary["decision"]["route"], "-test:sleep_us=0");
+    assert_winner(&summary, "-test:sleep_us=0");
     assert!(
         stdout(&out).contains("2 stopped early as clearly slower"),
         "{}",
@@ -524,11 +535,7 @@ fn kill_9_during_a_tune_then_continue_ends_with_the_same_winner_and_every_iterat
     let out_dir = tmp.path().join("out");
     let cache = out_dir.join("tuning-cache.jsonl");
     let model = ["--model", "tiny-cnn"];
-    let mut child = tune_cmd(tmp.path(), &sleepy_args(&out_dir, &model))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start");
+    let mut child = spawn_silent(&mut tune_cmd(tmp.path(), &sleepy_args(&out_dir, &model)));
     // Wait until the reference and two routes are in the cache (header + 3 lines), then kill -9.
     kill_9_when(
         &mut child,
@@ -572,48 +579,21 @@ fn kill_9_during_a_tune_then_continue_ends_with_the_same_winner_and_every_iterat
     assert_eq!(after, expected, "iterations duplicated or lost");
     let summary = read_json(&out_dir.join("tuning-summary.json"));
     // Every search route evaluated exactly once across the two sessions.
-    let search: Vec<String> = lines(&cache)[1..]
-        .iter()
-        .filter(|l| l["phase"] == "full")
-        .map(|l| l["build_route"].as_str().expect("route").to_string())
-        .collect();
+    let search = routes_in_phase(&cache, "full");
     let distinct: BTreeSet<&String> = search.iter().collect();
     assert_eq!(search.len(), 4, "{search:?}");
     assert_eq!(distinct.len(), 4, "{search:?}");
     // The same winner as an uninterrupted tune: the route that does not sleep.
-    assert_eq!(
-        summary["decision"]["kind"], "winner",
-        "{}",
-        summary["decision"]
-    );
-    assert_eq!(summary["decision"]["route"], "-test:sleep_us=0");
+    assert_winner(&summary, "-test:sleep_us=0");
 }
 
 #[test]
 fn continue_refuses_a_changed_model_and_names_the_differing_field() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let onnx = tmp.path().join("cnn.onnx");
-    std::fs::write(
-        &onnx,
-        trtmc_modelgen::generate("tiny-cnn", 5).expect("model"),
-    )
-    .expect("onnx");
+    let onnx = write_tiny_cnn_onnx(tmp.path(), 5);
     let out_dir = tmp.path().join("out");
-    let mut args = vec![
-        "--onnx",
-        s(&onnx),
-        "--dim",
-        "batch=1",
-        "--runtime",
-        "tract",
-        "--routes",
-        "-threads=1",
-        "-o",
-        s(&out_dir),
-        "--quiet",
-    ];
-    args.extend_from_slice(QUICK);
-    let out = tune(tmp.path(), &args);
+    let args = onnx_tract_args(&onnx, "-threads=1", &["-o", s(&out_dir), "--quiet"]);
+    let out = tune_quick(tmp.path(), &args);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let cache = out_dir.join("tuning-cache.jsonl");
     let header = &lines(&cache)[0];
@@ -623,11 +603,7 @@ fn continue_refuses_a_changed_model_and_names_the_differing_field() {
     );
     let before = std::fs::read(&cache).expect("cache");
     // Same file name, different weights.
-    std::fs::write(
-        &onnx,
-        trtmc_modelgen::generate("tiny-cnn", 6).expect("model"),
-    )
-    .expect("onnx");
+    write_tiny_cnn_onnx(tmp.path(), 6);
     let out = tune(tmp.path(), &["--continue", "--cache", s(&cache)]);
     assert_refused(&out, 3, "model_sha256");
     assert_eq!(
@@ -641,12 +617,7 @@ fn continue_refuses_a_changed_model_and_names_the_differing_field() {
 #[test]
 fn user_reference_outputs_gate_every_route() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let onnx = tmp.path().join("cnn.onnx");
-    std::fs::write(
-        &onnx,
-        trtmc_modelgen::generate("tiny-cnn", 5).expect("model"),
-    )
-    .expect("onnx");
+    let onnx = write_tiny_cnn_onnx(tmp.path(), 5);
     // Inputs and (wrong: all zero) reference outputs as raw little-endian files with a JSON index.
     let image: Vec<u8> = (0..3 * 64 * 64)
         .flat_map(|i| ((i % 17) as f32 / 17.0).to_le_bytes())
@@ -666,7 +637,7 @@ fn user_reference_outputs_gate_every_route() {
     let out_dir = tmp.path().join("out");
     let inputs = tmp.path().join("inputs.json");
     let reference = tmp.path().join("ref.json");
-    let mut args = vec![
+    let args = [
         "--onnx",
         s(&onnx),
         "--set",
@@ -687,8 +658,7 @@ fn user_reference_outputs_gate_every_route() {
         s(&out_dir),
         "--quiet",
     ];
-    args.extend_from_slice(QUICK);
-    let out = tune(tmp.path(), &args);
+    let out = tune_quick(tmp.path(), &args);
     assert_eq!(code(&out), 5, "{}", stderr(&out));
     let summary = read_json(&out_dir.join("tuning-summary.json"));
     for r in summary["routes"].as_array().expect("routes") {
@@ -701,21 +671,12 @@ fn user_reference_outputs_gate_every_route() {
 fn onnxruntime_settings_are_tuned_as_knobs() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("out");
-    let mut args = vec![
-        "--model",
-        "tiny-cnn",
-        "--runtime",
+    let args = tiny_cnn_args(
         "onnxruntime",
-        "--routes",
         "-intra_threads=[1|2] -optimization_level=[basic|all] -execution_mode=[sequential|parallel]",
-        "--search",
-        "racing",
-        "-o",
-        s(&out_dir),
-        "--quiet",
-    ];
-    args.extend_from_slice(QUICK);
-    let out = tune(tmp.path(), &args);
+        &["--search", "racing", "-o", s(&out_dir), "--quiet"],
+    );
+    let out = tune_quick(tmp.path(), &args);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let summary = read_json(&out_dir.join("tuning-summary.json"));
     assert_valid("tuning-summary.schema.json", &summary);
@@ -747,31 +708,15 @@ fn onnxruntime_settings_are_tuned_as_knobs() {
 #[test]
 fn the_run_line_printed_by_tune_onnx_reuses_the_tuned_bundle() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let onnx = tmp.path().join("cnn.onnx");
-    std::fs::write(
-        &onnx,
-        trtmc_modelgen::generate("tiny-cnn", 5).expect("model"),
-    )
-    .expect("onnx");
+    let onnx = write_tiny_cnn_onnx(tmp.path(), 5);
     let out_dir = tmp.path().join("out");
     let saved = tmp.path().join("best.bundle");
-    let mut args = vec![
-        "--onnx",
-        s(&onnx),
-        "--dim",
-        "batch=1",
-        "--runtime",
-        "tract",
-        "--routes",
+    let args = onnx_tract_args(
+        &onnx,
         "-threads=[1|2]",
-        "-o",
-        s(&out_dir),
-        "--save-bundle",
-        s(&saved),
-        "--quiet",
-    ];
-    args.extend_from_slice(QUICK);
-    let out = tune(tmp.path(), &args);
+        &["-o", s(&out_dir), "--save-bundle", s(&saved), "--quiet"],
+    );
+    let out = tune_quick(tmp.path(), &args);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let printed = stdout(&out);
     let line = printed
@@ -809,19 +754,11 @@ fn a_cache_with_a_cut_off_header_gets_one_remedy_from_a_new_tune_and_from_contin
     let out_dir = tmp.path().join("out");
     let fresh = tune(
         tmp.path(),
-        &[
-            "--model",
-            "tiny-cnn",
-            "--runtime",
+        &tiny_cnn_args(
             "tract",
-            "--routes",
             "-threads=1",
-            "--cache",
-            s(&cache),
-            "-o",
-            s(&out_dir),
-            "--quiet",
-        ],
+            &["--cache", s(&cache), "-o", s(&out_dir), "--quiet"],
+        ),
     );
     let resumed = tune(tmp.path(), &["--continue", "--cache", s(&cache)]);
     let remedy = format!("`rm {}`", s(&cache));
@@ -850,19 +787,11 @@ fn an_oversized_full_search_is_refused_before_anything_is_built() {
     let out_dir = tmp.path().join("out");
     let out = tune(
         tmp.path(),
-        &[
-            "--model",
-            "tiny-cnn",
-            "--runtime",
+        &tiny_cnn_args(
             "tract",
-            "--routes",
             &expression,
-            "--search",
-            "full",
-            "-o",
-            s(&out_dir),
-            "--quiet",
-        ],
+            &["--search", "full", "-o", s(&out_dir), "--quiet"],
+        ),
     );
     assert_refused(&out, 3, "--max-routes");
     assert!(!out_dir.exists(), "the output directory was created");
@@ -874,29 +803,13 @@ fn an_oversized_full_search_is_refused_before_anything_is_built() {
 #[test]
 fn a_dead_tunes_half_written_summary_does_not_block_the_next_tune() {
     let tmp = tempfile::tempdir().expect("tmp");
-    let dead = {
-        let mut child = Command::new("true").spawn().expect("spawn");
-        let pid = child.id();
-        child.wait().expect("reap");
-        pid
-    };
+    let dead = dead_pid();
     let out_dir = tmp.path().join("out");
     std::fs::create_dir(&out_dir).expect("mkdir");
     let leftover = out_dir.join(format!(".tuning-summary.json.tmp-{dead}"));
     std::fs::write(&leftover, "{\"sch").expect("write");
-    let mut args = vec![
-        "--model",
-        "tiny-cnn",
-        "--runtime",
-        "tract",
-        "--routes",
-        "-threads=1",
-        "-o",
-        s(&out_dir),
-        "--quiet",
-    ];
-    args.extend_from_slice(QUICK);
-    let out = tune(tmp.path(), &args);
+    let args = tiny_cnn_args("tract", "-threads=1", &["-o", s(&out_dir), "--quiet"]);
+    let out = tune_quick(tmp.path(), &args);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(!leftover.exists(), "the dead tune's temporary stayed");
     assert!(out_dir.join("tuning-summary.json").is_file());
@@ -957,6 +870,32 @@ fn slurm_jobs(out_dir: &Path) -> Vec<Value> {
         .clone()
 }
 
+/// The state of every task of Slurm job `job` (`squeue -r -t all`), one a line; none once it is over.
+fn squeue_states(job: &str) -> Vec<String> {
+    let q = Command::new("squeue")
+        .args(["-h", "-r", "-t", "all", "-j", job, "-o", "%T"])
+        .output()
+        .expect("squeue");
+    String::from_utf8_lossy(&q.stdout)
+        .lines()
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+/// Polls [`squeue_states`] of `job` every 200 ms until `done` holds; `timeout` passing fails the test
+/// with `failure` and the last states.
+fn wait_for_squeue(job: &str, timeout: Duration, failure: &str, done: impl Fn(&[String]) -> bool) {
+    let started = Instant::now();
+    loop {
+        let now = squeue_states(job);
+        if done(&now) {
+            break;
+        }
+        assert!(started.elapsed() < timeout, "{failure}: {now:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 fn job_routes(job: &Value) -> BTreeSet<String> {
     job["routes"]
         .as_array()
@@ -983,26 +922,11 @@ fn slurm_executor_builds_rounds_as_arrays_survives_a_dead_task_and_a_killed_coor
     let routes = "-test:sleep_us=[0|50000|100000]";
     let dead = "-test:sleep_us=100000";
     let catalog = checkout_catalog();
-    let mut args = vec![
-        "--manifest-root",
-        &catalog,
-        "--model",
-        "tiny-cnn",
-        "--runtime",
-        "tract",
-        "--routes",
-        routes,
-        "--search",
-        "full",
-        "--early-stop-factor",
-        "0",
-        "-o",
-        s(&out_dir),
-        "--executor",
-        "slurm",
-        "--environment",
-        s(&env),
-    ];
+    let local_search = ["--search", "full", "--early-stop-factor", "0"];
+    let mut args = vec!["--manifest-root", &catalog];
+    args.extend(tiny_cnn_args("tract", routes, &local_search));
+    args.extend_from_slice(&["-o", s(&out_dir)]);
+    args.extend_from_slice(&["--executor", "slurm", "--environment", s(&env)]);
     args.extend_from_slice(QUICK);
     let mut child = tune_cmd(tmp.path(), &args)
         .env("TRTMC_TEST_TUNE_ABORT_ROUTE", dead)
@@ -1029,21 +953,12 @@ fn slurm_executor_builds_rounds_as_arrays_survives_a_dead_task_and_a_killed_coor
     );
     let job = first[0]["job"].as_str().expect("job id").to_string();
     // The array goes on without its coordinator; wait until it is over.
-    let started = Instant::now();
-    loop {
-        let q = Command::new("squeue")
-            .args(["-h", "-j", &job])
-            .output()
-            .expect("squeue");
-        if String::from_utf8_lossy(&q.stdout).trim().is_empty() {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "the array never ended"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_for_squeue(
+        &job,
+        Duration::from_secs(120),
+        "the array never ended",
+        |states| states.is_empty(),
+    );
     let results = out_dir.join("slurm/routes");
     let written: Vec<Value> = std::fs::read_dir(&results)
         .expect("route results")
@@ -1093,7 +1008,7 @@ fn slurm_executor_builds_rounds_as_arrays_survives_a_dead_task_and_a_killed_coor
         "only the routes without a result are submitted again"
     );
     let summary = read_json(&out_dir.join("tuning-summary.json"));
-    let crashed = route(&summary, dead);
+    let crashed = tune_route(&summary, dead);
     assert_eq!(crashed["status"], "crashed", "{crashed}");
     let message = crashed["error_message"].as_str().expect("message");
     assert!(
@@ -1103,40 +1018,18 @@ fn slurm_executor_builds_rounds_as_arrays_survives_a_dead_task_and_a_killed_coor
         )) && message.contains("without a result"),
         "{message}"
     );
-    assert_eq!(route(&summary, "-test:sleep_us=50000")["status"], "ok");
-    assert_eq!(
-        summary["decision"]["kind"], "winner",
-        "{}",
-        summary["decision"]
-    );
-    assert_eq!(summary["decision"]["route"], "-test:sleep_us=0");
+    assert_eq!(tune_route(&summary, "-test:sleep_us=50000")["status"], "ok");
+    assert_winner(&summary, "-test:sleep_us=0");
     // Every route evaluated once across the two sessions.
-    let search: Vec<String> = lines(&cache)[1..]
-        .iter()
-        .filter(|l| l["phase"] == "full")
-        .map(|l| l["build_route"].as_str().expect("route").to_string())
-        .collect();
+    let search = routes_in_phase(&cache, "full");
     assert_eq!(search.len(), 3, "{search:?}");
 
     // The local executor on the same routes (the dead task's hook only acts in Slurm tasks) picks the
     // same winner.
     let local_dir = tmp.path().join("local");
-    let mut local = vec![
-        "--model",
-        "tiny-cnn",
-        "--runtime",
-        "tract",
-        "--routes",
-        routes,
-        "--search",
-        "full",
-        "--early-stop-factor",
-        "0",
-        "-o",
-        s(&local_dir),
-    ];
-    local.extend_from_slice(QUICK);
-    let out = tune(tmp.path(), &local);
+    let mut local = tiny_cnn_args("tract", routes, &local_search);
+    local.extend_from_slice(&["-o", s(&local_dir)]);
+    let out = tune_quick(tmp.path(), &local);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let summary = read_json(&local_dir.join("tuning-summary.json"));
     assert_eq!(summary["decision"]["route"], "-test:sleep_us=0");
@@ -1167,24 +1060,13 @@ fn slurm_executor_cancels_its_arrays_when_stopped() {
     std::fs::write(&env, yaml).expect("environment");
     let out_dir = tmp.path().join("out");
     let catalog = checkout_catalog();
-    let mut args = vec![
-        "--manifest-root",
-        &catalog,
-        "--model",
-        "tiny-cnn",
-        "--runtime",
+    let mut args = vec!["--manifest-root", &catalog];
+    args.extend(tiny_cnn_args(
         "tract",
-        "--routes",
         "-test:sleep_us=[0|50000]",
-        "--search",
-        "full",
-        "-o",
-        s(&out_dir),
-        "--executor",
-        "slurm",
-        "--environment",
-        s(&env),
-    ];
+        &["--search", "full", "-o", s(&out_dir)],
+    ));
+    args.extend_from_slice(&["--executor", "slurm", "--environment", s(&env)]);
     args.extend_from_slice(QUICK);
     let log = tmp.path().join("tune-stderr.txt");
     let mut child = tune_cmd(tmp.path(), &args)
@@ -1211,16 +1093,7 @@ fn slurm_executor_cancels_its_arrays_when_stopped() {
         .expect("job id")
         .to_string();
     let _cleanup = CancelOnDrop(job.clone());
-    let states = || {
-        let q = Command::new("squeue")
-            .args(["-h", "-r", "-t", "all", "-j", &job, "-o", "%T"])
-            .output()
-            .expect("squeue");
-        String::from_utf8_lossy(&q.stdout)
-            .lines()
-            .map(|l| l.trim().to_string())
-            .collect::<Vec<String>>()
-    };
+    let states = || squeue_states(&job);
     assert!(
         states().iter().all(|st| st == "PENDING"),
         "held: {:?}",
@@ -1239,18 +1112,12 @@ fn slurm_executor_cancels_its_arrays_when_stopped() {
         "{err}"
     );
     assert!(err.contains("tune --continue --cache"), "{err}");
-    let started = Instant::now();
-    loop {
-        let now = states();
-        if !now.is_empty() && now.iter().all(|st| st == "CANCELLED") {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "array {job} not cancelled: {now:?}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_for_squeue(
+        &job,
+        Duration::from_secs(30),
+        &format!("array {job} not cancelled"),
+        |now| !now.is_empty() && now.iter().all(|st| st == "CANCELLED"),
+    );
 }
 
 fn tune_strings(tmp: &Path, args: &[String]) -> Output {
@@ -1266,18 +1133,12 @@ fn slurm_executor_refuses_what_cannot_work_before_submitting() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out_dir = tmp.path().join("out");
     let catalog = checkout_catalog();
-    let base = [
-        "--manifest-root",
-        &catalog,
-        "--model",
-        "tiny-cnn",
-        "--runtime",
+    let mut base = vec!["--manifest-root", &catalog];
+    base.extend(tiny_cnn_args(
         "tract",
-        "--routes",
         "-threads=[1|2]",
-        "-o",
-        s(&out_dir),
-    ];
+        &["-o", s(&out_dir)],
+    ));
     let with = |extra: &[&'static str]| -> Vec<String> {
         base.iter().chain(extra).map(|a| a.to_string()).collect()
     };
@@ -1347,7 +1208,7 @@ print(folder)
     let wrong = tmp.path().join("wrong");
     for (reference, want) in [(&set, 0), (&wrong, 5)] {
         let out_dir = tmp.path().join(format!("out-{want}"));
-        let mut args = vec![
+        let args = [
             "--onnx",
             s(&model),
             "--runtime",
@@ -1362,8 +1223,7 @@ print(folder)
             s(&out_dir),
             "--quiet",
         ];
-        args.extend_from_slice(QUICK);
-        let out = tune(tmp.path(), &args);
+        let out = tune_quick(tmp.path(), &args);
         assert_eq!(code(&out), want, "{}", stderr(&out));
         let summary = read_json(&out_dir.join("tuning-summary.json"));
         // The expected outputs gate every route: they pass the model's own, fail the wrong ones.

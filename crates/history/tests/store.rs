@@ -2,53 +2,18 @@
 //! TRTMC_TEST_POSTGRES=postgres://… names a server (CI starts one in `.ci/run`; each test creates its
 //! own database there and drops it).
 
+#[path = "common/test_db.rs"]
+mod test_db;
+
 use std::path::PathBuf;
+
+use test_db::databases;
 
 use trtmc_history::Error;
 use trtmc_history::changes::Rule;
 use trtmc_history::check;
 use trtmc_history::ingest::{Folder, Kind, METRIC_P50, NewPoint, SeriesKey};
 use trtmc_history::store::{Ingested, SCHEMA_VERSION, Store};
-
-/// A database for one test: a SQLite file in `dir`, or a fresh PostgreSQL database.
-struct Db {
-    url: String,
-    admin: Option<(String, String)>,
-}
-
-impl Drop for Db {
-    fn drop(&mut self) {
-        if let Some((admin, name)) = &self.admin
-            && let Ok(mut c) = postgres::Client::connect(admin, postgres::NoTls)
-        {
-            let _ = c.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
-        }
-    }
-}
-
-/// The databases each test runs on.
-fn databases(dir: &std::path::Path, test: &str) -> Vec<Db> {
-    let mut out = vec![Db {
-        url: dir.join(format!("{test}.sqlite")).display().to_string(),
-        admin: None,
-    }];
-    if let Ok(admin) = std::env::var("TRTMC_TEST_POSTGRES")
-        && !admin.is_empty()
-    {
-        let name = format!("trtmc_{test}_{}", std::process::id());
-        let mut c = postgres::Client::connect(&admin, postgres::NoTls)
-            .unwrap_or_else(|e| panic!("TRTMC_TEST_POSTGRES={admin} is set but unreachable: {e}"));
-        c.batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
-            .and_then(|()| c.batch_execute(&format!("CREATE DATABASE {name}")))
-            .expect("create the test database");
-        let base = admin.rsplit_once('/').map(|(b, _)| b).unwrap_or(&admin);
-        out.push(Db {
-            url: format!("{base}/{name}"),
-            admin: Some((admin.clone(), name)),
-        });
-    }
-    out
-}
 
 fn key(workload: &str, version: &str) -> SeriesKey {
     SeriesKey {
@@ -87,7 +52,7 @@ fn folder(i: usize, value: f64, version: &str) -> Folder {
 #[test]
 fn a_folder_is_stored_once_and_its_points_come_back_in_order() {
     let dir = tempfile::tempdir().expect("tmp");
-    for db in databases(dir.path(), "once") {
+    for db in databases(dir.path(), "trtmc", "once") {
         let mut store = Store::open(&db.url).expect("open");
         assert_eq!(store.schema_version().expect("version"), SCHEMA_VERSION);
         for i in 0..5 {
@@ -122,7 +87,7 @@ fn a_folder_is_stored_once_and_its_points_come_back_in_order() {
 #[test]
 fn a_new_runtime_version_starts_a_new_series_with_a_boundary() {
     let dir = tempfile::tempdir().expect("tmp");
-    for db in databases(dir.path(), "boundary") {
+    for db in databases(dir.path(), "trtmc", "boundary") {
         let mut store = Store::open(&db.url).expect("open");
         for i in 0..4 {
             store.ingest(&folder(i, 1.0, "0.23.8")).expect("ingest");
@@ -150,7 +115,7 @@ fn a_new_runtime_version_starts_a_new_series_with_a_boundary() {
 #[test]
 fn a_step_in_a_stored_series_is_a_regression_since_the_commit_before_it() {
     let dir = tempfile::tempdir().expect("tmp");
-    for db in databases(dir.path(), "step") {
+    for db in databases(dir.path(), "trtmc", "step") {
         let mut store = Store::open(&db.url).expect("open");
         for i in 0..20 {
             let value = if i < 11 { 2.0 } else { 2.6 } * (1.0 + 0.01 * ((i % 3) as f64 - 1.0));
@@ -193,7 +158,7 @@ fn a_step_in_a_stored_series_is_a_regression_since_the_commit_before_it() {
 #[test]
 fn concurrent_writers_store_every_folder_once() {
     let dir = tempfile::tempdir().expect("tmp");
-    for db in databases(dir.path(), "concurrent") {
+    for db in databases(dir.path(), "trtmc", "concurrent") {
         Store::open(&db.url).expect("create");
         // Four writers, each ingesting all 40 folders in a different order.
         let writers: Vec<_> = (0..4)
@@ -225,7 +190,7 @@ fn concurrent_writers_store_every_folder_once() {
 #[test]
 fn concurrent_first_opens_migrate_once() {
     let dir = tempfile::tempdir().expect("tmp");
-    for db in databases(dir.path(), "migrate") {
+    for db in databases(dir.path(), "trtmc", "migrate") {
         let openers: Vec<_> = (0..4)
             .map(|_| {
                 let url = db.url.clone();

@@ -30,6 +30,15 @@ fn recorded(name: &str) -> (TrtexecVersion, String) {
     )
 }
 
+/// `e.plan` loaded on 10.x with the measuring behaviour (CUDA graph, spin wait, no transfers),
+/// which is 11.x's default and needs flags before it.
+const LOAD_E_PLAN_MEASURING_ON_10: [&str; 4] = [
+    "--loadEngine=e.plan",
+    "--noDataTransfers",
+    "--useSpinWait",
+    "--useCudaGraph",
+];
+
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
@@ -65,12 +74,7 @@ fn one_behaviour_gives_the_right_flags_on_both_sides_of_11_0() {
     };
     assert_eq!(
         request.args(&V10).expect("10.x"),
-        strings(&[
-            "--loadEngine=e.plan",
-            "--noDataTransfers",
-            "--useSpinWait",
-            "--useCudaGraph"
-        ])
+        strings(&LOAD_E_PLAN_MEASURING_ON_10)
     );
     // The same behaviour is 11.x's default: no flags at all.
     for version in [V11_0, V11] {
@@ -172,15 +176,17 @@ fn profiling_runs_separately_on_every_version() {
     request.export_layer_info = Some(PathBuf::from("l.json"));
     assert_eq!(
         request.args(&V10).expect("10.x"),
-        strings(&[
-            "--loadEngine=e.plan",
-            "--noDataTransfers",
-            "--useSpinWait",
-            "--useCudaGraph",
-            "--separateProfileRun",
-            "--exportProfile=p.json",
-            "--exportLayerInfo=l.json"
-        ])
+        strings(
+            &[
+                &LOAD_E_PLAN_MEASURING_ON_10[..],
+                &[
+                    "--separateProfileRun",
+                    "--exportProfile=p.json",
+                    "--exportLayerInfo=l.json",
+                ],
+            ]
+            .concat()
+        )
     );
     // 11.x always profiles in its own run; the flag is a deprecated no-op there.
     assert_eq!(

@@ -22,6 +22,9 @@ use trtmc_trtexec::{
 const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A temporary folder with a `trtexec` script that runs the stand-in on one recorded log.
+/// The recorded 10.16 timing run (CUDA graph, spin wait, no data transfers).
+const TIMING_10_16: &str = "trt10.16_loadEngine_cudagraph_spinwait_nodatatransfers_verbose.log";
+
 struct Standin {
     dir: tempfile::TempDir,
     env: Vec<(&'static str, String)>,
@@ -42,6 +45,14 @@ impl Standin {
 
     fn recorded(name: &str) -> Self {
         Self::new(&fixture(&format!("trtexec-logs/{name}")))
+    }
+
+    /// The recorded 10.16 timing run, exporting TREx's resnet18 times as it replays.
+    fn timing_10_16() -> Self {
+        Self::recorded(TIMING_10_16).with(
+            "TRTMC_STANDIN_TIMES",
+            fixture("trex/resnet18-pt-a100-fp16.timing.json").display(),
+        )
     }
 
     fn with(mut self, key: &'static str, value: impl ToString) -> Self {
@@ -241,12 +252,7 @@ fn build_sends_the_10_16_argv_and_reads_the_recorded_build() {
 
 #[test]
 fn timing_run_on_10_16_sends_the_recorded_command_and_reads_times() {
-    let standin =
-        Standin::recorded("trt10.16_loadEngine_cudagraph_spinwait_nodatatransfers_verbose.log")
-            .with(
-                "TRTMC_STANDIN_TIMES",
-                fixture("trex/resnet18-pt-a100-fp16.timing.json").display(),
-            );
+    let standin = Standin::timing_10_16();
     let trtexec = Trtexec::locate(Some(&standin.install())).expect("stand-in");
     let mut request = TimeRequest::new("model-trained.trt");
     request.shapes = vec![TensorShape::new("x", [4, 1, 28, 28])];
@@ -279,12 +285,7 @@ fn timing_run_on_10_16_sends_the_recorded_command_and_reads_times() {
 /// the argv names `times.json`, the file lands in the folder and is found there.
 #[test]
 fn a_run_in_a_folder_names_its_files_relative_to_it() {
-    let standin =
-        Standin::recorded("trt10.16_loadEngine_cudagraph_spinwait_nodatatransfers_verbose.log")
-            .with(
-                "TRTMC_STANDIN_TIMES",
-                fixture("trex/resnet18-pt-a100-fp16.timing.json").display(),
-            );
+    let standin = Standin::timing_10_16();
     let trtexec = Trtexec::locate(Some(&standin.install())).expect("stand-in");
     let folder = standin.path("case");
     std::fs::create_dir_all(&folder).expect("mkdir");
@@ -550,8 +551,7 @@ fn output_that_is_not_a_finished_trtexec_run_is_unparsable() {
 
 #[test]
 fn a_missing_export_is_reported() {
-    let standin =
-        Standin::recorded("trt10.16_loadEngine_cudagraph_spinwait_nodatatransfers_verbose.log");
+    let standin = Standin::recorded(TIMING_10_16);
     let trtexec = Trtexec::with_version(standin.install(), TrtexecVersion::new(10, 16, 1));
     let mut request = TimeRequest::new("model-trained.trt");
     request.export_times = Some(standin.path("never-written.json"));

@@ -50,6 +50,21 @@ fn evaluated(summary: &TuneSummary) -> Vec<String> {
     summary.routes.iter().map(|r| r.route.clone()).collect()
 }
 
+/// `tune` of `p` with the golden inputs, the default route as the reference, and no session: the
+/// plain call the tests that are not about the reference or the cache make.
+fn tune_from_default_route(
+    runner: &mut FakeRunner,
+    p: &TunePlan,
+) -> Result<TuneSummary, trtmc_tune::TuneError> {
+    tune(
+        runner,
+        p,
+        &golden_inputs(),
+        &Reference::DefaultRoute,
+        Session::default(),
+    )
+}
+
 #[test]
 fn full_evaluates_every_route_in_order_and_finds_the_fastest() {
     let p = plan(3, "-k0=[0|1|2|3] -k1=[0|1|2|3]", SearchOrder::Full);
@@ -399,14 +414,7 @@ fn the_reference_can_come_from_the_default_route() {
     let p = plan(2, "-k0=[1|2] -k1=[0|3]", SearchOrder::Full);
     let mut runner = FakeRunner::new(two_good_knobs);
     runner.inaccurate = Box::new(|r| value(r, "-k1") == 3);
-    let s = tune(
-        &mut runner,
-        &p,
-        &golden_inputs(),
-        &Reference::DefaultRoute,
-        Session::default(),
-    )
-    .expect("tune");
+    let s = tune_from_default_route(&mut runner, &p).expect("tune");
     // The default route (-k0=0 -k1=0) is built for the reference but is not itself in the expression.
     assert_eq!(s.default_route, "-k0=0 -k1=0");
     assert_eq!(
@@ -420,14 +428,7 @@ fn the_reference_can_come_from_the_default_route() {
     assert_eq!(s.decision.route.as_deref(), Some("-k0=2 -k1=0"));
     let mut broken = FakeRunner::new(two_good_knobs);
     broken.crash_on_build = Box::new(|r| value(r, "-k0") == 0);
-    let err = tune(
-        &mut broken,
-        &p,
-        &golden_inputs(),
-        &Reference::DefaultRoute,
-        Session::default(),
-    )
-    .expect_err("no reference");
+    let err = tune_from_default_route(&mut broken, &p).expect_err("no reference");
     assert!(
         err.to_string()
             .contains("reference route -k0=0 -k1=0 failed"),
@@ -927,14 +928,7 @@ fn each_round_is_announced_to_the_runner_before_its_builds_less_the_replayed_rou
         SearchOrder::Mixed,
     );
     let mut runner = FakeRunner::new(two_good_knobs);
-    let s = tune(
-        &mut runner,
-        &p,
-        &golden_inputs(),
-        &Reference::DefaultRoute,
-        Session::default(),
-    )
-    .expect("tune runs");
+    let s = tune_from_default_route(&mut runner, &p).expect("tune runs");
     let phase = |ph: Phase| -> Vec<String> {
         s.routes
             .iter()
@@ -998,14 +992,7 @@ fn each_round_is_announced_to_the_runner_before_its_builds_less_the_replayed_rou
 
     let mut broken = FakeRunner::new(two_good_knobs);
     broken.ahead_error = true;
-    let err = tune(
-        &mut broken,
-        &p,
-        &golden_inputs(),
-        &Reference::DefaultRoute,
-        Session::default(),
-    )
-    .expect_err("the executor broke");
+    let err = tune_from_default_route(&mut broken, &p).expect_err("the executor broke");
     assert!(matches!(err, trtmc_tune::TuneError::Executor(_)), "{err}");
     assert_eq!(broken.builds, 0);
 }

@@ -100,3 +100,19 @@ pub fn chained_resnets(copies: usize) -> (serde_json::Value, serde_json::Value) 
         serde_json::Value::Array(records),
     )
 }
+
+/// The backend labelled `label` of an analysis.
+pub fn backend<'a>(
+    a: &'a trtmc_analyze::Analysis,
+    label: &str,
+) -> &'a trtmc_analyze::analysis::Backend {
+    a.backends
+        .iter()
+        .find(|b| b.label == label)
+        .unwrap_or_else(|| panic!("no backend {label}"))
+}
+
+/// The evidence lines of a backend's export era (it must have an export).
+pub fn version_hints(b: &trtmc_analyze::analysis::Backend) -> &[String] {
+    &b.export.as_ref().expect("export").version_hints
+}

@@ -25,6 +25,40 @@ pub fn run(args: &[&str]) -> Output {
         .expect("start trtmc-bench")
 }
 
+/// `run --manifest-root TEST_CATALOG --model MODEL` (a model of the test catalog) with `args` after it.
+pub fn run_test_model(model: &str, args: &[&str]) -> Output {
+    let catalog = test_catalog().display().to_string();
+    run(&[
+        &["run", "--manifest-root", &catalog, "--model", model],
+        args,
+    ]
+    .concat())
+}
+
+/// The DOM of the report `page` after its sorting/filtering self-test ran in headless Chromium,
+/// which must have finished without page errors and passed.
+pub fn self_tested_dom(browser: &crate::chromium::Chromium, page: &Path) -> String {
+    let url = crate::chromium::file_url(page, "selftest");
+    let dom = browser.dump_dom(&url, &[]).stdout;
+    let check = crate::chromium::self_check(&dom);
+    assert!(dom.contains("data-report-ready=\"true\""), "{check}");
+    assert!(dom.contains("data-report-errors=\"0\""), "{check}");
+    assert!(dom.contains("data-selftest=\"pass\""), "{check}");
+    dom
+}
+
+/// `run --manifest-root TEST_CATALOG --model MODEL` as a [`Command`] with [`run`]'s environment,
+/// for a test that adds more arguments and starts it its own way (spawned, piped).
+pub fn test_model_command(model: &str) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["run", "--manifest-root"])
+        .arg(test_catalog())
+        .args(["--model", model])
+        .env_remove("TRTMC_MANIFEST_ROOT")
+        .env("TRTMC_TEST", "1");
+    cmd
+}
+
 /// [`run`] with `--bundle-cache CACHE` (the bundles a test's runs share), and without an ONNX Runtime
 /// library path from the caller's environment.
 pub fn bench_cached(cache: &Path, args: &[&str]) -> Output {
@@ -39,9 +73,54 @@ pub fn bench_cached(cache: &Path, args: &[&str]) -> Output {
         .expect("start trtmc-bench")
 }
 
+/// `compare --model MODEL --runtime RUNTIME` with `args` after it, the bundles cached in `tmp/cache`.
+pub fn compare_model(tmp: &Path, model: &str, runtime: &str, args: &[&str]) -> Output {
+    let head = ["compare", "--model", model, "--runtime", runtime];
+    bench_cached(&tmp.join("cache"), &[&head[..], args].concat())
+}
+
+/// `DIR/catalog` holding only tiny-cnn (so a matrix's coverage rule is about this model alone);
+/// returns its path.
+pub fn tiny_cnn_catalog(dir: &Path) -> PathBuf {
+    let root = dir.join("catalog");
+    let model = root.join("tiny-cnn");
+    std::fs::create_dir_all(&model).expect("mkdir");
+    for f in ["MODEL.toml", "e2e.toml"] {
+        std::fs::copy(repo_root().join("catalog/tiny-cnn").join(f), model.join(f)).expect("copy");
+    }
+    root
+}
+
+/// `tune` of tiny-cnn on tract over two thread counts: the smallest tune with a choice to make.
+pub const TUNE_TINY_CNN_THREADS: [&str; 7] = [
+    "tune",
+    "--model",
+    "tiny-cnn",
+    "--runtime",
+    "tract",
+    "--routes",
+    "-threads=[1|2]",
+];
+
 /// `--set` arguments for each override in `sets`.
 pub fn overrides_of<'a>(sets: &[&'a str]) -> Vec<&'a str> {
     sets.iter().flat_map(|s| ["--set", *s]).collect()
+}
+
+/// `COMMAND --model MODEL --case CASE --runtime RUNTIME`: one case of a catalog model on one runtime.
+pub fn command_on_case<'a>(
+    command: &'a str,
+    (model, case, runtime): (&'a str, &'a str, &'a str),
+) -> [&'a str; 7] {
+    [
+        command,
+        "--model",
+        model,
+        "--case",
+        case,
+        "--runtime",
+        runtime,
+    ]
 }
 
 /// `compare --save-inputs TMP/ref-MODEL-CASE` for `model`/`case` as `runtime`'s runner prepares it (the
@@ -58,17 +137,8 @@ pub fn save_reference_inputs(
     let out = bench_cached(
         &tmp.join("cache"),
         &[
-            &[
-                "compare",
-                "--model",
-                model,
-                "--case",
-                case,
-                "--runtime",
-                runtime,
-                "--save-inputs",
-                dir.to_str().expect("utf8"),
-            ],
+            &command_on_case("compare", (model, case, runtime))[..],
+            &["--save-inputs", dir.to_str().expect("utf8")],
             overrides_of(sets).as_slice(),
         ]
         .concat(),
@@ -102,6 +172,23 @@ pub fn ort_reference(request: &Path, result: &Path, env: &[(&str, &Path)]) -> Ou
         .expect("start python3")
 }
 
+/// `run --model MODEL -q` into `root/OUT` with `extra` arguments, the bundles cached in `root/cache`.
+pub fn run_quietly(root: &Path, out: &str, model: &str, extra: &[&str]) -> Output {
+    let cache = root.join("cache").display().to_string();
+    let dir = root.join(out).display().to_string();
+    let head = [
+        "run",
+        "--model",
+        model,
+        "--bundle-cache",
+        &cache,
+        "-o",
+        &dir,
+        "-q",
+    ];
+    run(&[&head[..], extra].concat())
+}
+
 /// `run --model MODEL -q` into `root/OUT` with `warmup` and `calls` timed calls, the bundles cached in
 /// `root/cache`, and `extra` arguments; checks the result directory against its schemas and that every
 /// case completed. Returns the result document's cases and the result directory.
@@ -113,23 +200,8 @@ pub fn run_completed(
     extra: &[&str],
 ) -> (Vec<serde_json::Value>, PathBuf) {
     let dir = root.join(out);
-    let cache = root.join("cache");
-    let mut args = vec![
-        "run",
-        "--model",
-        model,
-        "--bundle-cache",
-        cache.to_str().expect("utf8"),
-        "-o",
-        dir.to_str().expect("utf8"),
-        "-q",
-        "--warmup",
-        warmup,
-        "--iterations",
-        calls,
-    ];
-    args.extend_from_slice(extra);
-    let o = run(&args);
+    let timed = [&["--warmup", warmup, "--iterations", calls][..], extra].concat();
+    let o = run_quietly(root, out, model, &timed);
     assert_eq!(code(&o), 0, "{model}: {}", stderr(&o));
     let doc = assert_result_dir_valid(&dir);
     let cases = doc["cases"].as_array().expect("cases").clone();
@@ -162,6 +234,14 @@ pub fn cache_lines(path: &Path) -> usize {
         .unwrap_or(0)
 }
 
+/// Starts `cmd` with its standard output and error discarded (a run a test kills part-way).
+pub fn spawn_silent(cmd: &mut Command) -> std::process::Child {
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start")
+}
+
 /// Waits until `ready()` holds while `child` still runs, then kills it with SIGKILL and reaps it. The
 /// child ending first, or `timeout` passing (`waiting_for` says what for), fails the test.
 pub fn kill_9_when(
@@ -186,6 +266,51 @@ pub fn kill_9_when(
     child.wait().expect("reap");
 }
 
+/// The entry of route `text` in a tuning summary's `routes`.
+pub fn tune_route<'a>(summary: &'a serde_json::Value, text: &str) -> &'a serde_json::Value {
+    summary["routes"]
+        .as_array()
+        .expect("routes")
+        .iter()
+        .find(|r| r["route"] == text)
+        .unwrap_or_else(|| panic!("route {text} missing in {}", summary["routes"]))
+}
+
+/// Starts `trtmc-bench analyze serve ARGS` and reads the first line it prints; returns the server, that
+/// line, and the `host:port` of its `http://` address (empty when it names none).
+pub fn start_analyze_serve(args: &[&str]) -> (std::process::Child, String, String) {
+    use std::io::BufRead as _;
+    let mut server = Command::new(BIN)
+        .args(["analyze", "serve"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut line = String::new();
+    std::io::BufReader::new(server.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("first line");
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .map(str::to_owned)
+        .unwrap_or_default();
+    (server, line, addr)
+}
+
+/// `trtmc-bench analyze INPUT -o OUTPUT --quiet`, which must succeed; returns the analysis document.
+pub fn analyze_into(input: &Path, output: &Path) -> serde_json::Value {
+    let out = Command::new(BIN)
+        .args(["analyze", input.to_str().expect("utf8")])
+        .args(["-o", output.to_str().expect("utf8"), "--quiet"])
+        .output()
+        .expect("analyze");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    read_json(output)
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -196,6 +321,20 @@ pub fn stderr(o: &Output) -> String {
 
 pub fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
+}
+
+/// Asserts that a command exited 0 (its standard error shown when it did not).
+#[track_caller]
+pub fn assert_success(output: &Output) {
+    assert_eq!(code(output), 0, "{}", stderr(output));
+}
+
+/// The id of a process that has ended and been reaped: the owner of a leftover that a dead run left.
+pub fn dead_pid() -> u32 {
+    let mut child = Command::new("true").spawn().expect("spawn true");
+    let pid = child.id();
+    child.wait().expect("reap");
+    pid
 }
 
 /// Asserts that a command was refused: exit `expected` and `needle` in its standard error (both
@@ -224,14 +363,19 @@ pub fn read_json(path: &Path) -> serde_json::Value {
 /// Validates `instance` against `schemas/<name>`, panicking with every error.
 pub fn assert_valid(schema_name: &str, instance: &serde_json::Value) {
     let schema = read_json(&repo_root().join("schemas").join(schema_name));
-    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    assert_schema_holds(&schema, instance, schema_name);
+}
+
+/// Validates `instance` against the compiled `schema`, panicking with every error under `what`.
+fn assert_schema_holds(schema: &serde_json::Value, instance: &serde_json::Value, what: &str) {
+    let validator = jsonschema::validator_for(schema).expect("schema compiles");
     let errors: Vec<String> = validator
         .iter_errors(instance)
         .map(|e| format!("{} at {}", e, e.instance_path()))
         .collect();
     assert!(
         errors.is_empty(),
-        "{schema_name} violations:\n{}",
+        "{what} violations:\n{}",
         errors.join("\n")
     );
 }
@@ -247,16 +391,7 @@ pub fn assert_valid_def(schema_name: &str, def: &str, instance: &serde_json::Val
         "$defs": defs,
         "$ref": format!("#/$defs/{def}"),
     });
-    let validator = jsonschema::validator_for(&wrapper).expect("schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(instance)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "{schema_name}#/$defs/{def} violations:\n{}",
-        errors.join("\n")
-    );
+    assert_schema_holds(&wrapper, instance, &format!("{schema_name}#/$defs/{def}"));
 }
 
 /// Validates a real output against its JSON Schema and reads it as its Rust type: the schema and the
