@@ -5,7 +5,9 @@
 
 use tract_onnx::pb::tensor_proto::DataType;
 
-use crate::layers::{attention, feed_forward, layer_norm, linear, merge_heads, split_heads};
+use crate::layers::{
+    MaskedMean, attention, feed_forward, layer_norm, linear, masked_mean, merge_heads, split_heads,
+};
 use crate::proto::{Dim, Graph, attr_int};
 use crate::vocab::VOCAB_SIZE;
 
@@ -78,19 +80,7 @@ pub(crate) fn build(seed: u64) -> Vec<u8> {
     g.output(&x, "last_hidden_state", DataType::Float, &hidden_dims);
 
     // Mean over attended positions: sum(x * m) / max(sum(m), tiny), then divide by the L2 norm.
-    let axis_2 = g.const_i64("const.axis_2", &[2]);
-    let axis_1 = g.const_i64("const.axis_1", &[1]);
-    let m = g.op("Unsqueeze", &[&mask_f, &axis_2], vec![]);
-    let weighted = g.op("Mul", &[&x, &m], vec![]);
-    let summed = g.op(
-        "ReduceSum",
-        &[&weighted, &axis_1],
-        vec![attr_int("keepdims", 0)],
-    );
-    let count = g.op("ReduceSum", &[&m, &axis_1], vec![attr_int("keepdims", 0)]);
-    let tiny = g.const_f32("const.tiny", &[], &[1e-9]);
-    let count = g.op("Max", &[&count, &tiny], vec![]);
-    let mean = g.op("Div", &[&summed, &count], vec![]);
+    let MaskedMean { mean, axis_1, tiny } = masked_mean(&mut g, &x, &mask_f);
     let squares = g.op("Mul", &[&mean, &mean], vec![]);
     let sq_norm = g.op(
         "ReduceSum",

@@ -154,17 +154,10 @@ pub(crate) fn diffusion_unet(seed: u64, m: &DiffusionUNet, name: &str) -> Vec<u8
             }
         }
         if level > 0 {
-            let u = upsample2d(&mut g, &x, 2.0);
-            x = conv(
-                &mut g,
-                &u,
-                &format!("up.{level}.upsample"),
-                ConvSpec::d2(c, c, 3, 1),
-            );
+            x = upsample_conv(&mut g, &x, level, c);
         }
     }
-    let h = group_norm(&mut g, &x, "out.norm", c, m.groups);
-    let h = activate(&mut g, &h, Act::Silu);
+    let h = out_norm(&mut g, &x, c, m.groups);
     let eps = conv(&mut g, &h, "out.conv", ConvSpec::d2(c, m.channels, 3, 1));
     g.output(&eps, "noise_pred", DataType::Float, &dims);
     g.finish(
@@ -230,17 +223,10 @@ pub(crate) fn vae_decoder(seed: u64, m: &VaeDecoder, name: &str) -> Vec<u8> {
             c = out;
         }
         if level > 0 {
-            let u = upsample2d(&mut g, &x, 2.0);
-            x = conv(
-                &mut g,
-                &u,
-                &format!("up.{level}.upsample"),
-                ConvSpec::d2(c, c, 3, 1),
-            );
+            x = upsample_conv(&mut g, &x, level, c);
         }
     }
-    let h = group_norm(&mut g, &x, "out.norm", c, m.groups);
-    let h = activate(&mut g, &h, Act::Silu);
+    let h = out_norm(&mut g, &x, c, m.groups);
     let img = conv(&mut g, &h, "out.conv", ConvSpec::d2(c, 3, 3, 1));
     let side = l << (m.block_out.len() - 1);
     g.output(
@@ -338,19 +324,29 @@ pub(crate) fn hifigan(seed: u64, m: &HifiGan, name: &str) -> Vec<u8> {
     }
     let h = leaky(&mut g, &x);
     let h = conv(&mut g, &h, "conv_post", ConvSpec::d1(c, 1, 7, 1));
-    let h = g.op("Tanh", &[&h], vec![]);
-    let shape = g.const_i64("const.flatten_audio", &[1, -1]);
-    let audio = g.op("Reshape", &[&h, &shape], vec![]);
-    g.output(
-        &audio,
-        "audio",
-        DataType::Float,
-        &[Dim::Fixed(1), Dim::Param("samples")],
-    );
+    g.audio_output(&h, "audio");
     g.finish(
         name,
         &format!("trtmc generated {name}: seeded HiFi-GAN vocoder"),
     )
+}
+
+/// A decoder level's 2x nearest upsampling and the 3x3 convolution after it (diffusers'
+/// `Upsample2D`).
+fn upsample_conv(g: &mut Graph, x: &str, level: usize, c: usize) -> String {
+    let u = upsample2d(g, x, 2.0);
+    conv(
+        g,
+        &u,
+        &format!("up.{level}.upsample"),
+        ConvSpec::d2(c, c, 3, 1),
+    )
+}
+
+/// The GroupNorm and SiLU before a UNet's or VAE decoder's output convolution.
+fn out_norm(g: &mut Graph, x: &str, c: usize, groups: usize) -> String {
+    let h = group_norm(g, x, "out.norm", c, groups);
+    activate(g, &h, Act::Silu)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -6,7 +6,7 @@
 use tract_onnx::pb::tensor_proto::DataType;
 
 use crate::layers::{attention, feed_forward, layer_norm, linear, merge_heads, split_heads};
-use crate::proto::{Dim, Graph, attr_int, attr_ints};
+use crate::proto::{Dim, Graph, attr_int, attr_ints, kv_cache_dims};
 use crate::vocab::{BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE};
 
 /// What a host-side generation loop needs to drive `tiny-gpt`.
@@ -130,24 +130,8 @@ fn build_decoder(seed: u64, vision: bool) -> Vec<u8> {
         )
     });
     let new_dim = if vision { "new" } else { "seq" };
-    let bias = g.input(
-        spec.attention_bias,
-        DataType::Float,
-        &[
-            Dim::Fixed(1),
-            Dim::Fixed(1),
-            Dim::Param(new_dim),
-            Dim::Param("total"),
-        ],
-    );
-    let cache_dims = |len| {
-        [
-            Dim::Fixed(1),
-            Dim::Fixed(spec.heads as i64),
-            Dim::Param(len),
-            Dim::Fixed(spec.head_dim as i64),
-        ]
-    };
+    let bias = g.attention_bias_input(spec.attention_bias, new_dim);
+    let cache_dims = |len| kv_cache_dims(spec.heads, len, spec.head_dim);
     let mut past = Vec::new();
     for layer in 0..spec.layers {
         let k = g.input(&spec.past_key(layer), DataType::Float, &cache_dims("past"));

@@ -46,6 +46,35 @@ pub(crate) fn gelu(g: &mut Graph, x: &str) -> String {
     g.op("Mul", &[&gated, &half], vec![])
 }
 
+/// A mask-weighted mean over the sequence and the constants it made, for callers that go on to
+/// use them.
+pub(crate) struct MaskedMean {
+    /// [b, d]: sum(x * m) / max(sum(m), tiny).
+    pub(crate) mean: String,
+    /// The axis constant `[1]` (the sequence axis).
+    pub(crate) axis_1: String,
+    /// The constant 1e-9 that keeps the divisor positive.
+    pub(crate) tiny: String,
+}
+
+/// Mean of [b, seq, d] `x` over the positions where the float [b, seq] mask `mask_f` is 1.
+pub(crate) fn masked_mean(g: &mut Graph, x: &str, mask_f: &str) -> MaskedMean {
+    let axis_2 = g.const_i64("const.axis_2", &[2]);
+    let axis_1 = g.const_i64("const.axis_1", &[1]);
+    let m = g.op("Unsqueeze", &[mask_f, &axis_2], vec![]);
+    let weighted = g.op("Mul", &[x, &m], vec![]);
+    let summed = g.op(
+        "ReduceSum",
+        &[&weighted, &axis_1],
+        vec![attr_int("keepdims", 0)],
+    );
+    let count = g.op("ReduceSum", &[&m, &axis_1], vec![attr_int("keepdims", 0)]);
+    let tiny = g.const_f32("const.tiny", &[], &[1e-9]);
+    let count = g.op("Max", &[&count, &tiny], vec![]);
+    let mean = g.op("Div", &[&summed, &count], vec![]);
+    MaskedMean { mean, axis_1, tiny }
+}
+
 /// Transformer feed-forward block: linear, GELU, linear.
 pub(crate) fn feed_forward(
     g: &mut Graph,

@@ -15,7 +15,7 @@
 use tract_onnx::pb::tensor_proto::DataType;
 
 use crate::init::scaled_bound;
-use crate::layers::{gelu, linear};
+use crate::layers::{gelu, linear, masked_mean};
 use crate::proto::{Dim, Graph, attr_int, attr_ints};
 use crate::vocab::VOCAB_SIZE;
 
@@ -59,22 +59,9 @@ fn conv(
     )
 }
 
-fn image_input(g: &mut Graph, size: i64) -> String {
-    g.input(
-        "image",
-        DataType::Float,
-        &[
-            Dim::Param("batch"),
-            Dim::Fixed(3),
-            Dim::Fixed(size),
-            Dim::Fixed(size),
-        ],
-    )
-}
-
 pub(crate) fn segnet(seed: u64) -> Vec<u8> {
     let mut g = Graph::new(seed);
-    let image = image_input(&mut g, 32);
+    let image = g.image_input("image", 32);
     let x = conv(&mut g, &image, "enc1", 3, 8, 3, 1);
     let x = g.op("Relu", &[&x], vec![]);
     let x = conv(&mut g, &x, "enc2", 8, 8, 3, 1);
@@ -99,7 +86,7 @@ pub(crate) fn segnet(seed: u64) -> Vec<u8> {
 
 pub(crate) fn detector(seed: u64) -> Vec<u8> {
     let mut g = Graph::new(seed);
-    let image = image_input(&mut g, 32);
+    let image = g.image_input("image", 32);
     let x = conv(&mut g, &image, "backbone1", 3, 8, 3, 2);
     let x = g.op("Relu", &[&x], vec![]);
     let x = conv(&mut g, &x, "backbone2", 8, 16, 3, 2);
@@ -144,19 +131,7 @@ pub(crate) fn reranker(seed: u64) -> Vec<u8> {
         &[&mask],
         vec![attr_int("to", DataType::Float as i64)],
     );
-    let axis_2 = g.const_i64("const.axis_2", &[2]);
-    let axis_1 = g.const_i64("const.axis_1", &[1]);
-    let m = g.op("Unsqueeze", &[&mask_f, &axis_2], vec![]);
-    let weighted = g.op("Mul", &[&h, &m], vec![]);
-    let summed = g.op(
-        "ReduceSum",
-        &[&weighted, &axis_1],
-        vec![attr_int("keepdims", 0)],
-    );
-    let count = g.op("ReduceSum", &[&m, &axis_1], vec![attr_int("keepdims", 0)]);
-    let tiny = g.const_f32("const.tiny", &[], &[1e-9]);
-    let count = g.op("Max", &[&count, &tiny], vec![]);
-    let pooled = g.op("Div", &[&summed, &count], vec![]);
+    let pooled = masked_mean(&mut g, &h, &mask_f).mean;
     let s = linear(&mut g, &pooled, "score.hidden", HIDDEN, HIDDEN, 2.0);
     let s = gelu(&mut g, &s);
     let score = linear(&mut g, &s, "score.out", HIDDEN, 1, 1.0);
@@ -227,15 +202,7 @@ pub(crate) fn vocoder(seed: u64) -> Vec<u8> {
     let x = linear(&mut g, &latents, "up1", VOCODER_LATENT, HIDDEN, 2.0);
     let x = gelu(&mut g, &x);
     let x = linear(&mut g, &x, "up2", HIDDEN, VOCODER_HOP, 1.0);
-    let x = g.op("Tanh", &[&x], vec![]);
-    let shape = g.const_i64("const.flatten_audio", &[1, -1]);
-    let audio = g.op("Reshape", &[&x, &shape], vec![]);
-    g.output(
-        &audio,
-        "audio",
-        DataType::Float,
-        &[Dim::Fixed(1), Dim::Param("samples")],
-    );
+    g.audio_output(&x, "audio");
     g.finish(
         "tiny_vocoder",
         "trtmc tiny-vocoder: seeded frame-wise vocoder, 16-d latents -> 256 waveform samples per frame",
@@ -249,15 +216,7 @@ pub(crate) fn voice(seed: u64) -> Vec<u8> {
     let x = linear(&mut g, &x, "encode", ASR_FRAME, HIDDEN, 2.0);
     let x = gelu(&mut g, &x);
     let x = linear(&mut g, &x, "decode", HIDDEN, ASR_FRAME, 1.0);
-    let x = g.op("Tanh", &[&x], vec![]);
-    let shape = g.const_i64("const.flatten_audio", &[1, -1]);
-    let out = g.op("Reshape", &[&x, &shape], vec![]);
-    g.output(
-        &out,
-        "audio_out",
-        DataType::Float,
-        &[Dim::Fixed(1), Dim::Param("samples")],
-    );
+    g.audio_output(&x, "audio_out");
     g.finish(
         "tiny_voice",
         "trtmc tiny-voice: seeded frame-wise speech-to-speech converter, 16 kHz in and out",
