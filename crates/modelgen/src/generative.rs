@@ -262,15 +262,7 @@ fn leaky(g: &mut Graph, x: &str) -> String {
 /// `mel` [1, frames, mels] -> `audio` [1, frames · product(upsample_rates)].
 pub(crate) fn hifigan(seed: u64, m: &HifiGan, name: &str) -> Vec<u8> {
     let mut g = Graph::new(seed);
-    let mel = g.input(
-        "mel",
-        DataType::Float,
-        &[
-            Dim::Fixed(1),
-            Dim::Param("frames"),
-            Dim::Fixed(m.mels as i64),
-        ],
-    );
+    let mel = g.rows_input("mel", "frames", m.mels);
     let x = g.op("Transpose", &[&mel], vec![attr_ints("perm", &[0, 2, 1])]);
     let mut c = m.initial_channels;
     let mut x = conv(&mut g, &x, "conv_pre", ConvSpec::d1(m.mels, c, 7, 1));

@@ -118,17 +118,7 @@ fn build_decoder(seed: u64, vision: bool) -> Vec<u8> {
             Dim::Param(if vision { "new" } else { "seq" }),
         ],
     );
-    let patches = vision.then(|| {
-        g.input(
-            "image_patches",
-            DataType::Float,
-            &[
-                Dim::Fixed(1),
-                Dim::Param("patches"),
-                Dim::Fixed(VLM_PATCH_DIM as i64),
-            ],
-        )
-    });
+    let patches = vision.then(|| g.rows_input("image_patches", "patches", VLM_PATCH_DIM));
     let new_dim = if vision { "new" } else { "seq" };
     let bias = g.attention_bias_input(spec.attention_bias, new_dim);
     let cache_dims = |len| kv_cache_dims(spec.heads, len, spec.head_dim);

@@ -1,10 +1,10 @@
 //! Building blocks shared by the generated models. Every helper takes a name prefix so that
 //! weight names (and hence their seeded values) are stable and readable.
 
-use crate::init::scaled_bound;
 use crate::proto::{Graph, attr_float, attr_int, attr_ints};
 
-/// `x @ W + b` over the last axis; `W` is [inp, out] with variance `gain / inp`.
+/// `x @ W + b` over the last axis; `W` is [inp, out] with variance `gain / inp` (a [`crate::nn::dense`]
+/// layer with its bias).
 pub(crate) fn linear(
     g: &mut Graph,
     x: &str,
@@ -13,14 +13,7 @@ pub(crate) fn linear(
     out: usize,
     gain: f32,
 ) -> String {
-    let w = g.weight(
-        &format!("{prefix}.weight"),
-        &[inp, out],
-        scaled_bound(gain, inp),
-    );
-    let b = g.weight(&format!("{prefix}.bias"), &[out], 0.02);
-    let y = g.op("MatMul", &[x, &w], vec![]);
-    g.op("Add", &[&y, &b], vec![])
+    crate::nn::dense(g, x, prefix, inp, out, gain, true)
 }
 
 /// LayerNormalization over the last axis, with a scale near one and a bias near zero.

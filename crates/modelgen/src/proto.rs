@@ -70,6 +70,15 @@ impl Graph {
         )
     }
 
+    /// A float input of one sequence of `len` rows of `width` features: [1, len, width].
+    pub(crate) fn rows_input(&mut self, name: &str, len: &'static str, width: usize) -> String {
+        self.input(
+            name,
+            DataType::Float,
+            &[Dim::Fixed(1), Dim::Param(len), Dim::Fixed(width as i64)],
+        )
+    }
+
     /// The additive attention bias [1, 1, new, total] of a decoder step over `new` new positions.
     pub(crate) fn attention_bias_input(&mut self, name: &str, new: &'static str) -> String {
         self.input(

@@ -150,15 +150,7 @@ pub(crate) fn reranker(seed: u64) -> Vec<u8> {
 /// Audio framed by the caller: [1, frames, 160] (10 ms frames at 16 kHz), so that the frame count stays
 /// symbolic without a reshape of an unknown length.
 fn audio_input(g: &mut Graph) -> String {
-    g.input(
-        "audio",
-        DataType::Float,
-        &[
-            Dim::Fixed(1),
-            Dim::Param("frames"),
-            Dim::Fixed(ASR_FRAME as i64),
-        ],
-    )
+    g.rows_input("audio", "frames", ASR_FRAME)
 }
 
 pub(crate) fn asr(seed: u64) -> Vec<u8> {
@@ -190,15 +182,7 @@ pub(crate) fn asr(seed: u64) -> Vec<u8> {
 pub(crate) fn vocoder(seed: u64) -> Vec<u8> {
     const HIDDEN: usize = 64;
     let mut g = Graph::new(seed);
-    let latents = g.input(
-        "latents",
-        DataType::Float,
-        &[
-            Dim::Fixed(1),
-            Dim::Param("frames"),
-            Dim::Fixed(VOCODER_LATENT as i64),
-        ],
-    );
+    let latents = g.rows_input("latents", "frames", VOCODER_LATENT);
     let x = linear(&mut g, &latents, "up1", VOCODER_LATENT, HIDDEN, 2.0);
     let x = gelu(&mut g, &x);
     let x = linear(&mut g, &x, "up2", HIDDEN, VOCODER_HOP, 1.0);

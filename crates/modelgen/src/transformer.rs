@@ -518,17 +518,7 @@ pub(crate) fn decoder(
         DataType::Int64,
         &[Dim::Fixed(1), Dim::Param(new_dim)],
     );
-    let patches = vision.map(|v| {
-        g.input(
-            "image_patches",
-            DataType::Float,
-            &[
-                Dim::Fixed(1),
-                Dim::Param("patches"),
-                Dim::Fixed((3 * v.patch * v.patch) as i64),
-            ],
-        )
-    });
+    let patches = vision.map(|v| g.rows_input("image_patches", "patches", 3 * v.patch * v.patch));
     let bias = g.attention_bias_input("attention_bias", new_dim);
     let cache_dims = |len| kv_cache_dims(t.kv_heads, len, hd);
     let mut past = Vec::new();

@@ -5,6 +5,7 @@
 
 mod artifacts;
 mod audio;
+mod batched;
 mod classify;
 mod diffusion;
 mod encode;
@@ -74,47 +75,31 @@ pub trait TimedRunner {
 }
 
 // A borrowed or boxed runner is a runner, so wrappers such as [`Delayed`] take either.
-impl<R: TimedRunner + ?Sized> TimedRunner for &mut R {
-    fn prepare_call(&mut self) -> anyhow::Result<()> {
-        (**self).prepare_call()
-    }
-    fn prepare_all(&mut self) -> anyhow::Result<()> {
-        (**self).prepare_all()
-    }
-    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
-        (**self).call(record)
-    }
-    fn verify(&mut self) -> anyhow::Result<()> {
-        (**self).verify()
-    }
-    fn notes(&self) -> BTreeMap<String, Value> {
-        (**self).notes()
-    }
-    fn reference_inputs(&self) -> ReferenceInputs {
-        (**self).reference_inputs()
-    }
+macro_rules! forward_timed_runner {
+    ($($pointer:ty),*) => {$(
+        impl<R: TimedRunner + ?Sized> TimedRunner for $pointer {
+            fn prepare_call(&mut self) -> anyhow::Result<()> {
+                (**self).prepare_call()
+            }
+            fn prepare_all(&mut self) -> anyhow::Result<()> {
+                (**self).prepare_all()
+            }
+            fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
+                (**self).call(record)
+            }
+            fn verify(&mut self) -> anyhow::Result<()> {
+                (**self).verify()
+            }
+            fn notes(&self) -> BTreeMap<String, Value> {
+                (**self).notes()
+            }
+            fn reference_inputs(&self) -> ReferenceInputs {
+                (**self).reference_inputs()
+            }
+        }
+    )*};
 }
-
-impl<R: TimedRunner + ?Sized> TimedRunner for Box<R> {
-    fn prepare_call(&mut self) -> anyhow::Result<()> {
-        (**self).prepare_call()
-    }
-    fn prepare_all(&mut self) -> anyhow::Result<()> {
-        (**self).prepare_all()
-    }
-    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
-        (**self).call(record)
-    }
-    fn verify(&mut self) -> anyhow::Result<()> {
-        (**self).verify()
-    }
-    fn notes(&self) -> BTreeMap<String, Value> {
-        (**self).notes()
-    }
-    fn reference_inputs(&self) -> ReferenceInputs {
-        (**self).reference_inputs()
-    }
-}
+forward_timed_runner!(&mut R, Box<R>);
 
 /// What a runner is prepared from.
 pub struct RunnerContext<'a> {
