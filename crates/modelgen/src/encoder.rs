@@ -6,8 +6,9 @@
 use tract_onnx::pb::tensor_proto::DataType;
 
 use crate::layers::{
-    MaskedMean, attention, feed_forward, layer_norm, linear, masked_mean, merge_heads, split_heads,
+    MaskedMean, attention, feed_forward, layer_norm, masked_mean, merge_heads, split_heads,
 };
+use crate::nn::dense;
 use crate::proto::{Dim, Graph, attr_int};
 use crate::vocab::VOCAB_SIZE;
 
@@ -56,15 +57,47 @@ pub(crate) fn build(seed: u64) -> Vec<u8> {
 
     for layer in 0..LAYERS {
         let p = format!("layers.{layer}");
-        let q = linear(&mut g, &x, &format!("{p}.attn.q"), HIDDEN, HIDDEN, 1.0);
-        let k = linear(&mut g, &x, &format!("{p}.attn.k"), HIDDEN, HIDDEN, 1.0);
-        let v = linear(&mut g, &x, &format!("{p}.attn.v"), HIDDEN, HIDDEN, 1.0);
+        let q = dense(
+            &mut g,
+            &x,
+            &format!("{p}.attn.q"),
+            HIDDEN,
+            HIDDEN,
+            1.0,
+            true,
+        );
+        let k = dense(
+            &mut g,
+            &x,
+            &format!("{p}.attn.k"),
+            HIDDEN,
+            HIDDEN,
+            1.0,
+            true,
+        );
+        let v = dense(
+            &mut g,
+            &x,
+            &format!("{p}.attn.v"),
+            HIDDEN,
+            HIDDEN,
+            1.0,
+            true,
+        );
         let q = split_heads(&mut g, &q, HEADS, head_dim);
         let k = split_heads(&mut g, &k, HEADS, head_dim);
         let v = split_heads(&mut g, &v, HEADS, head_dim);
         let ctx = attention(&mut g, &q, &k, &v, &bias, head_dim);
         let ctx = merge_heads(&mut g, &ctx, HEADS, head_dim);
-        let attn_out = linear(&mut g, &ctx, &format!("{p}.attn.out"), HIDDEN, HIDDEN, 1.0);
+        let attn_out = dense(
+            &mut g,
+            &ctx,
+            &format!("{p}.attn.out"),
+            HIDDEN,
+            HIDDEN,
+            1.0,
+            true,
+        );
         let x1 = g.op("Add", &[&x, &attn_out], vec![]);
         let x1 = layer_norm(&mut g, &x1, &format!("{p}.attn_norm"), HIDDEN);
         let ff = feed_forward(&mut g, &x1, &format!("{p}.ffn"), HIDDEN, FFN);

@@ -414,16 +414,7 @@ pub(crate) fn wav2vec2(seed: u64, m: &Wav2Vec2, name: &str) -> Vec<u8> {
     let x = layer_norm(&mut g, &x, "encoder.norm", e.hidden);
     let x = crate::transformer::stack(&mut g, &x, "encoder.layers", e, None);
     let logits = dense(&mut g, &x, "ctc", e.hidden, m.vocab, 6.0, true);
-    g.output(
-        &logits,
-        "logits",
-        DataType::Float,
-        &[
-            Dim::Fixed(1),
-            Dim::Param("frames"),
-            Dim::Fixed(m.vocab as i64),
-        ],
-    );
+    g.rows_output(&logits, "logits", "frames", m.vocab);
     g.finish(
         name,
         &format!("trtmc generated {name}: seeded wav2vec2 CTC model"),

@@ -1,20 +1,8 @@
 //! Building blocks shared by the generated models. Every helper takes a name prefix so that
 //! weight names (and hence their seeded values) are stable and readable.
 
+use crate::nn::dense;
 use crate::proto::{Graph, attr_float, attr_int, attr_ints};
-
-/// `x @ W + b` over the last axis; `W` is [inp, out] with variance `gain / inp` (a [`crate::nn::dense`]
-/// layer with its bias).
-pub(crate) fn linear(
-    g: &mut Graph,
-    x: &str,
-    prefix: &str,
-    inp: usize,
-    out: usize,
-    gain: f32,
-) -> String {
-    crate::nn::dense(g, x, prefix, inp, out, gain, true)
-}
 
 /// LayerNormalization over the last axis, with a scale near one and a bias near zero.
 pub(crate) fn layer_norm(g: &mut Graph, x: &str, prefix: &str, dim: usize) -> String {
@@ -76,9 +64,9 @@ pub(crate) fn feed_forward(
     hidden: usize,
     ffn: usize,
 ) -> String {
-    let up = linear(g, x, &format!("{prefix}.up"), hidden, ffn, 2.0);
+    let up = dense(g, x, &format!("{prefix}.up"), hidden, ffn, 2.0, true);
     let act = gelu(g, &up);
-    linear(g, &act, &format!("{prefix}.down"), ffn, hidden, 1.0)
+    dense(g, &act, &format!("{prefix}.down"), ffn, hidden, 1.0, true)
 }
 
 /// [b, s, heads*head_dim] -> [b, heads, s, head_dim].

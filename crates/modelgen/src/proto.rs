@@ -79,6 +79,16 @@ impl Graph {
         )
     }
 
+    /// Declares `value` as the float output `name` of `len` rows of `width` features: [1, len, width].
+    pub(crate) fn rows_output(&mut self, value: &str, name: &str, len: &'static str, width: usize) {
+        self.output(
+            value,
+            name,
+            DataType::Float,
+            &[Dim::Fixed(1), Dim::Param(len), Dim::Fixed(width as i64)],
+        );
+    }
+
     /// The additive attention bias [1, 1, new, total] of a decoder step over `new` new positions.
     pub(crate) fn attention_bias_input(&mut self, name: &str, new: &'static str) -> String {
         self.input(

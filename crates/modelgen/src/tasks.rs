@@ -15,7 +15,8 @@
 use tract_onnx::pb::tensor_proto::DataType;
 
 use crate::init::scaled_bound;
-use crate::layers::{gelu, linear, masked_mean};
+use crate::layers::{gelu, masked_mean};
+use crate::nn::dense;
 use crate::proto::{Dim, Graph, attr_int, attr_ints};
 use crate::vocab::VOCAB_SIZE;
 
@@ -94,7 +95,7 @@ pub(crate) fn detector(seed: u64) -> Vec<u8> {
     let x = g.op("GlobalAveragePool", &[&x], vec![]);
     let x = g.op("Flatten", &[&x], vec![attr_int("axis", 1)]);
     let per_box = 4 + DET_CLASSES;
-    let raw = linear(&mut g, &x, "head", 16, DET_BOXES * per_box, 1.0);
+    let raw = dense(&mut g, &x, "head", 16, DET_BOXES * per_box, 1.0, true);
     let shape = g.const_i64("const.det_shape", &[0, DET_BOXES as i64, per_box as i64]);
     let boxes = g.op("Reshape", &[&raw, &shape], vec![]);
     // Box coordinates and class scores in (0, 1).
@@ -123,7 +124,7 @@ pub(crate) fn reranker(seed: u64) -> Vec<u8> {
     let mask = g.input("attention_mask", DataType::Int64, &dims);
     let table = g.weight("embeddings.token", &[VOCAB_SIZE, HIDDEN], 1.0);
     let tok = g.op("Gather", &[&table, &ids], vec![attr_int("axis", 0)]);
-    let h = linear(&mut g, &tok, "mix", HIDDEN, HIDDEN, 2.0);
+    let h = dense(&mut g, &tok, "mix", HIDDEN, HIDDEN, 2.0, true);
     let h = gelu(&mut g, &h);
     // Mask-weighted mean over the sequence, then a scoring MLP.
     let mask_f = g.op(
@@ -132,9 +133,9 @@ pub(crate) fn reranker(seed: u64) -> Vec<u8> {
         vec![attr_int("to", DataType::Float as i64)],
     );
     let pooled = masked_mean(&mut g, &h, &mask_f).mean;
-    let s = linear(&mut g, &pooled, "score.hidden", HIDDEN, HIDDEN, 2.0);
+    let s = dense(&mut g, &pooled, "score.hidden", HIDDEN, HIDDEN, 2.0, true);
     let s = gelu(&mut g, &s);
-    let score = linear(&mut g, &s, "score.out", HIDDEN, 1, 1.0);
+    let score = dense(&mut g, &s, "score.out", HIDDEN, 1, 1.0, true);
     g.output(
         &score,
         "scores",
@@ -157,22 +158,13 @@ pub(crate) fn asr(seed: u64) -> Vec<u8> {
     const HIDDEN: usize = 64;
     let mut g = Graph::new(seed);
     let x = audio_input(&mut g);
-    let x = linear(&mut g, &x, "frontend", ASR_FRAME, HIDDEN, 2.0);
+    let x = dense(&mut g, &x, "frontend", ASR_FRAME, HIDDEN, 2.0, true);
     let x = gelu(&mut g, &x);
-    let x = linear(&mut g, &x, "hidden", HIDDEN, HIDDEN, 2.0);
+    let x = dense(&mut g, &x, "hidden", HIDDEN, HIDDEN, 2.0, true);
     let x = gelu(&mut g, &x);
     // Wide output init so that greedy CTC decoding emits a mix of blanks and tokens.
-    let logits = linear(&mut g, &x, "ctc", HIDDEN, VOCAB_SIZE, 6.0);
-    g.output(
-        &logits,
-        "logits",
-        DataType::Float,
-        &[
-            Dim::Fixed(1),
-            Dim::Param("frames"),
-            Dim::Fixed(VOCAB_SIZE as i64),
-        ],
-    );
+    let logits = dense(&mut g, &x, "ctc", HIDDEN, VOCAB_SIZE, 6.0, true);
+    g.rows_output(&logits, "logits", "frames", VOCAB_SIZE);
     g.finish(
         "tiny_asr",
         "trtmc tiny-asr: seeded frame-wise CTC acoustic model, 16 kHz audio -> byte-token logits per 10 ms",
@@ -183,9 +175,9 @@ pub(crate) fn vocoder(seed: u64) -> Vec<u8> {
     const HIDDEN: usize = 64;
     let mut g = Graph::new(seed);
     let latents = g.rows_input("latents", "frames", VOCODER_LATENT);
-    let x = linear(&mut g, &latents, "up1", VOCODER_LATENT, HIDDEN, 2.0);
+    let x = dense(&mut g, &latents, "up1", VOCODER_LATENT, HIDDEN, 2.0, true);
     let x = gelu(&mut g, &x);
-    let x = linear(&mut g, &x, "up2", HIDDEN, VOCODER_HOP, 1.0);
+    let x = dense(&mut g, &x, "up2", HIDDEN, VOCODER_HOP, 1.0, true);
     g.audio_output(&x, "audio");
     g.finish(
         "tiny_vocoder",
@@ -197,9 +189,9 @@ pub(crate) fn voice(seed: u64) -> Vec<u8> {
     const HIDDEN: usize = 64;
     let mut g = Graph::new(seed);
     let x = audio_input(&mut g);
-    let x = linear(&mut g, &x, "encode", ASR_FRAME, HIDDEN, 2.0);
+    let x = dense(&mut g, &x, "encode", ASR_FRAME, HIDDEN, 2.0, true);
     let x = gelu(&mut g, &x);
-    let x = linear(&mut g, &x, "decode", HIDDEN, ASR_FRAME, 1.0);
+    let x = dense(&mut g, &x, "decode", HIDDEN, ASR_FRAME, 1.0, true);
     g.audio_output(&x, "audio_out");
     g.finish(
         "tiny_voice",
@@ -251,9 +243,17 @@ pub(crate) fn forecaster(seed: u64) -> Vec<u8> {
         &[&history],
         vec![attr_ints("perm", &[0, 2, 1])],
     );
-    let x = linear(&mut g, &x, "time.hidden", FORECAST_WINDOW, HIDDEN, 2.0);
+    let x = dense(
+        &mut g,
+        &x,
+        "time.hidden",
+        FORECAST_WINDOW,
+        HIDDEN,
+        2.0,
+        true,
+    );
     let x = gelu(&mut g, &x);
-    let x = linear(&mut g, &x, "time.out", HIDDEN, FORECAST_HORIZON, 1.0);
+    let x = dense(&mut g, &x, "time.out", HIDDEN, FORECAST_HORIZON, 1.0, true);
     let y = g.op("Transpose", &[&x], vec![attr_ints("perm", &[0, 2, 1])]);
     g.output(
         &y,

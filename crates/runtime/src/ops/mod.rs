@@ -114,7 +114,21 @@ pub struct RunnerContext<'a> {
     pub data: Option<&'a trtmc_core::data::CaseData>,
 }
 
-impl RunnerContext<'_> {
+impl<'a> RunnerContext<'a> {
+    /// A context of `request` alone: no session, bundle, tokenizer or case data (operations that
+    /// load no model, and tests).
+    pub fn request_only(request: &'a BTreeMap<String, Value>, first_call: u64) -> Self {
+        Self {
+            request,
+            session: None,
+            bundle: None,
+            manifest_dir: None,
+            tokenizer: None,
+            first_call,
+            data: None,
+        }
+    }
+
     /// The context of one declared sample (`request.samples[i]` with the request's other values): its
     /// inputs are prepared from it, never run, so it has no session.
     pub(crate) fn for_sample<'s>(
@@ -256,6 +270,13 @@ impl<T> Rotation<T> {
     }
 
     /// Every prepared per-call input, in call order (all of them after [`Rotation::prepare_all`]).
+    /// One reference call per distinct input, as `call` describes it.
+    pub(crate) fn reference_calls(&self, call: impl FnMut(&T) -> CallInputs) -> ReferenceInputs {
+        ReferenceInputs {
+            calls: self.inputs().map(call).collect(),
+        }
+    }
+
     pub(crate) fn inputs(&self) -> impl Iterator<Item = &T> {
         self.inputs.iter().flatten()
     }
@@ -289,15 +310,10 @@ impl Rotation<crate::tensor::HostTensor> {
         name: &str,
         values: &BTreeMap<String, Value>,
     ) -> ReferenceInputs {
-        ReferenceInputs {
-            calls: self
-                .inputs()
-                .map(|t| CallInputs {
-                    tensors: vec![(name.to_string(), t.clone())],
-                    values: values.clone(),
-                })
-                .collect(),
-        }
+        self.reference_calls(|t| CallInputs {
+            tensors: vec![(name.to_string(), t.clone())],
+            values: values.clone(),
+        })
     }
 }
 
@@ -436,6 +452,18 @@ pub fn prepare(
 /// The operation a worker request names, or an error naming it.
 pub fn requested(name: &str) -> anyhow::Result<Operation> {
     Operation::from_name(name).with_context(|| format!("unknown operation `{name}`"))
+}
+
+/// The vocabulary size (last axis) of `logits` and its values, row after row.
+pub(crate) fn vocab_rows(logits: &ndarray::ArrayD<f32>) -> anyhow::Result<(usize, &[f32])> {
+    let vocab = *logits
+        .shape()
+        .last()
+        .context("logits have no vocabulary axis")?;
+    let flat = logits
+        .as_slice_memory_order()
+        .context("logits are not contiguous")?;
+    Ok((vocab, flat))
 }
 
 /// Fails when any output holds NaN or infinity, naming the output.
