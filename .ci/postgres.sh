@@ -6,6 +6,8 @@
 #   .ci/postgres.sh down   stop the server started here
 # Then: export TRTMC_TEST_POSTGRES=$(cat "$STATE/url")
 set -euo pipefail
+# shellcheck source=.ci/apt.sh
+. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 STATE=${POSTGRES_CI_DIR:-/tmp/postgres-ci}
 PORT=${POSTGRES_CI_PORT:-55432}
 
@@ -20,17 +22,9 @@ bindir() {
 install_packages() {
   bindir >/dev/null && return
   say "installing postgresql"
-  # The package's postinst would start a cluster of its own through the init system; keep it from
-  # doing so (the cluster used here is the throwaway one below).
-  local own_policy=0
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-    chmod 755 /usr/sbin/policy-rc.d
-    own_policy=1
-  fi
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null
-  if ((own_policy)); then rm -f /usr/sbin/policy-rc.d; fi
+  # The package's postinst would start a cluster of its own (the cluster used here is the throwaway
+  # one below).
+  apt_install_quietly postgresql
   bindir >/dev/null || { say "postgresql installed but no initdb found"; return 1; }
 }
 

@@ -5,6 +5,8 @@
 #   .ci/slurm.sh up     install if needed, start the daemons, wait until the node is idle
 #   .ci/slurm.sh down   stop the daemons started here (by pid file)
 set -euo pipefail
+# shellcheck source=.ci/apt.sh
+. "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 STATE=${SLURM_CI_DIR:-/tmp/slurm-ci}
 CONF=/etc/slurm/slurm.conf
 
@@ -27,18 +29,8 @@ wait_until() {
 install_packages() {
   dpkg -s slurmctld slurmd slurm-client munge >/dev/null 2>&1 && return
   say "installing slurmctld slurmd slurm-client munge"
-  # The packages' postinst scripts try to start the daemons before a slurm.conf exists; keep them from
-  # doing so for the install (Docker-like images already ship such a policy).
-  local own_policy=0
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-    chmod 755 /usr/sbin/policy-rc.d
-    own_policy=1
-  fi
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    slurmctld slurmd slurm-client munge >/dev/null
-  if ((own_policy)); then rm -f /usr/sbin/policy-rc.d; fi
+  # The packages' postinst scripts try to start the daemons before a slurm.conf exists.
+  apt_install_quietly slurmctld slurmd slurm-client munge
 }
 
 munge_up() {

@@ -78,8 +78,6 @@ def load_request(path):
 
 def read_tensor_set(index_path, kind="inputs"):
     """The tensors of a raw-binary JSON index, as (name, numpy array) in index order."""
-    import numpy as np
-
     with open(index_path, encoding="utf-8") as f:
         index = json.load(f)
     entries = index.get(kind)
@@ -88,23 +86,28 @@ def read_tensor_set(index_path, kind="inputs"):
     base = os.path.dirname(os.path.abspath(index_path))
     tensors = []
     for e in entries:
-        dtype = DTYPES.get(e.get("dtype"))
-        if dtype is None:
-            raise ReferenceFailure(f"{index_path}: tensor {e.get('name')!r} has unknown dtype {e.get('dtype')!r}")
-        shape = [int(d) for d in e["shape"]]
-        data = np.fromfile(os.path.join(base, e["file"]), dtype=np.dtype(dtype))
-        if data.size != math.prod(shape):
-            raise ReferenceFailure(
-                f"{e['file']} holds {data.size} values, shape {shape} needs {math.prod(shape)}")
-        tensors.append((e["name"], data.reshape(shape)))
+        tensors.append((e["name"], _read_entry(base, e, f"{index_path}: tensor")))
     return tensors
+
+
+def _read_entry(base, e, what):
+    """The array of one index entry (its raw binary beside the index), `what` naming it in failures."""
+    import numpy as np
+
+    dtype = DTYPES.get(e.get("dtype"))
+    if dtype is None:
+        raise ReferenceFailure(f"{what} {e.get('name')!r} has unknown dtype {e.get('dtype')!r}")
+    shape = [int(d) for d in e["shape"]]
+    data = np.fromfile(os.path.join(base, e["file"]), dtype=np.dtype(dtype))
+    if data.size != math.prod(shape):
+        raise ReferenceFailure(
+            f"{e['file']} holds {data.size} values, shape {shape} needs {math.prod(shape)}")
+    return data.reshape(shape)
 
 
 def read_call_inputs(index_path):
     """A runner's per-call inputs (`operation-inputs.json`): a list of {"tensors": {name: array},
     "values": {...}}, one per distinct call; call i uses entry i % len."""
-    import numpy as np
-
     try:
         with open(index_path, encoding="utf-8") as f:
             index = json.load(f)
@@ -118,14 +121,7 @@ def read_call_inputs(index_path):
     for i, c in enumerate(calls):
         tensors = {}
         for e in c.get("tensors", []):
-            dtype = DTYPES.get(e.get("dtype"))
-            if dtype is None:
-                raise ReferenceFailure(f"{index_path}: call {i} tensor {e.get('name')!r} has unknown dtype {e.get('dtype')!r}")
-            shape = [int(d) for d in e["shape"]]
-            data = np.fromfile(os.path.join(base, e["file"]), dtype=np.dtype(dtype))
-            if data.size != math.prod(shape):
-                raise ReferenceFailure(f"{e['file']} holds {data.size} values, shape {shape} needs {math.prod(shape)}")
-            tensors[e["name"]] = data.reshape(shape)
+            tensors[e["name"]] = _read_entry(base, e, f"{index_path}: call {i} tensor")
         out.append({"tensors": tensors, "values": c.get("values") or {}})
     return out
 

@@ -9,10 +9,8 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-fixtures="${TRTMC_FIXTURES:-$repo/tests/fixtures}"
-copies="${COPIES:-400}"
-runs="${RUNS:-5}"
-settle="${SETTLE_S:-1}"
+# shellcheck source=scripts/bench-analyze-settings.sh
+. "$repo/scripts/bench-analyze-settings.sh"
 : "${OLD_BIN:?set OLD_BIN to the binary to compare against}"
 : "${NEW_BIN:?set NEW_BIN to the binary under test}"
 for tool in python3 /usr/bin/time; do

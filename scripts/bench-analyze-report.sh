@@ -21,9 +21,8 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-fixtures="${TRTMC_FIXTURES:-$repo/tests/fixtures}"
-copies="${COPIES:-400}"
-runs="${RUNS:-5}"
+# shellcheck source=scripts/bench-analyze-settings.sh
+. "$repo/scripts/bench-analyze-settings.sh"
 chromium="${TRTMC_CHROMIUM:-chromium}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/bench-analyze-report.XXXXXX")"
 trap 'rm -rf "$work"' EXIT

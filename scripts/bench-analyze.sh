@@ -13,10 +13,8 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-fixtures="${TRTMC_FIXTURES:-$repo/tests/fixtures}"
-copies="${COPIES:-400}"
-runs="${RUNS:-5}"
-settle="${SETTLE_S:-1}"
+# shellcheck source=scripts/bench-analyze-settings.sh
+. "$repo/scripts/bench-analyze-settings.sh"
 bin="${TRTMC_BIN:-$repo/target/release/trtmc-bench}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/bench-analyze.XXXXXX")"
 trap 'rm -rf "$work"' EXIT

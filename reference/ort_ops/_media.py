@@ -38,20 +38,21 @@ def batch(feeds):
 
 def tensor(call, name, operation):
     """Saved tensor `name`, or a failure naming it."""
-    if name not in call["tensors"]:
-        raise ref.ReferenceFailure(
-            f"operation {operation!r} needs the saved tensor {name!r} (saved: "
-            f"{', '.join(call['tensors']) or 'none'})")
-    return call["tensors"][name]
+    return _saved(call, "tensors", "tensor", name, operation)
 
 
 def value(call, name, operation):
     """Saved value `name`, or a failure naming it."""
-    if name not in call["values"]:
+    return _saved(call, "values", "value", name, operation)
+
+
+def _saved(call, section, kind, name, operation):
+    """Entry `name` of the call's `section` (tensors or values), or a failure naming what was saved."""
+    if name not in call[section]:
         raise ref.ReferenceFailure(
-            f"operation {operation!r} needs the saved value {name!r} (saved: "
-            f"{', '.join(call['values']) or 'none'})")
-    return call["values"][name]
+            f"operation {operation!r} needs the saved {kind} {name!r} (saved: "
+            f"{', '.join(call[section]) or 'none'})")
+    return call[section][name]
 
 
 def model_feeds(ctx, call, operation):

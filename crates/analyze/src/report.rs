@@ -388,30 +388,21 @@ pub fn render_markdown(text: &str) -> (String, Vec<String>) {
                 }
                 Event::Text(s)
             }
-            Event::Start(Tag::Link {
-                link_type,
-                dest_url,
-                title,
-                id,
-            }) => {
-                let dest_url = if safe_url(&dest_url) {
-                    dest_url
-                } else {
-                    CowStr::Borrowed("#")
-                };
-                Event::Start(Tag::Link {
+            // An image becomes a link to it; either keeps its URL only when it is safe.
+            Event::Start(
+                Tag::Link {
                     link_type,
                     dest_url,
                     title,
                     id,
-                })
-            }
-            Event::Start(Tag::Image {
-                link_type,
-                dest_url,
-                title,
-                id,
-            }) => {
+                }
+                | Tag::Image {
+                    link_type,
+                    dest_url,
+                    title,
+                    id,
+                },
+            ) => {
                 let dest_url = if safe_url(&dest_url) {
                     dest_url
                 } else {

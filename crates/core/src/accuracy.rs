@@ -139,21 +139,7 @@ impl Tensor {
         shape: Vec<usize>,
         values: Vec<f64>,
     ) -> Result<Self, AccuracyError> {
-        let name = name.into();
-        match element_count(&shape) {
-            Some(n) if n == values.len() => Ok(Self {
-                name,
-                dtype,
-                shape,
-                values,
-                strings: Vec::new(),
-            }),
-            _ => Err(AccuracyError::LengthMismatch {
-                name,
-                shape,
-                len: values.len(),
-            }),
-        }
+        Self::filling_its_shape(name.into(), dtype, shape, values, Vec::new())
     }
 
     /// A string tensor, whose element count must equal the product of its shape.
@@ -162,20 +148,28 @@ impl Tensor {
         shape: Vec<usize>,
         strings: Vec<String>,
     ) -> Result<Self, AccuracyError> {
-        let name = name.into();
+        Self::filling_its_shape(name.into(), ElementType::String, shape, Vec::new(), strings)
+    }
+
+    /// The tensor, when its elements (`values` or `strings`, the other one empty) are exactly the
+    /// product of its shape.
+    fn filling_its_shape(
+        name: String,
+        dtype: ElementType,
+        shape: Vec<usize>,
+        values: Vec<f64>,
+        strings: Vec<String>,
+    ) -> Result<Self, AccuracyError> {
+        let len = values.len() + strings.len();
         match element_count(&shape) {
-            Some(n) if n == strings.len() => Ok(Self {
+            Some(n) if n == len => Ok(Self {
                 name,
-                dtype: ElementType::String,
+                dtype,
                 shape,
-                values: Vec::new(),
+                values,
                 strings,
             }),
-            _ => Err(AccuracyError::LengthMismatch {
-                name,
-                shape,
-                len: strings.len(),
-            }),
+            _ => Err(AccuracyError::LengthMismatch { name, shape, len }),
         }
     }
 }

@@ -121,15 +121,9 @@ pub use crate::operations::MOST_BOUND_DIM;
 /// `build.kv_cache_length`).
 pub const MOST_DIMENSION: i64 = 1 << 20;
 
-/// Command-line measurement flags (they win over everything else).
-#[derive(Debug, Clone, Default)]
-pub struct MeasureFlags {
-    pub warmup: Option<u64>,
-    pub iterations: Option<u64>,
-    pub min_duration_s: Option<f64>,
-    pub max_duration_s: Option<f64>,
-    pub timeout_s: Option<f64>,
-}
+/// Command-line measurement flags (they win over everything else): the same overrides a case's
+/// `measure` table holds.
+pub type MeasureFlags = crate::catalog::MeasureToml;
 
 /// A fully resolved case: everything the worker and the reducers need, with provenance.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

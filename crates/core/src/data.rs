@@ -81,12 +81,7 @@ pub fn check_output(
     atol: f64,
     rtol: f64,
 ) -> OutputCheck {
-    let mut check = unchecked(
-        output,
-        set,
-        (shape, got.len()),
-        (expected_shape, expected.len()),
-    );
+    let mut check = unchecked(output, set, (shape, got), (expected_shape, expected));
     if check.note.is_some() {
         return check;
     }
@@ -139,13 +134,13 @@ pub fn check_output(
 
 /// The check of one output before its elements are compared: failed with a note when the shapes
 /// differ (then no element is compared).
-fn unchecked(
+fn unchecked<T>(
     output: &str,
     set: usize,
-    (shape, len): (&[usize], usize),
-    (expected_shape, expected_len): (&[usize], usize),
+    (shape, got): (&[usize], &[T]),
+    (expected_shape, expected): (&[usize], &[T]),
 ) -> OutputCheck {
-    let note = (shape != expected_shape || len != expected_len).then(|| {
+    let note = (shape != expected_shape || got.len() != expected.len()).then(|| {
         format!(
             "the run produced shape {shape:?}, the expected outputs have shape {expected_shape:?}"
         )
@@ -156,7 +151,7 @@ fn unchecked(
         passed: false,
         max_abs_error: None,
         max_rel_error: None,
-        elements: expected_len as u64,
+        elements: expected.len() as u64,
         mismatches: 0,
         worst: None,
         note,
@@ -171,12 +166,7 @@ pub fn check_string_output(
     (shape, got): (&[usize], &[String]),
     (expected_shape, expected): (&[usize], &[String]),
 ) -> OutputCheck {
-    let mut check = unchecked(
-        output,
-        set,
-        (shape, got.len()),
-        (expected_shape, expected.len()),
-    );
+    let mut check = unchecked(output, set, (shape, got), (expected_shape, expected));
     if check.note.is_some() {
         return check;
     }

@@ -4,7 +4,10 @@
 //! below the runtimes, so that what reads declarations (case resolution, documents, the tuner) needs no
 //! runtime.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
+use serde_json::Value;
 
 /// Where a setting lives in a case.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -45,4 +48,18 @@ pub struct SettingDecl {
     /// ([`crate::case::RECIPE_BUILD_SETTINGS`] lists them; a test in the runtime crate checks both agree).
     #[serde(skip)]
     pub recipe: bool,
+}
+
+/// The input shapes among a case's build values (`shapes.<input>` = `[d, …]`), by input name; a value
+/// that is not a list of integers is left out (its setting check reports it).
+pub fn shape_settings(build: &BTreeMap<String, Value>) -> impl Iterator<Item = (&str, Vec<i64>)> {
+    build.iter().filter_map(|(k, v)| {
+        let name = k.strip_prefix("shapes.")?;
+        let dims = v
+            .as_array()?
+            .iter()
+            .map(Value::as_i64)
+            .collect::<Option<_>>()?;
+        Some((name, dims))
+    })
 }

@@ -55,6 +55,27 @@ pub fn fmt_num(v: f64) -> String {
     }
 }
 
+/// A finite value with three or four significant digits from 0.001 up (no decimals from 100, one
+/// from 10, two from 1, three below), without trailing zeros (`5985.05` → `5985`, `1.51304` →
+/// `1.51`, `3.0` → `3`), for plot ticks and messages.
+pub fn fmt_short(v: f64) -> String {
+    let a = v.abs();
+    let s = if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    };
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 /// A fraction as a percentage with one decimal (`0.034` → `3.4`).
 pub fn fmt_pct(fraction: f64) -> String {
     if fraction.is_finite() {

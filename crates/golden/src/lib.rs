@@ -939,32 +939,27 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("y.bin"), f32_bytes(&[1.0, 2.0, 3.0, 4.0])).expect("bin");
         let index = dir.path().join("ref.json");
-        std::fs::write(
-            &index,
-            r#"{"outputs":[{"name":"y","dtype":"f32","shape":[2,2],"file":"y.bin"}]}"#,
-        )
-        .expect("index");
+        // The index of one output `y` of `dtype` and `shape` in y.bin.
+        let write_index = |dtype: &str, shape: &str| {
+            let text = format!(
+                r#"{{"outputs":[{{"name":"y","dtype":"{dtype}","shape":{shape},"file":"y.bin"}}]}}"#
+            );
+            std::fs::write(&index, text).expect("index");
+        };
+        write_index("f32", "[2,2]");
         let t = read_golden(&index).expect("raw");
         assert_eq!(
             (t[0].shape.clone(), t[0].values.clone()),
             (vec![2, 2], vec![1.0, 2.0, 3.0, 4.0])
         );
-        std::fs::write(
-            &index,
-            r#"{"outputs":[{"name":"y","dtype":"f32","shape":[3],"file":"y.bin"}]}"#,
-        )
-        .expect("index");
+        write_index("f32", "[3]");
         let e = read_golden(&index).expect_err("size");
         assert!(
             e.to_string()
                 .contains("holds 16 bytes, shape [3] of f32 needs 12"),
             "{e}"
         );
-        std::fs::write(
-            &index,
-            r#"{"outputs":[{"name":"y","dtype":"float","shape":[4],"file":"y.bin"}]}"#,
-        )
-        .expect("index");
+        write_index("float", "[4]");
         assert!(
             read_golden(&index)
                 .expect_err("dtype")

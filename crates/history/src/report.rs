@@ -143,11 +143,8 @@ fn chart(a: &Analyzed) -> Markup {
             svg,
             "<line class=\"change\" x1=\"{cx:.1}\" x2=\"{cx:.1}\" y1=\"0\" y2=\"{h}\" stroke=\"#d9534f\" stroke-dasharray=\"4 3\"><title>{}</title></line>",
             escape(&format!(
-                "{} ×{:.3} [{:.3}, {:.3}]: {} → {}",
-                f.change.direction.label(),
-                f.change.ratio.ratio,
-                f.change.ratio.low,
-                f.change.ratio.high,
+                "{}: {} → {}",
+                change_ratio(f),
                 f.last_good_commit,
                 f.first_changed_commit
             ))
@@ -214,11 +211,8 @@ fn render(analyzed: &[Analyzed], boundaries: &[Boundary], rule: &Rule, db: &str)
         let mut changes = Markup::default();
         for f in &a.changes {
             changes.push_text(&format!(
-                "{} ×{:.3} [{:.3}, {:.3}] between {} and {}",
-                f.change.direction.label(),
-                f.change.ratio.ratio,
-                f.change.ratio.low,
-                f.change.ratio.high,
+                "{} between {} and {}",
+                change_ratio(f),
                 f.last_good_commit,
                 f.first_changed_commit
             ));
@@ -249,4 +243,15 @@ fn render(analyzed: &[Analyzed], boundaries: &[Boundary], rule: &Rule, db: &str)
         .push(Section::new("series", "Series", table.render()));
     page.footer = text("history.csv and history.json beside this page hold every point.");
     page.render()
+}
+
+/// A change's direction and ratio with its interval: `slower ×1.234 [1.100, 1.300]`.
+fn change_ratio(f: &check::Found) -> String {
+    format!(
+        "{} ×{:.3} [{:.3}, {:.3}]",
+        f.change.direction.label(),
+        f.change.ratio.ratio,
+        f.change.ratio.low,
+        f.change.ratio.high
+    )
 }

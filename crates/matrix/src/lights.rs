@@ -205,24 +205,20 @@ mod tests {
     #[test]
     fn too_few_samples_get_no_light() {
         let t = Thresholds::default();
-        assert!(
-            compare(
-                &rounds(1.0, 1, 3, 0.0),
-                &rounds(1.0, 1, 30, 0.0),
-                &t,
-                t.confidence
-            )
-            .is_err()
-        );
-        assert!(
-            compare(
-                &rounds(1.0, 3, 10, 0.0),
-                &rounds(1.0, 2, 15, 0.0),
-                &t,
-                t.confidence
-            )
-            .is_err()
-        );
+        // (rounds, samples per round) of the candidate and of the reference.
+        for ((a_rounds, a_samples), (b_rounds, b_samples)) in
+            [((1, 3), (1, 30)), ((3, 10), (2, 15))]
+        {
+            assert!(
+                compare(
+                    &rounds(1.0, a_rounds, a_samples, 0.0),
+                    &rounds(1.0, b_rounds, b_samples, 0.0),
+                    &t,
+                    t.confidence
+                )
+                .is_err()
+            );
+        }
     }
 
     #[test]

@@ -300,16 +300,14 @@ fn read_run_side(
     ))
 }
 
-/// Runs row `pr` of `plan` in the run directory `run` and returns its result (not yet written).
-pub fn execute(
+/// Row `pr`'s result before anything ran: failed, with no message, settings, host or finish time.
+pub(crate) fn failed_row(
     plan: &Plan,
     pr: &PlannedRow,
-    run: &Path,
     slurm_task: Option<String>,
-    test_hooks: &TestHooks,
+    started: String,
 ) -> RowResult {
-    let started = jiff::Timestamp::now().to_string();
-    let mut result = RowResult {
+    RowResult {
         schema: ROW_SCHEMA.into(),
         index: pr.index,
         id: pr.id.clone(),
@@ -321,19 +319,7 @@ pub fn execute(
         comparison: None,
         candidate: None,
         reference: None,
-        resolved_settings: BTreeMap::from([
-            ("baseline_precision".into(), json!(pr.baseline_precision)),
-            (
-                "baseline_precision_source".into(),
-                json!(pr.baseline_precision_source),
-            ),
-            ("warmup".into(), json!(pr.warmup)),
-            ("iterations".into(), json!(pr.iterations)),
-            (
-                "reference_threads".into(),
-                json!(plan.environment.reference_threads),
-            ),
-        ]),
+        resolved_settings: BTreeMap::new(),
         commands: Vec::new(),
         preparation: None,
         round_loads: Vec::new(),
@@ -341,10 +327,36 @@ pub fn execute(
         attempt_dir: String::new(),
         executor: plan.executor.clone(),
         slurm_task,
-        host: trtmc_core::machine::machine().hostname,
+        host: String::new(),
         started,
         finished: String::new(),
-    };
+    }
+}
+
+/// Runs row `pr` of `plan` in the run directory `run` and returns its result (not yet written).
+pub fn execute(
+    plan: &Plan,
+    pr: &PlannedRow,
+    run: &Path,
+    slurm_task: Option<String>,
+    test_hooks: &TestHooks,
+) -> RowResult {
+    let started = jiff::Timestamp::now().to_string();
+    let mut result = failed_row(plan, pr, slurm_task, started);
+    result.resolved_settings = BTreeMap::from([
+        ("baseline_precision".into(), json!(pr.baseline_precision)),
+        (
+            "baseline_precision_source".into(),
+            json!(pr.baseline_precision_source),
+        ),
+        ("warmup".into(), json!(pr.warmup)),
+        ("iterations".into(), json!(pr.iterations)),
+        (
+            "reference_threads".into(),
+            json!(plan.environment.reference_threads),
+        ),
+    ]);
+    result.host = trtmc_core::machine::machine().hostname;
     let dir = match attempt_dir(run, pr.index) {
         Ok(d) => d,
         Err(e) => {

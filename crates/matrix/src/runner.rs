@@ -12,7 +12,6 @@
 //!   report.html
 //! ```
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use trtmc_core::fsutil::{write_atomic, write_json_atomic};
@@ -599,29 +598,8 @@ pub(crate) fn write_failed_row(
     message: String,
 ) -> Result<(), MatrixError> {
     let now = jiff::Timestamp::now().to_string();
-    let r = RowResult {
-        schema: row::ROW_SCHEMA.into(),
-        index: pr.index,
-        id: pr.id.clone(),
-        entry: pr.row.entry.clone(),
-        model: pr.row.model.clone(),
-        testcase: pr.row.testcase.clone(),
-        status: RowStatus::Failed,
-        message: Some(message),
-        comparison: None,
-        candidate: None,
-        reference: None,
-        resolved_settings: BTreeMap::new(),
-        commands: Vec::new(),
-        preparation: None,
-        round_loads: Vec::new(),
-        explanation: None,
-        attempt_dir: String::new(),
-        executor: plan.executor.clone(),
-        slurm_task: Some(task),
-        host: String::new(),
-        started: now.clone(),
-        finished: now,
-    };
+    let mut r = row::failed_row(plan, pr, Some(task), now.clone());
+    r.message = Some(message);
+    r.finished = now;
     write_row(run, &r)
 }

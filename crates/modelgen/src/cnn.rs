@@ -24,7 +24,7 @@ pub(crate) const IMAGE_SIZE: i64 = 64;
 
 pub(crate) fn build(seed: u64) -> Vec<u8> {
     let mut g = Graph::new(seed);
-    let image = rgb_input(&mut g, IMAGE_SIZE);
+    let image = g.image_input("image", IMAGE_SIZE as usize);
 
     let x = conv_bn(&mut g, &image, "stem", 3, 16, 3, 1);
     let x = g.op("Relu", &[&x], vec![]);
@@ -56,26 +56,12 @@ pub(crate) fn build(seed: u64) -> Vec<u8> {
     )
 }
 
-/// The `image` input both classifiers take: a batch of RGB images `size` pixels square.
-fn rgb_input(g: &mut Graph, size: i64) -> String {
-    g.input(
-        "image",
-        DataType::Float,
-        &[
-            Dim::Param("batch"),
-            Dim::Fixed(3),
-            Dim::Fixed(size),
-            Dim::Fixed(size),
-        ],
-    )
-}
-
 pub(crate) const RESNET18_CLASSES: usize = 1000;
 pub(crate) const RESNET18_IMAGE: i64 = 224;
 
 pub(crate) fn build_resnet18(seed: u64) -> Vec<u8> {
     let mut g = Graph::new(seed);
-    let image = rgb_input(&mut g, RESNET18_IMAGE);
+    let image = g.image_input("image", RESNET18_IMAGE as usize);
     let x = conv_bn(&mut g, &image, "stem", 3, 64, 7, 2);
     let x = g.op("Relu", &[&x], vec![]);
     let mut x = g.op(

@@ -7,19 +7,6 @@ use tract_onnx::pb::tensor_proto::DataType;
 use crate::nn::{Act, ConvSpec, activate, channel_norm, conv, dense, slice, upsample2d};
 use crate::proto::{Dim, Graph, attr_int, attr_ints};
 
-fn image_input(g: &mut Graph, size: usize) -> String {
-    g.input(
-        "image",
-        DataType::Float,
-        &[
-            Dim::Param("batch"),
-            Dim::Fixed(3),
-            Dim::Fixed(size as i64),
-            Dim::Fixed(size as i64),
-        ],
-    )
-}
-
 fn relu6(g: &mut Graph, x: &str) -> String {
     let lo = g.const_f32("const.zero", &[], &[0.0]);
     let hi = g.const_f32("const.six", &[], &[6.0]);
@@ -86,7 +73,7 @@ pub(crate) fn mobilenet(seed: u64, m: &MobileNet, name: &str) -> Vec<u8> {
             relu6(g, x)
         }
     };
-    let image = image_input(&mut g, m.image);
+    let image = g.image_input("image", m.image);
     let mut c = width(m.stem, m.width_percent);
     let x = conv(&mut g, &image, "stem", ConvSpec::d2(3, c, 3, 2));
     let mut x = act(&mut g, &x, m.efficient);
@@ -175,7 +162,7 @@ pub struct ConvNext {
 /// 4x MLP with GELU, layer scale, residual), pooled LayerNorm head.
 pub(crate) fn convnext(seed: u64, m: &ConvNext, name: &str) -> Vec<u8> {
     let mut g = Graph::new(seed);
-    let image = image_input(&mut g, m.image);
+    let image = g.image_input("image", m.image);
     let x = conv(
         &mut g,
         &image,
@@ -278,7 +265,7 @@ fn concat(g: &mut Graph, a: &str, b: &str) -> String {
 pub(crate) fn yolo(seed: u64, m: &Yolo, name: &str) -> Vec<u8> {
     let mut g = Graph::new(seed);
     let [w1, w2, w3, w4, w5] = m.widths;
-    let image = image_input(&mut g, m.image);
+    let image = g.image_input("image", m.image);
     let x = cbs(&mut g, &image, "b.0", 3, w1, 3, 2);
     let x = cbs(&mut g, &x, "b.1", w1, w2, 3, 2);
     let x = c2f(&mut g, &x, "b.2", w2, w2, m.depths[0], true);
@@ -451,7 +438,7 @@ fn double_conv(g: &mut Graph, x: &str, p: &str, cin: usize, cout: usize) -> Stri
 /// a 1x1 classifier: `image` [b, 3, H, W] -> `mask_logits` [b, classes, H, W].
 pub(crate) fn unet(seed: u64, m: &UNet, name: &str) -> Vec<u8> {
     let mut g = Graph::new(seed);
-    let image = image_input(&mut g, m.image);
+    let image = g.image_input("image", m.image);
     let ch = m.channels;
     let mut x = double_conv(&mut g, &image, "inc", 3, ch[0]);
     let mut skips = vec![x.clone()];

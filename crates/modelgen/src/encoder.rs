@@ -5,7 +5,10 @@
 
 use tract_onnx::pb::tensor_proto::DataType;
 
-use crate::layers::{attention, feed_forward, layer_norm, linear, merge_heads, split_heads};
+use crate::layers::{
+    MaskedMean, attention, feed_forward, layer_norm, masked_mean, merge_heads, split_heads,
+};
+use crate::nn::dense;
 use crate::proto::{Dim, Graph, attr_int};
 use crate::vocab::VOCAB_SIZE;
 
@@ -54,15 +57,47 @@ pub(crate) fn build(seed: u64) -> Vec<u8> {
 
     for layer in 0..LAYERS {
         let p = format!("layers.{layer}");
-        let q = linear(&mut g, &x, &format!("{p}.attn.q"), HIDDEN, HIDDEN, 1.0);
-        let k = linear(&mut g, &x, &format!("{p}.attn.k"), HIDDEN, HIDDEN, 1.0);
-        let v = linear(&mut g, &x, &format!("{p}.attn.v"), HIDDEN, HIDDEN, 1.0);
+        let q = dense(
+            &mut g,
+            &x,
+            &format!("{p}.attn.q"),
+            HIDDEN,
+            HIDDEN,
+            1.0,
+            true,
+        );
+        let k = dense(
+            &mut g,
+            &x,
+            &format!("{p}.attn.k"),
+            HIDDEN,
+            HIDDEN,
+            1.0,
+            true,
+        );
+        let v = dense(
+            &mut g,
+            &x,
+            &format!("{p}.attn.v"),
+            HIDDEN,
+            HIDDEN,
+            1.0,
+            true,
+        );
         let q = split_heads(&mut g, &q, HEADS, head_dim);
         let k = split_heads(&mut g, &k, HEADS, head_dim);
         let v = split_heads(&mut g, &v, HEADS, head_dim);
         let ctx = attention(&mut g, &q, &k, &v, &bias, head_dim);
         let ctx = merge_heads(&mut g, &ctx, HEADS, head_dim);
-        let attn_out = linear(&mut g, &ctx, &format!("{p}.attn.out"), HIDDEN, HIDDEN, 1.0);
+        let attn_out = dense(
+            &mut g,
+            &ctx,
+            &format!("{p}.attn.out"),
+            HIDDEN,
+            HIDDEN,
+            1.0,
+            true,
+        );
         let x1 = g.op("Add", &[&x, &attn_out], vec![]);
         let x1 = layer_norm(&mut g, &x1, &format!("{p}.attn_norm"), HIDDEN);
         let ff = feed_forward(&mut g, &x1, &format!("{p}.ffn"), HIDDEN, FFN);
@@ -78,19 +113,7 @@ pub(crate) fn build(seed: u64) -> Vec<u8> {
     g.output(&x, "last_hidden_state", DataType::Float, &hidden_dims);
 
     // Mean over attended positions: sum(x * m) / max(sum(m), tiny), then divide by the L2 norm.
-    let axis_2 = g.const_i64("const.axis_2", &[2]);
-    let axis_1 = g.const_i64("const.axis_1", &[1]);
-    let m = g.op("Unsqueeze", &[&mask_f, &axis_2], vec![]);
-    let weighted = g.op("Mul", &[&x, &m], vec![]);
-    let summed = g.op(
-        "ReduceSum",
-        &[&weighted, &axis_1],
-        vec![attr_int("keepdims", 0)],
-    );
-    let count = g.op("ReduceSum", &[&m, &axis_1], vec![attr_int("keepdims", 0)]);
-    let tiny = g.const_f32("const.tiny", &[], &[1e-9]);
-    let count = g.op("Max", &[&count, &tiny], vec![]);
-    let mean = g.op("Div", &[&summed, &count], vec![]);
+    let MaskedMean { mean, axis_1, tiny } = masked_mean(&mut g, &x, &mask_f);
     let squares = g.op("Mul", &[&mean, &mean], vec![]);
     let sq_norm = g.op(
         "ReduceSum",

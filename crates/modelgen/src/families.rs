@@ -322,118 +322,214 @@ const W2V2_BASE_EXTRACTOR: &[(usize, usize, usize)] = &[
 ];
 const W2V2_SMOKE_EXTRACTOR: &[(usize, usize, usize)] = &[(32, 10, 5), (32, 3, 2), (32, 2, 2)];
 
+/// A text encoder family: the same head at real size and in the smoke variant.
+const fn text_encoder(
+    name: &'static str,
+    follows: &'static str,
+    task: Task,
+    head: EncoderHead,
+    real: Transformer,
+    smoke: Transformer,
+) -> Family {
+    Family {
+        name,
+        follows,
+        task,
+        real: Arch::TextEncoder(real, head),
+        smoke: Arch::TextEncoder(smoke, head),
+    }
+}
+
+/// A decoder-only generator family: the same LM head tying at real size and in the smoke variant.
+const fn decoder(
+    name: &'static str,
+    follows: &'static str,
+    real: Transformer,
+    smoke: Transformer,
+    tied_head: bool,
+) -> Family {
+    Family {
+        name,
+        follows,
+        task: Task::Generate,
+        real: Arch::Decoder {
+            text: real,
+            tied_head,
+        },
+        smoke: Arch::Decoder {
+            text: smoke,
+            tied_head,
+        },
+    }
+}
+
+/// A text-to-text encoder-decoder family: one configuration on both sides, one layer each in the
+/// smoke variant.
+const fn text_to_text(name: &'static str, follows: &'static str, t: Transformer) -> Family {
+    let smoke = smoke(t, 1);
+    Family {
+        name,
+        follows,
+        task: Task::Infer,
+        real: Arch::EncoderDecoder(EncoderDecoder {
+            source: Source::Text,
+            encoder: t,
+            decoder: t,
+        }),
+        smoke: Arch::EncoderDecoder(EncoderDecoder {
+            source: Source::Text,
+            encoder: smoke,
+            decoder: smoke,
+        }),
+    }
+}
+
+/// A MobileNet-style classifier family at 224x224 with 1000 classes; the smoke variant shares
+/// its three small stages.
+const fn mobilenet(
+    name: &'static str,
+    follows: &'static str,
+    stages: &'static [Stage],
+    efficient: bool,
+) -> Family {
+    Family {
+        name,
+        follows,
+        task: Task::Classify,
+        real: Arch::MobileNet(MobileNet {
+            image: 224,
+            stem: 32,
+            stages,
+            head: 1280,
+            classes: 1000,
+            width_percent: 100,
+            efficient,
+        }),
+        smoke: Arch::MobileNet(MobileNet {
+            image: 32,
+            stem: 8,
+            stages: SMOKE_STAGES,
+            head: 64,
+            classes: 10,
+            width_percent: 100,
+            efficient,
+        }),
+    }
+}
+
+/// A ViT classifier family: 224x224 with 16x16 patches and 1000 classes; the smoke variant
+/// 32x32 with 8x8 patches and 10 classes.
+const fn vit_classifier(
+    name: &'static str,
+    follows: &'static str,
+    encoder: Transformer,
+    smoke_layers: usize,
+) -> Family {
+    Family {
+        name,
+        follows,
+        task: Task::Classify,
+        real: Arch::Vit(vit(224, 16, 1000, encoder)),
+        smoke: Arch::Vit(vit(32, 8, 10, smoke(encoder, smoke_layers))),
+    }
+}
+
 static FAMILIES: &[Family] = &[
     // Text encoders: sentence embedders.
-    Family {
-        name: "bert",
-        follows: "bert-base-uncased: 12 layers, hidden 768, 12 heads, intermediate 3072, vocab 30522, 512 positions, post-LN, GELU; mean-pooled unit-norm embedding",
-        task: Task::Encode,
-        real: Arch::TextEncoder(BERT_BASE, EncoderHead::MeanPool),
-        smoke: Arch::TextEncoder(smoke(BERT_BASE, 2), EncoderHead::MeanPool),
-    },
-    Family {
-        name: "distilbert",
-        follows: "distilbert-base-uncased: 6 layers, dim 768, 12 heads, hidden_dim 3072, vocab 30522, 512 positions, post-LN, GELU",
-        task: Task::Encode,
-        real: Arch::TextEncoder(bert(6, 768, 12, 3072, 30522, 512), EncoderHead::MeanPool),
-        smoke: Arch::TextEncoder(smoke(BERT_BASE, 1), EncoderHead::MeanPool),
-    },
-    Family {
-        name: "minilm",
-        follows: "sentence-transformers/all-MiniLM-L6-v2: 6 layers, hidden 384, 12 heads, intermediate 1536, vocab 30522, mean pooling, normalized",
-        task: Task::Encode,
-        real: Arch::TextEncoder(MINILM_L6, EncoderHead::MeanPool),
-        smoke: Arch::TextEncoder(smoke(MINILM_L6, 1), EncoderHead::MeanPool),
-    },
-    Family {
-        name: "bge",
-        follows: "BAAI/bge-small-en-v1.5: 12 layers, hidden 384, 12 heads, intermediate 1536, vocab 30522, CLS pooling, normalized",
-        task: Task::Encode,
-        real: Arch::TextEncoder(SMALL_384, EncoderHead::ClsPool),
-        smoke: Arch::TextEncoder(smoke(SMALL_384, 2), EncoderHead::ClsPool),
-    },
-    Family {
-        name: "e5",
-        follows: "intfloat/e5-small-v2: 12 layers, hidden 384, 12 heads, intermediate 1536, vocab 30522, mean pooling, normalized",
-        task: Task::Encode,
-        real: Arch::TextEncoder(SMALL_384, EncoderHead::MeanPool),
-        smoke: Arch::TextEncoder(smoke(SMALL_384, 1), EncoderHead::MeanPool),
-    },
-    Family {
-        name: "roberta",
-        follows: "roberta-base: 12 layers, hidden 768, 12 heads, intermediate 3072, vocab 50265, 514 positions, post-LN, GELU",
-        task: Task::Encode,
-        real: Arch::TextEncoder(bert(12, 768, 12, 3072, 50265, 514), EncoderHead::MeanPool),
-        smoke: Arch::TextEncoder(smoke(BERT_BASE, 2), EncoderHead::MeanPool),
-    },
+    text_encoder(
+        "bert",
+        "bert-base-uncased: 12 layers, hidden 768, 12 heads, intermediate 3072, vocab 30522, 512 positions, post-LN, GELU; mean-pooled unit-norm embedding",
+        Task::Encode,
+        EncoderHead::MeanPool,
+        BERT_BASE,
+        smoke(BERT_BASE, 2),
+    ),
+    text_encoder(
+        "distilbert",
+        "distilbert-base-uncased: 6 layers, dim 768, 12 heads, hidden_dim 3072, vocab 30522, 512 positions, post-LN, GELU",
+        Task::Encode,
+        EncoderHead::MeanPool,
+        bert(6, 768, 12, 3072, 30522, 512),
+        smoke(BERT_BASE, 1),
+    ),
+    text_encoder(
+        "minilm",
+        "sentence-transformers/all-MiniLM-L6-v2: 6 layers, hidden 384, 12 heads, intermediate 1536, vocab 30522, mean pooling, normalized",
+        Task::Encode,
+        EncoderHead::MeanPool,
+        MINILM_L6,
+        smoke(MINILM_L6, 1),
+    ),
+    text_encoder(
+        "bge",
+        "BAAI/bge-small-en-v1.5: 12 layers, hidden 384, 12 heads, intermediate 1536, vocab 30522, CLS pooling, normalized",
+        Task::Encode,
+        EncoderHead::ClsPool,
+        SMALL_384,
+        smoke(SMALL_384, 2),
+    ),
+    text_encoder(
+        "e5",
+        "intfloat/e5-small-v2: 12 layers, hidden 384, 12 heads, intermediate 1536, vocab 30522, mean pooling, normalized",
+        Task::Encode,
+        EncoderHead::MeanPool,
+        SMALL_384,
+        smoke(SMALL_384, 1),
+    ),
+    text_encoder(
+        "roberta",
+        "roberta-base: 12 layers, hidden 768, 12 heads, intermediate 3072, vocab 50265, 514 positions, post-LN, GELU",
+        Task::Encode,
+        EncoderHead::MeanPool,
+        bert(12, 768, 12, 3072, 50265, 514),
+        smoke(BERT_BASE, 2),
+    ),
     // Cross-encoder rerankers.
-    Family {
-        name: "ms-marco-minilm",
-        follows: "cross-encoder/ms-marco-MiniLM-L-6-v2: 6 layers, hidden 384, 12 heads, intermediate 1536, vocab 30522, tanh pooler, 1 label",
-        task: Task::Rerank,
-        real: Arch::TextEncoder(MINILM_L6, EncoderHead::Rerank),
-        smoke: Arch::TextEncoder(smoke(MINILM_L6, 1), EncoderHead::Rerank),
-    },
-    Family {
-        name: "tinybert-reranker",
-        follows: "cross-encoder/ms-marco-TinyBERT-L-2-v2: 2 layers, hidden 128, 2 heads, intermediate 512, vocab 30522, tanh pooler, 1 label",
-        task: Task::Rerank,
-        real: Arch::TextEncoder(bert(2, 128, 2, 512, 30522, 512), EncoderHead::Rerank),
-        smoke: Arch::TextEncoder(smoke(MINILM_L6, 1), EncoderHead::Rerank),
-    },
+    text_encoder(
+        "ms-marco-minilm",
+        "cross-encoder/ms-marco-MiniLM-L-6-v2: 6 layers, hidden 384, 12 heads, intermediate 1536, vocab 30522, tanh pooler, 1 label",
+        Task::Rerank,
+        EncoderHead::Rerank,
+        MINILM_L6,
+        smoke(MINILM_L6, 1),
+    ),
+    text_encoder(
+        "tinybert-reranker",
+        "cross-encoder/ms-marco-TinyBERT-L-2-v2: 2 layers, hidden 128, 2 heads, intermediate 512, vocab 30522, tanh pooler, 1 label",
+        Task::Rerank,
+        EncoderHead::Rerank,
+        bert(2, 128, 2, 512, 30522, 512),
+        smoke(MINILM_L6, 1),
+    ),
     // Decoder-only generators with a KV cache.
-    Family {
-        name: "gpt2",
-        follows: "gpt2: n_layer 12, n_embd 768, n_head 12, n_inner 3072, vocab 50257, n_positions 1024, pre-LN, gelu_new, tied LM head",
-        task: Task::Generate,
-        real: Arch::Decoder {
-            text: GPT2,
-            tied_head: true,
-        },
-        smoke: Arch::Decoder {
-            text: smoke(GPT2, 2),
-            tied_head: true,
-        },
-    },
-    Family {
-        name: "llama",
-        follows: "HuggingFaceTB/SmolLM-135M (LlamaForCausalLM): 30 layers, hidden 576, 9 heads, 3 key-value heads, intermediate 1536, vocab 49152, 2048 positions, RMSNorm, rotary, SwiGLU, tied embeddings",
-        task: Task::Generate,
-        real: Arch::Decoder {
-            text: SMOLLM,
-            tied_head: true,
-        },
-        smoke: Arch::Decoder {
-            text: smoke(SMOLLM, 2),
-            tied_head: true,
-        },
-    },
-    Family {
-        name: "opt",
-        follows: "facebook/opt-125m: 12 layers, hidden 768, 12 heads, ffn 3072, vocab 50272, 2050 learned positions, pre-LN, ReLU, tied LM head",
-        task: Task::Generate,
-        real: Arch::Decoder {
-            text: OPT,
-            tied_head: true,
-        },
-        smoke: Arch::Decoder {
-            text: smoke(OPT, 1),
-            tied_head: true,
-        },
-    },
-    Family {
-        name: "pythia",
-        follows: "EleutherAI/pythia-160m (GPT-NeoX): 12 layers, hidden 768, 12 heads, intermediate 3072, vocab 50304, rotary on 25% of each head (16 of 64), parallel residual, untied LM head",
-        task: Task::Generate,
-        real: Arch::Decoder {
-            text: PYTHIA,
-            tied_head: false,
-        },
-        smoke: Arch::Decoder {
-            text: smoke(PYTHIA, 2),
-            tied_head: false,
-        },
-    },
+    decoder(
+        "gpt2",
+        "gpt2: n_layer 12, n_embd 768, n_head 12, n_inner 3072, vocab 50257, n_positions 1024, pre-LN, gelu_new, tied LM head",
+        GPT2,
+        smoke(GPT2, 2),
+        true,
+    ),
+    decoder(
+        "llama",
+        "HuggingFaceTB/SmolLM-135M (LlamaForCausalLM): 30 layers, hidden 576, 9 heads, 3 key-value heads, intermediate 1536, vocab 49152, 2048 positions, RMSNorm, rotary, SwiGLU, tied embeddings",
+        SMOLLM,
+        smoke(SMOLLM, 2),
+        true,
+    ),
+    decoder(
+        "opt",
+        "facebook/opt-125m: 12 layers, hidden 768, 12 heads, ffn 3072, vocab 50272, 2050 learned positions, pre-LN, ReLU, tied LM head",
+        OPT,
+        smoke(OPT, 1),
+        true,
+    ),
+    decoder(
+        "pythia",
+        "EleutherAI/pythia-160m (GPT-NeoX): 12 layers, hidden 768, 12 heads, intermediate 3072, vocab 50304, rotary on 25% of each head (16 of 64), parallel residual, untied LM head",
+        PYTHIA,
+        smoke(PYTHIA, 2),
+        false,
+    ),
     // Vision-language generator.
     Family {
         name: "smolvlm",
@@ -457,66 +553,30 @@ static FAMILIES: &[Family] = &[
         },
     },
     // Image classifiers.
-    Family {
-        name: "vit",
-        follows: "google/vit-base-patch16-224: 12 layers, hidden 768, 12 heads, intermediate 3072, 224x224 image, 16x16 patches, 1000 classes",
-        task: Task::Classify,
-        real: Arch::Vit(vit(224, 16, 1000, VIT_B16)),
-        smoke: Arch::Vit(vit(32, 8, 10, smoke(VIT_B16, 1))),
-    },
-    Family {
-        name: "deit",
-        follows: "facebook/deit-small-patch16-224: 12 layers, hidden 384, 6 heads, intermediate 1536, 224x224 image, 16x16 patches, 1000 classes",
-        task: Task::Classify,
-        real: Arch::Vit(vit(224, 16, 1000, DEIT_S)),
-        smoke: Arch::Vit(vit(32, 8, 10, smoke(DEIT_S, 2))),
-    },
-    Family {
-        name: "mobilenetv2",
-        follows: "MobileNetV2 1.0/224 (torchvision mobilenet_v2): inverted residual stages (t, c, n, s) = (1,16,1,1) (6,24,2,2) (6,32,3,2) (6,64,4,2) (6,96,3,1) (6,160,3,2) (6,320,1,1), ReLU6, 1280-wide head, 1000 classes",
-        task: Task::Classify,
-        real: Arch::MobileNet(MobileNet {
-            image: 224,
-            stem: 32,
-            stages: MOBILENET_V2,
-            head: 1280,
-            classes: 1000,
-            width_percent: 100,
-            efficient: false,
-        }),
-        smoke: Arch::MobileNet(MobileNet {
-            image: 32,
-            stem: 8,
-            stages: SMOKE_STAGES,
-            head: 64,
-            classes: 10,
-            width_percent: 100,
-            efficient: false,
-        }),
-    },
-    Family {
-        name: "efficientnet",
-        follows: "EfficientNet-B0 (torchvision efficientnet_b0): MBConv stages (t, c, n, s, k) = (1,16,1,1,3) (6,24,2,2,3) (6,40,2,2,5) (6,80,3,2,3) (6,112,3,1,5) (6,192,4,2,5) (6,320,1,1,3), squeeze-excitation 0.25, SiLU, 1280-wide head, 224x224, 1000 classes",
-        task: Task::Classify,
-        real: Arch::MobileNet(MobileNet {
-            image: 224,
-            stem: 32,
-            stages: EFFICIENTNET_B0,
-            head: 1280,
-            classes: 1000,
-            width_percent: 100,
-            efficient: true,
-        }),
-        smoke: Arch::MobileNet(MobileNet {
-            image: 32,
-            stem: 8,
-            stages: SMOKE_STAGES,
-            head: 64,
-            classes: 10,
-            width_percent: 100,
-            efficient: true,
-        }),
-    },
+    vit_classifier(
+        "vit",
+        "google/vit-base-patch16-224: 12 layers, hidden 768, 12 heads, intermediate 3072, 224x224 image, 16x16 patches, 1000 classes",
+        VIT_B16,
+        1,
+    ),
+    vit_classifier(
+        "deit",
+        "facebook/deit-small-patch16-224: 12 layers, hidden 384, 6 heads, intermediate 1536, 224x224 image, 16x16 patches, 1000 classes",
+        DEIT_S,
+        2,
+    ),
+    mobilenet(
+        "mobilenetv2",
+        "MobileNetV2 1.0/224 (torchvision mobilenet_v2): inverted residual stages (t, c, n, s) = (1,16,1,1) (6,24,2,2) (6,32,3,2) (6,64,4,2) (6,96,3,1) (6,160,3,2) (6,320,1,1), ReLU6, 1280-wide head, 1000 classes",
+        MOBILENET_V2,
+        false,
+    ),
+    mobilenet(
+        "efficientnet",
+        "EfficientNet-B0 (torchvision efficientnet_b0): MBConv stages (t, c, n, s, k) = (1,16,1,1,3) (6,24,2,2,3) (6,40,2,2,5) (6,80,3,2,3) (6,112,3,1,5) (6,192,4,2,5) (6,320,1,1,3), squeeze-excitation 0.25, SiLU, 1280-wide head, 224x224, 1000 classes",
+        EFFICIENTNET_B0,
+        true,
+    ),
     Family {
         name: "convnext",
         follows: "facebook/convnext-tiny-224: depths 3, 3, 9, 3, dims 96, 192, 384, 768, 7x7 depthwise, 4x MLP, layer scale, 224x224, 1000 classes",
@@ -611,51 +671,21 @@ static FAMILIES: &[Family] = &[
         }),
     },
     // Text encoder-decoders.
-    Family {
-        name: "t5",
-        follows: "t5-small: 6 encoder + 6 decoder layers, d_model 512, 8 heads, d_ff 2048, vocab 32128, RMS layer norm, ReLU, relative position bias (a learned bias per head and position pair up to 512), no biases",
-        task: Task::Infer,
-        real: Arch::EncoderDecoder(EncoderDecoder {
-            source: Source::Text,
-            encoder: T5_SMALL,
-            decoder: T5_SMALL,
-        }),
-        smoke: Arch::EncoderDecoder(EncoderDecoder {
-            source: Source::Text,
-            encoder: smoke(T5_SMALL, 1),
-            decoder: smoke(T5_SMALL, 1),
-        }),
-    },
-    Family {
-        name: "bart",
-        follows: "facebook/bart-base: 6 encoder + 6 decoder layers, d_model 768, 12 heads, ffn 3072, vocab 50265, 1026 learned positions, post-LN, GELU",
-        task: Task::Infer,
-        real: Arch::EncoderDecoder(EncoderDecoder {
-            source: Source::Text,
-            encoder: BART_BASE,
-            decoder: BART_BASE,
-        }),
-        smoke: Arch::EncoderDecoder(EncoderDecoder {
-            source: Source::Text,
-            encoder: smoke(BART_BASE, 1),
-            decoder: smoke(BART_BASE, 1),
-        }),
-    },
-    Family {
-        name: "marian",
-        follows: "Helsinki-NLP/opus-mt-en-de (Marian): 6 encoder + 6 decoder layers, d_model 512, 8 heads, ffn 2048, vocab 58101, sinusoidal positions, post-LN, swish",
-        task: Task::Infer,
-        real: Arch::EncoderDecoder(EncoderDecoder {
-            source: Source::Text,
-            encoder: MARIAN,
-            decoder: MARIAN,
-        }),
-        smoke: Arch::EncoderDecoder(EncoderDecoder {
-            source: Source::Text,
-            encoder: smoke(MARIAN, 1),
-            decoder: smoke(MARIAN, 1),
-        }),
-    },
+    text_to_text(
+        "t5",
+        "t5-small: 6 encoder + 6 decoder layers, d_model 512, 8 heads, d_ff 2048, vocab 32128, RMS layer norm, ReLU, relative position bias (a learned bias per head and position pair up to 512), no biases",
+        T5_SMALL,
+    ),
+    text_to_text(
+        "bart",
+        "facebook/bart-base: 6 encoder + 6 decoder layers, d_model 768, 12 heads, ffn 3072, vocab 50265, 1026 learned positions, post-LN, GELU",
+        BART_BASE,
+    ),
+    text_to_text(
+        "marian",
+        "Helsinki-NLP/opus-mt-en-de (Marian): 6 encoder + 6 decoder layers, d_model 512, 8 heads, ffn 2048, vocab 58101, sinusoidal positions, post-LN, swish",
+        MARIAN,
+    ),
     // Vision-language pair.
     Family {
         name: "clip",

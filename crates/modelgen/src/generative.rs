@@ -154,17 +154,10 @@ pub(crate) fn diffusion_unet(seed: u64, m: &DiffusionUNet, name: &str) -> Vec<u8
             }
         }
         if level > 0 {
-            let u = upsample2d(&mut g, &x, 2.0);
-            x = conv(
-                &mut g,
-                &u,
-                &format!("up.{level}.upsample"),
-                ConvSpec::d2(c, c, 3, 1),
-            );
+            x = upsample_conv(&mut g, &x, level, c);
         }
     }
-    let h = group_norm(&mut g, &x, "out.norm", c, m.groups);
-    let h = activate(&mut g, &h, Act::Silu);
+    let h = out_norm(&mut g, &x, c, m.groups);
     let eps = conv(&mut g, &h, "out.conv", ConvSpec::d2(c, m.channels, 3, 1));
     g.output(&eps, "noise_pred", DataType::Float, &dims);
     g.finish(
@@ -230,17 +223,10 @@ pub(crate) fn vae_decoder(seed: u64, m: &VaeDecoder, name: &str) -> Vec<u8> {
             c = out;
         }
         if level > 0 {
-            let u = upsample2d(&mut g, &x, 2.0);
-            x = conv(
-                &mut g,
-                &u,
-                &format!("up.{level}.upsample"),
-                ConvSpec::d2(c, c, 3, 1),
-            );
+            x = upsample_conv(&mut g, &x, level, c);
         }
     }
-    let h = group_norm(&mut g, &x, "out.norm", c, m.groups);
-    let h = activate(&mut g, &h, Act::Silu);
+    let h = out_norm(&mut g, &x, c, m.groups);
     let img = conv(&mut g, &h, "out.conv", ConvSpec::d2(c, 3, 3, 1));
     let side = l << (m.block_out.len() - 1);
     g.output(
@@ -276,15 +262,7 @@ fn leaky(g: &mut Graph, x: &str) -> String {
 /// `mel` [1, frames, mels] -> `audio` [1, frames · product(upsample_rates)].
 pub(crate) fn hifigan(seed: u64, m: &HifiGan, name: &str) -> Vec<u8> {
     let mut g = Graph::new(seed);
-    let mel = g.input(
-        "mel",
-        DataType::Float,
-        &[
-            Dim::Fixed(1),
-            Dim::Param("frames"),
-            Dim::Fixed(m.mels as i64),
-        ],
-    );
+    let mel = g.rows_input("mel", "frames", m.mels);
     let x = g.op("Transpose", &[&mel], vec![attr_ints("perm", &[0, 2, 1])]);
     let mut c = m.initial_channels;
     let mut x = conv(&mut g, &x, "conv_pre", ConvSpec::d1(m.mels, c, 7, 1));
@@ -338,19 +316,29 @@ pub(crate) fn hifigan(seed: u64, m: &HifiGan, name: &str) -> Vec<u8> {
     }
     let h = leaky(&mut g, &x);
     let h = conv(&mut g, &h, "conv_post", ConvSpec::d1(c, 1, 7, 1));
-    let h = g.op("Tanh", &[&h], vec![]);
-    let shape = g.const_i64("const.flatten_audio", &[1, -1]);
-    let audio = g.op("Reshape", &[&h, &shape], vec![]);
-    g.output(
-        &audio,
-        "audio",
-        DataType::Float,
-        &[Dim::Fixed(1), Dim::Param("samples")],
-    );
+    g.audio_output(&h, "audio");
     g.finish(
         name,
         &format!("trtmc generated {name}: seeded HiFi-GAN vocoder"),
     )
+}
+
+/// A decoder level's 2x nearest upsampling and the 3x3 convolution after it (diffusers'
+/// `Upsample2D`).
+fn upsample_conv(g: &mut Graph, x: &str, level: usize, c: usize) -> String {
+    let u = upsample2d(g, x, 2.0);
+    conv(
+        g,
+        &u,
+        &format!("up.{level}.upsample"),
+        ConvSpec::d2(c, c, 3, 1),
+    )
+}
+
+/// The GroupNorm and SiLU before a UNet's or VAE decoder's output convolution.
+fn out_norm(g: &mut Graph, x: &str, c: usize, groups: usize) -> String {
+    let h = group_norm(g, x, "out.norm", c, groups);
+    activate(g, &h, Act::Silu)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -426,16 +414,7 @@ pub(crate) fn wav2vec2(seed: u64, m: &Wav2Vec2, name: &str) -> Vec<u8> {
     let x = layer_norm(&mut g, &x, "encoder.norm", e.hidden);
     let x = crate::transformer::stack(&mut g, &x, "encoder.layers", e, None);
     let logits = dense(&mut g, &x, "ctc", e.hidden, m.vocab, 6.0, true);
-    g.output(
-        &logits,
-        "logits",
-        DataType::Float,
-        &[
-            Dim::Fixed(1),
-            Dim::Param("frames"),
-            Dim::Fixed(m.vocab as i64),
-        ],
-    );
+    g.rows_output(&logits, "logits", "frames", m.vocab);
     g.finish(
         name,
         &format!("trtmc generated {name}: seeded wav2vec2 CTC model"),

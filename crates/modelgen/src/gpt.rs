@@ -5,8 +5,9 @@
 
 use tract_onnx::pb::tensor_proto::DataType;
 
-use crate::layers::{attention, feed_forward, layer_norm, linear, merge_heads, split_heads};
-use crate::proto::{Dim, Graph, attr_int, attr_ints};
+use crate::layers::{attention, feed_forward, layer_norm, merge_heads, split_heads};
+use crate::nn::dense;
+use crate::proto::{Dim, Graph, attr_int, attr_ints, kv_cache_dims};
 use crate::vocab::{BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE};
 
 /// What a host-side generation loop needs to drive `tiny-gpt`.
@@ -118,36 +119,10 @@ fn build_decoder(seed: u64, vision: bool) -> Vec<u8> {
             Dim::Param(if vision { "new" } else { "seq" }),
         ],
     );
-    let patches = vision.then(|| {
-        g.input(
-            "image_patches",
-            DataType::Float,
-            &[
-                Dim::Fixed(1),
-                Dim::Param("patches"),
-                Dim::Fixed(VLM_PATCH_DIM as i64),
-            ],
-        )
-    });
+    let patches = vision.then(|| g.rows_input("image_patches", "patches", VLM_PATCH_DIM));
     let new_dim = if vision { "new" } else { "seq" };
-    let bias = g.input(
-        spec.attention_bias,
-        DataType::Float,
-        &[
-            Dim::Fixed(1),
-            Dim::Fixed(1),
-            Dim::Param(new_dim),
-            Dim::Param("total"),
-        ],
-    );
-    let cache_dims = |len| {
-        [
-            Dim::Fixed(1),
-            Dim::Fixed(spec.heads as i64),
-            Dim::Param(len),
-            Dim::Fixed(spec.head_dim as i64),
-        ]
-    };
+    let bias = g.attention_bias_input(spec.attention_bias, new_dim);
+    let cache_dims = |len| kv_cache_dims(spec.heads, len, spec.head_dim);
     let mut past = Vec::new();
     for layer in 0..spec.layers {
         let k = g.input(&spec.past_key(layer), DataType::Float, &cache_dims("past"));
@@ -164,9 +139,17 @@ fn build_decoder(seed: u64, vision: bool) -> Vec<u8> {
     let mut tok = g.op("Gather", &[&tok_table, &ids], vec![attr_int("axis", 0)]);
     if let Some(patches) = &patches {
         // Vision encoder: patch embedding and a GELU MLP, then the image tokens precede the text tokens.
-        let v = linear(&mut g, patches, "vision.patch", VLM_PATCH_DIM, hidden, 2.0);
+        let v = dense(
+            &mut g,
+            patches,
+            "vision.patch",
+            VLM_PATCH_DIM,
+            hidden,
+            2.0,
+            true,
+        );
         let v = crate::layers::gelu(&mut g, &v);
-        let v = linear(&mut g, &v, "vision.project", hidden, hidden, 1.0);
+        let v = dense(&mut g, &v, "vision.project", hidden, hidden, 1.0, true);
         tok = g.op("Concat", &[&v, &tok], vec![attr_int("axis", 1)]);
     }
     let pos = g.op(
@@ -180,9 +163,33 @@ fn build_decoder(seed: u64, vision: bool) -> Vec<u8> {
     for (layer, (past_k, past_v)) in past.iter().enumerate() {
         let p = format!("layers.{layer}");
         let h = layer_norm(&mut g, &x, &format!("{p}.attn_norm"), hidden);
-        let q = linear(&mut g, &h, &format!("{p}.attn.q"), hidden, hidden, 1.0);
-        let k = linear(&mut g, &h, &format!("{p}.attn.k"), hidden, hidden, 1.0);
-        let v = linear(&mut g, &h, &format!("{p}.attn.v"), hidden, hidden, 1.0);
+        let q = dense(
+            &mut g,
+            &h,
+            &format!("{p}.attn.q"),
+            hidden,
+            hidden,
+            1.0,
+            true,
+        );
+        let k = dense(
+            &mut g,
+            &h,
+            &format!("{p}.attn.k"),
+            hidden,
+            hidden,
+            1.0,
+            true,
+        );
+        let v = dense(
+            &mut g,
+            &h,
+            &format!("{p}.attn.v"),
+            hidden,
+            hidden,
+            1.0,
+            true,
+        );
         let q = split_heads(&mut g, &q, spec.heads, spec.head_dim);
         let k = split_heads(&mut g, &k, spec.heads, spec.head_dim);
         let v = split_heads(&mut g, &v, spec.heads, spec.head_dim);
@@ -201,7 +208,15 @@ fn build_decoder(seed: u64, vision: bool) -> Vec<u8> {
         );
         let ctx = attention(&mut g, &q, &present_k, &present_v, &bias, spec.head_dim);
         let ctx = merge_heads(&mut g, &ctx, spec.heads, spec.head_dim);
-        let attn_out = linear(&mut g, &ctx, &format!("{p}.attn.out"), hidden, hidden, 1.0);
+        let attn_out = dense(
+            &mut g,
+            &ctx,
+            &format!("{p}.attn.out"),
+            hidden,
+            hidden,
+            1.0,
+            true,
+        );
         let x1 = g.op("Add", &[&x, &attn_out], vec![]);
         let h = layer_norm(&mut g, &x1, &format!("{p}.ffn_norm"), hidden);
         let ff = feed_forward(&mut g, &h, &format!("{p}.ffn"), hidden, FFN);

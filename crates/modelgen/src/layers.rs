@@ -1,27 +1,8 @@
 //! Building blocks shared by the generated models. Every helper takes a name prefix so that
 //! weight names (and hence their seeded values) are stable and readable.
 
-use crate::init::scaled_bound;
+use crate::nn::dense;
 use crate::proto::{Graph, attr_float, attr_int, attr_ints};
-
-/// `x @ W + b` over the last axis; `W` is [inp, out] with variance `gain / inp`.
-pub(crate) fn linear(
-    g: &mut Graph,
-    x: &str,
-    prefix: &str,
-    inp: usize,
-    out: usize,
-    gain: f32,
-) -> String {
-    let w = g.weight(
-        &format!("{prefix}.weight"),
-        &[inp, out],
-        scaled_bound(gain, inp),
-    );
-    let b = g.weight(&format!("{prefix}.bias"), &[out], 0.02);
-    let y = g.op("MatMul", &[x, &w], vec![]);
-    g.op("Add", &[&y, &b], vec![])
-}
 
 /// LayerNormalization over the last axis, with a scale near one and a bias near zero.
 pub(crate) fn layer_norm(g: &mut Graph, x: &str, prefix: &str, dim: usize) -> String {
@@ -46,6 +27,35 @@ pub(crate) fn gelu(g: &mut Graph, x: &str) -> String {
     g.op("Mul", &[&gated, &half], vec![])
 }
 
+/// A mask-weighted mean over the sequence and the constants it made, for callers that go on to
+/// use them.
+pub(crate) struct MaskedMean {
+    /// [b, d]: sum(x * m) / max(sum(m), tiny).
+    pub(crate) mean: String,
+    /// The axis constant `[1]` (the sequence axis).
+    pub(crate) axis_1: String,
+    /// The constant 1e-9 that keeps the divisor positive.
+    pub(crate) tiny: String,
+}
+
+/// Mean of [b, seq, d] `x` over the positions where the float [b, seq] mask `mask_f` is 1.
+pub(crate) fn masked_mean(g: &mut Graph, x: &str, mask_f: &str) -> MaskedMean {
+    let axis_2 = g.const_i64("const.axis_2", &[2]);
+    let axis_1 = g.const_i64("const.axis_1", &[1]);
+    let m = g.op("Unsqueeze", &[mask_f, &axis_2], vec![]);
+    let weighted = g.op("Mul", &[x, &m], vec![]);
+    let summed = g.op(
+        "ReduceSum",
+        &[&weighted, &axis_1],
+        vec![attr_int("keepdims", 0)],
+    );
+    let count = g.op("ReduceSum", &[&m, &axis_1], vec![attr_int("keepdims", 0)]);
+    let tiny = g.const_f32("const.tiny", &[], &[1e-9]);
+    let count = g.op("Max", &[&count, &tiny], vec![]);
+    let mean = g.op("Div", &[&summed, &count], vec![]);
+    MaskedMean { mean, axis_1, tiny }
+}
+
 /// Transformer feed-forward block: linear, GELU, linear.
 pub(crate) fn feed_forward(
     g: &mut Graph,
@@ -54,9 +64,9 @@ pub(crate) fn feed_forward(
     hidden: usize,
     ffn: usize,
 ) -> String {
-    let up = linear(g, x, &format!("{prefix}.up"), hidden, ffn, 2.0);
+    let up = dense(g, x, &format!("{prefix}.up"), hidden, ffn, 2.0, true);
     let act = gelu(g, &up);
-    linear(g, &act, &format!("{prefix}.down"), ffn, hidden, 1.0)
+    dense(g, &act, &format!("{prefix}.down"), ffn, hidden, 1.0, true)
 }
 
 /// [b, s, heads*head_dim] -> [b, heads, s, head_dim].

@@ -19,6 +19,16 @@ pub(crate) enum Dim {
     Param(&'static str),
 }
 
+/// The dims of one layer's key or value cache of `len` positions: [1, kv_heads, len, head_dim].
+pub(crate) fn kv_cache_dims(kv_heads: usize, len: &'static str, head_dim: usize) -> [Dim; 4] {
+    [
+        Dim::Fixed(1),
+        Dim::Fixed(kv_heads as i64),
+        Dim::Param(len),
+        Dim::Fixed(head_dim as i64),
+    ]
+}
+
 /// Builds one graph: seeded weights, constants, nodes, inputs and outputs.
 pub(crate) struct Graph {
     seed: u64,
@@ -44,6 +54,67 @@ impl Graph {
     pub(crate) fn input(&mut self, name: &str, elem: DataType, dims: &[Dim]) -> String {
         self.inputs.push(value_info(name, elem, dims));
         name.to_string()
+    }
+
+    /// A float input of a batch of RGB images `size` pixels square: [batch, 3, size, size].
+    pub(crate) fn image_input(&mut self, name: &str, size: usize) -> String {
+        self.input(
+            name,
+            DataType::Float,
+            &[
+                Dim::Param("batch"),
+                Dim::Fixed(3),
+                Dim::Fixed(size as i64),
+                Dim::Fixed(size as i64),
+            ],
+        )
+    }
+
+    /// A float input of one sequence of `len` rows of `width` features: [1, len, width].
+    pub(crate) fn rows_input(&mut self, name: &str, len: &'static str, width: usize) -> String {
+        self.input(
+            name,
+            DataType::Float,
+            &[Dim::Fixed(1), Dim::Param(len), Dim::Fixed(width as i64)],
+        )
+    }
+
+    /// Declares `value` as the float output `name` of `len` rows of `width` features: [1, len, width].
+    pub(crate) fn rows_output(&mut self, value: &str, name: &str, len: &'static str, width: usize) {
+        self.output(
+            value,
+            name,
+            DataType::Float,
+            &[Dim::Fixed(1), Dim::Param(len), Dim::Fixed(width as i64)],
+        );
+    }
+
+    /// The additive attention bias [1, 1, new, total] of a decoder step over `new` new positions.
+    pub(crate) fn attention_bias_input(&mut self, name: &str, new: &'static str) -> String {
+        self.input(
+            name,
+            DataType::Float,
+            &[
+                Dim::Fixed(1),
+                Dim::Fixed(1),
+                Dim::Param(new),
+                Dim::Param("total"),
+            ],
+        )
+    }
+
+    /// Squashes `x` into [-1, 1] with Tanh and flattens it into the waveform output `name`
+    /// [1, samples].
+    pub(crate) fn audio_output(&mut self, x: &str, name: &str) {
+        let x = self.op("Tanh", &[x], vec![]);
+        let shape = self.const_i64("const.flatten_audio", &[1, -1]);
+        let audio = self.op("Reshape", &[&x, &shape], vec![]);
+        self.output(
+            &audio,
+            name,
+            DataType::Float,
+            &[Dim::Fixed(1), Dim::Param("samples")],
+        );
     }
 
     /// Declares `value` as a graph output; adds an Identity when it must be renamed.

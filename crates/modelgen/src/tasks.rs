@@ -15,7 +15,8 @@
 use tract_onnx::pb::tensor_proto::DataType;
 
 use crate::init::scaled_bound;
-use crate::layers::{gelu, linear};
+use crate::layers::{gelu, masked_mean};
+use crate::nn::dense;
 use crate::proto::{Dim, Graph, attr_int, attr_ints};
 use crate::vocab::VOCAB_SIZE;
 
@@ -59,22 +60,9 @@ fn conv(
     )
 }
 
-fn image_input(g: &mut Graph, size: i64) -> String {
-    g.input(
-        "image",
-        DataType::Float,
-        &[
-            Dim::Param("batch"),
-            Dim::Fixed(3),
-            Dim::Fixed(size),
-            Dim::Fixed(size),
-        ],
-    )
-}
-
 pub(crate) fn segnet(seed: u64) -> Vec<u8> {
     let mut g = Graph::new(seed);
-    let image = image_input(&mut g, 32);
+    let image = g.image_input("image", 32);
     let x = conv(&mut g, &image, "enc1", 3, 8, 3, 1);
     let x = g.op("Relu", &[&x], vec![]);
     let x = conv(&mut g, &x, "enc2", 8, 8, 3, 1);
@@ -99,7 +87,7 @@ pub(crate) fn segnet(seed: u64) -> Vec<u8> {
 
 pub(crate) fn detector(seed: u64) -> Vec<u8> {
     let mut g = Graph::new(seed);
-    let image = image_input(&mut g, 32);
+    let image = g.image_input("image", 32);
     let x = conv(&mut g, &image, "backbone1", 3, 8, 3, 2);
     let x = g.op("Relu", &[&x], vec![]);
     let x = conv(&mut g, &x, "backbone2", 8, 16, 3, 2);
@@ -107,7 +95,7 @@ pub(crate) fn detector(seed: u64) -> Vec<u8> {
     let x = g.op("GlobalAveragePool", &[&x], vec![]);
     let x = g.op("Flatten", &[&x], vec![attr_int("axis", 1)]);
     let per_box = 4 + DET_CLASSES;
-    let raw = linear(&mut g, &x, "head", 16, DET_BOXES * per_box, 1.0);
+    let raw = dense(&mut g, &x, "head", 16, DET_BOXES * per_box, 1.0, true);
     let shape = g.const_i64("const.det_shape", &[0, DET_BOXES as i64, per_box as i64]);
     let boxes = g.op("Reshape", &[&raw, &shape], vec![]);
     // Box coordinates and class scores in (0, 1).
@@ -136,7 +124,7 @@ pub(crate) fn reranker(seed: u64) -> Vec<u8> {
     let mask = g.input("attention_mask", DataType::Int64, &dims);
     let table = g.weight("embeddings.token", &[VOCAB_SIZE, HIDDEN], 1.0);
     let tok = g.op("Gather", &[&table, &ids], vec![attr_int("axis", 0)]);
-    let h = linear(&mut g, &tok, "mix", HIDDEN, HIDDEN, 2.0);
+    let h = dense(&mut g, &tok, "mix", HIDDEN, HIDDEN, 2.0, true);
     let h = gelu(&mut g, &h);
     // Mask-weighted mean over the sequence, then a scoring MLP.
     let mask_f = g.op(
@@ -144,22 +132,10 @@ pub(crate) fn reranker(seed: u64) -> Vec<u8> {
         &[&mask],
         vec![attr_int("to", DataType::Float as i64)],
     );
-    let axis_2 = g.const_i64("const.axis_2", &[2]);
-    let axis_1 = g.const_i64("const.axis_1", &[1]);
-    let m = g.op("Unsqueeze", &[&mask_f, &axis_2], vec![]);
-    let weighted = g.op("Mul", &[&h, &m], vec![]);
-    let summed = g.op(
-        "ReduceSum",
-        &[&weighted, &axis_1],
-        vec![attr_int("keepdims", 0)],
-    );
-    let count = g.op("ReduceSum", &[&m, &axis_1], vec![attr_int("keepdims", 0)]);
-    let tiny = g.const_f32("const.tiny", &[], &[1e-9]);
-    let count = g.op("Max", &[&count, &tiny], vec![]);
-    let pooled = g.op("Div", &[&summed, &count], vec![]);
-    let s = linear(&mut g, &pooled, "score.hidden", HIDDEN, HIDDEN, 2.0);
+    let pooled = masked_mean(&mut g, &h, &mask_f).mean;
+    let s = dense(&mut g, &pooled, "score.hidden", HIDDEN, HIDDEN, 2.0, true);
     let s = gelu(&mut g, &s);
-    let score = linear(&mut g, &s, "score.out", HIDDEN, 1, 1.0);
+    let score = dense(&mut g, &s, "score.out", HIDDEN, 1, 1.0, true);
     g.output(
         &score,
         "scores",
@@ -175,37 +151,20 @@ pub(crate) fn reranker(seed: u64) -> Vec<u8> {
 /// Audio framed by the caller: [1, frames, 160] (10 ms frames at 16 kHz), so that the frame count stays
 /// symbolic without a reshape of an unknown length.
 fn audio_input(g: &mut Graph) -> String {
-    g.input(
-        "audio",
-        DataType::Float,
-        &[
-            Dim::Fixed(1),
-            Dim::Param("frames"),
-            Dim::Fixed(ASR_FRAME as i64),
-        ],
-    )
+    g.rows_input("audio", "frames", ASR_FRAME)
 }
 
 pub(crate) fn asr(seed: u64) -> Vec<u8> {
     const HIDDEN: usize = 64;
     let mut g = Graph::new(seed);
     let x = audio_input(&mut g);
-    let x = linear(&mut g, &x, "frontend", ASR_FRAME, HIDDEN, 2.0);
+    let x = dense(&mut g, &x, "frontend", ASR_FRAME, HIDDEN, 2.0, true);
     let x = gelu(&mut g, &x);
-    let x = linear(&mut g, &x, "hidden", HIDDEN, HIDDEN, 2.0);
+    let x = dense(&mut g, &x, "hidden", HIDDEN, HIDDEN, 2.0, true);
     let x = gelu(&mut g, &x);
     // Wide output init so that greedy CTC decoding emits a mix of blanks and tokens.
-    let logits = linear(&mut g, &x, "ctc", HIDDEN, VOCAB_SIZE, 6.0);
-    g.output(
-        &logits,
-        "logits",
-        DataType::Float,
-        &[
-            Dim::Fixed(1),
-            Dim::Param("frames"),
-            Dim::Fixed(VOCAB_SIZE as i64),
-        ],
-    );
+    let logits = dense(&mut g, &x, "ctc", HIDDEN, VOCAB_SIZE, 6.0, true);
+    g.rows_output(&logits, "logits", "frames", VOCAB_SIZE);
     g.finish(
         "tiny_asr",
         "trtmc tiny-asr: seeded frame-wise CTC acoustic model, 16 kHz audio -> byte-token logits per 10 ms",
@@ -215,27 +174,11 @@ pub(crate) fn asr(seed: u64) -> Vec<u8> {
 pub(crate) fn vocoder(seed: u64) -> Vec<u8> {
     const HIDDEN: usize = 64;
     let mut g = Graph::new(seed);
-    let latents = g.input(
-        "latents",
-        DataType::Float,
-        &[
-            Dim::Fixed(1),
-            Dim::Param("frames"),
-            Dim::Fixed(VOCODER_LATENT as i64),
-        ],
-    );
-    let x = linear(&mut g, &latents, "up1", VOCODER_LATENT, HIDDEN, 2.0);
+    let latents = g.rows_input("latents", "frames", VOCODER_LATENT);
+    let x = dense(&mut g, &latents, "up1", VOCODER_LATENT, HIDDEN, 2.0, true);
     let x = gelu(&mut g, &x);
-    let x = linear(&mut g, &x, "up2", HIDDEN, VOCODER_HOP, 1.0);
-    let x = g.op("Tanh", &[&x], vec![]);
-    let shape = g.const_i64("const.flatten_audio", &[1, -1]);
-    let audio = g.op("Reshape", &[&x, &shape], vec![]);
-    g.output(
-        &audio,
-        "audio",
-        DataType::Float,
-        &[Dim::Fixed(1), Dim::Param("samples")],
-    );
+    let x = dense(&mut g, &x, "up2", HIDDEN, VOCODER_HOP, 1.0, true);
+    g.audio_output(&x, "audio");
     g.finish(
         "tiny_vocoder",
         "trtmc tiny-vocoder: seeded frame-wise vocoder, 16-d latents -> 256 waveform samples per frame",
@@ -246,18 +189,10 @@ pub(crate) fn voice(seed: u64) -> Vec<u8> {
     const HIDDEN: usize = 64;
     let mut g = Graph::new(seed);
     let x = audio_input(&mut g);
-    let x = linear(&mut g, &x, "encode", ASR_FRAME, HIDDEN, 2.0);
+    let x = dense(&mut g, &x, "encode", ASR_FRAME, HIDDEN, 2.0, true);
     let x = gelu(&mut g, &x);
-    let x = linear(&mut g, &x, "decode", HIDDEN, ASR_FRAME, 1.0);
-    let x = g.op("Tanh", &[&x], vec![]);
-    let shape = g.const_i64("const.flatten_audio", &[1, -1]);
-    let out = g.op("Reshape", &[&x, &shape], vec![]);
-    g.output(
-        &out,
-        "audio_out",
-        DataType::Float,
-        &[Dim::Fixed(1), Dim::Param("samples")],
-    );
+    let x = dense(&mut g, &x, "decode", HIDDEN, ASR_FRAME, 1.0, true);
+    g.audio_output(&x, "audio_out");
     g.finish(
         "tiny_voice",
         "trtmc tiny-voice: seeded frame-wise speech-to-speech converter, 16 kHz in and out",
@@ -308,9 +243,17 @@ pub(crate) fn forecaster(seed: u64) -> Vec<u8> {
         &[&history],
         vec![attr_ints("perm", &[0, 2, 1])],
     );
-    let x = linear(&mut g, &x, "time.hidden", FORECAST_WINDOW, HIDDEN, 2.0);
+    let x = dense(
+        &mut g,
+        &x,
+        "time.hidden",
+        FORECAST_WINDOW,
+        HIDDEN,
+        2.0,
+        true,
+    );
     let x = gelu(&mut g, &x);
-    let x = linear(&mut g, &x, "time.out", HIDDEN, FORECAST_HORIZON, 1.0);
+    let x = dense(&mut g, &x, "time.out", HIDDEN, FORECAST_HORIZON, 1.0, true);
     let y = g.op("Transpose", &[&x], vec![attr_ints("perm", &[0, 2, 1])]);
     g.output(
         &y,

@@ -9,7 +9,7 @@ use tract_onnx::pb::tensor_proto::DataType;
 
 use crate::layers::{merge_heads, split_heads};
 use crate::nn::{Act, ConvSpec, Norm, activate, conv, dense, dim_of, ffn, norm, rows, slice};
-use crate::proto::{Dim, Graph, attr_int, attr_ints};
+use crate::proto::{Dim, Graph, attr_int, attr_ints, kv_cache_dims};
 
 /// Where a transformer's token positions come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -518,35 +518,9 @@ pub(crate) fn decoder(
         DataType::Int64,
         &[Dim::Fixed(1), Dim::Param(new_dim)],
     );
-    let patches = vision.map(|v| {
-        g.input(
-            "image_patches",
-            DataType::Float,
-            &[
-                Dim::Fixed(1),
-                Dim::Param("patches"),
-                Dim::Fixed((3 * v.patch * v.patch) as i64),
-            ],
-        )
-    });
-    let bias = g.input(
-        "attention_bias",
-        DataType::Float,
-        &[
-            Dim::Fixed(1),
-            Dim::Fixed(1),
-            Dim::Param(new_dim),
-            Dim::Param("total"),
-        ],
-    );
-    let cache_dims = |len| {
-        [
-            Dim::Fixed(1),
-            Dim::Fixed(t.kv_heads as i64),
-            Dim::Param(len),
-            Dim::Fixed(hd as i64),
-        ]
-    };
+    let patches = vision.map(|v| g.rows_input("image_patches", "patches", 3 * v.patch * v.patch));
+    let bias = g.attention_bias_input("attention_bias", new_dim);
+    let cache_dims = |len| kv_cache_dims(t.kv_heads, len, hd);
     let mut past = Vec::new();
     for layer in 0..t.layers {
         let k = g.input(
@@ -712,23 +686,10 @@ fn vit_features(g: &mut Graph, image: &str, prefix: &str, v: &Vit) -> String {
     g.op("Squeeze", &[&c, &axis], vec![])
 }
 
-fn image_input(g: &mut Graph, name: &str, size: usize) -> String {
-    g.input(
-        name,
-        DataType::Float,
-        &[
-            Dim::Param("batch"),
-            Dim::Fixed(3),
-            Dim::Fixed(size as i64),
-            Dim::Fixed(size as i64),
-        ],
-    )
-}
-
 /// `image` [b, 3, H, W] -> `logits` [b, classes].
 pub(crate) fn vit_classifier(seed: u64, v: &Vit, name: &str) -> Vec<u8> {
     let mut g = Graph::new(seed);
-    let image = image_input(&mut g, "image", v.image);
+    let image = g.image_input("image", v.image);
     let f = vit_features(&mut g, &image, "vit", v);
     let logits = dense(&mut g, &f, "head", v.encoder.hidden, v.classes, 1.0, true);
     g.output(
@@ -896,7 +857,7 @@ pub struct Clip {
 /// `pixel_values` [images, 3, H, W], `input_ids` [texts, seq] -> `logits_per_image` [images, texts].
 pub(crate) fn clip(seed: u64, c: &Clip, name: &str) -> Vec<u8> {
     let mut g = Graph::new(seed);
-    let image = image_input(&mut g, "pixel_values", c.vision.image);
+    let image = g.image_input("pixel_values", c.vision.image);
     let ids = g.input(
         "input_ids",
         DataType::Int64,

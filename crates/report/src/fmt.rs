@@ -63,23 +63,12 @@ pub fn fmt_tick(v: f64) -> String {
         return String::new();
     }
     let a = v.abs();
-    let s = if a == 0.0 {
+    if a == 0.0 {
         "0".to_string()
     } else if !(1e-3..1e5).contains(&a) {
         format!("{v:.1e}")
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
     } else {
-        format!("{v:.3}")
-    };
-    if s.contains('.') && !s.contains('e') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
+        trtmc_core::text::fmt_short(v)
     }
 }
 

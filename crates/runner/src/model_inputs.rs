@@ -88,17 +88,8 @@ pub(crate) fn settle(
     };
 
     let build = resolved.build_values();
-    let shapes: BTreeMap<String, Vec<i64>> = build
-        .iter()
-        .filter_map(|(k, v)| {
-            let name = k.strip_prefix("shapes.")?;
-            let dims = v
-                .as_array()?
-                .iter()
-                .map(Value::as_i64)
-                .collect::<Option<_>>()?;
-            Some((name.to_string(), dims))
-        })
+    let shapes: BTreeMap<String, Vec<i64>> = trtmc_core::settings::shape_settings(&build)
+        .map(|(name, dims)| (name.to_string(), dims))
         .collect();
     for name in shapes.keys() {
         if !inputs.iter().any(|d| &d.name == name) {

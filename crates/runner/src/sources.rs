@@ -24,14 +24,7 @@ pub struct ResolvedSource {
 /// The commit a hub model's cached revision resolves to (`None` for other sources, or when the file
 /// is not cached); a look at the local cache, without hashing or downloading anything.
 pub fn hub_commit(profile: &Profile) -> Option<String> {
-    let ModelSource::HuggingFace {
-        repo,
-        file,
-        revision,
-    } = &profile.source
-    else {
-        return None;
-    };
+    let (repo, file, revision) = hub_source(profile)?;
     hub_cached(repo, file, revision)
         .1
         .as_deref()
@@ -431,12 +424,7 @@ pub fn missing_prerequisite(profile: &Profile) -> Option<String> {
 /// The hub files (`repo/file@revision`) a profile needs that the local cache lacks; looked up
 /// without the network.
 pub fn needs_download(profile: &Profile) -> Vec<String> {
-    let ModelSource::HuggingFace {
-        repo,
-        file,
-        revision,
-    } = &profile.source
-    else {
+    let Some((repo, file, revision)) = hub_source(profile) else {
         return Vec::new();
     };
     let mut files = vec![file.clone()];
@@ -449,6 +437,18 @@ pub fn needs_download(profile: &Profile) -> Vec<String> {
         .filter(|f| hub_cached(repo, f, revision).1.is_none())
         .map(|f| format!("{repo}/{f}@{revision}"))
         .collect()
+}
+
+/// A hub model's repository, file and revision (`None` for other sources).
+fn hub_source(profile: &Profile) -> Option<(&String, &String, &String)> {
+    match &profile.source {
+        ModelSource::HuggingFace {
+            repo,
+            file,
+            revision,
+        } => Some((repo, file, revision)),
+        _ => None,
+    }
 }
 
 /// The hub cache (from HF_HOME and friends) and `file`'s path in it, when cached.

@@ -41,15 +41,7 @@ fn bare_loop(calls: usize) -> (Vec<f64>, f64) {
 
 fn harness_loop(calls: usize) -> (Vec<f64>, f64) {
     let request = BTreeMap::new();
-    let ctx = RunnerContext {
-        request: &request,
-        session: None,
-        bundle: None,
-        manifest_dir: None,
-        tokenizer: None,
-        first_call: 0,
-        data: None,
-    };
+    let ctx = RunnerContext::request_only(&request, 0);
     let mut runner =
         ops::prepare(trtmc_core::operations::Operation::TestNoop, ctx).expect("noop runner");
     let started = Instant::now();

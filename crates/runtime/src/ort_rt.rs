@@ -495,18 +495,7 @@ fn dimension_overrides(
             overrides.insert(symbol.to_string(), v);
         }
     }
-    let shapes: Vec<(&str, Vec<i64>)> = settings
-        .iter()
-        .filter_map(|(k, v)| {
-            let name = k.strip_prefix("shapes.")?;
-            let dims = v
-                .as_array()?
-                .iter()
-                .map(Value::as_i64)
-                .collect::<Option<_>>()?;
-            Some((name, dims))
-        })
-        .collect();
+    let shapes: Vec<(&str, Vec<i64>)> = trtmc_core::settings::shape_settings(settings).collect();
     if shapes.is_empty() {
         return Ok(overrides);
     }
@@ -953,6 +942,14 @@ impl Session for OrtModel {
         }
         let mut values: Vec<(Cow<'_, str>, SessionInputValue<'_>)> =
             Vec::with_capacity(inputs.len());
+        // Every element type but float16 and strings is fed as a view of the host array.
+        macro_rules! borrowed {
+            ($a:expr) => {
+                TensorRef::from_array_view($a.view())
+                    .map_err(ort_err)?
+                    .into()
+            };
+        }
         for (t, spec) in inputs.iter().zip(&self.inputs) {
             let value: SessionInputValue<'_> = match t {
                 // A float16 input is held as f32 on the host (exact) and fed as float16.
@@ -964,24 +961,12 @@ impl Session for OrtModel {
                 HostTensor::Str(a) => ort::value::Tensor::from_string_array(a.view())
                     .map_err(ort_err)?
                     .into(),
-                HostTensor::F32(a) => TensorRef::from_array_view(a.view())
-                    .map_err(ort_err)?
-                    .into(),
-                HostTensor::F64(a) => TensorRef::from_array_view(a.view())
-                    .map_err(ort_err)?
-                    .into(),
-                HostTensor::I64(a) => TensorRef::from_array_view(a.view())
-                    .map_err(ort_err)?
-                    .into(),
-                HostTensor::I32(a) => TensorRef::from_array_view(a.view())
-                    .map_err(ort_err)?
-                    .into(),
-                HostTensor::Bool(a) => TensorRef::from_array_view(a.view())
-                    .map_err(ort_err)?
-                    .into(),
-                HostTensor::U8(a) => TensorRef::from_array_view(a.view())
-                    .map_err(ort_err)?
-                    .into(),
+                HostTensor::F32(a) => borrowed!(a),
+                HostTensor::F64(a) => borrowed!(a),
+                HostTensor::I64(a) => borrowed!(a),
+                HostTensor::I32(a) => borrowed!(a),
+                HostTensor::Bool(a) => borrowed!(a),
+                HostTensor::U8(a) => borrowed!(a),
             };
             values.push((Cow::Borrowed(spec.name.as_str()), value));
         }
@@ -1000,25 +985,21 @@ impl Session for OrtModel {
                     ValueType::Tensor { ty, .. } => *ty,
                     other => bail!("output `{}` is not a tensor ({other})", spec.name),
                 };
+                // Every element type but float16 and strings is copied out as it is.
+                macro_rules! owned {
+                    ($variant:ident, $t:ty) => {
+                        HostTensor::$variant(
+                            v.try_extract_array::<$t>().map_err(ort_err)?.to_owned(),
+                        )
+                    };
+                }
                 Ok(match ty {
-                    TensorElementType::Float32 => {
-                        HostTensor::F32(v.try_extract_array::<f32>().map_err(ort_err)?.to_owned())
-                    }
-                    TensorElementType::Float64 => {
-                        HostTensor::F64(v.try_extract_array::<f64>().map_err(ort_err)?.to_owned())
-                    }
-                    TensorElementType::Int64 => {
-                        HostTensor::I64(v.try_extract_array::<i64>().map_err(ort_err)?.to_owned())
-                    }
-                    TensorElementType::Int32 => {
-                        HostTensor::I32(v.try_extract_array::<i32>().map_err(ort_err)?.to_owned())
-                    }
-                    TensorElementType::Bool => {
-                        HostTensor::Bool(v.try_extract_array::<bool>().map_err(ort_err)?.to_owned())
-                    }
-                    TensorElementType::Uint8 => {
-                        HostTensor::U8(v.try_extract_array::<u8>().map_err(ort_err)?.to_owned())
-                    }
+                    TensorElementType::Float32 => owned!(F32, f32),
+                    TensorElementType::Float64 => owned!(F64, f64),
+                    TensorElementType::Int64 => owned!(I64, i64),
+                    TensorElementType::Int32 => owned!(I32, i32),
+                    TensorElementType::Bool => owned!(Bool, bool),
+                    TensorElementType::Uint8 => owned!(U8, u8),
                     TensorElementType::Float16 => HostTensor::F32(
                         v.try_extract_array::<f16>()
                             .map_err(ort_err)?

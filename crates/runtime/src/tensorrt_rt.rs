@@ -1288,10 +1288,18 @@ mod tests {
         assert!(behaviour(&s("spin_wait", json!("sometimes"))).is_err());
     }
 
+    /// `script` written to `path` as an executable.
+    #[cfg(unix)]
+    fn executable_script(path: PathBuf, script: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::write(&path, script).expect("write script");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        path
+    }
+
     /// A fake nvidia-smi of a driver without the `compute_cap` field; it records its arguments.
     #[cfg(unix)]
     fn old_nvidia_smi(dir: &Path) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt as _;
         let args = dir.join("smi-args");
         let script = format!(
             "#!/bin/sh\necho \"$*\" >> '{}'\n\
@@ -1300,9 +1308,7 @@ mod tests {
             args.display()
         );
         let path = dir.join("nvidia-smi");
-        std::fs::write(&path, script).expect("write fake nvidia-smi");
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        path
+        executable_script(path, &script)
     }
 
     #[cfg(unix)]
@@ -1338,7 +1344,6 @@ mod tests {
     /// recorded TensorRT 11.1 knob database.
     #[cfg(unix)]
     fn standin(dir: &Path, version: &str) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt as _;
         let db = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../tests/fixtures/trtexec-logs/trt11.1_helpBuildRoute_knobdb_EXCERPT.json");
         let script = format!(
@@ -1347,9 +1352,7 @@ mod tests {
             db.display()
         );
         let path = dir.join(format!("trtexec-{version}"));
-        std::fs::write(&path, script).expect("write stand-in");
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        path
+        executable_script(path, &script)
     }
 
     #[cfg(unix)]

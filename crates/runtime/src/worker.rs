@@ -50,22 +50,32 @@ pub fn execute_until(request: &WorkerRequest, stop: &AtomicBool) -> WorkerResult
 pub fn reference_inputs(request: &WorkerRequest) -> anyhow::Result<ops::ReferenceInputs> {
     let operation = ops::requested(&request.operation)?;
     let (session, manifest) = load_bundle(request)?;
-    let ctx = RunnerContext {
-        request: &request.request,
-        session,
-        bundle: manifest.as_ref(),
-        manifest_dir: request.manifest_dir.as_deref(),
-        tokenizer: request.tokenizer.as_deref(),
-        // The list of every call's inputs does not depend on where the rotation starts.
-        first_call: 0,
-        data: request.data.as_ref(),
-    };
+    // The list of every call's inputs does not depend on where the rotation starts.
+    let ctx = runner_context(request, session, manifest.as_ref(), 0);
     let mut runner = ops::prepare(operation, ctx)?;
     runner.prepare_all()?;
     Ok(runner.reference_inputs())
 }
 
 type LoadedBundle = (Option<Box<dyn runtime::Session>>, Option<BundleManifest>);
+
+/// What the request's runner is prepared from, its rotation starting at call `first_call`.
+fn runner_context<'a>(
+    request: &'a WorkerRequest,
+    session: Option<Box<dyn runtime::Session>>,
+    bundle: Option<&'a BundleManifest>,
+    first_call: u64,
+) -> RunnerContext<'a> {
+    RunnerContext {
+        request: &request.request,
+        session,
+        bundle,
+        manifest_dir: request.manifest_dir.as_deref(),
+        tokenizer: request.tokenizer.as_deref(),
+        first_call,
+        data: request.data.as_ref(),
+    }
+}
 
 /// The request's bundle loaded by its runtime, with its manifest; nothing for bundle-less operations.
 fn load_bundle(request: &WorkerRequest) -> anyhow::Result<LoadedBundle> {
@@ -102,15 +112,7 @@ fn execute_inner(
     let operation = ops::requested(&request.operation)?;
     let load_started = Instant::now();
     let (session, manifest) = load_bundle(request)?;
-    let ctx = RunnerContext {
-        request: &request.request,
-        session,
-        bundle: manifest.as_ref(),
-        manifest_dir: request.manifest_dir.as_deref(),
-        tokenizer: request.tokenizer.as_deref(),
-        first_call: request.first_call,
-        data: request.data.as_ref(),
-    };
+    let ctx = runner_context(request, session, manifest.as_ref(), request.first_call);
     let mut runner = ops::prepare(operation, ctx)?;
     let load_ms = load_started.elapsed().as_secs_f64() * 1e3;
 
@@ -603,6 +605,14 @@ mod tests {
     use super::*;
     use crate::protocol::WORKER_REQUEST_SCHEMA;
 
+    /// A `test_sleep` request whose every call sleeps `sleep_us` microseconds.
+    fn sleep_request(warmup: u64, iterations: u64, sleep_us: u64) -> WorkerRequest {
+        let mut req = request("test_sleep", warmup, iterations);
+        req.request
+            .insert("sleep_us".into(), serde_json::json!(sleep_us));
+        req
+    }
+
     fn request(op: &str, warmup: u64, iterations: u64) -> WorkerRequest {
         WorkerRequest {
             schema: WORKER_REQUEST_SCHEMA.into(),
@@ -643,9 +653,7 @@ mod tests {
 
     #[test]
     fn min_duration_extends_the_loop() {
-        let mut req = request("test_sleep", 0, 2);
-        req.request
-            .insert("sleep_us".into(), serde_json::json!(2000));
+        let mut req = sleep_request(0, 2, 2000);
         req.min_duration_s = 0.05;
         let r = execute(&req);
         let last = r.observations.last().expect("observations");
@@ -662,9 +670,7 @@ mod tests {
 
     #[test]
     fn the_budget_ends_the_loop_before_the_minimum_count_and_keeps_every_call() {
-        let mut req = request("test_sleep", 0, 1_000_000);
-        req.request
-            .insert("sleep_us".into(), serde_json::json!(2000));
+        let mut req = sleep_request(0, 1_000_000, 2000);
         req.max_duration_s = Some(0.1);
         let r = execute(&req);
         assert_eq!(r.status, WorkerStatus::Ok, "{:?}", r.error);
@@ -680,9 +686,7 @@ mod tests {
 
     #[test]
     fn the_warmup_stops_at_its_budget_after_at_least_one_call() {
-        let mut req = request("test_sleep", 1000, 2);
-        req.request
-            .insert("sleep_us".into(), serde_json::json!(5000));
+        let mut req = sleep_request(1000, 2, 5000);
         req.warmup_budget_s = Some(0.03);
         let r = execute(&req);
         assert_eq!(r.status, WorkerStatus::Ok, "{:?}", r.error);
@@ -702,9 +706,7 @@ mod tests {
 
     #[test]
     fn a_stop_request_ends_the_loop_after_the_current_call_with_its_calls_kept() {
-        let mut req = request("test_sleep", 1, 1_000_000);
-        req.request
-            .insert("sleep_us".into(), serde_json::json!(1000));
+        let req = sleep_request(1, 1_000_000, 1000);
         let stop = AtomicBool::new(false);
         let r = std::thread::scope(|s| {
             let worker = s.spawn(|| execute_until(&req, &stop));
@@ -723,9 +725,7 @@ mod tests {
     fn progress_is_written_between_calls_with_an_estimate_of_the_calls_to_come() {
         let dir = tempfile::tempdir().expect("tmp");
         let path = dir.path().join("progress.json");
-        let mut req = request("test_sleep", 0, 1);
-        req.request
-            .insert("sleep_us".into(), serde_json::json!(2000));
+        let mut req = sleep_request(0, 1, 2000);
         req.min_duration_s = 1.2;
         req.progress_file = Some(path.clone());
         let r = execute(&req);
@@ -823,9 +823,7 @@ mod tests {
 
     #[test]
     fn the_requested_test_slowdown_stretches_every_timed_call_by_its_fraction() {
-        let mut req = request("test_sleep", 1, 5);
-        req.request
-            .insert("sleep_us".into(), serde_json::json!(20_000));
+        let mut req = sleep_request(1, 5, 20_000);
         req.hooks = Some(crate::protocol::WorkerHooks {
             call_slowdown_ppm: Some(500_000),
             ..Default::default()

@@ -492,22 +492,10 @@ impl Staged {
 /// A number with three or four significant digits for messages, without trailing zeros (`5985.05` →
 /// `5985`, `1.51304` → `1.51`, `3.0` → `3`).
 fn short_number(v: f64) -> String {
-    let a = v.abs();
-    let s = if !v.is_finite() {
-        return v.to_string();
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
+    if v.is_finite() {
+        trtmc_core::text::fmt_short(v)
     } else {
-        format!("{v:.3}")
-    };
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
+        v.to_string()
     }
 }
 

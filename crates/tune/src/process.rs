@@ -364,13 +364,7 @@ impl ProcessRunner {
     fn spawn(&self, request: &ChildRequest, log: &Path) -> Result<LiveWorker, RouteError> {
         let file = std::fs::File::create(log)
             .map_err(|e| RouteError::failed(format!("cannot create {}: {e}", log.display())))?;
-        let mut command = Process::new(&self.options.exe);
-        #[cfg(unix)]
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let mut child = command
-            .arg("tune-worker")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
+        let mut child = tune_worker_command(&self.options.exe)
             .stderr(Stdio::from(file))
             .spawn()
             .map_err(|e| {
@@ -633,4 +627,17 @@ impl RouteRunner for ProcessRunner {
             notes: response.notes,
         })
     }
+}
+
+/// `exe tune-worker` with piped stdin and stdout, in a process group of its own (so that a kill
+/// reaches what it starts); the caller decides where stderr goes.
+pub(crate) fn tune_worker_command(exe: &Path) -> Process {
+    let mut command = Process::new(exe);
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    command
+        .arg("tune-worker")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    command
 }

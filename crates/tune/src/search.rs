@@ -242,6 +242,11 @@ mod tests {
     use super::*;
     use crate::expr::parse;
 
+    /// Each route as its expression text.
+    fn texts(routes: &[Route]) -> Vec<String> {
+        routes.iter().map(Route::to_string).collect()
+    }
+
     const KNOBS: &str = include_str!(
         "../../../tests/fixtures/trtexec-logs/trt11.1_helpBuildRoute_knobdb_EXCERPT.json"
     );
@@ -289,10 +294,7 @@ mod tests {
             &knobs(),
         )
         .expect("valid");
-        let routes: Vec<String> = fast_routes(&expr, &knobs())
-            .iter()
-            .map(Route::to_string)
-            .collect();
+        let routes = texts(&fast_routes(&expr, &knobs()));
         assert_eq!(
             routes,
             vec![
@@ -373,14 +375,11 @@ mod tests {
             base.to_string(),
             "-conv_lowering=on -kgen:tiling=2 -rewrite_fp_div=2"
         );
-        let routes: Vec<String> = product_over(
+        let routes = texts(&product_over(
             &expr,
             &base,
             &["-conv_lowering".into(), "-rewrite_fp_div".into()],
-        )
-        .iter()
-        .map(Route::to_string)
-        .collect();
+        ));
         assert_eq!(
             routes,
             vec![

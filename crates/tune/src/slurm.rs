@@ -649,13 +649,7 @@ fn build_in_child(
     let failed = |m: String| (BuildStatus::Failed, m);
     let line = serde_json::to_string(request)
         .map_err(|e| failed(format!("cannot encode the build request: {e}")))?;
-    let mut command = Process::new(exe);
-    #[cfg(unix)]
-    std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    let mut child = command
-        .arg("tune-worker")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
+    let mut child = crate::process::tune_worker_command(exe)
         .stderr(Stdio::inherit())
         .spawn()
         .map_err(|e| failed(format!("cannot start {} tune-worker: {e}", exe.display())))?;

@@ -154,35 +154,39 @@ fn allowed(c: char) -> bool {
 /// Escapes an attribute value. Tabs and line breaks become character references: a parser would
 /// otherwise normalize them to spaces.
 pub fn attr(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' => out.push_str("&#9;"),
-            '\n' => out.push_str("&#10;"),
-            '\r' => out.push_str("&#13;"),
-            c if !allowed(c) => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
-    out
+    escape_with(s, |c| match c {
+        '"' => Some("&quot;"),
+        '\'' => Some("&apos;"),
+        '\t' => Some("&#9;"),
+        '\n' => Some("&#10;"),
+        c => text_reference(c),
+    })
 }
 
 /// Escapes element text (a carriage return as a reference, which parsers would otherwise drop).
 pub fn text(s: &str) -> String {
+    escape_with(s, text_reference)
+}
+
+/// The reference element text needs for `c`, if any.
+fn text_reference(c: char) -> Option<&'static str> {
+    match c {
+        '&' => Some("&amp;"),
+        '<' => Some("&lt;"),
+        '>' => Some("&gt;"),
+        '\r' => Some("&#13;"),
+        _ => None,
+    }
+}
+
+/// `s` with each character's `reference` in its place, and characters XML does not allow replaced.
+fn escape_with(s: &str, reference: impl Fn(char) -> Option<&'static str>) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '\r' => out.push_str("&#13;"),
-            c if !allowed(c) => out.push('\u{FFFD}'),
-            c => out.push(c),
+        match reference(c) {
+            Some(r) => out.push_str(r),
+            None if !allowed(c) => out.push('\u{FFFD}'),
+            None => out.push(c),
         }
     }
     out

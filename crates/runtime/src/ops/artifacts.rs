@@ -436,15 +436,7 @@ mod tests {
             ("batch_size".to_string(), serde_json::json!(1)),
             ("samples".to_string(), serde_json::Value::from(samples)),
         ]);
-        let ctx = RunnerContext {
-            request: &request,
-            session: None,
-            bundle: None,
-            manifest_dir: None,
-            tokenizer: None,
-            first_call: 7,
-            data: None,
-        };
+        let ctx = RunnerContext::request_only(&request, 7);
         let eager = seeded_batches(&ctx, &spec, &[1, 4]).expect("eager");
         let mut lazy = seeded_rotation(&ctx, &spec, &[1, 4]).expect("lazy");
         assert_eq!(lazy.inputs().count(), 0, "nothing is made up front");

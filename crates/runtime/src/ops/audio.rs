@@ -138,13 +138,7 @@ impl TranscribeRunner {
 /// Appends the greedy CTC labels of `logits` [1, frames, vocab] to `tokens`; `prev` carries the last label
 /// across chunk boundaries so that a repeat split by a boundary still collapses.
 fn ctc_greedy(logits: &ArrayD<f32>, prev: &mut i64, tokens: &mut Vec<i64>) -> anyhow::Result<()> {
-    let vocab = *logits
-        .shape()
-        .last()
-        .context("logits have no vocabulary axis")?;
-    let flat = logits
-        .as_slice_memory_order()
-        .context("logits are not contiguous")?;
+    let (vocab, flat) = super::vocab_rows(logits)?;
     for frame in flat.chunks(vocab.max(1)) {
         let label = frame
             .iter()
@@ -215,26 +209,21 @@ impl TimedRunner for TranscribeRunner {
     /// `chunk1`, …, one for offline), fed under the model's input name (`input`), with the CTC blank
     /// label.
     fn reference_inputs(&self) -> ReferenceInputs {
-        let calls = self
-            .recordings
-            .inputs()
-            .map(|recording| {
-                let tensors = recording
-                    .chunks
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| (format!("chunk{i}"), c.clone()))
-                    .collect();
-                let values = BTreeMap::from([
-                    ("input".to_string(), Value::from(self.input_name.clone())),
-                    ("chunks".to_string(), Value::from(recording.chunks.len())),
-                    ("blank".to_string(), Value::from(BLANK)),
-                    ("audio_us".to_string(), Value::from(recording.audio_us)),
-                ]);
-                CallInputs { tensors, values }
-            })
-            .collect();
-        ReferenceInputs { calls }
+        self.recordings.reference_calls(|recording| {
+            let tensors = recording
+                .chunks
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (format!("chunk{i}"), c.clone()))
+                .collect();
+            let values = BTreeMap::from([
+                ("input".to_string(), Value::from(self.input_name.clone())),
+                ("chunks".to_string(), Value::from(recording.chunks.len())),
+                ("blank".to_string(), Value::from(BLANK)),
+                ("audio_us".to_string(), Value::from(recording.audio_us)),
+            ]);
+            CallInputs { tensors, values }
+        })
     }
 }
 

@@ -3,40 +3,20 @@
 use anyhow::Context as _;
 use serde_json::Value;
 
-use super::artifacts::image_rotation;
-use super::{CallRecord, ReferenceInputs, Rotation, RunnerContext, TimedRunner, check_finite};
-use crate::runtime::Session;
-use crate::tensor::{HostTensor, TensorSpec};
+use super::batched::Batched;
+use super::{CallRecord, ReferenceInputs, RunnerContext, TimedRunner};
+use crate::tensor::HostTensor;
 
 pub struct ClassifyRunner {
-    session: Box<dyn Session>,
-    input_name: String,
     /// One image batch per distinct call.
-    inputs: Rotation<HostTensor>,
-    outputs: Vec<HostTensor>,
-    output_specs: Vec<TensorSpec>,
-    batch: usize,
+    images: Batched,
     last_classes: Vec<usize>,
 }
 
 impl ClassifyRunner {
     pub fn prepare(mut ctx: RunnerContext<'_>) -> anyhow::Result<Self> {
-        let batch = ctx.batch_size()?;
-        let session = ctx.take_session("classify")?;
-        let inputs = image_rotation(&ctx, session.as_ref(), batch)?;
-        let output_specs = session.outputs().to_vec();
-        let input_name = session
-            .inputs()
-            .first()
-            .map(|s| s.name.clone())
-            .unwrap_or_default();
         Ok(Self {
-            session,
-            input_name,
-            inputs,
-            outputs: Vec::new(),
-            output_specs,
-            batch,
+            images: Batched::images(&mut ctx, "classify")?,
             last_classes: Vec::new(),
         })
     }
@@ -44,19 +24,17 @@ impl ClassifyRunner {
 
 impl TimedRunner for ClassifyRunner {
     fn prepare_call(&mut self) -> anyhow::Result<()> {
-        self.inputs.prepare_next()
+        self.images.inputs.prepare_next()
     }
 
     fn prepare_all(&mut self) -> anyhow::Result<()> {
-        self.inputs.prepare_all()
+        self.images.inputs.prepare_all()
     }
 
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
-        let call = self.inputs.next();
-        self.outputs = self.session.run(vec![self.inputs.input(call)?.clone()])?;
         let logits = self
-            .outputs
-            .first()
+            .images
+            .run()?
             .and_then(HostTensor::as_f32)
             .context("classifier output is not f32 logits")?;
         let rows = logits.shape().first().copied().unwrap_or(1).max(1);
@@ -75,23 +53,22 @@ impl TimedRunner for ClassifyRunner {
                 );
             self.last_classes.push(best.0);
         }
-        record.items = self.batch as u32;
+        record.items = self.images.batch as u32;
         Ok(())
     }
 
     fn verify(&mut self) -> anyhow::Result<()> {
-        check_finite(&self.output_specs, &self.outputs)
+        self.images.verify()
     }
 
     /// The image batch of each distinct call (declared images or seeded noise), under the model's
     /// input name.
     fn reference_inputs(&self) -> ReferenceInputs {
-        self.inputs
-            .reference_inputs(&self.input_name, &Default::default())
+        self.images.reference_inputs(&Default::default())
     }
 
     fn notes(&self) -> std::collections::BTreeMap<String, Value> {
-        let mut notes = self.inputs.notes();
+        let mut notes = self.images.inputs.notes();
         notes.insert(
             "top1_classes".to_string(),
             Value::from(self.last_classes.clone()),

@@ -312,13 +312,7 @@ fn generate_with(
             .get(io.logits)
             .and_then(HostTensor::as_f32)
             .context("decoder logits are not f32")?;
-        let vocab = *logits
-            .shape()
-            .last()
-            .context("logits have no vocabulary axis")?;
-        let flat = logits
-            .as_slice_memory_order()
-            .context("logits are not contiguous")?;
+        let (vocab, flat) = super::vocab_rows(logits)?;
         let last_row = &flat[flat.len() - vocab..];
         if last_row.iter().any(|x| !x.is_finite()) {
             bail!(
@@ -527,43 +521,38 @@ impl TimedRunner for GenerateRunner {
     /// tokens 1..=max_new_tokens, so a reference repeats the same loop and picks the same tokens
     /// without a tokenizer or ChaCha8.
     fn reference_inputs(&self) -> ReferenceInputs {
-        let calls = self
-            .samples
-            .inputs()
-            .map(|sample| {
-                let mut tensors = vec![(
-                    "prompt_ids".to_string(),
-                    HostTensor::I64(ndarray::Array1::from(sample.prompt.clone()).into_dyn()),
-                )];
-                if let Some(image) = &self.image {
-                    tensors.push(("image_patches".to_string(), HostTensor::F32(image.clone())));
-                }
-                let sampler = Sampler::new(
-                    self.sampler.do_sample,
-                    self.sampler.temperature,
-                    self.sampler.top_k,
-                    sample.seed,
-                );
-                if let Some(draws) = sampler.seeded_draws(self.max_new_tokens) {
-                    tensors.push((
-                        "sampling_uniforms".to_string(),
-                        HostTensor::F32(ndarray::Array1::from(draws).into_dyn()),
-                    ));
-                }
-                let values = BTreeMap::from([
-                    (
-                        "max_new_tokens".to_string(),
-                        Value::from(self.max_new_tokens),
-                    ),
-                    ("do_sample".to_string(), Value::from(sampler.do_sample)),
-                    ("temperature".to_string(), Value::from(sampler.temperature)),
-                    ("top_k".to_string(), Value::from(sampler.top_k)),
-                    ("seed".to_string(), Value::from(sample.seed)),
-                ]);
-                CallInputs { tensors, values }
-            })
-            .collect();
-        ReferenceInputs { calls }
+        self.samples.reference_calls(|sample| {
+            let mut tensors = vec![(
+                "prompt_ids".to_string(),
+                HostTensor::I64(ndarray::Array1::from(sample.prompt.clone()).into_dyn()),
+            )];
+            if let Some(image) = &self.image {
+                tensors.push(("image_patches".to_string(), HostTensor::F32(image.clone())));
+            }
+            let sampler = Sampler::new(
+                self.sampler.do_sample,
+                self.sampler.temperature,
+                self.sampler.top_k,
+                sample.seed,
+            );
+            if let Some(draws) = sampler.seeded_draws(self.max_new_tokens) {
+                tensors.push((
+                    "sampling_uniforms".to_string(),
+                    HostTensor::F32(ndarray::Array1::from(draws).into_dyn()),
+                ));
+            }
+            let values = BTreeMap::from([
+                (
+                    "max_new_tokens".to_string(),
+                    Value::from(self.max_new_tokens),
+                ),
+                ("do_sample".to_string(), Value::from(sampler.do_sample)),
+                ("temperature".to_string(), Value::from(sampler.temperature)),
+                ("top_k".to_string(), Value::from(sampler.top_k)),
+                ("seed".to_string(), Value::from(sample.seed)),
+            ]);
+            CallInputs { tensors, values }
+        })
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod artifacts;
 mod audio;
+mod batched;
 mod classify;
 mod diffusion;
 mod encode;
@@ -74,47 +75,31 @@ pub trait TimedRunner {
 }
 
 // A borrowed or boxed runner is a runner, so wrappers such as [`Delayed`] take either.
-impl<R: TimedRunner + ?Sized> TimedRunner for &mut R {
-    fn prepare_call(&mut self) -> anyhow::Result<()> {
-        (**self).prepare_call()
-    }
-    fn prepare_all(&mut self) -> anyhow::Result<()> {
-        (**self).prepare_all()
-    }
-    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
-        (**self).call(record)
-    }
-    fn verify(&mut self) -> anyhow::Result<()> {
-        (**self).verify()
-    }
-    fn notes(&self) -> BTreeMap<String, Value> {
-        (**self).notes()
-    }
-    fn reference_inputs(&self) -> ReferenceInputs {
-        (**self).reference_inputs()
-    }
+macro_rules! forward_timed_runner {
+    ($($pointer:ty),*) => {$(
+        impl<R: TimedRunner + ?Sized> TimedRunner for $pointer {
+            fn prepare_call(&mut self) -> anyhow::Result<()> {
+                (**self).prepare_call()
+            }
+            fn prepare_all(&mut self) -> anyhow::Result<()> {
+                (**self).prepare_all()
+            }
+            fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
+                (**self).call(record)
+            }
+            fn verify(&mut self) -> anyhow::Result<()> {
+                (**self).verify()
+            }
+            fn notes(&self) -> BTreeMap<String, Value> {
+                (**self).notes()
+            }
+            fn reference_inputs(&self) -> ReferenceInputs {
+                (**self).reference_inputs()
+            }
+        }
+    )*};
 }
-
-impl<R: TimedRunner + ?Sized> TimedRunner for Box<R> {
-    fn prepare_call(&mut self) -> anyhow::Result<()> {
-        (**self).prepare_call()
-    }
-    fn prepare_all(&mut self) -> anyhow::Result<()> {
-        (**self).prepare_all()
-    }
-    fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
-        (**self).call(record)
-    }
-    fn verify(&mut self) -> anyhow::Result<()> {
-        (**self).verify()
-    }
-    fn notes(&self) -> BTreeMap<String, Value> {
-        (**self).notes()
-    }
-    fn reference_inputs(&self) -> ReferenceInputs {
-        (**self).reference_inputs()
-    }
-}
+forward_timed_runner!(&mut R, Box<R>);
 
 /// What a runner is prepared from.
 pub struct RunnerContext<'a> {
@@ -129,7 +114,21 @@ pub struct RunnerContext<'a> {
     pub data: Option<&'a trtmc_core::data::CaseData>,
 }
 
-impl RunnerContext<'_> {
+impl<'a> RunnerContext<'a> {
+    /// A context of `request` alone: no session, bundle, tokenizer or case data (operations that
+    /// load no model, and tests).
+    pub fn request_only(request: &'a BTreeMap<String, Value>, first_call: u64) -> Self {
+        Self {
+            request,
+            session: None,
+            bundle: None,
+            manifest_dir: None,
+            tokenizer: None,
+            first_call,
+            data: None,
+        }
+    }
+
     /// The context of one declared sample (`request.samples[i]` with the request's other values): its
     /// inputs are prepared from it, never run, so it has no session.
     pub(crate) fn for_sample<'s>(
@@ -271,6 +270,13 @@ impl<T> Rotation<T> {
     }
 
     /// Every prepared per-call input, in call order (all of them after [`Rotation::prepare_all`]).
+    /// One reference call per distinct input, as `call` describes it.
+    pub(crate) fn reference_calls(&self, call: impl FnMut(&T) -> CallInputs) -> ReferenceInputs {
+        ReferenceInputs {
+            calls: self.inputs().map(call).collect(),
+        }
+    }
+
     pub(crate) fn inputs(&self) -> impl Iterator<Item = &T> {
         self.inputs.iter().flatten()
     }
@@ -304,15 +310,10 @@ impl Rotation<crate::tensor::HostTensor> {
         name: &str,
         values: &BTreeMap<String, Value>,
     ) -> ReferenceInputs {
-        ReferenceInputs {
-            calls: self
-                .inputs()
-                .map(|t| CallInputs {
-                    tensors: vec![(name.to_string(), t.clone())],
-                    values: values.clone(),
-                })
-                .collect(),
-        }
+        self.reference_calls(|t| CallInputs {
+            tensors: vec![(name.to_string(), t.clone())],
+            values: values.clone(),
+        })
     }
 }
 
@@ -451,6 +452,18 @@ pub fn prepare(
 /// The operation a worker request names, or an error naming it.
 pub fn requested(name: &str) -> anyhow::Result<Operation> {
     Operation::from_name(name).with_context(|| format!("unknown operation `{name}`"))
+}
+
+/// The vocabulary size (last axis) of `logits` and its values, row after row.
+pub(crate) fn vocab_rows(logits: &ndarray::ArrayD<f32>) -> anyhow::Result<(usize, &[f32])> {
+    let vocab = *logits
+        .shape()
+        .last()
+        .context("logits have no vocabulary axis")?;
+    let flat = logits
+        .as_slice_memory_order()
+        .context("logits are not contiguous")?;
+    Ok((vocab, flat))
 }
 
 /// Fails when any output holds NaN or infinity, naming the output.

@@ -6,62 +6,20 @@ use std::collections::BTreeMap;
 use anyhow::{Context as _, bail};
 use serde_json::Value;
 
-use super::artifacts::image_rotation;
-use super::{CallRecord, ReferenceInputs, Rotation, RunnerContext, TimedRunner, check_finite};
-use crate::runtime::Session;
-use crate::tensor::{HostTensor, TensorSpec};
+use super::batched::Batched;
+use super::{CallRecord, ReferenceInputs, RunnerContext, TimedRunner};
+use crate::tensor::HostTensor;
 
-/// Session, prepared image batches and the last outputs, shared by the vision runners.
-struct Vision {
-    session: Box<dyn Session>,
-    input_name: String,
-    /// One image batch per distinct call.
-    inputs: Rotation<HostTensor>,
-    outputs: Vec<HostTensor>,
-    output_specs: Vec<TensorSpec>,
-    batch: usize,
-}
-
-impl Vision {
-    fn prepare(ctx: &mut RunnerContext<'_>, operation: &str) -> anyhow::Result<Self> {
-        let batch = ctx.batch_size()?;
-        let session = ctx.take_session(operation)?;
-        let inputs = image_rotation(ctx, session.as_ref(), batch)?;
-        let output_specs = session.outputs().to_vec();
-        let input_name = session
-            .inputs()
-            .first()
-            .map(|s| s.name.clone())
-            .unwrap_or_default();
-        Ok(Self {
-            session,
-            input_name,
-            inputs,
-            outputs: Vec::new(),
-            output_specs,
-            batch,
-        })
-    }
-
-    /// The prepared image batch of each distinct call (decoded files or seeded noise) under the model's
-    /// input name, plus the
-    /// operation's post-processing parameters.
-    fn reference_inputs(&self, values: BTreeMap<String, Value>) -> ReferenceInputs {
-        self.inputs.reference_inputs(&self.input_name, &values)
-    }
-
-    fn run(&mut self) -> anyhow::Result<&ndarray::ArrayD<f32>> {
-        let call = self.inputs.next();
-        self.outputs = self.session.run(vec![self.inputs.input(call)?.clone()])?;
-        self.outputs
-            .first()
-            .and_then(HostTensor::as_f32)
-            .context("the model's first output is not f32")
-    }
+/// Runs the next image batch; the model's first output as f32.
+fn run_images(images: &mut Batched) -> anyhow::Result<&ndarray::ArrayD<f32>> {
+    images
+        .run()?
+        .and_then(HostTensor::as_f32)
+        .context("the model's first output is not f32")
 }
 
 pub struct DetectRunner {
-    vision: Vision,
+    vision: Batched,
     threshold: f32,
     last_detections: u64,
 }
@@ -74,7 +32,7 @@ impl DetectRunner {
             .and_then(Value::as_f64)
             .unwrap_or(0.5) as f32;
         Ok(Self {
-            vision: Vision::prepare(&mut ctx, "detect")?,
+            vision: Batched::images(&mut ctx, "detect")?,
             threshold,
             last_detections: 0,
         })
@@ -92,7 +50,7 @@ impl TimedRunner for DetectRunner {
 
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
         let threshold = self.threshold;
-        let out = self.vision.run()?;
+        let out = run_images(&mut self.vision)?;
         // [batch, boxes, 4 + classes]: a box is a detection when its best class score passes.
         let per_box = *out.shape().last().context("detections have no box axis")?;
         if per_box <= 4 {
@@ -112,7 +70,7 @@ impl TimedRunner for DetectRunner {
     }
 
     fn verify(&mut self) -> anyhow::Result<()> {
-        check_finite(&self.vision.output_specs, &self.vision.outputs)
+        self.vision.verify()
     }
 
     fn notes(&self) -> BTreeMap<String, Value> {
@@ -122,7 +80,7 @@ impl TimedRunner for DetectRunner {
     }
 
     fn reference_inputs(&self) -> ReferenceInputs {
-        self.vision.reference_inputs(BTreeMap::from([(
+        self.vision.reference_inputs(&BTreeMap::from([(
             "score_threshold".to_string(),
             Value::from(self.threshold),
         )]))
@@ -130,7 +88,7 @@ impl TimedRunner for DetectRunner {
 }
 
 pub struct SegmentRunner {
-    vision: Vision,
+    vision: Batched,
     labels: Vec<u32>,
     class_pixels: Vec<u64>,
 }
@@ -138,7 +96,7 @@ pub struct SegmentRunner {
 impl SegmentRunner {
     pub fn prepare(mut ctx: RunnerContext<'_>) -> anyhow::Result<Self> {
         Ok(Self {
-            vision: Vision::prepare(&mut ctx, "segment")?,
+            vision: Batched::images(&mut ctx, "segment")?,
             labels: Vec::new(),
             class_pixels: Vec::new(),
         })
@@ -155,7 +113,7 @@ impl TimedRunner for SegmentRunner {
     }
 
     fn call(&mut self, record: &mut CallRecord) -> anyhow::Result<()> {
-        let out = self.vision.run()?;
+        let out = run_images(&mut self.vision)?;
         let shape = out.shape().to_vec();
         let [batch, classes, h, w] = shape[..] else {
             bail!("mask logits must be [batch, classes, height, width], got {shape:?}");
@@ -191,7 +149,7 @@ impl TimedRunner for SegmentRunner {
     }
 
     fn verify(&mut self) -> anyhow::Result<()> {
-        check_finite(&self.vision.output_specs, &self.vision.outputs)
+        self.vision.verify()
     }
 
     fn notes(&self) -> BTreeMap<String, Value> {
@@ -204,6 +162,6 @@ impl TimedRunner for SegmentRunner {
     }
 
     fn reference_inputs(&self) -> ReferenceInputs {
-        self.vision.reference_inputs(BTreeMap::new())
+        self.vision.reference_inputs(&BTreeMap::new())
     }
 }
