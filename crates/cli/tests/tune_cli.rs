@@ -883,21 +883,6 @@ fn squeue_states(job: &str) -> Vec<String> {
         .collect()
 }
 
-/// Whether a task in this Slurm state still runs or waits to (`squeue -t all` also lists ended tasks
-/// until Slurm forgets them, so "over" is "none active", not "none listed").
-fn is_active(state: &str) -> bool {
-    matches!(
-        state,
-        "PENDING"
-            | "RUNNING"
-            | "CONFIGURING"
-            | "COMPLETING"
-            | "SUSPENDED"
-            | "REQUEUED"
-            | "RESIZING"
-    )
-}
-
 /// Polls [`squeue_states`] of `job` every 200 ms until `done` holds; `timeout` passing fails the test
 /// with `failure` and the last states.
 fn wait_for_squeue(job: &str, timeout: Duration, failure: &str, done: impl Fn(&[String]) -> bool) {
@@ -973,7 +958,8 @@ fn slurm_executor_builds_rounds_as_arrays_survives_a_dead_task_and_a_killed_coor
         &job,
         Duration::from_secs(120),
         "the array never ended",
-        |states| states.iter().all(|st| !is_active(st)),
+        // `squeue -t all` also lists ended tasks until Slurm forgets them: over is "none active".
+        |states| !states.iter().any(|st| trtmc_executor::slurm::is_active(st)),
     );
     let results = out_dir.join("slurm/routes");
     let written: Vec<Value> = std::fs::read_dir(&results)
