@@ -465,7 +465,11 @@ fn tiny_cnn_series(tmp: &Path, name: &str, slowdown: Option<&str>) -> Vec<serde_
         .collect()
 }
 
+// A series is measured one run after another, so a change of machine load between its points is a real
+// change the history must report: with the other tests of the pass starting and stopping beside it, an
+// A/A series once moved 13 % at point 7 (CI, stop 43). It runs alone, after the rest (scripts/test).
 #[test]
+#[ignore = "needs a steady machine: scripts/test runs it alone after the other tests"]
 fn a_real_30_percent_slowdown_is_found_at_point_12_and_an_aa_series_has_none() {
     let tmp = tempfile::tempdir().expect("tmp");
     let changes = tiny_cnn_series(tmp.path(), "slow", Some("0.3"));

@@ -261,8 +261,10 @@ fn interleaved_rounds_give_each_case_a_verdict_against_the_baseline() {
     assert_eq!(c["baseline"], "001-test-sleep-2ms-sleep_us-2000");
     assert_eq!(c["trusted"], true);
     let ratio = c["ratio"].as_f64().expect("ratio");
+    // 3 on a quiet machine; a loaded one adds the same wake-up delay to both sides, which pulls the
+    // ratio towards 1 (2.3 at a 1 ms delay, 1.8 at 3 ms).
     assert!(
-        (2.3..3.3).contains(&ratio),
+        (1.8..3.3).contains(&ratio),
         "6 ms calls against 2 ms calls: {ratio}"
     );
     let verdict = c["verdict"].as_str().expect("verdict");
