@@ -349,6 +349,24 @@ fn a_missing_library_is_exit_7_with_the_install_command() {
         !out_dir.join("result.json").exists(),
         "no case ran without a bundle"
     );
+    // An older ONNX Runtime (a GPU machine's image had the 1.30.0 wheel) is a missing prerequisite
+    // named before anything is built, not a failed build.
+    let old = tmp.path().join("libonnxruntime.so.1.30.0");
+    std::fs::write(&old, b"an older library").expect("write");
+    let old_dir = tmp.path().join("old");
+    let out = run_tiny_cnn_on_ort(
+        tmp.path(),
+        &["-o", old_dir.to_str().expect("utf8"), "-q"],
+        &[("ORT_DYLIB_PATH", old.to_str().expect("utf8"))],
+    );
+    assert_refused(&out, 7, "ONNX Runtime 1.30.0 at ");
+    assert!(
+        stderr(&out).contains("is older than 1.31, the oldest this trtmc-bench can load")
+            && stderr(&out).contains("pip install onnxruntime==1.31.1"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!old_dir.exists(), "nothing written");
 }
 
 /// The onnx wheel's light_resnet50 (ONNX IR 3) lists its weights as graph inputs; ORT's optimizers leave

@@ -716,7 +716,10 @@ fn profiles_of_tract_onnxruntime_and_tensorrt_load_in_analyze_side_by_side() {
 }
 
 /// The GPU CUDA uses is the first of `CUDA_VISIBLE_DEVICES`: telemetry samples it as typed fields,
-/// and the result's machine description marks it; no GPU UUID reaches the result files.
+/// and the result's machine description marks it; no GPU UUID reaches the result files. The fake
+/// nvidia-smi answers as a real one did on an H200 (driver 580): a UUID prefix, which CUDA accepts,
+/// or an index it does not list is "No devices were found" with status 6, so a prefix is completed
+/// from `nvidia-smi -L` and an unknown device gives no GPU reading (it once gave a GPU of that name).
 #[test]
 fn telemetry_and_provenance_follow_cuda_visible_devices_and_hide_uuids() {
     let tmp = tempfile::tempdir().expect("tmp");
@@ -728,65 +731,83 @@ fn telemetry_and_provenance_follow_cuda_visible_devices_and_hide_uuids() {
             "#!/bin/sh\necho \"$*\" >> '{}'\ncase \"$*\" in\n\
              \x20 -L) echo 'GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-11111111-2222-3333-4444-555555555555)'; \
              echo 'GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-66666666-2222-3333-4444-555555555555)' ;;\n\
-             \x20 *--id=1*) echo 'NVIDIA H100 80GB HBM3, 97, 1234, 1980, 54, [N/A]' ;;\n\
+             \x20 *--id=1\\ *|*--id=GPU-66666666-2222-3333-4444-555555555555\\ *) echo 'NVIDIA H100 80GB HBM3, 97, 1234, 1980, 54, [N/A]' ;;\n\
+             \x20 *--id=0\\ *|*--id=GPU-11111111-2222-3333-4444-555555555555\\ *) echo 'NVIDIA A100-SXM4-80GB, 0, 0, 210, 30, 50.5' ;;\n\
+             \x20 *--id=*) echo 'No devices were found'; exit 6 ;;\n\
              \x20 *) echo 'NVIDIA A100-SXM4-80GB, 0, 0, 210, 30, 50.5' ;;\nesac\n",
             tmp.path().join("smi-calls").display()
         ),
     );
-    let out_dir = tmp.path().join("out");
-    let out = Command::new(BIN)
-        .args(["run", "--manifest-root"])
-        .arg(test_catalog())
-        .args([
-            "--model",
-            "test-noop",
-            "--iterations",
-            "20",
-            "--telemetry",
-            "on",
-            "-q",
-            "-o",
-        ])
-        .arg(&out_dir)
-        .env_remove("TRTMC_MANIFEST_ROOT")
-        .env("TRTMC_TEST", "1")
-        .env(
-            "PATH",
-            format!(
-                "{}:{}",
-                bin.display(),
-                std::env::var("PATH").unwrap_or_default()
-            ),
-        )
-        .env("CUDA_VISIBLE_DEVICES", "1,0")
-        .output()
-        .expect("run");
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let doc = assert_result_dir_valid(&out_dir);
-    let gpus = doc["provenance"]["machine"]["gpus"]
-        .as_array()
-        .expect("gpus");
-    assert_eq!(gpus.len(), 2, "{gpus:?}");
-    assert!(
-        gpus[1]
-            .as_str()
-            .expect("text")
-            .ends_with("(CUDA_VISIBLE_DEVICES: device 0)"),
-        "{gpus:?}"
-    );
-    let case_dir = out_dir.join(doc["cases"][0]["dir"].as_str().expect("dir"));
-    let telemetry = read_json(&case_dir.join("telemetry.json"));
-    let _: trtmc_core::artifacts::Telemetry = assert_document("telemetry.schema.json", &telemetry);
-    let gpu = &telemetry["samples"][0]["gpu"];
-    assert_eq!(gpu["name"], "NVIDIA H100 80GB HBM3", "{telemetry}");
-    assert_eq!(gpu["utilization_percent"], 97.0);
-    assert_eq!(gpu["power_w"], serde_json::Value::Null);
-    for file in walk_files(&out_dir) {
-        let text = std::fs::read_to_string(&file).unwrap_or_default();
-        assert!(
-            !text.contains("GPU-11111111") && !text.contains("GPU-66666666"),
-            "{} holds a GPU UUID",
-            file.display()
-        );
+    // CUDA_VISIBLE_DEVICES, the GPU the listing marks as CUDA's device 0, the GPU telemetry reads.
+    let cases = [
+        ("1,0", Some(1), Some("NVIDIA H100 80GB HBM3")),
+        ("GPU-66666666", Some(1), Some("NVIDIA H100 80GB HBM3")),
+        ("3", None, None),
+    ];
+    for (visible, marked, read) in cases {
+        let out_dir = tmp.path().join(format!("out-{visible}"));
+        let out = Command::new(BIN)
+            .args(["run", "--manifest-root"])
+            .arg(test_catalog())
+            .args([
+                "--model",
+                "test-noop",
+                "--iterations",
+                "20",
+                "--telemetry",
+                "on",
+                "-q",
+                "-o",
+            ])
+            .arg(&out_dir)
+            .env_remove("TRTMC_MANIFEST_ROOT")
+            .env("TRTMC_TEST", "1")
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    bin.display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .env("CUDA_VISIBLE_DEVICES", visible)
+            .output()
+            .expect("run");
+        assert_eq!(code(&out), 0, "{visible}: {}", stderr(&out));
+        let doc = assert_result_dir_valid(&out_dir);
+        let gpus = doc["provenance"]["machine"]["gpus"]
+            .as_array()
+            .expect("gpus");
+        assert_eq!(gpus.len(), 2, "{gpus:?}");
+        for (i, gpu) in gpus.iter().enumerate() {
+            assert_eq!(
+                gpu.as_str()
+                    .expect("text")
+                    .ends_with("(CUDA_VISIBLE_DEVICES: device 0)"),
+                marked == Some(i),
+                "{visible}: {gpus:?}"
+            );
+        }
+        let case_dir = out_dir.join(doc["cases"][0]["dir"].as_str().expect("dir"));
+        let telemetry = read_json(&case_dir.join("telemetry.json"));
+        let _: trtmc_core::artifacts::Telemetry =
+            assert_document("telemetry.schema.json", &telemetry);
+        let gpu = &telemetry["samples"][0]["gpu"];
+        match read {
+            Some(name) => {
+                assert_eq!(gpu["name"], name, "{visible}: {telemetry}");
+                assert_eq!(gpu["utilization_percent"], 97.0);
+                assert_eq!(gpu["power_w"], serde_json::Value::Null);
+            }
+            None => assert!(gpu.is_null(), "{visible}: {telemetry}"),
+        }
+        for file in walk_files(&out_dir) {
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            assert!(
+                !text.contains("GPU-11111111") && !text.contains("GPU-66666666"),
+                "{} holds a GPU UUID",
+                file.display()
+            );
+        }
     }
 }

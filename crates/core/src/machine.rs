@@ -85,6 +85,40 @@ pub fn selected_gpu(cuda_visible_devices: Option<&str>) -> Option<String> {
     }
 }
 
+/// `selected` (a [`selected_gpu`] value) as nvidia-smi's `--id=` takes it. CUDA accepts a unique
+/// prefix of a device's UUID in `CUDA_VISIBLE_DEVICES` (`GPU-6382956c`); nvidia-smi takes only the
+/// whole UUID and answers a prefix with "No devices were found" (seen on an H200, driver 580). A UUID
+/// is completed from the `nvidia-smi -L` listing when exactly one listed device starts with it; an
+/// index, or a UUID no listed device (or several) starts with, is returned as it is.
+pub fn nvidia_smi_id(selected: &str, listing: &str) -> String {
+    if !(selected.starts_with("GPU-") || selected.starts_with("MIG-")) {
+        return selected.to_string();
+    }
+    let mut matches = listing
+        .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+        .filter(|word| word.starts_with(selected));
+    match (matches.next(), matches.next()) {
+        (Some(whole), None) => whole.to_string(),
+        _ => selected.to_string(),
+    }
+}
+
+/// The `nvidia-smi --id=` value of the device a CUDA program started here runs on
+/// ([`selected_gpu`] of `visible`, a UUID prefix completed by asking `smi -L`: [`nvidia_smi_id`]);
+/// `None` when `CUDA_VISIBLE_DEVICES` hides every GPU.
+pub fn nvidia_smi_selected(smi: &std::path::Path, visible: Option<&str>) -> Option<String> {
+    let selected = selected_gpu(visible)?;
+    if !(selected.starts_with("GPU-") || selected.starts_with("MIG-")) {
+        return Some(selected);
+    }
+    let listing = std::process::Command::new(smi)
+        .arg("-L")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    Some(nvidia_smi_id(&selected, &listing))
+}
+
 /// `nvidia-smi -L` lines (`GPU 0: NAME (UUID: GPU-…)`) with every UUID replaced by the first 12 hex
 /// digits of its SHA-256 (`uuid-sha256:…`): results are shared, a device's serial identity is not,
 /// and the hash still tells two cards apart.
@@ -175,6 +209,35 @@ mod tests {
             Some(vec!["1".to_string()])
         );
         assert_eq!(selected_gpu(Some("MIG-abc")).as_deref(), Some("MIG-abc"));
+    }
+
+    #[test]
+    fn a_uuid_prefix_is_completed_for_nvidia_smi() {
+        // An H200's listing as nvidia-smi 580 prints it, and a MIG listing.
+        let h200 = "GPU 0: NVIDIA H200 (UUID: GPU-6382956c-9884-02b8-fe54-b6df8093e0e0)\n";
+        assert_eq!(
+            nvidia_smi_id("GPU-6382956c", h200),
+            "GPU-6382956c-9884-02b8-fe54-b6df8093e0e0"
+        );
+        assert_eq!(
+            nvidia_smi_id("GPU-6382956c-9884-02b8-fe54-b6df8093e0e0", h200),
+            "GPU-6382956c-9884-02b8-fe54-b6df8093e0e0"
+        );
+        assert_eq!(nvidia_smi_id("0", h200), "0", "an index as it is");
+        assert_eq!(
+            nvidia_smi_id("GPU-ffff", h200),
+            "GPU-ffff",
+            "no such device"
+        );
+        let two = "GPU 0: A (UUID: GPU-aa11-0)\nGPU 1: B (UUID: GPU-aa22-0)\n";
+        assert_eq!(
+            nvidia_smi_id("GPU-aa", two),
+            "GPU-aa",
+            "ambiguous: left as given"
+        );
+        assert_eq!(nvidia_smi_id("GPU-aa2", two), "GPU-aa22-0");
+        let mig = "GPU 0: NVIDIA A100 (UUID: GPU-0b1c)\n  MIG 1g.10gb     Device  0: (UUID: MIG-5e6f7a8b-0000)\n";
+        assert_eq!(nvidia_smi_id("MIG-5e6f", mig), "MIG-5e6f7a8b-0000");
     }
 
     #[test]

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -214,6 +214,22 @@ fn now() -> String {
 impl Store {
     /// Opens (creating when needed) the database `db` and brings its schema up to date.
     pub fn open(db: &str) -> Result<Store, Error> {
+        // SQLite answers "database is locked" at once, without waiting in its busy handler, in a few
+        // races of connections opening one new file together (turning it to write-ahead logging, or
+        // reading a log another connection is recovering); the whole open is retried for as long as a
+        // statement would wait. The migration runs in one transaction, so a retry starts clean.
+        let deadline = Instant::now() + SQLITE_BUSY_TIMEOUT;
+        loop {
+            match Self::open_once(db) {
+                Err(e) if sqlite_busy(&e) && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(25));
+                }
+                opened => return opened,
+            }
+        }
+    }
+
+    fn open_once(db: &str) -> Result<Store, Error> {
         let conn = if is_postgres(db) {
             let client =
                 postgres::Client::connect(db, postgres::NoTls).map_err(|e| Error::Connect {
@@ -576,6 +592,22 @@ fn point(r: &[Value]) -> Point {
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// How long a SQLite statement waits for another connection's lock before it fails.
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// An error that is SQLite's "busy" or "locked": another connection held the lock.
+fn sqlite_busy(e: &Error) -> bool {
+    let source = match e {
+        Error::OpenFile { source, .. } | Error::Database { source, .. } => source,
+        _ => return false,
+    };
+    matches!(
+        source.downcast_ref::<rusqlite::Error>(),
+        Some(rusqlite::Error::SqliteFailure(f, _))
+            if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
 fn open_sqlite(path: &Path) -> Result<rusqlite::Connection, BoxError> {
     if let Some(parent) = path.parent()
         && !parent.as_os_str().is_empty()
@@ -584,7 +616,7 @@ fn open_sqlite(path: &Path) -> Result<rusqlite::Connection, BoxError> {
     }
     let conn = rusqlite::Connection::open(path)?;
     // Concurrent writers wait for each other's transactions instead of failing.
-    conn.busy_timeout(Duration::from_secs(60))?;
+    conn.busy_timeout(SQLITE_BUSY_TIMEOUT)?;
     // Write-ahead log: readers never block the writer; with synchronous=NORMAL a commit survives a
     // killed process (only a power cut may lose the last commits, never corrupt the file).
     let _: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;

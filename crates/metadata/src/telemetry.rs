@@ -59,10 +59,14 @@ impl GpuSample {
     /// The format that goes with [`GpuSample::QUERY`].
     pub const FORMAT: &'static str = "--format=csv,noheader,nounits";
 
-    /// The first line of `nvidia-smi QUERY FORMAT`; `None` when it has no name.
+    /// The first line of `nvidia-smi QUERY FORMAT`; `None` when it is not a reading of the six
+    /// fields asked (an error line such as "No devices were found") or has no name.
     pub fn parse(output: &str) -> Option<Self> {
         let line = output.lines().next()?.trim();
         let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        if fields.len() != 6 {
+            return None;
+        }
         let name = fields.first().filter(|n| !n.is_empty())?.to_string();
         let number = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
         Some(Self {
@@ -93,5 +97,7 @@ mod tests {
         let old = GpuSample::parse("Tesla K80, 0, 0, 562, 30, [Not Supported]").expect("sample");
         assert_eq!(old.power_w, None);
         assert_eq!(GpuSample::parse(""), None);
+        // nvidia-smi's answer to an --id it does not know (an H200 machine, driver 580).
+        assert_eq!(GpuSample::parse("No devices were found\n"), None);
     }
 }

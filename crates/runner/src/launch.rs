@@ -199,18 +199,29 @@ struct Sampler {
     last_t: Duration,
     ticks_per_s: f64,
     nvidia_smi: Option<PathBuf>,
+    /// The `--id=` of the GPU CUDA runs on; `None` when none is visible.
+    gpu_device: Option<String>,
     samples: Vec<TelemetrySample>,
 }
 
 impl Sampler {
     fn new(pid: u32) -> Self {
+        let nvidia_smi = trtmc_core::machine::find_program("nvidia-smi");
+        // Resolved once: a UUID prefix costs an `nvidia-smi -L`.
+        let gpu_device = nvidia_smi.as_ref().and_then(|smi| {
+            trtmc_core::machine::nvidia_smi_selected(
+                smi,
+                std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref(),
+            )
+        });
         Self {
             pid,
             last_cpu_ticks: None,
             last_t: Duration::ZERO,
             // USER_HZ is 100 on every Linux configuration in practice.
             ticks_per_s: 100.0,
-            nvidia_smi: trtmc_core::machine::find_program("nvidia-smi"),
+            nvidia_smi,
+            gpu_device,
             samples: Vec::new(),
         }
     }
@@ -229,15 +240,17 @@ impl Sampler {
         self.last_cpu_ticks = ticks;
         self.last_t = t;
         let gpu = self.nvidia_smi.as_ref().and_then(|smi| {
-            let device = trtmc_core::machine::selected_gpu(
-                std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref(),
-            )?;
+            let device = self.gpu_device.as_ref()?;
             let out = Command::new(smi)
                 .arg(format!("--id={device}"))
                 .args([GpuSample::QUERY, GpuSample::FORMAT])
                 .output()
                 .ok()?;
-            GpuSample::parse(&String::from_utf8_lossy(&out.stdout))
+            // A device nvidia-smi does not know (CUDA_VISIBLE_DEVICES=1 on a one-GPU machine) is
+            // "No devices were found" with a failing status: no GPU reading, not a GPU of that name.
+            out.status
+                .success()
+                .then(|| GpuSample::parse(&String::from_utf8_lossy(&out.stdout)))?
         });
         self.samples.push(TelemetrySample {
             t_s: t.as_secs_f64(),

@@ -81,6 +81,17 @@ pub enum OrtLibraryError {
         path.display()
     )]
     VersionUnknown { path: PathBuf },
+    /// The library is older than the oldest this program can load (found before any build).
+    #[error(
+        "ONNX Runtime {version} at {} is older than {oldest}, the oldest this trtmc-bench can load ({hint}, or point ORT_DYLIB_PATH at libonnxruntime {oldest} or newer)",
+        path.display()
+    )]
+    TooOld {
+        path: PathBuf,
+        version: String,
+        oldest: &'static str,
+        hint: &'static str,
+    },
 }
 
 /// Why a `build.*`/`runtime.*` value, or a route's `knob=value` token, is refused.

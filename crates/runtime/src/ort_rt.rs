@@ -180,6 +180,23 @@ fn init_environment(path: &Path) -> Result<Environment, OrtLibraryError> {
         })
 }
 
+/// The oldest ONNX Runtime the `ort` crate this program is built with loads (major, minor). `ort`
+/// itself refuses an older library only when a model is built ("expected version >= '1.31.x'", seen
+/// with the 1.30.0 wheel of a GPU machine's image); checking the version when the library is located
+/// makes it a missing prerequisite named before anything runs.
+const OLDEST_SUPPORTED: (u32, u32) = (1, 31);
+const OLDEST_SUPPORTED_TEXT: &str = "1.31";
+
+/// Whether `version` (`1.30.0`) is older than [`OLDEST_SUPPORTED`]; a version that does not parse is
+/// left to the loader.
+fn older_than_supported(version: &str) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().ok());
+    match (parts.next().flatten(), parts.next().flatten()) {
+        (Some(major), Some(minor)) => (major, minor) < OLDEST_SUPPORTED,
+        _ => false,
+    }
+}
+
 fn locate() -> Result<Library, OrtLibraryError> {
     let path = library_path()?;
     let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
@@ -191,6 +208,14 @@ fn locate() -> Result<Library, OrtLibraryError> {
                 .ok_or_else(|| OrtLibraryError::VersionUnknown { path: path.clone() })?
         }
     };
+    if older_than_supported(&version) {
+        return Err(OrtLibraryError::TooOld {
+            path,
+            version,
+            oldest: OLDEST_SUPPORTED_TEXT,
+            hint: INSTALL_HINT,
+        });
+    }
     Ok(Library { path, version })
 }
 
@@ -1176,6 +1201,12 @@ mod tests {
             Some("1.32.0")
         );
         assert_eq!(version_from_file_name(Path::new("libonnxruntime.so")), None);
+        assert!(older_than_supported("1.30.0"));
+        assert!(older_than_supported("0.99.9"));
+        assert!(!older_than_supported("1.31.1"));
+        assert!(!older_than_supported("1.100.0"));
+        assert!(!older_than_supported("2.0.0"));
+        assert!(!older_than_supported("dev"), "left to the loader");
         assert_eq!(
             version_from_build_info(
                 "ORT Build Info: git-branch=rel-1.31.1, git-commit-id=abc, build type=Release"

@@ -494,7 +494,7 @@ fn gpu_target() -> String {
 /// no `compute_cap` query field: the capability then comes from the GPU's name
 /// ([`compute_capability_of`]), or is `cc-unknown`.
 fn gpu_target_with(smi: &Path, visible: Option<&str>) -> String {
-    let Some(device) = trtmc_core::machine::selected_gpu(visible) else {
+    let Some(device) = trtmc_core::machine::nvidia_smi_selected(smi, visible) else {
         return "gpu-none-visible".into();
     };
     let query = |fields: &str| -> Option<String> {
