@@ -14,6 +14,7 @@ use crate::case_error::describe_source;
 pub use crate::case_error::{CaseError, OverrideError, SettingRefused, ValueError};
 use crate::catalog::{Profile, TestCase};
 use crate::operations::{self, FieldKind, OperationDecl};
+use crate::settings::{CommonBuildSetting, DeclaredSettings, SettingSection};
 
 pub const RESOLVED_CASE_SCHEMA: &str = "trtmc.resolved-case/v1";
 
@@ -189,8 +190,15 @@ pub struct ResolveInput<'a> {
     pub flags: MeasureFlags,
 }
 
-/// Resolves one case of a profile. The profile must be ready.
-pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCase, CaseError> {
+/// Resolves one case of a profile. The profile must be ready. `declared` holds every runtime's
+/// settings (`trtmc_runtime::registry::declared_settings`): a `build.*` or `runtime.*` value is read
+/// by the declaration of the case's runtime (or, for a setting it does not declare, of the runtime
+/// that does, so that the runner can say the case's runtime does not use it).
+pub fn resolve(
+    profile: &Profile,
+    input: &ResolveInput<'_>,
+    declared: &DeclaredSettings,
+) -> Result<ResolvedCase, CaseError> {
     if !profile.status.is_ready() {
         return Err(CaseError::NotReady {
             model: profile.name.clone(),
@@ -267,23 +275,38 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
     apply_measure(&mut measure, &case_measure(case), Source::Case);
     apply_measure(&mut measure, &input.plan_measure, Source::Plan);
 
-    let overrides = input
-        .plan
-        .iter()
-        .chain(&input.sets)
-        .chain(&input.sweep_point);
-    for o in overrides {
-        apply_override(
-            op,
-            o,
-            &mut request,
-            &mut build,
-            &mut runtime,
-            &mut runtime_settings,
-        )?;
+    let overrides = || {
+        input
+            .plan
+            .iter()
+            .chain(&input.sets)
+            .chain(&input.sweep_point)
+    };
+    // The runtime first (`runtime=NAME` among the overrides, then --runtime), since it says how the
+    // other settings read.
+    let names_runtime = |o: &&Override| {
+        let (section, rest) = o.key.split_once('.').unwrap_or((o.key.as_str(), ""));
+        section == "runtime" && rest.is_empty()
+    };
+    for o in overrides().filter(names_runtime) {
+        runtime = Sourced::new(o.value.trim().to_string(), o.source);
     }
     if let Some(r) = &input.runtime {
         runtime = Sourced::new(r.clone(), Source::Cli);
+    }
+    let settings = CaseSettings {
+        declared,
+        runtime: &runtime.value,
+    };
+    for o in overrides().filter(|o| !names_runtime(o)) {
+        apply_override(
+            op,
+            o,
+            &settings,
+            &mut request,
+            &mut build,
+            &mut runtime_settings,
+        )?;
     }
     apply_measure(&mut measure, &input.flags, Source::Cli);
     stopping_rule(&mut measure)?;
@@ -383,19 +406,23 @@ pub fn resolve(profile: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCa
     // One check of the resolved dimensions and shapes, whatever their source (MODEL.toml included).
     crate::limits::check_build_values(&resolved.build)
         .map_err(|reason| CaseError::Limits { reason })?;
-    refresh_identity(profile, &mut resolved)?;
+    refresh_identity(profile, &mut resolved, declared)?;
     Ok(resolved)
 }
 
 /// Recomputes a resolved case's workload identity, after the runner filled in what resolving alone
-/// cannot know (a chat case's rendered prompt and its token count).
-pub fn refresh_identity(profile: &Profile, resolved: &mut ResolvedCase) -> Result<(), CaseError> {
+/// cannot know (a chat case's rendered prompt and its token count); `declared` as for [`resolve`].
+pub fn refresh_identity(
+    profile: &Profile,
+    resolved: &mut ResolvedCase,
+    declared: &DeclaredSettings,
+) -> Result<(), CaseError> {
     let op =
         operations::operation(&resolved.operation).ok_or_else(|| CaseError::UnknownOperation {
             operation: resolved.operation.clone(),
         })?;
     let artifacts = artifact_hashes(profile, op, &resolved.request)?;
-    resolved.identity = workload_identity(&profile.manifest_hash, resolved, &artifacts);
+    resolved.identity = workload_identity(&profile.manifest_hash, resolved, &artifacts, declared);
     Ok(())
 }
 
@@ -446,31 +473,24 @@ fn artifact_hashes(
     Ok(hashes)
 }
 
-/// Build settings that say how a bundle is built, not what it computes: they are part of the bundle key
-/// but not of the workload identity, so that two builds of one workload (default against tuned route,
-/// fp16 against int8, one optimization level against another) can be compared. Precision is checked
-/// on its own by the comparisons that care (the matrix's baseline precision).
-pub const RECIPE_BUILD_SETTINGS: &[&str] = &[
-    "precision",
-    "optimization_level",
-    "route",
-    "builder_optimization_level",
-    "tiling_optimization_level",
-    "max_aux_streams",
-];
-
-/// The workload identity: what must match for two measurements to be comparable.
+/// The workload identity: what must match for two measurements to be comparable. The build settings
+/// that say how a bundle is built, not what it computes ([`crate::settings::is_recipe`]: precision and
+/// what the runtimes declare as their recipe) are left out, so that two builds of one workload
+/// (default against tuned route, fp16 against int8, one optimization level against another) can be
+/// compared. Precision is checked on its own by the comparisons that care (the matrix's baseline
+/// precision).
 pub fn workload_identity(
     manifest_hash: &str,
     case: &ResolvedCase,
     artifact_hashes: &[String],
+    declared: &DeclaredSettings,
 ) -> String {
     let request: BTreeMap<&String, &Value> =
         case.request.iter().map(|(k, v)| (k, &v.value)).collect();
     let build: BTreeMap<&String, &Value> = case
         .build
         .iter()
-        .filter(|(k, _)| !RECIPE_BUILD_SETTINGS.contains(&k.as_str()))
+        .filter(|(k, _)| !crate::settings::is_recipe(declared, k))
         .map(|(k, v)| (k, &v.value))
         .collect();
     let mut workload = json!({
@@ -822,12 +842,63 @@ fn apply_measure(m: &mut Measure, f: &MeasureFlags, source: Source) {
     }
 }
 
+/// What reads the `build.*` and `runtime.*` overrides of a case: every runtime's declarations and the
+/// case's runtime.
+struct CaseSettings<'a> {
+    declared: &'a DeclaredSettings,
+    runtime: &'a str,
+}
+
+impl CaseSettings<'_> {
+    /// A `build.<key>` value: a common setting as core reads it ([`CommonBuildSetting`]), any other
+    /// by its declaration.
+    fn build_value(&self, key: &str, text: &str) -> Result<Value, SettingRefused> {
+        if let Some(common) = CommonBuildSetting::of(key) {
+            return Ok(match common {
+                CommonBuildSetting::Precision => json!(text.trim()),
+                CommonBuildSetting::KvCacheLength | CommonBuildSetting::Dim => {
+                    json!(parse_dimension(text)?)
+                }
+                CommonBuildSetting::Shape => json!(parse_shape(text)?),
+            });
+        }
+        match crate::settings::find_decl(self.declared, self.runtime, SettingSection::Build, key) {
+            Some(decl) => Ok(decl.kind.parse(text)?),
+            None => {
+                let names = self.declared.iter().flat_map(|(_, settings)| {
+                    settings
+                        .iter()
+                        .filter(|d| d.section == SettingSection::Build)
+                        .map(|d| d.name)
+                });
+                let names: Vec<&str> = ["precision", "kv_cache_length"]
+                    .into_iter()
+                    .chain(names)
+                    .collect();
+                Err(SettingRefused::UnknownBuildSetting {
+                    closest: crate::text::closest(key, names.iter().copied()).map(str::to_string),
+                    known: crate::settings::known_build_settings(self.declared),
+                })
+            }
+        }
+    }
+
+    /// A `runtime.<key>` value, read by its declaration where it reads as the declared kind; anything
+    /// else is kept as given ([`parse_untyped`]) for the runtime's own check, whose message names the
+    /// runtime and its values (`trtmc_runtime::runtime::check_settings`).
+    fn runtime_value(&self, key: &str, text: &str) -> Value {
+        crate::settings::find_decl(self.declared, self.runtime, SettingSection::Runtime, key)
+            .and_then(|decl| decl.kind.parse(text).ok())
+            .unwrap_or_else(|| parse_untyped(text))
+    }
+}
+
 fn apply_override(
     op: &OperationDecl,
     o: &Override,
+    settings: &CaseSettings<'_>,
     request: &mut BTreeMap<String, Sourced<Value>>,
     build: &mut BTreeMap<String, Sourced<Value>>,
-    runtime: &mut Sourced<String>,
     runtime_settings: &mut BTreeMap<String, Sourced<Value>>,
 ) -> Result<(), CaseError> {
     let (section, rest) = o.key.split_once('.').unwrap_or((o.key.as_str(), ""));
@@ -837,7 +908,6 @@ fn apply_override(
         value: o.value.clone(),
         source: e,
     };
-    let value_context = |e: ValueError| context(SettingRefused::Value(e));
     match section {
         "request" => {
             let field = op.field(rest).ok_or_else(|| {
@@ -845,40 +915,18 @@ fn apply_override(
                     op, rest,
                 )))
             })?;
-            let value = parse_typed(field.kind, &o.value).map_err(value_context)?;
+            let value =
+                parse_typed(field.kind, &o.value).map_err(|e| context(SettingRefused::Value(e)))?;
             request.insert(rest.to_string(), Sourced::new(value, o.source));
         }
         "build" => {
-            let value = match rest {
-                "precision" => json!(o.value.trim()),
-                "kv_cache_length" => json!(parse_dimension(&o.value).map_err(value_context)?),
-                "optimization_level" => {
-                    json!(parse_optimization_level(&o.value).map_err(value_context)?)
-                }
-                // TensorRT's build recipe (runtime tensorrt checks the values against its trtexec).
-                "route" => json!(o.value.split_whitespace().collect::<Vec<_>>().join(" ")),
-                "builder_optimization_level" | "tiling_optimization_level" => {
-                    json!(parse_int(&o.value).map_err(value_context)?)
-                }
-                "max_aux_streams" if o.value.trim() == "auto" => json!("auto"),
-                "max_aux_streams" => json!(parse_int(&o.value).map_err(value_context)?),
-                _ if rest.starts_with("dims.") && rest.len() > 5 => {
-                    json!(parse_dimension(&o.value).map_err(value_context)?)
-                }
-                _ if rest.starts_with("shapes.") && rest.len() > 7 => {
-                    json!(parse_shape(&o.value).map_err(value_context)?)
-                }
-                _ => return Err(context(SettingRefused::UnknownBuildSetting)),
-            };
+            let value = settings.build_value(rest, &o.value).map_err(context)?;
             build.insert(rest.to_string(), Sourced::new(value, o.source));
         }
-        "runtime" if rest.is_empty() => {
-            *runtime = Sourced::new(o.value.trim().to_string(), o.source)
-        }
-        "runtime" => {
+        "runtime" if !rest.is_empty() => {
             runtime_settings.insert(
                 rest.to_string(),
-                Sourced::new(parse_untyped(&o.value), o.source),
+                Sourced::new(settings.runtime_value(rest, &o.value), o.source),
             );
         }
         _ => {
@@ -886,21 +934,6 @@ fn apply_override(
         }
     }
     Ok(())
-}
-
-/// Graph optimization levels of `build.optimization_level` (ONNX Runtime's offline optimization).
-pub const OPTIMIZATION_LEVELS: &[&str] = &["disable", "basic", "extended", "layout", "all"];
-
-fn parse_optimization_level(text: &str) -> Result<&str, ValueError> {
-    let t = text.trim();
-    if OPTIMIZATION_LEVELS.contains(&t) {
-        Ok(t)
-    } else {
-        Err(ValueError::NotListed {
-            text: text.to_string(),
-            levels: OPTIMIZATION_LEVELS,
-        })
-    }
 }
 
 /// A build dimension: a whole number from 1 to [`MOST_DIMENSION`].
@@ -1122,6 +1155,11 @@ pub fn sweep_points(axes: &[SweepAxis]) -> Result<Vec<Vec<Override>>, OverrideEr
 mod tests {
     use super::*;
     use crate::catalog::Catalog;
+
+    /// [`super::resolve`] with declarations shaped like the runtimes' own.
+    fn resolve(p: &Profile, input: &ResolveInput<'_>) -> Result<ResolvedCase, CaseError> {
+        super::resolve(p, input, crate::settings::TEST_DECLARED)
+    }
 
     fn catalog() -> (tempfile::TempDir, Catalog) {
         let t = tempfile::tempdir().expect("tmp");

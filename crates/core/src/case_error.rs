@@ -17,6 +17,8 @@ pub enum ValueError {
         text: String,
         levels: &'static [&'static str],
     },
+    #[error("expected a whole number from {least} to {most}, got `{text}`")]
+    OutOfRange { text: String, least: i64, most: i64 },
     #[error("expected a number, got `{text}`")]
     NotNumber { text: String },
     #[error("expected true or false, got `{text}`")]
@@ -79,10 +81,15 @@ pub enum SettingRefused {
     UnknownField(String),
     #[error(transparent)]
     Value(#[from] ValueError),
+    /// A `build.<name>` no runtime declares; `known` lists the common ones and each runtime's own.
     #[error(
-        "unknown build setting; known: build.precision, build.kv_cache_length, build.optimization_level, build.dims.<dim>, build.shapes.<input>, and for tensorrt build.route, build.builder_optimization_level, build.tiling_optimization_level, build.max_aux_streams"
+        "unknown build setting{}; known: {known}",
+        closest.as_ref().map(|c| format!(" (did you mean `build.{c}`?)")).unwrap_or_default()
     )]
-    UnknownBuildSetting,
+    UnknownBuildSetting {
+        closest: Option<String>,
+        known: String,
+    },
     #[error("keys start with `request.`, `build.` or `runtime.` (e.g. request.max_new_tokens=16)")]
     UnknownSection,
 }

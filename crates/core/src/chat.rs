@@ -514,6 +514,7 @@ mod tests {
                     case: Some(name),
                     ..Default::default()
                 },
+                crate::settings::TEST_DECLARED,
             )
             .expect("resolve")
         };
@@ -532,7 +533,7 @@ mod tests {
             c.prompt = Some("[user] hi".into());
             c.prompt_tokens = Some(9);
         }
-        refresh_identity(p, &mut chat).expect("identity");
+        refresh_identity(p, &mut chat, crate::settings::TEST_DECLARED).expect("identity");
         assert_ne!(
             chat.identity, before,
             "the rendered prompt is part of the workload"
@@ -542,7 +543,7 @@ mod tests {
         if let Some(c) = chat.chat.as_mut() {
             c.template_source = Some("/somewhere/else/chat_template.jinja".into());
         }
-        refresh_identity(p, &mut chat).expect("identity");
+        refresh_identity(p, &mut chat, crate::settings::TEST_DECLARED).expect("identity");
         assert_eq!(chat.identity, rendered);
     }
 }

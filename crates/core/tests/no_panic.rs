@@ -53,7 +53,7 @@ fn mutated_catalog_and_plan_inputs_never_panic() {
                 .to_string(),
         );
         if profile.status.is_ready() {
-            let _ = trtmc_core::case::resolve(&profile, &Default::default());
+            let _ = trtmc_core::case::resolve(&profile, &Default::default(), &[]);
         }
         let _ = trtmc_core::plan::parse(&mutate(&mut rng, SEEDS[3]));
     }
@@ -120,7 +120,7 @@ fn every_accepted_measurement_fits_its_limits_and_a_duration() {
             flags: flags(),
             ..Default::default()
         };
-        let Ok(case) = trtmc_core::case::resolve(&profile, &input) else {
+        let Ok(case) = trtmc_core::case::resolve(&profile, &input, &[]) else {
             continue;
         };
         accepted += 1;

@@ -595,7 +595,12 @@ pub fn resolve_side(
         runtime: Some(runtime.to_string()),
         ..Default::default()
     };
-    case::resolve(profile, &input).map_err(|e| e.to_string())
+    case::resolve(
+        profile,
+        &input,
+        trtmc_runtime::registry::declared_settings(),
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// Reference precision: the row's `baseline.precision`, the testcase's `reference_precision`, the

@@ -139,7 +139,11 @@ pub fn render_case(
         chat::PROMPT_FIELD.to_string(),
         Sourced::new(rendered.into(), Source::Case),
     );
-    case::refresh_identity(profile, resolved)?;
+    case::refresh_identity(
+        profile,
+        resolved,
+        trtmc_runtime::registry::declared_settings(),
+    )?;
     Ok(true)
 }
 

@@ -492,6 +492,7 @@ mod tests {
                 runtime: sel.runtime,
                 ..Default::default()
             },
+            trtmc_runtime::registry::declared_settings(),
         )
         .expect("resolve");
         PlannedCase {

@@ -191,7 +191,12 @@ pub fn plan_cases(
                     plan_measure: sel.plan_measure.clone(),
                     flags: sel.flags.clone(),
                 };
-                let mut resolved = case::resolve(profile, &input).map_err(|e| Error::Case {
+                let mut resolved = case::resolve(
+                    profile,
+                    &input,
+                    trtmc_runtime::registry::declared_settings(),
+                )
+                .map_err(|e| Error::Case {
                     model: profile.name.clone(),
                     reason: e.to_string(),
                 })?;
@@ -205,7 +210,12 @@ pub fn plan_cases(
                     model: profile.name.clone(),
                     reason,
                 })?;
-                case::refresh_identity(profile, &mut resolved).map_err(|e| Error::Case {
+                case::refresh_identity(
+                    profile,
+                    &mut resolved,
+                    trtmc_runtime::registry::declared_settings(),
+                )
+                .map_err(|e| Error::Case {
                     model: profile.name.clone(),
                     reason: e.to_string(),
                 })?;

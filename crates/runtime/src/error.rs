@@ -206,6 +206,9 @@ pub enum SettingError {
         flag: &'static str,
         version: TrtexecVersion,
     },
+    /// Settings that do not decode into the runtime's settings struct.
+    #[error("{reason}")]
+    Undecodable { reason: String },
     /// An optimization level or stream count outside its range.
     #[error("build.{name} takes an integer from 0 to {max}, got {value}")]
     Level {

@@ -10,7 +10,7 @@ use serde_json::Value;
 use trtmc_core::case::ResolvedCase;
 use trtmc_trtexec::{KnobDatabase, KnobOption};
 
-use trtmc_core::settings::{SettingDecl, SettingSection};
+use trtmc_core::settings::{SettingDecl, SettingKind, SettingSection};
 
 use crate::error::SettingError;
 
@@ -44,7 +44,7 @@ pub enum KnobSetting {
 
 /// A `[true|false]` setting: its knob takes `on`/`off`.
 fn is_switch(decl: &SettingDecl) -> bool {
-    decl.allowed == "[true|false]"
+    decl.kind == SettingKind::Switch
 }
 
 /// A setting value as a knob value (`true`/`false` become `on`/`off` for switches).
@@ -85,7 +85,11 @@ pub fn declared_database(
         .iter()
         .filter(|d| d.tunable)
         .map(|d| {
-            let allowed = if is_switch(d) { "[on|off]" } else { d.allowed };
+            let allowed = if is_switch(d) {
+                "[on|off]".to_string()
+            } else {
+                d.allowed()
+            };
             let default = match resolved_value(base, d) {
                 Some(value) => knob_value(d, value),
                 None => knob_text(d, d.default),
@@ -251,10 +255,10 @@ mod tests {
                 assert_eq!(option.option, format!("-{}", decl.name));
                 let values = option.values().expect("declared values parse");
                 assert!(values.accepts(&option.default_value), "{option:?}");
-                if decl.allowed == "[true|false]" {
+                if decl.kind == SettingKind::Switch {
                     assert_eq!(values, KnobValues::Listed(vec!["on".into(), "off".into()]));
                 } else {
-                    assert_eq!(values.render(), decl.allowed);
+                    assert_eq!(values.render(), decl.allowed());
                 }
                 assert!(option.help.starts_with(&format!(
                     "{}.{}: ",

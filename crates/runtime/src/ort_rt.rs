@@ -35,7 +35,8 @@ use crate::error::{OrtLibraryError, Unavailable};
 use crate::profile::LayerProfile;
 use crate::profile::ort_trace::{GraphNode, layers_from_trace};
 use crate::runtime::{
-    BuildOutput, BuildStep, Runtime, Session, SettingDecl, SettingSection, check_build_settings,
+    BuildOutput, BuildStep, Runtime, Session, SettingDecl, SettingKind, SettingSection,
+    check_build_settings,
 };
 use crate::tensor::{DType, Dim, HostTensor, TensorSpec};
 
@@ -53,13 +54,15 @@ const NAME: &str = "onnxruntime";
 
 pub struct OrtRuntime;
 
-static SETTINGS: &[SettingDecl] = &[
+pub(crate) static SETTINGS: &[SettingDecl] = &[
     SettingDecl {
         section: SettingSection::Build,
         name: "optimization_level",
         help: "ONNX Runtime's graph optimization level, applied offline when the bundle is built",
         default: "all",
-        allowed: "[disable|basic|extended|layout|all]",
+        kind: SettingKind::Listed {
+            words: &["disable", "basic", "extended", "layout", "all"],
+        },
         tunable: true,
         recipe: true,
     },
@@ -68,7 +71,7 @@ static SETTINGS: &[SettingDecl] = &[
         name: "precision",
         help: "fp32 only: the CPU provider runs the model's own types (export the model in another precision instead)",
         default: "fp32",
-        allowed: "[fp32]",
+        kind: SettingKind::Listed { words: &["fp32"] },
         tunable: false,
         recipe: true,
     },
@@ -77,7 +80,10 @@ static SETTINGS: &[SettingDecl] = &[
         name: "threads",
         help: "the thread knob every runtime has: here the intra-op pool's threads (intra_threads wins when both are given)",
         default: "1",
-        allowed: "[1|2|...]",
+        kind: SettingKind::Integer {
+            least: 1,
+            most: None,
+        },
         // intra_threads is the tunable name; one knob, one route.
         tunable: false,
         recipe: false,
@@ -87,7 +93,10 @@ static SETTINGS: &[SettingDecl] = &[
         name: "intra_threads",
         help: "threads of ONNX Runtime's intra-op pool (parallelism inside one operator)",
         default: "1",
-        allowed: "[1|2|...]",
+        kind: SettingKind::Integer {
+            least: 1,
+            most: None,
+        },
         tunable: true,
         recipe: false,
     },
@@ -96,7 +105,10 @@ static SETTINGS: &[SettingDecl] = &[
         name: "inter_threads",
         help: "threads of the inter-op pool (used with execution_mode=parallel)",
         default: "1",
-        allowed: "[1|2|...]",
+        kind: SettingKind::Integer {
+            least: 1,
+            most: None,
+        },
         tunable: true,
         recipe: false,
     },
@@ -105,7 +117,9 @@ static SETTINGS: &[SettingDecl] = &[
         name: "execution_mode",
         help: "run one node at a time (sequential), or independent nodes at once (parallel)",
         default: "sequential",
-        allowed: "[sequential|parallel]",
+        kind: SettingKind::Listed {
+            words: &["sequential", "parallel"],
+        },
         tunable: true,
         recipe: false,
     },
@@ -114,7 +128,7 @@ static SETTINGS: &[SettingDecl] = &[
         name: "intra_spinning",
         help: "intra-op threads spin while waiting for work (true) or sleep (false)",
         default: "true",
-        allowed: "[true|false]",
+        kind: SettingKind::Switch,
         tunable: true,
         recipe: false,
     },
@@ -123,7 +137,7 @@ static SETTINGS: &[SettingDecl] = &[
         name: "memory_pattern",
         help: "plan memory from the first run's allocation pattern",
         default: "true",
-        allowed: "[true|false]",
+        kind: SettingKind::Switch,
         tunable: true,
         recipe: false,
     },
@@ -132,7 +146,7 @@ static SETTINGS: &[SettingDecl] = &[
         name: "cpu_arena",
         help: "allocate CPU tensors from ONNX Runtime's arena",
         default: "true",
-        allowed: "[true|false]",
+        kind: SettingKind::Switch,
         tunable: true,
         recipe: false,
     },
@@ -342,13 +356,27 @@ pub fn version_from_build_info(info: &str) -> Option<String> {
 }
 
 /// `build.optimization_level`: ORT's graph optimization levels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(try_from = "String")]
 pub enum OptimizationLevel {
     Disable,
     Basic,
     Extended,
     Layout,
+    #[default]
     All,
+}
+
+impl TryFrom<String> for OptimizationLevel {
+    type Error = String;
+    fn try_from(text: String) -> Result<Self, String> {
+        Self::parse(&text).ok_or_else(|| {
+            format!(
+                "build.optimization_level must be one of {}, got {text:?}",
+                Self::NAMES
+            )
+        })
+    }
 }
 
 impl OptimizationLevel {
@@ -398,16 +426,84 @@ impl OptimizationLevel {
 
     /// The level of `build.optimization_level` (default `all`, ORT's own default).
     pub fn from_settings(settings: &BTreeMap<String, Value>) -> anyhow::Result<Self> {
-        match settings.get("optimization_level") {
-            None => Ok(Self::All),
-            Some(v) => v.as_str().and_then(Self::parse).with_context(|| {
-                format!(
-                    "build.optimization_level must be one of {}, got {v}",
-                    Self::NAMES
-                )
-            }),
+        Ok(BuildSettings::from_settings(settings)?.optimization_level)
+    }
+}
+
+/// ONNX Runtime's `build.*` settings ([`SETTINGS`]), decoded once where the bundle is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuildSettings {
+    /// fp32 only: the CPU provider runs the model's own types.
+    #[serde(default)]
+    pub precision: Fp32Only,
+    #[serde(default)]
+    pub optimization_level: OptimizationLevel,
+}
+
+impl BuildSettings {
+    pub fn from_settings(settings: &BTreeMap<String, Value>) -> anyhow::Result<Self> {
+        crate::runtime::decode_settings(NAME, SettingSection::Build, settings)
+    }
+}
+
+/// `build.precision` of ONNX Runtime: fp32 alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(try_from = "String")]
+pub struct Fp32Only;
+
+impl TryFrom<String> for Fp32Only {
+    type Error = String;
+    fn try_from(text: String) -> Result<Self, String> {
+        match text.as_str() {
+            "fp32" => Ok(Fp32Only),
+            other => Err(format!(
+                "runtime onnxruntime builds build.precision fp32 only, not `{other}` (its CPU provider runs the model's own types: export the model in that precision instead)"
+            )),
         }
     }
+}
+
+/// `runtime.execution_mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(try_from = "String")]
+enum ExecutionMode {
+    #[default]
+    Sequential,
+    Parallel,
+}
+
+impl TryFrom<String> for ExecutionMode {
+    type Error = String;
+    fn try_from(text: String) -> Result<Self, String> {
+        match text.as_str() {
+            "sequential" => Ok(Self::Sequential),
+            "parallel" => Ok(Self::Parallel),
+            _ => Err(format!(
+                "runtime.execution_mode must be sequential or parallel, got {text:?}"
+            )),
+        }
+    }
+}
+
+/// ONNX Runtime's `runtime.*` settings as declared ([`SETTINGS`]), decoded once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeclaredSessionSettings {
+    #[serde(default)]
+    threads: Option<std::num::NonZeroUsize>,
+    #[serde(default)]
+    intra_threads: Option<std::num::NonZeroUsize>,
+    #[serde(default)]
+    inter_threads: Option<std::num::NonZeroUsize>,
+    #[serde(default)]
+    execution_mode: ExecutionMode,
+    #[serde(default, deserialize_with = "crate::runtime::switch")]
+    intra_spinning: Option<bool>,
+    #[serde(default, deserialize_with = "crate::runtime::switch")]
+    memory_pattern: Option<bool>,
+    #[serde(default, deserialize_with = "crate::runtime::switch")]
+    cpu_arena: Option<bool>,
 }
 
 /// The `runtime.*` settings of a session.
@@ -423,41 +519,19 @@ pub struct SessionSettings {
 
 impl SessionSettings {
     pub fn from_settings(settings: &BTreeMap<String, Value>) -> anyhow::Result<Self> {
-        let parallel = match settings.get("execution_mode") {
-            None => false,
-            Some(v) => match v.as_str() {
-                Some("sequential") => false,
-                Some("parallel") => true,
-                _ => bail!("runtime.execution_mode must be sequential or parallel, got {v}"),
-            },
-        };
+        let d: DeclaredSessionSettings =
+            crate::runtime::decode_settings(NAME, SettingSection::Runtime, settings)?;
+        let one = std::num::NonZeroUsize::MIN;
         Ok(Self {
-            intra_threads: if settings.contains_key("intra_threads") {
-                crate::runtime::positive_setting(settings, "intra_threads", 1)?
-            } else {
-                crate::runtime::positive_setting(settings, "threads", 1)?
-            },
-            inter_threads: crate::runtime::positive_setting(settings, "inter_threads", 1)?,
-            parallel,
-            intra_spinning: bool_setting(settings, "intra_spinning")?,
-            memory_pattern: bool_setting(settings, "memory_pattern")?,
-            cpu_arena: bool_setting(settings, "cpu_arena")?,
+            // `threads`, the knob every runtime has, is the intra-op pool; intra_threads wins.
+            intra_threads: d.intra_threads.or(d.threads).unwrap_or(one).get(),
+            inter_threads: d.inter_threads.unwrap_or(one).get(),
+            parallel: d.execution_mode == ExecutionMode::Parallel,
+            intra_spinning: d.intra_spinning,
+            memory_pattern: d.memory_pattern,
+            cpu_arena: d.cpu_arena,
         })
     }
-}
-
-fn bool_setting(settings: &BTreeMap<String, Value>, name: &str) -> anyhow::Result<Option<bool>> {
-    let Some(v) = settings.get(name) else {
-        return Ok(None);
-    };
-    Ok(Some(match v {
-        Value::Bool(b) => *b,
-        Value::Number(n) if n.as_u64() == Some(0) => false,
-        Value::Number(n) if n.as_u64() == Some(1) => true,
-        Value::String(s) if matches!(s.as_str(), "on" | "yes") => true,
-        Value::String(s) if matches!(s.as_str(), "off" | "no") => false,
-        _ => bail!("runtime.{name} must be true or false, got {v}"),
-    }))
 }
 
 fn ort_err(e: impl std::fmt::Display) -> anyhow::Error {
@@ -716,17 +790,7 @@ impl Runtime for OrtRuntime {
         out_dir: &Path,
     ) -> anyhow::Result<BuildOutput> {
         check_build_settings(NAME, settings, &self.build_settings())?;
-        match settings
-            .get("precision")
-            .and_then(Value::as_str)
-            .unwrap_or("fp32")
-        {
-            "fp32" => {}
-            other => bail!(
-                "runtime onnxruntime builds build.precision fp32 only, not `{other}` (its CPU provider runs the model's own types: export the model in that precision instead)"
-            ),
-        }
-        let level = OptimizationLevel::from_settings(settings)?;
+        let level = BuildSettings::from_settings(settings)?.optimization_level;
         let lib = library().map_err(anyhow::Error::msg)?;
         let mut steps = Vec::new();
         let mut log = vec![format!(
@@ -1226,7 +1290,8 @@ mod tests {
             .iter()
             .find(|d| d.name == "optimization_level")
             .expect("declared");
-        let listed: Vec<&str> = decl.allowed.trim_matches(['[', ']']).split('|').collect();
+        let allowed = decl.allowed();
+        let listed: Vec<&str> = allowed.trim_matches(['[', ']']).split('|').collect();
         assert_eq!(listed.join(", "), OptimizationLevel::NAMES);
         for name in listed {
             assert_eq!(OptimizationLevel::parse(name).map(|l| l.name()), Some(name));

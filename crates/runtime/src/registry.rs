@@ -8,14 +8,14 @@ use anyhow::{Context as _, bail};
 use serde_json::Value;
 
 use crate::bundle::BundleManifest;
-use crate::runtime::{Runtime, RuntimeOptions};
+use crate::runtime::{DeclaredSettings, Runtime, RuntimeOptions, SettingDecl};
 use crate::tensor::HostTensor;
 
 /// How one runtime is made from this process's options.
 type MakeRuntime = fn(&RuntimeOptions) -> Box<dyn Runtime>;
 
-/// Every runtime compiled into this program, by name: the one list [`runtime_names`] and
-/// [`runtime_with`] read.
+/// Every runtime compiled into this program, by name: the one list [`runtime_names`],
+/// [`declared_settings`] and [`runtime_with`] read.
 const RUNTIMES: &[(&str, MakeRuntime)] = &[
     ("tract", |_| Box::new(crate::tract_rt::TractRuntime)),
     ("onnxruntime", |_| Box::new(crate::ort_rt::OrtRuntime)),
@@ -26,6 +26,18 @@ const RUNTIMES: &[(&str, MakeRuntime)] = &[
         )
     }),
 ];
+
+/// The settings of every runtime, by name in [`RUNTIMES`]' order (`Runtime::settings`, which a test
+/// checks): what case resolution reads `build.*` and `runtime.*` values by
+/// (`trtmc_core::case::resolve`).
+pub fn declared_settings() -> &'static DeclaredSettings {
+    static DECLARED: &[(&str, &[SettingDecl])] = &[
+        ("tract", crate::tract_rt::SETTINGS),
+        ("onnxruntime", crate::ort_rt::SETTINGS),
+        ("tensorrt", crate::tensorrt_rt::SETTINGS),
+    ];
+    DECLARED
+}
 
 /// Runtimes compiled into this program.
 pub fn runtime_names() -> Vec<&'static str> {

@@ -16,7 +16,9 @@ use crate::knobs::{KnobError, KnobSetting, KnobSource};
 use crate::profile::{ExportFiles, LayerProfile};
 use crate::tensor::{HostTensor, TensorSpec};
 
-pub use trtmc_core::settings::{SettingDecl, SettingSection};
+pub use trtmc_core::settings::{
+    DeclaredSettings, OPEN_RANGE_MOST, SettingDecl, SettingKind, SettingSection,
+};
 
 /// One timed build step, for build-timing.json.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -264,10 +266,6 @@ pub fn check_settings(
     check_declared_values(rt.name(), rt.settings(), SettingSection::Runtime, settings)
 }
 
-/// The largest value an open integer range (`[1|2|...]`) of a declared setting takes: thread and
-/// stream counts beyond it are typos, and a worker asked for a million threads fails after the build.
-pub const OPEN_RANGE_MOST: i64 = 1024;
-
 /// Checks the values of `settings` (all of one `section`) that `runtime` declares in `decls` against
 /// each declaration's allowed values, before anything is built or loaded: a listed value exactly, an
 /// open integer range `[N|N+1|...]` as a whole number from N to [`OPEN_RANGE_MOST`], a switch as true
@@ -295,7 +293,7 @@ pub fn check_declared_values(
         }
         let option = format!("-{name}");
         let Ok(allowed) =
-            trtmc_trtexec::parse_allowed_values(&option, &format!("{option}={}", decl.allowed))
+            trtmc_trtexec::parse_allowed_values(&option, &format!("{option}={}", decl.allowed()))
         else {
             continue;
         };
@@ -346,23 +344,51 @@ pub fn check_declared_values(
     Ok(())
 }
 
-/// Reads a positive integer setting.
-pub fn positive_setting(
+/// Decodes one section of a case's resolved settings into a runtime's settings struct (serde, with
+/// `deny_unknown_fields` on the struct): once, where the runtime builds or loads, instead of map
+/// lookups through it. The common build settings other than the precision (`dims.*`, `shapes.*`,
+/// `kv_cache_length`: the shape binding and the operations read them) are left out of the build
+/// section.
+pub fn decode_settings<T: serde::de::DeserializeOwned>(
+    runtime: &str,
+    section: SettingSection,
     settings: &BTreeMap<String, Value>,
-    name: &str,
-    default: usize,
-) -> anyhow::Result<usize> {
-    match settings.get(name) {
-        None => Ok(default),
-        Some(v) => match v.as_u64() {
-            Some(n) if n >= 1 => Ok(n as usize),
-            _ => anyhow::bail!("runtime.{name} must be a positive integer, got {v}"),
-        },
+) -> anyhow::Result<T> {
+    use trtmc_core::settings::CommonBuildSetting;
+    let own = |key: &str| {
+        section == SettingSection::Runtime
+            || matches!(
+                CommonBuildSetting::of(key),
+                None | Some(CommonBuildSetting::Precision)
+            )
+    };
+    let object = settings
+        .iter()
+        .filter(|(k, _)| own(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    serde_json::from_value(Value::Object(object))
+        .map_err(|e| anyhow::anyhow!("runtime `{runtime}`: {}.* settings: {e}", section.prefix()))
+}
+
+/// A switch as a settings struct reads it: true or false, also written 1/0, on/off or yes/no.
+pub fn switch<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    let v = <Value as serde::Deserialize>::deserialize(d)?;
+    match &v {
+        Value::Bool(b) => Ok(Some(*b)),
+        Value::Number(n) if n.as_u64() == Some(0) => Ok(Some(false)),
+        Value::Number(n) if n.as_u64() == Some(1) => Ok(Some(true)),
+        Value::String(s) if matches!(s.as_str(), "true" | "on" | "yes") => Ok(Some(true)),
+        Value::String(s) if matches!(s.as_str(), "false" | "off" | "no") => Ok(Some(false)),
+        _ => Err(serde::de::Error::custom(format!(
+            "expected true or false, got {v}"
+        ))),
     }
 }
 
-/// Build settings every runtime understands; each runtime may accept more.
-pub const COMMON_BUILD_SETTINGS: &[&str] = &["precision", "kv_cache_length", "dims.*", "shapes.*"];
+/// Build settings every runtime understands (`trtmc_core::settings::CommonBuildSetting`, as a
+/// message names them); each runtime may accept more.
+pub const COMMON_BUILD_SETTINGS: &[&str] = trtmc_core::settings::CommonBuildSetting::NAMES;
 
 /// Fails on a build setting that runtime `runtime` does not use, naming the ones it does.
 pub fn check_build_settings(
@@ -371,18 +397,12 @@ pub fn check_build_settings(
     extra: &[&str],
 ) -> anyhow::Result<()> {
     let known = |key: &str| {
-        COMMON_BUILD_SETTINGS
-            .iter()
-            .chain(extra)
-            .any(|k| match k.strip_suffix('*') {
-                Some(prefix) => key.starts_with(prefix) && key.len() > prefix.len(),
-                None => key == *k,
-            })
+        trtmc_core::settings::CommonBuildSetting::of(key).is_some() || extra.contains(&key)
     };
     if let Some(key) = settings.keys().find(|k| !known(k)) {
         let names: Vec<String> = COMMON_BUILD_SETTINGS
             .iter()
-            .chain(extra)
+            .chain(extra.iter().filter(|k| !COMMON_BUILD_SETTINGS.contains(k)))
             .map(|k| format!("build.{k}"))
             .collect();
         bail!(
@@ -404,24 +424,69 @@ mod tests {
         BTreeMap::from([(key.to_string(), value)])
     }
 
-    /// The build settings every runtime declares as its recipe are exactly those the workload identity
-    /// leaves out (`trtmc_core::case::RECIPE_BUILD_SETTINGS`).
+    /// The workload identity leaves out what any runtime declares as its recipe
+    /// (`trtmc_core::settings::is_recipe`): every runtime that declares a build setting of that name
+    /// must agree, and agree with the common settings core reads itself.
     #[test]
-    fn the_declared_recipe_settings_are_the_ones_the_workload_identity_leaves_out() {
-        let mut declared = std::collections::BTreeSet::new();
+    fn runtimes_that_declare_one_build_setting_agree_whether_it_is_recipe() {
+        let declared = crate::registry::declared_settings();
         for name in runtime_names() {
             for decl in runtime(name).expect("listed").settings() {
-                if decl.recipe {
-                    assert_eq!(decl.section, SettingSection::Build, "{name}: {}", decl.name);
-                    declared.insert(decl.name);
+                assert!(
+                    decl.section == SettingSection::Build || !decl.recipe,
+                    "{name}: {}",
+                    decl.name
+                );
+                if decl.section == SettingSection::Build {
+                    assert_eq!(
+                        trtmc_core::settings::is_recipe(declared, decl.name),
+                        decl.recipe,
+                        "{name}: {}",
+                        decl.name
+                    );
                 }
             }
         }
-        let listed: std::collections::BTreeSet<&str> = trtmc_core::case::RECIPE_BUILD_SETTINGS
-            .iter()
-            .copied()
-            .collect();
-        assert_eq!(declared, listed);
+        for key in [
+            "precision",
+            "route",
+            "optimization_level",
+            "max_aux_streams",
+        ] {
+            assert!(trtmc_core::settings::is_recipe(declared, key), "{key}");
+        }
+        for key in ["kv_cache_length", "dims.batch", "shapes.input"] {
+            assert!(!trtmc_core::settings::is_recipe(declared, key), "{key}");
+        }
+    }
+
+    /// The registry's declarations are what each runtime answers, and every default reads as its kind.
+    #[test]
+    fn the_registry_declares_what_each_runtime_answers() {
+        let declared = crate::registry::declared_settings();
+        assert_eq!(
+            declared.iter().map(|(name, _)| *name).collect::<Vec<_>>(),
+            runtime_names()
+        );
+        for (name, settings) in declared {
+            let answered = runtime(name).expect("listed").settings();
+            let view = |decls: &[SettingDecl]| -> Vec<(SettingSection, &str, SettingKind, bool)> {
+                decls
+                    .iter()
+                    .map(|d| (d.section, d.name, d.kind, d.recipe))
+                    .collect()
+            };
+            assert_eq!(view(settings), view(answered), "{name}");
+            for decl in *settings {
+                if decl.kind != SettingKind::Tokens {
+                    assert!(
+                        decl.kind.parse(decl.default).is_ok(),
+                        "{name}: {}",
+                        decl.name
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -40,7 +40,7 @@ use crate::outputs::{from_tensor, le_bytes};
 use crate::profile::{ExportFiles, export_paths};
 use crate::runtime::{
     BuildOutput, BuildStep, Runtime, SelfTimed, SelfTimedRequest, SelfTimedRun, Session,
-    SettingDecl, SettingSection, TimedPlan, check_build_settings,
+    SettingDecl, SettingKind, SettingSection, TimedPlan, check_build_settings,
 };
 use crate::tensor::{DType, Dim, HostTensor, TensorSpec};
 
@@ -63,13 +63,13 @@ pub const ROUTE_USED_NOTE: &str = "trtexec_build_route_used";
 /// Engine builds may take long on big models; this bounds a hung trtexec.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(4 * 3600);
 
-static SETTINGS: &[SettingDecl] = &[
+pub(crate) static SETTINGS: &[SettingDecl] = &[
     SettingDecl {
         section: SettingSection::Build,
         name: "route",
         help: "a build route for TensorRT's Global Performance Tuner (--setBuildRoute, TensorRT >= 11.1), e.g. '-kgen:tiling=1 -conv_lowering=off'; knobs and values are checked against the installed trtexec's --helpBuildRoute",
         default: "",
-        allowed: "-knob=value ...",
+        kind: SettingKind::Tokens,
         tunable: false,
         recipe: true,
     },
@@ -78,7 +78,9 @@ static SETTINGS: &[SettingDecl] = &[
         name: "precision",
         help: "the reduced precision the builder may choose (trtexec --fp16/--bf16/--int8/--fp8/--best; TensorRT before 11.0, 11.x takes the model's types)",
         default: "fp32",
-        allowed: "[fp32|fp16|bf16|int8|fp8|best]",
+        kind: SettingKind::Listed {
+            words: &["fp32", "fp16", "bf16", "int8", "fp8", "best"],
+        },
         tunable: false,
         recipe: true,
     },
@@ -87,7 +89,10 @@ static SETTINGS: &[SettingDecl] = &[
         name: "builder_optimization_level",
         help: "trtexec --builderOptimizationLevel: how hard the builder searches for tactics (higher: longer builds, possibly faster engines)",
         default: "3",
-        allowed: "[0|1|2|3|4|5]",
+        kind: SettingKind::Integer {
+            least: 0,
+            most: Some(5),
+        },
         tunable: false,
         recipe: true,
     },
@@ -96,7 +101,10 @@ static SETTINGS: &[SettingDecl] = &[
         name: "tiling_optimization_level",
         help: "trtexec --tilingOptimizationLevel (TensorRT >= 10.8): how hard the builder searches for tiling strategies",
         default: "0",
-        allowed: "[0|1|2|3]",
+        kind: SettingKind::Integer {
+            least: 0,
+            most: Some(3),
+        },
         tunable: false,
         recipe: true,
     },
@@ -105,7 +113,11 @@ static SETTINGS: &[SettingDecl] = &[
         name: "max_aux_streams",
         help: "trtexec --maxAuxStreams: auxiliary streams the engine may use to run layers in parallel (unset: the builder decides; 0: least memory)",
         default: "auto",
-        allowed: "[0|1|2|...]",
+        kind: SettingKind::IntegerOrWord {
+            least: 0,
+            most: None,
+            word: "auto",
+        },
         tunable: false,
         recipe: true,
     },
@@ -114,7 +126,7 @@ static SETTINGS: &[SettingDecl] = &[
         name: "cuda_graph",
         help: "launch each query as a captured CUDA graph",
         default: "true",
-        allowed: "[true|false]",
+        kind: SettingKind::Switch,
         tunable: false,
         recipe: false,
     },
@@ -123,7 +135,7 @@ static SETTINGS: &[SettingDecl] = &[
         name: "spin_wait",
         help: "spin-wait for GPU completion instead of blocking synchronization",
         default: "true",
-        allowed: "[true|false]",
+        kind: SettingKind::Switch,
         tunable: false,
         recipe: false,
     },
@@ -132,7 +144,7 @@ static SETTINGS: &[SettingDecl] = &[
         name: "data_transfers",
         help: "copy inputs and outputs between host and device inside each query",
         default: "false",
-        allowed: "[true|false]",
+        kind: SettingKind::Switch,
         tunable: false,
         recipe: false,
     },
@@ -332,6 +344,56 @@ fn check_route(
     Ok(())
 }
 
+/// TensorRT's `build.*` settings ([`SETTINGS`]), decoded once where the engine is built or its
+/// settings are checked (the shapes and dimensions are bound by [`bound_shapes`]).
+#[derive(Debug, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TensorrtBuild {
+    #[serde(default)]
+    route: Option<String>,
+    #[serde(default)]
+    precision: BuildPrecision,
+    #[serde(default)]
+    builder_optimization_level: Option<FlagNumber>,
+    #[serde(default)]
+    tiling_optimization_level: Option<FlagNumber>,
+    #[serde(default)]
+    max_aux_streams: Option<FlagNumber>,
+}
+
+/// A trtexec flag's number as a case holds it: a whole number, or a word (`auto`: no flag, the
+/// builder decides); its range is checked by [`TensorrtBuild::flags`].
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(untagged)]
+enum FlagNumber {
+    Whole(u64),
+    Other(Value),
+}
+
+/// `build.precision`: the reduced precisions the builder may choose.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(try_from = "String")]
+struct BuildPrecision(Vec<Precision>);
+
+impl TryFrom<String> for BuildPrecision {
+    type Error = String;
+    fn try_from(text: String) -> Result<Self, String> {
+        Ok(BuildPrecision(match text.as_str() {
+            "fp32" => Vec::new(),
+            "fp16" => vec![Precision::Fp16],
+            "bf16" => vec![Precision::Bf16],
+            "int8" => vec![Precision::Int8],
+            "fp8" => vec![Precision::Fp8],
+            "best" => vec![Precision::Best],
+            other => {
+                return Err(format!(
+                    "runtime tensorrt understands build.precision fp32, fp16, bf16, int8, fp8 or best, not `{other}`"
+                ));
+            }
+        }))
+    }
+}
+
 /// The trtexec build flags a case's build settings ask for.
 #[derive(Debug, Default, PartialEq)]
 struct BuildFlags {
@@ -341,70 +403,82 @@ struct BuildFlags {
     max_aux_streams: Option<u32>,
 }
 
-fn build_flags(settings: &BTreeMap<String, Value>) -> Result<BuildFlags, SettingError> {
-    let level = |name: &str, max: u32| -> Result<Option<u32>, SettingError> {
-        let Some(v) = settings.get(name) else {
-            return Ok(None);
-        };
-        let n = match v {
-            Value::Number(n) => n.as_u64(),
-            Value::String(s) if s == "auto" && name == "max_aux_streams" => return Ok(None),
-            Value::String(s) => s.parse::<u64>().ok(),
-            _ => None,
-        };
-        match n.and_then(|n| u32::try_from(n).ok()) {
-            Some(n) if n <= max => Ok(Some(n)),
-            _ => Err(SettingError::Level {
+impl TensorrtBuild {
+    fn decode(settings: &BTreeMap<String, Value>) -> Result<Self, SettingError> {
+        crate::runtime::decode_settings(NAME, SettingSection::Build, settings).map_err(|e| {
+            SettingError::Undecodable {
+                reason: format!("{e:#}"),
+            }
+        })
+    }
+
+    fn flags(&self) -> Result<BuildFlags, SettingError> {
+        let level = |name: &str, given: &Option<FlagNumber>, max: u32| match given {
+            None => Ok(None),
+            Some(FlagNumber::Other(Value::String(s)))
+                if s == "auto" && name == "max_aux_streams" =>
+            {
+                Ok(None)
+            }
+            Some(FlagNumber::Whole(n)) if u32::try_from(*n).is_ok_and(|n| n <= max) => {
+                Ok(u32::try_from(*n).ok())
+            }
+            Some(v) => Err(SettingError::Level {
                 name: name.to_string(),
                 max,
-                value: v.to_string(),
+                value: match v {
+                    FlagNumber::Whole(n) => n.to_string(),
+                    FlagNumber::Other(v) => v.to_string(),
+                },
             }),
-        }
-    };
-    Ok(BuildFlags {
-        route: settings
-            .get("route")
-            .and_then(Value::as_str)
-            .map(|r| r.split_whitespace().collect::<Vec<_>>().join(" "))
-            .filter(|r| !r.is_empty()),
-        builder_optimization_level: level("builder_optimization_level", 5)?,
-        tiling_optimization_level: level("tiling_optimization_level", 3)?,
-        max_aux_streams: level("max_aux_streams", u32::MAX)?,
-    })
+        };
+        Ok(BuildFlags {
+            route: self
+                .route
+                .as_deref()
+                .map(|r| r.split_whitespace().collect::<Vec<_>>().join(" "))
+                .filter(|r| !r.is_empty()),
+            builder_optimization_level: level(
+                "builder_optimization_level",
+                &self.builder_optimization_level,
+                5,
+            )?,
+            tiling_optimization_level: level(
+                "tiling_optimization_level",
+                &self.tiling_optimization_level,
+                3,
+            )?,
+            max_aux_streams: level("max_aux_streams", &self.max_aux_streams, u32::MAX)?,
+        })
+    }
+}
+
+/// TensorRT's `runtime.*` settings ([`SETTINGS`]): how trtexec runs each query, decoded once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TensorrtRuntimeSettings {
+    #[serde(default)]
+    cuda_graph: Option<bool>,
+    #[serde(default)]
+    spin_wait: Option<bool>,
+    #[serde(default)]
+    data_transfers: Option<bool>,
 }
 
 fn behaviour(settings: &BTreeMap<String, Value>) -> anyhow::Result<InferenceBehaviour> {
-    let flag = |name: &str, default: bool| -> anyhow::Result<bool> {
-        match settings.get(name) {
-            None => Ok(default),
-            Some(Value::Bool(b)) => Ok(*b),
-            Some(v) => bail!("runtime.{name} must be true or false, got {v}"),
-        }
-    };
+    let s: TensorrtRuntimeSettings =
+        crate::runtime::decode_settings(NAME, SettingSection::Runtime, settings)?;
     let d = InferenceBehaviour::default();
     Ok(InferenceBehaviour {
-        cuda_graph: flag("cuda_graph", d.cuda_graph)?,
-        spin_wait: flag("spin_wait", d.spin_wait)?,
-        data_transfers: flag("data_transfers", d.data_transfers)?,
+        cuda_graph: s.cuda_graph.unwrap_or(d.cuda_graph),
+        spin_wait: s.spin_wait.unwrap_or(d.spin_wait),
+        data_transfers: s.data_transfers.unwrap_or(d.data_transfers),
     })
 }
 
-fn precisions(settings: &BTreeMap<String, Value>) -> anyhow::Result<Vec<Precision>> {
-    let precision = settings
-        .get("precision")
-        .and_then(Value::as_str)
-        .unwrap_or("fp32");
-    Ok(match precision {
-        "fp32" => Vec::new(),
-        "fp16" => vec![Precision::Fp16],
-        "bf16" => vec![Precision::Bf16],
-        "int8" => vec![Precision::Int8],
-        "fp8" => vec![Precision::Fp8],
-        "best" => vec![Precision::Best],
-        other => bail!(
-            "runtime tensorrt understands build.precision fp32, fp16, bf16, int8, fp8 or best, not `{other}`"
-        ),
-    })
+#[cfg(test)]
+fn precisions(settings: &BTreeMap<String, Value>) -> Result<Vec<Precision>, SettingError> {
+    Ok(TensorrtBuild::decode(settings)?.precision.0)
 }
 
 use crate::data::{Declared, declared_io};
@@ -592,8 +666,9 @@ fn build_request(
         None => BuildShapes::Model,
         Some(s) => BuildShapes::Static(s.to_vec()),
     };
-    request.precisions = precisions(settings)?;
-    let flags = build_flags(settings).map_err(anyhow::Error::msg)?;
+    let build = TensorrtBuild::decode(settings).map_err(anyhow::Error::msg)?;
+    let flags = build.flags().map_err(anyhow::Error::msg)?;
+    request.precisions = build.precision.0;
     request.build_route = flags.route;
     request.builder_optimization_level = flags.builder_optimization_level;
     request.tiling_optimization_level = flags.tiling_optimization_level;
@@ -745,9 +820,14 @@ impl Runtime for TensorrtRuntime {
                 });
             }
         }
-        build_flags(settings)?;
-        // What the flags above leave unchecked (build.precision) against the declarations.
-        crate::runtime::check_declared_values(NAME, SETTINGS, SettingSection::Build, settings)
+        // The flags' ranges first (their message names the range), then what they leave unchecked
+        // (build.precision) against the declarations, then the rest of the decoding.
+        let build = TensorrtBuild::decode(settings);
+        if let Ok(build) = &build {
+            build.flags()?;
+        }
+        crate::runtime::check_declared_values(NAME, SETTINGS, SettingSection::Build, settings)?;
+        build.and_then(|b| b.flags()).map(|_| ())
     }
 
     fn build(

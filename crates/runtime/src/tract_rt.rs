@@ -30,7 +30,8 @@ pub fn nnef_framework() -> tract_nnef::framework::Nnef {
 use crate::bundle::BundleManifest;
 use crate::profile::{LayerProfile, LayerTensor, ProfiledLayer, trt_datatype};
 use crate::runtime::{
-    BuildOutput, BuildStep, Runtime, Session, SettingDecl, SettingSection, check_build_settings,
+    BuildOutput, BuildStep, Runtime, Session, SettingDecl, SettingKind, SettingSection,
+    check_build_settings,
 };
 use crate::tensor::{DType, Dim, HostTensor, TensorSpec};
 
@@ -44,13 +45,16 @@ pub const NAMES_SCHEMA: &str = "trtmc.nnef-names/v1";
 
 pub struct TractRuntime;
 
-static SETTINGS: &[SettingDecl] = &[
+pub(crate) static SETTINGS: &[SettingDecl] = &[
     SettingDecl {
         section: SettingSection::Runtime,
         name: "threads",
         help: "threads of tract's matrix-multiplication executor (1 is tract's single-threaded path)",
         default: "1",
-        allowed: "[1|2|...]",
+        kind: SettingKind::Integer {
+            least: 1,
+            most: None,
+        },
         tunable: true,
         recipe: false,
     },
@@ -59,7 +63,9 @@ static SETTINGS: &[SettingDecl] = &[
         name: "precision",
         help: "fp16 applies tract's f32_to_f16 transform (accurate to about 1e-3, but far slower on CPUs without native f16 arithmetic)",
         default: "fp32",
-        allowed: "[fp32|fp16]",
+        kind: SettingKind::Listed {
+            words: &["fp32", "fp16"],
+        },
         tunable: true,
         recipe: true,
     },
@@ -92,7 +98,13 @@ impl Runtime for TractRuntime {
         settings: &BTreeMap<String, Value>,
         out_dir: &Path,
     ) -> anyhow::Result<BuildOutput> {
-        check_build_settings("tract", settings, &[])?;
+        check_build_settings("tract", settings, &self.build_settings())?;
+        let precision = crate::runtime::decode_settings::<TractBuild>(
+            "tract",
+            SettingSection::Build,
+            settings,
+        )?
+        .precision;
         let mut steps = Vec::new();
         let mut log = Vec::new();
         let mut timed = |name: &str, started: Instant| {
@@ -132,13 +144,9 @@ impl Runtime for TractRuntime {
             .context("tract cannot declutter the graph")?;
         timed("declutter", t);
 
-        let precision = settings
-            .get("precision")
-            .and_then(Value::as_str)
-            .unwrap_or("fp32");
         match precision {
-            "fp32" => {}
-            "fp16" => {
+            Precision::Fp32 => {}
+            Precision::Fp16 => {
                 let t = Instant::now();
                 let transform = tract_core::transform::get_transform("f32_to_f16")?
                     .context("tract has no f32_to_f16 transform")?;
@@ -146,7 +154,6 @@ impl Runtime for TractRuntime {
                 timed("f32_to_f16", t);
                 log.push("precision fp16: f32_to_f16 transform applied".into());
             }
-            other => bail!("tract supports build.precision fp32 or fp16, not `{other}`"),
         }
 
         for (outlet, name) in decluttered.inputs.clone().into_iter().zip(onnx_inputs) {
@@ -196,7 +203,7 @@ impl Runtime for TractRuntime {
             {"step": "bind input shapes", "settings": settings},
             {"step": "into_typed"},
             {"step": "into_decluttered"},
-            {"step": "precision", "value": precision},
+            {"step": "precision", "value": precision.name()},
             {"step": "tract_nnef::nnef().with_onnx() + trtmc_gelu_exact; write_to_tar", "artifact": ARTIFACT},
         ]);
         Ok(BuildOutput {
@@ -365,6 +372,47 @@ fn nnef_safe(model: &mut TypedModel) -> anyhow::Result<NnefNames> {
     Ok(names)
 }
 
+/// tract's `build.*` settings ([`SETTINGS`]), decoded once where the bundle is built (the shapes and
+/// dimensions are bound by [`bind_input_shapes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TractBuild {
+    #[serde(default)]
+    precision: Precision,
+}
+
+/// `build.precision` of tract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(try_from = "String")]
+enum Precision {
+    #[default]
+    Fp32,
+    /// tract's f32_to_f16 transform.
+    Fp16,
+}
+
+impl Precision {
+    fn name(self) -> &'static str {
+        match self {
+            Precision::Fp32 => "fp32",
+            Precision::Fp16 => "fp16",
+        }
+    }
+}
+
+impl TryFrom<String> for Precision {
+    type Error = String;
+    fn try_from(text: String) -> Result<Self, String> {
+        match text.as_str() {
+            "fp32" => Ok(Precision::Fp32),
+            "fp16" => Ok(Precision::Fp16),
+            other => Err(format!(
+                "tract supports build.precision fp32 or fp16, not `{other}`"
+            )),
+        }
+    }
+}
+
 /// tract's `runtime.*` settings, decoded once where a session is loaded (case resolution checked their
 /// values against [`SETTINGS`] already).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
@@ -381,11 +429,7 @@ impl TractSettings {
     }
 
     fn decode(settings: &BTreeMap<String, Value>) -> anyhow::Result<Self> {
-        let object = settings
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        serde_json::from_value(Value::Object(object))
+        crate::runtime::decode_settings("tract", SettingSection::Runtime, settings)
             .context("tract's runtime settings (runtime.threads, a positive integer)")
     }
 }

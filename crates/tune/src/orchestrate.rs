@@ -277,7 +277,12 @@ impl Model {
             runtime: Some(runtime_name.to_string()),
             ..ResolveInput::default()
         };
-        case::resolve(&self.profile, &input).map_err(|source| TuneRunError::Case {
+        case::resolve(
+            &self.profile,
+            &input,
+            trtmc_runtime::registry::declared_settings(),
+        )
+        .map_err(|source| TuneRunError::Case {
             model: self.profile.name.clone(),
             source: Box::new(source),
         })

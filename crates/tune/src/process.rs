@@ -274,7 +274,11 @@ impl ProcessRunner {
             runtime: Some(self.target.runtime.clone()),
             ..ResolveInput::default()
         };
-        let mut resolved = case::resolve(&self.target.profile, &input)?;
+        let mut resolved = case::resolve(
+            &self.target.profile,
+            &input,
+            trtmc_runtime::registry::declared_settings(),
+        )?;
         // A chat case's prompt is its rendered template (the target's tokenizer is already on disk).
         trtmc_runner::chat::render_case(
             &self.target.profile,

@@ -223,7 +223,12 @@ mod tests {
                 .collect(),
             ..ResolveInput::default()
         };
-        resolve(&profile, &input).expect("resolve")
+        resolve(
+            &profile,
+            &input,
+            trtmc_runtime::registry::declared_settings(),
+        )
+        .expect("resolve")
     }
 
     fn route(pairs: &[(&str, &str)]) -> Route {

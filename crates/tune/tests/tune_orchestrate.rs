@@ -55,8 +55,12 @@ impl RouteRunner for FakeRoutes {
             runtime: Some(self.target.runtime.clone()),
             ..ResolveInput::default()
         };
-        let resolved = case::resolve(&self.target.profile, &input)
-            .map_err(|e| RouteError::failed(e.to_string()))?;
+        let resolved = case::resolve(
+            &self.target.profile,
+            &input,
+            trtmc_runtime::registry::declared_settings(),
+        )
+        .map_err(|e| RouteError::failed(e.to_string()))?;
         let bundle = self
             .cache_root
             .join(format!("fake-{}.bundle", self.built.len()));
