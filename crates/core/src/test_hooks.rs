@@ -4,7 +4,7 @@
 //! of them are off whatever else the environment holds, so a stray variable can never change a user's
 //! measurement or run a test operation. Everything else asks [`TestHooks::current`]; nothing reads a
 //! `TRTMC_TEST*` variable itself. A hook meant for the worker travels in its request as one optional
-//! value (the worker protocol's `test_hooks`); the matrix hands its candidate delay to the candidate's own
+//! value (the worker request's `hooks`); the matrix hands its candidate delay to the candidate's own
 //! `trtmc-bench run`, which reads it here.
 
 use std::sync::OnceLock;
@@ -31,8 +31,9 @@ pub const MATRIX_CANDIDATE_DELAY_ENV: &str = "TRTMC_TEST_MATRIX_CANDIDATE_DELAY_
 pub const MATRIX_CANDIDATE_SLOWDOWN_ENV: &str = "TRTMC_TEST_MATRIX_CANDIDATE_SLOWDOWN";
 /// A matrix row id whose task dies before writing a result (a crashed Slurm task).
 pub const MATRIX_ABORT_ROW_ENV: &str = "TRTMC_TEST_MATRIX_ABORT_ROW";
-/// `NODE=MICROSECONDS`: tract busy-waits that long right after the graph node whose name starts with
-/// NODE, in every call of `run`'s worker, timed or profiled: a candidate made slower in one known node.
+/// `NODE=MICROSECONDS`: `run`'s worker busy-waits that long after every session run, timed or profiled,
+/// and adds it to every run of the profile's first layer whose name starts with NODE
+/// (`trtmc_runtime::testing::SlowNode`): a candidate made slower in one known node.
 pub const SLOW_NODE_ENV: &str = "TRTMC_TEST_SLOW_NODE";
 /// `NODE=MICROSECONDS` the matrix passes to its candidates' `run` (timed rounds and profiling pass) as
 /// [`SLOW_NODE_ENV`].

@@ -16,6 +16,7 @@
 //! - [`guard`]: the runtime boundary (graphs no runtime can run, a runtime's panic as an error).
 //! - [`ops`]: one timed runner per public operation.
 //! - [`worker`] and [`protocol`]: the isolated process that owns the timed loop.
+//! - [`testing`]: the test suite's hooks on a loaded session (the slow node).
 
 pub mod bundle;
 pub mod data;
@@ -32,6 +33,7 @@ pub mod registry;
 pub mod runtime;
 pub mod tensor;
 pub mod tensorrt_rt;
+pub mod testing;
 pub mod tokenize;
 pub mod tract_rt;
 pub mod worker;

@@ -71,31 +71,18 @@ pub struct WorkerHooks {
     /// fraction of the call's own duration, after it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_slowdown_ppm: Option<u64>,
-    /// A busy wait after one graph node in every call, timed or profiled (the matrix's candidate made
-    /// slower in one known node).
+    /// One node made slower in every call, timed or profiled (the matrix's candidate made slower in one
+    /// known node): the worker decorates its session with `crate::testing::SlowNode`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slow_node: Option<SlowNode>,
 }
 
-/// A busy wait of `micros` right after the first graph node whose name starts with `node`.
+/// `micros` more in the first layer whose name starts with `node`: a busy wait after every run of the
+/// session, and that much more in the layer's every run of a profile.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SlowNode {
     pub node: String,
     pub micros: u64,
-}
-
-impl WorkerRequest {
-    /// Applies the slow node of [`WorkerRequest::hooks`] to a freshly loaded session.
-    pub fn apply_test_hooks(
-        &self,
-        session: &mut dyn crate::runtime::Session,
-    ) -> anyhow::Result<()> {
-        match self.hooks.as_ref().and_then(|h| h.slow_node.as_ref()) {
-            Some(slow) => session
-                .slow_node_for_test(&slow.node, std::time::Duration::from_micros(slow.micros)),
-            None => Ok(()),
-        }
-    }
 }
 
 /// What a profiling pass writes: `layers_<runtime>.json` and `profile_<runtime>.json` into `dir`, from

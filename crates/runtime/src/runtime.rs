@@ -56,12 +56,6 @@ pub trait Session {
     fn profile_finish(&mut self) -> anyhow::Result<LayerProfile> {
         bail!("this session was not loaded for per-layer profiling")
     }
-    /// Test hook (`TRTMC_TEST_SLOW_NODE`): busy-wait `wait` right after the first graph node whose
-    /// name starts with `node`, in every run.
-    fn slow_node_for_test(&mut self, node: &str, wait: std::time::Duration) -> anyhow::Result<()> {
-        let _ = wait;
-        bail!("this runtime has no per-node test hook (slow node `{node}`); tract has")
-    }
 }
 
 /// The timed loop of one run of a case as `run` will start it, for [`Runtime::describe_commands`].

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
@@ -461,7 +461,6 @@ fn load_session(
         inputs: manifest.inputs.clone(),
         outputs: manifest.outputs.clone(),
         profiler: profiling.then(TractProfiler::default),
-        slow_node: None,
         names: NnefNames::read(bundle_dir)?,
     })
 }
@@ -622,8 +621,6 @@ struct TractSession {
     inputs: Vec<TensorSpec>,
     outputs: Vec<TensorSpec>,
     profiler: Option<TractProfiler>,
-    /// Test hook: the plan node after which every run busy-waits, and how long.
-    slow_node: Option<(usize, Duration)>,
     /// The ONNX names of what the bundle renamed: profiles report those.
     names: NnefNames,
 }
@@ -676,43 +673,13 @@ fn datatype_name(dt: DatumType) -> String {
     trt_datatype(short)
 }
 
-/// Spins for `wait` (a sleep would idle the core and add the scheduler's wake-up time).
-fn busy_wait(wait: Duration) {
-    let started = Instant::now();
-    while started.elapsed() < wait {
-        std::hint::spin_loop();
-    }
-}
-
 impl TractSession {
-    /// One run with the slow-node test hook's wait after its node (the timed path otherwise).
-    fn run_slowed(
-        &mut self,
-        values: TVec<TValue>,
-        (slow, wait): (usize, Duration),
-    ) -> anyhow::Result<TVec<TValue>> {
-        self.state.run_plan_with_eval(
-            values,
-            |ctx: &EvalContext,
-             st: Option<&mut (dyn OpState + 'static)>,
-             node: &TypedNode,
-             input: TVec<TValue>| {
-                let result = tract_core::plan::eval(ctx, st, node, input);
-                if node.id == slow {
-                    busy_wait(wait);
-                }
-                result
-            },
-        )
-    }
-
     /// One run with every node timed (the profiling path; the timed path is `SimpleState::run`).
     fn run_profiled(&mut self, values: TVec<TValue>) -> anyhow::Result<TVec<TValue>> {
         let Some(profiler) = self.profiler.as_mut() else {
             return self.state.run(values);
         };
         let capture = profiler.recording && profiler.runs == 0;
-        let slow_node = self.slow_node;
         let mut times: Vec<(usize, f64)> = Vec::with_capacity(self.plan.model().nodes.len());
         let mut shapes: HashMap<usize, NodeShapes> = HashMap::new();
         let outputs = self.state.run_plan_with_eval(
@@ -728,11 +695,6 @@ impl TractSession {
                 };
                 let started = Instant::now();
                 let result = tract_core::plan::eval(ctx, st, node, input);
-                if let Some((id, wait)) = slow_node
-                    && id == node.id
-                {
-                    busy_wait(wait);
-                }
                 times.push((node.id, started.elapsed().as_secs_f64() * 1e3));
                 if capture && let Ok(out) = &result {
                     shapes.insert(node.id, (seen_inputs, value_shapes(out)));
@@ -777,27 +739,14 @@ impl Session for TractSession {
             .zip(&self.inputs)
             .map(|(t, spec)| to_tract(t, spec.dtype).map(|t| t.into_tvalue()))
             .collect::<anyhow::Result<_>>()?;
-        let outputs = match (&self.profiler, self.slow_node) {
-            (Some(_), _) => self.run_profiled(values)?,
-            (None, Some(slow)) => self.run_slowed(values, slow)?,
-            (None, None) => self.state.run(values)?,
+        let outputs = match self.profiler {
+            Some(_) => self.run_profiled(values)?,
+            None => self.state.run(values)?,
         };
         outputs
             .into_iter()
             .map(|v| from_tract(v.into_tensor()))
             .collect()
-    }
-
-    fn slow_node_for_test(&mut self, node: &str, wait: Duration) -> anyhow::Result<()> {
-        let found = self
-            .plan
-            .model()
-            .nodes
-            .iter()
-            .find(|n| n.name.starts_with(node))
-            .with_context(|| format!("tract's plan has no node named `{node}…`"))?;
-        self.slow_node = Some((found.id, wait));
-        Ok(())
     }
 
     fn profile_start(&mut self) -> anyhow::Result<()> {

@@ -84,10 +84,10 @@ fn load_bundle(request: &WorkerRequest) -> anyhow::Result<LoadedBundle> {
     };
     let rt = registry::runtime(&request.runtime).map_err(anyhow::Error::msg)?;
     let manifest = BundleManifest::read(dir).map_err(anyhow::Error::msg)?;
-    let mut session = rt
+    let session = rt
         .load(dir, &manifest, &request.runtime_settings)
         .with_context(|| format!("cannot load bundle {}", dir.display()))?;
-    request.apply_test_hooks(session.as_mut())?;
+    let session = crate::testing::with_hooks(session, request.hooks.as_ref());
     Ok((Some(session), Some(manifest)))
 }
 

@@ -21,7 +21,7 @@ use trtmc_runtime::tensor::{HostTensor, TensorSpec};
 use trtmc_trtexec::TrtexecError;
 
 use crate::protocol::{CHILD_REQUEST_SCHEMA, ChildMode, ChildRequest, Command, Response};
-use crate::runtime_knobs::test_mode;
+use crate::testing;
 
 /// Entry point of `trtmc-bench tune-worker`: reads the request from stdin, answers on stdout. Returns the
 /// exit code (0 when the last answer was ok).
@@ -113,25 +113,9 @@ fn answer(out: &mut impl Write, response: &Response) -> i32 {
     i32::from(!response.ok)
 }
 
-/// The injected fault, when the test harness asked for one.
-fn fault(request: &ChildRequest) -> Option<&str> {
-    request.fault.as_deref().filter(|_| test_mode())
-}
-
 fn build(request: &ChildRequest) -> Response {
-    match fault(request) {
-        Some("crash_build") => {
-            eprintln!("tune-worker: injected fault crash_build: aborting");
-            std::process::abort();
-        }
-        Some("hang_build") => {
-            eprintln!("tune-worker: injected fault hang_build: sleeping until killed");
-            loop {
-                std::thread::sleep(Duration::from_secs(3600));
-            }
-        }
-        Some("fail_build") => return Response::failed("injected fault fail_build"),
-        _ => {}
+    if let Some(failed) = testing::build_fault(request.hooks.as_ref()) {
+        return failed;
     }
     match build_inner(request) {
         Ok(response) => response,
@@ -412,10 +396,7 @@ impl Served<'_> {
     }
 
     fn measure(&mut self, warmup: u64, calls: u64) -> anyhow::Result<Response> {
-        if fault(self.request) == Some("crash_measure") {
-            eprintln!("tune-worker: injected fault crash_measure: aborting");
-            std::process::abort();
-        }
+        testing::measure_fault(self.request.hooks.as_ref());
         if let Some(tool) = self.rt.self_timed() {
             // The tool owns the timed loop: one run of it per measurement, warm-up by its own rule.
             let run = tool.time(&self.self_timed_request(warmup, calls.max(1))?)?;
@@ -441,15 +422,8 @@ impl Served<'_> {
                 first_call: 0,
                 data: None,
             };
-            let mut runner = ops::prepare(ops::requested(&self.request.operation)?, ctx)?;
-            if self.request.sleep_us > 0 && test_mode() {
-                runner = Box::new(ops::Delayed {
-                    inner: runner,
-                    delay: Duration::from_micros(self.request.sleep_us),
-                    slowdown: 0.0,
-                });
-            }
-            self.runner = Some(runner);
+            let runner = ops::prepare(ops::requested(&self.request.operation)?, ctx)?;
+            self.runner = Some(testing::timed_runner(runner, self.request.hooks.as_ref()));
         }
         let runner = self
             .runner

@@ -23,6 +23,7 @@
 //! * [`progress`]: the events a tune reports to the user interface.
 //! * [`protocol`]: the line protocol between the tuner and its children.
 //! * [`slurm`]: `--executor slurm`, each round's builds as one Slurm job array.
+//! * [`testing`]: the test-only knobs (`-test:*`) and what they do in a route's child.
 //!
 //! Accuracy losses live in `trtmc_core::accuracy` (shared with `matrix` and the runtimes).
 
@@ -41,6 +42,7 @@ pub mod search;
 pub mod select;
 pub mod slurm;
 pub mod summary;
+pub mod testing;
 
 pub use trtmc_golden as golden;
 

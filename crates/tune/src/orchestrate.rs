@@ -971,15 +971,11 @@ where
 }
 
 fn chosen_settings(info: &RouteBundle, saved: Option<String>) -> ChosenRoute {
-    let mut other = BTreeMap::new();
-    if info.settings.sleep_us > 0 {
-        other.insert("test.sleep_us".into(), info.settings.sleep_us.to_string());
-    }
     ChosenRoute {
         route: info.route.clone(),
         build_settings: info.resolved.build_values(),
         runtime_settings: info.resolved.runtime_values(),
-        other,
+        other: BTreeMap::new(),
         run_sets: runtime_knobs::run_sets(&info.settings),
         saved_bundle: saved,
     }

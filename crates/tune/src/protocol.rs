@@ -46,12 +46,10 @@ pub struct ChildRequest {
     pub tokenizer: Option<String>,
     /// Seed of the synthesized inputs for the accuracy check (the case's `request.seed`, else 0).
     pub input_seed: u64,
-    /// Test only (honoured when `TRTMC_TEST=1`): a fault to inject.
-    #[serde(default)]
-    pub fault: Option<String>,
-    /// Test only: sleep inside every timed call.
-    #[serde(default)]
-    pub sleep_us: u64,
+    /// The route's test-only knobs (`crate::testing`), set only under the test harness and absent from
+    /// every other request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hooks: Option<ChildHooks>,
     /// The tuner's command line, for the bundle's build evidence.
     #[serde(default)]
     pub command_line: Vec<String>,
@@ -66,6 +64,23 @@ pub struct ChildRequest {
     /// --help` per tune, not one per child).
     #[serde(default)]
     pub probe_cache: Option<PathBuf>,
+}
+
+/// What the test suite asks of a route's child (`-test:*` knobs), carried as one optional value and
+/// honoured only under the test harness (`TRTMC_TEST=1`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChildHooks {
+    /// A fault to inject (`-test:fault`), never `none`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
+    /// Microseconds of sleep inside every timed call (`-test:sleep_us`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sleep_us: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A request to a serving child.

@@ -1,43 +1,14 @@
 //! The knobs `tune` searches: each runtime's own databases ([`Runtime::knob_databases`], derived from
-//! its declared settings or, for tensorrt, read from trtexec), the test-only knobs of the harness, and
-//! what a route's knob values ask of the runtime ([`route_settings`]).
+//! its declared settings or, for tensorrt, read from trtexec), plus the test-only knobs of the harness
+//! (`crate::testing`), and what a route's knob values ask of the runtime ([`route_settings`]).
 
 use crate::KnobSet;
 use crate::expr::Route;
-use crate::knobs::{KnobDatabase, KnobDbError, KnobOption};
+use crate::protocol::ChildHooks;
+use crate::testing::{TEST_ENV, TEST_PREFIX, route_hook, with_test_knobs};
 use trtmc_core::case::{Override, ResolvedCase, Source};
 use trtmc_runtime::knobs::{KnobError, KnobSetting};
 use trtmc_runtime::runtime::Runtime;
-
-/// Set to `1` by the test harness; only then do the `-test:*` knobs exist and act.
-pub use trtmc_core::test_hooks::TEST_ENV;
-
-/// True when this process runs under the test harness: the hooks `main` read say so
-/// (`trtmc_core::test_hooks`; nothing here reads the environment).
-pub fn test_mode() -> bool {
-    trtmc_core::test_hooks::TestHooks::current().enabled
-}
-
-/// Knob name prefix of the test-only knobs.
-pub const TEST_PREFIX: &str = "-test:";
-
-/// Faults a `-test:fault` knob injects into a route's child process (tests only).
-pub const FAULTS: &[&str] = &[
-    "none",
-    "crash_build",
-    "hang_build",
-    "fail_build",
-    "crash_measure",
-];
-
-fn option(name: &str, allowed: &str, default: &str, help: &str) -> KnobOption {
-    KnobOption {
-        option: name.to_string(),
-        allowed_values: format!("{name}={allowed}"),
-        default_value: default.to_string(),
-        help: help.to_string(),
-    }
-}
 
 /// `runtime`'s knob databases ([`Runtime::knob_databases`]) merged in their order, plus the test knobs
 /// under the test harness.
@@ -79,36 +50,6 @@ impl std::fmt::Display for KnobSetError {
 
 impl std::error::Error for KnobSetError {}
 
-/// The test-only knobs (present when `TRTMC_TEST=1`).
-pub fn test_knob_db() -> KnobDatabase {
-    KnobDatabase {
-        tuner_version: "trtmc-test 1".into(),
-        tuner_options: vec![
-            option(
-                "-test:fault",
-                &format!("[{}]", FAULTS.join("|")),
-                "none",
-                "tests only: make this route's child process crash, hang or fail while building, or crash while measuring",
-            ),
-            option(
-                "-test:sleep_us",
-                "[0|500|...]",
-                "0",
-                "tests only: sleep this many microseconds inside every timed call",
-            ),
-        ],
-    }
-}
-
-/// Adds the test knobs to `set` when running under the test harness.
-pub fn with_test_knobs(set: KnobSet) -> Result<KnobSet, KnobDbError> {
-    if !test_mode() {
-        return Ok(set);
-    }
-    let test = KnobSet::from_db(&test_knob_db(), "test")?;
-    KnobSet::merge([set, test])
-}
-
 /// What one route asks of the runtime besides its build and runtime settings.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RouteSettings {
@@ -117,10 +58,8 @@ pub struct RouteSettings {
     /// Myelin knobs for TensorRT's `--setBuildRoute` (`-k=v` tokens in route order), also in
     /// `overrides` as `build.route`.
     pub tensorrt_route: Vec<(String, String)>,
-    /// Test-only fault (`-test:fault`), never `none`.
-    pub fault: Option<String>,
-    /// Test-only sleep inside every timed call, microseconds.
-    pub sleep_us: u64,
+    /// The route's test-only knobs (`-test:*`, under the test harness only); `None` without them.
+    pub hooks: Option<ChildHooks>,
 }
 
 /// Translates a route of `runtime`'s knobs into settings. Unknown knobs are an error naming them.
@@ -129,31 +68,10 @@ pub fn route_settings(
     route: &Route,
 ) -> Result<RouteSettings, RouteSettingError> {
     let mut out = RouteSettings::default();
+    let mut hooks = ChildHooks::default();
     for (knob, value) in &route.settings {
-        if let Some(name) = knob.strip_prefix(TEST_PREFIX) {
-            if !test_mode() {
-                return Err(RouteSettingError::TestOnly { knob: knob.clone() });
-            }
-            match name {
-                "fault" if FAULTS.contains(&value.as_str()) => {
-                    out.fault = (value != "none").then(|| value.clone())
-                }
-                "sleep_us" => {
-                    out.sleep_us =
-                        value
-                            .parse()
-                            .map_err(|_| RouteSettingError::NotMicroseconds {
-                                knob: knob.clone(),
-                                value: value.clone(),
-                            })?
-                }
-                _ => {
-                    return Err(RouteSettingError::UnknownTestKnob {
-                        knob: knob.clone(),
-                        value: value.clone(),
-                    });
-                }
-            }
+        if knob.starts_with(TEST_PREFIX) {
+            route_hook(knob, value, &mut hooks)?;
             continue;
         }
         match runtime.knob_setting(knob, value)? {
@@ -165,6 +83,7 @@ pub fn route_settings(
             KnobSetting::BuildRoute => out.tensorrt_route.push((knob.clone(), value.clone())),
         }
     }
+    out.hooks = (hooks != ChildHooks::default()).then_some(hooks);
     if !out.tensorrt_route.is_empty() {
         let tokens: Vec<String> = out
             .tensorrt_route
@@ -206,6 +125,7 @@ pub fn run_sets(settings: &RouteSettings) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{test_knob_db, test_mode};
     use trtmc_core::case::{ResolveInput, resolve};
     use trtmc_core::catalog::Profile;
     use trtmc_runtime::registry::runtime;

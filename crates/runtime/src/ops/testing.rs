@@ -7,6 +7,7 @@ use anyhow::bail;
 use serde_json::Value;
 
 use super::{CallRecord, RunnerContext, TimedRunner};
+use crate::testing::busy_wait;
 
 /// Does nothing: the timed region holds only the dispatch.
 pub struct Noop;
@@ -41,19 +42,13 @@ impl<R: TimedRunner> TimedRunner for Delayed<R> {
         if let Some(coarse) = self.delay.checked_sub(Duration::from_millis(1)) {
             std::thread::sleep(coarse);
         }
-        while started.elapsed() < self.delay {
-            std::hint::spin_loop();
-        }
+        busy_wait(self.delay.saturating_sub(started.elapsed()));
         if self.slowdown <= 0.0 {
             return self.inner.call(record);
         }
         let call_started = Instant::now();
         let result = self.inner.call(record);
-        let extra = call_started.elapsed().mul_f64(self.slowdown);
-        let spin_started = Instant::now();
-        while spin_started.elapsed() < extra {
-            std::hint::spin_loop();
-        }
+        busy_wait(call_started.elapsed().mul_f64(self.slowdown));
         result
     }
     fn reference_inputs(&self) -> super::ReferenceInputs {

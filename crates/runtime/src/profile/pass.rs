@@ -58,7 +58,7 @@ pub fn execute(
     let manifest = BundleManifest::read(bundle_dir).map_err(anyhow::Error::msg)?;
     std::fs::create_dir_all(&pass.dir)
         .with_context(|| format!("cannot create {}", pass.dir.display()))?;
-    let mut session = rt
+    let session = rt
         .load_profiling(bundle_dir, &manifest, &request.runtime_settings, &pass.dir)
         .with_context(|| {
             format!(
@@ -66,7 +66,7 @@ pub fn execute(
                 bundle_dir.display()
             )
         })?;
-    request.apply_test_hooks(session.as_mut())?;
+    let session = crate::testing::with_hooks(session, request.hooks.as_ref());
     let inputs = session.inputs().to_vec();
     let outputs = session.outputs().to_vec();
     let shared = Rc::new(RefCell::new(session));
