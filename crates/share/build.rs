@@ -18,7 +18,7 @@ fn main() {
         collect(&repo, &root, &mut files);
     }
     files.sort();
-    let mut table = String::from("pub static FILES: &[(&str, &[u8])] = &[\n");
+    let mut table = String::from("static FILES: &[(&str, &[u8])] = &[\n");
     for (relative, absolute) in &files {
         writeln!(
             table,

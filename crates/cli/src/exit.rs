@@ -159,10 +159,9 @@ impl From<trtmc_matrix::Error> for CliError {
                     ExitCode::ContractMismatch
                 }
             }
-            E::SlurmSubmit { .. }
-            | E::SlurmNoJobId { .. }
-            | E::SlurmPoll { .. }
-            | E::SlurmTimeout { .. } => ExitCode::Environment,
+            E::SlurmSubmit { .. } | E::SlurmPoll { .. } | E::SlurmTimeout { .. } => {
+                ExitCode::Environment
+            }
             E::OutputNotEmpty { .. }
             | E::OutputRefused { .. }
             | E::CreateDir { .. }

@@ -9,14 +9,17 @@ use serde::{Deserialize, Serialize};
 use trtmc_core::artifacts::matrix::{Expanded, SlurmSettings};
 use trtmc_core::case::LONGEST_S;
 
+/// The `schema:` an environment file may declare; any other is refused.
 pub const ENVIRONMENT_SCHEMA: &str = "trtmc.perf-environment/v1";
 
 /// The environment file: what a machine must provide for the suite to run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Environment {
+    /// [`ENVIRONMENT_SCHEMA`] when given; absent is accepted.
     #[serde(default)]
     pub schema: Option<String>,
+    /// The environment's name, shown in the matrix plan and on its report page.
     pub name: String,
     /// Variables the other fields may use as `${NAME}`; `required` ones must be set (or have a default).
     #[serde(default)]
@@ -54,6 +57,7 @@ pub struct Environment {
     /// Intra-op threads of the Python reference.
     #[serde(default = "one")]
     pub reference_threads: u64,
+    /// How jobs are submitted under `--executor slurm` (partition, time limits, sbatch arguments).
     #[serde(default)]
     pub slurm: SlurmSettings,
 }
@@ -65,14 +69,21 @@ fn one() -> u64 {
     1
 }
 
+/// One entry of the environment's `variables:`: a process environment variable the other fields use
+/// as `${NAME}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Variable {
+    /// The variable's name in the process environment.
     pub name: String,
+    /// Unset (or empty) and without default, the environment is refused even if no field uses it;
+    /// a variable that is not required fails only where a field uses it.
     #[serde(default)]
     pub required: bool,
+    /// The value used when the variable is unset or empty; it may itself use `${NAME}`.
     #[serde(default)]
     pub default: Option<String>,
+    /// What the variable is for, quoted in the error when a required one is missing.
     #[serde(default)]
     pub description: String,
 }
@@ -83,35 +94,57 @@ pub enum EnvironmentError {
     /// The file cannot be read (missing, too large, not text).
     #[error("cannot read environment {}: {source}", path.display())]
     Read {
+        /// The environment file.
         path: PathBuf,
+        /// The reading failure.
         source: std::io::Error,
     },
     /// The file's content is refused; `source` says why.
     #[error("environment {}: {source}", path.display())]
     InFile {
+        /// The environment file.
         path: PathBuf,
+        /// What is wrong with its content.
         source: Box<EnvironmentError>,
     },
     /// Not YAML of the environment's shape.
     #[error("malformed YAML: {reason}")]
-    Yaml { reason: String },
+    Yaml {
+        /// The YAML parser's message.
+        reason: String,
+    },
     /// Another `schema:`.
     #[error("schema `{found}` is not `{expected}`")]
     Schema {
+        /// The file's `schema:`.
         found: String,
+        /// [`ENVIRONMENT_SCHEMA`].
         expected: &'static str,
     },
     /// `free_storage_gib` outside its range.
     #[error("free_storage_gib: give GiB from 0 to {most}, got {value}")]
-    FreeStorage { value: f64, most: f64 },
+    FreeStorage {
+        /// The value given, GiB.
+        value: f64,
+        /// The largest value accepted, GiB.
+        most: f64,
+    },
     /// `reference_threads` outside its range.
     #[error("reference_threads: give from 1 to {most}, got {value}")]
-    ReferenceThreads { value: u64, most: u64 },
+    ReferenceThreads {
+        /// The value given.
+        value: u64,
+        /// The most threads accepted.
+        most: u64,
+    },
     /// A Slurm duration outside its range.
     #[error("{field}: give seconds above 0 and at most {most}, got {value}")]
     Seconds {
+        /// The setting, as spelled in the file (`slurm.…`).
         field: &'static str,
+        /// The value given, seconds.
         value: f64,
+        /// The longest accepted, seconds.
         most: f64,
     },
 }
@@ -121,12 +154,21 @@ pub enum EnvironmentError {
 pub enum ExpandError {
     /// A `${` without its `}`.
     #[error("`{text}` has an unclosed `${{`")]
-    Unclosed { text: String },
+    Unclosed {
+        /// The whole text being expanded.
+        text: String,
+    },
     /// A variable that is not set and has no default.
     #[error("variable `{name}` is not set (used in `{text}`): export it or give it a default")]
-    Unset { name: String, text: String },
+    Unset {
+        /// The variable.
+        name: String,
+        /// The whole text being expanded.
+        text: String,
+    },
 }
 
+/// Reads and checks the environment file `path`; errors name the file.
 pub fn load_environment(path: &Path) -> Result<Environment, EnvironmentError> {
     let text = trtmc_core::limits::read_outside_text(path, trtmc_core::limits::FileKind::Text)
         .map_err(|source| EnvironmentError::Read {
@@ -139,6 +181,8 @@ pub fn load_environment(path: &Path) -> Result<Environment, EnvironmentError> {
     })
 }
 
+/// Parses and checks the text of an environment file (schema, value ranges); `${NAME}`s are left
+/// for [`Environment::expand`].
 pub fn parse_environment(text: &str) -> Result<Environment, EnvironmentError> {
     let env: Environment = serde_saphyr::from_str(text).map_err(|e| EnvironmentError::Yaml {
         reason: e.to_string(),

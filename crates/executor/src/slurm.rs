@@ -19,21 +19,29 @@ pub enum SlurmError {
     /// The program could not be started.
     #[error("cannot start {program:?}: {source}")]
     Start {
+        /// The program as it was to be started.
         program: OsString,
+        /// Why it could not start.
         source: std::io::Error,
     },
     /// The program ran and failed; `stderr` is what it said.
     #[error("{program:?} failed ({status}): {stderr}")]
     Failed {
+        /// The program that failed.
         program: OsString,
+        /// Its exit status.
         status: ExitStatus,
+        /// Its standard error, trimmed.
         stderr: String,
     },
     /// A Slurm client program is not on `PATH`.
     #[error(
         "`{program}` is not on PATH: install the Slurm client (slurm-client) or add its folder to PATH"
     )]
-    ClientMissing { program: &'static str },
+    ClientMissing {
+        /// The missing program (`sbatch`, `squeue`, `scontrol` or `scancel`).
+        program: &'static str,
+    },
     /// `scontrol ping` did not succeed.
     #[error(
         "`scontrol ping` failed: the Slurm controller is not reachable (start slurmctld, check /etc/slurm/slurm.conf)"
@@ -41,7 +49,10 @@ pub enum SlurmError {
     ControllerUnreachable,
     /// `sbatch --parsable` answered without a job id.
     #[error("sbatch printed no job id: `{output}`")]
-    NoJobId { output: String },
+    NoJobId {
+        /// What sbatch printed instead.
+        output: String,
+    },
 }
 
 /// Runs `cmd`, returning stdout, or an error with stderr.
@@ -89,10 +100,15 @@ pub fn check_controller() -> Result<(), SlurmError> {
 /// One job array to submit: `tasks` tasks, each running `task_command` (a shell line that may use
 /// `$SLURM_ARRAY_TASK_ID`), logs in `log_pattern` (`%a`: the task id).
 pub struct ArrayJob<'a> {
+    /// The job name (`--job-name`), as `squeue` shows it.
     pub name: &'a str,
+    /// Number of array tasks; they get the ids `0..tasks`.
     pub tasks: usize,
+    /// Where each task's output goes (`--output`); `%a` is replaced by the task id.
     pub log_pattern: &'a Path,
+    /// The tasks' working directory (`--chdir`).
     pub chdir: &'a Path,
+    /// The shell line each task runs.
     pub task_command: &'a str,
 }
 

@@ -51,11 +51,14 @@ impl Rule {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
+    /// The values went up.
     Slowdown,
+    /// The values went down.
     Speedup,
 }
 
 impl Direction {
+    /// The word reports and `history check` use for it.
     pub fn label(self) -> &'static str {
         match self {
             Direction::Slowdown => "slowdown",
@@ -67,9 +70,13 @@ impl Direction {
 /// The ratio of the median after to the median before, with its interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct SegmentRatio {
+    /// Median after / median before: above 1 a slowdown.
     pub ratio: f64,
+    /// Lower end of the ratio's interval.
     pub low: f64,
+    /// Upper end of the ratio's interval.
     pub high: f64,
+    /// The interval's confidence.
     pub confidence: f64,
 }
 
@@ -80,8 +87,11 @@ pub struct Change {
     pub at: usize,
     /// The points compared: `before.0..at` and `at..after.1`.
     pub before_start: usize,
+    /// See `before_start` (exclusive end).
     pub after_end: usize,
+    /// How much the median moved.
     pub ratio: SegmentRatio,
+    /// Which way it moved.
     pub direction: Direction,
 }
 

@@ -10,23 +10,31 @@ use crate::store::{Point, Series, Store};
 /// A change point with what people need to act on it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Found {
+    /// Where the change is in the series and how large it is.
     #[serde(flatten)]
     pub change: Change,
     /// The commit range to bisect: the last point before the change and the first after it.
     pub last_good_commit: String,
+    /// See `last_good_commit`.
     pub first_changed_commit: String,
+    /// When the last point before the change was created (RFC 3339).
     pub last_good_created: String,
+    /// When the first point after it was created (RFC 3339).
     pub first_changed_created: String,
     /// The result folders on both sides of the change.
     pub before_folders: Vec<String>,
+    /// See `before_folders`.
     pub after_folders: Vec<String>,
 }
 
 /// One series, its points in order, and its confirmed changes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Analyzed {
+    /// The series and its extent.
     pub series: Series,
+    /// Its points, oldest first.
     pub points: Vec<Point>,
+    /// Its confirmed change points, in order.
     pub changes: Vec<Found>,
 }
 
@@ -34,7 +42,9 @@ pub struct Analyzed {
 /// changed, so the two are never drawn as one line.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Boundary {
+    /// The earlier series' id.
     pub from_series: i64,
+    /// The id of the series the case continues in.
     pub to_series: i64,
     /// What changed: `workload`, `runtime version 1.20 → 1.21`, `machine …`.
     pub changed: Vec<String>,

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 type Source = Box<dyn std::error::Error + Send + Sync>;
 
+/// Why a history command failed; each message says what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The SQLite file (or its folder) cannot be created or opened.
@@ -11,7 +12,9 @@ pub enum Error {
         "cannot open the history database {db}; check that its folder is writable, or pass another with --db"
     )]
     OpenFile {
+        /// The database as given (`--db`: a SQLite path or a PostgreSQL URL).
         db: String,
+        /// The driver's error.
         #[source]
         source: Source,
     },
@@ -20,7 +23,9 @@ pub enum Error {
         "cannot connect to the PostgreSQL history database {db}; check that the server runs and the URL's user, password and database"
     )]
     Connect {
+        /// The database as given (`--db`: a SQLite path or a PostgreSQL URL).
         db: String,
+        /// The driver's error.
         #[source]
         source: Source,
     },
@@ -28,12 +33,22 @@ pub enum Error {
     #[error(
         "the history database {db} has schema version {found}, newer than this trtmc-bench knows ({known}); use a newer trtmc-bench"
     )]
-    NewerSchema { db: String, found: i64, known: i64 },
+    NewerSchema {
+        /// The database as given (`--db`: a SQLite path or a PostgreSQL URL).
+        db: String,
+        /// The database's schema version.
+        found: i64,
+        /// The newest schema version this program knows.
+        known: i64,
+    },
     /// A statement failed (disk full, a dropped connection, a read-only file).
     #[error("history database {db}: {what} failed")]
     Database {
+        /// The database as given (`--db`: a SQLite path or a PostgreSQL URL).
         db: String,
+        /// What was being done (a statement's purpose).
         what: String,
+        /// The driver's error.
         #[source]
         source: Source,
     },
@@ -42,17 +57,24 @@ pub enum Error {
         "{}: not a trtmc result folder (no result.json of `run`, results.json of `matrix run` nor tuning-summary.json of `tune`); give the folder `run -o`, `matrix run -o` or `tune -o` wrote",
         dir.display()
     )]
-    NotAResult { dir: PathBuf },
+    NotAResult {
+        /// The folder given.
+        dir: PathBuf,
+    },
     /// A result document without a part the history needs.
     #[error("{}: this result has no `{missing}` (written by an older trtmc?); run it again with this version", path.display())]
     Incomplete {
+        /// The result document.
         path: PathBuf,
+        /// The missing part, as its JSON key.
         missing: &'static str,
     },
     /// A result document that cannot be read or parsed.
     #[error("{}: cannot read this result document; is the folder complete?", path.display())]
     Document {
+        /// The result document.
         path: PathBuf,
+        /// The read or parse error.
         #[source]
         source: Source,
     },
@@ -60,16 +82,26 @@ pub enum Error {
     #[error(
         "no series {id} in the history database {db}; `trtmc-bench history list` shows the series"
     )]
-    UnknownSeries { db: String, id: i64 },
+    UnknownSeries {
+        /// The database as given (`--db`: a SQLite path or a PostgreSQL URL).
+        db: String,
+        /// The id asked for.
+        id: i64,
+    },
     /// `--since REF` naming a commit no point has.
     #[error(
         "--since {commit}: no result in the history database has this commit; `trtmc-bench history show SERIES` lists the commits"
     )]
-    UnknownCommit { commit: String },
+    UnknownCommit {
+        /// The commit as given.
+        commit: String,
+    },
     /// Writing the report or an export failed.
     #[error("cannot write {}", path.display())]
     Write {
+        /// The file being written.
         path: PathBuf,
+        /// The I/O failure.
         #[source]
         source: std::io::Error,
     },

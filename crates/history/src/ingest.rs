@@ -30,28 +30,38 @@ const CONFIDENCE: f64 = 0.95;
 pub struct SeriesKey {
     /// The workload identity trtmc records (hash of the resolved case).
     pub workload: String,
+    /// The model's name.
     pub model: String,
     /// The case label (`single`, `single[batch_size=4]`) or the matrix test case.
     pub label: String,
+    /// The operation timed (`infer`, `generate`, ...).
     pub operation: String,
+    /// The runtime's name.
     pub runtime: String,
+    /// The runtime's version: a new version starts a new series.
     pub runtime_version: String,
     /// [`machine_fingerprint`] of the machine.
     pub machine: String,
     /// The machine for people (CPU model, CPUs, GPUs).
     pub machine_name: String,
+    /// What the estimate is ([`METRIC_P50`], [`METRIC_P99`], `tune_<statistic>_cost_ms`).
     pub metric: String,
 }
 
 /// One point before it is stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewPoint {
+    /// The series the point belongs to.
     pub key: SeriesKey,
     /// The case (`001-tiny-cnn-single`) or matrix row id within the folder.
     pub case_dir: String,
+    /// The measured value, in the metric's unit (ms).
     pub estimate: f64,
+    /// Lower end of the estimate's interval, when the result has one.
     pub low: Option<f64>,
+    /// Upper end of that interval.
     pub high: Option<f64>,
+    /// The interval's confidence level, as a fraction.
     pub confidence: Option<f64>,
     /// Timed calls behind the estimate.
     pub count: i64,
@@ -63,12 +73,16 @@ pub struct NewPoint {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
+    /// A `run` folder (`result.json`).
     Run,
+    /// A `matrix run` folder (`results.json`).
     Matrix,
+    /// A `tune` folder (`tuning-summary.json`).
     Tune,
 }
 
 impl Kind {
+    /// The kind as the database stores it.
     pub fn label(self) -> &'static str {
         match self {
             Kind::Run => "run",
@@ -81,15 +95,18 @@ impl Kind {
 /// One folder, read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Folder {
+    /// Which verb wrote it.
     pub kind: Kind,
     /// SHA-256 of the folder's document: the same result ingested twice is stored once.
     pub digest: String,
+    /// The folder as given.
     pub path: PathBuf,
     /// When the result was created (RFC 3339, from the document).
     pub created: String,
     /// The commit the result belongs to: the program revision of its provenance, unless the caller
     /// names one (`history add --commit`).
     pub commit: String,
+    /// Every point the folder contributes.
     pub points: Vec<NewPoint>,
 }
 

@@ -144,7 +144,10 @@ pub struct Store {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ingested {
     /// Stored, with this many points.
-    Stored { points: usize },
+    Stored {
+        /// Points stored from the folder.
+        points: usize,
+    },
     /// A result with the same digest was stored before: nothing changed.
     AlreadyStored,
 }
@@ -152,30 +155,47 @@ pub enum Ingested {
 /// A series with its extent.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Series {
+    /// The database id, as `history show SERIES` takes it.
     pub id: i64,
+    /// What the series measures.
     #[serde(flatten)]
     pub key: SeriesKey,
+    /// Number of stored points.
     pub points: i64,
+    /// Creation time of its oldest result (RFC 3339).
     pub first: String,
+    /// Creation time of its newest result (RFC 3339).
     pub last: String,
 }
 
 /// A stored point with its result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Point {
+    /// Id of the series it belongs to.
     pub series: i64,
+    /// The measured value, in the metric's unit (ms for every metric so far).
     pub estimate: f64,
+    /// Lower end of the estimate's interval, when the result has one.
     pub low: Option<f64>,
+    /// Upper end of that interval.
     pub high: Option<f64>,
+    /// The interval's confidence level, as a fraction.
     pub confidence: Option<f64>,
+    /// Timed calls behind the estimate.
     pub count: i64,
+    /// `completed`, `interrupted`, or a matrix light.
     pub verdict: String,
+    /// The case or matrix row within the result folder.
     pub case_dir: String,
+    /// The commit the result belongs to.
     pub commit: String,
+    /// When the result was created (RFC 3339).
     pub created: String,
     /// The result folder, as it was given to `history add`.
     pub folder: String,
+    /// What wrote the folder: `run`, `matrix` or `tune` ([`crate::ingest::Kind::label`]).
     pub kind: String,
+    /// Database id of the result (one per ingested folder) the point came from.
     pub result: i64,
 }
 

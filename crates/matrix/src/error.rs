@@ -16,7 +16,9 @@ pub enum Error {
     /// The directory has no readable plan.
     #[error("{} is not a matrix run directory (no {})", run.display(), crate::plan::PLAN_FILE)]
     NotARunDirectory {
+        /// The matrix run directory.
         run: PathBuf,
+        /// Why the plan could not be read.
         source: std::io::Error,
     },
     /// A directory an interrupted `matrix run` of an earlier version left without its plan.
@@ -26,41 +28,67 @@ pub enum Error {
         crate::plan::PLAN_FILE,
         trtmc_core::text::shell_line(&["rm".into(), "-r".into(), "--".into(), run.display().to_string()])
     )]
-    HalfCreated { run: PathBuf },
+    HalfCreated {
+        /// The matrix run directory.
+        run: PathBuf,
+    },
     /// The plan file does not parse.
     #[error("{} is not a matrix plan", path.display())]
     MalformedPlan {
+        /// The plan file.
         path: PathBuf,
+        /// The JSON error.
         source: serde_json::Error,
     },
     /// `--executor` names no executor.
     #[error("executor `{executor}` is unknown: use local or slurm")]
-    UnknownExecutor { executor: String },
+    UnknownExecutor {
+        /// The name given.
+        executor: String,
+    },
     /// `matrix resume` with a program of another revision than the one that started the run.
     #[error(
         "{} was started by revision {started_by}, this trtmc-bench is {this}: resume it with the same build, or start a new run",
         run.display()
     )]
     RevisionMismatch {
+        /// The matrix run directory.
         run: PathBuf,
+        /// The revision recorded in the plan.
         started_by: String,
+        /// This program's revision.
         this: String,
     },
     /// A Slurm task list that cannot be read or parsed.
     #[error("cannot read task list {}", path.display())]
     TaskList {
+        /// The task list file.
         path: PathBuf,
+        /// Why it could not be read.
         source: std::io::Error,
     },
     /// A Slurm task index beyond its task list.
     #[error("task {task} is not in {}", path.display())]
-    TaskNotListed { task: usize, path: PathBuf },
+    TaskNotListed {
+        /// The task index (`SLURM_ARRAY_TASK_ID`).
+        task: usize,
+        /// The task list file.
+        path: PathBuf,
+    },
     /// A task list names a row the plan does not have.
     #[error("row {index} is not in the plan")]
-    RowNotPlanned { index: usize },
+    RowNotPlanned {
+        /// The row index named.
+        index: usize,
+    },
     /// A preparation receipt that cannot be read, parsed or matched to this run.
     #[error("{reason}")]
-    Receipt { path: PathBuf, reason: String },
+    Receipt {
+        /// The receipt file.
+        path: PathBuf,
+        /// What is wrong with it, as the whole message.
+        reason: String,
+    },
     /// `matrix check` (or the check before `matrix run`) found problems; the exit code depends on
     /// their kinds.
     #[error(
@@ -72,19 +100,36 @@ pub enum Error {
             .collect::<Vec<_>>()
             .join("\n")
     )]
-    Preflight { findings: Vec<Finding> },
+    Preflight {
+        /// Every problem found, each naming its subject.
+        findings: Vec<Finding>,
+    },
 
     // --- Slurm does not answer as it should (exit 7) ---
+    /// `sbatch` failed, could not start, or printed no job id.
     #[error("cannot submit the job array: {reason}")]
-    SlurmSubmit { reason: String },
-    #[error("sbatch printed no job id: `{output}`")]
-    SlurmNoJobId { output: String },
+    SlurmSubmit {
+        /// What went wrong, from the Slurm client.
+        reason: String,
+    },
+    /// `sacct`/`squeue` failed while the array was followed.
     #[error("cannot poll job {job}: {reason}")]
-    SlurmPoll { job: String, reason: String },
+    SlurmPoll {
+        /// The Slurm job id.
+        job: String,
+        /// What went wrong, from the Slurm client.
+        reason: String,
+    },
+    /// The array ran past `slurm.timeout_s` and was cancelled.
     #[error(
         "job array {job} did not finish within {timeout_s} s (slurm.timeout_s); it was cancelled; `matrix resume` continues"
     )]
-    SlurmTimeout { job: String, timeout_s: f64 },
+    SlurmTimeout {
+        /// The Slurm job id.
+        job: String,
+        /// The environment's `slurm.timeout_s`, seconds.
+        timeout_s: f64,
+    },
 
     // --- the run directory cannot be made or written (exit 6) ---
     /// `-o` names the directory of an existing run.
@@ -93,18 +138,32 @@ pub enum Error {
         dir.display(),
         trtmc_core::text::shell_line(&["trtmc-bench".into(), "matrix".into(), "resume".into(), dir.display().to_string()])
     )]
-    OutputNotEmpty { dir: PathBuf },
+    OutputNotEmpty {
+        /// The directory given to `-o`.
+        dir: PathBuf,
+    },
     /// `-o` names something a run cannot be created in (a symlink, a file, an unrelated directory).
     #[error("cannot create the matrix run in {}: {reason}", dir.display())]
-    OutputRefused { dir: PathBuf, reason: String },
+    OutputRefused {
+        /// The directory given to `-o`.
+        dir: PathBuf,
+        /// Why it cannot be used.
+        reason: String,
+    },
+    /// A directory of the run could not be created.
     #[error("cannot create {}", path.display())]
     CreateDir {
+        /// The directory.
         path: PathBuf,
+        /// The I/O failure.
         source: std::io::Error,
     },
+    /// A file of the run could not be written.
     #[error("cannot write {}", path.display())]
     Write {
+        /// The file.
         path: PathBuf,
+        /// The I/O failure.
         source: std::io::Error,
     },
     /// Another `matrix run`/`resume` writes this run now (one writer per run folder).
@@ -118,7 +177,12 @@ pub enum Error {
         run.display(),
         trtmc_core::text::shell_line(&["trtmc-bench".into(), "matrix".into(), "resume".into(), run.display().to_string()])
     )]
-    Interrupted { run: PathBuf, done: usize },
+    Interrupted {
+        /// The matrix run directory.
+        run: PathBuf,
+        /// Rows this session finished before the stop.
+        done: usize,
+    },
 }
 
 /// The matrix's errors under their earlier name.

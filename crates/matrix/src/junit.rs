@@ -15,6 +15,8 @@ use crate::lights::Light;
 use crate::row::{RowResult, RowStatus};
 use crate::runner::{Results, outcome_line};
 
+/// The JUnit suite of a matrix run: one test case per row (by the table above) and a skipped case
+/// per pending row.
 pub fn suite(results: &Results, yellow_fails: bool) -> Suite {
     let classname = results.suite.name.clone();
     let mut cases: Vec<TestCase> = results

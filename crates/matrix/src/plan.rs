@@ -59,11 +59,14 @@ pub enum Kind {
     Contract,
 }
 
+/// One problem the preflight found.
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
+    /// What sort of problem it is, which decides the exit code.
     pub kind: Kind,
     /// The row id, variable or field the finding is about.
     pub subject: String,
+    /// What is wrong and what to do, as a sentence.
     pub message: String,
 }
 
@@ -78,10 +81,15 @@ fn finding(kind: Kind, subject: impl Into<String>, message: impl Into<String>) -
 /// A row after preflight: both sides resolved, contracts known.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlannedRow {
+    /// The row's position in the suite (Slurm task lists and receipts name rows by it).
     pub index: usize,
+    /// The row's id ([`Row::id`]).
     pub id: String,
+    /// The suite row, its data paths made absolute.
     pub row: Row,
+    /// The operation both sides time (the candidate's).
     pub operation: String,
+    /// Untimed calls per side before the timed ones.
     pub warmup: u64,
     /// Timed calls per side in total (each round times `iterations / rounds`, rounded up).
     pub iterations: u64,
@@ -95,45 +103,69 @@ pub struct PlannedRow {
     /// Seconds the row's rounds may take while its light is undecided.
     #[serde(default)]
     pub max_seconds: Option<f64>,
+    /// The reference side's precision.
     pub baseline_precision: String,
-    /// `row baseline.precision`, `testcase reference_precision`, `manifest reference_precision` or
+    /// Where `baseline_precision` came from: `row baseline.precision`, `testcase reference_precision`, `manifest reference_precision` or
     /// `model precision`.
     pub baseline_precision_source: String,
+    /// The timed region of the candidate's runtime ([`trtmc_runtime::runtime::Runtime::timing_boundary`]).
     pub candidate_boundary: String,
+    /// The reference's; the preflight refuses a row whose two boundaries differ.
     pub reference_boundary: String,
     /// Workload identity of each side as resolved (the run records what each side actually ran).
     pub candidate_identity: String,
+    /// See `candidate_identity`.
     pub reference_identity: String,
 }
 
 /// Everything a run needs, written as `matrix-run.json` so that `resume` and Slurm tasks replay it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
+    /// [`PLAN_SCHEMA`].
     pub schema: String,
+    /// When the plan was made (RFC 3339).
     pub created: String,
+    /// The suite file, absolute.
     pub suite_path: PathBuf,
+    /// SHA-256 of the suite file's bytes.
     pub suite_sha256: String,
+    /// The suite as parsed.
     pub suite: Suite,
+    /// The environment file, absolute.
     pub environment_path: PathBuf,
+    /// The environment with every `${NAME}` expanded on the machine that made the plan.
     pub environment: Expanded,
+    /// The catalog the rows were resolved against, absolute.
     pub catalog_root: PathBuf,
+    /// The program that made the plan; `resume` refuses another revision.
     pub program: ProgramInfo,
     /// The trtmc-bench executable that runs rows (the one that made the plan).
     pub exe: PathBuf,
+    /// `local` or `slurm`.
     pub executor: String,
+    /// `--entry`: only the rows of this entry or row id were planned.
     pub entry: Option<String>,
+    /// The command line that made the plan.
     pub command_line: Vec<String>,
+    /// The rows to run, in suite order.
     pub rows: Vec<PlannedRow>,
 }
 
 /// Inputs of a preflight.
 pub struct CheckInput<'a> {
+    /// The suite file.
     pub suite: &'a Path,
+    /// The environment file.
     pub environment: &'a Path,
+    /// The catalog to resolve rows against.
     pub catalog_root: &'a Path,
+    /// The reference runners' folder used when the environment names none.
     pub repo_reference: &'a Path,
+    /// `--entry`: plan only the rows of this entry (or this row id).
     pub entry: Option<&'a str>,
+    /// `--executor`: `local` or `slurm`.
     pub executor: &'a str,
+    /// The command line, recorded in the plan.
     pub command_line: Vec<String>,
 }
 
@@ -241,7 +273,8 @@ pub fn check(input: &CheckInput<'_>) -> Result<Plan, Vec<Finding>> {
     })
 }
 
-pub fn absolute(p: &Path) -> PathBuf {
+/// `p` made absolute: canonical when it exists, else joined to the current directory.
+pub(crate) fn absolute(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| {
         std::env::current_dir()
             .map(|d| d.join(p))
@@ -338,11 +371,15 @@ fn covered_profile<'a>(catalog: &'a Catalog, model: &str) -> Option<&'a str> {
 /// contracts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CoverageCounts {
+    /// Distinct ready profiles.
     pub profiles: usize,
+    /// Distinct model families of those profiles.
     pub families: usize,
+    /// Distinct (family, operation) pairs.
     pub contracts: usize,
 }
 
+/// Counts what `suite` covers of `catalog` (`matrix check` prints it).
 pub fn coverage_counts(suite: &Suite, catalog: &Catalog) -> CoverageCounts {
     let mut profiles = std::collections::BTreeSet::new();
     let mut families = std::collections::BTreeSet::new();
@@ -583,7 +620,9 @@ fn with_data_paths(row: &Row, suite_dir: &Path, f: &mut Vec<Finding>) -> Row {
     row
 }
 
-pub fn resolve_side(
+/// Resolves one side of a row: `testcase` of `profile` on `runtime` with the side's `set:`
+/// overrides.
+pub(crate) fn resolve_side(
     profile: &Profile,
     testcase: &str,
     runtime: &str,

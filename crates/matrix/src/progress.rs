@@ -5,17 +5,26 @@
 pub enum Event<'a> {
     /// Row `done` (from 0) of `total` starts.
     RowStarted {
+        /// Rows of this session finished so far.
         done: usize,
+        /// Rows this session runs.
         total: usize,
+        /// The row's id.
         id: &'a str,
     },
     /// A row's outcome, in one line.
-    RowFinished { id: &'a str, outcome: &'a str },
+    RowFinished {
+        /// The row's id.
+        id: &'a str,
+        /// Its light or failure, as one line.
+        outcome: &'a str,
+    },
     /// A step of the Slurm executor (a job array submitted, its tasks waited for).
     Message(&'a str),
 }
 
 /// What a matrix run tells the user interface.
 pub trait Progress {
+    /// Called for each event as it happens.
     fn report(&self, event: Event<'_>);
 }

@@ -7,7 +7,8 @@ use std::path::Path;
 /// Embedded in results.json, so typed with the matrix documents in core.
 pub use trtmc_core::artifacts::matrix::{RECEIPT_SCHEMA, Receipt, Record};
 
-pub const RECEIPT_SCOPE: &str = "test_task";
+/// The only `scope` a receipt may have.
+pub(crate) const RECEIPT_SCOPE: &str = "test_task";
 
 /// What the run consumed: bundle path → model path.
 pub type Consumed = BTreeMap<String, String>;
@@ -28,7 +29,8 @@ pub fn parse(bytes: &[u8], revision: &str, consumed: &Consumed) -> Result<Receip
     Ok(r)
 }
 
-pub fn validate(r: &Receipt, revision: &str, consumed: &Consumed) -> Result<(), String> {
+/// Checks a parsed receipt: schema, scope, revision, and that its records match `consumed`.
+pub(crate) fn validate(r: &Receipt, revision: &str, consumed: &Consumed) -> Result<(), String> {
     if r.schema != RECEIPT_SCHEMA {
         return Err(format!("schema `{}` is not `{RECEIPT_SCHEMA}`", r.schema));
     }

@@ -31,11 +31,13 @@ pub use trtmc_core::artifacts::matrix::{
     LeafCommand, Preparation, ROW_SCHEMA, RowResult, RowStatus, Side,
 };
 
-pub fn rows_dir(run: &Path) -> PathBuf {
+/// Where the row results of a run are kept, one file per row.
+pub(crate) fn rows_dir(run: &Path) -> PathBuf {
     run.join("rows")
 }
 
-pub fn row_file(run: &Path, index: usize) -> PathBuf {
+/// The result file of row `index`.
+pub(crate) fn row_file(run: &Path, index: usize) -> PathBuf {
     rows_dir(run).join(format!("{index:03}.json"))
 }
 

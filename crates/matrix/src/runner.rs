@@ -27,16 +27,20 @@ use crate::receipt::{self, Receipt};
 use crate::row::{self, RowResult, RowStatus};
 
 pub use crate::plan::PLAN_FILE;
+/// The run's results document, written by `finalize`.
 pub const RESULTS_FILE: &str = "results.json";
+/// The run's HTML report, written beside the results.
 pub const REPORT_FILE: &str = "report.html";
-pub const RECEIPT_FILE: &str = "preparation-receipt.json";
+/// The preparation receipt a run may be given, kept in the run directory.
+pub(crate) const RECEIPT_FILE: &str = "preparation-receipt.json";
 
 /// The results document's types live with every other document in `trtmc_core::artifacts`.
 pub use trtmc_core::artifacts::matrix::{
     PendingRow, RESULTS_SCHEMA, Results, SlurmJob, SuiteInfo, Summary,
 };
 
-pub fn read_plan(run: &Path) -> Result<Plan, MatrixError> {
+/// Reads the run's plan; a directory without one is not a run (or an interrupted, half-created one).
+pub(crate) fn read_plan(run: &Path) -> Result<Plan, MatrixError> {
     let path = run.join(PLAN_FILE);
     let bytes = std::fs::read(&path).map_err(|source| {
         if half_created(run).is_some() {

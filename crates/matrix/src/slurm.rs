@@ -16,7 +16,9 @@ use crate::row;
 use crate::runner::{self, SlurmJob};
 use trtmc_executor::slurm;
 
-pub fn run(
+/// Runs the pending rows as one job array and waits for it; tasks that left no row result become
+/// failed rows with their Slurm state.
+pub(crate) fn run(
     plan: &Plan,
     run: &Path,
     pending: &[PlannedRow],

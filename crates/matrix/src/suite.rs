@@ -15,6 +15,7 @@ pub use trtmc_executor::environment::{
     ENVIRONMENT_SCHEMA, Environment, Variable, expand, load_environment, parse_environment,
 };
 
+/// The `schema:` a suite file may declare; any other is refused.
 pub const SUITE_SCHEMA: &str = "trtmc.perf-suite/v1";
 
 /// Reference backend that runs `reference/ort_reference.py` (ONNX Runtime's Python loop).
@@ -22,18 +23,24 @@ pub const ORT_PYTHON: &str = "onnxruntime-python";
 /// Prefix of a reference backend that is a trtmc runtime itself (A/A comparisons): `trtmc:tract`.
 pub const TRTMC_PREFIX: &str = "trtmc:";
 
+/// The suite file: the rows of a performance matrix and how they are judged.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Suite {
+    /// [`SUITE_SCHEMA`] when given; absent is accepted.
     #[serde(default)]
     pub schema: Option<String>,
+    /// The suite's name (the JUnit class name, the report's title).
     pub name: String,
+    /// The bounds that turn a row's ratio into its light.
     #[serde(default)]
     pub thresholds: Thresholds,
     /// Counts for every row unless the row sets its own.
     #[serde(default)]
     pub measure: MeasureSpec,
+    /// The comparisons to run, in order.
     pub rows: Vec<Row>,
+    /// Catalog profiles the suite leaves out on purpose, each with its reason (coverage accepts them).
     #[serde(default)]
     pub excluded_profiles: Vec<Exclusion>,
     /// Rule-based exclusion: every profile whose operation is listed (e.g. an operation no reference
@@ -42,18 +49,24 @@ pub struct Suite {
     pub excluded_operations: Vec<OperationExclusion>,
 }
 
+/// One entry of `excluded_operations`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OperationExclusion {
+    /// The operation whose profiles are left out.
     pub operation: String,
+    /// Why, shown by `matrix check`.
     pub reason: String,
 }
 
+/// How much a row times; a row's own values win over the suite's.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MeasureSpec {
+    /// Untimed calls per side. Default: the candidate's test case.
     #[serde(default)]
     pub warmup: Option<u64>,
+    /// Timed calls per side in total. Default: the candidate's test case.
     #[serde(default)]
     pub iterations: Option<u64>,
     /// Candidate and reference alternate this many times (C R C R …), each round timing
@@ -71,6 +84,7 @@ pub struct MeasureSpec {
     pub max_seconds: Option<f64>,
 }
 
+/// One comparison: a model's test case on a candidate runtime against a reference.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Row {
@@ -80,10 +94,14 @@ pub struct Row {
     pub model: String,
     /// Test case of the profile.
     pub testcase: String,
+    /// The side being judged.
     pub candidate: Candidate,
+    /// The side it is compared with.
     pub reference: Reference,
+    /// What the reference side is held to (its precision).
     #[serde(default)]
     pub baseline: Baseline,
+    /// This row's counts, over the suite's.
     #[serde(default)]
     pub measure: MeasureSpec,
     /// Data both sides feed instead of synthesized inputs: anything `run --inputs` reads (an .npz, a
@@ -98,13 +116,16 @@ pub struct Row {
     /// Tolerances of the output check (`run --atol`/`--rtol`; default Polygraphy's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub atol: Option<f64>,
+    /// See `atol`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rtol: Option<f64>,
 }
 
+/// A row's candidate side.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Candidate {
+    /// The trtmc runtime it runs on.
     pub runtime: String,
     /// `--set` overrides of the candidate (`request.batch_size: 2`, `runtime.threads: 1`).
     #[serde(default)]
@@ -114,6 +135,7 @@ pub struct Candidate {
     pub trtexec: Option<std::path::PathBuf>,
 }
 
+/// A row's reference side.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Reference {
@@ -131,17 +153,23 @@ pub struct Reference {
     pub trtexec: Option<std::path::PathBuf>,
 }
 
+/// A row's `baseline:`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Baseline {
+    /// The reference's precision; default: the test case's or manifest's `reference_precision`,
+    /// then the model's precision.
     #[serde(default)]
     pub precision: Option<String>,
 }
 
+/// One entry of `excluded_profiles`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Exclusion {
+    /// The catalog profile left out.
     pub profile: String,
+    /// Why, shown by `matrix check`.
     pub reason: String,
 }
 
@@ -153,12 +181,15 @@ impl Row {
             self.entry, self.model, self.testcase, self.candidate.runtime
         )
     }
+    /// Untimed calls per side: the row's, else the suite's; `None`: the test case decides.
     pub fn warmup(&self, suite: &Suite) -> Option<u64> {
         self.measure.warmup.or(suite.measure.warmup)
     }
+    /// Timed calls per side in total: the row's, else the suite's; `None`: the test case decides.
     pub fn iterations(&self, suite: &Suite) -> Option<u64> {
         self.measure.iterations.or(suite.measure.iterations)
     }
+    /// Candidate/reference alternations: the row's, else the suite's, else 1.
     pub fn rounds(&self, suite: &Suite) -> u64 {
         self.measure.rounds.or(suite.measure.rounds).unwrap_or(1)
     }
@@ -170,11 +201,13 @@ impl Row {
             .unwrap_or(0)
             .max(self.rounds(suite))
     }
+    /// The row's time budget for added rounds, seconds: the row's, else the suite's; `None`: no budget.
     pub fn max_seconds(&self, suite: &Suite) -> Option<f64> {
         self.measure.max_seconds.or(suite.measure.max_seconds)
     }
 }
 
+/// Reads and checks the suite file `path`; the error names the file.
 pub fn load_suite(path: &Path) -> Result<Suite, String> {
     let text = trtmc_core::limits::read_outside_text(path, trtmc_core::limits::FileKind::Text)
         .map_err(|e| format!("cannot read suite {}: {e}", path.display()))?;

@@ -24,7 +24,7 @@ pub const GENERATOR_VERSION: u32 = 1;
 
 /// An architecture and its configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub enum Arch {
+pub(crate) enum Arch {
     TextEncoder(Transformer, EncoderHead),
     Decoder {
         text: Transformer,
@@ -86,16 +86,17 @@ pub struct Family {
     pub name: &'static str,
     /// The public configuration it follows, e.g. "gpt2: n_layer 12, n_embd 768, …".
     pub follows: &'static str,
+    /// What the family's models do, which picks the operation that runs them.
     pub task: Task,
-    pub real: Arch,
-    pub smoke: Arch,
+    pub(crate) real: Arch,
+    pub(crate) smoke: Arch,
 }
 
 /// Suffix of a family's smoke variant.
 pub const SMOKE_SUFFIX: &str = "-l0";
 
 /// The configuration behind a family built-in name (`gpt2` or `gpt2-l0`).
-pub fn family_arch(name: &str) -> Option<(&'static Family, Arch)> {
+pub(crate) fn family_arch(name: &str) -> Option<(&'static Family, Arch)> {
     let (base, smoke) = match name.strip_suffix(SMOKE_SUFFIX) {
         Some(base) => (base, true),
         None => (name, false),

@@ -30,19 +30,31 @@ use crate::vocab::{BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE};
 /// a non-empty cache (chunked prefill), so no dummy cache slot or separate prefill graph is needed.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DecoderSpec {
+    /// Decoder layers, each with one key and one value cache tensor.
     pub layers: usize,
+    /// Attention heads per layer (the cache's second dimension).
     pub heads: usize,
+    /// Width of one head (the cache's last dimension).
     pub head_dim: usize,
+    /// Vocabulary size: the last dimension of `logits`.
     pub vocab: usize,
+    /// Positions the model has embeddings for: prompt and generated tokens together stay below it.
     pub max_positions: usize,
+    /// Token that starts a sequence.
     pub bos_id: i64,
+    /// Token that ends generation.
     pub eos_id: i64,
+    /// Token used to pad shorter sequences of a batch.
     pub pad_id: i64,
     /// Additive bias for a masked (query, key) pair in `attention_bias`.
     pub mask_value: f32,
+    /// Name of the token-ids input.
     pub input_ids: &'static str,
+    /// Name of the positions input.
     pub position_ids: &'static str,
+    /// Name of the additive attention-mask input.
     pub attention_bias: &'static str,
+    /// Name of the next-token logits output.
     pub logits: &'static str,
 }
 

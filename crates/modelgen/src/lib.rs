@@ -51,9 +51,6 @@ use serde::Serialize;
 
 pub use gpt::{DecoderSpec, TINY_GPT, VLM_PATCH, VLM_PATCH_DIM};
 pub use reweight::reweight;
-pub use tasks::{
-    ASR_FRAME, FORECAST_CHANNELS, FORECAST_HORIZON, FORECAST_WINDOW, VOCODER_HOP, VOCODER_LATENT,
-};
 
 /// The seed used when a catalog entry or command does not name one. Any `u64` works; each gives
 /// a different, equally well-scaled set of weights.
@@ -63,22 +60,34 @@ pub const DEFAULT_SEED: u64 = 20_240_917;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Task {
+    /// An image to class logits (the `classify` operation).
     Classify,
+    /// Token ids to hidden states and a pooled embedding (`encode`).
     Encode,
+    /// Autoregressive text generation over a KV cache (`generate`).
     Generate,
+    /// An image to boxes, scores and classes (`detect`).
     Detect,
+    /// An image to per-pixel class logits (`segment`).
     Segment,
+    /// A query and a document as one token sequence to a relevance score (`rerank`).
     Rerank,
+    /// Speech to text (`transcribe`).
     Transcribe,
+    /// Acoustic latents to a waveform, a vocoder (`generate_audio`).
     GenerateAudio,
+    /// A waveform to a new waveform (`convert_speech`).
     ConvertSpeech,
+    /// A timestep-conditioned noise predictor, called once per denoising step (`diffuse`).
     Diffuse,
+    /// A window of a multichannel series to the steps after it (`forecast`).
     Forecast,
     /// A plain forward pass (encoder-decoders, CLIP, a VAE decoder): the `infer` operation.
     Infer,
 }
 
 impl Task {
+    /// The task's name as listings and the catalog spell it; the operation of the same name runs it.
     pub fn as_str(self) -> &'static str {
         match self {
             Task::Classify => "classify",
@@ -100,17 +109,22 @@ impl Task {
 /// One graph input and the concrete shape to use when nothing else is asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct InputSpec {
+    /// The graph input's name.
     pub name: &'static str,
     /// `"f32"` or `"i64"`.
     pub dtype: &'static str,
+    /// The shape used when no `shapes.*` setting or data set says otherwise (batch 1).
     pub default_shape: &'static [usize],
 }
 
 /// A model that [`generate`] can build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct BuiltinModel {
+    /// The built-in name a catalog entry or `--model` uses (`tiny-cnn`, ...).
     pub name: &'static str,
+    /// One line on what the graph is, shown in listings.
     pub description: &'static str,
+    /// What the model is for, which picks the operation that runs it.
     pub task: Task,
     /// Every graph input with a default shape (for `tiny-gpt`: a 16-token prefill).
     pub inputs: &'static [InputSpec],

@@ -24,13 +24,17 @@ pub(crate) const SEG_CLASSES: usize = 4;
 pub(crate) const DET_BOXES: usize = 8;
 pub(crate) const DET_CLASSES: usize = 3;
 /// Audio samples per acoustic frame (10 ms at 16 kHz).
-pub const ASR_FRAME: usize = 160;
+pub(crate) const ASR_FRAME: usize = 160;
 /// Waveform samples per vocoder latent frame.
-pub const VOCODER_HOP: usize = 256;
-pub const VOCODER_LATENT: usize = 16;
-pub const FORECAST_WINDOW: usize = 64;
-pub const FORECAST_HORIZON: usize = 16;
-pub const FORECAST_CHANNELS: usize = 4;
+pub(crate) const VOCODER_HOP: usize = 256;
+/// Width of one latent frame of the tiny vocoder.
+pub(crate) const VOCODER_LATENT: usize = 16;
+/// Past steps the tiny forecaster reads.
+pub(crate) const FORECAST_WINDOW: usize = 64;
+/// Future steps it predicts.
+pub(crate) const FORECAST_HORIZON: usize = 16;
+/// Channels of its series.
+pub(crate) const FORECAST_CHANNELS: usize = 4;
 
 /// Conv with bias, "same" padding.
 fn conv(

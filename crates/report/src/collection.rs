@@ -22,19 +22,25 @@ use crate::model::{self, CaseLatencies, CollectionReport, LoadedRun, Skipped};
 use crate::pages::{self, Kind};
 use crate::validity::Policy;
 
+/// The report's model, written into the output directory.
 pub const REPORT_JSON: &str = "report.json";
+/// The report's page, written beside it.
 pub const REPORT_HTML: &str = "report.html";
+/// A run's result file: a directory holding one is a run directory.
 pub const RESULT_JSON: &str = "result.json";
 /// Directory depth below a root beyond which the walk stops (a guard against pathological trees).
 const MAX_DEPTH: usize = 32;
 /// Largest result.json read (a real one is a few kilobytes per case).
 const MAX_RESULT_BYTES: u64 = 64 << 20;
 
+/// What `report` was asked for.
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// The directories searched for result.json files.
     pub roots: Vec<PathBuf>,
     /// Where report.json and report.html go; `None` means the single root.
     pub output: Option<PathBuf>,
+    /// The validity policy cases are judged by.
     pub policy: Policy,
     /// Fail on a malformed result.json instead of skipping it.
     pub strict: bool,
@@ -49,21 +55,29 @@ pub enum Error {
         "{0} result roots were given: name the collection's directory with -o OUT (report.json and report.html go there)"
     )]
     NeedOutput(usize),
+    /// No root given.
     #[error("no result directory given: trtmc-bench report DIR…")]
     NoRoots,
     /// A root cannot be read (it does not exist, or is not accessible).
     #[error("result root {}", root.display())]
     RootUnreadable {
+        /// The root.
         root: PathBuf,
+        /// The I/O failure.
         source: std::io::Error,
     },
     /// A root is a file.
     #[error("result root {}: is not a directory", root.display())]
-    RootNotADirectory { root: PathBuf },
+    RootNotADirectory {
+        /// The root.
+        root: PathBuf,
+    },
     /// No usable result.json below the roots.
     #[error("{}", nothing_found(roots, skipped))]
     NothingFound {
+        /// The roots searched.
         roots: Vec<PathBuf>,
+        /// The result.json files found but not usable, with the reasons.
         skipped: Vec<Skipped>,
     },
     /// `strict` and some result.json files were skipped.
@@ -91,13 +105,17 @@ pub enum Error {
     /// The output directory cannot be created.
     #[error("cannot create {}", path.display())]
     CreateDir {
+        /// The directory.
         path: PathBuf,
+        /// The I/O failure.
         source: std::io::Error,
     },
     /// A report file cannot be written.
     #[error("cannot write {}", path.display())]
     Write {
+        /// The file.
         path: PathBuf,
+        /// The I/O failure.
         source: std::io::Error,
     },
 }
@@ -126,10 +144,15 @@ fn describe(skipped: &[Skipped]) -> String {
 /// What `write` produced.
 #[derive(Debug, Clone)]
 pub struct Outcome {
+    /// The report as written to report.json.
     pub report: CollectionReport,
+    /// The output directory.
     pub dir: PathBuf,
+    /// The report.json written.
     pub json: PathBuf,
+    /// The report.html written.
     pub html: PathBuf,
+    /// Size of report.html, bytes.
     pub html_bytes: usize,
 }
 
@@ -170,7 +193,7 @@ fn walk(dir: &Path, depth: usize, found: &mut Vec<PathBuf>) {
 
 /// Why one result.json (or a file it names) cannot be used; the collection lists it as skipped.
 #[derive(Debug, thiserror::Error)]
-pub enum RunFileError {
+pub(crate) enum RunFileError {
     #[error("cannot read it: {source}")]
     Unreadable { source: std::io::Error },
     #[error("{bytes} bytes is too large for a result.json (limit {limit})")]
@@ -188,7 +211,7 @@ pub enum RunFileError {
 }
 
 /// Reads and checks one result.json: the run, or why it cannot be used.
-pub fn read_run(path: &Path) -> Result<BenchmarkRun, RunFileError> {
+pub(crate) fn read_run(path: &Path) -> Result<BenchmarkRun, RunFileError> {
     let unreadable = |source| RunFileError::Unreadable { source };
     let meta = std::fs::metadata(path).map_err(unreadable)?;
     if meta.len() > MAX_RESULT_BYTES {

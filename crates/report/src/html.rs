@@ -26,15 +26,19 @@ impl Markup {
     pub fn trusted(s: impl Into<String>) -> Self {
         Markup(s.into())
     }
+    /// The markup as HTML text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
+    /// The markup as HTML text, by value.
     pub fn into_string(self) -> String {
         self.0
     }
+    /// Whether there is no markup at all (nothing to render).
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+    /// Appends `other` after this markup.
     pub fn push(&mut self, other: &Markup) {
         self.0.push_str(&other.0);
     }
@@ -192,12 +196,16 @@ pub fn banner(kind: &str, body: &Markup) -> Markup {
 /// One section of a page: a panel with an id (the navigation links to it) and a heading.
 #[derive(Debug, Clone)]
 pub struct Section {
+    /// The panel's HTML id, the navigation's link target.
     pub id: String,
+    /// The heading, as text (escaped when rendered).
     pub heading: String,
+    /// The panel's content.
     pub body: Markup,
 }
 
 impl Section {
+    /// A section with this id, heading and content.
     pub fn new(id: impl Into<String>, heading: impl Into<String>, body: Markup) -> Self {
         Section {
             id: id.into(),
@@ -214,17 +222,24 @@ pub struct Page {
     /// What kind of report this is (`run`, `report`, `tune`, `matrix`, `analyze`): shown as the eyebrow
     /// `trtmc-bench <kind>` and as `data-report-kind` on `<body>`.
     pub kind: String,
+    /// The page's heading and `<title>`.
     pub title: String,
+    /// Lines under the title, one paragraph each.
     pub subtitle: Vec<Markup>,
+    /// The overall status pill, when the page has one.
     pub status: Option<Markup>,
+    /// Notices shown above the sections.
     pub banners: Vec<Markup>,
+    /// The page's panels, in order; the navigation lists them.
     pub sections: Vec<Section>,
+    /// Content of the footer.
     pub footer: Markup,
     /// Extra CSS appended after the shared theme (keep it small; prefer theme classes).
     pub extra_css: String,
 }
 
 impl Page {
+    /// An empty page of this kind and title.
     pub fn new(kind: &str, title: &str) -> Self {
         Page {
             kind: kind.into(),
@@ -233,6 +248,7 @@ impl Page {
         }
     }
 
+    /// The complete, self-contained HTML document.
     pub fn render(&self) -> String {
         let css = if self.extra_css.is_empty() {
             theme::CSS.to_string()

@@ -16,20 +16,29 @@ use trtmc_core::stats::{Interval, Summary};
 
 use crate::validity::{self, Policy, Trend, Validity};
 
+/// The `schema` of report.json.
 pub const COLLECTION_REPORT_SCHEMA: &str = "trtmc.collection-report/v1";
 
 /// report.json.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CollectionReport {
+    /// [`COLLECTION_REPORT_SCHEMA`].
     pub schema: String,
+    /// When the report was made (RFC 3339).
     pub created: String,
+    /// The program that made it.
     pub generator: Generator,
     /// The directories searched, as given on the command line.
     pub roots: Vec<String>,
+    /// The validity policy every case was judged by.
     pub policy: Policy,
+    /// Counts over `runs` and `cases`.
     pub totals: Totals,
+    /// Every run used, in the order found.
     pub runs: Vec<RunEntry>,
+    /// Every case of those runs.
     pub cases: Vec<CaseEntry>,
+    /// Groups of cases that differ only by their sweep point (plotted as curves).
     pub sweeps: Vec<SweepEntry>,
     /// result.json files that were found but not used, with the reason.
     pub skipped: Vec<Skipped>,
@@ -37,20 +46,31 @@ pub struct CollectionReport {
     pub notes: Vec<String>,
 }
 
+/// The program that wrote a report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Generator {
+    /// `trtmc-bench`.
     pub name: String,
+    /// Its package version.
     pub version: String,
 }
 
+/// The report's counts.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Totals {
+    /// Runs used.
     pub runs: usize,
+    /// Cases of those runs.
     pub cases: usize,
+    /// Cases whose status is completed.
     pub completed: usize,
+    /// Cases whose status is failed.
     pub failed: usize,
+    /// Cases the validity policy accepts.
     pub valid: usize,
+    /// Cases it does not.
     pub invalid: usize,
+    /// result.json files found but not used.
     pub skipped: usize,
 }
 
@@ -63,14 +83,23 @@ pub struct RunEntry {
     pub result: String,
     /// Its own report.html, when present.
     pub report: Option<String>,
+    /// The run's id from its result.json.
     pub run_id: String,
+    /// When the run was created (RFC 3339).
     pub created: String,
+    /// How the run ended.
     pub status: RunStatus,
+    /// The timed region of its observations; runs with different boundaries are not comparable.
     pub timing_boundary: String,
+    /// How its percentiles were computed.
     pub percentile_method: String,
+    /// The program that made the run.
     pub program: ProgramInfo,
+    /// The runtimes it used, with their versions.
     pub runtimes: Vec<RuntimeInfo>,
+    /// The machine it ran on.
     pub machine: MachineInfo,
+    /// Number of its cases.
     pub cases: usize,
     /// `run`'s verdicts between its cases (from paired rounds), as result.json has them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -84,44 +113,65 @@ pub struct CaseEntry {
     pub run: usize,
     /// 1-based position of the case in its run (its anchor `#case-N` in the run's report.html).
     pub number: usize,
+    /// The case directory, relative to its run directory (`001-tiny-gpt-greedy`).
     pub dir: String,
+    /// The catalog profile (model).
     pub model: String,
+    /// The test case.
     pub case: String,
+    /// The case as people read it.
     pub label: String,
+    /// The operation the case calls.
     pub operation: String,
+    /// The profile's task strategy.
     pub task_strategy: String,
+    /// The runtime that ran it.
     pub runtime: RuntimeInfo,
     /// Host name of the machine that ran it.
     pub machine: String,
+    /// How the case ended.
     pub status: CaseStatus,
+    /// Why it failed or stopped, when it did.
     pub error: Option<String>,
+    /// Swept keys and values of this case.
     pub sweep_point: BTreeMap<String, String>,
+    /// Resolved request values, as result.json has them.
     pub request: BTreeMap<String, serde_json::Value>,
     /// The resolved request, build and runtime settings under their `--set` keys (`request.batch_size`,
     /// `build.precision`, `runtime.threads`): what tells apart runs that differ only by `--set`. From
     /// the case's resolved-case.json; only the request values when that file could not be read.
     #[serde(default)]
     pub settings: BTreeMap<String, String>,
+    /// Where the case's bundle came from (built, the cache, a bundle root, `--bundle`).
     pub bundle_origin: Option<BundleOrigin>,
+    /// Whether the bundle was checked to be compatible with its run (never for `--bundle PATH`);
+    /// `None` when the case had no bundle.
     pub bundle_verified: Option<bool>,
     /// The build route trtexec reported it used (result.json `bundle.route_used`).
     #[serde(default)]
     pub bundle_route: Option<String>,
     /// Model load time (excluded from every metric), milliseconds.
     pub load_ms: Option<f64>,
+    /// Untimed calls before the timed ones.
     pub warmup: u64,
     /// Timed calls.
     pub samples: u64,
     /// Seconds from the first timed call's start to the last one's end (summed call time when the
     /// observations could not be read).
     pub duration_s: f64,
+    /// Latency statistics of the timed calls, milliseconds; `None` when none was timed.
     pub latency_ms: Option<Summary>,
+    /// The median latency's confidence interval, milliseconds.
     pub p50_ci_ms: Option<Interval>,
     /// Calls outside Tukey's inner fences (1.5 IQR).
     pub outliers: usize,
+    /// Every throughput result.json records (`request/s` and the task's own units).
     pub throughputs: Vec<Throughput>,
+    /// Stage durations (time to first token, prefill, decode), milliseconds.
     pub stages_ms: BTreeMap<String, Summary>,
+    /// The drift of latency over the timed calls, when the observations could be read.
     pub trend: Option<Trend>,
+    /// VALID or INVALID under the report's policy, with the reasons.
     pub validity: Validity,
     /// Why the observations are missing from plots and trend, when they are.
     pub observations_note: Option<String>,
@@ -212,10 +262,15 @@ impl CaseEntry {
 /// Cases of one run that differ only by their sweep point.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepEntry {
+    /// Index into `runs`.
     pub run: usize,
+    /// The catalog profile.
     pub model: String,
+    /// The test case.
     pub case: String,
+    /// The runtime's name.
     pub runtime: String,
+    /// The operation.
     pub operation: String,
     /// The swept key on the x axis (the one with the most distinct values).
     pub parameter: String,
@@ -227,9 +282,12 @@ pub struct SweepEntry {
     pub cases: Vec<usize>,
 }
 
+/// A result.json found but not used.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Skipped {
+    /// The file.
     pub path: String,
+    /// Why it was not used.
     pub reason: String,
 }
 
@@ -240,6 +298,7 @@ pub struct LoadedRun {
     pub path: String,
     /// Whether the run directory has its own report.html.
     pub has_report: bool,
+    /// Its result.json.
     pub run: BenchmarkRun,
     /// Per case (same order as `run.cases`): the observations, or why they could not be read.
     pub observations: Vec<Result<Vec<Observation>, String>>,

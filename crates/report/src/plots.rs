@@ -415,15 +415,22 @@ pub fn timeline(values_ms: &[f64], trend: Option<&Trend>) -> Markup {
 /// One point of a line series, with an optional confidence interval.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point {
+    /// Position on the x axis (a category's index for a categorical axis).
     pub x: f64,
+    /// The value.
     pub y: f64,
+    /// Lower end of the interval, drawn as a whisker.
     pub low: Option<f64>,
+    /// Upper end of the interval.
     pub high: Option<f64>,
 }
 
+/// One line of a [`lines`] plot.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
+    /// The legend's label.
     pub name: String,
+    /// The points, drawn in order.
     pub points: Vec<Point>,
 }
 
@@ -516,15 +523,20 @@ pub fn lines(
 /// One bar with an optional confidence interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bar {
+    /// The bar's length.
     pub value: f64,
+    /// Lower end of the interval, drawn as a whisker.
     pub low: Option<f64>,
+    /// Upper end of the interval.
     pub high: Option<f64>,
 }
 
 /// One row of a grouped bar chart: a label and one optional bar per series.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BarGroup {
+    /// The group's label on the axis.
     pub label: String,
+    /// One entry per series, in series order; `None` where the series has no value.
     pub bars: Vec<Option<Bar>>,
 }
 
@@ -706,10 +718,15 @@ pub fn interval_dots_log(value_label: &str, series: &[String], groups: &[BarGrou
 /// One line of a [`forest`] plot: a ratio, its interval, and the light it earned.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ForestRow {
+    /// The row's label.
     pub label: String,
+    /// The point estimate of the ratio.
     pub ratio: f64,
+    /// Lower end of its interval.
     pub low: f64,
+    /// Upper end of its interval.
     pub high: f64,
+    /// The light, which colours the mark.
     pub light: Light,
     /// The interval reaches into another band: drawn as a hollow mark.
     pub uncertain: bool,
@@ -718,7 +735,9 @@ pub struct ForestRow {
 /// The band edges of a [`forest`] plot: green up to `green_max`, yellow up to `yellow_max`, red above.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ForestBands {
+    /// Upper edge of the green band.
     pub green_max: f64,
+    /// Upper edge of the yellow band.
     pub yellow_max: f64,
 }
 

@@ -16,13 +16,18 @@ use crate::html::{Markup, el, escape, text};
 /// a drop-down of the column's distinct values.
 #[derive(Debug, Clone)]
 pub struct Column {
+    /// The header text.
     pub title: String,
+    /// Laid out as numbers (class `num`) instead of names.
     pub numeric: bool,
+    /// The header's tooltip.
     pub help: Option<String>,
+    /// Whether the filter bar offers a drop-down of the column's values.
     pub filter: bool,
 }
 
 impl Column {
+    /// A text column.
     pub fn text(title: &str) -> Self {
         Column {
             title: title.into(),
@@ -31,6 +36,7 @@ impl Column {
             filter: false,
         }
     }
+    /// A numeric column.
     pub fn num(title: &str) -> Self {
         Column {
             numeric: true,
@@ -53,8 +59,11 @@ impl Column {
 /// for drop-down filters.
 #[derive(Debug, Clone, Default)]
 pub struct Cell {
+    /// What the cell shows.
     pub body: Markup,
+    /// The sort key (`data-sort`), when it differs from the shown text.
     pub sort: Option<String>,
+    /// The plain value the drop-down filters match.
     pub value: String,
 }
 
@@ -108,8 +117,11 @@ impl Cell {
 /// A table with a filter bar (search box, drop-downs for filter columns, a clear button and a row count).
 #[derive(Debug, Clone)]
 pub struct Table {
+    /// The table's HTML id.
     pub id: String,
+    /// The columns, in order.
     pub columns: Vec<Column>,
+    /// The rows, one cell per column.
     pub rows: Vec<Vec<Cell>>,
     /// Show the filter bar (default true).
     pub filters: bool,
@@ -120,6 +132,7 @@ pub struct Table {
 }
 
 impl Table {
+    /// An empty table with filters and scrolling on, labelled by its id.
     pub fn new(id: &str, columns: Vec<Column>) -> Self {
         Table {
             id: id.into(),
@@ -131,10 +144,12 @@ impl Table {
         }
     }
 
+    /// Appends a row.
     pub fn push(&mut self, row: Vec<Cell>) {
         self.rows.push(row);
     }
 
+    /// The table, with its filter bar when `filters` is on.
     pub fn render(&self) -> Markup {
         let mut out = Markup::default();
         if self.filters {

@@ -23,26 +23,43 @@ use crate::error::ManifestError;
 use crate::runtime::{BuildStep, Runtime};
 use crate::tensor::TensorSpec;
 
+/// The `schema` of bundle.json; a manifest with another is refused.
 pub const BUNDLE_SCHEMA: &str = "trtmc.bundle/v1";
+/// The manifest's file in a bundle directory.
 pub const BUNDLE_FILE: &str = "bundle.json";
+/// The build's log in a bundle directory (written on failure too).
 pub const BUILD_LOG: &str = "build.log";
+/// The build's timed steps and total (excluded from every metric).
 pub const BUILD_TIMING: &str = "build-timing.json";
+/// What the build was asked to do and the runtime's resolved command or steps.
 pub const BUILD_COMMAND: &str = "build-command.json";
 
+/// bundle.json: what a bundle directory holds and what it was built from, for, and with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BundleManifest {
+    /// [`BUNDLE_SCHEMA`].
     pub schema: String,
     /// The cache key the bundle was built for (hash of manifest, settings, runtime, machine, target).
     pub key: String,
+    /// The model's name.
     pub model: String,
+    /// The runtime that built it, with its version.
     pub runtime: RuntimeInfo,
+    /// The CPU architecture it was built on (`x86_64`, `aarch64`).
     pub arch: String,
+    /// [`Runtime::target`] at build time (CPU features, GPU compute capability).
     pub target: String,
+    /// File name of the optimized artifact, relative to the bundle directory.
     pub artifact: String,
+    /// The `build.*` settings it was built with.
     pub build_settings: BTreeMap<String, Value>,
+    /// The model's inputs as the artifact takes them.
     pub inputs: Vec<TensorSpec>,
+    /// The model's outputs as the artifact produces them.
     pub outputs: Vec<TensorSpec>,
+    /// When it was built (RFC 3339).
     pub created: String,
+    /// Wall time of the build, seconds.
     pub build_seconds: f64,
     /// The hub commit the model file came from, for a hub model: a cached revision that has moved
     /// to another commit since makes the bundle stale.
@@ -51,6 +68,7 @@ pub struct BundleManifest {
 }
 
 impl BundleManifest {
+    /// Reads and checks `bundle_dir`'s bundle.json (bounded: the folder may be one a user names).
     pub fn read(bundle_dir: &Path) -> Result<BundleManifest, ManifestError> {
         let path = bundle_dir.join(BUNDLE_FILE);
         // A bundle folder may be one a user names (`--bundle`): its manifest is read bounded.
@@ -86,11 +104,17 @@ impl BundleManifest {
 
 /// What the build was asked to do, recorded in build-command.json.
 pub struct BuildPlan<'a> {
+    /// The cache key the bundle is built for.
     pub key: &'a str,
+    /// The model's name.
     pub model: &'a str,
+    /// The ONNX file to build from.
     pub onnx: &'a Path,
+    /// The `build.*` settings.
     pub settings: &'a BTreeMap<String, Value>,
+    /// The command line of the process that asked for the build.
     pub command_line: &'a [String],
+    /// The creation time to record (RFC 3339).
     pub created: &'a str,
     /// See [`BundleManifest::source_commit`].
     pub source_commit: Option<&'a str>,

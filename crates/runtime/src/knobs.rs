@@ -17,7 +17,9 @@ use crate::error::SettingError;
 /// One knob database of a runtime with the name of its source (`tract`, `trtexec`, `trtexec-flags`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KnobSource {
+    /// The source's name, shown with the knobs it contributes.
     pub name: String,
+    /// Its knobs and their values.
     pub database: KnobDatabase,
 }
 
@@ -26,7 +28,10 @@ pub struct KnobSource {
 pub enum KnobError {
     /// It declares no tunable setting.
     #[error("runtime `{runtime}` has no tunable knobs in this build")]
-    NoKnobs { runtime: String },
+    NoKnobs {
+        /// The runtime's name.
+        runtime: String,
+    },
     /// Its tool could not list them (not found, failed, printed no database).
     #[error("{0}")]
     Tool(String),
@@ -36,7 +41,12 @@ pub enum KnobError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KnobSetting {
     /// A case setting: `key` is `build.<name>` or `runtime.<name>`, `value` its text (`on` → `true`).
-    Setting { key: String, value: String },
+    Setting {
+        /// `build.<name>` or `runtime.<name>`.
+        key: String,
+        /// The value's text.
+        value: String,
+    },
     /// A knob of TensorRT's build route: the route's such tokens, in order, make `build.route`
     /// (`--setBuildRoute`).
     BuildRoute,

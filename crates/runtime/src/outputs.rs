@@ -24,6 +24,7 @@ use trtmc_core::fsutil::{write_atomic, write_json_atomic};
 use crate::runtime::Session;
 use crate::tensor::{DType, Dim, HostTensor, TensorSpec, synthesize_all};
 
+/// The `schema` of a serialized [`Agreement`].
 pub const AGREEMENT_SCHEMA: &str = "trtmc.output-agreement/v1";
 
 /// `specs` with every symbolic dimension bound from `dims`; an unbound one is an error naming it.
@@ -209,7 +210,9 @@ pub fn check_against(
 /// The losses of one output tensor under every algorithm.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TensorLosses {
+    /// The output's name.
     pub name: String,
+    /// Its shape (the reference's).
     pub shape: Vec<usize>,
     /// Loss per algorithm name (`l0`, `l1`, `l2`, `lInf`, `cos`); `None` when not finite.
     pub losses: BTreeMap<String, Option<f64>>,
@@ -219,12 +222,19 @@ pub struct TensorLosses {
 /// `spec` (schema `trtmc.output-agreement/v1` when serialized).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Agreement {
+    /// [`AGREEMENT_SCHEMA`].
     pub schema: String,
+    /// The candidate's label (its runtime, say).
     pub candidate: String,
+    /// The reference's label.
     pub reference: String,
+    /// The algorithm and tolerance the verdict applies.
     pub spec: AccuracySpec,
+    /// Whether every tensor passes under `spec`.
     pub passed: bool,
+    /// Every tensor's loss under every algorithm, in the reference's order.
     pub tensors: Vec<TensorLosses>,
+    /// The verdict under `spec`, per tensor.
     pub verdict: AccuracyReport,
 }
 

@@ -11,13 +11,19 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use trtmc_core::artifacts::{LoopStop, Observation, RuntimeInfo};
 
+/// The `schema` of worker-request.json.
 pub const WORKER_REQUEST_SCHEMA: &str = "trtmc.worker-request/v1";
+/// The `schema` of worker-result.json.
 pub const WORKER_RESULT_SCHEMA: &str = "trtmc.worker-result/v1";
 
+/// worker-request.json: everything the worker needs to time one case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkerRequest {
+    /// [`WORKER_REQUEST_SCHEMA`].
     pub schema: String,
+    /// The operation to call.
     pub operation: String,
+    /// The runtime's name.
     pub runtime: String,
     /// The bundle directory; `None` for operations that need no model.
     pub bundle: Option<PathBuf>,
@@ -26,14 +32,18 @@ pub struct WorkerRequest {
     /// Tokenizer of text models (`bytes` for the embedded ones).
     #[serde(default)]
     pub tokenizer: Option<String>,
+    /// The case's resolved request values (`request.*`).
     pub request: BTreeMap<String, Value>,
+    /// Load-time settings (`runtime.*`).
     pub runtime_settings: BTreeMap<String, Value>,
+    /// Untimed calls before the timed loop.
     pub warmup: u64,
     /// Seconds after which the warm-up stops early (at least one call is made); `None`: all of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup_budget_s: Option<f64>,
     /// The minimum count of timed calls.
     pub iterations: u64,
+    /// The shortest timed loop, seconds (both minimums hold).
     pub min_duration_s: f64,
     /// The timed loop's budget: it stops here even before `iterations` calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -81,7 +91,9 @@ pub struct WorkerHooks {
 /// session, and that much more in the layer's every run of a profile.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SlowNode {
+    /// Prefix of the node's name.
     pub node: String,
+    /// The wait, microseconds.
     pub micros: u64,
 }
 
@@ -89,14 +101,19 @@ pub struct SlowNode {
 /// `iterations` operation calls after the request's warm-up calls.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProfilePass {
+    /// Where the two files go.
     pub dir: PathBuf,
+    /// Profiled calls.
     pub iterations: u64,
 }
 
+/// How the worker's run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkerStatus {
+    /// The timed loop ran to its stopping rule.
     Ok,
+    /// It failed; `error` says why.
     Error,
     /// Stopped by SIGINT or SIGTERM after a whole call: the observations made so far are in the result.
     Interrupted,
@@ -117,16 +134,22 @@ pub struct WorkerProgress {
     pub p50_ms: f64,
 }
 
+/// worker-result.json: the raw timed observations and how the run ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkerResult {
+    /// [`WORKER_RESULT_SCHEMA`].
     pub schema: String,
+    /// How the run ended.
     pub status: WorkerStatus,
+    /// Why it failed, when it did.
     pub error: Option<String>,
+    /// The runtime that ran it, with its version.
     pub runtime: RuntimeInfo,
     /// Bundle load and session preparation, milliseconds.
     pub load_ms: Option<f64>,
     /// Wall time of each warm-up call, milliseconds (reported, never part of the metrics).
     pub warmup_ms: Vec<f64>,
+    /// One per timed call, in order.
     pub observations: Vec<Observation>,
     /// What ended the timed loop (absent on error).
     #[serde(default)]
@@ -143,6 +166,7 @@ impl WorkerResult {
             ..self
         }
     }
+    /// A failed result: `error` set, nothing timed.
     pub fn failed(runtime: RuntimeInfo, error: String) -> Self {
         WorkerResult {
             schema: WORKER_RESULT_SCHEMA.into(),

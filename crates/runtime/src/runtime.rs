@@ -23,7 +23,9 @@ pub use trtmc_core::settings::{
 /// One timed build step, for build-timing.json.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BuildStep {
+    /// The step's own label (`parse_onnx`, trtexec's `tactic_selection`, ...), chosen by the runtime.
     pub name: String,
+    /// How long the step took, in milliseconds.
     pub ms: f64,
 }
 
@@ -32,8 +34,11 @@ pub struct BuildStep {
 pub struct BuildOutput {
     /// File name of the optimized artifact, relative to the bundle directory.
     pub artifact: String,
+    /// The model's inputs as the artifact takes them, recorded in the bundle manifest.
     pub inputs: Vec<TensorSpec>,
+    /// The model's outputs as the artifact produces them, recorded in the bundle manifest.
     pub outputs: Vec<TensorSpec>,
+    /// The build's timed steps, in order; the bundle adds its own total wall time beside them.
     pub steps: Vec<BuildStep>,
     /// Human-readable lines for build.log.
     pub log: Vec<String>,
@@ -43,7 +48,9 @@ pub struct BuildOutput {
 
 /// A loaded model ready to run.
 pub trait Session {
+    /// The inputs [`Session::run`] takes, in the order it takes them.
     fn inputs(&self) -> &[TensorSpec];
+    /// The outputs [`Session::run`] returns, in the order it returns them.
     fn outputs(&self) -> &[TensorSpec];
     /// One forward pass; `inputs` are in [`Session::inputs`] order.
     fn run(&mut self, inputs: Vec<HostTensor>) -> anyhow::Result<Vec<HostTensor>>;
@@ -61,8 +68,11 @@ pub trait Session {
 /// The timed loop of one run of a case as `run` will start it, for [`Runtime::describe_commands`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TimedPlan {
+    /// Untimed calls before the timed loop.
     pub warmup: u64,
+    /// Timed calls at least (the loop goes on until `min_duration_s` has passed too).
     pub iterations: u64,
+    /// Shortest timed loop, in seconds.
     pub min_duration_s: f64,
     /// The case feeds its own data (`--inputs`): a tool that owns its loop loads the first data set
     /// instead of inventing inputs (trtexec: `--loadInputs`).
@@ -71,14 +81,21 @@ pub struct TimedPlan {
 
 /// What a runtime that times itself (its own tool owns the timed loop) is asked to do.
 pub struct SelfTimedRequest<'a> {
+    /// The bundle directory holding the built artifact.
     pub bundle_dir: &'a Path,
+    /// The bundle's manifest (artifact file, inputs, outputs, build settings).
     pub manifest: &'a BundleManifest,
+    /// The case's operation (`infer`, ...); the runtime refuses those its tool cannot time.
     pub operation: &'a str,
     /// Load-time settings (`runtime.*`).
     pub settings: &'a BTreeMap<String, Value>,
+    /// Untimed calls the tool makes before timing.
     pub warmup: u64,
+    /// Timed calls at least.
     pub iterations: u64,
+    /// Shortest timed loop, in seconds.
     pub min_duration_s: f64,
+    /// Longest the tool may run before it is stopped and the run fails.
     pub timeout: Duration,
     /// The case directory: the tool's logs and exports are written here.
     pub case_dir: &'a Path,
@@ -90,6 +107,7 @@ pub struct SelfTimedRequest<'a> {
 /// A finished self-timed run: one observation per timed query at the runtime's boundary.
 #[derive(Debug, Clone, Default)]
 pub struct SelfTimedRun {
+    /// One per timed query, in the order the tool ran them.
     pub observations: Vec<Observation>,
     /// Files written into the case directory (names relative to it), e.g. the tool's log.
     pub files: Vec<String>,
@@ -125,8 +143,14 @@ pub trait SelfTimed {
     ) -> anyhow::Result<ExportFiles>;
 }
 
+/// One inference backend (tract, ONNX Runtime, TensorRT): what it understands, how it builds a
+/// bundle's artifact and loads it, and how `tune` may vary it. The registry
+/// ([`crate::registry`]) holds one value per runtime; it is shared between threads.
 pub trait Runtime: Send + Sync {
+    /// The runtime's name as cases, bundle manifests and the command line spell it (`tract`, ...).
     fn name(&self) -> &'static str;
+    /// The installed backend's version, recorded in bundle manifests and results (`unavailable`
+    /// when the backend cannot be found).
     fn version(&self) -> String;
     /// What the artifact is tied to besides the architecture (CPU features, GPU compute capability).
     fn target(&self) -> String;
@@ -141,6 +165,8 @@ pub trait Runtime: Send + Sync {
         settings: &BTreeMap<String, Value>,
         out_dir: &Path,
     ) -> anyhow::Result<BuildOutput>;
+    /// Loads a bundle this runtime built into a session ready to run, with the load-time
+    /// (`runtime.*`) `settings`.
     fn load(
         &self,
         bundle_dir: &Path,

@@ -9,12 +9,20 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DType {
+    /// 32-bit float.
     F32,
+    /// 16-bit float: a declared model type only; on the host its values travel as [`HostTensor::F32`]
+    /// and the runtime converts them.
     F16,
+    /// 64-bit float.
     F64,
+    /// 64-bit signed integer (token ids, positions).
     I64,
+    /// 32-bit signed integer.
     I32,
+    /// Boolean.
     Bool,
+    /// 8-bit unsigned integer (image bytes).
     U8,
     /// ONNX strings (ONNX Runtime only; tract's runner refuses them).
     #[serde(rename = "string")]
@@ -22,6 +30,8 @@ pub enum DType {
 }
 
 impl DType {
+    /// The type's short name (`f32`, `i64`, `string`, ...), as in shapes shown to people and in
+    /// serialized specs.
     pub fn name(self) -> &'static str {
         match self {
             DType::F32 => "f32",
@@ -40,7 +50,9 @@ impl DType {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Dim {
+    /// A fixed extent.
     Fixed(i64),
+    /// A symbolic extent (`batch`, `seq`), bound to a number when the model is fed.
     Symbol(String),
 }
 
@@ -56,12 +68,16 @@ impl std::fmt::Display for Dim {
 /// A declared model input or output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TensorSpec {
+    /// The graph's name for the tensor.
     pub name: String,
+    /// Its element type.
     pub dtype: DType,
+    /// Its declared shape, fixed or symbolic per dimension.
     pub shape: Vec<Dim>,
 }
 
 impl TensorSpec {
+    /// `name: dtype[d0,d1,...]`, for messages and logs.
     pub fn describe(&self) -> String {
         let dims: Vec<String> = self.shape.iter().map(Dim::to_string).collect();
         format!("{}: {}[{}]", self.name, self.dtype.name(), dims.join(","))
@@ -100,16 +116,24 @@ impl TensorSpec {
 /// A tensor on the host.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HostTensor {
+    /// 32-bit floats (also the host form of [`DType::F16`]).
     F32(ArrayD<f32>),
+    /// 64-bit floats.
     F64(ArrayD<f64>),
+    /// 64-bit signed integers.
     I64(ArrayD<i64>),
+    /// 32-bit signed integers.
     I32(ArrayD<i32>),
+    /// Booleans.
     Bool(ArrayD<bool>),
+    /// Bytes.
     U8(ArrayD<u8>),
+    /// Strings (ONNX Runtime only).
     Str(ArrayD<String>),
 }
 
 impl HostTensor {
+    /// The tensor's shape.
     pub fn shape(&self) -> &[usize] {
         match self {
             HostTensor::F32(a) => a.shape(),
@@ -122,6 +146,7 @@ impl HostTensor {
         }
     }
 
+    /// The element type of its values ([`DType::F32`] for an F16 model tensor's host values).
     pub fn dtype(&self) -> DType {
         match self {
             HostTensor::F32(_) => DType::F32,
@@ -134,6 +159,7 @@ impl HostTensor {
         }
     }
 
+    /// The values when they are 32-bit floats.
     pub fn as_f32(&self) -> Option<&ArrayD<f32>> {
         if let HostTensor::F32(a) = self {
             Some(a)

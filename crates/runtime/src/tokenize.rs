@@ -14,9 +14,12 @@ use std::path::Path;
 use anyhow::{Context, bail};
 use trtmc_core::catalog::TokenizerSpec;
 
-pub const PAD: i64 = 0;
-pub const BOS: i64 = 1;
-pub const EOS: i64 = 2;
+/// The byte vocabulary's padding id.
+const PAD: i64 = 0;
+/// The byte vocabulary's begin-of-sequence id.
+const BOS: i64 = 1;
+/// The byte vocabulary's end-of-sequence id.
+const EOS: i64 = 2;
 const BYTE_OFFSET: i64 = 3;
 
 /// Special tokens looked up by content in a tokenizer file, most specific first. GPT-2 style
@@ -32,9 +35,12 @@ const BOS_TOKENS: &[&str] = &[
 const EOS_TOKENS: &[&str] = &["</s>", "[SEP]", "<|end_of_text|>", "<eos>", "<|endoftext|>"];
 const PAD_TOKENS: &[&str] = &["<pad>", "[PAD]", "<|pad|>", "<|endoftext|>"];
 
+/// Turns text into token ids and back for the text operations.
 #[derive(Debug, Clone)]
 pub enum Tokenizer {
+    /// The embedded models' byte vocabulary: each byte is one token after the special ids.
     Bytes,
+    /// A Hugging Face `tokenizer.json`.
     File(Box<FileTokenizer>),
 }
 
@@ -71,6 +77,7 @@ impl Tokenizer {
         }
     }
 
+    /// The id that starts a sequence.
     pub fn bos(&self) -> i64 {
         match self {
             Tokenizer::Bytes => BOS,
@@ -78,6 +85,7 @@ impl Tokenizer {
         }
     }
 
+    /// The id that ends generation.
     pub fn eos(&self) -> i64 {
         match self {
             Tokenizer::Bytes => EOS,
@@ -85,6 +93,7 @@ impl Tokenizer {
         }
     }
 
+    /// The id that pads shorter sequences of a batch.
     pub fn pad(&self) -> i64 {
         match self {
             Tokenizer::Bytes => PAD,

@@ -37,12 +37,15 @@ use crate::tensor::{DType, Dim, HostTensor, TensorSpec};
 
 /// The tract version compiled in (pinned in the workspace Cargo.toml; checked by a test).
 pub const TRACT_VERSION: &str = "0.23.9";
-pub const ARTIFACT: &str = "model.nnef.tar";
+/// The artifact's file name in the bundle.
+const ARTIFACT: &str = "model.nnef.tar";
 /// The bundle's record of the names it changed so that NNEF can hold them (the NNEF name → the ONNX
 /// name), and of the model properties it dropped; profiles report the ONNX names through it.
 pub const NAMES_FILE: &str = "nnef-names.json";
-pub const NAMES_SCHEMA: &str = "trtmc.nnef-names/v1";
+/// The `schema` of [`NAMES_FILE`].
+const NAMES_SCHEMA: &str = "trtmc.nnef-names/v1";
 
+/// The tract runtime: builds an NNEF archive from ONNX and runs it in-process on the CPU.
 pub struct TractRuntime;
 
 pub(crate) static SETTINGS: &[SettingDecl] = &[
@@ -243,10 +246,13 @@ impl Runtime for TractRuntime {
 /// What [`nnef_safe`] changed: the NNEF names it gave (to the ONNX names they replace) and the model
 /// properties it left out.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct NnefNames {
-    pub schema: String,
-    pub renamed: BTreeMap<String, String>,
-    pub dropped_properties: Vec<String>,
+struct NnefNames {
+    /// [`NAMES_SCHEMA`].
+    schema: String,
+    /// NNEF name → the ONNX name it replaces.
+    renamed: BTreeMap<String, String>,
+    /// The model properties left out of the archive.
+    dropped_properties: Vec<String>,
 }
 
 impl NnefNames {

@@ -238,11 +238,11 @@ fn estimate_calls(done: u64, elapsed: Duration, budget: Duration) -> u64 {
 /// never past `max_duration`; with `p50_half_width` and a `max_duration`, on past the minimums until
 /// the p50 is pinned down.
 #[derive(Debug, Clone, Copy)]
-pub struct LoopRule {
-    pub min_calls: u64,
-    pub min_duration: Duration,
-    pub max_duration: Option<Duration>,
-    pub p50_half_width: Option<f64>,
+pub(crate) struct LoopRule {
+    pub(crate) min_calls: u64,
+    pub(crate) min_duration: Duration,
+    pub(crate) max_duration: Option<Duration>,
+    pub(crate) p50_half_width: Option<f64>,
 }
 
 /// Whether the p50 of `calls` is pinned down: its 95 % interval over blocks of calls
@@ -265,7 +265,7 @@ impl LoopRule {
     }
 
     /// The calls the loop will make, estimated from the pace so far (for progress and ETA).
-    pub fn expected(&self, done: u64, elapsed: Duration) -> u64 {
+    pub(crate) fn expected(&self, done: u64, elapsed: Duration) -> u64 {
         let mut n = self
             .min_calls
             .max(estimate_calls(done, elapsed, self.min_duration));
@@ -277,9 +277,9 @@ impl LoopRule {
 }
 
 /// How a timed loop ended: its calls and why it stopped.
-pub struct LoopEnd {
-    pub calls: Vec<TimedCall>,
-    pub stopped_by: LoopStop,
+pub(crate) struct LoopEnd {
+    pub(crate) calls: Vec<TimedCall>,
+    pub(crate) stopped_by: LoopStop,
 }
 
 /// The progress file: rewritten atomically at most every [`PROGRESS_EVERY`], between calls.
@@ -330,8 +330,11 @@ impl ProgressFile {
 /// A timed call: start offset from the first call, wall time, and what the runner reported.
 #[derive(Debug, Clone, Copy)]
 pub struct TimedCall {
+    /// When the call started, from the first timed call's start.
     pub start: Duration,
+    /// The call's wall time, between the two clock reads around it.
     pub wall: Duration,
+    /// What the runner reported about the call (items, tokens, stages).
     pub record: CallRecord,
 }
 
@@ -352,7 +355,7 @@ pub fn timed_loop(
 
 /// The timed loop under `rule`; it also ends after the current call once `stop` is set. `after_call`
 /// sees the calls so far and the elapsed time after each call (after the second clock read).
-pub fn timed_loop_until(
+pub(crate) fn timed_loop_until(
     runner: &mut dyn TimedRunner,
     rule: &LoopRule,
     stop: &AtomicBool,

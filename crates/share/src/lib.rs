@@ -24,7 +24,9 @@ const COMPLETE_MARKER: &str = ".trtmc-share-complete";
     "cannot unpack trtmc-bench's embedded catalog and reference runners into {dir}: {source} (make that folder writable or free space there, set XDG_CACHE_HOME to a writable folder, or point --manifest-root / TRTMC_MANIFEST_ROOT at a catalog)"
 )]
 pub struct UnpackError {
+    /// The folder the share was being unpacked into.
     pub dir: PathBuf,
+    /// The file-system failure that stopped the unpacking.
     #[source]
     pub source: std::io::Error,
 }
@@ -87,6 +89,8 @@ pub const SHIPPED_SUITES: &[(&str, &str)] = &[
     ("release-full", "benchmarks/performance/release-full.yaml"),
     ("gpu", "benchmarks/performance/gpu.yaml"),
 ];
+/// Matrix environment files shipped with the program, by the short name `matrix` accepts in place
+/// of a path.
 pub const SHIPPED_ENVIRONMENTS: &[(&str, &str)] = &[
     ("cpu", "benchmarks/performance/environments/cpu.yaml"),
     ("gpu", "benchmarks/performance/environments/gpu.yaml"),

@@ -47,6 +47,7 @@ pub enum RootShape {
 pub struct Tensor {
     /// Empty when the record had no usable `Name`.
     pub name: String,
+    /// `Dimensions`, when every entry is an integer.
     pub dims: Option<Vec<i64>>,
     /// The combined `Format/Datatype` string (or `Datatype` / `Format` where a tool splits them),
     /// shared between the tensors that use it.
@@ -59,20 +60,31 @@ pub struct Tensor {
 /// One layer, with the fields the analysis reads; everything else stays in `raw`.
 #[derive(Debug, Clone, Default)]
 pub struct Layer {
+    /// `Name`: the engine's layer name (fused layers join their parts with ` + `).
     pub name: String,
+    /// `LayerType`: the kernel family (`CaskConvolution`, `Reformat`, Myelin's `gemm`, ...).
     pub layer_type: Option<Arc<str>>,
+    /// `ParameterType`: the network layer it implements (`Convolution`, ...).
     pub parameter_type: Option<Arc<str>>,
+    /// `Inputs`, in order.
     pub inputs: Vec<Tensor>,
+    /// `Outputs`, in order.
     pub outputs: Vec<Tensor>,
+    /// `Constants`: tensors built into the layer.
     pub constants: Vec<Tensor>,
+    /// `TacticName`: the kernel the builder chose.
     pub tactic_name: Option<String>,
+    /// `StreamId`: the CUDA stream the layer runs on.
     pub stream_id: Option<IntOrStr>,
+    /// `_subgraph`: the Myelin subgraph the layer belongs to.
     pub subgraph: Option<IntOrStr>,
+    /// `Metadata`: the ONNX nodes the layer came from (`[ONNX Layer: conv1]`, separated by U+001E).
     pub metadata: Option<String>,
     /// Reformat `Origin` (`REFORMAT`, `QDQ`, …).
     pub origin: Option<String>,
     /// Whether the record names a fused activation (`Activation`).
     pub has_activation: bool,
+    /// `PluginType`: the plugin's name, for plugin layers.
     pub plugin_type: Option<String>,
     /// Byte range of the layer's JSON object in [`LayerInfo::source`] (detailed records only), for
     /// verbatim output.
@@ -86,6 +98,7 @@ pub struct Layer {
     pub conv: Option<ConvFields>,
     /// `Weights` and `Bias` as `(Type, Count)`, where the export lists them.
     pub weights: Option<WeightCount>,
+    /// See `weights`.
     pub bias: Option<WeightCount>,
     /// What was wrong with this record (missing or mistyped fields).
     pub problems: Vec<String>,
@@ -94,16 +107,22 @@ pub struct Layer {
 /// The parameters that tell one convolution from another (with the input and output shapes).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct ConvFields {
+    /// `Kernel`: the window's extent per spatial dimension.
     pub kernel: Vec<i64>,
+    /// `Stride`, per spatial dimension.
     pub stride: Vec<i64>,
+    /// `Groups`: 1 for a dense convolution, the channel count for a depthwise one.
     pub groups: Option<i64>,
+    /// `OutMaps`: output channels.
     pub out_maps: Option<i64>,
 }
 
 /// A weights or bias blob: its element type as written (`Int8`, `Half`, `Float`, …) and count.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct WeightCount {
+    /// The element type as written (`Int8`, `Half`, `Float`, ...).
     pub dtype: String,
+    /// Number of elements.
     pub count: f64,
 }
 
@@ -112,8 +131,11 @@ pub struct WeightCount {
 pub struct LayerInfo {
     /// The document as read; layer records point into it.
     pub source: Arc<super::Text>,
+    /// Whether the layers sat in trtexec's object or in a bare list.
     pub root: RootShape,
+    /// Detailed records or names only.
     pub verbosity: Verbosity,
+    /// The layers in engine order.
     pub layers: Vec<Layer>,
     /// The engine's I/O tensor names: `Bindings` (TensorRT 10 and older) or the names of the
     /// `"I/O Tensors"` objects (TensorRT 11). `None` when the document has neither (bare lists and
@@ -126,6 +148,7 @@ pub struct LayerInfo {
     /// Top-level `schema` and `runtime`: trtmc's own exports of other runtimes carry them
     /// (`trtmc.layer-info/v1`); trtexec writes neither.
     pub schema: Option<String>,
+    /// See `schema`.
     pub runtime: Option<String>,
 }
 

@@ -27,11 +27,16 @@ pub const PARALLEL_LAYERS: usize = 4096;
 /// Why a file could not be read as the export it was given as.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FormatError {
+    /// A JSON syntax error inside the document.
     #[error("invalid JSON at line {line}, column {column}: {detail}{}", hint_suffix(.hint))]
     InvalidJson {
+        /// 1-based line of the error.
         line: usize,
+        /// 1-based column of the error.
         column: usize,
+        /// The JSON parser's message, without its own position.
         detail: String,
+        /// A likely cause, when the text suggests one (a trtexec text log, an unescaped layer name).
         hint: Option<String>,
     },
     /// The document stops before its end (a copy or write that was cut off), as opposed to a
@@ -40,17 +45,27 @@ pub enum FormatError {
         "the file ends early, at byte {bytes} (line {line}, column {column}), {place}: it was cut off while being written or copied; export it again with {reexport}"
     )]
     Truncated {
+        /// Length of the file, where it stops.
         bytes: usize,
+        /// 1-based line where it stops.
         line: usize,
+        /// 1-based column where it stops.
         column: usize,
+        /// Where inside the document it stops (inside a string, ...), as a phrase.
         place: &'static str,
+        /// The trtexec flag that writes this export again.
         reexport: &'static str,
     },
+    /// Valid JSON, but another export or document than the one asked for.
     #[error("this is not {expected}: {found}")]
     WrongKind {
+        /// The export that was asked for.
         expected: &'static str,
+        /// What the document looks like instead.
         found: String,
     },
+    /// JSON of the right kind whose structure cannot be read (an empty file, `Layers` not a list,
+    /// no usable record); the message says which.
     #[error("{0}")]
     Shape(String),
 }
@@ -62,14 +77,19 @@ fn hint_suffix(hint: &Option<String>) -> String {
 /// A [`FormatError`] or an I/O failure, with the file it concerns.
 #[derive(Debug, thiserror::Error)]
 pub struct SourceError {
+    /// The file that was read.
     pub path: PathBuf,
+    /// What went wrong with it.
     pub kind: SourceErrorKind,
 }
 
+/// What went wrong with an export file.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceErrorKind {
+    /// The file could not be read.
     #[error("cannot read the file: {0}")]
     Io(#[from] std::io::Error),
+    /// The file was read but is not a usable export.
     #[error(transparent)]
     Format(#[from] FormatError),
 }

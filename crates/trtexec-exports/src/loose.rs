@@ -189,7 +189,9 @@ impl<'de> Deserialize<'de> for LNum {
 /// A field that is either an integer or a string (StreamId, _subgraph).
 #[derive(Debug, Clone, PartialEq)]
 pub enum IntOrStr {
+    /// Written as a JSON integer.
     Int(i64),
+    /// Written as a JSON string.
     Str(String),
 }
 

@@ -15,25 +15,33 @@ use super::{
 /// One per-layer timing record.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ProfileRecord {
+    /// The layer's name, as the engine calls it.
     pub name: String,
+    /// `timeMs`: the layer's total time over all profiled runs, milliseconds.
     pub time_ms: Option<f64>,
+    /// `averageMs`: its mean time per run, milliseconds.
     pub average_ms: Option<f64>,
     /// Absent in TensorRT 8.2-era profiles.
     pub median_ms: Option<f64>,
+    /// `percentage`: its share of the summed layer times, in percent.
     pub percentage: Option<f64>,
 }
 
 /// The profile's leading `{"count": N}` record.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum HeaderCount {
+    /// The number of profiled runs.
     Valid(u64),
     /// Present but not a positive integer.
     Invalid,
 }
 
+/// A parsed `--exportProfile` document.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Profile {
+    /// The leading `{"count": N}` record; `None` when the file has none.
     pub header: Option<HeaderCount>,
+    /// The per-layer records that could be read, in file order.
     pub records: Vec<ProfileRecord>,
     /// Problems with individual records (missing names, non-numeric times).
     pub problems: Vec<String>,
@@ -42,6 +50,7 @@ pub struct Profile {
     /// `schema` and `runtime` of the header record: trtmc's own profiles of other runtimes carry
     /// them (`trtmc.layer-profile/v1`, `tract`); trtexec writes neither.
     pub schema: Option<String>,
+    /// See `schema`.
     pub runtime: Option<String>,
 }
 

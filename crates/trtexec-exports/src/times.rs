@@ -9,12 +9,19 @@ use super::{Export, FormatError, describe_object_keys, first_byte, invalid_json}
 /// Summary statistics of one per-iteration quantity, in milliseconds.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Stats {
+    /// Number of values.
     pub count: usize,
+    /// Arithmetic mean.
     pub mean: f64,
+    /// Median, interpolated between the two middle values of an even count.
     pub median: f64,
+    /// Smallest value.
     pub min: f64,
+    /// Largest value.
     pub max: f64,
+    /// 90th percentile, nearest rank.
     pub p90: f64,
+    /// 99th percentile, nearest rank.
     pub p99: f64,
 }
 
@@ -43,11 +50,17 @@ impl Stats {
 /// End-to-end timings of the profiled engine.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Times {
+    /// Records with a numeric `latencyMs`: the iterations the statistics describe.
     pub iterations: usize,
+    /// Host latency per iteration (`latencyMs`: input copy, compute, output copy).
     pub latency_ms: Option<Stats>,
+    /// GPU compute per iteration (`computeMs`).
     pub compute_ms: Option<Stats>,
+    /// Input copies per iteration (`h2dMs`).
     pub h2d_ms: Option<Stats>,
+    /// Output copies per iteration (`d2hMs`).
     pub d2h_ms: Option<Stats>,
+    /// Enqueue time per iteration (`endEnqMs - startEnqMs`), from records that have both.
     pub enqueue_ms: Option<Stats>,
     /// Records that lacked the numbers above.
     pub skipped_records: usize,
@@ -58,13 +71,21 @@ pub struct Times {
 /// (`startInMs`, `inMs`, `outMs`, ...) are read as their later equivalents.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct TimeRecord {
+    /// Enqueue started (`startEnqMs`).
     pub start_enq_ms: Option<f64>,
+    /// Enqueue returned (`endEnqMs`).
     pub end_enq_ms: Option<f64>,
+    /// Input copies started (`startH2dMs`).
     pub start_h2d_ms: Option<f64>,
+    /// Input copies ended (`endH2dMs`).
     pub end_h2d_ms: Option<f64>,
+    /// Kernels started (`startComputeMs`).
     pub start_compute_ms: Option<f64>,
+    /// Kernels ended (`endComputeMs`).
     pub end_compute_ms: Option<f64>,
+    /// Output copies started (`startD2hMs`).
     pub start_d2h_ms: Option<f64>,
+    /// Output copies ended (`endD2hMs`).
     pub end_d2h_ms: Option<f64>,
     /// Duration of the input copies.
     pub h2d_ms: Option<f64>,

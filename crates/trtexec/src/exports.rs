@@ -102,7 +102,7 @@ impl QueryTime {
 
 /// Why one record of an `--exportTimes` file is not a query time.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum RecordError {
+pub(crate) enum RecordError {
     #[error("record {index} is not an object")]
     NotAnObject { index: usize },
     #[error("record {index} has no numeric {name}")]

@@ -23,6 +23,7 @@ use crate::error::{Result, TrtexecError};
 /// One output tensor of `--exportOutput`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OutputTensor {
+    /// The output's name in the engine (the ONNX graph's output name).
     pub name: String,
     /// The `dimensions` string read as numbers (`1x10` → `[1, 10]`; `""` or `scalar` → `[]`).
     pub dims: Vec<u64>,

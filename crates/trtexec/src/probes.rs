@@ -48,7 +48,9 @@ const SYSTEM_LIBRARY_DIRS: &[&str] = &[
 /// A file as the key sees it: replaced or rewritten files change size or modification time.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileStamp {
+    /// The canonical path (symbolic links resolved).
     pub path: String,
+    /// Length in bytes.
     pub size: u64,
     /// Nanoseconds since the Unix epoch.
     pub modified_ns: u64,
@@ -71,6 +73,7 @@ impl FileStamp {
 /// Everything that can change a probe's answer without changing the question.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProbeKey {
+    /// The trtexec executable itself.
     pub executable: FileStamp,
     /// `LD_LIBRARY_PATH` as trtexec gets it (the `--runtime-dir` folders first).
     pub library_path: Option<String>,

@@ -4,6 +4,7 @@
 use super::{Exporter, Format};
 use crate::model::CollectionReport;
 
+/// Writes one CSV row per case under a fixed header.
 pub struct CsvExporter;
 
 pub const HEADER: [&str; 29] = [

@@ -3,6 +3,7 @@
 use super::{Exporter, Format};
 use crate::model::CollectionReport;
 
+/// Writes the summary model as pretty-printed JSON.
 pub struct JsonExporter;
 
 impl Exporter for JsonExporter {

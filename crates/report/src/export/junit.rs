@@ -19,7 +19,9 @@ pub struct Suite {
     pub name: String,
     /// When the results were created (RFC 3339), if known.
     pub timestamp: Option<String>,
+    /// The machine the results came from, if known.
     pub hostname: Option<String>,
+    /// The test cases, in report order.
     pub cases: Vec<TestCase>,
 }
 
@@ -32,6 +34,7 @@ pub struct TestCase {
     pub name: String,
     /// Seconds, when known.
     pub time_s: Option<f64>,
+    /// How it ended.
     pub outcome: Outcome,
     /// Free text shown with the test case (the numbers, a yellow light's reason).
     pub system_out: Option<String>,
@@ -40,19 +43,25 @@ pub struct TestCase {
 /// How a test case ended. `message` is one line (shown in test lists); `detail` is the element's text.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
+    /// The case ran and its result is acceptable.
     Passed,
     /// The case ran and its result is a failure (an INVALID verdict, a red light, a contract mismatch).
     Failure {
+        /// One line.
         message: String,
+        /// The element's text.
         detail: String,
     },
     /// The case could not run to the end (a crashed or timed-out worker, a failed leaf command).
     Error {
+        /// One line.
         message: String,
+        /// The element's text.
         detail: String,
     },
     /// The case did not run (a matrix row still pending).
     Skipped {
+        /// One line.
         message: String,
     },
 }

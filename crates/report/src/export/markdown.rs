@@ -7,6 +7,7 @@ use crate::fmt::{fmt_count, fmt_human, fmt_pct, fmt_percentile};
 use crate::model::{CollectionReport, distinctions};
 use crate::terminal::{headline_column, status_text};
 
+/// Writes the Markdown summary described above.
 pub struct MarkdownExporter;
 
 /// Escapes text for a table cell: pipes, markup characters, HTML and line breaks.

@@ -25,20 +25,25 @@ pub use markdown::MarkdownExporter;
 
 /// Renders a summary in one format.
 pub trait Exporter {
+    /// The format it writes.
     fn format(&self) -> Format;
+    /// The whole export of `report` as text.
     fn export(&self, report: &CollectionReport) -> String;
 }
 
+/// An export format of `--export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
+    /// The summary model itself ([`JsonExporter`]).
     Json,
+    /// One row per case ([`CsvExporter`]).
     Csv,
+    /// A CI step summary ([`MarkdownExporter`]).
     Markdown,
 }
 
 impl Format {
-    pub const ALL: [Format; 3] = [Format::Json, Format::Csv, Format::Markdown];
-
+    /// The format's name as people write it (`json`, `csv`, `markdown`).
     pub fn name(self) -> &'static str {
         match self {
             Format::Json => "json",
@@ -47,6 +52,7 @@ impl Format {
         }
     }
 
+    /// The exporter that writes this format.
     pub fn exporter(self) -> Box<dyn Exporter> {
         match self {
             Format::Json => Box::new(JsonExporter),

@@ -222,7 +222,9 @@ fn argmax(v: &[f32]) -> usize {
 /// Tokens produced by one generation call and when the first one appeared.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GenerationOutput {
+    /// The generated token ids, in order.
     pub tokens: Vec<i64>,
+    /// Nanoseconds from the call's start to the first generated token.
     pub first_token_ns: u64,
 }
 

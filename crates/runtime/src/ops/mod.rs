@@ -34,9 +34,13 @@ pub use testing::Delayed;
 /// What a call reports besides its wall time. Fixed-size, so recording it costs no allocation.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CallRecord {
+    /// Items the call processed (images, vectors, sequences); 0: not reported (counts as 1).
     pub items: u32,
+    /// Output elements per item (the embedding width, say), for element/s; 0: not reported.
     pub elements_per_item: u32,
+    /// Tokens the call read (text operations); 0: not reported.
     pub input_tokens: u32,
+    /// Tokens the call generated; 0: not reported.
     pub output_tokens: u32,
     /// Stage durations in the order of the operation's declared stages.
     pub stages_ns: [u64; MAX_STAGES],
@@ -46,6 +50,8 @@ pub struct CallRecord {
 
 pub use trtmc_core::operations::{MAX_COUNTERS, MAX_STAGES};
 
+/// One operation, prepared for a case, as the timed loop drives it: only [`TimedRunner::call`] is
+/// timed; everything else happens between calls.
 pub trait TimedRunner {
     /// Prepares what the next call needs and has not got yet (a declared sample's input, prepared
     /// when its first call comes), outside the timed region: the loops call it before every call.
@@ -103,10 +109,15 @@ forward_timed_runner!(&mut R, Box<R>);
 
 /// What a runner is prepared from.
 pub struct RunnerContext<'a> {
+    /// The case's resolved request values (`request.*`).
     pub request: &'a BTreeMap<String, Value>,
+    /// The loaded model; `None` for operations that need none. A runner takes it.
     pub session: Option<Box<dyn Session>>,
+    /// The bundle's manifest, when there is a bundle.
     pub bundle: Option<&'a BundleManifest>,
+    /// The directory of the model's MODEL.toml, which relative paths (a tokenizer file) resolve against.
     pub manifest_dir: Option<&'a Path>,
+    /// The tokenizer the request names (`bytes`, `file:...`); `None`: the byte vocabulary.
     pub tokenizer: Option<&'a str>,
     /// The case's calls before this runner's first (earlier rounds): where input rotation resumes.
     pub first_call: u64,
@@ -146,12 +157,14 @@ impl<'a> RunnerContext<'a> {
         }
     }
 
+    /// Takes the session; an error naming `operation` when the case has no bundle.
     pub fn take_session(&mut self, operation: &str) -> anyhow::Result<Box<dyn Session>> {
         self.session
             .take()
             .with_context(|| format!("operation `{operation}` needs a model bundle"))
     }
 
+    /// The integer request value `name`; an error when it is missing or not an integer.
     pub fn int(&self, name: &str) -> anyhow::Result<i64> {
         self.request
             .get(name)
@@ -159,6 +172,7 @@ impl<'a> RunnerContext<'a> {
             .with_context(|| format!("request.{name} must be an integer"))
     }
 
+    /// The string request value `name`; an error when it is missing or not a string.
     pub fn string(&self, name: &str) -> anyhow::Result<&str> {
         self.request
             .get(name)
@@ -166,6 +180,7 @@ impl<'a> RunnerContext<'a> {
             .with_context(|| format!("request.{name} must be a string"))
     }
 
+    /// `request.batch_size`, 1 when absent; an error below 1.
     pub fn batch_size(&self) -> anyhow::Result<usize> {
         let n = self
             .request

@@ -30,8 +30,11 @@ impl TimedRunner for Noop {
 /// `slowdown` (a fraction) then busy-waits that fraction of the real call's own duration after it: a
 /// runtime exactly that much slower, whatever the machine's speed at the moment.
 pub struct Delayed<R> {
+    /// The real runner.
     pub inner: R,
+    /// The wait before each call.
     pub delay: Duration,
+    /// The extra busy wait after each call, as a fraction of that call's own duration.
     pub slowdown: f64,
 }
 

@@ -22,13 +22,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use trtmc_core::fsutil::write_json_atomic;
 
+/// The `schema` of the `layers_<runtime>.json` trtmc writes for runtimes other than TensorRT.
 pub const LAYER_INFO_SCHEMA: &str = "trtmc.layer-info/v1";
+/// The `schema` of the `profile_<runtime>.json` it writes beside it.
 pub const LAYER_PROFILE_SCHEMA: &str = "trtmc.layer-profile/v1";
 
 /// One tensor a layer reads or writes, with the shape it had in the first profiled run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LayerTensor {
+    /// The tensor's name in the graph.
     pub name: String,
+    /// Its shape.
     pub dims: Vec<i64>,
     /// TensorRT's datatype names: `Float`, `Half`, `Int64`, `Int32`, `Int8`, `UInt8`, `Bool`, `Double`.
     pub datatype: String,
@@ -37,9 +41,13 @@ pub struct LayerTensor {
 /// One layer (node) of the executed graph.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProfiledLayer {
+    /// The node's name.
     pub name: String,
+    /// The node's operator, as the runtime names it.
     pub layer_type: String,
+    /// What the layer reads.
     pub inputs: Vec<LayerTensor>,
+    /// What it writes.
     pub outputs: Vec<LayerTensor>,
     /// Milliseconds of the layer in each profiled run in which it ran.
     pub run_ms: Vec<f64>,
@@ -73,7 +81,9 @@ impl LayerProfile {
 /// The two files written for one runtime.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExportFiles {
+    /// `layers_<runtime>.json`, shaped like trtexec's `--exportLayerInfo`.
     pub layer_info: PathBuf,
+    /// `profile_<runtime>.json`, shaped like trtexec's `--exportProfile`.
     pub profile: PathBuf,
 }
 

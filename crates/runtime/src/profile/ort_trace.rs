@@ -21,9 +21,13 @@ use super::{LayerProfile, LayerTensor, ProfiledLayer, trt_datatype};
 /// A node of the executed graph, as stored in the model file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GraphNode {
+    /// The node's name.
     pub name: String,
+    /// Its ONNX operator (`Conv`, `MatMul`, ...).
     pub op_type: String,
+    /// The tensors it reads, by name.
     pub inputs: Vec<String>,
+    /// The tensors it writes, by name.
     pub outputs: Vec<String>,
 }
 
