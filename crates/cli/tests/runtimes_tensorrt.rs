@@ -744,8 +744,8 @@ fn telemetry_and_provenance_follow_cuda_visible_devices_and_hide_uuids() {
         ("GPU-66666666", Some(1), Some("NVIDIA H100 80GB HBM3")),
         ("3", None, None),
     ];
-    for (visible, marked, read) in cases {
-        let out_dir = tmp.path().join(format!("out-{visible}"));
+    for (n, (visible, marked, read)) in cases.into_iter().enumerate() {
+        let out_dir = tmp.path().join(format!("out-{n}"));
         let out = Command::new(BIN)
             .args(["run", "--manifest-root"])
             .arg(test_catalog())
