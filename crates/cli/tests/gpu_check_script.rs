@@ -51,17 +51,14 @@ fn refuses_without_trtexec_or_gpu_and_writes_nothing() {
 /// A folder with a `python3` that cannot see the installed `onnx` package (site-packages off), first
 /// on `PATH`: a machine with TensorRT but without the `onnx` wheel.
 fn python_without_onnx(dir: &Path) -> String {
-    use std::os::unix::fs::PermissionsExt as _;
     let bin = dir.join("python-without-onnx");
     std::fs::create_dir_all(&bin).expect("mkdir");
     let real = trtmc_core::machine::find_program("python3").expect("python3 on PATH");
     let wrapper = bin.join("python3");
-    std::fs::write(
+    trtmc_testkit::write_script(
         &wrapper,
-        format!("#!/bin/sh\nexec '{}' -S \"$@\"\n", real.display()),
-    )
-    .expect("write wrapper");
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        &format!("#!/bin/sh\nexec '{}' -S \"$@\"\n", real.display()),
+    );
     let check = Command::new(&wrapper)
         .args(["-c", "import onnx"])
         .output()

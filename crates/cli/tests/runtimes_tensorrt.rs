@@ -6,7 +6,6 @@
 #![cfg(unix)]
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -121,8 +120,7 @@ impl FakeTrtexec {
             standin().display()
         );
         let path = dir.path().join("trtexec");
-        std::fs::write(&path, script).expect("script");
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        trtmc_testkit::write_script(&path, &script);
         Self { dir }
     }
 

@@ -7,7 +7,6 @@
 use crate::chromium;
 
 use std::collections::BTreeSet;
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -187,8 +186,7 @@ fn fake_trtexec(dir: &Path) -> PathBuf {
         db.display()
     );
     let path = dir.join("trtexec");
-    std::fs::write(&path, script).expect("script");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    trtmc_testkit::write_script(&path, &script);
     path
 }
 

@@ -1371,9 +1371,7 @@ mod tests {
     /// `script` written to `path` as an executable.
     #[cfg(unix)]
     fn executable_script(path: PathBuf, script: &str) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::write(&path, script).expect("write script");
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        trtmc_testkit::write_script(&path, script);
         path
     }
 

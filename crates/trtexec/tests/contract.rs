@@ -68,9 +68,7 @@ impl Standin {
         }
         script.push_str(&format!("exec '{}' \"$@\"\n", standin().display()));
         let path = self.dir.path().join("trtexec");
-        std::fs::write(&path, script).expect("write script");
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
-            .expect("chmod script");
+        trtmc_testkit::write_script(&path, &script);
         path
     }
 

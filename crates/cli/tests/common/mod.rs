@@ -486,13 +486,10 @@ pub fn walk_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Writes an executable shell script (a wrapper standing in for a program).
+/// Writes an executable shell script (a wrapper standing in for a program) without the
+/// "Text file busy" race; see `trtmc_testkit::write_script`.
 #[cfg(unix)]
-pub fn write_script(path: &Path, text: &str) {
-    std::fs::write(path, text).expect("write script");
-    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod script");
-}
+pub use trtmc_testkit::write_script;
 
 /// The onnx wheel's backend test model folder `group/name` (model.onnx, test_data_set_0).
 pub fn backend_model(group_and_name: &str) -> PathBuf {

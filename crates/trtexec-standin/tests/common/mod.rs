@@ -207,17 +207,13 @@ impl Sim {
     /// An executable script that runs the simulator with this simulator's environment, for
     /// drivers that only take a program path.
     pub fn wrapper(&self) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt;
         let mut script = String::from("#!/bin/sh\nunset TRTMC_STANDIN_LOG\n");
         for (k, v) in &self.env {
             script.push_str(&format!("{k}='{v}'\nexport {k}\n"));
         }
         script.push_str(&format!("exec '{}' \"$@\"\n", bin().display()));
         let path = self.path("trtexec");
-        std::fs::write(&path, script).expect("write wrapper");
-        let mut perms = std::fs::metadata(&path).expect("wrapper").permissions();
-        perms.set_mode(0o755);
-        std::fs::set_permissions(&path, perms).expect("chmod");
+        trtmc_testkit::write_script(&path, &script);
         path
     }
 }
