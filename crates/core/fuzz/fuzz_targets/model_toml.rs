@@ -14,6 +14,8 @@ fuzz_target!(|data: &[u8]| {
     let profile = trtmc_core::catalog::profile_from_text(Path::new("fuzz/MODEL.toml"), model, &|_| Ok(cases.clone()));
     let _ = profile.status.label();
     if profile.status.is_ready() {
-        let _ = trtmc_core::case::resolve(&profile, &Default::default());
+        // No runtime declares settings here: every `build.*`/`runtime.*` key is unknown, which must
+        // be an error, never a panic.
+        let _ = trtmc_core::case::resolve(&profile, &Default::default(), &[]);
     }
 });

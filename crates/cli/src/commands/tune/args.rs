@@ -132,7 +132,8 @@ pub struct TuneArgs {
     /// Calls per route per racing round; default 5.
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = trtmc_runner::numbers::count_usize)]
     pub race_round_calls: Option<usize>,
-    /// Interleaved head-to-head passes over the finalists; default 5.
+    /// Interleaved head-to-head passes over the finalists; default 10 (more, up to twice as many, while
+    /// a finalist is undecided).
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = trtmc_runner::numbers::count_usize)]
     pub final_passes: Option<usize>,
     /// Calls per finalist per head-to-head pass; default 10.
