@@ -222,10 +222,10 @@ pub enum CaseError {
         /// The profile's name.
         model: String,
     },
-    /// The profile's operation is not one trtmc knows.
+    /// A resolved case names an operation trtmc does not know.
     #[error("unknown operation `{operation}`")]
     UnknownOperation {
-        /// The operation name as written in the profile.
+        /// The operation's name as the resolved case gives it.
         operation: String,
     },
     /// An override that does not apply, named as the user gave it.

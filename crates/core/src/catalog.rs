@@ -275,7 +275,7 @@ pub struct TestCase {
     /// One line on what the case exercises, shown by `list`.
     #[serde(default)]
     pub summary: String,
-    /// Precision the case's accuracy reference is computed in; the profile's when not given.
+    /// Precision a reference backend runs at for this case; the profile's when not given.
     #[serde(default)]
     pub reference_precision: Option<String>,
     /// The request fields of the operation, by name (without `request.`).
@@ -345,7 +345,8 @@ pub struct Profile {
     pub operation: Option<String>,
     /// The runtime that runs the profile (MODEL.toml's `runtime_strategy`; [`DEFAULT_RUNTIME`] when not given).
     pub runtime_strategy: String,
-    /// Precision accuracy references are computed in, unless a case sets its own.
+    /// Precision a reference backend runs at (MODEL.toml `reference_precision`; the matrix's baseline,
+    /// `compare`'s reference), unless a case sets its own.
     pub reference_precision: Option<String>,
     /// MODEL.toml's `tokenizer`, unparsed (see [`TokenizerSpec::parse`]).
     pub tokenizer: Option<String>,

@@ -36,7 +36,7 @@ pub struct DataSetRecord {
     pub source: String,
     /// `npz`, `npy`, `json` (raw index), `onnx-pb` (TensorProto files) or `raw` (`--loadInputs`).
     pub format: String,
-    /// The tensors read from it, in the order they were found.
+    /// The tensors read from it.
     pub tensors: Vec<DataTensor>,
 }
 

@@ -94,7 +94,7 @@ pub enum ItemCount {
 /// units; `scale` turns the base unit into the unit of the metric (e.g. microseconds to seconds: 1e-6).
 #[derive(Debug, Clone, Serialize)]
 pub struct CounterDecl {
-    /// The counter's name, as keyed in `Observation::counts` and named by [`ItemCount::Counter`].
+    /// The counter's name, by which [`ItemCount::Counter`] and results refer to it.
     pub name: &'static str,
     /// What one base unit is in the metric's unit (e.g. 1e-6 for microseconds counted, seconds reported).
     pub scale: f64,
@@ -106,7 +106,7 @@ pub struct CounterDecl {
 /// per second of audio; below 1 is faster than real time).
 #[derive(Debug, Clone, Serialize)]
 pub struct RatioDecl {
-    /// The figure's name in results (e.g. `s/image`, `real_time_factor`).
+    /// The figure's name in results (e.g. `s/image`, `real-time factor`).
     pub name: &'static str,
     /// The unit it is shown in.
     pub unit: &'static str,
@@ -122,7 +122,7 @@ pub const MAX_STAGES: usize = 3;
 /// A throughput metric: items counted per call, divided by the summed wall time of the timed calls.
 #[derive(Debug, Clone, Serialize)]
 pub struct ThroughputDecl {
-    /// The metric's name in results (e.g. `token/s`).
+    /// The metric's name in results (e.g. `output token/s`).
     pub name: &'static str,
     /// The unit it is shown in (e.g. `1/s`).
     pub unit: &'static str,
@@ -133,7 +133,7 @@ pub struct ThroughputDecl {
 /// A per-call stage duration the runner reports in each observation (e.g. time to first token).
 #[derive(Debug, Clone, Serialize)]
 pub struct StageDecl {
-    /// The stage's name in observations and results (e.g. `ttft`).
+    /// The stage's name in observations and results (e.g. `time_to_first_token`).
     pub name: &'static str,
     /// One line on what the stage covers.
     pub help: &'static str,

@@ -94,7 +94,7 @@ pub enum PlanError {
     InFile {
         /// The plan file as given.
         path: PathBuf,
-        /// The problem.
+        /// What is wrong inside the file (e.g. [`PlanError::Entry`]).
         source: Box<PlanError>,
     },
     /// The file is not valid YAML or not of the plan's form (unknown or mistyped keys).
@@ -120,7 +120,7 @@ pub enum PlanError {
     Entry {
         /// The entry's model name or ONNX file.
         model: String,
-        /// The problem.
+        /// What is wrong with the entry (e.g. a `sweep` that does not read).
         source: Box<PlanError>,
     },
     /// A `set` or `sweep` value that is a table or null rather than a scalar or list.
