@@ -33,23 +33,36 @@ pub const COS_ZERO_NORM: f64 = 1e-12;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ElementType {
+    /// IEEE half precision (16-bit float).
     F16,
+    /// 32-bit float.
     F32,
+    /// 64-bit float.
     F64,
+    /// Signed 8-bit integer.
     I8,
+    /// Signed 16-bit integer.
     I16,
+    /// Signed 32-bit integer.
     I32,
+    /// Signed 64-bit integer.
     I64,
+    /// Unsigned 8-bit integer.
     U8,
+    /// Unsigned 16-bit integer.
     U16,
+    /// Unsigned 32-bit integer.
     U32,
+    /// Unsigned 64-bit integer.
     U64,
+    /// Boolean, held as 0.0 or 1.0.
     Bool,
     /// ONNX strings (UTF-8), held in [`Tensor::strings`]; compared only for equality.
     String,
 }
 
 impl ElementType {
+    /// Every element type, in declaration order (what [`FromStr`] accepts).
     pub const ALL: [ElementType; 13] = [
         ElementType::F16,
         ElementType::F32,
@@ -66,6 +79,7 @@ impl ElementType {
         ElementType::String,
     ];
 
+    /// The lowercase name used in files and messages (e.g. `f16`, `string`); [`FromStr`] reads it back.
     pub fn name(self) -> &'static str {
         match self {
             ElementType::F16 => "f16",
@@ -122,9 +136,13 @@ impl FromStr for ElementType {
 /// One named tensor, row-major (C order), values widened to f64.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tensor {
+    /// The output's name, as the model declares it; tensors are matched by it.
     pub name: String,
+    /// The element type it was stored with.
     pub dtype: ElementType,
+    /// Dimensions, outermost first.
     pub shape: Vec<usize>,
+    /// The elements widened to f64, row-major (empty for a string tensor).
     pub values: Vec<f64>,
     /// The elements of a string tensor (`values` is then empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -240,40 +258,71 @@ pub fn loss(
 /// A comparison that cannot be made.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum AccuracyError {
+    /// The reference holds no tensor at all.
     #[error(
         "reference has no output tensors: nothing to compare against; give golden outputs with at least one tensor"
     )]
     EmptyReference,
+    /// Two tensors of one side have the same name.
     #[error("output tensor '{name}' appears twice in the {side}; tensor names must be unique")]
-    DuplicateTensor { name: String, side: &'static str },
+    DuplicateTensor {
+        /// The repeated tensor name.
+        name: String,
+        /// Which side it is on (`candidate` or `reference`).
+        side: &'static str,
+    },
+    /// A reference tensor the candidate did not produce.
     #[error(
         "output tensor '{name}' has a reference but the candidate did not produce it (candidate outputs: {available})"
     )]
-    MissingTensor { name: String, available: String },
+    MissingTensor {
+        /// The tensor's name.
+        name: String,
+        /// The candidate's output names, comma-separated (or a word saying there are none).
+        available: String,
+    },
+    /// The candidate's tensor has another shape than the reference's.
     #[error(
         "output tensor '{name}': candidate shape {candidate:?} differs from reference shape {reference:?}"
     )]
     ShapeMismatch {
+        /// The tensor's name.
         name: String,
+        /// The candidate's shape.
         candidate: Vec<usize>,
+        /// The reference's shape.
         reference: Vec<usize>,
     },
+    /// A tensor whose number of elements is not the product of its shape (or the product overflows).
     #[error(
         "tensor '{name}': shape {shape:?} needs a different number of values than the {len} given"
     )]
     LengthMismatch {
+        /// The tensor's name.
         name: String,
+        /// The shape given.
         shape: Vec<usize>,
+        /// The number of elements given.
         len: usize,
     },
+    /// The reference holds NaN or infinite values, so no loss against it means anything.
     #[error(
         "reference tensor '{name}' has {count} non-finite value(s) (NaN or ±inf); regenerate the golden outputs"
     )]
-    NonFiniteReference { name: String, count: usize },
+    NonFiniteReference {
+        /// The tensor's name.
+        name: String,
+        /// How many of its values are not finite.
+        count: usize,
+    },
+    /// A loss was asked for on a string tensor; strings are only checked for equality.
     #[error(
         "tensor '{name}' holds strings, which a loss cannot measure; check string outputs with run --check-outputs (exact match)"
     )]
-    StringTensor { name: String },
+    StringTensor {
+        /// The tensor's name.
+        name: String,
+    },
 }
 
 /// Compare every reference tensor with the candidate tensor of the same name.

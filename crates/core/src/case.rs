@@ -16,27 +16,40 @@ use crate::catalog::{Profile, TestCase};
 use crate::operations::{self, FieldKind, OperationDecl};
 use crate::settings::{CommonBuildSetting, DeclaredSettings, SettingSection};
 
+/// Schema tag of resolved-case.json, the document a worker receives for one case.
 pub const RESOLVED_CASE_SCHEMA: &str = "trtmc.resolved-case/v1";
 
+/// Where a resolved value came from, lowest precedence first (the order is the precedence).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
+    /// The operation's default, or trtmc's own.
     Default,
+    /// The profile's MODEL.toml.
     Manifest,
+    /// The test case of the profile's test manifest.
     Case,
+    /// The entry of a plan file.
     Plan,
+    /// A `--set KEY=VALUE` on the command line.
     Set,
+    /// A point of a `--sweep`.
     Sweep,
+    /// A dedicated command-line flag (`--warmup`, `--iterations`, `--duration`, `--runtime`, `--shape`, `--dim`).
     Cli,
 }
 
+/// A value together with where it came from, so documents and messages can say which setting won.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sourced<T> {
+    /// The value in effect.
     pub value: T,
+    /// Where it came from.
     pub source: Source,
 }
 
 impl<T> Sourced<T> {
+    /// A value from `source`.
     pub fn new(value: T, source: Source) -> Self {
         Self { value, source }
     }
@@ -45,8 +58,11 @@ impl<T> Sourced<T> {
 /// One `key=value` override (from --set, a sweep point or a plan), still as text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Override {
+    /// The full key, e.g. `request.max_new_tokens` or `build.dims.batch`.
     pub key: String,
+    /// The value as given, parsed later by the declaration of the setting.
     pub value: String,
+    /// Where the override came from.
     pub source: Source,
 }
 
@@ -75,7 +91,9 @@ impl Override {
 /// Measurement settings of a case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Measure {
+    /// Untimed calls made before timing starts.
     pub warmup: Sourced<u64>,
+    /// Timed calls to make (a minimum for a default count: see `min_duration_s`).
     pub iterations: Sourced<u64>,
     /// Keep calling until both `iterations` calls and this many seconds are done.
     pub min_duration_s: Sourced<f64>,
@@ -129,21 +147,30 @@ pub type MeasureFlags = crate::catalog::MeasureToml;
 /// A fully resolved case: everything the worker and the reducers need, with provenance.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResolvedCase {
+    /// Schema tag, [`RESOLVED_CASE_SCHEMA`].
     pub schema: String,
+    /// The profile's name.
     pub model: String,
+    /// The test case's name.
     pub case: String,
     /// `case` plus the sweep point, e.g. `short[request.batch_size=2]`.
     pub label: String,
+    /// The profile's task strategy (MODEL.toml `task_strategy`).
     pub task_strategy: String,
+    /// The operation that runs the case (e.g. `generate`).
     pub operation: String,
+    /// The runtime that runs it (e.g. `tract`), and which setting chose it.
     pub runtime: Sourced<String>,
+    /// Every request field of the operation that has a value, by name (without `request.`).
     pub request: BTreeMap<String, Sourced<Value>>,
     /// Artifact-affecting settings (`precision`, `kv_cache_length`, `optimization_level`, `dims.<name>`,
     /// `shapes.<input>`); part of the bundle key.
     pub build: BTreeMap<String, Sourced<Value>>,
     /// Load-time runtime settings (`threads`, …); not part of the bundle key.
     pub runtime_settings: BTreeMap<String, Sourced<Value>>,
+    /// Warm-up, call count and time limits of the timed loop.
     pub measure: Measure,
+    /// The sweep point's values by key (empty outside a sweep).
     pub sweep_point: BTreeMap<String, String>,
     /// A chat case's messages, template and rendered prompt (`request.mode = "chat"`); rendered by the
     /// runner once the tokenizer's files are at hand.
@@ -161,15 +188,18 @@ pub struct ResolvedCase {
 }
 
 impl ResolvedCase {
+    /// The value of request field `name`, without its provenance.
     pub fn request_value(&self, name: &str) -> Option<&Value> {
         self.request.get(name).map(|s| &s.value)
     }
+    /// The build settings' values, without their provenance.
     pub fn build_values(&self) -> BTreeMap<String, Value> {
         self.build
             .iter()
             .map(|(k, v)| (k.clone(), v.value.clone()))
             .collect()
     }
+    /// The runtime settings' values, without their provenance.
     pub fn runtime_values(&self) -> BTreeMap<String, Value> {
         self.runtime_settings
             .iter()
@@ -181,12 +211,19 @@ impl ResolvedCase {
 /// Everything needed to resolve one case besides the profile.
 #[derive(Debug, Clone, Default)]
 pub struct ResolveInput<'a> {
+    /// The test case to resolve; the profile's first case when `None`.
     pub case: Option<&'a str>,
+    /// Overrides from the plan entry (lowest of the overrides).
     pub plan: Vec<Override>,
+    /// `--set` overrides.
     pub sets: Vec<Override>,
+    /// The sweep point's overrides (above `--set`).
     pub sweep_point: Vec<Override>,
+    /// `--runtime`, which wins over every other runtime choice.
     pub runtime: Option<String>,
+    /// The plan entry's measurement settings.
     pub plan_measure: MeasureFlags,
+    /// The command line's measurement flags (highest precedence).
     pub flags: MeasureFlags,
 }
 
@@ -523,6 +560,7 @@ pub fn workload_identity(
 /// How a case's samples fill its calls (resolved-case.json `inputs`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseInputs {
+    /// Whether the batch is one sample cloned or the samples as declared.
     pub batch_source: BatchSource,
     /// The request field that lists the samples (`samples`, `texts`, `documents`), when one is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -996,7 +1034,7 @@ pub fn cli_overrides(
     Ok(out)
 }
 
-pub fn parse_shape(text: &str) -> Result<Vec<i64>, ValueError> {
+pub(crate) fn parse_shape(text: &str) -> Result<Vec<i64>, ValueError> {
     let text = text.trim();
     if text.is_empty() || text == "scalar" {
         return Ok(Vec::new());
@@ -1085,11 +1123,14 @@ pub fn parse_untyped(text: &str) -> Value {
 /// One `--sweep key=a,b,c` axis.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SweepAxis {
+    /// The full key swept, e.g. `request.batch_size`.
     pub key: String,
+    /// The values in the order given, each still as text.
     pub values: Vec<String>,
 }
 
 impl SweepAxis {
+    /// Parses `KEY=V1,V2,…` as given to `--sweep`.
     pub fn parse(text: &str) -> Result<Self, OverrideError> {
         let o = Override::parse(text, Source::Sweep).map_err(|_| OverrideError::SweepForm {
             text: text.to_string(),

@@ -17,12 +17,15 @@ use crate::limits::{FileKind, read_outside_text};
 
 /// The request field that selects the generation mode, and its two values.
 pub const MODE_FIELD: &str = "mode";
+/// `request.mode` of a chat case: the prompt is rendered from `messages` with the chat template.
 pub const MODE_CHAT: &str = "chat";
+/// `request.mode` of a completion case (the default): `request.prompt` is sent as written.
 pub const MODE_COMPLETION: &str = "completion";
 /// The request field a chat case's rendered prompt goes to (the one a completion case gives).
 pub const PROMPT_FIELD: &str = "prompt";
 /// The separate template file, which wins over `tokenizer_config.json`'s.
 pub const TEMPLATE_FILE: &str = "chat_template.jinja";
+/// The Hugging Face tokenizer settings file whose `chat_template`, `bos_token` and `eos_token` are read.
 pub const TOKENIZER_CONFIG_FILE: &str = "tokenizer_config.json";
 /// Roles a message may have.
 pub const ROLES: &[&str] = &["system", "user", "assistant"];
@@ -31,14 +34,18 @@ pub const ROLES: &[&str] = &["system", "user", "assistant"];
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChatMessage {
+    /// Who speaks: one of [`ROLES`].
     pub role: String,
+    /// The turn's text.
     pub content: String,
 }
 
 /// What a chat case resolved to; recorded in resolved-case.json and hashed into the workload identity.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatPrompt {
+    /// The case's turns, in order.
     pub messages: Vec<ChatMessage>,
+    /// Whether the prompt ends with the assistant's header (`transformers`' flag of the same name).
     pub add_generation_prompt: bool,
     /// Where the template came from (a file path, or `hub:REPO/FILE@REVISION`); `None` until rendered.
     #[serde(default)]
@@ -58,10 +65,13 @@ pub struct ChatPrompt {
 /// A chat template with the special tokens it may refer to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatTemplate {
+    /// The Jinja source of the template.
     pub text: String,
     /// The file it was read from, as a person finds it.
     pub source: String,
+    /// The tokenizer's beginning-of-sequence token, which the template may insert (`bos_token`).
     pub bos_token: Option<String>,
+    /// The tokenizer's end-of-sequence token, which the template may insert (`eos_token`).
     pub eos_token: Option<String>,
 }
 
@@ -152,46 +162,82 @@ pub enum ChatError {
         line.map(|l| format!(" at line {l}")).unwrap_or_default()
     )]
     Engine {
+        /// Where the template came from, as a person finds it.
         template: String,
+        /// The template line the engine points at, if it names one.
         line: Option<usize>,
+        /// The engine's message.
         detail: String,
     },
+    /// The rendered prompt is not valid UTF-8.
     #[error("chat template {template}: its output is not UTF-8")]
-    NotUtf8 { template: String },
+    NotUtf8 {
+        /// Where the template came from.
+        template: String,
+    },
+    /// The rendered prompt grew past the size limit of a prompt.
     #[error(
         "chat template {template}: its output passed {most} bytes, the limit of a rendered prompt (trtmc_core::limits::MOST_TEMPLATE_OUTPUT_BYTES); fix the template's loops"
     )]
-    TooLong { template: String, most: usize },
+    TooLong {
+        /// Where the template came from.
+        template: String,
+        /// The limit, in bytes.
+        most: usize,
+    },
+    /// Rendering took more steps than the engine's budget (e.g. a runaway loop).
     #[error(
         "chat template {template}: rendering ran past its budget of {fuel} steps (trtmc_core::limits::TEMPLATE_FUEL); fix the template's loops"
     )]
-    OutOfFuel { template: String, fuel: u64 },
+    OutOfFuel {
+        /// Where the template came from.
+        template: String,
+        /// The budget, in engine steps.
+        fuel: u64,
+    },
+    /// A case gives `messages` for an operation that has no chat mode.
     #[error(
         "test case field `messages`: operation `{operation}` has no chat mode (only text generation renders a chat template); remove `messages`"
     )]
-    NoChatMode { operation: String },
+    NoChatMode {
+        /// The operation's name.
+        operation: String,
+    },
+    /// A `request.mode` other than `chat` or `completion`.
     #[error(
         "request.mode = `{mode}`: give `{}` (render `messages` with the model's chat template) or `{}` (the raw `prompt`)",
         MODE_CHAT,
         MODE_COMPLETION
     )]
-    UnknownMode { mode: String },
+    UnknownMode {
+        /// The mode as given.
+        mode: String,
+    },
+    /// A chat case without `messages`.
     #[error(
         "request.mode = `{}` needs the test case field `messages` (a list of {{role, content}} turns)",
         MODE_CHAT
     )]
     NoMessages,
+    /// `messages` given in a case that is not in chat mode.
     #[error(
         "test case field `messages` is rendered only in chat mode: set request.mode = \"{}\" (or remove `messages` and give request.prompt)",
         MODE_CHAT
     )]
     MessagesWithoutChat,
+    /// A chat case that also gives `request.prompt`, which its messages would replace.
     #[error(
         "request.prompt and `messages` both given: a chat case's prompt is rendered from its messages; remove request.prompt"
     )]
     PromptAndMessages,
+    /// A message whose role is not one of [`ROLES`].
     #[error("messages[{index}].role = `{role}`: give one of {}", ROLES.join(", "))]
-    Role { index: usize, role: String },
+    Role {
+        /// Index of the message in `messages`, from 0.
+        index: usize,
+        /// The role as given.
+        role: String,
+    },
 }
 
 /// Renders `messages` through `template`. `Err` is the engine's message with the template line, or

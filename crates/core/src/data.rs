@@ -23,7 +23,9 @@ pub struct CaseData {
     /// Expected outputs, one set per input set (the same count), checked once per set.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub expected: Vec<DataSetRecord>,
+    /// Absolute tolerance of the output check: an element fails only when its absolute error exceeds this and its relative error exceeds `rtol` ([`DEFAULT_ATOL`] unless given).
     pub atol: f64,
+    /// Relative tolerance of the output check (see `atol`; [`DEFAULT_RTOL`] unless given).
     pub rtol: f64,
 }
 
@@ -34,15 +36,18 @@ pub struct DataSetRecord {
     pub source: String,
     /// `npz`, `npy`, `json` (raw index), `onnx-pb` (TensorProto files) or `raw` (`--loadInputs`).
     pub format: String,
+    /// The tensors read from it.
     pub tensors: Vec<DataTensor>,
 }
 
 /// One tensor of a data set and the file that holds it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DataTensor {
+    /// The tensor's name, matched against the model's input or output names.
     pub name: String,
     /// Element type as stored (`f32`, `i64`, …).
     pub dtype: String,
+    /// Dimensions, outermost first.
     pub shape: Vec<usize>,
     /// The file holding it (for `npz` and `json`, the archive or index).
     pub file: String,

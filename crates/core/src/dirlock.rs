@@ -21,15 +21,21 @@ pub enum LockError {
         path.display()
     )]
     Held {
+        /// What the lock guards, as a phrase for the message (e.g. `the output runs/a`).
         what: String,
+        /// The lock file.
         path: PathBuf,
+        /// The pid written into the lock file by its holder, when it could be read.
         holder: Option<u32>,
     },
     /// The lock file cannot be created or locked.
     #[error("cannot lock {what} (lock file {}): {source}", path.display())]
     Io {
+        /// What the lock guards, as a phrase for the message.
         what: String,
+        /// The lock file.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
@@ -104,6 +110,7 @@ impl DirLock {
         )))
     }
 
+    /// The lock file this lock holds.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -69,11 +69,15 @@ pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> std::io
 /// What a directory holds, for deciding whether it may be replaced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SlotContent {
+    /// Nothing exists at the path.
     Missing,
+    /// An empty directory.
     Empty,
     /// A directory whose marker file carries one of the accepted schema names.
     Recognized,
+    /// Something the slot must not replace; the text says what (a file, an unreadable directory, another schema).
     Unrelated(String),
+    /// A symbolic link, which is never followed or replaced.
     Symlink,
 }
 
@@ -131,34 +135,57 @@ pub struct OutputSlot {
 /// message names the directory and what to do; nothing is deleted that the slot may not replace.
 #[derive(Debug, thiserror::Error)]
 pub enum SlotError {
+    /// The output's parent directory cannot be created.
     #[error("cannot create the output's parent {}: {source}", parent.display())]
     Parent {
+        /// The parent directory.
         parent: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
     /// Another process writes the same output.
     #[error(transparent)]
     Locked(#[from] crate::dirlock::LockError),
+    /// The output path is a symbolic link.
     #[error(
         "output {} is a symlink; refusing to replace it (pass the real directory or a new path to -o)",
         target.display()
     )]
-    Symlink { target: PathBuf },
+    Symlink {
+        /// The output path.
+        target: PathBuf,
+    },
+    /// The output path holds something that is not a trtmc result.
     #[error(
         "output {} is not a trtmc result ({why}); refusing to replace it (choose an empty or new directory for -o)",
         target.display()
     )]
-    Unrelated { target: PathBuf, why: String },
+    Unrelated {
+        /// The output path.
+        target: PathBuf,
+        /// What it holds instead.
+        why: String,
+    },
+    /// The output path has no final component to name the staging directory after (e.g. `/`).
     #[error("output {} has no directory name", target.display())]
-    NoName { target: PathBuf },
+    NoName {
+        /// The output path.
+        target: PathBuf,
+    },
+    /// The hidden staging directory cannot be created.
     #[error("cannot create the staging directory {}: {source}", staging.display())]
     Staging {
+        /// The staging directory.
         staging: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// The staged result cannot be moved into the output path.
     #[error("cannot move the result into {}: {source}", target.display())]
     Move {
+        /// The output path.
         target: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
     /// The target changed and the swap could not be undone: both are kept under their names.
@@ -167,7 +194,12 @@ pub enum SlotError {
         target.display(),
         held.display()
     )]
-    Swapped { target: PathBuf, held: PathBuf },
+    Swapped {
+        /// The output path, which now holds the new result.
+        target: PathBuf,
+        /// Where what the output held before is now.
+        held: PathBuf,
+    },
     /// The target may no longer be replaced: the result was moved beside it.
     #[error(
         "output {} was not replaced: {why} (it was absent or a trtmc result when the run started), so it is left untouched; the measured result is kept in {} (move it where you want it, and choose a new or empty directory for -o next time)",
@@ -175,8 +207,11 @@ pub enum SlotError {
         kept.display()
     )]
     KeptAside {
+        /// The output path, left untouched.
         target: PathBuf,
+        /// Why it may no longer be replaced.
         why: String,
+        /// Where the new result was moved.
         kept: PathBuf,
     },
 }
@@ -241,10 +276,12 @@ impl OutputSlot {
         })
     }
 
+    /// The hidden directory to write the new result into before [`OutputSlot::commit`].
     pub fn staging(&self) -> &Path {
         &self.staging
     }
 
+    /// The output directory the result goes to on [`OutputSlot::commit`].
     pub fn target(&self) -> &Path {
         &self.target
     }

@@ -2,26 +2,26 @@
 
 use sha2::{Digest, Sha256};
 
+/// An incremental SHA-256 whose result is written as lowercase hex.
 #[derive(Default)]
-pub struct Hasher(Sha256);
+pub(crate) struct Hasher(Sha256);
 
 impl Hasher {
+    /// A hasher that has seen no bytes.
     pub fn new() -> Self {
         Self(Sha256::new())
     }
+    /// Adds `bytes` as they are: no length prefix, so two calls hash like one call on both joined.
     pub fn update(&mut self, bytes: &[u8]) {
         self.0.update(bytes);
     }
-    /// Adds a length-prefixed field so that ("ab","c") and ("a","bc") hash differently.
-    pub fn field(&mut self, bytes: &[u8]) {
-        self.0.update((bytes.len() as u64).to_le_bytes());
-        self.0.update(bytes);
-    }
+    /// The SHA-256 of everything added, as 64 lowercase hex digits.
     pub fn finish_hex(self) -> String {
         hex::encode(self.0.finalize())
     }
 }
 
+/// SHA-256 of `bytes` as 64 lowercase hex digits.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     let mut h = Hasher::new();
     h.update(bytes);

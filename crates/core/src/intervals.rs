@@ -29,7 +29,9 @@ pub const RUN_BLOCKS: usize = 10;
 /// An interval, the number of rounds it rests on, and its exact coverage.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RoundInterval {
+    /// The estimate (median over rounds) and its interval.
     pub interval: Interval,
+    /// How many rounds the interval rests on.
     pub rounds: usize,
     /// Binomial coverage of the order-statistic interval (at least `interval.confidence` when the
     /// rounds allow it).

@@ -216,6 +216,7 @@ pub const TENSOR_MEMORY_FLAG: &str = "--max-tensor-memory-gib";
 pub struct TensorEstimate {
     /// `input x`, `output y`, `KV cache`.
     pub what: String,
+    /// Its size in bytes.
     pub bytes: u64,
 }
 

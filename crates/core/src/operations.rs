@@ -19,10 +19,15 @@ pub const MOST_BOUND_DIM: i64 = 4096;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FieldKind {
+    /// A whole number (TOML integer, JSON integer).
     Integer,
+    /// Any number, integer or not.
     Number,
+    /// `true` or `false`.
     Bool,
+    /// A text.
     String,
+    /// A list of texts.
     StringList,
     /// A manifest-relative file (WAV audio, PNG image), or `synthetic`; its bytes are hashed into the case
     /// identity and it is decoded before the timed region.
@@ -33,6 +38,7 @@ pub enum FieldKind {
 }
 
 impl FieldKind {
+    /// The kind as a phrase for messages, e.g. "an integer" (used in "expected …, got …").
     pub fn describe(self) -> &'static str {
         match self {
             FieldKind::Integer => "an integer",
@@ -51,11 +57,14 @@ impl FieldKind {
 /// One request field of an operation.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct FieldDecl {
+    /// The field's name, as written after `request.` in cases, plans and `--set`.
     pub name: &'static str,
+    /// The type of value it accepts.
     pub kind: FieldKind,
     /// Default as a JSON literal; `None` when the field must come from the manifest or a case.
     #[serde(skip)]
     pub default: Option<fn() -> Value>,
+    /// One line on what the field does, shown by `list operations` and in error messages.
     pub help: &'static str,
     /// Build dimension this field binds (shape-affecting): changing it needs another bundle.
     pub binds_dim: Option<&'static str>,
@@ -85,8 +94,11 @@ pub enum ItemCount {
 /// units; `scale` turns the base unit into the unit of the metric (e.g. microseconds to seconds: 1e-6).
 #[derive(Debug, Clone, Serialize)]
 pub struct CounterDecl {
+    /// The counter's name, by which [`ItemCount::Counter`] and results refer to it.
     pub name: &'static str,
+    /// What one base unit is in the metric's unit (e.g. 1e-6 for microseconds counted, seconds reported).
     pub scale: f64,
+    /// One line on what is counted and in which base unit.
     pub help: &'static str,
 }
 
@@ -94,8 +106,11 @@ pub struct CounterDecl {
 /// per second of audio; below 1 is faster than real time).
 #[derive(Debug, Clone, Serialize)]
 pub struct RatioDecl {
+    /// The figure's name in results (e.g. `s/image`, `real-time factor`).
     pub name: &'static str,
+    /// The unit it is shown in.
     pub unit: &'static str,
+    /// The quantity the wall seconds are divided by.
     pub per: ItemCount,
 }
 
@@ -107,28 +122,38 @@ pub const MAX_STAGES: usize = 3;
 /// A throughput metric: items counted per call, divided by the summed wall time of the timed calls.
 #[derive(Debug, Clone, Serialize)]
 pub struct ThroughputDecl {
+    /// The metric's name in results (e.g. `output token/s`).
     pub name: &'static str,
+    /// The unit it is shown in (e.g. `1/s`).
     pub unit: &'static str,
+    /// What one call counts.
     pub count: ItemCount,
 }
 
 /// A per-call stage duration the runner reports in each observation (e.g. time to first token).
 #[derive(Debug, Clone, Serialize)]
 pub struct StageDecl {
+    /// The stage's name in observations and results (e.g. `time_to_first_token`).
     pub name: &'static str,
+    /// One line on what the stage covers.
     pub help: &'static str,
 }
 
 /// A public operation with its request contract and metric declaration.
 #[derive(Debug, Clone, Serialize)]
 pub struct OperationDecl {
+    /// The operation's name on the command line and in documents (e.g. `generate`).
     pub name: &'static str,
+    /// One line on what one call does, shown by `list operations`.
     pub summary: &'static str,
+    /// The request fields a case may set.
     pub fields: &'static [FieldDecl],
+    /// The throughput metrics reported, in the order they are shown.
     pub throughputs: &'static [ThroughputDecl],
     /// The throughput in the task's own unit that summary tables show (token/s, image/s, audio s/s, …);
     /// one of `throughputs`, `request/s` where the operation has nothing better.
     pub headline_throughput: &'static str,
+    /// Per-call stage durations the runner reports.
     pub stages: &'static [StageDecl],
     /// Operation-specific counters, in the order runners record them.
     pub counters: &'static [CounterDecl],
@@ -137,6 +162,7 @@ pub struct OperationDecl {
     /// Whether one call can process a batch (`request.batch_size > 1`); otherwise larger batches are
     /// rejected rather than simulated with sequential calls.
     pub batch_api: bool,
+    /// Untimed calls of a default run before timing starts.
     pub default_warmup: u64,
     /// The minimum count of timed calls of a default run.
     pub default_iterations: u64,
@@ -158,6 +184,7 @@ impl FieldDecl {
 }
 
 impl OperationDecl {
+    /// The declaration of request field `name`.
     pub fn field(&self, name: &str) -> Option<&FieldDecl> {
         self.fields.iter().find(|f| f.name == name)
     }
@@ -171,8 +198,11 @@ impl OperationDecl {
 /// Maps a task contract onto an operation.
 #[derive(Debug, Clone, Serialize)]
 pub struct TaskAdapter {
+    /// The task strategy a profile names in MODEL.toml.
     pub task_strategy: &'static str,
+    /// The operation that runs it.
     pub operation: Operation,
+    /// One line on what the task is.
     pub summary: &'static str,
 }
 
@@ -475,18 +505,21 @@ macro_rules! declare_operations {
 }
 
 declare_operations! {
+    /// Runs the model once on synthesized inputs of its declared shapes, whatever its task.
     Infer => OperationDecl {
         name: "infer",
         summary: "one forward pass over synthesized inputs of the declared shapes",
         fields: &[SEED],
         ..OPERATION
     },
+    /// Classifies a batch of images.
     Classify => OperationDecl {
         name: "classify",
         summary: "classify a batch of images (top-1 over the logits)",
         fields: &[BATCH, SEED, IMAGE, IMAGE_SAMPLES],
         ..IMAGE_BATCH
     },
+    /// Embeds a batch of texts into vectors.
     Encode => OperationDecl {
         name: "encode",
         summary: "embed a batch of texts into vectors",
@@ -509,6 +542,7 @@ declare_operations! {
         sample_list: Some(("texts", &[])),
         ..OPERATION
     },
+    /// Generates text from a prompt with the KV cache.
     Generate => OperationDecl {
         name: "generate",
         summary: "generate text from a prompt with the KV cache (greedy or seeded sampling)",
@@ -519,6 +553,7 @@ declare_operations! {
         sample_list: PROMPT_SAMPLE_LIST,
         ..LONG_CALLS
     },
+    /// Generates text from an image and a prompt (vision-language model).
     GenerateVl => OperationDecl {
         name: "generate_vl",
         summary: "vision-language generation: an image and a prompt in, text out through the KV cache",
@@ -547,6 +582,7 @@ declare_operations! {
         sample_list: PROMPT_SAMPLE_LIST,
         ..LONG_CALLS
     },
+    /// Detects objects in a batch of images.
     Detect => OperationDecl {
         name: "detect",
         summary: "detect objects in a batch of images (boxes with class scores)",
@@ -569,6 +605,7 @@ declare_operations! {
         )],
         ..IMAGE_BATCH
     },
+    /// Semantic segmentation of a batch of images.
     Segment => OperationDecl {
         name: "segment",
         summary: "semantic segmentation of a batch of images (one mask per class, one label per pixel)",
@@ -588,6 +625,7 @@ declare_operations! {
         ],
         ..IMAGE_BATCH
     },
+    /// Scores documents against a query with a cross-encoder.
     Rerank => OperationDecl {
         name: "rerank",
         summary: "score documents against a query with a cross-encoder (one batch call)",
@@ -612,6 +650,7 @@ declare_operations! {
         sample_list: Some(("documents", &[])),
         ..OPERATION
     },
+    /// Speech to text from a WAV file, offline or in streaming chunks.
     Transcribe => OperationDecl {
         name: "transcribe",
         summary: "speech to text: CTC acoustic model over a WAV file, offline or in streaming chunks",
@@ -639,6 +678,7 @@ declare_operations! {
         sample_list: AUDIO_SAMPLE_LIST,
         ..LONG_CALLS
     },
+    /// Generates a waveform from seeded latent frames with a vocoder.
     GenerateAudio => OperationDecl {
         name: "generate_audio",
         summary: "audio generation: a vocoder turns seeded latent frames into a waveform",
@@ -663,6 +703,7 @@ declare_operations! {
         ratios: &[REAL_TIME_FACTOR],
         ..LONG_CALLS
     },
+    /// Speech to speech: a WAV file in, a converted waveform out.
     ConvertSpeech => OperationDecl {
         name: "convert_speech",
         summary: "speech to speech: a WAV file in, a converted waveform out",
@@ -695,6 +736,7 @@ declare_operations! {
         sample_list: AUDIO_SAMPLE_LIST,
         ..LONG_CALLS
     },
+    /// Image diffusion: a denoiser looped over `request.steps` from seeded noise.
     GenerateImage => OperationDecl {
         name: "generate_image",
         summary: "image diffusion: a denoiser looped over request.steps from seeded noise",
@@ -710,6 +752,7 @@ declare_operations! {
         sample_list: SEED_SAMPLE_LIST,
         ..DIFFUSION
     },
+    /// Video diffusion: a denoiser looped over `request.steps` on all frames of a clip.
     GenerateVideo => OperationDecl {
         name: "generate_video",
         summary: "video diffusion: a denoiser looped over request.steps on all frames of a clip",
@@ -739,6 +782,7 @@ declare_operations! {
         }],
         ..DIFFUSION
     },
+    /// Neural operator or time series: history windows in, forecasts out.
     Forecast => OperationDecl {
         name: "forecast",
         summary: "neural operator / time series: a batch of history windows in, forecasts out",
@@ -753,12 +797,14 @@ declare_operations! {
         sample_list: SEED_SAMPLE_LIST,
         ..OPERATION
     },
+    /// Test only: does nothing, to measure the harness itself.
     TestNoop => OperationDecl {
         name: "test_noop",
         summary: "does nothing (measures the harness itself)",
         test_only: true,
         ..OPERATION
     },
+    /// Test only: sleeps for `request.sleep_us`, a known delay.
     TestSleep => OperationDecl {
         name: "test_sleep",
         summary: "sleeps for request.sleep_us (a known delay)",
@@ -780,18 +826,21 @@ declare_operations! {
         test_only: true,
         ..LONG_CALLS
     },
+    /// Test only: aborts the worker after `request.after_calls` calls.
     TestCrash => OperationDecl {
         name: "test_crash",
         summary: "aborts the worker process after request.after_calls calls",
         fields: &[after_calls("calls before the abort")],
         ..FAILING_TEST
     },
+    /// Test only: blocks forever after `request.after_calls` calls.
     TestHang => OperationDecl {
         name: "test_hang",
         summary: "blocks forever after request.after_calls calls",
         fields: &[after_calls("calls before hanging")],
         ..FAILING_TEST
     },
+    /// Test only: returns a non-finite output on every call.
     TestNan => OperationDecl {
         name: "test_nan",
         summary: "returns a non-finite output on every call",
@@ -921,10 +970,12 @@ static ADAPTERS: &[TaskAdapter] = &[
     adapt("test_nan", Operation::TestNan, "non-finite output"),
 ];
 
+/// Every operation's declaration, in the order of [`Operation::ALL`].
 pub fn operations() -> &'static [OperationDecl] {
     OPERATIONS
 }
 
+/// Every task adapter: the task strategies MODEL.toml may name and the operation each runs.
 pub fn adapters() -> &'static [TaskAdapter] {
     ADAPTERS
 }
@@ -934,7 +985,7 @@ pub fn operation(name: &str) -> Option<&'static OperationDecl> {
     Operation::from_name(name).map(Operation::decl)
 }
 
-pub fn adapter(task_strategy: &str) -> Option<&'static TaskAdapter> {
+pub(crate) fn adapter(task_strategy: &str) -> Option<&'static TaskAdapter> {
     ADAPTERS.iter().find(|a| a.task_strategy == task_strategy)
 }
 
@@ -942,7 +993,9 @@ pub fn adapter(task_strategy: &str) -> Option<&'static TaskAdapter> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown task_strategy `{task_strategy}` (known: {})", known.join(", "))]
 pub struct UnknownTask {
+    /// The task strategy as written in MODEL.toml.
     pub task_strategy: String,
+    /// The task strategies a user may name (test-only ones left out).
     pub known: Vec<&'static str>,
 }
 
@@ -950,40 +1003,59 @@ pub struct UnknownTask {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("expected {}, got {got}", expected.describe())]
 pub struct KindMismatch {
+    /// The kind the field declares.
     pub expected: FieldKind,
+    /// The value given.
     pub got: Value,
 }
 
 /// What [`validate`] finds wrong with the tables.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TableError {
+    /// Two operations with the same name.
     #[error("operation `{0}` is declared twice")]
     DuplicateOperation(&'static str),
+    /// An operation that declares the same field twice.
     #[error("operation `{operation}` declares field `{field}` twice")]
     DuplicateField {
+        /// The operation's name.
         operation: &'static str,
+        /// The repeated field.
         field: &'static str,
     },
+    /// A field default whose JSON kind is not the field's declared kind.
     #[error("default of `{operation}.{field}` is not {}", kind.describe())]
     DefaultOfOtherKind {
+        /// The operation's name.
         operation: &'static str,
+        /// The field's name.
         field: &'static str,
+        /// The field's declared kind.
         kind: FieldKind,
     },
+    /// An operation with more than [`MAX_COUNTERS`] counters or [`MAX_STAGES`] stages.
     #[error("operation `{0}` declares more than {MAX_COUNTERS} counters or {MAX_STAGES} stages")]
     TooManyCountersOrStages(&'static str),
+    /// A throughput that counts a counter the operation does not declare.
     #[error("operation `{operation}` counts undeclared counter `{counter}`")]
     UndeclaredCounter {
+        /// The operation's name.
         operation: &'static str,
+        /// The counter's name.
         counter: &'static str,
     },
+    /// A headline throughput that is not one of the operation's throughputs.
     #[error("operation `{operation}` names undeclared headline throughput `{headline}`")]
     UndeclaredHeadline {
+        /// The operation's name.
         operation: &'static str,
+        /// The headline's name.
         headline: &'static str,
     },
+    /// An operation whose default iteration count is 0.
     #[error("operation `{0}` has zero default iterations")]
     ZeroIterations(&'static str),
+    /// Two adapters for the same task strategy.
     #[error("task_strategy `{0}` is mapped twice")]
     DuplicateTask(&'static str),
 }

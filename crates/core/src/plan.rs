@@ -10,7 +10,7 @@ pub use trtmc_metadata::PLAN_SCHEMA;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PlanFile {
+pub(crate) struct PlanFile {
     #[serde(default)]
     pub schema: Option<String>,
     /// Default runtime for every entry.
@@ -31,7 +31,7 @@ pub struct PlanFile {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PlanEntry {
+pub(crate) struct PlanEntry {
     /// A catalog model, or (`onnx:`) an ONNX file, relative to the plan file.
     #[serde(default)]
     pub model: Option<String>,
@@ -66,45 +66,75 @@ pub struct PlannedModel {
     pub model: String,
     /// The ONNX file of an `onnx:` entry, relative to the plan's folder once loaded.
     pub onnx: Option<PathBuf>,
+    /// The test cases to run; empty: the profile's default case.
     pub cases: Vec<String>,
+    /// The entry's runtime, or else the plan's default runtime.
     pub runtime: Option<String>,
+    /// Measurement settings: the entry's, each falling back to the plan's.
     pub measure: MeasureFlags,
+    /// The entry's `set` overrides.
     pub sets: Vec<Override>,
+    /// The entry's `sweep` axes.
     pub sweeps: Vec<SweepAxis>,
 }
 
 /// Why a plan file cannot be used; the message names the file, the entry and the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
+    /// The plan file cannot be read.
     #[error("cannot read plan {}: {source}", path.display())]
     Read {
+        /// The plan file as given.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// A problem inside the plan file, wrapped with the file's path.
     #[error("plan {}: {source}", path.display())]
     InFile {
+        /// The plan file as given.
         path: PathBuf,
+        /// What is wrong inside the file (e.g. [`PlanError::Entry`]).
         source: Box<PlanError>,
     },
+    /// The file is not valid YAML or not of the plan's form (unknown or mistyped keys).
     #[error("malformed YAML: {reason}")]
-    Yaml { reason: String },
+    Yaml {
+        /// The YAML parser's message.
+        reason: String,
+    },
+    /// A `schema` other than [`PLAN_SCHEMA`].
     #[error("schema `{found}` is not `{}`", PLAN_SCHEMA)]
-    Schema { found: String },
+    Schema {
+        /// The schema the file names.
+        found: String,
+    },
+    /// The plan lists no model.
     #[error("`models` is empty: list at least one `- model: NAME`")]
     NoModels,
+    /// An entry that names neither or both of `model` and `onnx`.
     #[error("each entry names exactly one of `model: NAME` and `onnx: PATH`")]
     EntryForm,
+    /// A problem inside one entry, wrapped with the entry's model.
     #[error("model `{model}`: {source}")]
     Entry {
+        /// The entry's model name or ONNX file.
         model: String,
+        /// What is wrong with the entry (e.g. a `sweep` that does not read).
         source: Box<PlanError>,
     },
+    /// A `set` or `sweep` value that is a table or null rather than a scalar or list.
     #[error("value {value} is not a scalar or list")]
-    NotScalar { value: String },
+    NotScalar {
+        /// The value as JSON.
+        value: String,
+    },
+    /// A `sweep` axis that does not read (see [`crate::case::OverrideError`]).
     #[error(transparent)]
     Sweep(#[from] crate::case::OverrideError),
 }
 
+/// Reads the plan file at `path`; `onnx:` paths of its entries are made relative to its folder.
 pub fn load(path: &Path) -> Result<Vec<PlannedModel>, PlanError> {
     let text = crate::limits::read_outside_text(path, crate::limits::FileKind::Text).map_err(
         |source| PlanError::Read {
@@ -127,6 +157,7 @@ pub fn load(path: &Path) -> Result<Vec<PlannedModel>, PlanError> {
     Ok(planned)
 }
 
+/// Parses a plan's YAML text into its entries (relative `onnx:` paths left as written).
 pub fn parse(text: &str) -> Result<Vec<PlannedModel>, PlanError> {
     let plan: PlanFile = serde_saphyr::from_str(text).map_err(|e| PlanError::Yaml {
         reason: e.to_string(),

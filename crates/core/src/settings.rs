@@ -37,14 +37,25 @@ impl SettingSection {
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum SettingKind {
     /// One of the listed words.
-    Listed { words: &'static [&'static str] },
+    Listed {
+        /// The accepted words.
+        words: &'static [&'static str],
+    },
     /// A whole number from `least` to `most`; `most: None` is an open range (`[1|2|...]`) that stops
     /// at [`OPEN_RANGE_MOST`].
-    Integer { least: i64, most: Option<i64> },
+    Integer {
+        /// Smallest accepted value.
+        least: i64,
+        /// Largest accepted value; `None`: up to [`OPEN_RANGE_MOST`].
+        most: Option<i64>,
+    },
     /// A whole number like [`SettingKind::Integer`], or the one word (`auto`: the tool decides).
     IntegerOrWord {
+        /// Smallest accepted value.
         least: i64,
+        /// Largest accepted value; `None`: up to [`OPEN_RANGE_MOST`].
         most: Option<i64>,
+        /// The one word accepted besides numbers (e.g. `auto`).
         word: &'static str,
     },
     /// `true` or `false` (its knob says `on`/`off`).
@@ -128,8 +139,11 @@ impl SettingKind {
 /// declaration the setting checks, the help and the tuning knobs (`tune --help-routes`) come from.
 #[derive(Debug, Clone, Serialize)]
 pub struct SettingDecl {
+    /// Whether it is set under `build.` or `runtime.`.
     pub section: SettingSection,
+    /// The setting's name after the section prefix (e.g. `threads` in `runtime.threads`).
     pub name: &'static str,
+    /// One line on what it does, shown in help and in messages.
     pub help: &'static str,
     /// The runtime's own default: what applies when no case sets it.
     pub default: &'static str,

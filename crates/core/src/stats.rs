@@ -71,6 +71,7 @@ pub fn sorted(samples: &[f64]) -> Vec<f64> {
     v
 }
 
+/// Arithmetic mean of `samples` (NaN when there are none).
 pub fn mean(samples: &[f64]) -> f64 {
     samples.iter().sum::<f64>() / samples.len() as f64
 }
@@ -96,6 +97,7 @@ pub fn robust_cv(samples: &[f64]) -> f64 {
     1.4826 * median(&deviations) / m
 }
 
+/// Median of `samples` (type-7 interpolation between the middle two for an even count); `samples` must not be empty.
 pub fn median(samples: &[f64]) -> f64 {
     percentile_sorted(&sorted(samples), 50.0)
 }
@@ -135,15 +137,22 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
 /// Tukey's fences over sorted samples: inner at 1.5 IQR, outer at 3 IQR beyond the quartiles.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct TukeyFences {
+    /// First quartile (25th percentile, type 7).
     pub q1: f64,
+    /// Third quartile (75th percentile, type 7).
     pub q3: f64,
+    /// `q1 - 1.5 IQR`: values below it are mild outliers.
     pub lower_inner: f64,
+    /// `q3 + 1.5 IQR`: values above it are mild outliers.
     pub upper_inner: f64,
+    /// `q1 - 3 IQR`: values below it are extreme outliers.
     pub lower_outer: f64,
+    /// `q3 + 3 IQR`: values above it are extreme outliers.
     pub upper_outer: f64,
 }
 
 impl TukeyFences {
+    /// The fences of `sorted`, which must be sorted ascending and not empty.
     pub fn from_sorted(sorted: &[f64]) -> Self {
         let q1 = percentile_sorted(sorted, 25.0);
         let q3 = percentile_sorted(sorted, 75.0);

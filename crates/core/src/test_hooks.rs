@@ -51,19 +51,25 @@ static CURRENT: OnceLock<TestHooks> = OnceLock::new();
 pub struct TestHooks {
     /// Under the test harness: test-only operations may run.
     pub enabled: bool,
+    /// [`CALL_DELAY_ENV`]: the delay added to every timed call of `run`'s worker.
     pub call_delay: Option<Duration>,
     /// [`CALL_SLOWDOWN_ENV`] in parts per million (an integer keeps the hooks `Eq`).
     pub call_slowdown_ppm: Option<u64>,
+    /// [`PAUSE_BEFORE_COMMIT_ENV`]: how long `run` waits between staging and committing its result.
     pub pause_before_commit: Option<Duration>,
     /// Kept as text: the matrix hands it on unchanged and records it in the candidate's command.
     pub matrix_candidate_delay_us: Option<String>,
+    /// [`MATRIX_CANDIDATE_SLOWDOWN_ENV`], kept as text to hand on unchanged.
     pub matrix_candidate_slowdown: Option<String>,
+    /// [`MATRIX_ABORT_ROW_ENV`]: the matrix row id whose task dies before writing a result.
     pub matrix_abort_row: Option<String>,
     /// [`SLOW_NODE_ENV`]: the node name prefix and the busy wait after it.
     pub slow_node: Option<(String, Duration)>,
     /// Kept as text: handed on unchanged to the candidates' `run` as [`SLOW_NODE_ENV`].
     pub matrix_candidate_slow_node: Option<String>,
+    /// [`MATRIX_PROFILE_FAIL_ROW_ENV`]: the matrix row id whose reference profiling pass fails.
     pub matrix_profile_fail_row: Option<String>,
+    /// [`TUNE_ABORT_ROUTE_ENV`]: the tune route whose task dies before writing a result.
     pub tune_abort_route: Option<String>,
 }
 
@@ -135,8 +141,11 @@ impl TestHooks {
     manifest.display()
 )]
 pub struct TestOnlyOperation {
+    /// The profile's name.
     pub model: String,
+    /// The profile's task strategy, which maps to the test-only operation.
     pub task_strategy: String,
+    /// The test-only operation's name.
     pub operation: &'static str,
     /// The model's MODEL.toml.
     pub manifest: std::path::PathBuf,

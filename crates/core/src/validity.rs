@@ -35,10 +35,13 @@ pub const P50_HALF_WIDTH: f64 = 0.02;
 /// Thresholds of the verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Policy {
+    /// Fewest timed calls for VALID (enough for the median's interval over 10 blocks).
     pub min_samples: u64,
+    /// Shortest timed loop for VALID, in seconds (first call start to last call end).
     pub min_duration_s: f64,
     /// Above this robust CV a case gets the `noisy` note (not part of the verdict).
     pub max_cv: f64,
+    /// Most the p50's 95 % interval may reach from the p50 on either side, as a fraction of it ([`P50_HALF_WIDTH`]).
     #[serde(default = "default_half_width")]
     pub p50_half_width: f64,
 }
@@ -69,23 +72,32 @@ fn interval_half_width(i: &crate::stats::Interval) -> Option<f64> {
     (i.estimate > 0.0).then(|| (i.estimate - i.low).max(i.high - i.estimate) / i.estimate)
 }
 
+/// One line of the verdict: a rule, whether the case meets it, and the figures behind that.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Constraint {
+    /// The rule's short name (e.g. `samples`, `p50 pinned down`).
     pub name: String,
+    /// Whether the case meets it.
     pub met: bool,
+    /// The figures behind the answer, e.g. `12 timed calls (at least 10)`.
     pub detail: String,
 }
 
+/// The verdict on one case: VALID when every constraint holds, with notes and advice.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Validity {
+    /// Whether every constraint is met.
     pub valid: bool,
+    /// Each constraint checked, in a fixed order.
     pub constraints: Vec<Constraint>,
     /// Observations that do not change the verdict (drift, slowdown, outliers).
     pub notes: Vec<String>,
+    /// What the user can do about the unmet constraints and the notes (e.g. measure longer).
     pub recommendations: Vec<String>,
 }
 
 impl Validity {
+    /// `VALID` or `INVALID`, as printed.
     pub fn verdict(&self) -> &'static str {
         if self.valid { "VALID" } else { "INVALID" }
     }
