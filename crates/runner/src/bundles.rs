@@ -55,7 +55,7 @@ pub struct BundlePlan {
     pub key: Option<String>,
     /// The bundle directory: the found or explicit one, or where a build will put it.
     pub path: PathBuf,
-    /// Where the bundle comes from (explicit, a bundle root, a cache hit, or a build), as result.json records it.
+    /// Where the bundle comes from (explicit, a bundle root, a cache hit or a build), for result.json.
     pub origin: BundleOrigin,
     /// True when the bundle does not exist yet and will be built.
     pub needs_build: bool,

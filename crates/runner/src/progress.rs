@@ -43,7 +43,7 @@ pub enum Event<'a> {
         /// The worker's latest progress line.
         progress: &'a WorkerProgress,
     },
-    /// `run`: case `index` is measured and reduced (or failed); `result` is what results.json will hold.
+    /// `run`: case `index` is measured and reduced (or failed); `result` is what result.json will hold.
     CaseFinished {
         /// Position of the case in the plan, from 1.
         index: usize,
