@@ -18,7 +18,9 @@ pub enum TelemetryMode {
     /// Sample when a GPU (nvidia-smi) is present.
     #[default]
     Auto,
+    /// Always sample; without nvidia-smi, CPU, memory and clocks only.
     On,
+    /// Never sample.
     Off,
 }
 

@@ -34,10 +34,15 @@ pub fn default_cache_root() -> PathBuf {
 /// Options that steer resolution.
 #[derive(Debug, Clone, Default)]
 pub struct BundleOptions {
+    /// `--bundle`: use this bundle directory as is, skipping every other place.
     pub explicit: Option<PathBuf>,
+    /// `--bundle-root`: directories searched (a few levels deep) for a bundle with the case's key.
     pub roots: Vec<PathBuf>,
+    /// The managed bundle cache that builds go into (`--bundle-cache`, default [`default_cache_root`]).
     pub cache_root: PathBuf,
+    /// `--no-build`: fail with [`Error::NoBundle`] instead of building a missing bundle.
     pub no_build: bool,
+    /// `--rebuild`: build the managed-cache entry anew even when it exists (bundle roots are not searched).
     pub rebuild: bool,
     /// How the runtimes that build and time the bundles find their tools (`--trtexec PATH`).
     pub runtimes: RuntimeOptions,
@@ -46,8 +51,11 @@ pub struct BundleOptions {
 /// What resolution decided (for `--dry-run`) before anything is built.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BundlePlan {
+    /// The full cache key (hex digest), or the key recorded in an explicit bundle's manifest.
     pub key: Option<String>,
+    /// The bundle directory: the found or explicit one, or where a build will put it.
     pub path: PathBuf,
+    /// Where the bundle comes from (explicit, a bundle root, a cache hit or a build), for result.json.
     pub origin: BundleOrigin,
     /// True when the bundle does not exist yet and will be built.
     pub needs_build: bool,

@@ -13,58 +13,95 @@ use crate::sources::{self, Fetch};
 /// Why a chat case's prompt cannot be rendered, or a case's prompt does not fit what is built.
 #[derive(Debug, thiserror::Error)]
 pub enum PromptError {
+    /// Neither `chat_template.jinja` nor a `chat_template` in `tokenizer_config.json` was found.
     #[error(
         "model `{model}` has no chat template, so its case `{case}` (request.mode = \"chat\", test case field `messages`) cannot be rendered: looked for {} and the `chat_template` of {}. Put the model's template there, or make the case a completion (request.mode = \"completion\" with request.prompt)",
         jinja.display(),
         config.display()
     )]
     NoTemplate {
+        /// Catalog name of the model.
         model: String,
+        /// Name of the chat case.
         case: String,
+        /// Where `chat_template.jinja` was looked for.
         jinja: PathBuf,
+        /// The `tokenizer_config.json` whose `chat_template` was looked for.
         config: PathBuf,
     },
     /// The template files beside the tokenizer cannot be read.
     #[error("{reason}")]
-    TemplateFiles { model: String, reason: String },
+    TemplateFiles {
+        /// Catalog name of the model.
+        model: String,
+        /// Which file and what went wrong.
+        reason: String,
+    },
+    /// The template engine failed on the case's messages (its message names the template line).
     #[error("model `{model}` case `{case}`: {source}")]
     Render {
+        /// Catalog name of the model.
         model: String,
+        /// Name of the chat case.
         case: String,
+        /// The template engine's error.
         source: chat::ChatError,
     },
+    /// The profile's `tokenizer` entry cannot be parsed, so its template files cannot be located.
     #[error("model `{model}`: {source}")]
     TokenizerSpec {
+        /// Catalog name of the model.
         model: String,
+        /// Why the tokenizer spec is invalid.
         source: trtmc_core::catalog::CatalogError,
     },
     /// The tokenizer cannot be loaded or cannot encode the prompt; `reason` is its error chain.
     #[error("model `{model}`: {reason}")]
-    Tokenizer { model: String, reason: String },
+    Tokenizer {
+        /// Catalog name of the model.
+        model: String,
+        /// The tokenizer's error chain as text.
+        reason: String,
+    },
+    /// A `file:` tokenizer cannot be read or is not valid JSON.
     #[error("model `{model}`: cannot read tokenizer {}: {why}", path.display())]
     TokenizerFile {
+        /// Catalog name of the model.
         model: String,
+        /// The tokenizer file, below the model's directory.
         path: PathBuf,
+        /// What is wrong with it.
         why: String,
     },
+    /// The template renders the case's messages as a prompt of no tokens.
     #[error(
         "model `{model}` case `{case}`: the chat template {template} renders the case's messages as an empty prompt"
     )]
     EmptyPrompt {
+        /// Catalog name of the model.
         model: String,
+        /// Name of the chat case.
         case: String,
+        /// The template file, as a person finds it.
         template: String,
     },
+    /// The longest prompt plus `request.max_new_tokens` exceeds the built KV cache.
     #[error(
         "model `{model}` case `{case}`: the prompt ({tokens} tokens) + request.max_new_tokens ({max_new_tokens}) exceeds the KV-cache length {limit} (build.kv_cache_length); shorten the prompt, lower request.max_new_tokens, or raise build.kv_cache_length"
     )]
     TooLong {
+        /// Catalog name of the model.
         model: String,
+        /// Name of the case.
         case: String,
+        /// Tokens of the case's longest prompt.
         tokens: u64,
+        /// The case's `request.max_new_tokens`.
         max_new_tokens: u64,
+        /// The built KV-cache length (`build.kv_cache_length`), in tokens.
         limit: u64,
     },
+    /// The case's workload identity cannot be refreshed with the rendered prompt.
     #[error(transparent)]
     Case(#[from] case::CaseError),
 }

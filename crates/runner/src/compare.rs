@@ -32,8 +32,11 @@ pub type TensorSet = Vec<(String, HostTensor)>;
 
 /// One side of a comparison: its resolved case and its bundle (built when the cache had none).
 pub struct Side {
+    /// The side's resolved case with its profile and bundle plan.
     pub planned: PlannedCase,
+    /// The side's bundle manifest, read after any build.
     pub manifest: BundleManifest,
+    /// The side's bundle directory.
     pub bundle: PathBuf,
 }
 
@@ -217,10 +220,15 @@ pub fn prepare_side(
 /// case's value; `options` are added to (and replace) the options the case implies.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReferenceSettings {
+    /// Warm-up calls of the reference run.
     pub warmup: Option<u64>,
+    /// Timed calls of the reference run; when set, the case's default minimum duration no longer applies.
     pub iterations: Option<u64>,
+    /// Precision the reference computes in (`fp32`, `fp16`, …).
     pub precision: Option<String>,
+    /// Threads the reference runtime may use.
     pub threads: Option<u64>,
+    /// Runtime options of the reference runner (e.g. ONNX Runtime's `graph_optimization_level`).
     pub options: BTreeMap<String, Value>,
 }
 
@@ -349,6 +357,7 @@ pub struct SavedReference {
     pub inputs_index: PathBuf,
     /// `reference-request.json`.
     pub request_path: PathBuf,
+    /// The request as written, for a caller that runs the reference itself.
     pub request: ReferenceRequest,
     /// The workload identity of the case the inputs were made for (with `--inputs`, their data).
     pub identity: String,
@@ -399,16 +408,20 @@ pub fn save_reference_inputs(
 
 /// Everything [`prepare_reference`] needs.
 pub struct ReferencePreparation<'a> {
+    /// The catalog the selection is resolved in.
     pub catalog: &'a Catalog,
     /// The case whose bundle synthesizes the inputs (the worker's own synthesis, so both sides feed
     /// identical tensors).
     pub selection: Selection,
+    /// How the case's bundle is found or built.
     pub bundle: &'a BundleOptions,
     /// Where the inputs and the request go.
     pub dir: &'a Path,
+    /// Overrides of the reference request's counts, precision, threads and options.
     pub settings: ReferenceSettings,
     /// Recorded in a bundle that gets built.
     pub command_line: &'a [String],
+    /// The test suite's hooks, which allow test-only operations (all off unless `TRTMC_TEST=1`).
     pub test_hooks: &'a TestHooks,
 }
 

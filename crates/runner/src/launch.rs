@@ -21,7 +21,8 @@ pub const STOP_GRACE: Duration = trtmc_runtime::worker::STOP_GRACE;
 /// Who sees a worker's progress reports.
 pub type ShowProgress<'a> = &'a dyn Fn(&WorkerProgress);
 
-pub struct Launch<'a> {
+/// One worker launch: the program, its protocol files, its limits and who watches its progress.
+pub(crate) struct Launch<'a> {
     pub worker: &'a Path,
     pub request: &'a Path,
     pub result: &'a Path,
@@ -34,14 +35,15 @@ pub struct Launch<'a> {
 
 /// Why the orchestrator asked the worker to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopCause {
+pub(crate) enum StopCause {
     Timeout,
     /// Ctrl-C or SIGTERM reached the orchestrator.
     Signal,
 }
 
+/// How a worker launch ended.
 #[derive(Debug)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The worker exited; `result` is absent when it died without writing one.
     Exited {
         status: ExitStatus,
@@ -58,7 +60,7 @@ pub enum Outcome {
 }
 
 /// Runs the worker to completion or timeout. Telemetry (when asked) is returned beside the outcome.
-pub fn run(launch: &Launch<'_>) -> (Outcome, Option<Telemetry>) {
+pub(crate) fn run(launch: &Launch<'_>) -> (Outcome, Option<Telemetry>) {
     let log = match std::fs::File::create(launch.log) {
         Ok(f) => f,
         Err(e) => {

@@ -2,6 +2,7 @@
 
 use trtmc_core::artifacts::ProgramInfo;
 
+/// This program's name, version, source revision and build profile, as a result records it.
 pub fn program() -> ProgramInfo {
     ProgramInfo {
         name: "trtmc-bench".into(),

@@ -28,6 +28,7 @@ pub(crate) struct GivenData<'a> {
 /// One input of a planned case, for `--dry-run` and the run's notes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InputLine {
+    /// Name of the input as the ONNX graph declares it.
     pub name: String,
     /// Element type and declared shape, dynamic dimensions marked `?name` (`?` when unnamed).
     pub declared: String,

@@ -6,14 +6,19 @@
 /// Why a numeric flag's value is refused (clap prints the message after the flag and its value).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum NumberError {
+    /// The value starts with `-`.
     #[error("negative values are not allowed: give a whole number, 0 or more")]
     Negative,
+    /// Empty, or not made of decimal digits only (`1e5`, `2.5`).
     #[error("expected a whole number such as 10")]
     NotWhole,
+    /// Too large for a `u64`.
     #[error("far larger than any limit (see docs/run.md, \"Limits\")")]
     PastAnyLimit,
+    /// Fits a `u64` but not this machine's `usize`.
     #[error("far larger than any limit on this machine")]
     PastThisMachine,
+    /// Not a finite number above 0 (a GiB amount).
     #[error("expected GiB above 0, such as 32 or 0.5")]
     NotGib,
 }

@@ -37,22 +37,33 @@ use crate::launch::{self, Launch, Outcome, StopCause};
 use crate::progress::{Event, Progress};
 use crate::sources;
 
+/// The run's document (`trtmc.benchmark-run/v1`) at the top of the result directory.
 pub const RESULT_FILE: &str = "result.json";
+/// The run's self-contained HTML report, beside [`RESULT_FILE`].
 pub const REPORT_FILE: &str = "report.html";
+/// A case directory's resolved case: every field with its source.
 pub const RESOLVED_CASE_FILE: &str = "resolved-case.json";
+/// A case directory's raw timed calls, one JSON object a line.
 pub const OBSERVATIONS_FILE: &str = "observations.jsonl";
+/// A case directory's log of the worker's stdout and stderr.
 pub const WORKER_LOG: &str = "worker.log";
+/// The request the orchestrator writes for the worker (removed once the case succeeded).
 pub const WORKER_REQUEST_FILE: &str = "worker-request.json";
+/// The result the worker writes back (removed once the case succeeded).
 pub const WORKER_RESULT_FILE: &str = "worker-result.json";
 /// The worker's progress file while it runs (removed afterwards).
 pub const WORKER_PROGRESS_FILE: &str = ".worker-progress.json";
+/// A case directory's telemetry samples (`--telemetry`).
 pub const TELEMETRY_FILE: &str = "telemetry.json";
+/// The worker request of `--profile`'s per-layer profiling pass (removed once it succeeded).
 pub const PROFILE_REQUEST_FILE: &str = "profile-request.json";
+/// The worker result of the profiling pass (removed once it succeeded).
 pub const PROFILE_RESULT_FILE: &str = "profile-result.json";
+/// The profiling pass's worker log.
 pub const PROFILE_LOG: &str = "profile.log";
-/// What a self-timed runtime's tool reported besides the observations (its own summary, argv).
 /// The worker's notes on the last timed call (e.g. the transcript), beside observations.jsonl.
 pub const CALL_NOTES_FILE: &str = "call-notes.json";
+/// What a self-timed runtime's tool reported besides the observations (its own summary, argv).
 pub const SELF_TIMED_NOTES_FILE: &str = "timing-notes.json";
 /// Operation calls of the profiling pass when `--profile` gives no count.
 pub const DEFAULT_PROFILE_ITERATIONS: u64 = 20;
@@ -60,13 +71,21 @@ pub const DEFAULT_PROFILE_ITERATIONS: u64 = 20;
 /// One `--model` (or plan entry) with what the user asked for it.
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
+    /// Catalog name of the model (for `--onnx`, the name its added profile got).
     pub model: String,
+    /// `--case`: the cases to run; empty runs the profile's default case.
     pub cases: Vec<String>,
+    /// `--runtime`, or the plan entry's runtime; `None` takes the case's own.
     pub runtime: Option<String>,
+    /// The plan entry's `set` overrides, applied before the command line's.
     pub plan_sets: Vec<Override>,
+    /// The plan entry's counts and durations, applied before the command line's.
     pub plan_measure: MeasureFlags,
+    /// `--set key=value` overrides, which win over the plan's.
     pub sets: Vec<Override>,
+    /// `--sweep` axes (and the plan entry's): each point of their product is a case of its own.
     pub sweeps: Vec<SweepAxis>,
+    /// The command line's counts and durations (`--warmup`, `--iterations`, …).
     pub flags: MeasureFlags,
     /// `--inputs`: data sets fed instead of synthesized inputs (`infer` cases; several rotate).
     pub inputs: Vec<String>,
@@ -91,14 +110,20 @@ impl Selection {
     }
 }
 
+/// How a run is carried out, beside what it measures ([`Selection`]s).
 #[derive(Debug, Clone)]
 pub struct RunOptions {
+    /// How each case's bundle is found or built.
     pub bundle: BundleOptions,
+    /// The program started as `<worker> worker --request …` for each case (normally this very binary).
     pub worker: PathBuf,
+    /// Sample telemetry outside the worker (`--telemetry`, already decided for `auto`).
     pub telemetry: bool,
     /// `-o DIR`: a replaceable slot. `None`: a new timestamped directory below `results_parent`.
     pub output: Option<PathBuf>,
+    /// Where a run without `-o` creates its timestamped directory (`trtmc-results`).
     pub results_parent: PathBuf,
+    /// The command line as typed, recorded in result.json and in bundles that get built.
     pub command_line: Vec<String>,
     /// `--profile`: after each case's timed run, a separate per-layer profiling pass of this many calls.
     pub profile: Option<u64>,
@@ -129,8 +154,11 @@ pub type RunError = crate::Error;
 
 /// A resolved case with its profile and bundle plan.
 pub struct PlannedCase {
+    /// The model's catalog profile.
     pub profile: Profile,
+    /// The case with every field resolved and its source recorded.
     pub resolved: ResolvedCase,
+    /// Where its bundle comes from; `None` when the model has no model file (nothing to build).
     pub bundle: Option<BundlePlan>,
     /// The model's inputs as the case feeds them (`infer` cases whose model file is at hand).
     pub inputs: Vec<crate::model_inputs::InputLine>,
@@ -359,7 +387,9 @@ fn runtime_named(
 
 /// The result of a run: where it was written and what it says.
 pub struct RunOutcome {
+    /// The committed result directory.
     pub dir: PathBuf,
+    /// The run's document as written to result.json.
     pub run: BenchmarkRun,
     /// Cases whose bundle build failed (their directories; each is a failed case with its cause),
     /// while other cases were measured.

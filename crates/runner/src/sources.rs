@@ -47,92 +47,167 @@ pub fn hf_offline() -> bool {
         .unwrap_or(false)
 }
 
-/// Identity and local path of a profile's source. `Err` names what is missing and how to get it.
 /// Why a model's source file or tokenizer cannot be found, fetched or prepared; each message names
 /// the file and the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
+    /// `source.builtin` names no generator of `trtmc-modelgen`.
     #[error("unknown builtin model `{name}` (known: {})", known.join(", "))]
-    UnknownBuiltin { name: String, known: Vec<String> },
+    UnknownBuiltin {
+        /// The builtin name as MODEL.toml gives it.
+        name: String,
+        /// Every builtin model's name.
+        known: Vec<String>,
+    },
+    /// A `source.path` file cannot be read (to hash it).
     #[error(
         "model file {} cannot be read: {source} (fix source.path in {})",
         path.display(),
         manifest.display()
     )]
     ModelFile {
+        /// The model file.
         path: PathBuf,
+        /// The MODEL.toml that names it.
         manifest: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// A `source.python_package` file is missing from the installed package.
     #[error(
         "{} is missing from the `{package}` package: {source} (reinstall it: pip install --force-reinstall {package})",
         path.display()
     )]
     PackageFile {
+        /// The file below the package's directory.
         path: PathBuf,
+        /// The Python package's name.
         package: String,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// A hub model is not cached and `HF_HUB_OFFLINE` forbids downloading it.
     #[error(
         "{repo}/{file}@{revision} is not in the Hugging Face cache at {} and HF_HUB_OFFLINE is set (download it first: huggingface-cli download {repo} {file} --revision {revision})",
         cache.display()
     )]
     HubOffline {
+        /// The hub repository (`owner/name`).
         repo: String,
+        /// The file in the repository.
         file: String,
+        /// The revision (branch, tag or commit) the profile pins.
         revision: String,
+        /// The local Hugging Face cache that was searched.
         cache: PathBuf,
     },
+    /// A hub tokenizer is not cached and `HF_HUB_OFFLINE` forbids downloading it.
     #[error(
         "tokenizer {repo}/{file}@{revision} of model `{model}` is not in the Hugging Face cache at {} and HF_HUB_OFFLINE is set (download it first: huggingface-cli download {repo} {file} --revision {revision})",
         cache.display()
     )]
     TokenizerOffline {
+        /// Catalog name of the model.
         model: String,
+        /// The hub repository (`owner/name`).
         repo: String,
+        /// The tokenizer file in the repository.
         file: String,
+        /// The revision the profile pins.
         revision: String,
+        /// The local Hugging Face cache that was searched.
         cache: PathBuf,
     },
+    /// A file or directory of the source cache cannot be created, read or written.
     #[error("cannot {action} {}: {source}", path.display())]
     Io {
         /// `create`, `read`, `write`.
         action: &'static str,
+        /// The file or directory concerned.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// The profile has no source at all (`source` kind `none`), so there is nothing to build.
     #[error("model `{model}` has no model file to build")]
-    NoModelFile { model: String },
+    NoModelFile {
+        /// Catalog name of the model.
+        model: String,
+    },
+    /// A path or package source resolved without a file on disk.
     #[error("model `{model}` has no local file")]
-    NoLocalFile { model: String },
+    NoLocalFile {
+        /// Catalog name of the model.
+        model: String,
+    },
     /// The generator failed; `reason` is its error chain.
     #[error("cannot generate builtin model `{name}`: {reason}")]
-    Generate { name: String, reason: String },
+    Generate {
+        /// The builtin model's name.
+        name: String,
+        /// The generator's error chain as text.
+        reason: String,
+    },
     /// Reweighting failed; `reason` is its error chain.
     #[error("cannot give {} seeded weights: {reason}", path.display())]
-    Reweight { path: PathBuf, reason: String },
+    Reweight {
+        /// The model file being reweighted.
+        path: PathBuf,
+        /// The reweighting's error chain as text.
+        reason: String,
+    },
+    /// The profile's `tokenizer` entry cannot be parsed.
     #[error("model `{model}`: {source}")]
     TokenizerSpec {
+        /// Catalog name of the model.
         model: String,
+        /// Why the tokenizer spec is invalid.
         source: trtmc_core::catalog::CatalogError,
     },
+    /// A `hub:` tokenizer on a model whose source is not a Hugging Face repository.
     #[error("model `{model}`: tokenizer `{text}` needs a Hugging Face source")]
-    TokenizerNotHub { model: String, text: String },
+    TokenizerNotHub {
+        /// Catalog name of the model.
+        model: String,
+        /// The tokenizer entry as MODEL.toml gives it.
+        text: String,
+    },
+    /// The hub client cannot be set up from the environment (`HF_HOME`, `HF_ENDPOINT`, …).
     #[error("cannot start the Hugging Face hub client: {reason}")]
-    HubClient { reason: String },
+    HubClient {
+        /// The client's error as text.
+        reason: String,
+    },
+    /// A hub download failed.
     #[error(
         "cannot download {repo}/{file}@{revision}: {reason} (check the network, or set HF_HUB_OFFLINE=1 and pre-fill the cache)"
     )]
     Download {
+        /// The hub repository (`owner/name`).
         repo: String,
+        /// The file in the repository.
         file: String,
+        /// The revision the profile pins.
         revision: String,
+        /// The hub client's error as text.
         reason: String,
     },
+    /// The Python interpreter runs, but the source's package is not installed for it.
     #[error("Python package `{package}` is not installed for {python} (pip install {package})")]
-    PackageMissing { package: String, python: String },
+    PackageMissing {
+        /// The Python package's name.
+        package: String,
+        /// The interpreter that was asked (`TRTMC_PYTHON` or the default).
+        python: String,
+    },
+    /// The package's directory cannot be looked up (no Python, or it failed).
     #[error("cannot find the `{package}` package: {reason} (install Python 3 or set TRTMC_PYTHON)")]
-    PackageLookup { package: String, reason: String },
+    PackageLookup {
+        /// The Python package's name.
+        package: String,
+        /// Why the lookup failed.
+        reason: String,
+    },
 }
 
 impl SourceError {
@@ -145,6 +220,7 @@ impl SourceError {
     }
 }
 
+/// Identity and local path of a profile's source. `Err` names what is missing and how to get it.
 pub fn resolve(profile: &Profile, work_dir: &Path) -> Result<ResolvedSource, SourceError> {
     let base = resolve_base(profile, work_dir)?;
     Ok(match profile.reweight_seed {

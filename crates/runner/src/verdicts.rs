@@ -107,7 +107,9 @@ impl<'a> Paired<'a> {
 /// each look's interval, and why it stopped adding rounds (`None` with a single planned look).
 #[derive(Debug, Clone, Copy)]
 pub struct Look {
+    /// Confidence of each look's interval (below [`CONFIDENCE`] when several looks share its error).
     pub confidence: f64,
+    /// Why the run stopped adding rounds, when it planned several looks.
     pub stopped_by: Option<RoundsStop>,
 }
 

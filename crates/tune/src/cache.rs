@@ -21,6 +21,7 @@ use trtmc_core::stats::Summary;
 /// The iteration enums are shared with the tuning summary, whose types live in core.
 pub use trtmc_core::artifacts::tune_summary::{Phase, RouteStatus, Stage};
 
+/// The `schema` value of a tuning cache's header line.
 pub const CACHE_SCHEMA: &str = "trtmc.tuning-cache/v1";
 
 /// What the measurements depend on. `--continue` refuses a cache whose fingerprint differs from now.
@@ -28,7 +29,9 @@ pub const CACHE_SCHEMA: &str = "trtmc.tuning-cache/v1";
 pub struct Fingerprint {
     /// SHA-256 of the model file (`trtmc_core::hash::file_sha256`).
     pub model_sha256: String,
+    /// Name of the runtime the routes are built and timed with.
     pub runtime: String,
+    /// The runtime's version string.
     pub runtime_version: String,
     /// CPU model, core count, OS (`trtmc_core::artifacts::MachineInfo::fingerprint_line`).
     pub machine: String,
@@ -43,8 +46,11 @@ pub struct Fingerprint {
 /// One field that differs between two fingerprints.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FieldDifference {
+    /// The differing field, dotted for map entries (`shapes.x`).
     pub field: String,
+    /// The value the cache recorded (`(absent)` when it had none).
     pub cached: String,
+    /// The value now (`(absent)` when there is none).
     pub current: String,
 }
 
@@ -106,9 +112,13 @@ impl Fingerprint {
 /// trtexec's `accuracy_parameter`, plus per-tensor thresholds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AccuracyParameter {
+    /// Absolute tolerance of the `l0` loss.
     pub atol: f64,
+    /// Relative tolerance of the `l0` loss.
     pub rtol: f64,
+    /// The loss threshold a tensor must stay within.
     pub epsilon: f64,
+    /// Thresholds that replace `epsilon` for the named output tensors.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub per_tensor_epsilon: BTreeMap<String, f64>,
 }
@@ -116,9 +126,13 @@ pub struct AccuracyParameter {
 /// The first line of a tuning cache.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CacheHeader {
+    /// trtexec's field: the knob database's version (`<runtime> <version>` for tract and onnxruntime).
     pub tuner_version: String,
+    /// How outputs are compared with the reference's.
     pub accuracy_algorithm: Algorithm,
+    /// The thresholds of that comparison.
     pub accuracy_parameter: AccuracyParameter,
+    /// The search order (`fast`, `full`, `mixed`, `racing`).
     pub searching_algorithm: crate::search::SearchOrder,
     /// The command line, shell-quoted, for people.
     pub command_line: String,
@@ -132,9 +146,13 @@ pub struct CacheHeader {
     /// The argument vector, for machines.
     #[serde(default)]
     pub argv: Vec<String>,
+    /// Always [`CACHE_SCHEMA`].
     pub schema: String,
+    /// What the measurements depend on; `--continue` refuses a cache whose fingerprint differs.
     pub fingerprint: Fingerprint,
+    /// Every option of the tune, so `--continue` needs none of them again.
     pub options: TuneConfig,
+    /// The (merged) knob database the expression was read against.
     pub knob_db: KnobDatabase,
 }
 
@@ -190,30 +208,40 @@ impl CacheHeader {
 /// One line after the header: one finished iteration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IterationRecord {
+    /// Position of the iteration in the plan, from 0; a resumed tune checks it against what it expects.
     pub iter: usize,
+    /// The search phase the line belongs to (`reference`, `fast`, …, `final`).
     pub phase: Phase,
     /// Racing round (1, 2, ...) or head-to-head pass (0, 1, ...) of a measurement-only line; absent on a
     /// line that built and checked the route.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round: Option<usize>,
+    /// The route, as `knob=value` tokens.
     pub build_route: String,
     /// trtexec's meaning: the child died or was killed.
     pub crash: bool,
+    /// Why the route failed or was eliminated; `null` when it did neither.
     pub error_message: Option<String>,
+    /// What became of the route (`ok`, `crashed`, `timed_out`, …).
     pub status: RouteStatus,
+    /// Where a failed route failed (build, outputs, accuracy or measurement).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_stage: Option<Stage>,
     /// trtexec's map: tensor -> loss (`null` for a non-finite loss); `null` when not checked.
     pub accuracy_loss: Option<BTreeMap<String, Option<f64>>>,
+    /// The full accuracy check, per tensor, when outputs were compared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accuracy: Option<AccuracyReport>,
     /// `time_statistic` of this line's steady-state samples, in ms (trtexec's `gpu_time`, named for what
     /// it is).
     pub time_ms: Option<f64>,
+    /// The objective's statistic that `time_ms` is (`p50`, `p95` or `mean`).
     pub time_statistic: String,
+    /// Warm-up calls before the steady-state samples.
     pub warmup_calls: usize,
     /// Steady-state per-call times in ms, in call order (warm-ups excluded).
     pub samples_ms: Vec<f64>,
+    /// Summary statistics of `samples_ms`, when there are any.
     pub summary: Option<Summary>,
     /// SHA-256 over the reference outputs (reference lines only), to notice a changed reference on resume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -227,46 +255,77 @@ pub struct IterationRecord {
 /// A problem with a cache file. Every message names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
+    /// The cache file cannot be read, written or synced.
     #[error("tuning cache {path}: {source}")]
     Io {
+        /// The cache file.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
+    /// A new tune was pointed at a cache that `--continue` could resume.
     #[error(
         "tuning cache {path} already exists; resume it with --continue --cache {path} or choose another --cache"
     )]
-    Exists { path: PathBuf },
+    Exists {
+        /// The existing cache file.
+        path: PathBuf,
+    },
+    /// The file has no complete first line, so there is no plan to continue.
     #[error(
         "tuning cache {path} is empty or has no complete header line (a tune killed while it started), so it \
          cannot be continued; {}",
         start_over(path)
     )]
-    NoHeader { path: PathBuf },
+    NoHeader {
+        /// The cache file.
+        path: PathBuf,
+    },
+    /// The header line is not a valid header.
     #[error(
         "tuning cache {path}, line 1 (header): {message}; it cannot be continued; {}",
         start_over(path)
     )]
-    BadHeader { path: PathBuf, message: String },
+    BadHeader {
+        /// The cache file.
+        path: PathBuf,
+        /// The JSON parser's message.
+        message: String,
+    },
+    /// The header's `schema` is not [`CACHE_SCHEMA`] (another tool's file, or another version).
     #[error(
         "tuning cache {path} has schema '{found}', this tuner reads '{CACHE_SCHEMA}'; {}",
         start_over(path)
     )]
-    WrongSchema { path: PathBuf, found: String },
+    WrongSchema {
+        /// The cache file.
+        path: PathBuf,
+        /// The schema the header names (`(none)` when it names none).
+        found: String,
+    },
+    /// An iteration line before the last cannot be parsed (a torn last line is dropped instead).
     #[error(
         "tuning cache {path}, line {line}: {message}; the file was edited or damaged; {}",
         start_over(path)
     )]
     BadLine {
+        /// The cache file.
         path: PathBuf,
+        /// The damaged line's number, from 1.
         line: usize,
+        /// The JSON parser's message.
         message: String,
     },
+    /// `--continue` on a cache measured under other conditions (model, runtime, machine, shapes, settings).
     #[error(
         "the tuning cache was made for different conditions, so its measurements cannot be mixed with new \
          ones; differing fields: {}. Start a new tune (another --cache) or restore those conditions",
         differences.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
     )]
-    FingerprintMismatch { differences: Vec<FieldDifference> },
+    FingerprintMismatch {
+        /// Every field that differs, cached value against current.
+        differences: Vec<FieldDifference>,
+    },
 }
 
 /// What to do with a cache that cannot be continued: the same words from a new tune and from
@@ -342,6 +401,8 @@ impl CacheWriter {
         })
     }
 
+    /// The cache file appended to.
+    /// The cache file this writer appends to.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -350,7 +411,9 @@ impl CacheWriter {
 /// A cache read back from disk.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CacheContent {
+    /// The header line.
     pub header: CacheHeader,
+    /// The complete iteration lines, in file order.
     pub records: Vec<IterationRecord>,
     /// Bytes of a torn last line that were dropped (0 when the file ended cleanly).
     pub torn_bytes: usize,

@@ -7,8 +7,11 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use trtmc_core::accuracy::{AccuracySpec, Algorithm};
 
+/// Every option of a tune: search order, objective, call counts, statistics, limits and the accuracy
+/// gate (defaults: [`TuneConfig::default`]; from command-line flags: [`ConfigFlags::to_config`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TuneConfig {
+    /// The order routes are tried in (`--search`).
     pub search: SearchOrder,
     /// The statistic routes are ranked on (steady-state samples only).
     pub objective: Objective,
@@ -63,6 +66,7 @@ pub struct TuneConfig {
     /// made are kept. `None`: every route gets `calls`.
     #[serde(default)]
     pub route_budget_s: Option<f64>,
+    /// The accuracy gate: how each route's outputs are compared with the reference's, and the thresholds.
     pub accuracy: AccuracySpec,
 }
 
@@ -119,8 +123,11 @@ impl Default for TuneConfig {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("tuning option {option} = {value} is out of range: {expected}")]
 pub struct ConfigError {
+    /// The [`TuneConfig`] field, e.g. `min_effect`.
     pub option: &'static str,
+    /// The refused value as text.
     pub value: String,
+    /// What the option accepts.
     pub expected: &'static str,
 }
 
@@ -128,16 +135,27 @@ pub struct ConfigError {
 /// names for the search order, objective and accuracy algorithm, `NAME=EPS` per-tensor thresholds.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ConfigFlags {
+    /// `--search`: `fast`, `full`, `mixed` or `racing`.
     pub search: Option<String>,
+    /// `--objective`: the statistic routes are ranked on (e.g. `p50`).
     pub objective: Option<String>,
+    /// `--calls`: steady-state calls per route in the search.
     pub calls: Option<usize>,
+    /// `--warmup`: warm-up calls before a route's first measurement.
     pub warmup: Option<usize>,
+    /// `--race-round-calls`: calls per route per racing round.
     pub race_round_calls: Option<usize>,
+    /// `--final-passes`: head-to-head passes over the finalists.
     pub final_passes: Option<usize>,
+    /// `--final-calls`: calls per finalist per pass.
     pub final_calls: Option<usize>,
+    /// `--confidence`: confidence of the intervals that call ties and winners (between 0.5 and 1).
     pub confidence: Option<f64>,
+    /// `--min-effect`: smallest relative margin that makes a winner (0.01 = 1 %).
     pub min_effect: Option<f64>,
+    /// `--max-routes`: most routes built and evaluated.
     pub max_routes: Option<usize>,
+    /// `--route-timeout`, in seconds: limit of one route's build, output or measurement call.
     pub route_timeout_s: Option<f64>,
     /// trtexec's `--tuningTimeOut`: a negative budget means none.
     pub timeout_s: Option<f64>,
@@ -145,10 +163,15 @@ pub struct ConfigFlags {
     pub route_budget_s: Option<f64>,
     /// `--early-stop-factor`: 0 turns early stopping off.
     pub early_stop_factor: Option<f64>,
+    /// `--accuracy-algorithm`: how outputs are compared with the reference's (e.g. `cos`).
     pub accuracy_algorithm: Option<String>,
+    /// `--accuracy-threshold`: the loss every output tensor must stay within.
     pub accuracy_threshold: Option<f64>,
+    /// `--atol`: absolute tolerance of the `l0` loss.
     pub atol: Option<f64>,
+    /// `--rtol`: relative tolerance of the `l0` loss.
     pub rtol: Option<f64>,
+    /// `--tensor-threshold NAME=EPS`, repeatable: a threshold for one output tensor.
     pub tensor_thresholds: Vec<String>,
 }
 
@@ -227,17 +250,38 @@ impl ConfigFlags {
 pub enum FlagError {
     /// A value that does not parse; `reason` lists what the flag takes.
     #[error("{flag}: {reason}")]
-    Value { flag: &'static str, reason: String },
+    Value {
+        /// The flag, e.g. `--search`.
+        flag: &'static str,
+        /// The parser's message, listing what the flag takes.
+        reason: String,
+    },
+    /// A `--tensor-threshold` value without `=`.
     #[error("--tensor-threshold `{given}` is not NAME=EPS (e.g. --tensor-threshold logits=1e-3)")]
-    TensorThreshold { given: String },
+    TensorThreshold {
+        /// The value as typed.
+        given: String,
+    },
+    /// A `--tensor-threshold` whose threshold is not a number.
     #[error("--tensor-threshold `{given}`: `{epsilon}` is not a number")]
-    TensorEpsilon { given: String, epsilon: String },
+    TensorEpsilon {
+        /// The value as typed.
+        given: String,
+        /// The part after `=`.
+        epsilon: String,
+    },
+    /// A value that parses but is outside the option's range.
     #[error(
         "{flag} {} is out of range: {} (see trtmc-bench tune --help)",
         refused.value,
         refused.expected
     )]
-    OutOfRange { flag: String, refused: ConfigError },
+    OutOfRange {
+        /// The flag the user typed for the option (e.g. `--timeout` for `budget_s`).
+        flag: String,
+        /// The option, value and accepted range.
+        refused: ConfigError,
+    },
 }
 
 /// The command-line flag of a configuration option, for messages about what the user typed.
@@ -258,6 +302,7 @@ fn flag_of(option: &str) -> String {
 pub const MOST_CALLS: usize = trtmc_core::case::MOST_CALLS as usize;
 
 impl TuneConfig {
+    /// Checks every option's range; `Err` names the first option out of range and what it accepts.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |option, value: String, expected| {
             Err(ConfigError {
@@ -371,15 +416,11 @@ impl TuneConfig {
         Ok(())
     }
 
-    pub fn route_timeout(&self) -> Option<Duration> {
+    pub(crate) fn route_timeout(&self) -> Option<Duration> {
         self.route_timeout_s.map(Duration::from_secs_f64)
     }
 
-    pub fn route_budget(&self) -> Option<Duration> {
-        self.route_budget_s.map(Duration::from_secs_f64)
-    }
-
-    pub fn budget(&self) -> Option<Duration> {
+    pub(crate) fn budget(&self) -> Option<Duration> {
         self.budget_s.map(Duration::from_secs_f64)
     }
 }

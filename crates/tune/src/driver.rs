@@ -38,11 +38,14 @@ pub enum RouteErrorKind {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct RouteError {
+    /// Crash, timeout or a reported error: decides the route's status in the cache.
     pub kind: RouteErrorKind,
+    /// What went wrong, kept as the route's `error_message`.
     pub message: String,
 }
 
 impl RouteError {
+    /// The route's child process died (a signal, or no result).
     pub fn crash(message: impl Into<String>) -> Self {
         Self {
             kind: RouteErrorKind::Crash,
@@ -50,6 +53,7 @@ impl RouteError {
         }
     }
 
+    /// The route ran past its timeout and was killed.
     pub fn timeout(message: impl Into<String>) -> Self {
         Self {
             kind: RouteErrorKind::Timeout,
@@ -57,6 +61,7 @@ impl RouteError {
         }
     }
 
+    /// The runtime reported an error for the route.
     pub fn failed(message: impl Into<String>) -> Self {
         Self {
             kind: RouteErrorKind::Failed,
@@ -69,8 +74,11 @@ impl RouteError {
 /// `calls` steady-state calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MeasurePlan {
+    /// Calls made first and returned in [`Timing::warmup_ms`].
     pub warmup_calls: usize,
+    /// Steady-state calls, returned in [`Timing::samples_ms`].
     pub calls: usize,
+    /// Limit of the whole measurement (`--route-timeout`); `None`: no limit.
     pub timeout: Option<Duration>,
     /// Measure in a fresh process (a head-to-head pass): the process is the unit of variance, so each
     /// pass must sample a new one (docs/statistics.md). Runners without processes ignore it.
@@ -80,7 +88,9 @@ pub struct MeasurePlan {
 /// Per-call times in milliseconds.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Timing {
+    /// The warm-up calls' times, in call order (never ranked).
     pub warmup_ms: Vec<f64>,
+    /// The steady-state calls' times, in call order.
     pub samples_ms: Vec<f64>,
     /// What the runtime's own tool said about this measurement (trtexec's variance warnings).
     pub notes: Vec<String>,
@@ -91,6 +101,7 @@ pub trait RouteRunner {
     /// A built route (a bundle, an engine file, a worker process handle).
     type Built;
 
+    /// Builds `route`, within `timeout` when one is given.
     fn build(
         &mut self,
         route: &Route,
@@ -105,6 +116,7 @@ pub trait RouteRunner {
         timeout: Option<Duration>,
     ) -> Result<Vec<Tensor>, RouteError>;
 
+    /// Times `plan`'s warm-up and steady-state calls of a built route.
     fn measure(
         &mut self,
         built: &mut Self::Built,
@@ -131,20 +143,28 @@ pub enum ExecutorError {
     /// The tune was asked to stop: no more arrays are submitted (those submitted are cancelled).
     #[error("the tune is stopping: nothing more is submitted")]
     Stopping,
+    /// `sbatch` refused or failed to submit a round's job array.
     #[error("cannot submit the builds to Slurm: {source}")]
     Submit {
+        /// Slurm's error.
         source: trtmc_executor::slurm::SlurmError,
     },
+    /// A submitted job array's state cannot be polled.
     #[error("cannot follow Slurm job array {job}: {source}")]
     Follow {
+        /// The job array's id.
         job: String,
+        /// Slurm's error.
         source: trtmc_executor::slurm::SlurmError,
     },
+    /// A file the builds are exchanged through cannot be created or written.
     #[error("cannot {action} {}: {source}", path.display())]
     File {
         /// `create`, `write`.
         action: &'static str,
+        /// The file or directory concerned.
         path: std::path::PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
 }
@@ -160,7 +180,9 @@ pub enum Reference {
     /// The default route's outputs, and when the default route cannot give them (it fails to build or
     /// run), these outputs computed by `source` on the same inputs (e.g. ONNX Runtime on the ONNX file).
     DefaultRouteElse {
+        /// What computed the fallback outputs, named in the tune's notes (`onnxruntime 1.x on model.onnx`).
         source: String,
+        /// The fallback outputs, in the order of the model's outputs.
         outputs: Vec<Tensor>,
     },
 }
@@ -177,8 +199,11 @@ impl Reference {
 /// What to tune.
 #[derive(Debug, Clone)]
 pub struct TunePlan {
+    /// The (merged) knob database the expression is read against.
     pub knobs: KnobSet,
+    /// The parsed route expression (`--routes`).
     pub expression: Expression,
+    /// Every option of the tune.
     pub config: TuneConfig,
 }
 
@@ -242,36 +267,54 @@ impl std::fmt::Debug for Session<'_> {
 /// A tune that cannot go on.
 #[derive(Debug, thiserror::Error)]
 pub enum TuneError {
+    /// An option is out of range.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The tuning cache cannot be created, read, appended to or continued.
     #[error(transparent)]
     Cache(#[from] CacheError),
+    /// `--continue`: the cache header's knob database is invalid.
     #[error("the knob database in the tuning cache header is invalid: {0}")]
     Knobs(#[from] KnobDbError),
+    /// `--continue`: the cache header's expression does not parse against its knob database.
     #[error("the expression in the tuning cache header no longer parses: {0}")]
     Expression(#[from] ExprError),
+    /// A `full` or `racing` space over [`MAX_UNCAPPED_ROUTES`] without `--max-routes`.
     #[error(
         "the full space has {count} routes; give --max-routes N (at most {MAX_UNCAPPED_ROUTES} without it) or use \
          --search fast or mixed"
     )]
-    SpaceTooLarge { count: String },
+    SpaceTooLarge {
+        /// The number of routes in the space, as text (it may exceed any integer type).
+        count: String,
+    },
     /// The runner's executor failed (a Slurm submission or poll): the routes' builds cannot go on.
     #[error(transparent)]
     Executor(ExecutorError),
+    /// `--continue`: a cache line is not the iteration this plan runs at that position.
     #[error(
         "tuning cache line for iteration {iter} records {found}, but this tune would run {expected} there: the \
          cache belongs to another expression or options; start a new tune"
     )]
     Diverged {
+        /// The iteration's number in the cache.
         iter: usize,
+        /// The phase and route this tune would run there.
         expected: String,
+        /// The phase and route the cache line records.
         found: String,
     },
+    /// The default route failed, and without `--ref-outputs` it was the only source of golden outputs.
     #[error(
         "the reference route {route} failed, so there are no golden outputs to gate accuracy: {message}; give \
          --ref-outputs or fix the default route"
     )]
-    Reference { route: String, message: String },
+    Reference {
+        /// The default route.
+        route: String,
+        /// Why it failed.
+        message: String,
+    },
 }
 
 /// Most routes `full`/`racing` expand without `--max-routes`.

@@ -17,6 +17,7 @@ use std::fmt;
 /// A parsed, validated expression: knobs in the order written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expression {
+    /// One term per knob, in the order written.
     pub terms: Vec<Term>,
 }
 
@@ -25,9 +26,11 @@ pub struct Expression {
 pub struct Term {
     /// The knob name with its leading dash, as in the database.
     pub knob: String,
+    /// The value it is pinned to, or the values it varies over.
     pub values: TermValues,
 }
 
+/// What an expression says about one knob's value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TermValues {
     /// `-knob=value`: pinned in every route.
@@ -45,6 +48,7 @@ impl Term {
         }
     }
 
+    /// Whether the term lists values to try (`-knob=[a|b]`) rather than pinning one.
     pub fn is_variable(&self) -> bool {
         matches!(self.values, TermValues::Variable(_))
     }
@@ -70,58 +74,122 @@ impl fmt::Display for Expression {
 /// Why an expression was refused. Every message names the knob or token and says what to change.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExprError {
+    /// The expression has no tokens.
     #[error("the route expression is empty: give at least one token such as '-knob=[a|b]'")]
     Empty,
+    /// A token without `=`.
     #[error("token '{token}' has no '=': write it as '-knob=value' or '-knob=[a|b|c]'")]
-    MissingEquals { token: String },
+    MissingEquals {
+        /// The token as written.
+        token: String,
+    },
+    /// A token with nothing but spaces before `=`.
     #[error("token '{token}' has an empty knob name before '='")]
-    EmptyKnobName { token: String },
+    EmptyKnobName {
+        /// The token as written.
+        token: String,
+    },
+    /// A `[` without its `]`, a `]` without its `[`, or nested lists.
     #[error(
         "unbalanced brackets in '{token}': every '[' needs one matching ']' and lists cannot nest"
     )]
-    UnbalancedBracket { token: String },
+    UnbalancedBracket {
+        /// The token as written.
+        token: String,
+    },
+    /// A knob the database does not have.
     #[error(
         "unknown knob: {knob}{} (ordinary build flags are not knobs; see --help-routes for the list)",
         did_you_mean(suggestion.as_deref())
     )]
     UnknownKnob {
+        /// The knob as written.
         knob: String,
+        /// The closest knob of the database, if one is close.
         suggestion: Option<String>,
     },
+    /// A knob given in two tokens.
     #[error(
         "knob {knob} appears twice in the expression; give it once, with a list if it should vary"
     )]
-    DuplicateKnob { knob: String },
+    DuplicateKnob {
+        /// The knob as the expression names it.
+        knob: String,
+    },
+    /// Nothing after `=`.
     #[error("knob {knob} has no value after '='")]
-    EmptyValue { knob: String },
+    EmptyValue {
+        /// The knob as the expression names it.
+        knob: String,
+    },
+    /// Text between `=` and `[`.
     #[error("knob {knob}: unexpected text '{text}' before '['; write {knob}=[a|b]")]
-    TextBeforeBracket { knob: String, text: String },
+    TextBeforeBracket {
+        /// The knob as the expression names it.
+        knob: String,
+        /// The text between `=` and `[`.
+        text: String,
+    },
+    /// Text after `]`.
     #[error("knob {knob}: unexpected text '{text}' after ']'; separate tokens with a space")]
-    TextAfterBracket { knob: String, text: String },
+    TextAfterBracket {
+        /// The knob as the expression names it.
+        knob: String,
+        /// The text after `]`.
+        text: String,
+    },
+    /// `...` in a list: an open range cannot be expanded.
     #[error(
         "knob {knob}: unbounded expression not allowed: '...' cannot be expanded, list the values to try"
     )]
-    Ellipsis { knob: String },
+    Ellipsis {
+        /// The knob as the expression names it.
+        knob: String,
+    },
+    /// `[]`: a list without values.
     #[error("knob {knob}: empty value list '[]'; list at least one value")]
-    EmptyList { knob: String },
+    EmptyList {
+        /// The knob as the expression names it.
+        knob: String,
+    },
+    /// A value listed twice.
     #[error("knob {knob}: value '{value}' is listed twice")]
-    DuplicateValue { knob: String, value: String },
+    DuplicateValue {
+        /// The knob as the expression names it.
+        knob: String,
+        /// The repeated value.
+        value: String,
+    },
+    /// Values outside the knob's allowed set.
     #[error("knob {knob}: invalid value(s) {}; allowed: {allowed}", quoted(values))]
     InvalidValues {
+        /// The knob as the expression names it.
         knob: String,
+        /// The values outside the knob's allowed set.
         values: Vec<String>,
+        /// The allowed set as the database writes it (`-k=[a|b|c]`).
         allowed: String,
     },
+    /// A list for a knob whose values are unbounded (`-k=int`); it can only be pinned.
     #[error(
         "knob {knob} has unbounded values ({kind}): a list cannot be expanded; pin one value with {knob}=VALUE"
     )]
-    ListOnUnbounded { knob: String, kind: String },
+    ListOnUnbounded {
+        /// The knob as the expression names it.
+        knob: String,
+        /// The unbounded type, e.g. `int`.
+        kind: String,
+    },
+    /// A type name (`int`) given where a value belongs.
     #[error(
         "knob {knob}: '{value}' is the type name, not a value; give a value such as {knob}={default}"
     )]
     TypeNameAsValue {
+        /// The knob as the expression names it.
         knob: String,
+        /// The type name given as the value (`int`).
         value: String,
+        /// The knob's default, offered as an example value.
         default: String,
     },
 }
@@ -302,6 +370,7 @@ fn check_fixed(knob: &crate::knobs::Knob, value: &str) -> Result<(), ExprError> 
 /// One concrete build route: knob settings in expression order.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Route {
+    /// `(knob, value)` pairs, knob names with their leading dash.
     pub settings: Vec<(String, String)>,
 }
 

@@ -13,8 +13,11 @@ pub use trtmc_trtexec::{KnobDatabase, KnobOption, KnobValues};
 pub struct Knob {
     /// The option name with its leading dash, e.g. `-kgen:tiling`.
     pub name: String,
+    /// The values it accepts: a closed list, an open integer range, or an unbounded type.
     pub domain: KnobValues,
+    /// The value a route that does not mention the knob gets.
     pub default: String,
+    /// One-line description, as `--help-routes` prints it.
     pub help: String,
     /// Which database the knob came from (a runtime's own knobs, extra build-flag knobs, ...).
     pub source: String,
@@ -23,37 +26,55 @@ pub struct Knob {
 /// A problem in a knob database.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum KnobDbError {
+    /// The document does not parse as a getAllBuildRoutes database.
     #[error(
         "knob database '{source_name}' is not valid JSON in the getAllBuildRoutes shape: {message}"
     )]
     Json {
+        /// The database as errors name it (a path, a runtime).
         source_name: String,
+        /// The JSON parser's message.
         message: String,
     },
+    /// An option entry with an empty `option` name.
     #[error(
         "knob database '{source_name}': an option has an empty name; every entry needs \"option\": \"-name\""
     )]
-    EmptyName { source_name: String },
+    EmptyName {
+        /// The database as errors name it (a path, a runtime).
+        source_name: String,
+    },
+    /// An option's `allowed_values` in none of the three accepted forms.
     #[error(
         "knob database '{source_name}': allowed_values of {knob} is '{allowed}', expected '{knob}=[a|b|...]', \
          '{knob}=[1|2|...]' or '{knob}=int'"
     )]
     BadAllowedValues {
+        /// The database as errors name it (a path, a runtime).
         source_name: String,
+        /// The knob whose entry is malformed.
         knob: String,
+        /// Its `allowed_values` as written.
         allowed: String,
     },
+    /// Merged databases define the same knob.
     #[error(
         "knob {knob} is defined by both '{first}' and '{second}'; a knob may come from one database only"
     )]
     Duplicate {
+        /// The knob defined twice.
         knob: String,
+        /// The database that defined it first.
         first: String,
+        /// The database that defined it again.
         second: String,
     },
+    /// `--help-routes=KNOB` names no knob.
     #[error("no knob named '{query}'{}", did_you_mean(suggestion.as_deref()))]
     UnknownFilter {
+        /// The name as given.
         query: String,
+        /// The closest knob name, if one is close.
         suggestion: Option<String>,
     },
 }
@@ -140,14 +161,17 @@ impl KnobSet {
         }
     }
 
+    /// Every knob, in database (and merge) order.
     pub fn knobs(&self) -> &[Knob] {
         &self.knobs
     }
 
+    /// The number of knobs.
     pub fn len(&self) -> usize {
         self.knobs.len()
     }
 
+    /// Whether the set has no knob at all.
     pub fn is_empty(&self) -> bool {
         self.knobs.is_empty()
     }

@@ -31,12 +31,18 @@ use crate::runtime_knobs;
 use crate::slurm::{SLURM_DIR, SlurmOptions, SlurmRunner, check_shared_path};
 use trtmc_core::artifacts::matrix::SlurmSettings;
 
+/// The tune's JSON summary (`trtmc.tuning-summary/v1`), in the output directory.
 pub const SUMMARY_FILE: &str = "tuning-summary.json";
+/// The tune's HTML report, beside the summary.
 pub const REPORT_FILE: &str = "tuning-report.html";
+/// The tuning cache's name in the output directory when `--cache` gives none.
 pub const CACHE_FILE: &str = "tuning-cache.jsonl";
+/// The chosen route's record, beside a bundle that `--save-bundle` or `--save-all` copies.
 pub const TUNED_ROUTE_FILE: &str = "tuned-route.json";
 pub use trtmc_core::artifacts::TUNED_ROUTE_SCHEMA;
+/// The routes' build and worker logs, inside the output directory.
 pub const LOG_DIR: &str = "logs";
+/// Scratch space of the routes' processes inside the output directory, removed when the tune ends.
 pub const WORK_DIR: &str = ".tune-work";
 /// Where `--save-all` copies every eligible route's bundle, inside the output directory.
 pub const ALL_BUNDLES_DIR: &str = "bundles";
@@ -65,49 +71,82 @@ pub enum TuneRunError {
     /// `--onnx` names a file that is no usable ONNX model.
     #[error("--onnx: {source}")]
     Onnx {
+        /// The file given to `--onnx`.
         path: PathBuf,
+        /// Why it cannot be used.
         source: trtmc_core::catalog::CatalogError,
     },
     /// The catalog at `root` cannot be loaded.
     #[error("{source}")]
     Catalog {
+        /// The catalog's root directory.
         root: PathBuf,
+        /// Why it cannot be loaded.
         source: trtmc_core::catalog::CatalogError,
     },
     /// The catalog has no such model (the message lists close names).
     #[error("{source}")]
     UnknownModel {
+        /// The model name as given.
         model: String,
+        /// The catalog's error, with the closest known names.
         source: trtmc_core::catalog::CatalogError,
     },
     /// The model's status (e.g. `unsupported`) says it cannot run.
     #[error("model `{model}` cannot be tuned: {status}")]
-    ModelNotReady { model: String, status: String },
+    ModelNotReady {
+        /// Catalog name of the model.
+        model: String,
+        /// The model's catalog status, with its note.
+        status: String,
+    },
     /// A test-only operation outside the test harness.
     #[error("{reason}")]
-    TestOnlyOperation { model: String, reason: String },
+    TestOnlyOperation {
+        /// Catalog name of the model.
+        model: String,
+        /// Which operation it is and why it is refused here.
+        reason: String,
+    },
     /// The model has no model file, so nothing can be built.
     #[error("model `{model}` has no model file, so it has no build routes to tune")]
-    NoModelFile { model: String },
+    NoModelFile {
+        /// Catalog name of the model.
+        model: String,
+    },
     /// The base case cannot be resolved (unknown case or field, a bad value).
     #[error("{source}")]
     Case {
+        /// Catalog name of the model.
         model: String,
+        /// Why the case cannot be resolved.
         source: Box<trtmc_core::case::CaseError>,
     },
     /// No runtime of that name.
     #[error("{reason}")]
-    UnknownRuntime { runtime: String, reason: String },
+    UnknownRuntime {
+        /// The runtime name as given.
+        runtime: String,
+        /// The registry's message, with the known runtimes.
+        reason: String,
+    },
     /// The runtime has nothing to tune.
     #[error(transparent)]
     NoKnobs(KnobError),
     /// A knob database the runtime gave is not valid (a bad `allowed_values`, a knob defined twice).
     #[error("{reason}")]
-    KnobDatabase { runtime: String, reason: String },
+    KnobDatabase {
+        /// Name of the runtime.
+        runtime: String,
+        /// What is wrong with the database.
+        reason: String,
+    },
     /// The tuning cache cannot be created, read or continued, or was written for another tune.
     #[error("{source}")]
     Cache {
+        /// The tuning cache file.
         path: PathBuf,
+        /// The cache's error.
         #[source]
         source: CacheError,
     },
@@ -117,72 +156,116 @@ pub enum TuneRunError {
     /// The plan stored in the tuning cache's header no longer holds (`--continue`).
     #[error("{source}")]
     CachedPlan {
+        /// The tuning cache file.
         path: PathBuf,
+        /// Why its plan cannot be restored.
         #[source]
         source: TuneError,
     },
     /// The model's source file cannot be found, read or fetched.
     #[error("{source}")]
     Source {
+        /// Catalog name of the model.
         model: String,
+        /// What is missing and how to get it.
         source: Box<trtmc_runner::sources::SourceError>,
     },
     /// The model file cannot be read to take its digest.
     #[error("cannot read the model file {}: {source}", path.display())]
     ModelFile {
+        /// The model file.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
     /// `--inputs` or `--ref-outputs` cannot be read as golden tensors.
     #[error("{flag}: {source}")]
     Golden {
+        /// `--inputs` or `--ref-outputs`.
         flag: &'static str,
+        /// Why the file cannot be read.
         #[source]
         source: GoldenError,
     },
     /// `--inputs` or `--ref-outputs` names a data set (a folder or trtexec's `name:file.bin` list)
     /// that cannot be read for this model.
     #[error("{flag}: {reason}")]
-    DataSet { flag: &'static str, reason: String },
+    DataSet {
+        /// `--inputs` or `--ref-outputs`.
+        flag: &'static str,
+        /// Why the data set cannot be read for this model.
+        reason: String,
+    },
     /// The model's tokenizer cannot be found or fetched.
     #[error("{source}")]
     Tokenizer {
+        /// Catalog name of the model.
         model: String,
+        /// What is missing and how to get it.
         source: Box<trtmc_runner::sources::SourceError>,
     },
     /// `--executor slurm`: a file the tasks read or write is not on a path every node sees.
     #[error("{source}")]
     NotShared {
+        /// What the path is, in words (`the tuning cache (--cache)`).
         what: &'static str,
+        /// The path that is not shared.
         path: PathBuf,
+        /// Why it is not on a shared file system.
         source: crate::slurm::SharedPathError,
     },
     // --- the machine lacks something (exit 7) ---
     /// The runtime's library or tool is missing, so its routes cannot be built and measured here.
     #[error("{reason}")]
-    Unavailable { runtime: String, reason: String },
+    Unavailable {
+        /// Name of the runtime.
+        runtime: String,
+        /// What is missing and how to provide it.
+        reason: String,
+    },
     /// The runtime's tool (trtexec) could not list its knobs.
     #[error("{reason}")]
-    KnobTool { runtime: String, reason: String },
+    KnobTool {
+        /// Name of the runtime.
+        runtime: String,
+        /// The tool's failure.
+        reason: String,
+    },
     /// The routes' processes cannot be started.
     #[error(transparent)]
     RouteProcesses(#[from] crate::process::StartError),
     /// `--executor slurm`: no Slurm controller answers.
     #[error("{reason}")]
-    SlurmController { reason: String },
+    SlurmController {
+        /// Slurm's answer (or why it could not be asked).
+        reason: String,
+    },
     // --- an output is refused or cannot be written (exit 4) ---
     /// The output directory (`-o`) is refused.
     #[error("-o {}: {reason}; choose another directory", dir.display())]
-    OutputDir { dir: PathBuf, reason: String },
+    OutputDir {
+        /// The directory given to `-o`.
+        dir: PathBuf,
+        /// Why it is refused.
+        reason: String,
+    },
     /// `--save-bundle` (or `--save-all`'s copy) is refused or cannot be written.
     #[error("--save-bundle {}: {reason}", dir.display())]
-    SaveBundle { dir: PathBuf, reason: String },
+    SaveBundle {
+        /// The directory given to `--save-bundle` (or `--save-all`).
+        dir: PathBuf,
+        /// Why it is refused or cannot be written.
+        reason: String,
+    },
     /// A file or directory of the tune's output cannot be written.
     #[error("cannot {action} {}", path.display())]
     Write {
+        /// What was attempted, as a verb phrase (`create`, `write`, …).
         action: &'static str,
+        /// The file or directory concerned.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
     /// The tuning engine stopped (bad plan, cache damage, reference outputs that cannot be computed).
@@ -190,7 +273,12 @@ pub enum TuneRunError {
     Engine(#[from] TuneError),
     /// The merged knob database contradicts itself (a bug, not the user's input).
     #[error("{reason}")]
-    KnobSet { runtime: String, reason: String },
+    KnobSet {
+        /// Name of the runtime.
+        runtime: String,
+        /// The contradiction found.
+        reason: String,
+    },
 }
 
 fn absolute(path: &Path) -> PathBuf {
@@ -203,13 +291,20 @@ pub enum ModelChoice {
     /// Any ONNX file: generic inference on seeded synthesized inputs.
     OnnxFile(PathBuf),
     /// A profile of the catalog at `root`.
-    Catalog { name: String, root: PathBuf },
+    Catalog {
+        /// The profile's name (`--model`).
+        name: String,
+        /// The catalog's root directory.
+        root: PathBuf,
+    },
 }
 
 /// A model ready to tune: its profile and, for a catalog profile, the catalog's root.
 #[derive(Debug, Clone)]
 pub struct Model {
+    /// The model's profile (for `--onnx`, one made for the file).
     pub profile: Profile,
+    /// The catalog's root for a catalog profile; `None` for `--onnx`.
     pub catalog_root: Option<PathBuf>,
 }
 
@@ -380,14 +475,17 @@ pub fn read_cache_header(path: &Path) -> Result<CacheHeader, TuneRunError> {
 /// One tune: the model and where everything goes. The plan comes with [`Start`].
 #[derive(Debug, Clone)]
 pub struct TuneRequest {
+    /// The model to tune.
     pub model: Model,
     /// The case with the fixed overrides ([`Model::resolve_base`]): the default route's settings.
     pub base: ResolvedCase,
+    /// Name of the runtime whose routes are tuned (`--runtime`).
     pub runtime: String,
     /// The trtexec the tensorrt runtime drives (`--trtexec`); `None`: found on `PATH`.
     pub trtexec: Option<PathBuf>,
     /// The case and the fixed overrides every route starts from (`--case`, `--set`, `--shape`, `--dim`).
     pub case: Option<String>,
+    /// The fixed overrides (`--set`, `--shape`, `--dim`) every route starts from.
     pub sets: Vec<Override>,
     /// The output directory ([`prepare_output`] for a new tune).
     pub output_dir: PathBuf,
@@ -403,6 +501,7 @@ pub struct TuneRequest {
     pub save_all: bool,
     /// The managed bundle cache the routes are built into (shared with `run`).
     pub bundle_cache: PathBuf,
+    /// `--live-workers`: most route workers kept loaded at once (the least recently used is stopped).
     pub live_workers: usize,
     /// The tune's options as an argument vector: stored in the cache header (`--continue` parses it
     /// back) and shown in the summary.
@@ -421,6 +520,7 @@ pub type TunePage = fn(&TuneSummary) -> String;
 /// A new tune with its plan, or the continuation of the one in the request's cache.
 #[expect(clippy::large_enum_variant, reason = "one value per tune, moved once")]
 pub enum Start {
+    /// A new tune of this plan, into a new cache.
     New(TunePlan),
     /// The cache header ([`read_cache_header`]) restores the plan; its recorded iterations are replayed.
     Continue(CacheHeader),
@@ -429,14 +529,19 @@ pub enum Start {
 /// A finished tune. `summary.all_failed()` when no route was eligible (the files are written anyway).
 #[derive(Debug)]
 pub struct TuneOutcome {
+    /// The tune's summary as written.
     pub summary: TuneSummary,
+    /// Where the summary was written ([`SUMMARY_FILE`] in the output directory).
     pub summary_file: PathBuf,
+    /// Where the HTML report was written ([`REPORT_FILE`]).
     pub report_file: PathBuf,
+    /// The routes' logs ([`LOG_DIR`]).
     pub log_dir: PathBuf,
 }
 
 /// A route runner that knows the bundle of every route it built (for `--save-bundle`, `--save-all`).
 pub trait BuiltRoutes {
+    /// The bundle built for `route` (its display form), if this runner built it.
     fn route_bundle(&self, route: &str) -> Option<RouteBundle>;
 }
 

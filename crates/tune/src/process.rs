@@ -44,9 +44,13 @@ const QUIT_GRACE: Duration = Duration::from_secs(2);
 /// `--set` overrides, and the runtime.
 #[derive(Debug, Clone)]
 pub struct Target {
+    /// The model's profile.
     pub profile: Profile,
+    /// `--case`: the case every route starts from; `None`: the profile's default.
     pub case: Option<String>,
+    /// The fixed overrides every route starts from (`--set`, `--shape`, `--dim`).
     pub sets: Vec<Override>,
+    /// Name of the runtime whose routes are built and timed.
     pub runtime: String,
     /// The ONNX file routes are built from (already materialized: generated, reweighted, downloaded).
     pub onnx: PathBuf,
@@ -65,22 +69,30 @@ pub struct Options {
     pub work_dir: PathBuf,
     /// One build log and one serve log per route.
     pub log_dir: PathBuf,
+    /// Most serving workers kept loaded at once; the least recently used is stopped (at least 1).
     pub max_live_workers: usize,
+    /// The tune's command line, recorded in the bundles it builds.
     pub command_line: Vec<String>,
 }
 
 /// A route resolved to its case, bundle and settings.
 #[derive(Debug, Clone)]
 pub struct RouteBundle {
+    /// The route's text (`-k=v -k2=v2`), the key of [`ProcessRunner::built`].
     pub route: String,
+    /// The case the route resolves to: the target's case with the route's knobs as its sweep point.
     pub resolved: ResolvedCase,
+    /// What the route's knobs set.
     pub settings: RouteSettings,
+    /// The route's bundle directory in the managed bundle cache.
     pub bundle: PathBuf,
+    /// The bundle's full cache key.
     pub key: String,
 }
 
 /// A built route: its bundle and, while it is loaded, its serving worker.
 pub struct Built {
+    /// The route's resolved case and bundle.
     pub info: RouteBundle,
     slot: Rc<RefCell<Slot>>,
 }
@@ -207,11 +219,15 @@ pub enum StartError {
     /// No runtime of that name; the text lists the known ones.
     #[error("{0}")]
     UnknownRuntime(String),
+    /// The runtime's library or tool is missing on this machine.
     #[error(transparent)]
     Unavailable(#[from] trtmc_runtime::error::Unavailable),
+    /// The work or log directory cannot be created.
     #[error("cannot create {}: {source}", dir.display())]
     CreateDir {
+        /// The directory.
         dir: std::path::PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
 }
@@ -219,22 +235,32 @@ pub enum StartError {
 /// Why a route does not resolve to a case and a bundle.
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
+    /// A knob of the route does not translate into settings.
     #[error(transparent)]
     Knobs(#[from] runtime_knobs::RouteSettingError),
+    /// The case with the route's settings does not resolve.
     #[error(transparent)]
     Case(#[from] trtmc_core::case::CaseError),
+    /// A chat case's prompt cannot be rendered.
     #[error(transparent)]
     Prompt(#[from] trtmc_runner::chat::PromptError),
+    /// The runtime refuses one of the route's runtime settings.
     #[error(transparent)]
     Setting(#[from] trtmc_runtime::error::SettingError),
     /// The bundle cannot be planned; `reason` is the runner's message with its causes.
     #[error("{reason}")]
-    Bundle { reason: String },
+    Bundle {
+        /// The runner's message with its causes.
+        reason: String,
+    },
+    /// The bundle plan came back without a cache key (a bug).
     #[error("the bundle plan has no cache key")]
     NoKey,
 }
 
 impl ProcessRunner {
+    /// A runner for `target`: finds the runtime, checks that it is available and creates the work and
+    /// log directories; nothing is built yet.
     pub fn new(target: Target, options: Options) -> Result<Self, StartError> {
         let runtime_options = RuntimeOptions {
             trtexec: target.trtexec.clone(),

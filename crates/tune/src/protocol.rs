@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The `schema` of a [`ChildRequest`].
 pub const CHILD_REQUEST_SCHEMA: &str = "trtmc.tune-child-request/v1";
 
 /// What a child process does.
@@ -26,23 +27,33 @@ pub enum ChildMode {
 /// The first line a child reads.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChildRequest {
+    /// Always [`CHILD_REQUEST_SCHEMA`].
     pub schema: String,
+    /// Build the bundle, or serve it.
     pub mode: ChildMode,
     /// The route, for messages.
     pub route: String,
+    /// Name of the runtime that builds and serves the bundle.
     pub runtime: String,
+    /// Name of the model's profile.
     pub model: String,
     /// The ONNX file the bundle is built from.
     pub onnx: PathBuf,
+    /// The route's bundle directory in the managed bundle cache.
     pub bundle: PathBuf,
     /// The bundle's cache key (see `bundles::cache_key`).
     pub key: String,
+    /// The resolved case's `build.*` values, with the route's knobs applied.
     pub build_settings: BTreeMap<String, Value>,
+    /// The resolved case's `runtime.*` values, with the route's knobs applied.
     pub runtime_settings: BTreeMap<String, Value>,
     /// The public operation each measured call performs, and its request fields.
     pub operation: String,
+    /// The resolved case's `request.*` values.
     pub request: BTreeMap<String, Value>,
+    /// The directory of the profile's MODEL.toml, which relative paths (a `file:` tokenizer) start from.
     pub manifest_dir: Option<PathBuf>,
+    /// The profile's tokenizer spec, as MODEL.toml gives it.
     pub tokenizer: Option<String>,
     /// Seed of the synthesized inputs for the accuracy check (the case's `request.seed`, else 0).
     pub input_seed: u64,
@@ -90,21 +101,28 @@ pub enum Command {
     /// One forward pass on the given inputs (a raw tensor index) or, when `None`, on the seeded synthesized
     /// inputs; the outputs are written as a raw tensor index `outputs.json` into `out_dir`.
     Outputs {
+        /// A raw tensor index of the inputs; `None`: the seeded synthesized inputs.
         inputs: Option<PathBuf>,
+        /// Where `outputs.json` and its tensors are written.
         out_dir: PathBuf,
     },
     /// `warmup` untimed-for-ranking calls, then `calls` timed calls of the operation.
     Measure {
+        /// Warm-up calls, timed apart and never ranked.
         warmup: u64,
+        /// Steady-state calls.
         calls: u64,
     },
+    /// Stop serving and exit.
     Quit,
 }
 
 /// A child's answer: `ok` with the fields of the command, or an error message.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Response {
+    /// The command succeeded.
     pub ok: bool,
+    /// Why it failed, when `ok` is false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Build: the bundle already existed.
@@ -131,6 +149,7 @@ pub struct Response {
 }
 
 impl Response {
+    /// A failed answer with `message` (not a crash).
     pub fn failed(message: impl Into<String>) -> Self {
         Self {
             ok: false,

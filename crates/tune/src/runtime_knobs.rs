@@ -36,6 +36,7 @@ pub enum KnobSetError {
     Runtime(KnobError),
     /// A database the runtime gave is not valid (a bad `allowed_values`, a knob defined twice).
     Database(String),
+    /// The test-only knobs cannot be added to the runtime's (a bug, not the user's input).
     Internal(String),
 }
 
@@ -102,12 +103,28 @@ pub fn route_settings(
 /// Why a route's knobs do not translate into settings.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RouteSettingError {
+    /// A `-test:*` knob outside the test harness.
     #[error("knob {knob} exists only under the test harness ({}=1)", TEST_ENV)]
-    TestOnly { knob: String },
+    TestOnly {
+        /// The knob, with its leading dash.
+        knob: String,
+    },
+    /// `-test:sleep_us` with a value that is not a whole number.
     #[error("knob {knob}: '{value}' is not a number of microseconds")]
-    NotMicroseconds { knob: String, value: String },
+    NotMicroseconds {
+        /// The knob, with its leading dash.
+        knob: String,
+        /// The value as given.
+        value: String,
+    },
+    /// A `-test:*` knob (or value) that the test harness does not know.
     #[error("unknown test knob {knob}={value}")]
-    UnknownTestKnob { knob: String, value: String },
+    UnknownTestKnob {
+        /// The knob, with its leading dash.
+        knob: String,
+        /// The value as given.
+        value: String,
+    },
     /// The runtime does not have the knob.
     #[error(transparent)]
     Runtime(#[from] trtmc_runtime::error::SettingError),

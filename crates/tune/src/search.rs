@@ -91,6 +91,7 @@ pub struct FullSpace {
 }
 
 impl FullSpace {
+    /// Every combination of the expression's values (a pinned knob has one).
     pub fn new(expr: &Expression) -> Self {
         Self {
             knobs: expr.terms.iter().map(|t| t.knob.clone()).collect(),
@@ -124,6 +125,7 @@ impl FullSpace {
             .try_fold(1u128, |acc, v| acc.checked_mul(v.len() as u128))
     }
 
+    /// Whether some knob has no value, so there is no route at all.
     pub fn is_empty(&self) -> bool {
         self.values.iter().any(Vec::is_empty)
     }

@@ -41,6 +41,7 @@ use trtmc_runner::launch::describe_exit;
 
 /// The coordinator's folder inside the output directory: task lists, jobs, task logs, route results.
 pub const SLURM_DIR: &str = "slurm";
+/// The `schema` of a [`RouteResult`] file.
 pub const ROUTE_RESULT_SCHEMA: &str = "trtmc.tune-route-result/v1";
 const TASKS_SCHEMA: &str = "trtmc.tune-slurm-tasks/v1";
 /// Test only (with `TRTMC_TEST=1`): the task of this route aborts before it writes its result, as a
@@ -51,9 +52,13 @@ pub use trtmc_core::test_hooks::TUNE_ABORT_ROUTE_ENV as ABORT_ROUTE_ENV;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BuildStatus {
+    /// The bundle was built (or was already in the cache).
     Built,
+    /// The runtime reported an error.
     Failed,
+    /// The task died (a signal, or it ended without a result).
     Crashed,
+    /// Slurm stopped the task (cancelled, past its time limit or deadline, preempted).
     TimedOut,
 }
 
@@ -61,11 +66,16 @@ pub enum BuildStatus {
 /// ended without one).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RouteResult {
+    /// Always [`ROUTE_RESULT_SCHEMA`].
     pub schema: String,
+    /// The route's text.
     pub route: String,
+    /// How the build ended.
     pub status: BuildStatus,
+    /// Why the build failed, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Seconds the runtime's build took, when it built.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build_seconds: Option<f64>,
     /// The bundle was already in the cache.
@@ -77,6 +87,7 @@ pub struct RouteResult {
     pub hardware: String,
     /// `JOB_TASK`.
     pub slurm_task: String,
+    /// When the result was written (RFC 3339).
     pub finished: String,
 }
 
@@ -229,6 +240,7 @@ pub fn missing_result(
 /// Where the Slurm executor works and how.
 #[derive(Debug, Clone)]
 pub struct SlurmOptions {
+    /// The environment's Slurm settings (`sbatch` arguments, polling, shared paths, …).
     pub settings: SlurmSettings,
     /// The trtmc-bench the tasks run (on a shared path).
     pub exe: PathBuf,
@@ -761,23 +773,31 @@ pub fn check_shared_path(
 /// A file or folder the Slurm array tasks may not see.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SharedPathError {
+    /// The path is below none of the environment's shared paths.
     #[error(
         "{what} {} is not below any of the environment's slurm.shared_paths ({}), so the Slurm tasks may not see it: move it below one of them or add its shared folder to shared_paths",
         path.display(),
         shared.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
     )]
     OutsideShared {
+        /// What the path is, in words.
         what: String,
+        /// The path concerned.
         path: PathBuf,
+        /// The environment's `slurm.shared_paths`.
         shared: Vec<PathBuf>,
     },
+    /// The path is in a folder that is local to each node.
     #[error(
         "{what} {} is in {local}, which is local to each node, so the Slurm tasks would not see it: put it on a shared filesystem, or list the folder in the environment's slurm.shared_paths when every node sees it (a single-node cluster)",
         path.display()
     )]
     NodeLocal {
+        /// What the path is, in words.
         what: String,
+        /// The path concerned.
         path: PathBuf,
+        /// The node-local folder it is in (e.g. `/tmp`).
         local: &'static str,
     },
 }
