@@ -80,7 +80,8 @@ pub enum OrtLibraryError {
     /// None of the places looked at held the library, nor did the `--runtime-dir` folders.
     #[error("{source}; no libonnxruntime in --runtime-dir {runtime_dirs}")]
     NotInRuntimeDirs {
-        /// Why the places looked at after the `--runtime-dir` folders held no library.
+        /// Why the `onnxruntime` package, looked for after the `--runtime-dir` folders, gave no
+        /// library.
         source: Box<OrtLibraryError>,
         /// The `--runtime-dir` folders, joined like a `PATH`.
         runtime_dirs: String,

@@ -46,7 +46,7 @@ pub const ARTIFACT: &str = "model.ort.onnx";
 pub const EXTERNAL_WEIGHTS: &str = "model.ort.weights.bin";
 /// The bundle's record of the resolved session options of the build (schema [`SESSION_SCHEMA`]).
 pub const SESSION_FILE: &str = "ort-session.json";
-/// The `schema` of [`SESSION_FILE`]; a bundle with another one is rebuilt.
+/// The `schema` of [`SESSION_FILE`]; a bundle with another one is refused (rebuild it).
 pub const SESSION_SCHEMA: &str = "trtmc.ort-session/v1";
 /// The raw Chrome trace of a profiling pass, kept beside the exports (open it in a trace viewer).
 pub const TRACE_FILE: &str = "onnxruntime-trace.json";

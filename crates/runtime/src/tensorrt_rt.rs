@@ -49,7 +49,7 @@ const NAME: &str = "tensorrt";
 pub const ENGINE: &str = "model.plan";
 /// What the build resolved (trtexec version and argv, input shapes), schema `trtmc.tensorrt-build/v1`.
 pub const BUILD_FILE: &str = "tensorrt-build.json";
-/// The `schema` of [`BUILD_FILE`]; a bundle with another one is rebuilt.
+/// The `schema` of [`BUILD_FILE`]; a bundle with another one is refused (rebuild it).
 pub const BUILD_SCHEMA: &str = "trtmc.tensorrt-build/v1";
 /// trtexec's output of the engine build, in the bundle.
 pub const BUILD_LOG: &str = "trtexec-build.log";
