@@ -459,7 +459,8 @@ pub struct Backend {
     pub engines: Option<Engines>,
     /// The layers, in file (engine) order.
     pub layers: Vec<LayerView>,
-    /// The layer graph (`None` for names-only exports, which have no tensors).
+    /// The layer graph (`None` for names-only exports, which have no tensors, and when the layer
+    /// info could not be read).
     pub graph: Option<GraphView>,
     /// Layers grouped by type, family, precision and tag (`None` when unusable).
     pub breakdowns: Option<Breakdowns>,

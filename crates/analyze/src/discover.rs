@@ -19,7 +19,8 @@ pub struct BackendFiles {
     pub profile: Option<PathBuf>,
     /// The `--exportTimes` file, if found.
     pub times: Option<PathBuf>,
-    /// TREx side files (`<label>.build.metadata.json`, …), listed as sources only.
+    /// TREx side files (`<label>.build.metadata.json`, …): listed as sources; the build metadata
+    /// also helps date a TensorRT export.
     pub metadata: Vec<PathBuf>,
 }
 

@@ -12,9 +12,10 @@ use crate::read::{Layer, LayerInfo, Profile, Verbosity};
 pub enum Runtime {
     /// TensorRT: a trtexec (or TREx) export; also the fallback when nothing names another runtime.
     Tensorrt,
-    /// tract: a `trtmc-bench run --profile` export of the embedded runtime.
+    /// tract: a per-layer profile of the embedded runtime, as `trtmc-bench run --profile` writes it.
     Tract,
-    /// ONNX Runtime: a `trtmc-bench run --profile` export of ORT's profiler.
+    /// ONNX Runtime: a per-layer profile from ORT's profiler, as `trtmc-bench run --profile` writes
+    /// it.
     Onnxruntime,
 }
 
