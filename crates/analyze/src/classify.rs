@@ -18,33 +18,58 @@ const MISC_TYPES: &[&str] = &[
 /// What a layer computes, independent of how TensorRT names the implementation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Family {
+    /// Convolutions and deconvolutions (also fused `ConvActPool`).
     Convolution,
+    /// Matrix multiplications and fully connected layers (`gemm`, `MatrixMultiply`, `MatMul`).
     Gemm,
+    /// Fused attention kernels and plugins (`fmha`, `mha`, `flash_attn`, … in the name or tactic).
     Attention,
+    /// Pooling layers.
     Pooling,
+    /// Element-wise math: activations, unary and binary operations, scales.
     Pointwise,
+    /// Reductions (sum, mean, max, top-k, arg-max, …).
     Reduction,
+    /// Softmax layers.
     Softmax,
+    /// Batch, layer, instance and group normalization (also normalization plugins).
     Normalization,
+    /// Reformats: copies between tensor formats or precisions that the graph does not ask for.
     Reformat,
+    /// Quantize / dequantize (Q/DQ) layers, including TensorRT 8.2's Q/DQ `Scale` layers.
     QuantDequant,
+    /// Shuffles, reshapes, transposes and layout reorders.
     Shuffle,
+    /// Shape computations (`Shape`, `shape_call`, shape-only kgen kernels).
     Shape,
+    /// Data-type casts.
     Cast,
+    /// Gathers and scatters.
     Gather,
+    /// Slices, concatenations and padding.
     Copy,
+    /// Resize (up/down-sampling) layers.
     Resize,
+    /// Constant layers.
     Constant,
+    /// TensorRT `NoOp` layers.
     NoOp,
+    /// An opaque Myelin region (TensorRT 8.x `{ForeignNode[…]}`).
     Myelin,
+    /// A TensorRT 10+ `kgen` kernel whose name names no operation this crate knows.
     Kgen,
+    /// A plugin that is neither attention nor normalization.
     Plugin,
+    /// TensorRT's internal `TrainStation` layers.
     TrainStation,
+    /// Stream synchronization (`signal`, `wait`).
     Sync,
+    /// Anything else.
     Other,
 }
 
 impl Family {
+    /// The family's name in the analysis document and the report (`convolution`, `quant_dequant`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             Family::Convolution => "convolution",
@@ -235,6 +260,7 @@ pub fn layer_precision(layer: &Layer) -> Option<&'static str> {
     first_precision(&layer.inputs).or_else(|| first_precision(&layer.outputs))
 }
 
+/// Precision of the first output with a known format.
 pub fn output_precision(layer: &Layer) -> Option<&'static str> {
     first_precision(&layer.outputs)
 }
@@ -616,6 +642,8 @@ fn copy_origins(layer: &Layer) -> Vec<String> {
     out
 }
 
+/// Source node names read from a fused layer name: the parts of `A + B`, `A || B`, `A...B`,
+/// `PWN(A, B)` and `{ForeignNode[…]}`, each once, in order.
 pub fn origins_from_name(name: &str) -> Vec<String> {
     let inner = name
         .strip_prefix("{ForeignNode[")
@@ -666,11 +694,15 @@ fn split_str<'a>(text: &'a str, pattern: &'static str) -> impl Iterator<Item = &
 /// What a tactic (kernel) name says about tensor-core use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TensorCoreHint {
+    /// The name marks a tensor-core kernel (`hmma`, `imma`, `16816`, `tf32`, `tensorop`, …).
     Yes,
+    /// The name marks a kernel without tensor cores (`simt`, `ffma`, `sgemm`, `gemv`, …).
     No,
+    /// The name says neither.
     Unknown,
 }
 
+/// What the tactic name `tactic` says about tensor-core use (ASCII case ignored).
 pub fn tensor_core_hint(tactic: &str) -> TensorCoreHint {
     let t = tactic.to_ascii_lowercase();
     // `tensor16x8x16` (xmma), `h16816` / `i8816` (cuDNN/cuBLAS MMA shapes), `tf32`, `hmma`/`imma`/`gmma`.

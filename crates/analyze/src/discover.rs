@@ -11,16 +11,25 @@ use std::path::{Path, PathBuf};
 /// The files of one backend.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct BackendFiles {
+    /// The backend's name in the analysis and the report (`fp16` of `layers_fp16.json`).
     pub label: String,
+    /// The `--exportLayerInfo` file, if found.
     pub layers: Option<PathBuf>,
+    /// The `--exportProfile` file, if found.
     pub profile: Option<PathBuf>,
+    /// The `--exportTimes` file, if found.
     pub times: Option<PathBuf>,
+    /// TREx side files (`<label>.build.metadata.json`, …): listed as sources; the build metadata
+    /// also helps date a TensorRT export.
     pub metadata: Vec<PathBuf>,
 }
 
+/// What [`discover`] found in a folder.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Discovery {
+    /// The folder read.
     pub folder: PathBuf,
+    /// One entry per label with a layer-info, profile or times file, in label order.
     pub backends: Vec<BackendFiles>,
     /// JSON files that matched neither naming scheme.
     pub ignored: Vec<String>,
@@ -28,30 +37,45 @@ pub struct Discovery {
     pub engine_files: Vec<String>,
 }
 
+/// Why a folder yields no backends.
 #[derive(Debug, thiserror::Error)]
 pub enum DiscoverError {
+    /// The path is not a folder.
     #[error("{folder}: not a folder")]
-    NotAFolder { folder: PathBuf },
+    NotAFolder {
+        /// The path given.
+        folder: PathBuf,
+    },
+    /// The folder cannot be listed.
     #[error("cannot list {folder}: {source}")]
     Io {
+        /// The folder.
         folder: PathBuf,
+        /// The listing error.
         source: std::io::Error,
     },
+    /// The folder holds no inputs itself, but its subfolders do: one report per component.
     #[error(
         "{folder} holds no layer-info or profile JSON directly, but its component folders do: {}. Analyze or package each component separately (one report per component), e.g. `trtmc-bench analyze {}`",
         .components.join(", "), .example.display()
     )]
     ComponentParent {
+        /// The folder given.
         folder: PathBuf,
+        /// The names of its subfolders that hold inputs.
         components: Vec<String>,
+        /// The first such subfolder, for the suggested command.
         example: PathBuf,
     },
+    /// Neither the folder nor its subfolders hold any input file.
     #[error(
         "{folder} holds no layers_*.json / profile_*.json (or TREx .layers.json / .graph.json / .profile.json) files{}; pass files explicitly with --data LAYERS [PROFILE]",
         json_hint(.json_files)
     )]
     NoInputs {
+        /// The folder given.
         folder: PathBuf,
+        /// The JSON files it does hold (none matched a naming scheme), for the message.
         json_files: Vec<String>,
     },
 }
@@ -261,8 +285,11 @@ pub fn has_inputs(folder: &Path) -> bool {
 /// One `--data LAYERS [PROFILE [TIMES]]` group, with the `--label` that names it, if any.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct DataSpec {
+    /// The layer-info file (`--exportLayerInfo`, or a TREx `.layers.json` / `.graph.json`).
     pub layers: PathBuf,
+    /// The profile (`--exportProfile`), if given.
     pub profile: Option<PathBuf>,
+    /// The times file (`--exportTimes`), if given.
     pub times: Option<PathBuf>,
     /// The backend's label as the user gave it; `None` derives one from the file names.
     pub label: Option<String>,

@@ -25,7 +25,7 @@ pub(crate) struct Input<'a> {
     pub runtime: crate::provenance::Runtime,
 }
 
-pub fn fmt_ms(ms: f64) -> String {
+pub(crate) fn fmt_ms(ms: f64) -> String {
     if ms.abs() < 0.01 {
         format!("{ms:.4} ms")
     } else {

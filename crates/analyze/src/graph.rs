@@ -25,9 +25,11 @@ pub enum WritePattern {
 /// A tensor written by more than one layer.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct MultiWriter {
+    /// The tensor's name.
     pub tensor: String,
     /// Writer layer indices, in order.
     pub writers: Vec<u32>,
+    /// Whether the writes were partial, a reuse, or both.
     pub pattern: WritePattern,
     /// How many layer inputs read it.
     pub reads: usize,
@@ -36,11 +38,15 @@ pub struct MultiWriter {
 /// A layer that reads a tensor before any layer writes it (the file is not in execution order).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct BackReference {
+    /// The tensor's name.
     pub tensor: String,
+    /// Index of the layer that reads it early.
     pub reader: u32,
+    /// Index of its first writer, which comes later in the file (the edge `writer → reader` is kept).
     pub writer: u32,
 }
 
+/// The data-flow graph of one backend's layers, built by [`build`].
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Graph {
     /// `(from, to)` layer indices, sorted and without duplicates.
@@ -49,8 +55,11 @@ pub struct Graph {
     pub external_inputs: Vec<String>,
     /// Tensors written but never read.
     pub graph_outputs: Vec<String>,
+    /// Tensors with several writers, ordered by first writer (evidence, not an error).
     pub multi_writers: Vec<MultiWriter>,
+    /// Reads that come before the tensor's first write in the file.
     pub back_references: Vec<BackReference>,
+    /// Whether the edges form no cycle; a cycle fails the backend's validation.
     pub is_dag: bool,
     /// Strongly connected groups of layers (each a cycle), when the graph is not a DAG.
     pub cycles: Vec<Vec<u32>>,
@@ -95,6 +104,7 @@ struct TensorState {
     reads: usize,
 }
 
+/// The graph of `layers`, in file (execution) order; linear in the number of tensor references.
 pub fn build(layers: &[Layer]) -> Graph {
     let mut state: HashMap<&str, TensorState> = HashMap::with_capacity(layers.len() * 2);
     let mut early_reads: HashMap<&str, Vec<u32>> = HashMap::new();

@@ -9,15 +9,21 @@ use serde::Serialize;
 
 use crate::classify::Family;
 
+/// How sure a guess is (a model name, a category, an issue); ordered `Low < Medium < High`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Confidence {
+    /// A hint only: a model name at this level is listed as a candidate but not chosen.
     Low,
+    /// Indirect evidence that points one way (for a name: the folder, the layer names' scope,
+    /// agreeing labels).
     Medium,
+    /// Direct evidence (for a name: `--model-name` or a config file).
     High,
 }
 
 impl Confidence {
+    /// `low`, `medium` or `high`, as serialized.
     pub fn as_str(self) -> &'static str {
         match self {
             Confidence::Low => "low",
@@ -30,11 +36,15 @@ impl Confidence {
 /// One candidate name and where it came from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NameGuess {
+    /// The candidate name, cleaned.
     pub name: String,
+    /// How much its source counts.
     pub confidence: Confidence,
+    /// Where it was found (a config key and file, the folder name, the labels, …).
     pub evidence: String,
 }
 
+/// Which model the analyzed exports belong to (`model` in the analysis document).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ModelIdentity {
     /// `None` when no candidate reached medium confidence. A `--model-name` is kept as typed.
@@ -42,6 +52,7 @@ pub struct ModelIdentity {
     /// `name` normalised to lowercase words joined by `-` (`BERT Base` → `bert-base`): what folder
     /// names and grouping use.
     pub id: Option<String>,
+    /// Confidence of the chosen name; `low` when none was chosen.
     pub confidence: Confidence,
     /// Where the chosen name was found (every source that agrees).
     pub evidence: Vec<String>,
@@ -331,7 +342,9 @@ pub fn infer(explicit: Option<&str>, folder: Option<&Path>, labels: &[String]) -
 /// A model name that the layer names carry: the first part of their `/` paths.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LayerPrefix {
+    /// The common top scope, cleaned as a model name.
     pub name: String,
+    /// The sentence that says so, for the identity's evidence.
     pub evidence: String,
 }
 
@@ -541,26 +554,38 @@ pub fn infer_with_prefix(
 
 /// The seed's starter category list.
 pub mod category {
+    /// BERT-like encoders and sentence-embedding models.
     pub const ENCODER: &str = "Transformer encoder / sentence embedding";
+    /// GPT-like decoders and LLMs (KV cache, `lm_head`).
     pub const DECODER: &str = "Transformer decoder / LLM";
+    /// Vision transformers (ViT, DeiT, Swin, …).
     pub const VIT: &str = "Vision transformer";
+    /// Convolutional vision models (ResNet, MobileNet, …).
     pub const CNN: &str = "CNN / convolutional vision model";
+    /// Diffusion U-Nets and ControlNets.
     pub const DIFFUSION: &str = "Diffusion / U-Net style model";
+    /// Recommendation and ranking models (embeddings, interactions).
     pub const RECOMMENDER: &str = "Recommender / ranking model";
+    /// Classical ML models and feature pipelines.
     pub const CLASSICAL: &str = "Classical ML or feature pipeline";
+    /// No category claimed: the evidence is not strong enough.
     pub const UNKNOWN: &str = "Unknown DL model";
 }
 
+/// The model category of a backend, with why (flattened into the backend's `model`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CategoryGuess {
+    /// One of the [`category`] names.
     pub category: &'static str,
+    /// How sure the guess is.
     pub confidence: Confidence,
+    /// The facts behind it (a config `model_type`, marker words, layer counts, time shares).
     pub evidence: Vec<String>,
 }
 
 /// What the category decision looks at, gathered in one pass over the layers.
 #[derive(Debug, Default)]
-pub struct CategorySignals {
+pub(crate) struct CategorySignals {
     pub layers: usize,
     pub conv_layers: usize,
     pub pooling_layers: usize,

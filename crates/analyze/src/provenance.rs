@@ -10,8 +10,12 @@ use crate::read::{Layer, LayerInfo, Profile, Verbosity};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Runtime {
+    /// TensorRT: a trtexec (or TREx) export; also the fallback when nothing names another runtime.
     Tensorrt,
+    /// tract: a per-layer profile of the embedded runtime, as `trtmc-bench run --profile` writes it.
     Tract,
+    /// ONNX Runtime: a per-layer profile from ORT's profiler, as `trtmc-bench run --profile` writes
+    /// it.
     Onnxruntime,
 }
 
@@ -43,7 +47,9 @@ impl Runtime {
 /// The runtime and why.
 #[derive(Debug, Clone, Serialize)]
 pub struct RuntimeInfo {
+    /// The runtime (`tensorrt`, `tract`, `onnxruntime`).
     pub name: Runtime,
+    /// Its name for people ([`Runtime::display_name`]).
     pub display_name: &'static str,
     /// The facts the decision used, strongest first.
     pub evidence: Vec<String>,
@@ -210,8 +216,9 @@ fn version_text(v: Version) -> String {
 pub struct Era {
     /// "TensorRT 8.4–8.x", "TensorRT 10 or newer", "TensorRT 8.2 or older", …
     pub label: String,
-    /// Oldest and newest release the evidence allows (`null`: unbounded).
+    /// Oldest release the evidence allows (`8.4`, `10`; `null`: unbounded).
     pub min: Option<String>,
+    /// Newest release the evidence allows (`8.2`, `8.x`; `null`: unbounded).
     pub max: Option<String>,
     /// Every fact used, each with what it implies.
     pub evidence: Vec<String>,

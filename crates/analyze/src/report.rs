@@ -28,42 +28,63 @@ pub struct PackageOptions {
     pub analyze_md: Option<PathBuf>,
 }
 
+/// What packaging wrote, with the final paths.
 #[derive(Debug, Clone)]
 pub struct Packaged {
+    /// The report folder.
     pub report_dir: PathBuf,
+    /// Its `index.html`, the file to open in a browser.
     pub index: PathBuf,
+    /// Its `analyze-data.json` (the published analysis format).
     pub analyze_data_json: PathBuf,
+    /// Its copy of the written analysis (`analyze.md`), when one was given.
     pub analyze_md: Option<PathBuf>,
     /// Things the user should know (e.g. analyze.md lacks a `## Details` section).
     pub warnings: Vec<String>,
 }
 
+/// Why a report could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum PackageError {
+    /// `--report-dir` names a folder that already has contents.
     #[error(
         "report directory {0} is not empty; choose another --report-dir or remove its contents"
     )]
     NotEmpty(PathBuf),
+    /// `--report-dir` is a symbolic link.
     #[error("report directory {0} is a symbolic link; pass a real directory")]
     Symlink(PathBuf),
+    /// The given timestamp is not `YYYYMMDD_HHMMSS`.
     #[error("--timestamp must look like YYYYMMDD_HHMMSS, got {0:?}")]
     Timestamp(String),
+    /// The `--analyze-md` file cannot be read.
     #[error("analyze markdown {path}: {source}")]
     Markdown {
+        /// The file given.
         path: PathBuf,
+        /// The read error.
         source: std::io::Error,
     },
+    /// A file of the report cannot be written.
     #[error("cannot write {path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The write error.
         source: std::io::Error,
     },
+    /// The analysis cannot be serialized (a bug, not a user error).
     #[error("cannot serialize the analysis: {0}")]
     Json(#[from] serde_json::Error),
     /// The report folder cannot be staged or moved into place (another writer holds it, it changed
     /// meanwhile): the staged output writer's message.
     #[error("report directory {dir}: {reason}")]
-    Output { dir: PathBuf, reason: String },
+    Output {
+        /// The report folder.
+        dir: PathBuf,
+        /// The writer's message.
+        reason: String,
+    },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> PackageError + '_ {

@@ -22,8 +22,10 @@ pub enum Inputs {
     AnalyzeData(PathBuf),
 }
 
+/// One analysis to run: the inputs and the model name to use.
 #[derive(Debug, Clone)]
 pub struct Request {
+    /// Where the exports are.
     pub inputs: Inputs,
     /// `--model-name`: wins over every inferred name.
     pub model_name: Option<String>,
@@ -40,14 +42,28 @@ pub struct Options {
 /// Nothing structured can be emitted (the caller exits nonzero).
 #[derive(Debug, thiserror::Error)]
 pub enum AnalyzeError {
+    /// The folder yields no backends.
     #[error(transparent)]
     Discover(#[from] DiscoverError),
+    /// [`Inputs::Data`] with no group.
     #[error("--data needs at least one layer-info file")]
     NoData,
+    /// The `analyze-data.json` given cannot be read as the published format.
     #[error("{path}: {message}")]
-    AnalyzeData { path: PathBuf, message: String },
+    AnalyzeData {
+        /// The file given.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// `--baseline` names no backend's label.
     #[error("--baseline {label:?} names no backend; the backends are: {}", .labels.join(", "))]
-    UnknownBaseline { label: String, labels: Vec<String> },
+    UnknownBaseline {
+        /// The label given.
+        label: String,
+        /// The backends' labels.
+        labels: Vec<String>,
+    },
 }
 
 /// Runs the whole analysis. Fails only when nothing structured can be produced.

@@ -27,14 +27,23 @@ const MAX_HEAD: u64 = 16 * 1024;
 /// How often the accept loop looks at `stop`.
 const POLL: Duration = Duration::from_millis(20);
 
+/// Why the preview server cannot start.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
+    /// `--bind` names an address other than a loopback one.
     #[error("{0} is not a loopback address; the preview server only listens on 127.0.0.0/8 or ::1")]
     NotLoopback(SocketAddr),
+    /// The folder is not a packaged report (it has no `index.html`).
     #[error("{0} has no index.html; pass a folder created by `trtmc-bench analyze package`")]
     NotAReport(PathBuf),
+    /// The address cannot be listened on (in use, not permitted, …).
     #[error("cannot listen on {addr}: {message}")]
-    Bind { addr: SocketAddr, message: String },
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The system's error.
+        message: String,
+    },
 }
 
 fn content_type(path: &Path) -> &'static str {

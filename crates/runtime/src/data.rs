@@ -27,6 +27,7 @@ use crate::tensor::{DType, Dim};
 /// A declared model input or output, read from the ONNX file.
 #[derive(Debug, Clone)]
 pub struct Declared {
+    /// The tensor's name in the graph (what a data set's tensors must be named).
     pub name: String,
     /// The ONNX `TensorProto.DataType` number (0 when the file does not say).
     pub elem_type: i32,
@@ -34,6 +35,7 @@ pub struct Declared {
     pub dtype: Option<DType>,
     /// Whether the file declares a shape at all (outputs often do not).
     pub has_shape: bool,
+    /// The declared dimensions, fixed or symbolic (empty when `has_shape` is false).
     pub dims: Vec<Dim>,
     /// Per axis: whether the dimension is dynamic without a name (`Dim::Symbol` holds a made-up one).
     pub unnamed: Vec<bool>,
@@ -166,7 +168,9 @@ pub fn onnx_type_name(elem_type: i32) -> String {
 /// What a data set feeds or checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DataKind {
+    /// Inputs to feed (`run --inputs`).
     Inputs,
+    /// Expected outputs to check against (`run --check-outputs`).
     Outputs,
     /// Expected outputs given under another command's flag (`compare --golden`, `tune
     /// --ref-outputs`): read as `Outputs`, and messages name that flag.
@@ -743,15 +747,21 @@ pub fn check_sets(
 /// wants and what the data gives.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DataSetError {
+    /// A tensor of the set names no declared input (or output).
     #[error(
         "{flag} {set}: `{name}` is not an {what} of the model.{} Its {what}s: {declared}",
         closest.as_ref().map(|c| format!(" Did you mean `{c}`?")).unwrap_or_default()
     )]
     NotDeclared {
+        /// The command-line flag that named the set (`--inputs`, `--check-outputs`, …).
         flag: &'static str,
+        /// The data set's source, as resolved.
         set: String,
+        /// The tensor's name.
         name: String,
+        /// `input` or `output`.
         what: &'static str,
+        /// The declared name closest to `name`, when one is close.
         closest: Option<String>,
         /// The model's declared names, comma-separated.
         declared: String,
@@ -759,12 +769,19 @@ pub enum DataSetError {
     #[error(
         "{flag} {set}: {what} `{name}`: the model wants {wants}, the data gives {gives} ({why})"
     )]
+    /// A tensor whose element type or shape differs from the declaration.
     Mismatch {
+        /// The command-line flag that named the set (`--inputs`, `--check-outputs`, …).
         flag: &'static str,
+        /// The data set's source, as resolved.
         set: String,
+        /// `input` or `output`.
         what: &'static str,
+        /// The tensor's name.
         name: String,
+        /// The declared type, as [`Declared::describe_type`] writes it.
         wants: String,
+        /// The tensor's type and shape in the data (`f32[1,3,224,224]`).
         gives: String,
         /// What differs, and how to fix it.
         why: String,
@@ -773,11 +790,17 @@ pub enum DataSetError {
         "{flag} {set}: the model's input `{name}` ({wants}) is not given (given: {})",
         given.join(", ")
     )]
+    /// A declared input the set does not give (with `Inputs` only).
     MissingInput {
+        /// The command-line flag that named the set (`--inputs`, `--check-outputs`, …).
         flag: &'static str,
+        /// The data set's source, as resolved.
         set: String,
+        /// The missing input's name.
         name: String,
+        /// The declared type, as [`Declared::describe_type`] writes it.
         wants: String,
+        /// The tensor names the set does give.
         given: Vec<String>,
     },
 }

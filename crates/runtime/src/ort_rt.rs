@@ -40,10 +40,13 @@ use crate::runtime::{
 };
 use crate::tensor::{DType, Dim, HostTensor, TensorSpec};
 
+/// The optimized model the build saves in the bundle, loaded by every later session.
 pub const ARTIFACT: &str = "model.ort.onnx";
 /// The external data file of the optimized model of a source model with external data.
 pub const EXTERNAL_WEIGHTS: &str = "model.ort.weights.bin";
+/// The bundle's record of the resolved session options of the build (schema [`SESSION_SCHEMA`]).
 pub const SESSION_FILE: &str = "ort-session.json";
+/// The `schema` of [`SESSION_FILE`]; a bundle with another one is refused (rebuild it).
 pub const SESSION_SCHEMA: &str = "trtmc.ort-session/v1";
 /// The raw Chrome trace of a profiling pass, kept beside the exports (open it in a trace viewer).
 pub const TRACE_FILE: &str = "onnxruntime-trace.json";
@@ -52,6 +55,8 @@ pub const INSTALL_HINT: &str =
     "pip install 'trtmc[onnxruntime]' (or pip install onnxruntime==1.31.1)";
 const NAME: &str = "onnxruntime";
 
+/// The ONNX Runtime runtime (`onnxruntime`): builds an offline-optimized ONNX model and runs it
+/// in-process on ORT's CPU provider.
 pub struct OrtRuntime;
 
 pub(crate) static SETTINGS: &[SettingDecl] = &[
@@ -155,6 +160,7 @@ pub(crate) static SETTINGS: &[SettingDecl] = &[
 /// The located library.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Library {
+    /// The `libonnxruntime` file loaded, as found (not canonicalized).
     pub path: PathBuf,
     /// From the file name (`libonnxruntime.so.1.31.1`), else from the loaded library's build info.
     pub version: String,
@@ -359,10 +365,15 @@ pub fn version_from_build_info(info: &str) -> Option<String> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
 #[serde(try_from = "String")]
 pub enum OptimizationLevel {
+    /// `disable`: no graph optimization (`ORT_DISABLE_ALL`).
     Disable,
+    /// `basic`: semantics-preserving rewrites such as constant folding (`ORT_ENABLE_BASIC`).
     Basic,
+    /// `extended`: adds node fusions (`ORT_ENABLE_EXTENDED`).
     Extended,
+    /// `layout`: adds layout rewrites (`ORT_ENABLE_LAYOUT`).
     Layout,
+    /// `all`, the default: every optimization (`ORT_ENABLE_ALL`).
     #[default]
     All,
 }
@@ -380,8 +391,10 @@ impl TryFrom<String> for OptimizationLevel {
 }
 
 impl OptimizationLevel {
+    /// The accepted values of `build.optimization_level`, for messages and `--help`.
     pub const NAMES: &'static str = "disable, basic, extended, layout, all";
 
+    /// The level a `build.optimization_level` value names; `None` for any other text.
     pub fn parse(text: &str) -> Option<Self> {
         Some(match text {
             "disable" => Self::Disable,
@@ -393,6 +406,7 @@ impl OptimizationLevel {
         })
     }
 
+    /// The level's `build.optimization_level` value (the inverse of [`Self::parse`]).
     pub fn name(self) -> &'static str {
         match self {
             Self::Disable => "disable",
@@ -437,11 +451,14 @@ pub struct BuildSettings {
     /// fp32 only: the CPU provider runs the model's own types.
     #[serde(default)]
     pub precision: Fp32Only,
+    /// `build.optimization_level` (default `all`).
     #[serde(default)]
     pub optimization_level: OptimizationLevel,
 }
 
 impl BuildSettings {
+    /// Decodes the `build.*` settings (keys without their prefix); an unknown key or a refused value
+    /// is an error.
     pub fn from_settings(settings: &BTreeMap<String, Value>) -> anyhow::Result<Self> {
         crate::runtime::decode_settings(NAME, SettingSection::Build, settings)
     }
@@ -509,15 +526,23 @@ struct DeclaredSessionSettings {
 /// The `runtime.*` settings of a session.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionSettings {
+    /// Threads of the intra-op pool: `runtime.intra_threads`, else `runtime.threads`, else 1.
     pub intra_threads: usize,
+    /// Threads of the inter-op pool (`runtime.inter_threads`, default 1; used in parallel mode).
     pub inter_threads: usize,
+    /// Whether `runtime.execution_mode` is `parallel` (default sequential).
     pub parallel: bool,
+    /// `runtime.intra_spinning`: whether idle intra-op threads spin; `None` leaves ORT's default.
     pub intra_spinning: Option<bool>,
+    /// `runtime.memory_pattern`: ORT's memory-pattern planning; `None` leaves ORT's default.
     pub memory_pattern: Option<bool>,
+    /// `runtime.cpu_arena`: the CPU provider's arena allocator; `None` leaves ORT's default.
     pub cpu_arena: Option<bool>,
 }
 
 impl SessionSettings {
+    /// Decodes the `runtime.*` settings (keys without their prefix); an unknown key or a refused
+    /// value is an error.
     pub fn from_settings(settings: &BTreeMap<String, Value>) -> anyhow::Result<Self> {
         let d: DeclaredSessionSettings =
             crate::runtime::decode_settings(NAME, SettingSection::Runtime, settings)?;

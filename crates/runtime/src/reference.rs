@@ -19,21 +19,33 @@ use trtmc_core::artifacts::{Observation, PUBLIC_PIPELINE_CALL_WALL, RuntimeInfo}
 
 use crate::protocol::WorkerStatus;
 
+/// The `schema` of a [`ReferenceRequest`].
 pub const REFERENCE_REQUEST_SCHEMA: &str = "trtmc.reference-request/v1";
+/// The `schema` of a [`ReferenceResult`].
 pub const REFERENCE_RESULT_SCHEMA: &str = "trtmc.reference-result/v1";
+/// The file name of the request written for a reference runner, in its case directory.
 pub const REFERENCE_REQUEST_FILE: &str = "reference-request.json";
 
+/// What a reference runner is asked to run (`trtmc.reference-request/v1`), written as JSON and read by
+/// `reference/trtmc_reference.py`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReferenceRequest {
+    /// Always [`REFERENCE_REQUEST_SCHEMA`].
     pub schema: String,
     /// The ONNX model the reference executes (the source model, not a runtime's bundle).
     pub model: PathBuf,
     /// The inputs' JSON index (`{"inputs": [{"name", "dtype", "shape", "file"}]}`).
     pub inputs: PathBuf,
+    /// The case's operation (`infer`, `classify`, `generate`, …), run the way the candidate runs it.
     pub operation: String,
+    /// Untimed warm-up calls before the timed ones.
     pub warmup: u64,
+    /// The least number of timed calls.
     pub iterations: u64,
+    /// The least total time of the timed calls, in seconds: calls go on until both this and
+    /// `iterations` are reached (0 for no minimum).
     pub min_duration_s: f64,
+    /// The seed `inputs` were synthesized from, for the record (the runners read the inputs).
     pub seed: u64,
     /// The precision the reference must run at (`fp32`, `fp16`, …); the runner records what it ran at
     /// and fails on a mismatch.
@@ -60,20 +72,31 @@ pub struct ReferenceRequest {
     pub profile_dir: Option<PathBuf>,
 }
 
+/// What a reference runner wrote (`trtmc.reference-result/v1`): the worker result's fields plus the
+/// timing boundary and the precision it ran at; [`Self::read_checked`] reads and checks one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReferenceResult {
+    /// Always [`REFERENCE_RESULT_SCHEMA`].
     pub schema: String,
+    /// Whether the reference ran; anything but `ok` is a failure.
     pub status: WorkerStatus,
+    /// Why it failed, when it did.
     pub error: Option<String>,
+    /// The framework that ran (`name`, `version`).
     pub runtime: RuntimeInfo,
     /// Always `public_pipeline_call_wall`: one call of the reference's public API, wall clock.
     pub boundary: String,
     /// The precision the reference ran at (from the model's floating-point input types).
     pub precision: Option<String>,
+    /// The precision the request asked for.
     pub requested_precision: String,
+    /// Time to load the model into the framework, in milliseconds (`None` when it did not load).
     pub load_ms: Option<f64>,
+    /// Each warm-up call's wall time, in milliseconds (not observations).
     pub warmup_ms: Vec<f64>,
+    /// The timed calls, one observation each.
     pub observations: Vec<Observation>,
+    /// Free-form facts of the run (e.g. `profile_trace`, the trace written for `profile_dir`).
     #[serde(default)]
     pub notes: BTreeMap<String, Value>,
 }
@@ -131,6 +154,7 @@ impl ReferenceResult {
 /// The inputs of a runner's calls, for a reference runner: call `i` uses `calls[i % calls.len()]`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ReferenceInputs {
+    /// One entry per distinct call, used in rotation.
     pub calls: Vec<CallInputs>,
 }
 
@@ -138,6 +162,8 @@ pub struct ReferenceInputs {
 /// thresholds, …, saved as JSON).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CallInputs {
+    /// The call's tensors by name.
     pub tensors: Vec<(String, crate::tensor::HostTensor)>,
+    /// The call's plain values by name.
     pub values: BTreeMap<String, Value>,
 }

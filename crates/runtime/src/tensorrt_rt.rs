@@ -45,13 +45,19 @@ use crate::runtime::{
 use crate::tensor::{DType, Dim, HostTensor, TensorSpec};
 
 const NAME: &str = "tensorrt";
+/// The serialized TensorRT engine trtexec builds into the bundle (`--saveEngine`).
 pub const ENGINE: &str = "model.plan";
 /// What the build resolved (trtexec version and argv, input shapes), schema `trtmc.tensorrt-build/v1`.
 pub const BUILD_FILE: &str = "tensorrt-build.json";
+/// The `schema` of [`BUILD_FILE`]; a bundle with another one is refused (rebuild it).
 pub const BUILD_SCHEMA: &str = "trtmc.tensorrt-build/v1";
+/// trtexec's output of the engine build, in the bundle.
 pub const BUILD_LOG: &str = "trtexec-build.log";
+/// trtexec's output of the timed run, in the case directory.
 pub const TIME_LOG: &str = "trtexec-time.log";
+/// trtexec's output of the profiling run, in the case directory.
 pub const PROFILE_LOG: &str = "trtexec-profile.log";
+/// trtexec's output of the accuracy run (the one writing [`OUTPUTS_FILE`]), in the case directory.
 pub const OUTPUTS_LOG: &str = "trtexec-outputs.log";
 /// trtexec's `--exportOutput` of the accuracy run, in the case directory.
 pub const OUTPUTS_FILE: &str = "outputs_tensorrt.json";
@@ -154,6 +160,7 @@ pub(crate) static SETTINGS: &[SettingDecl] = &[
 pub const TRTEXEC_KNOB_PREFIX: &str = "-trtexec:";
 /// Knob source names: TensorRT's database (`--helpBuildRoute`) and the trtexec build flags.
 pub const BUILD_ROUTE_KNOBS: &str = "trtexec";
+/// Knob source name of the trtexec build flags (see [`BUILD_ROUTE_KNOBS`]).
 pub const TRTEXEC_FLAG_KNOBS: &str = "trtexec-flags";
 /// How long `trtexec --helpBuildRoute` may take.
 const HELP_BUILD_ROUTE_TIMEOUT: Duration = Duration::from_secs(120);
@@ -232,6 +239,8 @@ fn trtexec_flag_database(version: &TrtexecVersion) -> KnobDatabase {
     }
 }
 
+/// The TensorRT runtime (`tensorrt`): builds an engine with NVIDIA's `trtexec` and times, profiles
+/// and checks it through trtexec too (a runtime that times itself).
 pub struct TensorrtRuntime {
     explicit: Option<PathBuf>,
     /// Where probe answers outlive this process (docs/tensorrt.md, "Probes are cached").

@@ -32,9 +32,11 @@ pub fn with_hooks(session: Box<dyn Session>, hooks: Option<&WorkerHooks>) -> Box
 /// with `node`, so the profile puts the slowdown in that node. The wait itself is not inside the node:
 /// what the hook simulates is the node being that much slower, and both views say so.
 pub struct SlowNode {
+    /// The session that does the work.
     pub inner: Box<dyn Session>,
     /// A prefix of the layer's name as the session's profile reports it.
     pub node: String,
+    /// The extra time per run.
     pub wait: Duration,
 }
 
