@@ -60,10 +60,16 @@ mod tests {
         for i in 0..50 {
             let path = dir.join(format!("script-{i}"));
             write_script(&path, &format!("#!/bin/sh\necho 'it runs {i}'\n"));
-            let mode = std::fs::metadata(&path).expect("written").permissions().mode();
+            let mode = std::fs::metadata(&path)
+                .expect("written")
+                .permissions()
+                .mode();
             assert_eq!(mode & 0o777, 0o755, "{}", path.display());
             let out = Command::new(&path).output().expect("the script starts");
-            assert_eq!(String::from_utf8_lossy(&out.stdout), format!("it runs {i}\n"));
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                format!("it runs {i}\n")
+            );
         }
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         for spawner in spawners {
