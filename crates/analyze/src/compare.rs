@@ -670,15 +670,37 @@ fn propagate(sa: &Side, sb: &Side, al: &mut Alignment, mut queue: VecDeque<(u32,
 /// residual add fused into the shortcut convolution in one build and into the main-path one in
 /// the other puts the add's node on two different convolutions.
 fn by_signature(sa: &Side, sb: &Side, al: &mut Alignment) {
-    let convs = |s: &Side, free: &dyn Fn(u32) -> bool| -> Vec<Link> {
+    let is_conv = |s: &Side, i: u32| s.sig[i as usize].is_some();
+    if pair_unique_shapes(sa, sb, al, &is_conv, "among the unaligned convolutions").is_some() {
+        // Convolutions that share a signature are left to the later passes, not marked ambiguous
+        // yet.
+        al.ambiguous_a.fill(None);
+        al.ambiguous_b.fill(None);
+    }
+}
+
+/// Pairs the unaligned layers that `keep` selects on each side where their shapes are unique on
+/// both (`Method::Signature`; `place` names the candidates in an ambiguity note). The new pairs,
+/// or `None` when one side has no candidate.
+fn pair_unique_shapes(
+    sa: &Side,
+    sb: &Side,
+    al: &mut Alignment,
+    keep: &dyn Fn(&Side, u32) -> bool,
+    place: &'static str,
+) -> Option<Vec<(u32, u32)>> {
+    let candidates = |s: &Side, free: &dyn Fn(u32) -> bool| -> Vec<Link> {
         (0..s.layers.len() as u32)
-            .filter(|&i| free(i) && s.sig[i as usize].is_some())
+            .filter(|&i| free(i) && keep(s, i))
             .map(|i| Link { layer: i, slot: 0 })
             .collect()
     };
-    let (ca, cb) = (convs(sa, &|i| al.free_a(i)), convs(sb, &|j| al.free_b(j)));
+    let (ca, cb) = (
+        candidates(sa, &|i| al.free_a(i)),
+        candidates(sb, &|j| al.free_b(j)),
+    );
     if ca.is_empty() || cb.is_empty() {
-        return;
+        return None;
     }
     let mut new = Vec::new();
     match_groups(
@@ -689,12 +711,10 @@ fn by_signature(sa: &Side, sb: &Side, al: &mut Alignment) {
         &cb,
         &[Level::Shapes],
         Method::Signature,
-        &|| "among the unaligned convolutions".to_owned(),
+        &|| place.to_owned(),
         &mut new,
     );
-    // Convolutions that share a signature are left to the later passes, not marked ambiguous yet.
-    al.ambiguous_a.fill(None);
-    al.ambiguous_b.fill(None);
+    Some(new)
 }
 
 /// Pass 1: identical names of the same kind. A name used k times in both builds pairs its
@@ -762,24 +782,23 @@ fn by_origin(sa: &Side, sb: &Side, al: &mut Alignment) {
             }
             if tie { None } else { top }
         };
-    let best_b: Vec<Option<u32>> = (0..sa.layers.len())
-        .map(|i| {
-            if al.free_a(i as u32) && sa.kind[i] != Kind::Movement {
-                best(sa, i, &in_b, sb, true)
-            } else {
-                None
-            }
-        })
-        .collect();
-    let best_a: Vec<Option<u32>> = (0..sb.layers.len())
-        .map(|j| {
-            if al.free_b(j as u32) && sb.kind[j] != Kind::Movement {
-                best(sb, j, &in_a, sa, false)
-            } else {
-                None
-            }
-        })
-        .collect();
+    // Each free, computing layer of `me`'s best candidate in `other`.
+    let mut best_of_each = |me: &Side,
+                            free: &dyn Fn(u32) -> bool,
+                            index: &HashMap<&str, Vec<u32>>,
+                            other: &Side,
+                            a_side: bool|
+     -> Vec<Option<u32>> {
+        (0..me.layers.len())
+            .map(|i| {
+                (free(i as u32) && me.kind[i] != Kind::Movement)
+                    .then(|| best(me, i, index, other, a_side))
+                    .flatten()
+            })
+            .collect()
+    };
+    let best_b = best_of_each(sa, &|i| al.free_a(i), &in_b, sb, true);
+    let best_a = best_of_each(sb, &|j| al.free_b(j), &in_a, sa, false);
     for (i, j) in best_b.iter().enumerate() {
         if let Some(j) = *j
             && best_a[j as usize] == Some(i as u32)
@@ -1026,25 +1045,9 @@ fn by_graph_ends(sa: &Side, sb: &Side, al: &mut Alignment) {
 /// from the new pairs, for at most `SIGNATURE_ROUNDS` rounds.
 fn by_unique_shapes(sa: &Side, sb: &Side, al: &mut Alignment) {
     for _ in 0..SIGNATURE_ROUNDS {
-        let free = |s: &Side, free: &dyn Fn(u32) -> bool| -> Vec<Link> {
-            (0..s.layers.len() as u32)
-                .filter(|&i| free(i) && s.kind[i as usize].computes())
-                .map(|i| Link { layer: i, slot: 0 })
-                .collect()
-        };
-        let (ca, cb) = (free(sa, &|i| al.free_a(i)), free(sb, &|j| al.free_b(j)));
-        let mut new = Vec::new();
-        match_groups(
-            sa,
-            sb,
-            al,
-            &ca,
-            &cb,
-            &[Level::Shapes],
-            Method::Signature,
-            &|| "among the unaligned layers".to_owned(),
-            &mut new,
-        );
+        let computes = |s: &Side, i: u32| s.kind[i as usize].computes();
+        let new = pair_unique_shapes(sa, sb, al, &computes, "among the unaligned layers")
+            .unwrap_or_default();
         if new.is_empty() || !(sa.has_graph && sb.has_graph) {
             break;
         }
@@ -1117,16 +1120,7 @@ fn pair_rows(a: &Backend, b: &Backend, sa: &Side, sb: &Side, mut al: Alignment) 
             None => {
                 let reason = unmatched_reason(sa, i, al.ambiguous_a[i].take(), sb.label);
                 ambiguous_a += usize::from(reason.code == UnmatchedCode::Ambiguous);
-                rows.push(AlignedRow {
-                    a: Some(x.index),
-                    b: None,
-                    method: Method::Unmatched,
-                    precision_changed: false,
-                    tactic_changed: false,
-                    delta_ms: None,
-                    evidence: None,
-                    reason: Some(reason),
-                });
+                rows.push(unmatched_row(Some(x.index), None, reason));
             }
         }
     }
@@ -1137,16 +1131,7 @@ fn pair_rows(a: &Backend, b: &Backend, sa: &Side, sb: &Side, mut al: Alignment) 
             unmatched_b += 1;
             let reason = unmatched_reason(sb, j, al.ambiguous_b[j].take(), sa.label);
             ambiguous_b += usize::from(reason.code == UnmatchedCode::Ambiguous);
-            rows.push(AlignedRow {
-                a: None,
-                b: Some(j as u32),
-                method: Method::Unmatched,
-                precision_changed: false,
-                tactic_changed: false,
-                delta_ms: None,
-                evidence: None,
-                reason: Some(reason),
-            });
+            rows.push(unmatched_row(None, Some(j as u32), reason));
         }
     }
     Pair {
@@ -1164,6 +1149,20 @@ fn pair_rows(a: &Backend, b: &Backend, sa: &Side, sb: &Side, mut al: Alignment) 
         tactic_changes,
         changes,
         rows,
+    }
+}
+
+/// The row of a layer of one build (`a` or `b`) that stayed unmatched.
+fn unmatched_row(a: Option<u32>, b: Option<u32>, reason: Unmatched) -> AlignedRow {
+    AlignedRow {
+        a,
+        b,
+        method: Method::Unmatched,
+        precision_changed: false,
+        tactic_changed: false,
+        delta_ms: None,
+        evidence: None,
+        reason: Some(reason),
     }
 }
 
@@ -1191,27 +1190,23 @@ fn unmatched_reason(s: &Side, i: usize, ambiguous: Option<String>, other: &str) 
 
 /// A name for a sentence: at most 60 characters, control characters replaced.
 fn short_plain(name: &str) -> String {
-    let s: String = name
-        .chars()
-        .take(60)
-        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
-        .collect();
-    if name.chars().count() > 60 {
-        format!("{s}…")
-    } else {
-        s
-    }
+    clipped(name, 60)
 }
 
+/// A name in backticks: at most 80 characters, control characters replaced.
 fn short(name: &str) -> String {
-    let s: String = name
+    format!("`{}`", clipped(name, 80))
+}
+
+/// The first `most` characters of `name` (with `…` when it had more), control characters replaced.
+fn clipped(name: &str, most: usize) -> String {
+    let mut s: String = name
         .chars()
-        .take(80)
+        .take(most)
         .map(|c| if c.is_control() { '\u{fffd}' } else { c })
         .collect();
-    if name.chars().count() > 80 {
-        format!("`{s}…`")
-    } else {
-        format!("`{s}`")
+    if name.chars().count() > most {
+        s.push('…');
     }
+    s
 }

@@ -386,18 +386,20 @@ pub fn compare(
 
 fn judge(candidate: &Tensor, reference: &Tensor, spec: &AccuracySpec) -> TensorAccuracy {
     let threshold = spec.threshold(&reference.name);
+    // A loss that cannot be computed fails the tensor, with the reason in its note.
+    let failed = |note: String| TensorAccuracy {
+        name: reference.name.clone(),
+        loss: None,
+        threshold,
+        passed: false,
+        note: Some(note),
+    };
     let non_finite = candidate.values.iter().filter(|v| !v.is_finite()).count();
     if non_finite > 0 {
-        return TensorAccuracy {
-            name: reference.name.clone(),
-            loss: None,
-            threshold,
-            passed: false,
-            note: Some(format!(
-                "{non_finite} of {} candidate values are not finite (NaN or ±inf)",
-                candidate.values.len()
-            )),
-        };
+        return failed(format!(
+            "{non_finite} of {} candidate values are not finite (NaN or ±inf)",
+            candidate.values.len()
+        ));
     }
     let value = loss(
         spec.algorithm,
@@ -407,16 +409,10 @@ fn judge(candidate: &Tensor, reference: &Tensor, spec: &AccuracySpec) -> TensorA
         &reference.values,
     );
     if !value.is_finite() {
-        return TensorAccuracy {
-            name: reference.name.clone(),
-            loss: None,
-            threshold,
-            passed: false,
-            note: Some(format!(
-                "the {} loss is not a finite number",
-                spec.algorithm
-            )),
-        };
+        return failed(format!(
+            "the {} loss is not a finite number",
+            spec.algorithm
+        ));
     }
     TensorAccuracy {
         name: reference.name.clone(),
