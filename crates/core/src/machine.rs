@@ -64,16 +64,18 @@ pub fn cuda_visible_devices(value: Option<&str>) -> Option<Vec<String>> {
     let value = value?;
     let mut ids = Vec::new();
     for item in value.split(',').map(str::trim) {
-        let valid = !item.is_empty()
-            && (item.bytes().all(|b| b.is_ascii_digit())
-                || item.starts_with("GPU-")
-                || item.starts_with("MIG-"));
+        let valid = !item.is_empty() && (item.bytes().all(|b| b.is_ascii_digit()) || is_uuid(item));
         if !valid {
             break;
         }
         ids.push(item.to_string());
     }
     Some(ids)
+}
+
+/// Whether a device id is a GPU or MIG UUID (or a prefix of one), not an index.
+fn is_uuid(id: &str) -> bool {
+    id.starts_with("GPU-") || id.starts_with("MIG-")
 }
 
 /// The device a CUDA program started here runs on (CUDA's device 0): the first device
@@ -91,7 +93,7 @@ pub fn selected_gpu(cuda_visible_devices: Option<&str>) -> Option<String> {
 /// is completed from the `nvidia-smi -L` listing when exactly one listed device starts with it; an
 /// index, or a UUID no listed device (or several) starts with, is returned as it is.
 pub fn nvidia_smi_id(selected: &str, listing: &str) -> String {
-    if !(selected.starts_with("GPU-") || selected.starts_with("MIG-")) {
+    if !is_uuid(selected) {
         return selected.to_string();
     }
     let mut matches = listing
@@ -108,7 +110,7 @@ pub fn nvidia_smi_id(selected: &str, listing: &str) -> String {
 /// `None` when `CUDA_VISIBLE_DEVICES` hides every GPU.
 pub fn nvidia_smi_selected(smi: &std::path::Path, visible: Option<&str>) -> Option<String> {
     let selected = selected_gpu(visible)?;
-    if !(selected.starts_with("GPU-") || selected.starts_with("MIG-")) {
+    if !is_uuid(&selected) {
         return Some(selected);
     }
     let listing = std::process::Command::new(smi)
