@@ -82,12 +82,12 @@ pub enum Error {
         index: usize,
     },
     /// A preparation receipt that cannot be read, parsed or matched to this run.
-    #[error("{reason}")]
+    #[error("{source}")]
     Receipt {
         /// The receipt file.
         path: PathBuf,
-        /// What is wrong with it, as the whole message.
-        reason: String,
+        /// What is wrong with it (its message names the file).
+        source: crate::receipt::ReceiptError,
     },
     /// `matrix check` (or the check before `matrix run`) found problems; the exit code depends on
     /// their kinds.

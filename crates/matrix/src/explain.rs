@@ -27,7 +27,7 @@ use trtmc_runtime::profile::ort_trace::GraphNode;
 use trtmc_runtime::reference::REFERENCE_RESULT_SCHEMA;
 
 use crate::plan::{Plan, PlannedRow};
-use crate::row::Ctx;
+use crate::row::{Ctx, RowError};
 use crate::suite::{ORT_PYTHON, TRTMC_PREFIX};
 
 /// Profiled operation calls per side (after the row's warm-up calls).
@@ -52,6 +52,106 @@ pub(crate) struct SideRun<'a> {
 struct Profiled {
     layers: PathBuf,
     profile: PathBuf,
+}
+
+/// Why a side's profiling pass gave no profile.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PassError {
+    /// The pass's command, or reading or writing one of its files, failed.
+    #[error(transparent)]
+    Row(#[from] RowError),
+    /// The benchmark run records no profile.
+    #[error("{} records no profile", file.display())]
+    NoProfile {
+        /// The result file, relative to the run directory.
+        file: PathBuf,
+    },
+    /// The profiler failed.
+    #[error("{error} (log: {log})")]
+    Profiler {
+        /// The profile's error, or `no error recorded`.
+        error: String,
+        /// Its log, or `none`.
+        log: String,
+    },
+    /// The profile names no layer or profile file.
+    #[error("{} names no layer or profile file", file.display())]
+    NoProfileFiles {
+        /// The result file, relative to the run directory.
+        file: PathBuf,
+    },
+    /// The prepared request of the Python reference does not parse.
+    #[error("{} is not a request: {source}", file.display())]
+    NotARequest {
+        /// The request file, relative to the run directory.
+        file: PathBuf,
+        /// The JSON error.
+        source: serde_json::Error,
+    },
+    /// The Python reference's own error.
+    #[error("{0}")]
+    Reference(String),
+    /// The Python reference wrote no result.
+    #[error("it wrote no readable {REFERENCE_RESULT_SCHEMA} result")]
+    NoResult,
+    /// The Python reference's result names no trace.
+    #[error("its result names no profile_trace")]
+    NoTrace,
+    /// The trace cannot be read.
+    #[error("cannot read its trace {}: {source}", trace.display())]
+    ReadTrace {
+        /// The trace file.
+        trace: PathBuf,
+        /// The I/O failure.
+        source: std::io::Error,
+    },
+    /// The trace cannot be turned into profile files.
+    #[error("{reason}")]
+    Trace {
+        /// The conversion's error with its causes.
+        reason: String,
+    },
+}
+
+/// Why a row's explanation is missing, or has no report.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ExplainError {
+    /// A side's profiling pass failed.
+    #[error("the {role}'s profiling pass failed: {source}")]
+    Pass {
+        /// `candidate` or `reference`.
+        role: &'static str,
+        /// Why.
+        source: PassError,
+    },
+    /// The ONNX graph cannot be read.
+    #[error("the ONNX graph the layers are aligned on: {reason}")]
+    Graph {
+        /// The reading error with its causes.
+        reason: String,
+    },
+    /// A layer profile cannot be read.
+    #[error("cannot read {}: {source}", path.display())]
+    ReadProfile {
+        /// The profile file.
+        path: PathBuf,
+        /// The I/O failure.
+        source: std::io::Error,
+    },
+    /// A layer profile does not parse.
+    #[error("{} is not a layer profile: {source}", path.display())]
+    NotAProfile {
+        /// The profile file.
+        path: PathBuf,
+        /// The JSON error.
+        source: serde_json::Error,
+    },
+    /// The two profiles cannot be analyzed.
+    #[error("the two profiles could not be packaged: {0}")]
+    Analyze(#[source] trtmc_analyze::AnalyzeError),
+    /// The report of the two profiles cannot be written.
+    #[error("the two profiles could not be packaged: {0}")]
+    Package(#[source] trtmc_analyze::report::PackageError),
 }
 
 /// The explanation of a yellow or red row whose timed rounds are done.
@@ -82,7 +182,7 @@ pub(crate) fn explain(
     let (cand, refr) = match sides {
         Ok(s) => s,
         Err(why) => {
-            explanation.missing = Some(why);
+            explanation.missing = Some(why.to_string());
             return explanation;
         }
     };
@@ -91,11 +191,14 @@ pub(crate) fn explain(
     }
     let model = crate::row::model_path(plan, pr);
     let aligned = (|| {
-        let graph = trtmc_runtime::ort_rt::graph_nodes(Path::new(&model))
-            .map_err(|e| format!("the ONNX graph the layers are aligned on: {e:#}"))?;
+        let graph = trtmc_runtime::ort_rt::graph_nodes(Path::new(&model)).map_err(|e| {
+            ExplainError::Graph {
+                reason: format!("{e:#}"),
+            }
+        })?;
         let c = read_layer_times(&cand.profile)?;
         let r = read_layer_times(&refr.profile)?;
-        Ok::<_, String>(gap_layers(&graph, &c, &r))
+        Ok::<_, ExplainError>(gap_layers(&graph, &c, &r))
     })();
     match aligned {
         Ok(gap) => {
@@ -109,12 +212,12 @@ pub(crate) fn explain(
                 ));
             }
         }
-        Err(why) => explanation.missing = Some(why),
+        Err(why) => explanation.missing = Some(why.to_string()),
     }
     let report_dir = ctx.dir.join(REPORT_DIR);
     match package(&pr.row.model, &cand, &refr, &report_dir) {
         Ok(index) => explanation.report = Some(ctx.rel(&index)),
-        Err(e) => explanation.report_error = Some(e),
+        Err(e) => explanation.report_error = Some(e.to_string()),
     }
     explanation
 }
@@ -142,10 +245,10 @@ fn profile_run_side(
     plan: &Plan,
     pr: &PlannedRow,
     ctx: &mut Ctx<'_>,
-    role: &str,
+    role: &'static str,
     side: &SideRun<'_>,
     calls: u64,
-) -> Result<Profiled, String> {
+) -> Result<Profiled, ExplainError> {
     let runtime = side.runtime.unwrap_or_default();
     let runtime = runtime.strip_prefix(TRTMC_PREFIX).unwrap_or(runtime);
     let out = ctx.dir.join(format!("profile-{role}"));
@@ -155,33 +258,38 @@ fn profile_run_side(
         "--profile-iterations".into(),
         calls.to_string(),
     ]);
-    let failed = |why: String| format!("the {role}'s profiling pass failed: {why}");
+    let failed = |why: PassError| ExplainError::Pass { role, source: why };
     ctx.leaf(argv, side.env.clone(), &format!("profile-{role}.log"))
-        .map_err(failed)?;
+        .map_err(|e| failed(e.into()))?;
     let result = out.join("result.json");
     let doc: BenchmarkRun =
-        crate::row::read_typed(ctx, &result, BENCHMARK_RUN_SCHEMA).map_err(failed)?;
+        crate::row::read_typed(ctx, &result, BENCHMARK_RUN_SCHEMA).map_err(|e| failed(e.into()))?;
     let profile = doc
         .cases
         .first()
         .and_then(|c| c.profile.as_ref())
-        .ok_or_else(|| failed(format!("{} records no profile", ctx.rel(&result))))?;
+        .ok_or_else(|| {
+            failed(PassError::NoProfile {
+                file: ctx.rel(&result).into(),
+            })
+        })?;
     if profile.status != CaseStatus::Completed {
-        return Err(failed(format!(
-            "{} (log: {})",
-            profile.error.as_deref().unwrap_or("no error recorded"),
-            profile.log.as_deref().unwrap_or("none")
-        )));
+        return Err(failed(PassError::Profiler {
+            error: profile
+                .error
+                .clone()
+                .unwrap_or_else(|| "no error recorded".into()),
+            log: profile.log.clone().unwrap_or_else(|| "none".into()),
+        }));
     }
     match (&profile.layer_info, &profile.layer_profile) {
         (Some(layers), Some(p)) => Ok(Profiled {
             layers: out.join(layers),
             profile: out.join(p),
         }),
-        _ => Err(failed(format!(
-            "{} names no layer or profile file",
-            ctx.rel(&result)
-        ))),
+        _ => Err(failed(PassError::NoProfileFiles {
+            file: ctx.rel(&result).into(),
+        })),
     }
 }
 
@@ -193,15 +301,37 @@ fn profile_python(
     ctx: &mut Ctx<'_>,
     request_path: &Path,
     calls: u64,
-) -> Result<Profiled, String> {
-    let failed = |why: String| format!("the reference's profiling pass failed: {why}");
+) -> Result<Profiled, ExplainError> {
+    let failed = |why: PassError| ExplainError::Pass {
+        role: "reference",
+        source: why,
+    };
     let dir = ctx.dir.join("reference-profile");
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| failed(format!("cannot create {}: {e}", ctx.rel(&dir))))?;
-    let bytes = std::fs::read(request_path)
-        .map_err(|e| failed(format!("cannot read {}: {e}", ctx.rel(request_path))))?;
-    let mut request: serde_json::Map<String, Value> = serde_json::from_slice(&bytes)
-        .map_err(|e| failed(format!("{} is not a request: {e}", ctx.rel(request_path))))?;
+    std::fs::create_dir_all(&dir).map_err(|source| {
+        failed(
+            RowError::Create {
+                path: ctx.rel(&dir).into(),
+                source,
+            }
+            .into(),
+        )
+    })?;
+    let bytes = std::fs::read(request_path).map_err(|source| {
+        failed(
+            RowError::Read {
+                file: ctx.rel(request_path).into(),
+                source,
+            }
+            .into(),
+        )
+    })?;
+    let mut request: serde_json::Map<String, Value> =
+        serde_json::from_slice(&bytes).map_err(|source| {
+            failed(PassError::NotARequest {
+                file: ctx.rel(request_path).into(),
+                source,
+            })
+        })?;
     // Paths of the prepared request are relative to its own folder.
     let base = request_path.parent().unwrap_or(Path::new("."));
     for key in ["model", "inputs"] {
@@ -219,8 +349,15 @@ fn profile_python(
         Value::String(dir.to_string_lossy().into()),
     );
     let profile_request = dir.join("profile-request.json");
-    trtmc_core::fsutil::write_json_atomic(&profile_request, &request)
-        .map_err(|e| failed(format!("cannot write {}: {e}", ctx.rel(&profile_request))))?;
+    trtmc_core::fsutil::write_json_atomic(&profile_request, &request).map_err(|source| {
+        failed(
+            RowError::Write {
+                file: ctx.rel(&profile_request).into(),
+                source,
+            }
+            .into(),
+        )
+    })?;
     let result_path = dir.join("profile-result.json");
     let (ran, result) = crate::row::run_ort_reference(
         plan,
@@ -232,27 +369,27 @@ fn profile_python(
     let result = match (ran, result) {
         (Ok(()), Some(r)) if r.schema == REFERENCE_RESULT_SCHEMA => r,
         (_, Some(r)) if r.error.is_some() => {
-            return Err(failed(r.error.unwrap_or_default()));
+            return Err(failed(PassError::Reference(r.error.unwrap_or_default())));
         }
-        (Err(e), _) => return Err(failed(e)),
-        (Ok(()), _) => {
-            return Err(failed(format!(
-                "it wrote no readable {REFERENCE_RESULT_SCHEMA} result"
-            )));
-        }
+        (Err(e), _) => return Err(failed(e.into())),
+        (Ok(()), _) => return Err(failed(PassError::NoResult)),
     };
     let trace = result
         .notes
         .get("profile_trace")
         .and_then(Value::as_str)
-        .ok_or_else(|| failed("its result names no profile_trace".into()))?;
+        .ok_or_else(|| failed(PassError::NoTrace))?;
     let skip = result
         .notes
         .get("profile_warmup_runs")
         .and_then(Value::as_u64)
         .unwrap_or(pr.warmup);
-    let text = std::fs::read_to_string(trace)
-        .map_err(|e| failed(format!("cannot read its trace {trace}: {e}")))?;
+    let text = std::fs::read_to_string(trace).map_err(|source| {
+        failed(PassError::ReadTrace {
+            trace: trace.into(),
+            source,
+        })
+    })?;
     let model = request.get("model").and_then(Value::as_str).unwrap_or("");
     // Tensor names for the layer file; a graph that cannot be read only loses those names.
     let graph = trtmc_runtime::ort_rt::graph_nodes(Path::new(model)).unwrap_or_default();
@@ -263,9 +400,16 @@ fn profile_python(
         &graph,
         Vec::new(),
     )
-    .map_err(|e| failed(format!("{e:#}")))?;
-    let files = trtmc_runtime::profile::write_exports(&profile, &dir)
-        .map_err(|e| failed(format!("{e:#}")))?;
+    .map_err(|e| {
+        failed(PassError::Trace {
+            reason: format!("{e:#}"),
+        })
+    })?;
+    let files = trtmc_runtime::profile::write_exports(&profile, &dir).map_err(|e| {
+        failed(PassError::Trace {
+            reason: format!("{e:#}"),
+        })
+    })?;
     Ok(Profiled {
         layers: files.layer_info,
         profile: files.profile,
@@ -274,11 +418,16 @@ fn profile_python(
 
 /// `(name, averageMs)` of each record of a `profile_<runtime>.json` (trtexec's `--exportProfile`
 /// shape: a `{"count": N}` header, then one record per layer).
-fn read_layer_times(path: &Path) -> Result<Vec<(String, f64)>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let records: Vec<Value> = serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not a layer profile: {e}", path.display()))?;
+fn read_layer_times(path: &Path) -> Result<Vec<(String, f64)>, ExplainError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ExplainError::ReadProfile {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let records: Vec<Value> =
+        serde_json::from_str(&text).map_err(|source| ExplainError::NotAProfile {
+            path: path.to_path_buf(),
+            source,
+        })?;
     Ok(records
         .iter()
         .filter_map(|r| {
@@ -468,7 +617,7 @@ fn package(
     candidate: &Profiled,
     reference: &Profiled,
     dir: &Path,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, ExplainError> {
     let spec = |p: &Profiled, label: &str| trtmc_analyze::DataSpec {
         layers: p.layers.clone(),
         profile: Some(p.profile.clone()),
@@ -486,11 +635,10 @@ fn package(
         report_dir: Some(dir.to_path_buf()),
         ..Default::default()
     };
-    trtmc_analyze::analyze(&request)
-        .map_err(|e| e.to_string())
-        .and_then(|a| trtmc_analyze::report::package(&a, &options).map_err(|e| e.to_string()))
+    let analysis = trtmc_analyze::analyze(&request).map_err(ExplainError::Analyze)?;
+    trtmc_analyze::report::package(&analysis, &options)
         .map(|p| p.index)
-        .map_err(|e| format!("the two profiles could not be packaged: {e}"))
+        .map_err(ExplainError::Package)
 }
 
 #[cfg(test)]

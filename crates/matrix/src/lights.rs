@@ -13,6 +13,41 @@ pub const METHOD: &str = "paired_rounds_median";
 /// The method when a row has a single round: blocks of its calls stand in for rounds (never trusted).
 pub const METHOD_ONE_ROUND: &str = "blocks_of_one_round_median";
 
+/// Why a comparison gives no light: the measurement is incomplete.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Incomplete {
+    /// Either side has fewer timed calls than `thresholds.min_samples`.
+    #[error(
+        "too few timed calls for a light: candidate {candidate}, reference {reference}, the suite needs at least {needed} on each side (thresholds.min_samples)"
+    )]
+    TooFewCalls {
+        /// The candidate's timed calls.
+        candidate: usize,
+        /// The reference's timed calls.
+        reference: usize,
+        /// `thresholds.min_samples`.
+        needed: usize,
+    },
+    /// A duration that is not a finite number of milliseconds >= 0.
+    #[error("a timed call has a non-finite or negative duration")]
+    BadDuration,
+    /// The sides' rounds cannot be paired (different counts, or an empty round).
+    #[error(
+        "the sides ran different or empty rounds (candidate {candidate}, reference {reference}): no paired ratio"
+    )]
+    UnpairedRounds {
+        /// The candidate's rounds.
+        candidate: usize,
+        /// The reference's rounds.
+        reference: usize,
+    },
+    /// A reference round with a zero p50, or too few calls to pair.
+    #[error(
+        "a reference round has a zero p50, or too few calls to pair: no ratio; check the reference side's observations or raise measure.iterations"
+    )]
+    NoRatio,
+}
+
 /// Compares the timed calls (milliseconds) of both sides, round by round: `candidate[i]` and
 /// `reference[i]` were measured next to each other. The ratio is the median of the per-round p50
 /// ratios, with its distribution-free interval (`trtmc_core::intervals`) at `look_confidence` (the
@@ -26,31 +61,29 @@ pub fn compare(
     reference: &[Vec<f64>],
     t: &Thresholds,
     look_confidence: f64,
-) -> Result<Comparison, String> {
+) -> Result<Comparison, Incomplete> {
     let pooled_c: Vec<f64> = candidate.concat();
     let pooled_r: Vec<f64> = reference.concat();
     let n = t.min_samples as usize;
     if pooled_c.len() < n || pooled_r.len() < n {
-        return Err(format!(
-            "too few timed calls for a light: candidate {}, reference {}, the suite needs at least {} on each side (thresholds.min_samples)",
-            pooled_c.len(),
-            pooled_r.len(),
-            n
-        ));
+        return Err(Incomplete::TooFewCalls {
+            candidate: pooled_c.len(),
+            reference: pooled_r.len(),
+            needed: n,
+        });
     }
     if pooled_c
         .iter()
         .chain(&pooled_r)
         .any(|v| !v.is_finite() || *v < 0.0)
     {
-        return Err("a timed call has a non-finite or negative duration".into());
+        return Err(Incomplete::BadDuration);
     }
     if candidate.len() != reference.len() || candidate.iter().chain(reference).any(Vec::is_empty) {
-        return Err(format!(
-            "the sides ran different or empty rounds (candidate {}, reference {}): no paired ratio",
-            candidate.len(),
-            reference.len()
-        ));
+        return Err(Incomplete::UnpairedRounds {
+            candidate: candidate.len(),
+            reference: reference.len(),
+        });
     }
     let rounds = candidate.len();
     // One round: blocks of its calls stand in for rounds; such an interval cannot see the variance
@@ -70,7 +103,7 @@ pub fn compare(
         &intervals::per_round(&r_units, stats::median),
         look_confidence,
     )
-    .ok_or("a reference round has a zero p50, or too few calls to pair: no ratio; check the reference side's observations or raise measure.iterations")?;
+    .ok_or(Incomplete::NoRatio)?;
     let trusted = rounds >= 2 && paired.trusted(t.min_rounds as usize);
     let ci = paired.interval;
     let ratio = ci.estimate;

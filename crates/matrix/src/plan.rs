@@ -174,7 +174,7 @@ pub fn check(input: &CheckInput<'_>) -> Result<Plan, Vec<Finding>> {
     let mut f = Vec::new();
     let suite = match suite::load_suite(input.suite) {
         Ok(s) => s,
-        Err(e) => return Err(vec![finding(Kind::Config, "suite", e)]),
+        Err(e) => return Err(vec![finding(Kind::Config, "suite", e.to_string())]),
     };
     let env_file = match suite::load_environment(input.environment) {
         Ok(e) => e,
@@ -475,7 +475,7 @@ fn machine_checks(env: &Expanded, executor: &str, program: &ProgramInfo, f: &mut
     if find_program(&env.python).is_some()
         && let Err(why) = probe_python(&env.python)
     {
-        f.push(finding(Kind::Machine, "python", why));
+        f.push(finding(Kind::Machine, "python", why.to_string()));
     }
     for (what, dir) in [
         ("results_root", &env.results_root),
@@ -523,27 +523,53 @@ fn machine_checks(env: &Expanded, executor: &str, program: &ProgramInfo, f: &mut
     }
 }
 
+/// Why the environment's `python` is not a usable Python 3 interpreter.
+#[derive(Debug, thiserror::Error)]
+enum PythonProbeError {
+    /// `python --version` could not be started.
+    #[error(
+        "`{python} --version` cannot start: {source}; point `python` at a Python 3 interpreter"
+    )]
+    CannotStart {
+        /// The interpreter named by the environment.
+        python: String,
+        /// Why it could not start.
+        source: std::io::Error,
+    },
+    /// `python --version` failed or answered something other than `Python 3.x`.
+    #[error(
+        "`{python} --version` printed no Python 3 version ({status}, output `{said}`): point `python` at a Python 3 interpreter"
+    )]
+    NotPython3 {
+        /// The interpreter named by the environment.
+        python: String,
+        /// How the command ended.
+        status: std::process::ExitStatus,
+        /// Its standard output and error, trimmed.
+        said: String,
+    },
+}
+
 /// Runs `python --version`: the reference rows need an interpreter that answers `Python 3.x`.
-fn probe_python(python: &str) -> Result<(), String> {
+fn probe_python(python: &str) -> Result<(), PythonProbeError> {
     let out = std::process::Command::new(python)
         .arg("--version")
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| {
-            format!(
-                "`{python} --version` cannot start: {e}; point `python` at a Python 3 interpreter"
-            )
+        .map_err(|source| PythonProbeError::CannotStart {
+            python: python.to_string(),
+            source,
         })?;
     let said =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     if out.status.success() && said.trim_start().starts_with("Python 3") {
         return Ok(());
     }
-    Err(format!(
-        "`{python} --version` printed no Python 3 version ({}, output `{}`): point `python` at a Python 3 interpreter",
-        out.status,
-        said.trim()
-    ))
+    Err(PythonProbeError::NotPython3 {
+        python: python.to_string(),
+        status: out.status,
+        said: said.trim().to_string(),
+    })
 }
 
 /// Free GiB of the file system holding `dir` (or its nearest existing ancestor).
@@ -620,6 +646,17 @@ fn with_data_paths(row: &Row, suite_dir: &Path, f: &mut Vec<Finding>) -> Row {
     row
 }
 
+/// Why one side of a row does not resolve.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SideError {
+    /// A `set:` override that does not parse.
+    #[error(transparent)]
+    Override(#[from] trtmc_core::case::OverrideError),
+    /// The case does not resolve with the side's runtime and overrides.
+    #[error(transparent)]
+    Resolve(#[from] trtmc_core::case::CaseError),
+}
+
 /// Resolves one side of a row: `testcase` of `profile` on `runtime` with the side's `set:`
 /// overrides.
 pub(crate) fn resolve_side(
@@ -627,19 +664,18 @@ pub(crate) fn resolve_side(
     testcase: &str,
     runtime: &str,
     set: &BTreeMap<String, Value>,
-) -> Result<ResolvedCase, String> {
+) -> Result<ResolvedCase, SideError> {
     let input = ResolveInput {
         case: Some(testcase),
-        sets: overrides(set).map_err(|e| e.to_string())?,
+        sets: overrides(set)?,
         runtime: Some(runtime.to_string()),
         ..Default::default()
     };
-    case::resolve(
+    Ok(case::resolve(
         profile,
         &input,
         trtmc_runtime::registry::declared_settings(),
-    )
-    .map_err(|e| e.to_string())
+    )?)
 }
 
 /// Reference precision: the row's `baseline.precision`, the testcase's `reference_precision`, the

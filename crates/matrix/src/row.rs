@@ -49,19 +49,165 @@ pub fn read_row(run: &Path, index: usize) -> Option<RowResult> {
         .filter(|r| r.schema == ROW_SCHEMA && r.index == index)
 }
 
+/// Why a step of a row failed: the row is recorded as failed with this message.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RowError {
+    /// A directory or log file of the attempt could not be created.
+    #[error("cannot create {}: {source}", path.display())]
+    Create {
+        /// The directory or file.
+        path: PathBuf,
+        /// The I/O failure.
+        source: std::io::Error,
+    },
+    /// Every `attempt-K` name is taken.
+    #[error("no free attempt directory")]
+    NoFreeAttempt,
+    /// A log file could not be opened a second time (for standard error).
+    #[error("cannot open {}: {source}", path.display())]
+    Open {
+        /// The log file.
+        path: PathBuf,
+        /// The I/O failure.
+        source: std::io::Error,
+    },
+    /// A leaf command could not be started.
+    #[error("cannot start `{program}`: {source}")]
+    Start {
+        /// The program.
+        program: String,
+        /// Why it could not start.
+        source: std::io::Error,
+    },
+    /// A leaf command ended unsuccessfully. The cause first (the end of the log: the command's own
+    /// error line), so the row's summary line leads with it; the command and its log after.
+    #[error(
+        "{tail} (`{command}` exited with {}; log: {})",
+        code.map_or("a signal".into(), |c| format!("code {c}")),
+        log.display()
+    )]
+    Leaf {
+        /// The last non-empty lines of the log, `|`-joined.
+        tail: String,
+        /// The command, as a shell line.
+        command: String,
+        /// Its exit code; `None`: ended by a signal.
+        code: Option<i32>,
+        /// Its log, relative to the run directory.
+        log: PathBuf,
+    },
+    /// A file of a leaf cannot be read.
+    #[error("cannot read {}: {source}", file.display())]
+    Read {
+        /// The file, relative to the run directory.
+        file: PathBuf,
+        /// The I/O failure.
+        source: std::io::Error,
+    },
+    /// A file of a leaf cannot be written.
+    #[error("cannot write {}: {source}", file.display())]
+    Write {
+        /// The file, relative to the run directory.
+        file: PathBuf,
+        /// The I/O failure.
+        source: std::io::Error,
+    },
+    /// A JSON document of a leaf does not parse as its type.
+    #[error("{} is not a valid {schema} document: {source}", file.display())]
+    NotADocument {
+        /// The file, relative to the run directory.
+        file: PathBuf,
+        /// The schema it should have.
+        schema: String,
+        /// The JSON error.
+        source: serde_json::Error,
+    },
+    /// A document of another schema.
+    #[error("{} has schema `{found}`, not `{expected}`", file.display())]
+    Schema {
+        /// The file, relative to the run directory.
+        file: PathBuf,
+        /// The schema it has.
+        found: String,
+        /// The schema it should have.
+        expected: &'static str,
+    },
+    /// A benchmark run without a timing boundary.
+    #[error("{} has an empty timing_boundary", file.display())]
+    NoBoundary {
+        /// The result file, relative to the run directory.
+        file: PathBuf,
+    },
+    /// A benchmark run without a case.
+    #[error("{} has no case", file.display())]
+    NoCase {
+        /// The result file, relative to the run directory.
+        file: PathBuf,
+    },
+    /// The side's case did not complete.
+    #[error("the case failed: {error}")]
+    CaseFailed {
+        /// The case's error, empty when none was recorded.
+        error: String,
+    },
+    /// A case without a workload identity.
+    #[error("{} has an empty identity in cases[0]", file.display())]
+    NoIdentity {
+        /// The result file, relative to the run directory.
+        file: PathBuf,
+    },
+    /// A case that names no observations file.
+    #[error("{} names no observations file in cases[0].files", file.display())]
+    NoObservationsFile {
+        /// The result file, relative to the run directory.
+        file: PathBuf,
+    },
+    /// The observations of a side cannot be read.
+    #[error("cannot read the observations of {}: {source}", dir.display())]
+    ReadObservations {
+        /// The side's output folder, relative to the run directory.
+        dir: PathBuf,
+        /// The I/O failure.
+        source: std::io::Error,
+    },
+    /// An observation line that does not parse.
+    #[error("{} holds a bad observation: {source}", dir.display())]
+    BadObservation {
+        /// The side's output folder, relative to the run directory.
+        dir: PathBuf,
+        /// The JSON error.
+        source: serde_json::Error,
+    },
+    /// The candidate generated another number of tokens than the reference.
+    #[error(
+        "output token count differs: the candidate generated {candidate} tokens in call {call}, the reference {reference} per call (not the same workload)"
+    )]
+    OutputTokens {
+        /// The candidate's tokens in that call.
+        candidate: u64,
+        /// The call.
+        call: u64,
+        /// The reference's tokens per call.
+        reference: u64,
+    },
+}
+
 /// A fresh attempt directory `rows/NNN/attempt-K`.
-fn attempt_dir(run: &Path, index: usize) -> Result<PathBuf, String> {
+fn attempt_dir(run: &Path, index: usize) -> Result<PathBuf, RowError> {
     let base = rows_dir(run).join(format!("{index:03}"));
-    std::fs::create_dir_all(&base).map_err(|e| format!("cannot create {}: {e}", base.display()))?;
+    std::fs::create_dir_all(&base).map_err(|source| RowError::Create {
+        path: base.clone(),
+        source,
+    })?;
     for k in 1.. {
         let dir = base.join(format!("attempt-{k}"));
         match std::fs::create_dir(&dir) {
             Ok(()) => return Ok(dir),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
+            Err(source) => return Err(RowError::Create { path: dir, source }),
         }
     }
-    Err("no free attempt directory".into())
+    Err(RowError::NoFreeAttempt)
 }
 
 pub(crate) struct Ctx<'a> {
@@ -85,13 +231,16 @@ impl Ctx<'_> {
         argv: Vec<String>,
         env: BTreeMap<String, String>,
         log: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), RowError> {
         let log_path = self.dir.join(log);
-        let file = std::fs::File::create(&log_path)
-            .map_err(|e| format!("cannot create {}: {e}", log_path.display()))?;
-        let err = file
-            .try_clone()
-            .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
+        let file = std::fs::File::create(&log_path).map_err(|source| RowError::Create {
+            path: log_path.clone(),
+            source,
+        })?;
+        let err = file.try_clone().map_err(|source| RowError::Open {
+            path: log_path.clone(),
+            source,
+        })?;
         let started = Instant::now();
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]).envs(&env).stdout(file).stderr(err);
@@ -121,16 +270,16 @@ impl Ctx<'_> {
         });
         match status {
             Ok(s) if s.success() => Ok(()),
-            // The cause first (the end of the log: the command's own error line), so the row's
-            // summary line leads with it; the command and its log after.
-            Ok(s) => Err(format!(
-                "{} (`{}` exited with {}; log: {})",
-                tail(&log_path),
-                trtmc_core::text::shell_line(&argv),
-                s.code().map_or("a signal".into(), |c| format!("code {c}")),
-                self.rel(&log_path),
-            )),
-            Err(e) => Err(format!("cannot start `{}`: {e}", argv[0])),
+            Ok(s) => Err(RowError::Leaf {
+                tail: tail(&log_path),
+                command: trtmc_core::text::shell_line(&argv),
+                code: s.code(),
+                log: self.rel(&log_path).into(),
+            }),
+            Err(source) => Err(RowError::Start {
+                program: argv[0].clone(),
+                source,
+            }),
         }
     }
 }
@@ -213,10 +362,16 @@ pub(crate) fn read_typed<T: serde::de::DeserializeOwned>(
     ctx: &Ctx<'_>,
     path: &Path,
     schema: &str,
-) -> Result<T, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", ctx.rel(path)))?;
-    serde_json::from_slice(&bytes)
-        .map_err(|e| format!("{} is not a valid {schema} document: {e}", ctx.rel(path)))
+) -> Result<T, RowError> {
+    let bytes = std::fs::read(path).map_err(|source| RowError::Read {
+        file: ctx.rel(path).into(),
+        source,
+    })?;
+    serde_json::from_slice(&bytes).map_err(|source| RowError::NotADocument {
+        file: ctx.rel(path).into(),
+        schema: schema.to_string(),
+        source,
+    })
 }
 
 /// The side measured by `trtmc-bench run` in `out`.
@@ -224,48 +379,55 @@ fn read_run_side(
     ctx: &Ctx<'_>,
     backend: &str,
     out: &Path,
-) -> Result<(Side, Option<(String, String)>), String> {
+) -> Result<(Side, Option<(String, String)>), RowError> {
     let result = out.join("result.json");
     let doc: BenchmarkRun = read_typed(ctx, &result, BENCHMARK_RUN_SCHEMA)?;
     if doc.schema != BENCHMARK_RUN_SCHEMA {
-        return Err(format!(
-            "{} has schema `{}`, not `{BENCHMARK_RUN_SCHEMA}`",
-            ctx.rel(&result),
-            doc.schema
-        ));
+        return Err(RowError::Schema {
+            file: ctx.rel(&result).into(),
+            found: doc.schema.clone(),
+            expected: BENCHMARK_RUN_SCHEMA,
+        });
     }
     // The contract compares these two: an empty one would match another empty one.
     if doc.timing_boundary.is_empty() {
-        return Err(format!("{} has an empty timing_boundary", ctx.rel(&result)));
+        return Err(RowError::NoBoundary {
+            file: ctx.rel(&result).into(),
+        });
     }
-    let case = doc
-        .cases
-        .first()
-        .ok_or_else(|| format!("{} has no case", ctx.rel(&result)))?;
+    let case = doc.cases.first().ok_or_else(|| RowError::NoCase {
+        file: ctx.rel(&result).into(),
+    })?;
     if case.status != CaseStatus::Completed {
-        return Err(format!(
-            "the case failed: {}",
-            case.error.as_deref().unwrap_or("")
-        ));
+        return Err(RowError::CaseFailed {
+            error: case.error.clone().unwrap_or_default(),
+        });
     }
     if case.identity.is_empty() {
-        return Err(format!(
-            "{} has an empty identity in cases[0]",
-            ctx.rel(&result)
-        ));
+        return Err(RowError::NoIdentity {
+            file: ctx.rel(&result).into(),
+        });
     }
-    let obs_rel = case.files.observations.as_deref().ok_or_else(|| {
-        format!(
-            "{} names no observations file in cases[0].files",
-            ctx.rel(&result)
-        )
+    let obs_rel =
+        case.files
+            .observations
+            .as_deref()
+            .ok_or_else(|| RowError::NoObservationsFile {
+                file: ctx.rel(&result).into(),
+            })?;
+    let text = std::fs::read_to_string(out.join(obs_rel)).map_err(|source| {
+        RowError::ReadObservations {
+            dir: ctx.rel(out).into(),
+            source,
+        }
     })?;
-    let text = std::fs::read_to_string(out.join(obs_rel))
-        .map_err(|e| format!("cannot read the observations of {}: {e}", ctx.rel(out)))?;
     let mut samples = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let o: Observation = serde_json::from_str(line)
-            .map_err(|e| format!("{} holds a bad observation: {e}", ctx.rel(out)))?;
+        let o: Observation =
+            serde_json::from_str(line).map_err(|source| RowError::BadObservation {
+                dir: ctx.rel(out).into(),
+                source,
+            })?;
         samples.push(o.wall_ns as f64 / 1e6);
     }
     let bundle = case.bundle.as_ref().map(|b| {
@@ -362,7 +524,7 @@ pub fn execute(
     let dir = match attempt_dir(run, pr.index) {
         Ok(d) => d,
         Err(e) => {
-            result.message = Some(e);
+            result.message = Some(e.to_string());
             result.finished = jiff::Timestamp::now().to_string();
             return result;
         }
@@ -388,8 +550,8 @@ pub fn execute(
 
 type Outcome = Result<(), (RowStatus, String)>;
 
-fn failed(m: String) -> (RowStatus, String) {
-    (RowStatus::Failed, m)
+fn failed(m: impl std::fmt::Display) -> (RowStatus, String) {
+    (RowStatus::Failed, m.to_string())
 }
 
 fn measure(
@@ -497,7 +659,7 @@ fn measure(
             }
         }
         let (Some((side, bundle)), Some(ref_side)) = (candidate_side, reference_side) else {
-            return Err(failed("a round ran only one side".into()));
+            return Err(failed("a round ran only one side"));
         };
         if python_request.is_some() {
             same_output_tokens(ctx, &out, &suffix).map_err(failed)?;
@@ -540,7 +702,7 @@ fn measure(
         }
     };
     let (Some(candidate), Some(reference)) = (candidate, reference) else {
-        return Err(failed("no round ran".into()));
+        return Err(failed("no round ran"));
     };
 
     // Contracts: same workload, same boundary, the precision that was asked for.
@@ -575,7 +737,7 @@ fn measure(
     let mut cmp = match at_look {
         Some(cmp) => cmp,
         None => lights::compare(&candidate_rounds, &reference_rounds, t, looks.per_look)
-            .map_err(|e| (RowStatus::Incomplete, e))?,
+            .map_err(|e| (RowStatus::Incomplete, e.to_string()))?,
     };
     if looks.at.len() > 1 {
         cmp.stopped_by = stopped_by;
@@ -622,7 +784,7 @@ fn measure(
 /// The output token count per call must be the same on both sides (generation: a reference that
 /// stopped early or ran on would time another workload). Checked where the Python reference records
 /// `output_tokens` in its notes and the candidate's observations count output tokens.
-fn same_output_tokens(ctx: &Ctx<'_>, candidate_out: &Path, suffix: &str) -> Result<(), String> {
+fn same_output_tokens(ctx: &Ctx<'_>, candidate_out: &Path, suffix: &str) -> Result<(), RowError> {
     let reference_path = ctx
         .dir
         .join("reference")
@@ -643,20 +805,24 @@ fn same_output_tokens(ctx: &Ctx<'_>, candidate_out: &Path, suffix: &str) -> Resu
     else {
         return Ok(());
     };
-    let text = std::fs::read_to_string(candidate_out.join(obs_rel)).map_err(|e| {
-        format!(
-            "cannot read the observations of {}: {e}",
-            ctx.rel(candidate_out)
-        )
+    let text = std::fs::read_to_string(candidate_out.join(obs_rel)).map_err(|source| {
+        RowError::ReadObservations {
+            dir: ctx.rel(candidate_out).into(),
+            source,
+        }
     })?;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let o: Observation = serde_json::from_str(line)
-            .map_err(|e| format!("{} holds a bad observation: {e}", ctx.rel(candidate_out)))?;
+        let o: Observation =
+            serde_json::from_str(line).map_err(|source| RowError::BadObservation {
+                dir: ctx.rel(candidate_out).into(),
+                source,
+            })?;
         if let Some(n) = o.output_tokens.filter(|&n| n != expected) {
-            return Err(format!(
-                "output token count differs: the candidate generated {n} tokens in call {}, the reference {expected} per call (not the same workload)",
-                o.iteration
-            ));
+            return Err(RowError::OutputTokens {
+                candidate: n,
+                call: o.iteration,
+                reference: expected,
+            });
         }
     }
     Ok(())
@@ -788,7 +954,7 @@ pub(crate) fn run_ort_reference(
     request: &Path,
     result: &Path,
     log: &str,
-) -> (Result<(), String>, Option<ReferenceResult>) {
+) -> (Result<(), RowError>, Option<ReferenceResult>) {
     let argv = vec![
         plan.environment.python.clone(),
         plan.environment
@@ -825,7 +991,7 @@ fn run_python_reference(
     );
     let Some(r) = doc else {
         return Err(failed(match ran {
-            Err(e) => e,
+            Err(e) => e.to_string(),
             Ok(()) => format!("the reference wrote no readable {REFERENCE_RESULT_SCHEMA} result"),
         }));
     };
@@ -852,7 +1018,7 @@ fn run_python_reference(
         // Non-finite outputs, a missing framework, a precision refusal: a reference failure.
         return Err(failed(format!(
             "reference failure: {}",
-            r.error.unwrap_or(e)
+            r.error.unwrap_or_else(|| e.to_string())
         )));
     }
     Ok(Side {
@@ -899,7 +1065,8 @@ mod tests {
                 BTreeMap::new(),
                 "leaf.log",
             )
-            .expect_err("exit 5");
+            .expect_err("exit 5")
+            .to_string();
         assert!(
             e.starts_with("table | error: 1 of 1 case(s) failed (001-m: boom) (`sh -c"),
             "{e}"

@@ -573,10 +573,10 @@ pub fn report(run: &Path, receipt_path: Option<&Path>) -> Result<Results, Matrix
                 consumed.insert(b, p.model);
             }
         }
-        let r = receipt::load(path, &plan.program.revision, &consumed).map_err(|reason| {
+        let r = receipt::load(path, &plan.program.revision, &consumed).map_err(|source| {
             Error::Receipt {
                 path: path.to_path_buf(),
-                reason,
+                source,
             }
         })?;
         let receipt_path = run.join(RECEIPT_FILE);

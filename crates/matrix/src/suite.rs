@@ -2,7 +2,7 @@
 //! YAML. Format and defaults: docs/matrix.md.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -207,101 +207,257 @@ impl Row {
     }
 }
 
+/// Why a suite file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteError {
+    /// The file cannot be read (missing, too large, not text).
+    #[error("cannot read suite {}: {source}", path.display())]
+    Read {
+        /// The suite file.
+        path: PathBuf,
+        /// The reading failure.
+        source: std::io::Error,
+    },
+    /// The file's content is refused; `source` says why.
+    #[error("suite {}: {source}", path.display())]
+    InFile {
+        /// The suite file.
+        path: PathBuf,
+        /// What is wrong with its content.
+        source: Box<SuiteError>,
+    },
+    /// Not YAML of the suite's shape.
+    #[error("malformed YAML: {reason}")]
+    Yaml {
+        /// The YAML parser's message.
+        reason: String,
+    },
+    /// Another `schema:`.
+    #[error("schema `{found}` is not `{SUITE_SCHEMA}`")]
+    Schema {
+        /// The file's `schema:`.
+        found: String,
+    },
+    /// `green_max`/`yellow_max` out of order, not positive or not finite (or a non-finite confidence).
+    #[error(
+        "thresholds: need 0 < green_max <= yellow_max (got green_max {green_max}, yellow_max {yellow_max})"
+    )]
+    Bounds {
+        /// `thresholds.green_max`.
+        green_max: f64,
+        /// `thresholds.yellow_max`.
+        yellow_max: f64,
+    },
+    /// `thresholds.confidence` outside (0, 1).
+    #[error("thresholds.confidence must be between 0 and 1 (e.g. 0.95), got {confidence}")]
+    Confidence {
+        /// The value given.
+        confidence: f64,
+    },
+    /// `thresholds.min_samples` or `min_rounds` above the calls a case may make.
+    #[error(
+        "thresholds.min_samples and min_rounds take at most {MOST_CALLS} (got {min_samples} and {min_rounds})"
+    )]
+    TooManyRequired {
+        /// `thresholds.min_samples`.
+        min_samples: u64,
+        /// `thresholds.min_rounds`.
+        min_rounds: u64,
+    },
+    /// `thresholds.min_samples` below 2.
+    #[error("thresholds.min_samples must be at least 2")]
+    MinSamples,
+    /// `thresholds.min_rounds` below 2.
+    #[error("thresholds.min_rounds must be at least 2 (an interval over rounds needs two)")]
+    MinRounds,
+    /// No rows.
+    #[error("`rows` is empty: list at least one row")]
+    NoRows,
+    /// Two rows with the same id.
+    #[error(
+        "rows {first} and {second} (counting from 1) are both `{id}`: each (entry, model, testcase, candidate runtime) may appear once"
+    )]
+    DuplicateRow {
+        /// The first row's position, from 1.
+        first: usize,
+        /// The second row's position, from 1.
+        second: usize,
+        /// Their id.
+        id: String,
+    },
+    /// A reference backend that is neither the Python runner nor a trtmc runtime.
+    #[error(
+        "row `{id}`: reference backend `{backend}` is unknown (use `{ORT_PYTHON}` or `{TRTMC_PREFIX}<runtime>`)"
+    )]
+    UnknownBackend {
+        /// The row id.
+        id: String,
+        /// The backend given.
+        backend: String,
+    },
+    /// `iterations: 0`.
+    #[error("row `{id}`: iterations must be at least 1")]
+    NoIterations {
+        /// The row id.
+        id: String,
+    },
+    /// `measure.warmup` or `measure.iterations` above the calls a case may make.
+    #[error(
+        "row `{id}`: measure.{what} {calls} is more than the {MOST_CALLS} calls a case may make"
+    )]
+    TooManyCalls {
+        /// The row id.
+        id: String,
+        /// `warmup` or `iterations`.
+        what: &'static str,
+        /// The count given.
+        calls: u64,
+    },
+    /// `rounds` outside 1..=100.
+    #[error("row `{id}`: rounds must be between 1 and 100")]
+    Rounds {
+        /// The row id.
+        id: String,
+    },
+    /// `measure.max_rounds` below the row's rounds or above 1000.
+    #[error(
+        "row `{id}`: measure.max_rounds {max_rounds} must be at least its rounds ({rounds}) and at most 1000"
+    )]
+    MaxRounds {
+        /// The row id.
+        id: String,
+        /// The `max_rounds` given.
+        max_rounds: u64,
+        /// The row's rounds.
+        rounds: u64,
+    },
+    /// `measure.max_seconds` not above 0 or above the longest a case may take.
+    #[error(
+        "row `{id}`: measure.max_seconds {seconds} must be seconds above 0 and at most {LONGEST_S}"
+    )]
+    MaxSeconds {
+        /// The row id.
+        id: String,
+        /// The value given.
+        seconds: f64,
+    },
+    /// Fewer timed calls per side than `thresholds.min_samples`: the row could never get a light.
+    #[error(
+        "row `{id}`: {timed} timed call(s) per side ({iterations} iterations over {rounds} round(s)) are fewer than thresholds.min_samples {least}, so the row could never get a light: raise its measure.iterations to at least {least} or lower min_samples"
+    )]
+    NeverALight {
+        /// The row id.
+        id: String,
+        /// Timed calls per side.
+        timed: u64,
+        /// The row's iterations.
+        iterations: u64,
+        /// The row's rounds.
+        rounds: u64,
+        /// `thresholds.min_samples`.
+        least: u64,
+    },
+}
+
 /// Reads and checks the suite file `path`; the error names the file.
-pub fn load_suite(path: &Path) -> Result<Suite, String> {
+pub fn load_suite(path: &Path) -> Result<Suite, SuiteError> {
     let text = trtmc_core::limits::read_outside_text(path, trtmc_core::limits::FileKind::Text)
-        .map_err(|e| format!("cannot read suite {}: {e}", path.display()))?;
-    parse_suite(&text).map_err(|e| format!("suite {}: {e}", path.display()))
+        .map_err(|source| SuiteError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    parse_suite(&text).map_err(|e| SuiteError::InFile {
+        path: path.to_path_buf(),
+        source: Box::new(e),
+    })
 }
 
 /// Parses a suite and checks what needs no catalog: schema, thresholds, unique row ids, backends.
-pub fn parse_suite(text: &str) -> Result<Suite, String> {
-    let suite: Suite = serde_saphyr::from_str(text).map_err(|e| format!("malformed YAML: {e}"))?;
+pub fn parse_suite(text: &str) -> Result<Suite, SuiteError> {
+    let suite: Suite = serde_saphyr::from_str(text).map_err(|e| SuiteError::Yaml {
+        reason: e.to_string(),
+    })?;
     if let Some(s) = &suite.schema
         && s != SUITE_SCHEMA
     {
-        return Err(format!("schema `{s}` is not `{SUITE_SCHEMA}`"));
+        return Err(SuiteError::Schema { found: s.clone() });
     }
     let t = &suite.thresholds;
     let finite = [t.green_max, t.yellow_max, t.confidence]
         .iter()
         .all(|v| v.is_finite());
     if !finite || t.green_max <= 0.0 || t.yellow_max < t.green_max {
-        return Err(format!(
-            "thresholds: need 0 < green_max <= yellow_max (got green_max {}, yellow_max {})",
-            t.green_max, t.yellow_max
-        ));
+        return Err(SuiteError::Bounds {
+            green_max: t.green_max,
+            yellow_max: t.yellow_max,
+        });
     }
     if !(t.confidence > 0.0 && t.confidence < 1.0) {
-        return Err(format!(
-            "thresholds.confidence must be between 0 and 1 (e.g. 0.95), got {}",
-            t.confidence
-        ));
+        return Err(SuiteError::Confidence {
+            confidence: t.confidence,
+        });
     }
     if t.min_samples > MOST_CALLS || t.min_rounds > MOST_CALLS {
-        return Err(format!(
-            "thresholds.min_samples and min_rounds take at most {MOST_CALLS} (got {} and {})",
-            t.min_samples, t.min_rounds
-        ));
+        return Err(SuiteError::TooManyRequired {
+            min_samples: t.min_samples,
+            min_rounds: t.min_rounds,
+        });
     }
     if t.min_samples < 2 {
-        return Err("thresholds.min_samples must be at least 2".into());
+        return Err(SuiteError::MinSamples);
     }
     if t.min_rounds < 2 {
-        return Err(
-            "thresholds.min_rounds must be at least 2 (an interval over rounds needs two)".into(),
-        );
+        return Err(SuiteError::MinRounds);
     }
     if suite.rows.is_empty() {
-        return Err("`rows` is empty: list at least one row".into());
+        return Err(SuiteError::NoRows);
     }
     let mut seen = BTreeMap::new();
     for (i, row) in suite.rows.iter().enumerate() {
         let id = row.id();
         if let Some(first) = seen.insert(id.clone(), i) {
-            return Err(format!(
-                "rows {} and {} (counting from 1) are both `{id}`: each (entry, model, testcase, candidate runtime) may appear once",
-                first + 1,
-                i + 1
-            ));
+            return Err(SuiteError::DuplicateRow {
+                first: first + 1,
+                second: i + 1,
+                id,
+            });
         }
         let b = &row.reference.backend;
         if b != ORT_PYTHON && !b.starts_with(TRTMC_PREFIX) {
-            return Err(format!(
-                "row `{id}`: reference backend `{b}` is unknown (use `{ORT_PYTHON}` or `{TRTMC_PREFIX}<runtime>`)"
-            ));
+            return Err(SuiteError::UnknownBackend {
+                id,
+                backend: b.clone(),
+            });
         }
         for (what, n) in [
             ("warmup", row.warmup(&suite)),
             ("iterations", row.iterations(&suite)),
         ] {
             if what == "iterations" && n == Some(0) {
-                return Err(format!("row `{id}`: {what} must be at least 1"));
+                return Err(SuiteError::NoIterations { id });
             }
-            if let Some(n) = n.filter(|n| *n > MOST_CALLS) {
-                return Err(format!(
-                    "row `{id}`: measure.{what} {n} is more than the {MOST_CALLS} calls a case may make"
-                ));
+            if let Some(calls) = n.filter(|n| *n > MOST_CALLS) {
+                return Err(SuiteError::TooManyCalls { id, what, calls });
             }
         }
         let rounds = row.rounds(&suite);
         if !(1..=100).contains(&rounds) {
-            return Err(format!("row `{id}`: rounds must be between 1 and 100"));
+            return Err(SuiteError::Rounds { id });
         }
         let most = row.measure.max_rounds.or(suite.measure.max_rounds);
-        if let Some(most) = most
-            && !(rounds..=1000).contains(&most)
+        if let Some(max_rounds) = most
+            && !(rounds..=1000).contains(&max_rounds)
         {
-            return Err(format!(
-                "row `{id}`: measure.max_rounds {most} must be at least its rounds ({rounds}) and at most 1000"
-            ));
+            return Err(SuiteError::MaxRounds {
+                id,
+                max_rounds,
+                rounds,
+            });
         }
-        if let Some(s) = row.max_seconds(&suite)
-            && !(s.is_finite() && s > 0.0 && s <= LONGEST_S)
+        if let Some(seconds) = row.max_seconds(&suite)
+            && !(seconds.is_finite() && seconds > 0.0 && seconds <= LONGEST_S)
         {
-            return Err(format!(
-                "row `{id}`: measure.max_seconds {s} must be seconds above 0 and at most {LONGEST_S}"
-            ));
+            return Err(SuiteError::MaxSeconds { id, seconds });
         }
         // Each round times ceil(iterations / rounds) calls: fewer than min_samples in all can never
         // give a light, so say so before anything runs.
@@ -309,9 +465,13 @@ pub fn parse_suite(text: &str) -> Result<Suite, String> {
             let timed = n.div_ceil(rounds) * rounds;
             let least = suite.thresholds.min_samples;
             if timed < least {
-                return Err(format!(
-                    "row `{id}`: {timed} timed call(s) per side ({n} iterations over {rounds} round(s)) are fewer than thresholds.min_samples {least}, so the row could never get a light: raise its measure.iterations to at least {least} or lower min_samples"
-                ));
+                return Err(SuiteError::NeverALight {
+                    id,
+                    timed,
+                    iterations: n,
+                    rounds,
+                    least,
+                });
             }
         }
     }
@@ -344,14 +504,24 @@ rows:
         let dup = format!(
             "{SUITE}  - entry: tiny-cnn.classify\n    model: tiny-cnn\n    testcase: single\n    candidate: {{runtime: tract}}\n    reference: {{backend: onnxruntime-python}}\n"
         );
-        assert!(parse_suite(&dup).unwrap_err().contains("both"));
+        assert!(parse_suite(&dup).unwrap_err().to_string().contains("both"));
         let bad = SUITE.replace(
             "name: t",
             "name: t\nthresholds: {green_max: 2, yellow_max: 1}",
         );
-        assert!(parse_suite(&bad).unwrap_err().contains("green_max"));
+        assert!(
+            parse_suite(&bad)
+                .unwrap_err()
+                .to_string()
+                .contains("green_max")
+        );
         let backend = SUITE.replace("onnxruntime-python", "nope");
-        assert!(parse_suite(&backend).unwrap_err().contains("unknown"));
+        assert!(
+            parse_suite(&backend)
+                .unwrap_err()
+                .to_string()
+                .contains("unknown")
+        );
         // Fewer timed calls than min_samples could never give a light (12 over 6 rounds; 7 over 3
         // rounds times 3 per round, 9 in all).
         for (measure, timed) in [
@@ -360,7 +530,7 @@ rows:
         ] {
             let few = format!("{SUITE}    measure: {measure}\n")
                 .replace("name: t", "name: t\nthresholds: {min_samples: 20}");
-            let e = parse_suite(&few).expect_err(measure);
+            let e = parse_suite(&few).expect_err(measure).to_string();
             assert!(
                 e.contains(&format!("{timed} timed call(s)")) && e.contains("at least 20"),
                 "{e}"
@@ -417,7 +587,8 @@ rows:
             assert!(e.contains(says), "{extra}: {e}");
         }
         let e = parse_suite(&format!("{SUITE}measure: {{warmup: 1000000000000}}\n"))
-            .expect_err("huge warmup");
+            .expect_err("huge warmup")
+            .to_string();
         assert!(e.contains("measure.warmup 1000000000000"), "{e}");
     }
 }

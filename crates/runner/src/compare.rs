@@ -102,7 +102,9 @@ impl Side {
                 trtmc_runtime::data::DataKind::Inputs,
                 &declared,
             )
-            .map_err(|reason| RunError::CompareInputs { reason })?
+            .map_err(|e| RunError::CompareInputs {
+                reason: e.to_string(),
+            })?
         };
         self.manifest
             .inputs
@@ -150,7 +152,9 @@ impl Side {
             trtmc_runtime::data::DataKind::OutputsOf("--golden"),
             &declared,
         )
-        .map_err(|reason| RunError::CompareInputs { reason })
+        .map_err(|e| RunError::CompareInputs {
+            reason: e.to_string(),
+        })
     }
 
     /// One forward pass of the bundle on `inputs`, in this process.

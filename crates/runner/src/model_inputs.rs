@@ -4,13 +4,15 @@
 //! does) so each runtime builds and feeds the same shapes.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use trtmc_core::case::{ResolvedCase, Source, Sourced};
 use trtmc_core::catalog::Profile;
 use trtmc_core::data::{CaseData, DEFAULT_ATOL, DEFAULT_RTOL, DataSetRecord};
-use trtmc_runtime::data::{DataKind, Declared, check_sets, declared_io, locate, shape_text};
+use trtmc_runtime::data::{
+    DataKind, DataReadError, DataSetError, Declared, check_sets, declared_io, locate, shape_text,
+};
 use trtmc_runtime::tensor::{DType, Dim};
 
 use crate::sources;
@@ -40,6 +42,128 @@ pub struct InputLine {
     pub note: Option<String>,
 }
 
+/// Why the inputs of a case are refused before any build (an input error, exit 3); the message names
+/// the input, what the model wants and what was given.
+#[derive(Debug, thiserror::Error)]
+pub enum InputsError {
+    /// `--inputs`/`--check-outputs` for a model whose operation prepares its own inputs.
+    #[error(
+        "--inputs and --check-outputs feed a model's own inputs (operation `infer`, e.g. a model given with --onnx); model `{model}` runs operation `{operation}`, which prepares its own"
+    )]
+    NotInfer {
+        /// Catalog name of the model.
+        model: String,
+        /// The operation it runs.
+        operation: String,
+    },
+    /// `--check-outputs` without `--inputs`.
+    #[error(
+        "--check-outputs needs the inputs the expected outputs were computed from: give --inputs too"
+    )]
+    CheckOutputsWithoutInputs,
+    /// The model file cannot be found or fetched.
+    #[error(transparent)]
+    Source(#[from] crate::sources::SourceError),
+    /// The model file's declared inputs cannot be read.
+    #[error("cannot read the inputs {} declares: {reason}", model_file.display())]
+    Declared {
+        /// The ONNX file.
+        model_file: PathBuf,
+        /// Why, with its causes.
+        reason: String,
+    },
+    /// `--shape` names no input of the model.
+    #[error(
+        "--shape {name}:…: model `{model}` has no input `{name}`.{} Its inputs: {inputs}",
+        closest.as_ref().map(|c| format!(" Did you mean `{c}`?")).unwrap_or_default()
+    )]
+    UnknownShapeInput {
+        /// The input named by `--shape`.
+        name: String,
+        /// Catalog name of the model.
+        model: String,
+        /// The declared input closest to `name`, when one is close.
+        closest: Option<String>,
+        /// The model's inputs with their declared types.
+        inputs: String,
+    },
+    /// A string input without `--inputs`.
+    #[error(
+        "input `{name}` of model `{model}` is a string tensor ({wants}), whose values trtmc cannot make up: give them with --inputs (an .npy/.npz of numpy strings, or a folder of input_N.pb)"
+    )]
+    StringInput {
+        /// The input.
+        name: String,
+        /// Catalog name of the model.
+        model: String,
+        /// Its declared type.
+        wants: String,
+    },
+    /// The model file declares a shape beyond the limits.
+    #[error(
+        "input `{name}` of model `{model}` is declared {declared} in {}: {why}",
+        model_file.display()
+    )]
+    DeclaredShape {
+        /// The input.
+        name: String,
+        /// Catalog name of the model.
+        model: String,
+        /// Its declared type, dynamic dimensions marked.
+        declared: String,
+        /// The ONNX file.
+        model_file: PathBuf,
+        /// Which limit it passes.
+        why: String,
+    },
+    /// The case's tensors would take more memory than the bound.
+    #[error("{reason}")]
+    TensorMemory {
+        /// The estimate and the bound.
+        reason: String,
+    },
+    /// A generation case's KV cache would take more memory than the bound.
+    #[error(
+        "model `{model}` case `{case}`: its KV cache would take about {:.1} GiB ({per_token} bytes a token × (the prompt's {prompt} + request.max_new_tokens {new_tokens}) × batch {batch}), more than the {bound} GiB bound; lower request.max_new_tokens or raise the bound with {}",
+        *bytes as f64 / f64::from(1u32 << 30),
+        trtmc_core::limits::TENSOR_MEMORY_FLAG
+    )]
+    KvCache {
+        /// Catalog name of the model.
+        model: String,
+        /// The case.
+        case: String,
+        /// The estimated bytes.
+        bytes: u64,
+        /// Bytes one token takes.
+        per_token: u64,
+        /// Tokens of the longest prompt.
+        prompt: u64,
+        /// `request.max_new_tokens`.
+        new_tokens: u64,
+        /// `request.batch_size`.
+        batch: u64,
+        /// The bound, GiB.
+        bound: f64,
+    },
+    /// A data set cannot be read.
+    #[error(transparent)]
+    Data(#[from] DataReadError),
+    /// A data set does not fit the model.
+    #[error(transparent)]
+    DataSet(#[from] Box<DataSetError>),
+    /// `--check-outputs` gives another number of sets than `--inputs`.
+    #[error(
+        "--inputs gives {inputs} data set(s) and --check-outputs {expected}: give one expected set per input set, in the same order"
+    )]
+    SetCounts {
+        /// Sets given with `--inputs`.
+        inputs: usize,
+        /// Sets given with `--check-outputs`.
+        expected: usize,
+    },
+}
+
 /// Settles the inputs of `resolved` (an `infer` case of `profile`): may pin `build.shapes.<input>`
 /// and set `resolved.data`. `Err` is an input error (exit 3) naming the input, what the model wants
 /// and what was given.
@@ -48,41 +172,36 @@ pub(crate) fn settle(
     given: GivenData<'_>,
     resolved: &mut ResolvedCase,
     cache_root: &Path,
-) -> Result<Vec<InputLine>, String> {
+) -> Result<Vec<InputLine>, InputsError> {
     let given_data = !given.inputs.is_empty() || !given.check_outputs.is_empty();
     if resolved.operation != "infer" {
         if given_data {
-            return Err(format!(
-                "--inputs and --check-outputs feed a model's own inputs (operation `infer`, e.g. a model given with --onnx); model `{}` runs operation `{}`, which prepares its own",
-                profile.name, resolved.operation
-            ));
+            return Err(InputsError::NotInfer {
+                model: profile.name.clone(),
+                operation: resolved.operation.clone(),
+            });
         }
         return Ok(Vec::new());
     }
     if !given.check_outputs.is_empty() && given.inputs.is_empty() {
-        return Err(
-            "--check-outputs needs the inputs the expected outputs were computed from: give --inputs too"
-                .into(),
-        );
+        return Err(InputsError::CheckOutputsWithoutInputs);
     }
     let local = sources::resolve(profile, cache_root)
         .ok()
         .and_then(|s| s.path);
     let model_file = match local {
         Some(path) => path,
-        None if given_data => {
-            sources::materialize(profile, cache_root).map_err(|e| e.to_string())?
-        }
+        None if given_data => sources::materialize(profile, cache_root)?,
         // A hub model not downloaded yet: its inputs are known after the build.
         None => return Ok(Vec::new()),
     };
     let (inputs, outputs) = match declared_io(&model_file) {
         Ok(io) => io,
         Err(e) if given_data => {
-            return Err(format!(
-                "cannot read the inputs {} declares: {e:#}",
-                model_file.display()
-            ));
+            return Err(InputsError::Declared {
+                model_file,
+                reason: format!("{e:#}"),
+            });
         }
         // The build reports what is wrong with the file.
         Err(_) => return Ok(Vec::new()),
@@ -94,14 +213,13 @@ pub(crate) fn settle(
         .collect();
     for name in shapes.keys() {
         if !inputs.iter().any(|d| &d.name == name) {
-            let close = trtmc_core::text::closest(name, inputs.iter().map(|d| d.name.as_str()))
-                .map(|c| format!(" Did you mean `{c}`?"))
-                .unwrap_or_default();
-            return Err(format!(
-                "--shape {name}:…: model `{}` has no input `{name}`.{close} Its inputs: {}",
-                profile.name,
-                described(&inputs)
-            ));
+            return Err(InputsError::UnknownShapeInput {
+                name: name.clone(),
+                model: profile.name.clone(),
+                closest: trtmc_core::text::closest(name, inputs.iter().map(|d| d.name.as_str()))
+                    .map(str::to_string),
+                inputs: described(&inputs),
+            });
         }
     }
     let dims: BTreeMap<String, i64> = build
@@ -118,12 +236,11 @@ pub(crate) fn settle(
     if data.is_none()
         && let Some(d) = inputs.iter().find(|d| d.dtype == Some(DType::Str))
     {
-        return Err(format!(
-            "input `{}` of model `{}` is a string tensor ({}), whose values trtmc cannot make up: give them with --inputs (an .npy/.npz of numpy strings, or a folder of input_N.pb)",
-            d.name,
-            profile.name,
-            d.describe_type()
-        ));
+        return Err(InputsError::StringInput {
+            name: d.name.clone(),
+            model: profile.name.clone(),
+            wants: d.describe_type(),
+        });
     }
     let mut lines = Vec::with_capacity(inputs.len());
     // The shapes fed, for the memory estimate before any worker (`None`: known after the build).
@@ -180,13 +297,13 @@ pub(crate) fn settle(
                     .collect();
                 // The file's own declaration is bounded like a shape the user gives.
                 trtmc_core::limits::check_shape(&concrete).map_err(|why| {
-                    format!(
-                        "input `{}` of model `{}` is declared {} in {}: {why}",
-                        d.name,
-                        profile.name,
-                        marked(d),
-                        model_file.display()
-                    )
+                    InputsError::DeclaredShape {
+                        name: d.name.clone(),
+                        model: profile.name.clone(),
+                        declared: marked(d),
+                        model_file: model_file.clone(),
+                        why,
+                    }
                 })?;
                 fed_shape = Some(concrete.clone());
                 if !defaulted.is_empty() {
@@ -242,7 +359,7 @@ fn check_memory(
     outputs: &[Declared],
     dims: &BTreeMap<String, i64>,
     most_gib: Option<f64>,
-) -> Result<(), String> {
+) -> Result<(), InputsError> {
     use trtmc_core::limits::{TensorEstimate, shape_elements};
     // A symbolic dimension's value: given with --dim, else as an input's fed shape sets it.
     let mut bound: BTreeMap<&str, i64> = dims.iter().map(|(k, &v)| (k.as_str(), v)).collect();
@@ -280,6 +397,7 @@ fn check_memory(
         &tensors,
         most_gib.unwrap_or(trtmc_core::limits::DEFAULT_MOST_TENSOR_GIB),
     )
+    .map_err(|reason| InputsError::TensorMemory { reason })
 }
 
 /// Refuses a generation case whose KV cache would take more memory than the bound
@@ -293,8 +411,8 @@ pub(crate) fn check_kv_cache_memory(
     resolved: &ResolvedCase,
     cache_root: &Path,
     most_gib: Option<f64>,
-) -> Result<(), String> {
-    use trtmc_core::limits::{DEFAULT_MOST_TENSOR_GIB, TENSOR_MEMORY_FLAG, TensorEstimate};
+) -> Result<(), InputsError> {
+    use trtmc_core::limits::{DEFAULT_MOST_TENSOR_GIB, TensorEstimate};
     if !matches!(resolved.operation.as_str(), "generate" | "generate_vl") {
         return Ok(());
     }
@@ -320,12 +438,16 @@ pub(crate) fn check_kv_cache_memory(
     if trtmc_core::limits::check_tensor_memory(&[estimate], bound).is_ok() {
         return Ok(());
     }
-    Err(format!(
-        "model `{}` case `{}`: its KV cache would take about {:.1} GiB ({per_token} bytes a token × (the prompt's {prompt} + request.max_new_tokens {new_tokens}) × batch {batch}), more than the {bound} GiB bound; lower request.max_new_tokens or raise the bound with {TENSOR_MEMORY_FLAG}",
-        profile.name,
-        resolved.case,
-        bytes as f64 / f64::from(1u32 << 30),
-    ))
+    Err(InputsError::KvCache {
+        model: profile.name.clone(),
+        case: resolved.case.clone(),
+        bytes,
+        per_token,
+        prompt,
+        new_tokens,
+        batch,
+        bound,
+    })
 }
 
 /// Bytes one token takes in `profile`'s KV cache, when known before a build: a built-in generator's
@@ -369,7 +491,7 @@ fn read_data(
     inputs: &[Declared],
     outputs: &[Declared],
     shapes: &BTreeMap<String, Vec<i64>>,
-) -> Result<CaseData, String> {
+) -> Result<CaseData, InputsError> {
     let read = |specs: &[String], kind: DataKind, declared: &[Declared]| {
         let mut sets: Vec<DataSetRecord> = Vec::new();
         for spec in specs {
@@ -379,17 +501,16 @@ fn read_data(
                     .map(|(record, _)| record),
             );
         }
-        check_sets(&sets, kind, declared, shapes).map_err(|e| e.to_string())?;
-        Ok::<_, String>(sets)
+        check_sets(&sets, kind, declared, shapes)?;
+        Ok::<_, InputsError>(sets)
     };
     let input_sets = read(given.inputs, DataKind::Inputs, inputs)?;
     let expected = read(given.check_outputs, DataKind::Outputs, outputs)?;
     if !expected.is_empty() && expected.len() != input_sets.len() {
-        return Err(format!(
-            "--inputs gives {} data set(s) and --check-outputs {}: give one expected set per input set, in the same order",
-            input_sets.len(),
-            expected.len()
-        ));
+        return Err(InputsError::SetCounts {
+            inputs: input_sets.len(),
+            expected: expected.len(),
+        });
     }
     let (atol, rtol) = given.tolerance.unwrap_or((DEFAULT_ATOL, DEFAULT_RTOL));
     Ok(CaseData {

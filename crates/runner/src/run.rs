@@ -234,9 +234,9 @@ pub fn plan_cases(
                     &mut resolved,
                     &options.cache_root,
                 )
-                .map_err(|reason| Error::Case {
+                .map_err(|e| Error::Case {
                     model: profile.name.clone(),
-                    reason,
+                    reason: e.to_string(),
                 })?;
                 case::refresh_identity(
                     profile,
@@ -327,9 +327,9 @@ pub fn plan_cases(
                     &options.cache_root,
                     sel.given_data().most_tensor_gib,
                 )
-                .map_err(|reason| Error::Case {
+                .map_err(|e| Error::Case {
                     model: profile.name.clone(),
-                    reason,
+                    reason: e.to_string(),
                 })?;
                 planned.push(PlannedCase {
                     profile: Profile {

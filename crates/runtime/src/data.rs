@@ -201,6 +201,168 @@ impl DataKind {
 
 const FORMATS: &str = "an .npz, a .npy, a .json raw index, a folder of NAME.npy or input_N.pb/output_N.pb files, a folder of test_data_set_* folders, or trtexec's name:file.bin list";
 
+/// Why a data set named on the command line (`--inputs`, `--check-outputs`, …) cannot be read; the
+/// message names the flag and the file or folder.
+#[derive(Debug, thiserror::Error)]
+pub enum DataReadError {
+    /// A file that is not a data set of a format trtmc reads.
+    #[error("{flag} {spec}: {source} (give {FORMATS})")]
+    Unreadable {
+        /// The command-line flag that named the set.
+        flag: &'static str,
+        /// The data set as given.
+        spec: String,
+        /// Why it cannot be read.
+        source: Box<trtmc_golden::GoldenError>,
+    },
+    /// Something that is neither a folder nor a regular file (a FIFO, a device).
+    #[error("{flag} {spec}: {source} (give {FORMATS})")]
+    NotAFile {
+        /// The command-line flag that named the set.
+        flag: &'static str,
+        /// The data set as given.
+        spec: String,
+        /// Why it is refused.
+        source: std::io::Error,
+    },
+    /// Nothing of that name, and no `name:file` list either.
+    #[error("{flag} {spec}: no such file or folder (give {FORMATS})")]
+    Missing {
+        /// The command-line flag that named the set.
+        flag: &'static str,
+        /// The data set as given.
+        spec: String,
+    },
+    /// A folder of several `test_data_set_*` where one set is needed.
+    #[error(
+        "{flag} {spec}: holds {count} data sets; one forward pass uses one, name its folder (e.g. {spec}/test_data_set_0)"
+    )]
+    SeveralSets {
+        /// The command-line flag that named the set.
+        flag: &'static str,
+        /// The data set as given.
+        spec: String,
+        /// How many sets it holds.
+        count: usize,
+    },
+    /// A folder that cannot be listed, or a file that cannot be hashed.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The folder or file.
+        path: PathBuf,
+        /// The I/O failure.
+        source: std::io::Error,
+    },
+    /// A folder with neither `.pb` nor `.npy` files.
+    #[error("{flag} {}: the folder holds no {prefix}N.pb and no .npy files (give {FORMATS})", dir.display())]
+    EmptyFolder {
+        /// The command-line flag that named the set.
+        flag: &'static str,
+        /// The folder.
+        dir: PathBuf,
+        /// `input_` or `output_`.
+        prefix: &'static str,
+    },
+    /// A file of the set that cannot be read as its format (a `.pb` tensor, a raw file).
+    #[error("{flag} {}: {reason}", file.display())]
+    File {
+        /// The command-line flag that named the set.
+        flag: &'static str,
+        /// The file, as shown (a raw item is shown as `name:file`).
+        file: PathBuf,
+        /// What is wrong with it, with its causes.
+        reason: String,
+    },
+    /// An unnamed `.pb` tensor whose number the model does not declare.
+    #[error(
+        "{flag} {}: the tensor has no name and the model has no {what} number {number}",
+        file.display()
+    )]
+    UnnamedTensor {
+        /// The command-line flag that named the set.
+        flag: &'static str,
+        /// The `.pb` file.
+        file: PathBuf,
+        /// `input` or `output`.
+        what: &'static str,
+        /// The number in its file name.
+        number: u64,
+    },
+    /// A `.npy` file of a folder that cannot be read.
+    #[error("{flag} {}: {source}", file.display())]
+    ReadNpy {
+        /// The command-line flag that named the set.
+        flag: &'static str,
+        /// The `.npy` file.
+        file: PathBuf,
+        /// The I/O failure.
+        source: std::io::Error,
+    },
+    /// A `.npy` file of a folder that does not parse (its message names the file).
+    #[error("{flag} {source}")]
+    Npy {
+        /// The command-line flag that named the set.
+        flag: &'static str,
+        /// Why it does not parse.
+        source: Box<trtmc_golden::GoldenError>,
+    },
+    /// An item of a `name:file` list without its `:`.
+    #[error("{flag} {spec}: `{item}` is not NAME:FILE (trtexec's --loadInputs syntax)")]
+    NotNameFile {
+        /// The command-line flag that named the set.
+        flag: &'static str,
+        /// The data set as given.
+        spec: String,
+        /// The item.
+        item: String,
+    },
+    /// An item of a `name:file` list naming no declared input (or output).
+    #[error("{flag} {spec}: the model has no {what} `{name}` ({what}s: {declared})")]
+    NotDeclared {
+        /// The command-line flag that named the set.
+        flag: &'static str,
+        /// The data set as given.
+        spec: String,
+        /// `input` or `output`.
+        what: &'static str,
+        /// The name given.
+        name: String,
+        /// The model's declared names, comma-separated.
+        declared: String,
+    },
+    /// A raw file for a tensor of a type trtmc cannot read from one.
+    #[error(
+        "{flag}: {what} `{name}` is of type {type_name}, which trtmc cannot read from a raw file"
+    )]
+    RawType {
+        /// The command-line flag that named the set.
+        flag: &'static str,
+        /// `input` or `output`.
+        what: &'static str,
+        /// The tensor's name.
+        name: String,
+        /// The declared ONNX type.
+        type_name: String,
+    },
+    /// A raw file for a dynamic tensor without `--shape`.
+    #[error(
+        "{flag} {name}:{}: a raw file has no shape and {what} `{name}` is dynamic ({wants}): give it with --shape {name}:DIMS",
+        file.display()
+    )]
+    RawDynamic {
+        /// The command-line flag that named the set.
+        flag: &'static str,
+        /// The tensor's name.
+        name: String,
+        /// The raw file, as given.
+        file: PathBuf,
+        /// `input` or `output`.
+        what: &'static str,
+        /// The declared type, as [`Declared::describe_type`] writes it.
+        wants: String,
+    },
+}
+
 /// The data sets `spec` names, each tensor read once to learn its type and shape. `declared` (the
 /// model's inputs or outputs, by `kind`) names unnamed `.pb` tensors and types raw files.
 pub fn locate(
@@ -208,7 +370,7 @@ pub fn locate(
     kind: DataKind,
     declared: &[Declared],
     shapes: &BTreeMap<String, Vec<i64>>,
-) -> Result<Vec<(DataSetRecord, Vec<Tensor>)>, String> {
+) -> Result<Vec<(DataSetRecord, Vec<Tensor>)>, DataReadError> {
     let path = Path::new(spec);
     let flag = kind.flag();
     if path.is_dir() {
@@ -232,8 +394,12 @@ pub fn locate(
     }
     if path.is_file() {
         let absolute = absolute(path);
-        let tensors = trtmc_golden::read_golden(&absolute)
-            .map_err(|e| format!("{flag} {spec}: {e} (give {FORMATS})"))?;
+        let tensors =
+            trtmc_golden::read_golden(&absolute).map_err(|e| DataReadError::Unreadable {
+                flag,
+                spec: spec.to_string(),
+                source: Box::new(e),
+            })?;
         let format = absolute
             .extension()
             .and_then(|e| e.to_str())
@@ -254,14 +420,19 @@ pub fn locate(
     if let Err(e) = trtmc_core::limits::check_outside_file(path, trtmc_core::limits::FileKind::Bulk)
         && path.exists()
     {
-        return Err(format!("{flag} {spec}: {e} (give {FORMATS})"));
+        return Err(DataReadError::NotAFile {
+            flag,
+            spec: spec.to_string(),
+            source: e,
+        });
     }
     if spec.contains(':') {
         return raw_list(spec, kind, declared, shapes).map(|set| vec![set]);
     }
-    Err(format!(
-        "{flag} {spec}: no such file or folder (give {FORMATS})"
-    ))
+    Err(DataReadError::Missing {
+        flag,
+        spec: spec.to_string(),
+    })
 }
 
 /// A declared input or output of a built bundle (its manifest's spec), for reading data sets
@@ -293,16 +464,17 @@ pub fn read_one_set(
     spec: &str,
     kind: DataKind,
     declared: &[Declared],
-) -> Result<Vec<Tensor>, String> {
+) -> Result<Vec<Tensor>, DataReadError> {
     let sets = locate(spec, kind, declared, &BTreeMap::new())?;
     let count = sets.len();
     let mut sets = sets.into_iter();
     match (sets.next(), count) {
         (Some((_, tensors)), 1) => Ok(tensors),
-        _ => Err(format!(
-            "{} {spec}: holds {count} data sets; one forward pass uses one, name its folder (e.g. {spec}/test_data_set_0)",
-            kind.flag()
-        )),
+        _ => Err(DataReadError::SeveralSets {
+            flag: kind.flag(),
+            spec: spec.to_string(),
+            count,
+        }),
     }
 }
 
@@ -312,7 +484,8 @@ pub fn read_set(record: &DataSetRecord) -> anyhow::Result<Vec<Tensor>> {
     let mut tensors = Vec::with_capacity(record.tensors.len());
     for t in &record.tensors {
         let file = Path::new(&t.file);
-        let sha = sha256(file).map_err(anyhow::Error::msg)?;
+        // The message only: its cause is in it already, and `{:#}` would repeat it.
+        let sha = sha256(file).map_err(|e| anyhow::Error::msg(e.to_string()))?;
         if sha != t.sha256 {
             bail!(
                 "{} changed after the run was planned (its SHA-256 was {}, now {sha}); run again",
@@ -344,9 +517,11 @@ pub fn read_set(record: &DataSetRecord) -> anyhow::Result<Vec<Tensor>> {
     Ok(tensors)
 }
 
-fn read_dir(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+fn read_dir(dir: &Path) -> Result<Vec<PathBuf>, DataReadError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| DataReadError::Read {
+        path: dir.to_path_buf(),
+        source,
+    })?;
     Ok(entries.flatten().map(|e| e.path()).collect())
 }
 
@@ -369,8 +544,11 @@ fn absolute(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-fn sha256(path: &Path) -> Result<String, String> {
-    trtmc_core::hash::file_sha256(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+fn sha256(path: &Path) -> Result<String, DataReadError> {
+    trtmc_core::hash::file_sha256(path).map_err(|source| DataReadError::Read {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 fn describe(t: &Tensor, file: &Path, sha: &str) -> DataTensor {
@@ -388,7 +566,7 @@ fn folder_set(
     dir: &Path,
     kind: DataKind,
     declared: &[Declared],
-) -> Result<(DataSetRecord, Vec<Tensor>), String> {
+) -> Result<(DataSetRecord, Vec<Tensor>), DataReadError> {
     let dir = absolute(dir);
     let files = read_dir(&dir)?;
     let with = |prefix: &str, ext: &str| -> Vec<PathBuf> {
@@ -413,45 +591,53 @@ fn folder_set(
         ("npy-folder", with("", "npy"))
     };
     if chosen.is_empty() {
-        return Err(format!(
-            "{} {}: the folder holds no {}N.pb and no .npy files (give {FORMATS})",
-            kind.flag(),
-            dir.display(),
-            kind.pb_prefix()
-        ));
+        return Err(DataReadError::EmptyFolder {
+            flag: kind.flag(),
+            dir,
+            prefix: kind.pb_prefix(),
+        });
     }
     let mut tensors = Vec::with_capacity(chosen.len());
     let mut records = Vec::with_capacity(chosen.len());
     for file in &chosen {
         let mut tensor = if format == "onnx-pb" {
-            let mut t =
-                read_pb(file).map_err(|e| format!("{} {}: {e:#}", kind.flag(), file.display()))?;
+            let mut t = read_pb(file).map_err(|e| DataReadError::File {
+                flag: kind.flag(),
+                file: file.clone(),
+                reason: format!("{e:#}"),
+            })?;
             if t.name.is_empty() {
                 let (n, _) = numbered(file, kind.pb_prefix());
                 let d = usize::try_from(n)
                     .ok()
                     .and_then(|n| declared.get(n))
-                    .ok_or_else(|| {
-                        format!(
-                            "{} {}: the tensor has no name and the model has no {} number {n}",
-                            kind.flag(),
-                            file.display(),
-                            kind.what()
-                        )
+                    .ok_or_else(|| DataReadError::UnnamedTensor {
+                        flag: kind.flag(),
+                        file: file.clone(),
+                        what: kind.what(),
+                        number: n,
                     })?;
                 t.name = d.name.clone();
             }
             t
         } else {
             let bytes = trtmc_core::limits::read_outside(file, trtmc_core::limits::FileKind::Bulk)
-                .map_err(|e| format!("{} {}: {e}", kind.flag(), file.display()))?;
+                .map_err(|source| DataReadError::ReadNpy {
+                    flag: kind.flag(),
+                    file: file.clone(),
+                    source,
+                })?;
             let stem = file
                 .file_stem()
                 .and_then(|s| s.to_str())
                 .unwrap_or_default()
                 .to_string();
-            trtmc_golden::read_npy(&bytes, &stem, &file.display().to_string())
-                .map_err(|e| format!("{} {e}", kind.flag()))?
+            trtmc_golden::read_npy(&bytes, &stem, &file.display().to_string()).map_err(|e| {
+                DataReadError::Npy {
+                    flag: kind.flag(),
+                    source: Box::new(e),
+                }
+            })?
         };
         if tensor.name.is_empty() {
             tensor.name = "?".into();
@@ -544,31 +730,37 @@ fn raw_list(
     kind: DataKind,
     declared: &[Declared],
     shapes: &BTreeMap<String, Vec<i64>>,
-) -> Result<(DataSetRecord, Vec<Tensor>), String> {
+) -> Result<(DataSetRecord, Vec<Tensor>), DataReadError> {
     let flag = kind.flag();
     let mut records = Vec::new();
     let mut tensors = Vec::new();
     for item in spec.split(',') {
-        let (name, file) = item.rsplit_once(':').ok_or_else(|| {
-            format!("{flag} {spec}: `{item}` is not NAME:FILE (trtexec's --loadInputs syntax)")
-        })?;
+        let (name, file) = item
+            .rsplit_once(':')
+            .ok_or_else(|| DataReadError::NotNameFile {
+                flag,
+                spec: spec.to_string(),
+                item: item.to_string(),
+            })?;
         let name = name.trim().trim_matches('\'');
-        let d = declared.iter().find(|d| d.name == name).ok_or_else(|| {
-            format!(
-                "{flag} {spec}: the model has no {} `{name}` ({}s: {})",
-                kind.what(),
-                kind.what(),
-                names(declared)
-            )
-        })?;
+        let d =
+            declared
+                .iter()
+                .find(|d| d.name == name)
+                .ok_or_else(|| DataReadError::NotDeclared {
+                    flag,
+                    spec: spec.to_string(),
+                    what: kind.what(),
+                    name: name.to_string(),
+                    declared: names(declared),
+                })?;
         let dtype = onnx_element_type(d.elem_type)
             .filter(|t| *t != ElementType::String)
-            .ok_or_else(|| {
-                format!(
-                    "{flag}: {} `{name}` is of type {}, which trtmc cannot read from a raw file",
-                    kind.what(),
-                    onnx_type_name(d.elem_type)
-                )
+            .ok_or_else(|| DataReadError::RawType {
+                flag,
+                what: kind.what(),
+                name: name.to_string(),
+                type_name: onnx_type_name(d.elem_type),
             })?;
         let shape: Vec<usize> = match shapes.get(name) {
             Some(s) => s.iter().map(|&v| v.max(0) as usize).collect(),
@@ -577,17 +769,22 @@ fn raw_list(
                 .iter()
                 .map(|dim| match dim {
                     Dim::Fixed(n) => Ok((*n).max(0) as usize),
-                    Dim::Symbol(_) => Err(format!(
-                        "{flag} {name}:{file}: a raw file has no shape and {} `{name}` is dynamic ({}): give it with --shape {name}:DIMS",
-                        kind.what(),
-                        d.describe_type()
-                    )),
+                    Dim::Symbol(_) => Err(DataReadError::RawDynamic {
+                        flag,
+                        name: name.to_string(),
+                        file: file.into(),
+                        what: kind.what(),
+                        wants: d.describe_type(),
+                    }),
                 })
                 .collect::<Result<_, _>>()?,
         };
         let path = absolute(Path::new(file));
-        let tensor = raw_tensor(name, &path, dtype, &shape)
-            .map_err(|e| format!("{flag} {name}:{file}: {e:#}"))?;
+        let tensor = raw_tensor(name, &path, dtype, &shape).map_err(|e| DataReadError::File {
+            flag,
+            file: format!("{name}:{file}").into(),
+            reason: format!("{e:#}"),
+        })?;
         records.push(describe(&tensor, &path, &sha256(&path)?));
         tensors.push(tensor);
     }
