@@ -13,47 +13,13 @@ pub use trtmc_metadata::BatchSource;
 use crate::case_error::describe_source;
 pub use crate::case_error::{CaseError, OverrideError, SettingRefused, ValueError};
 use crate::catalog::{Profile, TestCase};
+use crate::limits::{MOST_DIMENSION, MOST_SHAPE_ELEMENTS, MOST_SWEEP_POINTS};
 use crate::operations::{self, FieldKind, OperationDecl};
 use crate::settings::{CommonBuildSetting, DeclaredSettings, SettingSection};
+pub use crate::sourced::{Source, Sourced};
 
 /// Schema tag of resolved-case.json, the document a worker receives for one case.
 pub const RESOLVED_CASE_SCHEMA: &str = "trtmc.resolved-case/v1";
-
-/// Where a resolved value came from, lowest precedence first (the order is the precedence).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Source {
-    /// The operation's default, or trtmc's own.
-    Default,
-    /// The profile's MODEL.toml.
-    Manifest,
-    /// The test case of the profile's test manifest.
-    Case,
-    /// The entry of a plan file.
-    Plan,
-    /// A `--set KEY=VALUE` on the command line.
-    Set,
-    /// A point of a `--sweep`.
-    Sweep,
-    /// A dedicated command-line flag (`--warmup`, `--iterations`, `--duration`, `--runtime`, `--shape`, `--dim`).
-    Cli,
-}
-
-/// A value together with where it came from, so documents and messages can say which setting won.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Sourced<T> {
-    /// The value in effect.
-    pub value: T,
-    /// Where it came from.
-    pub source: Source,
-}
-
-impl<T> Sourced<T> {
-    /// A value from `source`.
-    pub fn new(value: T, source: Source) -> Self {
-        Self { value, source }
-    }
-}
 
 /// One `key=value` override (from --set, a sweep point or a plan), still as text.
 #[derive(Debug, Clone, PartialEq)]
@@ -136,9 +102,6 @@ pub const MOST_CALLS: u64 = 100_000_000;
 /// Declared beside the request fields it bounds (the operation table), so that table needs nothing
 /// from case resolution.
 pub use crate::operations::MOST_BOUND_DIM;
-/// The largest build dimension (`build.dims.<name>`, `--dim`, an element of `build.shapes.<input>`,
-/// `build.kv_cache_length`).
-pub const MOST_DIMENSION: i64 = 1 << 20;
 
 /// Command-line measurement flags (they win over everything else): the same overrides a case's
 /// `measure` table holds.
@@ -661,23 +624,8 @@ pub(crate) fn every_sample_sets(
     field: &str,
 ) -> bool {
     operations::sample_list(op.name).is_some_and(|(list, _)| {
-        every_listed_sample_sets(op, request.get(list).map(|v| &v.value), field)
+        operations::every_listed_sample_sets(op, request.get(list).map(|v| &v.value), field)
     })
-}
-
-/// [`every_sample_sets`] given the sample list's value.
-pub(crate) fn every_listed_sample_sets(
-    op: &OperationDecl,
-    list: Option<&Value>,
-    field: &str,
-) -> bool {
-    let Some((_, keys)) = operations::sample_list(op.name) else {
-        return false;
-    };
-    keys.contains(&field)
-        && list.and_then(Value::as_array).is_some_and(|items| {
-            !items.is_empty() && items.iter().all(|item| item.get(field).is_some())
-        })
 }
 
 fn check_sample_tables(
@@ -1061,9 +1009,6 @@ pub(crate) fn parse_shape(text: &str) -> Result<Vec<i64>, ValueError> {
     Ok(dims)
 }
 
-/// The most elements of a shape given with `build.shapes.<input>` / `--shape`.
-pub const MOST_SHAPE_ELEMENTS: i64 = 1 << 31;
-
 /// Parses a value given on the command line according to the declared field kind.
 pub fn parse_typed(kind: FieldKind, text: &str) -> Result<Value, ValueError> {
     let t = text.trim();
@@ -1151,10 +1096,6 @@ impl SweepAxis {
         Ok(Self { key: o.key, values })
     }
 }
-
-/// The most points a sweep may have (the product of its axes' value counts): each point is a case, so a
-/// larger product is a typo, and it is refused before a single point is expanded.
-pub const MOST_SWEEP_POINTS: usize = 10_000;
 
 /// The Cartesian product of sweep axes, first axis varying slowest. No axes → one empty point.
 pub fn sweep_points(axes: &[SweepAxis]) -> Result<Vec<Vec<Override>>, OverrideError> {
@@ -1822,5 +1763,64 @@ mod tests {
             .expect_err("negative")
             .to_string();
         assert!(e.contains("--dim `batch=-1`"), "{e}");
+    }
+
+    #[test]
+    fn a_chat_case_resolves_without_a_prompt_and_its_rendering_is_its_identity() {
+        use crate::chat::{MODE_COMPLETION, PROMPT_FIELD};
+        let t = tempfile::tempdir().expect("tmp");
+        let d = t.path().join("g");
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::write(
+            d.join("MODEL.toml"),
+            "name = \"g\"\ntask_strategy = \"text_generation\"\ntest_manifests = [\"c.toml\"]\n[source]\nbuiltin = \"tiny-gpt\"\n",
+        )
+        .expect("write");
+        std::fs::write(
+            d.join("c.toml"),
+            "[[case]]\nname = \"chat\"\nadd_generation_prompt = false\n[case.request]\nmode = \"chat\"\n[[case.messages]]\nrole = \"user\"\ncontent = \"hi\"\n\n[[case]]\nname = \"plain\"\n[case.request]\nprompt = \"hi\"\n",
+        )
+        .expect("write");
+        let catalog = crate::catalog::Catalog::load(t.path()).expect("load");
+        let p = catalog.require("g").expect("g");
+        assert!(p.status.is_ready(), "{:?}", p.status);
+        let case = |name| {
+            super::resolve(
+                p,
+                &ResolveInput {
+                    case: Some(name),
+                    ..Default::default()
+                },
+                crate::settings::TEST_DECLARED,
+            )
+            .expect("resolve")
+        };
+        let mut chat = case("chat");
+        let plain = case("plain");
+        assert!(plain.chat.is_none());
+        assert_eq!(plain.request["mode"].value, MODE_COMPLETION);
+        let c = chat.chat.clone().expect("chat");
+        assert_eq!((c.messages.len(), c.add_generation_prompt), (1, false));
+        assert!(
+            !chat.request.contains_key(PROMPT_FIELD),
+            "rendered by the runner"
+        );
+        let before = chat.identity.clone();
+        if let Some(c) = chat.chat.as_mut() {
+            c.prompt = Some("[user] hi".into());
+            c.prompt_tokens = Some(9);
+        }
+        refresh_identity(p, &mut chat, crate::settings::TEST_DECLARED).expect("identity");
+        assert_ne!(
+            chat.identity, before,
+            "the rendered prompt is part of the workload"
+        );
+        // Where the template was read from is not.
+        let rendered = chat.identity.clone();
+        if let Some(c) = chat.chat.as_mut() {
+            c.template_source = Some("/somewhere/else/chat_template.jinja".into());
+        }
+        refresh_identity(p, &mut chat, crate::settings::TEST_DECLARED).expect("identity");
+        assert_eq!(chat.identity, rendered);
     }
 }

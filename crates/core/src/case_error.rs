@@ -2,8 +2,9 @@
 //! settings) cannot be read: each variant keeps what was given and what was expected, and its message
 //! names the thing and the fix (the CLI prints it; the integration tests assert it).
 
-use crate::case::{MOST_DIMENSION, MOST_SHAPE_ELEMENTS, MOST_SWEEP_POINTS, Source};
+use crate::limits::{MOST_DIMENSION, MOST_SHAPE_ELEMENTS, MOST_SWEEP_POINTS};
 use crate::operations::KindMismatch;
+use crate::sourced::Source;
 
 /// A value that does not read as the kind its setting or field takes.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -763,7 +763,7 @@ pub fn check_case_fields(op: &OperationDecl, case: &TestCase) -> Result<(), Cata
         // A chat case's prompt is rendered from its messages.
         let rendered = chat && f.name == crate::chat::PROMPT_FIELD;
         let sampled = operations::sample_list(op.name).is_some_and(|(list, _)| {
-            crate::case::every_listed_sample_sets(op, case.request.get(list), f.name)
+            crate::operations::every_listed_sample_sets(op, case.request.get(list), f.name)
         });
         if f.required() && !rendered && !sampled && !case.request.contains_key(f.name) {
             return Err(CatalogError::RequiredField {

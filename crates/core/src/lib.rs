@@ -22,6 +22,7 @@ pub mod python;
 pub mod result;
 pub mod runtime_dirs;
 pub mod settings;
+pub mod sourced;
 pub mod stats;
 pub mod test_hooks;
 pub mod text;

@@ -10,7 +10,18 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::case::{MOST_DIMENSION, MOST_SHAPE_ELEMENTS, Source, Sourced};
+use crate::sourced::{Source, Sourced};
+
+/// The largest build dimension (`build.dims.<name>`, `--dim`, an element of `build.shapes.<input>`,
+/// `build.kv_cache_length`).
+pub const MOST_DIMENSION: i64 = 1 << 20;
+
+/// The most elements of a shape given with `build.shapes.<input>` / `--shape`.
+pub const MOST_SHAPE_ELEMENTS: i64 = 1 << 31;
+
+/// The most points a sweep may have (the product of its axes' value counts): each point is a case, so a
+/// larger product is a typo, and it is refused before a single point is expanded.
+pub const MOST_SWEEP_POINTS: usize = 10_000;
 
 /// The kind of an outside file, which decides how large it may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1164,6 +1164,22 @@ pub fn check_kind(kind: FieldKind, value: &Value) -> Result<Value, KindMismatch>
     }
 }
 
+/// Whether the operation's sample list `list` is given and every one of its tables sets `field` (a
+/// required request field is then not needed at the top level).
+pub(crate) fn every_listed_sample_sets(
+    op: &OperationDecl,
+    list: Option<&Value>,
+    field: &str,
+) -> bool {
+    let Some((_, keys)) = sample_list(op.name) else {
+        return false;
+    };
+    keys.contains(&field)
+        && list.and_then(Value::as_array).is_some_and(|items| {
+            !items.is_empty() && items.iter().all(|item| item.get(field).is_some())
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

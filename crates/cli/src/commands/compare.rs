@@ -330,11 +330,11 @@ fn parse_dims(dims: &[String]) -> CliResult<BTreeMap<String, i64>> {
                 .trim()
                 .parse()
                 .ok()
-                .filter(|v| (0..=trtmc_core::case::MOST_DIMENSION).contains(v))
+                .filter(|v| (0..=trtmc_core::limits::MOST_DIMENSION).contains(v))
                 .ok_or_else(|| {
                     CliError::input(format!(
                         "--dim {d}: `{value}` is not a whole number from 0 to {}",
-                        trtmc_core::case::MOST_DIMENSION
+                        trtmc_core::limits::MOST_DIMENSION
                     ))
                 })?;
             Ok((name.trim().to_string(), v))
