@@ -136,7 +136,7 @@ impl FromStr for ElementType {
 /// One named tensor, row-major (C order), values widened to f64.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tensor {
-    /// The output's name, as the model declares it; tensors are matched by it.
+    /// The tensor's name as the model declares it (an input or an output); tensors are matched by it.
     pub name: String,
     /// The element type it was stored with.
     pub dtype: ElementType,

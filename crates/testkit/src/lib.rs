@@ -43,8 +43,8 @@ mod tests {
 
     #[test]
     fn the_script_is_written_executable_and_runs_while_other_threads_spawn() {
-        let dir = std::env::temp_dir().join(format!("trtmc-testkit-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temporary folder");
+        let tmp = tempfile::tempdir().expect("temporary folder");
+        let dir = tmp.path();
         // Other threads forking all the time is what made direct writes fail with ETXTBSY.
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let spawners: Vec<_> = (0..2)
@@ -75,6 +75,5 @@ mod tests {
         for spawner in spawners {
             spawner.join().expect("spawner ends");
         }
-        std::fs::remove_dir_all(&dir).expect("clean up");
     }
 }
