@@ -471,7 +471,7 @@ fn tiny_cnn_series(tmp: &Path, name: &str, slowdown: Option<&str>) -> Vec<serde_
 //
 // The step is 60 %, not 30 %: the p50 of one run of tiny-cnn drifts ±15 % from run to run on these
 // machines even alone (A/A points 0.78–1.04 ms in one series), so a 30 % step was once placed two
-// points late (CI, stop 45) and once measured at 1.147. How small a step the history finds, and how
+// points late (CI, 2026-12-04) and once measured at 1.147. How small a step the history finds, and how
 // exactly it places it, is measured over repeats by scripts/history-validity.py (docs/performance.md),
 // not by one series in a test.
 #[test]
