@@ -1143,22 +1143,27 @@ mod tests {
         super::resolve(p, input, crate::settings::TEST_DECLARED)
     }
 
-    fn catalog() -> (tempfile::TempDir, Catalog) {
+    /// A catalog of one tiny-gpt profile `g` whose MODEL.toml ends with `model_tail` and whose
+    /// `c.toml` holds `cases`.
+    fn tiny_gpt_catalog(model_tail: &str, cases: &str) -> (tempfile::TempDir, Catalog) {
         let t = tempfile::tempdir().expect("tmp");
         let d = t.path().join("g");
         std::fs::create_dir_all(&d).expect("mkdir");
         std::fs::write(
             d.join("MODEL.toml"),
-            "name = \"g\"\ntask_strategy = \"text_generation\"\ntest_manifests = [\"c.toml\"]\n[source]\nbuiltin = \"tiny-gpt\"\n[build]\nkv_cache_length = 64\n",
+            format!("name = \"g\"\ntask_strategy = \"text_generation\"\ntest_manifests = [\"c.toml\"]\n[source]\nbuiltin = \"tiny-gpt\"\n{model_tail}"),
         )
         .expect("write");
-        std::fs::write(
-            d.join("c.toml"),
-            "[[case]]\nname = \"greedy\"\n[case.request]\nprompt = \"hi\"\nmax_new_tokens = 8\n\n[[case]]\nname = \"sampled\"\n[case.measure]\niterations = 7\n[case.request]\nprompt = \"yo\"\ndo_sample = true\nseed = 42\n",
-        )
-        .expect("write");
+        std::fs::write(d.join("c.toml"), cases).expect("write");
         let c = Catalog::load(t.path()).expect("load");
         (t, c)
+    }
+
+    fn catalog() -> (tempfile::TempDir, Catalog) {
+        tiny_gpt_catalog(
+            "[build]\nkv_cache_length = 64\n",
+            "[[case]]\nname = \"greedy\"\n[case.request]\nprompt = \"hi\"\nmax_new_tokens = 8\n\n[[case]]\nname = \"sampled\"\n[case.measure]\niterations = 7\n[case.request]\nprompt = \"yo\"\ndo_sample = true\nseed = 42\n",
+        )
     }
 
     #[test]
@@ -1768,30 +1773,19 @@ mod tests {
     #[test]
     fn a_chat_case_resolves_without_a_prompt_and_its_rendering_is_its_identity() {
         use crate::chat::{MODE_COMPLETION, PROMPT_FIELD};
-        let t = tempfile::tempdir().expect("tmp");
-        let d = t.path().join("g");
-        std::fs::create_dir_all(&d).expect("mkdir");
-        std::fs::write(
-            d.join("MODEL.toml"),
-            "name = \"g\"\ntask_strategy = \"text_generation\"\ntest_manifests = [\"c.toml\"]\n[source]\nbuiltin = \"tiny-gpt\"\n",
-        )
-        .expect("write");
-        std::fs::write(
-            d.join("c.toml"),
+        let (_t, catalog) = tiny_gpt_catalog(
+            "",
             "[[case]]\nname = \"chat\"\nadd_generation_prompt = false\n[case.request]\nmode = \"chat\"\n[[case.messages]]\nrole = \"user\"\ncontent = \"hi\"\n\n[[case]]\nname = \"plain\"\n[case.request]\nprompt = \"hi\"\n",
-        )
-        .expect("write");
-        let catalog = crate::catalog::Catalog::load(t.path()).expect("load");
+        );
         let p = catalog.require("g").expect("g");
         assert!(p.status.is_ready(), "{:?}", p.status);
         let case = |name| {
-            super::resolve(
+            resolve(
                 p,
                 &ResolveInput {
                     case: Some(name),
                     ..Default::default()
                 },
-                crate::settings::TEST_DECLARED,
             )
             .expect("resolve")
         };
